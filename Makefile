@@ -1,0 +1,38 @@
+# kube-ipvs — make targets. Node 24 comes from node_modules/.bin (the `node` npm package).
+SHELL := /bin/bash
+export PATH := $(CURDIR)/node_modules/.bin:$(PATH)
+JEST := node_modules/.bin/node node_modules/jest/bin/jest.js
+VM_TIMEOUT ?= 2700
+
+.PHONY: all deps build test unit vm vm-image bench demo clean
+
+all: build
+
+deps:
+	bash scripts/install-deps.sh
+
+build:
+	node_modules/.bin/node node_modules/typescript/bin/tsc -p tsconfig.json
+
+vm-image:
+	bash scripts/vm/build-image.sh
+
+# Unit tests on the host, then every integration test inside ONE VM boot.
+test: build vm-image
+	bash scripts/test-all.sh
+
+unit: build
+	$(JEST) --selectProjects unit
+
+vm: build vm-image
+	bash scripts/vm/run.sh -t $(VM_TIMEOUT) -- $(JEST) --selectProjects vm --runInBand
+
+bench: build vm-image
+	bash scripts/bench/run.sh
+
+# Boots the VM, programs a small table with kube-ipvs and lists it as ipvsadm would.
+demo: build vm-image
+	bash scripts/vm/run.sh -t 300 -- bash scripts/demo.sh
+
+clean:
+	rm -rf dist

@@ -1,0 +1,20 @@
+// Tests are compiled by tsc to dist/ first (make build); jest runs plain JS, so the
+// same files run on the host (unit) and inside the QEMU guest (vm) without a transpiler.
+/** @type {import('jest').Config} */
+module.exports = {
+  projects: [
+    {
+      displayName: 'unit',
+      testEnvironment: 'node',
+      roots: ['<rootDir>/dist/spec'],
+      testMatch: ['**/*.test.js'],
+      testPathIgnorePatterns: ['/dist/spec/vm/'],
+    },
+    {
+      displayName: 'vm',
+      testEnvironment: 'node',
+      roots: ['<rootDir>/dist/spec/vm'],
+      testMatch: ['**/*.vm.test.js'],
+    },
+  ],
+};

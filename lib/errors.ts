@@ -1,0 +1,82 @@
+import { getSystemErrorName } from 'node:util';
+import { constants as osConstants } from 'node:os';
+
+const E = osConstants.errno;
+
+/** Base of every error kube-ipvs raises on purpose. `code` is the stable contract; messages may change. */
+export abstract class KubeIpvsError extends Error {
+  abstract readonly code: `KIPVS_${string}`;
+  constructor(message: string, options?: { cause?: unknown }) {
+    super(message, options);
+    this.name = new.target.name;
+  }
+}
+
+/** Name of a positive kernel errno ("ENOENT"), or "errno N" when unknown. */
+export function errnoName(errno: number): string {
+  try {
+    return getSystemErrorName(-errno);
+  } catch {
+    return `errno ${errno}`;
+  }
+}
+
+/**
+ * The kernel refused a netlink request. `operation` and `object` say what was asked
+ * ("add virtual server", "TCP 10.96.0.10:80"), `errno` is positive.
+ */
+export class NetlinkError extends KubeIpvsError {
+  readonly code = 'KIPVS_NETLINK' as const;
+  readonly errnoName: string;
+  constructor(
+    readonly errno: number,
+    readonly operation: string,
+    readonly object: string,
+    readonly reason: string,
+    readonly extack?: string,
+    readonly opIndex?: number,
+  ) {
+    super(`${operation}${object ? ' ' + object : ''}: ${reason}${extack ? ` [${extack}]` : ''} (${errnoName(errno)})`);
+    this.errnoName = errnoName(errno);
+  }
+}
+
+/** Bytes from the kernel (or a golden file) that do not parse. */
+export class DecodeError extends KubeIpvsError {
+  readonly code = 'KIPVS_DECODE' as const;
+  constructor(message: string, readonly path: string, readonly offset: number) {
+    super(`decode ${path} at offset ${offset}: ${message}`);
+  }
+}
+
+/** The netlink socket itself failed (send error, receive overrun, closed, timeout). */
+export class SocketError extends KubeIpvsError {
+  readonly code = 'KIPVS_SOCKET' as const;
+  constructor(message: string, readonly errno?: number, options?: { cause?: unknown }) {
+    super(message, options);
+  }
+}
+
+/** Bad command-line usage or bad input text; CLIs exit 2 (ipvsadm exits 2 for parse errors too). */
+export class UsageError extends KubeIpvsError {
+  readonly code = 'KIPVS_USAGE' as const;
+}
+
+/** A child process (ipset, iptables-restore, ...) failed. */
+export class ExecError extends KubeIpvsError {
+  readonly code = 'KIPVS_EXEC' as const;
+  constructor(readonly cmd: string, readonly exitCode: number | null, readonly stderr: string) {
+    super(`${cmd} failed (exit ${exitCode ?? 'signal'}): ${stderr.trim()}`);
+  }
+}
+
+function hasErrno(e: unknown, ...errnos: number[]): boolean {
+  return e instanceof NetlinkError && errnos.includes(e.errno);
+}
+
+/** The object already exists (EEXIST). */
+export const isExists = (e: unknown): boolean => hasErrno(e, E.EEXIST);
+/** The object is not there: a missing virtual server is ESRCH, a missing real server ENOENT. */
+export const isNotFound = (e: unknown): boolean => hasErrno(e, E.ESRCH, E.ENOENT);
+/** The caller lacks CAP_NET_ADMIN. */
+export const isPermission = (e: unknown): boolean => hasErrno(e, E.EPERM);

@@ -1,0 +1,149 @@
+import { isIPv4, isIPv6, SocketAddress } from 'node:net';
+import { Address6 } from 'ip-address';
+import { AF_INET, AF_INET6, IPPROTO_SCTP, IPPROTO_TCP, IPPROTO_UDP } from '../netlink/uapi/ip_vs';
+
+/** AF_INET (2) or AF_INET6 (10), as the kernel numbers them. */
+export type AddressFamily = typeof AF_INET | typeof AF_INET6;
+
+/**
+ * What identifies a virtual server to the kernel: a fwmark (fwmark > 0; protocol, address
+ * and port are then 0 / '' ) or protocol + address + port.
+ */
+export interface VirtualServerId {
+  readonly af: AddressFamily;
+  /** IPPROTO_TCP / UDP / SCTP; 0 for a fwmark service */
+  readonly protocol: number;
+  /** textual address as inet_ntop prints it; '' for a fwmark service */
+  readonly address: string;
+  readonly port: number;
+  readonly fwmark: number;
+}
+
+/** 64-bit counters; rates are per second. */
+export interface Stats {
+  readonly conns: bigint;
+  readonly inpkts: bigint;
+  readonly outpkts: bigint;
+  readonly inbytes: bigint;
+  readonly outbytes: bigint;
+  readonly cps: bigint;
+  readonly inpps: bigint;
+  readonly outpps: bigint;
+  readonly inbps: bigint;
+  readonly outbps: bigint;
+}
+
+export interface VirtualServer extends VirtualServerId {
+  readonly scheduler: string;
+  /** IP_VS_SVC_F_* without the kernel-internal HASHED bit */
+  readonly flags: number;
+  /** persistence timeout, seconds */
+  readonly timeout: number;
+  /** IPv4: the mask as a number (0xffffff00 = 255.255.255.0); IPv6: prefix length */
+  readonly netmask: number;
+  /** persistence engine, '' for none */
+  readonly peName: string;
+  readonly stats?: Stats;
+}
+
+export interface RealServerId {
+  /** family of the real server's address; may differ from the service's for tunnel dests */
+  readonly af: AddressFamily;
+  readonly address: string;
+  readonly port: number;
+}
+
+export interface RealServer extends RealServerId {
+  /** IP_VS_CONN_F_MASQ / LOCALNODE / TUNNEL / DROUTE */
+  readonly fwdMethod: number;
+  readonly weight: number;
+  readonly uThreshold: number;
+  readonly lThreshold: number;
+  readonly activeConns: number;
+  readonly inactConns: number;
+  readonly persistConns: number;
+  /** IP_VS_CONN_F_TUNNEL_TYPE_*; meaningful with fwdMethod TUNNEL */
+  readonly tunType: number;
+  readonly tunPort: number;
+  readonly tunFlags: number;
+  readonly stats?: Stats;
+}
+
+/** GET_INFO */
+export interface IpvsInfo {
+  readonly version: number;
+  readonly connTabSize: number;
+}
+
+/** GET_CONFIG / SET_CONFIG, seconds; 0 in SET_CONFIG leaves a value unchanged */
+export interface IpvsTimeouts {
+  readonly tcp: number;
+  readonly tcpFin: number;
+  readonly udp: number;
+}
+
+export const PROTOCOL_NAMES: Readonly<Record<number, string>> = {
+  [IPPROTO_TCP]: 'TCP',
+  [IPPROTO_UDP]: 'UDP',
+  [IPPROTO_SCTP]: 'SCTP',
+};
+
+export function familyOf(address: string): AddressFamily {
+  if (isIPv4(address)) return AF_INET;
+  if (isIPv6(address)) return AF_INET6;
+  throw new TypeError(`not an IP address: '${address}'`);
+}
+
+/** Address bytes: 4 for IPv4, 16 for IPv6. */
+export function addressToBytes(af: AddressFamily, address: string): Buffer {
+  if (af === AF_INET) {
+    if (!isIPv4(address)) throw new TypeError(`not an IPv4 address: '${address}'`);
+    return Buffer.from(address.split('.').map(Number));
+  }
+  if (!isIPv6(address)) throw new TypeError(`not an IPv6 address: '${address}'`);
+  const bytes = new Address6(address).toByteArray();
+  const out = Buffer.alloc(16);
+  // right-aligned: a big-integer conversion may drop leading zero bytes
+  Buffer.from(bytes).copy(out, 16 - bytes.length);
+  return out;
+}
+
+/** Textual address exactly as glibc's inet_ntop prints it (libuv shares its algorithm). */
+export function bytesToAddress(af: AddressFamily, bytes: Buffer): string {
+  if (af === AF_INET) return `${bytes[0]}.${bytes[1]}.${bytes[2]}.${bytes[3]}`;
+  const groups: string[] = [];
+  for (let i = 0; i < 16; i += 2) groups.push(bytes.readUInt16BE(i).toString(16));
+  return new SocketAddress({ address: groups.join(':'), family: 'ipv6' }).address;
+}
+
+/** Canonical form of a textual address (so keys compare equal whatever the spelling). */
+export function canonicalAddress(address: string): string {
+  const af = familyOf(address);
+  return bytesToAddress(af, addressToBytes(af, address));
+}
+
+/** One key per virtual server, used everywhere: "TCP/10.96.0.1:80", "UDP/[fd00::a]:53", "FWM/6/7". */
+export function virtualServerKey(id: VirtualServerId): string {
+  if (id.fwmark > 0) return `FWM/${id.af === AF_INET6 ? 6 : 4}/${id.fwmark}`;
+  const proto = PROTOCOL_NAMES[id.protocol] ?? String(id.protocol);
+  return `${proto}/${hostPort(id.af, id.address, id.port)}`;
+}
+
+export function realServerKey(id: RealServerId): string {
+  return hostPort(id.af, id.address, id.port);
+}
+
+export function hostPort(af: AddressFamily, address: string, port: number): string {
+  return af === AF_INET6 ? `[${address}]:${port}` : `${address}:${port}`;
+}
+
+/** How logs and errors name a virtual server: "TCP 10.96.0.10:80", "FWM 7". */
+export function describeVirtualServer(id: VirtualServerId): string {
+  if (id.fwmark > 0) return `FWM ${id.fwmark}${id.af === AF_INET6 ? ' IPv6' : ''}`;
+  return `${PROTOCOL_NAMES[id.protocol] ?? `proto ${id.protocol}`} ${hostPort(id.af, id.address, id.port)}`;
+}
+
+export const ZERO_STATS: Stats = Object.freeze({
+  conns: 0n, inpkts: 0n, outpkts: 0n, inbytes: 0n, outbytes: 0n,
+  cps: 0n, inpps: 0n, outpps: 0n, inbps: 0n, outbps: 0n,
+});
