@@ -1,0 +1,278 @@
+import { RawNetlinkSocket } from 'netlink';
+import { DecodeError, SocketError } from '../errors';
+import { NetlinkAck, NetlinkMessage, decodeAck, encodeGenlMessage, genlBody, splitMessages } from './nlmsg';
+import { GENL_HDRLEN, NETLINK_GENERIC, NLMSG, NLMSG_HDRLEN, NLM_F } from './uapi/netlink';
+
+/**
+ * The datagram transport under a GenlSocket: the `netlink` package's raw socket in
+ * production, a ScriptedTransport in unit tests. One datagram may carry many messages.
+ */
+export interface NetlinkTransport {
+  send(datagram: Buffer): Promise<void>;
+  onDatagram(cb: (datagram: Buffer) => void): void;
+  onError(cb: (err: Error) => void): void;
+  close(): void;
+}
+
+/** NETLINK_GENERIC socket from the `netlink` package, with large buffers for pipelining. */
+export class RawTransport implements NetlinkTransport {
+  private readonly raw: RawNetlinkSocket;
+
+  constructor(protocol = NETLINK_GENERIC, bufferSize = 4 << 20) {
+    // the kernel caps SO_RCVBUF at net.core.rmem_max (and doubles it); batch sizes below
+    // are chosen so even a batch where every op fails fits in the default cap
+    this.raw = new RawNetlinkSocket(protocol, { recvBufferSize: bufferSize, sendBufferSize: bufferSize });
+  }
+
+  send(datagram: Buffer): Promise<void> {
+    return new Promise((resolve, reject) => {
+      this.raw.send(datagram, {}, (err) =>
+        err ? reject(new SocketError(`netlink send: ${err.code ?? err.message}`, err.errno, { cause: err })) : resolve(),
+      );
+    });
+  }
+  onDatagram(cb: (datagram: Buffer) => void): void {
+    this.raw.on('message', (msg) => cb(msg));
+  }
+  onError(cb: (err: Error) => void): void {
+    this.raw.on('error', (err) =>
+      cb(new SocketError(`netlink receive: ${err.code ?? err.message}`, err.errno, { cause: err })),
+    );
+  }
+  close(): void {
+    this.raw.close();
+  }
+}
+
+/** A reply message of a generic-netlink request: its genl cmd and attribute bytes. */
+export interface GenlReply {
+  readonly cmd: number;
+  readonly attrs: Buffer;
+}
+
+/** A request as the batch API takes it. */
+export interface GenlRequest {
+  readonly cmd: number;
+  readonly attrs: Buffer;
+}
+
+/** Why the kernel refused one request. */
+export interface GenlFailure {
+  readonly errno: number;
+  readonly extack?: string;
+}
+
+export interface GenlSocketOptions {
+  /** messages per datagram in a batch */
+  readonly batchMessages?: number;
+  /** bytes per datagram in a batch (must stay below the socket's send buffer) */
+  readonly batchBytes?: number;
+  /** datagrams of one batch in flight before waiting for the first one's ack */
+  readonly batchWindow?: number;
+  /** called for messages that match no request (e.g. a late ack); for logging */
+  readonly onStray?: (msg: NetlinkMessage) => void;
+}
+
+type Pending =
+  | {
+      readonly kind: 'request';
+      readonly replies: GenlReply[];
+      readonly resolve: (r: GenlReply[]) => void;
+      readonly reject: (e: GenlFailure | Error) => void;
+    }
+  | { readonly kind: 'member'; readonly chunk: Chunk; readonly index: number }
+  | { readonly kind: 'barrier'; readonly chunk: Chunk; readonly index: number };
+
+interface Chunk {
+  readonly seqs: number[];
+  readonly results: (GenlFailure | null | undefined)[];
+  readonly done: () => void;
+  readonly fail: (e: Error) => void;
+}
+
+/**
+ * Requests and pipelined batches over one generic-netlink family. Replies are matched to
+ * requests by sequence number only, so a stale ack (e.g. the ack after a GET reply) can
+ * never be taken for the answer to a later request.
+ *
+ * Batches: many requests per datagram; only the last request of each datagram asks for an
+ * ACK. The kernel handles a datagram's messages in order and answers a failed one with an
+ * NLMSG_ERROR carrying its sequence number whether or not it asked for an ACK, so when the
+ * last one's ack arrives, every request of that datagram without an error has succeeded.
+ */
+export class GenlSocket {
+  private seq = Math.floor(Math.random() * 0x7fffffff);
+  private readonly pending = new Map<number, Pending>();
+  private closed = false;
+  private readonly batchMessages: number;
+  private readonly batchBytes: number;
+  private readonly batchWindow: number;
+
+  constructor(
+    private readonly transport: NetlinkTransport,
+    readonly familyId: number,
+    readonly version: number,
+    private readonly options: GenlSocketOptions = {},
+  ) {
+    this.batchMessages = options.batchMessages ?? 128;
+    this.batchBytes = options.batchBytes ?? 48 * 1024;
+    this.batchWindow = options.batchWindow ?? 2;
+    transport.onDatagram((d) => this.receive(d));
+    transport.onError((e) => this.failAll(e));
+  }
+
+  private nextSeq(): number {
+    this.seq = (this.seq + 1) >>> 0 || 1;
+    return this.seq;
+  }
+
+  private encode(req: GenlRequest, seq: number, flags: number): Buffer {
+    return encodeGenlMessage({ familyId: this.familyId, flags, seq, cmd: req.cmd, version: this.version }, req.attrs);
+  }
+
+  /**
+   * One request; resolves with its reply messages (none for a plain ACK). A dump collects
+   * every part until NLMSG_DONE. Rejects with a GenlFailure when the kernel refuses.
+   */
+  request(req: GenlRequest, opts: { dump?: boolean } = {}): Promise<GenlReply[]> {
+    if (this.closed) return Promise.reject(new SocketError('netlink socket is closed'));
+    const seq = this.nextSeq();
+    // a dump ends with NLMSG_DONE; NLM_F_ACK there would add nothing
+    const flags = NLM_F.REQUEST | (opts.dump ? NLM_F.DUMP : NLM_F.ACK);
+    return new Promise<GenlReply[]>((resolve, reject) => {
+      this.pending.set(seq, { kind: 'request', replies: [], resolve, reject });
+      this.transport.send(this.encode(req, seq, flags)).catch((e: Error) => {
+        if (this.pending.delete(seq)) reject(e);
+      });
+    });
+  }
+
+  /**
+   * Sends many requests pipelined, in order; one result per request: null for success, a
+   * GenlFailure for a refusal. Rejects only when the socket itself fails (then no result
+   * of the unfinished datagrams is known).
+   */
+  async batch(reqs: readonly GenlRequest[]): Promise<(GenlFailure | null)[]> {
+    if (this.closed) throw new SocketError('netlink socket is closed');
+    const results: (GenlFailure | null)[] = new Array(reqs.length).fill(null);
+    const inFlight = new Set<Promise<void>>();
+    let i = 0;
+    while (i < reqs.length) {
+      const indexes: number[] = [];
+      let bytes = 0;
+      while (i < reqs.length && indexes.length < this.batchMessages) {
+        const size = NLMSG_HDRLEN + GENL_HDRLEN + reqs[i]!.attrs.length;
+        if (indexes.length > 0 && bytes + size > this.batchBytes) break;
+        indexes.push(i);
+        bytes += size;
+        i++;
+      }
+      const p = this.sendChunk(reqs, indexes, results);
+      inFlight.add(p);
+      void p.finally(() => inFlight.delete(p)).catch(() => undefined);
+      if (inFlight.size >= this.batchWindow) await Promise.race(inFlight);
+    }
+    await Promise.all(inFlight);
+    return results;
+  }
+
+  private sendChunk(reqs: readonly GenlRequest[], indexes: number[], results: (GenlFailure | null)[]): Promise<void> {
+    return new Promise<void>((resolve, reject) => {
+      const seqs = indexes.map(() => this.nextSeq());
+      const chunk: Chunk = {
+        seqs,
+        results: new Array(indexes.length).fill(undefined),
+        done: () => {
+          for (let k = 0; k < indexes.length; k++) results[indexes[k]!] = chunk.results[k] ?? null;
+          resolve();
+        },
+        fail: reject,
+      };
+      const last = indexes.length - 1;
+      const msgs = indexes.map((reqIndex, k) => {
+        const isLast = k === last;
+        this.pending.set(seqs[k]!, { kind: isLast ? 'barrier' : 'member', chunk, index: k });
+        return this.encode(reqs[reqIndex]!, seqs[k]!, NLM_F.REQUEST | (isLast ? NLM_F.ACK : 0));
+      });
+      this.transport.send(Buffer.concat(msgs)).catch((e: Error) => {
+        for (const s of seqs) this.pending.delete(s);
+        reject(e);
+      });
+    });
+  }
+
+  private receive(datagram: Buffer): void {
+    let msgs: NetlinkMessage[];
+    try {
+      msgs = splitMessages(datagram);
+    } catch (e) {
+      this.failAll(e as DecodeError);
+      return;
+    }
+    for (const m of msgs) this.handle(m);
+  }
+
+  private handle(m: NetlinkMessage): void {
+    const p = this.pending.get(m.seq);
+    if (!p) {
+      this.options.onStray?.(m);
+      return;
+    }
+    if (m.type === NLMSG.ERROR) {
+      const ack: NetlinkAck = decodeAck(m);
+      const failure: GenlFailure | null = ack.errno === 0 ? null : ack.extack ? { errno: ack.errno, extack: ack.extack } : { errno: ack.errno };
+      this.pending.delete(m.seq);
+      if (p.kind === 'request') {
+        if (failure) p.reject(failure);
+        else p.resolve(p.replies);
+        return;
+      }
+      p.chunk.results[p.index] = failure;
+      if (p.kind === 'barrier') {
+        // everything before the barrier in this datagram has been answered by now
+        for (const s of p.chunk.seqs) this.pending.delete(s);
+        p.chunk.done();
+      }
+      return;
+    }
+    if (p.kind !== 'request') {
+      this.options.onStray?.(m);
+      return;
+    }
+    if (m.type === NLMSG.DONE) {
+      this.pending.delete(m.seq);
+      const errno = m.payload.length >= 4 ? -m.payload.readInt32LE(0) : 0;
+      if (errno > 0) p.reject({ errno });
+      else p.resolve(p.replies);
+      return;
+    }
+    if (m.type === NLMSG.NOOP || m.type === NLMSG.OVERRUN) return;
+    const body = genlBody(m);
+    p.replies.push({ cmd: body.cmd, attrs: body.attrs });
+  }
+
+  private failAll(e: Error): void {
+    const chunks = new Set<Chunk>();
+    for (const p of this.pending.values()) {
+      if (p.kind === 'request') p.reject(e);
+      else chunks.add(p.chunk);
+    }
+    for (const c of chunks) c.fail(e);
+    this.pending.clear();
+  }
+
+  /** Requests still waiting for an answer (for tests and diagnostics). */
+  get pendingCount(): number {
+    return this.pending.size;
+  }
+
+  close(): void {
+    if (this.closed) return;
+    this.closed = true;
+    this.failAll(new SocketError('netlink socket closed'));
+    this.transport.close();
+  }
+}
+
+export const isGenlFailure = (e: unknown): e is GenlFailure =>
+  typeof e === 'object' && e !== null && !(e instanceof Error) && typeof (e as GenlFailure).errno === 'number';
