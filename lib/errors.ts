@@ -62,11 +62,30 @@ export class UsageError extends KubeIpvsError {
   readonly code = 'KIPVS_USAGE' as const;
 }
 
-/** A child process (ipset, iptables-restore, ...) failed. */
+/**
+ * A child process (ipset, iptables-restore, ...) failed. `line` is the 1-based line of the
+ * restore input the tool blamed, when it named one.
+ */
 export class ExecError extends KubeIpvsError {
   readonly code = 'KIPVS_EXEC' as const;
-  constructor(readonly cmd: string, readonly exitCode: number | null, readonly stderr: string) {
-    super(`${cmd} failed (exit ${exitCode ?? 'signal'}): ${stderr.trim()}`);
+  constructor(
+    readonly cmd: string,
+    readonly exitCode: number | null,
+    readonly stderr: string,
+    readonly line?: number,
+  ) {
+    super(`${cmd} failed (exit ${exitCode ?? 'signal'}${line !== undefined ? `, line ${line}` : ''}): ${stderr.trim()}`);
+  }
+}
+
+/**
+ * An ipset kube-ipvs manages exists with another type (or family) than wanted. Never resolved
+ * silently: destroying it could break whoever made it.
+ */
+export class IpsetTypeMismatchError extends KubeIpvsError {
+  readonly code = 'KIPVS_IPSET_TYPE_MISMATCH' as const;
+  constructor(readonly setName: string, readonly existing: string, readonly wanted: string) {
+    super(`ipset ${setName} exists as ${existing}, kube-ipvs needs ${wanted}; destroy it by hand (ipset destroy ${setName}) if it is stale`);
   }
 }
 
