@@ -21,6 +21,7 @@ export class AttrWriter {
     this.buf = next;
   }
 
+  // callers must take the offset before touching this.buf: header() may reallocate it
   private header(type: number, payloadLen: number): number {
     const total = align4(NLA_HDRLEN + payloadLen);
     this.reserve(total);
@@ -33,27 +34,33 @@ export class AttrWriter {
   }
 
   u8(type: number, v: number): this {
-    this.buf.writeUInt8(v, this.header(type, 1));
+    const at = this.header(type, 1);
+    this.buf.writeUInt8(v, at);
     return this;
   }
   u16(type: number, v: number): this {
-    this.buf.writeUInt16LE(v, this.header(type, 2));
+    const at = this.header(type, 2);
+    this.buf.writeUInt16LE(v, at);
     return this;
   }
   be16(type: number, v: number): this {
-    this.buf.writeUInt16BE(v, this.header(type, 2));
+    const at = this.header(type, 2);
+    this.buf.writeUInt16BE(v, at);
     return this;
   }
   u32(type: number, v: number): this {
-    this.buf.writeUInt32LE(v >>> 0, this.header(type, 4));
+    const at = this.header(type, 4);
+    this.buf.writeUInt32LE(v >>> 0, at);
     return this;
   }
   be32(type: number, v: number): this {
-    this.buf.writeUInt32BE(v >>> 0, this.header(type, 4));
+    const at = this.header(type, 4);
+    this.buf.writeUInt32BE(v >>> 0, at);
     return this;
   }
   u64(type: number, v: bigint): this {
-    this.buf.writeBigUInt64LE(v, this.header(type, 8));
+    const at = this.header(type, 8);
+    this.buf.writeBigUInt64LE(v, at);
     return this;
   }
   /** NUL-terminated string (NLA_NUL_STRING) */
@@ -64,7 +71,8 @@ export class AttrWriter {
     return this;
   }
   bytes(type: number, b: Uint8Array): this {
-    this.buf.set(b, this.header(type, b.length));
+    const at = this.header(type, b.length);
+    this.buf.set(b, at);
     return this;
   }
   /** A nested attribute; the kernel's IPVS policy does not need NLA_F_NESTED, ipvsadm sets it. */
