@@ -1,0 +1,146 @@
+import { GenlSocket, isGenlFailure } from '../../lib/netlink/socket';
+import { splitMessages } from '../../lib/netlink/nlmsg';
+import { DecodeError, SocketError } from '../../lib/errors';
+import { ScriptedTransport, SeenMessage } from '../../lib/testing/scripted-transport';
+import { genlMsg, nlDone, nlError, nla, u32 } from '../../lib/testing/nl-builder';
+
+const FAMILY = 0x22;
+const ACK = 0x4;
+const req = (cmd: number, n = 0) => ({ cmd, attrs: nla(1, u32(n)) });
+const reply = (m: SeenMessage, cmd: number, n: number, flags = 0) => genlMsg({ type: FAMILY, flags, seq: m.seq, cmd }, nla(1, u32(n)));
+
+describe('GenlSocket.request', () => {
+  it('resolves with the reply that precedes the ACK', async () => {
+    const t = new ScriptedTransport((msgs) => msgs.flatMap((m) => [reply(m, 1, 42), nlError(0, m)]));
+    const s = new GenlSocket(t, FAMILY, 1);
+    const replies = await s.request(req(4));
+    expect(replies.map((r) => [r.cmd, r.attrs.readUInt32LE(4)])).toEqual([[1, 42]]);
+    expect(t.sent[0]![0]!.flags).toBe(0x1 | ACK);
+    expect(s.pendingCount).toBe(0);
+  });
+
+  it('never takes the ACK of an earlier GET for the answer to the next request', async () => {
+    // The kernel answers a non-dump GET with NLM_F_ACK with a reply AND an ack. Deliver
+    // the first request's ack late, after the second request was sent.
+    const late: Buffer[] = [];
+    const t = new ScriptedTransport((msgs) => {
+      const m = msgs[0]!;
+      if (m.cmd === 4) {
+        late.push(nlError(0, m));
+        return [reply(m, 1, 1)];
+      }
+      return [nlError(3 /* ESRCH */, m)];
+    });
+    const strays: number[] = [];
+    const s = new GenlSocket(t, FAMILY, 1, { onStray: (m) => strays.push(m.seq) });
+    const first = s.request(req(4));
+    await new Promise((r) => setImmediate(r));
+    const second = s.request(req(3));
+    t.inject(late[0]!);
+    await expect(second).rejects.toEqual({ errno: 3 });
+    expect((await first).length).toBe(1);
+    expect(strays).toEqual([]);
+  });
+
+  it('reports a message for no pending request as a stray, and keeps going', async () => {
+    const t = new ScriptedTransport((msgs) => msgs.map((m) => nlError(0, m)));
+    const strays: number[] = [];
+    const s = new GenlSocket(t, FAMILY, 1, { onStray: (m) => strays.push(m.seq) });
+    t.inject(nlError(0, { type: FAMILY, flags: 5, seq: 12345 }));
+    await expect(s.request(req(1))).resolves.toEqual([]);
+    expect(strays).toEqual([12345]);
+  });
+
+  it('collects a multi-part dump spread over several datagrams until NLMSG_DONE', async () => {
+    const t = new ScriptedTransport((msgs) => {
+      const m = msgs[0]!;
+      expect(m.flags & 0x300).toBe(0x300);
+      expect(m.flags & ACK).toBe(0);
+      return [
+        Buffer.concat([reply(m, 1, 1, 0x2), reply(m, 1, 2, 0x2)]),
+        Buffer.concat([reply(m, 1, 3, 0x2)]),
+        Buffer.concat([reply(m, 1, 4, 0x2), nlDone(m.seq)]),
+      ];
+    });
+    const s = new GenlSocket(t, FAMILY, 1);
+    const replies = await s.request(req(4), { dump: true });
+    expect(replies.map((r) => r.attrs.readUInt32LE(4))).toEqual([1, 2, 3, 4]);
+  });
+
+  it('rejects a dump whose NLMSG_DONE carries an error', async () => {
+    const t = new ScriptedTransport((msgs) => [nlDone(msgs[0]!.seq, 16)]);
+    await expect(new GenlSocket(t, FAMILY, 1).request(req(4), { dump: true })).rejects.toEqual({ errno: 16 });
+  });
+});
+
+describe('GenlSocket.batch', () => {
+  // A kernel-like peer: handles a datagram's messages in order, answers failures with
+  // NLMSG_ERROR whether or not they asked for an ACK, acks successes only when asked.
+  function kernelLike(fail: Map<number, number>) {
+    return (msgs: SeenMessage[]) => {
+      const out: Buffer[] = [];
+      for (const m of msgs) {
+        const n = m.attrs.readUInt32LE(4);
+        const errno = fail.get(n) ?? 0;
+        if (errno || m.flags & ACK) out.push(nlError(errno, m));
+      }
+      return out.length ? [Buffer.concat(out)] : [];
+    };
+  }
+
+  it('gives every op its own result, attributing each error to its op', async () => {
+    const fail = new Map([[5, 17], [127, 2], [150, 3], [299, 22]]);
+    const t = new ScriptedTransport(kernelLike(fail));
+    const s = new GenlSocket(t, FAMILY, 1, { batchMessages: 128 });
+    const ops = Array.from({ length: 300 }, (_, i) => req(5, i));
+    const results = await s.batch(ops);
+    expect(results).toHaveLength(300);
+    const failed = results.flatMap((r, i) => (r ? [[i, r.errno]] : []));
+    expect(failed).toEqual([[5, 17], [127, 2], [150, 3], [299, 22]]);
+    // 300 ops in datagrams of at most 128, only the last message of each asks for an ACK
+    expect(t.sent.map((d) => d.length)).toEqual([128, 128, 44]);
+    for (const d of t.sent) expect(d.map((m) => (m.flags & ACK ? 1 : 0))).toEqual(d.map((_, k) => (k === d.length - 1 ? 1 : 0)));
+    expect(s.pendingCount).toBe(0);
+  });
+
+  it('splits datagrams by size as well as by count', async () => {
+    const t = new ScriptedTransport(kernelLike(new Map()));
+    const s = new GenlSocket(t, FAMILY, 1, { batchMessages: 1000, batchBytes: 28 * 10 });
+    await s.batch(Array.from({ length: 25 }, (_, i) => req(5, i)));
+    expect(t.sent.map((d) => d.length)).toEqual([10, 10, 5]);
+  });
+
+  it('rejects the whole batch when the socket fails, leaving nothing pending', async () => {
+    let calls = 0;
+    let t: ScriptedTransport;
+    t = new ScriptedTransport((msgs) => {
+      if (++calls === 2) {
+        setImmediate(() => t.raise(new SocketError('netlink receive: ENOBUFS', 105)));
+        return [];
+      }
+      return kernelLike(new Map())(msgs);
+    });
+    const s = new GenlSocket(t, FAMILY, 1, { batchMessages: 10, batchWindow: 1 });
+    await expect(s.batch(Array.from({ length: 50 }, (_, i) => req(5, i)))).rejects.toThrow(/ENOBUFS/);
+    expect(s.pendingCount).toBe(0);
+  });
+
+  it('an empty batch sends nothing', async () => {
+    const t = new ScriptedTransport(() => []);
+    expect(await new GenlSocket(t, FAMILY, 1).batch([])).toEqual([]);
+    expect(t.sent).toEqual([]);
+  });
+});
+
+describe('splitMessages', () => {
+  it('throws DecodeError on a message longer than the datagram', () => {
+    const m = nlError(0, { type: 1, flags: 0, seq: 1 });
+    expect(() => splitMessages(m.subarray(0, m.length - 4))).toThrow(DecodeError);
+    expect(splitMessages(Buffer.concat([m, m])).length).toBe(2);
+  });
+
+  it('isGenlFailure tells a kernel refusal from a thrown Error', () => {
+    expect(isGenlFailure({ errno: 2 })).toBe(true);
+    expect(isGenlFailure(new SocketError('x', 2))).toBe(false);
+  });
+});
