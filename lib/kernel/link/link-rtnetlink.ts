@@ -1,0 +1,130 @@
+import { createNetlink, NetlinkSocket } from 'netlink';
+import { NetlinkError, SocketError, errnoName } from '../../errors';
+import { decodeAck } from '../../netlink/nlmsg';
+import { NETLINK_ROUTE, NLMSG } from '../../netlink/uapi/netlink';
+import { IpFamily, Link, LinkAddress, LinkInfo } from './link';
+import {
+  RTM,
+  RtnlRequest,
+  decodeAddress,
+  decodeLink,
+  encodeDelAddr,
+  encodeDelLink,
+  encodeGetAddrs,
+  encodeGetLink,
+  encodeGetLinks,
+  encodeNewAddr,
+  encodeNewDummy,
+} from './rtnl-codec';
+
+/** A reply message: type and the payload after struct nlmsghdr. */
+export interface RtnlReply {
+  readonly type: number;
+  readonly flags: number;
+  readonly payload: Buffer;
+}
+
+/**
+ * Sends one request and returns its replies (all parts of a dump; [] for a plain ACK).
+ * Throws NetlinkError when the kernel answers with an error, SocketError when the socket fails.
+ */
+export interface RtnlTransport {
+  request(req: RtnlRequest): Promise<RtnlReply[]>;
+  close(): void;
+}
+
+const REQUEST_TIMEOUT_MS = 10_000;
+
+/** NETLINK_ROUTE through the `netlink` package's NetlinkSocket (sequence numbers, multipart). */
+export class PackageRtnlTransport implements RtnlTransport {
+  constructor(private readonly sock: NetlinkSocket = createNetlink(NETLINK_ROUTE)) {}
+
+  async request(req: RtnlRequest): Promise<RtnlReply[]> {
+    let msgs;
+    try {
+      // checkError: false: the package turns an NLMSG_ERROR into an Error with text only;
+      // we decode the errno ourselves
+      [msgs] = await this.sock.request(req.type, [req.payload], {
+        flags: req.flags,
+        checkError: false,
+        timeout: REQUEST_TIMEOUT_MS,
+      });
+    } catch (e) {
+      const errno = (e as NodeJS.ErrnoException).errno;
+      throw new SocketError(`rtnetlink ${req.operation} ${req.object}: ${(e as Error).message}`, errno, { cause: e });
+    }
+    const out: RtnlReply[] = [];
+    for (const m of msgs) {
+      if (m.type === NLMSG.ERROR) {
+        const ack = decodeAck({ type: m.type, flags: m.flags, seq: m.seq, pid: m.port, payload: m.data });
+        if (ack.errno !== 0) throw new NetlinkError(ack.errno, req.operation, req.object, errnoName(ack.errno), ack.extack);
+        continue;
+      }
+      if (m.type === NLMSG.DONE || m.type === NLMSG.NOOP) continue;
+      out.push({ type: m.type, flags: m.flags, payload: m.data });
+    }
+    return out;
+  }
+
+  close(): void {
+    this.sock.close();
+  }
+}
+
+/** Link over rtnetlink. */
+export class LinkRtnetlink implements Link {
+  constructor(private readonly t: RtnlTransport) {}
+
+  async listLinks(): Promise<LinkInfo[]> {
+    const replies = await this.t.request(encodeGetLinks());
+    return replies
+      .filter((r) => r.type === RTM.NEWLINK)
+      .map((r) => decodeLink(r.payload))
+      .sort((a, b) => a.index - b.index);
+  }
+
+  async getLink(name: string): Promise<LinkInfo> {
+    const replies = await this.t.request(encodeGetLink(name));
+    const r = replies.find((x) => x.type === RTM.NEWLINK);
+    if (r === undefined) throw new SocketError(`get link ${name}: no RTM_NEWLINK in the reply`);
+    return decodeLink(r.payload);
+  }
+
+  async addDummy(name: string): Promise<void> {
+    await this.t.request(encodeNewDummy(name));
+  }
+
+  async deleteLink(index: number): Promise<void> {
+    await this.t.request(encodeDelLink(index));
+  }
+
+  async listAddresses(family: IpFamily): Promise<LinkAddress[]> {
+    const replies = await this.t.request(encodeGetAddrs(family));
+    return replies
+      .filter((r) => r.type === RTM.NEWADDR)
+      .map((r) => decodeAddress(r.payload))
+      .filter((a) => a.family === family)
+      .sort(compareAddresses);
+  }
+
+  async addAddress(index: number, address: string): Promise<void> {
+    await this.t.request(encodeNewAddr(index, address));
+  }
+
+  async deleteAddress(index: number, address: string): Promise<void> {
+    await this.t.request(encodeDelAddr(index, address));
+  }
+
+  close(): void {
+    this.t.close();
+  }
+}
+
+export function compareAddresses(a: LinkAddress, b: LinkAddress): number {
+  return a.ifindex - b.ifindex || (a.address < b.address ? -1 : a.address > b.address ? 1 : 0);
+}
+
+/** Opens a NETLINK_ROUTE socket. */
+export async function openLink(): Promise<Link> {
+  return new LinkRtnetlink(new PackageRtnlTransport());
+}

@@ -1,0 +1,50 @@
+import { isIPv4 } from 'node:net';
+import { Address4, Address6 } from 'ip-address';
+import { canonicalAddress } from '../../model/ipvs';
+import { LinkAddress } from './link';
+
+/** The special `nodePortAddresses` value meaning "the node's primary IPs" (K8S v1.29+). */
+export const NODE_PORT_ADDRESSES_PRIMARY = 'primary' as const;
+
+function inCidr(address: string, cidr: string): boolean {
+  if (isIPv4(address)) {
+    if (!Address4.isValid(cidr) || !cidr.includes('.')) return false;
+    return new Address4(address).isInSubnet(new Address4(cidr));
+  }
+  if (!Address6.isValid(cidr) || cidr.includes('.')) return false;
+  return new Address6(address).isInSubnet(new Address6(cidr));
+}
+
+const isLoopback = (a: string): boolean => (isIPv4(a) ? a.startsWith('127.') : a === '::1');
+const isLinkLocal6 = (a: string): boolean => !isIPv4(a) && /^fe[89ab]/i.test(a);
+
+/**
+ * The node's addresses NodePorts are served on (kube-proxy's NodePortAddresses.GetNodeIPs,
+ * K8S pkg/proxy/util/nodeport_addresses.go), from the local addresses of every link but
+ * kube-ipvs0 (listLocalAddresses):
+ *  - empty `nodePortAddresses`: every local address (kube-proxy's "match all"), without
+ *    IPv6 link-local ones, which IPVS cannot serve without a scope id;
+ *  - CIDRs: the local addresses inside any of them, without loopback addresses;
+ *  - "primary": the node's primary IPs given by the caller (from the Node object), as long as
+ *    they are local.
+ * Unique, sorted (IPv4 first).
+ */
+export function selectNodePortAddresses(
+  local: readonly LinkAddress[],
+  nodePortAddresses: readonly string[],
+  primaryIPs: readonly string[] = [],
+): string[] {
+  const addrs = [...new Set(local.map((a) => a.address))];
+  let out: string[];
+  if (nodePortAddresses.length === 0) {
+    out = addrs.filter((a) => !isLinkLocal6(a));
+  } else {
+    const primary = new Set(primaryIPs.map(canonicalAddress));
+    const cidrs = nodePortAddresses.filter((c) => c !== NODE_PORT_ADDRESSES_PRIMARY);
+    const wantPrimary = cidrs.length !== nodePortAddresses.length;
+    out = addrs.filter(
+      (a) => (wantPrimary && primary.has(a)) || (!isLoopback(a) && cidrs.some((c) => inCidr(a, c))),
+    );
+  }
+  return out.sort((a, b) => Number(!isIPv4(a)) - Number(!isIPv4(b)) || (a < b ? -1 : a > b ? 1 : 0));
+}

@@ -1,0 +1,154 @@
+// rtnetlink link/address messages, built and parsed with the `netlink` package's `rt`
+// structs; the one thing the package cannot express, IFLA_LINKINFO's nested
+// IFLA_INFO_KIND, is encoded here with AttrWriter.
+// Based on include/uapi/linux/rtnetlink.h, if_link.h, if_addr.h (Linux 6.1).
+import { AttrStream, rt } from 'netlink';
+import { AttrReader, AttrWriter } from '../../netlink/attr';
+import { NLM_F } from '../../netlink/uapi/netlink';
+import { AF_INET, AF_INET6 } from '../../netlink/uapi/ip_vs';
+import { addressToBytes, bytesToAddress, familyOf } from '../../model/ipvs';
+import { DecodeError } from '../../errors';
+import { IpFamily, LinkAddress, LinkInfo } from './link';
+
+/** enum in rtnetlink.h */
+export const RTM = {
+  NEWLINK: 16,
+  DELLINK: 17,
+  GETLINK: 18,
+  NEWADDR: 20,
+  DELADDR: 21,
+  GETADDR: 22,
+} as const;
+
+/** enum in if_link.h (IFLA_INFO_*) */
+export const IFLA_INFO = {
+  KIND: 1,
+  DATA: 2,
+} as const;
+
+/** IFF_UP in if.h */
+export const IFF_UP = 0x1;
+
+/** struct ifaddrmsg.ifa_scope for a host address (RT_SCOPE_UNIVERSE, as `ip addr add` uses) */
+export const RT_SCOPE_UNIVERSE = 0;
+
+export const NLM_F_CREATE = 0x400;
+export const NLM_F_EXCL = 0x200;
+
+/** One rtnetlink request, as data: message type, extra header flags (REQUEST|ACK are added by the socket), payload. */
+export interface RtnlRequest {
+  readonly type: number;
+  readonly flags: number;
+  readonly payload: Buffer;
+  /** for errors: "add dummy link", "add address" */
+  readonly operation: string;
+  /** for errors: "kube-ipvs0", "10.96.0.1/32 on ifindex 3" */
+  readonly object: string;
+}
+
+const ipFamily = (af: number): IpFamily => (af === AF_INET6 ? 6 : 4);
+const afOf = (family: IpFamily): number => (family === 6 ? AF_INET6 : AF_INET);
+
+function link(data: rt.Link, attrs: Parameters<typeof rt.formatLinkMessage>[0]['attrs']): Buffer {
+  const s = new AttrStream();
+  rt.formatLinkMessage({ kind: 'link', data, attrs }, s);
+  return Buffer.concat(s.bufs);
+}
+
+function addr(data: rt.Address, attrs: rt.AddressAttrs): Buffer {
+  const s = new AttrStream();
+  rt.formatAddressMessage({ kind: 'address', data, attrs }, s);
+  return Buffer.concat(s.bufs);
+}
+
+/** IFLA_LINKINFO payload: { IFLA_INFO_KIND "kind\0" } */
+export function encodeLinkInfoKind(kind: string): Buffer {
+  return new AttrWriter(16).string(IFLA_INFO.KIND, kind).finish();
+}
+
+export function encodeGetLinks(): RtnlRequest {
+  return { type: RTM.GETLINK, flags: NLM_F.DUMP, payload: link({}, {}), operation: 'list links', object: '' };
+}
+
+export function encodeGetLink(name: string): RtnlRequest {
+  return { type: RTM.GETLINK, flags: 0, payload: link({}, { ifname: name }), operation: 'get link', object: name };
+}
+
+export function encodeNewDummy(name: string): RtnlRequest {
+  return {
+    type: RTM.NEWLINK,
+    flags: NLM_F_CREATE | NLM_F_EXCL,
+    payload: link({}, { ifname: name, linkinfo: encodeLinkInfoKind('dummy') }),
+    operation: 'add dummy link',
+    object: name,
+  };
+}
+
+export function encodeDelLink(index: number): RtnlRequest {
+  return { type: RTM.DELLINK, flags: 0, payload: link({ index }, {}), operation: 'delete link', object: `ifindex ${index}` };
+}
+
+export function encodeGetAddrs(family: IpFamily): RtnlRequest {
+  return {
+    type: RTM.GETADDR,
+    flags: NLM_F.DUMP,
+    payload: addr({ family: afOf(family) }, {}),
+    operation: 'list addresses',
+    object: `IPv${family}`,
+  };
+}
+
+function hostAddr(type: number, flags: number, index: number, address: string, operation: string): RtnlRequest {
+  const af = familyOf(address);
+  const bytes = addressToBytes(af, address);
+  const prefixlen = af === AF_INET6 ? 128 : 32;
+  return {
+    type,
+    flags,
+    // IFA_LOCAL and IFA_ADDRESS both, as iproute2 sends them for a non-peer address
+    payload: addr({ family: af, prefixlen, scope: RT_SCOPE_UNIVERSE, index }, { local: bytes, address: bytes }),
+    operation,
+    object: `${address}/${prefixlen} on ifindex ${index}`,
+  };
+}
+
+export const encodeNewAddr = (index: number, address: string): RtnlRequest =>
+  hostAddr(RTM.NEWADDR, NLM_F_CREATE | NLM_F_EXCL, index, address, 'add address');
+export const encodeDelAddr = (index: number, address: string): RtnlRequest =>
+  hostAddr(RTM.DELADDR, 0, index, address, 'delete address');
+
+/** The package's parsers throw plain Errors on bad bytes; ours are DecodeErrors. */
+function parseWith<T>(parse: (b: Buffer) => T, payload: Buffer, path: string): T {
+  try {
+    return parse(payload);
+  } catch (e) {
+    throw new DecodeError((e as Error).message, path, 0);
+  }
+}
+
+/** RTM_NEWLINK payload (struct ifinfomsg + IFLA_*) -> LinkInfo */
+export function decodeLink(payload: Buffer): LinkInfo {
+  const m = parseWith(rt.parseLinkMessage, payload, 'ifinfomsg');
+  if (m.data.index === undefined || m.attrs.ifname === undefined) {
+    throw new DecodeError('RTM_NEWLINK without index or IFLA_IFNAME', 'ifinfomsg', 0);
+  }
+  let kind = '';
+  if (m.attrs.linkinfo) {
+    kind = AttrReader.parse(m.attrs.linkinfo, 'IFLA_LINKINFO', IFLA_INFO).string(IFLA_INFO.KIND) ?? '';
+  }
+  return { index: m.data.index, name: m.attrs.ifname, kind, up: m.data.flags?.up === true };
+}
+
+/** RTM_NEWADDR payload (struct ifaddrmsg + IFA_*) -> LinkAddress. IFA_LOCAL wins over IFA_ADDRESS (peer links). */
+export function decodeAddress(payload: Buffer): LinkAddress {
+  const m = parseWith(rt.parseAddressMessage, payload, 'ifaddrmsg');
+  const af = m.data.family;
+  const bytes = m.attrs.local ?? m.attrs.address;
+  if ((af !== AF_INET && af !== AF_INET6) || bytes === undefined || m.data.index === undefined) {
+    throw new DecodeError(`RTM_NEWADDR family ${af} without address or index`, 'ifaddrmsg', 0);
+  }
+  if (bytes.length !== (af === AF_INET ? 4 : 16)) {
+    throw new DecodeError(`address of ${bytes.length} bytes`, 'ifaddrmsg>IFA_LOCAL', 0);
+  }
+  return { ifindex: m.data.index, family: ipFamily(af), address: bytesToAddress(af, bytes), prefixLen: m.data.prefixlen ?? 0 };
+}
