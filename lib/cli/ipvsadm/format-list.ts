@@ -1,0 +1,329 @@
+// Pure: an IPVS table + a list format -> the exact text ipvsadm 1.31 prints
+// (list_all / list_service / print_title / print_service_entry / print_largenum, and libipvs'
+// ipvs_cmp_services / ipvs_cmp_dests sorted with glibc 2.36's qsort, a merge sort).
+
+import { VirtualServerEntry } from '../../kernel/ipvs/ipvs';
+import { AddressFamily, IpvsInfo, IpvsTimeouts, RealServer, Stats, VirtualServer, ZERO_STATS, addressToBytes } from '../../model/ipvs';
+import {
+  AF_INET,
+  AF_INET6,
+  IPPROTO_SCTP,
+  IPPROTO_TCP,
+  IPPROTO_UDP,
+  IP_VS_CONN_F,
+  IP_VS_CONN_F_FWD_MASK,
+  IP_VS_CONN_F_TUNNEL_TYPE,
+  IP_VS_SVC_F,
+  IP_VS_TUNNEL_ENCAP_FLAG,
+} from '../../netlink/uapi/ip_vs';
+import { formatIPv4 } from './inet';
+import { ListFormat } from './parse-args';
+import { Names } from './resolve-names';
+
+const NUMERIC_NAMES: Names = { host: () => undefined, service: () => undefined };
+
+// ---- printf helpers ----
+const left = (s: string, w: number): string => s.padEnd(w);
+const right = (s: string, w: number): string => s.padStart(w);
+/** C's (int) view of an unsigned 32-bit value, as "%d" prints it */
+const asInt = (v: number): number => v | 0;
+/** "%u" of a 32-bit value */
+const asUint = (v: number): number => v >>> 0;
+
+/** print_largenum(): 9 columns, K/M/G/T beyond 100 million unless --exact */
+export function formatLargeNum(i: bigint, exact: boolean): string {
+  if (exact) {
+    const s = i.toString();
+    return right(s, s.length <= 8 ? 9 : s.length + 1);
+  }
+  if (i < 100000000n) return right(i.toString(), 9);
+  if (i < 1000000000n) return `${right((i / 1000n).toString(), 8)}K`;
+  if (i < 100000000000n) return `${right((i / 1000000n).toString(), 8)}M`;
+  if (i < 100000000000000n) return `${right((i / 1000000000n).toString(), 8)}G`;
+  return `${right((i / 1000000000000n).toString(), 8)}T`;
+}
+
+// ---- sorting ----
+
+/** The 32-bit big-endian words of an address as libipvs sees them in union nf_inet_addr. */
+function words(af: AddressFamily, address: string): number[] {
+  if (!address) return [0, 0, 0, 0];
+  const b = addressToBytes(af, address);
+  const w = [0, 0, 0, 0];
+  for (let i = 0; i < b.length / 4; i++) w[i] = b.readUInt32BE(i * 4);
+  return w;
+}
+
+/** `int r = a - b` with a, b unsigned 32-bit: wraps, so values 2^31 or more apart compare "wrong". */
+const diff32 = (a: number, b: number): number => (a - b) | 0;
+
+function cmpAddr(af1: AddressFamily, a1: string, a2: string, af2: AddressFamily): number {
+  const w1 = words(af1, a1);
+  const w2 = words(af2, a2);
+  if (af1 === AF_INET6) {
+    let r = 0;
+    for (let i = 0; r === 0 && i < 4; i++) r = diff32(w1[i]!, w2[i]!);
+    return r;
+  }
+  return diff32(w1[0]!, w2[0]!);
+}
+
+/** ipvs_cmp_services(): fwmark, af, protocol, address, port (each a wrapping int difference). */
+export function cmpServices(s1: VirtualServer, s2: VirtualServer): number {
+  let r = diff32(s1.fwmark, s2.fwmark);
+  if (r !== 0) return r;
+  r = s1.af - s2.af;
+  if (r !== 0) return r;
+  r = s1.protocol - s2.protocol;
+  if (r !== 0) return r;
+  r = cmpAddr(s1.af, s1.address, s2.address, s2.af);
+  if (r !== 0) return r;
+  return s1.port - s2.port;
+}
+
+/** ipvs_cmp_dests(): address (as the first one's family), then port. */
+export function cmpDests(d1: RealServer, d2: RealServer): number {
+  const r = cmpAddr(d1.af, d1.address, d2.address, d2.af);
+  if (r !== 0) return r;
+  return d1.port - d2.port;
+}
+
+/**
+ * glibc 2.36 qsort() for arrays that fit in memory: top-down merge sort (msort_with_tmp),
+ * left half n/2, ties and "<= 0" taken from the left. Replicated step by step because the
+ * comparators above are not transitive, so another algorithm would order differently.
+ */
+export function glibcQsort<T>(items: readonly T[], cmp: (a: T, b: T) => number): T[] {
+  if (items.length <= 1) return [...items];
+  const n1 = Math.floor(items.length / 2);
+  const a = glibcQsort(items.slice(0, n1), cmp);
+  const b = glibcQsort(items.slice(n1), cmp);
+  const out: T[] = [];
+  let i = 0;
+  let j = 0;
+  while (i < a.length && j < b.length) {
+    if (cmp(a[i]!, b[j]!) <= 0) out.push(a[i++]!);
+    else out.push(b[j++]!);
+  }
+  while (i < a.length) out.push(a[i++]!);
+  while (j < b.length) out.push(b[j++]!);
+  return out;
+}
+
+// ---- names ----
+
+function protocolName(p: number): string {
+  return p === IPPROTO_TCP ? 'TCP' : p === IPPROTO_UDP ? 'UDP' : p === IPPROTO_SCTP ? 'SCTP' : '?';
+}
+
+function optionFromProtocol(p: number): string | undefined {
+  return p === IPPROTO_TCP ? '-t' : p === IPPROTO_UDP ? '-u' : p === IPPROTO_SCTP ? '--sctp-service' : undefined;
+}
+
+/** addrport_to_anyname(): "[v6]" in brackets; a 60-byte buffer, so at most 59 characters. */
+function addrPortName(af: AddressFamily, address: string, port: number, protocol: number, fmt: ListFormat, names: Names): string {
+  const host = fmt.numeric ? address : (names.host(af, address) ?? address);
+  const svc = fmt.numeric ? String(port) : (names.service(port, protocol) ?? String(port));
+  const s = af === AF_INET ? `${host}:${svc}` : `[${host}]:${svc}`;
+  return s.slice(0, 59);
+}
+
+function serviceName(vs: VirtualServer, fmt: ListFormat, names: Names): string {
+  const v6 = vs.af === AF_INET6;
+  if (vs.fwmark) {
+    const mark = asInt(vs.fwmark);
+    if (fmt.rule) return v6 ? `-f ${mark} -6` : `-f ${mark}`;
+    return v6 ? `FWM  ${mark} IPv6` : `FWM  ${mark}`;
+  }
+  const vname = addrPortName(vs.af, vs.address, vs.port, vs.protocol, fmt, names);
+  if (fmt.rule) return `${optionFromProtocol(vs.protocol) ?? '--xxx-service'} ${vname}`;
+  const s = `${left(protocolName(vs.protocol), 4)} ${vname}`;
+  return v6 ? s : s.slice(0, 33);
+}
+
+function schedFlags(vs: VirtualServer): string {
+  const f: string[] = [];
+  if (vs.scheduler === 'sh' || vs.scheduler === 'mh') {
+    if (vs.flags & IP_VS_SVC_F.SCHED1) f.push(`${vs.scheduler}-fallback`);
+    if (vs.flags & IP_VS_SVC_F.SCHED2) f.push(`${vs.scheduler}-port`);
+  } else {
+    if (vs.flags & IP_VS_SVC_F.SCHED1) f.push('flag-1');
+    if (vs.flags & IP_VS_SVC_F.SCHED2) f.push('flag-2');
+  }
+  if (vs.flags & IP_VS_SVC_F.SCHED3) f.push('flag-3');
+  return f.join(',');
+}
+
+const SCHED_FLAGS = IP_VS_SVC_F.SCHED1 | IP_VS_SVC_F.SCHED2 | IP_VS_SVC_F.SCHED3;
+
+function maskText(vs: VirtualServer): string | undefined {
+  if (vs.af === AF_INET) return asUint(vs.netmask) !== 0xffffffff ? formatIPv4(asUint(vs.netmask)) : undefined;
+  if (vs.af === AF_INET6) return vs.netmask !== 128 ? String(asInt(vs.netmask)) : undefined;
+  return undefined;
+}
+
+function fwdName(fwd: number): string {
+  switch (fwd & IP_VS_CONN_F_FWD_MASK) {
+    case IP_VS_CONN_F.MASQ: return 'Masq';
+    case IP_VS_CONN_F.LOCALNODE: return 'Local';
+    case IP_VS_CONN_F.TUNNEL: return 'Tunnel';
+    case IP_VS_CONN_F.DROUTE: return 'Route';
+    default: return '(null)'; // printf("%s", NULL) in glibc
+  }
+}
+
+function fwdSwitch(fwd: number): string {
+  switch (fwd & IP_VS_CONN_F_FWD_MASK) {
+    case IP_VS_CONN_F.MASQ: return '-m';
+    case IP_VS_CONN_F.TUNNEL: return '-i';
+    case IP_VS_CONN_F.LOCALNODE:
+    case IP_VS_CONN_F.DROUTE: return '-g';
+    default: return '(null)';
+  }
+}
+
+function csumShort(flags: number): string {
+  if (flags & IP_VS_TUNNEL_ENCAP_FLAG.REMCSUM) return 'r+c';
+  if (flags & IP_VS_TUNNEL_ENCAP_FLAG.CSUM) return '+c';
+  return '-c';
+}
+
+function csumSwitch(flags: number): string {
+  if (flags & IP_VS_TUNNEL_ENCAP_FLAG.REMCSUM) return '--tun-remcsum';
+  if (flags & IP_VS_TUNNEL_ENCAP_FLAG.CSUM) return '--tun-csum';
+  return '--tun-nocsum';
+}
+
+const isTunnel = (rs: RealServer): boolean => (rs.fwdMethod & IP_VS_CONN_F_FWD_MASK) === IP_VS_CONN_F.TUNNEL;
+
+function tunnelInfo(rs: RealServer): string {
+  if (!isTunnel(rs)) return 'n/a';
+  switch (rs.tunType) {
+    case IP_VS_CONN_F_TUNNEL_TYPE.IPIP: return 'ipip';
+    case IP_VS_CONN_F_TUNNEL_TYPE.GUE: return `gue:${rs.tunPort}:${csumShort(rs.tunFlags)}`;
+    case IP_VS_CONN_F_TUNNEL_TYPE.GRE: return `gre:${csumShort(rs.tunFlags)}`;
+    default: return 'n/a';
+  }
+}
+
+function tunnelSaveArgs(rs: RealServer): string {
+  if (!isTunnel(rs)) return '';
+  switch (rs.tunType) {
+    case IP_VS_CONN_F_TUNNEL_TYPE.IPIP: return ' --tun-type ipip';
+    case IP_VS_CONN_F_TUNNEL_TYPE.GUE: return ` --tun-type gue --tun-port ${rs.tunPort} ${csumSwitch(rs.tunFlags)}`;
+    case IP_VS_CONN_F_TUNNEL_TYPE.GRE: return ` --tun-type gre ${csumSwitch(rs.tunFlags)}`;
+    default: return '';
+  }
+}
+
+// ---- lines ----
+
+/** print_title() */
+export function formatTitle(fmt: ListFormat): string {
+  const second = '  -> RemoteAddress:Port\n';
+  const first = left('Prot LocalAddress:Port', 33);
+  const cols8 = (c: string[]): string => c.map((x) => ` ${right(x, 8)}`).join('');
+  if (fmt.stats) return `${first}${cols8(['Conns', 'InPkts', 'OutPkts', 'InBytes', 'OutBytes'])}\n${second}`;
+  if (fmt.rate) return `${first}${cols8(['CPS', 'InPPS', 'OutPPS', 'InBPS', 'OutBPS'])}\n${second}`;
+  if (fmt.thresholds) {
+    return `${first} ${left('Uthreshold', 10)} ${left('Lthreshold', 10)} ${left('ActiveConn', 10)} ${left('InActConn', 10)}\n${second}`;
+  }
+  if (fmt.persistentConn) {
+    return `${first} ${left('Weight', 9)} ${left('PersistConn', 11)} ${left('ActiveConn', 10)} ${left('InActConn', 10)}\n${second}`;
+  }
+  if (fmt.tunInfo) {
+    return 'Prot LocalAddress:Port Scheduler Flags\n  -> RemoteAddress:Port           Forward TunnelInfo    Weight ActiveConn InActConn\n';
+  }
+  if (!fmt.rule) {
+    return 'Prot LocalAddress:Port Scheduler Flags\n  -> RemoteAddress:Port           Forward Weight ActiveConn InActConn\n';
+  }
+  return '';
+}
+
+function statsOf(x: { readonly stats?: Stats }): Stats {
+  return x.stats ?? ZERO_STATS;
+}
+
+function serviceLine(vs: VirtualServer, svcName: string, fmt: ListFormat): string {
+  const flags = vs.flags;
+  if (fmt.rule) {
+    let s = `-A ${svcName} -s ${vs.scheduler}`;
+    if (flags & IP_VS_SVC_F.PERSISTENT) {
+      s += ` -p ${asUint(vs.timeout)}`;
+      const m = maskText(vs);
+      if (m !== undefined) s += ` -M ${m}`;
+    }
+    if (vs.peName) s += ` --pe ${vs.peName}`;
+    if (flags & IP_VS_SVC_F.ONEPACKET) s += ' -o';
+    if (flags & SCHED_FLAGS) s += ` -b ${schedFlags(vs)}`;
+    return `${s}\n`;
+  }
+  if (fmt.stats || fmt.rate) {
+    const st = statsOf(vs);
+    const v = fmt.stats ? [st.conns, st.inpkts, st.outpkts, st.inbytes, st.outbytes] : [st.cps, st.inpps, st.outpps, st.inbps, st.outbps];
+    return `${left(svcName, 33)}${v.map((x) => formatLargeNum(x, fmt.exact)).join('')}\n`;
+  }
+  let s = `${svcName} ${vs.scheduler}`;
+  if (flags & SCHED_FLAGS) s += ` (${schedFlags(vs)})`;
+  if (flags & IP_VS_SVC_F.PERSISTENT) {
+    s += ` persistent ${asUint(vs.timeout)}`;
+    const m = maskText(vs);
+    if (m !== undefined) s += ` mask ${m}`;
+    if (vs.peName) s += ` pe ${vs.peName}`;
+  }
+  if (flags & IP_VS_SVC_F.ONEPACKET) s += ' ops';
+  return `${s}\n`;
+}
+
+function destLine(vs: VirtualServer, svcName: string, rs: RealServer, fmt: ListFormat, names: Names): string {
+  let dname = addrPortName(rs.af, rs.address, rs.port, vs.protocol, fmt, names);
+  if (!fmt.rule && rs.af !== AF_INET6) dname = dname.slice(0, 28);
+  const d = left(dname, 28);
+  if (fmt.rule) return `-a ${svcName} -r ${dname} ${fwdSwitch(rs.fwdMethod)} -w ${asInt(rs.weight)}${tunnelSaveArgs(rs)}\n`;
+  const st = statsOf(rs);
+  if (fmt.stats) {
+    return `  -> ${d}${[st.conns, st.inpkts, st.outpkts, st.inbytes, st.outbytes].map((x) => formatLargeNum(x, fmt.exact)).join('')}\n`;
+  }
+  if (fmt.rate) {
+    return `  -> ${d} ${right(st.cps.toString(), 8)} ${right(st.inpps.toString(), 8)} ${right(st.outpps.toString(), 8)}` +
+      `${formatLargeNum(st.inbps, fmt.exact)}${formatLargeNum(st.outbps, fmt.exact)}\n`;
+  }
+  const u = (n: number, w: number): string => left(String(asUint(n)), w);
+  if (fmt.thresholds) return `  -> ${d} ${u(rs.uThreshold, 10)} ${u(rs.lThreshold, 10)} ${u(rs.activeConns, 10)} ${u(rs.inactConns, 10)}\n`;
+  if (fmt.persistentConn) return `  -> ${d} ${u(rs.weight, 9)} ${u(rs.persistConns, 11)} ${u(rs.activeConns, 10)} ${u(rs.inactConns, 10)}\n`;
+  const w = left(String(asInt(rs.weight)), 6);
+  if (fmt.tunInfo) {
+    return `  -> ${d} ${left(fwdName(rs.fwdMethod), 7)} ${left(tunnelInfo(rs), 13)} ${w} ${u(rs.activeConns, 10)} ${u(rs.inactConns, 10)}\n`;
+  }
+  return `  -> ${d} ${left(fwdName(rs.fwdMethod), 7)} ${w} ${u(rs.activeConns, 10)} ${u(rs.inactConns, 10)}\n`;
+}
+
+/** print_service_entry(): the service line and its real servers (sorted unless --nosort). */
+export function formatServiceEntry(entry: VirtualServerEntry, fmt: ListFormat, names: Names = NUMERIC_NAMES): string {
+  const svcName = serviceName(entry.vs, fmt, names);
+  const dests = fmt.nosort ? entry.dests : glibcQsort(entry.dests, cmpDests);
+  return serviceLine(entry.vs, svcName, fmt) + dests.map((rs) => destLine(entry.vs, svcName, rs, fmt, names)).join('');
+}
+
+/** list_all(): banner (not with -S), title, every service (sorted unless --nosort). */
+export function formatListAll(info: IpvsInfo, entries: readonly VirtualServerEntry[], fmt: ListFormat, names: Names = NUMERIC_NAMES): string {
+  let out = '';
+  if (!fmt.rule) {
+    const v = info.version;
+    out += `IP Virtual Server version ${(v >> 16) & 0xff}.${(v >> 8) & 0xff}.${v & 0xff} (size=${asInt(info.connTabSize)})\n`;
+  }
+  const sorted = fmt.nosort ? entries : glibcQsort(entries, (a, b) => cmpServices(a.vs, b.vs));
+  out += formatTitle(fmt);
+  for (const e of sorted) out += formatServiceEntry(e, fmt, names);
+  return out;
+}
+
+/** list_service(): no banner, title and the one service. */
+export function formatListService(entry: VirtualServerEntry, fmt: ListFormat, names: Names = NUMERIC_NAMES): string {
+  return formatTitle(fmt) + formatServiceEntry(entry, fmt, names);
+}
+
+/** list_timeout() */
+export function formatTimeouts(t: IpvsTimeouts): string {
+  return `Timeout (tcp tcpfin udp): ${asInt(t.tcp)} ${asInt(t.tcpFin)} ${asInt(t.udp)}\n`;
+}

@@ -1,0 +1,57 @@
+// -R/--restore: ipvsadm-save text -> one batch of ops.
+//
+// ipvsadm -R applies each line as it reads it and stops the program at the first line that
+// does not parse, leaving the lines before it applied. Here every line is parsed first: one
+// bad line means an error naming it, a non-zero exit and nothing applied. Then all changes go
+// to the kernel as ONE pipelined batch (Ipvs.run), every refused op is reported.
+//
+// Lines are split as ipvsadm's config_stream does: on blanks and tabs, no quoting (quotes
+// stay part of the word), no comments ("#" is a word and fails as ipvsadm fails on it), and
+// empty lines are skipped. Lines must be table changes (-A -E -D -a -e -d -C -Z --set);
+// ipvsadm would also run a -L, -S, -h or -v line in the middle of a restore, we refuse them.
+
+import { IpvsOp } from '../../kernel/ipvs/ipvs';
+import { CommandName, PROGRAM, parseArgs } from './parse-args';
+import { Resolver } from './resolve-names';
+
+export interface RestoreLine {
+  /** 1-based line number in the input */
+  readonly lineNo: number;
+  readonly text: string;
+  readonly command: CommandName;
+  readonly op: IpvsOp;
+}
+
+export type RestoreParse =
+  | { readonly ok: true; readonly lines: readonly RestoreLine[] }
+  | { readonly ok: false; readonly stderr: string; readonly exitCode: number; readonly lineNo: number };
+
+/** Splits one input line into words as ipvsadm's config_stream_read does. */
+export function splitRestoreLine(line: string): string[] {
+  return line.split(/[ \t]+/).filter((w) => w !== '');
+}
+
+/** Parses a whole ipvsadm-save text; stops at the first bad line. */
+export async function parseRestore(text: string, resolver: Resolver): Promise<RestoreParse> {
+  const lines: RestoreLine[] = [];
+  const raw = text.split('\n');
+  if (raw.length > 0 && raw[raw.length - 1] === '') raw.pop();
+  for (let i = 0; i < raw.length; i++) {
+    const lineNo = i + 1;
+    const words = splitRestoreLine(raw[i]!);
+    if (words.length === 0) continue;
+    const where = `${PROGRAM}: restore: line ${lineNo}: ${raw[i]!.trim()}\n`;
+    const r = await parseArgs(words, resolver, { readingStdin: true });
+    if (!r.ok) return { ok: false, stderr: r.stderr + where, exitCode: r.exitCode, lineNo };
+    if (r.command.kind !== 'op') {
+      return {
+        ok: false,
+        stderr: `not a table change (only -A -E -D -a -e -d -C -Z --set lines can be restored)\n${where}`,
+        exitCode: 2,
+        lineNo,
+      };
+    }
+    lines.push({ lineNo, text: raw[i]!.trim(), command: r.command.command, op: r.command.op });
+  }
+  return { ok: true, lines };
+}
