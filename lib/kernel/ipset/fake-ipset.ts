@@ -44,6 +44,7 @@ class Refusal {
 export class FakeIpset implements IpsetRunner, Ipset {
   private readonly sets = new Map<string, FakeSet>();
   private readonly refs = new Map<string, number>();
+  private readonly refSources: (() => Iterable<string>)[] = [];
   private readonly sync_ = new IpsetSync(this);
   /** every restore text received (also through `exec`) */
   readonly restores: string[] = [];
@@ -170,6 +171,15 @@ export class FakeIpset implements IpsetRunner, Ipset {
     if (n > 0) this.refs.set(name, n);
     else this.refs.delete(name);
   }
+  /** Something (FakeIptables) whose rules reference sets; consulted by destroy. */
+  addReferenceSource(source: () => Iterable<string>): void {
+    this.refSources.push(source);
+  }
+  /** Referenced by an iptables rule (or `addReference`). */
+  isReferenced(name: string): boolean {
+    if (this.refs.has(name)) return true;
+    return this.refSources.some((src) => [...src()].includes(name));
+  }
   has(name: string): boolean {
     return this.sets.has(name);
   }
@@ -215,11 +225,11 @@ export class FakeIpset implements IpsetRunner, Ipset {
 
   private destroyOne(name: string | undefined): void {
     if (name === undefined) {
-      for (const n of [...this.sets.keys()]) if (!this.refs.has(n)) this.sets.delete(n);
+      for (const n of [...this.sets.keys()]) if (!this.isReferenced(n)) this.sets.delete(n);
       return;
     }
     if (!this.sets.has(name)) throw new Refusal('The set with the given name does not exist');
-    if (this.refs.has(name)) throw new Refusal('Set cannot be destroyed: it is in use by a kernel component');
+    if (this.isReferenced(name)) throw new Refusal('Set cannot be destroyed: it is in use by a kernel component');
     this.sets.delete(name);
   }
 

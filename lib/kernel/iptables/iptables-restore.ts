@@ -1,0 +1,67 @@
+/** The real Iptables: iptables(-nft|-legacy)-save / -restore through an Execer. */
+import { componentLog } from '../../log';
+import { IpFamily, Table } from '../../plan/names';
+import { ChildProcessExec, Execer, checkExec } from '../exec';
+import { detectBackend, iptablesBinary } from './detect-backend';
+import { Iptables, IptablesBackend, IptablesBackendMode, IptablesRunner } from './iptables';
+import { IptablesSync } from './iptables-sync';
+
+/** kube-proxy pkg/util/iptables: wait up to 5 s for the xtables lock, polling every 100 ms. */
+export const RESTORE_ARGS = ['--noflush', '-w', '5', '-W', '100000'] as const;
+
+/** "Error occurred at line: 3" (legacy and nft parse errors) or "line 3 failed" / "line 3: ..." */
+export function iptablesErrorLine(stderr: string): number | undefined {
+  const m = /Error occurred at line: (\d+)/.exec(stderr) ?? /\bline (\d+)(?: failed|:)/.exec(stderr);
+  return m ? Number(m[1]) : undefined;
+}
+
+export interface ExecIptablesOptions {
+  readonly family: IpFamily;
+  /** default 'auto' */
+  readonly backend?: IptablesBackendMode;
+  readonly exec?: Execer;
+}
+
+export class ExecIptablesRunner implements IptablesRunner {
+  readonly family: IpFamily;
+  private chosen: Promise<IptablesBackend> | undefined;
+  private readonly exec: Execer;
+  private readonly mode: IptablesBackendMode;
+
+  constructor(opts: ExecIptablesOptions) {
+    this.family = opts.family;
+    this.exec = opts.exec ?? new ChildProcessExec();
+    this.mode = opts.backend ?? 'auto';
+  }
+
+  /** Decided once per instance, and logged. */
+  backend(): Promise<IptablesBackend> {
+    this.chosen ??= (async () => {
+      const log = componentLog('iptables');
+      if (this.mode !== 'auto') {
+        log.info(`iptables backend ${this.mode} (${this.family}): set by configuration`, { backend: this.mode, family: this.family });
+        return this.mode;
+      }
+      const d = await detectBackend(this.exec, this.family);
+      log.info(`iptables backend ${d.backend} (${this.family}): ${d.reason}`, { backend: d.backend, family: this.family, reason: d.reason });
+      return d.backend;
+    })();
+    return this.chosen;
+  }
+
+  async save(table: Table): Promise<string> {
+    const bin = iptablesBinary(this.family, await this.backend(), 'save');
+    const args = ['-t', table];
+    return checkExec(bin, args, await this.exec.run(bin, args)).stdout;
+  }
+
+  async restore(text: string): Promise<void> {
+    const bin = iptablesBinary(this.family, await this.backend(), 'restore');
+    checkExec(bin, RESTORE_ARGS, await this.exec.run(bin, RESTORE_ARGS, text), iptablesErrorLine);
+  }
+}
+
+/** The production Iptables for one family. */
+export function createIptables(opts: ExecIptablesOptions): Iptables {
+  return new IptablesSync(new ExecIptablesRunner(opts));
+}

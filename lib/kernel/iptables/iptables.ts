@@ -1,0 +1,56 @@
+/**
+ * kube-ipvs's KUBE-* chains in iptables/ip6tables. Implemented over the iptables-restore family
+ * of binaries (iptables-restore.ts; backend nft or legacy detected as iptables-wrappers does)
+ * and in memory (fake-iptables.ts).
+ */
+import { IptablesPlan, JumpRule } from '../../plan/iptables';
+import { IpFamily, Table } from '../../plan/names';
+
+export type IptablesBackend = 'nft' | 'legacy';
+/** Backend override: 'auto' detects (see detect-backend.ts). */
+export type IptablesBackendMode = IptablesBackend | 'auto';
+
+export interface IptablesSyncResult {
+  /** processes started by this sync (0 when the text is unchanged) */
+  readonly execs: number;
+  /** a restore ran */
+  readonly wrote: boolean;
+  /** jump rules that were missing and were inserted by this restore */
+  readonly insertedJumps: readonly JumpRule[];
+  /** the restore payload sent ('' when nothing was written) */
+  readonly restoreText: string;
+}
+
+export interface IptablesSyncOptions {
+  /** write even when the text is unchanged, and re-check the jump rules (periodic full sync) */
+  readonly force?: boolean;
+}
+
+/**
+ * - `sync(plan)` writes every KUBE-* chain of `plan` atomically per table with ONE
+ *   `iptables-restore --noflush -w` (nat then filter; each table commits on its own), and
+ *   inserts jump rules from the built-in chains in the same payload when they are missing (the
+ *   first sync, a forced one, or after `invalidate()`, read with one `iptables-save -t nat` and
+ *   one `-t filter`). Nothing runs when the generated text equals the last written one.
+ *   Foreign chains and rules are never named, so never touched. Throws ExecError (with `line`).
+ *   After a failure the next sync re-checks everything.
+ * - `save(table)` is `iptables-save -t <table>` of the chosen backend (for tests and debugging).
+ */
+export interface Iptables {
+  readonly family: IpFamily;
+  backend(): Promise<IptablesBackend>;
+  sync(plan: IptablesPlan, opts?: IptablesSyncOptions): Promise<IptablesSyncResult>;
+  save(table: Table): Promise<string>;
+  /** forget the last written text and the jump-rule check */
+  invalidate(): void;
+}
+
+/** The binaries' two operations Iptables needs; real (exec) or fake (memory). */
+export interface IptablesRunner {
+  readonly family: IpFamily;
+  backend(): Promise<IptablesBackend>;
+  /** `iptables-save -t <table>` */
+  save(table: Table): Promise<string>;
+  /** `iptables-restore --noflush -w` with `text` on stdin; throws ExecError */
+  restore(text: string): Promise<void>;
+}

@@ -1,0 +1,211 @@
+/**
+ * kube-proxy IPVS-mode iptables rules (K8S pkg/proxy/ipvs/proxier.go `writeIptablesRules`,
+ * `createAndLinkKubeChain`, `acceptIPVSTraffic`, recent), as data and as restore text. Pure.
+ */
+import { IPSET_INFO, IpsetProto } from './ipsets';
+import { BuiltinChain, BuiltinChainName, Chain, ChainName, IpFamily, SetKey, SetName, Table, ipsetName } from './names';
+
+/** A rule in a built-in chain that sends traffic into a KUBE-* chain. */
+export interface JumpRule {
+  readonly table: Table;
+  readonly from: BuiltinChainName;
+  readonly to: ChainName;
+  readonly comment: string;
+}
+
+/** kube-proxy `iptablesJumpChain`, in its order (each is prepended with `-I`, in this order). */
+export const JUMP_RULES: readonly JumpRule[] = [
+  { table: 'nat', from: BuiltinChain.OUTPUT, to: Chain.SERVICES, comment: 'kubernetes service portals' },
+  { table: 'nat', from: BuiltinChain.PREROUTING, to: Chain.SERVICES, comment: 'kubernetes service portals' },
+  { table: 'nat', from: BuiltinChain.POSTROUTING, to: Chain.POSTROUTING, comment: 'kubernetes postrouting rules' },
+  { table: 'filter', from: BuiltinChain.FORWARD, to: Chain.FORWARD, comment: 'kubernetes forwarding rules' },
+  { table: 'filter', from: BuiltinChain.INPUT, to: Chain.NODE_PORT, comment: 'kubernetes health check rules' },
+  { table: 'filter', from: BuiltinChain.INPUT, to: Chain.PROXY_FIREWALL, comment: 'kube-proxy firewall rules' },
+  { table: 'filter', from: BuiltinChain.FORWARD, to: Chain.PROXY_FIREWALL, comment: 'kube-proxy firewall rules' },
+  { table: 'filter', from: BuiltinChain.INPUT, to: Chain.IPVS_FILTER, comment: 'kubernetes ipvs access filter' },
+  { table: 'filter', from: BuiltinChain.OUTPUT, to: Chain.IPVS_OUT_FILTER, comment: 'kubernetes ipvs access filter' },
+];
+
+/** kube-proxy `iptablesChains`: declared (so flushed and rewritten) in every restore, in this order. */
+export const KUBE_CHAINS: { readonly [T in Table]: readonly ChainName[] } = {
+  nat: [Chain.SERVICES, Chain.POSTROUTING, Chain.NODE_PORT, Chain.LOAD_BALANCER, Chain.MARK_MASQ],
+  filter: [Chain.FORWARD, Chain.NODE_PORT, Chain.PROXY_FIREWALL, Chain.SOURCE_RANGES_FIREWALL, Chain.IPVS_FILTER, Chain.IPVS_OUT_FILTER],
+};
+
+/** How "traffic from this node's pods" is told apart (kube-proxy pkg/proxy/util/localdetector.go). */
+export type LocalDetector =
+  | { readonly kind: 'ClusterCIDR'; readonly cidr: string }
+  | { readonly kind: 'NodeCIDR'; readonly cidr: string }
+  | { readonly kind: 'BridgeInterface'; readonly iface: string }
+  | { readonly kind: 'InterfaceNamePrefix'; readonly prefix: string };
+
+/** An LB ingress the node itself must not reach through IPVS (issue #119656). */
+export interface LbOutFilterEntry {
+  readonly lbIP: string;
+  readonly proto: IpsetProto;
+  readonly port: number;
+}
+
+export interface IptablesPlanInput {
+  readonly family: IpFamily;
+  /** default 14 (mark 0x004000) */
+  readonly masqueradeBit?: number;
+  readonly masqueradeAll?: boolean;
+  /** shorthand for localDetector {kind: 'ClusterCIDR'} */
+  readonly clusterCIDR?: string;
+  readonly localDetector?: LocalDetector;
+  /** sets that have members: only they get their rules (kube-proxy `!isEmpty()`) */
+  readonly nonEmptySets: ReadonlySet<SetKey>;
+  readonly lbOutFilter?: readonly LbOutFilterEntry[];
+  /** iptables supports MASQUERADE --random-fully */
+  readonly randomFully: boolean;
+}
+
+/** The rules of one table: chains declared, then `-A ...` lines. */
+export interface TableRules {
+  readonly chains: readonly ChainName[];
+  readonly rules: readonly string[];
+}
+
+export interface IptablesPlan {
+  readonly family: IpFamily;
+  readonly jumps: readonly JumpRule[];
+  readonly nat: TableRules;
+  readonly filter: TableRules;
+}
+
+/** kube-proxy's mark text: fmt.Sprintf("%#08x", 1<<bit), e.g. 0x004000. */
+export function masqueradeMark(bit: number): string {
+  if (!Number.isInteger(bit) || bit < 0 || bit > 31) throw new RangeError(`masquerade bit out of range 0-31: ${bit}`);
+  return '0x' + (2 ** bit).toString(16).padStart(6, '0');
+}
+
+/** The IfNotLocal() arguments of a detector. */
+export function ifNotLocal(d: LocalDetector): string {
+  switch (d.kind) {
+    case 'ClusterCIDR':
+    case 'NodeCIDR':
+      return `! -s ${d.cidr}`;
+    case 'BridgeInterface':
+      return `! -i ${d.iface}`;
+    case 'InterfaceNamePrefix':
+      return `! -i ${d.prefix}+`;
+  }
+}
+
+/** The match of a jump rule, as written after `-I <from> ` / `-A <from> `. */
+export function jumpRuleSpec(j: JumpRule): string {
+  return `-m comment --comment "${j.comment}" -j ${j.to}`;
+}
+
+/** kube-proxy `ipsetWithIptablesChain`: set -> rule in a chain, only when the set is non-empty. */
+const SET_RULES: readonly { set: SetKey; table: Table; from: ChainName; to: string; match: string; proto?: IpsetProto }[] = [
+  { set: 'LOOP_BACK', table: 'nat', from: Chain.POSTROUTING, to: 'MASQUERADE', match: 'dst,dst,src' },
+  { set: 'LOAD_BALANCER', table: 'nat', from: Chain.SERVICES, to: Chain.LOAD_BALANCER, match: 'dst,dst' },
+  { set: 'LOAD_BALANCER_LOCAL', table: 'nat', from: Chain.LOAD_BALANCER, to: 'RETURN', match: 'dst,dst' },
+  { set: 'NODE_PORT_LOCAL_TCP', table: 'nat', from: Chain.NODE_PORT, to: 'RETURN', match: 'dst', proto: 'tcp' },
+  { set: 'NODE_PORT_TCP', table: 'nat', from: Chain.NODE_PORT, to: Chain.MARK_MASQ, match: 'dst', proto: 'tcp' },
+  { set: 'NODE_PORT_LOCAL_UDP', table: 'nat', from: Chain.NODE_PORT, to: 'RETURN', match: 'dst', proto: 'udp' },
+  { set: 'NODE_PORT_UDP', table: 'nat', from: Chain.NODE_PORT, to: Chain.MARK_MASQ, match: 'dst', proto: 'udp' },
+  { set: 'NODE_PORT_LOCAL_SCTP', table: 'nat', from: Chain.NODE_PORT, to: 'RETURN', match: 'dst,dst', proto: 'sctp' },
+  { set: 'NODE_PORT_SCTP', table: 'nat', from: Chain.NODE_PORT, to: Chain.MARK_MASQ, match: 'dst,dst', proto: 'sctp' },
+  { set: 'LOAD_BALANCER_FW', table: 'filter', from: Chain.PROXY_FIREWALL, to: Chain.SOURCE_RANGES_FIREWALL, match: 'dst,dst' },
+  { set: 'LOAD_BALANCER_SOURCE_CIDR', table: 'filter', from: Chain.SOURCE_RANGES_FIREWALL, to: 'RETURN', match: 'dst,dst,src' },
+  { set: 'LOAD_BALANCER_SOURCE_IP', table: 'filter', from: Chain.SOURCE_RANGES_FIREWALL, to: 'RETURN', match: 'dst,dst,src' },
+];
+
+const COMMENT: Readonly<Record<SetKey, string>> = Object.fromEntries(IPSET_INFO.map((i) => [i.key, i.comment])) as Record<SetKey, string>;
+
+/** kube-proxy's rules for one family, in its order. */
+export function planIptables(input: IptablesPlanInput): IptablesPlan {
+  const { family, nonEmptySets: live } = input;
+  const mark = masqueradeMark(input.masqueradeBit ?? 14);
+  const set = (k: SetKey) => ipsetName(SetName[k], family);
+  const comment = (k: SetKey) => `-m comment --comment "${COMMENT[k]}"`;
+  const nat: string[] = [];
+  const filter: string[] = [];
+
+  nat.push(`-A ${Chain.SERVICES} -s ${family === 'ipv4' ? '127.0.0.0/8' : '::1/128'} -j RETURN`);
+
+  for (const r of SET_RULES) {
+    if (!live.has(r.set)) continue;
+    const proto = r.proto ? ` -p ${r.proto}` : '';
+    (r.table === 'nat' ? nat : filter).push(
+      `-A ${r.from}${proto} ${comment(r.set)} -m set --match-set ${set(r.set)} ${r.match} -j ${r.to}`,
+    );
+  }
+
+  if (live.has('CLUSTER_IP')) {
+    const head = `-A ${Chain.SERVICES} ${comment('CLUSTER_IP')} -m set --match-set ${set('CLUSTER_IP')}`;
+    const detector = input.localDetector ?? (input.clusterCIDR ? { kind: 'ClusterCIDR' as const, cidr: input.clusterCIDR } : undefined);
+    if (input.masqueradeAll) nat.push(`${head} dst,dst -j ${Chain.MARK_MASQ}`);
+    else if (detector) nat.push(`${head} dst,dst ${ifNotLocal(detector)} -j ${Chain.MARK_MASQ}`);
+    else nat.push(`${head} src,dst -j ${Chain.MARK_MASQ}`);
+  }
+
+  const externalIpRules = (head: string): void => {
+    nat.push(`${head} -m physdev ! --physdev-is-in -m addrtype ! --src-type LOCAL -j ACCEPT`);
+    nat.push(`${head} -m addrtype --dst-type LOCAL -j ACCEPT`);
+  };
+  if (live.has('EXTERNAL_IP')) {
+    const head = `-A ${Chain.SERVICES} ${comment('EXTERNAL_IP')} -m set --match-set ${set('EXTERNAL_IP')} dst,dst`;
+    nat.push(`${head} -j ${Chain.MARK_MASQ}`);
+    externalIpRules(head);
+  }
+  if (live.has('EXTERNAL_IP_LOCAL')) {
+    externalIpRules(`-A ${Chain.SERVICES} ${comment('EXTERNAL_IP_LOCAL')} -m set --match-set ${set('EXTERNAL_IP_LOCAL')} dst,dst`);
+  }
+
+  nat.push(`-A ${Chain.SERVICES} -m addrtype --dst-type LOCAL -j ${Chain.NODE_PORT}`);
+  nat.push(`-A ${Chain.LOAD_BALANCER} -j ${Chain.MARK_MASQ}`);
+  filter.push(`-A ${Chain.SOURCE_RANGES_FIREWALL} -j DROP`);
+  for (const e of input.lbOutFilter ?? []) {
+    filter.push(`-A ${Chain.IPVS_OUT_FILTER} -s ${e.lbIP} -m ipvs --vaddr ${e.lbIP} --vproto ${e.proto} --vport ${e.port} -j DROP`);
+  }
+
+  // acceptIPVSTraffic(): last rules of KUBE-SERVICES
+  for (const k of ['CLUSTER_IP', 'LOAD_BALANCER'] as const) {
+    if (live.has(k)) nat.push(`-A ${Chain.SERVICES} -m set --match-set ${set(k)} dst,dst -j ACCEPT`);
+  }
+
+  filter.push(`-A ${Chain.FORWARD} -m comment --comment "kubernetes forwarding rules" -m mark --mark ${mark}/${mark} -j ACCEPT`);
+  filter.push(`-A ${Chain.FORWARD} -m comment --comment "kubernetes forwarding conntrack rule" -m conntrack --ctstate RELATED,ESTABLISHED -j ACCEPT`);
+  filter.push(`-A ${Chain.NODE_PORT} ${comment('HEALTH_CHECK_NODE_PORT')} -m set --match-set ${set('HEALTH_CHECK_NODE_PORT')} dst -j ACCEPT`);
+  for (const k of ['LOAD_BALANCER', 'CLUSTER_IP', 'EXTERNAL_IP', 'EXTERNAL_IP_LOCAL'] as const) {
+    filter.push(`-A ${Chain.IPVS_FILTER} -m set --match-set ${set(k)} dst,dst -j RETURN`);
+  }
+  filter.push(`-A ${Chain.IPVS_FILTER} -m set --match-set ${set('HEALTH_CHECK_NODE_PORT')} dst -j RETURN`);
+  filter.push(`-A ${Chain.IPVS_FILTER} -m conntrack --ctstate NEW -m set --match-set ${set('IPVS_IPS')} dst -j REJECT`);
+
+  nat.push(`-A ${Chain.POSTROUTING} -m mark ! --mark ${mark}/${mark} -j RETURN`);
+  nat.push(`-A ${Chain.POSTROUTING} -j MARK --xor-mark ${mark}`);
+  nat.push(
+    `-A ${Chain.POSTROUTING} -m comment --comment "kubernetes service traffic requiring SNAT" -j MASQUERADE${input.randomFully ? ' --random-fully' : ''}`,
+  );
+  nat.push(`-A ${Chain.MARK_MASQ} -j MARK --or-mark ${mark}`);
+
+  return {
+    family,
+    jumps: JUMP_RULES,
+    nat: { chains: KUBE_CHAINS.nat, rules: nat },
+    filter: { chains: KUBE_CHAINS.filter, rules: filter },
+  };
+}
+
+/**
+ * The `iptables-restore --noflush` payload: `*nat`, `:CHAIN - [0:0]` per KUBE-* chain (which
+ * flushes it), the `-I` lines of `insertJumps` (jump rules found missing; they come after the
+ * declarations so their target exists), the rules, `COMMIT`; then the same for `*filter`.
+ */
+export function formatIptablesRestore(plan: IptablesPlan, insertJumps: readonly JumpRule[] = []): string {
+  const out: string[] = [];
+  for (const table of ['nat', 'filter'] as const) {
+    const t = plan[table];
+    out.push(`*${table}`);
+    for (const c of t.chains) out.push(`:${c} - [0:0]`);
+    for (const j of insertJumps) if (j.table === table) out.push(`-I ${j.from} ${jumpRuleSpec(j)}`);
+    out.push(...t.rules);
+    out.push('COMMIT');
+  }
+  return out.join('\n') + '\n';
+}
