@@ -1,0 +1,222 @@
+// Golden texts below are written by hand from the compatibility reference
+// (shared/reference/kube-proxy-ipvs.md §1.3, kube-proxy proxier.go writeIptablesRules), not
+// produced by the generator. Addresses: 10.96.0.0/12 services, 10.244.0.0/16 pods,
+// 203.0.113.0/24 load balancers (RFC 5737), fd00::/8 for IPv6.
+import { JUMP_RULES, formatIptablesRestore, masqueradeMark, planIptables } from '../../lib/plan/iptables';
+import { SetKey } from '../../lib/plan/names';
+
+const ALL_SETS: SetKey[] = [
+  'LOOP_BACK', 'CLUSTER_IP', 'EXTERNAL_IP', 'EXTERNAL_IP_LOCAL', 'LOAD_BALANCER', 'LOAD_BALANCER_LOCAL',
+  'LOAD_BALANCER_FW', 'LOAD_BALANCER_SOURCE_IP', 'LOAD_BALANCER_SOURCE_CIDR', 'NODE_PORT_TCP',
+  'NODE_PORT_LOCAL_TCP', 'NODE_PORT_UDP', 'NODE_PORT_LOCAL_UDP', 'NODE_PORT_SCTP', 'NODE_PORT_LOCAL_SCTP',
+  'HEALTH_CHECK_NODE_PORT', 'IPVS_IPS',
+];
+
+const text = (s: string) => s.replace(/^\n/, '');
+
+const NAT_CHAINS = `*nat
+:KUBE-SERVICES - [0:0]
+:KUBE-POSTROUTING - [0:0]
+:KUBE-NODE-PORT - [0:0]
+:KUBE-LOAD-BALANCER - [0:0]
+:KUBE-MARK-MASQ - [0:0]
+`;
+const FILTER_CHAINS = `*filter
+:KUBE-FORWARD - [0:0]
+:KUBE-NODE-PORT - [0:0]
+:KUBE-PROXY-FIREWALL - [0:0]
+:KUBE-SOURCE-RANGES-FIREWALL - [0:0]
+:KUBE-IPVS-FILTER - [0:0]
+:KUBE-IPVS-OUT-FILTER - [0:0]
+`;
+
+/** Nothing in any set: only the unconditional rules. */
+const EMPTY_V4 = text(`
+${NAT_CHAINS}-A KUBE-SERVICES -s 127.0.0.0/8 -j RETURN
+-A KUBE-SERVICES -m addrtype --dst-type LOCAL -j KUBE-NODE-PORT
+-A KUBE-LOAD-BALANCER -j KUBE-MARK-MASQ
+-A KUBE-POSTROUTING -m mark ! --mark 0x004000/0x004000 -j RETURN
+-A KUBE-POSTROUTING -j MARK --xor-mark 0x004000
+-A KUBE-POSTROUTING -m comment --comment "kubernetes service traffic requiring SNAT" -j MASQUERADE --random-fully
+-A KUBE-MARK-MASQ -j MARK --or-mark 0x004000
+COMMIT
+${FILTER_CHAINS}-A KUBE-SOURCE-RANGES-FIREWALL -j DROP
+-A KUBE-FORWARD -m comment --comment "kubernetes forwarding rules" -m mark --mark 0x004000/0x004000 -j ACCEPT
+-A KUBE-FORWARD -m comment --comment "kubernetes forwarding conntrack rule" -m conntrack --ctstate RELATED,ESTABLISHED -j ACCEPT
+-A KUBE-NODE-PORT -m comment --comment "Kubernetes health check node port" -m set --match-set KUBE-HEALTH-CHECK-NODE-PORT dst -j ACCEPT
+-A KUBE-IPVS-FILTER -m set --match-set KUBE-LOAD-BALANCER dst,dst -j RETURN
+-A KUBE-IPVS-FILTER -m set --match-set KUBE-CLUSTER-IP dst,dst -j RETURN
+-A KUBE-IPVS-FILTER -m set --match-set KUBE-EXTERNAL-IP dst,dst -j RETURN
+-A KUBE-IPVS-FILTER -m set --match-set KUBE-EXTERNAL-IP-LOCAL dst,dst -j RETURN
+-A KUBE-IPVS-FILTER -m set --match-set KUBE-HEALTH-CHECK-NODE-PORT dst -j RETURN
+-A KUBE-IPVS-FILTER -m conntrack --ctstate NEW -m set --match-set KUBE-IPVS-IPS dst -j REJECT
+COMMIT
+`);
+
+/** Every set non-empty, cluster CIDR detector, two LB out-filter entries, no --random-fully. */
+const FULL_V4_CLUSTER_CIDR = text(`
+${NAT_CHAINS}-A KUBE-SERVICES -s 127.0.0.0/8 -j RETURN
+-A KUBE-POSTROUTING -m comment --comment "Kubernetes endpoints dst ip:port, source ip for solving hairpin purpose" -m set --match-set KUBE-LOOP-BACK dst,dst,src -j MASQUERADE
+-A KUBE-SERVICES -m comment --comment "Kubernetes service lb portal" -m set --match-set KUBE-LOAD-BALANCER dst,dst -j KUBE-LOAD-BALANCER
+-A KUBE-LOAD-BALANCER -m comment --comment "Kubernetes service load balancer ip + port with externalTrafficPolicy=local" -m set --match-set KUBE-LOAD-BALANCER-LOCAL dst,dst -j RETURN
+-A KUBE-NODE-PORT -p tcp -m comment --comment "Kubernetes nodeport TCP port with externalTrafficPolicy=local" -m set --match-set KUBE-NODE-PORT-LOCAL-TCP dst -j RETURN
+-A KUBE-NODE-PORT -p tcp -m comment --comment "Kubernetes nodeport TCP port for masquerade purpose" -m set --match-set KUBE-NODE-PORT-TCP dst -j KUBE-MARK-MASQ
+-A KUBE-NODE-PORT -p udp -m comment --comment "Kubernetes nodeport UDP port with externalTrafficPolicy=local" -m set --match-set KUBE-NODE-PORT-LOCAL-UDP dst -j RETURN
+-A KUBE-NODE-PORT -p udp -m comment --comment "Kubernetes nodeport UDP port for masquerade purpose" -m set --match-set KUBE-NODE-PORT-UDP dst -j KUBE-MARK-MASQ
+-A KUBE-NODE-PORT -p sctp -m comment --comment "Kubernetes nodeport SCTP port with externalTrafficPolicy=local with type 'hash ip:port'" -m set --match-set KUBE-NODE-PORT-LOCAL-SCTP-HASH dst,dst -j RETURN
+-A KUBE-NODE-PORT -p sctp -m comment --comment "Kubernetes nodeport SCTP port for masquerade purpose with type 'hash ip:port'" -m set --match-set KUBE-NODE-PORT-SCTP-HASH dst,dst -j KUBE-MARK-MASQ
+-A KUBE-SERVICES -m comment --comment "Kubernetes service cluster ip + port for masquerade purpose" -m set --match-set KUBE-CLUSTER-IP dst,dst ! -s 10.244.0.0/16 -j KUBE-MARK-MASQ
+-A KUBE-SERVICES -m comment --comment "Kubernetes service external ip + port for masquerade and filter purpose" -m set --match-set KUBE-EXTERNAL-IP dst,dst -j KUBE-MARK-MASQ
+-A KUBE-SERVICES -m comment --comment "Kubernetes service external ip + port for masquerade and filter purpose" -m set --match-set KUBE-EXTERNAL-IP dst,dst -m physdev ! --physdev-is-in -m addrtype ! --src-type LOCAL -j ACCEPT
+-A KUBE-SERVICES -m comment --comment "Kubernetes service external ip + port for masquerade and filter purpose" -m set --match-set KUBE-EXTERNAL-IP dst,dst -m addrtype --dst-type LOCAL -j ACCEPT
+-A KUBE-SERVICES -m comment --comment "Kubernetes service external ip + port with externalTrafficPolicy=local" -m set --match-set KUBE-EXTERNAL-IP-LOCAL dst,dst -m physdev ! --physdev-is-in -m addrtype ! --src-type LOCAL -j ACCEPT
+-A KUBE-SERVICES -m comment --comment "Kubernetes service external ip + port with externalTrafficPolicy=local" -m set --match-set KUBE-EXTERNAL-IP-LOCAL dst,dst -m addrtype --dst-type LOCAL -j ACCEPT
+-A KUBE-SERVICES -m addrtype --dst-type LOCAL -j KUBE-NODE-PORT
+-A KUBE-LOAD-BALANCER -j KUBE-MARK-MASQ
+-A KUBE-SERVICES -m set --match-set KUBE-CLUSTER-IP dst,dst -j ACCEPT
+-A KUBE-SERVICES -m set --match-set KUBE-LOAD-BALANCER dst,dst -j ACCEPT
+-A KUBE-POSTROUTING -m mark ! --mark 0x004000/0x004000 -j RETURN
+-A KUBE-POSTROUTING -j MARK --xor-mark 0x004000
+-A KUBE-POSTROUTING -m comment --comment "kubernetes service traffic requiring SNAT" -j MASQUERADE
+-A KUBE-MARK-MASQ -j MARK --or-mark 0x004000
+COMMIT
+${FILTER_CHAINS}-A KUBE-PROXY-FIREWALL -m comment --comment "Kubernetes service load balancer ip + port for load balancer with sourceRange" -m set --match-set KUBE-LOAD-BALANCER-FW dst,dst -j KUBE-SOURCE-RANGES-FIREWALL
+-A KUBE-SOURCE-RANGES-FIREWALL -m comment --comment "Kubernetes service load balancer ip + port + source cidr for packet filter purpose" -m set --match-set KUBE-LOAD-BALANCER-SOURCE-CIDR dst,dst,src -j RETURN
+-A KUBE-SOURCE-RANGES-FIREWALL -m comment --comment "Kubernetes service load balancer ip + port + source IP for packet filter purpose" -m set --match-set KUBE-LOAD-BALANCER-SOURCE-IP dst,dst,src -j RETURN
+-A KUBE-SOURCE-RANGES-FIREWALL -j DROP
+-A KUBE-IPVS-OUT-FILTER -s 203.0.113.7 -m ipvs --vaddr 203.0.113.7 --vproto tcp --vport 443 -j DROP
+-A KUBE-IPVS-OUT-FILTER -s 203.0.113.8 -m ipvs --vaddr 203.0.113.8 --vproto udp --vport 53 -j DROP
+-A KUBE-FORWARD -m comment --comment "kubernetes forwarding rules" -m mark --mark 0x004000/0x004000 -j ACCEPT
+-A KUBE-FORWARD -m comment --comment "kubernetes forwarding conntrack rule" -m conntrack --ctstate RELATED,ESTABLISHED -j ACCEPT
+-A KUBE-NODE-PORT -m comment --comment "Kubernetes health check node port" -m set --match-set KUBE-HEALTH-CHECK-NODE-PORT dst -j ACCEPT
+-A KUBE-IPVS-FILTER -m set --match-set KUBE-LOAD-BALANCER dst,dst -j RETURN
+-A KUBE-IPVS-FILTER -m set --match-set KUBE-CLUSTER-IP dst,dst -j RETURN
+-A KUBE-IPVS-FILTER -m set --match-set KUBE-EXTERNAL-IP dst,dst -j RETURN
+-A KUBE-IPVS-FILTER -m set --match-set KUBE-EXTERNAL-IP-LOCAL dst,dst -j RETURN
+-A KUBE-IPVS-FILTER -m set --match-set KUBE-HEALTH-CHECK-NODE-PORT dst -j RETURN
+-A KUBE-IPVS-FILTER -m conntrack --ctstate NEW -m set --match-set KUBE-IPVS-IPS dst -j REJECT
+COMMIT
+`);
+
+/** IPv6, cluster IPs only, no detector: KUBE-6- names, ::1/128, src,dst masquerade. */
+const CLUSTER_ONLY_V6 = text(`
+${NAT_CHAINS}-A KUBE-SERVICES -s ::1/128 -j RETURN
+-A KUBE-SERVICES -m comment --comment "Kubernetes service cluster ip + port for masquerade purpose" -m set --match-set KUBE-6-CLUSTER-IP src,dst -j KUBE-MARK-MASQ
+-A KUBE-SERVICES -m addrtype --dst-type LOCAL -j KUBE-NODE-PORT
+-A KUBE-LOAD-BALANCER -j KUBE-MARK-MASQ
+-A KUBE-SERVICES -m set --match-set KUBE-6-CLUSTER-IP dst,dst -j ACCEPT
+-A KUBE-POSTROUTING -m mark ! --mark 0x004000/0x004000 -j RETURN
+-A KUBE-POSTROUTING -j MARK --xor-mark 0x004000
+-A KUBE-POSTROUTING -m comment --comment "kubernetes service traffic requiring SNAT" -j MASQUERADE --random-fully
+-A KUBE-MARK-MASQ -j MARK --or-mark 0x004000
+COMMIT
+${FILTER_CHAINS}-A KUBE-SOURCE-RANGES-FIREWALL -j DROP
+-A KUBE-IPVS-OUT-FILTER -s fd00::7 -m ipvs --vaddr fd00::7 --vproto sctp --vport 9000 -j DROP
+-A KUBE-FORWARD -m comment --comment "kubernetes forwarding rules" -m mark --mark 0x004000/0x004000 -j ACCEPT
+-A KUBE-FORWARD -m comment --comment "kubernetes forwarding conntrack rule" -m conntrack --ctstate RELATED,ESTABLISHED -j ACCEPT
+-A KUBE-NODE-PORT -m comment --comment "Kubernetes health check node port" -m set --match-set KUBE-6-HEALTH-CHECK-NODE-PORT dst -j ACCEPT
+-A KUBE-IPVS-FILTER -m set --match-set KUBE-6-LOAD-BALANCER dst,dst -j RETURN
+-A KUBE-IPVS-FILTER -m set --match-set KUBE-6-CLUSTER-IP dst,dst -j RETURN
+-A KUBE-IPVS-FILTER -m set --match-set KUBE-6-EXTERNAL-IP dst,dst -j RETURN
+-A KUBE-IPVS-FILTER -m set --match-set KUBE-6-EXTERNAL-IP-LOCAL dst,dst -j RETURN
+-A KUBE-IPVS-FILTER -m set --match-set KUBE-6-HEALTH-CHECK-NODE-PORT dst -j RETURN
+-A KUBE-IPVS-FILTER -m conntrack --ctstate NEW -m set --match-set KUBE-6-IPVS-IPS dst -j REJECT
+COMMIT
+`);
+
+const CLUSTER_RULE_HEAD =
+  '-A KUBE-SERVICES -m comment --comment "Kubernetes service cluster ip + port for masquerade purpose" -m set --match-set KUBE-CLUSTER-IP';
+
+describe('planIptables + formatIptablesRestore', () => {
+  it('writes only the unconditional rules when every set is empty', () => {
+    const plan = planIptables({ family: 'ipv4', nonEmptySets: new Set(), randomFully: true });
+    expect(formatIptablesRestore(plan)).toBe(EMPTY_V4);
+  });
+
+  it('writes every set rule in kube-proxy order (all sets, cluster CIDR, LB out-filter, no random-fully)', () => {
+    const plan = planIptables({
+      family: 'ipv4',
+      clusterCIDR: '10.244.0.0/16',
+      nonEmptySets: new Set(ALL_SETS),
+      lbOutFilter: [
+        { lbIP: '203.0.113.7', proto: 'tcp', port: 443 },
+        { lbIP: '203.0.113.8', proto: 'udp', port: 53 },
+      ],
+      randomFully: false,
+    });
+    expect(formatIptablesRestore(plan)).toBe(FULL_V4_CLUSTER_CIDR);
+  });
+
+  it('IPv6: KUBE-6- set names, ::1/128, no local detector masquerades src,dst', () => {
+    const plan = planIptables({
+      family: 'ipv6',
+      nonEmptySets: new Set<SetKey>(['CLUSTER_IP']),
+      lbOutFilter: [{ lbIP: 'fd00::7', proto: 'sctp', port: 9000 }],
+      randomFully: true,
+    });
+    expect(formatIptablesRestore(plan)).toBe(CLUSTER_ONLY_V6);
+  });
+
+  it.each([
+    ['masqueradeAll wins over a detector', { masqueradeAll: true, clusterCIDR: '10.244.0.0/16' }, `${CLUSTER_RULE_HEAD} dst,dst -j KUBE-MARK-MASQ`],
+    ['ClusterCIDR detector', { clusterCIDR: '10.244.0.0/16' }, `${CLUSTER_RULE_HEAD} dst,dst ! -s 10.244.0.0/16 -j KUBE-MARK-MASQ`],
+    ['NodeCIDR detector', { localDetector: { kind: 'NodeCIDR', cidr: '10.244.3.0/24' } }, `${CLUSTER_RULE_HEAD} dst,dst ! -s 10.244.3.0/24 -j KUBE-MARK-MASQ`],
+    ['BridgeInterface detector', { localDetector: { kind: 'BridgeInterface', iface: 'cbr0' } }, `${CLUSTER_RULE_HEAD} dst,dst ! -i cbr0 -j KUBE-MARK-MASQ`],
+    ['InterfaceNamePrefix detector', { localDetector: { kind: 'InterfaceNamePrefix', prefix: 'veth' } }, `${CLUSTER_RULE_HEAD} dst,dst ! -i veth+ -j KUBE-MARK-MASQ`],
+    ['no detector', {}, `${CLUSTER_RULE_HEAD} src,dst -j KUBE-MARK-MASQ`],
+  ] as const)('cluster IP masquerade: %s', (_name, opts, expected) => {
+    const plan = planIptables({ family: 'ipv4', nonEmptySets: new Set<SetKey>(['CLUSTER_IP']), randomFully: true, ...opts });
+    const masq = plan.nat.rules.filter((r) => r.includes('KUBE-MARK-MASQ') && r.includes('KUBE-CLUSTER-IP'));
+    expect(masq).toEqual([expected]);
+  });
+
+  it('no cluster IP rule at all while KUBE-CLUSTER-IP is empty, even with masqueradeAll', () => {
+    const plan = planIptables({ family: 'ipv4', masqueradeAll: true, nonEmptySets: new Set(), randomFully: true });
+    expect(plan.nat.rules.filter((r) => r.includes('KUBE-CLUSTER-IP'))).toEqual([]);
+  });
+
+  it.each([
+    [14, '0x004000'],
+    [0, '0x000001'],
+    [4, '0x000010'],
+    [24, '0x1000000'],
+    [31, '0x80000000'],
+  ])('masquerade bit %i is written as Go %%#08x: %s', (bit, mark) => {
+    expect(masqueradeMark(bit)).toBe(mark);
+    const plan = planIptables({ family: 'ipv4', masqueradeBit: bit, nonEmptySets: new Set(), randomFully: false });
+    expect(plan.nat.rules).toContain(`-A KUBE-MARK-MASQ -j MARK --or-mark ${mark}`);
+    expect(plan.filter.rules).toContain(
+      `-A KUBE-FORWARD -m comment --comment "kubernetes forwarding rules" -m mark --mark ${mark}/${mark} -j ACCEPT`,
+    );
+  });
+
+  it('refuses a masquerade bit outside 0-31', () => {
+    expect(() => masqueradeMark(32)).toThrow(RangeError);
+  });
+
+  it('puts missing jump rules after the chain declarations of their table, as -I lines in kube-proxy order', () => {
+    const plan = planIptables({ family: 'ipv4', nonEmptySets: new Set(), randomFully: true });
+    const t = formatIptablesRestore(plan, JUMP_RULES);
+    const lines = t.split('\n');
+    const natJumps = text(`
+:KUBE-MARK-MASQ - [0:0]
+-I OUTPUT -m comment --comment "kubernetes service portals" -j KUBE-SERVICES
+-I PREROUTING -m comment --comment "kubernetes service portals" -j KUBE-SERVICES
+-I POSTROUTING -m comment --comment "kubernetes postrouting rules" -j KUBE-POSTROUTING
+-A KUBE-SERVICES -s 127.0.0.0/8 -j RETURN`);
+    const filterJumps = text(`
+:KUBE-IPVS-OUT-FILTER - [0:0]
+-I FORWARD -m comment --comment "kubernetes forwarding rules" -j KUBE-FORWARD
+-I INPUT -m comment --comment "kubernetes health check rules" -j KUBE-NODE-PORT
+-I INPUT -m comment --comment "kube-proxy firewall rules" -j KUBE-PROXY-FIREWALL
+-I FORWARD -m comment --comment "kube-proxy firewall rules" -j KUBE-PROXY-FIREWALL
+-I INPUT -m comment --comment "kubernetes ipvs access filter" -j KUBE-IPVS-FILTER
+-I OUTPUT -m comment --comment "kubernetes ipvs access filter" -j KUBE-IPVS-OUT-FILTER
+-A KUBE-SOURCE-RANGES-FIREWALL -j DROP`);
+    expect(t).toContain(natJumps);
+    expect(t).toContain(filterJumps);
+    expect(lines.filter((l) => l.startsWith('-I ')).length).toBe(9);
+    // without jumps the payload is the plain one
+    expect(t.replace(/^-I .*\n/gm, '')).toBe(EMPTY_V4);
+  });
+});
