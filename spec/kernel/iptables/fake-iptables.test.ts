@@ -1,0 +1,123 @@
+// FakeIptables semantics, as observed with iptables 1.8.9 (legacy and nft) on Linux 6.1 in the VM.
+import { ExecError } from '../../../lib/errors';
+import { FakeIpset } from '../../../lib/kernel/ipset/fake-ipset';
+import { FakeIptables } from '../../../lib/kernel/iptables/fake-iptables';
+import { formatIptablesRestore, planIptables } from '../../../lib/plan/iptables';
+import { planIpsets } from '../../../lib/plan/ipsets';
+
+function refusal(f: FakeIptables, text: string): ExecError {
+  try {
+    f.applyRestore(text, true);
+  } catch (e) {
+    if (e instanceof ExecError) return e;
+    throw e;
+  }
+  throw new Error('restore did not fail');
+}
+
+describe.each(['legacy', 'nft'] as const)('FakeIptables (%s)', (flavor) => {
+  const fresh = () => {
+    const f = new FakeIptables({ flavor });
+    f.applyRestore('*filter\n:FOREIGN - [0:0]\n-A FOREIGN -s 192.0.2.1 -j ACCEPT\n-A INPUT -j FOREIGN\nCOMMIT\n', true);
+    return f;
+  };
+
+  it('--noflush: a declared chain is flushed and rewritten, undeclared chains and built-in rules stay', () => {
+    const f = fresh();
+    f.applyRestore('*filter\n:KUBE-A - [0:0]\n-A KUBE-A -j ACCEPT\n-A KUBE-A -j DROP\nCOMMIT\n', true);
+    f.applyRestore('*filter\n:KUBE-A - [0:0]\n-A KUBE-A -j RETURN\nCOMMIT\n', true);
+    expect(f.dump('filter')).toBe(
+      '*filter\n:INPUT ACCEPT [0:0]\n:FORWARD ACCEPT [0:0]\n:OUTPUT ACCEPT [0:0]\n:FOREIGN - [0:0]\n:KUBE-A - [0:0]\n' +
+        '-A INPUT -j FOREIGN\n-A FOREIGN -s 192.0.2.1 -j ACCEPT\n-A KUBE-A -j RETURN\nCOMMIT\n',
+    );
+  });
+
+  it('without --noflush the table is reset', () => {
+    const f = fresh();
+    f.applyRestore('*filter\n:KUBE-A - [0:0]\nCOMMIT\n', false);
+    expect(f.chains('filter')).toEqual(['INPUT', 'FORWARD', 'OUTPUT', 'KUBE-A']);
+  });
+
+  it('a jump to a missing chain fails and leaves the table as it was', () => {
+    const f = fresh();
+    const before = f.dump('filter');
+    const e = refusal(f, '*filter\n:KUBE-A - [0:0]\n-A KUBE-A -j KUBE-MISSING\nCOMMIT\n');
+    expect(e.exitCode).toBe(2);
+    expect(e.line).toBe(flavor === 'legacy' ? 3 : 4); // nft blames the COMMIT line
+    expect(f.dump('filter')).toBe(before);
+  });
+
+  it('tables commit one by one: the earlier table stays when a later one fails', () => {
+    const f = fresh();
+    const e = refusal(f, '*filter\n:KUBE-A - [0:0]\n-A KUBE-A -j ACCEPT\nCOMMIT\n*nat\n:KUBE-A - [0:0]\n-A KUBE-A -j NOPE2\nCOMMIT\n');
+    expect(e.line).toBe(flavor === 'legacy' ? 7 : 8);
+    expect(f.rules('filter', 'KUBE-A')).toEqual(['-A KUBE-A -j ACCEPT']);
+    expect(f.chains('nat')).not.toContain('KUBE-A');
+  });
+
+  it.each([
+    ['-X of a referenced chain', '*filter\n-X FOREIGN\nCOMMIT\n', 2],
+    ['-X of a non-empty chain', '*filter\n:KUBE-B - [0:0]\n-A KUBE-B -j ACCEPT\n-X KUBE-B\nCOMMIT\n', 4],
+  ])('%s fails', (_n, text, line) => {
+    const e = refusal(fresh(), text);
+    expect(e.exitCode).toBe(flavor === 'legacy' ? 1 : 4);
+    expect(e.line).toBe(line);
+  });
+
+  it.each([
+    ['-A to a missing chain', '*filter\n-A NOCHAIN -j ACCEPT\nCOMMIT\n', 2],
+    ['-N of an existing chain', '*filter\n-N KUBE-C\n-N KUBE-C\nCOMMIT\n', 3],
+  ])('%s fails with exit 1', (_n, text, line) => {
+    const e = refusal(fresh(), text);
+    expect(e.exitCode).toBe(1);
+    expect(e.line).toBe(line);
+  });
+
+  it('-F then -X of an unreferenced chain works', () => {
+    const f = fresh();
+    f.applyRestore('*filter\n:KUBE-B - [0:0]\n-A KUBE-B -j ACCEPT\nCOMMIT\n', true);
+    f.applyRestore('*filter\n-F KUBE-B\n-X KUBE-B\nCOMMIT\n', true);
+    expect(f.chains('filter')).not.toContain('KUBE-B');
+  });
+
+  it('with linked ipsets: a missing set fails, and a referenced set cannot be destroyed', () => {
+    const sets = new FakeIpset();
+    const f = new FakeIptables({ flavor, ipsets: sets });
+    expect(refusal(f, '*filter\n:KUBE-A - [0:0]\n-A KUBE-A -m set --match-set NOPE dst -j ACCEPT\nCOMMIT\n')).toMatchObject({ exitCode: 2, line: 3 });
+    sets.applyRestore('create KUBE-IPVS-IPS hash:ip family inet hashsize 1024 maxelem 65536\n', true);
+    f.applyRestore('*filter\n:KUBE-A - [0:0]\n-A KUBE-A -m set --match-set KUBE-IPVS-IPS dst -j ACCEPT\nCOMMIT\n', true);
+    expect(() => sets.destroy('KUBE-IPVS-IPS')).toThrow('in use by a kernel component');
+    f.applyRestore('*filter\n:KUBE-A - [0:0]\nCOMMIT\n', true);
+    sets.destroy('KUBE-IPVS-IPS');
+  });
+
+  it('takes the full kube-proxy payload with jumps; the KUBE-* chains hold exactly the plan rules', async () => {
+    const sets = new FakeIpset();
+    await sets.sync(planIpsets('ipv4', {}));
+    const f = new FakeIptables({ flavor, ipsets: sets });
+    f.applyRestore('*filter\n:FOREIGN - [0:0]\n-A FOREIGN -j ACCEPT\n-A INPUT -j FOREIGN\nCOMMIT\n', true);
+    const plan = planIptables({ family: 'ipv4', nonEmptySets: new Set(['CLUSTER_IP']), randomFully: true });
+    const r = await f.sync(plan);
+    expect(r).toMatchObject({ execs: 3, wrote: true });
+    expect(r.insertedJumps.length).toBe(9);
+    for (const t of ['nat', 'filter'] as const) {
+      for (const chain of plan[t].chains) {
+        expect(f.rules(t, chain)).toEqual(plan[t].rules.filter((x) => x.startsWith(`-A ${chain} `)));
+      }
+    }
+    // kube-proxy prepends in list order, so the last prepended is first
+    expect(f.rules('filter', 'INPUT')).toEqual([
+      '-A INPUT -m comment --comment "kubernetes ipvs access filter" -j KUBE-IPVS-FILTER',
+      '-A INPUT -m comment --comment "kube-proxy firewall rules" -j KUBE-PROXY-FIREWALL',
+      '-A INPUT -m comment --comment "kubernetes health check rules" -j KUBE-NODE-PORT',
+      '-A INPUT -j FOREIGN',
+    ]);
+    expect(f.rules('filter', 'FOREIGN')).toEqual(['-A FOREIGN -j ACCEPT']);
+    expect((await f.sync(plan)).execs).toBe(0);
+    // a forced resync finds all jumps and does not duplicate them
+    const forced = await f.sync(plan, { force: true });
+    expect(forced.insertedJumps).toEqual([]);
+    expect(f.rules('filter', 'INPUT')!.length).toBe(4);
+    expect(f.restores.at(-1)).toBe(formatIptablesRestore(plan));
+  });
+});
