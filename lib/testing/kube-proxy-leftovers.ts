@@ -1,0 +1,100 @@
+// What a node looks like after kube-proxy (IPVS mode) ran on it, plus foreign objects that
+// cleanup must leave alone: iptables-restore and ipset-restore text, for twins and the VM.
+import { IpFamily, SetName, ipsetName } from '../plan/names';
+
+/** Foreign objects seeded next to kube-proxy's. */
+export const FOREIGN = {
+  NAT_CHAIN: 'FOREIGN-NAT',
+  FILTER_CHAIN: 'FOREIGN-FILTER',
+  /** kubelet's chains: KUBE- prefixed but not kube-proxy's */
+  KUBELET_NAT_CHAIN: 'KUBE-MARK-DROP',
+  KUBELET_FILTER_CHAIN: 'KUBE-FIREWALL',
+  SET: 'FOREIGN-SET',
+  SET6: 'FOREIGN-SET6',
+  LINK: 'foreign0',
+} as const;
+
+/** iptables-restore (--noflush) text seeding kube-proxy's chains, jumps and rules, and foreign ones. */
+export function kubeProxyIptablesSeed(family: IpFamily): string {
+  const s = (base: (typeof SetName)[keyof typeof SetName]) => ipsetName(base, family);
+  const foreignNet = family === 'ipv4' ? '10.250.0.0/16' : 'fd00:250::/64';
+  const foreignSet = family === 'ipv4' ? FOREIGN.SET : FOREIGN.SET6;
+  return [
+    '*nat',
+    ':KUBE-SERVICES - [0:0]',
+    ':KUBE-POSTROUTING - [0:0]',
+    ':KUBE-NODE-PORT - [0:0]',
+    ':KUBE-LOAD-BALANCER - [0:0]',
+    ':KUBE-MARK-MASQ - [0:0]',
+    `:${FOREIGN.KUBELET_NAT_CHAIN} - [0:0]`,
+    `:${FOREIGN.NAT_CHAIN} - [0:0]`,
+    '-I OUTPUT 1 -m comment --comment "kubernetes service portals" -j KUBE-SERVICES',
+    '-I PREROUTING 1 -m comment --comment "kubernetes service portals" -j KUBE-SERVICES',
+    '-I POSTROUTING 1 -m comment --comment "kubernetes postrouting rules" -j KUBE-POSTROUTING',
+    `-A POSTROUTING -s ${foreignNet} -j MASQUERADE`,
+    `-A ${FOREIGN.NAT_CHAIN} -j RETURN`,
+    `-A ${FOREIGN.KUBELET_NAT_CHAIN} -j MARK --or-mark 0x8000`,
+    `-A KUBE-SERVICES -m set --match-set ${s(SetName.CLUSTER_IP)} dst,dst -j KUBE-MARK-MASQ`,
+    '-A KUBE-SERVICES -m addrtype --dst-type LOCAL -j KUBE-NODE-PORT',
+    `-A KUBE-SERVICES -m set --match-set ${s(SetName.CLUSTER_IP)} dst,dst -j ACCEPT`,
+    `-A KUBE-POSTROUTING -m set --match-set ${s(SetName.LOOP_BACK)} dst,dst,src -j MASQUERADE`,
+    '-A KUBE-POSTROUTING -m mark ! --mark 0x4000/0x4000 -j RETURN',
+    '-A KUBE-POSTROUTING -j MARK --xor-mark 0x4000',
+    '-A KUBE-POSTROUTING -m comment --comment "kubernetes service traffic requiring SNAT" -j MASQUERADE',
+    '-A KUBE-MARK-MASQ -j MARK --or-mark 0x4000',
+    `-A KUBE-NODE-PORT -p tcp -m set --match-set ${s(SetName.NODE_PORT_TCP)} dst -j KUBE-MARK-MASQ`,
+    'COMMIT',
+    '*filter',
+    ':KUBE-FORWARD - [0:0]',
+    ':KUBE-NODE-PORT - [0:0]',
+    ':KUBE-PROXY-FIREWALL - [0:0]',
+    ':KUBE-SOURCE-RANGES-FIREWALL - [0:0]',
+    ':KUBE-IPVS-FILTER - [0:0]',
+    ':KUBE-IPVS-OUT-FILTER - [0:0]',
+    `:${FOREIGN.KUBELET_FILTER_CHAIN} - [0:0]`,
+    `:${FOREIGN.FILTER_CHAIN} - [0:0]`,
+    '-I INPUT 1 -m comment --comment "kubernetes health check rules" -j KUBE-NODE-PORT',
+    '-I INPUT 1 -m comment --comment "kube-proxy firewall rules" -j KUBE-PROXY-FIREWALL',
+    '-I INPUT 1 -m comment --comment "kubernetes ipvs access filter" -j KUBE-IPVS-FILTER',
+    `-A INPUT -j ${FOREIGN.KUBELET_FILTER_CHAIN}`,
+    `-A INPUT -p tcp --dport 2222 -j ${FOREIGN.FILTER_CHAIN}`,
+    '-I FORWARD 1 -m comment --comment "kubernetes forwarding rules" -j KUBE-FORWARD',
+    '-I FORWARD 1 -m comment --comment "kube-proxy firewall rules" -j KUBE-PROXY-FIREWALL',
+    '-I OUTPUT 1 -m comment --comment "kubernetes ipvs access filter" -j KUBE-IPVS-OUT-FILTER',
+    `-A ${FOREIGN.FILTER_CHAIN} -m set --match-set ${foreignSet} src -j ACCEPT`,
+    `-A ${FOREIGN.KUBELET_FILTER_CHAIN} -m mark --mark 0x8000/0x8000 -j DROP`,
+    '-A KUBE-FORWARD -m mark --mark 0x4000/0x4000 -j ACCEPT',
+    `-A KUBE-PROXY-FIREWALL -m set --match-set ${s(SetName.LOAD_BALANCER_FW)} dst,dst -j KUBE-SOURCE-RANGES-FIREWALL`,
+    '-A KUBE-SOURCE-RANGES-FIREWALL -j DROP',
+    `-A KUBE-IPVS-FILTER -m set --match-set ${s(SetName.CLUSTER_IP)} dst,dst -j RETURN`,
+    `-A KUBE-IPVS-FILTER -m conntrack --ctstate NEW -m set --match-set ${s(SetName.IPVS_IPS)} dst -j REJECT`,
+    'COMMIT',
+    '',
+  ].join('\n');
+}
+
+/** ipset restore text: the sets the iptables seed references (both families) and foreign sets. */
+export function kubeProxyIpsetSeed(): string {
+  const lines: string[] = [];
+  for (const family of ['ipv4', 'ipv6'] as IpFamily[]) {
+    const f = family === 'ipv4' ? 'inet' : 'inet6';
+    const vip = family === 'ipv4' ? '10.96.0.10' : 'fd00:96::10';
+    const n = (b: (typeof SetName)[keyof typeof SetName]) => ipsetName(b, family);
+    lines.push(
+      `create ${n(SetName.CLUSTER_IP)} hash:ip,port family ${f} hashsize 1024 maxelem 65536`,
+      `add ${n(SetName.CLUSTER_IP)} ${vip},tcp:80`,
+      `create ${n(SetName.LOOP_BACK)} hash:ip,port,ip family ${f} hashsize 1024 maxelem 65536`,
+      `create ${n(SetName.LOAD_BALANCER_FW)} hash:ip,port family ${f} hashsize 1024 maxelem 65536`,
+      `create ${n(SetName.IPVS_IPS)} hash:ip family ${f} hashsize 1024 maxelem 65536`,
+      `add ${n(SetName.IPVS_IPS)} ${vip}`,
+      `create ${n(SetName.NODE_PORT_TCP)} bitmap:port range 0-65535`,
+      `create ${n(SetName.LOAD_BALANCER_SOURCE_CIDR)} hash:ip,port,net family ${f} hashsize 1024 maxelem 65536`,
+    );
+  }
+  lines.push(
+    `create ${FOREIGN.SET} hash:ip family inet hashsize 1024 maxelem 65536`,
+    `add ${FOREIGN.SET} 192.0.2.1`,
+    `create ${FOREIGN.SET6} hash:ip family inet6 hashsize 1024 maxelem 65536`,
+  );
+  return lines.join('\n') + '\n';
+}
