@@ -6,6 +6,7 @@
 import { Command } from 'commander';
 import { openIpvs } from '../kernel/ipvs/ipvs-netlink';
 import { main as ipvsadmMain } from './ipvsadm/ipvsadm';
+import { runCleanup } from './cleanup';
 
 export async function run(argv: readonly string[]): Promise<number> {
   const args = argv.slice(2);
@@ -17,6 +18,9 @@ export async function run(argv: readonly string[]): Promise<number> {
       stdin: process.stdin,
     });
   }
+  // `kube-ipvs cleanup`, and kube-proxy's `--cleanup` flag among its other flags
+  if (args[0] === 'cleanup') return runCleanup(args.slice(1));
+  if (args.includes('--cleanup')) return runCleanup(args);
   let code = 0;
   const program = new Command('kube-ipvs')
     .description('A drop-in replacement for kube-proxy --proxy-mode=ipvs')
@@ -26,6 +30,11 @@ export async function run(argv: readonly string[]): Promise<number> {
     .description('ipvsadm 1.31 compatible view and control of the IPVS table (arguments as ipvsadm takes them)')
     .allowUnknownOption()
     .helpOption(false)
+    .argument('[args...]');
+  program
+    .command('cleanup')
+    .description('remove IPVS services, kube-ipvs0, KUBE-* chains and sets (kube-proxy --cleanup)')
+    .allowUnknownOption()
     .argument('[args...]');
   try {
     await program.parseAsync([...argv]);

@@ -143,14 +143,15 @@ function serviceName(vs: VirtualServer, fmt: ListFormat, names: Names): string {
 
 function schedFlags(vs: VirtualServer): string {
   const f: string[] = [];
+  // 1.31 names sh's and mh's two flags and prints nothing for their SCHED3 (seen in the VM)
   if (vs.scheduler === 'sh' || vs.scheduler === 'mh') {
     if (vs.flags & IP_VS_SVC_F.SCHED1) f.push(`${vs.scheduler}-fallback`);
     if (vs.flags & IP_VS_SVC_F.SCHED2) f.push(`${vs.scheduler}-port`);
   } else {
     if (vs.flags & IP_VS_SVC_F.SCHED1) f.push('flag-1');
     if (vs.flags & IP_VS_SVC_F.SCHED2) f.push('flag-2');
+    if (vs.flags & IP_VS_SVC_F.SCHED3) f.push('flag-3');
   }
-  if (vs.flags & IP_VS_SVC_F.SCHED3) f.push('flag-3');
   return f.join(',');
 }
 
