@@ -2,6 +2,9 @@
 // same files run on the host (unit) and inside the QEMU guest (vm) without a transpiler.
 /** @type {import('jest').Config} */
 module.exports = {
+  // generous: the VM guest runs JavaScript ~14x slower than the host (TCG); tests assert
+  // behaviour, never time
+  testTimeout: 300000,
   projects: [
     {
       displayName: 'unit',
