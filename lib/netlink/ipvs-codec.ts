@@ -14,6 +14,7 @@ import {
   IpvsCmd,
 } from './uapi/ip_vs';
 import { DecodeError } from '../errors';
+import { NLA_HDRLEN, NLA_TYPE_MASK } from './uapi/netlink';
 import {
   AddressFamily,
   IpvsInfo,
@@ -187,84 +188,166 @@ function asFamily(af: number, path: string): AddressFamily {
   throw new DecodeError(`unknown address family ${af}`, path, 0);
 }
 
-function readAddress(r: AttrReader, type: number, af: AddressFamily): string {
-  const b = r.require(type, r.bytes(type, af === AF_INET ? 4 : 16));
-  return bytesToAddress(af, b);
+// Dumps decode 100,000+ of these, so the decoders below walk the attributes once with a
+// switch instead of building a table, and decode counters only when first read.
+
+type Attr = { type: number; at: number; len: number };
+
+function forEachAttr(buf: Buffer, path: string, fn: (type: number, at: number, len: number) => void): void {
+  let off = 0;
+  while (off + NLA_HDRLEN <= buf.length) {
+    const len = buf.readUInt16LE(off);
+    if (len < NLA_HDRLEN || off + len > buf.length) {
+      throw new DecodeError(`attribute length ${len} overruns ${buf.length - off} bytes left`, path, off);
+    }
+    fn(buf.readUInt16LE(off + 2) & NLA_TYPE_MASK, off + NLA_HDRLEN, len - NLA_HDRLEN);
+    off += (len + 3) & ~3;
+  }
 }
 
-const STATS_U32 = ['CONNS', 'INPKTS', 'OUTPKTS', 'CPS', 'INPPS', 'OUTPPS', 'INBPS', 'OUTBPS'] as const;
+function attrName(names: Readonly<Record<string, number>>, type: number): string {
+  for (const [k, v] of Object.entries(names)) if (v === type) return k;
+  return String(type);
+}
 
-function decodeStats(r: AttrReader, statsType: number, stats64Type: number): Stats | undefined {
-  const s64 = r.nested(stats64Type, 'STATS64', IPVS_STATS_ATTR);
-  if (s64) {
-    const g = (t: number): bigint => s64.u64(t) ?? 0n;
-    return {
-      conns: g(IPVS_STATS_ATTR.CONNS), inpkts: g(IPVS_STATS_ATTR.INPKTS), outpkts: g(IPVS_STATS_ATTR.OUTPKTS),
-      inbytes: g(IPVS_STATS_ATTR.INBYTES), outbytes: g(IPVS_STATS_ATTR.OUTBYTES), cps: g(IPVS_STATS_ATTR.CPS),
-      inpps: g(IPVS_STATS_ATTR.INPPS), outpps: g(IPVS_STATS_ATTR.OUTPPS), inbps: g(IPVS_STATS_ATTR.INBPS),
-      outbps: g(IPVS_STATS_ATTR.OUTBPS),
-    };
-  }
-  const s = r.nested(statsType, 'STATS', IPVS_STATS_ATTR);
-  if (!s) return undefined;
-  const v: Record<string, bigint> = {};
-  for (const k of STATS_U32) v[k] = BigInt(s.u32(IPVS_STATS_ATTR[k]) ?? 0);
-  return {
-    conns: v.CONNS!, inpkts: v.INPKTS!, outpkts: v.OUTPKTS!,
-    inbytes: s.u64(IPVS_STATS_ATTR.INBYTES) ?? 0n, outbytes: s.u64(IPVS_STATS_ATTR.OUTBYTES) ?? 0n,
-    cps: v.CPS!, inpps: v.INPPS!, outpps: v.OUTPPS!, inbps: v.INBPS!, outbps: v.OUTBPS!,
+function sized(a: Attr | undefined, size: number, path: string, names: Readonly<Record<string, number>>): Attr | undefined {
+  if (a && a.len !== size) throw new DecodeError(`expected ${size} bytes, got ${a.len}`, `${path}>${attrName(names, a.type)}`, a.at);
+  return a;
+}
+
+const STATS_FIELDS = ['conns', 'inpkts', 'outpkts', 'inbytes', 'outbytes', 'cps', 'inpps', 'outpps', 'inbps', 'outbps'] as const;
+/** IPVS_STATS_ATTR_* type -> Stats field */
+const STATS_FIELD_OF: readonly (string | undefined)[] = (() => {
+  const t: (string | undefined)[] = [];
+  const byName: Record<string, string> = {
+    CONNS: 'conns', INPKTS: 'inpkts', OUTPKTS: 'outpkts', INBYTES: 'inbytes', OUTBYTES: 'outbytes',
+    CPS: 'cps', INPPS: 'inpps', OUTPPS: 'outpps', INBPS: 'inbps', OUTBPS: 'outbps',
   };
+  for (const [name, type] of Object.entries(IPVS_STATS_ATTR)) t[type] = byName[name];
+  return t;
+})();
+
+/** Decodes IPVS_*_ATTR_STATS64 (all u64) or, without it, IPVS_*_ATTR_STATS (u32 but bytes u64). */
+function decodeStats(buf: Buffer, s64: Attr | undefined, s32: Attr | undefined, path: string): Stats {
+  const src = s64 ?? s32!;
+  const out: Record<string, bigint> = {};
+  for (const f of STATS_FIELDS) out[f] = 0n;
+  forEachAttr(buf.subarray(src.at, src.at + src.len), `${path}>${s64 ? 'STATS64' : 'STATS'}`, (type, at, len) => {
+    const field = STATS_FIELD_OF[type];
+    if (!field) return;
+    const b = buf.subarray(src.at + at, src.at + at + len);
+    if (len === 8) out[field] = b.readBigUInt64LE(0);
+    else if (len === 4) out[field] = BigInt(b.readUInt32LE(0));
+    else throw new DecodeError(`counter of ${len} bytes`, `${path}>STATS>${field}`, src.at + at);
+  });
+  return out as unknown as Stats;
+}
+
+/** Adds a `stats` property decoded on first read (most callers never read counters). */
+function withLazyStats<T extends object>(obj: T, buf: Buffer, s64: Attr | undefined, s32: Attr | undefined, path: string): T {
+  if (!s64 && !s32) return obj;
+  let cached: Stats | undefined;
+  Object.defineProperty(obj, 'stats', {
+    enumerable: true,
+    configurable: true,
+    get: () => (cached ??= decodeStats(buf, s64, s32, path)),
+  });
+  return obj;
+}
+
+function collect(buf: Buffer, path: string, max: number): (Attr | undefined)[] {
+  const attrs: (Attr | undefined)[] = new Array(max + 1);
+  forEachAttr(buf, path, (type, at, len) => {
+    if (type <= max) attrs[type] = { type, at, len };
+  });
+  return attrs;
+}
+
+function missing(path: string, names: Readonly<Record<string, number>>, type: number): never {
+  throw new DecodeError('missing attribute', `${path}>${attrName(names, type)}`, 0);
 }
 
 /** Decodes the attributes nested in IPVS_CMD_ATTR_SERVICE of a NEW_SERVICE reply. */
 export function decodeService(nested: Buffer): VirtualServer {
-  const r = AttrReader.parse(nested, 'IPVS_CMD_ATTR_SERVICE', IPVS_SVC_ATTR);
-  const af = asFamily(r.require(IPVS_SVC_ATTR.AF, r.u16(IPVS_SVC_ATTR.AF)), r.path);
-  const fwmark = r.u32(IPVS_SVC_ATTR.FWMARK) ?? 0;
-  const flagsBuf = r.bytes(IPVS_SVC_ATTR.FLAGS, 8);
-  const stats = decodeStats(r, IPVS_SVC_ATTR.STATS, IPVS_SVC_ATTR.STATS64);
+  const P = 'IPVS_CMD_ATTR_SERVICE';
+  const N = IPVS_SVC_ATTR;
+  const a = collect(nested, P, N.STATS64);
+  const u16 = (t: number) => { const x = sized(a[t], 2, P, N); return x && nested.readUInt16LE(x.at); };
+  const u32 = (t: number) => { const x = sized(a[t], 4, P, N); return x && nested.readUInt32LE(x.at); };
+  const str = (t: number) => { const x = a[t]; if (!x) return ''; const e = nested.indexOf(0, x.at); return nested.toString('utf8', x.at, e < 0 || e > x.at + x.len ? x.at + x.len : e); };
+  const afAttr = u16(N.AF);
+  if (afAttr === undefined) missing(P, N, N.AF);
+  const af = asFamily(afAttr, P);
+  const fwmark = u32(N.FWMARK) ?? 0;
+  let address = '';
+  let port = 0;
+  if (fwmark === 0) {
+    const addr = a[N.ADDR];
+    if (!addr) missing(P, N, N.ADDR);
+    if (addr.len < (af === AF_INET ? 4 : 16)) throw new DecodeError(`expected ${af === AF_INET ? 4 : 16} bytes, got ${addr.len}`, `${P}>ADDR`, addr.at);
+    address = bytesToAddress(af, nested.subarray(addr.at, addr.at + 16));
+    const p = sized(a[N.PORT], 2, P, N);
+    port = p ? nested.readUInt16BE(p.at) : 0;
+  }
+  const flags = a[N.FLAGS];
+  const netmask = sized(a[N.NETMASK], 4, P, N);
   const vs: VirtualServer = {
     af,
-    protocol: fwmark > 0 ? 0 : (r.u16(IPVS_SVC_ATTR.PROTOCOL) ?? 0),
-    address: fwmark > 0 ? '' : readAddress(r, IPVS_SVC_ATTR.ADDR, af),
-    port: fwmark > 0 ? 0 : (r.be16(IPVS_SVC_ATTR.PORT) ?? 0),
+    protocol: fwmark > 0 ? 0 : (u16(N.PROTOCOL) ?? 0),
+    address,
+    port,
     fwmark,
-    scheduler: r.string(IPVS_SVC_ATTR.SCHED_NAME) ?? '',
-    flags: flagsBuf ? flagsBuf.readUInt32LE(0) & ~IP_VS_SVC_F.HASHED : 0,
-    timeout: r.u32(IPVS_SVC_ATTR.TIMEOUT) ?? 0,
-    netmask: af === AF_INET ? (r.be32(IPVS_SVC_ATTR.NETMASK) ?? 0xffffffff) : (r.u32(IPVS_SVC_ATTR.NETMASK) ?? 128),
-    peName: r.string(IPVS_SVC_ATTR.PE_NAME) ?? '',
+    scheduler: str(N.SCHED_NAME),
+    flags: flags && flags.len >= 8 ? nested.readUInt32LE(flags.at) & ~IP_VS_SVC_F.HASHED : 0,
+    timeout: u32(N.TIMEOUT) ?? 0,
+    // IPv4: network-order mask bytes; IPv6: host-order prefix length
+    netmask: netmask ? (af === AF_INET ? nested.readUInt32BE(netmask.at) : nested.readUInt32LE(netmask.at)) : defaultNetmask(af),
+    peName: str(N.PE_NAME),
   };
-  return stats ? { ...vs, stats } : vs;
+  return withLazyStats(vs, nested, a[N.STATS64], a[N.STATS], P);
 }
 
 /** Decodes the attributes nested in IPVS_CMD_ATTR_DEST; svcAf is used when ADDR_FAMILY is absent (< 3.18). */
 export function decodeDest(nested: Buffer, svcAf: AddressFamily): RealServer {
-  const r = AttrReader.parse(nested, 'IPVS_CMD_ATTR_DEST', IPVS_DEST_ATTR);
-  const af = asFamily(r.u16(IPVS_DEST_ATTR.ADDR_FAMILY) ?? svcAf, r.path);
-  const stats = decodeStats(r, IPVS_DEST_ATTR.STATS, IPVS_DEST_ATTR.STATS64);
+  const P = 'IPVS_CMD_ATTR_DEST';
+  const N = IPVS_DEST_ATTR;
+  const a = collect(nested, P, N.TUN_FLAGS);
+  const u16 = (t: number) => { const x = sized(a[t], 2, P, N); return x && nested.readUInt16LE(x.at); };
+  const be16 = (t: number) => { const x = sized(a[t], 2, P, N); return x && nested.readUInt16BE(x.at); };
+  const u32 = (t: number) => { const x = sized(a[t], 4, P, N); return x ? nested.readUInt32LE(x.at) : 0; };
+  const af = asFamily(u16(N.ADDR_FAMILY) ?? svcAf, P);
+  const addr = a[N.ADDR];
+  if (!addr) missing(P, N, N.ADDR);
+  if (addr.len < (af === AF_INET ? 4 : 16)) throw new DecodeError(`expected ${af === AF_INET ? 4 : 16} bytes, got ${addr.len}`, `${P}>ADDR`, addr.at);
+  const port = be16(N.PORT);
+  if (port === undefined) missing(P, N, N.PORT);
+  const tunType = sized(a[N.TUN_TYPE], 1, P, N);
   const rs: RealServer = {
     af,
-    address: readAddress(r, IPVS_DEST_ATTR.ADDR, af),
-    port: r.require(IPVS_DEST_ATTR.PORT, r.be16(IPVS_DEST_ATTR.PORT)),
-    fwdMethod: (r.u32(IPVS_DEST_ATTR.FWD_METHOD) ?? 0) & IP_VS_CONN_F_FWD_MASK,
-    weight: r.u32(IPVS_DEST_ATTR.WEIGHT) ?? 0,
-    uThreshold: r.u32(IPVS_DEST_ATTR.U_THRESH) ?? 0,
-    lThreshold: r.u32(IPVS_DEST_ATTR.L_THRESH) ?? 0,
-    activeConns: r.u32(IPVS_DEST_ATTR.ACTIVE_CONNS) ?? 0,
-    inactConns: r.u32(IPVS_DEST_ATTR.INACT_CONNS) ?? 0,
-    persistConns: r.u32(IPVS_DEST_ATTR.PERSIST_CONNS) ?? 0,
-    tunType: r.u8(IPVS_DEST_ATTR.TUN_TYPE) ?? 0,
-    tunPort: r.be16(IPVS_DEST_ATTR.TUN_PORT) ?? 0,
-    tunFlags: r.u16(IPVS_DEST_ATTR.TUN_FLAGS) ?? 0,
+    address: bytesToAddress(af, nested.subarray(addr.at, addr.at + 16)),
+    port,
+    fwdMethod: u32(N.FWD_METHOD) & IP_VS_CONN_F_FWD_MASK,
+    weight: u32(N.WEIGHT),
+    uThreshold: u32(N.U_THRESH),
+    lThreshold: u32(N.L_THRESH),
+    activeConns: u32(N.ACTIVE_CONNS),
+    inactConns: u32(N.INACT_CONNS),
+    persistConns: u32(N.PERSIST_CONNS),
+    tunType: tunType ? nested.readUInt8(tunType.at) : 0,
+    tunPort: be16(N.TUN_PORT) ?? 0,
+    tunFlags: u16(N.TUN_FLAGS) ?? 0,
   };
-  return stats ? { ...rs, stats } : rs;
+  return withLazyStats(rs, nested, a[N.STATS64], a[N.STATS], P);
 }
 
 /** The nested attribute of one dump reply message (NEW_SERVICE / NEW_DEST). */
 export function replyNest(attrs: Buffer, type: number, path: string): Buffer {
-  const r = AttrReader.parse(attrs, path, IPVS_CMD_ATTR);
-  return r.require(type, r.bytes(type));
+  let found: Buffer | undefined;
+  forEachAttr(attrs, path, (t, at, len) => {
+    if (t === type) found = attrs.subarray(at, at + len);
+  });
+  if (!found) missing(path, IPVS_CMD_ATTR, type);
+  return found;
 }
 
 export function decodeInfo(attrs: Buffer): IpvsInfo {
