@@ -1,31 +1,25 @@
 // Test helpers for the VM: "pods" as network namespaces on veth pairs, plumbed with
 // iproute2 (shell only for plumbing; the code under test is called from TypeScript).
-import { execFileSync, spawn, ChildProcess } from 'node:child_process';
+import { spawn, spawnSync, ChildProcess } from 'node:child_process';
 
 const EXEC_TIMEOUT_MS = 20_000;
 
 /** Runs a command (no shell), returns stdout; throws with stderr on failure. Bounded by a timeout. */
-export function run(cmd: string, args: readonly string[], input?: string): string {
-  try {
-    return execFileSync(cmd, args, {
-      encoding: 'utf8',
-      timeout: EXEC_TIMEOUT_MS,
-      input,
-      stdio: ['pipe', 'pipe', 'pipe'],
-    });
-  } catch (e) {
-    const err = e as { stderr?: string; status?: number };
-    throw new Error(`${cmd} ${args.join(' ')} failed (${err.status}): ${err.stderr ?? ''}`);
-  }
+export function run(cmd: string, args: readonly string[], input?: string, timeoutMs = EXEC_TIMEOUT_MS): string {
+  const r = tryRun(cmd, args, input, timeoutMs);
+  if (r.status !== 0) throw new Error(`${cmd} ${args.join(' ')} failed (${r.status ?? r.signal}): ${r.stderr}`);
+  return r.stdout;
 }
 
-/** Like run, but returns the exit status and output instead of throwing. */
-export function tryRun(cmd: string, args: readonly string[]): { status: number; stdout: string; stderr: string } {
-  try {
-    return { status: 0, stdout: run(cmd, args), stderr: '' };
-  } catch (e) {
-    return { status: 1, stdout: '', stderr: (e as Error).message };
-  }
+/** Like run, but returns the exit status (null when killed, e.g. by the timeout) and output instead of throwing. */
+export function tryRun(
+  cmd: string,
+  args: readonly string[],
+  input?: string,
+  timeoutMs = EXEC_TIMEOUT_MS,
+): { status: number | null; signal: string | null; stdout: string; stderr: string } {
+  const r = spawnSync(cmd, args, { encoding: 'utf8', timeout: timeoutMs, input, stdio: ['pipe', 'pipe', 'pipe'] });
+  return { status: r.status, signal: r.signal, stdout: r.stdout ?? '', stderr: r.stderr ?? (r.error ? String(r.error) : '') };
 }
 
 export const ip = (...args: string[]): string => run('ip', args);

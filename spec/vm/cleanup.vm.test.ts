@@ -1,0 +1,105 @@
+// `kube-ipvs cleanup` on a node seeded the way kube-proxy (IPVS mode) leaves it, with foreign
+// chains, rules, sets and links that must survive; iptables-nft and iptables-legacy, IPv4 and
+// IPv6. Drives the real CLI entry point (dist/lib/cli/main.js) as an operator would.
+import { join } from 'node:path';
+import { run, tryRun, ip } from '../../lib/testing/netns';
+import { FOREIGN, kubeProxyIpsetSeed, kubeProxyIptablesSeed } from '../../lib/testing/kube-proxy-leftovers';
+import { kubeSetNames } from '../../lib/kernel/cleanup';
+
+const MAIN = join(__dirname, '..', '..', 'lib', 'cli', 'main.js');
+const NODE = process.execPath;
+// the CLI runs ~10 iptables/ipset processes; JavaScript in the TCG guest is ~14x slower
+const CLI_TIMEOUT_MS = 180_000;
+const cli = (...args: string[]) => tryRun(NODE, [MAIN, ...args], undefined, CLI_TIMEOUT_MS);
+
+type Backend = 'nft' | 'legacy';
+const bin = (family: 'ipv4' | 'ipv6', b: Backend, tool: 'save' | 'restore') =>
+  `${family === 'ipv4' ? 'iptables' : 'ip6tables'}-${b}-${tool}`;
+
+function seed(b: Backend): void {
+  run('ipset', ['restore', '-exist'], kubeProxyIpsetSeed());
+  for (const f of ['ipv4', 'ipv6'] as const) run(bin(f, b, 'restore'), ['--noflush'], kubeProxyIptablesSeed(f));
+  ip('link', 'add', 'kube-ipvs0', 'type', 'dummy');
+  ip('addr', 'add', '10.96.0.10/32', 'dev', 'kube-ipvs0');
+  if (tryRun('ip', ['link', 'show', FOREIGN.LINK]).status !== 0) ip('link', 'add', FOREIGN.LINK, 'type', 'dummy');
+  run('ipvsadm', ['-A', '-t', '10.96.0.10:80', '-s', 'rr']);
+  run('ipvsadm', ['-a', '-t', '10.96.0.10:80', '-r', '10.244.1.2:8080', '-m']);
+}
+
+/** Everything cleanup may look at, as text, for a before/after comparison. */
+function snapshot(b: Backend): string {
+  const parts: string[] = [];
+  for (const f of ['ipv4', 'ipv6'] as const) {
+    for (const t of ['nat', 'filter']) {
+      parts.push(
+        run(bin(f, b, 'save'), ['-t', t])
+          .split('\n')
+          .filter((l) => !l.startsWith('#'))
+          .map((l) => l.replace(/\[\d+:\d+\]/, '[]'))
+          .join('\n'),
+      );
+    }
+  }
+  parts.push(run('ipset', ['list', '-n']), ip('-o', 'link', 'show'), run('ipvsadm', ['-Ln']));
+  return parts.join('\n');
+}
+
+function wipe(b: Backend): void {
+  tryRun('ip', ['link', 'del', FOREIGN.LINK]);
+  tryRun('ip', ['link', 'del', 'kube-ipvs0']);
+  tryRun('ipvsadm', ['-C']);
+  for (const f of ['ipv4', 'ipv6'] as const) {
+    const x = f === 'ipv4' ? 'iptables' : 'ip6tables';
+    for (const t of ['nat', 'filter']) {
+      tryRun(`${x}-${b}`, ['-t', t, '-F']);
+      tryRun(`${x}-${b}`, ['-t', t, '-X']);
+    }
+  }
+  tryRun('ipset', ['destroy']);
+}
+
+describe.each<[Backend]>([['nft'], ['legacy']])('kube-ipvs cleanup with iptables-%s', (b) => {
+  beforeAll(() => seed(b));
+  afterAll(() => wipe(b));
+
+  it('removes kube-proxy leftovers in kernel order and keeps foreign objects', () => {
+    const r = cli('cleanup', '--iptables-backend', b);
+    expect({ status: r.status, stderr: r.status === 0 ? '' : r.stderr }).toEqual({ status: 0, stderr: '' });
+    expect(r.stderr).not.toMatch(/"level":"error"/);
+
+    expect(run('ipvsadm', ['-Ln'])).not.toMatch(/TCP\s+10\.96\.0\.10:80/);
+    expect(tryRun('ip', ['link', 'show', 'kube-ipvs0']).status).not.toBe(0);
+    expect(ip('-d', '-o', 'link', 'show', FOREIGN.LINK)).toMatch(/ dummy /);
+
+    for (const f of ['ipv4', 'ipv6'] as const) {
+      const nat = run(bin(f, b, 'save'), ['-t', 'nat']);
+      const filter = run(bin(f, b, 'save'), ['-t', 'filter']);
+      const kubeChains = (nat + filter).split('\n').filter((l) => /^:KUBE-/.test(l)).map((l) => l.split(' ')[0]);
+      expect(kubeChains.sort()).toEqual([`:${FOREIGN.KUBELET_FILTER_CHAIN}`, `:${FOREIGN.KUBELET_NAT_CHAIN}`]);
+      expect(nat + filter).not.toMatch(/kubernetes|kube-proxy/);
+      expect(nat).toMatch(new RegExp(`-A ${FOREIGN.NAT_CHAIN} -j RETURN`));
+      expect(nat).toMatch(/-A POSTROUTING -s \S+ -j MASQUERADE/);
+      expect(filter).toMatch(new RegExp(`-A INPUT -j ${FOREIGN.KUBELET_FILTER_CHAIN}`));
+      expect(filter).toMatch(new RegExp(`-A INPUT -p tcp .*--dport 2222 -j ${FOREIGN.FILTER_CHAIN}`));
+      expect(filter).toMatch(new RegExp(`-A ${FOREIGN.FILTER_CHAIN} -m set --match-set ${f === 'ipv4' ? FOREIGN.SET : FOREIGN.SET6} src -j ACCEPT`));
+    }
+    const sets = run('ipset', ['list', '-n']).split('\n').filter(Boolean).sort();
+    expect(sets).toEqual([FOREIGN.SET, FOREIGN.SET6].sort());
+    for (const n of kubeSetNames()) expect(sets).not.toContain(n);
+  });
+
+  it('a second run succeeds and changes nothing', () => {
+    const before = snapshot(b);
+    const r = cli('cleanup', '--iptables-backend', b);
+    expect(r.status).toBe(0);
+    expect(snapshot(b)).toBe(before);
+  });
+
+  it("kube-proxy's --cleanup flag among other flags does the same", () => {
+    seed(b);
+    const r = cli('--cleanup', '--v=2', '--iptables-backend', b);
+    expect(r.status).toBe(0);
+    expect(tryRun('ip', ['link', 'show', 'kube-ipvs0']).status).not.toBe(0);
+    expect(run('ipset', ['list', '-n'])).not.toMatch(/KUBE-/);
+  });
+});
