@@ -1,0 +1,79 @@
+// One side of `make bench`, run inside a fresh VM boot: load the table from empty, then
+// dump it. Prints one JSON line per measurement to stdout and to $BENCH_OUT if set.
+import { execFileSync, spawnSync } from 'node:child_process';
+import { appendFileSync, writeFileSync } from 'node:fs';
+import { openIpvs } from '../../lib/kernel/ipvs/ipvs-netlink';
+import { buildBenchTable } from './ipvs-table';
+
+const [side = 'ours', servicesArg = '10000', destsArg = '10'] = process.argv.slice(2);
+const services = Number(servicesArg);
+const dests = Number(destsArg);
+
+function record(what: string, seconds: number, extra: Record<string, unknown> = {}): void {
+  const line = JSON.stringify({ side, what, services, dests, seconds, ...extra });
+  console.log(line);
+  if (process.env.BENCH_OUT) appendFileSync(process.env.BENCH_OUT, line + '\n');
+}
+
+const now = (): number => Number(process.hrtime.bigint()) / 1e9;
+
+function countServices(): { services: number; dests: number } {
+  const saved = execFileSync('ipvsadm', ['-Sn'], { encoding: 'utf8', maxBuffer: 1 << 30 });
+  let s = 0;
+  let d = 0;
+  for (const l of saved.split('\n')) {
+    if (l.startsWith('-A')) s++;
+    else if (l.startsWith('-a')) d++;
+  }
+  return { services: s, dests: d };
+}
+
+async function main(): Promise<void> {
+  const table = buildBenchTable(services, dests);
+  if (side === 'ipvsadm') {
+    const file = '/tmp/bench.rules';
+    writeFileSync(file, table.restoreText);
+    let t = now();
+    const r = spawnSync('sh', ['-c', `ipvsadm -R < ${file}`], { stdio: 'inherit' });
+    if (r.status !== 0) throw new Error('ipvsadm -R failed');
+    record('load', now() - t);
+    t = now();
+    execFileSync('sh', ['-c', 'ipvsadm -Sn > /tmp/bench.saved']);
+    record('dump', now() - t);
+  } else if (side === 'ours') {
+    const ipvs = await openIpvs();
+    let t = now();
+    const results = await ipvs.run(table.ops);
+    const failed = results.filter((x) => !x.ok).length;
+    record('load', now() - t, { failed });
+    t = now();
+    const all = await ipvs.listAll();
+    const listed = all.reduce((n, e) => n + e.dests.length, 0);
+    record('dump', now() - t, { listedServices: all.length, listedDests: listed });
+    ipvs.close();
+    if (failed || all.length !== services || listed !== services * dests) throw new Error('incomplete load or dump');
+  } else if (side === 'cli') {
+    // our ipvsadm-compatible CLI end to end (process start included, as for ipvsadm)
+    const file = '/tmp/bench.rules';
+    writeFileSync(file, table.restoreText);
+    const cli = `${process.execPath} dist/lib/cli/main.js ipvsadm`;
+    let t = now();
+    const r = spawnSync('sh', ['-c', `${cli} -R < ${file}`], { stdio: 'inherit' });
+    if (r.status !== 0) throw new Error('kube-ipvs ipvsadm -R failed');
+    record('load', now() - t);
+    t = now();
+    execFileSync('sh', ['-c', `${cli} -Sn > /tmp/bench.ours`], { maxBuffer: 1 << 30 });
+    record('dump', now() - t);
+    const same = spawnSync('sh', ['-c', 'ipvsadm -Sn > /tmp/bench.theirs && cmp -s /tmp/bench.ours /tmp/bench.theirs']).status === 0;
+    record('dump-identical-to-ipvsadm', same ? 1 : 0);
+  } else {
+    throw new Error(`unknown side ${side}`);
+  }
+  const c = countServices();
+  if (c.services !== services || c.dests !== services * dests) throw new Error(`kernel has ${c.services}/${c.dests}`);
+}
+
+main().catch((e) => {
+  console.error(e);
+  process.exit(1);
+});

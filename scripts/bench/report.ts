@@ -1,0 +1,31 @@
+// Prints `make bench` results as a table with ratios against ipvsadm, measured in the same run.
+import { readFileSync } from 'node:fs';
+
+interface Row {
+  side: string;
+  what: string;
+  services: number;
+  dests: number;
+  seconds: number;
+}
+
+const rows: Row[] = readFileSync(process.argv[2]!, 'utf8').split('\n').filter(Boolean).map((l) => JSON.parse(l) as Row);
+const peer = (what: string): number | undefined => rows.find((r) => r.side === 'ipvsadm' && r.what === what)?.seconds;
+const label: Record<string, string> = {
+  ipvsadm: 'ipvsadm 1.31 (-R / -Sn)',
+  ours: 'kube-ipvs client (run / listAll)',
+  cli: 'kube-ipvs ipvsadm (-R / -Sn)',
+};
+const first = rows[0];
+if (first) console.log(`\nIPVS table: ${first.services} services x ${first.dests} real servers, each side in a fresh VM boot\n`);
+console.log(`${'side'.padEnd(34)} ${'step'.padEnd(6)} ${'seconds'.padStart(9)} ${'vs ipvsadm'.padStart(11)}`);
+console.log('-'.repeat(63));
+for (const r of rows) {
+  if (r.what === 'dump-identical-to-ipvsadm') {
+    console.log(`${(label[r.side] ?? r.side).padEnd(34)} -Sn output byte-identical to ipvsadm: ${r.seconds ? 'yes' : 'NO'}`);
+    continue;
+  }
+  const p = peer(r.what);
+  const ratio = p ? `${(r.seconds / p).toFixed(2)}x` : '-';
+  console.log(`${(label[r.side] ?? r.side).padEnd(34)} ${r.what.padEnd(6)} ${r.seconds.toFixed(2).padStart(9)} ${ratio.padStart(11)}`);
+}

@@ -1,0 +1,17 @@
+#!/bin/bash
+# make bench: 10,000 services x 10 real servers loaded from an empty table, then dumped;
+# ipvsadm -R / -Sn vs our client vs our CLI, each side in a FRESH VM boot (the kernel's
+# dest trash after a flush would otherwise slow every later add). Prints a table.
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+SERVICES=${BENCH_SERVICES:-10000}
+DESTS=${BENCH_DESTS:-10}
+SIDES=${BENCH_SIDES:-ipvsadm ours cli}
+OUT=$(mktemp -d)
+for side in $SIDES; do
+  echo ">> $side: fresh VM boot" >&2
+  BENCH_OUT=$OUT/results.jsonl bash scripts/vm/run.sh -t 1800 -w "$OUT" -- \
+    env BENCH_OUT="$OUT/results.jsonl" node_modules/.bin/node dist/scripts/bench/ipvs-bench.js "$side" "$SERVICES" "$DESTS" >&2
+done
+node_modules/.bin/node dist/scripts/bench/report.js "$OUT/results.jsonl"
+rm -rf "$OUT"
