@@ -11,14 +11,18 @@ all: build
 deps:
 	bash scripts/install-deps.sh
 
-build:
+build: node_modules/.bin/node
 	node_modules/.bin/node node_modules/typescript/bin/tsc -p tsconfig.json
+
+node_modules/.bin/node:
+	bash scripts/install-deps.sh
 
 vm-image:
 	bash scripts/vm/build-image.sh
 
-# Unit tests on the host, then every integration test inside ONE VM boot.
-test: build vm-image
+# Installs what is missing (idempotent), then unit tests on the host and every
+# integration test inside ONE VM boot.
+test: deps build
 	bash scripts/test-all.sh
 
 unit: build
@@ -27,11 +31,11 @@ unit: build
 vm: build vm-image
 	bash scripts/vm/run.sh -t $(VM_TIMEOUT) -- $(JEST) --selectProjects vm --runInBand
 
-bench: build vm-image
+bench: deps build
 	bash scripts/bench/run.sh
 
 # Boots the VM, programs a small table with kube-ipvs and lists it as ipvsadm would.
-demo: build vm-image
+demo: deps build
 	bash scripts/vm/run.sh -t 300 -- bash scripts/demo.sh
 
 clean:
