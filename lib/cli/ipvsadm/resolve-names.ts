@@ -8,14 +8,16 @@
 //   gethostbyname(name) (IPv4 only)          dns.lookup(name, { family: 4 })
 //   getservbyname(name, proto)               /etc/services parsed here (names and aliases)
 //
-// The one remaining difference: ipvsadm asks gethostbyaddr() for the host's *official* name
-// (h_name), Node asks getnameinfo(). Both read the same NSS sources in the same order and
-// for /etc/hosts both return the first name on the matching line, but for a DNS answer
-// getnameinfo() returns the PTR name while gethostbyaddr() may return a different h_name
-// when the resolver follows a CNAME in the reverse zone (RFC 2317 classless delegation);
-// then ipvsadm prints the CNAME target and we print the PTR owner's target as getnameinfo
-// reports it. With NSS "services" from a source other than files (e.g. NIS, sss) we still
-// read /etc/services only.
+// Host names are the same: glibc's getnameinfo() is built on gethostbyaddr_r() and returns
+// its h_name (NI_NOFQDN is not asked for), so /etc/hosts, DNS and any other NSS "hosts"
+// source give what ipvsadm prints. (The VM test compares -L listings with /etc/hosts names.)
+//
+// The one remaining difference: port names come from /etc/services only. getservbyport()
+// asks every source the NSS "services" line of /etc/nsswitch.conf lists (files, but also db,
+// sss, nis ...); Node has no binding to it, so a port named only by a non-files source is
+// printed by ipvsadm as its name and here as its number. Debian's default is "services: db
+// files", and /var/lib/misc/services.db normally mirrors /etc/services, so in practice both
+// print the same.
 
 import { lookup, lookupService } from 'node:dns/promises';
 import { readFileSync } from 'node:fs';
