@@ -13,9 +13,18 @@ import { entryIpPort, entryIpPortIp, entryIpPortNet, planIpsets } from '../../li
 const run = (cmd: string, args: string[], stdin?: string) => new ChildProcessExec().run(cmd, args, stdin);
 const sh = async (script: string) => checkExec('bash', ['-c', script], await run('bash', ['-c', script])).stdout;
 
+/** Removes every KUBE-* chain and jump of all four iptables binaries (other VM tests leave them). */
+const RESET_KUBE_IPTABLES = `for b in iptables-legacy iptables-nft ip6tables-legacy ip6tables-nft; do for t in nat filter; do
+  $b-save -t $t 2>/dev/null | grep -E '^-A (PREROUTING|INPUT|FORWARD|OUTPUT|POSTROUTING) .*-j KUBE-' | sed 's/^-A/-D/' | while read -r r; do eval "$b -t $t $r"; done
+  for c in $($b-save -t $t 2>/dev/null | sed -n 's/^:\\(KUBE-[^ ]*\\) .*/\\1/p'); do $b -t $t -F $c; done
+  for c in $($b-save -t $t 2>/dev/null | sed -n 's/^:\\(KUBE-[^ ]*\\) .*/\\1/p'); do $b -t $t -X $c; done
+done; done`;
+
 async function destroyKubeSets(): Promise<void> {
+  await sh(RESET_KUBE_IPTABLES);
   await sh("for s in $(ipset list -n | grep -E '^(KUBE-|T-)'); do ipset destroy $s; done");
 }
+const destroyTestSets = () => sh("for s in $(ipset list -n | grep -E '^T-'); do ipset destroy $s; done");
 
 const members = () => ({
   CLUSTER_IP: [entryIpPort('10.96.0.10', 'udp', 53), entryIpPort('10.96.0.10', 'tcp', 53), entryIpPort('10.96.0.1', 'tcp', 443)],
@@ -204,7 +213,7 @@ const kernel = (): Target => {
     },
     cleanup: async () => {
       for (const s of refs) await sh(`iptables -D INPUT -m set --match-set ${s} dst -j ACCEPT`);
-      await destroyKubeSets();
+      await destroyTestSets();
     },
   };
 };

@@ -97,7 +97,17 @@ const EXPECTED_FILTER = `*filter
 COMMIT
 `;
 
+/** Removes every KUBE-* chain and jump of all four iptables binaries (other VM tests leave them). */
+const RESET_KUBE_IPTABLES = `for b in iptables-legacy iptables-nft ip6tables-legacy ip6tables-nft; do for t in nat filter; do
+  $b-save -t $t 2>/dev/null | grep -E '^-A (PREROUTING|INPUT|FORWARD|OUTPUT|POSTROUTING) .*-j KUBE-' | sed 's/^-A/-D/' | while read -r r; do eval "$b -t $t $r"; done
+  for c in $($b-save -t $t 2>/dev/null | sed -n 's/^:\\(KUBE-[^ ]*\\) .*/\\1/p'); do $b -t $t -F $c; done
+  for c in $($b-save -t $t 2>/dev/null | sed -n 's/^:\\(KUBE-[^ ]*\\) .*/\\1/p'); do $b -t $t -X $c; done
+done; done`;
+
+afterAll(() => sh(RESET_KUBE_IPTABLES));
+
 beforeAll(async () => {
+  await sh(RESET_KUBE_IPTABLES);
   // the sets the rules name (the kernel refuses rules on missing sets)
   const ipset = createIpset();
   await ipset.observe();
