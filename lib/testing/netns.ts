@@ -2,7 +2,8 @@
 // iproute2 (shell only for plumbing; the code under test is called from TypeScript).
 import { spawn, spawnSync, ChildProcess } from 'node:child_process';
 
-const EXEC_TIMEOUT_MS = 20_000;
+// generous: processes start slowly in the TCG guest; every call still ends by itself
+const EXEC_TIMEOUT_MS = 60_000;
 
 /** Runs a command (no shell), returns stdout; throws with stderr on failure. Bounded by a timeout. */
 export function run(cmd: string, args: readonly string[], input?: string, timeoutMs = EXEC_TIMEOUT_MS): string {
@@ -50,17 +51,17 @@ export function inNs(ns: string, argv: readonly string[]): { cmd: string; args: 
 }
 
 /**
- * A TCP echo server in namespace `ns` on addr:port: answers every connection with
- * "<name> client=<peer address>\n" and closes. Resolves once it accepts connections.
+ * An HTTP server in namespace `ns` on addr:port answering every request with
+ * "<name> client=<peer address>" (the address it sees). Resolves once it listens.
  */
 export async function startEchoServer(ns: string, name: string, addr: string, port: number): Promise<ChildProcess> {
   const script =
-    `require('net').createServer(s=>{s.end(${JSON.stringify(name)}+' client='+s.remoteAddress+'\\n')})` +
+    `require('http').createServer((q,s)=>s.end(${JSON.stringify(name)}+' client='+q.socket.remoteAddress+'\\n'))` +
     `.listen(${port},${JSON.stringify(addr)},()=>console.log('ready'))`;
   const { cmd, args } = inNs(ns, [process.execPath, '-e', script]);
   const child = spawn(cmd, args, { stdio: ['ignore', 'pipe', 'pipe'] });
   await new Promise<void>((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`echo server ${name} did not start`)), 30_000);
+    const timer = setTimeout(() => reject(new Error(`echo server ${name} did not start`)), 60_000);
     child.stdout!.on('data', (d: Buffer) => {
       if (d.toString().includes('ready')) {
         clearTimeout(timer);
@@ -76,36 +77,28 @@ export async function startEchoServer(ns: string, name: string, addr: string, po
 }
 
 export interface ConnectResult {
-  /** 'ok' with the server's reply; 'refused' (RST: REJECT --reject-with tcp-reset or nobody listening);
-   * 'unreachable' (ICMP unreachable: iptables REJECT's default); 'timeout' (dropped) */
-  readonly outcome: 'ok' | 'refused' | 'unreachable' | 'timeout' | 'error';
+  /**
+   * 'ok' with the server's reply; 'refused' when the connection failed at once (RST, or the
+   * ICMP port-unreachable of iptables' default REJECT); 'timeout' when nothing came back
+   * (dropped); 'error' for anything else (curl's exit code in `reply`)
+   */
+  readonly outcome: 'ok' | 'refused' | 'timeout' | 'error';
   readonly reply: string;
 }
 
+/** curl exit codes (man curl) */
+const CURLE = { COULDNT_CONNECT: 7, OPERATION_TIMEDOUT: 28 } as const;
+
 /**
- * One TCP connection from namespace `ns` to addr:port, reading the reply; bounded by
- * `timeoutSec`. Uses python3 so the outcome is the errno, not a message.
+ * One HTTP request from namespace `ns` ('' = the node) to addr:port with curl (a native
+ * binary: starts fast in the TCG guest), bounded by `timeoutSec`.
  */
-export function connect(ns: string, addr: string, port: number, timeoutSec = 3): ConnectResult {
-  const py = [
-    'import socket,sys,errno',
-    `s=socket.socket(socket.AF_INET6 if ':' in sys.argv[1] else socket.AF_INET)`,
-    `s.settimeout(${timeoutSec})`,
-    'try:',
-    '  s.connect((sys.argv[1],int(sys.argv[2])))',
-    '  d=b""',
-    '  while True:',
-    '    c=s.recv(4096)',
-    '    if not c: break',
-    '    d+=c',
-    '  print("ok "+d.decode().strip())',
-    'except socket.timeout: print("timeout")',
-    'except ConnectionRefusedError: print("refused")',
-    'except OSError as e:',
-    '  print("unreachable" if e.errno in (errno.EHOSTUNREACH,errno.ENETUNREACH) else "error "+str(e.errno))',
-  ].join('\n');
-  const { cmd, args } = inNs(ns, ['python3', '-c', py, addr, String(port)]);
-  const out = run(cmd, args).trim();
-  const [outcome, ...rest] = out.split(' ');
-  return { outcome: outcome as ConnectResult['outcome'], reply: rest.join(' ') };
+export function connect(ns: string, addr: string, port: number, timeoutSec = 5): ConnectResult {
+  const host = addr.includes(':') ? `[${addr}]` : addr;
+  const { cmd, args } = inNs(ns, ['curl', '-sS', '--max-time', String(timeoutSec), `http://${host}:${port}/`]);
+  const r = tryRun(cmd, args, undefined, (timeoutSec + 60) * 1000);
+  if (r.status === 0) return { outcome: 'ok', reply: r.stdout.trim() };
+  if (r.status === CURLE.COULDNT_CONNECT) return { outcome: 'refused', reply: '' };
+  if (r.status === CURLE.OPERATION_TIMEDOUT) return { outcome: 'timeout', reply: '' };
+  return { outcome: 'error', reply: `curl exit ${r.status ?? r.signal}: ${r.stderr.trim()}` };
 }
