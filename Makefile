@@ -2,7 +2,7 @@
 SHELL := /bin/bash
 export PATH := $(CURDIR)/node_modules/.bin:$(PATH)
 JEST := node_modules/.bin/node node_modules/jest/bin/jest.js
-VM_TIMEOUT ?= 2700
+VM_TIMEOUT ?= 3000
 
 .PHONY: all deps build test unit vm vm-image bench demo clean
 
@@ -28,8 +28,9 @@ test: deps build
 unit: build
 	$(JEST) --selectProjects unit
 
+# VM tests only; narrow with e.g. `make vm FILTER=dist/spec/vm/ipset`
 vm: build vm-image
-	bash scripts/vm/run.sh -t $(VM_TIMEOUT) -- $(JEST) --selectProjects vm --runInBand
+	out=$$(mktemp -d) && bash scripts/vm/run.sh -t $(VM_TIMEOUT) -w $$out -- bash scripts/vm/guest-jest.sh $$out $(FILTER); rc=$$?; rm -rf $$out; exit $$rc
 
 bench: deps build
 	bash scripts/bench/run.sh
