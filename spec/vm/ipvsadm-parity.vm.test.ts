@@ -44,18 +44,20 @@ async function ours(args: readonly string[], input = ''): Promise<Outcome> {
 }
 
 /**
- * Real, ours, real: rates and connection states move on their own, so ours must equal a
- * listing ipvsadm gave right before and right after it; retried while ipvsadm disagrees with
- * itself.
+ * Real, ours, real: rates (a 2 s estimator) and connection states move on their own, so ours
+ * must equal the listing ipvsadm gave right before or right after it; retried while the two
+ * ipvsadm listings around ours differ from each other and from ours.
  */
 async function compare(args: readonly string[]): Promise<{ theirs: Outcome; mine: Outcome }> {
+  const same = (a: Outcome, b: Outcome): boolean => JSON.stringify(a) === JSON.stringify(b);
   let last: { theirs: Outcome; mine: Outcome } | undefined;
-  for (let i = 0; i < 5; i++) {
+  for (let i = 0; i < 10; i++) {
     const before = ipvsadm(args);
     const mine = await ours(args);
     const after = ipvsadm(args);
+    if (same(mine, before) || same(mine, after)) return { theirs: mine, mine };
     last = { theirs: before, mine };
-    if (JSON.stringify(before) === JSON.stringify(after)) return last;
+    if (same(before, after)) return last;
   }
   return last!;
 }
@@ -159,8 +161,9 @@ describe('listings are byte-identical to ipvsadm 1.31', () => {
   it('the traffic made counters and connection numbers non-zero', () => {
     const stats = ipvsadm(['-Ln', '--stats', '--exact', '-t', '10.99.0.1:80']).out;
     // (fewer conns than connects: a reused source port finds its TIME_WAIT IPVS entry)
-    expect(stats).toMatch(/^TCP {2}10\.99\.0\.1:80 +[1-9]\d* +\d{3,} +\d{3,} +\d{5,} +\d{5,}$/m);
-    expect(ipvsadm(['-Ln', '-t', '10.99.0.1:80']).out).toMatch(/Local +5 +1 +\d+/);
+    expect(stats).toMatch(/^TCP {2}10\.99\.0\.1:80 +[1-9]\d* +[1-9]\d+ +[1-9]\d+ +[1-9]\d{3,} +[1-9]\d{3,}$/m);
+    // a real server on a local address: the 6.1 kernel reports the method given (Route)
+    expect(ipvsadm(['-Ln', '-t', '10.99.0.1:80']).out).toMatch(/^ {2}-> 10\.99\.0\.1:80 +Route +5 +1 +[1-9]\d* +$/m);
   });
 
   it.each([
@@ -254,11 +257,18 @@ describe('errors are ipvsadm\'s (stderr and exit status), and change nothing', (
 });
 
 /**
- * ipvsadm -Sn of the whole table, less the fwmark services with marks of 2^31 and more:
- * ipvsadm saves them as "-f -1" (printf %d), which neither ipvsadm -R nor we accept back.
+ * Lines of ipvsadm's own -S output that ipvsadm -R refuses (and so do we): fwmarks of 2^31
+ * and more saved as "-f -1" (printf %d); "-b " with nothing after it (sh/mh with only
+ * SCHED3); IPv6 addresses printed as host names (parse_service resolves names IPv4-only).
  */
+const UNRESTORABLE = [/ -f -\d/, / -b $/, /\[[^\]]*[g-zG-Z]/];
+
+function restorable(save: string): string {
+  return save.split('\n').filter((l) => !UNRESTORABLE.some((re) => re.test(l))).join('\n');
+}
+
 function restorableSave(): string {
-  return ipvsadm(['-Sn']).out.split('\n').filter((l) => !/ -f -\d/.test(l)).join('\n');
+  return restorable(ipvsadm(['-Sn']).out);
 }
 
 describe('-R / --restore', () => {
@@ -281,13 +291,16 @@ describe('-R / --restore', () => {
     expect(await ours(['-R'], saved)).toEqual({ code: 0, out: '', err: '' });
     const byUs = ipvsadm(['-Sn']).out;
     expect(byUs).toBe(byIpvsadm);
-    expect(byUs).toBe(saved);
+    // same lines; their order may differ: the kernel's hash order changed and ipvsadm's
+    // non-transitive comparator (int subtraction) sorts a different input differently
+    const lines = (t: string): string[] => t.split('\n').filter(Boolean).sort();
+    expect(lines(byUs)).toEqual(lines(saved));
   });
 
   it('restores -S text with names, -E/-e/-d/-D/-Z/-C/--set lines', async () => {
     must('ipvsadm', '-C');
     for (const line of TABLE) must('ipvsadm', ...line);
-    const named = ipvsadm(['-S']).out.split('\n').filter((l) => !/ -f -\d/.test(l)).join('\n');
+    const named = restorable(ipvsadm(['-S']).out);
     expect(named).toMatch(/web-frontend-service\.example\.test:http/);
     const script = [
       '-C',
@@ -302,7 +315,7 @@ describe('-R / --restore', () => {
       '',
     ].join('\n');
     must('ipvsadm', '-C');
-    expect(ipvsadm(['-R'], script).code).toBe(0);
+    expect(ipvsadm(['-R'], script)).toEqual({ code: 0, out: '', err: '' });
     const byIpvsadm = [ipvsadm(['-Sn']).out, ipvsadm(['-L', '--timeout']).out];
     must('ipvsadm', '--set', '900', '120', '300');
     must('ipvsadm', '-C');
