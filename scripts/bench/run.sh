@@ -1,7 +1,8 @@
 #!/bin/bash
 # make bench: 10,000 services x 10 real servers loaded from an empty table, then dumped;
 # ipvsadm -R / -Sn vs our client vs our CLI, each side in a FRESH VM boot (the kernel's
-# dest trash after a flush would otherwise slow every later add). Prints a table.
+# dest trash after a flush would otherwise slow every later add). Prints a table; then the
+# node-networking benchmark (ipset/iptables execs and times for 10,000 services).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 SERVICES=${BENCH_SERVICES:-10000}
@@ -15,3 +16,8 @@ for side in $SIDES; do
 done
 node_modules/.bin/node dist/scripts/bench/report.js "$OUT/results.jsonl"
 rm -rf "$OUT"
+# node networking (ipsets + iptables) for a 10,000-service desired state, fresh boot
+if [ "${BENCH_NODE_NETWORKING:-1}" = 1 ]; then
+  echo ">> node networking: fresh VM boot" >&2
+  bash scripts/vm/run.sh -t 1800 -- node_modules/.bin/node dist/scripts/bench/node-networking.js
+fi
