@@ -96,18 +96,22 @@ export class AttrWriter {
 /** Attributes of one level, by type (flags masked off). The last of a repeated type wins. */
 export type AttrTable = Map<number, Buffer>;
 
-export function parseAttrs(buf: Buffer, path: string, baseOffset = 0): AttrTable {
-  const out: AttrTable = new Map();
+/** Calls fn for each attribute of one level (type with flags masked off, payload offset and length). */
+export function forEachAttr(buf: Buffer, path: string, fn: (type: number, at: number, len: number) => void, baseOffset = 0): void {
   let off = 0;
   while (off + NLA_HDRLEN <= buf.length) {
     const len = buf.readUInt16LE(off);
-    const type = buf.readUInt16LE(off + 2) & NLA_TYPE_MASK;
     if (len < NLA_HDRLEN || off + len > buf.length) {
       throw new DecodeError(`attribute length ${len} overruns ${buf.length - off} bytes left`, path, baseOffset + off);
     }
-    out.set(type, buf.subarray(off + NLA_HDRLEN, off + len));
+    fn(buf.readUInt16LE(off + 2) & NLA_TYPE_MASK, off + NLA_HDRLEN, len - NLA_HDRLEN);
     off += align4(len);
   }
+}
+
+export function parseAttrs(buf: Buffer, path: string, baseOffset = 0): AttrTable {
+  const out: AttrTable = new Map();
+  forEachAttr(buf, path, (type, at, len) => out.set(type, buf.subarray(at, at + len)), baseOffset);
   return out;
 }
 

@@ -1,4 +1,4 @@
-import { AttrReader, AttrWriter } from './attr';
+import { AttrReader, AttrWriter, forEachAttr } from './attr';
 import {
   AF_INET,
   AF_INET6,
@@ -14,7 +14,6 @@ import {
   IpvsCmd,
 } from './uapi/ip_vs';
 import { DecodeError } from '../errors';
-import { NLA_HDRLEN, NLA_TYPE_MASK } from './uapi/netlink';
 import {
   AddressFamily,
   IpvsInfo,
@@ -192,18 +191,6 @@ function asFamily(af: number, path: string): AddressFamily {
 // switch instead of building a table, and decode counters only when first read.
 
 type Attr = { type: number; at: number; len: number };
-
-function forEachAttr(buf: Buffer, path: string, fn: (type: number, at: number, len: number) => void): void {
-  let off = 0;
-  while (off + NLA_HDRLEN <= buf.length) {
-    const len = buf.readUInt16LE(off);
-    if (len < NLA_HDRLEN || off + len > buf.length) {
-      throw new DecodeError(`attribute length ${len} overruns ${buf.length - off} bytes left`, path, off);
-    }
-    fn(buf.readUInt16LE(off + 2) & NLA_TYPE_MASK, off + NLA_HDRLEN, len - NLA_HDRLEN);
-    off += (len + 3) & ~3;
-  }
-}
 
 function attrName(names: Readonly<Record<string, number>>, type: number): string {
   for (const [k, v] of Object.entries(names)) if (v === type) return k;
