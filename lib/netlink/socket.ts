@@ -69,6 +69,11 @@ export interface GenlSocketOptions {
   readonly batchBytes?: number;
   /** datagrams of one batch in flight before waiting for the first one's ack */
   readonly batchWindow?: number;
+  /**
+   * single requests in flight; more wait their turn. Unbounded bursts overflow the
+   * socket's receive buffer (ENOBUFS), and the replies that were dropped are lost.
+   */
+  readonly maxInFlight?: number;
   /** called for messages that match no request (e.g. a late ack); for logging */
   readonly onStray?: (msg: NetlinkMessage) => void;
 }
@@ -107,6 +112,9 @@ export class GenlSocket {
   private readonly batchMessages: number;
   private readonly batchBytes: number;
   private readonly batchWindow: number;
+  private readonly maxInFlight: number;
+  private inFlight = 0;
+  private readonly waiting: (() => void)[] = [];
 
   constructor(
     private readonly transport: NetlinkTransport,
@@ -117,6 +125,7 @@ export class GenlSocket {
     this.batchMessages = options.batchMessages ?? 128;
     this.batchBytes = options.batchBytes ?? 48 * 1024;
     this.batchWindow = options.batchWindow ?? 2;
+    this.maxInFlight = options.maxInFlight ?? 64;
     transport.onDatagram((d) => this.receive(d));
     transport.onError((e) => this.failAll(e));
   }
@@ -134,7 +143,20 @@ export class GenlSocket {
    * One request; resolves with its reply messages (none for a plain ACK). A dump collects
    * every part until NLMSG_DONE. Rejects with a GenlFailure when the kernel refuses.
    */
-  request(req: GenlRequest, opts: { dump?: boolean } = {}): Promise<GenlReply[]> {
+  async request(req: GenlRequest, opts: { dump?: boolean } = {}): Promise<GenlReply[]> {
+    if (this.inFlight >= this.maxInFlight) await new Promise<void>((resolve) => this.waiting.push(resolve));
+    else this.inFlight++;
+    try {
+      return await this.requestNow(req, opts);
+    } finally {
+      // hand the slot to the next waiter, or free it
+      const next = this.waiting.shift();
+      if (next) next();
+      else this.inFlight--;
+    }
+  }
+
+  private requestNow(req: GenlRequest, opts: { dump?: boolean }): Promise<GenlReply[]> {
     if (this.closed) return Promise.reject(new SocketError('netlink socket is closed'));
     const seq = this.nextSeq();
     // a dump ends with NLMSG_DONE; NLM_F_ACK there would add nothing

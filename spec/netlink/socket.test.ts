@@ -144,3 +144,25 @@ describe('splitMessages', () => {
     expect(isGenlFailure(new SocketError('x', 2))).toBe(false);
   });
 });
+
+describe('GenlSocket request bursts', () => {
+  it('keeps at most maxInFlight single requests outstanding; the rest wait their turn', async () => {
+    let outstanding = 0;
+    let most = 0;
+    const t = new ScriptedTransport((msgs) => {
+      outstanding += msgs.length;
+      most = Math.max(most, outstanding);
+      return msgs.map((m) => nlError(0, m));
+    });
+    const s = new GenlSocket(t, FAMILY, 1, { maxInFlight: 8 });
+    const orig = (s as unknown as { handle: (m: unknown) => void }).handle.bind(s);
+    (s as unknown as { handle: (m: unknown) => void }).handle = (m) => {
+      outstanding--;
+      orig(m);
+    };
+    const results = await Promise.all(Array.from({ length: 100 }, (_, i) => s.request(req(1, i))));
+    expect(results).toHaveLength(100);
+    expect(most).toBe(8);
+    expect(s.pendingCount).toBe(0);
+  });
+});

@@ -115,6 +115,14 @@ describe('IPVS over generic netlink, against the kernel and ipvsadm', () => {
     }
   });
 
+  it('a burst of 2,000 concurrent requests all complete (no receive-buffer overrun)', async () => {
+    const vs = tcp('192.0.2.55', 80);
+    await ipvs.apply({ kind: 'newService', vs: { ...vs, scheduler: 'rr' } });
+    const got = await Promise.all(Array.from({ length: 2000 }, (_, i) => (i % 2 ? ipvs.info() : ipvs.getService(vs))));
+    expect(got.filter((g) => 'connTabSize' in g)).toHaveLength(1000);
+    expect(got.filter((g) => 'scheduler' in g && g.scheduler === 'rr')).toHaveLength(1000);
+  });
+
   it('names the op, the object and the errno in every kernel refusal', async () => {
     const vs = tcp('192.0.2.60', 80);
     await ipvs.apply({ kind: 'newService', vs: { ...vs, scheduler: 'rr' } });
