@@ -16,4 +16,9 @@ fi
 if [ ! -x node_modules/.bin/node ] || [ package-lock.json -nt node_modules/.package-lock.json ]; then
   npm ci --no-audit --no-fund
 fi
+# the kernel package is resolved through apt's lists: make sure they exist before the
+# first image build even when every package above was already installed
+if [ ! -s .vm/kernel/vmlinux ] && ! apt-cache depends linux-image-amd64 2>/dev/null | grep -q 'Depends: linux-image-[0-9]'; then
+  apt-get update -q
+fi
 bash scripts/vm/build-image.sh
