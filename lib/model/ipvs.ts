@@ -94,6 +94,37 @@ export function familyOf(address: string): AddressFamily {
   throw new TypeError(`not an IP address: '${address}'`);
 }
 
+/**
+ * A dotted-quad IPv4 address as a number (big-endian value), or -1 when it is not one.
+ * Strict like inet_pton: four decimal octets 0-255, no leading zeros, nothing else.
+ * (Hand-written because it runs once per encoded request: 100,000+ per sync.)
+ */
+export function parseIPv4(address: string): number {
+  let value = 0;
+  let octet = -1;
+  let digits = 0;
+  let dots = 0;
+  for (let i = 0; i < address.length; i++) {
+    const c = address.charCodeAt(i);
+    if (c === 46 /* . */) {
+      if (digits === 0 || dots === 3) return -1;
+      value = value * 256 + octet;
+      dots++;
+      octet = -1;
+      digits = 0;
+    } else if (c >= 48 && c <= 57) {
+      if (digits > 0 && octet === 0) return -1; // leading zero
+      octet = digits === 0 ? c - 48 : octet * 10 + (c - 48);
+      if (octet > 255) return -1;
+      digits++;
+    } else {
+      return -1;
+    }
+  }
+  if (dots !== 3 || digits === 0) return -1;
+  return value * 256 + octet;
+}
+
 /** Address bytes: 4 for IPv4, 16 for IPv6. */
 export function addressToBytes(af: AddressFamily, address: string): Buffer {
   if (af === AF_INET) {

@@ -28,7 +28,8 @@ export class AttrWriter {
     const at = this.len;
     this.buf.writeUInt16LE(NLA_HDRLEN + payloadLen, at);
     this.buf.writeUInt16LE(type, at + 2);
-    this.buf.fill(0, at + NLA_HDRLEN, at + total);
+    // callers write the whole payload; only the alignment padding needs zeroing
+    for (let i = at + NLA_HDRLEN + payloadLen; i < at + total; i++) this.buf[i] = 0;
     this.len += total;
     return at + NLA_HDRLEN;
   }
@@ -58,6 +59,13 @@ export class AttrWriter {
     this.buf.writeUInt32BE(v >>> 0, at);
     return this;
   }
+  /** two host-order u32 (e.g. struct ip_vs_flags { flags; mask; }) */
+  u32Pair(type: number, a: number, b: number): this {
+    const at = this.header(type, 8);
+    this.buf.writeUInt32LE(a >>> 0, at);
+    this.buf.writeUInt32LE(b >>> 0, at + 4);
+    return this;
+  }
   u64(type: number, v: bigint): this {
     const at = this.header(type, 8);
     this.buf.writeBigUInt64LE(v, at);
@@ -68,6 +76,7 @@ export class AttrWriter {
     const bytes = Buffer.from(s, 'utf8');
     const at = this.header(type, bytes.length + 1);
     bytes.copy(this.buf, at);
+    this.buf[at + bytes.length] = 0;
     return this;
   }
   bytes(type: number, b: Uint8Array): this {
@@ -81,6 +90,12 @@ export class AttrWriter {
     this.header(type | NLA_F_NESTED, 0);
     build(this);
     this.buf.writeUInt16LE(this.len - at, at);
+    return this;
+  }
+
+  /** Starts over, keeping the buffer (for a writer reused across messages). */
+  reset(): this {
+    this.len = 0;
     return this;
   }
 

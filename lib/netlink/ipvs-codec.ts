@@ -24,6 +24,7 @@ import {
   VirtualServer,
   VirtualServerId,
   addressToBytes,
+  parseIPv4,
   bytesToAddress,
 } from '../model/ipvs';
 
@@ -93,13 +94,24 @@ const CMD_OF: Readonly<Record<IpvsRequestKind, IpvsCmd>> = {
 
 export const defaultNetmask = (af: AddressFamily): number => (af === AF_INET6 ? 128 : 0xffffffff);
 
+// IPv4 straight into the attribute (4 bytes, as ipvsadm and moby send it); IPv6 16 bytes
+function writeAddress(w: AttrWriter, type: number, af: AddressFamily, address: string): void {
+  if (af === AF_INET) {
+    const v = parseIPv4(address);
+    if (v < 0) throw new TypeError(`not an IPv4 address: '${address}'`);
+    w.be32(type, v);
+  } else {
+    w.bytes(type, addressToBytes(af, address));
+  }
+}
+
 function writeServiceId(w: AttrWriter, vs: VirtualServerId): void {
   w.u16(IPVS_SVC_ATTR.AF, vs.af);
   if (vs.fwmark > 0) {
     w.u32(IPVS_SVC_ATTR.FWMARK, vs.fwmark);
   } else {
     w.u16(IPVS_SVC_ATTR.PROTOCOL, vs.protocol);
-    w.bytes(IPVS_SVC_ATTR.ADDR, addressToBytes(vs.af, vs.address));
+    writeAddress(w, IPVS_SVC_ATTR.ADDR, vs.af, vs.address);
     w.be16(IPVS_SVC_ATTR.PORT, vs.port);
   }
 }
@@ -109,10 +121,7 @@ function writeServiceFull(w: AttrWriter, vs: VirtualServerSpec): void {
   w.string(IPVS_SVC_ATTR.SCHED_NAME, vs.scheduler);
   if (vs.peName) w.string(IPVS_SVC_ATTR.PE_NAME, vs.peName);
   // struct ip_vs_flags { u32 flags; u32 mask; }: the mask says which bits to take
-  const flags = Buffer.alloc(8);
-  flags.writeUInt32LE((vs.flags ?? 0) & ~IP_VS_SVC_F.HASHED, 0);
-  flags.writeUInt32LE(0xffffffff, 4);
-  w.bytes(IPVS_SVC_ATTR.FLAGS, flags);
+  w.u32Pair(IPVS_SVC_ATTR.FLAGS, (vs.flags ?? 0) & ~IP_VS_SVC_F.HASHED, 0xffffffff);
   w.u32(IPVS_SVC_ATTR.TIMEOUT, vs.timeout ?? 0);
   writeNetmask(w, vs.af, vs.netmask ?? defaultNetmask(vs.af));
 }
@@ -124,7 +133,7 @@ function writeNetmask(w: AttrWriter, af: AddressFamily, netmask: number): void {
 }
 
 function writeDestId(w: AttrWriter, rs: RealServerId): void {
-  w.bytes(IPVS_DEST_ATTR.ADDR, addressToBytes(rs.af, rs.address));
+  writeAddress(w, IPVS_DEST_ATTR.ADDR, rs.af, rs.address);
   w.be16(IPVS_DEST_ATTR.PORT, rs.port);
 }
 
@@ -144,8 +153,12 @@ function writeDestFull(w: AttrWriter, svcAf: AddressFamily, rs: RealServerSpec):
 }
 
 /** Encodes a request's genl attributes (no netlink header: the socket adds seq and flags). */
+// One writer reused by every call: encodeIpvsRequest is synchronous and returns a copy of
+// what it wrote, so no caller ever sees the shared buffer (a sync encodes 100,000+ requests).
+const scratch = new AttrWriter(4096);
+
 export function encodeIpvsRequest(req: IpvsRequest): EncodedRequest {
-  const w = new AttrWriter();
+  const w = scratch.reset();
   switch (req.kind) {
     case 'newService':
     case 'setService':
@@ -179,7 +192,7 @@ export function encodeIpvsRequest(req: IpvsRequest): EncodedRequest {
     case 'flush':
       break;
   }
-  return { cmd: CMD_OF[req.kind], dump: req.kind === 'dumpServices' || req.kind === 'dumpDests', attrs: w.finish() };
+  return { cmd: CMD_OF[req.kind], dump: req.kind === 'dumpServices' || req.kind === 'dumpDests', attrs: Buffer.from(w.finish()) };
 }
 
 function asFamily(af: number, path: string): AddressFamily {
