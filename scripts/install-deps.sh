@@ -13,8 +13,11 @@ if [ ${#missing[@]} -gt 0 ]; then
   apt-get update -q
   apt-get install -y -q --no-install-recommends "${missing[@]}"
 fi
-if [ ! -x node_modules/.bin/node ] || [ package-lock.json -nt node_modules/.package-lock.json ]; then
-  npm ci --no-audit --no-fund
+# `npm install` (versions from package-lock.json) rather than `npm ci`: npm 11 here refuses
+# `npm ci` because the lock lacks other platforms' optional bindings of unrs-resolver (a jest
+# dependency) that this registry's metadata never yields, even for a lock generated afresh.
+if [ ! -x node_modules/.bin/node ] || [ ! -d node_modules/jest ] || [ package-lock.json -nt node_modules/.package-lock.json ]; then
+  npm install --no-audit --no-fund
 fi
 # the kernel package is resolved through apt's lists: make sure they exist before the
 # first image build even when every package above was already installed
