@@ -227,7 +227,11 @@ export class FakeIptables implements IptablesRunner, Iptables {
       }
       if ((s[i] === '-j' || s[i] === '-g' || s[i] === '--jump' || s[i] === '--goto') && !TARGETS.has(s[i + 1]!)) {
         const target = s[i + 1]!;
-        if (this.flavor === 'nft') pendingJumps.push({ target, line: l.line });
+        // nft resolves targets at COMMIT; a deleted rule's target need not exist then (a
+        // cleanup payload deletes the jump, then the chain)
+        if (this.flavor === 'nft') {
+          if (l.op !== '-D') pendingJumps.push({ target, line: l.line });
+        }
         else if (!work.has(target)) throw new Refusal(`Couldn't load target \`${target}':No such file or directory\n`, 2, l.line);
       }
     }

@@ -80,6 +80,14 @@ describe.each(['legacy', 'nft'] as const)('FakeIptables (%s)', (flavor) => {
     expect(f.chains('filter')).not.toContain('KUBE-B');
   });
 
+  it('one payload deletes the jump to a chain, then flushes and deletes the chain (cleanup)', () => {
+    const f = fresh();
+    f.applyRestore('*filter\n:KUBE-C - [0:0]\n-A KUBE-C -j ACCEPT\n-I INPUT -j KUBE-C\nCOMMIT\n', true);
+    f.applyRestore('*filter\n-D INPUT -j KUBE-C\n-F KUBE-C\n-X KUBE-C\nCOMMIT\n', true);
+    expect(f.chains('filter')).not.toContain('KUBE-C');
+    expect(f.rules('filter', 'INPUT')).toEqual(['-A INPUT -j FOREIGN']);
+  });
+
   it('with linked ipsets: a missing set fails, and a referenced set cannot be destroyed', () => {
     const sets = new FakeIpset();
     const f = new FakeIptables({ flavor, ipsets: sets });
