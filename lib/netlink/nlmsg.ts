@@ -24,18 +24,27 @@ export interface GenlHeader {
 
 /** struct nlmsghdr + struct genlmsghdr + attributes. */
 export function encodeGenlMessage(h: GenlHeader, attrs: Buffer): Buffer {
-  const len = NLMSG_HDRLEN + GENL_HDRLEN + attrs.length;
-  const b = Buffer.allocUnsafe(len);
-  b.writeUInt32LE(len, 0);
-  b.writeUInt16LE(h.familyId, 4);
-  b.writeUInt16LE(h.flags, 6);
-  b.writeUInt32LE(h.seq >>> 0, 8);
-  b.writeUInt32LE(h.pid ?? 0, 12);
-  b.writeUInt8(h.cmd, 16);
-  b.writeUInt8(h.version, 17);
-  b.writeUInt16LE(0, 18);
-  attrs.copy(b, NLMSG_HDRLEN + GENL_HDRLEN);
+  const b = Buffer.allocUnsafe(genlMessageLength(attrs));
+  writeGenlMessage(b, 0, h, attrs);
   return b;
+}
+
+/** Bytes a generic-netlink message with these attributes takes (attributes are 4-aligned). */
+export const genlMessageLength = (attrs: Buffer): number => NLMSG_HDRLEN + GENL_HDRLEN + attrs.length;
+
+/** Writes one message at `off` of `b` (for many messages in one datagram); returns its length. */
+export function writeGenlMessage(b: Buffer, off: number, h: GenlHeader, attrs: Buffer): number {
+  const len = genlMessageLength(attrs);
+  b.writeUInt32LE(len, off);
+  b.writeUInt16LE(h.familyId, off + 4);
+  b.writeUInt16LE(h.flags, off + 6);
+  b.writeUInt32LE(h.seq >>> 0, off + 8);
+  b.writeUInt32LE(h.pid ?? 0, off + 12);
+  b.writeUInt8(h.cmd, off + 16);
+  b.writeUInt8(h.version, off + 17);
+  b.writeUInt16LE(0, off + 18);
+  attrs.copy(b, off + NLMSG_HDRLEN + GENL_HDRLEN);
+  return len;
 }
 
 /** Splits one datagram into its messages. Throws DecodeError on a truncated or overlong message. */

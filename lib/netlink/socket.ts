@@ -1,7 +1,7 @@
 import { RawNetlinkSocket } from 'netlink';
 import { DecodeError, SocketError } from '../errors';
-import { NetlinkAck, NetlinkMessage, decodeAck, encodeGenlMessage, genlBody, splitMessages } from './nlmsg';
-import { GENL_HDRLEN, NETLINK_GENERIC, NLMSG, NLMSG_HDRLEN, NLM_F } from './uapi/netlink';
+import { NetlinkMessage, decodeAck, encodeGenlMessage, genlBody, genlMessageLength, splitMessages, writeGenlMessage } from './nlmsg';
+import { NETLINK_GENERIC, NLMSG, NLM_F } from './uapi/netlink';
 
 /**
  * The datagram transport under a GenlSocket: the `netlink` package's raw socket in
@@ -78,19 +78,18 @@ export interface GenlSocketOptions {
   readonly onStray?: (msg: NetlinkMessage) => void;
 }
 
-type Pending =
-  | {
-      readonly kind: 'request';
-      readonly replies: GenlReply[];
-      readonly resolve: (r: GenlReply[]) => void;
-      readonly reject: (e: GenlFailure | Error) => void;
-    }
-  | { readonly kind: 'member'; readonly chunk: Chunk; readonly index: number }
-  | { readonly kind: 'barrier'; readonly chunk: Chunk; readonly index: number };
+interface Pending {
+  readonly replies: GenlReply[];
+  readonly resolve: (r: GenlReply[]) => void;
+  readonly reject: (e: GenlFailure | Error) => void;
+}
 
+/** One datagram of a batch: requests first..first+count-1 with sequence numbers firstSeq.. */
 interface Chunk {
-  readonly seqs: number[];
-  readonly results: (GenlFailure | null | undefined)[];
+  readonly firstSeq: number;
+  readonly first: number;
+  readonly count: number;
+  readonly results: (GenlFailure | null)[];
   readonly done: () => void;
   readonly fail: (e: Error) => void;
 }
@@ -108,6 +107,8 @@ interface Chunk {
 export class GenlSocket {
   private seq = Math.floor(Math.random() * 0x7fffffff);
   private readonly pending = new Map<number, Pending>();
+  /** batch datagrams awaiting their last message's ack (at most batchWindow) */
+  private readonly chunks = new Set<Chunk>();
   private closed = false;
   private readonly batchMessages: number;
   private readonly batchBytes: number;
@@ -133,6 +134,14 @@ export class GenlSocket {
   private nextSeq(): number {
     this.seq = (this.seq + 1) >>> 0 || 1;
     return this.seq;
+  }
+
+  /** `count` consecutive sequence numbers (never wrapping inside the block); returns the first. */
+  private reserveSeqs(count: number): number {
+    if (this.seq > 0xffffffff - count - 1) this.seq = 0;
+    const first = this.seq + 1;
+    this.seq += count;
+    return first;
   }
 
   private encode(req: GenlRequest, seq: number, flags: number): Buffer {
@@ -162,7 +171,7 @@ export class GenlSocket {
     // a dump ends with NLMSG_DONE; NLM_F_ACK there would add nothing
     const flags = NLM_F.REQUEST | (opts.dump ? NLM_F.DUMP : NLM_F.ACK);
     return new Promise<GenlReply[]>((resolve, reject) => {
-      this.pending.set(seq, { kind: 'request', replies: [], resolve, reject });
+      this.pending.set(seq, { replies: [], resolve, reject });
       this.transport.send(this.encode(req, seq, flags)).catch((e: Error) => {
         if (this.pending.delete(seq)) reject(e);
       });
@@ -180,16 +189,15 @@ export class GenlSocket {
     const inFlight = new Set<Promise<void>>();
     let i = 0;
     while (i < reqs.length) {
-      const indexes: number[] = [];
+      const first = i;
       let bytes = 0;
-      while (i < reqs.length && indexes.length < this.batchMessages) {
-        const size = NLMSG_HDRLEN + GENL_HDRLEN + reqs[i]!.attrs.length;
-        if (indexes.length > 0 && bytes + size > this.batchBytes) break;
-        indexes.push(i);
+      while (i < reqs.length && i - first < this.batchMessages) {
+        const size = genlMessageLength(reqs[i]!.attrs);
+        if (i > first && bytes + size > this.batchBytes) break;
         bytes += size;
         i++;
       }
-      const p = this.sendChunk(reqs, indexes, results);
+      const p = this.sendChunk(reqs, first, i - first, bytes, results);
       inFlight.add(p);
       void p.finally(() => inFlight.delete(p)).catch(() => undefined);
       if (inFlight.size >= this.batchWindow) await Promise.race(inFlight);
@@ -198,29 +206,39 @@ export class GenlSocket {
     return results;
   }
 
-  private sendChunk(reqs: readonly GenlRequest[], indexes: number[], results: (GenlFailure | null)[]): Promise<void> {
+  private sendChunk(reqs: readonly GenlRequest[], first: number, count: number, bytes: number, results: (GenlFailure | null)[]): Promise<void> {
     return new Promise<void>((resolve, reject) => {
-      const seqs = indexes.map(() => this.nextSeq());
+      const firstSeq = this.reserveSeqs(count);
       const chunk: Chunk = {
-        seqs,
-        results: new Array(indexes.length).fill(undefined),
+        firstSeq,
+        first,
+        count,
+        results,
         done: () => {
-          for (let k = 0; k < indexes.length; k++) results[indexes[k]!] = chunk.results[k] ?? null;
+          this.chunks.delete(chunk);
           resolve();
         },
-        fail: reject,
+        fail: (e) => {
+          this.chunks.delete(chunk);
+          reject(e);
+        },
       };
-      const last = indexes.length - 1;
-      const msgs = indexes.map((reqIndex, k) => {
-        const isLast = k === last;
-        this.pending.set(seqs[k]!, { kind: isLast ? 'barrier' : 'member', chunk, index: k });
-        return this.encode(reqs[reqIndex]!, seqs[k]!, NLM_F.REQUEST | (isLast ? NLM_F.ACK : 0));
-      });
-      this.transport.send(Buffer.concat(msgs)).catch((e: Error) => {
-        for (const s of seqs) this.pending.delete(s);
-        reject(e);
-      });
+      // all messages of the datagram written straight into one buffer
+      const datagram = Buffer.allocUnsafe(bytes);
+      let off = 0;
+      for (let k = 0; k < count; k++) {
+        const req = reqs[first + k]!;
+        const flags = NLM_F.REQUEST | (k === count - 1 ? NLM_F.ACK : 0);
+        off += writeGenlMessage(datagram, off, { familyId: this.familyId, flags, seq: firstSeq + k, cmd: req.cmd, version: this.version }, req.attrs);
+      }
+      this.chunks.add(chunk);
+      this.transport.send(datagram).catch((e: Error) => chunk.fail(e));
     });
+  }
+
+  private chunkOf(seq: number): Chunk | undefined {
+    for (const c of this.chunks) if (((seq - c.firstSeq) >>> 0) < c.count) return c;
+    return undefined;
   }
 
   private receive(datagram: Buffer): void {
@@ -237,28 +255,16 @@ export class GenlSocket {
   private handle(m: NetlinkMessage): void {
     const p = this.pending.get(m.seq);
     if (!p) {
-      this.options.onStray?.(m);
+      const c = m.type === NLMSG.ERROR ? this.chunkOf(m.seq) : undefined;
+      if (c) this.handleChunkAck(c, m);
+      else this.options.onStray?.(m);
       return;
     }
     if (m.type === NLMSG.ERROR) {
-      const ack: NetlinkAck = decodeAck(m);
-      const failure: GenlFailure | null = ack.errno === 0 ? null : ack.extack ? { errno: ack.errno, extack: ack.extack } : { errno: ack.errno };
+      const ack = decodeAck(m);
       this.pending.delete(m.seq);
-      if (p.kind === 'request') {
-        if (failure) p.reject(failure);
-        else p.resolve(p.replies);
-        return;
-      }
-      p.chunk.results[p.index] = failure;
-      if (p.kind === 'barrier') {
-        // everything before the barrier in this datagram has been answered by now
-        for (const s of p.chunk.seqs) this.pending.delete(s);
-        p.chunk.done();
-      }
-      return;
-    }
-    if (p.kind !== 'request') {
-      this.options.onStray?.(m);
+      if (ack.errno === 0) p.resolve(p.replies);
+      else p.reject(ack.extack ? { errno: ack.errno, extack: ack.extack } : { errno: ack.errno });
       return;
     }
     if (m.type === NLMSG.DONE) {
@@ -273,19 +279,24 @@ export class GenlSocket {
     p.replies.push({ cmd: body.cmd, attrs: body.attrs });
   }
 
+  // A refusal of any member, or the ack (or refusal) of the datagram's last message; the
+  // kernel answers in order, so the last one's answer means every other member has had its say.
+  private handleChunkAck(c: Chunk, m: NetlinkMessage): void {
+    const ack = decodeAck(m);
+    const k = (m.seq - c.firstSeq) >>> 0;
+    if (ack.errno !== 0) c.results[c.first + k] = ack.extack ? { errno: ack.errno, extack: ack.extack } : { errno: ack.errno };
+    if (k === c.count - 1) c.done();
+  }
+
   private failAll(e: Error): void {
-    const chunks = new Set<Chunk>();
-    for (const p of this.pending.values()) {
-      if (p.kind === 'request') p.reject(e);
-      else chunks.add(p.chunk);
-    }
-    for (const c of chunks) c.fail(e);
+    for (const p of this.pending.values()) p.reject(e);
     this.pending.clear();
+    for (const c of [...this.chunks]) c.fail(e);
   }
 
   /** Requests still waiting for an answer (for tests and diagnostics). */
   get pendingCount(): number {
-    return this.pending.size;
+    return this.pending.size + this.chunks.size;
   }
 
   close(): void {

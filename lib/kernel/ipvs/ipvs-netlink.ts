@@ -16,6 +16,8 @@ import { IPVS_CMD_ATTR, IPVS_GENL_NAME, IPVS_GENL_VERSION } from '../../netlink/
 import { describeRequest, toNetlinkError } from './describe-op';
 import { Ipvs, IpvsOp, IpvsOpResult, VirtualServerEntry } from './ipvs';
 
+const OK: IpvsOpResult = Object.freeze({ ok: true as const });
+
 /** The IPVS generic-netlink family is not registered: ip_vs is not loaded (or not built). */
 export class IpvsUnavailableError extends KubeIpvsError {
   readonly code = 'KIPVS_IPVS_UNAVAILABLE' as const;
@@ -143,7 +145,7 @@ export class IpvsNetlink implements Ipvs {
       return { cmd: e.cmd, attrs: e.attrs };
     });
     const failures = await this.main.batch(encoded);
-    return failures.map((f, i) => (f === null ? { ok: true as const } : { ok: false as const, error: toNetlinkError(ops[i]!, f, i) }));
+    return failures.map((f, i) => (f === null ? OK : { ok: false as const, error: toNetlinkError(ops[i]!, f, i) }));
   }
 
   close(): void {
