@@ -249,7 +249,27 @@ export class GenlSocket {
       this.failAll(e as DecodeError);
       return;
     }
-    for (const m of msgs) this.handle(m);
+    for (const m of msgs) {
+      // never let a malformed message throw: this runs inside the native socket's callback,
+      // where an exception aborts the process. It fails only the request it answers.
+      try {
+        this.handle(m);
+      } catch (e) {
+        this.failSeq(m, e as Error);
+      }
+    }
+  }
+
+  private failSeq(m: NetlinkMessage, e: Error): void {
+    const p = this.pending.get(m.seq);
+    if (p) {
+      this.pending.delete(m.seq);
+      p.reject(e);
+      return;
+    }
+    const c = this.chunkOf(m.seq);
+    if (c) c.fail(e);
+    else this.options.onStray?.(m);
   }
 
   private handle(m: NetlinkMessage): void {

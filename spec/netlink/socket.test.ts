@@ -2,7 +2,7 @@ import { GenlSocket, isGenlFailure } from '../../lib/netlink/socket';
 import { splitMessages } from '../../lib/netlink/nlmsg';
 import { DecodeError, SocketError } from '../../lib/errors';
 import { ScriptedTransport, SeenMessage } from '../../lib/testing/scripted-transport';
-import { genlMsg, nlDone, nlError, nla, u32 } from '../../lib/testing/nl-builder';
+import { Bytes, genlMsg, nlDone, nlError, nla, u32 } from '../../lib/testing/nl-builder';
 
 const FAMILY = 0x22;
 const ACK = 0x4;
@@ -163,6 +163,35 @@ describe('GenlSocket request bursts', () => {
     const results = await Promise.all(Array.from({ length: 100 }, (_, i) => s.request(req(1, i))));
     expect(results).toHaveLength(100);
     expect(most).toBe(8);
+    expect(s.pendingCount).toBe(0);
+  });
+});
+
+describe('GenlSocket with malformed replies', () => {
+  it('a truncated NLMSG_ERROR fails only the request it answers; the socket keeps working', async () => {
+    let n = 0;
+    const t = new ScriptedTransport((msgs) =>
+      msgs.map((m) => {
+        if (++n === 1) {
+          // nlmsgerr needs 4 + 16 bytes; give it 4
+          return new Bytes().u32le(20).u16le(2).u16le(0).u32le(m.seq).u32le(0).u32le(0).build();
+        }
+        return nlError(0, m);
+      }),
+    );
+    const s = new GenlSocket(t, FAMILY, 1);
+    await expect(s.request(req(1))).rejects.toThrow(DecodeError);
+    await expect(s.request(req(1))).resolves.toEqual([]);
+    expect(s.pendingCount).toBe(0);
+  });
+
+  it('a malformed answer inside a batch fails that batch, not the process', async () => {
+    const t = new ScriptedTransport((msgs) => {
+      const last = msgs[msgs.length - 1]!;
+      return [new Bytes().u32le(20).u16le(2).u16le(0).u32le(last.seq).u32le(0).u32le(0).build()];
+    });
+    const s = new GenlSocket(t, FAMILY, 1);
+    await expect(s.batch([req(5, 1), req(5, 2)])).rejects.toThrow(DecodeError);
     expect(s.pendingCount).toBe(0);
   });
 });
