@@ -139,7 +139,7 @@ export class FakeIpvs implements Ipvs {
   }
 
   private applyOne(op: IpvsOp, opIndex?: number): void {
-    const req = op as IpvsRequest;
+    const req: IpvsRequest = op;
     this.checkPrivilege(req);
     try {
       switch (op.kind) {

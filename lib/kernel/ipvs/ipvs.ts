@@ -3,25 +3,18 @@ import {
   IpvsInfo,
   IpvsTimeouts,
   RealServer,
-  RealServerId,
   VirtualServer,
   VirtualServerId,
 } from '../../model/ipvs';
-import { RealServerSpec, VirtualServerSpec } from '../../netlink/ipvs-codec';
+import { IpvsRequest, RealServerSpec, VirtualServerSpec } from '../../netlink/ipvs-codec';
 
 export type { RealServerSpec, VirtualServerSpec };
 
-/** A change to the IPVS table, as data. */
-export type IpvsOp =
-  | { readonly kind: 'newService'; readonly vs: VirtualServerSpec }
-  | { readonly kind: 'setService'; readonly vs: VirtualServerSpec }
-  | { readonly kind: 'delService'; readonly vs: VirtualServerId }
-  | { readonly kind: 'newDest'; readonly vs: VirtualServerId; readonly rs: RealServerSpec }
-  | { readonly kind: 'setDest'; readonly vs: VirtualServerId; readonly rs: RealServerSpec }
-  | { readonly kind: 'delDest'; readonly vs: VirtualServerId; readonly rs: RealServerId }
-  | { readonly kind: 'zero'; readonly vs?: VirtualServerId }
-  | { readonly kind: 'flush' }
-  | { readonly kind: 'setConfig'; readonly timeouts: IpvsTimeouts };
+/** A change to the IPVS table, as data: the requests of the codec that modify the table. */
+export type IpvsOp = Extract<
+  IpvsRequest,
+  { readonly kind: 'newService' | 'setService' | 'delService' | 'newDest' | 'setDest' | 'delDest' | 'zero' | 'flush' | 'setConfig' }
+>;
 
 /** The outcome of one op of a batch: every op gets exactly one. */
 export type IpvsOpResult = { readonly ok: true } | { readonly ok: false; readonly error: NetlinkError };
