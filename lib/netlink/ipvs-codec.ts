@@ -272,62 +272,25 @@ abstract class LazyStats {
 
 type Fields<T> = Omit<T, 'stats'>;
 
+// The fields are the model's (declaration merging); only the counters' getter is the class's.
+// eslint-disable-next-line @typescript-eslint/no-unsafe-declaration-merging
+interface DecodedVirtualServer extends Fields<VirtualServer> {}
+// eslint-disable-next-line @typescript-eslint/no-unsafe-declaration-merging
 class DecodedVirtualServer extends LazyStats implements VirtualServer {
-  readonly af: AddressFamily;
-  readonly protocol: number;
-  readonly address: string;
-  readonly port: number;
-  readonly fwmark: number;
-  readonly scheduler: string;
-  readonly flags: number;
-  readonly timeout: number;
-  readonly netmask: number;
-  readonly peName: string;
   constructor(f: Fields<VirtualServer>, buf: Buffer, s64: Attr | undefined, s32: Attr | undefined) {
     super();
-    this.af = f.af;
-    this.protocol = f.protocol;
-    this.address = f.address;
-    this.port = f.port;
-    this.fwmark = f.fwmark;
-    this.scheduler = f.scheduler;
-    this.flags = f.flags;
-    this.timeout = f.timeout;
-    this.netmask = f.netmask;
-    this.peName = f.peName;
+    Object.assign(this, f);
     this.statsFrom(buf, s64, s32, 'IPVS_CMD_ATTR_SERVICE');
   }
 }
 
+// eslint-disable-next-line @typescript-eslint/no-unsafe-declaration-merging
+interface DecodedRealServer extends Fields<RealServer> {}
+// eslint-disable-next-line @typescript-eslint/no-unsafe-declaration-merging
 class DecodedRealServer extends LazyStats implements RealServer {
-  readonly af: AddressFamily;
-  readonly address: string;
-  readonly port: number;
-  readonly fwdMethod: number;
-  readonly weight: number;
-  readonly uThreshold: number;
-  readonly lThreshold: number;
-  readonly activeConns: number;
-  readonly inactConns: number;
-  readonly persistConns: number;
-  readonly tunType: number;
-  readonly tunPort: number;
-  readonly tunFlags: number;
   constructor(f: Fields<RealServer>, buf: Buffer, s64: Attr | undefined, s32: Attr | undefined) {
     super();
-    this.af = f.af;
-    this.address = f.address;
-    this.port = f.port;
-    this.fwdMethod = f.fwdMethod;
-    this.weight = f.weight;
-    this.uThreshold = f.uThreshold;
-    this.lThreshold = f.lThreshold;
-    this.activeConns = f.activeConns;
-    this.inactConns = f.inactConns;
-    this.persistConns = f.persistConns;
-    this.tunType = f.tunType;
-    this.tunPort = f.tunPort;
-    this.tunFlags = f.tunFlags;
+    Object.assign(this, f);
     this.statsFrom(buf, s64, s32, 'IPVS_CMD_ATTR_DEST');
   }
 }
