@@ -80,8 +80,9 @@ export class IpvsNetlink implements Ipvs {
     } catch (e) {
       if (isGenlFailure(e)) throw toNetlinkError(req, e);
       const { operation, object } = describeRequest(req);
-      if (e instanceof KubeIpvsError) {
-        throw new SocketError(`${operation}${object ? ' ' + object : ''}: ${e.message}`, (e as SocketError).errno, { cause: e });
+      // name the operation; a DecodeError keeps its own class (and attribute path)
+      if (e instanceof SocketError) {
+        throw new SocketError(`${operation}${object ? ' ' + object : ''}: ${e.message}`, e.errno, { cause: e });
       }
       throw e;
     }
