@@ -1,0 +1,96 @@
+/**
+ * The proxy's view of Services and their endpoints, after validation (lib/k8s/convert.ts):
+ * every address is canonical (inet_ntop spelling), every CIDR has its host bits cleared,
+ * every port is in range. Nothing here is a Kubernetes API type; the planner sees only these.
+ * (kube-proxy: pkg/proxy/serviceport.go BaseServicePortInfo, endpoint.go BaseEndpointInfo.)
+ */
+import { IpFamily } from '../plan/names';
+
+export type { IpFamily };
+
+export type Protocol = 'TCP' | 'UDP' | 'SCTP';
+
+/** "namespace/name" of a Service. */
+export type ServiceName = string;
+
+/**
+ * One port of one Service, for one IP family: kube-proxy's ServicePortName
+ * "namespace/name:portName" plus the family ("ns/svc:http/ipv4"; portName may be '').
+ */
+export type ServicePortKey = string;
+
+export function servicePortKey(namespace: string, name: string, portName: string, family: IpFamily): ServicePortKey {
+  return `${namespace}/${name}:${portName}/${family}`;
+}
+
+/** How logs and events name a service port: "ns/svc:http" (kube-proxy's ServicePortName.String()). */
+export function servicePortDisplayName(sp: Pick<ServicePort, 'namespace' | 'name' | 'portName'>): string {
+  return `${sp.namespace}/${sp.name}:${sp.portName}`;
+}
+
+/** One port of a Service in one IP family: everything the planner needs, validated. */
+export interface ServicePort {
+  readonly namespace: string;
+  readonly name: string;
+  /** spec.ports[].name ('' for a single unnamed port) */
+  readonly portName: string;
+  readonly family: IpFamily;
+  readonly protocol: Protocol;
+  /** spec.ports[].port */
+  readonly port: number;
+  /** spec.ports[].nodePort; 0 when none */
+  readonly nodePort: number;
+  /** spec.clusterIPs of this family (one address in practice) */
+  readonly clusterIP: string;
+  /** spec.externalIPs of this family, canonical, sorted, unique */
+  readonly externalIPs: readonly string[];
+  /** status.loadBalancer.ingress[].ip of this family whose ipMode is not Proxy; sorted, unique */
+  readonly loadBalancerIPs: readonly string[];
+  /** spec.loadBalancerSourceRanges of this family as canonical CIDRs ("10.0.0.0/8"); sorted, unique */
+  readonly loadBalancerSourceRanges: readonly string[];
+  /** sessionAffinity ClientIP: timeoutSeconds (10800 default); 0 when affinity is None */
+  readonly stickyMaxAgeSeconds: number;
+  /** externalTrafficPolicy: Local (only for NodePort/LoadBalancer/externalIPs) */
+  readonly externalPolicyLocal: boolean;
+  /** internalTrafficPolicy: Local */
+  readonly internalPolicyLocal: boolean;
+  /** spec.healthCheckNodePort; 0 when none */
+  readonly healthCheckNodePort: number;
+  /** spec.trafficDistribution ('PreferClose', ...); '' when unset */
+  readonly trafficDistribution: string;
+  /** per-Service scheduler from the annotation; '' means the configured ipvs.scheduler */
+  readonly scheduler: string;
+}
+
+/** One endpoint of one service port (EndpointSlice endpoint x port), validated. */
+export interface Endpoint {
+  /** canonical address */
+  readonly ip: string;
+  readonly port: number;
+  /** conditions.ready (unset = true) */
+  readonly ready: boolean;
+  /** conditions.serving (unset = ready) */
+  readonly serving: boolean;
+  /** conditions.terminating (unset = false) */
+  readonly terminating: boolean;
+  /** endpoint.nodeName equals this node's name */
+  readonly isLocal: boolean;
+  /** hints.forZones[].name; undefined when the endpoint has no zone hints */
+  readonly zoneHints?: readonly string[];
+  /** hints.forNodes[].name; undefined when none */
+  readonly nodeHints?: readonly string[];
+}
+
+/** An object field the proxy refused (and what it did instead), for a log line and an Event. */
+export interface Refusal {
+  /** "Service" | "EndpointSlice" */
+  readonly kind: string;
+  readonly namespace: string;
+  readonly name: string;
+  /** JSON-path-like field: "spec.externalIPs[1]", "metadata.annotations[kube-ipvs.io/scheduler]" */
+  readonly field: string;
+  /** the offending value as text */
+  readonly value: string;
+  /** why, in words: "not an IP address", "scheduler 'foo' not available (ENOENT)" */
+  readonly reason: string;
+}

@@ -1,0 +1,87 @@
+/**
+ * The desired kernel state of ONE service port in one IP family, and the union of many.
+ * Pure: no I/O, no clock. The proxier re-plans only the service ports the trackers report as
+ * changed and diffs their old plan against the new one, so an endpoint change costs
+ * O(that service's real servers).
+ *
+ * TYPES ONLY in this commit: implemented in plan-service-port.ts / plan-desired-state.ts.
+ */
+import { RealServerSpec, VirtualServerSpec } from '../netlink/ipvs-codec';
+import { Endpoint, Refusal, ServicePort, ServicePortKey } from '../model/service';
+import { DesiredIpsets } from './ipsets';
+import { IptablesPlan, LbOutFilterEntry, LocalDetector } from './iptables';
+import { IpFamily, SetKey } from './names';
+
+/** A virtual server with the real servers it should have (weight 1, masquerade). */
+export interface DesiredVirtualServer {
+  /** scheduler resolved (annotation, else config); flags: persistent 0x1 with affinity, 0x10 for mh */
+  readonly vs: VirtualServerSpec;
+  /** sorted by realServerKey */
+  readonly realServers: readonly RealServerSpec[];
+  /** the service port it comes from */
+  readonly owner: ServicePortKey;
+}
+
+/** One ipset member, in ipset's spelling (from the entry* helpers of plan/ipsets.ts). */
+export interface IpsetEntry {
+  readonly set: SetKey;
+  readonly member: string;
+}
+
+/** What the planner knows about the node and the configuration, per family. */
+export interface PlanContext {
+  readonly family: IpFamily;
+  /** ipvs.scheduler, '' meaning rr */
+  readonly scheduler: string;
+  readonly nodeName: string;
+  /** the node's topology.kubernetes.io/zone label, '' when none */
+  readonly nodeZone: string;
+  /** addresses NodePorts are served on (selectNodePortAddresses result), this family */
+  readonly nodePortAddresses: readonly string[];
+  /** addresses on links other than kube-ipvs0 (an external/LB IP already local is not bound) */
+  readonly localAddresses: ReadonlySet<string>;
+  /** the node's own IPs (a source range containing one keeps node access to the LB open) */
+  readonly nodeIPs: readonly string[];
+  /** multi-CNI: endpoints inside these CIDRs are ignored (this family, canonical) */
+  readonly excludeClusterCIDRs: readonly string[];
+}
+
+/** The desired state contributed by one service port in one family. */
+export interface ServicePortPlan {
+  readonly key: ServicePortKey;
+  readonly family: IpFamily;
+  /** sorted by virtualServerKey */
+  readonly virtualServers: readonly DesiredVirtualServer[];
+  /** addresses to bind on kube-ipvs0, sorted, unique */
+  readonly boundAddresses: readonly string[];
+  /** sorted by set, then member */
+  readonly ipsetEntries: readonly IpsetEntry[];
+  readonly lbOutFilter: readonly LbOutFilterEntry[];
+  /** ready local endpoints (HealthCheckNodePort answer) */
+  readonly localEndpoints: number;
+  /** policy Local with no local endpoint (kubeproxy_sync_proxy_rules_no_local_endpoints_total) */
+  readonly noLocalEndpoints: { readonly internal: boolean; readonly external: boolean };
+  /** parts of the objects that were refused (the rest is planned) */
+  readonly refusals: readonly Refusal[];
+}
+
+export type PlanServicePort = (sp: ServicePort, endpoints: readonly Endpoint[], ctx: PlanContext) => ServicePortPlan;
+
+/** Options of the per-family iptables plan that do not come from services. */
+export interface IptablesOptions {
+  readonly masqueradeBit: number;
+  readonly masqueradeAll: boolean;
+  readonly localDetector?: LocalDetector;
+  readonly randomFully: boolean;
+}
+
+/** The whole family: what the proxier hands to the ipset, iptables and link surfaces. */
+export interface FamilyDesiredState {
+  readonly family: IpFamily;
+  /** by virtualServerKey */
+  readonly virtualServers: ReadonlyMap<string, DesiredVirtualServer>;
+  /** addresses on kube-ipvs0 (also the KUBE-IPVS-IPS members) */
+  readonly boundAddresses: ReadonlySet<string>;
+  readonly ipsets: DesiredIpsets;
+  readonly iptables: IptablesPlan;
+}
