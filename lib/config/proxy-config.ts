@@ -1,0 +1,56 @@
+/**
+ * The effective configuration of one kube-ipvs process: KubeProxyConfiguration
+ * (kubeproxy.config.k8s.io/v1alpha1) decoded, defaulted and validated, with the command-line
+ * flags applied on top. Durations are milliseconds. Field names follow the API's.
+ *
+ * TYPES ONLY in this commit: decoding, defaults, validation and flags come in lib/config/.
+ */
+import { LocalDetector } from '../plan/iptables';
+
+export type DetectLocalMode = LocalDetector['kind'];
+
+export interface IpvsConfig {
+  /** '' means rr */
+  readonly scheduler: string;
+  readonly syncPeriodMs: number;
+  readonly minSyncPeriodMs: number;
+  /** canonical CIDRs, both families; virtual servers inside are never touched */
+  readonly excludeCIDRs: readonly string[];
+  readonly strictARP: boolean;
+  /** seconds; 0 leaves the kernel's value */
+  readonly tcpTimeoutSec: number;
+  readonly tcpFinTimeoutSec: number;
+  readonly udpTimeoutSec: number;
+  /**
+   * kube-ipvs extension (multi-CNI): endpoints inside these CIDRs are ignored; a Service all
+   * of whose endpoints are excluded gets nothing on this node. Canonical CIDRs, both families.
+   */
+  readonly excludeClusterCIDRs: readonly string[];
+}
+
+export interface ProxyConfig {
+  /** 'ipvs' (anything else was warned about and is run as ipvs) */
+  readonly mode: string;
+  readonly hostnameOverride: string;
+  readonly bindAddress: string;
+  readonly healthzBindAddress: string;
+  readonly metricsBindAddress: string;
+  readonly clientConnection: {
+    readonly kubeconfig: string;
+    readonly qps: number;
+    readonly burst: number;
+    readonly contentType: string;
+  };
+  /** --master: API server URL overriding the kubeconfig's; '' when unset */
+  readonly master: string;
+  /** canonical CIDRs, at most one per family */
+  readonly clusterCIDR: readonly string[];
+  readonly detectLocalMode: DetectLocalMode;
+  readonly detectLocal: { readonly bridgeInterface: string; readonly interfaceNamePrefix: string };
+  /** canonical CIDRs and/or 'primary'; empty = every local address */
+  readonly nodePortAddresses: readonly string[];
+  readonly iptables: { readonly masqueradeAll: boolean; readonly masqueradeBit: number };
+  readonly ipvs: IpvsConfig;
+  readonly configSyncPeriodMs: number;
+  readonly featureGates: Readonly<Record<string, boolean>>;
+}
