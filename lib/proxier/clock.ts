@@ -1,0 +1,19 @@
+/** Time as the proxier sees it: injected, so tests advance it instead of sleeping. */
+export interface Timer {
+  cancel(): void;
+}
+
+export interface Clock {
+  /** milliseconds since the epoch */
+  now(): number;
+  setTimer(fn: () => void, ms: number): Timer;
+}
+
+export const systemClock: Clock = {
+  now: () => Date.now(),
+  setTimer(fn, ms) {
+    const t = setTimeout(fn, Math.max(0, ms));
+    t.unref?.();
+    return { cancel: () => clearTimeout(t) };
+  },
+};

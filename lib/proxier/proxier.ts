@@ -1,0 +1,634 @@
+/**
+ * The one stateful loop (kube-proxy's Proxier.syncProxyRules, IPVS mode), made incremental:
+ *
+ *  - a PARTIAL sync re-plans only the Services the trackers report as changed (plus those
+ *    whose retry is due), diffs each touched virtual server against what kube-ipvs last
+ *    applied, and sends only those ops: an endpoint change costs O(that Service's real
+ *    servers) netlink ops and no exec (ipset/iptables run only when their text changed);
+ *  - a FULL sync (the first, every `syncPeriod`, after a socket failure or a config change)
+ *    reads the kernel (one IPVS dump, the addresses, `ipset save`), re-plans everything and
+ *    repairs whatever differs — drift made behind our back included — touching only what
+ *    kube-ipvs owns (see `ownsVirtualServer`).
+ *
+ * Nothing is ever flushed: a refused op is logged with the op and its Service, the Service is
+ * retried with backoff, and every other Service stays as programmed.
+ */
+import { constants as osConstants } from 'node:os';
+import { Address4, Address6 } from 'ip-address';
+import { isIPv4 } from 'node:net';
+import type winston from 'winston';
+import { Ipvs, IpvsOp, IpvsOpResult } from '../kernel/ipvs/ipvs';
+import { Ipset, IpsetState } from '../kernel/ipset/ipset';
+import { Iptables } from '../kernel/iptables/iptables';
+import { KUBE_IPVS0, Link, LinkAddress } from '../kernel/link/link';
+import { ensureDummyDevice, bindAddress, unbindAddress } from '../kernel/link/dummy-device';
+import { selectNodePortAddresses } from '../kernel/link/node-addresses';
+import { describeVirtualServer, realServerKey, virtualServerKey } from '../model/ipvs';
+import { Endpoint, Refusal, ServicePort } from '../model/service';
+import { IpFamily, SetName, ipsetName } from '../plan/names';
+import { ipsetAddress } from '../plan/ipsets';
+import { LocalDetector } from '../plan/iptables';
+import {
+  DesiredVirtualServer,
+  FamilyDesiredState,
+  IptablesOptions,
+  PlanContext,
+  PlanServicePort,
+  ServicePortPlan,
+} from '../plan/service-plan';
+import { IpvsTable, TableEntry, applyOpsToTable, tableFromDump } from '../reconcile/ipvs-table';
+import { diffIpvsTable, diffVirtualServer, needsGracefulTermination, opVirtualServerKey } from '../reconcile/diff-ipvs';
+import { PROTOCOL_NAMES } from '../model/ipvs';
+import { NetlinkError } from '../errors';
+import { BoundedFrequencyRunner } from './runner';
+import { Clock } from './clock';
+
+const E = osConstants.errno;
+
+/** Where the proxier reads Services and endpoints from (the trackers). */
+export interface ProxySource {
+  /** every Service name ("ns/name") that currently has ports */
+  serviceNames(): Iterable<string>;
+  /** the current ports of one Service, every family; empty when it is gone */
+  servicePorts(service: string): readonly ServicePort[];
+  /** the endpoints of one service port (its family), sorted */
+  endpoints(sp: ServicePort): readonly Endpoint[];
+  /** what the converters refused in this Service's objects */
+  refusals(service: string): readonly Refusal[];
+  /** names of Services changed since the last call */
+  drainChanges(): Set<string>;
+}
+
+export interface Planner {
+  readonly planServicePort: PlanServicePort;
+  planFamilyState(plans: Iterable<ServicePortPlan>, family: IpFamily, opts: IptablesOptions): FamilyDesiredState;
+}
+
+/** A Kubernetes Event about an object (the daemon posts it; tests record it). */
+export interface EventSink {
+  warn(ref: { kind: string; namespace: string; name: string }, reason: string, message: string): void;
+}
+
+export interface NodeState {
+  readonly name: string;
+  readonly zone: string;
+  readonly nodeIPs: readonly string[];
+  readonly podCIDRs: readonly string[];
+}
+
+/** The part of the configuration the proxier applies; every field may change live. */
+export interface ProxierSettings {
+  readonly families: readonly IpFamily[];
+  readonly scheduler: string;
+  readonly syncPeriodMs: number;
+  readonly minSyncPeriodMs: number;
+  readonly excludeCIDRs: readonly string[];
+  readonly excludeClusterCIDRs: readonly string[];
+  readonly nodePortAddresses: readonly string[];
+  readonly masqueradeAll: boolean;
+  readonly masqueradeBit: number;
+  readonly clusterCIDRs: readonly string[];
+  readonly detectLocalMode: LocalDetector['kind'];
+  readonly bridgeInterface: string;
+  readonly interfaceNamePrefix: string;
+}
+
+export interface ProxierDeps {
+  readonly ipvs: Ipvs;
+  readonly link: Link;
+  readonly ipsets: Readonly<Partial<Record<IpFamily, Ipset>>>;
+  readonly iptables: Readonly<Partial<Record<IpFamily, Iptables>>>;
+  readonly source: ProxySource;
+  readonly planner: Planner;
+  readonly clock: Clock;
+  readonly log: winston.Logger;
+  readonly events?: EventSink;
+  /** iptables supports MASQUERADE --random-fully, per family */
+  readonly randomFully?: Readonly<Partial<Record<IpFamily, boolean>>>;
+  /** a draining real server with connections left is deleted after this long (default 10 min) */
+  readonly drainTimeoutMs?: number;
+  /** how often draining real servers' connection counts are read (default 15 s) */
+  readonly drainCheckIntervalMs?: number;
+}
+
+/** What one sync did: the figures tests assert exactly and operators read in the log. */
+export interface SyncResult {
+  readonly full: boolean;
+  /** service names re-planned */
+  readonly replanned: number;
+  /** IPVS requests that change the table */
+  readonly ipvsWrites: number;
+  /** IPVS requests that read (a dump of N services with their dests counts 1 + N) */
+  readonly ipvsReads: number;
+  readonly ipvsFailures: number;
+  /** rtnetlink requests (address dumps, binds, unbinds, link lookups) */
+  readonly linkOps: number;
+  /** ipset + iptables processes started */
+  readonly execs: number;
+  readonly durationMs: number;
+}
+
+const DEFAULT_DRAIN_TIMEOUT_MS = 10 * 60_000;
+const DEFAULT_DRAIN_CHECK_MS = 15_000;
+const RETRY_BASE_MS = 1_000;
+const RETRY_MAX_MS = 5 * 60_000;
+
+function serviceOf(servicePortKey: string): string {
+  return servicePortKey.slice(0, servicePortKey.indexOf(':'));
+}
+
+function cidrContains(cidr: string, address: string): boolean {
+  try {
+    if (isIPv4(address)) return cidr.includes('.') && new Address4(address).isInSubnet(new Address4(cidr));
+    return !cidr.includes('.') && new Address6(address).isInSubnet(new Address6(cidr));
+  } catch {
+    return false;
+  }
+}
+
+export class Proxier {
+  private settings: ProxierSettings;
+  private node: NodeState;
+  private servicesSynced = false;
+  private endpointSlicesSynced = false;
+  private readonly runner: BoundedFrequencyRunner;
+
+  /** service name -> its plans (all ports, all families) */
+  private readonly plans = new Map<string, ServicePortPlan[]>();
+  /** what kube-ipvs believes the kernel holds (owned services only after the first full sync) */
+  private applied: IpvsTable = new Map();
+  private boundApplied = new Set<string>();
+  private kubeIpvs0Index: number | undefined;
+  private contexts = new Map<IpFamily, PlanContext>();
+  private localAddresses: LinkAddress[] = [];
+  private observedIpsets: IpsetState | undefined;
+
+  private needFullSync = true;
+  private replanAll = true;
+  private lastFullSyncAt = -Infinity;
+  private lastDrainCheckAt = -Infinity;
+  /** "vsKey/rsKey" -> since when it drains */
+  private readonly draining = new Map<string, number>();
+  /** service name -> retry state */
+  private readonly retries = new Map<string, { attempt: number; at: number }>();
+  /** refusals already reported, per service (reported again only when they change) */
+  private readonly reportedRefusals = new Map<string, string>();
+
+  /** timestamps for health and metrics */
+  lastSyncAt = 0;
+  lastQueuedAt = 0;
+  lastResult: SyncResult | undefined;
+  readonly totals = { syncs: 0, fullSyncs: 0, ipvsWrites: 0, ipvsFailures: 0, execs: 0, driftRepairs: 0 };
+
+  constructor(
+    private readonly deps: ProxierDeps,
+    settings: ProxierSettings,
+    node: NodeState,
+  ) {
+    this.settings = settings;
+    this.node = node;
+    this.runner = new BoundedFrequencyRunner(() => this.syncProxyRules().then(() => undefined), {
+      minIntervalMs: settings.minSyncPeriodMs,
+      maxIntervalMs: settings.syncPeriodMs,
+      burst: 2,
+      clock: deps.clock,
+    });
+  }
+
+  // ---- event side (kube-proxy's handlers call Sync()) ----
+
+  /** Something changed: sync as soon as the bounds allow. */
+  sync(): void {
+    if (!this.lastQueuedAt || this.lastQueuedAt <= this.lastSyncAt) this.lastQueuedAt = this.deps.clock.now();
+    if (this.isInitialized()) this.runner.run();
+  }
+
+  onServicesSynced(): void {
+    this.servicesSynced = true;
+    this.startIfReady();
+  }
+
+  onEndpointSlicesSynced(): void {
+    this.endpointSlicesSynced = true;
+    this.startIfReady();
+  }
+
+  onNodeChange(node: NodeState): void {
+    const same = JSON.stringify(node) === JSON.stringify(this.node);
+    this.node = node;
+    if (!same) {
+      this.replanAll = true;
+      this.sync();
+    }
+  }
+
+  updateSettings(settings: ProxierSettings): void {
+    this.settings = settings;
+    this.runner.setIntervals(settings.minSyncPeriodMs, settings.syncPeriodMs);
+    this.replanAll = true;
+    this.needFullSync = true;
+    this.sync();
+  }
+
+  isInitialized(): boolean {
+    return this.servicesSynced && this.endpointSlicesSynced;
+  }
+
+  stop(): void {
+    this.runner.stop();
+  }
+
+  /** Resolves once no sync is running (tests, shutdown). */
+  idle(): Promise<void> {
+    return this.runner.idle();
+  }
+
+  private startIfReady(): void {
+    if (!this.isInitialized()) return;
+    this.deps.log.info('services and endpoint slices synced: starting the sync loop');
+    this.runner.start();
+  }
+
+  // ---- the sync ----
+
+  /** One sync; never throws (failures are logged and retried). */
+  async syncProxyRules(): Promise<SyncResult | undefined> {
+    if (!this.isInitialized()) {
+      this.deps.log.info('not syncing ipvs rules until Services and EndpointSlices have been received');
+      return undefined;
+    }
+    const clock = this.deps.clock;
+    const start = clock.now();
+    const full = this.needFullSync || start - this.lastFullSyncAt >= this.settings.syncPeriodMs;
+    const counts = { ipvsWrites: 0, ipvsReads: 0, ipvsFailures: 0, linkOps: 0, execs: 0 };
+    let replanned = 0;
+    try {
+      if (full) await this.observeNode(counts);
+      const changed = this.deps.source.drainChanges();
+      for (const [svc, r] of this.retries) if (r.at <= start) changed.add(svc);
+      const replanEverything = this.replanAll || full;
+      const names = replanEverything ? new Set([...this.deps.source.serviceNames(), ...this.plans.keys()]) : changed;
+      this.replanAll = false;
+
+      // re-plan; remember which virtual servers the change touches
+      const touched = new Set<string>();
+      for (const name of names) {
+        const before = this.plans.get(name) ?? [];
+        const after = this.planService(name);
+        for (const p of before) for (const v of p.virtualServers) touched.add(virtualServerKey(v.vs));
+        for (const p of after) for (const v of p.virtualServers) touched.add(virtualServerKey(v.vs));
+        if (after.length > 0) this.plans.set(name, after);
+        else this.plans.delete(name);
+        this.reportRefusals(name, after);
+      }
+      replanned = names.size;
+
+      const states = this.settings.families.map((f) => this.deps.planner.planFamilyState(this.familyPlans(f), f, this.iptablesOptions(f)));
+      const desiredVs = new Map<string, DesiredVirtualServer>();
+      for (const s of states) for (const [k, v] of s.virtualServers) desiredVs.set(k, v);
+
+      // 1. IPVS: the smallest set of ops
+      let ops: IpvsOp[];
+      if (full) {
+        const dump = await this.deps.ipvs.listAll();
+        counts.ipvsReads += 1 + dump.length;
+        const observed = tableFromDump(dump);
+        const bound = this.boundApplied;
+        ops = diffIpvsTable(observed, desiredVs, (e) => this.ownsVirtualServer(e, bound, desiredVs));
+        if (ops.length > 0 && this.lastFullSyncAt > -Infinity) {
+          this.totals.driftRepairs++;
+          this.deps.log.warn(`full sync: ${ops.length} IPVS changes needed beyond the tracked state (drift repaired)`, { ops: ops.length });
+        }
+        this.applied = observed;
+      } else {
+        ops = [];
+        for (const k of touched) ops.push(...diffVirtualServer(this.applied.get(k), desiredVs.get(k)));
+      }
+      await this.runIpvs(ops, desiredVs, counts);
+
+      // 2. addresses on kube-ipvs0 (after the virtual servers exist, as kube-proxy binds)
+      const wantBound = new Set<string>();
+      for (const s of states) for (const a of s.boundAddresses) wantBound.add(a);
+      await this.syncBoundAddresses(wantBound, counts);
+
+      // 3. ipsets and iptables, one restore each at most
+      for (const s of states) {
+        const ipset = this.deps.ipsets[s.family];
+        if (ipset) counts.execs += (await ipset.sync(s.ipsets)).execs;
+        const ipt = this.deps.iptables[s.family];
+        if (ipt) counts.execs += (await ipt.sync(s.iptables, { force: full })).execs;
+      }
+
+      // 4. draining real servers whose connections are gone
+      await this.checkDraining(desiredVs, counts, full);
+
+      if (full) {
+        this.lastFullSyncAt = start;
+        this.needFullSync = false;
+      }
+    } catch (e) {
+      // socket failure, exec failure...: what was applied is uncertain, so read it all next time
+      this.needFullSync = true;
+      this.deps.ipsets.ipv4?.invalidate();
+      this.deps.ipsets.ipv6?.invalidate();
+      const delay = this.nextBackoff('__sync__');
+      this.deps.log.error(`sync failed, full sync in ${delay} ms: ${e instanceof Error ? e.message : String(e)}`, {
+        code: (e as { code?: string }).code,
+      });
+      this.runner.retryAfter(delay);
+    }
+    const result: SyncResult = { full, replanned, ...counts, durationMs: clock.now() - start };
+    this.lastResult = result;
+    this.lastSyncAt = clock.now();
+    this.totals.syncs++;
+    if (full) this.totals.fullSyncs++;
+    this.totals.ipvsWrites += counts.ipvsWrites;
+    this.totals.ipvsFailures += counts.ipvsFailures;
+    this.totals.execs += counts.execs;
+    this.deps.log.log(full || counts.ipvsWrites > 0 || counts.execs > 0 ? 'info' : 'debug', 'sync done', { ...result });
+    return result;
+  }
+
+  /** Re-reads links and addresses: kube-ipvs0 (created if missing), bound and local addresses. */
+  private async observeNode(counts: { linkOps: number; execs: number }): Promise<void> {
+    const { link } = this.deps;
+    const dummy = await ensureDummyDevice(link, KUBE_IPVS0);
+    counts.linkOps += dummy.created ? 3 : 1;
+    if (dummy.created) this.deps.log.info(`created dummy link ${KUBE_IPVS0}`);
+    this.kubeIpvs0Index = dummy.link.index;
+    const bound = new Set<string>();
+    const local: LinkAddress[] = [];
+    for (const f of [4, 6] as const) {
+      counts.linkOps++;
+      for (const a of await link.listAddresses(f)) (a.ifindex === dummy.link.index ? bound.add(a.address) : local.push(a));
+    }
+    this.boundApplied = bound;
+    this.localAddresses = local;
+    this.rebuildContexts();
+    // the ipset state that says which NodePorts / external VIPs kube-proxy or kube-ipvs programmed
+    const fam = this.settings.families[0];
+    const ipset = fam ? this.deps.ipsets[fam] : undefined;
+    if (ipset) {
+      this.observedIpsets = await ipset.observe();
+      counts.execs++;
+      for (const f of this.settings.families.slice(1)) this.deps.ipsets[f]?.invalidate();
+    }
+  }
+
+  private rebuildContexts(): void {
+    const local = new Set(this.localAddresses.map((a) => a.address));
+    const npAll = selectNodePortAddresses(this.localAddresses, this.settings.nodePortAddresses, this.node.nodeIPs);
+    this.contexts.clear();
+    for (const family of this.settings.families) {
+      const ofFamily = (a: string) => (family === 'ipv4') === isIPv4(a);
+      this.contexts.set(family, {
+        family,
+        scheduler: this.settings.scheduler,
+        nodeName: this.node.name,
+        nodeZone: this.node.zone,
+        nodePortAddresses: npAll.filter(ofFamily),
+        localAddresses: local,
+        nodeIPs: this.node.nodeIPs.filter(ofFamily),
+        excludeClusterCIDRs: this.settings.excludeClusterCIDRs.filter((c) => ofFamily(c.split('/')[0]!)),
+      });
+    }
+  }
+
+  private planService(name: string): ServicePortPlan[] {
+    const { source, planner } = this.deps;
+    const out: ServicePortPlan[] = [];
+    for (const sp of source.servicePorts(name)) {
+      const ctx = this.contexts.get(sp.family);
+      if (!ctx) continue; // a family this node does not run
+      out.push(planner.planServicePort(sp, source.endpoints(sp), ctx));
+    }
+    return out;
+  }
+
+  private *familyPlans(family: IpFamily): Iterable<ServicePortPlan> {
+    for (const ps of this.plans.values()) for (const p of ps) if (p.family === family) yield p;
+  }
+
+  private iptablesOptions(family: IpFamily): IptablesOptions {
+    const s = this.settings;
+    const ofFamily = (c: string) => (family === 'ipv4') === c.includes('.');
+    let localDetector: LocalDetector | undefined;
+    switch (s.detectLocalMode) {
+      case 'ClusterCIDR': {
+        const cidr = s.clusterCIDRs.find(ofFamily);
+        if (cidr) localDetector = { kind: 'ClusterCIDR', cidr };
+        break;
+      }
+      case 'NodeCIDR': {
+        const cidr = this.node.podCIDRs.find(ofFamily);
+        if (cidr) localDetector = { kind: 'NodeCIDR', cidr };
+        break;
+      }
+      case 'BridgeInterface':
+        if (s.bridgeInterface) localDetector = { kind: 'BridgeInterface', iface: s.bridgeInterface };
+        break;
+      case 'InterfaceNamePrefix':
+        if (s.interfaceNamePrefix) localDetector = { kind: 'InterfaceNamePrefix', prefix: s.interfaceNamePrefix };
+        break;
+    }
+    return {
+      masqueradeBit: s.masqueradeBit,
+      masqueradeAll: s.masqueradeAll,
+      randomFully: this.deps.randomFully?.[family] ?? false,
+      ...(localDetector ? { localDetector } : {}),
+    };
+  }
+
+  /**
+   * Is a kernel virtual server kube-ipvs's to change or delete? Never: fwmark services and
+   * anything inside ipvs.excludeCIDRs. Yes: what is desired now; a VIP bound on kube-ipvs0
+   * (kube-proxy binds every ClusterIP/external/LB VIP there); an ip:port listed in the
+   * KUBE-CLUSTER-IP / EXTERNAL-IP / LOAD-BALANCER sets, or a port in the KUBE-NODE-PORT-* sets
+   * (what kube-proxy or an earlier kube-ipvs programmed, as the kernel remembers it across a
+   * restart). Everything else — keepalived's services on node IPs, say — is foreign.
+   */
+  private ownsVirtualServer(e: TableEntry, bound: ReadonlySet<string>, desired: ReadonlyMap<string, unknown>): boolean {
+    const vs = e.vs;
+    if (vs.fwmark > 0) return false;
+    if (this.settings.excludeCIDRs.some((c) => cidrContains(c, vs.address))) return false;
+    if (desired.has(virtualServerKey(vs))) return true;
+    if (bound.has(vs.address)) return true;
+    const sets = this.observedIpsets;
+    if (!sets) return false;
+    const family: IpFamily = isIPv4(vs.address) ? 'ipv4' : 'ipv6';
+    const proto = (PROTOCOL_NAMES[vs.protocol] ?? '').toLowerCase();
+    const member = `${ipsetAddress(vs.address)},${proto}:${vs.port}`;
+    const has = (base: (typeof SetName)[keyof typeof SetName], m: string) =>
+      sets.get(ipsetName(base, family))?.members.has(m) ?? false;
+    if (
+      has(SetName.CLUSTER_IP, member) ||
+      has(SetName.EXTERNAL_IP, member) ||
+      has(SetName.EXTERNAL_IP_LOCAL, member) ||
+      has(SetName.LOAD_BALANCER, member)
+    ) {
+      return true;
+    }
+    const port = String(vs.port);
+    if (proto === 'tcp') return has(SetName.NODE_PORT_TCP, port);
+    if (proto === 'udp') return has(SetName.NODE_PORT_UDP, port);
+    return has(SetName.NODE_PORT_SCTP, member);
+  }
+
+  private async runIpvs(
+    ops: readonly IpvsOp[],
+    desired: ReadonlyMap<string, DesiredVirtualServer>,
+    counts: { ipvsWrites: number; ipvsFailures: number },
+  ): Promise<void> {
+    if (ops.length === 0) return;
+    counts.ipvsWrites += ops.length;
+    const results = await this.deps.ipvs.run(ops); // throws only for a socket failure
+    applyOpsToTable(this.applied, ops, results);
+    const now = this.deps.clock.now();
+    const failedServices = new Map<string, NetlinkError>();
+    ops.forEach((op, i) => {
+      const r = results[i] as IpvsOpResult;
+      const vsKey = opVirtualServerKey(op) ?? '';
+      if (r.ok) {
+        if (op.kind === 'setDest' && op.rs.weight === 0) this.draining.set(`${vsKey}/${realServerKey(op.rs)}`, now);
+        else if (op.kind === 'setDest' || op.kind === 'delDest' || op.kind === 'newDest') this.draining.delete(`${vsKey}/${realServerKey(op.rs)}`);
+        return;
+      }
+      counts.ipvsFailures++;
+      const owner = desired.get(vsKey)?.owner;
+      const service = owner ? serviceOf(owner) : undefined;
+      // a real server refused because its virtual server was refused first says nothing new
+      if (r.error.errno === E.ESRCH && (op.kind === 'newDest' || op.kind === 'setDest') && service && failedServices.has(service)) return;
+      this.deps.log.error(r.error.message, { service: owner, op: op.kind, errno: r.error.errnoName ?? r.error.errno });
+      if (service) {
+        if (!failedServices.has(service)) failedServices.set(service, r.error);
+      } else {
+        this.needFullSync = true;
+      }
+    });
+    for (const [service, error] of failedServices) {
+      const delay = this.nextBackoff(service);
+      const [namespace, name] = service.split('/') as [string, string];
+      this.deps.events?.warn({ kind: 'Service', namespace, name }, 'FailedToSyncIPVS', `${error.message}; retrying in ${Math.round(delay / 1000)}s`);
+      this.runner.retryAfter(delay);
+    }
+    for (const svc of [...this.retries.keys()]) {
+      if (svc !== '__sync__' && !failedServices.has(svc) && this.retries.get(svc)!.at <= now) this.retries.delete(svc);
+    }
+    this.retries.delete('__sync__');
+  }
+
+  private nextBackoff(key: string): number {
+    const prev = this.retries.get(key);
+    const attempt = (prev?.attempt ?? -1) + 1;
+    const delay = Math.min(RETRY_MAX_MS, RETRY_BASE_MS * 2 ** attempt);
+    this.retries.set(key, { attempt, at: this.deps.clock.now() + delay });
+    return delay;
+  }
+
+  private async syncBoundAddresses(want: ReadonlySet<string>, counts: { linkOps: number }): Promise<void> {
+    const index = this.kubeIpvs0Index;
+    if (index === undefined) return;
+    const { link } = this.deps;
+    for (const a of want) {
+      if (this.boundApplied.has(a)) continue;
+      counts.linkOps++;
+      try {
+        await bindAddress(link, index, a);
+        this.boundApplied.add(a);
+      } catch (e) {
+        this.deps.log.error(`bind ${a} to ${KUBE_IPVS0}: ${(e as Error).message}`);
+        this.needFullSync = true;
+      }
+    }
+    for (const a of [...this.boundApplied]) {
+      if (want.has(a)) continue;
+      counts.linkOps++;
+      try {
+        await unbindAddress(link, index, a);
+        this.boundApplied.delete(a);
+      } catch (e) {
+        this.deps.log.error(`unbind ${a} from ${KUBE_IPVS0}: ${(e as Error).message}`);
+        this.needFullSync = true;
+      }
+    }
+  }
+
+  /**
+   * Deletes draining real servers (weight 0, no longer desired) whose connections are gone
+   * (TCP: ActiveConn + InactConn = 0), or that drained longer than the bound. Reads only the
+   * virtual servers that have one, at most every drainCheckInterval.
+   */
+  private async checkDraining(
+    desired: ReadonlyMap<string, DesiredVirtualServer>,
+    counts: { ipvsReads: number; ipvsWrites: number; ipvsFailures: number },
+    full: boolean,
+  ): Promise<void> {
+    const now = this.deps.clock.now();
+    const interval = this.deps.drainCheckIntervalMs ?? DEFAULT_DRAIN_CHECK_MS;
+    const bound = this.deps.drainTimeoutMs ?? DEFAULT_DRAIN_TIMEOUT_MS;
+    // adopt: draining real servers found in the kernel get a start time
+    const stillDraining = new Set<string>();
+    for (const [vsKey, entry] of this.applied) {
+      const want = desired.get(vsKey);
+      for (const [rsKey, rs] of entry.realServers) {
+        if (rs.weight !== 0 || !needsGracefulTermination(entry.vs.protocol)) continue;
+        if (want?.realServers.some((r) => realServerKey(r) === rsKey)) continue;
+        const k = `${vsKey}/${rsKey}`;
+        stillDraining.add(k);
+        if (!this.draining.has(k)) this.draining.set(k, now);
+      }
+    }
+    for (const k of [...this.draining.keys()]) if (!stillDraining.has(k)) this.draining.delete(k);
+    if (this.draining.size === 0) return;
+    if (!full && now - this.lastDrainCheckAt < interval) {
+      this.runner.retryAfter(this.lastDrainCheckAt + interval - now);
+      return;
+    }
+    this.lastDrainCheckAt = now;
+    const byVs = new Map<string, TableEntry>();
+    for (const k of this.draining.keys()) {
+      const vsKey = k.slice(0, k.lastIndexOf('/'));
+      const e = this.applied.get(vsKey);
+      if (e) byVs.set(vsKey, e);
+    }
+    const ops: IpvsOp[] = [];
+    for (const [vsKey, entry] of byVs) {
+      counts.ipvsReads++;
+      const dests = await this.deps.ipvs.listRealServers(entry.vs);
+      for (const d of dests) {
+        const k = `${vsKey}/${realServerKey(d)}`;
+        const since = this.draining.get(k);
+        if (since === undefined || d.weight !== 0) continue;
+        const drained = d.activeConns + d.inactConns === 0;
+        if (drained || now - since >= bound) {
+          if (!drained) this.deps.log.warn(`deleting real server ${realServerKey(d)} of ${describeVirtualServer(entry.vs)}: still ${d.activeConns} active / ${d.inactConns} inactive connections after ${Math.round(bound / 1000)}s of draining`);
+          ops.push({ kind: 'delDest', vs: entry.vs, rs: d });
+        }
+      }
+    }
+    await this.runIpvs(ops, desired, counts);
+    for (const op of ops) if (op.kind === 'delDest') this.draining.delete(`${virtualServerKey(op.vs)}/${realServerKey(op.rs)}`);
+    if (this.draining.size > 0) this.runner.retryAfter(interval);
+  }
+
+  private reportRefusals(name: string, plans: readonly ServicePortPlan[]): void {
+    const refusals = [...this.deps.source.refusals(name), ...plans.flatMap((p) => p.refusals)];
+    const text = refusals.map((r) => `${r.field}=${r.value}: ${r.reason}`).join('; ');
+    if ((this.reportedRefusals.get(name) ?? '') === text) return;
+    if (text) this.reportedRefusals.set(name, text);
+    else this.reportedRefusals.delete(name);
+    for (const r of refusals) {
+      this.deps.log.warn(`${r.kind} ${r.namespace}/${r.name}: refused ${r.field} '${r.value}': ${r.reason}; the rest of the object is programmed`, {
+        object: `${r.namespace}/${r.name}`, field: r.field,
+      });
+      this.deps.events?.warn({ kind: r.kind, namespace: r.namespace, name: r.name }, 'InvalidField', `kube-ipvs ignored ${r.field} '${r.value}': ${r.reason}`);
+    }
+  }
+
+  /** Counts for status/metrics. */
+  counts(): { virtualServers: number; realServers: number; draining: number; boundAddresses: number } {
+    let rs = 0;
+    for (const e of this.applied.values()) rs += e.realServers.size;
+    return { virtualServers: this.applied.size, realServers: rs, draining: this.draining.size, boundAddresses: this.boundApplied.size };
+  }
+}

@@ -1,0 +1,81 @@
+/**
+ * IPVS ops from (current table entry, desired virtual server): the smallest change, as data.
+ * Pure. Used per touched virtual server (partial sync: current = what was applied) and for the
+ * whole table (full sync: current = the kernel's dump).
+ *
+ * Graceful termination (kube-proxy graceful_termination.go): a TCP real server that is no
+ * longer desired is not deleted but set to weight 0 (draining; the drain check deletes it
+ * once its connections are gone); UDP and SCTP real servers are deleted at once (with
+ * expire_nodest_conn=1 their flows move on the next packet). A draining real server that is
+ * desired again gets its weight back with SET_DEST (no delete+add). A virtual server that is
+ * no longer desired is deleted at once, as kube-proxy does.
+ */
+import { IpvsOp } from '../kernel/ipvs/ipvs';
+import { IPPROTO_TCP } from '../netlink/uapi/ip_vs';
+import { realServerKey, virtualServerKey } from '../model/ipvs';
+import { DesiredVirtualServer } from '../plan/service-plan';
+import { IpvsTable, TableEntry, sameRealServerSettings, sameServiceSettings } from './ipvs-table';
+
+/** kube-proxy IsRsGracefulTerminationNeeded: not for UDP and SCTP. */
+export function needsGracefulTermination(protocol: number): boolean {
+  return protocol === IPPROTO_TCP;
+}
+
+/** Ops turning `current` (undefined: absent) into `desired` (undefined: must go). */
+export function diffVirtualServer(current: TableEntry | undefined, desired: DesiredVirtualServer | undefined): IpvsOp[] {
+  const ops: IpvsOp[] = [];
+  if (!desired) {
+    if (current) ops.push({ kind: 'delService', vs: current.vs });
+    return ops;
+  }
+  const vs = desired.vs;
+  if (!current) {
+    ops.push({ kind: 'newService', vs });
+    for (const rs of desired.realServers) ops.push({ kind: 'newDest', vs, rs });
+    return ops;
+  }
+  if (!sameServiceSettings(current.vs, vs)) ops.push({ kind: 'setService', vs });
+  const wanted = new Set<string>();
+  for (const rs of desired.realServers) {
+    const key = realServerKey(rs);
+    wanted.add(key);
+    const have = current.realServers.get(key);
+    if (!have) ops.push({ kind: 'newDest', vs, rs });
+    else if (!sameRealServerSettings(have, rs)) ops.push({ kind: 'setDest', vs, rs });
+  }
+  const graceful = needsGracefulTermination(vs.protocol);
+  for (const [key, have] of current.realServers) {
+    if (wanted.has(key)) continue;
+    if (!graceful) ops.push({ kind: 'delDest', vs, rs: have });
+    else if (have.weight !== 0) ops.push({ kind: 'setDest', vs, rs: { ...stripConns(have), weight: 0 } });
+  }
+  return ops;
+}
+
+function stripConns<T extends { activeConns?: number; inactConns?: number }>(rs: T): Omit<T, 'activeConns' | 'inactConns'> {
+  const { activeConns: _a, inactConns: _i, ...rest } = rs;
+  return rest;
+}
+
+/**
+ * Ops for a whole table: every desired virtual server, and every current one that `owned`
+ * says kube-ipvs owns (foreign services — keepalived's, fwmark ones, excludeCIDRs — are never
+ * named). Ops of one virtual server stay together; new services before deletions.
+ */
+export function diffIpvsTable(
+  current: IpvsTable,
+  desired: ReadonlyMap<string, DesiredVirtualServer>,
+  owned: (entry: TableEntry) => boolean,
+): IpvsOp[] {
+  const ops: IpvsOp[] = [];
+  for (const [key, want] of desired) ops.push(...diffVirtualServer(current.get(key), want));
+  for (const [key, have] of current) {
+    if (!desired.has(key) && owned(have)) ops.push(...diffVirtualServer(have, undefined));
+  }
+  return ops;
+}
+
+/** The virtual server an op is about, as its key. */
+export function opVirtualServerKey(op: IpvsOp): string | undefined {
+  return 'vs' in op && op.vs ? virtualServerKey(op.vs) : undefined;
+}
