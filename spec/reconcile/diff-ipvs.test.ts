@@ -1,0 +1,109 @@
+import { diffIpvsTable, diffVirtualServer } from '../../lib/reconcile/diff-ipvs';
+import { IpvsTable, TableEntry, applyOpsToTable } from '../../lib/reconcile/ipvs-table';
+import { AF_INET, IPPROTO_TCP, IPPROTO_UDP } from '../../lib/netlink/uapi/ip_vs';
+import { RealServerSpec, VirtualServerSpec } from '../../lib/netlink/ipvs-codec';
+import { DesiredVirtualServer } from '../../lib/plan/service-plan';
+import { realServerKey, virtualServerKey } from '../../lib/model/ipvs';
+
+// addresses: VIPs 10.96.0.0/16, endpoints 10.244.0.0/16
+
+const vs = (address: string, port = 80, extra: Partial<VirtualServerSpec> = {}): VirtualServerSpec => ({
+  af: AF_INET, protocol: IPPROTO_TCP, address, port, fwmark: 0, scheduler: 'rr', flags: 0, timeout: 0, netmask: 0xffffffff, peName: '', ...extra,
+});
+const rs = (address: string, weight = 1): RealServerSpec => ({ af: AF_INET, address, port: 8080, fwdMethod: 0, weight });
+const desired = (v: VirtualServerSpec, ...dests: RealServerSpec[]): DesiredVirtualServer => ({ vs: v, realServers: dests, owner: 'default/web:/ipv4' });
+const entry = (v: VirtualServerSpec, ...dests: [RealServerSpec, number?][]): TableEntry => ({
+  vs: v,
+  realServers: new Map(dests.map(([d, active = 0]) => [realServerKey(d), { ...d, activeConns: active, inactConns: 0 }])),
+});
+const line = (op: ReturnType<typeof diffVirtualServer>[number]) =>
+  `${op.kind} ${'vs' in op && op.vs ? virtualServerKey(op.vs) : ''}${'rs' in op ? ` ${realServerKey(op.rs)} w${'weight' in op.rs ? op.rs.weight : ''}` : ''}${op.kind === 'setService' || op.kind === 'newService' ? ` ${op.vs.scheduler} f${op.vs.flags}` : ''}`;
+
+describe('diffVirtualServer', () => {
+  it.each<{ name: string; current?: TableEntry; want?: DesiredVirtualServer; ops: string[] }>([
+    { name: 'nothing to nothing', ops: [] },
+    {
+      name: 'new service with its real servers',
+      want: desired(vs('10.96.0.10'), rs('10.244.1.1'), rs('10.244.1.2')),
+      ops: ['newService TCP/10.96.0.10:80 rr f0', 'newDest TCP/10.96.0.10:80 10.244.1.1:8080 w1', 'newDest TCP/10.96.0.10:80 10.244.1.2:8080 w1'],
+    },
+    { name: 'unchanged', current: entry(vs('10.96.0.10'), [rs('10.244.1.1')]), want: desired(vs('10.96.0.10'), rs('10.244.1.1')), ops: [] },
+    {
+      name: 'scheduler change is a SET, real servers untouched',
+      current: entry(vs('10.96.0.10'), [rs('10.244.1.1')]),
+      want: desired(vs('10.96.0.10', 80, { scheduler: 'lc' }), rs('10.244.1.1')),
+      ops: ['setService TCP/10.96.0.10:80 lc f0'],
+    },
+    {
+      name: 'affinity on is a SET with the persistent flag',
+      current: entry(vs('10.96.0.10')),
+      want: desired(vs('10.96.0.10', 80, { flags: 1, timeout: 10800 })),
+      ops: ['setService TCP/10.96.0.10:80 rr f1'],
+    },
+    {
+      name: 'TCP real server removed drains (weight 0), not deleted',
+      current: entry(vs('10.96.0.10'), [rs('10.244.1.1')], [rs('10.244.1.2')]),
+      want: desired(vs('10.96.0.10'), rs('10.244.1.1')),
+      ops: ['setDest TCP/10.96.0.10:80 10.244.1.2:8080 w0'],
+    },
+    {
+      name: 'already draining: nothing more',
+      current: entry(vs('10.96.0.10'), [rs('10.244.1.1')], [rs('10.244.1.2', 0)]),
+      want: desired(vs('10.96.0.10'), rs('10.244.1.1')),
+      ops: [],
+    },
+    {
+      name: 'draining real server back: weight restored, no delete+add',
+      current: entry(vs('10.96.0.10'), [rs('10.244.1.2', 0), 3]),
+      want: desired(vs('10.96.0.10'), rs('10.244.1.2')),
+      ops: ['setDest TCP/10.96.0.10:80 10.244.1.2:8080 w1'],
+    },
+    {
+      name: 'UDP real server removed is deleted at once',
+      current: entry(vs('10.96.0.10', 53, { protocol: IPPROTO_UDP }), [rs('10.244.1.1')], [rs('10.244.1.2')]),
+      want: desired(vs('10.96.0.10', 53, { protocol: IPPROTO_UDP }), rs('10.244.1.1')),
+      ops: ['delDest UDP/10.96.0.10:53 10.244.1.2:8080 w1'],
+    },
+    {
+      name: 'service gone: deleted at once',
+      current: entry(vs('10.96.0.10'), [rs('10.244.1.1')]),
+      ops: ['delService TCP/10.96.0.10:80'],
+    },
+    {
+      name: 'adopted weight other than 1 reset to 1',
+      current: entry(vs('10.96.0.10'), [rs('10.244.1.1', 5)]),
+      want: desired(vs('10.96.0.10'), rs('10.244.1.1')),
+      ops: ['setDest TCP/10.96.0.10:80 10.244.1.1:8080 w1'],
+    },
+  ])('$name', ({ current, want, ops }) => {
+    expect(diffVirtualServer(current, want).map(line)).toEqual(ops);
+  });
+});
+
+describe('diffIpvsTable', () => {
+  it('deletes only owned services that are not desired', () => {
+    const current: IpvsTable = new Map([
+      [virtualServerKey(vs('10.96.0.10')), entry(vs('10.96.0.10'))],
+      [virtualServerKey(vs('192.0.2.5')), entry(vs('192.0.2.5'))], // keepalived's, say
+      [virtualServerKey(vs('10.96.0.11')), entry(vs('10.96.0.11'))],
+    ]);
+    const want = new Map([[virtualServerKey(vs('10.96.0.11')), desired(vs('10.96.0.11'), rs('10.244.1.1'))]]);
+    const ops = diffIpvsTable(current, want, (e) => e.vs.address.startsWith('10.96.'));
+    expect(ops.map(line)).toEqual(['newDest TCP/10.96.0.11:80 10.244.1.1:8080 w1', 'delService TCP/10.96.0.10:80']);
+  });
+});
+
+describe('applyOpsToTable', () => {
+  it('applies only the ops that succeeded', () => {
+    const table: IpvsTable = new Map();
+    const v = vs('10.96.0.10');
+    const ops = diffVirtualServer(undefined, desired(v, rs('10.244.1.1'), rs('10.244.1.2')));
+    const err = { ok: false as const, error: {} as never };
+    applyOpsToTable(table, ops, [{ ok: true }, err, { ok: true }]);
+    expect([...table.get(virtualServerKey(v))!.realServers.keys()]).toEqual(['10.244.1.2:8080']);
+    // diffing again asks only for what failed
+    expect(diffVirtualServer(table.get(virtualServerKey(v)), desired(v, rs('10.244.1.1'), rs('10.244.1.2'))).map(line)).toEqual([
+      'newDest TCP/10.96.0.10:80 10.244.1.1:8080 w1',
+    ]);
+  });
+});
