@@ -1,0 +1,83 @@
+/**
+ * kube-proxy's proxy health server (pkg/proxy/healthcheck/proxy_health.go) on
+ * healthzBindAddress: `/healthz` and `/livez`. Unhealthy when a queued change has waited
+ * longer than `timeoutMs` (2 x syncPeriod) without a sync; healthy while starting up.
+ * `/healthz` also answers 503 when the node is not eligible (being deleted, or tainted
+ * ToBeDeletedByClusterAutoscaler) so cloud load balancers drain it; `/livez` does not.
+ */
+import http from 'node:http';
+import { AddressInfo } from 'node:net';
+import { Clock } from '../proxier/clock';
+
+export interface HealthSource {
+  /** ms since the epoch of the last completed sync; 0 before the first */
+  readonly lastSyncAt: number;
+  /** ms since the epoch of the oldest change queued since that sync; 0 when none */
+  readonly lastQueuedAt: number;
+}
+
+export interface HealthState {
+  readonly healthy: boolean;
+  readonly lastUpdated: Date;
+  readonly currentTime: Date;
+}
+
+/** Pure: kube-proxy's ProxyHealthServer.Health(). */
+export function proxyHealth(src: HealthSource, now: number, timeoutMs: number): HealthState {
+  const pending = src.lastQueuedAt > src.lastSyncAt;
+  const healthy = !pending || now - src.lastQueuedAt <= timeoutMs;
+  // lastUpdated is "now" while healthy, as kube-proxy reports it
+  const lastUpdated = healthy ? now : src.lastSyncAt;
+  return { healthy, lastUpdated: new Date(lastUpdated), currentTime: new Date(now) };
+}
+
+export interface HealthServerOptions {
+  readonly source: HealthSource;
+  readonly timeoutMs: number;
+  readonly clock: Clock;
+  /** node not being deleted nor tainted for deletion */
+  readonly nodeEligible: () => boolean;
+  /** counts per path and code (kubeproxy_proxy_healthz_total / livez_total) */
+  readonly onRequest?: (path: 'healthz' | 'livez', code: number) => void;
+}
+
+export function createHealthServer(opts: HealthServerOptions): http.Server {
+  return http.createServer((req, res) => {
+    const path = (req.url ?? '/').split('?')[0];
+    if (path !== '/healthz' && path !== '/livez') {
+      res.writeHead(404).end();
+      return;
+    }
+    const h = proxyHealth(opts.source, opts.clock.now(), opts.timeoutMs);
+    const body: Record<string, unknown> = { lastUpdated: h.lastUpdated.toISOString(), currentTime: h.currentTime.toISOString() };
+    let ok = h.healthy;
+    if (path === '/healthz') {
+      const eligible = opts.nodeEligible();
+      body.nodeEligible = eligible;
+      ok = ok && eligible;
+    }
+    const code = ok ? 200 : 503;
+    opts.onRequest?.(path === '/healthz' ? 'healthz' : 'livez', code);
+    res.writeHead(code, { 'Content-Type': 'application/json', 'X-Content-Type-Options': 'nosniff' });
+    res.end(JSON.stringify(body));
+  });
+}
+
+/** "0.0.0.0:10256", "[::]:10256", ":10256" -> listen arguments. */
+export function parseBindAddress(bind: string): { host: string; port: number } {
+  const m = /^(?:\[([^\]]*)\]|([^:]*)):(\d+)$/.exec(bind);
+  if (!m) throw new RangeError(`bind address must be host:port, got '${bind}'`);
+  return { host: m[1] ?? (m[2] || '0.0.0.0'), port: Number(m[3]) };
+}
+
+export async function listen(server: http.Server, bind: string): Promise<AddressInfo> {
+  const { host, port } = parseBindAddress(bind);
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(port, host, () => {
+      server.off('error', reject);
+      resolve();
+    });
+  });
+  return server.address() as AddressInfo;
+}

@@ -1,0 +1,49 @@
+import { createHealthServer, listen, parseBindAddress, proxyHealth } from '../../lib/daemon/health-server';
+import { FakeClock } from '../../lib/testing/fake-clock';
+
+describe('proxyHealth', () => {
+  it.each([
+    { name: 'starting up, nothing queued', lastSyncAt: 0, lastQueuedAt: 0, now: 1000, healthy: true },
+    { name: 'synced after the last queued change', lastSyncAt: 500, lastQueuedAt: 400, now: 100_000, healthy: true },
+    { name: 'queued, within the timeout', lastSyncAt: 500, lastQueuedAt: 1000, now: 60_000, healthy: true },
+    { name: 'queued, past the timeout', lastSyncAt: 500, lastQueuedAt: 1000, now: 61_001, healthy: false },
+  ])('$name', ({ lastSyncAt, lastQueuedAt, now, healthy }) => {
+    expect(proxyHealth({ lastSyncAt, lastQueuedAt }, now, 60_000).healthy).toBe(healthy);
+  });
+});
+
+describe('health server', () => {
+  it('answers /healthz with node eligibility and /livez without it', async () => {
+    const clock = new FakeClock(1_000_000);
+    const src = { lastSyncAt: 999_000, lastQueuedAt: 0 };
+    let eligible = true;
+    const seen: string[] = [];
+    const server = createHealthServer({ source: src, timeoutMs: 60_000, clock, nodeEligible: () => eligible, onRequest: (p, c) => seen.push(`${p} ${c}`) });
+    const { port } = await listen(server, '127.0.0.1:0');
+    try {
+      const get = async (p: string) => {
+        const r = await fetch(`http://127.0.0.1:${port}${p}`);
+        return { code: r.status, body: (await r.json()) as Record<string, unknown>, type: r.headers.get('content-type') };
+      };
+      const h = await get('/healthz');
+      expect(h).toEqual({ code: 200, type: 'application/json', body: { lastUpdated: new Date(1_000_000).toISOString(), currentTime: new Date(1_000_000).toISOString(), nodeEligible: true } });
+      eligible = false;
+      expect((await get('/healthz')).code).toBe(503);
+      expect((await get('/livez')).code).toBe(200);
+      src.lastQueuedAt = 1_000_000;
+      await clock.advance(60_001);
+      expect((await get('/livez')).code).toBe(503);
+      expect(seen).toEqual(['healthz 200', 'healthz 503', 'livez 200', 'livez 503']);
+    } finally {
+      server.close();
+    }
+  });
+
+  it.each([
+    ['0.0.0.0:10256', { host: '0.0.0.0', port: 10256 }],
+    ['[::]:10256', { host: '::', port: 10256 }],
+    [':10249', { host: '0.0.0.0', port: 10249 }],
+  ])('parses bind address %s', (bind, want) => {
+    expect(parseBindAddress(bind)).toEqual(want);
+  });
+});
