@@ -1,0 +1,147 @@
+// Test helpers that run kube-ipvs and the fake API server as real processes (the way a node
+// runs them) and read the daemon's JSON log lines as data.
+import { ChildProcess, spawn } from 'node:child_process';
+import path from 'node:path';
+
+const ROOT = path.resolve(__dirname, '..', '..', '..');
+export const KUBE_IPVS_BIN = path.join(ROOT, 'dist', 'lib', 'cli', 'main.js');
+export const FAKE_APISERVER_BIN = path.join(ROOT, 'dist', 'scripts', 'fake-apiserver.js');
+
+/** One JSON log line of the daemon (winston's json format). */
+export type LogLine = Record<string, unknown> & { message?: string; level?: string };
+
+interface Waiter {
+  pred: (l: LogLine) => boolean;
+  from: number;
+  resolve: (l: LogLine) => void;
+}
+
+/** A child process whose stdout/stderr lines are kept; JSON lines are parsed. */
+export class LoggedProcess {
+  readonly lines: LogLine[] = [];
+  readonly text: string[] = [];
+  readonly exited: Promise<number | null>;
+  private waiters: Waiter[] = [];
+
+  constructor(readonly child: ChildProcess, readonly name: string) {
+    let buf = '';
+    const onData = (d: Buffer) => {
+      buf += d.toString();
+      let nl: number;
+      while ((nl = buf.indexOf('\n')) >= 0) {
+        const line = buf.slice(0, nl);
+        buf = buf.slice(nl + 1);
+        this.text.push(line);
+        if (process.env.KUBE_IPVS_TEST_ECHO) process.stderr.write(`[${name}] ${line}\n`);
+        let parsed: LogLine | undefined;
+        try {
+          parsed = line.startsWith('{') ? (JSON.parse(line) as LogLine) : undefined;
+        } catch {
+          parsed = undefined;
+        }
+        if (parsed) this.push(parsed);
+      }
+    };
+    child.stdout?.on('data', onData);
+    child.stderr?.on('data', onData);
+    this.exited = new Promise((resolve) => child.on('exit', (code) => resolve(code)));
+  }
+
+  private push(l: LogLine): void {
+    this.lines.push(l);
+    const idx = this.lines.length - 1;
+    this.waiters = this.waiters.filter((w) => {
+      if (idx >= w.from && w.pred(l)) {
+        w.resolve(l);
+        return false;
+      }
+      return true;
+    });
+  }
+
+  /** The first log line at index >= `from` matching `pred` (waits for it, bounded). */
+  waitFor(pred: (l: LogLine) => boolean, what: string, from = 0, timeoutMs = 120_000): Promise<LogLine> {
+    for (let i = from; i < this.lines.length; i++) if (pred(this.lines[i]!)) return Promise.resolve(this.lines[i]!);
+    return new Promise((resolve, reject) => {
+      const timer = setTimeout(() => {
+        this.waiters = this.waiters.filter((w) => w !== waiter);
+        reject(new Error(`${this.name}: no log line for ${what} within ${timeoutMs} ms; last lines:\n${this.text.slice(-15).join('\n')}`));
+      }, timeoutMs);
+      const waiter: Waiter = {
+        pred,
+        from,
+        resolve: (l) => {
+          clearTimeout(timer);
+          resolve(l);
+        },
+      };
+      this.waiters.push(waiter);
+    });
+  }
+
+  /** Kills the process and waits for it to exit. */
+  async kill(signal: NodeJS.Signals = 'SIGTERM'): Promise<number | null> {
+    if (this.child.exitCode === null && this.child.signalCode === null) this.child.kill(signal);
+    return this.exited;
+  }
+}
+
+export function startKubeIpvs(args: readonly string[], env: NodeJS.ProcessEnv = {}): LoggedProcess {
+  const child = spawn(process.execPath, [KUBE_IPVS_BIN, ...args], { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, ...env } });
+  return new LoggedProcess(child, 'kube-ipvs');
+}
+
+/** Starts the fake API server; resolves once it prints that it listens. */
+export async function startFakeApiServer(args: readonly string[]): Promise<LoggedProcess> {
+  const child = spawn(process.execPath, [FAKE_APISERVER_BIN, ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
+  const p = new LoggedProcess(child, 'fake-apiserver');
+  await new Promise<void>((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`fake API server did not start: ${p.text.join('\n')}`)), 120_000);
+    const check = () => {
+      if (p.text.some((l) => l.includes('listening on'))) {
+        clearTimeout(timer);
+        resolve();
+        return true;
+      }
+      return false;
+    };
+    child.stdout?.on('data', () => check());
+    child.on('exit', (code) => {
+      clearTimeout(timer);
+      reject(new Error(`fake API server exited ${code}: ${p.text.join('\n')}`));
+    });
+  });
+  return p;
+}
+
+/** Minimal REST client for the fake API server (create/replace/patch/delete). */
+export class ApiClient {
+  constructor(readonly base: string) {}
+
+  async request(method: string, p: string, body?: unknown, contentType = 'application/json'): Promise<unknown> {
+    const r = await fetch(this.base + p, {
+      method,
+      headers: body === undefined ? {} : { 'content-type': contentType },
+      body: body === undefined ? undefined : JSON.stringify(body),
+    });
+    const text = await r.text();
+    if (!r.ok) throw new Error(`${method} ${p}: HTTP ${r.status} ${text}`);
+    return text ? JSON.parse(text) : undefined;
+  }
+
+  create(collection: string, obj: unknown): Promise<unknown> {
+    return this.request('POST', collection, obj);
+  }
+  replace(item: string, obj: unknown): Promise<unknown> {
+    return this.request('PUT', item, obj);
+  }
+  patch(item: string, patch: unknown): Promise<unknown> {
+    return this.request('PATCH', item, patch, 'application/merge-patch+json');
+  }
+  delete(item: string): Promise<unknown> {
+    return this.request('DELETE', item);
+  }
+  get(item: string): Promise<unknown> {
+    return this.request('GET', item);
+  }
+}

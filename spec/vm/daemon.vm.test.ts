@@ -1,0 +1,380 @@
+// The daemon end to end, inside the VM: the real `kube-ipvs --config FILE` process, its
+// unmodified @kubernetes/client-node informers talking list/watch to the project's fake API
+// server (another real process), the real kernel, and real traffic from client namespaces.
+//
+// Addresses: pods 10.244.0.0/16 (clusterCIDR; pod N is 10.244.N.2 behind gateway 10.244.N.1),
+// services 10.96.0.0/16, external clients on 192.0.2.0/24 (allowed by the LB source range;
+// the node serves NodePorts on 192.0.2.1) and 198.51.100.0/24 (not allowed), LB ingress
+// 203.0.113.10, external IP 203.0.113.20, a second CNI's pods in 10.250.0.0/16 (excluded).
+import { ChildProcess, spawn } from 'node:child_process';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { ApiClient, LoggedProcess, LogLine, startFakeApiServer, startKubeIpvs } from '../../lib/testing/processes';
+import { connect, deletePod, ip, makePod, run, startEchoServer, tryRun } from '../../lib/testing/netns';
+
+const API_PORT = 16443;
+const NODE = 'node-a';
+const NODE_IP = '192.0.2.1';
+const POD1 = { name: 'pod1', ip: '10.244.1.2', gw: '10.244.1.1' }; // backend on this node
+const POD2 = { name: 'pod2', ip: '10.244.2.2', gw: '10.244.2.1' }; // client pod
+const POD3 = { name: 'pod3', ip: '10.244.3.2', gw: '10.244.3.1' }; // backend "on node-b"
+const EXT1 = { name: 'ext1', ip: '192.0.2.2', gw: NODE_IP }; // external, allowed
+const EXT2 = { name: 'ext2', ip: '198.51.100.2', gw: '198.51.100.1' }; // external, not allowed
+const LB_IP = '203.0.113.10';
+const EXT_IP = '203.0.113.20';
+
+// ---- Kubernetes objects (as the API server stores them) ----
+
+type Obj = Record<string, unknown>;
+const meta = (namespace: string, name: string, extra: Obj = {}) => ({ namespace, name, uid: `uid-${namespace}-${name}`, ...extra });
+
+function service(ns: string, name: string, spec: Obj, status: Obj = {}, annotations: Record<string, string> = {}): Obj {
+  return {
+    apiVersion: 'v1',
+    kind: 'Service',
+    metadata: meta(ns, name, { annotations }),
+    spec: { type: 'ClusterIP', sessionAffinity: 'None', ipFamilies: ['IPv4'], ...spec, clusterIPs: [spec.clusterIP] },
+    status: { loadBalancer: {}, ...status },
+  };
+}
+
+interface Ep {
+  ip: string;
+  node?: string;
+  ready?: boolean;
+  serving?: boolean;
+  terminating?: boolean;
+}
+function slice(ns: string, svc: string, name: string, port: number, eps: Ep[], portName = 'http', protocol = 'TCP'): Obj {
+  return {
+    apiVersion: 'discovery.k8s.io/v1',
+    kind: 'EndpointSlice',
+    metadata: meta(ns, name, { labels: { 'kubernetes.io/service-name': svc, 'endpointslice.kubernetes.io/managed-by': 'endpointslice-controller.k8s.io' } }),
+    addressType: 'IPv4',
+    ports: [{ name: portName, port, protocol }],
+    endpoints: eps.map((e) => ({
+      addresses: [e.ip],
+      conditions: { ready: e.ready ?? true, serving: e.serving ?? e.ready ?? true, terminating: e.terminating ?? false },
+      nodeName: e.node ?? NODE,
+    })),
+  };
+}
+
+const node: Obj = {
+  apiVersion: 'v1',
+  kind: 'Node',
+  metadata: { name: NODE, uid: 'uid-node-a', labels: { 'kubernetes.io/hostname': NODE, 'topology.kubernetes.io/zone': 'zone-a' } },
+  spec: { podCIDR: '10.244.0.0/24', podCIDRs: ['10.244.0.0/24'] },
+  status: { addresses: [{ type: 'InternalIP', address: NODE_IP }, { type: 'Hostname', address: NODE }] },
+};
+
+const web = service('default', 'web', {
+  type: 'LoadBalancer',
+  clusterIP: '10.96.0.10',
+  ports: [{ name: 'http', port: 80, targetPort: 8080, nodePort: 30080, protocol: 'TCP' }],
+  loadBalancerSourceRanges: ['192.0.2.0/24'],
+  externalTrafficPolicy: 'Cluster',
+}, { loadBalancer: { ingress: [{ ip: LB_IP, ipMode: 'VIP' }] } });
+const webSlice = slice('default', 'web', 'web-1', 8080, [{ ip: POD1.ip }]);
+
+const local = service('default', 'local', {
+  type: 'NodePort',
+  clusterIP: '10.96.0.11',
+  externalIPs: [EXT_IP],
+  ports: [{ name: 'http', port: 80, targetPort: 8080, nodePort: 30081, protocol: 'TCP' }],
+  externalTrafficPolicy: 'Local',
+});
+const localSlice = slice('default', 'local', 'local-1', 8080, [{ ip: POD1.ip }, { ip: POD3.ip, node: 'node-b' }]);
+
+const sticky = service('default', 'sticky', {
+  clusterIP: '10.96.0.12',
+  ports: [{ name: 'http', port: 80, targetPort: 8080, protocol: 'TCP' }],
+  sessionAffinity: 'ClientIP',
+  sessionAffinityConfig: { clientIP: { timeoutSeconds: 600 } },
+});
+const stickySlice = slice('default', 'sticky', 'sticky-1', 8080, [{ ip: POD1.ip }, { ip: POD3.ip, node: 'node-b' }]);
+
+// a Service of a second CNI: every endpoint inside the excluded 10.250.0.0/16
+const macvlan = service('default', 'macvlan', { clusterIP: '10.96.0.13', ports: [{ name: 'http', port: 80, protocol: 'TCP' }] });
+const macvlanSlice = slice('default', 'macvlan', 'macvlan-1', 8080, [{ ip: '10.250.0.5' }]);
+
+// UDP without endpoints: a virtual server without real servers
+const dns = service('kube-system', 'dns', { clusterIP: '10.96.0.14', ports: [{ name: 'dns', port: 53, protocol: 'UDP' }] });
+
+// a long-lived TCP connection goes through this one while the daemon is killed and restarted
+const long = service('default', 'long', { clusterIP: '10.96.0.15', ports: [{ name: 'tcp', port: 9000, targetPort: 9000, protocol: 'TCP' }] });
+const longSlice = slice('default', 'long', 'long-1', 9000, [{ ip: POD1.ip }], 'tcp');
+
+const FIXTURES = [node, web, webSlice, local, localSlice, sticky, stickySlice, macvlan, macvlanSlice, dns, long, longSlice];
+
+const svcPath = (ns: string, name: string) => `/api/v1/namespaces/${ns}/services/${name}`;
+const slicePath = (ns: string, name: string) => `/apis/discovery.k8s.io/v1/namespaces/${ns}/endpointslices/${name}`;
+
+// ---- kernel views ----
+
+/** `ipvsadm -Sn` as sorted lines (the kernel's hash order is not stable). */
+function ipvsRules(): string[] {
+  return run('ipvsadm', ['-Sn']).split('\n').filter(Boolean).sort();
+}
+function boundAddresses(): string[] {
+  const out = run('ip', ['-o', '-4', 'addr', 'show', 'dev', 'kube-ipvs0']);
+  return out.split('\n').filter(Boolean).map((l) => l.split(/\s+/)[3]!.split('/')[0]!).sort();
+}
+function ipsetMembers(set: string): string[] {
+  return run('ipset', ['list', set]).split('Members:\n')[1]!.split('\n').filter(Boolean).sort();
+}
+
+async function eventually<T>(what: string, f: () => T, ok: (v: T) => boolean, timeoutMs = 120_000): Promise<T> {
+  const end = Date.now() + timeoutMs;
+  let last: T = f();
+  while (!ok(last)) {
+    if (Date.now() > end) throw new Error(`${what}: not reached within ${timeoutMs} ms; last value:\n${JSON.stringify(last, null, 1)}`);
+    await new Promise((r) => setTimeout(r, 250));
+    last = f();
+  }
+  return last;
+}
+
+const isSync = (l: LogLine) => l.message === 'sync done';
+
+function config(dir: string, scheduler: string): string {
+  return [
+    'apiVersion: kubeproxy.config.k8s.io/v1alpha1',
+    'kind: KubeProxyConfiguration',
+    'mode: ipvs',
+    'clientConnection:',
+    `  kubeconfig: ${path.join(dir, 'kubeconfig')}`,
+    `hostnameOverride: ${NODE}`,
+    'clusterCIDR: 10.244.0.0/16',
+    'nodePortAddresses: [192.0.2.0/24]',
+    'healthzBindAddress: 127.0.0.1:10256',
+    'metricsBindAddress: 127.0.0.1:10249',
+    'ipvs:',
+    `  scheduler: ${scheduler}`,
+    '  syncPeriod: 10m',
+    '  excludeClusterCIDRs: [10.250.0.0/16]',
+    '',
+  ].join('\n');
+}
+
+/** A TCP client in `ns` that keeps one connection open and pings every 200 ms. */
+function longClient(ns: string, addr: string, port: number): { child: ChildProcess; out: string[] } {
+  const script =
+    `const s=require('net').connect(${port},${JSON.stringify(addr)});let n=0;` +
+    `s.on('data',()=>console.log('pong '+(++n)));s.on('close',()=>{console.log('closed');process.exit(0)});` +
+    `s.on('error',(e)=>console.log('error '+e.code));setInterval(()=>s.write('ping\\n'),200);`;
+  const child = spawn('ip', ['netns', 'exec', ns, process.execPath, '-e', script], { stdio: ['ignore', 'pipe', 'pipe'] });
+  const out: string[] = [];
+  child.stdout!.on('data', (d: Buffer) => out.push(...d.toString().split('\n').filter(Boolean)));
+  return { child, out };
+}
+
+/** A TCP echo server in `ns` on addr:port. */
+function tcpEcho(ns: string, addr: string, port: number): ChildProcess {
+  const script = `require('net').createServer((c)=>c.pipe(c)).listen(${port},${JSON.stringify(addr)})`;
+  return spawn('ip', ['netns', 'exec', ns, process.execPath, '-e', script], { stdio: 'ignore' });
+}
+
+describe('kube-ipvs daemon end to end (fake API server, real kernel, real traffic)', () => {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'kube-ipvs-e2e-'));
+  const cfgFile = path.join(dir, 'config.conf');
+  const api = new ApiClient(`http://127.0.0.1:${API_PORT}`);
+  let apiserver: LoggedProcess;
+  let daemon: LoggedProcess;
+  const children: ChildProcess[] = [];
+
+  beforeAll(async () => {
+    for (const p of [POD1, POD2, POD3, EXT1, EXT2]) makePod(p.name, p.ip, p.gw);
+    children.push(await startEchoServer(POD1.name, 'pod1', POD1.ip, 8080));
+    children.push(await startEchoServer(POD3.name, 'pod3', POD3.ip, 8080));
+    children.push(tcpEcho(POD1.name, POD1.ip, 9000));
+    fs.writeFileSync(path.join(dir, 'fixtures.json'), JSON.stringify(FIXTURES));
+    apiserver = await startFakeApiServer([
+      '--port', String(API_PORT), '--host', '127.0.0.1',
+      '--fixtures', path.join(dir, 'fixtures.json'), '--kubeconfig-out', path.join(dir, 'kubeconfig'),
+    ]);
+    fs.writeFileSync(cfgFile, config(dir, 'rr'));
+    daemon = startKubeIpvs(['--config', cfgFile, '--v=2']);
+  });
+
+  afterAll(async () => {
+    await daemon?.kill('SIGTERM');
+    await apiserver?.kill('SIGTERM');
+    for (const c of children) c.kill('SIGKILL');
+    for (const p of [POD1, POD2, POD3, EXT1, EXT2]) deletePod(p.name);
+    tryRun('ipvsadm', ['-C']);
+    fs.rmSync(dir, { recursive: true, force: true });
+  });
+
+  // Desired IPVS table of the fixtures: per Service the VSes and real servers kube-proxy makes.
+  const RR_TABLE = [
+    // web: ClusterIP, LB ingress, NodePort on 192.0.2.1; one endpoint
+    '-A -t 10.96.0.10:80 -s rr', `-a -t 10.96.0.10:80 -r ${POD1.ip}:8080 -m -w 1`,
+    `-A -t ${LB_IP}:80 -s rr`, `-a -t ${LB_IP}:80 -r ${POD1.ip}:8080 -m -w 1`,
+    `-A -t ${NODE_IP}:30080 -s rr`, `-a -t ${NODE_IP}:30080 -r ${POD1.ip}:8080 -m -w 1`,
+    // local (eTP Local): ClusterIP gets both endpoints, external IP and NodePort only the local one
+    '-A -t 10.96.0.11:80 -s rr', `-a -t 10.96.0.11:80 -r ${POD1.ip}:8080 -m -w 1`, `-a -t 10.96.0.11:80 -r ${POD3.ip}:8080 -m -w 1`,
+    `-A -t ${EXT_IP}:80 -s rr`, `-a -t ${EXT_IP}:80 -r ${POD1.ip}:8080 -m -w 1`,
+    `-A -t ${NODE_IP}:30081 -s rr`, `-a -t ${NODE_IP}:30081 -r ${POD1.ip}:8080 -m -w 1`,
+    // sticky: persistent 600
+    '-A -t 10.96.0.12:80 -s rr -p 600', `-a -t 10.96.0.12:80 -r ${POD1.ip}:8080 -m -w 1`, `-a -t 10.96.0.12:80 -r ${POD3.ip}:8080 -m -w 1`,
+    // dns: UDP, no endpoints
+    '-A -u 10.96.0.14:53 -s rr',
+    // long
+    '-A -t 10.96.0.15:9000 -s rr', `-a -t 10.96.0.15:9000 -r ${POD1.ip}:9000 -m -w 1`,
+  ].sort();
+
+  it('programs every Service shape from the API server, and nothing for the excluded CNI', async () => {
+    const first = await daemon.waitFor(isSync, 'the first sync');
+    expect(ipvsRules()).toEqual(RR_TABLE);
+    expect(boundAddresses()).toEqual(['10.96.0.10', '10.96.0.11', '10.96.0.12', '10.96.0.14', '10.96.0.15', LB_IP, EXT_IP].sort());
+    expect(ipsetMembers('KUBE-CLUSTER-IP')).toEqual(['10.96.0.10,tcp:80', '10.96.0.11,tcp:80', '10.96.0.12,tcp:80', '10.96.0.14,udp:53', '10.96.0.15,tcp:9000']);
+    expect(ipsetMembers('KUBE-NODE-PORT-TCP')).toEqual(['30080']);
+    expect(ipsetMembers('KUBE-NODE-PORT-LOCAL-TCP')).toEqual(['30081']);
+    expect(ipsetMembers('KUBE-EXTERNAL-IP-LOCAL')).toEqual([`${EXT_IP},tcp:80`]);
+    expect(ipsetMembers('KUBE-LOAD-BALANCER-SOURCE-CIDR')).toEqual([`${LB_IP},tcp:80,192.0.2.0/24`]);
+    expect(run('iptables-save', ['-t', 'nat'])).toContain('-A KUBE-SERVICES -m comment --comment "Kubernetes service cluster ip + port for masquerade purpose" -m set --match-set KUBE-CLUSTER-IP dst,dst ! -s 10.244.0.0/16 -j KUBE-MARK-MASQ');
+    // the initial sync wrote each virtual server and real server once: 7 VSes + 12... counted from the table
+    const writes = RR_TABLE.length;
+    expect(first).toMatchObject({ full: true, ipvsWrites: writes, ipvsFailures: 0 });
+  });
+
+  it('carries real traffic: pod and node to ClusterIP, NodePort, LB with source ranges, eTP=Local external IP', () => {
+    expect(connect(POD2.name, '10.96.0.10', 80)).toEqual({ outcome: 'ok', reply: `pod1 client=${POD2.ip}` });
+    expect(connect('', '10.96.0.10', 80).outcome).toBe('ok');
+    expect(connect(EXT1.name, NODE_IP, 30080).reply).toMatch(/^pod1 client=/);
+    expect(connect(EXT1.name, LB_IP, 80).reply).toMatch(/^pod1 client=/);
+    expect(connect(EXT2.name, LB_IP, 80, 3).outcome).toBe('timeout');
+    // eTP=Local: only the local endpoint, client source preserved (no masquerade)
+    for (let i = 0; i < 3; i++) expect(connect(EXT1.name, EXT_IP, 80)).toEqual({ outcome: 'ok', reply: `pod1 client=${EXT1.ip}` });
+  });
+
+  it('session affinity: the same backend every time', () => {
+    const replies = new Set<string>();
+    for (let i = 0; i < 6; i++) replies.add(connect(POD2.name, '10.96.0.12', 80).reply);
+    expect(replies.size).toBe(1);
+    expect([...replies][0]).toMatch(/^pod[13] client=10\.244\.2\.2$/);
+  });
+
+  it('an event that changes nothing writes nothing and execs nothing', async () => {
+    const from = daemon.lines.length;
+    await api.patch(svcPath('default', 'web'), { metadata: { labels: { team: 'blue' } } });
+    const s = await daemon.waitFor(isSync, 'a sync after the no-op change', from);
+    expect(s).toMatchObject({ full: false, ipvsWrites: 0, execs: 0, linkOps: 0 });
+  });
+
+  it('one endpoint added: one real server per virtual server of that Service, no exec', async () => {
+    const from = daemon.lines.length;
+    await api.replace(slicePath('default', 'web-1'), slice('default', 'web', 'web-1', 8080, [{ ip: POD1.ip }, { ip: POD3.ip, node: 'node-b' }]));
+    const s = await daemon.waitFor((l) => isSync(l) && (l.ipvsWrites as number) > 0, 'the endpoint sync', from);
+    expect(s).toMatchObject({ full: false, ipvsWrites: 3, ipvsFailures: 0, execs: 0 });
+    expect(ipvsRules()).toEqual(expect.arrayContaining([`-a -t 10.96.0.10:80 -r ${POD3.ip}:8080 -m -w 1`, `-a -t ${LB_IP}:80 -r ${POD3.ip}:8080 -m -w 1`]));
+  });
+
+  it('one Service added: its virtual server and real server, its VIP, one ipset restore', async () => {
+    const from = daemon.lines.length;
+    await api.create('/api/v1/namespaces/default/services', service('default', 'added', { clusterIP: '10.96.0.16', ports: [{ name: 'http', port: 80, protocol: 'TCP' }] }));
+    await api.create('/apis/discovery.k8s.io/v1/namespaces/default/endpointslices', slice('default', 'added', 'added-1', 8080, [{ ip: POD1.ip }]));
+    await eventually('the added service', ipvsRules, (r) => r.includes(`-a -t 10.96.0.16:80 -r ${POD1.ip}:8080 -m -w 1`));
+    const syncs = daemon.lines.slice(from).filter(isSync);
+    const total = (k: string) => syncs.reduce((n, l) => n + (l[k] as number), 0);
+    expect(total('ipvsWrites')).toBe(2);
+    expect(total('execs')).toBe(1);
+    expect(boundAddresses()).toContain('10.96.0.16');
+    expect(connect(POD2.name, '10.96.0.16', 80).reply).toBe(`pod1 client=${POD2.ip}`);
+  });
+
+  it('rolling update: the old endpoint drains (weight 0), new connections never fail', async () => {
+    await api.replace(slicePath('default', 'web-1'), slice('default', 'web', 'web-1', 8080, [
+      { ip: POD1.ip, ready: false, serving: true, terminating: true },
+      { ip: POD3.ip, node: 'node-b' },
+    ]));
+    const results: string[] = [];
+    for (let i = 0; i < 8; i++) results.push(connect(POD2.name, '10.96.0.10', 80).outcome);
+    await eventually('pod1 draining', ipvsRules, (r) => r.includes(`-a -t 10.96.0.10:80 -r ${POD1.ip}:8080 -m -w 0`));
+    await api.replace(slicePath('default', 'web-1'), slice('default', 'web', 'web-1', 8080, [{ ip: POD3.ip, node: 'node-b' }]));
+    for (let i = 0; i < 8; i++) results.push(connect(POD2.name, '10.96.0.10', 80).outcome);
+    expect(results.every((o) => o === 'ok')).toBe(true);
+    expect(connect(POD2.name, '10.96.0.10', 80).reply).toBe(`pod3 client=${POD2.ip}`);
+  });
+
+  it('a scheduler change in the config file applies live, in place (SET, no delete)', async () => {
+    const from = daemon.lines.length;
+    fs.writeFileSync(cfgFile, config(dir, 'lc'));
+    const rules = await eventually('lc everywhere', ipvsRules, (r) => r.filter((l) => l.startsWith('-A')).every((l) => l.includes('-s lc')));
+    expect(rules.filter((l) => l.startsWith('-A')).length).toBe(10);
+    expect(daemon.lines.slice(from).some((l) => l.message === 'sync done' && (l.ipvsWrites as number) >= 10)).toBe(true);
+    expect(daemon.exited).toBeDefined();
+  });
+
+  it('the per-Service annotation overrides the configured scheduler', async () => {
+    await api.patch(svcPath('default', 'sticky'), { metadata: { annotations: { 'kube-ipvs.io/scheduler': 'sh' } } });
+    await eventually('sticky on sh', ipvsRules, (r) => r.includes('-A -t 10.96.0.12:80 -s sh -p 600'));
+    await api.patch(svcPath('default', 'dns'), { metadata: { annotations: { 'kube-router.io/service.scheduler': 'wrr' } } });
+    await eventually('dns on wrr', ipvsRules, (r) => r.includes('-A -u 10.96.0.14:53 -s wrr'));
+  });
+
+  it('a scheduler the kernel lacks fails that Service only, with a Kubernetes Event', async () => {
+    await api.patch(svcPath('default', 'sticky'), { metadata: { annotations: { 'kube-ipvs.io/scheduler': 'nosuch' } } });
+    await daemon.waitFor((l) => String(l.message).includes("scheduler 'nosuch'"), 'the scheduler error');
+    const events = (await api.get('/api/v1/namespaces/default/events')) as { items: { involvedObject: { name: string }; reason: string; message: string }[] };
+    await eventually('an event on sticky', () => events.items.length, () => true);
+    const all = (await api.get('/api/v1/namespaces/default/events')) as typeof events;
+    expect(all.items.some((e) => e.involvedObject.name === 'sticky' && /nosuch/.test(e.message))).toBe(true);
+    // everything else still programmed and serving
+    expect(connect(POD2.name, '10.96.0.10', 80).outcome).toBe('ok');
+    expect(ipvsRules()).toContain('-A -t 10.96.0.12:80 -s sh -p 600');
+    await api.patch(svcPath('default', 'sticky'), { metadata: { annotations: { 'kube-ipvs.io/scheduler': null } } });
+  });
+
+  it('Service and EndpointSlice deletion', async () => {
+    await api.delete(svcPath('default', 'sticky'));
+    await api.delete(slicePath('default', 'local-1'));
+    const rules = await eventually('sticky gone', ipvsRules, (r) => !r.some((l) => l.includes('10.96.0.12:80')));
+    expect(rules.filter((l) => l.includes('10.96.0.11:80') && l.includes('-w 1'))).toEqual([]);
+    await eventually('10.96.0.12 unbound', boundAddresses, (a) => !a.includes('10.96.0.12'));
+    expect(ipsetMembers('KUBE-CLUSTER-IP')).not.toContain('10.96.0.12,tcp:80');
+  });
+
+  it('the API server restarted with its history lost: relist, converge, nothing flushed meanwhile', async () => {
+    const before = ipvsRules();
+    await apiserver.kill('SIGKILL');
+    await new Promise((r) => setTimeout(r, 3000));
+    expect(ipvsRules()).toEqual(before); // an unreachable API removes nothing
+    // the new server has the same objects except `added` (deleted while the daemon could not see it)
+    const objects = FIXTURES.filter((o) => !['sticky', 'sticky-1', 'local-1'].includes((o.metadata as Obj).name as string));
+    objects.push(slice('default', 'web', 'web-1', 8080, [{ ip: POD3.ip, node: 'node-b' }]));
+    fs.writeFileSync(path.join(dir, 'fixtures2.json'), JSON.stringify(objects));
+    apiserver = await startFakeApiServer(['--port', String(API_PORT), '--host', '127.0.0.1', '--fixtures', path.join(dir, 'fixtures2.json')]);
+    await eventually('added gone after relist', ipvsRules, (r) => !r.some((l) => l.includes('10.96.0.16')));
+    expect(ipvsRules()).toEqual(expect.arrayContaining([`-a -t 10.96.0.10:80 -r ${POD3.ip}:8080 -m -w 1`, '-A -t 10.96.0.15:9000 -s lc']));
+  });
+
+  it('SIGKILL and restart: a long connection through a VIP survives, the restart adopts with no IPVS write', async () => {
+    const client = longClient(POD2.name, '10.96.0.15', 9000);
+    children.push(client.child);
+    await eventually('pongs', () => client.out.length, (n) => n >= 3);
+    await daemon.kill('SIGKILL');
+    const before = ipvsRules();
+    daemon = startKubeIpvs(['--config', cfgFile, '--v=2']);
+    const first = await daemon.waitFor(isSync, 'the first sync after restart');
+    expect(first).toMatchObject({ full: true, ipvsWrites: 0, ipvsFailures: 0 });
+    expect(ipvsRules()).toEqual(before);
+    const n = client.out.length;
+    await eventually('more pongs after the restart', () => client.out.length, (m) => m >= n + 3);
+    expect(client.out.filter((l) => l === 'closed' || l.startsWith('error'))).toEqual([]);
+    client.child.kill('SIGKILL');
+  });
+
+  it('drift repair: a real server deleted and a VIP removed behind its back come back on the periodic check', async () => {
+    run('ipvsadm', ['-d', '-t', '10.96.0.15:9000', '-r', `${POD1.ip}:9000`]);
+    ip('addr', 'del', '10.96.0.15/32', 'dev', 'kube-ipvs0');
+    const from = daemon.lines.length;
+    // SIGHUP is not needed: the test config's syncPeriod is 10m, so force the check through the config file
+    fs.writeFileSync(cfgFile, config(dir, 'lc').replace('syncPeriod: 10m', 'syncPeriod: 2s'));
+    await daemon.waitFor((l) => isSync(l) && l.full === true, 'a full sync', from);
+    await eventually('repaired', ipvsRules, (r) => r.includes(`-a -t 10.96.0.15:9000 -r ${POD1.ip}:9000 -m -w 1`));
+    await eventually('VIP back', boundAddresses, (a) => a.includes('10.96.0.15'));
+  });
+});
