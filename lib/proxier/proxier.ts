@@ -30,7 +30,6 @@ import { ipsetAddress } from '../plan/ipsets';
 import { LocalDetector } from '../plan/iptables';
 import {
   DesiredVirtualServer,
-  FamilyDesiredState,
   IptablesOptions,
   PlanContext,
   PlanServicePort,
@@ -41,6 +40,7 @@ import { diffIpvsTable, diffVirtualServer, needsGracefulTermination, opVirtualSe
 import { PROTOCOL_NAMES } from '../model/ipvs';
 import { NetlinkError } from '../errors';
 import { BoundedFrequencyRunner } from './runner';
+import { DesiredIndex } from './desired-index';
 import { Clock } from './clock';
 
 const E = osConstants.errno;
@@ -61,7 +61,6 @@ export interface ProxySource {
 
 export interface Planner {
   readonly planServicePort: PlanServicePort;
-  planFamilyState(plans: Iterable<ServicePortPlan>, family: IpFamily, opts: IptablesOptions): FamilyDesiredState;
 }
 
 /** A Kubernetes Event about an object (the daemon posts it; tests record it). */
@@ -155,6 +154,7 @@ export class Proxier {
 
   /** service name -> its plans (all ports, all families) */
   private readonly plans = new Map<string, ServicePortPlan[]>();
+  private index: DesiredIndex;
   /** what kube-ipvs believes the kernel holds (owned services only after the first full sync) */
   private applied: IpvsTable = new Map();
   private boundApplied = new Set<string>();
@@ -187,6 +187,7 @@ export class Proxier {
   ) {
     this.settings = settings;
     this.node = node;
+    this.index = new DesiredIndex(settings.families);
     this.runner = new BoundedFrequencyRunner(() => this.syncProxyRules().then(() => undefined), {
       minIntervalMs: settings.minSyncPeriodMs,
       maxIntervalMs: settings.syncPeriodMs,
@@ -223,6 +224,10 @@ export class Proxier {
   }
 
   updateSettings(settings: ProxierSettings): void {
+    if (settings.families.join() !== this.settings.families.join()) {
+      this.index = new DesiredIndex(settings.families);
+      this.plans.clear();
+    }
     this.settings = settings;
     this.runner.setIntervals(settings.minSyncPeriodMs, settings.syncPeriodMs);
     this.replanAll = true;
@@ -275,17 +280,13 @@ export class Proxier {
       for (const name of names) {
         const before = this.plans.get(name) ?? [];
         const after = this.planService(name);
-        for (const p of before) for (const v of p.virtualServers) touched.add(virtualServerKey(v.vs));
-        for (const p of after) for (const v of p.virtualServers) touched.add(virtualServerKey(v.vs));
+        for (const k of this.index.replace(before, after)) touched.add(k);
         if (after.length > 0) this.plans.set(name, after);
         else this.plans.delete(name);
         this.reportRefusals(name, after);
       }
       replanned = names.size;
-
-      const states = this.settings.families.map((f) => this.deps.planner.planFamilyState(this.familyPlans(f), f, this.iptablesOptions(f)));
-      const desiredVs = new Map<string, DesiredVirtualServer>();
-      for (const s of states) for (const [k, v] of s.virtualServers) desiredVs.set(k, v);
+      const desired = (k: string) => this.index.virtualServer(k);
 
       // 1. IPVS: the smallest set of ops
       let ops: IpvsOp[];
@@ -293,6 +294,7 @@ export class Proxier {
         const dump = await this.deps.ipvs.listAll();
         counts.ipvsReads += 1 + dump.length;
         const observed = tableFromDump(dump);
+        const desiredVs = this.index.virtualServers();
         const bound = this.boundApplied;
         ops = diffIpvsTable(observed, desiredVs, (e) => this.ownsVirtualServer(e, bound, desiredVs));
         if (ops.length > 0 && this.lastFullSyncAt > -Infinity) {
@@ -302,25 +304,23 @@ export class Proxier {
         this.applied = observed;
       } else {
         ops = [];
-        for (const k of touched) ops.push(...diffVirtualServer(this.applied.get(k), desiredVs.get(k)));
+        for (const k of touched) ops.push(...diffVirtualServer(this.applied.get(k), desired(k)));
       }
-      await this.runIpvs(ops, desiredVs, counts);
+      await this.runIpvs(ops, desired, counts);
 
       // 2. addresses on kube-ipvs0 (after the virtual servers exist, as kube-proxy binds)
-      const wantBound = new Set<string>();
-      for (const s of states) for (const a of s.boundAddresses) wantBound.add(a);
-      await this.syncBoundAddresses(wantBound, counts);
+      await this.syncBoundAddresses(this.index.boundAddresses(), counts);
 
       // 3. ipsets and iptables, one restore each at most
-      for (const s of states) {
-        const ipset = this.deps.ipsets[s.family];
-        if (ipset) counts.execs += (await ipset.sync(s.ipsets)).execs;
-        const ipt = this.deps.iptables[s.family];
-        if (ipt) counts.execs += (await ipt.sync(s.iptables, { force: full })).execs;
+      for (const family of this.settings.families) {
+        const ipset = this.deps.ipsets[family];
+        if (ipset) counts.execs += (await ipset.sync(this.index.ipsets(family))).execs;
+        const ipt = this.deps.iptables[family];
+        if (ipt) counts.execs += (await ipt.sync(this.index.iptables(family, this.iptablesOptions(family)), { force: full })).execs;
       }
 
       // 4. draining real servers whose connections are gone
-      await this.checkDraining(desiredVs, counts, full);
+      await this.checkDraining(desired, counts, full);
 
       if (full) {
         this.lastFullSyncAt = start;
@@ -405,10 +405,6 @@ export class Proxier {
     return out;
   }
 
-  private *familyPlans(family: IpFamily): Iterable<ServicePortPlan> {
-    for (const ps of this.plans.values()) for (const p of ps) if (p.family === family) yield p;
-  }
-
   private iptablesOptions(family: IpFamily): IptablesOptions {
     const s = this.settings;
     const ofFamily = (c: string) => (family === 'ipv4') === c.includes('.');
@@ -476,7 +472,7 @@ export class Proxier {
 
   private async runIpvs(
     ops: readonly IpvsOp[],
-    desired: ReadonlyMap<string, DesiredVirtualServer>,
+    desired: (vsKey: string) => DesiredVirtualServer | undefined,
     counts: { ipvsWrites: number; ipvsFailures: number },
   ): Promise<void> {
     if (ops.length === 0) return;
@@ -494,7 +490,7 @@ export class Proxier {
         return;
       }
       counts.ipvsFailures++;
-      const owner = desired.get(vsKey)?.owner;
+      const owner = desired(vsKey)?.owner;
       const service = owner ? serviceOf(owner) : undefined;
       // a real server refused because its virtual server was refused first says nothing new
       if (r.error.errno === E.ESRCH && (op.kind === 'newDest' || op.kind === 'setDest') && service && failedServices.has(service)) return;
@@ -559,7 +555,7 @@ export class Proxier {
    * virtual servers that have one, at most every drainCheckInterval.
    */
   private async checkDraining(
-    desired: ReadonlyMap<string, DesiredVirtualServer>,
+    desired: (vsKey: string) => DesiredVirtualServer | undefined,
     counts: { ipvsReads: number; ipvsWrites: number; ipvsFailures: number },
     full: boolean,
   ): Promise<void> {
@@ -569,7 +565,7 @@ export class Proxier {
     // adopt: draining real servers found in the kernel get a start time
     const stillDraining = new Set<string>();
     for (const [vsKey, entry] of this.applied) {
-      const want = desired.get(vsKey);
+      const want = desired(vsKey);
       for (const [rsKey, rs] of entry.realServers) {
         if (rs.weight !== 0 || !needsGracefulTermination(entry.vs.protocol)) continue;
         if (want?.realServers.some((r) => realServerKey(r) === rsKey)) continue;

@@ -1,0 +1,172 @@
+/**
+ * The union of every service port's plan, kept up to date one Service at a time, so a partial
+ * sync costs O(the changed Services) instead of re-planning the node (planFamilyState computes
+ * the same union from scratch; a unit test pins the two together).
+ *
+ * - virtual servers: every claimant per key; the first ServicePortKey in order wins (two
+ *   Services claiming one VIP:port is a conflict the loser is told about);
+ * - kube-ipvs0 addresses and ipset members: reference counts, since several service ports
+ *   share a cluster IP, a NodePort set member or a source range;
+ * - iptables: re-planned from the non-empty sets and the LB out-filter entries (cheap).
+ */
+import { virtualServerKey } from '../model/ipvs';
+import { DesiredIpsets, DesiredSet, IPSET_INFO } from '../plan/ipsets';
+import { IptablesPlan, LbOutFilterEntry, planIptables } from '../plan/iptables';
+import { IpFamily, SetKey, ipsetName } from '../plan/names';
+import { DesiredVirtualServer, IptablesOptions, ServicePortPlan } from '../plan/service-plan';
+
+type Member = DesiredSet['members'] extends ReadonlySet<infer M> ? M : never;
+
+class Counted<T> {
+  readonly counts = new Map<T, number>();
+  add(v: T): boolean {
+    const n = this.counts.get(v) ?? 0;
+    this.counts.set(v, n + 1);
+    return n === 0;
+  }
+  remove(v: T): boolean {
+    const n = this.counts.get(v) ?? 0;
+    if (n <= 1) {
+      this.counts.delete(v);
+      return n === 1;
+    }
+    this.counts.set(v, n - 1);
+    return false;
+  }
+}
+
+interface FamilyIndex {
+  /** set name -> the desired set whose `members` is kept live */
+  readonly sets: Map<string, { type: DesiredSet['type']; family: IpFamily; members: Set<Member> }>;
+  readonly memberCounts: Map<string, Counted<Member>>;
+  readonly nameOf: Map<SetKey, string>;
+  readonly ipvsIps: string;
+  readonly lbOutFilter: Counted<string>;
+}
+
+export class DesiredIndex {
+  private readonly claims = new Map<string, Map<string, DesiredVirtualServer>>();
+  private readonly addresses = new Counted<string>();
+  private readonly families = new Map<IpFamily, FamilyIndex>();
+
+  constructor(families: readonly IpFamily[]) {
+    for (const family of families) {
+      const sets = new Map<string, { type: DesiredSet['type']; family: IpFamily; members: Set<Member> }>();
+      const memberCounts = new Map<string, Counted<Member>>();
+      const nameOf = new Map<SetKey, string>();
+      for (const info of IPSET_INFO) {
+        const name = ipsetName(info.name, family);
+        sets.set(name, { type: info.type, family, members: new Set() });
+        memberCounts.set(name, new Counted());
+        nameOf.set(info.key, name);
+      }
+      this.families.set(family, { sets, memberCounts, nameOf, ipvsIps: nameOf.get('IPVS_IPS')!, lbOutFilter: new Counted() });
+    }
+  }
+
+  /**
+   * Replaces one Service's plans. Returns the virtual server keys whose desired state may
+   * have changed (to diff against what was applied).
+   */
+  replace(before: readonly ServicePortPlan[], after: readonly ServicePortPlan[]): Set<string> {
+    const touched = new Set<string>();
+    for (const p of before) this.apply(p, -1, touched);
+    for (const p of after) this.apply(p, +1, touched);
+    return touched;
+  }
+
+  private apply(p: ServicePortPlan, sign: 1 | -1, touched: Set<string>): void {
+    const fam = this.families.get(p.family);
+    for (const v of p.virtualServers) {
+      const key = virtualServerKey(v.vs);
+      touched.add(key);
+      let c = this.claims.get(key);
+      if (sign > 0) {
+        if (!c) this.claims.set(key, (c = new Map()));
+        c.set(p.key, v);
+      } else if (c) {
+        c.delete(p.key);
+        if (c.size === 0) this.claims.delete(key);
+      }
+    }
+    if (!fam) return;
+    for (const a of p.boundAddresses) {
+      const changed = sign > 0 ? this.addresses.add(a) : this.addresses.remove(a);
+      if (changed) this.member(fam, fam.ipvsIps, a as unknown as Member, sign);
+    }
+    for (const e of p.ipsetEntries) {
+      const name = fam.nameOf.get(e.set);
+      if (name) this.member(fam, name, e.member as unknown as Member, sign);
+    }
+    for (const e of p.lbOutFilter) {
+      const k = JSON.stringify([e.lbIP, e.proto, e.port]);
+      if (sign > 0) fam.lbOutFilter.add(k);
+      else fam.lbOutFilter.remove(k);
+    }
+  }
+
+  private member(fam: FamilyIndex, set: string, m: Member, sign: 1 | -1): void {
+    const counted = fam.memberCounts.get(set)!;
+    const members = fam.sets.get(set)!.members;
+    if (sign > 0) {
+      if (counted.add(m)) members.add(m);
+    } else if (counted.remove(m)) {
+      members.delete(m);
+    }
+  }
+
+  /** The winning claim of a virtual server key: the first service port key in order. */
+  virtualServer(key: string): DesiredVirtualServer | undefined {
+    const c = this.claims.get(key);
+    if (!c) return undefined;
+    if (c.size === 1) return c.values().next().value;
+    const first = [...c.keys()].sort()[0]!;
+    return c.get(first);
+  }
+
+  /** Every desired virtual server, by key. */
+  virtualServers(): Map<string, DesiredVirtualServer> {
+    const out = new Map<string, DesiredVirtualServer>();
+    for (const key of this.claims.keys()) out.set(key, this.virtualServer(key)!);
+    return out;
+  }
+
+  /** Service port keys that claim a virtual server another service port won. */
+  conflicts(): { key: string; winner: string; losers: string[] }[] {
+    const out: { key: string; winner: string; losers: string[] }[] = [];
+    for (const [key, c] of this.claims) {
+      if (c.size < 2) continue;
+      const [winner, ...losers] = [...c.keys()].sort();
+      out.push({ key, winner: winner!, losers });
+    }
+    return out;
+  }
+
+  boundAddresses(): ReadonlySet<string> {
+    return new Set(this.addresses.counts.keys());
+  }
+
+  /** The family's 17 sets; the member sets are live (copy them before keeping them). */
+  ipsets(family: IpFamily): DesiredIpsets {
+    return this.families.get(family)?.sets ?? new Map();
+  }
+
+  iptables(family: IpFamily, opts: IptablesOptions): IptablesPlan {
+    const fam = this.families.get(family)!;
+    const nonEmptySets = new Set<SetKey>();
+    for (const [key, name] of fam.nameOf) if (fam.sets.get(name)!.members.size > 0) nonEmptySets.add(key);
+    const lbOutFilter: LbOutFilterEntry[] = [...fam.lbOutFilter.counts.keys()]
+      .sort()
+      .map((k) => JSON.parse(k) as [string, LbOutFilterEntry['proto'], number])
+      .map(([lbIP, proto, port]) => ({ lbIP, proto, port }));
+    return planIptables({
+      family,
+      masqueradeBit: opts.masqueradeBit,
+      masqueradeAll: opts.masqueradeAll,
+      ...(opts.localDetector ? { localDetector: opts.localDetector } : {}),
+      nonEmptySets,
+      lbOutFilter,
+      randomFully: opts.randomFully,
+    });
+  }
+}
