@@ -108,6 +108,8 @@ export interface ProxierDeps {
   readonly drainTimeoutMs?: number;
   /** how often draining real servers' connection counts are read (default 15 s) */
   readonly drainCheckIntervalMs?: number;
+  /** called after every sync (metrics) */
+  readonly onSync?: (result: SyncResult, driftRepaired: boolean) => void;
 }
 
 /** What one sync did: the figures tests assert exactly and operators read in the log. */
@@ -267,6 +269,7 @@ export class Proxier {
     const full = this.needFullSync || start - this.lastFullSyncAt >= this.settings.syncPeriodMs;
     const counts = { ipvsWrites: 0, ipvsReads: 0, ipvsFailures: 0, linkOps: 0, execs: 0 };
     let replanned = 0;
+    let drift = false;
     try {
       if (full) await this.observeNode(counts);
       const changed = this.deps.source.drainChanges();
@@ -299,6 +302,7 @@ export class Proxier {
         ops = diffIpvsTable(observed, desiredVs, (e) => this.ownsVirtualServer(e, bound, desiredVs));
         if (ops.length > 0 && this.lastFullSyncAt > -Infinity) {
           this.totals.driftRepairs++;
+          drift = true;
           this.deps.log.warn(`full sync: ${ops.length} IPVS changes needed beyond the tracked state (drift repaired)`, { ops: ops.length });
         }
         this.applied = observed;
@@ -346,6 +350,7 @@ export class Proxier {
     this.totals.ipvsFailures += counts.ipvsFailures;
     this.totals.execs += counts.execs;
     this.deps.log.log(full || counts.ipvsWrites > 0 || counts.execs > 0 ? 'info' : 'debug', 'sync done', { ...result });
+    this.deps.onSync?.(result, drift);
     return result;
   }
 

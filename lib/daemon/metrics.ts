@@ -1,0 +1,91 @@
+/**
+ * Prometheus metrics (prom-client) with kube-proxy's names, types and buckets
+ * (K8S pkg/proxy/metrics/metrics.go), so dashboards and alerts written for kube-proxy keep
+ * working, plus kube-ipvs's own `kube_ipvs_*` series. One registry per daemon.
+ */
+import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics, exponentialBuckets, linearBuckets } from 'prom-client';
+import type { SyncResult } from '../proxier/proxier';
+
+/** kube-proxy's network programming buckets: 0.25, 0.5, 1..59, 60..115 step 5, 120..300 step 30. */
+export const NETWORK_PROGRAMMING_BUCKETS: readonly number[] = [
+  ...linearBuckets(0.25, 0.25, 2),
+  ...linearBuckets(1, 1, 59),
+  ...linearBuckets(60, 5, 12),
+  ...linearBuckets(120, 30, 7),
+];
+
+export class ProxyMetrics {
+  readonly registry = new Registry();
+  readonly syncDuration: Histogram;
+  readonly syncFullDuration: Histogram;
+  readonly syncPartialDuration: Histogram;
+  readonly lastSync: Gauge;
+  readonly lastQueued: Gauge;
+  readonly endpointChangesPending: Gauge;
+  readonly endpointChangesTotal: Counter;
+  readonly serviceChangesPending: Gauge;
+  readonly serviceChangesTotal: Counter;
+  readonly healthzTotal: Counter<'code'>;
+  readonly livezTotal: Counter<'code'>;
+  readonly networkProgramming: Histogram;
+  readonly noLocalEndpoints: Gauge<'traffic_policy'>;
+  readonly restoreFailures: Counter;
+  readonly netlinkOps: Counter<'kind' | 'result'>;
+  readonly execs: Counter;
+  readonly driftRepairs: Counter;
+  readonly virtualServers: Gauge;
+  readonly realServers: Gauge;
+  readonly draining: Gauge;
+
+  constructor() {
+    const registers = [this.registry];
+    const dur = exponentialBuckets(0.001, 2, 15);
+    this.syncDuration = new Histogram({ name: 'kubeproxy_sync_proxy_rules_duration_seconds', help: 'SyncProxyRules latency in seconds', buckets: dur, registers });
+    this.syncFullDuration = new Histogram({ name: 'kubeproxy_sync_full_proxy_rules_duration_seconds', help: 'SyncProxyRules latency in seconds for full resyncs', buckets: dur, registers });
+    this.syncPartialDuration = new Histogram({ name: 'kubeproxy_sync_partial_proxy_rules_duration_seconds', help: 'SyncProxyRules latency in seconds for partial resyncs', buckets: dur, registers });
+    this.lastSync = new Gauge({ name: 'kubeproxy_sync_proxy_rules_last_timestamp_seconds', help: 'The last time proxy rules were successfully synced', registers });
+    this.lastQueued = new Gauge({ name: 'kubeproxy_sync_proxy_rules_last_queued_timestamp_seconds', help: 'The last time a sync of proxy rules was queued', registers });
+    this.endpointChangesPending = new Gauge({ name: 'kubeproxy_sync_proxy_rules_endpoint_changes_pending', help: 'Pending proxy rules Endpoint changes', registers });
+    this.endpointChangesTotal = new Counter({ name: 'kubeproxy_sync_proxy_rules_endpoint_changes_total', help: 'Cumulative proxy rules Endpoint changes', registers });
+    this.serviceChangesPending = new Gauge({ name: 'kubeproxy_sync_proxy_rules_service_changes_pending', help: 'Pending proxy rules Service changes', registers });
+    this.serviceChangesTotal = new Counter({ name: 'kubeproxy_sync_proxy_rules_service_changes_total', help: 'Cumulative proxy rules Service changes', registers });
+    this.healthzTotal = new Counter({ name: 'kubeproxy_proxy_healthz_total', help: 'Cumulative proxy healthz HTTP status', labelNames: ['code'], registers });
+    this.livezTotal = new Counter({ name: 'kubeproxy_proxy_livez_total', help: 'Cumulative proxy livez HTTP status', labelNames: ['code'], registers });
+    this.networkProgramming = new Histogram({
+      name: 'kubeproxy_network_programming_duration_seconds',
+      help: 'In Cluster Network Programming Latency in seconds',
+      buckets: [...NETWORK_PROGRAMMING_BUCKETS],
+      registers,
+    });
+    this.noLocalEndpoints = new Gauge({
+      name: 'kubeproxy_sync_proxy_rules_no_local_endpoints_total',
+      help: 'Number of services with a Local traffic policy and no endpoints',
+      labelNames: ['traffic_policy'],
+      registers,
+    });
+    this.restoreFailures = new Counter({ name: 'kubeproxy_sync_proxy_rules_iptables_restore_failures_total', help: 'Cumulative proxy iptables restore failures', registers });
+    this.netlinkOps = new Counter({ name: 'kube_ipvs_netlink_ops_total', help: 'IPVS netlink requests, by kind (read/write) and result', labelNames: ['kind', 'result'], registers });
+    this.execs = new Counter({ name: 'kube_ipvs_execs_total', help: 'ipset and iptables processes started', registers });
+    this.driftRepairs = new Counter({ name: 'kube_ipvs_drift_repairs_total', help: 'Full syncs that found the kernel changed behind kube-ipvs and repaired it', registers });
+    this.virtualServers = new Gauge({ name: 'kube_ipvs_virtual_servers', help: 'IPVS virtual servers kube-ipvs manages', registers });
+    this.realServers = new Gauge({ name: 'kube_ipvs_real_servers', help: 'IPVS real servers kube-ipvs manages', registers });
+    this.draining = new Gauge({ name: 'kube_ipvs_draining_real_servers', help: 'Real servers at weight 0 waiting for their connections to end', registers });
+    collectDefaultMetrics({ register: this.registry });
+  }
+
+  /** One sync's figures. */
+  recordSync(r: SyncResult, drift: boolean, counts: { virtualServers: number; realServers: number; draining: number }, at: number): void {
+    const s = r.durationMs / 1000;
+    this.syncDuration.observe(s);
+    (r.full ? this.syncFullDuration : this.syncPartialDuration).observe(s);
+    this.lastSync.set(at / 1000);
+    this.netlinkOps.inc({ kind: 'write', result: 'ok' }, r.ipvsWrites - r.ipvsFailures);
+    this.netlinkOps.inc({ kind: 'write', result: 'error' }, r.ipvsFailures);
+    this.netlinkOps.inc({ kind: 'read', result: 'ok' }, r.ipvsReads);
+    this.execs.inc(r.execs);
+    if (drift) this.driftRepairs.inc();
+    this.virtualServers.set(counts.virtualServers);
+    this.realServers.set(counts.realServers);
+    this.draining.set(counts.draining);
+  }
+}
