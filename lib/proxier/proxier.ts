@@ -349,7 +349,7 @@ export class Proxier {
     this.totals.ipvsWrites += counts.ipvsWrites;
     this.totals.ipvsFailures += counts.ipvsFailures;
     this.totals.execs += counts.execs;
-    this.deps.log.log(full || counts.ipvsWrites > 0 || counts.execs > 0 ? 'info' : 'debug', 'sync done', { ...result });
+    this.deps.log.log(full || counts.ipvsWrites > 0 || counts.execs > 0 ? 'info' : 'verbose', 'sync done', { ...result });
     this.deps.onSync?.(result, drift);
     return result;
   }
