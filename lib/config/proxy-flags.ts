@@ -171,8 +171,9 @@ function syntaxParser(type: FlagType): (value: string, previous: unknown) => Fla
 function buildProgram(): Command {
   const program = new Command('kube-ipvs')
     .description(
-      'A drop-in replacement for kube-proxy --proxy-mode=ipvs. Takes kube-proxy\'s flags and KubeProxyConfiguration file;\n' +
-        'every flag given is applied on top of the file. Subcommands: `kube-ipvs ipvsadm ...`, `kube-ipvs cleanup`.',
+      'A drop-in replacement for kube-proxy --proxy-mode=ipvs, taking its flags and its\n' +
+        'KubeProxyConfiguration file; every flag given is applied on top of the file.\n' +
+        'Subcommands: kube-ipvs ipvsadm ARGS (ipvsadm 1.31), kube-ipvs cleanup.',
     )
     .exitOverride()
     .helpOption('-h, --help', 'show this help')
