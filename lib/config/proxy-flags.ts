@@ -39,63 +39,119 @@ interface FlagSpec {
   readonly type: FlagType;
   readonly help: string;
   /** applies the value onto the config; absent = kube-proxy flag accepted and ignored (warned) */
-  readonly apply?: (c: MutableConfig, value: never, flag: string, warnings: ConfigWarning[]) => void;
+  readonly apply?: Apply<never>;
 }
 
-const str = (apply: (c: MutableConfig, v: string, flag: string, w: ConfigWarning[]) => void) => apply;
+type Apply<V> = (c: MutableConfig, value: V, flag: string, warnings: ConfigWarning[]) => void;
+
+function flag<V>(name: string, type: FlagType, help: string, apply: Apply<V>): FlagSpec {
+  return { flag: name, type, help, apply: apply as FlagSpec['apply'] };
+}
 
 /** The flags that override the configuration, in the order they are applied. */
 const CONFIG_FLAGS: readonly FlagSpec[] = [
-  { flag: '--kubeconfig', type: 'string', help: 'path to a kubeconfig file (clientConnection.kubeconfig)', apply: str((c, v) => (c.clientConnection.kubeconfig = v)) },
-  { flag: '--master', type: 'string', help: 'API server address, overrides the kubeconfig\'s', apply: str((c, v) => (c.master = v)) },
-  { flag: '--kube-api-qps', type: 'float', help: 'QPS to the API server (clientConnection.qps)', apply: (c, v: number) => (c.clientConnection.qps = v) },
-  { flag: '--kube-api-burst', type: 'int', help: 'burst to the API server (clientConnection.burst)', apply: (c, v: number) => (c.clientConnection.burst = v) },
-  { flag: '--kube-api-content-type', type: 'string', help: 'content type of requests to the API server', apply: str((c, v) => (c.clientConnection.contentType = v)) },
-  { flag: '--hostname-override', type: 'string', help: 'the node name to use instead of the hostname', apply: str((c, v) => (c.hostnameOverride = v)) },
-  {
-    flag: '--proxy-mode', type: 'string', help: 'accepted for compatibility; kube-ipvs always runs ipvs',
-    apply: str((_c, v, flag, w) => {
-      if (v !== '' && v !== 'ipvs') w.push(modeWarning(flag, v));
-    }),
-  },
-  { flag: '--bind-address', type: 'string', help: 'the node IP hint (bindAddress)', apply: str((c, v, f) => (c.bindAddress = parseIP(v, f))) },
-  {
-    flag: '--healthz-bind-address', type: 'string', help: `IP:port of the health server (default 0.0.0.0:${HEALTHZ_PORT}); empty disables it`,
-    apply: str((c, v, f) => (c.healthzBindAddress = v === '' ? '' : parseBindAddress(v, f, HEALTHZ_PORT))),
-  },
-  {
-    flag: '--metrics-bind-address', type: 'string', help: `IP:port of the metrics server (default 127.0.0.1:${METRICS_PORT}); empty disables it`,
-    apply: str((c, v, f) => (c.metricsBindAddress = v === '' ? '' : parseBindAddress(v, f, METRICS_PORT))),
-  },
-  { flag: '--cluster-cidr', type: 'string', help: 'the pod CIDR, or a dual-stack pair, comma-separated', apply: str((c, v, f) => (c.clusterCIDR = parseClusterCidrs(v.split(','), f))) },
-  { flag: '--detect-local-mode', type: 'string', help: 'ClusterCIDR, NodeCIDR, BridgeInterface or InterfaceNamePrefix', apply: str((c, v, f) => (c.detectLocalMode = parseDetectLocalMode(v, f))) },
-  { flag: '--pod-bridge-interface', type: 'string', help: 'bridge interface name (detect-local-mode BridgeInterface)', apply: str((c, v) => (c.detectLocal.bridgeInterface = v)) },
-  { flag: '--pod-interface-name-prefix', type: 'string', help: 'interface name prefix (detect-local-mode InterfaceNamePrefix)', apply: str((c, v) => (c.detectLocal.interfaceNamePrefix = v)) },
-  { flag: '--nodeport-addresses', type: 'list', help: 'CIDRs NodePorts listen on, or "primary"; default all', apply: (c, v: string[], f) => (c.nodePortAddresses = parseNodePortAddresses(v, f)) },
-  { flag: '--masquerade-all', type: 'bool', help: 'SNAT all traffic sent via Service IPs', apply: (c, v: boolean) => (c.iptables.masqueradeAll = v) },
-  { flag: '--iptables-masquerade-bit', type: 'int', help: 'fwmark bit for packets to SNAT, 0-31 (default 14)', apply: (c, v: number, f) => (c.iptables.masqueradeBit = parseMasqueradeBit(v, f)) },
-  { flag: '--ipvs-scheduler', type: 'string', help: 'IPVS scheduler (default rr)', apply: str((c, v, f) => (c.ipvs.scheduler = parseScheduler(v, f))) },
-  { flag: '--ipvs-sync-period', type: 'duration', help: 'maximum interval between full syncs (default 30s)', apply: str((c, v, f) => (c.ipvs.syncPeriodMs = parseDuration(v, f))) },
-  { flag: '--ipvs-min-sync-period', type: 'duration', help: 'minimum interval between syncs (default 0s)', apply: str((c, v, f) => (c.ipvs.minSyncPeriodMs = parseDuration(v, f))) },
-  { flag: '--ipvs-exclude-cidrs', type: 'list', help: 'CIDRs whose virtual servers kube-ipvs never touches', apply: (c, v: string[], f) => (c.ipvs.excludeCIDRs = v.map((x) => parseCidr(x, f))) },
-  { flag: '--ipvs-strict-arp', type: 'bool', help: 'arp_ignore=1, arp_announce=2', apply: (c, v: boolean) => (c.ipvs.strictARP = v) },
-  { flag: '--ipvs-tcp-timeout', type: 'duration', help: 'IPVS TCP timeout (0 leaves the kernel value)', apply: str((c, v, f) => (c.ipvs.tcpTimeoutSec = parseDurationSec(v, f))) },
-  { flag: '--ipvs-tcpfin-timeout', type: 'duration', help: 'IPVS TCP FIN_WAIT timeout', apply: str((c, v, f) => (c.ipvs.tcpFinTimeoutSec = parseDurationSec(v, f))) },
-  { flag: '--ipvs-udp-timeout', type: 'duration', help: 'IPVS UDP timeout', apply: str((c, v, f) => (c.ipvs.udpTimeoutSec = parseDurationSec(v, f))) },
-  {
-    flag: '--exclude-cluster-cidr', type: 'list', help: 'kube-ipvs (multi-CNI): ignore endpoints inside these CIDRs (ipvs.excludeClusterCIDRs)',
-    apply: (c, v: string[], f) => (c.ipvs.excludeClusterCIDRs = v.map((x) => parseCidr(x, f))),
-  },
-  { flag: '--config-sync-period', type: 'duration', help: 'informer resync period (default 15m)', apply: str((c, v, f) => (c.configSyncPeriodMs = parseDuration(v, f))) },
-  { flag: '--feature-gates', type: 'map', help: 'A=true,B=false (merged over the file\'s featureGates)', apply: (c, v: Record<string, boolean>) => (c.featureGates = { ...c.featureGates, ...v }) },
+  flag<string>('--kubeconfig', 'string', 'path to a kubeconfig file (clientConnection.kubeconfig)', (c, v) => {
+    c.clientConnection.kubeconfig = v;
+  }),
+  flag<string>('--master', 'string', "API server address, overrides the kubeconfig's", (c, v) => {
+    c.master = v;
+  }),
+  flag<number>('--kube-api-qps', 'float', 'QPS to the API server (clientConnection.qps)', (c, v) => {
+    c.clientConnection.qps = v;
+  }),
+  flag<number>('--kube-api-burst', 'int', 'burst to the API server (clientConnection.burst)', (c, v) => {
+    c.clientConnection.burst = v;
+  }),
+  flag<string>('--kube-api-content-type', 'string', 'content type of requests to the API server', (c, v) => {
+    c.clientConnection.contentType = v;
+  }),
+  flag<string>('--hostname-override', 'string', 'the node name to use instead of the hostname', (c, v) => {
+    c.hostnameOverride = v;
+  }),
+  flag<string>('--proxy-mode', 'string', 'accepted for compatibility; kube-ipvs always runs ipvs', (_c, v, f, w) => {
+    if (v !== '' && v !== 'ipvs') w.push(modeWarning(f, v));
+  }),
+  flag<string>('--bind-address', 'string', 'the node IP hint (bindAddress)', (c, v, f) => {
+    c.bindAddress = parseIP(v, f);
+  }),
+  flag<string>('--healthz-bind-address', 'string', `health server IP:port (default 0.0.0.0:${HEALTHZ_PORT}); empty disables it`, (c, v, f) => {
+    c.healthzBindAddress = v === '' ? '' : parseBindAddress(v, f, HEALTHZ_PORT);
+  }),
+  flag<string>('--metrics-bind-address', 'string', `metrics server IP:port (default 127.0.0.1:${METRICS_PORT}); empty disables it`, (c, v, f) => {
+    c.metricsBindAddress = v === '' ? '' : parseBindAddress(v, f, METRICS_PORT);
+  }),
+  flag<string>('--cluster-cidr', 'string', 'the pod CIDR, or a dual-stack pair, comma-separated', (c, v, f) => {
+    c.clusterCIDR = parseClusterCidrs(v.split(','), f);
+  }),
+  flag<string>('--detect-local-mode', 'string', 'ClusterCIDR, NodeCIDR, BridgeInterface or InterfaceNamePrefix', (c, v, f) => {
+    c.detectLocalMode = parseDetectLocalMode(v, f);
+  }),
+  flag<string>('--pod-bridge-interface', 'string', 'bridge name (detect-local-mode BridgeInterface)', (c, v) => {
+    c.detectLocal.bridgeInterface = v;
+  }),
+  flag<string>('--pod-interface-name-prefix', 'string', 'interface name prefix (detect-local-mode InterfaceNamePrefix)', (c, v) => {
+    c.detectLocal.interfaceNamePrefix = v;
+  }),
+  flag<string[]>('--nodeport-addresses', 'list', 'CIDRs NodePorts listen on, or "primary"; default all', (c, v, f) => {
+    c.nodePortAddresses = parseNodePortAddresses(v, f);
+  }),
+  flag<boolean>('--masquerade-all', 'bool', 'SNAT all traffic sent via Service IPs', (c, v) => {
+    c.iptables.masqueradeAll = v;
+  }),
+  flag<number>('--iptables-masquerade-bit', 'int', 'fwmark bit for packets to SNAT, 0-31 (default 14)', (c, v, f) => {
+    c.iptables.masqueradeBit = parseMasqueradeBit(v, f);
+  }),
+  flag<string>('--ipvs-scheduler', 'string', 'IPVS scheduler (default rr)', (c, v, f) => {
+    c.ipvs.scheduler = parseScheduler(v, f);
+  }),
+  flag<string>('--ipvs-sync-period', 'duration', 'maximum interval between full syncs (default 30s)', (c, v, f) => {
+    c.ipvs.syncPeriodMs = parseDuration(v, f);
+  }),
+  flag<string>('--ipvs-min-sync-period', 'duration', 'minimum interval between syncs (default 0s)', (c, v, f) => {
+    c.ipvs.minSyncPeriodMs = parseDuration(v, f);
+  }),
+  flag<string[]>('--ipvs-exclude-cidrs', 'list', 'CIDRs whose virtual servers kube-ipvs never touches', (c, v, f) => {
+    c.ipvs.excludeCIDRs = v.map((x) => parseCidr(x, f));
+  }),
+  flag<boolean>('--ipvs-strict-arp', 'bool', 'arp_ignore=1, arp_announce=2', (c, v) => {
+    c.ipvs.strictARP = v;
+  }),
+  flag<string>('--ipvs-tcp-timeout', 'duration', 'IPVS TCP timeout (0 leaves the kernel value)', (c, v, f) => {
+    c.ipvs.tcpTimeoutSec = parseDurationSec(v, f);
+  }),
+  flag<string>('--ipvs-tcpfin-timeout', 'duration', 'IPVS TCP FIN_WAIT timeout', (c, v, f) => {
+    c.ipvs.tcpFinTimeoutSec = parseDurationSec(v, f);
+  }),
+  flag<string>('--ipvs-udp-timeout', 'duration', 'IPVS UDP timeout', (c, v, f) => {
+    c.ipvs.udpTimeoutSec = parseDurationSec(v, f);
+  }),
+  flag<string[]>('--exclude-cluster-cidr', 'list', 'kube-ipvs (multi-CNI): ignore endpoints in these CIDRs (ipvs.excludeClusterCIDRs)', (c, v, f) => {
+    c.ipvs.excludeClusterCIDRs = v.map((x) => parseCidr(x, f));
+  }),
+  flag<string>('--config-sync-period', 'duration', 'informer resync period (default 15m)', (c, v, f) => {
+    c.configSyncPeriodMs = parseDuration(v, f);
+  }),
+  flag<Record<string, boolean>>('--feature-gates', 'map', "A=true,B=false (merged over the file's featureGates)", (c, v) => {
+    c.featureGates = { ...c.featureGates, ...v };
+  }),
 ];
 
-/** kube-proxy flags kube-ipvs accepts so existing DaemonSets start, but does not use. */
+const ignored = (type: FlagType, names: readonly string[]): FlagSpec[] =>
+  names.map((name) => ({ flag: name, type, help: 'kube-proxy flag, ignored' }));
+
+/** kube-proxy flags kube-ipvs accepts (with a warning) so existing DaemonSets start, but does not use. */
 const IGNORED_FLAGS: readonly FlagSpec[] = [
-  ...['--conntrack-max-per-core', '--conntrack-min', '--oom-score-adj', '--healthz-port', '--metrics-port'].map((flag) => ({ flag, type: 'int' as const, help: 'kube-proxy flag, ignored' })),
-  ...['--conntrack-tcp-timeout-established', '--conntrack-tcp-timeout-close-wait', '--conntrack-udp-timeout', '--conntrack-udp-timeout-stream', '--iptables-sync-period', '--iptables-min-sync-period'].map((flag) => ({ flag, type: 'duration' as const, help: 'kube-proxy flag, ignored' })),
-  ...['--conntrack-tcp-be-liberal', '--iptables-localhost-nodeports', '--profiling', '--bind-address-hard-fail'].map((flag) => ({ flag, type: 'bool' as const, help: 'kube-proxy flag, ignored' })),
-  ...['--show-hidden-metrics-for-version', '--proxy-port-range', '--logging-format'].map((flag) => ({ flag, type: 'string' as const, help: 'kube-proxy flag, ignored' })),
+  ...ignored('int', ['--conntrack-max-per-core', '--conntrack-min', '--oom-score-adj', '--healthz-port', '--metrics-port']),
+  ...ignored('duration', [
+    '--conntrack-tcp-timeout-established',
+    '--conntrack-tcp-timeout-close-wait',
+    '--conntrack-udp-timeout',
+    '--conntrack-udp-timeout-stream',
+    '--iptables-sync-period',
+    '--iptables-min-sync-period',
+  ]),
+  ...ignored('bool', ['--conntrack-tcp-be-liberal', '--iptables-localhost-nodeports', '--profiling', '--bind-address-hard-fail']),
+  ...ignored('string', ['--show-hidden-metrics-for-version', '--proxy-port-range', '--logging-format']),
 ];
 
 /** The command line, parsed. Config overrides are applied by applyProxyFlags. */
