@@ -151,6 +151,16 @@ function isMapping(v: unknown): v is Record<string, unknown> {
   return typeof v === 'object' && v !== null && !Array.isArray(v);
 }
 
+/**
+ * kube-proxy reads YAML 1.1 (go-yaml v2 under sigs.k8s.io/yaml), where `yes`/`on`/`y` are
+ * booleans; js-yaml's core schema is YAML 1.2 and gives strings. Accepted for boolean fields
+ * (a quoted "yes" too: a harmless superset).
+ */
+const YAML11_BOOLS: Readonly<Record<string, boolean>> = Object.fromEntries([
+  ...['y', 'Y', 'yes', 'Yes', 'YES', 'on', 'On', 'ON'].map((t) => [t, true] as const),
+  ...['n', 'N', 'no', 'No', 'NO', 'off', 'Off', 'OFF'].map((t) => [t, false] as const),
+]);
+
 function decodeLeaf(kind: Leaf, value: unknown, path: string): unknown {
   const wrongType = (want: string): ConfigError => new ConfigError(path, `expected ${want}, got ${describe(value)}`);
   switch (kind) {
@@ -160,9 +170,11 @@ function decodeLeaf(kind: Leaf, value: unknown, path: string): unknown {
     case 'duration':
       if (typeof value !== 'string') throw wrongType(kind === 'string' ? 'a string' : 'a duration string such as "30s"');
       return kind === 'string' ? value : parseDuration(value, path);
-    case 'bool':
-      if (typeof value !== 'boolean') throw wrongType('true or false');
-      return value;
+    case 'bool': {
+      const b = typeof value === 'string' ? YAML11_BOOLS[value] : value;
+      if (typeof b !== 'boolean') throw wrongType('true or false');
+      return b;
+    }
     case 'int':
       if (typeof value !== 'number' || !Number.isInteger(value)) throw wrongType('an integer');
       return value;
@@ -178,10 +190,7 @@ function decodeLeaf(kind: Leaf, value: unknown, path: string): unknown {
     case 'boolMap': {
       if (!isMapping(value)) throw wrongType('a mapping of name: true|false');
       const out: Record<string, boolean> = {};
-      for (const [k, v] of Object.entries(value)) {
-        if (typeof v !== 'boolean') throw new ConfigError(`${path}.${k}`, `expected true or false, got ${describe(v)}`);
-        out[k] = v;
-      }
+      for (const [k, v] of Object.entries(value)) out[k] = decodeLeaf('bool', v, `${path}.${k}`) as boolean;
       return out;
     }
   }

@@ -168,6 +168,11 @@ describe('decodeProxyConfig: good configurations', () => {
     { name: 'configSyncPeriod, hostnameOverride', yaml: 'configSyncPeriod: 1h\nhostnameOverride: node-1\n', want: { configSyncPeriodMs: 3_600_000, hostnameOverride: 'node-1' } },
     { name: 'mode iptables: warned, run as ipvs', yaml: 'mode: iptables\n', want: { mode: 'ipvs' }, warn: ['mode'] },
     { name: 'nested unknown fields name their full path', yaml: 'ipvs:\n  schedular: rr\nconntrack:\n  maxPerCor: 1\nfoo: 1\n', want: {}, warn: ['ipvs.schedular', 'conntrack.maxPerCor', 'foo'] },
+    {
+      name: 'YAML 1.1 booleans, as kube-proxy reads them',
+      yaml: 'ipvs:\n  strictARP: yes\niptables:\n  masqueradeAll: on\nfeatureGates:\n  A: off\n  B: Y\n',
+      want: { ipvs: { strictARP: true }, iptables: { masqueradeAll: true }, featureGates: { A: false, B: true } },
+    },
     { name: 'null anywhere is unset', yaml: 'ipvs: null\nclusterCIDR: null\nfeatureGates: ~\n', want: {} },
   ])('$name', ({ yaml, want, warn }) => {
     const { config, warnings } = decodeProxyConfig(HEADER + yaml);
@@ -205,10 +210,11 @@ describe('decodeProxyConfig: bad configurations name the field and the value', (
     { name: 'BridgeInterface without a bridge', text: HEADER + 'detectLocalMode: BridgeInterface\n', field: 'detectLocal.bridgeInterface', value: 'BridgeInterface' },
     { name: 'InterfaceNamePrefix without a prefix', text: HEADER + 'detectLocalMode: InterfaceNamePrefix\n', field: 'detectLocal.interfaceNamePrefix', value: 'InterfaceNamePrefix' },
     { name: 'nodePortAddresses not CIDRs', text: HEADER + 'nodePortAddresses: [eth0]\n', field: 'nodePortAddresses[0]', value: 'eth0' },
-    { name: 'strictARP as a string', text: HEADER + 'ipvs:\n  strictARP: "yes"\n', field: 'ipvs.strictARP', value: 'yes' },
+    { name: 'strictARP not a boolean', text: HEADER + 'ipvs:\n  strictARP: "maybe"\n', field: 'ipvs.strictARP', value: 'maybe' },
+    { name: 'strictARP a number', text: HEADER + 'ipvs:\n  strictARP: 1\n', field: 'ipvs.strictARP', value: '1' },
     { name: 'ipvs not a mapping', text: HEADER + 'ipvs: rr\n', field: 'ipvs', value: 'a mapping' },
     { name: 'excludeCIDRs a string', text: HEADER + 'ipvs:\n  excludeCIDRs: 10.0.0.0/8\n', field: 'ipvs.excludeCIDRs', value: '10.0.0.0/8' },
-    { name: 'featureGates value not a bool', text: HEADER + 'featureGates:\n  Foo: "on"\n', field: 'featureGates.Foo', value: 'on' },
+    { name: 'featureGates value not a bool', text: HEADER + 'featureGates:\n  Foo: "enabled"\n', field: 'featureGates.Foo', value: 'enabled' },
     { name: 'negative burst', text: HEADER + 'clientConnection:\n  burst: -1\n', field: 'clientConnection.burst', value: '-1' },
     { name: 'minSyncPeriod above syncPeriod', text: HEADER + 'ipvs:\n  minSyncPeriod: 1m\n', field: 'ipvs.syncPeriod', value: '1m0s' },
     { name: 'hostnameOverride a number', text: HEADER + 'hostnameOverride: 12\n', field: 'hostnameOverride', value: '12' },
