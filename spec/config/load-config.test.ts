@@ -4,7 +4,7 @@ import { ConfigError, UsageError } from '../../lib/errors';
 import { decodeProxyConfig, defaultProxyConfig } from '../../lib/config/decode-config';
 import { formatProxyConfig } from '../../lib/config/format-config';
 import { loadProxyConfig } from '../../lib/config/load-config';
-import { parseProxyFlags } from '../../lib/config/proxy-flags';
+import { CONFIG_FLAG_NAMES, parseProxyFlags } from '../../lib/config/proxy-flags';
 
 const FILE = '/var/lib/kube-proxy/config.conf';
 const CONFIG = `apiVersion: kubeproxy.config.k8s.io/v1alpha1
@@ -102,43 +102,51 @@ describe('loadProxyConfig: flags over file', () => {
     expect(config).toEqual({ ...defaultProxyConfig(), clusterCIDR: ['10.244.0.0/16'] });
   });
 
+  const EVERY_FLAG = [
+    `--config=${FILE}`,
+    '--hostname-override=node-7',
+    '--kubeconfig=/etc/kubeconfig',
+    '--master=https://10.0.0.1:6443',
+    '--cluster-cidr=10.100.1.1/16,fd00:100::/56',
+    '--ipvs-scheduler', 'sh',
+    '--ipvs-sync-period=2m',
+    '--ipvs-min-sync-period=1s',
+    '--ipvs-exclude-cidrs=10.50.0.0/16',
+    '--ipvs-strict-arp=false',
+    '--ipvs-tcp-timeout=900s',
+    '--ipvs-tcpfin-timeout=2m',
+    '--ipvs-udp-timeout=300s',
+    '--masquerade-all=false',
+    '--iptables-masquerade-bit=15',
+    '--nodeport-addresses=primary',
+    '--detect-local-mode=InterfaceNamePrefix',
+    '--pod-interface-name-prefix=veth',
+    '--pod-bridge-interface=cbr0',
+    '--healthz-bind-address=0.0.0.0:10266',
+    '--metrics-bind-address=0.0.0.0',
+    '--bind-address=10.0.0.5',
+    '--config-sync-period=5m',
+    '--feature-gates=B=false,C=true',
+    '--exclude-cluster-cidr=10.99.0.0/16,fd99::/64',
+    '--kube-api-qps=20',
+    '--kube-api-burst=40',
+    '--kube-api-content-type=application/json',
+  ];
+
+  it('the override test below covers every config flag (--proxy-mode: warning test)', () => {
+    const covered = new Set(EVERY_FLAG.filter((a) => a.startsWith('--')).map((a) => a.split('=')[0]!));
+    expect(CONFIG_FLAG_NAMES.filter((f) => !covered.has(f))).toEqual(['--proxy-mode']);
+  });
+
   it('every flag given overrides the file, the rest of the file stays', async () => {
-    const { config } = await load([
-      `--config=${FILE}`,
-      '--hostname-override=node-7',
-      '--kubeconfig=/etc/kubeconfig',
-      '--master=https://10.0.0.1:6443',
-      '--cluster-cidr=10.100.1.1/16,fd00:100::/56',
-      '--ipvs-scheduler', 'sh',
-      '--ipvs-sync-period=2m',
-      '--ipvs-min-sync-period=1s',
-      '--ipvs-exclude-cidrs=10.50.0.0/16',
-      '--ipvs-strict-arp=false',
-      '--ipvs-tcp-timeout=900s',
-      '--ipvs-tcpfin-timeout=2m',
-      '--ipvs-udp-timeout=300s',
-      '--masquerade-all=false',
-      '--iptables-masquerade-bit=15',
-      '--nodeport-addresses=primary',
-      '--detect-local-mode=InterfaceNamePrefix',
-      '--pod-interface-name-prefix=veth',
-      '--pod-bridge-interface=cbr0',
-      '--healthz-bind-address=0.0.0.0:10266',
-      '--metrics-bind-address=0.0.0.0',
-      '--bind-address=10.0.0.5',
-      '--config-sync-period=5m',
-      '--feature-gates=B=false,C=true',
-      '--exclude-cluster-cidr=10.99.0.0/16,fd99::/64',
-      '--kube-api-qps=20',
-      '--kube-api-burst=40',
-    ]);
+    const { config } = await load(EVERY_FLAG);
     expect(config).toEqual({
       mode: 'ipvs',
       hostnameOverride: 'node-7',
       bindAddress: '10.0.0.5',
       healthzBindAddress: '0.0.0.0:10266',
       metricsBindAddress: '0.0.0.0:10249',
-      clientConnection: { kubeconfig: '/etc/kubeconfig', qps: 20, burst: 40, contentType: 'application/vnd.kubernetes.protobuf' },
+      clientConnection: { kubeconfig: '/etc/kubeconfig', qps: 20, burst: 40, contentType: 'application/json' },
       master: 'https://10.0.0.1:6443',
       clusterCIDR: ['10.100.0.0/16', 'fd00:100::/56'],
       detectLocalMode: 'InterfaceNamePrefix',
