@@ -232,7 +232,10 @@ function decode(text: string): DecodedConfig {
   try {
     doc = yaml.load(text, { schema: yaml.CORE_SCHEMA });
   } catch (e) {
-    throw new ConfigError('', `not valid YAML or JSON: ${(e as Error).message}`, { cause: e });
+    // one line: js-yaml's message carries a multi-line source excerpt
+    const { reason, mark } = e as { reason?: string; mark?: { line: number; column: number } };
+    const where = mark ? ` at line ${mark.line + 1}, column ${mark.column + 1}` : '';
+    throw new ConfigError('', `not valid YAML or JSON: ${reason ?? (e as Error).message}${where}`, { cause: e });
   }
   if (!isMapping(doc)) throw new ConfigError('', `expected a ${KIND} object, got ${describe(doc)}`);
   if (doc.apiVersion !== API_VERSION) {

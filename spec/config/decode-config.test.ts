@@ -227,7 +227,8 @@ describe('decodeProxyConfig: bad configurations name the field and the value', (
   });
 
   it.each([
-    ['not YAML', 'ipvs: [\n', /not valid YAML or JSON/],
+    ['not YAML', 'a: 1\nipvs: [\n', /^not valid YAML or JSON: .* at line 3, column 1$/],
+    ['duplicate key', HEADER + 'mode: ipvs\nmode: ipvs\n', /^not valid YAML or JSON: duplicated mapping key at line 4, column 1$/],
     ['a list', '- a\n', /expected a KubeProxyConfiguration object, got a list/],
     ['empty', '', /expected a KubeProxyConfiguration object, got null/],
     ['comments only', '# nothing\n', /got null/],
