@@ -99,3 +99,21 @@ export const isExists = (e: unknown): boolean => hasErrno(e, E.EEXIST);
 export const isNotFound = (e: unknown): boolean => hasErrno(e, E.ESRCH, E.ENOENT);
 /** The caller lacks CAP_NET_ADMIN. */
 export const isPermission = (e: unknown): boolean => hasErrno(e, E.EPERM);
+
+/**
+ * A KubeProxyConfiguration file or a kube-proxy flag has a value kube-ipvs cannot run with.
+ * `field` is the field path (`ipvs.scheduler`) or the flag (`--ipvs-scheduler`); the message
+ * names both the field and the offending value. The proxy exits 1 without touching the kernel.
+ */
+export class ConfigError extends KubeIpvsError {
+  readonly code = 'KIPVS_CONFIG' as const;
+  /**
+   * @param detail what is wrong, naming the value
+   * @param options.source the file the field was read from, when it came from one
+   */
+  constructor(readonly field: string, readonly detail: string, options?: { cause?: unknown; source?: string }) {
+    super([options?.source, field, detail].filter((p) => p).join(': '), options);
+    this.source = options?.source;
+  }
+  readonly source: string | undefined;
+}

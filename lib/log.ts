@@ -14,3 +14,13 @@ export const log: winston.Logger = winston.createLogger({
 export function componentLog(component: string): winston.Logger {
   return log.child({ component });
 }
+
+/** winston level for a kube-proxy (klog) verbosity: 0-1 info, 2-3 verbose, 4 and above debug. */
+export function levelForVerbosity(v: number): 'info' | 'verbose' | 'debug' {
+  return v >= 4 ? 'debug' : v >= 2 ? 'verbose' : 'info';
+}
+
+/** `--v=N`: sets the process-wide logger level (see levelForVerbosity). */
+export function setVerbosity(v: number): void {
+  log.level = levelForVerbosity(v);
+}

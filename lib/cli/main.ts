@@ -1,12 +1,12 @@
 #!/usr/bin/env node
-// kube-ipvs command line: `kube-ipvs <subcommand> ...`.
-// `ipvsadm` takes the rest of argv raw and parses it the way ipvsadm does, so it is
-// dispatched before commander (whose option parsing would get in the way).
+// kube-ipvs command line: `kube-ipvs ipvsadm ...`, `kube-ipvs cleanup ...`, or, with anything
+// else, the proxy taking kube-proxy's flags (lib/cli/proxy-command.ts).
+// `ipvsadm` takes the rest of argv raw and parses it the way ipvsadm does.
 
-import { Command } from 'commander';
 import { openIpvs } from '../kernel/ipvs/ipvs-netlink';
 import { main as ipvsadmMain } from './ipvsadm/ipvsadm';
 import { runCleanup } from './cleanup';
+import { defaultProxyCommandDeps, proxyMain } from './proxy-command';
 
 export async function run(argv: readonly string[]): Promise<number> {
   const args = argv.slice(2);
@@ -18,30 +18,9 @@ export async function run(argv: readonly string[]): Promise<number> {
       stdin: process.stdin,
     });
   }
-  // `kube-ipvs cleanup`, and kube-proxy's `--cleanup` flag among its other flags
   if (args[0] === 'cleanup') return runCleanup(args.slice(1));
-  if (args.includes('--cleanup')) return runCleanup(args);
-  let code = 0;
-  const program = new Command('kube-ipvs')
-    .description('A drop-in replacement for kube-proxy --proxy-mode=ipvs')
-    .exitOverride();
-  program
-    .command('ipvsadm')
-    .description('ipvsadm 1.31 compatible view and control of the IPVS table (arguments as ipvsadm takes them)')
-    .allowUnknownOption()
-    .helpOption(false)
-    .argument('[args...]');
-  program
-    .command('cleanup')
-    .description('remove IPVS services, kube-ipvs0, KUBE-* chains and sets (kube-proxy --cleanup)')
-    .allowUnknownOption()
-    .argument('[args...]');
-  try {
-    await program.parseAsync([...argv]);
-  } catch (e) {
-    code = typeof (e as { exitCode?: unknown }).exitCode === 'number' ? (e as { exitCode: number }).exitCode : 1;
-  }
-  return code;
+  // anything else is the proxy itself, with kube-proxy's flags (including `--cleanup`)
+  return proxyMain(args, defaultProxyCommandDeps());
 }
 
 if (require.main === module) {

@@ -3,7 +3,8 @@
  * (kubeproxy.config.k8s.io/v1alpha1) decoded, defaulted and validated, with the command-line
  * flags applied on top. Durations are milliseconds. Field names follow the API's.
  *
- * TYPES ONLY in this commit: decoding, defaults, validation and flags come in lib/config/.
+ * Built by lib/config/decode-config.ts (file) and lib/config/proxy-flags.ts (flags on top);
+ * lib/config/load-config.ts does both.
  */
 import { LocalDetector } from '../plan/iptables';
 
@@ -24,6 +25,8 @@ export interface IpvsConfig {
   /**
    * kube-ipvs extension (multi-CNI): endpoints inside these CIDRs are ignored; a Service all
    * of whose endpoints are excluded gets nothing on this node. Canonical CIDRs, both families.
+   * Set in the file as `ipvs.excludeClusterCIDRs` (a list; kube-proxy itself warns about it as
+   * an unknown field and ignores it) or with `--exclude-cluster-cidr CIDR[,CIDR]`.
    */
   readonly excludeClusterCIDRs: readonly string[];
 }
@@ -32,7 +35,9 @@ export interface ProxyConfig {
   /** 'ipvs' (anything else was warned about and is run as ipvs) */
   readonly mode: string;
   readonly hostnameOverride: string;
+  /** canonical IP */
   readonly bindAddress: string;
+  /** `IP:port` / `[IPv6]:port`; '' = server disabled (only an explicit empty flag does that) */
   readonly healthzBindAddress: string;
   readonly metricsBindAddress: string;
   readonly clientConnection: {

@@ -1,0 +1,108 @@
+// `kube-ipvs [kube-proxy flags]`: the proxy process, started the way kube-proxy is
+// (`--config=/var/lib/kube-proxy/config.conf --hostname-override=$(NODE_NAME)`).
+// Parses the flags, loads and validates the configuration, then hands over to runDaemon.
+// Nothing here touches the kernel: a bad flag exits 2, a bad configuration exits 1, before
+// the daemon starts.
+import { writeFile as fsWriteFile } from 'node:fs/promises';
+import type winston from 'winston';
+import { ConfigError, UsageError } from '../errors';
+import { componentLog, setVerbosity as setLogVerbosity } from '../log';
+import { ConfigWarning } from '../config/decode-config';
+import { formatProxyConfig } from '../config/format-config';
+import { loadProxyConfig, ReadConfigFile } from '../config/load-config';
+import { ProxyConfig } from '../config/proxy-config';
+import { parseProxyFlags, ProxyFlags } from '../config/proxy-flags';
+import { DaemonOptions, runDaemon } from '../daemon/daemon';
+import { runCleanup } from './cleanup';
+
+interface Writer {
+  write(text: string): unknown;
+}
+
+export interface ProxyCommandDeps {
+  /** the daemon (lib/daemon/daemon.ts runDaemon); resolves to the exit code */
+  readonly runDaemon: (config: ProxyConfig, options: DaemonOptions) => Promise<number>;
+  readonly stdout: Writer;
+  readonly stderr: Writer;
+  /** `--cleanup` (lib/cli/cleanup.ts runCleanup), given the whole argv */
+  readonly runCleanup?: (argv: readonly string[]) => Promise<number>;
+  readonly readFile?: ReadConfigFile;
+  readonly writeFile?: (path: string, text: string) => Promise<void>;
+  /** where configuration warnings go (default: the process logger, component "config") */
+  readonly log?: Pick<winston.Logger, 'warn'>;
+  /** applies --v (default: lib/log.ts setVerbosity) */
+  readonly setVerbosity?: (v: number) => void;
+}
+
+export const defaultProxyCommandDeps = (): ProxyCommandDeps => ({
+  runDaemon,
+  stdout: process.stdout,
+  stderr: process.stderr,
+});
+
+/**
+ * `--cleanup` (or `--cleanup=true`) before any `--`: kube-proxy's cleanup mode. Checked before
+ * the strict flag parse so `kube-ipvs --cleanup` keeps taking runCleanup's own flags
+ * (`--iptables-backend`, `--families`) as it always did.
+ */
+function cleanupArgv(argv: readonly string[]): string[] | undefined {
+  const end = argv.indexOf('--');
+  const head = end < 0 ? argv : argv.slice(0, end);
+  const truthy = ['--cleanup', '--cleanup=true', '--cleanup=1', '--cleanup=t', '--cleanup=TRUE', '--cleanup=True', '--cleanup=T'];
+  if (!head.some((a) => truthy.includes(a))) return undefined;
+  return argv.map((a) => (truthy.includes(a) ? '--cleanup' : a));
+}
+
+/** Runs the proxy; argv is what follows the program name. Resolves to the exit code. */
+export async function proxyMain(argv: readonly string[], deps: ProxyCommandDeps): Promise<number> {
+  const cleanup = cleanupArgv(argv);
+  if (cleanup) return (deps.runCleanup ?? runCleanup)(cleanup);
+
+  let flags: ProxyFlags;
+  try {
+    flags = parseProxyFlags(argv);
+  } catch (e) {
+    if (!(e instanceof UsageError)) throw e;
+    deps.stderr.write(`kube-ipvs: ${e.message}\nRun 'kube-ipvs --help' for usage.\n`);
+    return 2;
+  }
+  if (flags.help !== undefined) {
+    deps.stdout.write(flags.help);
+    return 0;
+  }
+  if (flags.verbosity !== undefined) (deps.setVerbosity ?? setLogVerbosity)(flags.verbosity);
+  const log = deps.log ?? componentLog('config');
+  const warn = (warnings: readonly ConfigWarning[]): void => {
+    for (const w of warnings) log.warn(w.message, { field: w.field, ...(flags.configFile ? { file: flags.configFile } : {}) });
+  };
+  const load = async (): Promise<ProxyConfig> => {
+    const loaded = await loadProxyConfig(flags, deps.readFile);
+    warn(loaded.warnings);
+    return loaded.config;
+  };
+
+  let config: ProxyConfig;
+  try {
+    config = await load();
+  } catch (e) {
+    if (!(e instanceof ConfigError)) throw e;
+    deps.stderr.write(`kube-ipvs: ${e.message}\n`);
+    return 1;
+  }
+
+  if (flags.writeConfigTo !== undefined) {
+    try {
+      await (deps.writeFile ?? ((p, t) => fsWriteFile(p, t, 'utf8')))(flags.writeConfigTo, formatProxyConfig(config));
+    } catch (e) {
+      deps.stderr.write(`kube-ipvs: --write-config-to ${flags.writeConfigTo}: ${(e as Error).message}\n`);
+      return 1;
+    }
+    return 0;
+  }
+
+  const options: DaemonOptions = {
+    ...(flags.configFile !== undefined ? { configFile: flags.configFile, reloadConfig: load } : {}),
+    verbosity: flags.verbosity ?? 0,
+  };
+  return deps.runDaemon(config, options);
+}

@@ -1,0 +1,137 @@
+// Parsers for single configuration values, shared by the config file decoder and the flags.
+// `field` is the config path (`ipvs.excludeCIDRs[1]`) or the flag (`--ipvs-exclude-cidrs`);
+// every failure is a ConfigError naming it and the value.
+import { ConfigError } from '../errors';
+import { AF_INET } from '../netlink/uapi/ip_vs';
+import { addressToBytes, bytesToAddress, canonicalAddress, familyOf } from '../model/ipvs';
+import { parseDurationMs } from './duration';
+import { DetectLocalMode } from './proxy-config';
+
+/** Schedulers kube-ipvs accepts ('' means rr), the kernel's ip_vs_<name> modules. */
+export const KNOWN_SCHEDULERS: readonly string[] = [
+  'rr', 'wrr', 'lc', 'wlc', 'lblc', 'lblcr', 'dh', 'sh', 'sed', 'nq', 'mh', 'fo', 'ovf', 'twos',
+];
+
+export const DETECT_LOCAL_MODES: readonly DetectLocalMode[] = ['ClusterCIDR', 'NodeCIDR', 'BridgeInterface', 'InterfaceNamePrefix'];
+
+/** The only nodePortAddresses keyword: the node's primary IPs. */
+export const NODE_PORT_ADDRESSES_PRIMARY = 'primary';
+
+const q = (v: string): string => JSON.stringify(v);
+
+function isIP(text: string): boolean {
+  try {
+    familyOf(text);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/**
+ * A CIDR in canonical form with the host bits cleared, as Go's net.ParseCIDR returns the
+ * network: `10.1.2.3/8` -> `10.0.0.0/8`, `FD00:0::1/64` -> `fd00::/64`.
+ */
+export function parseCidr(text: string, field: string): string {
+  const slash = text.indexOf('/');
+  const addr = slash < 0 ? text : text.slice(0, slash);
+  const prefixText = slash < 0 ? '' : text.slice(slash + 1);
+  if (slash < 0 || !isIP(addr) || !/^[0-9]{1,3}$/.test(prefixText)) {
+    throw new ConfigError(field, `${q(text)} is not a valid CIDR (address/prefix, e.g. 10.244.0.0/16 or fd00:10:244::/56)`);
+  }
+  const af = familyOf(addr);
+  const bits = af === AF_INET ? 32 : 128;
+  const prefix = Number(prefixText);
+  if (prefix > bits) throw new ConfigError(field, `${q(text)} is not a valid CIDR: prefix length ${prefix} > ${bits}`);
+  const bytes = addressToBytes(af, addr);
+  for (let i = 0; i < bytes.length; i++) {
+    const keep = Math.min(8, Math.max(0, prefix - i * 8));
+    bytes[i] = bytes[i]! & ((0xff << (8 - keep)) & 0xff);
+  }
+  return `${bytesToAddress(af, bytes)}/${prefix}`;
+}
+
+/** Canonical IP address. */
+export function parseIP(text: string, field: string): string {
+  if (!isIP(text)) throw new ConfigError(field, `${q(text)} is not a valid IP address`);
+  return canonicalAddress(text);
+}
+
+/**
+ * A bind address as kube-proxy takes it: `IP:port`, `[IPv6]:port`, or a bare IP that gets
+ * `defaultPort` appended (proxyutil.AppendPortIfNeeded). Returned canonical: `0.0.0.0:10256`,
+ * `[::]:10256`.
+ */
+export function parseBindAddress(text: string, field: string, defaultPort: number): string {
+  const bad = (why: string): ConfigError => new ConfigError(field, `${q(text)} is not a valid IP:port bind address: ${why}`);
+  if (isIP(text)) return hostPort(canonicalAddress(text), defaultPort);
+  const m = /^(?:\[([^\]]*)\]|([^:[\]]*)):([0-9]+)$/.exec(text);
+  if (!m) throw bad('expected IP:port or [IPv6]:port');
+  const host = m[1] ?? m[2] ?? '';
+  if (!isIP(host)) throw bad(`${q(host)} is not an IP address`);
+  if (m[2] !== undefined && host.includes(':')) throw bad('an IPv6 address needs brackets');
+  const port = Number(m[3]);
+  if (port < 1 || port > 65535) throw bad(`port ${m[3]} is outside 1-65535`);
+  return hostPort(canonicalAddress(host), port);
+}
+
+function hostPort(address: string, port: number): string {
+  return address.includes(':') ? `[${address}]:${port}` : `${address}:${port}`;
+}
+
+/** clusterCIDR: one CIDR or a dual-stack pair (one per family), comma-separated. */
+export function parseClusterCidrs(list: readonly string[], field: string): string[] {
+  const cidrs = list.map((c) => c.trim()).filter((c) => c !== '').map((c) => parseCidr(c, field));
+  if (cidrs.length > 2 || (cidrs.length === 2 && familyOf(cidrs[0]!.split('/')[0]!) === familyOf(cidrs[1]!.split('/')[0]!))) {
+    throw new ConfigError(
+      field,
+      `${q(list.join(','))}: only one CIDR or a dual-stack pair (one IPv4 and one IPv6, e.g. 10.244.0.0/16,fd00:10:244::/56) is allowed`,
+    );
+  }
+  return cidrs;
+}
+
+/** nodePortAddresses: CIDRs, or the single keyword `primary`. */
+export function parseNodePortAddresses(list: readonly string[], field: string): string[] {
+  if (list.includes(NODE_PORT_ADDRESSES_PRIMARY)) {
+    if (list.length !== 1) throw new ConfigError(field, `${q(list.join(','))}: "primary" cannot be combined with CIDRs`);
+    return [NODE_PORT_ADDRESSES_PRIMARY];
+  }
+  return list.map((c, i) => parseCidr(c, `${field}[${i}]`));
+}
+
+export function parseScheduler(text: string, field: string): string {
+  if (text !== '' && !KNOWN_SCHEDULERS.includes(text)) {
+    throw new ConfigError(field, `unknown IPVS scheduler ${q(text)} (known: ${KNOWN_SCHEDULERS.join(' ')}; '' means rr)`);
+  }
+  return text;
+}
+
+export function parseDetectLocalMode(text: string, field: string): DetectLocalMode {
+  if (text === '') return 'ClusterCIDR';
+  if (!(DETECT_LOCAL_MODES as readonly string[]).includes(text)) {
+    throw new ConfigError(field, `${q(text)} is not a detect-local mode (one of ${DETECT_LOCAL_MODES.join(', ')})`);
+  }
+  return text as DetectLocalMode;
+}
+
+export function parseMasqueradeBit(value: number, field: string): number {
+  if (!Number.isInteger(value) || value < 0 || value > 31) {
+    throw new ConfigError(field, `${value} is outside the range 0-31`);
+  }
+  return value;
+}
+
+/** A Go duration in milliseconds; negative or malformed is a ConfigError. */
+export function parseDuration(text: string, field: string): number {
+  try {
+    return parseDurationMs(text);
+  } catch (e) {
+    throw new ConfigError(field, `${(e as Error).message} (a duration such as 30s, 1m30s, 500ms, 0)`);
+  }
+}
+
+/** A Go duration as whole seconds, truncated like kube-proxy's `int(d.Seconds())`. */
+export function parseDurationSec(text: string, field: string): number {
+  return Math.trunc(parseDuration(text, field) / 1000);
+}

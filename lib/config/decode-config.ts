@@ -1,0 +1,333 @@
+// KubeProxyConfiguration (kubeproxy.config.k8s.io/v1alpha1) from YAML or JSON text to a
+// defaulted, validated ProxyConfig.
+//
+// Decoding is lenient the way kube-proxy's is (strict first, then lenient with a warning): an
+// unknown field is a warning naming its full path (kubeadm ConfigMaps carry typos such as
+// `ipvs.trictARP`) and decoding goes on. A value of the wrong type, an invalid value, or a
+// wrong apiVersion/kind is a ConfigError naming the field path and the value.
+//
+// Zero values mean "unset", as in kube-proxy's SetDefaults_KubeProxyConfiguration: kubeadm
+// writes every field, `syncPeriod: 0s`, `qps: 0`, `healthzBindAddress: ""`, and they default.
+import yaml from 'js-yaml';
+import { ConfigError } from '../errors';
+import {
+  parseBindAddress,
+  parseClusterCidrs,
+  parseCidr,
+  parseDetectLocalMode,
+  parseDuration,
+  parseIP,
+  parseMasqueradeBit,
+  parseNodePortAddresses,
+  parseScheduler,
+} from './config-values';
+import { formatDurationMs } from './duration';
+import { ProxyConfig } from './proxy-config';
+
+export const API_VERSION = 'kubeproxy.config.k8s.io/v1alpha1';
+export const KIND = 'KubeProxyConfiguration';
+
+export const HEALTHZ_PORT = 10256;
+export const METRICS_PORT = 10249;
+
+/** Something kube-ipvs accepted but the operator should know about. */
+export interface ConfigWarning {
+  /** field path (`ipvs.trictARP`) or flag (`--proxy-mode`) */
+  readonly field: string;
+  readonly message: string;
+}
+
+export interface DecodedConfig {
+  readonly config: ProxyConfig;
+  readonly warnings: readonly ConfigWarning[];
+}
+
+/** kube-proxy's v1alpha1 defaults, with the bind addresses that follow `bindAddress`. */
+export function defaultProxyConfig(bindAddress = '0.0.0.0'): ProxyConfig {
+  const v6 = bindAddress.includes(':');
+  return {
+    mode: 'ipvs',
+    hostnameOverride: '',
+    bindAddress,
+    healthzBindAddress: v6 ? `[::]:${HEALTHZ_PORT}` : `0.0.0.0:${HEALTHZ_PORT}`,
+    metricsBindAddress: v6 ? `[::1]:${METRICS_PORT}` : `127.0.0.1:${METRICS_PORT}`,
+    clientConnection: { kubeconfig: '', qps: 5, burst: 10, contentType: 'application/vnd.kubernetes.protobuf' },
+    master: '',
+    clusterCIDR: [],
+    detectLocalMode: 'ClusterCIDR',
+    detectLocal: { bridgeInterface: '', interfaceNamePrefix: '' },
+    nodePortAddresses: [],
+    iptables: { masqueradeAll: false, masqueradeBit: 14 },
+    ipvs: {
+      scheduler: '',
+      syncPeriodMs: 30_000,
+      minSyncPeriodMs: 0,
+      excludeCIDRs: [],
+      strictARP: false,
+      tcpTimeoutSec: 0,
+      tcpFinTimeoutSec: 0,
+      udpTimeoutSec: 0,
+      excludeClusterCIDRs: [],
+    },
+    configSyncPeriodMs: 15 * 60_000,
+    featureGates: {},
+  };
+}
+
+// ---- the v1alpha1 field schema (every field the API has, so only real unknowns warn) ----
+
+type Leaf = 'string' | 'bool' | 'int' | 'float' | 'duration' | 'stringList' | 'boolMap' | 'any';
+interface Fields {
+  readonly [name: string]: Leaf | Fields;
+}
+
+const SCHEMA: Fields = {
+  apiVersion: 'string',
+  kind: 'string',
+  featureGates: 'boolMap',
+  clientConnection: { kubeconfig: 'string', acceptContentTypes: 'string', contentType: 'string', qps: 'float', burst: 'int' },
+  logging: 'any', // component-base LoggingConfiguration: not interpreted (use --v)
+  hostnameOverride: 'string',
+  bindAddress: 'string',
+  healthzBindAddress: 'string',
+  metricsBindAddress: 'string',
+  bindAddressHardFail: 'bool',
+  enableProfiling: 'bool',
+  showHiddenMetricsForVersion: 'string',
+  mode: 'string',
+  iptables: {
+    masqueradeBit: 'int',
+    masqueradeAll: 'bool',
+    localhostNodePorts: 'bool',
+    syncPeriod: 'duration',
+    minSyncPeriod: 'duration',
+  },
+  ipvs: {
+    syncPeriod: 'duration',
+    minSyncPeriod: 'duration',
+    scheduler: 'string',
+    excludeCIDRs: 'stringList',
+    strictARP: 'bool',
+    tcpTimeout: 'duration',
+    tcpFinTimeout: 'duration',
+    udpTimeout: 'duration',
+    // kube-ipvs extension (multi-CNI), see IpvsConfig.excludeClusterCIDRs
+    excludeClusterCIDRs: 'stringList',
+  },
+  nftables: { masqueradeBit: 'int', masqueradeAll: 'bool', syncPeriod: 'duration', minSyncPeriod: 'duration' },
+  winkernel: {
+    networkName: 'string',
+    sourceVip: 'string',
+    enableDSR: 'bool',
+    rootHnsEndpointName: 'string',
+    forwardHealthCheckVip: 'bool',
+  },
+  detectLocalMode: 'string',
+  detectLocal: { bridgeInterface: 'string', interfaceNamePrefix: 'string' },
+  clusterCIDR: 'string',
+  nodePortAddresses: 'stringList',
+  oomScoreAdj: 'int',
+  conntrack: {
+    maxPerCore: 'int',
+    min: 'int',
+    tcpEstablishedTimeout: 'duration',
+    tcpCloseWaitTimeout: 'duration',
+    tcpBeLiberal: 'bool',
+    udpTimeout: 'duration',
+    udpStreamTimeout: 'duration',
+  },
+  configSyncPeriod: 'duration',
+  portRange: 'string',
+  windowsRunAsService: 'bool',
+};
+
+/** Decoded values by field path ('ipvs.scheduler'); durations in ms; absent/null fields missing. */
+type Values = Map<string, unknown>;
+
+const describe = (v: unknown): string =>
+  v === null || v === undefined ? 'null' : Array.isArray(v) ? 'a list' : typeof v === 'object' ? 'a mapping' : `${typeof v} ${JSON.stringify(v)}`;
+
+function isMapping(v: unknown): v is Record<string, unknown> {
+  return typeof v === 'object' && v !== null && !Array.isArray(v);
+}
+
+/**
+ * kube-proxy reads YAML 1.1 (go-yaml v2 under sigs.k8s.io/yaml), where `yes`/`on`/`y` are
+ * booleans; js-yaml's core schema is YAML 1.2 and gives strings. Accepted for boolean fields
+ * (a quoted "yes" too: a harmless superset).
+ */
+const YAML11_BOOLS: Readonly<Record<string, boolean>> = Object.fromEntries([
+  ...['y', 'Y', 'yes', 'Yes', 'YES', 'on', 'On', 'ON'].map((t) => [t, true] as const),
+  ...['n', 'N', 'no', 'No', 'NO', 'off', 'Off', 'OFF'].map((t) => [t, false] as const),
+]);
+
+function decodeLeaf(kind: Leaf, value: unknown, path: string): unknown {
+  const wrongType = (want: string): ConfigError => new ConfigError(path, `expected ${want}, got ${describe(value)}`);
+  switch (kind) {
+    case 'any':
+      return value;
+    case 'string':
+    case 'duration':
+      if (typeof value !== 'string') throw wrongType(kind === 'string' ? 'a string' : 'a duration string such as "30s"');
+      return kind === 'string' ? value : parseDuration(value, path);
+    case 'bool': {
+      const b = typeof value === 'string' ? YAML11_BOOLS[value] : value;
+      if (typeof b !== 'boolean') throw wrongType('true or false');
+      return b;
+    }
+    case 'int':
+      if (typeof value !== 'number' || !Number.isInteger(value)) throw wrongType('an integer');
+      return value;
+    case 'float':
+      if (typeof value !== 'number') throw wrongType('a number');
+      return value;
+    case 'stringList':
+      if (!Array.isArray(value)) throw wrongType('a list of strings');
+      return value.map((item, i) => {
+        if (typeof item !== 'string') throw new ConfigError(`${path}[${i}]`, `expected a string, got ${describe(item)}`);
+        return item;
+      });
+    case 'boolMap': {
+      if (!isMapping(value)) throw wrongType('a mapping of name: true|false');
+      const out: Record<string, boolean> = {};
+      for (const [k, v] of Object.entries(value)) out[k] = decodeLeaf('bool', v, `${path}.${k}`) as boolean;
+      return out;
+    }
+  }
+}
+
+function walk(obj: Record<string, unknown>, fields: Fields, prefix: string, values: Values, warnings: ConfigWarning[]): void {
+  for (const [name, value] of Object.entries(obj)) {
+    const path = prefix ? `${prefix}.${name}` : name;
+    const kind = Object.prototype.hasOwnProperty.call(fields, name) ? fields[name] : undefined;
+    if (kind === undefined) {
+      warnings.push({ field: path, message: `unknown field "${path}" ignored (is it misspelled?)` });
+      continue;
+    }
+    if (value === null || value === undefined) continue; // null is "unset", as in Go
+    if (typeof kind === 'string') {
+      values.set(path, decodeLeaf(kind, value, path));
+    } else {
+      if (!isMapping(value)) throw new ConfigError(path, `expected a mapping, got ${describe(value)}`);
+      walk(value, kind, path, values, warnings);
+    }
+  }
+}
+
+/**
+ * Decodes, defaults and validates a KubeProxyConfiguration. `source` (the file name) prefixes
+ * error messages. Throws ConfigError.
+ */
+export function decodeProxyConfig(text: string, source?: string): DecodedConfig {
+  try {
+    return decode(text);
+  } catch (e) {
+    if (e instanceof ConfigError && source !== undefined) throw new ConfigError(e.field, e.detail, { source, cause: e });
+    throw e;
+  }
+}
+
+function decode(text: string): DecodedConfig {
+  let doc: unknown;
+  try {
+    doc = yaml.load(text, { schema: yaml.CORE_SCHEMA });
+  } catch (e) {
+    // one line: js-yaml's message carries a multi-line source excerpt
+    const { reason, mark } = e as { reason?: string; mark?: { line: number; column: number } };
+    const where = mark ? ` at line ${mark.line + 1}, column ${mark.column + 1}` : '';
+    throw new ConfigError('', `not valid YAML or JSON: ${reason ?? (e as Error).message}${where}`, { cause: e });
+  }
+  if (!isMapping(doc)) throw new ConfigError('', `expected a ${KIND} object, got ${describe(doc)}`);
+  if (doc.apiVersion !== API_VERSION) {
+    throw new ConfigError('apiVersion', `${describe(doc.apiVersion ?? null)} is not supported, expected "${API_VERSION}"`);
+  }
+  if (doc.kind !== KIND) throw new ConfigError('kind', `${describe(doc.kind ?? null)} is not supported, expected "${KIND}"`);
+
+  const values: Values = new Map();
+  const warnings: ConfigWarning[] = [];
+  walk(doc, SCHEMA, '', values, warnings);
+  const config = buildConfig(values, warnings);
+  validateProxyConfig(config);
+  return { config, warnings };
+}
+
+function buildConfig(v: Values, warnings: ConfigWarning[]): ProxyConfig {
+  const str = (path: string): string => (v.get(path) as string | undefined) ?? '';
+  /** zero is "unset" (kube-proxy defaults zero values) */
+  const nonZero = <T>(path: string, fallback: T): T => {
+    const value = v.get(path) as T | undefined;
+    return value === undefined || (value as unknown) === 0 || (value as unknown) === '' ? fallback : value;
+  };
+  const list = (path: string): string[] => (v.get(path) as string[] | undefined) ?? [];
+
+  const bindAddress = str('bindAddress') === '' ? '0.0.0.0' : parseIP(str('bindAddress'), 'bindAddress');
+  const d = defaultProxyConfig(bindAddress);
+  const mode = str('mode');
+  if (mode !== '' && mode !== 'ipvs') warnings.push(modeWarning('mode', mode));
+
+  const masqueradeBit = v.get('iptables.masqueradeBit');
+  return {
+    mode: 'ipvs',
+    hostnameOverride: str('hostnameOverride'),
+    bindAddress,
+    healthzBindAddress:
+      str('healthzBindAddress') === '' ? d.healthzBindAddress : parseBindAddress(str('healthzBindAddress'), 'healthzBindAddress', HEALTHZ_PORT),
+    metricsBindAddress:
+      str('metricsBindAddress') === '' ? d.metricsBindAddress : parseBindAddress(str('metricsBindAddress'), 'metricsBindAddress', METRICS_PORT),
+    clientConnection: {
+      kubeconfig: str('clientConnection.kubeconfig'),
+      qps: nonZero('clientConnection.qps', d.clientConnection.qps),
+      burst: nonZero('clientConnection.burst', d.clientConnection.burst),
+      contentType: nonZero('clientConnection.contentType', d.clientConnection.contentType),
+    },
+    master: '',
+    clusterCIDR: parseClusterCidrs(str('clusterCIDR').split(','), 'clusterCIDR'),
+    detectLocalMode: parseDetectLocalMode(str('detectLocalMode'), 'detectLocalMode'),
+    detectLocal: { bridgeInterface: str('detectLocal.bridgeInterface'), interfaceNamePrefix: str('detectLocal.interfaceNamePrefix') },
+    nodePortAddresses: parseNodePortAddresses(list('nodePortAddresses'), 'nodePortAddresses'),
+    iptables: {
+      masqueradeAll: (v.get('iptables.masqueradeAll') as boolean | undefined) ?? false,
+      masqueradeBit: masqueradeBit === undefined ? d.iptables.masqueradeBit : parseMasqueradeBit(masqueradeBit as number, 'iptables.masqueradeBit'),
+    },
+    ipvs: {
+      scheduler: parseScheduler(str('ipvs.scheduler'), 'ipvs.scheduler'),
+      syncPeriodMs: nonZero('ipvs.syncPeriod', d.ipvs.syncPeriodMs),
+      minSyncPeriodMs: nonZero('ipvs.minSyncPeriod', d.ipvs.minSyncPeriodMs),
+      excludeCIDRs: list('ipvs.excludeCIDRs').map((c, i) => parseCidr(c, `ipvs.excludeCIDRs[${i}]`)),
+      strictARP: (v.get('ipvs.strictARP') as boolean | undefined) ?? false,
+      tcpTimeoutSec: Math.trunc(nonZero('ipvs.tcpTimeout', 0) / 1000),
+      tcpFinTimeoutSec: Math.trunc(nonZero('ipvs.tcpFinTimeout', 0) / 1000),
+      udpTimeoutSec: Math.trunc(nonZero('ipvs.udpTimeout', 0) / 1000),
+      excludeClusterCIDRs: list('ipvs.excludeClusterCIDRs').map((c, i) => parseCidr(c, `ipvs.excludeClusterCIDRs[${i}]`)),
+    },
+    configSyncPeriodMs: nonZero('configSyncPeriod', d.configSyncPeriodMs),
+    featureGates: (v.get('featureGates') as Record<string, boolean> | undefined) ?? {},
+  };
+}
+
+/** The warning for a `mode` (or --proxy-mode) other than ipvs. */
+export function modeWarning(field: string, mode: string): ConfigWarning {
+  return { field, message: `${field} is "${mode}": kube-ipvs always runs IPVS, running in ipvs mode` };
+}
+
+/**
+ * Checks that span fields (run again after flags are applied). Throws ConfigError naming the
+ * field.
+ */
+export function validateProxyConfig(c: ProxyConfig): void {
+  if (c.ipvs.syncPeriodMs <= 0) throw new ConfigError('ipvs.syncPeriod', `${formatDurationMs(c.ipvs.syncPeriodMs)}: must be greater than 0`);
+  if (c.ipvs.minSyncPeriodMs > c.ipvs.syncPeriodMs) {
+    throw new ConfigError(
+      'ipvs.syncPeriod',
+      `${formatDurationMs(c.ipvs.syncPeriodMs)} must be greater than or equal to ipvs.minSyncPeriod (${formatDurationMs(c.ipvs.minSyncPeriodMs)})`,
+    );
+  }
+  if (c.configSyncPeriodMs <= 0) throw new ConfigError('configSyncPeriod', `${formatDurationMs(c.configSyncPeriodMs)}: must be greater than 0`);
+  if (c.clientConnection.burst < 0) throw new ConfigError('clientConnection.burst', `${c.clientConnection.burst}: must be non-negative`);
+  if (c.detectLocalMode === 'BridgeInterface' && c.detectLocal.bridgeInterface === '') {
+    throw new ConfigError('detectLocal.bridgeInterface', 'must be set when detectLocalMode is BridgeInterface');
+  }
+  if (c.detectLocalMode === 'InterfaceNamePrefix' && c.detectLocal.interfaceNamePrefix === '') {
+    throw new ConfigError('detectLocal.interfaceNamePrefix', 'must be set when detectLocalMode is InterfaceNamePrefix');
+  }
+}

@@ -1,0 +1,168 @@
+import { ConfigError } from '../../lib/errors';
+import { DaemonOptions } from '../../lib/daemon/daemon';
+import { decodeProxyConfig } from '../../lib/config/decode-config';
+import { ProxyConfig } from '../../lib/config/proxy-config';
+import { proxyMain, ProxyCommandDeps } from '../../lib/cli/proxy-command';
+
+const FILE = '/var/lib/kube-proxy/config.conf';
+const GOOD = `apiVersion: kubeproxy.config.k8s.io/v1alpha1
+kind: KubeProxyConfiguration
+clusterCIDR: 10.244.0.0/16
+mode: ipvs
+ipvs:
+  scheduler: wrr
+  trictARP: true
+`;
+
+interface Harness {
+  deps: ProxyCommandDeps;
+  files: Map<string, string>;
+  daemonCalls: { config: ProxyConfig; options: DaemonOptions }[];
+  cleanupCalls: (readonly string[])[];
+  verbosity: number[];
+  warnings: { message: string; meta: unknown }[];
+  stdout: () => string;
+  stderr: () => string;
+}
+
+function harness(daemonExit = 0): Harness {
+  const files = new Map([[FILE, GOOD]]);
+  const out: string[] = [];
+  const err: string[] = [];
+  const h: Harness = {
+    files,
+    daemonCalls: [],
+    cleanupCalls: [],
+    verbosity: [],
+    warnings: [],
+    stdout: () => out.join(''),
+    stderr: () => err.join(''),
+    deps: undefined as unknown as ProxyCommandDeps,
+  };
+  h.deps = {
+    runDaemon: async (config, options) => {
+      h.daemonCalls.push({ config, options });
+      return daemonExit;
+    },
+    runCleanup: async (argv) => {
+      h.cleanupCalls.push(argv);
+      return 0;
+    },
+    stdout: { write: (s: string) => out.push(s) },
+    stderr: { write: (s: string) => err.push(s) },
+    readFile: async (path) => {
+      const text = files.get(path);
+      if (text === undefined) throw Object.assign(new Error('no such file'), { code: 'ENOENT' });
+      return text;
+    },
+    writeFile: async (path, text) => {
+      files.set(path, text);
+    },
+    log: {
+      warn: ((message: string, meta: unknown) => {
+        h.warnings.push({ message, meta });
+      }) as never,
+    },
+    setVerbosity: (v) => h.verbosity.push(v),
+  };
+  return h;
+}
+
+describe('proxyMain', () => {
+  it('runs the daemon with the file plus flags, warnings logged, exit code passed through', async () => {
+    const h = harness(3);
+    expect(await proxyMain([`--config=${FILE}`, '--hostname-override=node-1', '--v=4'], h.deps)).toBe(3);
+    expect(h.daemonCalls).toHaveLength(1);
+    const { config, options } = h.daemonCalls[0]!;
+    expect(config).toEqual({ ...decodeProxyConfig(GOOD).config, hostnameOverride: 'node-1' });
+    expect(options).toEqual({ configFile: FILE, reloadConfig: expect.any(Function), verbosity: 4 });
+    expect(h.verbosity).toEqual([4]);
+    expect(h.warnings).toEqual([{ message: expect.stringContaining('ipvs.trictARP'), meta: { field: 'ipvs.trictARP', file: FILE } }]);
+    expect(h.stderr()).toBe('');
+  });
+
+  it('reloadConfig re-reads the file and re-applies the same flags; a bad file rejects with ConfigError', async () => {
+    const h = harness();
+    await proxyMain([`--config=${FILE}`, '--ipvs-scheduler=lc'], h.deps);
+    const reload = h.daemonCalls[0]!.options.reloadConfig!;
+    h.files.set(FILE, GOOD.replace('clusterCIDR: 10.244.0.0/16', 'clusterCIDR: 10.245.0.0/16'));
+    const next = await reload();
+    expect(next.clusterCIDR).toEqual(['10.245.0.0/16']);
+    expect(next.ipvs.scheduler).toBe('lc'); // the flag still wins over the file's wrr
+    h.files.set(FILE, GOOD.replace('scheduler: wrr', 'scheduler: nope'));
+    await expect(reload()).rejects.toThrow(ConfigError);
+  });
+
+  it('without --config: defaults and flags, no reload, verbosity 0 and the log level left alone', async () => {
+    const h = harness();
+    expect(await proxyMain(['--cluster-cidr=10.244.0.0/16'], h.deps)).toBe(0);
+    expect(h.daemonCalls[0]!.options).toEqual({ verbosity: 0 });
+    expect(h.daemonCalls[0]!.config.clusterCIDR).toEqual(['10.244.0.0/16']);
+    expect(h.verbosity).toEqual([]);
+  });
+
+  it.each<[string, string[], string | undefined, RegExp]>([
+    ['a bad value in the file', [`--config=${FILE}`], GOOD.replace('scheduler: wrr', 'scheduler: fast'), /^kube-ipvs: \/var\/lib\/kube-proxy\/config.conf: ipvs.scheduler: unknown IPVS scheduler "fast"/],
+    ['a bad flag value', [`--config=${FILE}`, '--iptables-masquerade-bit=40'], undefined, /^kube-ipvs: --iptables-masquerade-bit: 40 is outside the range 0-31\n$/],
+    ['a missing file', ['--config=/nope'], undefined, /^kube-ipvs: --config: cannot read \/nope: ENOENT\n$/],
+    ['a wrong kind', [`--config=${FILE}`], GOOD.replace('KubeProxyConfiguration', 'KubeletConfiguration'), /kind: string "KubeletConfiguration" is not supported/],
+  ])('%s: exit 1, message on stderr, the daemon never called', async (_name, argv, file, message) => {
+    const h = harness();
+    if (file !== undefined) h.files.set(FILE, file);
+    expect(await proxyMain(argv, h.deps)).toBe(1);
+    expect(h.stderr()).toMatch(message);
+    expect(h.daemonCalls).toEqual([]);
+  });
+
+  it.each<[string[], RegExp]>([
+    [['--no-such-flag'], /^kube-ipvs: unknown option '--no-such-flag'\nRun 'kube-ipvs --help' for usage.\n$/],
+    [['--ipvs-sync-period=often'], /invalid duration "often"/],
+    [['extra'], /too many arguments/],
+  ])('%j: exit 2, the daemon never called', async (argv, message) => {
+    const h = harness();
+    expect(await proxyMain(argv, h.deps)).toBe(2);
+    expect(h.stderr()).toMatch(message);
+    expect(h.daemonCalls).toEqual([]);
+  });
+
+  it('--help: exit 0, help on stdout', async () => {
+    const h = harness();
+    expect(await proxyMain(['--help'], h.deps)).toBe(0);
+    expect(h.stdout()).toMatch(/^Usage: kube-ipvs/);
+    expect(h.stdout()).toContain('--exclude-cluster-cidr');
+    expect(h.daemonCalls).toEqual([]);
+  });
+
+  it('--write-config-to writes the effective config and exits 0 without running the daemon', async () => {
+    const h = harness();
+    expect(await proxyMain([`--config=${FILE}`, '--write-config-to=/tmp/out.yaml', '--masquerade-all'], h.deps)).toBe(0);
+    expect(h.daemonCalls).toEqual([]);
+    const written = decodeProxyConfig(h.files.get('/tmp/out.yaml')!);
+    expect(written.config).toEqual({ ...decodeProxyConfig(GOOD).config, iptables: { masqueradeAll: true, masqueradeBit: 14 } });
+    expect(written.warnings).toEqual([]); // the typo is not carried over
+  });
+
+  it('--write-config-to with a bad config writes nothing and exits 1', async () => {
+    const h = harness();
+    expect(await proxyMain(['--write-config-to=/tmp/out.yaml', '--ipvs-scheduler=x'], h.deps)).toBe(1);
+    expect(h.files.has('/tmp/out.yaml')).toBe(false);
+  });
+
+  it.each<[string[], string[]]>([
+    [['--cleanup'], ['--cleanup']],
+    [['--cleanup=true', '--iptables-backend=nft'], ['--cleanup', '--iptables-backend=nft']],
+    [[`--config=${FILE}`, '--cleanup', '--v=2'], [`--config=${FILE}`, '--cleanup', '--v=2']],
+  ])('%j runs cleanup with the whole command line, never the daemon', async (argv, cleanupArgv) => {
+    const h = harness();
+    expect(await proxyMain(argv, h.deps)).toBe(0);
+    expect(h.cleanupCalls).toEqual([cleanupArgv]);
+    expect(h.daemonCalls).toEqual([]);
+  });
+
+  it('--cleanup=false runs the proxy', async () => {
+    const h = harness();
+    expect(await proxyMain(['--cleanup=false'], h.deps)).toBe(0);
+    expect(h.cleanupCalls).toEqual([]);
+    expect(h.daemonCalls).toHaveLength(1);
+  });
+});
