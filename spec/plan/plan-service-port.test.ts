@@ -633,6 +633,43 @@ const rows: Row[] = [
     ],
   },
   {
+    name: 'node hints (PreferSameNode) on every ready endpoint, one for node-a: only node-a endpoints',
+    svc: svc1((s) => (s.spec!.trafficDistribution = 'PreferSameNode')),
+    slices: [
+      slice('svc1', 'svc1-a', [['p80', 8080, 'TCP']], [
+        ep('10.244.1.1', 'node-a', { hints: { forNodes: [{ name: 'node-a' }], forZones: [{ name: 'zone-a' }] } }),
+        ep('10.244.2.1', 'node-b', { hints: { forNodes: [{ name: 'node-b' }], forZones: [{ name: 'zone-a' }] } }),
+      ]),
+    ],
+    want: [
+      plan(K, {
+        virtualServers: [vs(K, 'TCP', '10.96.0.10', 80, [LOCAL_RS])],
+        boundAddresses: ['10.96.0.10'],
+        ipsetEntries: [e('CLUSTER_IP', '10.96.0.10,tcp:80'), LOOP],
+        localEndpoints: 1,
+      }),
+    ],
+  },
+  {
+    name: 'node hints missing on one ready endpoint: zone hints apply instead',
+    svc: svc1(),
+    slices: [
+      slice('svc1', 'svc1-a', [['p80', 8080, 'TCP']], [
+        ep('10.244.1.1', 'node-a', { hints: { forNodes: [{ name: 'node-a' }], forZones: [{ name: 'zone-a' }] } }),
+        ep('10.244.2.1', 'node-b', zones('zone-a')),
+        ep('10.244.3.1', 'node-c', zones('zone-b')),
+      ]),
+    ],
+    want: [
+      plan(K, {
+        virtualServers: [vs(K, 'TCP', '10.96.0.10', 80, [LOCAL_RS, REMOTE_RS])],
+        boundAddresses: ['10.96.0.10'],
+        ipsetEntries: [e('CLUSTER_IP', '10.96.0.10,tcp:80'), LOOP],
+        localEndpoints: 1,
+      }),
+    ],
+  },
+  {
     name: 'dual-stack Service: one plan per family, each with its family\'s endpoints and external IPs',
     svc: svc1((s) => {
       s.spec!.clusterIPs = ['10.96.0.10', '2001:db8:96::10'];
