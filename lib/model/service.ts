@@ -23,6 +23,16 @@ export function servicePortKey(namespace: string, name: string, portName: string
   return `${namespace}/${name}:${portName}/${family}`;
 }
 
+/**
+ * The parts of a ServicePortKey. Namespaces, Service names and port names are DNS labels
+ * (lib/k8s/convert.ts refuses others), so '/' and ':' separate them unambiguously.
+ */
+export function parseServicePortKey(key: ServicePortKey): { namespace: string; name: string; portName: string; family: IpFamily } {
+  const m = /^([^/]*)\/([^:]*):([^/]*)\/(ipv4|ipv6)$/.exec(key);
+  if (!m) throw new TypeError(`not a service port key: '${key}'`);
+  return { namespace: m[1]!, name: m[2]!, portName: m[3]!, family: m[4] as IpFamily };
+}
+
 /** How logs and events name a service port: "ns/svc:http" (kube-proxy's ServicePortName.String()). */
 export function servicePortDisplayName(sp: Pick<ServicePort, 'namespace' | 'name' | 'portName'>): string {
   return `${sp.namespace}/${sp.name}:${sp.portName}`;

@@ -4,7 +4,7 @@
  * changed and diffs their old plan against the new one, so an endpoint change costs
  * O(that service's real servers).
  *
- * TYPES ONLY in this commit: implemented in plan-service-port.ts / plan-desired-state.ts.
+ * Implemented in plan-service-port.ts / plan-desired-state.ts.
  */
 import { RealServerSpec, VirtualServerSpec } from '../netlink/ipvs-codec';
 import { Endpoint, Refusal, ServicePort, ServicePortKey } from '../model/service';
@@ -75,6 +75,18 @@ export interface IptablesOptions {
   readonly randomFully: boolean;
 }
 
+/**
+ * Two service ports planned the same virtual server (e.g. two Services given the same external
+ * IP and port): the first in ServicePortKey order keeps it, the other (`loser`, named by the
+ * Refusal fields) does not get it. Reported like a Refusal of the loser.
+ */
+export interface VirtualServerConflict extends Refusal {
+  /** virtualServerKey */
+  readonly virtualServer: string;
+  readonly winner: ServicePortKey;
+  readonly loser: ServicePortKey;
+}
+
 /** The whole family: what the proxier hands to the ipset, iptables and link surfaces. */
 export interface FamilyDesiredState {
   readonly family: IpFamily;
@@ -84,4 +96,6 @@ export interface FamilyDesiredState {
   readonly boundAddresses: ReadonlySet<string>;
   readonly ipsets: DesiredIpsets;
   readonly iptables: IptablesPlan;
+  /** virtual servers claimed by more than one service port, in ServicePortKey order of the loser */
+  readonly conflicts: readonly VirtualServerConflict[];
 }

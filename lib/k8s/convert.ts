@@ -1,0 +1,395 @@
+/**
+ * Kubernetes objects -> the proxy's validated types (lib/model/service.ts). Pure, and the
+ * only place that reads Service / EndpointSlice / Node fields.
+ *
+ * Nothing from the API server is trusted: every field the proxy uses is validated here. A bad
+ * value is refused for that field or list element only (a Refusal naming the field, the value
+ * and the reason; the proxier logs it and posts an Event) and the rest of the object is kept.
+ * A bad cluster IP or port leaves that port/family unplanned, as there is nothing to program.
+ *
+ * Per-Service scheduler annotations (the only annotations kube-ipvs reads):
+ *  - `kube-ipvs.io/scheduler: <name>` — kube-ipvs's own;
+ *  - `kube-router.io/service.scheduler: <name>` — honoured for clusters migrating from
+ *    kube-router; when both are present, `kube-ipvs.io/scheduler` wins and kube-router's is
+ *    ignored. kube-router's other annotations (schedflags, dsr, hairpin, local, skiplbips)
+ *    are NOT honoured.
+ * The value must be an IPVS scheduler name, /^[a-z0-9]{1,15}$/ (IP_VS_SCHEDNAME_MAXLEN 16
+ * with the NUL); otherwise it is refused and the configured ipvs.scheduler applies. Whether
+ * the kernel has that scheduler is found out when the virtual server is added.
+ *
+ * Services skipped entirely (no ports, no refusal), as kube-proxy does: ExternalName, headless
+ * (clusterIP None or empty), and objects labelled `service.kubernetes.io/service-proxy-name`
+ * (served by another proxy; kube-proxy's informers filter them out with a label selector, this
+ * check makes the converter safe without one).
+ *
+ * Types only from @kubernetes/client-node (erased at compile time: the package is ESM-only).
+ */
+import type { V1EndpointSlice, V1Node, V1Service } from '@kubernetes/client-node';
+import { Endpoint, IpFamily, Protocol, Refusal, ServicePort } from '../model/service';
+import { parseCidr, parseIp } from '../model/parse-ip';
+import { IP_VS_SCHEDNAME_MAXLEN } from '../netlink/uapi/ip_vs';
+
+export const SCHEDULER_ANNOTATION = 'kube-ipvs.io/scheduler';
+export const KUBE_ROUTER_SCHEDULER_ANNOTATION = 'kube-router.io/service.scheduler';
+export const SERVICE_PROXY_NAME_LABEL = 'service.kubernetes.io/service-proxy-name';
+export const HEADLESS_LABEL = 'service.kubernetes.io/headless';
+export const SERVICE_NAME_LABEL = 'kubernetes.io/service-name';
+export const ZONE_LABEL = 'topology.kubernetes.io/zone';
+export const TO_BE_DELETED_TAINT = 'ToBeDeletedByClusterAutoscaler';
+
+/** API default of sessionAffinityConfig.clientIP.timeoutSeconds (3 h); the API maximum is 1 day. */
+export const DEFAULT_STICKY_SECONDS = 10800;
+export const MAX_STICKY_SECONDS = 86400;
+
+const SCHEDULER_NAME = new RegExp(`^[a-z0-9]{1,${IP_VS_SCHEDNAME_MAXLEN - 1}}$`);
+/** RFC 1123 label: namespaces, Service names (a stricter 1035 label in the API) and port names. */
+const DNS_LABEL = /^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$/;
+/** RFC 1123 subdomain: EndpointSlice and Node names. */
+const DNS_SUBDOMAIN = /^(?=.{1,253}$)[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/;
+const TRAFFIC_DISTRIBUTIONS: ReadonlySet<string> = new Set(['PreferClose', 'PreferSameZone', 'PreferSameNode']);
+const SERVICE_TYPES: ReadonlySet<string> = new Set(['ClusterIP', 'NodePort', 'LoadBalancer', 'ExternalName']);
+
+export interface ConvertedService {
+  readonly ports: ServicePort[];
+  readonly refusals: Refusal[];
+}
+
+const FAMILIES: readonly IpFamily[] = ['ipv4', 'ipv6'];
+
+function text(v: unknown): string {
+  if (typeof v === 'string') return v;
+  try {
+    return JSON.stringify(v) ?? String(v);
+  } catch {
+    return String(v);
+  }
+}
+
+function isPort(v: unknown, min: number): v is number {
+  return typeof v === 'number' && Number.isInteger(v) && v >= min && v <= 65535;
+}
+
+function parseProtocol(v: unknown): Protocol | undefined {
+  if (v === undefined || v === null || v === '') return 'TCP';
+  return v === 'TCP' || v === 'UDP' || v === 'SCTP' ? v : undefined;
+}
+
+function sortUnique(values: Iterable<string>): string[] {
+  return [...new Set(values)].sort();
+}
+
+/** The Service's ports, one ServicePort per spec.ports[] per cluster IP family. */
+export function convertService(svc: V1Service): ConvertedService {
+  const namespace = svc.metadata?.namespace ?? '';
+  const name = svc.metadata?.name ?? '';
+  const refusals: Refusal[] = [];
+  const refuse = (field: string, value: unknown, reason: string): void => {
+    refusals.push({ kind: 'Service', namespace, name, field, value: text(value), reason });
+  };
+  const ports: ServicePort[] = [];
+
+  if (!DNS_LABEL.test(namespace)) {
+    refuse('metadata.namespace', namespace, 'not a DNS label; Service ignored');
+    return { ports, refusals };
+  }
+  if (!DNS_LABEL.test(name)) {
+    refuse('metadata.name', name, 'not a DNS label; Service ignored');
+    return { ports, refusals };
+  }
+  const labels = svc.metadata?.labels ?? {};
+  if (labels[SERVICE_PROXY_NAME_LABEL] !== undefined) return { ports, refusals };
+
+  const spec = svc.spec ?? {};
+  let type = spec.type ?? 'ClusterIP';
+  if (!SERVICE_TYPES.has(type)) {
+    refuse('spec.type', type, 'unknown type (ClusterIP, NodePort, LoadBalancer, ExternalName); treated as ClusterIP');
+    type = 'ClusterIP';
+  }
+  if (type === 'ExternalName') return { ports, refusals };
+  if (spec.clusterIP === 'None' || ((spec.clusterIP ?? '') === '' && (spec.clusterIPs ?? []).length === 0)) {
+    return { ports, refusals };
+  }
+
+  // cluster IPs decide the families
+  const clusterIPs = new Map<IpFamily, string>();
+  const ipsField = spec.clusterIPs && spec.clusterIPs.length > 0 ? 'spec.clusterIPs' : 'spec.clusterIP';
+  const ipList = spec.clusterIPs && spec.clusterIPs.length > 0 ? spec.clusterIPs : [spec.clusterIP];
+  ipList.forEach((raw, i) => {
+    const field = ipsField === 'spec.clusterIPs' ? `spec.clusterIPs[${i}]` : 'spec.clusterIP';
+    if (raw === 'None') return;
+    const ip = parseIp(raw);
+    if (!ip.ok) return refuse(field, raw, `${ip.reason}; no virtual server for this family`);
+    if (clusterIPs.has(ip.family)) return refuse(field, raw, `a second ${ip.family} cluster IP (one per family); ignored`);
+    clusterIPs.set(ip.family, ip.value);
+  });
+  if (clusterIPs.size === 0) return { ports, refusals };
+
+  // per-family lists
+  const byFamily = (): Record<IpFamily, string[]> => ({ ipv4: [], ipv6: [] });
+  const externalIPs = byFamily();
+  (spec.externalIPs ?? []).forEach((raw, i) => {
+    const ip = parseIp(raw);
+    if (!ip.ok) return refuse(`spec.externalIPs[${i}]`, raw, ip.reason);
+    externalIPs[ip.family].push(ip.value);
+  });
+  const lbIPs = byFamily();
+  (svc.status?.loadBalancer?.ingress ?? []).forEach((ing, i) => {
+    if (ing.ip === undefined || ing.ip === '') return; // hostname-only ingress: nothing to program
+    const mode = ing.ipMode ?? 'VIP';
+    if (mode === 'Proxy') return; // the load balancer proxies: traffic arrives for the node, not the VIP
+    if (mode !== 'VIP') return refuse(`status.loadBalancer.ingress[${i}].ipMode`, mode, 'unknown ipMode (VIP or Proxy); ingress ignored');
+    const ip = parseIp(ing.ip);
+    if (!ip.ok) return refuse(`status.loadBalancer.ingress[${i}].ip`, ing.ip, ip.reason);
+    lbIPs[ip.family].push(ip.value);
+  });
+  const sourceRanges = byFamily();
+  (spec.loadBalancerSourceRanges ?? []).forEach((raw, i) => {
+    // kube-proxy trims blanks around each range
+    const cidr = parseCidr(typeof raw === 'string' ? raw.trim() : raw);
+    if (!cidr.ok) return refuse(`spec.loadBalancerSourceRanges[${i}]`, raw, cidr.reason);
+    sourceRanges[cidr.family].push(cidr.value);
+  });
+
+  // session affinity
+  let stickyMaxAgeSeconds = 0;
+  const affinity = spec.sessionAffinity ?? 'None';
+  if (affinity === 'ClientIP') {
+    stickyMaxAgeSeconds = DEFAULT_STICKY_SECONDS;
+    const t = spec.sessionAffinityConfig?.clientIP?.timeoutSeconds;
+    if (t !== undefined && t !== null) {
+      if (typeof t === 'number' && Number.isInteger(t) && t >= 1 && t <= MAX_STICKY_SECONDS) stickyMaxAgeSeconds = t;
+      else refuse('spec.sessionAffinityConfig.clientIP.timeoutSeconds', t, `not an integer 1..${MAX_STICKY_SECONDS}; ${DEFAULT_STICKY_SECONDS} used`);
+    }
+  } else if (affinity !== 'None' && affinity !== '') {
+    refuse('spec.sessionAffinity', affinity, 'unknown session affinity (None or ClientIP); None used');
+  }
+
+  // traffic policies
+  const policy = (field: string, v: string | undefined): 'Cluster' | 'Local' => {
+    if (v === undefined || v === '' || v === 'Cluster') return 'Cluster';
+    if (v === 'Local') return 'Local';
+    refuse(field, v, 'unknown traffic policy (Cluster or Local); Cluster used');
+    return 'Cluster';
+  };
+  const etp = policy('spec.externalTrafficPolicy', spec.externalTrafficPolicy);
+  const itp = policy('spec.internalTrafficPolicy', spec.internalTrafficPolicy);
+  // kube-proxy apiservice.ExternallyAccessible: externalTrafficPolicy means something only then
+  const externallyAccessible =
+    type === 'LoadBalancer' || type === 'NodePort' || (type === 'ClusterIP' && (spec.externalIPs ?? []).length > 0);
+  const externalPolicyLocal = externallyAccessible && etp === 'Local';
+
+  let trafficDistribution = spec.trafficDistribution ?? '';
+  if (trafficDistribution !== '' && !TRAFFIC_DISTRIBUTIONS.has(trafficDistribution)) {
+    refuse('spec.trafficDistribution', trafficDistribution, 'unknown traffic distribution (PreferClose, PreferSameZone, PreferSameNode); ignored');
+    trafficDistribution = '';
+  }
+
+  // kube-proxy apiservice.NeedsHealthCheck: LoadBalancer with externalTrafficPolicy Local
+  let healthCheckNodePort = 0;
+  if (type === 'LoadBalancer' && etp === 'Local' && spec.healthCheckNodePort !== undefined && spec.healthCheckNodePort !== 0) {
+    if (isPort(spec.healthCheckNodePort, 0)) healthCheckNodePort = spec.healthCheckNodePort;
+    else refuse('spec.healthCheckNodePort', spec.healthCheckNodePort, 'not a port 0..65535; no health check port');
+  }
+
+  const scheduler = schedulerAnnotation(svc.metadata?.annotations ?? {}, refuse);
+
+  const seenNames = new Set<string>();
+  (spec.ports ?? []).forEach((p, i) => {
+    const portName = p.name ?? '';
+    if (portName !== '' && !DNS_LABEL.test(portName)) return refuse(`spec.ports[${i}].name`, portName, 'not a DNS label; port ignored');
+    if (seenNames.has(portName)) return refuse(`spec.ports[${i}].name`, portName, 'duplicate port name; port ignored');
+    seenNames.add(portName);
+    if (!isPort(p.port, 1)) return refuse(`spec.ports[${i}].port`, p.port, 'not a port 1..65535; port ignored');
+    const protocol = parseProtocol(p.protocol);
+    if (!protocol) return refuse(`spec.ports[${i}].protocol`, p.protocol, 'not TCP, UDP or SCTP; port ignored');
+    let nodePort = 0;
+    if (p.nodePort !== undefined && p.nodePort !== null) {
+      if (isPort(p.nodePort, 0)) nodePort = p.nodePort;
+      else refuse(`spec.ports[${i}].nodePort`, p.nodePort, 'not a port 0..65535; no NodePort');
+    }
+    for (const family of FAMILIES) {
+      const clusterIP = clusterIPs.get(family);
+      if (!clusterIP) continue;
+      ports.push({
+        namespace,
+        name,
+        portName,
+        family,
+        protocol,
+        port: p.port,
+        nodePort,
+        clusterIP,
+        externalIPs: sortUnique(externalIPs[family]),
+        loadBalancerIPs: sortUnique(lbIPs[family]),
+        loadBalancerSourceRanges: sortUnique(sourceRanges[family]),
+        stickyMaxAgeSeconds,
+        externalPolicyLocal,
+        internalPolicyLocal: itp === 'Local',
+        healthCheckNodePort,
+        trafficDistribution,
+        scheduler,
+      });
+    }
+  });
+  return { ports, refusals };
+}
+
+function schedulerAnnotation(
+  annotations: Readonly<Record<string, string>>,
+  refuse: (field: string, value: unknown, reason: string) => void,
+): string {
+  const key = annotations[SCHEDULER_ANNOTATION] !== undefined ? SCHEDULER_ANNOTATION : KUBE_ROUTER_SCHEDULER_ANNOTATION;
+  const value = annotations[key];
+  if (value === undefined) return '';
+  if (typeof value === 'string' && SCHEDULER_NAME.test(value)) return value;
+  refuse(`metadata.annotations[${key}]`, value, 'not a scheduler name ([a-z0-9]{1,15}); the configured scheduler is used');
+  return '';
+}
+
+/** One endpoint of a slice, before it is paired with a port. */
+export type EndpointAddress = Omit<Endpoint, 'port'>;
+
+export interface SlicePort {
+  /** '' for an unnamed port (also when the field is absent) */
+  readonly name: string;
+  readonly protocol: Protocol;
+  readonly port: number;
+}
+
+export interface ConvertedEndpointSlice {
+  /** from the kubernetes.io/service-name label; undefined: the slice is not proxied */
+  readonly service: { readonly namespace: string; readonly name: string } | undefined;
+  /** undefined for FQDN (and refused) address types: no endpoints */
+  readonly family: IpFamily | undefined;
+  readonly ports: SlicePort[];
+  /** in slice order; one per endpoint with a valid first address */
+  readonly endpoints: EndpointAddress[];
+  readonly refusals: Refusal[];
+}
+
+/**
+ * One EndpointSlice, with kube-proxy's endpointslicecache rules: only the first address of an
+ * endpoint counts; conditions default ready=true, serving=ready (API: "defer to the ready
+ * condition"), terminating=false; `isLocal` when endpoint.nodeName is this node.
+ * A port without a number is skipped (and refused).
+ */
+export function convertEndpointSlice(slice: V1EndpointSlice, nodeName: string): ConvertedEndpointSlice {
+  const namespace = slice.metadata?.namespace ?? '';
+  const sliceName = slice.metadata?.name ?? '';
+  const refusals: Refusal[] = [];
+  const refuse = (field: string, value: unknown, reason: string): void => {
+    refusals.push({ kind: 'EndpointSlice', namespace, name: sliceName, field, value: text(value), reason });
+  };
+  const none = (): ConvertedEndpointSlice => ({ service: undefined, family: undefined, ports: [], endpoints: [], refusals });
+
+  const labels = slice.metadata?.labels ?? {};
+  const svcName = labels[SERVICE_NAME_LABEL];
+  if (svcName === undefined || svcName === '') return none(); // not a Service's slice
+  if (labels[SERVICE_PROXY_NAME_LABEL] !== undefined || labels[HEADLESS_LABEL] !== undefined) return none();
+  if (!DNS_LABEL.test(namespace)) {
+    refuse('metadata.namespace', namespace, 'not a DNS label; slice ignored');
+    return none();
+  }
+  if (!DNS_SUBDOMAIN.test(sliceName)) {
+    refuse('metadata.name', sliceName, 'not a DNS subdomain; slice ignored');
+    return none();
+  }
+  if (!DNS_LABEL.test(svcName)) {
+    refuse(`metadata.labels[${SERVICE_NAME_LABEL}]`, svcName, 'not a Service name; slice ignored');
+    return none();
+  }
+  const service = { namespace, name: svcName };
+
+  let family: IpFamily;
+  if (slice.addressType === 'IPv4') family = 'ipv4';
+  else if (slice.addressType === 'IPv6') family = 'ipv6';
+  else {
+    if (slice.addressType !== 'FQDN') refuse('addressType', slice.addressType, 'unknown address type (IPv4, IPv6, FQDN); slice ignored');
+    return { service, family: undefined, ports: [], endpoints: [], refusals };
+  }
+
+  const ports: SlicePort[] = [];
+  (slice.ports ?? []).forEach((p, i) => {
+    const name = p.name ?? '';
+    if (name !== '' && !DNS_LABEL.test(name)) return refuse(`ports[${i}].name`, name, 'not a DNS label; port ignored');
+    if (!isPort(p.port, 1)) return refuse(`ports[${i}].port`, p.port, 'not a port 1..65535; port ignored');
+    const protocol = parseProtocol(p.protocol);
+    if (!protocol) return refuse(`ports[${i}].protocol`, p.protocol, 'not TCP, UDP or SCTP; port ignored');
+    ports.push({ name, protocol, port: p.port });
+  });
+
+  const endpoints: EndpointAddress[] = [];
+  (slice.endpoints ?? []).forEach((e, i) => {
+    const raw = e.addresses?.[0];
+    if (raw === undefined) return refuse(`endpoints[${i}].addresses`, e.addresses ?? null, 'no address; endpoint ignored');
+    const ip = parseIp(raw);
+    if (!ip.ok) return refuse(`endpoints[${i}].addresses[0]`, raw, `${ip.reason}; endpoint ignored`);
+    if (ip.family !== family) return refuse(`endpoints[${i}].addresses[0]`, raw, `not an ${slice.addressType} address; endpoint ignored`);
+    const c = e.conditions ?? {};
+    const ready = c.ready ?? true;
+    const ep: { -readonly [K in keyof EndpointAddress]: EndpointAddress[K] } = {
+      ip: ip.value,
+      ready,
+      serving: c.serving ?? ready,
+      terminating: c.terminating ?? false,
+      isLocal: nodeName !== '' && e.nodeName === nodeName,
+    };
+    const zones = hintNames(e.hints?.forZones);
+    if (zones) ep.zoneHints = zones;
+    const nodes = hintNames(e.hints?.forNodes);
+    if (nodes) ep.nodeHints = nodes;
+    endpoints.push(ep);
+  });
+  return { service, family, ports, endpoints, refusals };
+}
+
+function hintNames(list: readonly { name?: string }[] | undefined): string[] | undefined {
+  const names = (list ?? []).map((h) => h.name).filter((n): n is string => typeof n === 'string' && n !== '');
+  return names.length > 0 ? sortUnique(names) : undefined;
+}
+
+export interface NodeInfo {
+  readonly name: string;
+  /** topology.kubernetes.io/zone label; '' when none */
+  readonly zone: string;
+  /** status.addresses of type InternalIP then ExternalIP, canonical, unique, in object order */
+  readonly nodeIPs: string[];
+  /** spec.podCIDRs (else spec.podCIDR), canonical */
+  readonly podCIDRs: string[];
+  /** kube-proxy's nodeEligible: not being deleted, not tainted ToBeDeletedByClusterAutoscaler */
+  readonly eligible: boolean;
+  readonly refusals: Refusal[];
+}
+
+/** What the proxy uses from its own Node object. */
+export function nodeInfo(node: V1Node): NodeInfo {
+  const name = node.metadata?.name ?? '';
+  const refusals: Refusal[] = [];
+  const refuse = (field: string, value: unknown, reason: string): void => {
+    refusals.push({ kind: 'Node', namespace: '', name, field, value: text(value), reason });
+  };
+  const zone = node.metadata?.labels?.[ZONE_LABEL] ?? '';
+
+  const nodeIPs: string[] = [];
+  for (const type of ['InternalIP', 'ExternalIP']) {
+    (node.status?.addresses ?? []).forEach((a, i) => {
+      if (a.type !== type) return;
+      const ip = parseIp(a.address);
+      if (!ip.ok) return refuse(`status.addresses[${i}].address`, a.address, ip.reason);
+      if (!nodeIPs.includes(ip.value)) nodeIPs.push(ip.value);
+    });
+  }
+
+  const podCIDRs: string[] = [];
+  const cidrField = node.spec?.podCIDRs && node.spec.podCIDRs.length > 0 ? 'spec.podCIDRs' : 'spec.podCIDR';
+  const cidrList = cidrField === 'spec.podCIDRs' ? node.spec!.podCIDRs! : node.spec?.podCIDR ? [node.spec.podCIDR] : [];
+  cidrList.forEach((raw, i) => {
+    const cidr = parseCidr(raw);
+    if (!cidr.ok) return refuse(cidrField === 'spec.podCIDRs' ? `spec.podCIDRs[${i}]` : 'spec.podCIDR', raw, cidr.reason);
+    if (!podCIDRs.includes(cidr.value)) podCIDRs.push(cidr.value);
+  });
+
+  const deleting = node.metadata?.deletionTimestamp !== undefined && node.metadata.deletionTimestamp !== null;
+  const tainted = (node.spec?.taints ?? []).some((t) => t.key === TO_BE_DELETED_TAINT);
+  return { name, zone, nodeIPs, podCIDRs, eligible: !deleting && !tainted, refusals };
+}

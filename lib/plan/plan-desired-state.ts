@@ -1,0 +1,82 @@
+/**
+ * The desired state of one family: the union of its service ports' plans, the 17 ipsets and
+ * kube-proxy's iptables rules. Pure.
+ */
+import { virtualServerKey } from '../model/ipvs';
+import { IpFamily, parseServicePortKey } from '../model/service';
+import { entryIp, nonEmptySetKeys, planIpsets } from './ipsets';
+import { LbOutFilterEntry, planIptables } from './iptables';
+import { SetKey } from './names';
+import {
+  DesiredVirtualServer,
+  FamilyDesiredState,
+  IptablesOptions,
+  ServicePortPlan,
+  VirtualServerConflict,
+} from './service-plan';
+
+const byString = (a: string, b: string): number => (a < b ? -1 : a > b ? 1 : 0);
+
+/**
+ * Union of `plans` (all of `family`; another family's plan is a caller bug and throws):
+ *  - virtual servers by virtualServerKey; when two service ports claim the same key the first
+ *    in ServicePortKey order keeps it and the other gets a conflict entry;
+ *  - bound addresses; KUBE-IPVS-IPS holds exactly them;
+ *  - every set's members (planIpsets: all 17 sets, empty ones too);
+ *  - iptables (planIptables) with the non-empty sets and the LB out-filter entries.
+ * The result does not depend on the order of `plans`.
+ */
+export function planFamilyState(
+  plans: Iterable<ServicePortPlan>,
+  family: IpFamily,
+  iptablesOptions: IptablesOptions,
+): FamilyDesiredState {
+  const sorted = [...plans].sort((a, b) => byString(a.key, b.key));
+  const virtualServers = new Map<string, DesiredVirtualServer>();
+  const conflicts: VirtualServerConflict[] = [];
+  const bound = new Set<string>();
+  const members: Partial<Record<SetKey, Set<string>>> = {};
+  const lbOut = new Map<string, LbOutFilterEntry>();
+
+  for (const p of sorted) {
+    if (p.family !== family) throw new TypeError(`plan ${p.key} is ${p.family}, not ${family}`);
+    for (const v of p.virtualServers) {
+      const k = virtualServerKey(v.vs);
+      const have = virtualServers.get(k);
+      if (!have) {
+        virtualServers.set(k, v);
+        continue;
+      }
+      const loser = parseServicePortKey(p.key);
+      conflicts.push({
+        kind: 'Service',
+        namespace: loser.namespace,
+        name: loser.name,
+        field: `spec.ports[${loser.portName}]`,
+        value: k,
+        reason: `virtual server ${k} is already ${have.owner}'s (the first service port in name order keeps it)`,
+        virtualServer: k,
+        winner: have.owner,
+        loser: p.key,
+      });
+    }
+    for (const a of p.boundAddresses) bound.add(a);
+    for (const e of p.ipsetEntries) (members[e.set] ??= new Set()).add(e.member);
+    for (const e of p.lbOutFilter) lbOut.set(`${e.lbIP} ${e.proto} ${e.port}`, e);
+  }
+
+  const boundAddresses = new Set([...bound].sort(byString));
+  members.IPVS_IPS = new Set([...boundAddresses].map(entryIp));
+  const ipsets = planIpsets(family, members);
+  const iptables = planIptables({
+    family,
+    masqueradeBit: iptablesOptions.masqueradeBit,
+    masqueradeAll: iptablesOptions.masqueradeAll,
+    localDetector: iptablesOptions.localDetector,
+    randomFully: iptablesOptions.randomFully,
+    nonEmptySets: nonEmptySetKeys(family, ipsets),
+    lbOutFilter: [...lbOut.keys()].sort(byString).map((k) => lbOut.get(k)!),
+  });
+  const byKey = new Map([...virtualServers.keys()].sort(byString).map((k) => [k, virtualServers.get(k)!]));
+  return { family, virtualServers: byKey, boundAddresses, ipsets, iptables, conflicts };
+}

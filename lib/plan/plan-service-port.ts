@@ -1,0 +1,219 @@
+/**
+ * The desired kernel state of one service port in one family: kube-proxy IPVS mode's
+ * syncProxyRules body for that port (K8S pkg/proxy/ipvs/proxier.go, recent; reference §1.5
+ * steps 7, §1.7). Pure.
+ *
+ *  - ClusterIP: a virtual server, bound on kube-ipvs0, KUBE-CLUSTER-IP entry; real servers per
+ *    internalTrafficPolicy.
+ *  - externalIPs: a virtual server each, bound unless the address is already on another link,
+ *    KUBE-EXTERNAL-IP (KUBE-EXTERNAL-IP-LOCAL with eTP Local).
+ *  - load-balancer VIPs: a virtual server each, bound unless local, KUBE-LOAD-BALANCER
+ *    (+ -LOCAL with eTP Local); with source ranges KUBE-LOAD-BALANCER-FW, one SOURCE-CIDR entry
+ *    per range, and SOURCE-IP (lb,proto:port,lb) when a range holds a node IP, else an
+ *    KUBE-IPVS-OUT-FILTER entry (node-originated traffic would bypass the ranges, #119656).
+ *  - NodePort: a virtual server per NodePort address (never bound), KUBE-NODE-PORT-TCP/UDP
+ *    bitmap entries or per-address SCTP hash entries (+ -LOCAL with eTP Local).
+ *  - healthCheckNodePort: KUBE-HEALTH-CHECK-NODE-PORT.
+ *  - every local endpoint: KUBE-LOOP-BACK ep,proto:port,ep (hairpin masquerade).
+ *
+ * Multi-CNI (kube-ipvs extension): endpoints inside ctx.excludeClusterCIDRs are dropped; a
+ * service port that had endpoints, all excluded, gets an empty plan (another CNI's proxy
+ * serves it). A service port without any endpoint is planned as usual.
+ */
+import { AddressFamily, realServerKey, virtualServerKey } from '../model/ipvs';
+import { Endpoint, Refusal, ServicePort, servicePortKey } from '../model/service';
+import { cidrMatcher } from '../model/parse-ip';
+import { RealServerSpec, VirtualServerSpec } from '../netlink/ipvs-codec';
+import {
+  AF_INET,
+  AF_INET6,
+  IPPROTO_SCTP,
+  IPPROTO_TCP,
+  IPPROTO_UDP,
+  IP_VS_CONN_F,
+  IP_VS_SVC_F,
+  IP_VS_SVC_F_SCHED_MH_PORT,
+} from '../netlink/uapi/ip_vs';
+import { entryIpPort, entryIpPortIp, entryIpPortNet, entryPort, IpsetProto } from './ipsets';
+import { LbOutFilterEntry } from './iptables';
+import { SetKey } from './names';
+import { categorizeEndpoints } from './categorize-endpoints';
+import { DesiredVirtualServer, IpsetEntry, PlanContext, ServicePortPlan } from './service-plan';
+
+/** kube-proxy's defaultScheduler. */
+export const DEFAULT_SCHEDULER = 'rr';
+
+const IPPROTO = { TCP: IPPROTO_TCP, UDP: IPPROTO_UDP, SCTP: IPPROTO_SCTP } as const;
+
+// excludeClusterCIDRs is one array per context: parse it once
+const matchers = new WeakMap<readonly string[], (ip: string) => boolean>();
+function excludedMatcher(cidrs: readonly string[]): (ip: string) => boolean {
+  let m = matchers.get(cidrs);
+  if (!m) {
+    m = cidrMatcher(cidrs);
+    matchers.set(cidrs, m);
+  }
+  return m;
+}
+
+const byString = (a: string, b: string): number => (a < b ? -1 : a > b ? 1 : 0);
+
+export function planServicePort(sp: ServicePort, endpoints: readonly Endpoint[], ctx: PlanContext): ServicePortPlan {
+  if (sp.family !== ctx.family) {
+    throw new TypeError(`service port ${sp.namespace}/${sp.name}:${sp.portName} is ${sp.family}, context is ${ctx.family}`);
+  }
+  const key = servicePortKey(sp.namespace, sp.name, sp.portName, sp.family);
+  const excluded = excludedMatcher(ctx.excludeClusterCIDRs);
+  const eps = ctx.excludeClusterCIDRs.length === 0 ? endpoints : endpoints.filter((e) => !excluded(e.ip));
+  if (endpoints.length > 0 && eps.length === 0) {
+    return {
+      key,
+      family: sp.family,
+      virtualServers: [],
+      boundAddresses: [],
+      ipsetEntries: [],
+      lbOutFilter: [],
+      localEndpoints: 0,
+      noLocalEndpoints: { internal: false, external: false },
+      refusals: [],
+    };
+  }
+
+  const af: AddressFamily = sp.family === 'ipv4' ? AF_INET : AF_INET6;
+  const proto = sp.protocol.toLowerCase() as IpsetProto;
+  const scheduler = sp.scheduler || ctx.scheduler || DEFAULT_SCHEDULER;
+  let flags = 0;
+  if (sp.stickyMaxAgeSeconds > 0) flags |= IP_VS_SVC_F.PERSISTENT;
+  if (scheduler === 'mh') flags |= IP_VS_SVC_F_SCHED_MH_PORT;
+  const vsSpec = (address: string, port: number): VirtualServerSpec => ({
+    af,
+    protocol: IPPROTO[sp.protocol],
+    address,
+    port,
+    fwmark: 0,
+    scheduler,
+    flags,
+    timeout: sp.stickyMaxAgeSeconds,
+    netmask: af === AF_INET ? 0xffffffff : 128,
+  });
+
+  // endpoint selection (kube-proxy syncEndpoint + CategorizeEndpoints)
+  const cat = categorizeEndpoints(eps, sp, ctx.nodeName, ctx.nodeZone);
+  const noLocal = cat.local.length === 0;
+  // iTP Local: local endpoints; with none, kube-proxy falls back to the cluster set too (which
+  // is empty unless the port also takes external traffic, see usesClusterEndpoints)
+  const internalEps = sp.internalPolicyLocal && !noLocal ? cat.local : cat.cluster;
+  // eTP Local without a local endpoint falls back to cluster endpoints (PR #97081: pods on
+  // this node can still reach the service; external clients' replies are dropped)
+  const externalEps = sp.externalPolicyLocal && !noLocal ? cat.local : cat.cluster;
+  const internalRs = realServers(internalEps);
+  const externalRs = realServers(externalEps);
+
+  const vss = new Map<string, DesiredVirtualServer>();
+  const refusals: Refusal[] = [];
+  const bound = new Set<string>();
+  const entries = new Set<string>();
+  const add = (set: SetKey, member: string): void => {
+    entries.add(`${set} ${member}`);
+  };
+  const addVs = (vs: VirtualServerSpec, rs: readonly RealServerSpec[], field: string): boolean => {
+    const k = virtualServerKey(vs);
+    if (vss.has(k)) {
+      refusals.push({
+        kind: 'Service',
+        namespace: sp.namespace,
+        name: sp.name,
+        field,
+        value: vs.address,
+        reason: `virtual server ${k} is already planned for this port; ignored`,
+      });
+      return false;
+    }
+    vss.set(k, { vs, realServers: rs, owner: key });
+    return true;
+  };
+
+  // hairpin: every local endpoint, whatever its state
+  for (const e of eps) if (e.isLocal) add('LOOP_BACK', entryIpPortIp(e.ip, proto, e.port, e.ip));
+
+  // ClusterIP
+  add('CLUSTER_IP', entryIpPort(sp.clusterIP, proto, sp.port));
+  addVs(vsSpec(sp.clusterIP, sp.port), internalRs, 'spec.clusterIPs');
+  bound.add(sp.clusterIP);
+
+  // externalIPs
+  for (const ip of sp.externalIPs) {
+    add(sp.externalPolicyLocal ? 'EXTERNAL_IP_LOCAL' : 'EXTERNAL_IP', entryIpPort(ip, proto, sp.port));
+    if (addVs(vsSpec(ip, sp.port), externalRs, 'spec.externalIPs') && !ctx.localAddresses.has(ip)) bound.add(ip);
+  }
+
+  // load-balancer VIPs
+  const lbOutFilter: LbOutFilterEntry[] = [];
+  const nodeInRanges = sp.loadBalancerSourceRanges.length > 0 && ctx.nodeIPs.some(cidrMatcher(sp.loadBalancerSourceRanges));
+  for (const ip of sp.loadBalancerIPs) {
+    const entry = entryIpPort(ip, proto, sp.port);
+    add('LOAD_BALANCER', entry);
+    if (sp.externalPolicyLocal) add('LOAD_BALANCER_LOCAL', entry);
+    if (sp.loadBalancerSourceRanges.length > 0) {
+      add('LOAD_BALANCER_FW', entry);
+      for (const cidr of sp.loadBalancerSourceRanges) add('LOAD_BALANCER_SOURCE_CIDR', entryIpPortNet(ip, proto, sp.port, cidr));
+      if (nodeInRanges) add('LOAD_BALANCER_SOURCE_IP', entryIpPortIp(ip, proto, sp.port, ip));
+      else lbOutFilter.push({ lbIP: ip, proto, port: sp.port });
+    }
+    if (addVs(vsSpec(ip, sp.port), externalRs, 'status.loadBalancer.ingress') && !ctx.localAddresses.has(ip)) bound.add(ip);
+  }
+
+  // NodePort
+  if (sp.nodePort !== 0) {
+    const local = sp.externalPolicyLocal;
+    if (sp.protocol === 'SCTP') {
+      for (const ip of ctx.nodePortAddresses) {
+        add('NODE_PORT_SCTP', entryIpPort(ip, proto, sp.nodePort));
+        if (local) add('NODE_PORT_LOCAL_SCTP', entryIpPort(ip, proto, sp.nodePort));
+      }
+    } else {
+      const tcp = sp.protocol === 'TCP';
+      add(tcp ? 'NODE_PORT_TCP' : 'NODE_PORT_UDP', entryPort(sp.nodePort));
+      if (local) add(tcp ? 'NODE_PORT_LOCAL_TCP' : 'NODE_PORT_LOCAL_UDP', entryPort(sp.nodePort));
+    }
+    for (const ip of ctx.nodePortAddresses) addVs(vsSpec(ip, sp.nodePort), externalRs, 'spec.ports[].nodePort');
+  }
+
+  if (sp.healthCheckNodePort !== 0) add('HEALTH_CHECK_NODE_PORT', entryPort(sp.healthCheckNodePort));
+
+  const ipsetEntries: IpsetEntry[] = [...entries].sort(byString).map((s) => {
+    const sp = s.indexOf(' ');
+    return { set: s.slice(0, sp) as SetKey, member: s.slice(sp + 1) };
+  });
+  const hasExternal = sp.externalIPs.length > 0 || sp.loadBalancerIPs.length > 0 || sp.nodePort !== 0;
+  return {
+    key,
+    family: sp.family,
+    virtualServers: [...vss.keys()].sort(byString).map((k) => vss.get(k)!),
+    boundAddresses: [...bound].sort(byString),
+    ipsetEntries,
+    lbOutFilter,
+    localEndpoints: new Set(eps.filter((e) => e.isLocal && e.ready).map((e) => e.ip)).size,
+    noLocalEndpoints: {
+      internal: sp.internalPolicyLocal && cat.hasAny && noLocal,
+      external: sp.externalPolicyLocal && hasExternal && cat.hasAny && noLocal,
+    },
+    refusals,
+  };
+}
+
+/** Weight 1, masquerade, one per ip:port, sorted by realServerKey (kube-proxy newDest). */
+function realServers(endpoints: readonly Endpoint[]): RealServerSpec[] {
+  const out = new Map<string, RealServerSpec>();
+  for (const e of endpoints) {
+    const rs: RealServerSpec = {
+      af: e.ip.includes(':') ? AF_INET6 : AF_INET,
+      address: e.ip,
+      port: e.port,
+      fwdMethod: IP_VS_CONN_F.MASQ,
+      weight: 1,
+    };
+    out.set(realServerKey(rs), rs);
+  }
+  return [...out.keys()].sort(byString).map((k) => out.get(k)!);
+}

@@ -1,0 +1,150 @@
+/**
+ * The endpoints of every Service, merged from its EndpointSlices (kube-proxy's
+ * EndpointsChangeTracker + endpointslicecache): a Service may have many slices; an endpoint
+ * (ip:port of one service port) listed in two slices counts once, and the local copy wins
+ * when the copies disagree on the node. Slices are merged in name order, so the result does
+ * not depend on event order.
+ */
+import type { V1EndpointSlice } from '@kubernetes/client-node';
+import { ConvertedEndpointSlice, convertEndpointSlice } from '../k8s/convert';
+import { hostPort } from '../model/ipvs';
+import { Endpoint, IpFamily, Protocol, Refusal, ServiceName, ServicePort } from '../model/service';
+import { AF_INET, AF_INET6 } from '../netlink/uapi/ip_vs';
+import { PendingChanges } from './pending-changes';
+
+interface SliceState {
+  /** "ns/name" of the Service, '' when the slice belongs to none */
+  readonly service: ServiceName;
+  readonly converted: ConvertedEndpointSlice;
+}
+
+interface ServiceEndpoints {
+  /** portKey(name, protocol, family) -> endpoints sorted by ip:port */
+  readonly byPort: ReadonlyMap<string, readonly Endpoint[]>;
+  readonly refusals: readonly Refusal[];
+  readonly snapshot: string;
+}
+
+const portKey = (portName: string, protocol: Protocol, family: IpFamily): string => `${portName}/${protocol}/${family}`;
+const sliceKeyOf = (s: V1EndpointSlice): string => `${s.metadata?.namespace ?? ''}/${s.metadata?.name ?? ''}`;
+const NONE: readonly never[] = [];
+const byString = (a: string, b: string): number => (a < b ? -1 : a > b ? 1 : 0);
+
+export class EndpointSliceTracker {
+  private readonly slices = new Map<string, SliceState>();
+  private readonly slicesOf = new Map<ServiceName, Set<string>>();
+  private readonly merged = new Map<ServiceName, ServiceEndpoints>();
+  private readonly changes = new PendingChanges();
+
+  /** `nodeName`: this node (an endpoint whose nodeName matches is local). */
+  constructor(private readonly nodeName: string) {}
+
+  onAdd(slice: V1EndpointSlice): Set<ServiceName> {
+    return this.apply(sliceKeyOf(slice), slice);
+  }
+
+  /** An update that changes no endpoint, port or refusal returns an empty set. */
+  onUpdate(old: V1EndpointSlice, slice: V1EndpointSlice): Set<ServiceName> {
+    const changed = this.apply(sliceKeyOf(slice), slice);
+    if (sliceKeyOf(old) !== sliceKeyOf(slice)) for (const n of this.apply(sliceKeyOf(old), undefined)) changed.add(n);
+    return changed;
+  }
+
+  onDelete(slice: V1EndpointSlice): Set<ServiceName> {
+    return this.apply(sliceKeyOf(slice), undefined);
+  }
+
+  private apply(sliceKey: string, slice: V1EndpointSlice | undefined): Set<ServiceName> {
+    const touched = new Set<ServiceName>();
+    const before = this.slices.get(sliceKey);
+    if (before) {
+      touched.add(before.service);
+      const set = this.slicesOf.get(before.service);
+      set?.delete(sliceKey);
+      if (set?.size === 0) this.slicesOf.delete(before.service);
+      this.slices.delete(sliceKey);
+    }
+    if (slice) {
+      const converted = convertEndpointSlice(slice, this.nodeName);
+      const service = converted.service ? `${converted.service.namespace}/${converted.service.name}` : '';
+      this.slices.set(sliceKey, { service, converted });
+      let set = this.slicesOf.get(service);
+      if (!set) this.slicesOf.set(service, (set = new Set()));
+      set.add(sliceKey);
+      touched.add(service);
+    }
+    const changed = new Set<ServiceName>();
+    for (const name of touched) {
+      const prev = this.merged.get(name);
+      const next = this.merge(name);
+      if (next) this.merged.set(name, next);
+      else this.merged.delete(name);
+      if (name !== '' && this.changes.record(name, prev?.snapshot ?? '', next?.snapshot ?? '')) changed.add(name);
+    }
+    return changed;
+  }
+
+  private merge(name: ServiceName): ServiceEndpoints | undefined {
+    const keys = [...(this.slicesOf.get(name) ?? [])].sort(byString);
+    if (keys.length === 0) return undefined;
+    const byPort = new Map<string, Map<string, Endpoint>>();
+    const refusals: Refusal[] = [];
+    for (const k of keys) {
+      const { converted } = this.slices.get(k)!;
+      refusals.push(...converted.refusals);
+      const family = converted.family;
+      if (!family) continue;
+      const af = family === 'ipv4' ? AF_INET : AF_INET6;
+      for (const port of converted.ports) {
+        const pk = portKey(port.name, port.protocol, family);
+        let eps = byPort.get(pk);
+        if (!eps) byPort.set(pk, (eps = new Map()));
+        for (const e of converted.endpoints) {
+          const id = hostPort(af, e.ip, port.port);
+          const have = eps.get(id);
+          if (have && (have.isLocal || !e.isLocal)) continue;
+          eps.set(id, { ...e, port: port.port });
+        }
+      }
+    }
+    const out = new Map<string, readonly Endpoint[]>();
+    for (const pk of [...byPort.keys()].sort(byString)) {
+      const eps = byPort.get(pk)!;
+      out.set(pk, [...eps.keys()].sort(byString).map((id) => eps.get(id)!));
+    }
+    return { byPort: out, refusals, snapshot: JSON.stringify([[...out], refusals]) };
+  }
+
+  /** The endpoints of one service port: sorted by ip:port, one per ip:port. */
+  endpointsFor(serviceName: ServiceName, portName: string, protocol: Protocol, family: IpFamily): readonly Endpoint[] {
+    return this.merged.get(serviceName)?.byPort.get(portKey(portName, protocol, family)) ?? NONE;
+  }
+
+  /** endpointsFor the service port `sp`. */
+  endpoints(sp: ServicePort): readonly Endpoint[] {
+    return this.endpointsFor(`${sp.namespace}/${sp.name}`, sp.portName, sp.protocol, sp.family);
+  }
+
+  /** What the converter refused in this Service's slices. */
+  refusals(serviceName: ServiceName): readonly Refusal[] {
+    return this.merged.get(serviceName)?.refusals ?? NONE;
+  }
+
+  /** Refusals in slices that name no Service (no kubernetes.io/service-name label, bad metadata). */
+  unattributedRefusals(): readonly Refusal[] {
+    return this.merged.get('')?.refusals ?? NONE;
+  }
+
+  /** Names whose endpoints changed since the last drain. */
+  drainChanges(): Set<ServiceName> {
+    return this.changes.drain();
+  }
+
+  get pendingChanges(): number {
+    return this.changes.pending;
+  }
+
+  get changesTotal(): number {
+    return this.changes.changesTotal;
+  }
+}

@@ -1,0 +1,903 @@
+// Expected plans are written by hand from shared/reference/kube-proxy-ipvs.md §1.2, §1.5 step 7
+// and §1.7 (kube-proxy proxier.go syncProxyRules / syncEndpoint, topology.go), not produced by
+// the planner. Protocol numbers, flags and forwarding methods are literals on purpose
+// (TCP 6, UDP 17, SCTP 132; persistent 0x1, mh-port 0x10; masquerade 0).
+// Addresses: see lib/testing/builders.ts (10.96.0.0/12 ClusterIPs, 10.244.0.0/16 pods,
+// 10.245.0.0/16 a second CNI's pods, 192.0.2.0/24 nodes, 198.51.100.0/24 source ranges,
+// 203.0.113.0/24 external/LB IPs, 2001:db8::/32 IPv6). This node: node-a in zone-a.
+import type { V1Endpoint, V1EndpointSlice, V1Service } from '@kubernetes/client-node';
+import { convertService } from '../../lib/k8s/convert';
+import { RealServerSpec } from '../../lib/netlink/ipvs-codec';
+import { planServicePort } from '../../lib/plan/plan-service-port';
+import { DesiredVirtualServer, IpsetEntry, PlanContext, ServicePortPlan } from '../../lib/plan/service-plan';
+import { makeEndpointSlice, makeService, svcPort } from '../../lib/testing/builders';
+import { EndpointSliceTracker } from '../../lib/tracker/endpoint-slice-tracker';
+import { Refusal } from '../../lib/model/service';
+import { LbOutFilterEntry } from '../../lib/plan/iptables';
+
+const CTX4: PlanContext = {
+  family: 'ipv4',
+  scheduler: '',
+  nodeName: 'node-a',
+  nodeZone: 'zone-a',
+  nodePortAddresses: ['192.0.2.1', '192.0.2.2'],
+  localAddresses: new Set(['192.0.2.1', '192.0.2.2', '203.0.113.99']),
+  nodeIPs: ['192.0.2.1'],
+  excludeClusterCIDRs: [],
+};
+const CTX6: PlanContext = {
+  ...CTX4,
+  family: 'ipv6',
+  nodePortAddresses: ['2001:db8:1::1'],
+  localAddresses: new Set(['2001:db8:1::1']),
+  nodeIPs: ['2001:db8:1::1'],
+};
+
+// ---- hand-written golden pieces ----
+
+const PROTO = { TCP: 6, UDP: 17, SCTP: 132 } as const;
+
+function rs(address: string, port: number): RealServerSpec {
+  return { af: address.includes(':') ? 10 : 2, address, port, fwdMethod: 0, weight: 1 };
+}
+
+function vs(
+  owner: string,
+  proto: keyof typeof PROTO,
+  address: string,
+  port: number,
+  realServers: RealServerSpec[],
+  o: { scheduler?: string; flags?: number; timeout?: number } = {},
+): DesiredVirtualServer {
+  const v6 = address.includes(':');
+  return {
+    vs: {
+      af: v6 ? 10 : 2,
+      protocol: PROTO[proto],
+      address,
+      port,
+      fwmark: 0,
+      scheduler: o.scheduler ?? 'rr',
+      flags: o.flags ?? 0,
+      timeout: o.timeout ?? 0,
+      netmask: v6 ? 128 : 0xffffffff,
+    },
+    realServers,
+    owner,
+  };
+}
+
+const e = (set: IpsetEntry['set'], member: string): IpsetEntry => ({ set, member });
+
+function plan(
+  key: string,
+  p: {
+    virtualServers?: DesiredVirtualServer[];
+    boundAddresses?: string[];
+    ipsetEntries?: IpsetEntry[];
+    lbOutFilter?: LbOutFilterEntry[];
+    localEndpoints?: number;
+    noLocalEndpoints?: { internal: boolean; external: boolean };
+    refusals?: Refusal[];
+  },
+): ServicePortPlan {
+  return {
+    key,
+    family: key.endsWith('/ipv6') ? 'ipv6' : 'ipv4',
+    virtualServers: p.virtualServers ?? [],
+    boundAddresses: p.boundAddresses ?? [],
+    ipsetEntries: p.ipsetEntries ?? [],
+    lbOutFilter: p.lbOutFilter ?? [],
+    localEndpoints: p.localEndpoints ?? 0,
+    noLocalEndpoints: p.noLocalEndpoints ?? { internal: false, external: false },
+    refusals: p.refusals ?? [],
+  };
+}
+
+// ---- fixtures ----
+
+function ep(ip: string, nodeName?: string, extra: Partial<V1Endpoint> = {}): V1Endpoint {
+  const out: V1Endpoint = { addresses: [ip], ...extra };
+  if (nodeName) out.nodeName = nodeName;
+  return out;
+}
+const TERMINATING = { conditions: { ready: false, serving: true, terminating: true } };
+const zones = (...names: string[]) => ({ hints: { forZones: names.map((name) => ({ name })) } });
+
+function slice(
+  svc: string,
+  name: string,
+  ports: [string, number, string][],
+  endpoints: V1Endpoint[],
+  addressType = 'IPv4',
+): V1EndpointSlice {
+  return makeEndpointSlice('ns1', svc, name, (s) => {
+    s.addressType = addressType;
+    s.ports = ports.map(([n, port, protocol]) => ({ name: n, port, protocol }));
+    s.endpoints = endpoints;
+  });
+}
+
+/** ns1/svc1, ClusterIP 10.96.0.10, port p80 80/TCP; `fn` adds to it. */
+function svc1(fn: (s: V1Service) => void = () => {}): V1Service {
+  return makeService('ns1', 'svc1', (s) => {
+    s.spec = { type: 'ClusterIP', clusterIP: '10.96.0.10', clusterIPs: ['10.96.0.10'], ports: [svcPort('p80', 80)] };
+    fn(s);
+  });
+}
+
+/** endpoints 10.244.1.1 on this node and 10.244.2.1 on node-b, port p80 8080/TCP */
+const TWO_EPS = [slice('svc1', 'svc1-a', [['p80', 8080, 'TCP']], [ep('10.244.1.1', 'node-a'), ep('10.244.2.1', 'node-b')])];
+const LOCAL_RS = rs('10.244.1.1', 8080);
+const REMOTE_RS = rs('10.244.2.1', 8080);
+const K = 'ns1/svc1:p80/ipv4';
+const LOOP = e('LOOP_BACK', '10.244.1.1,tcp:8080,10.244.1.1');
+
+interface Row {
+  name: string;
+  svc: V1Service;
+  slices: V1EndpointSlice[];
+  ctx?: Partial<PlanContext>;
+  want: ServicePortPlan[];
+  refusals?: Refusal[];
+}
+
+const rows: Row[] = [
+  {
+    name: 'ClusterIP TCP: VS with every endpoint, bound, KUBE-CLUSTER-IP, hairpin for the local endpoint',
+    svc: svc1(),
+    slices: TWO_EPS,
+    want: [
+      plan(K, {
+        virtualServers: [vs(K, 'TCP', '10.96.0.10', 80, [LOCAL_RS, REMOTE_RS])],
+        boundAddresses: ['10.96.0.10'],
+        ipsetEntries: [e('CLUSTER_IP', '10.96.0.10,tcp:80'), LOOP],
+        localEndpoints: 1,
+      }),
+    ],
+  },
+  {
+    name: 'ClusterIP UDP',
+    svc: svc1((s) => (s.spec!.ports = [svcPort('dns', 53, 'UDP')])),
+    slices: [slice('svc1', 'svc1-a', [['dns', 5353, 'UDP']], [ep('10.244.1.1', 'node-a'), ep('10.244.2.1', 'node-b')])],
+    want: [
+      plan('ns1/svc1:dns/ipv4', {
+        virtualServers: [vs('ns1/svc1:dns/ipv4', 'UDP', '10.96.0.10', 53, [rs('10.244.1.1', 5353), rs('10.244.2.1', 5353)])],
+        boundAddresses: ['10.96.0.10'],
+        ipsetEntries: [e('CLUSTER_IP', '10.96.0.10,udp:53'), e('LOOP_BACK', '10.244.1.1,udp:5353,10.244.1.1')],
+        localEndpoints: 1,
+      }),
+    ],
+  },
+  {
+    name: 'ClusterIP SCTP',
+    svc: svc1((s) => (s.spec!.ports = [svcPort('sig', 3868, 'SCTP')])),
+    slices: [slice('svc1', 'svc1-a', [['sig', 3868, 'SCTP']], [ep('10.244.2.1', 'node-b')])],
+    want: [
+      plan('ns1/svc1:sig/ipv4', {
+        virtualServers: [vs('ns1/svc1:sig/ipv4', 'SCTP', '10.96.0.10', 3868, [rs('10.244.2.1', 3868)])],
+        boundAddresses: ['10.96.0.10'],
+        ipsetEntries: [e('CLUSTER_IP', '10.96.0.10,sctp:3868')],
+      }),
+    ],
+  },
+  {
+    name: 'two ports: one plan each, endpoints matched by port name and protocol',
+    svc: svc1((s) => (s.spec!.ports = [svcPort('p80', 80), svcPort('dns', 53, 'UDP')])),
+    slices: [
+      slice('svc1', 'svc1-a', [['p80', 8080, 'TCP'], ['dns', 5353, 'UDP']], [ep('10.244.2.1', 'node-b')]),
+    ],
+    want: [
+      plan(K, {
+        virtualServers: [vs(K, 'TCP', '10.96.0.10', 80, [REMOTE_RS])],
+        boundAddresses: ['10.96.0.10'],
+        ipsetEntries: [e('CLUSTER_IP', '10.96.0.10,tcp:80')],
+      }),
+      plan('ns1/svc1:dns/ipv4', {
+        virtualServers: [vs('ns1/svc1:dns/ipv4', 'UDP', '10.96.0.10', 53, [rs('10.244.2.1', 5353)])],
+        boundAddresses: ['10.96.0.10'],
+        ipsetEntries: [e('CLUSTER_IP', '10.96.0.10,udp:53')],
+      }),
+    ],
+  },
+  {
+    name: 'externalIPs: a VS each; an address already on another link is not bound',
+    svc: svc1((s) => (s.spec!.externalIPs = ['203.0.113.99', '203.0.113.10'])),
+    slices: TWO_EPS,
+    want: [
+      plan(K, {
+        virtualServers: [
+          vs(K, 'TCP', '10.96.0.10', 80, [LOCAL_RS, REMOTE_RS]),
+          vs(K, 'TCP', '203.0.113.10', 80, [LOCAL_RS, REMOTE_RS]),
+          vs(K, 'TCP', '203.0.113.99', 80, [LOCAL_RS, REMOTE_RS]),
+        ],
+        boundAddresses: ['10.96.0.10', '203.0.113.10'],
+        ipsetEntries: [
+          e('CLUSTER_IP', '10.96.0.10,tcp:80'),
+          e('EXTERNAL_IP', '203.0.113.10,tcp:80'),
+          e('EXTERNAL_IP', '203.0.113.99,tcp:80'),
+          LOOP,
+        ],
+        localEndpoints: 1,
+      }),
+    ],
+  },
+  {
+    name: 'externalIPs with eTP Local: KUBE-EXTERNAL-IP-LOCAL, the external VS gets the local endpoint only',
+    svc: svc1((s) => {
+      s.spec!.externalIPs = ['203.0.113.10'];
+      s.spec!.externalTrafficPolicy = 'Local';
+    }),
+    slices: TWO_EPS,
+    want: [
+      plan(K, {
+        virtualServers: [
+          vs(K, 'TCP', '10.96.0.10', 80, [LOCAL_RS, REMOTE_RS]),
+          vs(K, 'TCP', '203.0.113.10', 80, [LOCAL_RS]),
+        ],
+        boundAddresses: ['10.96.0.10', '203.0.113.10'],
+        ipsetEntries: [e('CLUSTER_IP', '10.96.0.10,tcp:80'), e('EXTERNAL_IP_LOCAL', '203.0.113.10,tcp:80'), LOOP],
+        localEndpoints: 1,
+      }),
+    ],
+  },
+  {
+    name: 'LoadBalancer without source ranges: VS, bound, KUBE-LOAD-BALANCER',
+    svc: svc1((s) => {
+      s.spec!.type = 'LoadBalancer';
+      s.status = { loadBalancer: { ingress: [{ ip: '203.0.113.20' }, { hostname: 'lb.example' }] } };
+    }),
+    slices: TWO_EPS,
+    want: [
+      plan(K, {
+        virtualServers: [
+          vs(K, 'TCP', '10.96.0.10', 80, [LOCAL_RS, REMOTE_RS]),
+          vs(K, 'TCP', '203.0.113.20', 80, [LOCAL_RS, REMOTE_RS]),
+        ],
+        boundAddresses: ['10.96.0.10', '203.0.113.20'],
+        ipsetEntries: [e('CLUSTER_IP', '10.96.0.10,tcp:80'), e('LOAD_BALANCER', '203.0.113.20,tcp:80'), LOOP],
+        localEndpoints: 1,
+      }),
+    ],
+  },
+  {
+    name: 'LoadBalancer with a source range not holding the node IP: FW + SOURCE-CIDR, out-filter entry',
+    svc: svc1((s) => {
+      s.spec!.type = 'LoadBalancer';
+      s.spec!.loadBalancerSourceRanges = ['198.51.100.0/24'];
+      s.status = { loadBalancer: { ingress: [{ ip: '203.0.113.20' }] } };
+    }),
+    slices: TWO_EPS,
+    want: [
+      plan(K, {
+        virtualServers: [
+          vs(K, 'TCP', '10.96.0.10', 80, [LOCAL_RS, REMOTE_RS]),
+          vs(K, 'TCP', '203.0.113.20', 80, [LOCAL_RS, REMOTE_RS]),
+        ],
+        boundAddresses: ['10.96.0.10', '203.0.113.20'],
+        ipsetEntries: [
+          e('CLUSTER_IP', '10.96.0.10,tcp:80'),
+          e('LOAD_BALANCER', '203.0.113.20,tcp:80'),
+          e('LOAD_BALANCER_FW', '203.0.113.20,tcp:80'),
+          e('LOAD_BALANCER_SOURCE_CIDR', '203.0.113.20,tcp:80,198.51.100.0/24'),
+          LOOP,
+        ],
+        lbOutFilter: [{ lbIP: '203.0.113.20', proto: 'tcp', port: 80 }],
+        localEndpoints: 1,
+      }),
+    ],
+  },
+  {
+    name: 'LoadBalancer with a source range holding the node IP: SOURCE-IP entry, no out-filter',
+    svc: svc1((s) => {
+      s.spec!.type = 'LoadBalancer';
+      s.spec!.loadBalancerSourceRanges = ['198.51.100.0/24', '192.0.2.0/28'];
+      s.status = { loadBalancer: { ingress: [{ ip: '203.0.113.20' }] } };
+    }),
+    slices: TWO_EPS,
+    want: [
+      plan(K, {
+        virtualServers: [
+          vs(K, 'TCP', '10.96.0.10', 80, [LOCAL_RS, REMOTE_RS]),
+          vs(K, 'TCP', '203.0.113.20', 80, [LOCAL_RS, REMOTE_RS]),
+        ],
+        boundAddresses: ['10.96.0.10', '203.0.113.20'],
+        ipsetEntries: [
+          e('CLUSTER_IP', '10.96.0.10,tcp:80'),
+          e('LOAD_BALANCER', '203.0.113.20,tcp:80'),
+          e('LOAD_BALANCER_FW', '203.0.113.20,tcp:80'),
+          e('LOAD_BALANCER_SOURCE_CIDR', '203.0.113.20,tcp:80,192.0.2.0/28'),
+          e('LOAD_BALANCER_SOURCE_CIDR', '203.0.113.20,tcp:80,198.51.100.0/24'),
+          e('LOAD_BALANCER_SOURCE_IP', '203.0.113.20,tcp:80,203.0.113.20'),
+          LOOP,
+        ],
+        localEndpoints: 1,
+      }),
+    ],
+  },
+  {
+    name: 'LoadBalancer ingress with ipMode Proxy is skipped, ipMode VIP kept',
+    svc: svc1((s) => {
+      s.spec!.type = 'LoadBalancer';
+      s.status = { loadBalancer: { ingress: [{ ip: '203.0.113.20', ipMode: 'Proxy' }, { ip: '203.0.113.21', ipMode: 'VIP' }] } };
+    }),
+    slices: [],
+    want: [
+      plan(K, {
+        virtualServers: [vs(K, 'TCP', '10.96.0.10', 80, []), vs(K, 'TCP', '203.0.113.21', 80, [])],
+        boundAddresses: ['10.96.0.10', '203.0.113.21'],
+        ipsetEntries: [e('CLUSTER_IP', '10.96.0.10,tcp:80'), e('LOAD_BALANCER', '203.0.113.21,tcp:80')],
+      }),
+    ],
+  },
+  {
+    name: 'NodePort TCP: a VS per node address, never bound, bitmap entry',
+    svc: svc1((s) => {
+      s.spec!.type = 'NodePort';
+      s.spec!.ports = [svcPort('p80', 80, 'TCP', 30080)];
+    }),
+    slices: TWO_EPS,
+    want: [
+      plan(K, {
+        virtualServers: [
+          vs(K, 'TCP', '10.96.0.10', 80, [LOCAL_RS, REMOTE_RS]),
+          vs(K, 'TCP', '192.0.2.1', 30080, [LOCAL_RS, REMOTE_RS]),
+          vs(K, 'TCP', '192.0.2.2', 30080, [LOCAL_RS, REMOTE_RS]),
+        ],
+        boundAddresses: ['10.96.0.10'],
+        ipsetEntries: [e('CLUSTER_IP', '10.96.0.10,tcp:80'), LOOP, e('NODE_PORT_TCP', '30080')],
+        localEndpoints: 1,
+      }),
+    ],
+  },
+  {
+    name: 'NodePort SCTP: hash entries per node address',
+    svc: svc1((s) => {
+      s.spec!.type = 'NodePort';
+      s.spec!.ports = [svcPort('sig', 3868, 'SCTP', 30868)];
+    }),
+    slices: [slice('svc1', 'svc1-a', [['sig', 3868, 'SCTP']], [ep('10.244.2.1', 'node-b')])],
+    want: [
+      plan('ns1/svc1:sig/ipv4', {
+        virtualServers: [
+          vs('ns1/svc1:sig/ipv4', 'SCTP', '10.96.0.10', 3868, [rs('10.244.2.1', 3868)]),
+          vs('ns1/svc1:sig/ipv4', 'SCTP', '192.0.2.1', 30868, [rs('10.244.2.1', 3868)]),
+          vs('ns1/svc1:sig/ipv4', 'SCTP', '192.0.2.2', 30868, [rs('10.244.2.1', 3868)]),
+        ],
+        boundAddresses: ['10.96.0.10'],
+        ipsetEntries: [
+          e('CLUSTER_IP', '10.96.0.10,sctp:3868'),
+          e('NODE_PORT_SCTP', '192.0.2.1,sctp:30868'),
+          e('NODE_PORT_SCTP', '192.0.2.2,sctp:30868'),
+        ],
+      }),
+    ],
+  },
+  {
+    name: 'NodePort UDP with eTP Local: UDP bitmap and its -LOCAL twin',
+    svc: svc1((s) => {
+      s.spec!.type = 'NodePort';
+      s.spec!.externalTrafficPolicy = 'Local';
+      s.spec!.ports = [svcPort('dns', 53, 'UDP', 30053)];
+    }),
+    slices: [slice('svc1', 'svc1-a', [['dns', 53, 'UDP']], [ep('10.244.1.1', 'node-a'), ep('10.244.2.1', 'node-b')])],
+    ctx: { nodePortAddresses: ['192.0.2.1'] },
+    want: [
+      plan('ns1/svc1:dns/ipv4', {
+        virtualServers: [
+          vs('ns1/svc1:dns/ipv4', 'UDP', '10.96.0.10', 53, [rs('10.244.1.1', 53), rs('10.244.2.1', 53)]),
+          vs('ns1/svc1:dns/ipv4', 'UDP', '192.0.2.1', 30053, [rs('10.244.1.1', 53)]),
+        ],
+        boundAddresses: ['10.96.0.10'],
+        ipsetEntries: [
+          e('CLUSTER_IP', '10.96.0.10,udp:53'),
+          e('LOOP_BACK', '10.244.1.1,udp:53,10.244.1.1'),
+          e('NODE_PORT_LOCAL_UDP', '30053'),
+          e('NODE_PORT_UDP', '30053'),
+        ],
+        localEndpoints: 1,
+      }),
+    ],
+  },
+  {
+    name: 'session affinity ClientIP without timeout: persistent flag, 10800 s',
+    svc: svc1((s) => (s.spec!.sessionAffinity = 'ClientIP')),
+    slices: TWO_EPS,
+    want: [
+      plan(K, {
+        virtualServers: [vs(K, 'TCP', '10.96.0.10', 80, [LOCAL_RS, REMOTE_RS], { flags: 0x1, timeout: 10800 })],
+        boundAddresses: ['10.96.0.10'],
+        ipsetEntries: [e('CLUSTER_IP', '10.96.0.10,tcp:80'), LOOP],
+        localEndpoints: 1,
+      }),
+    ],
+  },
+  {
+    name: 'session affinity ClientIP 600 s on every VS of the port (ClusterIP, external IP)',
+    svc: svc1((s) => {
+      s.spec!.sessionAffinity = 'ClientIP';
+      s.spec!.sessionAffinityConfig = { clientIP: { timeoutSeconds: 600 } };
+      s.spec!.externalIPs = ['203.0.113.10'];
+    }),
+    slices: [],
+    want: [
+      plan(K, {
+        virtualServers: [
+          vs(K, 'TCP', '10.96.0.10', 80, [], { flags: 0x1, timeout: 600 }),
+          vs(K, 'TCP', '203.0.113.10', 80, [], { flags: 0x1, timeout: 600 }),
+        ],
+        boundAddresses: ['10.96.0.10', '203.0.113.10'],
+        ipsetEntries: [e('CLUSTER_IP', '10.96.0.10,tcp:80'), e('EXTERNAL_IP', '203.0.113.10,tcp:80')],
+      }),
+    ],
+  },
+  {
+    name: 'eTP Local LoadBalancer with a local endpoint: external VSes local only, -LOCAL sets, health check port',
+    svc: svc1((s) => {
+      s.spec!.type = 'LoadBalancer';
+      s.spec!.externalTrafficPolicy = 'Local';
+      s.spec!.healthCheckNodePort = 32000;
+      s.spec!.ports = [svcPort('p80', 80, 'TCP', 30080)];
+      s.status = { loadBalancer: { ingress: [{ ip: '203.0.113.20' }] } };
+    }),
+    slices: TWO_EPS,
+    ctx: { nodePortAddresses: ['192.0.2.1'] },
+    want: [
+      plan(K, {
+        virtualServers: [
+          vs(K, 'TCP', '10.96.0.10', 80, [LOCAL_RS, REMOTE_RS]),
+          vs(K, 'TCP', '192.0.2.1', 30080, [LOCAL_RS]),
+          vs(K, 'TCP', '203.0.113.20', 80, [LOCAL_RS]),
+        ],
+        boundAddresses: ['10.96.0.10', '203.0.113.20'],
+        ipsetEntries: [
+          e('CLUSTER_IP', '10.96.0.10,tcp:80'),
+          e('HEALTH_CHECK_NODE_PORT', '32000'),
+          e('LOAD_BALANCER', '203.0.113.20,tcp:80'),
+          e('LOAD_BALANCER_LOCAL', '203.0.113.20,tcp:80'),
+          LOOP,
+          e('NODE_PORT_LOCAL_TCP', '30080'),
+          e('NODE_PORT_TCP', '30080'),
+        ],
+        localEndpoints: 1,
+      }),
+    ],
+  },
+  {
+    name: 'eTP Local LoadBalancer without a local endpoint: external VSes fall back to cluster endpoints (PR #97081)',
+    svc: svc1((s) => {
+      s.spec!.type = 'LoadBalancer';
+      s.spec!.externalTrafficPolicy = 'Local';
+      s.spec!.ports = [svcPort('p80', 80, 'TCP', 30080)];
+      s.status = { loadBalancer: { ingress: [{ ip: '203.0.113.20' }] } };
+    }),
+    slices: [slice('svc1', 'svc1-a', [['p80', 8080, 'TCP']], [ep('10.244.2.1', 'node-b')])],
+    ctx: { nodePortAddresses: ['192.0.2.1'] },
+    want: [
+      plan(K, {
+        virtualServers: [
+          vs(K, 'TCP', '10.96.0.10', 80, [REMOTE_RS]),
+          vs(K, 'TCP', '192.0.2.1', 30080, [REMOTE_RS]),
+          vs(K, 'TCP', '203.0.113.20', 80, [REMOTE_RS]),
+        ],
+        boundAddresses: ['10.96.0.10', '203.0.113.20'],
+        ipsetEntries: [
+          e('CLUSTER_IP', '10.96.0.10,tcp:80'),
+          e('LOAD_BALANCER', '203.0.113.20,tcp:80'),
+          e('LOAD_BALANCER_LOCAL', '203.0.113.20,tcp:80'),
+          e('NODE_PORT_LOCAL_TCP', '30080'),
+          e('NODE_PORT_TCP', '30080'),
+        ],
+        noLocalEndpoints: { internal: false, external: true },
+      }),
+    ],
+  },
+  {
+    name: 'iTP Local: the ClusterIP VS gets the local endpoint only',
+    svc: svc1((s) => (s.spec!.internalTrafficPolicy = 'Local')),
+    slices: TWO_EPS,
+    want: [
+      plan(K, {
+        virtualServers: [vs(K, 'TCP', '10.96.0.10', 80, [LOCAL_RS])],
+        boundAddresses: ['10.96.0.10'],
+        ipsetEntries: [e('CLUSTER_IP', '10.96.0.10,tcp:80'), LOOP],
+        localEndpoints: 1,
+      }),
+    ],
+  },
+  {
+    name: 'iTP Local without a local endpoint: no real server, counted as no-local-endpoints (internal)',
+    svc: svc1((s) => (s.spec!.internalTrafficPolicy = 'Local')),
+    slices: [slice('svc1', 'svc1-a', [['p80', 8080, 'TCP']], [ep('10.244.2.1', 'node-b')])],
+    want: [
+      plan(K, {
+        virtualServers: [vs(K, 'TCP', '10.96.0.10', 80, [])],
+        boundAddresses: ['10.96.0.10'],
+        ipsetEntries: [e('CLUSTER_IP', '10.96.0.10,tcp:80')],
+        noLocalEndpoints: { internal: true, external: false },
+      }),
+    ],
+  },
+  {
+    name: 'iTP Local on a NodePort Service without a local endpoint: ClusterIP VS falls back to cluster endpoints (kube-proxy)',
+    svc: svc1((s) => {
+      s.spec!.type = 'NodePort';
+      s.spec!.internalTrafficPolicy = 'Local';
+      s.spec!.ports = [svcPort('p80', 80, 'TCP', 30080)];
+    }),
+    slices: [slice('svc1', 'svc1-a', [['p80', 8080, 'TCP']], [ep('10.244.2.1', 'node-b')])],
+    ctx: { nodePortAddresses: ['192.0.2.1'] },
+    want: [
+      plan(K, {
+        virtualServers: [vs(K, 'TCP', '10.96.0.10', 80, [REMOTE_RS]), vs(K, 'TCP', '192.0.2.1', 30080, [REMOTE_RS])],
+        boundAddresses: ['10.96.0.10'],
+        ipsetEntries: [e('CLUSTER_IP', '10.96.0.10,tcp:80'), e('NODE_PORT_TCP', '30080')],
+        noLocalEndpoints: { internal: true, external: false },
+      }),
+    ],
+  },
+  {
+    name: 'no ready endpoint: serving+terminating ones are used, not-serving ones never',
+    svc: svc1(),
+    slices: [
+      slice('svc1', 'svc1-a', [['p80', 8080, 'TCP']], [
+        ep('10.244.2.1', 'node-b', TERMINATING),
+        ep('10.244.2.2', 'node-b', { conditions: { ready: false, serving: false, terminating: true } }),
+        ep('10.244.2.3', 'node-b', { conditions: { ready: false } }),
+      ]),
+    ],
+    want: [
+      plan(K, {
+        virtualServers: [vs(K, 'TCP', '10.96.0.10', 80, [REMOTE_RS])],
+        boundAddresses: ['10.96.0.10'],
+        ipsetEntries: [e('CLUSTER_IP', '10.96.0.10,tcp:80')],
+      }),
+    ],
+  },
+  {
+    name: 'a ready endpoint exists: terminating ones are left out',
+    svc: svc1(),
+    slices: [slice('svc1', 'svc1-a', [['p80', 8080, 'TCP']], [ep('10.244.1.1', 'node-a', TERMINATING), ep('10.244.2.1', 'node-b')])],
+    want: [
+      plan(K, {
+        virtualServers: [vs(K, 'TCP', '10.96.0.10', 80, [REMOTE_RS])],
+        boundAddresses: ['10.96.0.10'],
+        // hairpin covers every local endpoint, terminating or not (kube-proxy endpointsMap)
+        ipsetEntries: [e('CLUSTER_IP', '10.96.0.10,tcp:80'), LOOP],
+      }),
+    ],
+  },
+  {
+    name: 'zone hints on every ready endpoint, one for zone-a: only zone-a endpoints',
+    svc: svc1(),
+    slices: [
+      slice('svc1', 'svc1-a', [['p80', 8080, 'TCP']], [
+        ep('10.244.2.1', 'node-b', zones('zone-a')),
+        ep('10.244.3.1', 'node-c', zones('zone-b')),
+      ]),
+    ],
+    want: [
+      plan(K, {
+        virtualServers: [vs(K, 'TCP', '10.96.0.10', 80, [REMOTE_RS])],
+        boundAddresses: ['10.96.0.10'],
+        ipsetEntries: [e('CLUSTER_IP', '10.96.0.10,tcp:80')],
+      }),
+    ],
+  },
+  {
+    name: 'zone hints with trafficDistribution PreferClose: same selection',
+    svc: svc1((s) => (s.spec!.trafficDistribution = 'PreferClose')),
+    slices: [
+      slice('svc1', 'svc1-a', [['p80', 8080, 'TCP']], [
+        ep('10.244.2.1', 'node-b', zones('zone-a', 'zone-c')),
+        ep('10.244.3.1', 'node-c', zones('zone-b')),
+      ]),
+    ],
+    want: [
+      plan(K, {
+        virtualServers: [vs(K, 'TCP', '10.96.0.10', 80, [REMOTE_RS])],
+        boundAddresses: ['10.96.0.10'],
+        ipsetEntries: [e('CLUSTER_IP', '10.96.0.10,tcp:80')],
+      }),
+    ],
+  },
+  {
+    name: 'zone hints missing on one ready endpoint: hints ignored, every endpoint',
+    svc: svc1(),
+    slices: [
+      slice('svc1', 'svc1-a', [['p80', 8080, 'TCP']], [ep('10.244.2.1', 'node-b', zones('zone-a')), ep('10.244.3.1', 'node-c')]),
+    ],
+    want: [
+      plan(K, {
+        virtualServers: [vs(K, 'TCP', '10.96.0.10', 80, [REMOTE_RS, rs('10.244.3.1', 8080)])],
+        boundAddresses: ['10.96.0.10'],
+        ipsetEntries: [e('CLUSTER_IP', '10.96.0.10,tcp:80')],
+      }),
+    ],
+  },
+  {
+    name: 'zone hints for other zones only: hints ignored, every endpoint',
+    svc: svc1(),
+    slices: [
+      slice('svc1', 'svc1-a', [['p80', 8080, 'TCP']], [
+        ep('10.244.2.1', 'node-b', zones('zone-b')),
+        ep('10.244.3.1', 'node-c', zones('zone-c')),
+      ]),
+    ],
+    want: [
+      plan(K, {
+        virtualServers: [vs(K, 'TCP', '10.96.0.10', 80, [REMOTE_RS, rs('10.244.3.1', 8080)])],
+        boundAddresses: ['10.96.0.10'],
+        ipsetEntries: [e('CLUSTER_IP', '10.96.0.10,tcp:80')],
+      }),
+    ],
+  },
+  {
+    name: 'node hints (PreferSameNode) on every ready endpoint, one for node-a: only node-a endpoints',
+    svc: svc1((s) => (s.spec!.trafficDistribution = 'PreferSameNode')),
+    slices: [
+      slice('svc1', 'svc1-a', [['p80', 8080, 'TCP']], [
+        ep('10.244.1.1', 'node-a', { hints: { forNodes: [{ name: 'node-a' }], forZones: [{ name: 'zone-a' }] } }),
+        ep('10.244.2.1', 'node-b', { hints: { forNodes: [{ name: 'node-b' }], forZones: [{ name: 'zone-a' }] } }),
+      ]),
+    ],
+    want: [
+      plan(K, {
+        virtualServers: [vs(K, 'TCP', '10.96.0.10', 80, [LOCAL_RS])],
+        boundAddresses: ['10.96.0.10'],
+        ipsetEntries: [e('CLUSTER_IP', '10.96.0.10,tcp:80'), LOOP],
+        localEndpoints: 1,
+      }),
+    ],
+  },
+  {
+    name: 'node hints missing on one ready endpoint: zone hints apply instead',
+    svc: svc1(),
+    slices: [
+      slice('svc1', 'svc1-a', [['p80', 8080, 'TCP']], [
+        ep('10.244.1.1', 'node-a', { hints: { forNodes: [{ name: 'node-a' }], forZones: [{ name: 'zone-a' }] } }),
+        ep('10.244.2.1', 'node-b', zones('zone-a')),
+        ep('10.244.3.1', 'node-c', zones('zone-b')),
+      ]),
+    ],
+    want: [
+      plan(K, {
+        virtualServers: [vs(K, 'TCP', '10.96.0.10', 80, [LOCAL_RS, REMOTE_RS])],
+        boundAddresses: ['10.96.0.10'],
+        ipsetEntries: [e('CLUSTER_IP', '10.96.0.10,tcp:80'), LOOP],
+        localEndpoints: 1,
+      }),
+    ],
+  },
+  {
+    name: 'dual-stack Service: one plan per family, each with its family\'s endpoints and external IPs',
+    svc: svc1((s) => {
+      s.spec!.clusterIPs = ['10.96.0.10', '2001:db8:96::10'];
+      s.spec!.externalIPs = ['2001:db8:203::10', '203.0.113.10'];
+    }),
+    slices: [
+      slice('svc1', 'svc1-v4', [['p80', 8080, 'TCP']], [ep('10.244.2.1', 'node-b')]),
+      slice('svc1', 'svc1-v6', [['p80', 8080, 'TCP']], [ep('2001:db8:244::1', 'node-a')], 'IPv6'),
+    ],
+    want: [
+      plan(K, {
+        virtualServers: [vs(K, 'TCP', '10.96.0.10', 80, [REMOTE_RS]), vs(K, 'TCP', '203.0.113.10', 80, [REMOTE_RS])],
+        boundAddresses: ['10.96.0.10', '203.0.113.10'],
+        ipsetEntries: [e('CLUSTER_IP', '10.96.0.10,tcp:80'), e('EXTERNAL_IP', '203.0.113.10,tcp:80')],
+      }),
+      plan('ns1/svc1:p80/ipv6', {
+        virtualServers: [
+          vs('ns1/svc1:p80/ipv6', 'TCP', '2001:db8:203::10', 80, [rs('2001:db8:244::1', 8080)]),
+          vs('ns1/svc1:p80/ipv6', 'TCP', '2001:db8:96::10', 80, [rs('2001:db8:244::1', 8080)]),
+        ],
+        boundAddresses: ['2001:db8:203::10', '2001:db8:96::10'],
+        ipsetEntries: [
+          e('CLUSTER_IP', '2001:db8:96::10,tcp:80'),
+          e('EXTERNAL_IP', '2001:db8:203::10,tcp:80'),
+          e('LOOP_BACK', '2001:db8:244::1,tcp:8080,2001:db8:244::1'),
+        ],
+        localEndpoints: 1,
+      }),
+    ],
+  },
+  {
+    name: 'configured scheduler mh: mh-port flag (0x10), with affinity 0x11',
+    svc: svc1((s) => (s.spec!.sessionAffinity = 'ClientIP')),
+    slices: [],
+    ctx: { scheduler: 'mh' },
+    want: [
+      plan(K, {
+        virtualServers: [vs(K, 'TCP', '10.96.0.10', 80, [], { scheduler: 'mh', flags: 0x11, timeout: 10800 })],
+        boundAddresses: ['10.96.0.10'],
+        ipsetEntries: [e('CLUSTER_IP', '10.96.0.10,tcp:80')],
+      }),
+    ],
+  },
+  {
+    name: 'annotation kube-ipvs.io/scheduler overrides the configured scheduler',
+    svc: svc1((s) => (s.metadata!.annotations = { 'kube-ipvs.io/scheduler': 'lc' })),
+    slices: [],
+    ctx: { scheduler: 'sed' },
+    want: [
+      plan(K, {
+        virtualServers: [vs(K, 'TCP', '10.96.0.10', 80, [], { scheduler: 'lc' })],
+        boundAddresses: ['10.96.0.10'],
+        ipsetEntries: [e('CLUSTER_IP', '10.96.0.10,tcp:80')],
+      }),
+    ],
+  },
+  {
+    name: "annotation kube-router.io/service.scheduler is honoured (mh gets mh-port)",
+    svc: svc1((s) => (s.metadata!.annotations = { 'kube-router.io/service.scheduler': 'mh' })),
+    slices: [],
+    ctx: { scheduler: 'sed' },
+    want: [
+      plan(K, {
+        virtualServers: [vs(K, 'TCP', '10.96.0.10', 80, [], { scheduler: 'mh', flags: 0x10 })],
+        boundAddresses: ['10.96.0.10'],
+        ipsetEntries: [e('CLUSTER_IP', '10.96.0.10,tcp:80')],
+      }),
+    ],
+  },
+  {
+    name: 'both scheduler annotations: kube-ipvs.io wins',
+    svc: svc1(
+      (s) => (s.metadata!.annotations = { 'kube-router.io/service.scheduler': 'mh', 'kube-ipvs.io/scheduler': 'wlc' }),
+    ),
+    slices: [],
+    want: [
+      plan(K, {
+        virtualServers: [vs(K, 'TCP', '10.96.0.10', 80, [], { scheduler: 'wlc' })],
+        boundAddresses: ['10.96.0.10'],
+        ipsetEntries: [e('CLUSTER_IP', '10.96.0.10,tcp:80')],
+      }),
+    ],
+  },
+  {
+    name: 'multi-CNI: every endpoint inside excludeClusterCIDRs -> empty plan',
+    svc: svc1((s) => (s.spec!.externalIPs = ['203.0.113.10'])),
+    slices: [slice('svc1', 'svc1-a', [['p80', 8080, 'TCP']], [ep('10.245.1.1', 'node-a'), ep('10.245.2.1', 'node-b')])],
+    ctx: { excludeClusterCIDRs: ['10.245.0.0/16'] },
+    want: [plan(K, {})],
+  },
+  {
+    name: 'multi-CNI: excluded endpoints dropped, the rest kept',
+    svc: svc1(),
+    slices: [slice('svc1', 'svc1-a', [['p80', 8080, 'TCP']], [ep('10.245.1.1', 'node-a'), ep('10.244.2.1', 'node-b')])],
+    ctx: { excludeClusterCIDRs: ['10.245.0.0/16'] },
+    want: [
+      plan(K, {
+        virtualServers: [vs(K, 'TCP', '10.96.0.10', 80, [REMOTE_RS])],
+        boundAddresses: ['10.96.0.10'],
+        ipsetEntries: [e('CLUSTER_IP', '10.96.0.10,tcp:80')],
+      }),
+    ],
+  },
+  {
+    name: 'multi-CNI: a Service without endpoints is planned as usual',
+    svc: svc1(),
+    slices: [],
+    ctx: { excludeClusterCIDRs: ['10.245.0.0/16'] },
+    want: [
+      plan(K, {
+        virtualServers: [vs(K, 'TCP', '10.96.0.10', 80, [])],
+        boundAddresses: ['10.96.0.10'],
+        ipsetEntries: [e('CLUSTER_IP', '10.96.0.10,tcp:80')],
+      }),
+    ],
+  },
+  {
+    name: 'two slices of one Service: merged, the endpoint listed in both counted once',
+    svc: svc1(),
+    slices: [
+      slice('svc1', 'svc1-a', [['p80', 8080, 'TCP']], [ep('10.244.1.1', 'node-a'), ep('10.244.2.1', 'node-b')]),
+      slice('svc1', 'svc1-b', [['p80', 8080, 'TCP']], [ep('10.244.2.1', 'node-b'), ep('10.244.3.1', 'node-c')]),
+    ],
+    want: [
+      plan(K, {
+        virtualServers: [vs(K, 'TCP', '10.96.0.10', 80, [LOCAL_RS, REMOTE_RS, rs('10.244.3.1', 8080)])],
+        boundAddresses: ['10.96.0.10'],
+        ipsetEntries: [e('CLUSTER_IP', '10.96.0.10,tcp:80'), LOOP],
+        localEndpoints: 1,
+      }),
+    ],
+  },
+  {
+    name: 'refused fields (external IP, source range, a port, the scheduler annotation) leave the rest planned',
+    svc: svc1((s) => {
+      s.metadata!.annotations = { 'kube-ipvs.io/scheduler': 'Round Robin' };
+      s.spec!.type = 'LoadBalancer';
+      s.spec!.ports = [svcPort('p80', 80), svcPort('big', 70000)];
+      s.spec!.externalIPs = ['203.0.113.10', '203.0.113.300'];
+      s.spec!.loadBalancerSourceRanges = ['198.51.100.0/24', '198.51.100.0/33'];
+      s.status = { loadBalancer: { ingress: [{ ip: '203.0.113.20' }] } };
+    }),
+    slices: TWO_EPS,
+    ctx: { scheduler: 'sed' },
+    refusals: [
+      { kind: 'Service', namespace: 'ns1', name: 'svc1', field: 'spec.externalIPs[1]', value: '203.0.113.300', reason: 'not an IP address' },
+      {
+        kind: 'Service', namespace: 'ns1', name: 'svc1', field: 'spec.loadBalancerSourceRanges[1]', value: '198.51.100.0/33',
+        reason: 'not a CIDR (prefix must be 0..32)',
+      },
+      {
+        kind: 'Service', namespace: 'ns1', name: 'svc1', field: 'metadata.annotations[kube-ipvs.io/scheduler]', value: 'Round Robin',
+        reason: 'not a scheduler name ([a-z0-9]{1,15}); the configured scheduler is used',
+      },
+      { kind: 'Service', namespace: 'ns1', name: 'svc1', field: 'spec.ports[1].port', value: '70000', reason: 'not a port 1..65535; port ignored' },
+    ],
+    want: [
+      plan(K, {
+        virtualServers: [
+          vs(K, 'TCP', '10.96.0.10', 80, [LOCAL_RS, REMOTE_RS], { scheduler: 'sed' }),
+          vs(K, 'TCP', '203.0.113.10', 80, [LOCAL_RS, REMOTE_RS], { scheduler: 'sed' }),
+          vs(K, 'TCP', '203.0.113.20', 80, [LOCAL_RS, REMOTE_RS], { scheduler: 'sed' }),
+        ],
+        boundAddresses: ['10.96.0.10', '203.0.113.10', '203.0.113.20'],
+        ipsetEntries: [
+          e('CLUSTER_IP', '10.96.0.10,tcp:80'),
+          e('EXTERNAL_IP', '203.0.113.10,tcp:80'),
+          e('LOAD_BALANCER', '203.0.113.20,tcp:80'),
+          e('LOAD_BALANCER_FW', '203.0.113.20,tcp:80'),
+          e('LOAD_BALANCER_SOURCE_CIDR', '203.0.113.20,tcp:80,198.51.100.0/24'),
+          LOOP,
+        ],
+        lbOutFilter: [{ lbIP: '203.0.113.20', proto: 'tcp', port: 80 }],
+        localEndpoints: 1,
+      }),
+    ],
+  },
+  {
+    name: 'headless Service: nothing planned',
+    svc: svc1((s) => {
+      s.spec!.clusterIP = 'None';
+      s.spec!.clusterIPs = ['None'];
+    }),
+    slices: TWO_EPS,
+    want: [],
+  },
+  {
+    name: 'ExternalName Service: nothing planned',
+    svc: makeService('ns1', 'svc1', (s) => (s.spec = { type: 'ExternalName', externalName: 'db.example', ports: [svcPort('p80', 80)] })),
+    slices: [],
+    want: [],
+  },
+];
+
+describe('planServicePort (kube-proxy IPVS mode per service port)', () => {
+  it.each(rows)('$name', (row) => {
+    const { ports, refusals } = convertService(row.svc);
+    expect(refusals).toEqual(row.refusals ?? []);
+    const slices = new EndpointSliceTracker('node-a');
+    for (const s of row.slices) slices.onAdd(s);
+    const plans = ports.map((sp) =>
+      planServicePort(sp, slices.endpoints(sp), { ...(sp.family === 'ipv4' ? CTX4 : CTX6), ...row.ctx }),
+    );
+    expect(plans).toEqual(row.want);
+  });
+
+  it('ignores the order of its endpoints (real servers sorted by ip:port)', () => {
+    const [sp] = convertService(svc1()).ports;
+    const a = { ip: '10.244.2.1', port: 8080, ready: true, serving: true, terminating: false, isLocal: false };
+    const b = { ...a, ip: '10.244.1.1', isLocal: true };
+    expect(planServicePort(sp!, [a, b], CTX4)).toEqual(planServicePort(sp!, [b, a], CTX4));
+    expect(planServicePort(sp!, [a, b], CTX4).virtualServers[0]!.realServers).toEqual([LOCAL_RS, REMOTE_RS]);
+  });
+
+  it('refuses a context of the other family (a caller bug)', () => {
+    const [sp] = convertService(svc1()).ports;
+    expect(() => planServicePort(sp!, [], CTX6)).toThrow(/ipv4, context is ipv6/);
+  });
+
+  it('an external IP equal to the cluster IP: one VS, the duplicate refused', () => {
+    const [sp] = convertService(svc1((s) => (s.spec!.externalIPs = ['10.96.0.10']))).ports;
+    const p = planServicePort(sp!, [], CTX4);
+    expect(p.virtualServers).toEqual([vs(K, 'TCP', '10.96.0.10', 80, [])]);
+    expect(p.refusals).toEqual([
+      {
+        kind: 'Service', namespace: 'ns1', name: 'svc1', field: 'spec.externalIPs', value: '10.96.0.10',
+        reason: 'virtual server TCP/10.96.0.10:80 is already planned for this port; ignored',
+      },
+    ]);
+  });
+});
