@@ -267,6 +267,14 @@ describe('FakeApiServer', () => {
       expect(stats.requests.watch).toBe(2);
       expect(server.requests.filter((r) => r.verb === 'watch' && r.resource === 'v1/services')).toHaveLength(2);
       expect((await fetch(`${base}/fake/nope`, { method: 'POST' })).status).toBe(404);
+      // reset-history: the version rewinds to the newest kept object's, history is gone
+      const s4 = server.create(service('a', 's4'));
+      server.delete({ apiVersion: 'v1', kind: 'Service', namespace: 'a', name: 's1' });
+      const before = Number(server.resourceVersion);
+      const reset = (await (await fetch(`${base}/fake/reset-history`, { method: 'POST' })).json()) as { resourceVersion: string; history: number };
+      expect(reset).toMatchObject({ resourceVersion: s4.metadata.resourceVersion, history: 0 });
+      expect(Number(reset.resourceVersion)).toBeLessThan(before);
+      expect((await fetch(`${base}/api/v1/services?watch=true&resourceVersion=${before}`)).status).toBe(504);
     });
 
     it('restart({loseHistory}) reopens on the same port; old versions get 410, newer ones 504', async () => {
