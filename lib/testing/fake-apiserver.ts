@@ -568,7 +568,7 @@ export class FakeApiServer {
       case 'list':
         return this.listHttp(r, ns, query, res);
       case 'watch':
-        return this.watchHttp(r, ns, query, req, res);
+        return this.watchHttp(r, ns, query, res);
       case 'get':
         return sendRaw(res, 200, fullJson(r, this.existing(r, ns, name)));
       case 'create':
@@ -602,7 +602,7 @@ export class FakeApiServer {
     sendRaw(res, 200, head + items.join(',') + ']}');
   }
 
-  private watchHttp(r: FakeResource, ns: string | undefined, query: Record<string, string>, req: http.IncomingMessage, res: http.ServerResponse): void {
+  private watchHttp(r: FakeResource, ns: string | undefined, query: Record<string, string>, res: http.ServerResponse): void {
     const labels = compileLabelSelector(query.labelSelector);
     const fields = compileFieldSelector(query.fieldSelector);
     const fromParam = query.resourceVersion ?? '';
@@ -633,8 +633,9 @@ export class FakeApiServer {
       }
     }
     this.watchers.add(w);
+    // the response's 'close' is the connection going away (the request's fires once its
+    // body has been read, which for a GET is at once)
     res.on('close', () => w.destroy());
-    req.on('close', () => w.destroy());
     const timeout = Number(query.timeoutSeconds ?? '0');
     if (timeout > 0) timers.push(setTimeout(() => w.end(), timeout * 1000));
     if (query.allowWatchBookmarks === 'true') {

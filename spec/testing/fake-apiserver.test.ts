@@ -242,6 +242,13 @@ describe('FakeApiServer', () => {
   });
 
   describe('control', () => {
+    it('forgets a watch whose client went away', async () => {
+      const w = await watch(`/api/v1/services?watch=true`);
+      await waitFor('the watch to register', () => server.openWatches === 1);
+      w.close();
+      await waitFor('the watch to be forgotten', () => server.openWatches === 0);
+    });
+
     it('dropWatches breaks open watches', async () => {
       const w = await watch(`/api/v1/services?watch=true`);
       await waitFor('the watch to register', () => server.openWatches === 1);
