@@ -161,6 +161,30 @@ describe('startInformers', () => {
     expect(rec.calls).toEqual(['add demo/s1', 'synced']);
     expect(log.lines[0].message).toMatch(/^services informer failed: .*; restarting in 5 ms$/);
     expect(log.lines[1].message).toMatch(/restarting in 10 ms$/);
+    // the successful list reset the backoff
+    await waitFor('the watch', () => server.openWatches === 1);
+    const failures = log.lines.length;
+    server.dropWatches();
+    await waitFor('the drop logged', () => log.lines.length > failures);
+    expect(log.lines[failures].message).toMatch(/restarting in 5 ms$/);
+  });
+
+  it('a throwing handler is logged with the object and does not stop the informer', async () => {
+    server.create(service('bad'));
+    const rec = new Recorder();
+    const throwing: ServiceHandler = {
+      ...rec,
+      onServiceAdd: (svc) => {
+        if (svc.metadata?.name === 'bad') throw new Error('boom');
+        rec.onServiceAdd(svc);
+      },
+    };
+    const kc = loadKubeConfig({ master: server.url });
+    running.push(startInformers(kc, { nodeName: 'n', handlers: { service: throwing }, log, backoff: { initialMs: 10, maxMs: 100 } }));
+    await waitFor('the watch', () => rec.has('synced') && server.openWatches === 1);
+    server.create(service('good'));
+    await waitFor('add good', () => rec.has('add demo/good'));
+    expect(log.lines).toEqual([{ level: 'error', message: 'services informer: add handler failed for demo/bad: Error: boom' }]);
   });
 
   it('the Node informer sees only its own node', async () => {
