@@ -1,7 +1,9 @@
 # kube-ipvs — make targets. Node 24 comes from node_modules/.bin (the `node` npm package).
 SHELL := /bin/bash
 export PATH := $(CURDIR)/node_modules/.bin:$(PATH)
-JEST := node_modules/.bin/node node_modules/jest/bin/jest.js
+# --experimental-vm-modules: lets jest require() the ESM-only @kubernetes/client-node (jest 30
+# supports require(esm) only when node:vm has SyntheticModule)
+JEST := node_modules/.bin/node --experimental-vm-modules --disable-warning=ExperimentalWarning node_modules/jest/bin/jest.js
 VM_TIMEOUT ?= 3000
 
 .PHONY: all deps build test unit vm vm-image bench demo clean

@@ -4,7 +4,7 @@
 # both, and fails if either run failed.
 set -uo pipefail
 cd "$(dirname "$0")/.."
-JEST=(node_modules/.bin/node node_modules/jest/bin/jest.js)
+JEST=(node_modules/.bin/node --experimental-vm-modules --disable-warning=ExperimentalWarning node_modules/jest/bin/jest.js)
 OUT=$(mktemp -d)
 "${JEST[@]}" --selectProjects unit --json --outputFile="$OUT/unit.json"
 unit_rc=$?

@@ -7,7 +7,7 @@ set -uo pipefail
 cd "$(dirname "$0")/../.."
 OUT=$1
 shift
-JEST=(node_modules/.bin/node node_modules/jest/bin/jest.js --selectProjects vm --runInBand)
+JEST=(node_modules/.bin/node --experimental-vm-modules --disable-warning=ExperimentalWarning node_modules/jest/bin/jest.js --selectProjects vm --runInBand)
 # (no process substitution: the guest's /dev has no /dev/fd)
 LIST=$("${JEST[@]}" --listTests "$@" 2>/dev/null | grep "\.vm\.test\.js$" | sort)
 FILES=()

@@ -1,0 +1,771 @@
+/**
+ * A fake kube-apiserver over node:http that speaks the real list/watch protocol for the
+ * resources kube-ipvs reads and writes: core/v1 services, nodes and events,
+ * discovery.k8s.io/v1 endpointslices and events.k8s.io/v1 events.
+ *
+ * What it reproduces from kube-apiserver (and tests rely on):
+ * - one global resourceVersion; every write bumps it and is kept in a history;
+ * - list answers `{kind: XList, apiVersion, metadata: {resourceVersion}, items}` with items
+ *   WITHOUT kind/apiVersion; watch events and single-object answers carry both;
+ * - `watch=true` streams newline-delimited JSON events over a chunked 200 response, replaying
+ *   the history after `resourceVersion` (absent or "0": synthetic ADDED for every object);
+ *   a version older than the retained history gets HTTP 200, one ERROR event with a Status
+ *   `{code: 410, reason: Expired}`, then the stream ends; a version newer than the current
+ *   one gets 504 "Too large resource version" (the real server waits ~3 s first);
+ * - label and field selectors (lib/testing/selectors.ts); an update that moves an object
+ *   into or out of a watcher's selector reaches that watcher as ADDED or DELETED (the
+ *   DELETED carries the previous object with the new resourceVersion), as the watch cache does;
+ * - `allowWatchBookmarks=true` gets a BOOKMARK every `bookmarkIntervalMs`; `timeoutSeconds`
+ *   ends the stream cleanly;
+ * - POST (201, 409 AlreadyExists), PUT (404, 409 Conflict on a stale resourceVersion),
+ *   PATCH with application/merge-patch+json (strategic merge is applied as a merge patch),
+ *   DELETE (answers the deleted object).
+ *
+ * Control for tests: the methods below, and over HTTP for another process:
+ * POST /fake/compact, POST /fake/drop-watches, POST /fake/reset-history, GET /fake/stats.
+ */
+import http from 'node:http';
+import { randomUUID } from 'node:crypto';
+import type { AddressInfo, Socket } from 'node:net';
+import { KubeIpvsError } from '../errors';
+import { compileFieldSelector, compileLabelSelector, FieldPredicate, LabelPredicate, SelectorError } from './selectors';
+
+export interface FakeObjectMeta {
+  name?: string;
+  generateName?: string;
+  namespace?: string;
+  resourceVersion?: string;
+  uid?: string;
+  creationTimestamp?: string;
+  labels?: Record<string, string>;
+  [field: string]: unknown;
+}
+
+/** Any Kubernetes object as JSON. */
+export interface FakeObject {
+  apiVersion?: string;
+  kind?: string;
+  metadata: FakeObjectMeta;
+  [field: string]: unknown;
+}
+
+/** Names one object: apiVersion and kind pick the resource. */
+export interface FakeObjectRef {
+  readonly apiVersion: string;
+  readonly kind: string;
+  readonly namespace?: string;
+  readonly name: string;
+}
+
+export interface FakeResource {
+  /** '' for the core group */
+  readonly group: string;
+  readonly version: string;
+  readonly plural: string;
+  readonly kind: string;
+  readonly namespaced: boolean;
+}
+
+/** The resources this fake serves. */
+export const FAKE_RESOURCES: readonly FakeResource[] = [
+  { group: '', version: 'v1', plural: 'services', kind: 'Service', namespaced: true },
+  { group: '', version: 'v1', plural: 'nodes', kind: 'Node', namespaced: false },
+  { group: '', version: 'v1', plural: 'events', kind: 'Event', namespaced: true },
+  { group: 'discovery.k8s.io', version: 'v1', plural: 'endpointslices', kind: 'EndpointSlice', namespaced: true },
+  { group: 'events.k8s.io', version: 'v1', plural: 'events', kind: 'Event', namespaced: true },
+];
+
+const apiVersionOf = (r: FakeResource): string => (r.group ? `${r.group}/${r.version}` : r.version);
+const resourceName = (r: FakeResource): string => `${apiVersionOf(r)}/${r.plural}`;
+
+/** A Kubernetes Status failure, thrown by the programmatic API and answered over HTTP. */
+export class FakeApiError extends KubeIpvsError {
+  readonly code = 'KIPVS_FAKE_API' as const;
+  constructor(readonly status: number, readonly reason: string, message: string) {
+    super(message);
+  }
+  toStatus(): object {
+    return { kind: 'Status', apiVersion: 'v1', metadata: {}, status: 'Failure', message: this.message, reason: this.reason, code: this.status };
+  }
+}
+
+/** One request as the server saw it (for tests counting lists and watches). */
+export interface FakeRequest {
+  readonly method: string;
+  readonly path: string;
+  /** list | watch | get | create | update | patch | delete | discovery | control | other */
+  readonly verb: string;
+  readonly resource?: string;
+  readonly query: Readonly<Record<string, string>>;
+}
+
+export interface FakeApiServerOptions {
+  /** interval of BOOKMARK events for watches that allow them (default 10 s) */
+  readonly bookmarkIntervalMs?: number;
+  /** history entries kept before the oldest half is compacted away (default 200,000) */
+  readonly maxHistory?: number;
+}
+
+export interface FakeStats {
+  readonly resourceVersion: string;
+  /** watches from a version below this one get 410 Expired */
+  readonly oldestResourceVersion: string;
+  readonly history: number;
+  readonly objects: Readonly<Record<string, number>>;
+  readonly openWatches: number;
+  readonly requests: Readonly<Record<string, number>>;
+}
+
+interface Stored {
+  /** without kind/apiVersion, as list items are */
+  readonly obj: FakeObject;
+  readonly json: string;
+}
+
+type ChangeType = 'ADDED' | 'MODIFIED' | 'DELETED';
+
+interface Change {
+  readonly rv: number;
+  readonly res: FakeResource;
+  readonly type: ChangeType;
+  readonly cur: Stored;
+  readonly prev?: Stored;
+}
+
+function store(obj: FakeObject): Stored {
+  const { kind: _k, apiVersion: _a, ...rest } = obj;
+  void _k;
+  void _a;
+  const bare = rest as FakeObject;
+  return { obj: bare, json: JSON.stringify(bare) };
+}
+
+function withRv(s: Stored, rv: number): Stored {
+  const obj = { ...s.obj, metadata: { ...s.obj.metadata, resourceVersion: String(rv) } };
+  return { obj, json: JSON.stringify(obj) };
+}
+
+/** The JSON of a stored object with kind and apiVersion put back in front. */
+function fullJson(res: FakeResource, s: Stored): string {
+  return `{"kind":${JSON.stringify(res.kind)},"apiVersion":${JSON.stringify(apiVersionOf(res))},${s.json.slice(1)}`;
+}
+
+function fullObject(res: FakeResource, s: Stored): FakeObject {
+  return { kind: res.kind, apiVersion: apiVersionOf(res), ...structuredClone(s.obj) };
+}
+
+const keyOf = (namespace: string | undefined, name: string): string => `${namespace ?? ''}/${name}`;
+
+function isPlainObject(v: unknown): v is Record<string, unknown> {
+  return typeof v === 'object' && v !== null && !Array.isArray(v);
+}
+
+/** RFC 7386 JSON merge patch. */
+export function applyMergePatch(target: unknown, patch: unknown): unknown {
+  if (!isPlainObject(patch)) return patch;
+  const out: Record<string, unknown> = isPlainObject(target) ? { ...target } : {};
+  for (const [k, v] of Object.entries(patch)) {
+    if (v === null) delete out[k];
+    else out[k] = applyMergePatch(out[k], v);
+  }
+  return out;
+}
+
+class Watcher {
+  private closed = false;
+  constructor(
+    readonly res: FakeResource,
+    private readonly namespace: string | undefined,
+    private readonly labels: LabelPredicate,
+    private readonly fields: FieldPredicate,
+    private readonly response: http.ServerResponse,
+    private readonly onClose: () => void,
+  ) {}
+
+  matches(obj: FakeObject): boolean {
+    if (this.namespace !== undefined && obj.metadata.namespace !== this.namespace) return false;
+    return this.labels(obj.metadata.labels) && this.fields(obj);
+  }
+
+  send(type: string, objectJson: string): void {
+    if (this.closed) return;
+    this.response.write(`{"type":"${type}","object":${objectJson}}\n`);
+  }
+
+  sendObject(type: ChangeType, s: Stored): void {
+    this.send(type, fullJson(this.res, s));
+  }
+
+  deliver(c: Change): void {
+    const curOk = this.matches(c.cur.obj);
+    if (c.type !== 'MODIFIED') {
+      if (curOk) this.sendObject(c.type, c.cur);
+      return;
+    }
+    const prevOk = c.prev !== undefined && this.matches(c.prev.obj);
+    if (curOk) this.sendObject(prevOk ? 'MODIFIED' : 'ADDED', c.cur);
+    else if (prevOk && c.prev) this.sendObject('DELETED', withRv(c.prev, c.rv));
+  }
+
+  /** Ends the stream cleanly (timeoutSeconds, 410). */
+  end(): void {
+    if (this.closed) return;
+    this.closed = true;
+    this.response.end();
+    this.onClose();
+  }
+
+  /** Destroys the connection under the client (a dropped watch). */
+  destroy(): void {
+    if (this.closed) return;
+    this.closed = true;
+    this.response.socket?.destroy();
+    this.response.destroy();
+    this.onClose();
+  }
+}
+
+export class FakeApiServer {
+  /** Every request, in arrival order. */
+  readonly requests: FakeRequest[] = [];
+  private readonly objects = new Map<FakeResource, Map<string, Stored>>();
+  private history: Change[] = [];
+  private rv = 1;
+  /** watches from a version below this get 410 */
+  private floor = 1;
+  private readonly watchers = new Set<Watcher>();
+  private readonly sockets = new Set<Socket>();
+  private server: http.Server | undefined;
+  private address: { host: string; port: number } | undefined;
+  private readonly bookmarkIntervalMs: number;
+  private readonly maxHistory: number;
+
+  constructor(options: FakeApiServerOptions = {}) {
+    this.bookmarkIntervalMs = options.bookmarkIntervalMs ?? 10_000;
+    this.maxHistory = options.maxHistory ?? 200_000;
+    for (const r of FAKE_RESOURCES) this.objects.set(r, new Map());
+  }
+
+  // ---- lifecycle ----
+
+  /** Starts serving; port 0 picks a free port. Resolves to the base URL. */
+  async listen(port = 0, host = '127.0.0.1'): Promise<string> {
+    if (this.server) throw new Error('FakeApiServer: already listening');
+    const server = http.createServer((req, res) => this.handle(req, res));
+    server.on('connection', (s) => {
+      this.sockets.add(s);
+      s.on('close', () => this.sockets.delete(s));
+    });
+    await new Promise<void>((resolve, reject) => {
+      server.once('error', reject);
+      server.listen(port, host, () => {
+        server.off('error', reject);
+        resolve();
+      });
+    });
+    this.server = server;
+    const a = server.address() as AddressInfo;
+    this.address = { host, port: a.port };
+    return this.url;
+  }
+
+  /** http://host:port of the listening server. */
+  get url(): string {
+    if (!this.address) throw new Error('FakeApiServer: not listening');
+    const h = this.address.host.includes(':') ? `[${this.address.host}]` : this.address.host;
+    return `http://${h}:${this.address.port}`;
+  }
+
+  /** Stops serving: destroys every open connection, watches included. Objects are kept. */
+  async close(): Promise<void> {
+    const server = this.server;
+    if (!server) return;
+    this.server = undefined;
+    this.dropWatches();
+    for (const s of this.sockets) s.destroy();
+    await new Promise<void>((resolve) => server.close(() => resolve()));
+  }
+
+  /**
+   * Closes and reopens on the same port. `loseHistory` forgets the history and rewinds the
+   * resourceVersion to the newest kept object's, as an etcd restore from a snapshot does:
+   * clients holding older versions get 410, newer ones 504 Too large, so they must relist.
+   * `clearObjects` forgets every object too (without any DELETED event).
+   */
+  async restart(options: { loseHistory?: boolean; clearObjects?: boolean } = {}): Promise<void> {
+    const address = this.address;
+    if (!address) throw new Error('FakeApiServer: not listening');
+    await this.close();
+    if (options.clearObjects) for (const m of this.objects.values()) m.clear();
+    if (options.loseHistory) this.resetHistory();
+    await this.listen(address.port, address.host);
+  }
+
+  // ---- control ----
+
+  /** Forgets the history: a watch from any version before the current one gets 410 Expired. */
+  compact(): void {
+    this.history = [];
+    this.floor = this.rv;
+  }
+
+  /** Destroys every open watch connection (the client sees the stream break). */
+  dropWatches(): void {
+    for (const w of [...this.watchers]) w.destroy();
+  }
+
+  /** See restart(): history lost, version rewound to the newest object's, watches dropped. */
+  resetHistory(): void {
+    let newest = 1;
+    for (const m of this.objects.values()) for (const s of m.values()) newest = Math.max(newest, Number(s.obj.metadata.resourceVersion));
+    this.rv = newest;
+    this.history = [];
+    this.floor = newest;
+    this.dropWatches();
+  }
+
+  get resourceVersion(): string {
+    return String(this.rv);
+  }
+
+  get openWatches(): number {
+    return this.watchers.size;
+  }
+
+  stats(): FakeStats {
+    const objects: Record<string, number> = {};
+    for (const [r, m] of this.objects) objects[resourceName(r)] = m.size;
+    const requests: Record<string, number> = {};
+    for (const r of this.requests) requests[r.verb] = (requests[r.verb] ?? 0) + 1;
+    return {
+      resourceVersion: String(this.rv),
+      oldestResourceVersion: String(this.floor),
+      history: this.history.length,
+      objects,
+      openWatches: this.watchers.size,
+      requests,
+    };
+  }
+
+  // ---- programmatic object API (same semantics as the REST API, errors as FakeApiError) ----
+
+  /** Creates an object (namespace defaults to "default" for namespaced kinds). */
+  create(obj: FakeObject): FakeObject {
+    const res = this.resourceFor(obj.apiVersion, obj.kind);
+    return fullObject(res, this.createIn(res, res.namespaced ? (obj.metadata.namespace ?? 'default') : undefined, obj));
+  }
+
+  /** Replaces an existing object; a set metadata.resourceVersion must be the current one. */
+  update(obj: FakeObject): FakeObject {
+    const res = this.resourceFor(obj.apiVersion, obj.kind);
+    const ns = res.namespaced ? (obj.metadata.namespace ?? 'default') : undefined;
+    return fullObject(res, this.replaceIn(res, ns, obj.metadata.name ?? '', obj));
+  }
+
+  /** Applies a JSON merge patch to an existing object. */
+  patch(ref: FakeObjectRef, patch: object): FakeObject {
+    const res = this.resourceFor(ref.apiVersion, ref.kind);
+    return fullObject(res, this.patchIn(res, this.nsOf(res, ref), ref.name, patch));
+  }
+
+  /** Deletes an object; returns it as it was. */
+  delete(ref: FakeObjectRef): FakeObject {
+    const res = this.resourceFor(ref.apiVersion, ref.kind);
+    return fullObject(res, this.deleteIn(res, this.nsOf(res, ref), ref.name));
+  }
+
+  /** The object, or undefined. */
+  get(ref: FakeObjectRef): FakeObject | undefined {
+    const res = this.resourceFor(ref.apiVersion, ref.kind);
+    const s = this.objects.get(res)!.get(keyOf(this.nsOf(res, ref), ref.name));
+    return s && fullObject(res, s);
+  }
+
+  /** Every object of a kind (in one namespace when given), with kind and apiVersion. */
+  list(apiVersion: string, kind: string, namespace?: string): FakeObject[] {
+    const res = this.resourceFor(apiVersion, kind);
+    const out: FakeObject[] = [];
+    for (const s of this.objects.get(res)!.values()) {
+      if (namespace === undefined || s.obj.metadata.namespace === namespace) out.push(fullObject(res, s));
+    }
+    return out;
+  }
+
+  private nsOf(res: FakeResource, ref: { namespace?: string }): string | undefined {
+    return res.namespaced ? (ref.namespace ?? 'default') : undefined;
+  }
+
+  private resourceFor(apiVersion: string | undefined, kind: string | undefined): FakeResource {
+    const r = FAKE_RESOURCES.find((x) => apiVersionOf(x) === apiVersion && x.kind === kind);
+    if (!r) throw new FakeApiError(400, 'BadRequest', `no resource for apiVersion ${apiVersion} kind ${kind}`);
+    return r;
+  }
+
+  // ---- storage ----
+
+  private write(res: FakeResource, key: string, type: ChangeType, obj: FakeObject): Stored {
+    const rv = ++this.rv;
+    obj.metadata.resourceVersion = String(rv);
+    const m = this.objects.get(res)!;
+    const prev = m.get(key);
+    const cur = store(obj);
+    m.set(key, cur);
+    this.record({ rv, res, type, cur, prev });
+    return cur;
+  }
+
+  private record(c: Change): void {
+    this.history.push(c);
+    if (this.history.length > this.maxHistory) {
+      const cut = this.history.length >> 1;
+      this.floor = this.history[cut - 1].rv;
+      this.history = this.history.slice(cut);
+    }
+    for (const w of this.watchers) if (w.res === c.res) w.deliver(c);
+  }
+
+  private createIn(res: FakeResource, ns: string | undefined, input: FakeObject): Stored {
+    if (!isPlainObject(input) || !isPlainObject(input.metadata)) throw new FakeApiError(400, 'BadRequest', 'object has no metadata');
+    const obj = structuredClone(input);
+    if (res.namespaced) {
+      if (obj.metadata.namespace !== undefined && obj.metadata.namespace !== ns) {
+        throw new FakeApiError(400, 'BadRequest', 'the namespace of the provided object does not match the namespace sent on the request');
+      }
+      obj.metadata.namespace = ns;
+    } else {
+      delete obj.metadata.namespace;
+    }
+    if (!obj.metadata.name && obj.metadata.generateName) obj.metadata.name = obj.metadata.generateName + randomUUID().slice(0, 5);
+    const name = obj.metadata.name;
+    if (!name) throw new FakeApiError(422, 'Invalid', `${res.kind} is invalid: metadata.name: Required value`);
+    const key = keyOf(ns, name);
+    if (this.objects.get(res)!.has(key)) throw new FakeApiError(409, 'AlreadyExists', `${res.plural} "${name}" already exists`);
+    obj.metadata.uid = randomUUID();
+    obj.metadata.creationTimestamp = new Date().toISOString().replace(/\.\d+Z$/, 'Z');
+    return this.write(res, key, 'ADDED', obj);
+  }
+
+  private existing(res: FakeResource, ns: string | undefined, name: string): Stored {
+    const s = this.objects.get(res)!.get(keyOf(ns, name));
+    if (!s) throw new FakeApiError(404, 'NotFound', `${res.plural} "${name}" not found`);
+    return s;
+  }
+
+  private replaceIn(res: FakeResource, ns: string | undefined, name: string, input: FakeObject): Stored {
+    if (!isPlainObject(input) || !isPlainObject(input.metadata)) throw new FakeApiError(400, 'BadRequest', 'object has no metadata');
+    if (input.metadata.name !== name) throw new FakeApiError(400, 'BadRequest', `the name of the object (${input.metadata.name}) does not match the name on the URL (${name})`);
+    const old = this.existing(res, ns, name);
+    const given = input.metadata.resourceVersion;
+    if (given !== undefined && given !== '' && given !== old.obj.metadata.resourceVersion) {
+      throw new FakeApiError(409, 'Conflict', `Operation cannot be fulfilled on ${res.plural} "${name}": the object has been modified; please apply your changes to the latest version and try again`);
+    }
+    const obj = structuredClone(input);
+    obj.metadata.namespace = ns;
+    if (ns === undefined) delete obj.metadata.namespace;
+    obj.metadata.uid = old.obj.metadata.uid;
+    obj.metadata.creationTimestamp = old.obj.metadata.creationTimestamp;
+    return this.write(res, keyOf(ns, name), 'MODIFIED', obj);
+  }
+
+  private patchIn(res: FakeResource, ns: string | undefined, name: string, patch: unknown): Stored {
+    const old = this.existing(res, ns, name);
+    if (!isPlainObject(patch)) throw new FakeApiError(400, 'BadRequest', 'a merge patch must be a JSON object');
+    const merged = applyMergePatch(structuredClone(old.obj), patch) as FakeObject;
+    merged.metadata = { ...merged.metadata, name, namespace: ns, uid: old.obj.metadata.uid, creationTimestamp: old.obj.metadata.creationTimestamp };
+    if (ns === undefined) delete merged.metadata.namespace;
+    return this.write(res, keyOf(ns, name), 'MODIFIED', merged);
+  }
+
+  private deleteIn(res: FakeResource, ns: string | undefined, name: string): Stored {
+    const old = this.existing(res, ns, name);
+    const key = keyOf(ns, name);
+    this.objects.get(res)!.delete(key);
+    const rv = ++this.rv;
+    const gone = withRv(old, rv);
+    this.record({ rv, res, type: 'DELETED', cur: gone });
+    return gone;
+  }
+
+  // ---- HTTP ----
+
+  private handle(req: http.IncomingMessage, res: http.ServerResponse): void {
+    const url = new URL(req.url ?? '/', 'http://fake');
+    const query = Object.fromEntries(url.searchParams);
+    const method = req.method ?? 'GET';
+    const route = this.route(url.pathname);
+    const watch = query.watch === 'true' || query.watch === '1';
+    let verb = route.kind === 'resource' ? this.verbOf(method, route.name !== undefined, watch) : route.kind;
+    if (route.kind === 'none') verb = 'other';
+    this.requests.push({ method, path: url.pathname, verb, resource: route.kind === 'resource' ? resourceName(route.res) : undefined, query });
+    readBody(req)
+      .then((body) => this.dispatch(route, verb, method, url.pathname, query, body, req, res))
+      .catch((e: unknown) => {
+        const err =
+          e instanceof FakeApiError ? e : e instanceof SelectorError ? new FakeApiError(400, 'BadRequest', e.message) : new FakeApiError(500, 'InternalError', String(e));
+        if (!res.headersSent) sendJson(res, err.status, err.toStatus());
+        else res.destroy();
+      });
+  }
+
+  private verbOf(method: string, item: boolean, watch: boolean): string {
+    switch (method) {
+      case 'GET':
+        return item ? 'get' : watch ? 'watch' : 'list';
+      case 'POST':
+        return item ? 'other' : 'create';
+      case 'PUT':
+        return item ? 'update' : 'other';
+      case 'PATCH':
+        return item ? 'patch' : 'other';
+      case 'DELETE':
+        return item ? 'delete' : 'other';
+      default:
+        return 'other';
+    }
+  }
+
+  private route(path: string): Route {
+    const seg = path.split('/').filter((s) => s !== '');
+    if (seg[0] === 'fake') return { kind: 'control' };
+    if (['version', 'healthz', 'readyz', 'livez'].includes(seg[0] ?? '') || (seg[0] === 'api' && seg.length <= 2) || (seg[0] === 'apis' && seg.length <= 3)) {
+      return { kind: 'discovery' };
+    }
+    let group: string;
+    let version: string;
+    let rest: string[];
+    if (seg[0] === 'api') [group, version, rest] = ['', seg[1], seg.slice(2)];
+    else if (seg[0] === 'apis') [group, version, rest] = [seg[1], seg[2], seg.slice(3)];
+    else return { kind: 'none' };
+    let namespace: string | undefined;
+    if (rest[0] === 'namespaces' && rest.length >= 3) {
+      namespace = rest[1];
+      rest = rest.slice(2);
+    }
+    if (rest.length < 1 || rest.length > 2) return { kind: 'none' };
+    const r = FAKE_RESOURCES.find((x) => x.group === group && x.version === version && x.plural === rest[0]);
+    if (!r || (namespace !== undefined && !r.namespaced)) return { kind: 'none' };
+    return { kind: 'resource', res: r, namespace, name: rest[1] };
+  }
+
+  private dispatch(
+    route: Route,
+    verb: string,
+    method: string,
+    path: string,
+    query: Record<string, string>,
+    body: string,
+    req: http.IncomingMessage,
+    res: http.ServerResponse,
+  ): void {
+    if (route.kind === 'control') return this.control(method, path, res);
+    if (route.kind === 'discovery') return this.discovery(path, res);
+    if (route.kind === 'none') throw new FakeApiError(404, 'NotFound', `the server could not find the requested resource (${method} ${path})`);
+    const r = route.res;
+    const ns = route.namespace;
+    if (route.name !== undefined && r.namespaced && ns === undefined) throw new FakeApiError(404, 'NotFound', `${r.plural} is namespaced: use /namespaces/NS/${r.plural}/NAME`);
+    const name = route.name ?? '';
+    switch (verb) {
+      case 'list':
+        return this.listHttp(r, ns, query, res);
+      case 'watch':
+        return this.watchHttp(r, ns, query, res);
+      case 'get':
+        return sendRaw(res, 200, fullJson(r, this.existing(r, ns, name)));
+      case 'create':
+        if (r.namespaced && ns === undefined) throw new FakeApiError(404, 'NotFound', `create ${r.plural}: the request must name a namespace`);
+        return sendRaw(res, 201, fullJson(r, this.createIn(r, ns, parseJson(body))));
+      case 'update':
+        return sendRaw(res, 200, fullJson(r, this.replaceIn(r, ns, name, parseJson(body))));
+      case 'patch': {
+        const type = (req.headers['content-type'] ?? '').split(';')[0].trim();
+        if (type !== 'application/merge-patch+json' && type !== 'application/strategic-merge-patch+json') {
+          throw new FakeApiError(415, 'UnsupportedMediaType', `the fake API server does not support patch type "${type}"`);
+        }
+        return sendRaw(res, 200, fullJson(r, this.patchIn(r, ns, name, parseJson(body))));
+      }
+      case 'delete':
+        return sendRaw(res, 200, fullJson(r, this.deleteIn(r, ns, name)));
+      default:
+        throw new FakeApiError(405, 'MethodNotAllowed', `${method} is not supported on ${path}`);
+    }
+  }
+
+  private listHttp(r: FakeResource, ns: string | undefined, query: Record<string, string>, res: http.ServerResponse): void {
+    const labels = compileLabelSelector(query.labelSelector);
+    const fields = compileFieldSelector(query.fieldSelector);
+    const items: string[] = [];
+    for (const s of this.objects.get(r)!.values()) {
+      if (ns !== undefined && s.obj.metadata.namespace !== ns) continue;
+      if (labels(s.obj.metadata.labels) && fields(s.obj)) items.push(s.json);
+    }
+    const head = `{"kind":"${r.kind}List","apiVersion":"${apiVersionOf(r)}","metadata":{"resourceVersion":"${this.rv}"},"items":[`;
+    sendRaw(res, 200, head + items.join(',') + ']}');
+  }
+
+  private watchHttp(r: FakeResource, ns: string | undefined, query: Record<string, string>, res: http.ServerResponse): void {
+    const labels = compileLabelSelector(query.labelSelector);
+    const fields = compileFieldSelector(query.fieldSelector);
+    const fromParam = query.resourceVersion ?? '';
+    const from = fromParam === '' ? 0 : Number(fromParam);
+    if (!Number.isSafeInteger(from) || from < 0) throw new FakeApiError(400, 'BadRequest', `invalid resourceVersion "${fromParam}"`);
+    if (from > this.rv) {
+      throw new FakeApiError(504, 'Timeout', `Too large resource version: ${from}, current: ${this.rv}`);
+    }
+    res.writeHead(200, { 'Content-Type': 'application/json', 'Cache-Control': 'no-cache, private' });
+    res.flushHeaders();
+    const timers: NodeJS.Timeout[] = [];
+    const w = new Watcher(r, ns, labels, fields, res, () => {
+      this.watchers.delete(w);
+      for (const t of timers) clearTimeout(t);
+    });
+    if (from !== 0 && from < this.floor) {
+      const status = new FakeApiError(410, 'Expired', `too old resource version: ${from} (${this.floor})`).toStatus();
+      w.send('ERROR', JSON.stringify(status));
+      w.end();
+      return;
+    }
+    if (from === 0) {
+      for (const s of this.objects.get(r)!.values()) if (w.matches(s.obj)) w.sendObject('ADDED', s);
+    } else {
+      for (let i = this.firstAfter(from); i < this.history.length; i++) {
+        const c = this.history[i];
+        if (c.res === r) w.deliver(c);
+      }
+    }
+    this.watchers.add(w);
+    // the response's 'close' is the connection going away (the request's fires once its
+    // body has been read, which for a GET is at once)
+    res.on('close', () => w.destroy());
+    const timeout = Number(query.timeoutSeconds ?? '0');
+    if (timeout > 0) timers.push(setTimeout(() => w.end(), timeout * 1000));
+    if (query.allowWatchBookmarks === 'true') {
+      const bookmark = (): void => {
+        w.send('BOOKMARK', `{"kind":"${r.kind}","apiVersion":"${apiVersionOf(r)}","metadata":{"resourceVersion":"${this.rv}"}}`);
+        timers.push(setTimeout(bookmark, this.bookmarkIntervalMs));
+      };
+      timers.push(setTimeout(bookmark, this.bookmarkIntervalMs));
+    }
+  }
+
+  /** Index of the first history entry newer than rv (binary search: the history is sorted). */
+  private firstAfter(rv: number): number {
+    let lo = 0;
+    let hi = this.history.length;
+    while (lo < hi) {
+      const mid = (lo + hi) >> 1;
+      if (this.history[mid].rv <= rv) lo = mid + 1;
+      else hi = mid;
+    }
+    return lo;
+  }
+
+  private control(method: string, path: string, res: http.ServerResponse): void {
+    const action = path.replace(/^\/fake\/?/, '');
+    if (method === 'GET' && action === 'stats') return sendJson(res, 200, this.stats());
+    if (method === 'POST' && action === 'compact') this.compact();
+    else if (method === 'POST' && action === 'drop-watches') this.dropWatches();
+    else if (method === 'POST' && action === 'reset-history') this.resetHistory();
+    else throw new FakeApiError(404, 'NotFound', `unknown control ${method} ${path} (POST compact|drop-watches|reset-history, GET stats)`);
+    sendJson(res, 200, this.stats());
+  }
+
+  private discovery(path: string, res: http.ServerResponse): void {
+    const seg = path.split('/').filter((s) => s !== '');
+    const resources = (group: string, version: string): object => ({
+      kind: 'APIResourceList',
+      apiVersion: 'v1',
+      groupVersion: group ? `${group}/${version}` : version,
+      resources: FAKE_RESOURCES.filter((r) => r.group === group && r.version === version).map((r) => ({
+        name: r.plural,
+        singularName: r.kind.toLowerCase(),
+        namespaced: r.namespaced,
+        kind: r.kind,
+        verbs: ['create', 'delete', 'get', 'list', 'patch', 'update', 'watch'],
+      })),
+    });
+    const groups = [...new Set(FAKE_RESOURCES.filter((r) => r.group).map((r) => `${r.group}/${r.version}`))];
+    switch (seg[0]) {
+      case 'version':
+        return sendJson(res, 200, { major: '1', minor: '31', gitVersion: 'v1.31.0-fake', platform: 'linux/amd64' });
+      case 'healthz':
+      case 'readyz':
+      case 'livez':
+        res.writeHead(200, { 'Content-Type': 'text/plain' });
+        res.end('ok');
+        return;
+      case 'api':
+        if (seg.length === 1) return sendJson(res, 200, { kind: 'APIVersions', versions: ['v1'], serverAddressByClientCIDRs: [] });
+        if (seg[1] === 'v1') return sendJson(res, 200, resources('', 'v1'));
+        break;
+      case 'apis':
+        if (seg.length === 1) {
+          return sendJson(res, 200, {
+            kind: 'APIGroupList',
+            apiVersion: 'v1',
+            groups: groups.map((gv) => {
+              const [name, version] = gv.split('/');
+              return { name, versions: [{ groupVersion: gv, version }], preferredVersion: { groupVersion: gv, version } };
+            }),
+          });
+        }
+        if (seg.length === 3 && groups.includes(`${seg[1]}/${seg[2]}`)) return sendJson(res, 200, resources(seg[1], seg[2]));
+        break;
+    }
+    throw new FakeApiError(404, 'NotFound', `the server could not find the requested resource (${path})`);
+  }
+}
+
+/**
+ * A kubeconfig (JSON, which is YAML) for a plain-http server without credentials;
+ * client-node accepts http only with insecure-skip-tls-verify.
+ */
+export function kubeconfigFor(url: string): string {
+  return JSON.stringify(
+    {
+      apiVersion: 'v1',
+      kind: 'Config',
+      clusters: [{ name: 'fake', cluster: { server: url, 'insecure-skip-tls-verify': true } }],
+      users: [{ name: 'fake', user: {} }],
+      contexts: [{ name: 'fake', context: { cluster: 'fake', user: 'fake' } }],
+      'current-context': 'fake',
+    },
+    null,
+    2,
+  );
+}
+
+type Route =
+  | { kind: 'resource'; res: FakeResource; namespace: string | undefined; name: string | undefined }
+  | { kind: 'control' }
+  | { kind: 'discovery' }
+  | { kind: 'none' };
+
+function readBody(req: http.IncomingMessage): Promise<string> {
+  if (req.method === 'GET' || req.method === 'HEAD') {
+    req.resume();
+    return Promise.resolve('');
+  }
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    req.on('data', (c: Buffer) => chunks.push(c));
+    req.on('end', () => resolve(Buffer.concat(chunks).toString('utf8')));
+    req.on('error', reject);
+  });
+}
+
+function parseJson(body: string): FakeObject {
+  try {
+    return JSON.parse(body) as FakeObject;
+  } catch (e) {
+    throw new FakeApiError(400, 'BadRequest', `request body is not JSON: ${(e as Error).message}`);
+  }
+}
+
+function sendRaw(res: http.ServerResponse, status: number, json: string): void {
+  res.writeHead(status, { 'Content-Type': 'application/json', 'Content-Length': Buffer.byteLength(json) });
+  res.end(json);
+}
+
+function sendJson(res: http.ServerResponse, status: number, value: unknown): void {
+  sendRaw(res, status, JSON.stringify(value));
+}

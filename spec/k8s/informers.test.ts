@@ -1,0 +1,243 @@
+/**
+ * startInformers against the fake API server: initial sync, updates with the old object,
+ * deletes, restart after a dropped watch, relist after 410, relist after a refused watch
+ * (etcd restore), the Node field selector, and stop().
+ */
+import type { KubernetesObject } from '@kubernetes/client-node';
+import { startInformers, RunningInformers, EndpointSliceHandler, NodeHandler, ServiceHandler } from '../../lib/k8s/informers';
+import { loadKubeConfig } from '../../lib/k8s/kubeconfig';
+import { FakeApiServer, FakeObject } from '../../lib/testing/fake-apiserver';
+import { waitFor } from '../../lib/testing/wait-for';
+
+const NS = 'demo';
+
+function service(name: string, labels?: Record<string, string>, clusterIP = '10.96.0.10'): FakeObject {
+  return { apiVersion: 'v1', kind: 'Service', metadata: { namespace: NS, name, ...(labels ? { labels } : {}) }, spec: { clusterIP } };
+}
+const svcRef = (name: string) => ({ apiVersion: 'v1', kind: 'Service', namespace: NS, name });
+
+/** Records handler calls as "add demo/s1", "update demo/s1 10.96.0.10->10.96.0.11", "synced". */
+class Recorder implements ServiceHandler, EndpointSliceHandler, NodeHandler {
+  readonly calls: string[] = [];
+  readonly objects: KubernetesObject[] = [];
+  private key = (o: KubernetesObject) => `${o.metadata?.namespace ? o.metadata.namespace + '/' : ''}${o.metadata?.name}`;
+  private ip = (o: KubernetesObject) => (o as { spec?: { clusterIP?: string } }).spec?.clusterIP ?? '';
+  private add = (o: KubernetesObject) => {
+    this.objects.push(o);
+    this.calls.push(`add ${this.key(o)}`);
+  };
+  private update = (a: KubernetesObject, b: KubernetesObject) =>
+    this.calls.push(`update ${this.key(b)}${this.ip(a) || this.ip(b) ? ` ${this.ip(a)}->${this.ip(b)}` : ''}`);
+  private del = (o: KubernetesObject) => this.calls.push(`delete ${this.key(o)}`);
+  private synced = () => this.calls.push('synced');
+  onServiceAdd = this.add;
+  onServiceUpdate = this.update;
+  onServiceDelete = this.del;
+  onServicesSynced = this.synced;
+  onEndpointSliceAdd = this.add;
+  onEndpointSliceUpdate = this.update;
+  onEndpointSliceDelete = this.del;
+  onEndpointSlicesSynced = this.synced;
+  onNodeAdd = this.add;
+  onNodeUpdate = this.update;
+  onNodeDelete = this.del;
+  onNodeSynced = this.synced;
+  has = (call: string) => this.calls.includes(call);
+}
+
+class Log {
+  readonly lines: { level: string; message: string }[] = [];
+  warn = (message: string) => this.lines.push({ level: 'warn', message });
+  error = (message: string) => this.lines.push({ level: 'error', message });
+  debug = (message: string) => this.lines.push({ level: 'debug', message });
+}
+
+describe('startInformers', () => {
+  let server: FakeApiServer;
+  const running: RunningInformers[] = [];
+  let log: Log;
+
+  beforeEach(async () => {
+    server = new FakeApiServer();
+    await server.listen();
+    log = new Log();
+  });
+  afterEach(async () => {
+    for (const r of running.splice(0)) await r.stop();
+    await server.close();
+  });
+
+  function start(handlers: Parameters<typeof startInformers>[1]['handlers'], nodeName = 'node-a', initialMs = 10): Recorder {
+    const kc = loadKubeConfig({ master: server.url });
+    running.push(startInformers(kc, { nodeName, handlers, log, backoff: { initialMs, maxMs: 100 } }));
+    return handlers.service as Recorder;
+  }
+  const count = (verb: string, resource = 'v1/services') => server.requests.filter((r) => r.verb === verb && r.resource === resource).length;
+
+  it('delivers the initial list as adds, then Synced once; skips what kube-proxy skips', async () => {
+    server.create(service('s1'));
+    server.create(service('s2'));
+    server.create(service('headless', { 'service.kubernetes.io/headless': '' }));
+    server.create(service('other-proxy', { 'service.kubernetes.io/service-proxy-name': 'x' }));
+    const rec = start({ service: new Recorder() });
+    await waitFor('synced', () => rec.has('synced'));
+    await waitFor('the watch', () => server.openWatches === 1);
+    server.create(service('s3'));
+    await waitFor('add s3', () => rec.has('add demo/s3'));
+    expect(rec.calls).toEqual(['add demo/s1', 'add demo/s2', 'synced', 'add demo/s3']);
+    // list items carry no kind; the handler got them all the same
+    expect(rec.objects[0].kind).toBeUndefined();
+    const list = server.requests.find((r) => r.verb === 'list')!;
+    expect(list.query.labelSelector).toBe('!service.kubernetes.io/service-proxy-name,!service.kubernetes.io/headless');
+    expect(log.lines).toEqual([]);
+  });
+
+  it('delivers updates with the previous object, deletes, and selector moves', async () => {
+    server.create(service('s1'));
+    server.create(service('s2'));
+    const rec = start({ service: new Recorder() });
+    await waitFor('the watch', () => rec.has('synced') && server.openWatches === 1);
+    server.patch(svcRef('s1'), { spec: { clusterIP: '10.96.0.11' } });
+    server.delete(svcRef('s2'));
+    server.patch(svcRef('s1'), { metadata: { labels: { 'service.kubernetes.io/headless': '' } } });
+    await waitFor('3 events after sync', () => rec.calls.length >= 5);
+    expect(rec.calls.slice(3)).toEqual(['update demo/s1 10.96.0.10->10.96.0.11', 'delete demo/s2', 'delete demo/s1']);
+  });
+
+  it('restarts after a dropped watch, resuming without a relist, and converges', async () => {
+    server.create(service('s1'));
+    const rec = start({ service: new Recorder() });
+    await waitFor('the watch', () => rec.has('synced') && server.openWatches === 1);
+    server.dropWatches();
+    server.create(service('s2')); // while nobody watches
+    await waitFor('a second watch', () => count('watch') === 2 && server.openWatches === 1);
+    server.patch(svcRef('s1'), { spec: { clusterIP: '10.96.0.12' } });
+    await waitFor('the update', () => rec.calls.length >= 4);
+    expect(rec.calls).toEqual(['add demo/s1', 'synced', 'add demo/s2', 'update demo/s1 10.96.0.10->10.96.0.12']);
+    expect(count('list')).toBe(1);
+    expect(log.lines).toHaveLength(1);
+    expect(log.lines[0]).toMatchObject({ level: 'warn', message: expect.stringMatching(/^services informer failed: .*terminated.*; restarting in 10 ms$/) });
+  });
+
+  it('after compaction and a drop, relists on 410 and reports objects deleted meanwhile as deletes', async () => {
+    server.create(service('s1'));
+    server.create(service('s2'));
+    server.create(service('s3'));
+    const rec = start({ service: new Recorder() });
+    await waitFor('the watch', () => rec.has('synced') && server.openWatches === 1);
+    server.dropWatches();
+    server.delete(svcRef('s2'));
+    server.patch(svcRef('s3'), { spec: { clusterIP: '10.96.0.13' } });
+    server.create(service('s4'));
+    server.compact();
+    await waitFor('the relist to be delivered', () => rec.has('add demo/s4') && rec.has('delete demo/s2'));
+    expect(rec.calls.slice(4).sort()).toEqual(['add demo/s4', 'delete demo/s2', 'update demo/s3 10.96.0.10->10.96.0.13']);
+    expect(rec.calls.filter((c) => c === 'synced')).toHaveLength(1);
+    expect(count('list')).toBe(2);
+  });
+
+  it('after an etcd restore (watch refused: too large resourceVersion), relists and reports the vanished objects', async () => {
+    server.create(service('s1'));
+    server.create(service('s2'));
+    const rec = start({ service: new Recorder() });
+    await waitFor('the watch', () => rec.has('synced') && server.openWatches === 1);
+    await server.restart({ loseHistory: true, clearObjects: true });
+    server.create(service('s5'));
+    await waitFor('the relist to be delivered', () => rec.has('add demo/s5') && rec.has('delete demo/s2'));
+    expect(rec.calls.slice(3).sort()).toEqual(['add demo/s5', 'delete demo/s1', 'delete demo/s2']);
+    expect(log.lines.some((l) => /^services informer failed: HTTP 504/.test(l.message))).toBe(true);
+  });
+
+  it('restarts after a failed initial list (server down) with backoff and syncs once it is up', async () => {
+    const url = server.url;
+    await server.close();
+    const kc = loadKubeConfig({ master: url });
+    const rec = new Recorder();
+    running.push(startInformers(kc, { nodeName: 'n', handlers: { service: rec }, log, backoff: { initialMs: 5, maxMs: 20 } }));
+    await waitFor('two failures logged', () => log.lines.length >= 2);
+    server.create(service('s1'));
+    await server.listen(Number(new URL(url).port));
+    await waitFor('synced', () => rec.has('synced'));
+    expect(rec.calls).toEqual(['add demo/s1', 'synced']);
+    expect(log.lines[0].message).toMatch(/^services informer failed: .*; restarting in 5 ms$/);
+    expect(log.lines[1].message).toMatch(/restarting in 10 ms$/);
+    // the successful list reset the backoff
+    await waitFor('the watch', () => server.openWatches === 1);
+    const failures = log.lines.length;
+    server.dropWatches();
+    await waitFor('the drop logged', () => log.lines.length > failures);
+    expect(log.lines[failures].message).toMatch(/restarting in 5 ms$/);
+  });
+
+  it('a throwing handler is logged with the object and does not stop the informer', async () => {
+    server.create(service('bad'));
+    const rec = new Recorder();
+    const throwing: ServiceHandler = {
+      ...rec,
+      onServiceAdd: (svc) => {
+        if (svc.metadata?.name === 'bad') throw new Error('boom');
+        rec.onServiceAdd(svc);
+      },
+    };
+    const kc = loadKubeConfig({ master: server.url });
+    running.push(startInformers(kc, { nodeName: 'n', handlers: { service: throwing }, log, backoff: { initialMs: 10, maxMs: 100 } }));
+    await waitFor('the watch', () => rec.has('synced') && server.openWatches === 1);
+    server.create(service('good'));
+    await waitFor('add good', () => rec.has('add demo/good'));
+    expect(log.lines).toEqual([{ level: 'error', message: 'services informer: add handler failed for demo/bad: Error: boom' }]);
+  });
+
+  it('the Node informer sees only its own node', async () => {
+    for (const n of ['n1', 'n2']) server.create({ apiVersion: 'v1', kind: 'Node', metadata: { name: n } });
+    const rec = new Recorder();
+    start({ node: rec }, 'n2');
+    await waitFor('the watch', () => rec.has('synced') && server.openWatches === 1);
+    const node = (name: string) => ({ apiVersion: 'v1', kind: 'Node', name });
+    server.patch(node('n1'), { metadata: { labels: { x: '1' } } });
+    server.create({ apiVersion: 'v1', kind: 'Node', metadata: { name: 'n3' } });
+    server.patch(node('n2'), { metadata: { labels: { x: '1' } } });
+    server.delete(node('n2'));
+    await waitFor('the delete', () => rec.has('delete n2'));
+    expect(rec.calls).toEqual(['add n2', 'synced', 'update n2', 'delete n2']);
+    expect(server.requests.filter((r) => r.resource === 'v1/nodes').map((r) => r.query.fieldSelector)).toEqual(['metadata.name=n2', 'metadata.name=n2']);
+  });
+
+  it('runs Services, EndpointSlices and Node side by side', async () => {
+    server.create(service('s1'));
+    server.create({ apiVersion: 'discovery.k8s.io/v1', kind: 'EndpointSlice', metadata: { namespace: NS, name: 's1-abc', labels: { 'kubernetes.io/service-name': 's1' } }, addressType: 'IPv4', endpoints: [] });
+    server.create({ apiVersion: 'discovery.k8s.io/v1', kind: 'EndpointSlice', metadata: { namespace: NS, name: 'h-abc', labels: { 'service.kubernetes.io/headless': '' } }, addressType: 'IPv4', endpoints: [] });
+    server.create({ apiVersion: 'v1', kind: 'Node', metadata: { name: 'node-a' } });
+    const svc = new Recorder();
+    const eps = new Recorder();
+    const node = new Recorder();
+    start({ service: svc, endpointSlice: eps, node });
+    await waitFor('all synced', () => [svc, eps, node].every((r) => r.has('synced')));
+    expect([svc.calls, eps.calls, node.calls]).toEqual([
+      ['add demo/s1', 'synced'],
+      ['add demo/s1-abc', 'synced'],
+      ['add node-a', 'synced'],
+    ]);
+  });
+
+  it('stop() closes the watches and nothing restarts afterwards', async () => {
+    server.create(service('s1'));
+    const stopped = new Recorder();
+    const kc = loadKubeConfig({ master: server.url });
+    const informers = startInformers(kc, { nodeName: 'n', handlers: { service: stopped }, log, backoff: { initialMs: 1, maxMs: 1 } });
+    await waitFor('the watch', () => stopped.has('synced') && server.openWatches === 1);
+    await informers.stop();
+    await waitFor('the watch to close', () => server.openWatches === 0);
+    const requestsAtStop = server.requests.length;
+    // a sentinel informer with a slower restart: once it has restarted and seen s2, the
+    // stopped one (1 ms backoff) would have restarted long before
+    const sentinel = start({ service: new Recorder() }, 'n', 50);
+    await waitFor('the sentinel watch', () => sentinel.has('synced') && server.openWatches === 1);
+    server.dropWatches();
+    server.create(service('s2'));
+    await waitFor('the sentinel to restart and see s2', () => sentinel.has('add demo/s2'));
+    expect(stopped.calls).toEqual(['add demo/s1', 'synced']);
+    expect(server.requests.slice(requestsAtStop).map((r) => r.verb)).toEqual(['list', 'watch', 'watch']);
+    // stopping is not a failure: the only log line is the sentinel's dropped watch
+    expect(log.lines).toHaveLength(1);
+  });
+});

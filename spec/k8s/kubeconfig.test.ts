@@ -1,0 +1,64 @@
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { KubeConfigError, loadKubeConfig } from '../../lib/k8s/kubeconfig';
+import { kubeconfigFor } from '../../lib/testing/fake-apiserver';
+
+describe('loadKubeConfig', () => {
+  let dir: string;
+  beforeEach(() => {
+    dir = mkdtempSync(join(tmpdir(), 'kubeconfig-'));
+  });
+  afterEach(() => rmSync(dir, { recursive: true, force: true }));
+
+  const file = (text: string): string => {
+    const f = join(dir, 'config');
+    writeFileSync(f, text);
+    return f;
+  };
+
+  it('reads --kubeconfig', () => {
+    const kc = loadKubeConfig({ kubeconfig: file(kubeconfigFor('http://127.0.0.1:6443')) });
+    expect(kc.getCurrentCluster()).toMatchObject({ server: 'http://127.0.0.1:6443', skipTLSVerify: true });
+  });
+
+  it('--master replaces the kubeconfig server and keeps the rest of the cluster entry', () => {
+    const kc = loadKubeConfig({ kubeconfig: file(kubeconfigFor('http://127.0.0.1:6443')), master: 'https://10.0.0.1:443' });
+    expect(kc.getCurrentCluster()).toMatchObject({ name: 'fake', server: 'https://10.0.0.1:443', skipTLSVerify: true });
+  });
+
+  it('--master alone: that server, no credentials, http accepted', () => {
+    const kc = loadKubeConfig({ master: 'http://192.0.2.1:8080', env: {} });
+    expect(kc.getCurrentCluster()).toMatchObject({ server: 'http://192.0.2.1:8080', skipTLSVerify: true });
+    const https = loadKubeConfig({ master: 'https://192.0.2.1:6443', env: {} });
+    expect(https.getCurrentCluster()).toMatchObject({ server: 'https://192.0.2.1:6443', skipTLSVerify: false });
+  });
+
+  it('a kubeconfig with an http server and no insecure-skip-tls-verify still works, as with kube-proxy', () => {
+    const plain = `{"apiVersion":"v1","kind":"Config","clusters":[{"name":"c","cluster":{"server":"http://127.0.0.1:8080"}}],"users":[{"name":"u","user":{}}],"contexts":[{"name":"x","context":{"cluster":"c","user":"u"}}],"current-context":"x"}`;
+    expect(loadKubeConfig({ kubeconfig: file(plain) }).getCurrentCluster()).toMatchObject({ server: 'http://127.0.0.1:8080', skipTLSVerify: true });
+  });
+
+  it('in-cluster: the service-account token and KUBERNETES_SERVICE_HOST/PORT (IPv6 bracketed)', () => {
+    const sa = join(dir, 'var/run/secrets/kubernetes.io/serviceaccount');
+    mkdirSync(sa, { recursive: true });
+    writeFileSync(join(sa, 'token'), 'tok');
+    const kc = loadKubeConfig({ env: { KUBERNETES_SERVICE_HOST: 'fd00::1', KUBERNETES_SERVICE_PORT: '443' }, inClusterRoot: dir });
+    expect(kc.getCurrentCluster()?.server).toBe('https://[fd00::1]:443');
+    expect(process.env.KUBERNETES_SERVICE_HOST).not.toBe('fd00::1');
+  });
+
+  it.each([
+    [{ kubeconfig: '/nonexistent/kubeconfig' }, /^kubeconfig \/nonexistent\/kubeconfig: /],
+    [{ master: 'not a url' }, /--master "not a url" is not a URL/],
+    [{ master: 'ftp://x:1' }, /scheme must be http or https/],
+  ])('refuses %j with a KubeConfigError naming it', (opts, msg) => {
+    expect(() => loadKubeConfig(opts)).toThrow(KubeConfigError);
+    expect(() => loadKubeConfig(opts)).toThrow(msg);
+  });
+
+  it('refuses a kubeconfig without a current cluster', () => {
+    const f = file(`{"apiVersion":"v1","kind":"Config","clusters":[],"users":[],"contexts":[],"current-context":""}`);
+    expect(() => loadKubeConfig({ kubeconfig: f })).toThrow(/no current cluster/);
+  });
+});
