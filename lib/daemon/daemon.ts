@@ -1,8 +1,48 @@
 /**
- * The proxy process: wiring only (informers -> trackers -> proxier -> kernel surfaces).
- * STUB in this commit; implemented by the proxier work.
+ * The proxy process: wiring only. Informers (lib/k8s) feed the trackers (lib/tracker), which
+ * tell the proxier (lib/proxier) which Services changed; the proxier plans (lib/plan), diffs
+ * (lib/reconcile) and drives the kernel surfaces (lib/kernel). Also the health server and the
+ * live configuration reload.
+ *
+ * Live reload: kube-proxy exits when its mounted config file changes and waits for the kubelet
+ * to restart it. kube-ipvs applies every field `classifyConfigChange` calls live (scheduler,
+ * sync periods, excludeCIDRs, excludeClusterCIDRs, IPVS timeouts, strictARP, masqueradeAll,
+ * clusterCIDR, detect-local settings, nodePortAddresses) without a restart, and exits (code 0,
+ * for the kubelet to restart it, as kube-proxy does) only when a field that needs a restart
+ * changed (API connection, node name, bind addresses, masqueradeBit, mode, feature gates).
  */
+import os from 'node:os';
+import http from 'node:http';
 import { ProxyConfig } from '../config/proxy-config';
+import { classifyConfigChange } from '../config/classify-change';
+import { watchConfigFile } from '../config/watch-config';
+import { componentLog } from '../log';
+import { openIpvs, IpvsUnavailableError } from '../kernel/ipvs/ipvs-netlink';
+import { Ipvs } from '../kernel/ipvs/ipvs';
+import { openLink } from '../kernel/link/link-rtnetlink';
+import { Link } from '../kernel/link/link';
+import { ChildProcessExec } from '../kernel/exec';
+import { createIpset } from '../kernel/ipset/ipset-restore';
+import { createIptables } from '../kernel/iptables/iptables-restore';
+import { iptablesVersion, supportsRandomFully } from '../kernel/iptables/detect-backend';
+import { ProcSysctl } from '../kernel/sysctl/sysctl';
+import { ensureIpvsSysctls } from '../kernel/sysctl/ipvs-sysctls';
+import { IpFamily } from '../plan/names';
+import { planServicePort } from '../plan/plan-service-port';
+import { Ipset } from '../kernel/ipset/ipset';
+import { Iptables } from '../kernel/iptables/iptables';
+import { EventSink, NodeState, Proxier, ProxierSettings } from '../proxier/proxier';
+import { systemClock } from '../proxier/clock';
+import { ServiceTracker } from '../tracker/service-tracker';
+import { EndpointSliceTracker } from '../tracker/endpoint-slice-tracker';
+import { TrackerSource } from '../tracker/tracker-source';
+import { nodeInfo } from '../k8s/convert';
+import { loadKubeConfig } from '../k8s/kubeconfig';
+import { startInformers } from '../k8s/informers';
+import { EventRecorder } from '../k8s/event-recorder';
+import { createHealthServer, listen } from './health-server';
+import { ProxyMetrics } from './metrics';
+import { createMetricsServer } from './metrics-server';
 
 export interface DaemonOptions {
   /** --config FILE, watched for live changes; undefined when flags only */
@@ -13,9 +53,239 @@ export interface DaemonOptions {
   readonly verbosity: number;
 }
 
+/** The IP families this node proxies: those of clusterCIDR; IPv4 alone when it is unset. */
+export function proxyFamilies(config: ProxyConfig): IpFamily[] {
+  const fams = new Set<IpFamily>(config.clusterCIDR.map((c) => (c.includes(':') ? 'ipv6' : 'ipv4')));
+  if (fams.size === 0) fams.add('ipv4');
+  return (['ipv4', 'ipv6'] as IpFamily[]).filter((f) => fams.has(f));
+}
+
+export function proxierSettings(config: ProxyConfig): ProxierSettings {
+  return {
+    families: proxyFamilies(config),
+    scheduler: config.ipvs.scheduler,
+    syncPeriodMs: config.ipvs.syncPeriodMs,
+    minSyncPeriodMs: config.ipvs.minSyncPeriodMs,
+    excludeCIDRs: config.ipvs.excludeCIDRs,
+    excludeClusterCIDRs: config.ipvs.excludeClusterCIDRs,
+    nodePortAddresses: config.nodePortAddresses,
+    masqueradeAll: config.iptables.masqueradeAll,
+    masqueradeBit: config.iptables.masqueradeBit,
+    clusterCIDRs: config.clusterCIDR,
+    detectLocalMode: config.detectLocalMode,
+    bridgeInterface: config.detectLocal.bridgeInterface,
+    interfaceNamePrefix: config.detectLocal.interfaceNamePrefix,
+  };
+}
+
+/** kube-proxy's node name: --hostname-override, else the host name, lower-cased. */
+export function nodeName(config: ProxyConfig): string {
+  return (config.hostnameOverride || os.hostname()).trim().toLowerCase();
+}
+
+async function applyIpvsTimeouts(ipvs: Ipvs, config: ProxyConfig, log: ReturnType<typeof componentLog>): Promise<void> {
+  const { tcpTimeoutSec: tcp, tcpFinTimeoutSec: tcpFin, udpTimeoutSec: udp } = config.ipvs;
+  if (tcp <= 0 && tcpFin <= 0 && udp <= 0) return;
+  try {
+    await ipvs.apply({ kind: 'setConfig', timeouts: { tcp, tcpFin, udp } });
+  } catch (e) {
+    log.error(`setting IPVS timeouts (tcp ${tcp}s, tcpfin ${tcpFin}s, udp ${udp}s): ${(e as Error).message}`);
+  }
+}
+
 /** Runs until SIGTERM/SIGINT; resolves to the process exit code. */
 export async function runDaemon(config: ProxyConfig, options: DaemonOptions): Promise<number> {
-  void config;
-  void options;
-  throw new Error('runDaemon: not implemented yet');
+  const log = componentLog('daemon');
+  const name = nodeName(config);
+  const settings = proxierSettings(config);
+  log.info(`kube-ipvs starting: node ${name}, families ${settings.families.join(',')}, scheduler ${config.ipvs.scheduler || 'rr'}`, {
+    node: name, families: settings.families, verbosity: options.verbosity,
+  });
+
+  // ---- kernel ----
+  let ipvs: Ipvs;
+  try {
+    ipvs = await openIpvs();
+  } catch (e) {
+    if (e instanceof IpvsUnavailableError) {
+      log.error(`${e.message}: load the ip_vs module (modprobe ip_vs) or run on a kernel with IPVS`);
+      return 1;
+    }
+    throw e;
+  }
+  const link: Link = await openLink();
+  try {
+    await ensureIpvsSysctls(new ProcSysctl(), { strictARP: config.ipvs.strictARP }, componentLog('sysctl'));
+  } catch (e) {
+    log.error(`sysctl: ${(e as Error).message}`);
+    ipvs.close();
+    link.close();
+    return 1;
+  }
+  await applyIpvsTimeouts(ipvs, config, log);
+  const exec = new ChildProcessExec();
+  const ipsets: Partial<Record<IpFamily, Ipset>> = {};
+  const iptables: Partial<Record<IpFamily, Iptables>> = {};
+  const randomFully: Partial<Record<IpFamily, boolean>> = {};
+  for (const f of ['ipv4', 'ipv6'] as IpFamily[]) {
+    ipsets[f] = createIpset(exec);
+    const ipt = createIptables({ family: f, backend: 'auto', exec });
+    iptables[f] = ipt;
+    if (settings.families.includes(f)) {
+      try {
+        randomFully[f] = supportsRandomFully(await iptablesVersion(exec, f, await ipt.backend()));
+      } catch (e) {
+        log.warn(`${f}: cannot tell the iptables version (${(e as Error).message}); MASQUERADE without --random-fully`);
+        randomFully[f] = false;
+      }
+    }
+  }
+
+  // ---- API ----
+  const kc = loadKubeConfig({
+    ...(config.clientConnection.kubeconfig ? { kubeconfig: config.clientConnection.kubeconfig } : {}),
+    ...(config.master ? { master: config.master } : {}),
+  });
+  const recorder = new EventRecorder(kc, { nodeName: name, log: componentLog('events') });
+  const events: EventSink = { warn: (ref, reason, message) => void recorder.warn(ref, reason, message) };
+  const metrics = new ProxyMetrics();
+
+  // ---- trackers and proxier ----
+  const services = new ServiceTracker();
+  const slices = new EndpointSliceTracker(name);
+  const source = new TrackerSource(services, slices);
+  let node: NodeState = { name, zone: '', nodeIPs: [], podCIDRs: [] };
+  let nodeEligible = true;
+  const proxier = new Proxier(
+    {
+      ipvs, link, ipsets, iptables, source, events, randomFully,
+      planner: { planServicePort },
+      clock: systemClock,
+      log: componentLog('proxier'),
+      onSync: (r, drift) => {
+        metrics.recordSync(r, drift, proxier.counts(), Date.now());
+        metrics.serviceChangesPending.set(services.pendingChanges);
+        metrics.endpointChangesPending.set(slices.pendingChanges);
+      },
+    },
+    settings,
+    node,
+  );
+
+  const onNode = (n: Parameters<typeof nodeInfo>[0]) => {
+    const info = nodeInfo(n);
+    nodeEligible = info.eligible;
+    node = { name, zone: info.zone, nodeIPs: info.nodeIPs, podCIDRs: info.podCIDRs };
+    proxier.onNodeChange(node);
+  };
+  const changed = (kind: 'service' | 'endpoints', n: ReadonlySet<string>) => {
+    if (n.size === 0) return;
+    (kind === 'service' ? metrics.serviceChangesTotal : metrics.endpointChangesTotal).inc(n.size);
+    metrics.lastQueued.set(Date.now() / 1000);
+    proxier.sync();
+  };
+  const informers = startInformers(kc, {
+    nodeName: name,
+    log: componentLog('informers'),
+    handlers: {
+      service: {
+        onServiceAdd: (s) => changed('service', services.onAdd(s)),
+        onServiceUpdate: (o, s) => changed('service', services.onUpdate(o, s)),
+        onServiceDelete: (s) => changed('service', services.onDelete(s)),
+        onServicesSynced: () => proxier.onServicesSynced(),
+      },
+      endpointSlice: {
+        onEndpointSliceAdd: (s) => changed('endpoints', slices.onAdd(s)),
+        onEndpointSliceUpdate: (o, s) => changed('endpoints', slices.onUpdate(o, s)),
+        onEndpointSliceDelete: (s) => changed('endpoints', slices.onDelete(s)),
+        onEndpointSlicesSynced: () => proxier.onEndpointSlicesSynced(),
+      },
+      node: {
+        onNodeAdd: onNode,
+        onNodeUpdate: (_o, n) => onNode(n),
+        onNodeDelete: () => {
+          nodeEligible = false;
+        },
+        onNodeSynced: () => undefined,
+      },
+    },
+  });
+
+  // ---- health ----
+  const servers: http.Server[] = [];
+  const serve = async (what: string, server: http.Server, bind: string) => {
+    if (!bind) return; // an empty bind address turns the server off
+    try {
+      await listen(server, bind);
+      servers.push(server);
+    } catch (e) {
+      log.error(`${what} server on ${bind}: ${(e as Error).message}`);
+    }
+  };
+  await serve(
+    'health',
+    createHealthServer({
+      source: proxier,
+      timeoutMs: 2 * config.ipvs.syncPeriodMs,
+      clock: systemClock,
+      nodeEligible: () => nodeEligible,
+      onRequest: (p, code) => (p === 'healthz' ? metrics.healthzTotal : metrics.livezTotal).inc({ code: String(code) }),
+    }),
+    config.healthzBindAddress,
+  );
+  let current = config;
+  await serve('metrics', createMetricsServer(metrics.registry, () => current), config.metricsBindAddress);
+
+  // ---- live configuration ----
+  let resolveExit!: (code: number) => void;
+  const exit = new Promise<number>((r) => (resolveExit = r));
+  const watcher =
+    options.configFile && options.reloadConfig
+      ? watchConfigFile(options.configFile, () => {
+          options.reloadConfig!().then(
+            async (next) => {
+              const change = classifyConfigChange(current, next);
+              if (change.restart.length > 0) {
+                log.warn(`configuration changed (${change.restart.join(', ')}): these need a restart; exiting for the kubelet to restart kube-ipvs`);
+                resolveExit(0);
+                return;
+              }
+              if (change.live.length === 0) return;
+              log.info(`configuration changed (${change.live.join(', ')}): applying live`);
+              if (next.ipvs.strictARP !== current.ipvs.strictARP) {
+                await ensureIpvsSysctls(new ProcSysctl(), { strictARP: next.ipvs.strictARP }, componentLog('sysctl')).catch((e: Error) =>
+                  log.error(`sysctl: ${e.message}`),
+                );
+              }
+              if (
+                next.ipvs.tcpTimeoutSec !== current.ipvs.tcpTimeoutSec ||
+                next.ipvs.tcpFinTimeoutSec !== current.ipvs.tcpFinTimeoutSec ||
+                next.ipvs.udpTimeoutSec !== current.ipvs.udpTimeoutSec
+              ) {
+                await applyIpvsTimeouts(ipvs, next, log);
+              }
+              current = next;
+              proxier.updateSettings(proxierSettings(next));
+            },
+            (e: Error) => log.error(`configuration file ${options.configFile} changed but is invalid, keeping the running configuration: ${e.message}`),
+          );
+        })
+      : undefined;
+
+  const onSignal = (sig: string) => {
+    log.info(`${sig}: stopping (the kernel state stays as programmed)`);
+    resolveExit(0);
+  };
+  process.once('SIGTERM', () => onSignal('SIGTERM'));
+  process.once('SIGINT', () => onSignal('SIGINT'));
+
+  const code = await exit;
+  watcher?.close();
+  proxier.stop();
+  await informers.stop();
+  await proxier.idle();
+  for (const s of servers) s.close();
+  ipvs.close();
+  link.close();
+  return code;
 }
