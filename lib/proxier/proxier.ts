@@ -306,6 +306,7 @@ export class Proxier {
           this.deps.log.warn(`full sync: ${ops.length} IPVS changes needed beyond the tracked state (drift repaired)`, { ops: ops.length });
         }
         this.applied = observed;
+        this.adoptDraining(desired);
       } else {
         ops = [];
         for (const k of touched) ops.push(...diffVirtualServer(this.applied.get(k), desired(k)));
@@ -324,7 +325,7 @@ export class Proxier {
       }
 
       // 4. draining real servers whose connections are gone
-      await this.checkDraining(desired, counts, full);
+      await this.checkDraining(desired, counts);
 
       if (full) {
         this.lastFullSyncAt = start;
@@ -492,6 +493,7 @@ export class Proxier {
       if (r.ok) {
         if (op.kind === 'setDest' && op.rs.weight === 0) this.draining.set(`${vsKey}/${realServerKey(op.rs)}`, now);
         else if (op.kind === 'setDest' || op.kind === 'delDest' || op.kind === 'newDest') this.draining.delete(`${vsKey}/${realServerKey(op.rs)}`);
+        else if (op.kind === 'delService') for (const k of [...this.draining.keys()]) if (k.startsWith(`${vsKey}/`)) this.draining.delete(k);
         return;
       }
       counts.ipvsFailures++;
@@ -555,6 +557,26 @@ export class Proxier {
   }
 
   /**
+   * After a kernel read: the draining real servers are exactly the weight-0 TCP ones that are
+   * not desired (a restarted kube-ipvs adopts the drains its predecessor started).
+   */
+  private adoptDraining(desired: (vsKey: string) => DesiredVirtualServer | undefined): void {
+    const now = this.deps.clock.now();
+    const found = new Map<string, number>();
+    for (const [vsKey, entry] of this.applied) {
+      if (!needsGracefulTermination(entry.vs.protocol)) continue;
+      const want = desired(vsKey);
+      for (const [rsKey, rs] of entry.realServers) {
+        if (rs.weight !== 0 || want?.realServers.some((r) => realServerKey(r) === rsKey)) continue;
+        const k = `${vsKey}/${rsKey}`;
+        found.set(k, this.draining.get(k) ?? now);
+      }
+    }
+    this.draining.clear();
+    for (const [k, since] of found) this.draining.set(k, since);
+  }
+
+  /**
    * Deletes draining real servers (weight 0, no longer desired) whose connections are gone
    * (TCP: ActiveConn + InactConn = 0), or that drained longer than the bound. Reads only the
    * virtual servers that have one, at most every drainCheckInterval.
@@ -562,36 +584,30 @@ export class Proxier {
   private async checkDraining(
     desired: (vsKey: string) => DesiredVirtualServer | undefined,
     counts: { ipvsReads: number; ipvsWrites: number; ipvsFailures: number },
-    full: boolean,
   ): Promise<void> {
     const now = this.deps.clock.now();
     const interval = this.deps.drainCheckIntervalMs ?? DEFAULT_DRAIN_CHECK_MS;
     const bound = this.deps.drainTimeoutMs ?? DEFAULT_DRAIN_TIMEOUT_MS;
-    // adopt: draining real servers found in the kernel get a start time
-    const stillDraining = new Set<string>();
-    for (const [vsKey, entry] of this.applied) {
-      const want = desired(vsKey);
-      for (const [rsKey, rs] of entry.realServers) {
-        if (rs.weight !== 0 || !needsGracefulTermination(entry.vs.protocol)) continue;
-        if (want?.realServers.some((r) => realServerKey(r) === rsKey)) continue;
-        const k = `${vsKey}/${rsKey}`;
-        stillDraining.add(k);
-        if (!this.draining.has(k)) this.draining.set(k, now);
-      }
-    }
-    for (const k of [...this.draining.keys()]) if (!stillDraining.has(k)) this.draining.delete(k);
     if (this.draining.size === 0) return;
-    if (!full && now - this.lastDrainCheckAt < interval) {
-      this.runner.retryAfter(this.lastDrainCheckAt + interval - now);
-      return;
-    }
-    this.lastDrainCheckAt = now;
+    // a real server is first looked at one interval after it started draining (kube-proxy
+    // checks once a minute); then at most every interval
+    let nextDue = Infinity;
     const byVs = new Map<string, TableEntry>();
-    for (const k of this.draining.keys()) {
+    for (const [k, since] of this.draining) {
+      const due = Math.max(since, this.lastDrainCheckAt) + interval;
+      if (due > now) {
+        nextDue = Math.min(nextDue, due);
+        continue;
+      }
       const vsKey = k.slice(0, k.lastIndexOf('/'));
       const e = this.applied.get(vsKey);
       if (e) byVs.set(vsKey, e);
     }
+    if (byVs.size === 0) {
+      if (nextDue < Infinity) this.runner.retryAfter(nextDue - now);
+      return;
+    }
+    this.lastDrainCheckAt = now;
     const ops: IpvsOp[] = [];
     for (const [vsKey, entry] of byVs) {
       counts.ipvsReads++;

@@ -1,0 +1,267 @@
+// The proxier over the kernel twins (FakeIpvs, FakeLink, FakeIpset, FakeIptables), the real
+// trackers and planner, and a fake clock: exact op and exec counts per sync, retries,
+// graceful termination, adoption and drift repair. (The same behaviours against the real
+// kernel, as a process: spec/vm/daemon.vm.test.ts.)
+//
+// Addresses (lib/testing/builders.ts): ClusterIPs 10.96.0.0/12, pods 10.244.0.0/16, this
+// node 192.0.2.1 on eth0, foreign services on 192.0.2.1:80/443.
+import winston from 'winston';
+import { FakeIpvs } from '../../lib/kernel/ipvs/fake-ipvs';
+import { FakeLink } from '../../lib/kernel/link/fake-link';
+import { FakeIpset } from '../../lib/kernel/ipset/fake-ipset';
+import { FakeIptables } from '../../lib/kernel/iptables/fake-iptables';
+import { KUBE_IPVS0 } from '../../lib/kernel/link/link';
+import { ServiceTracker } from '../../lib/tracker/service-tracker';
+import { EndpointSliceTracker } from '../../lib/tracker/endpoint-slice-tracker';
+import { TrackerSource } from '../../lib/tracker/tracker-source';
+import { planServicePort } from '../../lib/plan/plan-service-port';
+import { planFamilyState } from '../../lib/plan/plan-desired-state';
+import { Proxier, ProxierSettings, SyncResult } from '../../lib/proxier/proxier';
+import { DesiredIndex } from '../../lib/proxier/desired-index';
+import { FakeClock } from '../../lib/testing/fake-clock';
+import { makeEndpointSlice, makeService, svcPort } from '../../lib/testing/builders';
+import { AF_INET, IPPROTO_TCP } from '../../lib/netlink/uapi/ip_vs';
+import { formatServiceEntry } from '../../lib/cli/ipvsadm/format-list';
+import { DEFAULT_FORMAT } from '../../lib/cli/ipvsadm/parse-args';
+import { VirtualServerEntry } from '../../lib/kernel/ipvs/ipvs';
+import type { V1EndpointSlice, V1Service } from '@kubernetes/client-node';
+
+const NODE = 'node-a';
+
+/** `ipvsadm -Sn` lines of a table (services in key order, each followed by its real servers). */
+function formatRestore(entries: readonly VirtualServerEntry[]): string[] {
+  const fmt = { ...DEFAULT_FORMAT, rule: true, numeric: true };
+  return [...entries]
+    .sort((a, b) => (a.vs.address + a.vs.port < b.vs.address + b.vs.port ? -1 : 1))
+    .flatMap((e) => formatServiceEntry({ vs: e.vs, dests: [...e.dests].sort((x, y) => (x.address < y.address ? -1 : 1)) }, fmt).split('\n').filter(Boolean));
+}
+const quiet = winston.createLogger({ silent: true });
+
+const SETTINGS: ProxierSettings = {
+  families: ['ipv4'],
+  scheduler: 'rr',
+  syncPeriodMs: 30_000,
+  minSyncPeriodMs: 0,
+  excludeCIDRs: [],
+  excludeClusterCIDRs: ['10.245.0.0/16'],
+  nodePortAddresses: [],
+  masqueradeAll: false,
+  masqueradeBit: 14,
+  clusterCIDRs: ['10.244.0.0/16'],
+  detectLocalMode: 'ClusterCIDR',
+  bridgeInterface: '',
+  interfaceNamePrefix: '',
+};
+
+function clusterIP(name: string, ip: string, annotations: Record<string, string> = {}): V1Service {
+  return makeService('default', name, (s) => {
+    s.metadata!.annotations = annotations;
+    s.spec = { type: 'ClusterIP', clusterIP: ip, clusterIPs: [ip], ports: [svcPort('http', 80)] };
+  });
+}
+function endpoints(svc: string, ...ips: string[]): V1EndpointSlice {
+  return makeEndpointSlice('default', svc, `${svc}-1`, (sl) => {
+    sl.ports = [{ name: 'http', port: 8080, protocol: 'TCP' }];
+    sl.endpoints = ips.map((ip) => ({ addresses: [ip], conditions: { ready: true }, nodeName: 'node-b' }));
+  });
+}
+
+async function setup(opts: { schedulers?: string[]; ipvs?: FakeIpvs; link?: FakeLink; ipset?: FakeIpset } = {}) {
+  const clock = new FakeClock();
+  const ipvs = opts.ipvs ?? new FakeIpvs(opts.schedulers ? { schedulers: opts.schedulers } : {});
+  let link = opts.link;
+  if (!link) {
+    link = new FakeLink();
+    await link.addDummy('eth0');
+    const eth0 = await link.getLink('eth0');
+    await link.addAddress(eth0.index, '192.0.2.1');
+  }
+  const ipset = opts.ipset ?? new FakeIpset();
+  const iptables = new FakeIptables({ family: 'ipv4', ipsets: ipset });
+  const services = new ServiceTracker();
+  const slices = new EndpointSliceTracker(NODE);
+  const events: string[] = [];
+  const results: SyncResult[] = [];
+  const proxier = new Proxier(
+    {
+      ipvs, link, ipsets: { ipv4: ipset }, iptables: { ipv4: iptables },
+      source: new TrackerSource(services, slices),
+      planner: { planServicePort },
+      clock, log: quiet,
+      events: { warn: (ref, reason, message) => events.push(`${ref.namespace}/${ref.name} ${reason}: ${message}`) },
+      onSync: (r) => results.push(r),
+    },
+    SETTINGS,
+    { name: NODE, zone: '', nodeIPs: ['192.0.2.1'], podCIDRs: [] },
+  );
+  const addService = (s: V1Service, sl?: V1EndpointSlice) => {
+    services.onAdd(s);
+    if (sl) slices.onAdd(sl);
+    proxier.sync();
+  };
+  const start = async () => {
+    proxier.onServicesSynced();
+    proxier.onEndpointSlicesSynced();
+    await clock.advance(0);
+    await proxier.idle();
+  };
+  const settle = async (ms = 0) => {
+    await clock.advance(ms);
+    await proxier.idle();
+  };
+  return { clock, ipvs, link, ipset, iptables, services, slices, proxier, events, results, addService, start, settle };
+}
+
+const last = (rs: SyncResult[]) => {
+  const r = rs[rs.length - 1]!;
+  return { full: r.full, ipvsWrites: r.ipvsWrites, ipvsFailures: r.ipvsFailures, execs: r.execs, linkOps: r.linkOps };
+};
+
+describe('Proxier over the kernel twins', () => {
+  it('initial sync, no-change sync, one endpoint change, one service added: exact op and exec counts', async () => {
+    const t = await setup();
+    t.services.onAdd(clusterIP('web', '10.96.0.10'));
+    t.slices.onAdd(endpoints('web', '10.244.1.2', '10.244.1.3'));
+    t.services.onAdd(clusterIP('api', '10.96.0.11'));
+    t.slices.onAdd(endpoints('api', '10.244.2.2'));
+    await t.start();
+    // 2 VS + 3 RS; kube-ipvs0 created (lookup, add, lookup) + 2 address dumps + 2 binds;
+    // ipset: save (observe) + one restore; iptables: save nat + save filter + one restore
+    expect(last(t.results)).toEqual({ full: true, ipvsWrites: 5, ipvsFailures: 0, execs: 5, linkOps: 7 });
+    expect(formatRestore(await t.ipvs.listAll())).toEqual([
+      '-A -t 10.96.0.10:80 -s rr', '-a -t 10.96.0.10:80 -r 10.244.1.2:8080 -m -w 1', '-a -t 10.96.0.10:80 -r 10.244.1.3:8080 -m -w 1',
+      '-A -t 10.96.0.11:80 -s rr', '-a -t 10.96.0.11:80 -r 10.244.2.2:8080 -m -w 1',
+    ]);
+    const kipvs = await t.link.getLink(KUBE_IPVS0);
+    expect((await t.link.listAddresses(4)).filter((a) => a.ifindex === kipvs.index).map((a) => a.address)).toEqual(['10.96.0.10', '10.96.0.11']);
+
+    // an update that changes nothing the proxy uses
+    const relabelled = clusterIP('web', '10.96.0.10');
+    relabelled.metadata!.labels = { team: 'blue' };
+    t.services.onUpdate(clusterIP('web', '10.96.0.10'), relabelled);
+    t.proxier.sync();
+    await t.settle();
+    expect(last(t.results)).toEqual({ full: false, ipvsWrites: 0, ipvsFailures: 0, execs: 0, linkOps: 0 });
+
+    // one endpoint replaced: one new real server, the old one drains (TCP): 2 writes, no exec
+    t.slices.onUpdate(endpoints('web', '10.244.1.2', '10.244.1.3'), endpoints('web', '10.244.1.2', '10.244.1.4'));
+    t.proxier.sync();
+    await t.settle();
+    expect(last(t.results)).toEqual({ full: false, ipvsWrites: 2, ipvsFailures: 0, execs: 0, linkOps: 0 });
+    expect(formatRestore(await t.ipvs.listAll())).toContain('-a -t 10.96.0.10:80 -r 10.244.1.3:8080 -m -w 0');
+
+    // one Service added: VS + RS, one bind, one ipset restore (CLUSTER-IP and IPVS-IPS members)
+    t.addService(clusterIP('db', '10.96.0.12'), endpoints('db', '10.244.3.2'));
+    await t.settle();
+    expect(last(t.results)).toEqual({ full: false, ipvsWrites: 2, ipvsFailures: 0, execs: 1, linkOps: 1 });
+  });
+
+  it('graceful termination: a drained TCP real server is deleted at the next drain check; one that comes back gets weight 1', async () => {
+    const t = await setup();
+    t.addService(clusterIP('web', '10.96.0.10'), endpoints('web', '10.244.1.2', '10.244.1.3'));
+    await t.start();
+    t.slices.onUpdate(endpoints('web', '10.244.1.2', '10.244.1.3'), endpoints('web', '10.244.1.2'));
+    t.proxier.sync();
+    await t.settle();
+    expect(formatRestore(await t.ipvs.listAll())).toContain('-a -t 10.96.0.10:80 -r 10.244.1.3:8080 -m -w 0');
+    // back before the drain check: SET_DEST weight 1, never deleted
+    t.slices.onUpdate(endpoints('web', '10.244.1.2'), endpoints('web', '10.244.1.2', '10.244.1.3'));
+    t.proxier.sync();
+    await t.settle();
+    expect(t.ipvs.applied.slice(-1)).toEqual([expect.objectContaining({ kind: 'setDest', rs: expect.objectContaining({ address: '10.244.1.3', weight: 1 }) })]);
+    // gone again; no connections on the twin, so the drain check 15 s later deletes it
+    t.slices.onUpdate(endpoints('web', '10.244.1.2', '10.244.1.3'), endpoints('web', '10.244.1.2'));
+    t.proxier.sync();
+    await t.settle();
+    await t.settle(15_000);
+    expect(formatRestore(await t.ipvs.listAll())).not.toContain('-a -t 10.96.0.10:80 -r 10.244.1.3:8080 -m -w 0');
+    expect(t.ipvs.applied.slice(-1)).toEqual([expect.objectContaining({ kind: 'delDest' })]);
+  });
+
+  it('a scheduler the kernel lacks fails that Service only, with an Event, and is retried with backoff', async () => {
+    const t = await setup({ schedulers: ['rr', 'lc'] });
+    t.addService(clusterIP('web', '10.96.0.10'), endpoints('web', '10.244.1.2'));
+    t.addService(clusterIP('odd', '10.96.0.11', { 'kube-ipvs.io/scheduler': 'nosuch' }), endpoints('odd', '10.244.1.3'));
+    await t.start();
+    expect(formatRestore(await t.ipvs.listAll())).toEqual(['-A -t 10.96.0.10:80 -s rr', '-a -t 10.96.0.10:80 -r 10.244.1.2:8080 -m -w 1']);
+    expect(t.events).toEqual([expect.stringMatching(/^default\/odd FailedToSyncIPVS: .*scheduler 'nosuch'.*ENOENT.*retrying in 1s$/)]);
+    const before = t.ipvs.applied.length;
+    await t.settle(1_000);
+    // the retry re-sends only that Service's ops (newService + newDest), fails again, backs off to 2 s
+    expect(t.ipvs.applied.length).toBe(before);
+    expect(last(t.results)).toMatchObject({ ipvsWrites: 2, ipvsFailures: 2 });
+    expect(t.events[1]).toMatch(/retrying in 2s$/);
+    // fixed by the user: programmed on the next change
+    t.services.onUpdate(clusterIP('odd', '10.96.0.11', { 'kube-ipvs.io/scheduler': 'nosuch' }), clusterIP('odd', '10.96.0.11', { 'kube-ipvs.io/scheduler': 'lc' }));
+    t.proxier.sync();
+    await t.settle();
+    expect(formatRestore(await t.ipvs.listAll())).toContain('-A -t 10.96.0.11:80 -s lc');
+  });
+
+  it('adopts a programmed kernel after a restart with no write, and deletes only what it owns', async () => {
+    const t = await setup();
+    t.addService(clusterIP('web', '10.96.0.10'), endpoints('web', '10.244.1.2'));
+    t.addService(clusterIP('gone', '10.96.0.11'), endpoints('gone', '10.244.1.3'));
+    await t.start();
+    // a foreign service on the node address (keepalived)
+    const foreign = { af: AF_INET, protocol: IPPROTO_TCP, address: '192.0.2.1', port: 443, fwmark: 0 } as const;
+    await t.ipvs.apply({ kind: 'newService', vs: { ...foreign, scheduler: 'wlc' } });
+    const writesBefore = t.ipvs.applied.length;
+
+    // restart with the same objects: nothing written
+    const same = await setup({ ipvs: t.ipvs, link: t.link, ipset: t.ipset });
+    same.addService(clusterIP('web', '10.96.0.10'), endpoints('web', '10.244.1.2'));
+    same.addService(clusterIP('gone', '10.96.0.11'), endpoints('gone', '10.244.1.3'));
+    await same.start();
+    expect(last(same.results)).toMatchObject({ full: true, ipvsWrites: 0 });
+    expect(t.ipvs.applied.length).toBe(writesBefore);
+
+    // restart after `gone` was deleted meanwhile: its VS goes, the foreign one stays
+    const later = await setup({ ipvs: t.ipvs, link: t.link, ipset: t.ipset });
+    later.addService(clusterIP('web', '10.96.0.10'), endpoints('web', '10.244.1.2'));
+    await later.start();
+    expect(last(later.results)).toMatchObject({ full: true, ipvsWrites: 1 });
+    expect(formatRestore(await t.ipvs.listAll())).toEqual([
+      '-A -t 10.96.0.10:80 -s rr', '-a -t 10.96.0.10:80 -r 10.244.1.2:8080 -m -w 1', '-A -t 192.0.2.1:443 -s wlc',
+    ]);
+  });
+
+  it('repairs drift on the periodic full sync', async () => {
+    const t = await setup();
+    t.addService(clusterIP('web', '10.96.0.10'), endpoints('web', '10.244.1.2'));
+    await t.start();
+    const vs = { af: AF_INET, protocol: IPPROTO_TCP, address: '10.96.0.10', port: 80, fwmark: 0 } as const;
+    await t.ipvs.apply({ kind: 'delDest', vs, rs: { af: AF_INET, address: '10.244.1.2', port: 8080 } });
+    await t.settle(30_000);
+    expect(last(t.results)).toMatchObject({ full: true, ipvsWrites: 1 });
+    expect(t.proxier.totals.driftRepairs).toBe(1);
+    expect(formatRestore(await t.ipvs.listAll())).toContain('-a -t 10.96.0.10:80 -r 10.244.1.2:8080 -m -w 1');
+  });
+
+  it('the incremental index equals planFamilyState after a series of changes', async () => {
+    const t = await setup();
+    const svcs = ['a', 'b', 'c', 'd'].map((n, i) => clusterIP(n, `10.96.0.${20 + i}`));
+    svcs.forEach((s, i) => t.addService(s, endpoints(s.metadata!.name!, `10.244.${i}.2`)));
+    await t.start();
+    const index = new DesiredIndex(['ipv4']);
+    const plans = new Map<string, ReturnType<typeof planServicePort>[]>();
+    const ctx = { family: 'ipv4' as const, scheduler: 'rr', nodeName: NODE, nodeZone: '', nodePortAddresses: ['192.0.2.1'], localAddresses: new Set(['192.0.2.1']), nodeIPs: ['192.0.2.1'], excludeClusterCIDRs: [] };
+    const replan = (name: string) => {
+      const after = t.services.servicePorts(name).map((sp) => planServicePort(sp, t.slices.endpoints(sp), ctx));
+      index.replace(plans.get(name) ?? [], after);
+      plans.set(name, after);
+    };
+    for (const n of t.services.serviceNames()) replan(n);
+    t.services.onDelete(svcs[1]!);
+    replan('default/b');
+    t.slices.onUpdate(endpoints('c', '10.244.2.2'), endpoints('c', '10.244.2.2', '10.244.9.9'));
+    replan('default/c');
+    const opts = { masqueradeBit: 14, masqueradeAll: false, randomFully: false };
+    const want = planFamilyState([...plans.values()].flat(), 'ipv4', opts);
+    expect([...index.virtualServers().entries()].sort()).toEqual([...want.virtualServers.entries()].sort());
+    expect(new Map([...index.ipsets('ipv4')].map(([k, v]) => [k, [...v.members].sort()]))).toEqual(
+      new Map([...want.ipsets].map(([k, v]) => [k, [...v.members].sort()])),
+    );
+    expect(index.iptables('ipv4', opts)).toEqual(want.iptables);
+  });
+});
