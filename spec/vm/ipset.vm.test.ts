@@ -8,7 +8,7 @@ import { ChildProcessExec, CountingExec, checkExec } from '../../lib/kernel/exec
 import { FakeIpset } from '../../lib/kernel/ipset/fake-ipset';
 import { createIpset } from '../../lib/kernel/ipset/ipset-restore';
 import { formatIpsetState, parseIpsetSave } from '../../lib/kernel/ipset/ipset-text';
-import { entryIpPort, entryIpPortIp, entryIpPortNet, planIpsets } from '../../lib/plan/ipsets';
+import { IpsetProto, entryIpPort, entryIpPortIp, entryIpPortNet, entryPort, planIpsets } from '../../lib/plan/ipsets';
 
 const run = (cmd: string, args: string[], stdin?: string) => new ChildProcessExec().run(cmd, args, stdin);
 const sh = async (script: string) => checkExec('bash', ['-c', script], await run('bash', ['-c', script])).stdout;
@@ -132,6 +132,66 @@ describe('Ipset against the kernel', () => {
     for (const t of texts) expect(t).not.toContain(stay);
     await sh('rm -f /tmp/stop-probe');
   }, 600_000);
+});
+
+const kernelMembers = async (set: string) => [...(parseIpsetSave(await sh('ipset save')).get(set)?.members ?? [])].sort();
+const kernelHas = async (set: string, entry: string) => (await run('ipset', ['test', set, entry])).exitCode === 0;
+
+describe('one bad entry never stalls the ipsets (the kernel decides)', () => {
+  beforeEach(destroyKubeSets);
+  afterAll(destroyKubeSets);
+
+  it('a member ipset refuses is quarantined: every other set and member is applied, the next sync runs nothing', async () => {
+    const exec = new CountingExec(new ChildProcessExec());
+    const ipset = createIpset(exec);
+    await ipset.observe();
+    // spelled by hand, as a planner bug would: ipset says "'0' is out of range 1-32"
+    const bad = '203.0.113.7,tcp:443,0.0.0.0/0';
+    const desired = () =>
+      planIpsets('ipv4', {
+        LOAD_BALANCER_SOURCE_CIDR: [entryIpPortNet('203.0.113.7', 'tcp', 443, '198.51.100.0/24'), bad, entryIpPortNet('203.0.113.7', 'tcp', 443, '192.0.2.0/24')],
+        NODE_PORT_TCP: [entryPort(30080)],
+      });
+    await ipset.sync(desired());
+    expect(await kernelMembers('KUBE-NODE-PORT-TCP')).toEqual(['30080']);
+    expect(await kernelMembers('KUBE-LOAD-BALANCER-SOURCE-CIDR')).toEqual(['203.0.113.7,tcp:443,192.0.2.0/24', '203.0.113.7,tcp:443,198.51.100.0/24']);
+    expect((await parseIpsetSave(await sh('ipset save'))).size).toBe(17);
+    exec.reset();
+    expect((await ipset.sync(desired())).execs).toBe(0);
+    expect(exec.count).toBe(0);
+  });
+
+  it('a source range 0.0.0.0/0 (or ::/0) is held as two half ranges, and the NodePort sets still exist', async () => {
+    const ipset = createIpset();
+    await ipset.observe();
+    const desired = new Map([
+      ...planIpsets('ipv4', { LOAD_BALANCER_SOURCE_CIDR: [entryIpPortNet('203.0.113.7', 'tcp', 443, '0.0.0.0/0')], NODE_PORT_TCP: [entryPort(30080)] }),
+      ...planIpsets('ipv6', { LOAD_BALANCER_SOURCE_CIDR: [entryIpPortNet('fd00::7', 'tcp', 443, '::/0')] }),
+    ]);
+    await ipset.sync(desired);
+    expect(await kernelMembers('KUBE-LOAD-BALANCER-SOURCE-CIDR')).toEqual(['203.0.113.7,tcp:443,0.0.0.0/1', '203.0.113.7,tcp:443,128.0.0.0/1']);
+    expect(await kernelMembers('KUBE-6-LOAD-BALANCER-SOURCE-CID')).toEqual(['fd00::7,tcp:443,8000::/1', 'fd00::7,tcp:443,::/1']);
+    expect(await kernelMembers('KUBE-NODE-PORT-TCP')).toEqual(['30080']);
+    for (const src of ['1.2.3.4', '198.51.100.9', '255.255.255.255']) {
+      expect(await kernelHas('KUBE-LOAD-BALANCER-SOURCE-CIDR', `203.0.113.7,tcp:443,${src}`)).toBe(true);
+    }
+    expect(await kernelHas('KUBE-LOAD-BALANCER-SOURCE-CIDR', '203.0.113.7,tcp:80,1.2.3.4')).toBe(false);
+    // the twin holds the same
+    const twin = new FakeIpset();
+    await twin.observe();
+    await twin.sync(desired);
+    const kube = new Map([...parseIpsetSave(await sh('ipset save'))].filter(([n]) => n.startsWith('KUBE-')));
+    expect(formatIpsetState(kube)).toBe(twin.dump());
+  });
+
+  it('two spellings of one member are one member: re-planning with another spelling never empties the set', async () => {
+    const ipset = createIpset();
+    await ipset.observe();
+    await ipset.sync(planIpsets('ipv4', { CLUSTER_IP: [entryIpPort('10.96.0.10', 'TCP' as IpsetProto, 80)] }));
+    await ipset.sync(planIpsets('ipv4', { CLUSTER_IP: [entryIpPort('10.96.0.10', 'tcp', 80)] }));
+    expect(await kernelMembers('KUBE-CLUSTER-IP')).toEqual(['10.96.0.10,tcp:80']);
+    expect(await kernelHas('KUBE-CLUSTER-IP', '10.96.0.10,tcp:80')).toBe(true);
+  });
 });
 
 /** One misuse: seed text, then the misuse; expected exit, line, stderr part, state after. */
