@@ -164,7 +164,8 @@ describe.each(['legacy', 'nft'] as const)('Iptables against the kernel (%s)', (b
   });
 
   it('an LB IP or interface name carrying a newline and a rule never reaches rule text', async () => {
-    const evil = '203.0.113.7\n-A INPUT -j DROP';
+    // each line of the text it would make is valid on its own
+    const evil = '203.0.113.7 -j DROP\n-A INPUT -j DROP\n-A KUBE-IPVS-OUT-FILTER -s 203.0.113.7';
     const ipt = createIptables({ family: 'ipv4', backend });
     // a plan whose rule text carries the injection (as today's planner writes it) is refused by the writer
     const forged = { ...PLAN, filter: { ...PLAN.filter, rules: [...PLAN.filter.rules, `-A KUBE-IPVS-OUT-FILTER -s ${evil} -j DROP`] } };
