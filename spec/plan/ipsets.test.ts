@@ -67,7 +67,7 @@ describe('the 17 kube-proxy ipsets', () => {
   });
 
   it('planIpsets gives all 17 sets, empty ones included, and nonEmptySetKeys finds the filled ones', () => {
-    const plan = planIpsets('ipv6', { CLUSTER_IP: ['fd00::a,tcp:80'], NODE_PORT_TCP: ['30080'] });
+    const plan = planIpsets('ipv6', { CLUSTER_IP: [entryIpPort('fd00::a', 'tcp', 80)], NODE_PORT_TCP: [entryPort(30080)] });
     expect(plan.size).toBe(17);
     expect(plan.get('KUBE-6-CLUSTER-IP')).toEqual({ type: 'hash:ip,port', family: 'ipv6', members: new Set(['fd00::a,tcp:80']) });
     expect(plan.get('KUBE-6-IPVS-IPS')!.members.size).toBe(0);

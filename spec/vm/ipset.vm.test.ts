@@ -8,7 +8,7 @@ import { ChildProcessExec, CountingExec, checkExec } from '../../lib/kernel/exec
 import { FakeIpset } from '../../lib/kernel/ipset/fake-ipset';
 import { createIpset } from '../../lib/kernel/ipset/ipset-restore';
 import { formatIpsetState, parseIpsetSave } from '../../lib/kernel/ipset/ipset-text';
-import { IpsetProto, entryIpPort, entryIpPortIp, entryIpPortNet, entryPort, planIpsets } from '../../lib/plan/ipsets';
+import { IpsetMember, IpsetProto, entriesIpPortNet, entryIp, entryIpPort, entryIpPortIp, entryIpPortNet, entryPort, planIpsets } from '../../lib/plan/ipsets';
 
 const run = (cmd: string, args: string[], stdin?: string) => new ChildProcessExec().run(cmd, args, stdin);
 const sh = async (script: string) => checkExec('bash', ['-c', script], await run('bash', ['-c', script])).stdout;
@@ -30,8 +30,8 @@ const members = () => ({
   CLUSTER_IP: [entryIpPort('10.96.0.10', 'udp', 53), entryIpPort('10.96.0.10', 'tcp', 53), entryIpPort('10.96.0.1', 'tcp', 443)],
   LOOP_BACK: [entryIpPortIp('10.244.1.5', 'tcp', 80, '10.244.1.5')],
   LOAD_BALANCER_SOURCE_CIDR: [entryIpPortNet('203.0.113.7', 'tcp', 443, '198.51.100.0/24'), entryIpPortNet('203.0.113.7', 'tcp', 443, '198.51.100.9/32')],
-  NODE_PORT_TCP: ['30080'],
-  IPVS_IPS: ['10.96.0.10', '10.96.0.1'],
+  NODE_PORT_TCP: [entryPort(30080)],
+  IPVS_IPS: [entryIp('10.96.0.10'), entryIp('10.96.0.1')],
 });
 
 describe('Ipset against the kernel', () => {
@@ -146,7 +146,7 @@ describe('one bad entry never stalls the ipsets (the kernel decides)', () => {
     const ipset = createIpset(exec);
     await ipset.observe();
     // spelled by hand, as a planner bug would: ipset says "'0' is out of range 1-32"
-    const bad = '203.0.113.7,tcp:443,0.0.0.0/0';
+    const bad = '203.0.113.7,tcp:443,0.0.0.0/0' as IpsetMember;
     const desired = () =>
       planIpsets('ipv4', {
         LOAD_BALANCER_SOURCE_CIDR: [entryIpPortNet('203.0.113.7', 'tcp', 443, '198.51.100.0/24'), bad, entryIpPortNet('203.0.113.7', 'tcp', 443, '192.0.2.0/24')],
@@ -165,8 +165,8 @@ describe('one bad entry never stalls the ipsets (the kernel decides)', () => {
     const ipset = createIpset();
     await ipset.observe();
     const desired = new Map([
-      ...planIpsets('ipv4', { LOAD_BALANCER_SOURCE_CIDR: [entryIpPortNet('203.0.113.7', 'tcp', 443, '0.0.0.0/0')], NODE_PORT_TCP: [entryPort(30080)] }),
-      ...planIpsets('ipv6', { LOAD_BALANCER_SOURCE_CIDR: [entryIpPortNet('fd00::7', 'tcp', 443, '::/0')] }),
+      ...planIpsets('ipv4', { LOAD_BALANCER_SOURCE_CIDR: entriesIpPortNet('203.0.113.7', 'tcp', 443, '0.0.0.0/0'), NODE_PORT_TCP: [entryPort(30080)] }),
+      ...planIpsets('ipv6', { LOAD_BALANCER_SOURCE_CIDR: entriesIpPortNet('fd00::7', 'tcp', 443, '::/0') }),
     ]);
     await ipset.sync(desired);
     expect(await kernelMembers('KUBE-LOAD-BALANCER-SOURCE-CIDR')).toEqual(['203.0.113.7,tcp:443,0.0.0.0/1', '203.0.113.7,tcp:443,128.0.0.0/1']);

@@ -23,7 +23,7 @@ import { IPSET_MAX_NAME_LENGTH, IpFamily } from '../../plan/names';
 import { ExecResult, Execer } from '../exec';
 import { Ipset, IpsetRunner, IpsetState, IpsetSyncResult, ObservedSet } from './ipset';
 import { familyKeyword, formatIpsetState } from './ipset-text';
-import { IpsetSync } from './ipset-sync';
+import { IpsetSync, WarnLogger } from './ipset-sync';
 
 const TYPES: readonly string[] = Object.values(IpsetType);
 const PROTOS: readonly string[] = ['tcp', 'udp', 'sctp', 'udplite', 'icmp', 'icmpv6'];
@@ -45,11 +45,16 @@ export class FakeIpset implements IpsetRunner, Ipset {
   private readonly sets = new Map<string, FakeSet>();
   private readonly refs = new Map<string, number>();
   private readonly refSources: (() => Iterable<string>)[] = [];
-  private readonly sync_ = new IpsetSync(this);
+  private readonly sync_: IpsetSync;
   /** every restore text received (also through `exec`) */
   readonly restores: string[] = [];
   /** number of `save` calls */
   saves = 0;
+
+  /** `log` receives the quarantine notices of its Ipset side (default: the "ipset" component log). */
+  constructor(opts: { readonly log?: WarnLogger } = {}) {
+    this.sync_ = new IpsetSync(this, opts.log);
+  }
 
   // ---- Ipset ----
   observe(): Promise<IpsetState> {
