@@ -238,6 +238,26 @@ const MISUSES: Misuse[] = [
     exitCode: 1, line: 3, message: 'Elem separator in 1.1.1.1,tcp:2, but settype hash:ip supports none.', after: 'create T-X hash:ip family inet\n',
   },
   {
+    name: 'a /0 net is refused by the kernel: the adds before it in the batch stay',
+    seed: `create T-N hash:ip,port,net ${H}\n`,
+    misuse: 'add T-N 1.2.3.4,tcp:80,10.0.0.0/8\nadd T-N 1.2.3.4,tcp:80,0.0.0.0/0\nadd T-N 1.2.3.4,tcp:80,10.1.0.0/16\n',
+    exitCode: 1, line: 2, message: 'Error in line 2: The value of the CIDR parameter of the IP address is invalid',
+    after: 'create T-N hash:ip,port,net family inet\nadd T-N 1.2.3.4,tcp:80,10.0.0.0/8\n',
+  },
+  {
+    name: 'an IPv6 ::/0 net likewise; its two halves are accepted',
+    seed: 'create T-6 hash:ip,port,net family inet6 hashsize 1024 maxelem 65536\n',
+    misuse: 'add T-6 fd00::1,tcp:80,::/1\nadd T-6 fd00::1,TCP:80,8000::/1\ndel T-6 fd00::1,tcp:80,::/0\n',
+    exitCode: 1, line: 3, message: 'The value of the CIDR parameter of the IP address is invalid',
+    after: 'create T-6 hash:ip,port,net family inet6\nadd T-6 fd00::1,tcp:80,8000::/1\nadd T-6 fd00::1,tcp:80,::/1\n',
+  },
+  {
+    name: 'a prefix beyond 32 is a syntax error: the unsent batch is dropped',
+    seed: `create T-N hash:ip,port,net ${H}\n`,
+    misuse: 'add T-N 1.2.3.4,tcp:80,10.2.0.0/16\nadd T-N 1.2.3.4,tcp:80,10.0.0.0/33\n',
+    exitCode: 1, line: 2, message: "Syntax error: '33' is out of range 0-32", after: 'create T-N hash:ip,port,net family inet\n',
+  },
+  {
     name: 'destroy a set an iptables rule uses', seed: `create T-R hash:ip ${H}\n`, referenced: 'T-R', misuse: 'destroy T-R\n',
     exitCode: 1, line: 1, message: 'Set cannot be destroyed: it is in use by a kernel component', after: 'create T-R hash:ip family inet\n',
   },
