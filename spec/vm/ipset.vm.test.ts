@@ -143,7 +143,8 @@ describe('one bad entry never stalls the ipsets (the kernel decides)', () => {
 
   it('a member ipset refuses is quarantined: every other set and member is applied, the next sync runs nothing', async () => {
     const exec = new CountingExec(new ChildProcessExec());
-    const ipset = createIpset(exec);
+    const logged: string[] = [];
+    const ipset = createIpset(exec, 'ipset', { warn: (m: string) => logged.push(m) });
     await ipset.observe();
     // spelled by hand, as a planner bug would: ipset says "'0' is out of range 1-32"
     const bad = '203.0.113.7,tcp:443,0.0.0.0/0' as IpsetMember;
@@ -152,13 +153,18 @@ describe('one bad entry never stalls the ipsets (the kernel decides)', () => {
         LOAD_BALANCER_SOURCE_CIDR: [entryIpPortNet('203.0.113.7', 'tcp', 443, '198.51.100.0/24'), bad, entryIpPortNet('203.0.113.7', 'tcp', 443, '192.0.2.0/24')],
         NODE_PORT_TCP: [entryPort(30080)],
       });
-    await ipset.sync(desired());
+    const r = await ipset.sync(desired());
+    expect(r.quarantined).toEqual([
+      { set: 'KUBE-LOAD-BALANCER-SOURCE-CIDR', verb: 'add', member: bad, reason: 'The value of the CIDR parameter of the IP address is invalid' },
+    ]);
+    expect(logged).toEqual([expect.stringContaining(`ipset KUBE-LOAD-BALANCER-SOURCE-CIDR: member ${bad} quarantined`)]);
     expect(await kernelMembers('KUBE-NODE-PORT-TCP')).toEqual(['30080']);
     expect(await kernelMembers('KUBE-LOAD-BALANCER-SOURCE-CIDR')).toEqual(['203.0.113.7,tcp:443,192.0.2.0/24', '203.0.113.7,tcp:443,198.51.100.0/24']);
     expect((await parseIpsetSave(await sh('ipset save'))).size).toBe(17);
     exec.reset();
     expect((await ipset.sync(desired())).execs).toBe(0);
     expect(exec.count).toBe(0);
+    expect(logged.length).toBe(1);
   });
 
   it('a source range 0.0.0.0/0 (or ::/0) is held as two half ranges, and the NodePort sets still exist', async () => {
