@@ -117,3 +117,42 @@ export class ConfigError extends KubeIpvsError {
   }
   readonly source: string | undefined;
 }
+
+/**
+ * An ipset member helper (plan/ipsets.ts entry*) was given a value ipset cannot hold: not an
+ * address, a port out of range, an unknown protocol, mixed families, ... `entry` is the member
+ * as it was asked for (JSON-quoted in the message when it holds odd characters).
+ */
+export class InvalidIpsetEntryError extends KubeIpvsError {
+  readonly code = 'KIPVS_INVALID_IPSET_ENTRY' as const;
+  constructor(readonly entry: string, readonly reason: string) {
+    super(`invalid ipset entry ${quoteIfOdd(entry)}: ${reason}`);
+  }
+}
+
+/**
+ * A planner input that would reach iptables rule text is not what its field must be (an
+ * address, a CIDR, a port, an interface name). `field` names it: "lbOutFilter[2].lbIP".
+ */
+export class InvalidPlanInputError extends KubeIpvsError {
+  readonly code = 'KIPVS_INVALID_PLAN_INPUT' as const;
+  constructor(readonly field: string, readonly value: string, readonly reason: string) {
+    super(`${field} ${quoteIfOdd(value)}: ${reason}`);
+  }
+}
+
+/**
+ * The iptables rule writer was handed a rule that is not one safe line (a newline, a control
+ * character, an unbalanced quote): nothing is written.
+ */
+export class UnsafeRuleTextError extends KubeIpvsError {
+  readonly code = 'KIPVS_UNSAFE_RULE_TEXT' as const;
+  constructor(readonly rule: string, readonly reason: string) {
+    super(`refusing to write iptables rule ${JSON.stringify(rule)}: ${reason}`);
+  }
+}
+
+/** The value as is when it is plain printable text, else JSON-quoted (newlines, spaces, ...). */
+export function quoteIfOdd(value: string): string {
+  return /^[\x21-\x7e]+$/.test(value) ? value : JSON.stringify(value);
+}

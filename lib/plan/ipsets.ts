@@ -2,7 +2,9 @@
  * The 17 ipsets of kube-proxy's IPVS mode and their entry formats (K8S pkg/proxy/ipvs/ipset.go,
  * proxier.go `ipsetInfo`, pkg/proxy/ipvs/ipset/ipset.go `Entry.String()`). Pure: no I/O.
  */
-import { addressToBytes, bytesToAddress, canonicalAddress, familyOf } from '../model/ipvs';
+import { InvalidIpsetEntryError, quoteIfOdd } from '../errors';
+import { ParsedAddress, parseAddress, parseCidr } from '../model/address';
+import { canonicalAddress } from '../model/ipvs';
 import { IpFamily, SetBaseName, SetKey, SetName, ipsetName } from './names';
 
 /** Set types kube-proxy uses. */
@@ -55,11 +57,20 @@ export function ipsetInfo(key: SetKey): IpsetInfo {
   return info;
 }
 
-/** One set as it should be in the kernel. Members are in `ipset save` spelling (see entry*). */
+/**
+ * One member of an ipset, in the spelling `ipset save` prints (lower-case protocol, inet_ntop
+ * addresses, networks with host bits cleared and no prefix for a host route). Only the entry*
+ * helpers below make one, after validation, so two spellings of one member cannot exist and
+ * nothing ipset would refuse for syntax reaches restore text. A plain string at run time.
+ */
+export type IpsetMember = string & { readonly [ipsetMemberBrand]: true };
+declare const ipsetMemberBrand: unique symbol;
+
+/** One set as it should be in the kernel. */
 export interface DesiredSet {
   readonly type: IpsetType;
   readonly family: IpFamily;
-  readonly members: ReadonlySet<string>;
+  readonly members: ReadonlySet<IpsetMember>;
 }
 
 /** Set name -> desired set. */
@@ -72,46 +83,104 @@ export function ipsetAddress(ip: string): string {
   return IPV4_PLAIN.test(ip) ? ip : canonicalAddress(ip);
 }
 
-/** A network as ipset stores it: host bits cleared, and no prefix for a host route. */
-function network(net: string): string {
-  const slash = net.indexOf('/');
-  if (slash < 0) return ipsetAddress(net);
-  const addr = net.slice(0, slash);
-  const prefix = Number(net.slice(slash + 1));
-  const af = familyOf(addr);
-  const bytes = addressToBytes(af, addr);
-  const bits = bytes.length * 8;
-  if (!Number.isInteger(prefix) || prefix < 0 || prefix > bits) throw new TypeError(`bad prefix in '${net}'`);
-  if (prefix === bits) return bytesToAddress(af, bytes);
-  for (let i = 0; i < bytes.length; i++) {
-    const keep = Math.max(0, Math.min(8, prefix - i * 8));
-    bytes[i]! &= (0xff << (8 - keep)) & 0xff;
-  }
-  return `${bytesToAddress(af, bytes)}/${prefix}`;
+const PROTOS: readonly string[] = ['tcp', 'udp', 'sctp'] satisfies IpsetProto[];
+
+/** The member as it was asked for, for error messages. */
+const asked = (...parts: unknown[]): string => parts.map(String).join(',');
+
+function addr(value: unknown, what: string, entry: () => string): ParsedAddress {
+  const a = parseAddress(value);
+  if (!a) throw new InvalidIpsetEntryError(entry(), `${what} ${quoteIfOdd(String(value))} is not an IP address`);
+  return a;
 }
 
-/** hash:ip entry: `10.96.0.10` */
-export function entryIp(ip: string): string {
-  return ipsetAddress(ip);
+function port(value: unknown, entry: () => string): number {
+  if (typeof value !== 'number' || !Number.isInteger(value) || value < 1 || value > 65535) {
+    throw new InvalidIpsetEntryError(entry(), `port ${quoteIfOdd(String(value))} is not in 1-65535`);
+  }
+  return value;
 }
-/** hash:ip,port entry: `10.96.0.10,udp:53` */
-export function entryIpPort(ip: string, proto: IpsetProto, port: number): string {
-  return `${ipsetAddress(ip)},${proto}:${port}`;
+
+function protoPort(proto: unknown, p: unknown, entry: () => string): string {
+  const lower = typeof proto === 'string' ? proto.toLowerCase() : '';
+  if (!PROTOS.includes(lower)) throw new InvalidIpsetEntryError(entry(), `protocol ${quoteIfOdd(String(proto))} is not tcp, udp or sctp`);
+  return `${lower}:${port(p, entry)}`;
 }
-/** hash:ip,port,ip entry: `10.0.0.5,tcp:80,10.0.0.5` */
-export function entryIpPortIp(ip: string, proto: IpsetProto, port: number, ip2: string): string {
-  return `${ipsetAddress(ip)},${proto}:${port},${ipsetAddress(ip2)}`;
+
+function sameFamily(a: ParsedAddress, b: { family: IpFamily }, what: string, entry: () => string): void {
+  if (a.family !== b.family) throw new InvalidIpsetEntryError(entry(), `${what} is ${b.family}, the address ${a.family}`);
+}
+
+/** hash:ip entry: `10.96.0.10`. Throws InvalidIpsetEntryError. */
+export function entryIp(ip: string): IpsetMember {
+  return addr(ip, 'address', () => asked(ip)).text as IpsetMember;
+}
+/** hash:ip,port entry: `10.96.0.10,udp:53` (protocol in any case). Throws InvalidIpsetEntryError. */
+export function entryIpPort(ip: string, proto: IpsetProto, port: number): IpsetMember {
+  const entry = () => asked(ip, `${proto}:${port}`);
+  return `${addr(ip, 'address', entry).text},${protoPort(proto, port, entry)}` as IpsetMember;
+}
+/** hash:ip,port,ip entry: `10.0.0.5,tcp:80,10.0.0.5`; both addresses of one family. Throws InvalidIpsetEntryError. */
+export function entryIpPortIp(ip: string, proto: IpsetProto, port: number, ip2: string): IpsetMember {
+  const entry = () => asked(ip, `${proto}:${port}`, ip2);
+  const a = addr(ip, 'address', entry);
+  const pp = protoPort(proto, port, entry);
+  const b = addr(ip2, 'second address', entry);
+  sameFamily(a, b, 'the second address', entry);
+  return `${a.text},${pp},${b.text}` as IpsetMember;
 }
 /**
  * hash:ip,port,net entry: `1.2.3.4,tcp:80,10.0.1.0/24`. ipset stores the network with host bits
- * cleared and a host route (/32, /128) without prefix; it is spelled that way here too.
+ * cleared and a host route (/32, /128) without prefix; it is spelled that way here too. A /0
+ * network is no single member (ipset refuses a zero prefix): it throws, use entriesIpPortNet.
+ * Throws InvalidIpsetEntryError.
  */
-export function entryIpPortNet(ip: string, proto: IpsetProto, port: number, net: string): string {
-  return `${ipsetAddress(ip)},${proto}:${port},${network(net)}`;
+export function entryIpPortNet(ip: string, proto: IpsetProto, port: number, net: string): IpsetMember {
+  const members = entriesIpPortNet(ip, proto, port, net);
+  if (members.length !== 1) {
+    throw new InvalidIpsetEntryError(asked(ip, `${proto}:${port}`, net), 'a /0 network is two ipset members: use entriesIpPortNet');
+  }
+  return members[0]!;
 }
-/** bitmap:port entry: `30080` */
-export function entryPort(port: number): string {
-  return String(port);
+/**
+ * The hash:ip,port,net members that together match `net`: one, or two half ranges for a /0
+ * (0.0.0.0/1 + 128.0.0.0/1, ::/1 + 8000::/1), which ipset cannot hold as one net.
+ * Throws InvalidIpsetEntryError.
+ */
+export function entriesIpPortNet(ip: string, proto: IpsetProto, port: number, net: string): IpsetMember[] {
+  const entry = () => asked(ip, `${proto}:${port}`, net);
+  const a = addr(ip, 'address', entry);
+  const pp = protoPort(proto, port, entry);
+  const n = parseCidr(net);
+  if (!n) throw new InvalidIpsetEntryError(entry(), `network ${quoteIfOdd(String(net))} is not a CIDR`);
+  sameFamily(a, n, 'the network', entry);
+  const head = `${a.text},${pp},`;
+  if (n.prefix === 0) {
+    const halves = n.family === 'ipv4' ? ['0.0.0.0/1', '128.0.0.0/1'] : ['::/1', '8000::/1'];
+    return halves.map((h) => (head + h) as IpsetMember);
+  }
+  return [(head + (n.prefix === n.bits ? n.address : `${n.address}/${n.prefix}`)) as IpsetMember];
+}
+/** bitmap:port entry: `30080`. Throws InvalidIpsetEntryError. */
+export function entryPort(p: number): IpsetMember {
+  return String(port(p, () => asked(p))) as IpsetMember;
+}
+
+/**
+ * Why `member` cannot go into a set of this type and family (wrong shape, other family), or
+ * undefined. Cheap: the helpers already checked the syntax; this catches a member planned
+ * into the wrong set.
+ */
+export function ipsetMemberMismatch(type: IpsetType, family: IpFamily, member: string): string | undefined {
+  if (type === IpsetType.BITMAP_PORT) return /^\d{1,5}$/.test(member) ? undefined : `not a port, in a ${type} set`;
+  const parts = member.split(',');
+  const want = type === IpsetType.HASH_IP ? 1 : type === IpsetType.HASH_IP_PORT ? 2 : 3;
+  if (parts.length !== want) return `${parts.length} part(s), a ${type} member has ${want}`;
+  if (want > 1 && !parts[1]!.includes(':')) return `no protocol:port, in a ${type} set`;
+  const fam = (p: string): IpFamily => (p.includes(':') ? 'ipv6' : 'ipv4');
+  if (fam(parts[0]!) !== family || (want === 3 && fam(parts[2]!) !== family)) return `not ${family}, in a ${family} set`;
+  if (type === IpsetType.HASH_IP_PORT_IP && parts[2]!.includes('/')) return `a network, in a ${type} set`;
+  return undefined;
 }
 
 /**
@@ -121,7 +190,7 @@ export function entryPort(port: number): string {
  */
 export function planIpsets(
   family: IpFamily,
-  members: Partial<Record<SetKey, Iterable<string>>> = {},
+  members: Partial<Record<SetKey, Iterable<IpsetMember>>> = {},
 ): Map<string, DesiredSet> {
   const out = new Map<string, DesiredSet>();
   for (const info of IPSET_INFO) {

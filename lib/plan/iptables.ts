@@ -2,6 +2,8 @@
  * kube-proxy IPVS-mode iptables rules (K8S pkg/proxy/ipvs/proxier.go `writeIptablesRules`,
  * `createAndLinkKubeChain`, `acceptIPVSTraffic`, recent), as data and as restore text. Pure.
  */
+import { InvalidPlanInputError, UnsafeRuleTextError } from '../errors';
+import { IFNAME_MAX_LENGTH, formatCidr, interfaceNameProblem, parseAddress, parseCidr } from '../model/address';
 import { IPSET_INFO, IpsetProto } from './ipsets';
 import { BuiltinChain, BuiltinChainName, Chain, ChainName, IpFamily, SetKey, SetName, Table, ipsetName } from './names';
 
@@ -32,14 +34,22 @@ export const KUBE_CHAINS: { readonly [T in Table]: readonly ChainName[] } = {
   filter: [Chain.FORWARD, Chain.NODE_PORT, Chain.PROXY_FIREWALL, Chain.SOURCE_RANGES_FIREWALL, Chain.IPVS_FILTER, Chain.IPVS_OUT_FILTER],
 };
 
-/** How "traffic from this node's pods" is told apart (kube-proxy pkg/proxy/util/localdetector.go). */
+/**
+ * How "traffic from this node's pods" is told apart (kube-proxy pkg/proxy/util/localdetector.go).
+ * planIptables validates it: `cidr` a CIDR of the plan's family (printed with host bits
+ * cleared), `iface` a Linux interface name, `prefix` one that leaves room for iptables' '+'.
+ */
 export type LocalDetector =
   | { readonly kind: 'ClusterCIDR'; readonly cidr: string }
   | { readonly kind: 'NodeCIDR'; readonly cidr: string }
   | { readonly kind: 'BridgeInterface'; readonly iface: string }
   | { readonly kind: 'InterfaceNamePrefix'; readonly prefix: string };
 
-/** An LB ingress the node itself must not reach through IPVS (issue #119656). */
+/**
+ * An LB ingress the node itself must not reach through IPVS (issue #119656). planIptables
+ * validates it: `lbIP` an address of the plan's family (printed canonical), `proto` tcp, udp
+ * or sctp (any case), `port` 1-65535.
+ */
 export interface LbOutFilterEntry {
   readonly lbIP: string;
   readonly proto: IpsetProto;
@@ -116,8 +126,69 @@ const SET_RULES: readonly { set: SetKey; table: Table; from: ChainName; to: stri
 
 const COMMENT: Readonly<Record<SetKey, string>> = Object.fromEntries(IPSET_INFO.map((i) => [i.key, i.comment])) as Record<SetKey, string>;
 
+const PLAN_PROTOS: readonly string[] = ['tcp', 'udp', 'sctp'] satisfies IpsetProto[];
+
+/**
+ * The input with every value that reaches rule text parsed and re-printed canonically; the
+ * `clusterCIDR` shorthand folded into `localDetector`. Throws InvalidPlanInputError naming the
+ * field (`lbOutFilter[2].lbIP`, `localDetector.iface`, ...).
+ */
+export function validatePlanInput(input: IptablesPlanInput): IptablesPlanInput {
+  const { family } = input;
+  if (family !== 'ipv4' && family !== 'ipv6') throw new InvalidPlanInputError('family', String(family), 'not ipv4 or ipv6');
+  const fail = (field: string, value: unknown, reason: string): never => {
+    throw new InvalidPlanInputError(field, String(value), reason);
+  };
+  const cidr = (field: string, value: unknown): string => {
+    const c = parseCidr(value);
+    if (!c) return fail(field, value, 'not a CIDR');
+    if (c.family !== family) return fail(field, value, `not ${family}`);
+    return formatCidr(c);
+  };
+  const ifname = (field: string, value: unknown, max: number): string => {
+    const problem = interfaceNameProblem(value) ?? (String(value).length > max ? `longer than ${max} characters` : undefined);
+    return problem ? fail(field, value, `not an interface name: ${problem}`) : String(value);
+  };
+  let localDetector: LocalDetector | undefined;
+  const d = input.localDetector;
+  if (d) {
+    switch (d.kind) {
+      case 'ClusterCIDR':
+      case 'NodeCIDR':
+        localDetector = { kind: d.kind, cidr: cidr('localDetector.cidr', d.cidr) };
+        break;
+      case 'BridgeInterface':
+        localDetector = { kind: d.kind, iface: ifname('localDetector.iface', d.iface, IFNAME_MAX_LENGTH) };
+        break;
+      case 'InterfaceNamePrefix':
+        // iptables appends '+' and the whole must fit IFNAMSIZ
+        localDetector = { kind: d.kind, prefix: ifname('localDetector.prefix', d.prefix, IFNAME_MAX_LENGTH - 1) };
+        break;
+      default:
+        fail('localDetector.kind', (d as { kind: unknown }).kind, 'not ClusterCIDR, NodeCIDR, BridgeInterface or InterfaceNamePrefix');
+    }
+  } else if (input.clusterCIDR !== undefined && input.clusterCIDR !== '') {
+    localDetector = { kind: 'ClusterCIDR', cidr: cidr('clusterCIDR', input.clusterCIDR) };
+  }
+  const lbOutFilter = (input.lbOutFilter ?? []).map((e, i): LbOutFilterEntry => {
+    const field = `lbOutFilter[${i}]`;
+    const ip = parseAddress(e.lbIP);
+    if (!ip) return fail(`${field}.lbIP`, e.lbIP, 'not an IP address');
+    if (ip.family !== family) return fail(`${field}.lbIP`, e.lbIP, `not ${family}`);
+    const proto = typeof e.proto === 'string' ? e.proto.toLowerCase() : '';
+    if (!PLAN_PROTOS.includes(proto)) return fail(`${field}.proto`, e.proto, 'not tcp, udp or sctp');
+    if (typeof e.port !== 'number' || !Number.isInteger(e.port) || e.port < 1 || e.port > 65535) {
+      return fail(`${field}.port`, e.port, 'not a port in 1-65535');
+    }
+    return { lbIP: ip.text, proto: proto as IpsetProto, port: e.port };
+  });
+  const { clusterCIDR: _shorthand, ...rest } = input;
+  return { ...rest, ...(localDetector ? { localDetector } : {}), lbOutFilter };
+}
+
 /** kube-proxy's rules for one family, in its order. */
-export function planIptables(input: IptablesPlanInput): IptablesPlan {
+export function planIptables(raw: IptablesPlanInput): IptablesPlan {
+  const input = validatePlanInput(raw);
   const { family, nonEmptySets: live } = input;
   const mark = masqueradeMark(input.masqueradeBit ?? 14);
   const set = (k: SetKey) => ipsetName(SetName[k], family);
@@ -137,7 +208,7 @@ export function planIptables(input: IptablesPlanInput): IptablesPlan {
 
   if (live.has('CLUSTER_IP')) {
     const head = `-A ${Chain.SERVICES} ${comment('CLUSTER_IP')} -m set --match-set ${set('CLUSTER_IP')}`;
-    const detector = input.localDetector ?? (input.clusterCIDR ? { kind: 'ClusterCIDR' as const, cidr: input.clusterCIDR } : undefined);
+    const detector = input.localDetector;
     if (input.masqueradeAll) nat.push(`${head} dst,dst -j ${Chain.MARK_MASQ}`);
     else if (detector) nat.push(`${head} dst,dst ${ifNotLocal(detector)} -j ${Chain.MARK_MASQ}`);
     else nat.push(`${head} src,dst -j ${Chain.MARK_MASQ}`);
@@ -204,8 +275,25 @@ export function formatIptablesRestore(plan: IptablesPlan, insertJumps: readonly 
     out.push(`*${table}`);
     for (const c of t.chains) out.push(`:${c} - [0:0]`);
     for (const j of insertJumps) if (j.table === table) out.push(`-I ${j.from} ${jumpRuleSpec(j)}`);
-    out.push(...t.rules);
+    for (const r of t.rules) {
+      const problem = ruleTextProblem(r, t.chains);
+      if (problem) throw new UnsafeRuleTextError(r, problem);
+      out.push(r);
+    }
     out.push('COMMIT');
   }
   return out.join('\n') + '\n';
+}
+
+/**
+ * Why `rule` is not one safe `-A` line of a declared KUBE-* chain, or undefined. Only jump rules
+ * (JUMP_RULES, written by formatIptablesRestore itself) ever touch a built-in chain.
+ */
+export function ruleTextProblem(rule: string, chains: readonly string[]): string | undefined {
+  if (!/^[\x20-\x7e]*$/.test(rule)) return 'holds a newline, control or non-ASCII character';
+  const m = /^-A (\S+) /.exec(rule);
+  if (!m) return "not an '-A CHAIN ...' rule";
+  if (!chains.includes(m[1]!)) return `chain ${m[1]} is not one of this table's KUBE-* chains`;
+  if ((rule.match(/"/g)?.length ?? 0) % 2 !== 0) return 'unbalanced quote';
+  return undefined;
 }

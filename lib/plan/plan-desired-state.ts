@@ -4,7 +4,7 @@
  */
 import { virtualServerKey } from '../model/ipvs';
 import { IpFamily, parseServicePortKey } from '../model/service';
-import { entryIp, nonEmptySetKeys, planIpsets } from './ipsets';
+import { entryIp, IpsetMember, nonEmptySetKeys, planIpsets } from './ipsets';
 import { LbOutFilterEntry, planIptables } from './iptables';
 import { SetKey } from './names';
 import {
@@ -35,7 +35,7 @@ export function planFamilyState(
   const virtualServers = new Map<string, DesiredVirtualServer>();
   const conflicts: VirtualServerConflict[] = [];
   const bound = new Set<string>();
-  const members: Partial<Record<SetKey, Set<string>>> = {};
+  const members: Partial<Record<SetKey, Set<IpsetMember>>> = {};
   const lbOut = new Map<string, LbOutFilterEntry>();
 
   for (const p of sorted) {

@@ -34,7 +34,7 @@ import {
   IP_VS_SVC_F,
   IP_VS_SVC_F_SCHED_MH_PORT,
 } from '../netlink/uapi/ip_vs';
-import { entryIpPort, entryIpPortIp, entryIpPortNet, entryPort, IpsetProto } from './ipsets';
+import { entriesIpPortNet, entryIpPort, entryIpPortIp, entryPort, IpsetMember, IpsetProto } from './ipsets';
 import { LbOutFilterEntry } from './iptables';
 import { SetKey } from './names';
 import { categorizeEndpoints } from './categorize-endpoints';
@@ -112,9 +112,9 @@ export function planServicePort(sp: ServicePort, endpoints: readonly Endpoint[],
   const vss = new Map<string, DesiredVirtualServer>();
   const refusals: Refusal[] = [];
   const bound = new Set<string>();
-  const entries = new Set<string>();
-  const add = (set: SetKey, member: string): void => {
-    entries.add(`${set} ${member}`);
+  const entries = new Map<string, IpsetEntry>();
+  const add = (set: SetKey, member: IpsetMember): void => {
+    entries.set(`${set} ${member}`, { set, member });
   };
   const addVs = (vs: VirtualServerSpec, rs: readonly RealServerSpec[], field: string): boolean => {
     const k = virtualServerKey(vs);
@@ -156,7 +156,8 @@ export function planServicePort(sp: ServicePort, endpoints: readonly Endpoint[],
     if (sp.externalPolicyLocal) add('LOAD_BALANCER_LOCAL', entry);
     if (sp.loadBalancerSourceRanges.length > 0) {
       add('LOAD_BALANCER_FW', entry);
-      for (const cidr of sp.loadBalancerSourceRanges) add('LOAD_BALANCER_SOURCE_CIDR', entryIpPortNet(ip, proto, sp.port, cidr));
+      // 0.0.0.0/0 and ::/0 are held as two half ranges (ipset refuses a /0 net)
+      for (const cidr of sp.loadBalancerSourceRanges) for (const m of entriesIpPortNet(ip, proto, sp.port, cidr)) add('LOAD_BALANCER_SOURCE_CIDR', m);
       if (nodeInRanges) add('LOAD_BALANCER_SOURCE_IP', entryIpPortIp(ip, proto, sp.port, ip));
       else lbOutFilter.push({ lbIP: ip, proto, port: sp.port });
     }
@@ -181,10 +182,7 @@ export function planServicePort(sp: ServicePort, endpoints: readonly Endpoint[],
 
   if (sp.healthCheckNodePort !== 0) add('HEALTH_CHECK_NODE_PORT', entryPort(sp.healthCheckNodePort));
 
-  const ipsetEntries: IpsetEntry[] = [...entries].sort(byString).map((s) => {
-    const sp = s.indexOf(' ');
-    return { set: s.slice(0, sp) as SetKey, member: s.slice(sp + 1) };
-  });
+  const ipsetEntries: IpsetEntry[] = [...entries.keys()].sort(byString).map((k) => entries.get(k)!);
   const hasExternal = sp.externalIPs.length > 0 || sp.loadBalancerIPs.length > 0 || sp.nodePort !== 0;
   return {
     key,

@@ -8,7 +8,7 @@
  */
 import { RealServerSpec, VirtualServerSpec } from '../netlink/ipvs-codec';
 import { Endpoint, Refusal, ServicePort, ServicePortKey } from '../model/service';
-import { DesiredIpsets } from './ipsets';
+import { DesiredIpsets, IpsetMember } from './ipsets';
 import { IptablesPlan, LbOutFilterEntry, LocalDetector } from './iptables';
 import { IpFamily, SetKey } from './names';
 
@@ -22,10 +22,10 @@ export interface DesiredVirtualServer {
   readonly owner: ServicePortKey;
 }
 
-/** One ipset member, in ipset's spelling (from the entry* helpers of plan/ipsets.ts). */
+/** One ipset member, in ipset's spelling (only the entry* helpers of plan/ipsets.ts make one). */
 export interface IpsetEntry {
   readonly set: SetKey;
-  readonly member: string;
+  readonly member: IpsetMember;
 }
 
 /** What the planner knows about the node and the configuration, per family. */

@@ -11,7 +11,7 @@ import { ChildProcessExec, CountingExec } from '../../lib/kernel/exec';
 import { createIpset } from '../../lib/kernel/ipset/ipset-restore';
 import { createIptables } from '../../lib/kernel/iptables/iptables-restore';
 import { IptablesBackend } from '../../lib/kernel/iptables/iptables';
-import { entryIp, entryIpPort, entryIpPortIp, entryIpPortNet, entryPort, nonEmptySetKeys, planIpsets } from '../../lib/plan/ipsets';
+import { IpsetMember, entryIp, entryIpPort, entryIpPortIp, entryIpPortNet, entryPort, nonEmptySetKeys, planIpsets } from '../../lib/plan/ipsets';
 import { planIptables } from '../../lib/plan/iptables';
 import { SetKey } from '../../lib/plan/names';
 
@@ -23,8 +23,8 @@ function ip(i: number, base: [number, number]): string {
   return `${base[0]}.${base[1] + (i >> 16)}.${(i >> 8) & 255}.${i & 255}`;
 }
 
-function members(services: number): Partial<Record<SetKey, string[]>> {
-  const m: Record<string, string[]> = {
+function members(services: number): Partial<Record<SetKey, IpsetMember[]>> {
+  const m: Record<string, IpsetMember[]> = {
     CLUSTER_IP: [], IPVS_IPS: [], NODE_PORT_TCP: [], LOOP_BACK: [], LOAD_BALANCER: [],
     LOAD_BALANCER_FW: [], LOAD_BALANCER_SOURCE_CIDR: [],
   };
@@ -44,7 +44,7 @@ function members(services: number): Partial<Record<SetKey, string[]>> {
       m.LOAD_BALANCER_SOURCE_CIDR!.push(entryIpPortNet(lb, 'tcp', 443, `198.51.100.${i * 16}/28`));
     }
   }
-  return m as Partial<Record<SetKey, string[]>>;
+  return m as Partial<Record<SetKey, IpsetMember[]>>;
 }
 
 interface Row { step: string; execs: number; ms: number; note: string }

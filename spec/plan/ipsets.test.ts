@@ -1,6 +1,8 @@
 // Expected names/types/entries written by hand from shared/reference/kube-proxy-ipvs.md §1.2.
+import { InvalidIpsetEntryError } from '../../lib/errors';
 import {
-  IPSET_INFO, entryIp, entryIpPort, entryIpPortIp, entryIpPortNet, entryPort, nonEmptySetKeys, planIpsets,
+  IPSET_INFO, IpsetProto, entriesIpPortNet, entryIp, entryIpPort, entryIpPortIp, entryIpPortNet, entryPort, ipsetMemberMismatch,
+  nonEmptySetKeys, planIpsets,
 } from '../../lib/plan/ipsets';
 import { SetName, ipsetName } from '../../lib/plan/names';
 
@@ -67,10 +69,72 @@ describe('the 17 kube-proxy ipsets', () => {
   });
 
   it('planIpsets gives all 17 sets, empty ones included, and nonEmptySetKeys finds the filled ones', () => {
-    const plan = planIpsets('ipv6', { CLUSTER_IP: ['fd00::a,tcp:80'], NODE_PORT_TCP: ['30080'] });
+    const plan = planIpsets('ipv6', { CLUSTER_IP: [entryIpPort('fd00::a', 'tcp', 80)], NODE_PORT_TCP: [entryPort(30080)] });
     expect(plan.size).toBe(17);
     expect(plan.get('KUBE-6-CLUSTER-IP')).toEqual({ type: 'hash:ip,port', family: 'ipv6', members: new Set(['fd00::a,tcp:80']) });
     expect(plan.get('KUBE-6-IPVS-IPS')!.members.size).toBe(0);
     expect([...nonEmptySetKeys('ipv6', plan)].sort()).toEqual(['CLUSTER_IP', 'NODE_PORT_TCP']);
+  });
+
+  it.each([
+    ['protocol in upper case', entryIpPort('10.96.0.10', 'TCP' as IpsetProto, 80), '10.96.0.10,tcp:80'],
+    ['IPv6 spelled long', entryIpPortIp('FD00:0:0:0:0:0:0:1', 'udp', 53, 'fd00::0:1'), 'fd00::1,udp:53,fd00::1'],
+    ['IPv4-mapped IPv6', entryIp('::FFFF:10.1.2.3'), '::ffff:10.1.2.3'],
+    ['/128 without prefix', entryIpPortNet('fd00::1', 'tcp', 80, 'fd00::9/128'), 'fd00::1,tcp:80,fd00::9'],
+    ['bare address as a host net', entryIpPortNet('1.2.3.4', 'tcp', 80, '10.0.0.1'), '1.2.3.4,tcp:80,10.0.0.1'],
+  ])('one spelling per member: %s', (_n, got, want) => {
+    expect(got).toBe(want);
+  });
+
+  it.each([
+    ['0.0.0.0/0', '203.0.113.7', ['203.0.113.7,tcp:443,0.0.0.0/1', '203.0.113.7,tcp:443,128.0.0.0/1']],
+    ['10.1.2.3/0 (host bits ignored)', '203.0.113.7', ['203.0.113.7,tcp:443,0.0.0.0/1', '203.0.113.7,tcp:443,128.0.0.0/1']],
+    ['::/0', 'fd00::7', ['fd00::7,tcp:443,::/1', 'fd00::7,tcp:443,8000::/1']],
+    ['198.51.100.0/24', '203.0.113.7', ['203.0.113.7,tcp:443,198.51.100.0/24']],
+  ])('entriesIpPortNet %s: ipset cannot hold a /0, so two half ranges', (net, ip, want) => {
+    expect(entriesIpPortNet(ip, 'tcp', 443, net.split(' ')[0]!)).toEqual(want);
+  });
+
+  it('entryIpPortNet refuses a /0 (two members), pointing at entriesIpPortNet', () => {
+    expect(() => entryIpPortNet('203.0.113.7', 'tcp', 443, '0.0.0.0/0')).toThrow(/203\.0\.113\.7,tcp:443,0\.0\.0\.0\/0: .*entriesIpPortNet/);
+  });
+
+  it.each<[string, () => unknown, string]>([
+    ['not an address', () => entryIp('10.96.0.1.5'), "invalid ipset entry 10.96.0.1.5: address 10.96.0.1.5 is not an IP address"],
+    ['leading zeros', () => entryIp('010.096.0.1'), 'address 010.096.0.1 is not an IP address'],
+    ['a zone', () => entryIp('fe80::1%eth0'), 'address fe80::1%eth0 is not an IP address'],
+    ['a newline', () => entryIpPort('10.96.0.1\n-A', 'tcp', 80), 'invalid ipset entry "10.96.0.1\\n-A,tcp:80": address "10.96.0.1\\n-A" is not an IP address'],
+    ['port 0', () => entryIpPort('10.96.0.1', 'tcp', 0), 'port 0 is not in 1-65535'],
+    ['port 65536', () => entryPort(65536), 'invalid ipset entry 65536: port 65536 is not in 1-65535'],
+    ['port 1.5', () => entryIpPort('10.96.0.1', 'udp', 1.5), 'port 1.5 is not in 1-65535'],
+    ['port as text', () => entryPort('80' as unknown as number), 'port 80 is not in 1-65535'],
+    ['protocol icmp', () => entryIpPort('10.96.0.1', 'icmp' as IpsetProto, 80), 'protocol icmp is not tcp, udp or sctp'],
+    ['mixed families', () => entryIpPortIp('10.0.0.5', 'tcp', 80, 'fd00::5'), 'the second address is ipv6, the address ipv4'],
+    ['net of the other family', () => entriesIpPortNet('10.0.0.5', 'tcp', 80, '::/0'), 'the network is ipv6, the address ipv4'],
+    ['prefix 33', () => entriesIpPortNet('10.0.0.5', 'tcp', 80, '10.0.0.0/33'), 'network 10.0.0.0/33 is not a CIDR'],
+    ['prefix with sign', () => entriesIpPortNet('10.0.0.5', 'tcp', 80, '10.0.0.0/+8'), 'network 10.0.0.0/+8 is not a CIDR'],
+    ['empty prefix', () => entriesIpPortNet('10.0.0.5', 'tcp', 80, '10.0.0.0/'), 'network 10.0.0.0/ is not a CIDR'],
+  ])('refuses %s with InvalidIpsetEntryError naming the entry', (_n, f, message) => {
+    let err: unknown;
+    try {
+      f();
+    } catch (e) {
+      err = e;
+    }
+    expect(err).toBeInstanceOf(InvalidIpsetEntryError);
+    expect(err).toMatchObject({ code: 'KIPVS_INVALID_IPSET_ENTRY' });
+    expect((err as Error).message).toContain(message);
+  });
+
+  it.each([
+    ['hash:ip,port', 'ipv4', '10.96.0.1,tcp:80', undefined],
+    ['hash:ip,port', 'ipv6', '10.96.0.1,tcp:80', 'not ipv6, in a ipv6 set'],
+    ['hash:ip,port,net', 'ipv6', 'fd00::1,tcp:80,10.0.0.0/8', 'not ipv6, in a ipv6 set'],
+    ['hash:ip', 'ipv4', '10.96.0.1,tcp:80', '2 part(s), a hash:ip member has 1'],
+    ['hash:ip,port,ip', 'ipv4', '10.96.0.1,tcp:80,10.0.0.0/8', 'a network, in a hash:ip,port,ip set'],
+    ['bitmap:port', 'ipv4', '10.96.0.1', 'not a port, in a bitmap:port set'],
+    ['bitmap:port', 'ipv6', '30080', undefined],
+  ] as const)('ipsetMemberMismatch %s %s %s', (type, family, member, want) => {
+    expect(ipsetMemberMismatch(type, family, member)).toBe(want);
   });
 });

@@ -168,7 +168,8 @@ describe('planFamilyState', () => {
   });
 
   it('no plans: empty sets, only the unconditional rules', () => {
-    const empty = planFamilyState([], 'ipv6', OPTS);
+    const { localDetector: _v4only, ...v6opts } = OPTS;
+    const empty = planFamilyState([], 'ipv6', v6opts);
     expect(empty.virtualServers.size).toBe(0);
     expect([...empty.ipsets.values()].every((s) => s.members.size === 0)).toBe(true);
     expect(empty.iptables.nat.rules).not.toContainEqual(expect.stringContaining('--match-set'));

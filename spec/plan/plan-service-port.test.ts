@@ -5,6 +5,7 @@
 // Addresses: see lib/testing/builders.ts (10.96.0.0/12 ClusterIPs, 10.244.0.0/16 pods,
 // 10.245.0.0/16 a second CNI's pods, 192.0.2.0/24 nodes, 198.51.100.0/24 source ranges,
 // 203.0.113.0/24 external/LB IPs, 2001:db8::/32 IPv6). This node: node-a in zone-a.
+import type { IpsetMember } from '../../lib/plan/ipsets';
 import type { V1Endpoint, V1EndpointSlice, V1Service } from '@kubernetes/client-node';
 import { convertService } from '../../lib/k8s/convert';
 import { RealServerSpec } from '../../lib/netlink/ipvs-codec';
@@ -67,7 +68,8 @@ function vs(
   };
 }
 
-const e = (set: IpsetEntry['set'], member: string): IpsetEntry => ({ set, member });
+// golden members are hand-written text, cast to the brand only here
+const e = (set: IpsetEntry['set'], member: string): IpsetEntry => ({ set, member: member as IpsetMember });
 
 function plan(
   key: string,

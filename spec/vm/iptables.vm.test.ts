@@ -163,6 +163,28 @@ describe.each(['legacy', 'nft'] as const)('Iptables against the kernel (%s)', (b
     expect(filter).toContain('-A INPUT -j FOREIGN');
   });
 
+  it('an LB IP or interface name carrying a newline and a rule never reaches rule text', async () => {
+    // each line of the text it would make is valid on its own
+    const evil = '203.0.113.7 -j DROP\n-A INPUT -j DROP\n-A KUBE-IPVS-OUT-FILTER -s 203.0.113.7';
+    const ipt = createIptables({ family: 'ipv4', backend });
+    // a plan whose rule text carries the injection (as today's planner writes it) is refused by the writer
+    const forged = { ...PLAN, filter: { ...PLAN.filter, rules: [...PLAN.filter.rules, `-A KUBE-IPVS-OUT-FILTER -s ${evil} -j DROP`] } };
+    for (let i = 0; i < 2; i++) {
+      const e = await ipt.sync(forged).then(() => undefined, (x: unknown) => x);
+      expect(await saveOf(bin('-save'), 'filter')).not.toContain('-A INPUT -j DROP');
+      expect(e).toMatchObject({ code: 'KIPVS_UNSAFE_RULE_TEXT' });
+    }
+    // and the planner refuses the raw values, naming the field
+    const plan = (over: object) => () => planIptables({ family: 'ipv4', nonEmptySets: new Set<SetKey>(['CLUSTER_IP']), randomFully: true, ...over });
+    expect(plan({ lbOutFilter: [{ lbIP: '203.0.113.8', proto: 'tcp', port: 443 }, { lbIP: evil, proto: 'tcp', port: 443 }] })).toThrow(
+      expect.objectContaining({ code: 'KIPVS_INVALID_PLAN_INPUT', field: 'lbOutFilter[1].lbIP' }),
+    );
+    expect(plan({ localDetector: { kind: 'BridgeInterface', iface: 'cbr0\n-A INPUT -j DROP' } })).toThrow(
+      expect.objectContaining({ code: 'KIPVS_INVALID_PLAN_INPUT', field: 'localDetector.iface' }),
+    );
+    expect(await saveOf(bin('-save'), 'filter')).not.toContain('-A INPUT -j DROP');
+  });
+
   it('IPv6 through ip6tables: ::1/128 and KUBE-6- sets', async () => {
     const ipt = createIptables({ family: 'ipv6', backend });
     const plan = planIptables({ family: 'ipv6', nonEmptySets: new Set<SetKey>(['CLUSTER_IP']), lbOutFilter: [{ lbIP: 'fd00::7', proto: 'udp', port: 53 }], randomFully: true });

@@ -22,7 +22,7 @@ import { ExecIptablesRunner } from '../../lib/kernel/iptables/iptables-restore';
 import { ExecIpsetRunner } from '../../lib/kernel/ipset/ipset-restore';
 import { ChildProcessExec } from '../../lib/kernel/exec';
 import { cleanup } from '../../lib/kernel/cleanup';
-import { nonEmptySetKeys, planIpsets } from '../../lib/plan/ipsets';
+import { entryIp, entryIpPort, entryIpPortIp, entryIpPortNet, entryPort, nonEmptySetKeys, planIpsets } from '../../lib/plan/ipsets';
 import { planIptables } from '../../lib/plan/iptables';
 import { AF_INET, IPPROTO_TCP, IP_VS_CONN_F } from '../../lib/netlink/uapi/ip_vs';
 import { connect, deletePod, ip, makePod, run, startEchoServer, tryRun } from '../../lib/testing/netns';
@@ -74,13 +74,13 @@ describe.each<['nft' | 'legacy']>([['nft'], ['legacy']])('traffic through kube-i
     }
 
     const sets = planIpsets('ipv4', {
-      CLUSTER_IP: [`${CLUSTER_IP},tcp:80`],
-      LOOP_BACK: [`${POD1.ip},tcp:8080,${POD1.ip}`],
-      NODE_PORT_TCP: [String(NODE_PORT)],
-      LOAD_BALANCER: [`${LB_IP},tcp:80`],
-      LOAD_BALANCER_FW: [`${LB_IP},tcp:80`],
-      LOAD_BALANCER_SOURCE_CIDR: [`${LB_IP},tcp:80,192.0.2.0/24`],
-      IPVS_IPS: [CLUSTER_IP, LB_IP],
+      CLUSTER_IP: [entryIpPort(CLUSTER_IP, 'tcp', 80)],
+      LOOP_BACK: [entryIpPortIp(POD1.ip, 'tcp', 8080, POD1.ip)],
+      NODE_PORT_TCP: [entryPort(NODE_PORT)],
+      LOAD_BALANCER: [entryIpPort(LB_IP, 'tcp', 80)],
+      LOAD_BALANCER_FW: [entryIpPort(LB_IP, 'tcp', 80)],
+      LOAD_BALANCER_SOURCE_CIDR: [entryIpPortNet(LB_IP, 'tcp', 80, '192.0.2.0/24')],
+      IPVS_IPS: [entryIp(CLUSTER_IP), entryIp(LB_IP)],
     });
     await createIpset().sync(sets);
     await createIptables({ family: 'ipv4', backend }).sync(

@@ -13,6 +13,8 @@
  * Restore is not transactional, like ipset: create/destroy/flush apply at once; consecutive
  * add/del lines for one set are batched and a syntax error discards the unsent batch, while
  * a kernel refusal (already added / not added) keeps the elements before it.
+ * A hash:ip,port,net network with a /0 prefix passes the tool and is refused by the kernel
+ * (a kernel refusal); a prefix beyond 32/128 is a syntax error.
  * Not emulated: hash:ip CIDR/range expansion, timeouts, comments, counters, maxelem/hashsize
  * limits, other set types (refused as unknown).
  */
@@ -23,7 +25,7 @@ import { IPSET_MAX_NAME_LENGTH, IpFamily } from '../../plan/names';
 import { ExecResult, Execer } from '../exec';
 import { Ipset, IpsetRunner, IpsetState, IpsetSyncResult, ObservedSet } from './ipset';
 import { familyKeyword, formatIpsetState } from './ipset-text';
-import { IpsetSync } from './ipset-sync';
+import { IpsetSync, WarnLogger } from './ipset-sync';
 
 const TYPES: readonly string[] = Object.values(IpsetType);
 const PROTOS: readonly string[] = ['tcp', 'udp', 'sctp', 'udplite', 'icmp', 'icmpv6'];
@@ -45,11 +47,16 @@ export class FakeIpset implements IpsetRunner, Ipset {
   private readonly sets = new Map<string, FakeSet>();
   private readonly refs = new Map<string, number>();
   private readonly refSources: (() => Iterable<string>)[] = [];
-  private readonly sync_ = new IpsetSync(this);
+  private readonly sync_: IpsetSync;
   /** every restore text received (also through `exec`) */
   readonly restores: string[] = [];
   /** number of `save` calls */
   saves = 0;
+
+  /** `log` receives the quarantine notices of its Ipset side (default: the "ipset" component log). */
+  constructor(opts: { readonly log?: WarnLogger } = {}) {
+    this.sync_ = new IpsetSync(this, opts.log);
+  }
 
   // ---- Ipset ----
   observe(): Promise<IpsetState> {
@@ -244,6 +251,9 @@ export class FakeIpset implements IpsetRunner, Ipset {
   }
 
   private applyElement(set: FakeSet, verb: 'add' | 'del', entry: string, exist: boolean): void {
+    if (set.type === 'hash:ip,port,net' && entry.endsWith('/0')) {
+      throw new Refusal('The value of the CIDR parameter of the IP address is invalid');
+    }
     if (verb === 'add') {
       if (set.members.has(entry) && !exist) throw new Refusal("Element cannot be added to the set: it's already added");
       set.members.add(entry);
@@ -287,8 +297,9 @@ function parseNet(s: string, family: IpFamily | undefined): string {
   if (slash < 0) return parseIp(s, family);
   const prefix = s.slice(slash + 1);
   const bits = family === 'ipv6' ? 128 : 32;
-  if (!/^\d+$/.test(prefix) || Number(prefix) > bits || Number(prefix) === 0) {
-    throw new Refusal(`Syntax error: '${prefix}' is out of range 1-${bits}`);
+  // the tool accepts 0..bits; a zero prefix is refused by the kernel (see applyElement)
+  if (!/^\d+$/.test(prefix) || Number(prefix) > bits) {
+    throw new Refusal(`Syntax error: '${prefix}' is out of range 0-${bits}`);
   }
   parseIp(s.slice(0, slash), family);
   // ipset masks host bits and prints a host route without prefix

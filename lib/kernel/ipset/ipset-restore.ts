@@ -2,7 +2,7 @@
 import { ChildProcessExec, Execer, checkExec } from '../exec';
 import { Ipset, IpsetRunner } from './ipset';
 import { ipsetErrorLine } from './ipset-text';
-import { IpsetSync } from './ipset-sync';
+import { IpsetSync, WarnLogger } from './ipset-sync';
 
 export const IPSET_BIN = 'ipset';
 
@@ -21,7 +21,7 @@ export class ExecIpsetRunner implements IpsetRunner {
   }
 }
 
-/** The production Ipset. */
-export function createIpset(exec: Execer = new ChildProcessExec(), bin: string = IPSET_BIN): Ipset {
-  return new IpsetSync(new ExecIpsetRunner(exec, bin));
+/** The production Ipset. `log` receives the quarantine notices (default: the "ipset" component log). */
+export function createIpset(exec: Execer = new ChildProcessExec(), bin: string = IPSET_BIN, log?: WarnLogger): Ipset {
+  return new IpsetSync(new ExecIpsetRunner(exec, bin), log);
 }

@@ -33,8 +33,23 @@ export interface IpsetSyncResult {
   /** members added / deleted, over all sets */
   readonly added: number;
   readonly deleted: number;
-  /** the restore text applied, '' when nothing was applied */
+  /** the restore text applied last (the one that succeeded), '' when nothing was applied */
   readonly restoreText: string;
+  /** lines newly quarantined by this sync (each also logged once) */
+  readonly quarantined: readonly QuarantinedLine[];
+}
+
+/**
+ * A restore line kube-ipvs stopped sending: ipset refused it (or its member does not fit the
+ * set). It is retried when the desired members of its set change, or after `invalidate()`.
+ */
+export interface QuarantinedLine {
+  readonly set: string;
+  readonly verb: 'create' | 'add' | 'del';
+  /** the member of an add/del line */
+  readonly member?: string;
+  /** ipset's complaint ("The value of the CIDR parameter of the IP address is invalid") or ours */
+  readonly reason: string;
 }
 
 /**
@@ -42,18 +57,25 @@ export interface IpsetSyncResult {
  *
  * - `observe()` reads every set and its members with ONE `ipset save`, and remembers the result
  *   as the baseline for the next `sync`.
- * - `sync(desired)` creates missing sets, adds new members and deletes stale ones with at most
- *   ONE `ipset restore -exist`, for all sets together; nothing runs when nothing changed. A
+ * - `sync(desired)` creates missing sets, adds new members and deletes stale ones with ONE
+ *   `ipset restore -exist`, for all sets together; nothing runs when nothing changed. A
  *   member in both the old and the new state is never touched (no flush-and-refill). Sets not
  *   in `desired` are left alone. Throws IpsetTypeMismatchError (before running anything) when a
- *   set exists with another type or family; ExecError (with `line`) when ipset refuses, after
- *   which the remembered state is dropped and the next sync re-observes.
+ *   set exists with another type or family.
+ * - One bad line never stalls the others: when ipset refuses a line (ExecError with `line`;
+ *   halving the text when it names none), that line is quarantined (logged once, with the set
+ *   and the member) and the rest is sent again (every line is idempotent under -exist), then
+ *   the sets are re-read with one `ipset save` so the remembered state is exact. A quarantined
+ *   line is not sent again until the desired members of its set change (or `invalidate()`). A
+ *   failed `create`, or more than 8 refused lines in one set in one sync, quarantines the
+ *   whole set. Only a failure to run ipset at all throws (then the next sync re-observes).
  */
 export interface Ipset {
   observe(): Promise<IpsetState>;
   sync(desired: DesiredIpsets): Promise<IpsetSyncResult>;
-  /** Forget what was applied: the next sync starts with `observe()` (after a failure, or
-   * when someone else may have changed the sets). */
+  /** Forget what was applied and what was quarantined: the next sync starts with
+   * `observe()` and retries every line (after a failure, or when someone else may have
+   * changed the sets). */
   invalidate(): void;
 }
 

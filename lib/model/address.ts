@@ -1,0 +1,86 @@
+/**
+ * Parsing of the addresses, networks and interface names that reach kernel text (ipset
+ * members, iptables rules). Each parser accepts exactly what the kernel tools accept without
+ * reinterpretation and returns the one canonical spelling (inet_ntop), or undefined.
+ */
+import { isIPv6 } from 'node:net';
+import { IpFamily } from '../plan/names';
+import { addressToBytes, bytesToAddress, canonicalAddress, parseIPv4 } from './ipvs';
+import { AF_INET, AF_INET6 } from '../netlink/uapi/ip_vs';
+
+export interface ParsedAddress {
+  readonly family: IpFamily;
+  /** inet_ntop spelling */
+  readonly text: string;
+}
+
+export interface ParsedCidr {
+  readonly family: IpFamily;
+  /** the network address, host bits cleared, inet_ntop spelling */
+  readonly address: string;
+  readonly prefix: number;
+  /** 32 or 128 */
+  readonly bits: number;
+}
+
+/**
+ * An IPv4 dotted quad (no leading zeros) or an IPv6 address without zone, canonical; undefined
+ * for anything else (names, zones, whitespace, non-strings).
+ */
+export function parseAddress(text: unknown): ParsedAddress | undefined {
+  if (typeof text !== 'string' || text.length === 0 || text.length > 45) return undefined;
+  if (parseIPv4(text) >= 0) return { family: 'ipv4', text };
+  if (text.includes('%') || !isIPv6(text)) return undefined;
+  return { family: 'ipv6', text: canonicalAddress(text) };
+}
+
+/** "ADDR/PREFIX" (prefix 0..bits, decimal, no sign) or a bare address (a host route). */
+export function parseCidr(text: unknown): ParsedCidr | undefined {
+  if (typeof text !== 'string') return undefined;
+  const slash = text.indexOf('/');
+  const addr = parseAddress(slash < 0 ? text : text.slice(0, slash));
+  if (!addr) return undefined;
+  const bits = addr.family === 'ipv4' ? 32 : 128;
+  let prefix = bits;
+  if (slash >= 0) {
+    const p = text.slice(slash + 1);
+    if (!/^(0|[1-9]\d{0,2})$/.test(p) || Number(p) > bits) return undefined;
+    prefix = Number(p);
+  }
+  return { family: addr.family, address: maskAddress(addr, prefix), prefix, bits };
+}
+
+/** `address/prefix`, always with the prefix (iptables spelling). */
+export function formatCidr(c: ParsedCidr): string {
+  return `${c.address}/${c.prefix}`;
+}
+
+function maskAddress(addr: ParsedAddress, prefix: number): string {
+  const af = addr.family === 'ipv4' ? AF_INET : AF_INET6;
+  const bytes = addressToBytes(af, addr.text);
+  if (prefix === bytes.length * 8) return addr.text;
+  for (let i = 0; i < bytes.length; i++) {
+    const keep = Math.max(0, Math.min(8, prefix - i * 8));
+    bytes[i]! &= (0xff << (8 - keep)) & 0xff;
+  }
+  return bytesToAddress(af, bytes);
+}
+
+/** Linux IFNAMSIZ is 16 including the NUL. */
+export const IFNAME_MAX_LENGTH = 15;
+
+/**
+ * Why `name` is not a valid Linux interface name (net/core/dev.c dev_valid_name: 1..15 bytes,
+ * not "." or "..", no '/', ':' or whitespace), or undefined when it is one. Control and
+ * non-ASCII characters and iptables' own syntax characters (quotes, '!', '+') are refused too:
+ * the name is written into rule text, where '+' would be a wildcard.
+ */
+export function interfaceNameProblem(name: unknown): string | undefined {
+  if (typeof name !== 'string' || name.length === 0) return 'empty';
+  if (name.length > IFNAME_MAX_LENGTH) return `longer than ${IFNAME_MAX_LENGTH} characters`;
+  if (name === '.' || name === '..') return `'${name}' is not a name`;
+  if (!/^[\x21-\x7e]+$/.test(name)) return 'holds whitespace, control or non-ASCII characters';
+  const bad = /[/:'"!+\\`$]/.exec(name);
+  if (bad) return `holds '${bad[0]}'`;
+  return undefined;
+}
