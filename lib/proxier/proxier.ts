@@ -134,6 +134,14 @@ const DEFAULT_DRAIN_CHECK_MS = 15_000;
 const RETRY_BASE_MS = 1_000;
 const RETRY_MAX_MS = 5 * 60_000;
 
+/** An op as text (for comparing op lists and for logs). */
+function opKey(op: IpvsOp): string {
+  const vs = opVirtualServerKey(op) ?? '';
+  const rs = 'rs' in op ? ` ${realServerKey(op.rs)} w${'weight' in op.rs ? op.rs.weight : '-'}` : '';
+  const sched = op.kind === 'newService' || op.kind === 'setService' ? ` ${op.vs.scheduler}/${op.vs.flags ?? 0}/${op.vs.timeout ?? 0}` : '';
+  return `${op.kind} ${vs}${rs}${sched}`;
+}
+
 function serviceOf(servicePortKey: string): string {
   return servicePortKey.slice(0, servicePortKey.indexOf(':'));
 }
@@ -299,11 +307,21 @@ export class Proxier {
         const observed = tableFromDump(dump);
         const desiredVs = this.index.virtualServers();
         const bound = this.boundApplied;
-        ops = diffIpvsTable(observed, desiredVs, (e) => this.ownsVirtualServer(e, bound, desiredVs));
+        const owned = (e: TableEntry) => this.ownsVirtualServer(e, bound, desiredVs);
+        ops = diffIpvsTable(observed, desiredVs, owned);
         if (ops.length > 0 && this.lastFullSyncAt > -Infinity) {
-          this.totals.driftRepairs++;
-          drift = true;
-          this.deps.log.warn(`full sync: ${ops.length} IPVS changes needed beyond the tracked state (drift repaired)`, { ops: ops.length });
+          // drift: what the kernel needs beyond what the tracked state says it needs (a
+          // config change re-plans everything; those ops are not drift)
+          const expected = new Set(diffIpvsTable(this.applied, desiredVs, owned).map(opKey));
+          const driftOps = ops.filter((o) => !expected.has(opKey(o)));
+          if (driftOps.length > 0) {
+            this.totals.driftRepairs++;
+            drift = true;
+            this.deps.log.warn(`full sync: the kernel differed from what kube-ipvs applied; ${driftOps.length} IPVS changes repair it`, {
+              ops: driftOps.length,
+              first: driftOps.slice(0, 5).map(opKey),
+            });
+          }
         }
         this.applied = observed;
         this.adoptDraining(desired);

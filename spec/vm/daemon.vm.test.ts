@@ -300,12 +300,15 @@ describe('kube-ipvs daemon end to end (fake API server, real kernel, real traffi
   });
 
   it('a scheduler change in the config file applies live, in place (SET, no delete)', async () => {
-    const from = daemon.lines.length;
+    // a SET keeps the virtual server's counters; a delete + add would zero them
+    const conns = () => Number(run('ipvsadm', ['-Ln', '--stats', '--exact', '-t', '10.96.0.10:80']).split('\n').find((l) => l.startsWith('TCP'))!.trim().split(/\s+/)[2]);
+    const before = conns();
+    expect(before).toBeGreaterThan(0);
     fs.writeFileSync(cfgFile, config(dir, 'lc'));
     const rules = await eventually('lc everywhere', ipvsRules, (r) => r.filter((l) => l.startsWith('-A')).every((l) => l.includes('-s lc')));
     expect(rules.filter((l) => l.startsWith('-A')).length).toBe(10);
-    expect(daemon.lines.slice(from).some((l) => l.message === 'sync done' && (l.ipvsWrites as number) >= 10)).toBe(true);
-    expect(daemon.exited).toBeDefined();
+    expect(conns()).toBeGreaterThanOrEqual(before);
+    expect(daemon.child.exitCode).toBeNull(); // applied live, no restart
   });
 
   it('the per-Service annotation overrides the configured scheduler', async () => {
@@ -318,10 +321,13 @@ describe('kube-ipvs daemon end to end (fake API server, real kernel, real traffi
   it('a scheduler the kernel lacks fails that Service only, with a Kubernetes Event', async () => {
     await api.patch(svcPath('default', 'sticky'), { metadata: { annotations: { 'kube-ipvs.io/scheduler': 'nosuch' } } });
     await daemon.waitFor((l) => String(l.message).includes("scheduler 'nosuch'"), 'the scheduler error');
-    const events = (await api.get('/api/v1/namespaces/default/events')) as { items: { involvedObject: { name: string }; reason: string; message: string }[] };
-    await eventually('an event on sticky', () => events.items.length, () => true);
-    const all = (await api.get('/api/v1/namespaces/default/events')) as typeof events;
-    expect(all.items.some((e) => e.involvedObject.name === 'sticky' && /nosuch/.test(e.message))).toBe(true);
+    type Events = { items: { involvedObject: { name: string }; reason: string; message: string }[] };
+    const events = async () => ((await api.get('/api/v1/namespaces/default/events')) as Events).items;
+    const end = Date.now() + 60_000;
+    while (!(await events()).some((e) => e.involvedObject.name === 'sticky' && /nosuch/.test(e.message)) && Date.now() < end) {
+      await new Promise((r) => setTimeout(r, 500));
+    }
+    expect((await events()).filter((e) => e.involvedObject.name === 'sticky').map((e) => e.reason)).toContain('FailedToSyncIPVS');
     // everything else still programmed and serving
     expect(connect(POD2.name, '10.96.0.10', 80).outcome).toBe('ok');
     expect(ipvsRules()).toContain('-A -t 10.96.0.12:80 -s sh -p 600');
@@ -343,7 +349,7 @@ describe('kube-ipvs daemon end to end (fake API server, real kernel, real traffi
     await new Promise((r) => setTimeout(r, 3000));
     expect(ipvsRules()).toEqual(before); // an unreachable API removes nothing
     // the new server has the same objects except `added` (deleted while the daemon could not see it)
-    const objects = FIXTURES.filter((o) => !['sticky', 'sticky-1', 'local-1'].includes((o.metadata as Obj).name as string));
+    const objects = FIXTURES.filter((o) => !['sticky', 'sticky-1', 'local-1', 'web-1'].includes((o.metadata as Obj).name as string));
     objects.push(slice('default', 'web', 'web-1', 8080, [{ ip: POD3.ip, node: 'node-b' }]));
     fs.writeFileSync(path.join(dir, 'fixtures2.json'), JSON.stringify(objects));
     apiserver = await startFakeApiServer(['--port', String(API_PORT), '--host', '127.0.0.1', '--fixtures', path.join(dir, 'fixtures2.json')]);
