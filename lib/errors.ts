@@ -89,7 +89,11 @@ export class IpsetTypeMismatchError extends KubeIpvsError {
   }
 }
 
-function hasErrno(e: unknown, ...errnos: number[]): boolean {
+/**
+ * The kernel refused a netlink request with one of `errnos` (positive). The one errno
+ * predicate every surface builds its own (isNoDevice, isNotFound, ...) from: errno, never text.
+ */
+export function hasErrno(e: unknown, ...errnos: number[]): e is NetlinkError {
   return e instanceof NetlinkError && errnos.includes(e.errno);
 }
 

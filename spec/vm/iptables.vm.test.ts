@@ -5,7 +5,8 @@
 // duplicated, exec counts must hold, and FakeIptables must fail like the binaries do.
 // Addresses: 10.244.0.0/16 pods, 203.0.113.0/24 LBs (RFC 5737), fd00::/8.
 import { ExecError } from '../../lib/errors';
-import { ChildProcessExec, CountingExec, checkExec } from '../../lib/kernel/exec';
+import { ChildProcessExec, checkExec } from '../../lib/kernel/exec';
+import { CountingExec } from '../../lib/testing/counting-exec';
 import { FakeIpset } from '../../lib/kernel/ipset/fake-ipset';
 import { createIpset } from '../../lib/kernel/ipset/ipset-restore';
 import { detectBackend } from '../../lib/kernel/iptables/detect-backend';
