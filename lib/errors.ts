@@ -78,6 +78,20 @@ export class ExecError extends KubeIpvsError {
   }
 }
 
+/** A child process did not exit within its time limit and was killed (SIGKILL). */
+export class ExecTimeoutError extends KubeIpvsError {
+  readonly code = 'KIPVS_EXEC_TIMEOUT' as const;
+  constructor(
+    /** the command line, "iptables-nft-restore --noflush -w 5 -W 100000" */
+    readonly cmd: string,
+    readonly timeoutMs: number,
+    /** the process killed */
+    readonly pid?: number,
+  ) {
+    super(`${cmd}: no exit after ${timeoutMs} ms; killed (SIGKILL)`);
+  }
+}
+
 /**
  * An ipset kube-ipvs manages exists with another type (or family) than wanted. Never resolved
  * silently: destroying it could break whoever made it.

@@ -1,5 +1,7 @@
 import { spawn } from 'node:child_process';
-import { ExecError } from '../errors';
+import { ExecError, ExecTimeoutError } from '../errors';
+
+export { ExecTimeoutError };
 
 /** What a finished child process left behind. `exitCode` is null when a signal killed it. */
 export interface ExecResult {
@@ -27,24 +29,57 @@ export function checkExec(
   throw new ExecError([cmd, ...args].join(' '), r.exitCode, r.stderr, lineOf?.(r.stderr));
 }
 
-/** The real Execer: child_process.spawn, no shell, stdin written then closed. */
+export interface ChildProcessExecOptions {
+  /** a command still running after this long is killed (SIGKILL); default 60 s */
+  readonly timeoutMs?: number;
+}
+
+/** kube-proxy's iptables-restore waits at most 5 s for the xtables lock; a minute means stuck. */
+export const DEFAULT_EXEC_TIMEOUT_MS = 60_000;
+
+/**
+ * The real Execer: child_process.spawn, no shell, stdin written then closed. A command that
+ * outlives `timeoutMs` is killed with SIGKILL and rejects with ExecTimeoutError naming it.
+ */
 export class ChildProcessExec implements Execer {
+  readonly timeoutMs: number;
+  constructor(opts: ChildProcessExecOptions = {}) {
+    this.timeoutMs = opts.timeoutMs ?? DEFAULT_EXEC_TIMEOUT_MS;
+  }
+
   run(cmd: string, args: readonly string[], stdin?: string): Promise<ExecResult> {
     return new Promise((resolve, reject) => {
       const child = spawn(cmd, [...args], { stdio: ['pipe', 'pipe', 'pipe'] });
       const out: Buffer[] = [];
       const err: Buffer[] = [];
+      let settled = false;
+      const settle = (f: () => void) => {
+        if (settled) return;
+        settled = true;
+        clearTimeout(timer);
+        f();
+      };
+      const timer = setTimeout(() => {
+        const fail = () => settle(() => reject(new ExecTimeoutError([cmd, ...args].join(' '), this.timeoutMs, child.pid)));
+        // settled once the process is gone (reaped), not merely signalled; a process that
+        // already exited while a grandchild holds its pipes fails at once
+        if (child.exitCode !== null || child.signalCode !== null) return fail();
+        child.once('exit', fail);
+        child.kill('SIGKILL');
+      }, this.timeoutMs);
       child.stdout.on('data', (b: Buffer) => out.push(b));
       child.stderr.on('data', (b: Buffer) => err.push(b));
-      child.on('error', reject);
+      child.on('error', (e) => settle(() => reject(e)));
       // EPIPE when the tool exits before reading all of stdin: its exit code tells the story.
       child.stdin.on('error', () => undefined);
       child.on('close', (code) =>
-        resolve({
-          stdout: Buffer.concat(out).toString('utf8'),
-          stderr: Buffer.concat(err).toString('utf8'),
-          exitCode: code,
-        }),
+        settle(() =>
+          resolve({
+            stdout: Buffer.concat(out).toString('utf8'),
+            stderr: Buffer.concat(err).toString('utf8'),
+            exitCode: code,
+          }),
+        ),
       );
       child.stdin.end(stdin ?? '');
     });
