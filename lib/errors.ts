@@ -57,6 +57,17 @@ export class SocketError extends KubeIpvsError {
   }
 }
 
+/**
+ * A netlink request got no answer in time (`timeoutMs` without a message for it). Its sequence
+ * number is forgotten, so a late answer is ignored.
+ */
+export class NetlinkTimeoutError extends KubeIpvsError {
+  readonly code = 'KIPVS_NETLINK_TIMEOUT' as const;
+  constructor(message: string, readonly timeoutMs: number, options?: { cause?: unknown }) {
+    super(message, options);
+  }
+}
+
 /** Bad command-line usage or bad input text; CLIs exit 2 (ipvsadm exits 2 for parse errors too). */
 export class UsageError extends KubeIpvsError {
   readonly code = 'KIPVS_USAGE' as const;
