@@ -1,6 +1,6 @@
 import { createGenericNetlink } from 'netlink';
 import { Commands } from 'netlink/dist/genl/structs';
-import { KubeIpvsError, SocketError } from '../../errors';
+import { KubeIpvsError, NetlinkTimeoutError, SocketError } from '../../errors';
 import { IpvsInfo, IpvsTimeouts, RealServer, VirtualServer, VirtualServerId } from '../../model/ipvs';
 import {
   IpvsRequest,
@@ -81,9 +81,9 @@ export class IpvsNetlink implements Ipvs {
       if (isGenlFailure(e)) throw toNetlinkError(req, e);
       const { operation, object } = describeRequest(req);
       // name the operation; a DecodeError keeps its own class (and attribute path)
-      if (e instanceof SocketError) {
-        throw new SocketError(`${operation}${object ? ' ' + object : ''}: ${e.message}`, e.errno, { cause: e });
-      }
+      const what = `${operation}${object ? ' ' + object : ''}`;
+      if (e instanceof SocketError) throw new SocketError(`${what}: ${e.message}`, e.errno, { cause: e });
+      if (e instanceof NetlinkTimeoutError) throw new NetlinkTimeoutError(`${what}: ${e.message}`, e.timeoutMs, { cause: e });
       throw e;
     }
   }
