@@ -1,11 +1,11 @@
 // IpvsNetlink above the socket, over a scripted kernel: which op and object each failure names.
 // Addresses: RFC 5737.
-import { IpvsNetlink } from '../../../lib/kernel/ipvs/ipvs-netlink';
+import { IpvsNetlink, IpvsUnavailableError, resolveIpvsFamily } from '../../../lib/kernel/ipvs/ipvs-netlink';
 import { IpvsOp } from '../../../lib/kernel/ipvs/ipvs';
 import { NetlinkError, NetlinkTimeoutError, SocketError } from '../../../lib/errors';
 import { VirtualServerId } from '../../../lib/model/ipvs';
 import { ScriptedTransport, SeenMessage } from '../../../lib/testing/scripted-transport';
-import { nlError } from '../../../lib/testing/nl-builder';
+import { cstr, genlMsg, nla, nlError, u16 } from '../../../lib/testing/nl-builder';
 
 const FAMILY = 0x23;
 const ACK = 0x4;
@@ -93,5 +93,33 @@ describe('IpvsNetlink single requests', () => {
     expect(err).toBeInstanceOf(SocketError);
     expect(err).toMatchObject({ errno: 105, message: 'delete virtual server TCP 192.0.2.10:80: netlink receive: ENOBUFS' });
     ipvs.close();
+  });
+});
+
+describe('resolveIpvsFamily (nlctrl CTRL_CMD_GETFAMILY)', () => {
+  const CTRL = 0x10;
+  const familyReply = (m: SeenMessage, id: number) =>
+    genlMsg({ type: CTRL, flags: 0, seq: m.seq, cmd: 1 /* CTRL_CMD_NEWFAMILY */ }, nla(2, cstr('IPVS')), nla(1, u16(id)));
+
+  it('asks nlctrl for "IPVS" and returns the family id', async () => {
+    const t = new ScriptedTransport((msgs) => msgs.flatMap((m) => [familyReply(m, 0x2a), nlError(0, m)]));
+    await expect(resolveIpvsFamily(t)).resolves.toBe(0x2a);
+    const m = t.sent[0]![0]!;
+    expect([m.type, m.cmd]).toEqual([CTRL, 3 /* CTRL_CMD_GETFAMILY */]);
+    expect(m.attrs).toEqual(nla(2, cstr('IPVS')));
+    expect(t.closed).toBe(true);
+  });
+
+  it('ENOENT (no such family: ip_vs not loaded) is IpvsUnavailableError', async () => {
+    const t = new ScriptedTransport((msgs) => [nlError(E.ENOENT, msgs[0]!)]);
+    await expect(resolveIpvsFamily(t)).rejects.toBeInstanceOf(IpvsUnavailableError);
+  });
+
+  it('any other refusal is a NetlinkError with its errno, never "not loaded"', async () => {
+    const t = new ScriptedTransport((msgs) => [nlError(1 /* EPERM */, msgs[0]!)]);
+    const err = await resolveIpvsFamily(t).then(() => undefined, (e: unknown) => e);
+    expect(err).not.toBeInstanceOf(IpvsUnavailableError);
+    expect(err).toBeInstanceOf(NetlinkError);
+    expect(err).toMatchObject({ errno: 1, operation: 'resolve generic netlink family', object: 'IPVS' });
   });
 });
