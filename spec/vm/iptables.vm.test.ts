@@ -164,6 +164,23 @@ describe.each(['legacy', 'nft'] as const)('Iptables against the kernel (%s)', (b
     expect(filter).toContain('-A INPUT -j FOREIGN');
   });
 
+  it('a chain flushed behind our back (iptables -F KUBE-SERVICES) is rewritten by the next periodic verify', async () => {
+    const ipt = createIptables({ family: 'ipv4', backend });
+    await ipt.sync(PLAN);
+    expect(await saveOf(bin('-save'), 'nat')).toBe(EXPECTED_NAT);
+    await sh(`${bin('')} -t nat -F KUBE-SERVICES`);
+    expect(await saveOf(bin('-save'), 'nat')).not.toContain('-A KUBE-SERVICES');
+    // an ordinary sync of an unchanged plan does not look
+    expect(await ipt.sync(PLAN)).toMatchObject({ execs: 0, wrote: false });
+    const r = await ipt.sync(PLAN, { verify: true });
+    expect(r).toMatchObject({ execs: 3, wrote: true });
+    expect(r.repaired).toEqual([expect.stringMatching(/^nat KUBE-SERVICES: 0 of [1-9]\d* rules$/)]);
+    expect(await saveOf(bin('-save'), 'nat')).toBe(EXPECTED_NAT);
+    expect(await saveOf(bin('-save'), 'filter')).toBe(EXPECTED_FILTER);
+    // and a verify that finds nothing costs two saves
+    expect(await ipt.sync(PLAN, { verify: true })).toMatchObject({ execs: 2, wrote: false, repaired: [] });
+  });
+
   it('IPv6 through ip6tables: ::1/128 and KUBE-6- sets', async () => {
     const ipt = createIptables({ family: 'ipv6', backend });
     const plan = planIptables({ family: 'ipv6', nonEmptySets: new Set<SetKey>(['CLUSTER_IP']), lbOutFilter: [{ lbIP: 'fd00::7', proto: 'udp', port: 53 }], randomFully: true });
