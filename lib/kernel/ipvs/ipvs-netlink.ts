@@ -164,7 +164,17 @@ export class IpvsNetlink implements Ipvs {
       const e = encodeIpvsRequest(op);
       return { cmd: e.cmd, attrs: e.attrs };
     });
-    const failures = await this.main.batch(encoded);
+    let failures: Awaited<ReturnType<GenlSocket['batch']>>;
+    try {
+      failures = await this.main.batch(encoded);
+    } catch (e) {
+      // the socket failed or stopped answering: no op's result is known; name the batch
+      const first = describeRequest(ops[0]!);
+      const what = `run ${ops.length} IPVS ops (first: ${first.operation}${first.object ? ' ' + first.object : ''})`;
+      if (e instanceof SocketError) throw new SocketError(`${what}: ${e.message}`, e.errno, { cause: e });
+      if (e instanceof NetlinkTimeoutError) throw new NetlinkTimeoutError(`${what}: ${e.message}`, e.timeoutMs, { cause: e });
+      throw e;
+    }
     return failures.map((f, i) => (f === null ? OK : { ok: false as const, error: toNetlinkError(ops[i]!, f, i) }));
   }
 

@@ -83,6 +83,17 @@ describe('IpvsNetlink single requests', () => {
     ipvs.close();
   });
 
+  it('a batch the kernel stops answering fails with NetlinkTimeoutError naming the batch', async () => {
+    const ipvs = new IpvsNetlink(() => new ScriptedTransport(() => []), FAMILY, { requestTimeoutMs: 10_000 });
+    const got = ipvs.run([newService(tcp('192.0.2.10', 80)), newService(tcp('192.0.2.11', 80))]).then(() => undefined, (e: unknown) => e);
+    await new Promise((r) => setImmediate(r));
+    jest.advanceTimersByTime(10_000);
+    const err = await got;
+    expect(err).toBeInstanceOf(NetlinkTimeoutError);
+    expect((err as Error).message).toBe('run 2 IPVS ops (first: add virtual server TCP 192.0.2.10:80): no answer within 10000 ms');
+    ipvs.close();
+  });
+
   it('a socket failure names the op and keeps the errno', async () => {
     let t!: ScriptedTransport;
     const ipvs = new IpvsNetlink(
