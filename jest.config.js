@@ -8,7 +8,9 @@ module.exports = {
   projects: [
     {
       displayName: 'unit',
-      testEnvironment: 'node',
+      // log lines are kept per test and printed only when the test fails
+      testEnvironment: '<rootDir>/jest.unit-environment.js',
+      setupFiles: ['<rootDir>/dist/spec/setup/capture-log.js'],
       roots: ['<rootDir>/dist/spec'],
       testMatch: ['**/*.test.js'],
       testPathIgnorePatterns: ['/dist/spec/vm/'],

@@ -57,6 +57,17 @@ export class SocketError extends KubeIpvsError {
   }
 }
 
+/**
+ * A netlink request got no answer in time (`timeoutMs` without a message for it). Its sequence
+ * number is forgotten, so a late answer is ignored.
+ */
+export class NetlinkTimeoutError extends KubeIpvsError {
+  readonly code = 'KIPVS_NETLINK_TIMEOUT' as const;
+  constructor(message: string, readonly timeoutMs: number, options?: { cause?: unknown }) {
+    super(message, options);
+  }
+}
+
 /** Bad command-line usage or bad input text; CLIs exit 2 (ipvsadm exits 2 for parse errors too). */
 export class UsageError extends KubeIpvsError {
   readonly code = 'KIPVS_USAGE' as const;
@@ -78,6 +89,20 @@ export class ExecError extends KubeIpvsError {
   }
 }
 
+/** A child process did not exit within its time limit and was killed (SIGKILL). */
+export class ExecTimeoutError extends KubeIpvsError {
+  readonly code = 'KIPVS_EXEC_TIMEOUT' as const;
+  constructor(
+    /** the command line, "iptables-nft-restore --noflush -w 5 -W 100000" */
+    readonly cmd: string,
+    readonly timeoutMs: number,
+    /** the process killed */
+    readonly pid?: number,
+  ) {
+    super(`${cmd}: no exit after ${timeoutMs} ms; killed (SIGKILL)`);
+  }
+}
+
 /**
  * An ipset kube-ipvs manages exists with another type (or family) than wanted. Never resolved
  * silently: destroying it could break whoever made it.
@@ -89,7 +114,11 @@ export class IpsetTypeMismatchError extends KubeIpvsError {
   }
 }
 
-function hasErrno(e: unknown, ...errnos: number[]): boolean {
+/**
+ * The kernel refused a netlink request with one of `errnos` (positive). The one errno
+ * predicate every surface builds its own (isNoDevice, isNotFound, ...) from: errno, never text.
+ */
+export function hasErrno(e: unknown, ...errnos: number[]): e is NetlinkError {
   return e instanceof NetlinkError && errnos.includes(e.errno);
 }
 

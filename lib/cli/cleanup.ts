@@ -1,34 +1,68 @@
 // `kube-ipvs cleanup` (and kube-proxy's `--cleanup` flag): remove every trace of kube-proxy's
-// IPVS mode from the node (lib/kernel/cleanup.ts) and exit 0, or 1 when a step failed.
+// IPVS mode from the node (lib/kernel/cleanup.ts) and exit 0, or 1 when a step failed (IPVS
+// unreachable for any reason but "ip_vs not loaded" is a failure), naming what was left behind.
 import { Command, Option } from 'commander';
 import { componentLog } from '../log';
-import { cleanup, CleanupDeps } from '../kernel/cleanup';
+import { cleanup, CleanupDeps, CleanupFailure, CleanupLog } from '../kernel/cleanup';
+import { KUBE_IPVS0, Link } from '../kernel/link/link';
 import { Ipvs } from '../kernel/ipvs/ipvs';
 import { IpvsUnavailableError, openIpvs } from '../kernel/ipvs/ipvs-netlink';
 import { openLink } from '../kernel/link/link-rtnetlink';
 import { ExecIptablesRunner } from '../kernel/iptables/iptables-restore';
-import { IptablesBackendMode } from '../kernel/iptables/iptables';
+import { IptablesBackendMode, IptablesRunner } from '../kernel/iptables/iptables';
+import { IpsetRunner } from '../kernel/ipset/ipset';
 import { ExecIpsetRunner } from '../kernel/ipset/ipset-restore';
 import { ChildProcessExec } from '../kernel/exec';
 import { IpFamily } from '../plan/names';
 
+/** What the command opens; tests give twins. */
+export interface CleanupEnv {
+  openIpvs(): Promise<Pick<Ipvs, 'apply' | 'close'>>;
+  openLink(): Promise<Link>;
+  iptables(family: IpFamily, backend: IptablesBackendMode): IptablesRunner;
+  ipset(): IpsetRunner;
+  log: CleanupLog;
+}
+
+function realEnv(): CleanupEnv {
+  const exec = new ChildProcessExec();
+  return {
+    openIpvs: () => openIpvs(),
+    openLink: () => openLink(),
+    iptables: (family, backend) => new ExecIptablesRunner({ family, backend, exec }),
+    ipset: () => new ExecIpsetRunner(exec),
+    log: componentLog('cleanup'),
+  };
+}
+
 /** When IPVS is not loaded there is no table to flush: flushing is then a no-op. */
-async function ipvsOrNothing(log: ReturnType<typeof componentLog>): Promise<{ ipvs: Pick<Ipvs, 'apply'>; close(): void }> {
+async function ipvsOrNothing(env: CleanupEnv): Promise<{ ipvs: Pick<Ipvs, 'apply'>; close(): void }> {
+  const { log } = env;
   try {
-    const ipvs = await openIpvs();
+    const ipvs = await env.openIpvs();
     return { ipvs, close: () => ipvs.close() };
   } catch (e) {
-    if (!(e instanceof IpvsUnavailableError)) throw e;
+    if (!(e instanceof IpvsUnavailableError)) {
+      // unreachable for another reason (EPERM, timeout, ...): the table may hold services;
+      // the flush step fails with this error, the other steps still run, and the exit is 1
+      return { ipvs: { apply: () => Promise.reject(e) }, close: () => undefined };
+    }
     log.info(`cleanup: ${e.message}; no IPVS table to flush`);
     return { ipvs: { apply: async () => undefined }, close: () => undefined };
   }
+}
+
+/** What a failed step leaves on the node, in words. */
+function leftBehind(f: CleanupFailure): string {
+  const what = f.step === 'ipvs' ? 'the IPVS table' : f.step === 'link' ? KUBE_IPVS0 : f.step === 'iptables' ? `KUBE-* ${f.what}` : 'KUBE-* ipsets';
+  return `${what} (${f.step} ${f.what}: ${(f.error as Error)?.message ?? String(f.error)})`;
 }
 
 /**
  * argv: the arguments after `cleanup` (or kube-proxy's whole argv when `--cleanup` was given;
  * unknown kube-proxy flags are accepted and ignored).
  */
-export async function runCleanup(argv: readonly string[]): Promise<number> {
+export async function runCleanup(argv: readonly string[], env: CleanupEnv = realEnv()): Promise<number> {
   const program = new Command('kube-ipvs cleanup')
     .description('remove IPVS services, kube-ipvs0, KUBE-* chains and sets left by kube-proxy (IPVS mode) or kube-ipvs')
     .addOption(new Option('--iptables-backend <mode>', 'iptables backend').choices(['auto', 'nft', 'legacy']).default('auto'))
@@ -50,15 +84,14 @@ export async function runCleanup(argv: readonly string[]): Promise<number> {
     return 2;
   }
 
-  const log = componentLog('cleanup');
-  const exec = new ChildProcessExec();
-  const { ipvs, close } = await ipvsOrNothing(log);
-  const link = await openLink();
+  const { log } = env;
+  const { ipvs, close } = await ipvsOrNothing(env);
+  const link = await env.openLink();
   const deps: CleanupDeps = {
     ipvs,
     link,
-    iptables: families.map((family) => new ExecIptablesRunner({ family, backend: opts.iptablesBackend, exec })),
-    ipset: new ExecIpsetRunner(exec),
+    iptables: families.map((family) => env.iptables(family, opts.iptablesBackend)),
+    ipset: env.ipset(),
     log,
   };
   try {
@@ -67,7 +100,9 @@ export async function runCleanup(argv: readonly string[]): Promise<number> {
       `cleanup done: kube-ipvs0 ${report.linkDeleted ? 'deleted' : 'absent'}, ${report.iptablesDone.length} iptables changes, ` +
         `${report.setsDestroyed.length} sets destroyed, ${report.failures.length} failures`,
     );
-    return report.failures.length === 0 ? 0 : 1;
+    if (report.failures.length === 0) return 0;
+    log.error(`cleanup incomplete; left behind: ${report.failures.map(leftBehind).join('; ')}`);
+    return 1;
   } finally {
     close();
     link.close();

@@ -1,5 +1,7 @@
 import { spawn } from 'node:child_process';
-import { ExecError } from '../errors';
+import { ExecError, ExecTimeoutError } from '../errors';
+
+export { ExecTimeoutError };
 
 /** What a finished child process left behind. `exitCode` is null when a signal killed it. */
 export interface ExecResult {
@@ -27,101 +29,59 @@ export function checkExec(
   throw new ExecError([cmd, ...args].join(' '), r.exitCode, r.stderr, lineOf?.(r.stderr));
 }
 
-/** The real Execer: child_process.spawn, no shell, stdin written then closed. */
+export interface ChildProcessExecOptions {
+  /** a command still running after this long is killed (SIGKILL); default 60 s */
+  readonly timeoutMs?: number;
+}
+
+/** kube-proxy's iptables-restore waits at most 5 s for the xtables lock; a minute means stuck. */
+export const DEFAULT_EXEC_TIMEOUT_MS = 60_000;
+
+/**
+ * The real Execer: child_process.spawn, no shell, stdin written then closed. A command that
+ * outlives `timeoutMs` is killed with SIGKILL and rejects with ExecTimeoutError naming it.
+ */
 export class ChildProcessExec implements Execer {
+  readonly timeoutMs: number;
+  constructor(opts: ChildProcessExecOptions = {}) {
+    this.timeoutMs = opts.timeoutMs ?? DEFAULT_EXEC_TIMEOUT_MS;
+  }
+
   run(cmd: string, args: readonly string[], stdin?: string): Promise<ExecResult> {
     return new Promise((resolve, reject) => {
       const child = spawn(cmd, [...args], { stdio: ['pipe', 'pipe', 'pipe'] });
       const out: Buffer[] = [];
       const err: Buffer[] = [];
+      let settled = false;
+      const settle = (f: () => void) => {
+        if (settled) return;
+        settled = true;
+        clearTimeout(timer);
+        f();
+      };
+      const timer = setTimeout(() => {
+        const fail = () => settle(() => reject(new ExecTimeoutError([cmd, ...args].join(' '), this.timeoutMs, child.pid)));
+        // settled once the process is gone (reaped), not merely signalled; a process that
+        // already exited while a grandchild holds its pipes fails at once
+        if (child.exitCode !== null || child.signalCode !== null) return fail();
+        child.once('exit', fail);
+        child.kill('SIGKILL');
+      }, this.timeoutMs);
       child.stdout.on('data', (b: Buffer) => out.push(b));
       child.stderr.on('data', (b: Buffer) => err.push(b));
-      child.on('error', reject);
+      child.on('error', (e) => settle(() => reject(e)));
       // EPIPE when the tool exits before reading all of stdin: its exit code tells the story.
       child.stdin.on('error', () => undefined);
       child.on('close', (code) =>
-        resolve({
-          stdout: Buffer.concat(out).toString('utf8'),
-          stderr: Buffer.concat(err).toString('utf8'),
-          exitCode: code,
-        }),
+        settle(() =>
+          resolve({
+            stdout: Buffer.concat(out).toString('utf8'),
+            stderr: Buffer.concat(err).toString('utf8'),
+            exitCode: code,
+          }),
+        ),
       );
       child.stdin.end(stdin ?? '');
     });
-  }
-}
-
-/** One recorded call. */
-export interface ExecCall {
-  readonly cmd: string;
-  readonly args: readonly string[];
-  readonly stdin: string | undefined;
-}
-
-/** Wraps an Execer and records every call (benchmarks and VM tests count execs with it). */
-export class CountingExec implements Execer {
-  readonly calls: ExecCall[] = [];
-  constructor(private readonly inner: Execer) {}
-  run(cmd: string, args: readonly string[], stdin?: string): Promise<ExecResult> {
-    this.calls.push({ cmd, args: [...args], stdin });
-    return this.inner.run(cmd, args, stdin);
-  }
-  /** Number of calls so far; `reset()` starts a new count. */
-  get count(): number {
-    return this.calls.length;
-  }
-  reset(): void {
-    this.calls.length = 0;
-  }
-}
-
-/** One expected call of a ScriptedExec and the answer it gets. */
-export interface ExpectedExec {
-  readonly cmd: string;
-  readonly args: readonly string[];
-  /** exact stdin; a function to check it; omitted = stdin must be empty or absent */
-  readonly stdin?: string | ((stdin: string) => void);
-  readonly stdout?: string;
-  readonly stderr?: string;
-  /** default 0 */
-  readonly exitCode?: number | null;
-}
-
-/**
- * Execer for unit tests: answers a fixed script of calls, in order. Fails (rejects with a
- * message naming expected and actual) on any unexpected call; `assertDone()` fails when
- * expected calls were never made.
- */
-export class ScriptedExec implements Execer {
-  readonly calls: ExecCall[] = [];
-  private next = 0;
-  constructor(private readonly script: readonly ExpectedExec[]) {}
-
-  async run(cmd: string, args: readonly string[], stdin?: string): Promise<ExecResult> {
-    const actual = [cmd, ...args].join(' ');
-    this.calls.push({ cmd, args: [...args], stdin });
-    const exp = this.script[this.next];
-    if (!exp) throw new Error(`ScriptedExec: unexpected call #${this.next + 1}: ${actual}`);
-    const expected = [exp.cmd, ...exp.args].join(' ');
-    if (exp.cmd !== cmd || exp.args.length !== args.length || exp.args.some((a, i) => a !== args[i])) {
-      throw new Error(`ScriptedExec: call #${this.next + 1}: expected "${expected}", got "${actual}"`);
-    }
-    if (typeof exp.stdin === 'function') {
-      exp.stdin(stdin ?? '');
-    } else if ((exp.stdin ?? '') !== (stdin ?? '')) {
-      throw new Error(
-        `ScriptedExec: call #${this.next + 1} (${actual}): stdin differs\n--- expected\n${exp.stdin ?? ''}\n--- got\n${stdin ?? ''}`,
-      );
-    }
-    this.next++;
-    return { stdout: exp.stdout ?? '', stderr: exp.stderr ?? '', exitCode: exp.exitCode === undefined ? 0 : exp.exitCode };
-  }
-
-  /** Throws when some expected calls were not made. */
-  assertDone(): void {
-    if (this.next < this.script.length) {
-      const left = this.script.slice(this.next).map((e) => [e.cmd, ...e.args].join(' '));
-      throw new Error(`ScriptedExec: ${left.length} expected call(s) never made: ${left.join('; ')}`);
-    }
   }
 }

@@ -227,45 +227,53 @@ const STATS_FIELD_OF: readonly (string | undefined)[] = (() => {
   return t;
 })();
 
-/** Decodes IPVS_*_ATTR_STATS64 (all u64) or, without it, IPVS_*_ATTR_STATS (u32 but bytes u64). */
-function decodeStats(buf: Buffer, s64: Attr | undefined, s32: Attr | undefined, path: string): Stats {
-  const src = s64 ?? s32!;
+/**
+ * Decodes the payload of IPVS_*_ATTR_STATS64 (all u64) or, without it, IPVS_*_ATTR_STATS (u32
+ * but bytes u64).
+ */
+function decodeStats(payload: Buffer, is64: boolean, path: string): Stats {
   const out: Record<string, bigint> = {};
   for (const f of STATS_FIELDS) out[f] = 0n;
-  forEachAttr(buf.subarray(src.at, src.at + src.len), `${path}>${s64 ? 'STATS64' : 'STATS'}`, (type, at, len) => {
+  forEachAttr(payload, `${path}>${is64 ? 'STATS64' : 'STATS'}`, (type, at, len) => {
     const field = STATS_FIELD_OF[type];
     if (!field) return;
-    const b = buf.subarray(src.at + at, src.at + at + len);
-    if (len === 8) out[field] = b.readBigUInt64LE(0);
-    else if (len === 4) out[field] = BigInt(b.readUInt32LE(0));
-    else throw new DecodeError(`counter of ${len} bytes`, `${path}>STATS>${field}`, src.at + at);
+    if (len === 8) out[field] = payload.readBigUInt64LE(at);
+    else if (len === 4) out[field] = BigInt(payload.readUInt32LE(at));
+    else throw new DecodeError(`counter of ${len} bytes`, `${path}>STATS>${field}`, at);
   });
   return out as unknown as Stats;
 }
 
 /**
- * Decoded objects carry their counters' bytes and decode them on first read of `stats`: a
- * prototype getter costs nothing per object, where a defined own property tripled the cost
- * of decoding a real server. `stats` is therefore not an own property (spread or JSON
- * drop it; read it explicitly).
+ * Observed objects (decoded by the kernel client, or handed out by the twin) carry their
+ * counters and decode them on first read of `stats`: a prototype getter costs nothing per
+ * object, where a defined own property tripled the cost of decoding a real server. `stats`
+ * is therefore not an own property: spread and JSON drop it, for the kernel's objects and the
+ * twin's alike; read it explicitly.
+ *
+ * The counters' bytes are a copy (~120 bytes), never a view of the reply: a view would keep
+ * the whole receive datagram alive as long as the object (a cache of observed state at 10,000
+ * services would hold every datagram of the dump).
  */
 abstract class LazyStats {
-  #buf: Buffer | undefined;
-  #s64: Attr | undefined;
-  #s32: Attr | undefined;
-  #path = '';
+  #bytes: Buffer | undefined;
+  #is64: boolean;
+  #path: string;
   #cached: Stats | undefined;
 
-  protected statsFrom(buf: Buffer, s64: Attr | undefined, s32: Attr | undefined, path: string): void {
-    if (!s64 && !s32) return;
-    this.#buf = buf;
-    this.#s64 = s64;
-    this.#s32 = s32;
+  /** `bytes`: a copy of the STATS64 (is64) or STATS payload; or `stats` already known */
+  constructor(bytes: Buffer | undefined, is64: boolean, path: string, stats: Stats | undefined) {
+    this.#bytes = bytes;
+    this.#is64 = is64;
     this.#path = path;
+    this.#cached = stats;
   }
 
   get stats(): Stats | undefined {
-    if (this.#cached === undefined && this.#buf) this.#cached = decodeStats(this.#buf, this.#s64, this.#s32, this.#path);
+    if (this.#cached === undefined && this.#bytes) {
+      this.#cached = decodeStats(this.#bytes, this.#is64, this.#path);
+      this.#bytes = undefined;
+    }
     return this.#cached;
   }
 }
@@ -274,25 +282,44 @@ type Fields<T> = Omit<T, 'stats'>;
 
 // The fields are the model's (declaration merging); only the counters' getter is the class's.
 // eslint-disable-next-line @typescript-eslint/no-unsafe-declaration-merging
-interface DecodedVirtualServer extends Fields<VirtualServer> {}
+interface ObservedVirtualServer extends Fields<VirtualServer> {}
 // eslint-disable-next-line @typescript-eslint/no-unsafe-declaration-merging
-class DecodedVirtualServer extends LazyStats implements VirtualServer {
-  constructor(f: Fields<VirtualServer>, buf: Buffer, s64: Attr | undefined, s32: Attr | undefined) {
-    super();
+class ObservedVirtualServer extends LazyStats implements VirtualServer {
+  constructor(f: Fields<VirtualServer>, bytes: Buffer | undefined, is64: boolean, stats: Stats | undefined) {
+    super(bytes, is64, 'IPVS_CMD_ATTR_SERVICE', stats);
     Object.assign(this, f);
-    this.statsFrom(buf, s64, s32, 'IPVS_CMD_ATTR_SERVICE');
   }
 }
 
 // eslint-disable-next-line @typescript-eslint/no-unsafe-declaration-merging
-interface DecodedRealServer extends Fields<RealServer> {}
+interface ObservedRealServer extends Fields<RealServer> {}
 // eslint-disable-next-line @typescript-eslint/no-unsafe-declaration-merging
-class DecodedRealServer extends LazyStats implements RealServer {
-  constructor(f: Fields<RealServer>, buf: Buffer, s64: Attr | undefined, s32: Attr | undefined) {
-    super();
+class ObservedRealServer extends LazyStats implements RealServer {
+  constructor(f: Fields<RealServer>, bytes: Buffer | undefined, is64: boolean, stats: Stats | undefined) {
+    super(bytes, is64, 'IPVS_CMD_ATTR_DEST', stats);
     Object.assign(this, f);
-    this.statsFrom(buf, s64, s32, 'IPVS_CMD_ATTR_DEST');
   }
+}
+
+/** A copy (never a view) of the counters' payload: STATS64 when present, else STATS. */
+function statsBytes(buf: Buffer, s64: Attr | undefined, s32: Attr | undefined): Buffer | undefined {
+  const src = s64 ?? s32;
+  return src && Buffer.from(buf.subarray(src.at, src.at + src.len));
+}
+
+/**
+ * A virtual server shaped as the kernel client returns it (own fields, `stats` through a
+ * getter), for twins: spread and JSON then behave the same for both. `stats` are not copied.
+ */
+export function observedVirtualServer(vs: VirtualServer): VirtualServer {
+  const { stats, ...fields } = vs;
+  return new ObservedVirtualServer(fields, undefined, false, stats);
+}
+
+/** A real server shaped as the kernel client returns it; see observedVirtualServer. */
+export function observedRealServer(rs: RealServer): RealServer {
+  const { stats, ...fields } = rs;
+  return new ObservedRealServer(fields, undefined, false, stats);
 }
 
 function collect(buf: Buffer, path: string, max: number): (Attr | undefined)[] {
@@ -344,7 +371,7 @@ export function decodeService(nested: Buffer): VirtualServer {
     netmask: netmask ? (af === AF_INET ? nested.readUInt32BE(netmask.at) : nested.readUInt32LE(netmask.at)) : defaultNetmask(af),
     peName: str(N.PE_NAME),
   };
-  return new DecodedVirtualServer(vs, nested, a[N.STATS64], a[N.STATS]);
+  return new ObservedVirtualServer(vs, statsBytes(nested, a[N.STATS64], a[N.STATS]), a[N.STATS64] !== undefined, undefined);
 }
 
 /** Decodes the attributes nested in IPVS_CMD_ATTR_DEST; svcAf is used when ADDR_FAMILY is absent (< 3.18). */
@@ -377,7 +404,7 @@ export function decodeDest(nested: Buffer, svcAf: AddressFamily): RealServer {
     tunPort: be16(N.TUN_PORT) ?? 0,
     tunFlags: u16(N.TUN_FLAGS) ?? 0,
   };
-  return new DecodedRealServer(rs, nested, a[N.STATS64], a[N.STATS]);
+  return new ObservedRealServer(rs, statsBytes(nested, a[N.STATS64], a[N.STATS]), a[N.STATS64] !== undefined, undefined);
 }
 
 /** The nested attribute of one dump reply message (NEW_SERVICE / NEW_DEST). */

@@ -1,5 +1,5 @@
 import { RawNetlinkSocket } from 'netlink';
-import { DecodeError, SocketError } from '../errors';
+import { DecodeError, NetlinkTimeoutError, SocketError } from '../errors';
 import { NetlinkMessage, decodeAck, encodeGenlMessage, genlBody, genlMessageLength, splitMessages, writeGenlMessage } from './nlmsg';
 import { NETLINK_GENERIC, NLMSG, NLM_F } from './uapi/netlink';
 
@@ -74,6 +74,8 @@ export interface GenlSocketOptions {
    * socket's receive buffer (ENOBUFS), and the replies that were dropped are lost.
    */
   readonly maxInFlight?: number;
+  /** a request (or batch datagram) without any answer for this long fails; default 30 s */
+  readonly requestTimeoutMs?: number;
   /** called for messages that match no request (e.g. a late ack); for logging */
   readonly onStray?: (msg: NetlinkMessage) => void;
 }
@@ -82,6 +84,8 @@ interface Pending {
   readonly replies: GenlReply[];
   readonly resolve: (r: GenlReply[]) => void;
   readonly reject: (e: GenlFailure | Error) => void;
+  /** fails the request when nothing arrives for requestTimeoutMs; restarted by every message */
+  timer: NodeJS.Timeout | undefined;
 }
 
 /** One datagram of a batch: requests first..first+count-1 with sequence numbers firstSeq.. */
@@ -92,7 +96,10 @@ interface Chunk {
   readonly results: (GenlFailure | null)[];
   readonly done: () => void;
   readonly fail: (e: Error) => void;
+  timer: NodeJS.Timeout | undefined;
 }
+
+export const DEFAULT_REQUEST_TIMEOUT_MS = 30_000;
 
 /**
  * Requests and pipelined batches over one generic-netlink family. Replies are matched to
@@ -103,6 +110,11 @@ interface Chunk {
  * ACK. The kernel handles a datagram's messages in order and answers a failed one with an
  * NLMSG_ERROR carrying its sequence number whether or not it asked for an ACK, so when the
  * last one's ack arrives, every request of that datagram without an error has succeeded.
+ *
+ * Time limit: a request (or batch datagram) that receives no message for requestTimeoutMs
+ * fails with NetlinkTimeoutError and frees its slot; its sequence number is forgotten, so a
+ * late answer is a stray. Dumps run one at a time per socket (the kernel refuses a second
+ * concurrent dump on a socket with EBUSY), in the order they were asked for.
  */
 export class GenlSocket {
   private seq = Math.floor(Math.random() * 0x7fffffff);
@@ -116,6 +128,9 @@ export class GenlSocket {
   private readonly maxInFlight: number;
   private inFlight = 0;
   private readonly waiting: (() => void)[] = [];
+  private readonly requestTimeoutMs: number;
+  /** settles when the last dump asked for has finished (dumps queue behind it) */
+  private dumpTail: Promise<unknown> = Promise.resolve();
 
   constructor(
     private readonly transport: NetlinkTransport,
@@ -127,6 +142,7 @@ export class GenlSocket {
     this.batchBytes = options.batchBytes ?? 48 * 1024;
     this.batchWindow = options.batchWindow ?? 2;
     this.maxInFlight = options.maxInFlight ?? 64;
+    this.requestTimeoutMs = options.requestTimeoutMs ?? DEFAULT_REQUEST_TIMEOUT_MS;
     transport.onDatagram((d) => this.receive(d));
     transport.onError((e) => this.failAll(e));
   }
@@ -153,6 +169,14 @@ export class GenlSocket {
    * every part until NLMSG_DONE. Rejects with a GenlFailure when the kernel refuses.
    */
   async request(req: GenlRequest, opts: { dump?: boolean } = {}): Promise<GenlReply[]> {
+    if (!opts.dump) return this.requestInSlot(req, opts);
+    // one dump at a time on this socket, each after the one asked for before it
+    const run = this.dumpTail.then(() => this.requestInSlot(req, opts));
+    this.dumpTail = run.catch(() => undefined);
+    return run;
+  }
+
+  private async requestInSlot(req: GenlRequest, opts: { dump?: boolean }): Promise<GenlReply[]> {
     if (this.inFlight >= this.maxInFlight) await new Promise<void>((resolve) => this.waiting.push(resolve));
     else this.inFlight++;
     try {
@@ -165,15 +189,40 @@ export class GenlSocket {
     }
   }
 
+  private timeoutError(): NetlinkTimeoutError {
+    return new NetlinkTimeoutError(`no answer within ${this.requestTimeoutMs} ms`, this.requestTimeoutMs);
+  }
+
+  /** (Re)starts the no-answer timer of a pending request. */
+  private arm(seq: number, p: Pending): void {
+    if (p.timer) clearTimeout(p.timer);
+    p.timer = setTimeout(() => {
+      if (this.pending.get(seq) !== p) return;
+      this.pending.delete(seq);
+      p.reject(this.timeoutError());
+    }, this.requestTimeoutMs);
+  }
+
+  /** Forgets a pending request (answered, failed or timed out); returns it if it was there. */
+  private take(seq: number): Pending | undefined {
+    const p = this.pending.get(seq);
+    if (!p) return undefined;
+    this.pending.delete(seq);
+    if (p.timer) clearTimeout(p.timer);
+    return p;
+  }
+
   private requestNow(req: GenlRequest, opts: { dump?: boolean }): Promise<GenlReply[]> {
     if (this.closed) return Promise.reject(new SocketError('netlink socket is closed'));
     const seq = this.nextSeq();
     // a dump ends with NLMSG_DONE; NLM_F_ACK there would add nothing
     const flags = NLM_F.REQUEST | (opts.dump ? NLM_F.DUMP : NLM_F.ACK);
     return new Promise<GenlReply[]>((resolve, reject) => {
-      this.pending.set(seq, { replies: [], resolve, reject });
+      const p: Pending = { replies: [], resolve, reject, timer: undefined };
+      this.pending.set(seq, p);
+      this.arm(seq, p);
       this.transport.send(this.encode(req, seq, flags)).catch((e: Error) => {
-        if (this.pending.delete(seq)) reject(e);
+        if (this.take(seq)) reject(e);
       });
     });
   }
@@ -216,13 +265,17 @@ export class GenlSocket {
         results,
         done: () => {
           this.chunks.delete(chunk);
+          clearTimeout(chunk.timer);
           resolve();
         },
         fail: (e) => {
           this.chunks.delete(chunk);
+          clearTimeout(chunk.timer);
           reject(e);
         },
+        timer: undefined,
       };
+      this.armChunk(chunk);
       // all messages of the datagram written straight into one buffer
       const datagram = Buffer.allocUnsafe(bytes);
       let off = 0;
@@ -234,6 +287,13 @@ export class GenlSocket {
       this.chunks.add(chunk);
       this.transport.send(datagram).catch((e: Error) => chunk.fail(e));
     });
+  }
+
+  private armChunk(c: Chunk): void {
+    if (c.timer) clearTimeout(c.timer);
+    c.timer = setTimeout(() => {
+      if (this.chunks.has(c)) c.fail(this.timeoutError());
+    }, this.requestTimeoutMs);
   }
 
   private chunkOf(seq: number): Chunk | undefined {
@@ -261,9 +321,8 @@ export class GenlSocket {
   }
 
   private failSeq(m: NetlinkMessage, e: Error): void {
-    const p = this.pending.get(m.seq);
+    const p = this.take(m.seq);
     if (p) {
-      this.pending.delete(m.seq);
       p.reject(e);
       return;
     }
@@ -282,13 +341,13 @@ export class GenlSocket {
     }
     if (m.type === NLMSG.ERROR) {
       const ack = decodeAck(m);
-      this.pending.delete(m.seq);
+      this.take(m.seq);
       if (ack.errno === 0) p.resolve(p.replies);
       else p.reject(ack.extack ? { errno: ack.errno, extack: ack.extack } : { errno: ack.errno });
       return;
     }
     if (m.type === NLMSG.DONE) {
-      this.pending.delete(m.seq);
+      this.take(m.seq);
       const errno = m.payload.length >= 4 ? -m.payload.readInt32LE(0) : 0;
       if (errno > 0) p.reject({ errno });
       else p.resolve(p.replies);
@@ -297,6 +356,8 @@ export class GenlSocket {
     if (m.type === NLMSG.NOOP || m.type === NLMSG.OVERRUN) return;
     const body = genlBody(m);
     p.replies.push({ cmd: body.cmd, attrs: body.attrs });
+    // a dump part: the answer is coming, give the rest the full time again
+    this.arm(m.seq, p);
   }
 
   // A refusal of any member, or the ack (or refusal) of the datagram's last message; the
@@ -306,11 +367,11 @@ export class GenlSocket {
     const k = (m.seq - c.firstSeq) >>> 0;
     if (ack.errno !== 0) c.results[c.first + k] = ack.extack ? { errno: ack.errno, extack: ack.extack } : { errno: ack.errno };
     if (k === c.count - 1) c.done();
+    else this.armChunk(c);
   }
 
   private failAll(e: Error): void {
-    for (const p of this.pending.values()) p.reject(e);
-    this.pending.clear();
+    for (const seq of [...this.pending.keys()]) this.take(seq)!.reject(e);
     for (const c of [...this.chunks]) c.fail(e);
   }
 

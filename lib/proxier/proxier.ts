@@ -339,7 +339,7 @@ export class Proxier {
         const ipset = this.deps.ipsets[family];
         if (ipset) counts.execs += (await ipset.sync(this.index.ipsets(family))).execs;
         const ipt = this.deps.iptables[family];
-        if (ipt) counts.execs += (await ipt.sync(this.index.iptables(family, this.iptablesOptions(family)), { force: full })).execs;
+        if (ipt) counts.execs += (await ipt.sync(this.index.iptables(family, this.iptablesOptions(family)), { verify: full })).execs;
       }
 
       // 4. draining real servers whose connections are gone

@@ -21,6 +21,8 @@ export class ScriptedTransport implements NetlinkTransport {
   };
   private error: (e: Error) => void = () => undefined;
   closed = false;
+  /** called after each datagram was handed to the receiver (e.g. to end a scripted dump) */
+  afterDeliver?: (d: Buffer) => void;
 
   constructor(private readonly answer: (msgs: SeenMessage[]) => Buffer[]) {}
 
@@ -40,7 +42,12 @@ export class ScriptedTransport implements NetlinkTransport {
     }
     this.sent.push(msgs);
     const replies = this.answer(msgs);
-    for (const r of replies) setImmediate(() => this.deliver(r));
+    for (const r of replies) {
+      setImmediate(() => {
+        this.deliver(r);
+        this.afterDeliver?.(r);
+      });
+    }
   }
   onDatagram(cb: (d: Buffer) => void): void {
     this.deliver = cb;

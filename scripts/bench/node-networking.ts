@@ -7,7 +7,8 @@
  * Peer: kube-proxy's way (one `ipset add` process per entry), measured on a sample of entries
  * in the same run and extrapolated (marked as such). Numbers inform; nothing asserts on them.
  */
-import { ChildProcessExec, CountingExec } from '../../lib/kernel/exec';
+import { ChildProcessExec } from '../../lib/kernel/exec';
+import { CountingExec } from '../../lib/testing/counting-exec';
 import { createIpset } from '../../lib/kernel/ipset/ipset-restore';
 import { createIptables } from '../../lib/kernel/iptables/iptables-restore';
 import { IptablesBackend } from '../../lib/kernel/iptables/iptables';

@@ -213,3 +213,22 @@ describe('decodeInfo / decodeConfig', () => {
     expect(() => decodeInfo(nla(1, u32(1)))).toThrow(/CONN_TAB_SIZE/);
   });
 });
+
+describe('decoded objects and the reply bytes', () => {
+  // A cache of observed state must not keep every receive datagram alive: decoded objects
+  // hold copies, never views, of the reply (proved by overwriting the reply after decoding).
+  it('keep no view of the datagram: overwriting it after decoding changes nothing, counters included', () => {
+    const svc = Buffer.concat([nla(1, u16(2)), nla(2, u16(6)), nla(3, ipv4in16('192.0.2.10')), nla(4, be16(443)), nla(6, cstr('rr')), stats64]);
+    const dst = Buffer.concat([nla(1, ipv4in16('198.51.100.1')), nla(2, be16(80)), nla(4, u32(1)), stats32]);
+    const datagram = Buffer.concat([Buffer.alloc(64), svc, dst, Buffer.alloc(64)]);
+    const vs = decodeService(datagram.subarray(64, 64 + svc.length));
+    const rs = decodeDest(datagram.subarray(64 + svc.length, 64 + svc.length + dst.length), 2);
+    datagram.fill(0xff);
+    expect([vs.address, vs.port, vs.scheduler]).toEqual(['192.0.2.10', 443, 'rr']);
+    expect(vs.stats?.conns).toBe(5_000_000_000n);
+    expect(vs.stats?.inbytes).toBe(123_456_789_012n);
+    expect([rs.address, rs.port]).toEqual(['198.51.100.1', 80]);
+    expect(rs.stats?.conns).toBe(5n);
+    expect(rs.stats?.outbps).toBe(5n);
+  });
+});

@@ -1,6 +1,6 @@
 import { GenlSocket, isGenlFailure } from '../../lib/netlink/socket';
 import { splitMessages } from '../../lib/netlink/nlmsg';
-import { DecodeError, SocketError } from '../../lib/errors';
+import { DecodeError, NetlinkTimeoutError, SocketError } from '../../lib/errors';
 import { ScriptedTransport, SeenMessage } from '../../lib/testing/scripted-transport';
 import { Bytes, genlMsg, nlDone, nlError, nla, u32 } from '../../lib/testing/nl-builder';
 
@@ -193,5 +193,106 @@ describe('GenlSocket with malformed replies', () => {
     const s = new GenlSocket(t, FAMILY, 1);
     await expect(s.batch([req(5, 1), req(5, 2)])).rejects.toThrow(DecodeError);
     expect(s.pendingCount).toBe(0);
+  });
+});
+
+describe('GenlSocket request timeout', () => {
+  // the transport's deliveries (setImmediate) stay real; only the request timers are faked
+  beforeEach(() => jest.useFakeTimers({ doNotFake: ['setImmediate', 'nextTick', 'queueMicrotask'] }));
+  afterEach(() => jest.useRealTimers());
+  const turn = () => new Promise((r) => setImmediate(r));
+
+  it('a request with no answer fails with NetlinkTimeoutError, frees its slot, and its late answer is a stray', async () => {
+    const unanswered: SeenMessage[] = [];
+    const t = new ScriptedTransport((msgs) => {
+      const m = msgs[0]!;
+      if (m.attrs.readUInt32LE(4) === 1) {
+        unanswered.push(m);
+        return [];
+      }
+      return [nlError(0, m)];
+    });
+    const strays: number[] = [];
+    const s = new GenlSocket(t, FAMILY, 1, { maxInFlight: 1, requestTimeoutMs: 30_000, onStray: (m) => strays.push(m.seq) });
+    const first = s.request(req(1, 1));
+    const firstResult = first.then(() => undefined, (e: unknown) => e);
+    const second = s.request(req(1, 2)); // waits for the only slot
+    await turn();
+    expect(t.sent).toHaveLength(1);
+    jest.advanceTimersByTime(29_999);
+    await turn();
+    expect(s.pendingCount).toBe(1);
+    jest.advanceTimersByTime(1);
+    const err = await firstResult;
+    expect(err).toBeInstanceOf(NetlinkTimeoutError);
+    expect((err as NetlinkTimeoutError).code).toBe('KIPVS_NETLINK_TIMEOUT');
+    expect((err as Error).message).toBe('no answer within 30000 ms');
+    await expect(second).resolves.toEqual([]);
+    t.inject(nlError(0, unanswered[0]!));
+    expect(strays).toEqual([unanswered[0]!.seq]);
+    expect(s.pendingCount).toBe(0);
+  });
+
+  it('the timer restarts with every part of a dump: a long dump that keeps answering does not time out', async () => {
+    let dumpMsg: SeenMessage | undefined;
+    const t = new ScriptedTransport((msgs) => {
+      dumpMsg = msgs[0]!;
+      return [reply(dumpMsg, 1, 1, 0x2)];
+    });
+    const s = new GenlSocket(t, FAMILY, 1, { requestTimeoutMs: 1000 });
+    const dump = s.request(req(4), { dump: true });
+    await turn();
+    await turn(); // the first part delivered
+    jest.advanceTimersByTime(900);
+    t.inject(reply(dumpMsg!, 1, 2, 0x2));
+    jest.advanceTimersByTime(900);
+    t.inject(Buffer.concat([reply(dumpMsg!, 1, 3, 0x2), nlDone(dumpMsg!.seq)]));
+    expect((await dump).map((r) => r.attrs.readUInt32LE(4))).toEqual([1, 2, 3]);
+  });
+
+  it('a batch datagram whose ack never comes fails the batch with NetlinkTimeoutError', async () => {
+    const t = new ScriptedTransport(() => []);
+    const s = new GenlSocket(t, FAMILY, 1, { requestTimeoutMs: 5000 });
+    const b = s.batch([req(5, 1), req(5, 2)]).then(() => undefined, (e: unknown) => e);
+    await turn();
+    jest.advanceTimersByTime(5000);
+    expect(await b).toBeInstanceOf(NetlinkTimeoutError);
+    expect(s.pendingCount).toBe(0);
+  });
+});
+
+describe('GenlSocket dumps', () => {
+  // The kernel runs one dump per socket: a dump request while another dump's parts are still
+  // to be read is refused with EBUSY (netlink_dump_start). This peer does the same.
+  function dumpingPeer(parts: number) {
+    let running: number | undefined;
+    const t = new ScriptedTransport((msgs) => {
+      const m = msgs[0]!;
+      if (running !== undefined) return [nlError(16 /* EBUSY */, m)];
+      running = m.seq;
+      const out: Buffer[] = [];
+      for (let i = 1; i <= parts; i++) out.push(reply(m, 1, i, 0x2));
+      out.push(nlDone(m.seq));
+      return out;
+    });
+    t.afterDeliver = (d) => {
+      if (d.readUInt16LE(4) === 3 /* NLMSG_DONE */) running = undefined;
+    };
+    return t;
+  }
+
+  it('run one at a time on a socket: concurrent dumps all succeed, none is refused with EBUSY', async () => {
+    const s = new GenlSocket(dumpingPeer(3), FAMILY, 1);
+    const results = await Promise.all([s.request(req(4), { dump: true }), s.request(req(4), { dump: true }), s.request(req(4), { dump: true })]);
+    for (const r of results) expect(r.map((x) => x.attrs.readUInt32LE(4))).toEqual([1, 2, 3]);
+  });
+
+  it('a dump that fails does not block the next one', async () => {
+    let n = 0;
+    const t = new ScriptedTransport((msgs) => [++n === 1 ? nlDone(msgs[0]!.seq, 22) : nlDone(msgs[0]!.seq)]);
+    const s = new GenlSocket(t, FAMILY, 1);
+    const [a, b] = await Promise.allSettled([s.request(req(4), { dump: true }), s.request(req(4), { dump: true })]);
+    expect(a).toEqual({ status: 'rejected', reason: { errno: 22 } });
+    expect(b).toEqual({ status: 'fulfilled', value: [] });
   });
 });

@@ -230,7 +230,8 @@ describe('kube-ipvs daemon end to end (fake API server, real kernel, real traffi
     expect(ipvsRules()).toEqual(RR_TABLE);
     expect(boundAddresses()).toEqual(['10.96.0.10', '10.96.0.11', '10.96.0.12', '10.96.0.14', '10.96.0.15', LB_IP, EXT_IP].sort());
     expect(ipsetMembers('KUBE-CLUSTER-IP')).toEqual(['10.96.0.10,tcp:80', '10.96.0.11,tcp:80', '10.96.0.12,tcp:80', '10.96.0.14,udp:53', '10.96.0.15,tcp:9000']);
-    expect(ipsetMembers('KUBE-NODE-PORT-TCP')).toEqual(['30080']);
+    // kube-proxy puts an eTP=Local NodePort in both sets (the LOCAL set's RETURN rule comes first)
+    expect(ipsetMembers('KUBE-NODE-PORT-TCP')).toEqual(['30080', '30081']);
     expect(ipsetMembers('KUBE-NODE-PORT-LOCAL-TCP')).toEqual(['30081']);
     expect(ipsetMembers('KUBE-EXTERNAL-IP-LOCAL')).toEqual([`${EXT_IP},tcp:80`]);
     expect(ipsetMembers('KUBE-LOAD-BALANCER-SOURCE-CIDR')).toEqual([`${LB_IP},tcp:80,192.0.2.0/24`]);
@@ -257,11 +258,12 @@ describe('kube-ipvs daemon end to end (fake API server, real kernel, real traffi
     expect([...replies][0]).toMatch(/^pod[13] client=10\.244\.2\.2$/);
   });
 
-  it('an event that changes nothing writes nothing and execs nothing', async () => {
+  it('an event that changes nothing the proxy uses causes no write and no exec', async () => {
     const from = daemon.lines.length;
     await api.patch(svcPath('default', 'web'), { metadata: { labels: { team: 'blue' } } });
-    const s = await daemon.waitFor(isSync, 'a sync after the no-op change', from);
-    expect(s).toMatchObject({ full: false, ipvsWrites: 0, execs: 0, linkOps: 0 });
+    await new Promise((r) => setTimeout(r, 3000));
+    const syncs = daemon.lines.slice(from).filter(isSync);
+    expect(syncs.filter((l) => (l.ipvsWrites as number) > 0 || (l.execs as number) > 0 || (l.linkOps as number) > 0)).toEqual([]);
   });
 
   it('one endpoint added: one real server per virtual server of that Service, no exec', async () => {
@@ -314,7 +316,7 @@ describe('kube-ipvs daemon end to end (fake API server, real kernel, real traffi
   it('the per-Service annotation overrides the configured scheduler', async () => {
     await api.patch(svcPath('default', 'sticky'), { metadata: { annotations: { 'kube-ipvs.io/scheduler': 'sh' } } });
     await eventually('sticky on sh', ipvsRules, (r) => r.includes('-A -t 10.96.0.12:80 -s sh -p 600'));
-    await api.patch(svcPath('default', 'dns'), { metadata: { annotations: { 'kube-router.io/service.scheduler': 'wrr' } } });
+    await api.patch(svcPath('kube-system', 'dns'), { metadata: { annotations: { 'kube-router.io/service.scheduler': 'wrr' } } });
     await eventually('dns on wrr', ipvsRules, (r) => r.includes('-A -u 10.96.0.14:53 -s wrr'));
   });
 
@@ -337,17 +339,20 @@ describe('kube-ipvs daemon end to end (fake API server, real kernel, real traffi
   it('Service and EndpointSlice deletion', async () => {
     await api.delete(svcPath('default', 'sticky'));
     await api.delete(slicePath('default', 'local-1'));
-    const rules = await eventually('sticky gone', ipvsRules, (r) => !r.some((l) => l.includes('10.96.0.12:80')));
-    expect(rules.filter((l) => l.includes('10.96.0.11:80') && l.includes('-w 1'))).toEqual([]);
+    const rules = await eventually('sticky gone, local drained', ipvsRules, (r) =>
+      !r.some((l) => l.includes('10.96.0.12:80')) && !r.some((l) => l.includes('10.96.0.11:80') && l.includes('-w 1')));
+    expect(rules).toContain('-A -t 10.96.0.11:80 -s lc'); // a Service without endpoints keeps its virtual server
     await eventually('10.96.0.12 unbound', boundAddresses, (a) => !a.includes('10.96.0.12'));
     expect(ipsetMembers('KUBE-CLUSTER-IP')).not.toContain('10.96.0.12,tcp:80');
   });
 
   it('the API server restarted with its history lost: relist, converge, nothing flushed meanwhile', async () => {
-    const before = ipvsRules();
+    // (draining real servers, weight 0, may finish draining meanwhile: that is not a flush)
+    const serving = () => ipvsRules().filter((l) => !l.endsWith('-w 0'));
+    const before = serving();
     await apiserver.kill('SIGKILL');
     await new Promise((r) => setTimeout(r, 3000));
-    expect(ipvsRules()).toEqual(before); // an unreachable API removes nothing
+    expect(serving()).toEqual(before); // an unreachable API removes nothing
     // the new server has the same objects except `added` (deleted while the daemon could not see it)
     const objects = FIXTURES.filter((o) => !['sticky', 'sticky-1', 'local-1', 'web-1'].includes((o.metadata as Obj).name as string));
     objects.push(slice('default', 'web', 'web-1', 8080, [{ ip: POD3.ip, node: 'node-b' }]));

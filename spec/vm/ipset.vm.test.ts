@@ -4,7 +4,8 @@
 // Addresses: 10.96.0.0/12 cluster IPs, 203.0.113.0/24 LBs, 198.51.100.0/24 sources, fd00::/8.
 import { spawn } from 'node:child_process';
 import { ExecError } from '../../lib/errors';
-import { ChildProcessExec, CountingExec, checkExec } from '../../lib/kernel/exec';
+import { ChildProcessExec, checkExec } from '../../lib/kernel/exec';
+import { CountingExec } from '../../lib/testing/counting-exec';
 import { FakeIpset } from '../../lib/kernel/ipset/fake-ipset';
 import { createIpset } from '../../lib/kernel/ipset/ipset-restore';
 import { formatIpsetState, parseIpsetSave } from '../../lib/kernel/ipset/ipset-text';

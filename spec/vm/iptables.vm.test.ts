@@ -5,7 +5,8 @@
 // duplicated, exec counts must hold, and FakeIptables must fail like the binaries do.
 // Addresses: 10.244.0.0/16 pods, 203.0.113.0/24 LBs (RFC 5737), fd00::/8.
 import { ExecError } from '../../lib/errors';
-import { ChildProcessExec, CountingExec, checkExec } from '../../lib/kernel/exec';
+import { ChildProcessExec, checkExec } from '../../lib/kernel/exec';
+import { CountingExec } from '../../lib/testing/counting-exec';
 import { FakeIpset } from '../../lib/kernel/ipset/fake-ipset';
 import { createIpset } from '../../lib/kernel/ipset/ipset-restore';
 import { detectBackend } from '../../lib/kernel/iptables/detect-backend';
@@ -183,6 +184,23 @@ describe.each(['legacy', 'nft'] as const)('Iptables against the kernel (%s)', (b
       expect.objectContaining({ code: 'KIPVS_INVALID_PLAN_INPUT', field: 'localDetector.iface' }),
     );
     expect(await saveOf(bin('-save'), 'filter')).not.toContain('-A INPUT -j DROP');
+  });
+
+  it('a chain flushed behind our back (iptables -F KUBE-SERVICES) is rewritten by the next periodic verify', async () => {
+    const ipt = createIptables({ family: 'ipv4', backend });
+    await ipt.sync(PLAN);
+    expect(await saveOf(bin('-save'), 'nat')).toBe(EXPECTED_NAT);
+    await sh(`${bin('')} -t nat -F KUBE-SERVICES`);
+    expect(await saveOf(bin('-save'), 'nat')).not.toContain('-A KUBE-SERVICES');
+    // an ordinary sync of an unchanged plan does not look
+    expect(await ipt.sync(PLAN)).toMatchObject({ execs: 0, wrote: false });
+    const r = await ipt.sync(PLAN, { verify: true });
+    expect(r).toMatchObject({ execs: 3, wrote: true });
+    expect(r.repaired).toEqual([expect.stringMatching(/^nat KUBE-SERVICES: 0 of [1-9]\d* rules$/)]);
+    expect(await saveOf(bin('-save'), 'nat')).toBe(EXPECTED_NAT);
+    expect(await saveOf(bin('-save'), 'filter')).toBe(EXPECTED_FILTER);
+    // and a verify that finds nothing costs two saves
+    expect(await ipt.sync(PLAN, { verify: true })).toMatchObject({ execs: 2, wrote: false, repaired: [] });
   });
 
   it('IPv6 through ip6tables: ::1/128 and KUBE-6- sets', async () => {

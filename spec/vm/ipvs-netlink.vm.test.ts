@@ -177,6 +177,29 @@ describe('IPVS over generic netlink, against the kernel and ipvsadm', () => {
     expect((await ipvs.listRealServers(vs)).length).toBe(600);
   });
 
+  it('an observer dumping beside listAll does not collide with it (the kernel allows one dump per socket)', async () => {
+    // 500 services: each dump spans several datagrams, so a dump is still running on the
+    // socket when the next one is asked for
+    const ops: IpvsOp[] = [];
+    for (let i = 0; i < 500; i++) {
+      const vs = tcp(`10.99.${i >> 8}.${i & 255}`, 80);
+      ops.push({ kind: 'newService', vs: { ...vs, scheduler: 'rr' } });
+      ops.push({ kind: 'newDest', vs, rs: rs(`172.17.${i >> 8}.${i & 255}`, 8080) });
+    }
+    expect((await ipvs.run(ops)).every((r) => r.ok)).toBe(true);
+    const [all, services, again, dests] = await Promise.all([
+      ipvs.listAll(),
+      ipvs.listServices(),
+      ipvs.listServices(),
+      ipvs.listRealServers(tcp('10.99.0.7', 80)),
+    ]);
+    expect(all).toHaveLength(500);
+    expect(all.every((e) => e.dests.length === 1)).toBe(true);
+    expect(services).toHaveLength(500);
+    expect(again).toHaveLength(500);
+    expect(dests.map((d) => d.address)).toEqual(['172.17.0.7']);
+  });
+
   it('dumps 10,000 services (a multi-part dump) completely and correctly', async () => {
     const ops: IpvsOp[] = [];
     for (let i = 0; i < 10_000; i++) {
@@ -242,6 +265,32 @@ describe.each([
     } finally {
       await c.apply({ kind: 'flush' });
       c.close();
+    }
+  });
+});
+
+describe('twin and kernel objects', () => {
+  it('spread and JSON the same for the same table (counters only through `stats`)', async () => {
+    const vs = tcp('192.0.2.90', 80);
+    const v6 = { af: 10 as const, protocol: 17, address: '2001:db8::90', port: 53, fwmark: 0 };
+    const ops: IpvsOp[] = [
+      { kind: 'newService', vs: { ...vs, scheduler: 'wrr', flags: 1, timeout: 300 } },
+      { kind: 'newDest', vs, rs: { ...rs('198.51.100.90', 8080, 3, 2), uThreshold: 10, lThreshold: 1 } },
+      { kind: 'newService', vs: { ...v6, scheduler: 'sh' } },
+      { kind: 'newDest', vs: v6, rs: { af: 10, address: '2001:db8::1:90', port: 53, weight: 1, fwdMethod: 0 } },
+    ];
+    const twin = new FakeIpvs();
+    expect((await twin.run(ops)).every((r) => r.ok)).toBe(true);
+    expect((await ipvs.run(ops)).every((r) => r.ok)).toBe(true);
+    const json = (x: unknown) => JSON.stringify(x, (_k, v: unknown) => (typeof v === 'bigint' ? `${v}n` : v));
+    const byAddress = (a: { vs: { address: string } }, b: { vs: { address: string } }) => (a.vs.address < b.vs.address ? -1 : 1);
+    const fromTwin = (await twin.listAll()).sort(byAddress);
+    const fromKernel = (await ipvs.listAll()).sort(byAddress);
+    expect(json(fromKernel)).toBe(json(fromTwin));
+    expect(fromKernel.map((e) => [{ ...e.vs }, e.dests.map((d) => ({ ...d }))])).toEqual(fromTwin.map((e) => [{ ...e.vs }, e.dests.map((d) => ({ ...d }))]));
+    for (const e of [...fromTwin, ...fromKernel]) {
+      expect(e.vs.stats?.conns).toBe(0n);
+      expect('stats' in { ...e.vs }).toBe(false);
     }
   });
 });

@@ -5,7 +5,7 @@
  * in legacy (whole dump: `-t mangle` would create the legacy table); without them, the older
  * wrapper's rule count: legacy only when it holds more rules than nft. Default nft.
  */
-import { Execer, ExecResult } from '../exec';
+import { Execer, ExecResult, checkExec } from '../exec';
 import { IpFamily } from '../../plan/names';
 import { IptablesBackend } from './iptables';
 
@@ -28,14 +28,23 @@ export function iptablesBinary(family: IpFamily, backend: IptablesBackend, tool:
   return `${iptablesPrefix(family)}-${backend}${tool ? '-' + tool : ''}`;
 }
 
-async function stdoutOf(exec: Execer, cmd: string, args: string[]): Promise<string> {
+const isMissingBinary = (e: unknown): boolean => (e as { code?: unknown })?.code === 'ENOENT';
+
+/**
+ * stdout of a save; '' when the binary is not installed (that backend has nothing). A save
+ * that ran and failed (xtables lock, no permission, ...) throws ExecError: it is no answer,
+ * and guessing would pick the wrong backend for the node's lifetime. (Each save exits 0 on a
+ * node without that backend's tables.)
+ */
+async function saveOutput(exec: Execer, cmd: string, args: string[]): Promise<string> {
   let r: ExecResult;
   try {
     r = await exec.run(cmd, args);
-  } catch {
-    return ''; // binary missing: that backend has nothing
+  } catch (e) {
+    if (isMissingBinary(e)) return '';
+    throw e;
   }
-  return r.exitCode === 0 ? r.stdout : '';
+  return checkExec(cmd, args, r).stdout;
 }
 
 function ruleCount(save: string): number {
@@ -44,14 +53,15 @@ function ruleCount(save: string): number {
   return n;
 }
 
+/** Throws ExecError when a save fails; the caller retries later (nothing is cached). */
 export async function detectBackend(exec: Execer, family: IpFamily): Promise<BackendDecision> {
   const nftSave = iptablesBinary(family, 'nft', 'save');
   const legacySave = iptablesBinary(family, 'legacy', 'save');
-  const nftMangle = await stdoutOf(exec, nftSave, ['-t', 'mangle']);
+  const nftMangle = await saveOutput(exec, nftSave, ['-t', 'mangle']);
   if (KUBELET_CHAINS.test(nftMangle)) return { backend: 'nft', reason: 'kubelet chains in nft mangle table', execs: 1 };
-  const legacyAll = await stdoutOf(exec, legacySave, []);
+  const legacyAll = await saveOutput(exec, legacySave, []);
   if (KUBELET_CHAINS.test(legacyAll)) return { backend: 'legacy', reason: 'kubelet chains in legacy mangle table', execs: 2 };
-  const nftAll = await stdoutOf(exec, nftSave, []);
+  const nftAll = await saveOutput(exec, nftSave, []);
   const l = ruleCount(legacyAll);
   const n = ruleCount(nftAll);
   if (l > n) return { backend: 'legacy', reason: `no kubelet chains; legacy has more rules (${l} > ${n})`, execs: 3 };
@@ -60,7 +70,13 @@ export async function detectBackend(exec: Execer, family: IpFamily): Promise<Bac
 
 /** `iptables --version` -> [1, 8, 9]; undefined when it cannot be read. */
 export async function iptablesVersion(exec: Execer, family: IpFamily, backend: IptablesBackend): Promise<number[] | undefined> {
-  const out = await stdoutOf(exec, iptablesBinary(family, backend, ''), ['--version']);
+  let out = '';
+  try {
+    const r = await exec.run(iptablesBinary(family, backend, ''), ['--version']);
+    if (r.exitCode === 0) out = r.stdout;
+  } catch {
+    // not installed: unknown version
+  }
   const m = /v(\d+)\.(\d+)\.(\d+)/.exec(out);
   return m ? [Number(m[1]), Number(m[2]), Number(m[3])] : undefined;
 }

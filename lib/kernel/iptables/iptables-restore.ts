@@ -34,7 +34,7 @@ export class ExecIptablesRunner implements IptablesRunner {
     this.mode = opts.backend ?? 'auto';
   }
 
-  /** Decided once per instance, and logged. */
+  /** Decided once per instance, and logged; a detection that failed is tried again on the next call. */
   backend(): Promise<IptablesBackend> {
     this.chosen ??= (async () => {
       const log = componentLog('iptables');
@@ -46,7 +46,11 @@ export class ExecIptablesRunner implements IptablesRunner {
       log.info(`iptables backend ${d.backend} (${this.family}): ${d.reason}`, { backend: d.backend, family: this.family, reason: d.reason });
       return d.backend;
     })();
-    return this.chosen;
+    const chosen = this.chosen;
+    chosen.catch(() => {
+      if (this.chosen === chosen) this.chosen = undefined;
+    });
+    return chosen;
   }
 
   async save(table: Table): Promise<string> {

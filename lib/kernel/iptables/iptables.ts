@@ -19,11 +19,23 @@ export interface IptablesSyncResult {
   readonly insertedJumps: readonly JumpRule[];
   /** the restore payload sent ('' when nothing was written) */
   readonly restoreText: string;
+  /**
+   * with `verify`: what was found changed behind our back and rewritten ("nat KUBE-SERVICES:
+   * 0 of 4 rules", "filter KUBE-FORWARD: missing", "nat OUTPUT: jump to KUBE-SERVICES missing")
+   */
+  readonly repaired?: readonly string[];
 }
 
 export interface IptablesSyncOptions {
   /** write even when the text is unchanged, and re-check the jump rules (periodic full sync) */
   readonly force?: boolean;
+  /**
+   * the periodic check (kube-proxy notices flushed tables with its canary chains): read the
+   * tables (one iptables-save per table) and, when a KUBE-* chain is missing or holds another
+   * number of rules than written, or a jump rule is missing, rewrite. Two execs when nothing
+   * changed.
+   */
+  readonly verify?: boolean;
 }
 
 /**

@@ -24,7 +24,7 @@ import {
   realServerKey,
   virtualServerKey,
 } from '../../model/ipvs';
-import { IpvsRequest, defaultNetmask } from '../../netlink/ipvs-codec';
+import { IpvsRequest, defaultNetmask, observedRealServer, observedVirtualServer } from '../../netlink/ipvs-codec';
 import { toNetlinkError } from './describe-op';
 import { Ipvs, IpvsOp, IpvsOpResult, RealServerSpec, VirtualServerEntry, VirtualServerSpec } from './ipvs';
 
@@ -221,25 +221,25 @@ export class FakeIpvs implements Ipvs {
 
   async listServices(): Promise<VirtualServer[]> {
     this.checkPrivilege({ kind: 'dumpServices' });
-    return [...this.services.values()].map((s) => s.vs);
+    return [...this.services.values()].map((s) => observedVirtualServer(s.vs));
   }
 
   async getService(id: VirtualServerId): Promise<VirtualServer> {
     const req: IpvsRequest = { kind: 'getService', vs: id };
     this.checkPrivilege(req);
-    return this.lookup(req, id).vs;
+    return observedVirtualServer(this.lookup(req, id).vs);
   }
 
   async listRealServers(id: VirtualServerId): Promise<RealServer[]> {
     const req: IpvsRequest = { kind: 'dumpDests', vs: id };
     this.checkPrivilege(req);
     // the kernel's GET_DEST dump of a missing service is empty, not ESRCH
-    return [...(this.services.get(this.checkServiceId(req, id))?.dests ?? [])];
+    return (this.services.get(this.checkServiceId(req, id))?.dests ?? []).map(observedRealServer);
   }
 
   async listAll(): Promise<VirtualServerEntry[]> {
     this.checkPrivilege({ kind: 'dumpServices' });
-    return [...this.services.values()].map((s) => ({ vs: s.vs, dests: [...s.dests] }));
+    return [...this.services.values()].map((s) => ({ vs: observedVirtualServer(s.vs), dests: s.dests.map(observedRealServer) }));
   }
 
   async apply(op: IpvsOp): Promise<void> {

@@ -1,6 +1,7 @@
-import { createGenericNetlink } from 'netlink';
-import { Commands } from 'netlink/dist/genl/structs';
-import { KubeIpvsError, SocketError } from '../../errors';
+import { constants as osConstants } from 'node:os';
+import { KubeIpvsError, NetlinkError, NetlinkTimeoutError, SocketError, errnoName } from '../../errors';
+import { AttrReader, AttrWriter } from '../../netlink/attr';
+import { GENL_ID_CTRL } from '../../netlink/uapi/netlink';
 import { IpvsInfo, IpvsTimeouts, RealServer, VirtualServer, VirtualServerId } from '../../model/ipvs';
 import {
   IpvsRequest,
@@ -16,6 +17,7 @@ import { IPVS_CMD_ATTR, IPVS_GENL_NAME, IPVS_GENL_VERSION } from '../../netlink/
 import { describeRequest, toNetlinkError } from './describe-op';
 import { Ipvs, IpvsOp, IpvsOpResult, VirtualServerEntry } from './ipvs';
 
+const { ENOENT } = osConstants.errno;
 const OK: IpvsOpResult = Object.freeze({ ok: true as const });
 
 /** The IPVS generic-netlink family is not registered: ip_vs is not loaded (or not built). */
@@ -31,22 +33,39 @@ export interface IpvsNetlinkOptions extends GenlSocketOptions {
   readonly dumpSockets?: number;
 }
 
-/** Resolves the IPVS family id through nlctrl (CTRL_CMD_GETFAMILY). */
-export async function resolveIpvsFamily(): Promise<number> {
-  const ctrl = createGenericNetlink();
+/** nlctrl (include/uapi/linux/genetlink.h): CTRL_CMD_GETFAMILY, CTRL_ATTR_FAMILY_ID / _NAME */
+const CTRL_CMD_GETFAMILY = 3;
+const CTRL_ATTR_FAMILY_ID = 1;
+const CTRL_ATTR_FAMILY_NAME = 2;
+const CTRL_VERSION = 2;
+
+/**
+ * Resolves the IPVS family id through nlctrl (CTRL_CMD_GETFAMILY). Only ENOENT (no family of
+ * that name: ip_vs not loaded, or not built) is IpvsUnavailableError; any other refusal (e.g.
+ * EPERM) is a NetlinkError with its errno, and a socket failure or timeout keeps its class.
+ * The transport is closed before returning.
+ */
+export async function resolveIpvsFamily(transport: NetlinkTransport = new RawTransport()): Promise<number> {
+  const ctrl = new GenlSocket(transport, GENL_ID_CTRL, CTRL_VERSION, { requestTimeoutMs: 5000 });
   try {
-    const [msg] = await ctrl.ctrlRequest(Commands.GET_FAMILY, { familyName: IPVS_GENL_NAME }, { timeout: 5000 });
-    if (msg?.familyId === undefined) throw new IpvsUnavailableError('nlctrl returned no family id for IPVS');
-    return msg.familyId;
-  } catch (e) {
-    if (e instanceof KubeIpvsError) throw e;
-    const errno = (e as { errno?: number }).errno;
-    throw new IpvsUnavailableError(
-      `IPVS generic netlink family not found${errno ? ` (errno ${errno})` : ''}: is the ip_vs kernel module loaded?`,
-      { cause: e },
-    );
+    const attrs = new AttrWriter().string(CTRL_ATTR_FAMILY_NAME, IPVS_GENL_NAME).finish();
+    let replies: GenlReply[];
+    try {
+      replies = await ctrl.request({ cmd: CTRL_CMD_GETFAMILY, attrs: Buffer.from(attrs) });
+    } catch (e) {
+      if (!isGenlFailure(e)) throw e;
+      if (e.errno === ENOENT) {
+        throw new IpvsUnavailableError('IPVS generic netlink family not found (ENOENT): is the ip_vs kernel module loaded?');
+      }
+      throw new NetlinkError(e.errno, 'resolve generic netlink family', IPVS_GENL_NAME, errnoName(e.errno), e.extack);
+    }
+    for (const r of replies) {
+      const id = AttrReader.parse(r.attrs, 'CTRL_CMD_NEWFAMILY', { FAMILY_ID: CTRL_ATTR_FAMILY_ID }).u16(CTRL_ATTR_FAMILY_ID);
+      if (id !== undefined) return id;
+    }
+    throw new IpvsUnavailableError('nlctrl returned no family id for IPVS');
   } finally {
-    ctrl.socket.socket.close();
+    ctrl.close();
   }
 }
 
@@ -81,9 +100,9 @@ export class IpvsNetlink implements Ipvs {
       if (isGenlFailure(e)) throw toNetlinkError(req, e);
       const { operation, object } = describeRequest(req);
       // name the operation; a DecodeError keeps its own class (and attribute path)
-      if (e instanceof SocketError) {
-        throw new SocketError(`${operation}${object ? ' ' + object : ''}: ${e.message}`, e.errno, { cause: e });
-      }
+      const what = `${operation}${object ? ' ' + object : ''}`;
+      if (e instanceof SocketError) throw new SocketError(`${what}: ${e.message}`, e.errno, { cause: e });
+      if (e instanceof NetlinkTimeoutError) throw new NetlinkTimeoutError(`${what}: ${e.message}`, e.timeoutMs, { cause: e });
       throw e;
     }
   }
@@ -145,7 +164,17 @@ export class IpvsNetlink implements Ipvs {
       const e = encodeIpvsRequest(op);
       return { cmd: e.cmd, attrs: e.attrs };
     });
-    const failures = await this.main.batch(encoded);
+    let failures: Awaited<ReturnType<GenlSocket['batch']>>;
+    try {
+      failures = await this.main.batch(encoded);
+    } catch (e) {
+      // the socket failed or stopped answering: no op's result is known; name the batch
+      const first = describeRequest(ops[0]!);
+      const what = `run ${ops.length} IPVS ops (first: ${first.operation}${first.object ? ' ' + first.object : ''})`;
+      if (e instanceof SocketError) throw new SocketError(`${what}: ${e.message}`, e.errno, { cause: e });
+      if (e instanceof NetlinkTimeoutError) throw new NetlinkTimeoutError(`${what}: ${e.message}`, e.timeoutMs, { cause: e });
+      throw e;
+    }
     return failures.map((f, i) => (f === null ? OK : { ok: false as const, error: toNetlinkError(ops[i]!, f, i) }));
   }
 

@@ -1,5 +1,5 @@
 import { constants as osConstants } from 'node:os';
-import { KubeIpvsError, NetlinkError } from '../../errors';
+import { KubeIpvsError, hasErrno } from '../../errors';
 
 const E = osConstants.errno;
 
@@ -76,8 +76,6 @@ export class LinkKindError extends KubeIpvsError {
     super(`link ${linkName} exists with kind "${actual || 'none'}", expected "${expected}"; not touching it`);
   }
 }
-
-const hasErrno = (e: unknown, ...errnos: number[]): boolean => e instanceof NetlinkError && errnos.includes(e.errno);
 
 /** No such link (ENODEV). */
 export const isNoDevice = (e: unknown): boolean => hasErrno(e, E.ENODEV);

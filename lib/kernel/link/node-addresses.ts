@@ -22,8 +22,8 @@ const isLinkLocal6 = (a: string): boolean => !isIPv4(a) && /^fe[89ab]/i.test(a);
  * The node's addresses NodePorts are served on (kube-proxy's NodePortAddresses.GetNodeIPs,
  * K8S pkg/proxy/util/nodeport_addresses.go), from the local addresses of every link but
  * kube-ipvs0 (listLocalAddresses):
- *  - empty `nodePortAddresses`: every local address (kube-proxy's "match all"), without
- *    IPv6 link-local ones, which IPVS cannot serve without a scope id;
+ *  - empty `nodePortAddresses`: every local address (kube-proxy's "match all") but loopback
+ *    and IPv6 link-local ones (K8S pkg/proxy/ipvs/util/netlink_linux.go isValidForSet);
  *  - CIDRs: the local addresses inside any of them, without loopback addresses;
  *  - "primary": the node's primary IPs given by the caller (from the Node object), as long as
  *    they are local.
@@ -37,7 +37,7 @@ export function selectNodePortAddresses(
   const addrs = [...new Set(local.map((a) => a.address))];
   let out: string[];
   if (nodePortAddresses.length === 0) {
-    out = addrs.filter((a) => !isLinkLocal6(a));
+    out = addrs.filter((a) => !isLoopback(a) && !isLinkLocal6(a));
   } else {
     const primary = new Set(primaryIPs.map(canonicalAddress));
     const cidrs = nodePortAddresses.filter((c) => c !== NODE_PORT_ADDRESSES_PRIMARY);

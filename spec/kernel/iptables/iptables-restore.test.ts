@@ -1,8 +1,8 @@
 // The real Iptables with its exact commands pinned (ScriptedExec), and backend detection.
 import { ExecError } from '../../../lib/errors';
-import { ScriptedExec } from '../../../lib/kernel/exec';
+import { ScriptedExec } from '../../../lib/testing/scripted-exec';
 import { detectBackend, supportsRandomFully } from '../../../lib/kernel/iptables/detect-backend';
-import { createIptables, iptablesErrorLine } from '../../../lib/kernel/iptables/iptables-restore';
+import { ExecIptablesRunner, createIptables, iptablesErrorLine } from '../../../lib/kernel/iptables/iptables-restore';
 import { JUMP_RULES, formatIptablesRestore, planIptables } from '../../../lib/plan/iptables';
 import { SetKey } from '../../../lib/plan/names';
 
@@ -145,6 +145,36 @@ describe('detectBackend (iptables-wrappers rules)', () => {
       },
     };
     expect((await detectBackend(exec, 'ipv6')).backend).toBe('nft');
+  });
+
+  // iptables-wrappers' `|| true` would turn a failed legacy save into "nft": a failure is no
+  // answer (every save exits 0 on a node without that backend's tables)
+  it.each([
+    ['iptables-nft-save -t mangle', [['iptables-nft-save', ['-t', 'mangle'], 1]]],
+    ['iptables-legacy-save', [['iptables-nft-save', ['-t', 'mangle'], 0], ['iptables-legacy-save', [], 4]]],
+    ['iptables-nft-save', [['iptables-nft-save', ['-t', 'mangle'], 0], ['iptables-legacy-save', [], 0], ['iptables-nft-save', [], 1]]],
+  ] as [string, [string, string[], number][]][])('a failed %s is an ExecError naming it, not a decision', async (name, calls) => {
+    const exec = new ScriptedExec(
+      calls.map(([cmd, args, exitCode]) => ({ cmd, args, exitCode, stderr: exitCode ? 'Another app is currently holding the xtables lock' : '' })),
+    );
+    const err = await detectBackend(exec, 'ipv4').then(() => undefined, (e: unknown) => e);
+    expect(err).toBeInstanceOf(ExecError);
+    expect((err as ExecError).cmd).toBe(name);
+    expect((err as ExecError).message).toContain('xtables lock');
+    exec.assertDone();
+  });
+
+  it('a runner whose detection failed detects again on the next call', async () => {
+    const exec = new ScriptedExec([
+      { cmd: 'iptables-nft-save', args: ['-t', 'mangle'] },
+      { cmd: 'iptables-legacy-save', args: [], exitCode: 1, stderr: 'boom' },
+      { cmd: 'iptables-nft-save', args: ['-t', 'mangle'] },
+      { cmd: 'iptables-legacy-save', args: [], stdout: legacyWithKubelet },
+    ]);
+    const runner = new ExecIptablesRunner({ family: 'ipv4', exec });
+    await expect(runner.backend()).rejects.toThrow(ExecError);
+    await expect(runner.backend()).resolves.toBe('legacy');
+    exec.assertDone();
   });
 
   it('random-fully needs iptables >= 1.6.2', () => {
