@@ -235,8 +235,9 @@ describe('kube-ipvs daemon end to end (fake API server, real kernel, real traffi
     expect(ipsetMembers('KUBE-NODE-PORT-LOCAL-TCP')).toEqual(['30081']);
     expect(ipsetMembers('KUBE-EXTERNAL-IP-LOCAL')).toEqual([`${EXT_IP},tcp:80`]);
     expect(ipsetMembers('KUBE-LOAD-BALANCER-SOURCE-CIDR')).toEqual([`${LB_IP},tcp:80,192.0.2.0/24`]);
-    expect(run('iptables-save', ['-t', 'nat'])).toContain('-A KUBE-SERVICES -m comment --comment "Kubernetes service cluster ip + port for masquerade purpose" -m set --match-set KUBE-CLUSTER-IP dst,dst ! -s 10.244.0.0/16 -j KUBE-MARK-MASQ');
-    // the initial sync wrote each virtual server and real server once: 7 VSes + 12... counted from the table
+    // (iptables-save prints the `! -s` match first)
+    expect(run('iptables-save', ['-t', 'nat'])).toContain('-A KUBE-SERVICES ! -s 10.244.0.0/16 -m comment --comment "Kubernetes service cluster ip + port for masquerade purpose" -m set --match-set KUBE-CLUSTER-IP dst,dst -j KUBE-MARK-MASQ');
+    // the initial sync wrote each virtual server and real server once: one op per -A/-a line
     const writes = RR_TABLE.length;
     expect(first).toMatchObject({ full: true, ipvsWrites: writes, ipvsFailures: 0 });
   });
