@@ -1,5 +1,6 @@
 #!/bin/bash
 # make bench: 10,000 services x 10 real servers loaded from an empty table, then dumped;
+# the daemon's API-event-to-kernel latency at 1,000 and 10,000 services (BENCH_DAEMON_SIZES);
 # ipvsadm -R / -Sn vs our client vs our CLI, each side in a FRESH VM boot (the kernel's
 # dest trash after a flush would otherwise slow every later add). Prints a table; then the
 # node-networking benchmark (ipset/iptables execs and times for 10,000 services).
@@ -16,6 +17,18 @@ for side in $SIDES; do
 done
 node_modules/.bin/node dist/scripts/bench/report.js "$OUT/results.jsonl"
 rm -rf "$OUT"
+# the daemon: API event -> kernel latency at 1,000 and 10,000 services (x10 endpoints), each
+# size in a fresh boot, with kube-proxy's per-sync netlink pattern as the peer
+if [ -n "${BENCH_DAEMON_SIZES-1000 10000}" ]; then
+  OUT=$(mktemp -d)
+  for n in ${BENCH_DAEMON_SIZES-1000 10000}; do
+    echo ">> daemon, $n services: fresh VM boot" >&2
+    bash scripts/vm/run.sh -t 3000 -w "$OUT" -- \
+      env BENCH_OUT="$OUT/daemon.jsonl" node_modules/.bin/node dist/scripts/bench/daemon-latency.js "$n" 10 "${BENCH_DAEMON_CHANGES:-1000}" >&2
+  done
+  node_modules/.bin/node dist/scripts/bench/report-daemon.js "$OUT/daemon.jsonl"
+  rm -rf "$OUT"
+fi
 # node networking (ipsets + iptables) for a 10,000-service desired state, fresh boot
 if [ "${BENCH_NODE_NETWORKING:-1}" = 1 ]; then
   echo ">> node networking: fresh VM boot" >&2
