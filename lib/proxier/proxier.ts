@@ -14,7 +14,6 @@
  * retried with backoff, and every other Service stays as programmed.
  */
 import { constants as osConstants } from 'node:os';
-import { Address4, Address6 } from 'ip-address';
 import { isIPv4 } from 'node:net';
 import type winston from 'winston';
 import { Ipvs, IpvsOp, IpvsOpResult } from '../kernel/ipvs/ipvs';
@@ -36,6 +35,7 @@ import {
   ServicePortPlan,
 } from '../plan/service-plan';
 import { IpvsTable, TableEntry, applyOpsToTable, tableFromDump } from '../reconcile/ipvs-table';
+import { cidrMatcher } from '../model/parse-ip';
 import { diffIpvsTable, diffVirtualServer, needsGracefulTermination, opVirtualServerKey } from '../reconcile/diff-ipvs';
 import { PROTOCOL_NAMES } from '../model/ipvs';
 import { NetlinkError } from '../errors';
@@ -146,15 +146,6 @@ function serviceOf(servicePortKey: string): string {
   return servicePortKey.slice(0, servicePortKey.indexOf(':'));
 }
 
-function cidrContains(cidr: string, address: string): boolean {
-  try {
-    if (isIPv4(address)) return cidr.includes('.') && new Address4(address).isInSubnet(new Address4(cidr));
-    return !cidr.includes('.') && new Address6(address).isInSubnet(new Address6(cidr));
-  } catch {
-    return false;
-  }
-}
-
 export class Proxier {
   private settings: ProxierSettings;
   private node: NodeState;
@@ -165,6 +156,8 @@ export class Proxier {
   /** service name -> its plans (all ports, all families) */
   private readonly plans = new Map<string, ServicePortPlan[]>();
   private index: DesiredIndex;
+  /** inside ipvs.excludeCIDRs: never touched */
+  private excluded: (address: string) => boolean;
   /** what kube-ipvs believes the kernel holds (owned services only after the first full sync) */
   private applied: IpvsTable = new Map();
   private boundApplied = new Set<string>();
@@ -198,6 +191,7 @@ export class Proxier {
     this.settings = settings;
     this.node = node;
     this.index = new DesiredIndex(settings.families);
+    this.excluded = cidrMatcher(settings.excludeCIDRs);
     this.runner = new BoundedFrequencyRunner(() => this.syncProxyRules().then(() => undefined), {
       minIntervalMs: settings.minSyncPeriodMs,
       maxIntervalMs: settings.syncPeriodMs,
@@ -239,6 +233,7 @@ export class Proxier {
       this.plans.clear();
     }
     this.settings = settings;
+    this.excluded = cidrMatcher(settings.excludeCIDRs);
     this.runner.setIntervals(settings.minSyncPeriodMs, settings.syncPeriodMs);
     this.replanAll = true;
     this.needFullSync = true;
@@ -470,7 +465,7 @@ export class Proxier {
   private ownsVirtualServer(e: TableEntry, bound: ReadonlySet<string>, desired: ReadonlyMap<string, unknown>): boolean {
     const vs = e.vs;
     if (vs.fwmark > 0) return false;
-    if (this.settings.excludeCIDRs.some((c) => cidrContains(c, vs.address))) return false;
+    if (this.excluded(vs.address)) return false;
     if (desired.has(virtualServerKey(vs))) return true;
     if (bound.has(vs.address)) return true;
     const sets = this.observedIpsets;
