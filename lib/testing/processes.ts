@@ -14,6 +14,7 @@ interface Waiter {
   pred: (l: LogLine) => boolean;
   from: number;
   resolve: (l: LogLine) => void;
+  fail: (e: Error) => void;
 }
 
 /** A child process whose stdout/stderr lines are kept; JSON lines are parsed. */
@@ -44,7 +45,14 @@ export class LoggedProcess {
     };
     child.stdout?.on('data', onData);
     child.stderr?.on('data', onData);
-    this.exited = new Promise((resolve) => child.on('exit', (code) => resolve(code)));
+    this.exited = new Promise((resolve) =>
+      child.on('exit', (code, signal) => {
+        // nobody waits for a line from a process that is gone
+        for (const w of this.waiters) w.fail(new Error(`${name} exited (${code ?? signal}) before the awaited log line; last lines:\n${this.text.slice(-15).join('\n')}`));
+        this.waiters = [];
+        resolve(code);
+      }),
+    );
   }
 
   private push(l: LogLine): void {
@@ -73,6 +81,10 @@ export class LoggedProcess {
         resolve: (l) => {
           clearTimeout(timer);
           resolve(l);
+        },
+        fail: (e) => {
+          clearTimeout(timer);
+          reject(e);
         },
       };
       this.waiters.push(waiter);

@@ -64,7 +64,7 @@ async function main(): Promise<void> {
   writeFileSync(path.join(dir, 'config.conf'), [
     'apiVersion: kubeproxy.config.k8s.io/v1alpha1', 'kind: KubeProxyConfiguration', 'mode: ipvs',
     `clientConnection: {kubeconfig: ${path.join(dir, 'kubeconfig')}}`, 'hostnameOverride: node-a',
-    'clusterCIDR: 10.244.0.0/16', 'healthzBindAddress: 127.0.0.1:0', 'metricsBindAddress: 127.0.0.1:0',
+    'clusterCIDR: 10.244.0.0/16', 'healthzBindAddress: 127.0.0.1:10266', 'metricsBindAddress: 127.0.0.1:10259',
     'ipvs: {syncPeriod: 1h}', '',
   ].join('\n'));
   const t0 = Date.now();
