@@ -6,7 +6,7 @@
 // netlink client (dump every service, GET each service twice, dump each one's real servers,
 // one request in flight at a time) — what kube-proxy does for any change, however small.
 // Prints JSON lines; scripts/bench/report-daemon.ts turns them into a table.
-import { appendFileSync, mkdtempSync, writeFileSync } from 'node:fs';
+import { appendFileSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { openIpvs } from '../../lib/kernel/ipvs/ipvs-netlink';
@@ -89,6 +89,13 @@ async function main(): Promise<void> {
     changes: CHANGES, p50ms: pct(latencies, 50), p99ms: pct(latencies, 99), maxms: Math.max(...latencies),
     ipvsWritesPerChange: [...new Set(writes)].join('/'),
   });
+  // the periodic full check (drift repair) on an unchanged node: a live config change to
+  // syncPeriod makes the next sync a full one
+  const cfg = path.join(dir, 'config.conf');
+  const from = daemon.lines.length;
+  writeFileSync(cfg, readFileSync(cfg, 'utf8').replace('syncPeriod: 1h', 'syncPeriod: 59m'));
+  const check = await daemon.waitFor((l) => isSync(l) && l.full === true, 'the full check', from, 1_800_000);
+  record('full check, no change', { seconds: (check.durationMs as number) / 1000, ipvsReads: check.ipvsReads, ipvsWrites: check.ipvsWrites, execs: check.execs });
   await daemon.kill('SIGTERM');
   await api.kill('SIGTERM');
 
