@@ -12,7 +12,7 @@ import { formatProxyConfig } from '../config/format-config';
 import { loadProxyConfig, ReadConfigFile } from '../config/load-config';
 import { ProxyConfig } from '../config/proxy-config';
 import { parseProxyFlags, ProxyFlags } from '../config/proxy-flags';
-import { DaemonOptions, runDaemon } from '../daemon/daemon';
+import type { DaemonOptions } from '../daemon/daemon';
 import { runCleanup } from './cleanup';
 
 interface Writer {
@@ -35,7 +35,9 @@ export interface ProxyCommandDeps {
 }
 
 export const defaultProxyCommandDeps = (): ProxyCommandDeps => ({
-  runDaemon,
+  // loaded only when the proxy runs: @kubernetes/client-node takes seconds to load (tens in
+  // the TCG guest), which `kube-ipvs ipvsadm` and `--cleanup` must not pay
+  runDaemon: (config, options) => (require('../daemon/daemon') as typeof import('../daemon/daemon')).runDaemon(config, options),
   stdout: process.stdout,
   stderr: process.stderr,
 });
