@@ -48,6 +48,8 @@ export class DesiredIndex {
   private readonly claims = new Map<string, Map<string, DesiredVirtualServer>>();
   private readonly addresses = new Counted<string>();
   private readonly families = new Map<IpFamily, FamilyIndex>();
+  /** families whose set members changed since takeIpsetsChanged */
+  private readonly ipsetsChanged = new Set<IpFamily>();
 
   constructor(families: readonly IpFamily[]) {
     for (const family of families) {
@@ -109,9 +111,13 @@ export class DesiredIndex {
     const counted = fam.memberCounts.get(set)!;
     const members = fam.sets.get(set)!.members;
     if (sign > 0) {
-      if (counted.add(m)) members.add(m);
+      if (counted.add(m)) {
+        members.add(m);
+        this.ipsetsChanged.add(fam.sets.get(set)!.family);
+      }
     } else if (counted.remove(m)) {
       members.delete(m);
+      this.ipsetsChanged.add(fam.sets.get(set)!.family);
     }
   }
 
@@ -144,6 +150,11 @@ export class DesiredIndex {
 
   boundAddresses(): ReadonlySet<string> {
     return new Set(this.addresses.counts.keys());
+  }
+
+  /** Did the family's set members change since the last call? (Then clears the mark.) */
+  takeIpsetsChanged(family: IpFamily): boolean {
+    return this.ipsetsChanged.delete(family);
   }
 
   /** The family's 17 sets; the member sets are live (copy them before keeping them). */

@@ -332,7 +332,9 @@ export class Proxier {
       // 3. ipsets and iptables, one restore each at most
       for (const family of this.settings.families) {
         const ipset = this.deps.ipsets[family];
-        if (ipset) counts.execs += (await ipset.sync(this.index.ipsets(family))).execs;
+        // a partial sync that changed no member skips even the in-memory diff of every set
+        const membersChanged = this.index.takeIpsetsChanged(family);
+        if (ipset && (full || membersChanged)) counts.execs += (await ipset.sync(this.index.ipsets(family))).execs;
         const ipt = this.deps.iptables[family];
         if (ipt) counts.execs += (await ipt.sync(this.index.iptables(family, this.iptablesOptions(family)), { verify: full })).execs;
       }
