@@ -131,6 +131,9 @@ export interface SyncResult {
 
 const DEFAULT_DRAIN_TIMEOUT_MS = 10 * 60_000;
 const DEFAULT_DRAIN_CHECK_MS = 15_000;
+/** virtual servers whose draining real servers one sync reads at most, and the pause before the next batch */
+const DRAIN_CHECK_BATCH = 16;
+const DRAIN_CHECK_PAUSE_MS = 200;
 const RETRY_BASE_MS = 1_000;
 const RETRY_MAX_MS = 5 * 60_000;
 
@@ -169,9 +172,8 @@ export class Proxier {
   private needFullSync = true;
   private replanAll = true;
   private lastFullSyncAt = -Infinity;
-  private lastDrainCheckAt = -Infinity;
   /** "vsKey/rsKey" -> since when it drains */
-  private readonly draining = new Map<string, number>();
+  private readonly draining = new Map<string, { since: number; checkedAt: number }>();
   /** service name -> retry state */
   private readonly retries = new Map<string, { attempt: number; at: number }>();
   /** refusals already reported, per service (reported again only when they change) */
@@ -506,7 +508,7 @@ export class Proxier {
       const r = results[i] as IpvsOpResult;
       const vsKey = opVirtualServerKey(op) ?? '';
       if (r.ok) {
-        if (op.kind === 'setDest' && op.rs.weight === 0) this.draining.set(`${vsKey}/${realServerKey(op.rs)}`, now);
+        if (op.kind === 'setDest' && op.rs.weight === 0) this.draining.set(`${vsKey}/${realServerKey(op.rs)}`, { since: now, checkedAt: now });
         else if (op.kind === 'setDest' || op.kind === 'delDest' || op.kind === 'newDest') this.draining.delete(`${vsKey}/${realServerKey(op.rs)}`);
         else if (op.kind === 'delService') for (const k of [...this.draining.keys()]) if (k.startsWith(`${vsKey}/`)) this.draining.delete(k);
         return;
@@ -577,18 +579,18 @@ export class Proxier {
    */
   private adoptDraining(desired: (vsKey: string) => DesiredVirtualServer | undefined): void {
     const now = this.deps.clock.now();
-    const found = new Map<string, number>();
+    const found = new Map<string, { since: number; checkedAt: number }>();
     for (const [vsKey, entry] of this.applied) {
       if (!needsGracefulTermination(entry.vs.protocol)) continue;
       const want = desired(vsKey);
       for (const [rsKey, rs] of entry.realServers) {
         if (rs.weight !== 0 || want?.realServers.some((r) => realServerKey(r) === rsKey)) continue;
         const k = `${vsKey}/${rsKey}`;
-        found.set(k, this.draining.get(k) ?? now);
+        found.set(k, this.draining.get(k) ?? { since: now, checkedAt: now });
       }
     }
     this.draining.clear();
-    for (const [k, since] of found) this.draining.set(k, since);
+    for (const [k, v] of found) this.draining.set(k, v);
   }
 
   /**
@@ -605,38 +607,50 @@ export class Proxier {
     const bound = this.deps.drainTimeoutMs ?? DEFAULT_DRAIN_TIMEOUT_MS;
     if (this.draining.size === 0) return;
     // a real server is first looked at one interval after it started draining (kube-proxy
-    // checks once a minute); then at most every interval
+    // checks once a minute), then one interval after each look
     let nextDue = Infinity;
     const byVs = new Map<string, TableEntry>();
-    for (const [k, since] of this.draining) {
-      const due = Math.max(since, this.lastDrainCheckAt) + interval;
+    let more = false;
+    for (const [k, { checkedAt }] of this.draining) {
+      const due = checkedAt + interval;
       if (due > now) {
         nextDue = Math.min(nextDue, due);
         continue;
       }
       const vsKey = k.slice(0, k.lastIndexOf('/'));
       const e = this.applied.get(vsKey);
-      if (e) byVs.set(vsKey, e);
+      if (!e || byVs.has(vsKey)) continue;
+      // bounded per sync, so a wave of terminations does not delay the next Service change
+      if (byVs.size >= DRAIN_CHECK_BATCH) {
+        more = true;
+        break;
+      }
+      byVs.set(vsKey, e);
     }
     if (byVs.size === 0) {
       if (nextDue < Infinity) this.runner.retryAfter(nextDue - now);
       return;
     }
-    this.lastDrainCheckAt = now;
+    if (more) this.runner.retryAfter(DRAIN_CHECK_PAUSE_MS);
     const ops: IpvsOp[] = [];
     for (const [vsKey, entry] of byVs) {
       counts.ipvsReads++;
       const dests = await this.deps.ipvs.listRealServers(entry.vs);
+      const seen = new Set<string>();
       for (const d of dests) {
         const k = `${vsKey}/${realServerKey(d)}`;
-        const since = this.draining.get(k);
-        if (since === undefined || d.weight !== 0) continue;
+        const state = this.draining.get(k);
+        if (state === undefined || d.weight !== 0) continue;
+        seen.add(k);
+        state.checkedAt = now;
         const drained = d.activeConns + d.inactConns === 0;
-        if (drained || now - since >= bound) {
+        if (drained || now - state.since >= bound) {
           if (!drained) this.deps.log.warn(`deleting real server ${realServerKey(d)} of ${describeVirtualServer(entry.vs)}: still ${d.activeConns} active / ${d.inactConns} inactive connections after ${Math.round(bound / 1000)}s of draining`);
           ops.push({ kind: 'delDest', vs: entry.vs, rs: d });
         }
       }
+      // gone (or given weight) behind our back: nothing left to drain
+      for (const k of [...this.draining.keys()]) if (k.startsWith(`${vsKey}/`) && !seen.has(k)) this.draining.delete(k);
     }
     await this.runIpvs(ops, desired, counts);
     for (const op of ops) if (op.kind === 'delDest') this.draining.delete(`${virtualServerKey(op.vs)}/${realServerKey(op.rs)}`);

@@ -178,6 +178,23 @@ describe('Proxier over the kernel twins', () => {
     expect(t.ipvs.applied.slice(-1)).toEqual([expect.objectContaining({ kind: 'delDest' })]);
   });
 
+  it('a wave of terminations is drained in bounded batches (16 virtual servers per sync)', async () => {
+    const t = await setup();
+    const names = Array.from({ length: 40 }, (_, i) => `s${i}`);
+    names.forEach((n, i) => t.addService(clusterIP(n, `10.96.1.${i + 1}`), endpoints(n, `10.244.5.${i + 1}`, `10.244.6.${i + 1}`)));
+    await t.start();
+    names.forEach((n, i) => t.slices.onUpdate(endpoints(n, `10.244.5.${i + 1}`, `10.244.6.${i + 1}`), endpoints(n, `10.244.5.${i + 1}`)));
+    t.proxier.sync();
+    await t.settle();
+    expect(last(t.results)).toMatchObject({ ipvsWrites: 40 }); // 40 x weight 0
+    const before = t.results.length;
+    await t.settle(15_000);
+    await t.settle(1_000);
+    const drains = t.results.slice(before).filter((r) => r.ipvsWrites > 0);
+    expect(drains.map((r) => r.ipvsWrites)).toEqual([16, 16, 8]);
+    expect(formatRestore(await t.ipvs.listAll()).filter((l) => l.endsWith('-w 0'))).toEqual([]);
+  });
+
   it('a scheduler the kernel lacks fails that Service only, with an Event, and is retried with backoff', async () => {
     const t = await setup({ schedulers: ['rr', 'lc'] });
     t.addService(clusterIP('web', '10.96.0.10'), endpoints('web', '10.244.1.2'));
