@@ -135,6 +135,8 @@ const DEFAULT_DRAIN_CHECK_MS = 15_000;
 const DRAIN_CHECK_BATCH = 16;
 const DRAIN_CHECK_PAUSE_MS = 200;
 const RETRY_BASE_MS = 1_000;
+/** the retries key of a whole failed sync (socket or exec failure) */
+const SYNC_RETRY = '';
 const RETRY_MAX_MS = 5 * 60_000;
 
 /** An op as text (for comparing op lists and for logs). */
@@ -176,6 +178,8 @@ export class Proxier {
   private readonly draining = new Map<string, { since: number; checkedAt: number }>();
   /** service name -> retry state */
   private readonly retries = new Map<string, { attempt: number; at: number }>();
+  /** Services whose ops the kernel refused in the current sync */
+  private readonly failedThisSync = new Set<string>();
   /** refusals already reported, per service (reported again only when they change) */
   private readonly reportedRefusals = new Map<string, string>();
 
@@ -278,7 +282,9 @@ export class Proxier {
     try {
       if (full) await this.observeNode(counts);
       const changed = this.deps.source.drainChanges();
-      for (const [svc, r] of this.retries) if (r.at <= start) changed.add(svc);
+      const dueRetries = [...this.retries].filter(([svc, r]) => svc !== SYNC_RETRY && r.at <= start).map(([svc]) => svc);
+      for (const svc of dueRetries) changed.add(svc);
+      this.failedThisSync.clear();
       const replanEverything = this.replanAll || full;
       const names = replanEverything ? new Set([...this.deps.source.serviceNames(), ...this.plans.keys()]) : changed;
       this.replanAll = false;
@@ -327,6 +333,8 @@ export class Proxier {
         for (const k of touched) ops.push(...diffVirtualServer(this.applied.get(k), desired(k)));
       }
       await this.runIpvs(ops, desired, counts);
+      // a retried Service that went through (or went away) needs no more retries
+      for (const svc of dueRetries) if (!this.failedThisSync.has(svc)) this.retries.delete(svc);
 
       // 2. addresses on kube-ipvs0 (after the virtual servers exist, as kube-proxy binds)
       await this.syncBoundAddresses(this.index.boundAddresses(), counts);
@@ -348,12 +356,13 @@ export class Proxier {
         this.lastFullSyncAt = start;
         this.needFullSync = false;
       }
+      this.retries.delete(SYNC_RETRY);
     } catch (e) {
       // socket failure, exec failure...: what was applied is uncertain, so read it all next time
       this.needFullSync = true;
       this.deps.ipsets.ipv4?.invalidate();
       this.deps.ipsets.ipv6?.invalidate();
-      const delay = this.nextBackoff('__sync__');
+      const delay = this.nextBackoff(SYNC_RETRY);
       this.deps.log.error(`sync failed, full sync in ${delay} ms: ${e instanceof Error ? e.message : String(e)}`, {
         code: (e as { code?: string }).code,
       });
@@ -531,10 +540,7 @@ export class Proxier {
       this.deps.events?.warn({ kind: 'Service', namespace, name }, 'FailedToSyncIPVS', `${error.message}; retrying in ${Math.round(delay / 1000)}s`);
       this.runner.retryAfter(delay);
     }
-    for (const svc of [...this.retries.keys()]) {
-      if (svc !== '__sync__' && !failedServices.has(svc) && this.retries.get(svc)!.at <= now) this.retries.delete(svc);
-    }
-    this.retries.delete('__sync__');
+    for (const svc of failedServices.keys()) this.failedThisSync.add(svc);
   }
 
   private nextBackoff(key: string): number {
