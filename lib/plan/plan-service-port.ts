@@ -20,10 +20,9 @@
  * service port that had endpoints, all excluded, gets an empty plan (another CNI's proxy
  * serves it). A service port without any endpoint is planned as usual.
  */
-import { AddressFamily, realServerKey, virtualServerKey } from '../model/ipvs';
+import { AddressFamily, RealServerSpec, VirtualServerSpec, realServerKey, virtualServerKey } from '../model/ipvs';
 import { Endpoint, Refusal, ServicePort, servicePortKey } from '../model/service';
 import { cidrMatcher } from '../model/parse-ip';
-import { RealServerSpec, VirtualServerSpec } from '../netlink/ipvs-codec';
 import {
   AF_INET,
   AF_INET6,

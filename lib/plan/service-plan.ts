@@ -6,7 +6,7 @@
  *
  * Implemented in plan-service-port.ts / plan-desired-state.ts.
  */
-import { RealServerSpec, VirtualServerSpec } from '../netlink/ipvs-codec';
+import { RealServerSpec, VirtualServerSpec } from '../model/ipvs';
 import { Endpoint, Refusal, ServicePort, ServicePortKey } from '../model/service';
 import { DesiredIpsets, IpsetMember } from './ipsets';
 import { IptablesPlan, LbOutFilterEntry, LocalDetector } from './iptables';

@@ -8,7 +8,7 @@
 import type { IpsetMember } from '../../lib/plan/ipsets';
 import type { V1Endpoint, V1EndpointSlice, V1Service } from '@kubernetes/client-node';
 import { convertService } from '../../lib/k8s/convert';
-import { RealServerSpec } from '../../lib/netlink/ipvs-codec';
+import { RealServerSpec } from '../../lib/model/ipvs';
 import { planServicePort } from '../../lib/plan/plan-service-port';
 import { DesiredVirtualServer, IpsetEntry, PlanContext, ServicePortPlan } from '../../lib/plan/service-plan';
 import { makeEndpointSlice, makeService, svcPort } from '../../lib/testing/builders';
