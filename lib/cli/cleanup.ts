@@ -13,7 +13,7 @@ import { IptablesBackendMode, IptablesRunner } from '../kernel/iptables/iptables
 import { IpsetRunner } from '../kernel/ipset/ipset';
 import { ExecIpsetRunner } from '../kernel/ipset/ipset-restore';
 import { ChildProcessExec } from '../kernel/exec';
-import { IpFamily } from '../plan/names';
+import { IpFamily } from '../model/ip-family';
 
 /** What the command opens; tests give twins. */
 export interface CleanupEnv {

@@ -24,8 +24,9 @@ import { IpsetRunner } from './ipset/ipset';
 import { parseIpsetSave } from './ipset/ipset-text';
 import { tokenize } from './iptables/parse-restore';
 import { JUMP_RULES, KUBE_CHAINS } from '../plan/iptables';
-import { BuiltinChain, IpFamily, SetName, Table, ipsetName } from '../plan/names';
+import { BuiltinChain, SetName, Table, ipsetName } from '../plan/names';
 import { KUBE_IPVS0 } from './link/link';
+import { IpFamily } from '../model/ip-family';
 
 export interface CleanupDeps {
   readonly ipvs: Pick<Ipvs, 'apply'>;

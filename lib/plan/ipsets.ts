@@ -5,7 +5,8 @@
 import { InvalidIpsetEntryError, quoteIfOdd } from '../errors';
 import { ParsedAddress, parseAddress, parseCidr } from '../model/address';
 import { canonicalAddress } from '../model/ipvs';
-import { IpFamily, SetBaseName, SetKey, SetName, ipsetName } from './names';
+import { SetBaseName, SetKey, SetName, ipsetName } from './names';
+import { IpFamily } from '../model/ip-family';
 
 /** Set types kube-proxy uses. */
 export const IpsetType = {

@@ -5,7 +5,8 @@
 import { InvalidPlanInputError, UnsafeRuleTextError } from '../errors';
 import { IFNAME_MAX_LENGTH, formatCidr, interfaceNameProblem, parseAddress, parseCidr } from '../model/address';
 import { IPSET_INFO, IpsetProto } from './ipsets';
-import { BuiltinChain, BuiltinChainName, Chain, ChainName, IpFamily, SetKey, SetName, Table, ipsetName } from './names';
+import { BuiltinChain, BuiltinChainName, Chain, ChainName, SetKey, SetName, Table, ipsetName } from './names';
+import { IpFamily } from '../model/ip-family';
 
 /** A rule in a built-in chain that sends traffic into a KUBE-* chain. */
 export interface JumpRule {

@@ -3,7 +3,7 @@
  * kube-proxy's iptables rules. Pure.
  */
 import { virtualServerKey } from '../model/ipvs';
-import { IpFamily, parseServicePortKey } from '../model/service';
+import { parseServicePortKey } from '../model/service';
 import { entryIp, IpsetMember, nonEmptySetKeys, planIpsets } from './ipsets';
 import { LbOutFilterEntry, planIptables } from './iptables';
 import { SetKey } from './names';
@@ -14,6 +14,7 @@ import {
   ServicePortPlan,
   VirtualServerConflict,
 } from './service-plan';
+import { IpFamily } from '../model/ip-family';
 
 const byString = (a: string, b: string): number => (a < b ? -1 : a > b ? 1 : 0);
 

@@ -10,7 +10,8 @@ import { RealServerSpec, VirtualServerSpec } from '../model/ipvs';
 import { Endpoint, Refusal, ServicePort, ServicePortKey } from '../model/service';
 import { DesiredIpsets, IpsetMember } from './ipsets';
 import { IptablesPlan, LbOutFilterEntry, LocalDetector } from './iptables';
-import { IpFamily, SetKey } from './names';
+import { SetKey } from './names';
+import { IpFamily } from '../model/ip-family';
 
 /** A virtual server with the real servers it should have (weight 1, masquerade). */
 export interface DesiredVirtualServer {

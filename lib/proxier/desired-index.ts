@@ -12,8 +12,9 @@
 import { virtualServerKey } from '../model/ipvs';
 import { DesiredIpsets, DesiredSet, IPSET_INFO } from '../plan/ipsets';
 import { IptablesPlan, LbOutFilterEntry, planIptables } from '../plan/iptables';
-import { IpFamily, SetKey, ipsetName } from '../plan/names';
+import { SetKey, ipsetName } from '../plan/names';
 import { DesiredVirtualServer, IptablesOptions, ServicePortPlan } from '../plan/service-plan';
+import { IpFamily } from '../model/ip-family';
 
 type Member = DesiredSet['members'] extends ReadonlySet<infer M> ? M : never;
 

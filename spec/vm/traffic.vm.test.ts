@@ -62,7 +62,7 @@ describe.each<['nft' | 'legacy']>([['nft'], ['legacy']])('traffic through kube-i
     const { link: kipvs } = await ensureDummyDevice(link);
     await bindAddress(link, kipvs.index, CLUSTER_IP);
     await bindAddress(link, kipvs.index, LB_IP);
-    const nodeIPs = selectNodePortAddresses(await listLocalAddresses(link, kipvs.index, [4]), ['192.0.2.0/24']);
+    const nodeIPs = selectNodePortAddresses(await listLocalAddresses(link, kipvs.index, ['ipv4']), ['192.0.2.0/24']);
     expect(nodeIPs).toEqual([NODE_IP]);
 
     ipvs = await openIpvs();

@@ -21,11 +21,12 @@
 import { isIPv4, isIPv6 } from 'node:net';
 import { ExecError } from '../../errors';
 import { DesiredIpsets, IpsetType, ipsetAddress } from '../../plan/ipsets';
-import { IPSET_MAX_NAME_LENGTH, IpFamily } from '../../plan/names';
+import { IPSET_MAX_NAME_LENGTH } from '../../plan/names';
 import { ExecResult, Execer } from '../exec';
 import { Ipset, IpsetRunner, IpsetState, IpsetSyncResult, ObservedSet } from './ipset';
 import { familyKeyword, formatIpsetState } from './ipset-text';
 import { IpsetSync, WarnLogger } from './ipset-sync';
+import { IpFamily } from '../../model/ip-family';
 
 const TYPES: readonly string[] = Object.values(IpsetType);
 const PROTOS: readonly string[] = ['tcp', 'udp', 'sctp', 'udplite', 'icmp', 'icmpv6'];

@@ -4,9 +4,9 @@
  * and in memory (fake-ipset.ts, which parses the same restore text and fails like ipset does).
  */
 import { DesiredIpsets } from '../../plan/ipsets';
-import { IpFamily } from '../../plan/names';
 
 export type { DesiredIpsets, DesiredSet } from '../../plan/ipsets';
+import { IpFamily } from '../../model/ip-family';
 
 /** One set as `ipset save` shows it. */
 export interface ObservedSet {

@@ -19,13 +19,14 @@
  */
 import { ExecError } from '../../errors';
 import { IptablesPlan } from '../../plan/iptables';
-import { IpFamily, Table } from '../../plan/names';
+import { Table } from '../../plan/names';
 import { ExecResult, Execer } from '../exec';
 import type { FakeIpset } from '../ipset/fake-ipset';
 import { iptablesBinary } from './detect-backend';
 import { Iptables, IptablesBackend, IptablesRunner, IptablesSyncOptions, IptablesSyncResult } from './iptables';
 import { IptablesSync } from './iptables-sync';
 import { RestoreLine, joinTokens, parseRestore } from './parse-restore';
+import { IpFamily } from '../../model/ip-family';
 
 const BUILTIN: Readonly<Record<string, readonly string[]>> = {
   filter: ['INPUT', 'FORWARD', 'OUTPUT'],

@@ -1,9 +1,10 @@
 /** The Iptables logic shared by the real implementation and the twin. */
 import { componentLog } from '../../log';
 import { IptablesPlan, JumpRule, formatIptablesRestore, jumpRuleSpec } from '../../plan/iptables';
-import { IpFamily, Table } from '../../plan/names';
+import { Table } from '../../plan/names';
 import { Iptables, IptablesBackend, IptablesRunner, IptablesSyncOptions, IptablesSyncResult } from './iptables';
 import { joinTokens, parseSaveRules, tokenize } from './parse-restore';
+import { IpFamily } from '../../model/ip-family';
 
 const TABLES = ['nat', 'filter'] as const;
 

@@ -4,7 +4,8 @@
  * and in memory (fake-iptables.ts).
  */
 import { IptablesPlan, JumpRule } from '../../plan/iptables';
-import { IpFamily, Table } from '../../plan/names';
+import { Table } from '../../plan/names';
+import { IpFamily } from '../../model/ip-family';
 
 export type IptablesBackend = 'nft' | 'legacy';
 /** Backend override: 'auto' detects (see detect-backend.ts). */
