@@ -23,10 +23,10 @@ import { IptablesRunner } from './iptables/iptables';
 import { IpsetRunner } from './ipset/ipset';
 import { parseIpsetSave } from './ipset/ipset-text';
 import { tokenize } from './iptables/parse-restore';
-import { JUMP_RULES, KUBE_CHAINS } from '../plan/iptables';
-import { BuiltinChain, SetName, Table, ipsetName } from '../plan/names';
 import { KUBE_IPVS0 } from './link/link';
 import { IpFamily } from '../model/ip-family';
+import { BuiltinChain, SetName, Table, ipsetName } from '../model/names';
+import { JUMP_RULES, KUBE_CHAINS } from '../model/iptables';
 
 export interface CleanupDeps {
   readonly ipvs: Pick<Ipvs, 'apply'>;

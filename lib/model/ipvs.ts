@@ -12,6 +12,11 @@ export type AddressFamily = typeof AF_INET | typeof AF_INET6;
  * and port are then 0 / '' ) or protocol + address + port.
  */
 export interface VirtualServerId {
+  /**
+   * The kernel's own field (IPVS_SVC_ATTR_AF), kept as the AF_INET / AF_INET6 number it is on
+   * the wire; everywhere else the family is the model's IpFamily (model/ip-family.ts:
+   * toAddressFamily / fromAddressFamily convert).
+   */
   readonly af: AddressFamily;
   /** IPPROTO_TCP / UDP / SCTP; 0 for a fwmark service */
   readonly protocol: number;

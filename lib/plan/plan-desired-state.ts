@@ -4,9 +4,8 @@
  */
 import { virtualServerKey } from '../model/ipvs';
 import { parseServicePortKey } from '../model/service';
-import { entryIp, IpsetMember, nonEmptySetKeys, planIpsets } from './ipsets';
+import { nonEmptySetKeys, planIpsets } from './ipsets';
 import { LbOutFilterEntry, planIptables } from './iptables';
-import { SetKey } from './names';
 import {
   DesiredVirtualServer,
   FamilyDesiredState,
@@ -15,6 +14,8 @@ import {
   VirtualServerConflict,
 } from './service-plan';
 import { IpFamily } from '../model/ip-family';
+import { SetKey } from '../model/names';
+import { entryIp, IpsetMember } from '../model/ipset';
 
 const byString = (a: string, b: string): number => (a < b ? -1 : a > b ? 1 : 0);
 

@@ -33,11 +33,11 @@ import {
   IP_VS_SVC_F,
   IP_VS_SVC_F_SCHED_MH_PORT,
 } from '../netlink/uapi/ip_vs';
-import { entriesIpPortNet, entryIpPort, entryIpPortIp, entryPort, IpsetMember, IpsetProto } from './ipsets';
 import { LbOutFilterEntry } from './iptables';
-import { SetKey } from './names';
 import { categorizeEndpoints } from './categorize-endpoints';
 import { DesiredVirtualServer, IpsetEntry, PlanContext, ServicePortPlan } from './service-plan';
+import { SetKey } from '../model/names';
+import { entriesIpPortNet, entryIpPort, entryIpPortIp, entryPort, IpsetMember, IpsetProto } from '../model/ipset';
 
 /** kube-proxy's defaultScheduler. */
 export const DEFAULT_SCHEDULER = 'rr';

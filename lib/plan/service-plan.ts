@@ -8,10 +8,11 @@
  */
 import { RealServerSpec, VirtualServerSpec } from '../model/ipvs';
 import { Endpoint, Refusal, ServicePort, ServicePortKey } from '../model/service';
-import { DesiredIpsets, IpsetMember } from './ipsets';
-import { IptablesPlan, LbOutFilterEntry, LocalDetector } from './iptables';
-import { SetKey } from './names';
+import { LbOutFilterEntry, LocalDetector } from './iptables';
 import { IpFamily } from '../model/ip-family';
+import { SetKey } from '../model/names';
+import { DesiredIpsets, IpsetMember } from '../model/ipset';
+import { IptablesPlan } from '../model/iptables';
 
 /** A virtual server with the real servers it should have (weight 1, masquerade). */
 export interface DesiredVirtualServer {

@@ -25,8 +25,6 @@ import { ensureDummyDevice, bindAddress, unbindAddress } from '../kernel/link/du
 import { selectNodePortAddresses } from '../kernel/link/node-addresses';
 import { describeVirtualServer, realServerKey, virtualServerKey } from '../model/ipvs';
 import { Endpoint, Refusal, ServicePort } from '../model/service';
-import { SetName, ipsetName } from '../plan/names';
-import { ipsetAddress } from '../plan/ipsets';
 import { LocalDetector } from '../plan/iptables';
 import {
   DesiredVirtualServer,
@@ -43,6 +41,8 @@ import { BoundedFrequencyRunner } from './runner';
 import { DesiredIndex } from './desired-index';
 import { Clock } from './clock';
 import { IpFamily } from '../model/ip-family';
+import { SetName, ipsetName } from '../model/names';
+import { ipsetAddress } from '../model/ipset';
 
 const E = osConstants.errno;
 

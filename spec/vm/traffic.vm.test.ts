@@ -22,10 +22,11 @@ import { ExecIptablesRunner } from '../../lib/kernel/iptables/iptables-restore';
 import { ExecIpsetRunner } from '../../lib/kernel/ipset/ipset-restore';
 import { ChildProcessExec } from '../../lib/kernel/exec';
 import { cleanup } from '../../lib/kernel/cleanup';
-import { entryIp, entryIpPort, entryIpPortIp, entryIpPortNet, entryPort, nonEmptySetKeys, planIpsets } from '../../lib/plan/ipsets';
+import { nonEmptySetKeys, planIpsets } from '../../lib/plan/ipsets';
 import { planIptables } from '../../lib/plan/iptables';
 import { AF_INET, IPPROTO_TCP, IP_VS_CONN_F } from '../../lib/netlink/uapi/ip_vs';
 import { connect, deletePod, ip, makePod, run, startEchoServer, tryRun } from '../../lib/testing/netns';
+import { entryIp, entryIpPort, entryIpPortIp, entryIpPortNet, entryPort } from '../../lib/model/ipset';
 
 const CLUSTER_IP = '10.96.0.10';
 const LB_IP = '203.0.113.10';

@@ -4,7 +4,7 @@
  * kube-ipvs must find its own chains and sets, and cleanup tools look for them by name.
  */
 
-import { IpFamily } from '../model/ip-family';
+import { IpFamily } from './ip-family';
 
 /** KUBE-* chains (nat and filter). KUBE-NODE-PORT exists in both tables. */
 export const Chain = {
