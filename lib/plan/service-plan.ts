@@ -24,7 +24,7 @@ export interface DesiredVirtualServer {
   readonly owner: ServicePortKey;
 }
 
-/** One ipset member, in ipset's spelling (only the entry* helpers of plan/ipsets.ts make one). */
+/** One ipset member, in ipset's spelling (only the entry* helpers of model/ipset.ts make one). */
 export interface IpsetEntry {
   readonly set: SetKey;
   readonly member: IpsetMember;

@@ -21,7 +21,7 @@ import { createIptables } from '../../lib/kernel/iptables/iptables-restore';
 import { ExecIptablesRunner } from '../../lib/kernel/iptables/iptables-restore';
 import { ExecIpsetRunner } from '../../lib/kernel/ipset/ipset-restore';
 import { ChildProcessExec } from '../../lib/kernel/exec';
-import { cleanup } from '../../lib/kernel/cleanup';
+import { cleanup } from '../../lib/cleanup/cleanup';
 import { nonEmptySetKeys, planIpsets } from '../../lib/plan/ipsets';
 import { planIptables } from '../../lib/plan/iptables';
 import { AF_INET, IPPROTO_TCP, IP_VS_CONN_F } from '../../lib/netlink/uapi/ip_vs';
