@@ -148,7 +148,7 @@ export class ConfigError extends KubeIpvsError {
 }
 
 /**
- * An ipset member helper (plan/ipsets.ts entry*) was given a value ipset cannot hold: not an
+ * An ipset member helper (model/ipset.ts entry*) was given a value ipset cannot hold: not an
  * address, a port out of range, an unknown protocol, mixed families, ... `entry` is the member
  * as it was asked for (JSON-quoted in the message when it holds odd characters).
  */

@@ -1,9 +1,9 @@
 // `kube-ipvs cleanup` (and kube-proxy's `--cleanup` flag): remove every trace of kube-proxy's
-// IPVS mode from the node (lib/kernel/cleanup.ts) and exit 0, or 1 when a step failed (IPVS
+// IPVS mode from the node (lib/cleanup/cleanup.ts) and exit 0, or 1 when a step failed (IPVS
 // unreachable for any reason but "ip_vs not loaded" is a failure), naming what was left behind.
 import { Command, Option } from 'commander';
 import { componentLog } from '../log';
-import { cleanup, CleanupDeps, CleanupFailure, CleanupLog } from '../kernel/cleanup';
+import { cleanup, CleanupDeps, CleanupFailure, CleanupLog } from '../cleanup/cleanup';
 import { KUBE_IPVS0, Link } from '../kernel/link/link';
 import { Ipvs } from '../kernel/ipvs/ipvs';
 import { IpvsUnavailableError, openIpvs } from '../kernel/ipvs/ipvs-netlink';
@@ -13,7 +13,7 @@ import { IptablesBackendMode, IptablesRunner } from '../kernel/iptables/iptables
 import { IpsetRunner } from '../kernel/ipset/ipset';
 import { ExecIpsetRunner } from '../kernel/ipset/ipset-restore';
 import { ChildProcessExec } from '../kernel/exec';
-import { IpFamily } from '../plan/names';
+import { IpFamily } from '../model/ip-family';
 
 /** What the command opens; tests give twins. */
 export interface CleanupEnv {

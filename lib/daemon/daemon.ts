@@ -27,7 +27,6 @@ import { createIptables } from '../kernel/iptables/iptables-restore';
 import { iptablesVersion, supportsRandomFully } from '../kernel/iptables/detect-backend';
 import { ProcSysctl } from '../kernel/sysctl/sysctl';
 import { ensureIpvsSysctls } from '../kernel/sysctl/ipvs-sysctls';
-import { IpFamily } from '../plan/names';
 import { planServicePort } from '../plan/plan-service-port';
 import { Ipset } from '../kernel/ipset/ipset';
 import { Iptables } from '../kernel/iptables/iptables';
@@ -43,6 +42,7 @@ import { EventRecorder } from '../k8s/event-recorder';
 import { createHealthServer, listen } from './health-server';
 import { ProxyMetrics } from './metrics';
 import { createMetricsServer } from './metrics-server';
+import { IpFamily } from '../model/ip-family';
 
 export interface DaemonOptions {
   /** --config FILE, watched for live changes; undefined when flags only */

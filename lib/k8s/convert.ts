@@ -25,9 +25,10 @@
  * Types only from @kubernetes/client-node (erased at compile time: the package is ESM-only).
  */
 import type { V1EndpointSlice, V1Node, V1Service } from '@kubernetes/client-node';
-import { Endpoint, IpFamily, Protocol, Refusal, ServicePort } from '../model/service';
+import { Endpoint, Protocol, Refusal, ServicePort } from '../model/service';
 import { parseCidr, parseIp } from '../model/parse-ip';
 import { IP_VS_SCHEDNAME_MAXLEN } from '../netlink/uapi/ip_vs';
+import { IpFamily } from '../model/ip-family';
 
 export const SCHEDULER_ANNOTATION = 'kube-ipvs.io/scheduler';
 export const KUBE_ROUTER_SCHEDULER_ANNOTATION = 'kube-router.io/service.scheduler';

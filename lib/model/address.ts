@@ -4,9 +4,9 @@
  * reinterpretation and returns the one canonical spelling (inet_ntop), or undefined.
  */
 import { isIPv6 } from 'node:net';
-import { IpFamily } from '../plan/names';
 import { addressToBytes, bytesToAddress, canonicalAddress, parseIPv4 } from './ipvs';
 import { AF_INET, AF_INET6 } from '../netlink/uapi/ip_vs';
+import { IpFamily } from './ip-family';
 
 export interface ParsedAddress {
   readonly family: IpFamily;

@@ -1,5 +1,7 @@
 import { isIPv4, isIPv6, SocketAddress } from 'node:net';
 import { Address6 } from 'ip-address';
+// The model's one import outside lib/model: netlink/uapi is a table of the kernel's numeric
+// constants (no code, no I/O), and the kernel's numbers are the model's values here.
 import { AF_INET, AF_INET6, IPPROTO_SCTP, IPPROTO_TCP, IPPROTO_UDP } from '../netlink/uapi/ip_vs';
 
 /** AF_INET (2) or AF_INET6 (10), as the kernel numbers them. */
@@ -10,6 +12,11 @@ export type AddressFamily = typeof AF_INET | typeof AF_INET6;
  * and port are then 0 / '' ) or protocol + address + port.
  */
 export interface VirtualServerId {
+  /**
+   * The kernel's own field (IPVS_SVC_ATTR_AF), kept as the AF_INET / AF_INET6 number it is on
+   * the wire; everywhere else the family is the model's IpFamily (model/ip-family.ts:
+   * toAddressFamily / fromAddressFamily convert).
+   */
   readonly af: AddressFamily;
   /** IPPROTO_TCP / UDP / SCTP; 0 for a fwmark service */
   readonly protocol: number;
@@ -67,6 +74,27 @@ export interface RealServer extends RealServerId {
   readonly tunPort: number;
   readonly tunFlags: number;
   readonly stats?: Stats;
+}
+
+/** What NEW_SERVICE / SET_SERVICE need: the id plus the "full entry" fields. */
+export interface VirtualServerSpec extends VirtualServerId {
+  readonly scheduler: string;
+  readonly flags?: number;
+  readonly timeout?: number;
+  /** default: 0xffffffff for IPv4, 128 for IPv6 (what ipvsadm and kube-proxy send) */
+  readonly netmask?: number;
+  readonly peName?: string;
+}
+
+/** What NEW_DEST / SET_DEST need. */
+export interface RealServerSpec extends RealServerId {
+  readonly fwdMethod: number;
+  readonly weight: number;
+  readonly uThreshold?: number;
+  readonly lThreshold?: number;
+  readonly tunType?: number;
+  readonly tunPort?: number;
+  readonly tunFlags?: number;
 }
 
 /** GET_INFO */

@@ -9,7 +9,7 @@
 import { isIP } from 'node:net';
 import { Address4, Address6 } from 'ip-address';
 import { canonicalAddress } from './ipvs';
-import { IpFamily } from '../plan/names';
+import { IpFamily } from './ip-family';
 
 export type Parsed<T> = { readonly ok: true; readonly value: T; readonly family: IpFamily } | { readonly ok: false; readonly reason: string };
 

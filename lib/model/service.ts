@@ -4,9 +4,7 @@
  * every port is in range. Nothing here is a Kubernetes API type; the planner sees only these.
  * (kube-proxy: pkg/proxy/serviceport.go BaseServicePortInfo, endpoint.go BaseEndpointInfo.)
  */
-import { IpFamily } from '../plan/names';
-
-export type { IpFamily };
+import { IpFamily } from './ip-family';
 
 export type Protocol = 'TCP' | 'UDP' | 'SCTP';
 

@@ -20,34 +20,15 @@ import {
   IpvsTimeouts,
   RealServer,
   RealServerId,
+  RealServerSpec,
   Stats,
   VirtualServer,
   VirtualServerId,
+  VirtualServerSpec,
   addressToBytes,
   parseIPv4,
   bytesToAddress,
 } from '../model/ipvs';
-
-/** What NEW_SERVICE / SET_SERVICE need: the id plus the "full entry" fields. */
-export interface VirtualServerSpec extends VirtualServerId {
-  readonly scheduler: string;
-  readonly flags?: number;
-  readonly timeout?: number;
-  /** default: 0xffffffff for IPv4, 128 for IPv6 (what ipvsadm and kube-proxy send) */
-  readonly netmask?: number;
-  readonly peName?: string;
-}
-
-/** What NEW_DEST / SET_DEST need. */
-export interface RealServerSpec extends RealServerId {
-  readonly fwdMethod: number;
-  readonly weight: number;
-  readonly uThreshold?: number;
-  readonly lThreshold?: number;
-  readonly tunType?: number;
-  readonly tunPort?: number;
-  readonly tunFlags?: number;
-}
 
 /** Every IPVS request this client can make, as data. */
 export type IpvsRequest =

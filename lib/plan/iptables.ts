@@ -1,38 +1,14 @@
 /**
  * kube-proxy IPVS-mode iptables rules (K8S pkg/proxy/ipvs/proxier.go `writeIptablesRules`,
- * `createAndLinkKubeChain`, `acceptIPVSTraffic`, recent), as data and as restore text. Pure.
+ * `createAndLinkKubeChain`, `acceptIPVSTraffic`, recent), as data. The jump rules, chain list and
+ * plan shape are model/iptables.ts; the restore text is kernel/iptables/format-restore.ts. Pure.
  */
-import { InvalidPlanInputError, UnsafeRuleTextError } from '../errors';
+import { InvalidPlanInputError } from '../errors';
 import { IFNAME_MAX_LENGTH, formatCidr, interfaceNameProblem, parseAddress, parseCidr } from '../model/address';
-import { IPSET_INFO, IpsetProto } from './ipsets';
-import { BuiltinChain, BuiltinChainName, Chain, ChainName, IpFamily, SetKey, SetName, Table, ipsetName } from './names';
-
-/** A rule in a built-in chain that sends traffic into a KUBE-* chain. */
-export interface JumpRule {
-  readonly table: Table;
-  readonly from: BuiltinChainName;
-  readonly to: ChainName;
-  readonly comment: string;
-}
-
-/** kube-proxy `iptablesJumpChain`, in its order (each is prepended with `-I`, in this order). */
-export const JUMP_RULES: readonly JumpRule[] = [
-  { table: 'nat', from: BuiltinChain.OUTPUT, to: Chain.SERVICES, comment: 'kubernetes service portals' },
-  { table: 'nat', from: BuiltinChain.PREROUTING, to: Chain.SERVICES, comment: 'kubernetes service portals' },
-  { table: 'nat', from: BuiltinChain.POSTROUTING, to: Chain.POSTROUTING, comment: 'kubernetes postrouting rules' },
-  { table: 'filter', from: BuiltinChain.FORWARD, to: Chain.FORWARD, comment: 'kubernetes forwarding rules' },
-  { table: 'filter', from: BuiltinChain.INPUT, to: Chain.NODE_PORT, comment: 'kubernetes health check rules' },
-  { table: 'filter', from: BuiltinChain.INPUT, to: Chain.PROXY_FIREWALL, comment: 'kube-proxy firewall rules' },
-  { table: 'filter', from: BuiltinChain.FORWARD, to: Chain.PROXY_FIREWALL, comment: 'kube-proxy firewall rules' },
-  { table: 'filter', from: BuiltinChain.INPUT, to: Chain.IPVS_FILTER, comment: 'kubernetes ipvs access filter' },
-  { table: 'filter', from: BuiltinChain.OUTPUT, to: Chain.IPVS_OUT_FILTER, comment: 'kubernetes ipvs access filter' },
-];
-
-/** kube-proxy `iptablesChains`: declared (so flushed and rewritten) in every restore, in this order. */
-export const KUBE_CHAINS: { readonly [T in Table]: readonly ChainName[] } = {
-  nat: [Chain.SERVICES, Chain.POSTROUTING, Chain.NODE_PORT, Chain.LOAD_BALANCER, Chain.MARK_MASQ],
-  filter: [Chain.FORWARD, Chain.NODE_PORT, Chain.PROXY_FIREWALL, Chain.SOURCE_RANGES_FIREWALL, Chain.IPVS_FILTER, Chain.IPVS_OUT_FILTER],
-};
+import { IPSET_INFO, IpsetProto } from '../model/ipset';
+import { IptablesPlan, JUMP_RULES, KUBE_CHAINS } from '../model/iptables';
+import { IpFamily } from '../model/ip-family';
+import { Chain, ChainName, SetKey, SetName, Table, ipsetName } from '../model/names';
 
 /**
  * How "traffic from this node's pods" is told apart (kube-proxy pkg/proxy/util/localdetector.go).
@@ -71,19 +47,6 @@ export interface IptablesPlanInput {
   readonly randomFully: boolean;
 }
 
-/** The rules of one table: chains declared, then `-A ...` lines. */
-export interface TableRules {
-  readonly chains: readonly ChainName[];
-  readonly rules: readonly string[];
-}
-
-export interface IptablesPlan {
-  readonly family: IpFamily;
-  readonly jumps: readonly JumpRule[];
-  readonly nat: TableRules;
-  readonly filter: TableRules;
-}
-
 /** kube-proxy's mark text: fmt.Sprintf("%#08x", 1<<bit), e.g. 0x004000. */
 export function masqueradeMark(bit: number): string {
   if (!Number.isInteger(bit) || bit < 0 || bit > 31) throw new RangeError(`masquerade bit out of range 0-31: ${bit}`);
@@ -101,11 +64,6 @@ export function ifNotLocal(d: LocalDetector): string {
     case 'InterfaceNamePrefix':
       return `! -i ${d.prefix}+`;
   }
-}
-
-/** The match of a jump rule, as written after `-I <from> ` / `-A <from> `. */
-export function jumpRuleSpec(j: JumpRule): string {
-  return `-m comment --comment "${j.comment}" -j ${j.to}`;
 }
 
 /** kube-proxy `ipsetWithIptablesChain`: set -> rule in a chain, only when the set is non-empty. */
@@ -263,37 +221,3 @@ export function planIptables(raw: IptablesPlanInput): IptablesPlan {
   };
 }
 
-/**
- * The `iptables-restore --noflush` payload: `*nat`, `:CHAIN - [0:0]` per KUBE-* chain (which
- * flushes it), the `-I` lines of `insertJumps` (jump rules found missing; they come after the
- * declarations so their target exists), the rules, `COMMIT`; then the same for `*filter`.
- */
-export function formatIptablesRestore(plan: IptablesPlan, insertJumps: readonly JumpRule[] = []): string {
-  const out: string[] = [];
-  for (const table of ['nat', 'filter'] as const) {
-    const t = plan[table];
-    out.push(`*${table}`);
-    for (const c of t.chains) out.push(`:${c} - [0:0]`);
-    for (const j of insertJumps) if (j.table === table) out.push(`-I ${j.from} ${jumpRuleSpec(j)}`);
-    for (const r of t.rules) {
-      const problem = ruleTextProblem(r, t.chains);
-      if (problem) throw new UnsafeRuleTextError(r, problem);
-      out.push(r);
-    }
-    out.push('COMMIT');
-  }
-  return out.join('\n') + '\n';
-}
-
-/**
- * Why `rule` is not one safe `-A` line of a declared KUBE-* chain, or undefined. Only jump rules
- * (JUMP_RULES, written by formatIptablesRestore itself) ever touch a built-in chain.
- */
-export function ruleTextProblem(rule: string, chains: readonly string[]): string | undefined {
-  if (!/^[\x20-\x7e]*$/.test(rule)) return 'holds a newline, control or non-ASCII character';
-  const m = /^-A (\S+) /.exec(rule);
-  if (!m) return "not an '-A CHAIN ...' rule";
-  if (!chains.includes(m[1]!)) return `chain ${m[1]} is not one of this table's KUBE-* chains`;
-  if ((rule.match(/"/g)?.length ?? 0) % 2 !== 0) return 'unbalanced quote';
-  return undefined;
-}

@@ -3,10 +3,9 @@
  * kube-proxy's iptables rules. Pure.
  */
 import { virtualServerKey } from '../model/ipvs';
-import { IpFamily, parseServicePortKey } from '../model/service';
-import { entryIp, IpsetMember, nonEmptySetKeys, planIpsets } from './ipsets';
+import { parseServicePortKey } from '../model/service';
+import { nonEmptySetKeys, planIpsets } from './ipsets';
 import { LbOutFilterEntry, planIptables } from './iptables';
-import { SetKey } from './names';
 import {
   DesiredVirtualServer,
   FamilyDesiredState,
@@ -14,6 +13,9 @@ import {
   ServicePortPlan,
   VirtualServerConflict,
 } from './service-plan';
+import { IpFamily } from '../model/ip-family';
+import { SetKey } from '../model/names';
+import { entryIp, IpsetMember } from '../model/ipset';
 
 const byString = (a: string, b: string): number => (a < b ? -1 : a > b ? 1 : 0);
 

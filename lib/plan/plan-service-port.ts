@@ -20,10 +20,9 @@
  * service port that had endpoints, all excluded, gets an empty plan (another CNI's proxy
  * serves it). A service port without any endpoint is planned as usual.
  */
-import { AddressFamily, realServerKey, virtualServerKey } from '../model/ipvs';
+import { AddressFamily, RealServerSpec, VirtualServerSpec, realServerKey, virtualServerKey } from '../model/ipvs';
 import { Endpoint, Refusal, ServicePort, servicePortKey } from '../model/service';
 import { cidrMatcher } from '../model/parse-ip';
-import { RealServerSpec, VirtualServerSpec } from '../netlink/ipvs-codec';
 import {
   AF_INET,
   AF_INET6,
@@ -34,11 +33,11 @@ import {
   IP_VS_SVC_F,
   IP_VS_SVC_F_SCHED_MH_PORT,
 } from '../netlink/uapi/ip_vs';
-import { entriesIpPortNet, entryIpPort, entryIpPortIp, entryPort, IpsetMember, IpsetProto } from './ipsets';
 import { LbOutFilterEntry } from './iptables';
-import { SetKey } from './names';
 import { categorizeEndpoints } from './categorize-endpoints';
 import { DesiredVirtualServer, IpsetEntry, PlanContext, ServicePortPlan } from './service-plan';
+import { SetKey } from '../model/names';
+import { entriesIpPortNet, entryIpPort, entryIpPortIp, entryPort, IpsetMember, IpsetProto } from '../model/ipset';
 
 /** kube-proxy's defaultScheduler. */
 export const DEFAULT_SCHEDULER = 'rr';

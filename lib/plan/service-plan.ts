@@ -6,11 +6,13 @@
  *
  * Implemented in plan-service-port.ts / plan-desired-state.ts.
  */
-import { RealServerSpec, VirtualServerSpec } from '../netlink/ipvs-codec';
+import { RealServerSpec, VirtualServerSpec } from '../model/ipvs';
 import { Endpoint, Refusal, ServicePort, ServicePortKey } from '../model/service';
-import { DesiredIpsets, IpsetMember } from './ipsets';
-import { IptablesPlan, LbOutFilterEntry, LocalDetector } from './iptables';
-import { IpFamily, SetKey } from './names';
+import { LbOutFilterEntry, LocalDetector } from './iptables';
+import { IpFamily } from '../model/ip-family';
+import { SetKey } from '../model/names';
+import { DesiredIpsets, IpsetMember } from '../model/ipset';
+import { IptablesPlan } from '../model/iptables';
 
 /** A virtual server with the real servers it should have (weight 1, masquerade). */
 export interface DesiredVirtualServer {
@@ -22,7 +24,7 @@ export interface DesiredVirtualServer {
   readonly owner: ServicePortKey;
 }
 
-/** One ipset member, in ipset's spelling (only the entry* helpers of plan/ipsets.ts make one). */
+/** One ipset member, in ipset's spelling (only the entry* helpers of model/ipset.ts make one). */
 export interface IpsetEntry {
   readonly set: SetKey;
   readonly member: IpsetMember;

@@ -10,10 +10,12 @@
  * - iptables: re-planned from the non-empty sets and the LB out-filter entries (cheap).
  */
 import { virtualServerKey } from '../model/ipvs';
-import { DesiredIpsets, DesiredSet, IPSET_INFO } from '../plan/ipsets';
-import { IptablesPlan, LbOutFilterEntry, planIptables } from '../plan/iptables';
-import { IpFamily, SetKey, ipsetName } from '../plan/names';
+import { LbOutFilterEntry, planIptables } from '../plan/iptables';
 import { DesiredVirtualServer, IptablesOptions, ServicePortPlan } from '../plan/service-plan';
+import { IpFamily } from '../model/ip-family';
+import { SetKey, ipsetName } from '../model/names';
+import { DesiredIpsets, DesiredSet, IPSET_INFO } from '../model/ipset';
+import { IptablesPlan } from '../model/iptables';
 
 type Member = DesiredSet['members'] extends ReadonlySet<infer M> ? M : never;
 

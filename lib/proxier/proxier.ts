@@ -24,8 +24,6 @@ import { ensureDummyDevice, bindAddress, unbindAddress } from '../kernel/link/du
 import { selectNodePortAddresses } from '../kernel/link/node-addresses';
 import { describeVirtualServer, realServerKey, virtualServerKey } from '../model/ipvs';
 import { Endpoint, Refusal, ServicePort } from '../model/service';
-import { IpFamily, SetName, ipsetName } from '../plan/names';
-import { ipsetAddress } from '../plan/ipsets';
 import { LocalDetector } from '../plan/iptables';
 import {
   DesiredVirtualServer,
@@ -42,6 +40,9 @@ import { NetlinkError } from '../errors';
 import { BoundedFrequencyRunner } from './runner';
 import { DesiredIndex } from './desired-index';
 import { Clock } from './clock';
+import { IpFamily } from '../model/ip-family';
+import { SetName, ipsetName } from '../model/names';
+import { ipsetAddress } from '../model/ipset';
 
 const E = osConstants.errno;
 
@@ -390,7 +391,7 @@ export class Proxier {
     this.kubeIpvs0Index = dummy.link.index;
     const bound = new Set<string>();
     const local: LinkAddress[] = [];
-    for (const f of [4, 6] as const) {
+    for (const f of ['ipv4', 'ipv6'] as const) {
       counts.linkOps++;
       for (const a of await link.listAddresses(f)) (a.ifindex === dummy.link.index ? bound.add(a.address) : local.push(a));
     }

@@ -5,8 +5,8 @@
  * kernel accepted, so a partial sync needs no read-back. Pure.
  */
 import { IpvsOp, IpvsOpResult, VirtualServerEntry } from '../kernel/ipvs/ipvs';
-import { RealServerSpec, VirtualServerSpec, defaultNetmask } from '../netlink/ipvs-codec';
-import { realServerKey, virtualServerKey } from '../model/ipvs';
+import { defaultNetmask } from '../netlink/ipvs-codec';
+import { RealServerSpec, VirtualServerSpec, realServerKey, virtualServerKey } from '../model/ipvs';
 
 /** A real server with the connection counts a dump showed (0 for ones we only applied). */
 export interface TableRealServer extends RealServerSpec {

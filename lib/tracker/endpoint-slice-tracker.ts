@@ -8,9 +8,10 @@
 import type { V1EndpointSlice } from '@kubernetes/client-node';
 import { ConvertedEndpointSlice, convertEndpointSlice } from '../k8s/convert';
 import { hostPort } from '../model/ipvs';
-import { Endpoint, IpFamily, Protocol, Refusal, ServiceName, ServicePort } from '../model/service';
+import { Endpoint, Protocol, Refusal, ServiceName, ServicePort } from '../model/service';
 import { AF_INET, AF_INET6 } from '../netlink/uapi/ip_vs';
 import { PendingChanges } from './pending-changes';
+import { IpFamily } from '../model/ip-family';
 
 interface SliceState {
   /** "ns/name" of the Service, '' when the slice belongs to none */

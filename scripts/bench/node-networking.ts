@@ -12,9 +12,10 @@ import { CountingExec } from '../../lib/testing/counting-exec';
 import { createIpset } from '../../lib/kernel/ipset/ipset-restore';
 import { createIptables } from '../../lib/kernel/iptables/iptables-restore';
 import { IptablesBackend } from '../../lib/kernel/iptables/iptables';
-import { IpsetMember, entryIp, entryIpPort, entryIpPortIp, entryIpPortNet, entryPort, nonEmptySetKeys, planIpsets } from '../../lib/plan/ipsets';
+import { nonEmptySetKeys, planIpsets } from '../../lib/plan/ipsets';
 import { planIptables } from '../../lib/plan/iptables';
-import { SetKey } from '../../lib/plan/names';
+import { SetKey } from '../../lib/model/names';
+import { IpsetMember, entryIp, entryIpPort, entryIpPortIp, entryIpPortNet, entryPort } from '../../lib/model/ipset';
 
 const SERVICES = Number(process.env.BENCH_SERVICES ?? 10_000);
 const PEER_SAMPLE = Number(process.env.BENCH_PEER_SAMPLE ?? 200);

@@ -1,10 +1,8 @@
 // Expected names/types/entries written by hand from shared/reference/kube-proxy-ipvs.md §1.2.
 import { InvalidIpsetEntryError } from '../../lib/errors';
-import {
-  IPSET_INFO, IpsetProto, entriesIpPortNet, entryIp, entryIpPort, entryIpPortIp, entryIpPortNet, entryPort, ipsetMemberMismatch,
-  nonEmptySetKeys, planIpsets,
-} from '../../lib/plan/ipsets';
-import { SetName, ipsetName } from '../../lib/plan/names';
+import { nonEmptySetKeys, planIpsets } from '../../lib/plan/ipsets';
+import { SetName, ipsetName } from '../../lib/model/names';
+import { IPSET_INFO, IpsetProto, entriesIpPortNet, entryIp, entryIpPort, entryIpPortIp, entryIpPortNet, entryPort, ipsetMemberMismatch } from '../../lib/model/ipset';
 
 describe('the 17 kube-proxy ipsets', () => {
   it('have kube-proxy names and types', () => {

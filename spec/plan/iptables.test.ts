@@ -3,8 +3,10 @@
 // produced by the generator. Addresses: 10.96.0.0/12 services, 10.244.0.0/16 pods,
 // 203.0.113.0/24 load balancers (RFC 5737), fd00::/8 for IPv6.
 import { InvalidPlanInputError, UnsafeRuleTextError } from '../../lib/errors';
-import { IptablesPlanInput, JUMP_RULES, formatIptablesRestore, masqueradeMark, planIptables } from '../../lib/plan/iptables';
-import { SetKey } from '../../lib/plan/names';
+import { IptablesPlanInput, masqueradeMark, planIptables } from '../../lib/plan/iptables';
+import { SetKey } from '../../lib/model/names';
+import { JUMP_RULES } from '../../lib/model/iptables';
+import { formatIptablesRestore } from '../../lib/kernel/iptables/format-restore';
 
 const ALL_SETS: SetKey[] = [
   'LOOP_BACK', 'CLUSTER_IP', 'EXTERNAL_IP', 'EXTERNAL_IP_LOCAL', 'LOAD_BALANCER', 'LOAD_BALANCER_LOCAL',

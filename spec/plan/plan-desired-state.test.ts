@@ -4,11 +4,11 @@
 import type { V1Service } from '@kubernetes/client-node';
 import { convertService } from '../../lib/k8s/convert';
 import { Endpoint } from '../../lib/model/service';
-import { formatIptablesRestore } from '../../lib/plan/iptables';
 import { planFamilyState } from '../../lib/plan/plan-desired-state';
 import { planServicePort } from '../../lib/plan/plan-service-port';
 import { IptablesOptions, PlanContext, ServicePortPlan } from '../../lib/plan/service-plan';
 import { makeService, svcPort } from '../../lib/testing/builders';
+import { formatIptablesRestore } from '../../lib/kernel/iptables/format-restore';
 
 const CTX4: PlanContext = {
   family: 'ipv4',

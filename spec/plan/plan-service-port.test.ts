@@ -5,16 +5,16 @@
 // Addresses: see lib/testing/builders.ts (10.96.0.0/12 ClusterIPs, 10.244.0.0/16 pods,
 // 10.245.0.0/16 a second CNI's pods, 192.0.2.0/24 nodes, 198.51.100.0/24 source ranges,
 // 203.0.113.0/24 external/LB IPs, 2001:db8::/32 IPv6). This node: node-a in zone-a.
-import type { IpsetMember } from '../../lib/plan/ipsets';
 import type { V1Endpoint, V1EndpointSlice, V1Service } from '@kubernetes/client-node';
 import { convertService } from '../../lib/k8s/convert';
-import { RealServerSpec } from '../../lib/netlink/ipvs-codec';
+import { RealServerSpec } from '../../lib/model/ipvs';
 import { planServicePort } from '../../lib/plan/plan-service-port';
 import { DesiredVirtualServer, IpsetEntry, PlanContext, ServicePortPlan } from '../../lib/plan/service-plan';
 import { makeEndpointSlice, makeService, svcPort } from '../../lib/testing/builders';
 import { EndpointSliceTracker } from '../../lib/tracker/endpoint-slice-tracker';
 import { Refusal } from '../../lib/model/service';
 import { LbOutFilterEntry } from '../../lib/plan/iptables';
+import type { IpsetMember } from '../../lib/model/ipset';
 
 const CTX4: PlanContext = {
   family: 'ipv4',

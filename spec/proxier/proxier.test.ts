@@ -133,7 +133,7 @@ describe('Proxier over the kernel twins', () => {
       '-A -t 10.96.0.11:80 -s rr', '-a -t 10.96.0.11:80 -r 10.244.2.2:8080 -m -w 1',
     ]);
     const kipvs = await t.link.getLink(KUBE_IPVS0);
-    expect((await t.link.listAddresses(4)).filter((a) => a.ifindex === kipvs.index).map((a) => a.address)).toEqual(['10.96.0.10', '10.96.0.11']);
+    expect((await t.link.listAddresses('ipv4')).filter((a) => a.ifindex === kipvs.index).map((a) => a.address)).toEqual(['10.96.0.10', '10.96.0.11']);
 
     // an update that changes nothing the proxy uses
     const relabelled = clusterIP('web', '10.96.0.10');

@@ -1,7 +1,7 @@
 import { diffIpvsTable, diffVirtualServer } from '../../lib/reconcile/diff-ipvs';
 import { IpvsTable, TableEntry, applyOpsToTable } from '../../lib/reconcile/ipvs-table';
 import { AF_INET, IPPROTO_TCP, IPPROTO_UDP } from '../../lib/netlink/uapi/ip_vs';
-import { RealServerSpec, VirtualServerSpec } from '../../lib/netlink/ipvs-codec';
+import { RealServerSpec, VirtualServerSpec } from '../../lib/model/ipvs';
 import { DesiredVirtualServer } from '../../lib/plan/service-plan';
 import { realServerKey, virtualServerKey } from '../../lib/model/ipvs';
 

@@ -4,7 +4,7 @@
 import { join } from 'node:path';
 import { run, tryRun, ip } from '../../lib/testing/netns';
 import { FOREIGN, kubeProxyIpsetSeed, kubeProxyIptablesSeed } from '../../lib/testing/kube-proxy-leftovers';
-import { kubeSetNames } from '../../lib/kernel/cleanup';
+import { kubeSetNames } from '../../lib/cleanup/cleanup';
 
 const MAIN = join(__dirname, '..', '..', 'lib', 'cli', 'main.js');
 const NODE = process.execPath;

@@ -9,7 +9,8 @@ import { CountingExec } from '../../lib/testing/counting-exec';
 import { FakeIpset } from '../../lib/kernel/ipset/fake-ipset';
 import { createIpset } from '../../lib/kernel/ipset/ipset-restore';
 import { formatIpsetState, parseIpsetSave } from '../../lib/kernel/ipset/ipset-text';
-import { IpsetMember, IpsetProto, entriesIpPortNet, entryIp, entryIpPort, entryIpPortIp, entryIpPortNet, entryPort, planIpsets } from '../../lib/plan/ipsets';
+import { planIpsets } from '../../lib/plan/ipsets';
+import { IpsetMember, IpsetProto, entriesIpPortNet, entryIp, entryIpPort, entryIpPortIp, entryIpPortNet, entryPort } from '../../lib/model/ipset';
 
 const run = (cmd: string, args: string[], stdin?: string) => new ChildProcessExec().run(cmd, args, stdin);
 const sh = async (script: string) => checkExec('bash', ['-c', script], await run('bash', ['-c', script])).stdout;

@@ -15,7 +15,7 @@ import { createIptables, iptablesErrorLine } from '../../lib/kernel/iptables/ipt
 import { IptablesBackend } from '../../lib/kernel/iptables/iptables';
 import { planIptables } from '../../lib/plan/iptables';
 import { planIpsets } from '../../lib/plan/ipsets';
-import { SetKey } from '../../lib/plan/names';
+import { SetKey } from '../../lib/model/names';
 
 const exec0 = new ChildProcessExec();
 const sh = async (script: string) => checkExec('bash', ['-c', script], await exec0.run('bash', ['-c', script])).stdout;

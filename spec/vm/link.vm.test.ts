@@ -58,10 +58,10 @@ describe.each<[string, () => Promise<Link>]>([
     await expect(link.addAddress(d.index, '10.96.7.1')).rejects.toEqual(errno(E.EEXIST));
     await expect(link.addAddress(d.index, 'fd00:96::7')).rejects.toEqual(errno(E.EEXIST));
     await expect(link.addAddress(NO_SUCH_INDEX, '10.96.7.2')).rejects.toEqual(errno(E.ENODEV));
-    const v4 = (await link.listAddresses(4)).filter((a) => a.ifindex === d.index);
-    const v6 = (await link.listAddresses(6)).filter((a) => a.ifindex === d.index);
-    expect(v4).toEqual([{ ifindex: d.index, family: 4, address: '10.96.7.1', prefixLen: 32 }]);
-    expect(v6).toEqual([{ ifindex: d.index, family: 6, address: 'fd00:96::7', prefixLen: 128 }]);
+    const v4 = (await link.listAddresses('ipv4')).filter((a) => a.ifindex === d.index);
+    const v6 = (await link.listAddresses('ipv6')).filter((a) => a.ifindex === d.index);
+    expect(v4).toEqual([{ ifindex: d.index, family: 'ipv4', address: '10.96.7.1', prefixLen: 32 }]);
+    expect(v6).toEqual([{ ifindex: d.index, family: 'ipv6', address: 'fd00:96::7', prefixLen: 128 }]);
   });
   it('deleteAddress: absent EADDRNOTAVAIL (both families); on a missing link ENODEV', async () => {
     const d = await link.getLink(D);
@@ -73,9 +73,9 @@ describe.each<[string, () => Promise<Link>]>([
   });
   it('lo is index 1 with 127.0.0.1/8', async () => {
     expect((await link.listLinks())[0]).toEqual({ index: 1, name: 'lo', kind: '', up: true });
-    expect((await link.listAddresses(4)).find((a) => a.ifindex === 1)).toEqual({
+    expect((await link.listAddresses('ipv4')).find((a) => a.ifindex === 1)).toEqual({
       ifindex: 1,
-      family: 4,
+      family: 'ipv4',
       address: '127.0.0.1',
       prefixLen: 8,
     });
@@ -85,7 +85,7 @@ describe.each<[string, () => Promise<Link>]>([
     await link.addAddress(d.index, '10.96.7.3');
     await link.deleteLink(d.index);
     await expect(link.getLink(D)).rejects.toEqual(errno(E.ENODEV));
-    expect((await link.listAddresses(4)).some((a) => a.address === '10.96.7.3')).toBe(false);
+    expect((await link.listAddresses('ipv4')).some((a) => a.address === '10.96.7.3')).toBe(false);
   });
 });
 

@@ -21,11 +21,12 @@ import { createIptables } from '../../lib/kernel/iptables/iptables-restore';
 import { ExecIptablesRunner } from '../../lib/kernel/iptables/iptables-restore';
 import { ExecIpsetRunner } from '../../lib/kernel/ipset/ipset-restore';
 import { ChildProcessExec } from '../../lib/kernel/exec';
-import { cleanup } from '../../lib/kernel/cleanup';
-import { entryIp, entryIpPort, entryIpPortIp, entryIpPortNet, entryPort, nonEmptySetKeys, planIpsets } from '../../lib/plan/ipsets';
+import { cleanup } from '../../lib/cleanup/cleanup';
+import { nonEmptySetKeys, planIpsets } from '../../lib/plan/ipsets';
 import { planIptables } from '../../lib/plan/iptables';
 import { AF_INET, IPPROTO_TCP, IP_VS_CONN_F } from '../../lib/netlink/uapi/ip_vs';
 import { connect, deletePod, ip, makePod, run, startEchoServer, tryRun } from '../../lib/testing/netns';
+import { entryIp, entryIpPort, entryIpPortIp, entryIpPortNet, entryPort } from '../../lib/model/ipset';
 
 const CLUSTER_IP = '10.96.0.10';
 const LB_IP = '203.0.113.10';
@@ -62,7 +63,7 @@ describe.each<['nft' | 'legacy']>([['nft'], ['legacy']])('traffic through kube-i
     const { link: kipvs } = await ensureDummyDevice(link);
     await bindAddress(link, kipvs.index, CLUSTER_IP);
     await bindAddress(link, kipvs.index, LB_IP);
-    const nodeIPs = selectNodePortAddresses(await listLocalAddresses(link, kipvs.index, [4]), ['192.0.2.0/24']);
+    const nodeIPs = selectNodePortAddresses(await listLocalAddresses(link, kipvs.index, ['ipv4']), ['192.0.2.0/24']);
     expect(nodeIPs).toEqual([NODE_IP]);
 
     ipvs = await openIpvs();

@@ -4,8 +4,7 @@
 
 import { isIPv6 } from 'node:net';
 import { IpvsOp } from '../../kernel/ipvs/ipvs';
-import { AddressFamily, IpvsTimeouts, VirtualServerId, canonicalAddress } from '../../model/ipvs';
-import { RealServerSpec, VirtualServerSpec } from '../../netlink/ipvs-codec';
+import { AddressFamily, IpvsTimeouts, RealServerSpec, VirtualServerId, VirtualServerSpec, canonicalAddress } from '../../model/ipvs';
 import {
   AF_INET,
   AF_INET6,

@@ -1,8 +1,8 @@
 /** (known, desired) -> the restore lines that turn one into the other. Pure. */
 import { IpsetTypeMismatchError } from '../../errors';
-import { DesiredIpsets, ipsetMemberMismatch } from '../../plan/ipsets';
-import { IpFamily } from '../../plan/names';
 import { familyKeyword, formatCreate } from './ipset-text';
+import { IpFamily } from '../../model/ip-family';
+import { DesiredIpsets, ipsetMemberMismatch } from '../../model/ipset';
 
 /** What kube-ipvs knows about a set: from `observe()` or from its own last restore. */
 export interface KnownSet {

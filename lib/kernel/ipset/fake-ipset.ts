@@ -20,12 +20,13 @@
  */
 import { isIPv4, isIPv6 } from 'node:net';
 import { ExecError } from '../../errors';
-import { DesiredIpsets, IpsetType, ipsetAddress } from '../../plan/ipsets';
-import { IPSET_MAX_NAME_LENGTH, IpFamily } from '../../plan/names';
 import { ExecResult, Execer } from '../exec';
 import { Ipset, IpsetRunner, IpsetState, IpsetSyncResult, ObservedSet } from './ipset';
 import { familyKeyword, formatIpsetState } from './ipset-text';
 import { IpsetSync, WarnLogger } from './ipset-sync';
+import { IpFamily } from '../../model/ip-family';
+import { IPSET_MAX_NAME_LENGTH } from '../../model/names';
+import { DesiredIpsets, IpsetType, ipsetAddress } from '../../model/ipset';
 
 const TYPES: readonly string[] = Object.values(IpsetType);
 const PROTOS: readonly string[] = ['tcp', 'udp', 'sctp', 'udplite', 'icmp', 'icmpv6'];

@@ -1,10 +1,10 @@
 /** The Ipset logic shared by the real implementation and the twin: delta, restore, quarantine, memory. */
 import { ExecError } from '../../errors';
 import { componentLog } from '../../log';
-import { DesiredIpsets } from '../../plan/ipsets';
 import { DeltaLine, KnownSet, diffIpsets } from './diff-ipsets';
 import { Ipset, IpsetRunner, IpsetState, IpsetSyncResult, QuarantinedLine } from './ipset';
 import { parseIpsetSave } from './ipset-text';
+import { DesiredIpsets } from '../../model/ipset';
 
 /** Where quarantine notices go (winston's Logger fits). */
 export interface WarnLogger {

@@ -1,7 +1,7 @@
 /** `ipset save` parsing and `ipset restore` formatting. Pure. */
-import { IpsetType } from '../../plan/ipsets';
-import { IpFamily } from '../../plan/names';
 import { IpsetState, ObservedSet } from './ipset';
+import { IpFamily } from '../../model/ip-family';
+import { IpsetType } from '../../model/ipset';
 
 /** kube-proxy's create options (pkg/proxy/ipvs/ipset/types.go defaults). */
 export const IPSET_CREATE_DEFAULTS = { hashsize: 1024, maxelem: 65536, portRange: '0-65535' } as const;

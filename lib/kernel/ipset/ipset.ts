@@ -3,10 +3,9 @@
  * (ipset-restore.ts: one `ipset save` to observe, one `ipset restore -exist` per changing sync)
  * and in memory (fake-ipset.ts, which parses the same restore text and fails like ipset does).
  */
-import { DesiredIpsets } from '../../plan/ipsets';
-import { IpFamily } from '../../plan/names';
 
-export type { DesiredIpsets, DesiredSet } from '../../plan/ipsets';
+import { IpFamily } from '../../model/ip-family';
+import { DesiredIpsets } from '../../model/ipset';
 
 /** One set as `ipset save` shows it. */
 export interface ObservedSet {

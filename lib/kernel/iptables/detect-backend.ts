@@ -6,8 +6,8 @@
  * wrapper's rule count: legacy only when it holds more rules than nft. Default nft.
  */
 import { Execer, ExecResult, checkExec } from '../exec';
-import { IpFamily } from '../../plan/names';
 import { IptablesBackend } from './iptables';
+import { IpFamily } from '../../model/ip-family';
 
 export interface BackendDecision {
   readonly backend: IptablesBackend;

@@ -18,14 +18,15 @@
  * rule as written, not as iptables-save would spell it), `-R`, `-P`, `-Z`, `-E`.
  */
 import { ExecError } from '../../errors';
-import { IptablesPlan } from '../../plan/iptables';
-import { IpFamily, Table } from '../../plan/names';
 import { ExecResult, Execer } from '../exec';
 import type { FakeIpset } from '../ipset/fake-ipset';
 import { iptablesBinary } from './detect-backend';
 import { Iptables, IptablesBackend, IptablesRunner, IptablesSyncOptions, IptablesSyncResult } from './iptables';
 import { IptablesSync } from './iptables-sync';
 import { RestoreLine, joinTokens, parseRestore } from './parse-restore';
+import { IpFamily } from '../../model/ip-family';
+import { Table } from '../../model/names';
+import { IptablesPlan } from '../../model/iptables';
 
 const BUILTIN: Readonly<Record<string, readonly string[]>> = {
   filter: ['INPUT', 'FORWARD', 'OUTPUT'],

@@ -1,10 +1,11 @@
 /** The real Iptables: iptables(-nft|-legacy)-save / -restore through an Execer. */
 import { componentLog } from '../../log';
-import { IpFamily, Table } from '../../plan/names';
 import { ChildProcessExec, Execer, checkExec } from '../exec';
 import { detectBackend, iptablesBinary } from './detect-backend';
 import { Iptables, IptablesBackend, IptablesBackendMode, IptablesRunner } from './iptables';
 import { IptablesSync } from './iptables-sync';
+import { IpFamily } from '../../model/ip-family';
+import { Table } from '../../model/names';
 
 /** kube-proxy pkg/util/iptables: wait up to 5 s for the xtables lock, polling every 100 ms. */
 export const RESTORE_ARGS = ['--noflush', '-w', '5', '-W', '100000'] as const;

@@ -1,9 +1,11 @@
 /** The Iptables logic shared by the real implementation and the twin. */
 import { componentLog } from '../../log';
-import { IptablesPlan, JumpRule, formatIptablesRestore, jumpRuleSpec } from '../../plan/iptables';
-import { IpFamily, Table } from '../../plan/names';
 import { Iptables, IptablesBackend, IptablesRunner, IptablesSyncOptions, IptablesSyncResult } from './iptables';
 import { joinTokens, parseSaveRules, tokenize } from './parse-restore';
+import { IpFamily } from '../../model/ip-family';
+import { Table } from '../../model/names';
+import { IptablesPlan, JumpRule, jumpRuleSpec } from '../../model/iptables';
+import { formatIptablesRestore } from './format-restore';
 
 const TABLES = ['nat', 'filter'] as const;
 

@@ -3,8 +3,9 @@
  * of binaries (iptables-restore.ts; backend nft or legacy detected as iptables-wrappers does)
  * and in memory (fake-iptables.ts).
  */
-import { IptablesPlan, JumpRule } from '../../plan/iptables';
-import { IpFamily, Table } from '../../plan/names';
+import { IpFamily } from '../../model/ip-family';
+import { Table } from '../../model/names';
+import { IptablesPlan, JumpRule } from '../../model/iptables';
 
 export type IptablesBackend = 'nft' | 'legacy';
 /** Backend override: 'auto' detects (see detect-backend.ts). */

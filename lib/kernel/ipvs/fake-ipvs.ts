@@ -17,8 +17,10 @@ import {
   IpvsTimeouts,
   RealServer,
   RealServerId,
+  RealServerSpec,
   VirtualServer,
   VirtualServerId,
+  VirtualServerSpec,
   ZERO_STATS,
   canonicalAddress,
   realServerKey,
@@ -26,7 +28,7 @@ import {
 } from '../../model/ipvs';
 import { IpvsRequest, defaultNetmask, observedRealServer, observedVirtualServer } from '../../netlink/ipvs-codec';
 import { toNetlinkError } from './describe-op';
-import { Ipvs, IpvsOp, IpvsOpResult, RealServerSpec, VirtualServerEntry, VirtualServerSpec } from './ipvs';
+import { Ipvs, IpvsOp, IpvsOpResult, VirtualServerEntry } from './ipvs';
 
 const E = osConstants.errno;
 

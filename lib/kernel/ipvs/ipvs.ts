@@ -6,9 +6,7 @@ import {
   VirtualServer,
   VirtualServerId,
 } from '../../model/ipvs';
-import { IpvsRequest, RealServerSpec, VirtualServerSpec } from '../../netlink/ipvs-codec';
-
-export type { RealServerSpec, VirtualServerSpec };
+import { IpvsRequest } from '../../netlink/ipvs-codec';
 
 /** A change to the IPVS table, as data: the requests of the codec that modify the table. */
 export type IpvsOp = Extract<

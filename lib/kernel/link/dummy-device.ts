@@ -1,6 +1,6 @@
 import { canonicalAddress } from '../../model/ipvs';
+import { IpFamily } from '../../model/ip-family';
 import {
-  IpFamily,
   KUBE_IPVS0,
   LINK_KIND,
   Link,
@@ -69,7 +69,7 @@ export async function deleteDummyDevice(link: Link, name: string = KUBE_IPVS0): 
 export async function listBoundAddresses(
   link: Link,
   index: number,
-  families: readonly IpFamily[] = [4, 6],
+  families: readonly IpFamily[] = ['ipv4', 'ipv6'],
 ): Promise<string[]> {
   const out: string[] = [];
   for (const f of families) {
@@ -107,7 +107,7 @@ export async function unbindAddress(link: Link, index: number, address: string):
 export async function listLocalAddresses(
   link: Link,
   exceptIndex: number | undefined,
-  families: readonly IpFamily[] = [4, 6],
+  families: readonly IpFamily[] = ['ipv4', 'ipv6'],
 ): Promise<LinkAddress[]> {
   const out: LinkAddress[] = [];
   for (const f of families) {

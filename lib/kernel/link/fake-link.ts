@@ -1,8 +1,8 @@
 import { constants as osConstants } from 'node:os';
 import { NetlinkError, errnoName } from '../../errors';
-import { canonicalAddress, familyOf } from '../../model/ipvs';
-import { AF_INET6 } from '../../netlink/uapi/ip_vs';
-import { IpFamily, Link, LinkAddress, LinkInfo } from './link';
+import { canonicalAddress } from '../../model/ipvs';
+import { IpFamily, familyOfAddress, ipVersion } from '../../model/ip-family';
+import { Link, LinkAddress, LinkInfo } from './link';
 import { compareAddresses } from './link-rtnetlink';
 
 const E = osConstants.errno;
@@ -43,7 +43,7 @@ export class FakeLink implements Link {
   seedAddress(index: number, address: string, prefixLen: number): void {
     const l = this.links.get(index);
     if (!l) throw new Error(`seedAddress: no link ${index}`);
-    const family: IpFamily = familyOf(address) === AF_INET6 ? 6 : 4;
+    const family = familyOfAddress(address);
     l.addrs.set(canonicalAddress(address), { family, prefixLen });
   }
 
@@ -95,7 +95,7 @@ export class FakeLink implements Link {
   }
 
   async listAddresses(family: IpFamily): Promise<LinkAddress[]> {
-    this.calls.push(`listAddresses ${family}`);
+    this.calls.push(`listAddresses ${ipVersion(family)}`);
     const out: LinkAddress[] = [];
     for (const l of this.links.values()) {
       for (const [address, a] of l.addrs) {
@@ -107,8 +107,8 @@ export class FakeLink implements Link {
 
   async addAddress(index: number, address: string): Promise<void> {
     this.calls.push(`addAddress ${index} ${address}`);
-    const family: IpFamily = familyOf(address) === AF_INET6 ? 6 : 4;
-    const prefixLen = family === 6 ? 128 : 32;
+    const family = familyOfAddress(address);
+    const prefixLen = family === 'ipv6' ? 128 : 32;
     const object = `${address}/${prefixLen} on ifindex ${index}`;
     const l = this.byIndex(index, 'add address', object);
     if (l.addrs.has(canonicalAddress(address))) this.fail(E.EEXIST, 'add address', object);
@@ -117,8 +117,8 @@ export class FakeLink implements Link {
 
   async deleteAddress(index: number, address: string): Promise<void> {
     this.calls.push(`deleteAddress ${index} ${address}`);
-    const family: IpFamily = familyOf(address) === AF_INET6 ? 6 : 4;
-    const prefixLen = family === 6 ? 128 : 32;
+    const family = familyOfAddress(address);
+    const prefixLen = family === 'ipv6' ? 128 : 32;
     const object = `${address}/${prefixLen} on ifindex ${index}`;
     const l = this.byIndex(index, 'delete address', object);
     const a = l.addrs.get(canonicalAddress(address));

@@ -2,7 +2,8 @@ import { createNetlink, NetlinkSocket } from 'netlink';
 import { NetlinkError, SocketError, errnoName } from '../../errors';
 import { decodeAck } from '../../netlink/nlmsg';
 import { NETLINK_ROUTE, NLMSG } from '../../netlink/uapi/netlink';
-import { IpFamily, Link, LinkAddress, LinkInfo } from './link';
+import { IpFamily } from '../../model/ip-family';
+import { Link, LinkAddress, LinkInfo } from './link';
 import {
   RTM,
   RtnlRequest,

@@ -1,5 +1,6 @@
 import { constants as osConstants } from 'node:os';
 import { KubeIpvsError, hasErrno } from '../../errors';
+import { IpFamily } from '../../model/ip-family';
 
 const E = osConstants.errno;
 
@@ -12,8 +13,6 @@ export const LINK_KIND = {
   VETH: 'veth',
   BRIDGE: 'bridge',
 } as const;
-
-export type IpFamily = 4 | 6;
 
 /** One network interface as RTM_GETLINK shows it. */
 export interface LinkInfo {

@@ -7,8 +7,9 @@ import { AttrReader, AttrWriter } from '../../netlink/attr';
 import { NLM_F } from '../../netlink/uapi/netlink';
 import { AF_INET, AF_INET6 } from '../../netlink/uapi/ip_vs';
 import { addressToBytes, bytesToAddress, familyOf } from '../../model/ipvs';
+import { IpFamily, fromAddressFamily, ipVersion, toAddressFamily } from '../../model/ip-family';
 import { DecodeError } from '../../errors';
-import { IpFamily, LinkAddress, LinkInfo } from './link';
+import { LinkAddress, LinkInfo } from './link';
 
 /** enum in rtnetlink.h */
 export const RTM = {
@@ -45,9 +46,6 @@ export interface RtnlRequest {
   /** for errors: "kube-ipvs0", "10.96.0.1/32 on ifindex 3" */
   readonly object: string;
 }
-
-const ipFamily = (af: number): IpFamily => (af === AF_INET6 ? 6 : 4);
-const afOf = (family: IpFamily): number => (family === 6 ? AF_INET6 : AF_INET);
 
 function link(data: rt.Link, attrs: Parameters<typeof rt.formatLinkMessage>[0]['attrs']): Buffer {
   const s = new AttrStream();
@@ -92,9 +90,9 @@ export function encodeGetAddrs(family: IpFamily): RtnlRequest {
   return {
     type: RTM.GETADDR,
     flags: NLM_F.DUMP,
-    payload: addr({ family: afOf(family) }, {}),
+    payload: addr({ family: toAddressFamily(family) }, {}),
     operation: 'list addresses',
-    object: `IPv${family}`,
+    object: `IPv${ipVersion(family)}`,
   };
 }
 
@@ -150,5 +148,5 @@ export function decodeAddress(payload: Buffer): LinkAddress {
   if (bytes.length !== (af === AF_INET ? 4 : 16)) {
     throw new DecodeError(`address of ${bytes.length} bytes`, 'ifaddrmsg>IFA_LOCAL', 0);
   }
-  return { ifindex: m.data.index, family: ipFamily(af), address: bytesToAddress(af, bytes), prefixLen: m.data.prefixlen ?? 0 };
+  return { ifindex: m.data.index, family: fromAddressFamily(af), address: bytesToAddress(af, bytes), prefixLen: m.data.prefixlen ?? 0 };
 }

@@ -4,7 +4,8 @@ import { IpsetTypeMismatchError } from '../../../lib/errors';
 import { ScriptedExec } from '../../../lib/testing/scripted-exec';
 import { FakeIpset } from '../../../lib/kernel/ipset/fake-ipset';
 import { createIpset } from '../../../lib/kernel/ipset/ipset-restore';
-import { DesiredSet, IpsetMember, entryIp, planIpsets } from '../../../lib/plan/ipsets';
+import { planIpsets } from '../../../lib/plan/ipsets';
+import { DesiredSet, IpsetMember, entryIp } from '../../../lib/model/ipset';
 
 /** Collects quarantine notices (keeps the test output quiet). */
 class CapturingLog {

@@ -2,8 +2,9 @@
 import { ExecError } from '../../../lib/errors';
 import { FakeIpset } from '../../../lib/kernel/ipset/fake-ipset';
 import { FakeIptables } from '../../../lib/kernel/iptables/fake-iptables';
-import { formatIptablesRestore, planIptables } from '../../../lib/plan/iptables';
+import { planIptables } from '../../../lib/plan/iptables';
 import { planIpsets } from '../../../lib/plan/ipsets';
+import { formatIptablesRestore } from '../../../lib/kernel/iptables/format-restore';
 
 function refusal(f: FakeIptables, text: string): ExecError {
   try {

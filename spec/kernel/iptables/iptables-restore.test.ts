@@ -3,8 +3,10 @@ import { ExecError } from '../../../lib/errors';
 import { ScriptedExec } from '../../../lib/testing/scripted-exec';
 import { detectBackend, supportsRandomFully } from '../../../lib/kernel/iptables/detect-backend';
 import { ExecIptablesRunner, createIptables, iptablesErrorLine } from '../../../lib/kernel/iptables/iptables-restore';
-import { JUMP_RULES, formatIptablesRestore, planIptables } from '../../../lib/plan/iptables';
-import { SetKey } from '../../../lib/plan/names';
+import { planIptables } from '../../../lib/plan/iptables';
+import { SetKey } from '../../../lib/model/names';
+import { JUMP_RULES } from '../../../lib/model/iptables';
+import { formatIptablesRestore } from '../../../lib/kernel/iptables/format-restore';
 
 const RESTORE = ['--noflush', '-w', '5', '-W', '100000'];
 const plan = (sets: SetKey[] = [], family: 'ipv4' | 'ipv6' = 'ipv4') =>

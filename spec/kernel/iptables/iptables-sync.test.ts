@@ -2,7 +2,7 @@
 // behind its back are noticed with one save per table and rewritten.
 import { FakeIptables } from '../../../lib/kernel/iptables/fake-iptables';
 import { planIptables } from '../../../lib/plan/iptables';
-import { SetKey } from '../../../lib/plan/names';
+import { SetKey } from '../../../lib/model/names';
 
 const SETS: SetKey[] = ['CLUSTER_IP', 'NODE_PORT_TCP', 'LOAD_BALANCER'];
 const plan = planIptables({ family: 'ipv4', clusterCIDR: '10.244.0.0/16', nonEmptySets: new Set(SETS), randomFully: true });

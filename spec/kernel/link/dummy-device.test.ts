@@ -40,7 +40,7 @@ describe('FakeLink (strict twin)', () => {
     const d0 = await l.getLink('d0');
     await l.addAddress(d0.index, '10.96.0.1');
     await l.deleteLink(d0.index);
-    expect((await l.listAddresses(4)).map((a) => a.address)).toEqual(['127.0.0.1']);
+    expect((await l.listAddresses('ipv4')).map((a) => a.address)).toEqual(['127.0.0.1']);
   });
 });
 

@@ -51,7 +51,7 @@ describe('PackageRtnlTransport', () => {
       Buffer.from(`02200000${le32(idx)}080002000a6000${last.toString(16).padStart(2, '0')}`, 'hex');
     const s = scripted([[{ type: 20, data: v4(3, 2) }, { type: 20, data: v4(3, 1) }, { type: 20, data: v4(2, 9) }]]);
     const l = new LinkRtnetlink(new PackageRtnlTransport(s.sock));
-    expect((await l.listAddresses(4)).map((a) => `${a.ifindex} ${a.address}/${a.prefixLen}`)).toEqual([
+    expect((await l.listAddresses('ipv4')).map((a) => `${a.ifindex} ${a.address}/${a.prefixLen}`)).toEqual([
       '2 10.96.0.9/32',
       '3 10.96.0.1/32',
       '3 10.96.0.2/32',

@@ -4,7 +4,7 @@ import { LinkAddress } from '../../../lib/kernel/link/link';
 // Addresses: RFC 5737 (192.0.2.0/24, 198.51.100.0/24) and RFC 3849 (2001:db8::/32).
 const a = (ifindex: number, address: string, prefixLen: number): LinkAddress => ({
   ifindex,
-  family: address.includes(':') ? 6 : 4,
+  family: address.includes(':') ? 'ipv6' : 'ipv4',
   address,
   prefixLen,
 });

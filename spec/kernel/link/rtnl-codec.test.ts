@@ -55,11 +55,11 @@ describe('decodeLink', () => {
 describe('decodeAddress', () => {
   it('prefers IFA_LOCAL over IFA_ADDRESS (peer address on a point-to-point link)', () => {
     const payload = hex('02 18 80 00 02000000 0800 0100 0a000002 0800 0200 0a000001');
-    expect(decodeAddress(payload)).toEqual({ ifindex: 2, family: 4, address: '10.0.0.1', prefixLen: 24 });
+    expect(decodeAddress(payload)).toEqual({ ifindex: 2, family: 'ipv4', address: '10.0.0.1', prefixLen: 24 });
   });
   it('IPv6 in inet_ntop form', () => {
     const payload = hex(`0a 40 80 fd 04000000 1400 0100 fe80${'0'.repeat(24)}0001`);
-    expect(decodeAddress(payload)).toEqual({ ifindex: 4, family: 6, address: 'fe80::1', prefixLen: 64 });
+    expect(decodeAddress(payload)).toEqual({ ifindex: 4, family: 'ipv6', address: 'fe80::1', prefixLen: 64 });
   });
   it('a truncated address is a DecodeError', () => {
     const payload = hex('02 18 80 00 02000000 0700 0200 0a0000 00');

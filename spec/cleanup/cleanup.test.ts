@@ -1,4 +1,4 @@
-import { cleanup, kubeSetNames, planTableCleanup } from '../../lib/kernel/cleanup';
+import { cleanup, kubeSetNames, planTableCleanup } from '../../lib/cleanup/cleanup';
 import { FakeIpvs } from '../../lib/kernel/ipvs/fake-ipvs';
 import { FakeLink } from '../../lib/kernel/link/fake-link';
 import { FakeIpset } from '../../lib/kernel/ipset/fake-ipset';

@@ -4,8 +4,7 @@
  * kube-ipvs must find its own chains and sets, and cleanup tools look for them by name.
  */
 
-/** IP family of one proxier instance (kube-proxy runs one per family in dual stack). */
-export type IpFamily = 'ipv4' | 'ipv6';
+import { IpFamily } from './ip-family';
 
 /** KUBE-* chains (nat and filter). KUBE-NODE-PORT exists in both tables. */
 export const Chain = {

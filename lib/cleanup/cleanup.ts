@@ -16,16 +16,17 @@
  * A step that fails is reported and the others still run; a chain still referenced from a
  * foreign chain is flushed but kept (deleting it would fail the whole table's restore).
  */
-import { Ipvs } from './ipvs/ipvs';
-import { Link, LinkKindError } from './link/link';
-import { deleteDummyDevice } from './link/dummy-device';
-import { IptablesRunner } from './iptables/iptables';
-import { IpsetRunner } from './ipset/ipset';
-import { parseIpsetSave } from './ipset/ipset-text';
-import { tokenize } from './iptables/parse-restore';
-import { JUMP_RULES, KUBE_CHAINS } from '../plan/iptables';
-import { BuiltinChain, IpFamily, SetName, Table, ipsetName } from '../plan/names';
-import { KUBE_IPVS0 } from './link/link';
+import { Ipvs } from '../kernel/ipvs/ipvs';
+import { Link, LinkKindError } from '../kernel/link/link';
+import { deleteDummyDevice } from '../kernel/link/dummy-device';
+import { IptablesRunner } from '../kernel/iptables/iptables';
+import { IpsetRunner } from '../kernel/ipset/ipset';
+import { parseIpsetSave } from '../kernel/ipset/ipset-text';
+import { tokenize } from '../kernel/iptables/parse-restore';
+import { KUBE_IPVS0 } from '../kernel/link/link';
+import { IpFamily } from '../model/ip-family';
+import { BuiltinChain, SetName, Table, ipsetName } from '../model/names';
+import { KUBE_CHAINS } from '../model/iptables';
 
 export interface CleanupDeps {
   readonly ipvs: Pick<Ipvs, 'apply'>;
@@ -197,6 +198,3 @@ export async function cleanup(deps: CleanupDeps): Promise<CleanupReport> {
 
   return { linkDeleted, iptablesDone, chainsKept, setsDestroyed, execs, failures };
 }
-
-/** The jump rules kube-proxy installs (re-exported for tests that seed a kube-proxy node). */
-export { JUMP_RULES };
