@@ -2,8 +2,8 @@
 // `field` is the config path (`ipvs.excludeCIDRs[1]`) or the flag (`--ipvs-exclude-cidrs`);
 // every failure is a ConfigError naming it and the value.
 import { ConfigError } from '../errors';
-import { AF_INET } from '../netlink/uapi/ip_vs';
-import { addressToBytes, bytesToAddress, canonicalAddress, familyOf } from '../model/ipvs';
+import { canonicalAddress, familyOf } from '../model/ipvs';
+import { formatCidr, parseAddress, parseCidr as parseNet } from '../model/address';
 import { parseDurationMs } from './duration';
 import { DetectLocalMode } from './proxy-config';
 
@@ -19,42 +19,30 @@ export const NODE_PORT_ADDRESSES_PRIMARY = 'primary';
 
 const q = (v: string): string => JSON.stringify(v);
 
-function isIP(text: string): boolean {
-  try {
-    familyOf(text);
-    return true;
-  } catch {
-    return false;
-  }
-}
+const isIP = (text: string): boolean => parseAddress(text) !== undefined;
 
 /**
  * A CIDR in canonical form with the host bits cleared, as Go's net.ParseCIDR returns the
- * network: `10.1.2.3/8` -> `10.0.0.0/8`, `FD00:0::1/64` -> `fd00::/64`.
+ * network: `10.1.2.3/8` -> `10.0.0.0/8`, `FD00:0::1/64` -> `fd00::/64` (model/address.ts parses).
  */
 export function parseCidr(text: string, field: string): string {
   const slash = text.indexOf('/');
-  const addr = slash < 0 ? text : text.slice(0, slash);
-  const prefixText = slash < 0 ? '' : text.slice(slash + 1);
-  if (slash < 0 || !isIP(addr) || !/^[0-9]{1,3}$/.test(prefixText)) {
+  if (slash < 0 || !isIP(text.slice(0, slash)) || !/^[0-9]{1,3}$/.test(text.slice(slash + 1))) {
     throw new ConfigError(field, `${q(text)} is not a valid CIDR (address/prefix, e.g. 10.244.0.0/16 or fd00:10:244::/56)`);
   }
-  const af = familyOf(addr);
-  const bits = af === AF_INET ? 32 : 128;
-  const prefix = Number(prefixText);
-  if (prefix > bits) throw new ConfigError(field, `${q(text)} is not a valid CIDR: prefix length ${prefix} > ${bits}`);
-  const bytes = addressToBytes(af, addr);
-  for (let i = 0; i < bytes.length; i++) {
-    const keep = Math.min(8, Math.max(0, prefix - i * 8));
-    bytes[i] = bytes[i]! & ((0xff << (8 - keep)) & 0xff);
+  const c = parseNet(text);
+  if (!c) {
+    const bits = text.includes(':') ? 128 : 32;
+    throw new ConfigError(field, `${q(text)} is not a valid CIDR: prefix length ${Number(text.slice(slash + 1))} > ${bits}`);
   }
-  return `${bytesToAddress(af, bytes)}/${prefix}`;
+  return formatCidr(c);
 }
 
 /** Canonical IP address. */
 export function parseIP(text: string, field: string): string {
-  if (!isIP(text)) throw new ConfigError(field, `${q(text)} is not a valid IP address`);
-  return canonicalAddress(text);
+  const a = parseAddress(text);
+  if (!a) throw new ConfigError(field, `${q(text)} is not a valid IP address`);
+  return a.text;
 }
 
 /**

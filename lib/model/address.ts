@@ -1,9 +1,10 @@
 /**
- * Parsing of the addresses, networks and interface names that reach kernel text (ipset
- * members, iptables rules). Each parser accepts exactly what the kernel tools accept without
+ * THE parser of addresses and networks (every layer uses it: Kubernetes objects through
+ * parse-ip.ts, the configuration, ipset members, iptables rules), and of interface names. Each parser accepts exactly what the kernel tools accept without
  * reinterpretation and returns the one canonical spelling (inet_ntop), or undefined.
  */
 import { isIPv6 } from 'node:net';
+import { Address4, Address6 } from 'ip-address';
 import { addressToBytes, bytesToAddress, canonicalAddress, parseIPv4 } from './ipvs';
 import { AF_INET, AF_INET6 } from '../netlink/uapi/ip_vs';
 import { IpFamily } from './ip-family';
@@ -83,4 +84,38 @@ export function interfaceNameProblem(name: unknown): string | undefined {
   const bad = /[/:'"!+\\`$]/.exec(name);
   if (bad) return `holds '${bad[0]}'`;
   return undefined;
+}
+
+/**
+ * A membership test for many CIDRs, parsed once (ip-address): does `ip` lie inside one of
+ * them? Addresses of the other family never match; CIDRs that do not parse are ignored (the
+ * configuration and object layers validate them first).
+ */
+export function cidrMatcher(cidrs: readonly string[]): (ip: string) => boolean {
+  if (cidrs.length === 0) return () => false;
+  const v4: Address4[] = [];
+  const v6: Address6[] = [];
+  for (const text of cidrs) {
+    const c = parseCidr(text);
+    if (!c) continue;
+    if (c.family === 'ipv4') v4.push(new Address4(formatCidr(c)));
+    else v6.push(new Address6(formatCidr(c)));
+  }
+  return (ip: string): boolean => {
+    const a = parseAddress(ip);
+    if (!a) return false;
+    if (a.family === 'ipv4') {
+      if (v4.length === 0) return false;
+      const x = new Address4(a.text);
+      return v4.some((n) => x.isInSubnet(n));
+    }
+    if (v6.length === 0) return false;
+    const x = new Address6(a.text);
+    return v6.some((n) => x.isInSubnet(n));
+  };
+}
+
+/** Is `ip` inside `cidr`? (One-off form of cidrMatcher.) */
+export function cidrContains(cidr: string, ip: string): boolean {
+  return cidrMatcher([cidr])(ip);
 }

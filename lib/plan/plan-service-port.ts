@@ -22,7 +22,7 @@
  */
 import { AddressFamily, RealServerSpec, VirtualServerSpec, realServerKey, virtualServerKey } from '../model/ipvs';
 import { Endpoint, Refusal, ServicePort, servicePortKey } from '../model/service';
-import { cidrMatcher } from '../model/parse-ip';
+import { cidrMatcher } from '../model/address';
 import {
   AF_INET,
   AF_INET6,

@@ -33,7 +33,7 @@ import {
   ServicePortPlan,
 } from '../plan/service-plan';
 import { IpvsTable, TableEntry, applyOpsToTable, tableFromDump } from '../reconcile/ipvs-table';
-import { cidrMatcher } from '../model/parse-ip';
+import { cidrMatcher } from '../model/address';
 import { diffIpvsTable, diffVirtualServer, needsGracefulTermination, opVirtualServerKey } from '../reconcile/diff-ipvs';
 import { PROTOCOL_NAMES } from '../model/ipvs';
 import { NetlinkError } from '../errors';

@@ -1,5 +1,6 @@
 // Expected spellings written by hand (inet_ntop / RFC 5952).
-import { cidrContains, cidrMatcher, parseCidr, parseIp } from '../../lib/model/parse-ip';
+import { parseCidr, parseIp } from '../../lib/model/parse-ip';
+import { cidrContains, cidrMatcher } from '../../lib/model/address';
 
 describe('parseIp', () => {
   it.each([

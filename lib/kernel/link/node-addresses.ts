@@ -1,19 +1,10 @@
 import { isIPv4 } from 'node:net';
-import { Address4, Address6 } from 'ip-address';
+import { cidrMatcher } from '../../model/address';
 import { canonicalAddress } from '../../model/ipvs';
 import { LinkAddress } from './link';
 
 /** The special `nodePortAddresses` value meaning "the node's primary IPs" (K8S v1.29+). */
 export const NODE_PORT_ADDRESSES_PRIMARY = 'primary' as const;
-
-function inCidr(address: string, cidr: string): boolean {
-  if (isIPv4(address)) {
-    if (!Address4.isValid(cidr) || !cidr.includes('.')) return false;
-    return new Address4(address).isInSubnet(new Address4(cidr));
-  }
-  if (!Address6.isValid(cidr) || cidr.includes('.')) return false;
-  return new Address6(address).isInSubnet(new Address6(cidr));
-}
 
 const isLoopback = (a: string): boolean => (isIPv4(a) ? a.startsWith('127.') : a === '::1');
 const isLinkLocal6 = (a: string): boolean => !isIPv4(a) && /^fe[89ab]/i.test(a);
@@ -42,8 +33,9 @@ export function selectNodePortAddresses(
     const primary = new Set(primaryIPs.map(canonicalAddress));
     const cidrs = nodePortAddresses.filter((c) => c !== NODE_PORT_ADDRESSES_PRIMARY);
     const wantPrimary = cidrs.length !== nodePortAddresses.length;
+    const inCidrs = cidrMatcher(cidrs);
     out = addrs.filter(
-      (a) => (wantPrimary && primary.has(a)) || (!isLoopback(a) && cidrs.some((c) => inCidr(a, c))),
+      (a) => (wantPrimary && primary.has(a)) || (!isLoopback(a) && inCidrs(a)),
     );
   }
   return out.sort((a, b) => Number(!isIPv4(a)) - Number(!isIPv4(b)) || (a < b ? -1 : a > b ? 1 : 0));
