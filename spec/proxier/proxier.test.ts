@@ -197,7 +197,7 @@ describe('Proxier over the kernel twins', () => {
     // (the twin keeps rule text as written; the VM tests pin iptables-save's own spelling)
     expect(await ipt6.save('nat')).toContain('-m set --match-set KUBE-6-CLUSTER-IP dst,dst ! -s 2001:db8:244::/64 -j KUBE-MARK-MASQ');
     expect(await ipt6.save('nat')).toContain('-A KUBE-SERVICES -s ::1/128 -j RETURN');
-    expect(await ipt4.save('nat')).toContain('--match-set KUBE-CLUSTER-IP dst,dst -j KUBE-MARK-MASQ');
+    expect(await ipt4.save('nat')).toContain('-m set --match-set KUBE-CLUSTER-IP dst,dst ! -s 10.244.0.0/16 -j KUBE-MARK-MASQ');
   });
 
   it('graceful termination: a drained TCP real server is deleted at the next drain check; one that comes back gets weight 1', async () => {
