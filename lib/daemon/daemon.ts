@@ -164,6 +164,8 @@ export async function runDaemon(config: ProxyConfig, options: DaemonOptions): Pr
       log: componentLog('proxier'),
       onSync: (r, drift) => {
         metrics.recordSync(r, drift, proxier.counts(), Date.now());
+        metrics.noLocalEndpoints.set({ traffic_policy: 'internal' }, proxier.noLocalEndpoints.internal);
+        metrics.noLocalEndpoints.set({ traffic_policy: 'external' }, proxier.noLocalEndpoints.external);
         metrics.serviceChangesPending.set(services.pendingChanges);
         metrics.endpointChangesPending.set(slices.pendingChanges);
       },

@@ -188,6 +188,8 @@ export class Proxier {
   lastSyncAt = 0;
   lastQueuedAt = 0;
   lastResult: SyncResult | undefined;
+  /** service ports with a Local traffic policy and no local endpoint (kubeproxy_sync_proxy_rules_no_local_endpoints_total) */
+  readonly noLocalEndpoints = { internal: 0, external: 0 };
   readonly totals = { syncs: 0, fullSyncs: 0, ipvsWrites: 0, ipvsFailures: 0, execs: 0, driftRepairs: 0 };
 
   constructor(
@@ -238,6 +240,8 @@ export class Proxier {
     if (settings.families.join() !== this.settings.families.join()) {
       this.index = new DesiredIndex(settings.families);
       this.plans.clear();
+      this.noLocalEndpoints.internal = 0;
+      this.noLocalEndpoints.external = 0;
     }
     this.settings = settings;
     this.excluded = cidrMatcher(settings.excludeCIDRs);
@@ -296,6 +300,8 @@ export class Proxier {
         const before = this.plans.get(name) ?? [];
         const after = this.planService(name);
         for (const k of this.index.replace(before, after)) touched.add(k);
+        for (const p of before) this.countNoLocal(p, -1);
+        for (const p of after) this.countNoLocal(p, +1);
         if (after.length > 0) this.plans.set(name, after);
         else this.plans.delete(name);
         this.reportRefusals(name, after);
@@ -676,6 +682,11 @@ export class Proxier {
       });
       this.deps.events?.warn({ kind: r.kind, namespace: r.namespace, name: r.name }, 'InvalidField', `kube-ipvs ignored ${r.field} '${r.value}': ${r.reason}`);
     }
+  }
+
+  private countNoLocal(p: ServicePortPlan, sign: 1 | -1): void {
+    if (p.noLocalEndpoints.internal) this.noLocalEndpoints.internal += sign;
+    if (p.noLocalEndpoints.external) this.noLocalEndpoints.external += sign;
   }
 
   /** Counts for status/metrics. */

@@ -200,6 +200,22 @@ describe('Proxier over the kernel twins', () => {
     expect(await ipt4.save('nat')).toContain('-m set --match-set KUBE-CLUSTER-IP dst,dst ! -s 10.244.0.0/16 -j KUBE-MARK-MASQ');
   });
 
+  it('counts service ports with a Local policy and no local endpoint, incrementally', async () => {
+    const t = await setup();
+    const local = (name: string, ip: string) =>
+      makeService('default', name, (s) => {
+        s.spec = { type: 'NodePort', clusterIP: ip, clusterIPs: [ip], externalTrafficPolicy: 'Local', ports: [svcPort('http', 80, 'TCP', 30000 + Number(ip.split('.')[3]))] };
+      });
+    t.addService(local('a', '10.96.0.21'), endpoints('a', '10.244.1.2')); // endpoint on node-b: none local
+    t.addService(local('b', '10.96.0.22'), endpoints('b', '10.244.1.3'));
+    await t.start();
+    expect(t.proxier.noLocalEndpoints).toEqual({ internal: 0, external: 2 });
+    t.services.onDelete(local('b', '10.96.0.22'));
+    t.proxier.sync();
+    await t.settle();
+    expect(t.proxier.noLocalEndpoints).toEqual({ internal: 0, external: 1 });
+  });
+
   it('graceful termination: a drained TCP real server is deleted at the next drain check; one that comes back gets weight 1', async () => {
     const t = await setup();
     t.addService(clusterIP('web', '10.96.0.10'), endpoints('web', '10.244.1.2', '10.244.1.3'));
