@@ -53,6 +53,9 @@ export interface DaemonOptions {
   readonly verbosity: number;
 }
 
+/** The EndpointSlice controller's annotation kube-proxy measures network programming latency from. */
+const LAST_CHANGE_TRIGGER_TIME = 'endpoints.kubernetes.io/last-change-trigger-time';
+
 /** The IP families this node proxies: those of clusterCIDR; IPv4 alone when it is unset. */
 export function proxyFamilies(config: ProxyConfig): IpFamily[] {
   const fams = new Set<IpFamily>(config.clusterCIDR.map((c) => (c.includes(':') ? 'ipv6' : 'ipv4')));
@@ -156,6 +159,11 @@ export async function runDaemon(config: ProxyConfig, options: DaemonOptions): Pr
   const source = new TrackerSource(services, slices);
   let node: NodeState = { name, zone: '', nodeIPs: [], podCIDRs: [] };
   let nodeEligible = true;
+  let triggers: { triggeredAt: number; receivedAt: number }[] = [];
+  const trigger = (slice: { metadata?: { annotations?: Record<string, string> } }) => {
+    const at = Date.parse(slice.metadata?.annotations?.[LAST_CHANGE_TRIGGER_TIME] ?? '');
+    if (Number.isFinite(at)) triggers.push({ triggeredAt: at, receivedAt: Date.now() });
+  };
   const proxier = new Proxier(
     {
       ipvs, link, ipsets, iptables, source, events, randomFully,
@@ -163,7 +171,16 @@ export async function runDaemon(config: ProxyConfig, options: DaemonOptions): Pr
       clock: systemClock,
       log: componentLog('proxier'),
       onSync: (r, drift) => {
-        metrics.recordSync(r, drift, proxier.counts(), Date.now());
+        const now = Date.now();
+        metrics.recordSync(r, drift, proxier.counts(), now);
+        // network programming latency: from each EndpointSlice's trigger time to the end of
+        // the first sync that started after the event arrived
+        const syncStart = now - r.durationMs;
+        triggers = triggers.filter((t) => {
+          if (t.receivedAt > syncStart) return true;
+          metrics.networkProgramming.observe(Math.max(0, now - t.triggeredAt) / 1000);
+          return false;
+        });
         metrics.noLocalEndpoints.set({ traffic_policy: 'internal' }, proxier.noLocalEndpoints.internal);
         metrics.noLocalEndpoints.set({ traffic_policy: 'external' }, proxier.noLocalEndpoints.external);
         metrics.serviceChangesPending.set(services.pendingChanges);
@@ -197,8 +214,8 @@ export async function runDaemon(config: ProxyConfig, options: DaemonOptions): Pr
         onServicesSynced: () => proxier.onServicesSynced(),
       },
       endpointSlice: {
-        onEndpointSliceAdd: (s) => changed('endpoints', slices.onAdd(s)),
-        onEndpointSliceUpdate: (o, s) => changed('endpoints', slices.onUpdate(o, s)),
+        onEndpointSliceAdd: (s) => (trigger(s), changed('endpoints', slices.onAdd(s))),
+        onEndpointSliceUpdate: (o, s) => (trigger(s), changed('endpoints', slices.onUpdate(o, s))),
         onEndpointSliceDelete: (s) => changed('endpoints', slices.onDelete(s)),
         onEndpointSlicesSynced: () => proxier.onEndpointSlicesSynced(),
       },

@@ -50,7 +50,10 @@ function slice(ns: string, svc: string, name: string, port: number, eps: Ep[], p
   return {
     apiVersion: 'discovery.k8s.io/v1',
     kind: 'EndpointSlice',
-    metadata: meta(ns, name, { labels: { 'kubernetes.io/service-name': svc, 'endpointslice.kubernetes.io/managed-by': 'endpointslice-controller.k8s.io' } }),
+    metadata: meta(ns, name, {
+      labels: { 'kubernetes.io/service-name': svc, 'endpointslice.kubernetes.io/managed-by': 'endpointslice-controller.k8s.io' },
+      annotations: { 'endpoints.kubernetes.io/last-change-trigger-time': new Date().toISOString() },
+    }),
     addressType: 'IPv4',
     ports: [{ name: portName, port, protocol }],
     endpoints: eps.map((e) => ({
@@ -300,6 +303,23 @@ describe('kube-ipvs daemon end to end (fake API server, real kernel, real traffi
     for (let i = 0; i < 8; i++) results.push(connect(POD2.name, '10.96.0.10', 80).outcome);
     expect(results.every((o) => o === 'ok')).toBe(true);
     expect(connect(POD2.name, '10.96.0.10', 80).reply).toBe(`pod3 client=${POD2.ip}`);
+  });
+
+  it('health and metrics: kube-proxy\'s /healthz, /livez and kubeproxy_* series', async () => {
+    const healthz = await fetch('http://127.0.0.1:10256/healthz');
+    expect(healthz.status).toBe(200);
+    expect(await healthz.json()).toMatchObject({ nodeEligible: true, lastUpdated: expect.any(String), currentTime: expect.any(String) });
+    expect((await fetch('http://127.0.0.1:10256/livez')).status).toBe(200);
+    expect(await (await fetch('http://127.0.0.1:10249/proxyMode')).text()).toBe('ipvs');
+    const metrics = await (await fetch('http://127.0.0.1:10249/metrics')).text();
+    const value = (series: string) => Number(metrics.split('\n').find((l) => l.startsWith(series + ' '))?.split(' ')[1]);
+    expect(value('kubeproxy_sync_proxy_rules_duration_seconds_count')).toBeGreaterThan(0);
+    expect(value('kubeproxy_network_programming_duration_seconds_count')).toBeGreaterThan(0);
+    expect(value('kubeproxy_sync_proxy_rules_endpoint_changes_total')).toBeGreaterThan(0);
+    expect(value('kubeproxy_proxy_healthz_total{code="200"}')).toBe(1);
+    // the local Service (eTP=Local) has a local endpoint: no port without one
+    expect(value('kubeproxy_sync_proxy_rules_no_local_endpoints_total{traffic_policy="external"}')).toBe(0);
+    expect(value('kube_ipvs_virtual_servers')).toBe(11);
   });
 
   it('a scheduler change in the config file applies live, in place (SET, no delete)', async () => {
