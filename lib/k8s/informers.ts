@@ -346,6 +346,11 @@ class ReportingWatch extends Watch {
         finished = true;
         done(err);
       });
+      // stopped while the request was in flight: ListWatch had no controller to abort yet
+      if (this.hooks.stopped()) {
+        controller.abort();
+        return controller;
+      }
       if (!finished) this.hooks.connected();
       return controller;
     } catch (e) {

@@ -283,8 +283,11 @@ describe('kube-ipvs daemon end to end (fake API server, real kernel, real traffi
     await api.create('/api/v1/namespaces/default/services', service('default', 'added', { clusterIP: '10.96.0.16', ports: [{ name: 'http', port: 80, protocol: 'TCP' }] }));
     await api.create('/apis/discovery.k8s.io/v1/namespaces/default/endpointslices', slice('default', 'added', 'added-1', 8080, [{ ip: POD1.ip }]));
     await eventually('the added service', ipvsRules, (r) => r.includes(`-a -t 10.96.0.16:80 -r ${POD1.ip}:8080 -m -w 1`));
-    const syncs = daemon.lines.slice(from).filter(isSync);
-    const total = (k: string) => syncs.reduce((n, l) => n + (l[k] as number), 0);
+    // the kernel changes before the sync's log line is written: wait for the lines, then for
+    // anything late, then count
+    const total = (k: string) => daemon.lines.slice(from).filter(isSync).reduce((n, l) => n + (l[k] as number), 0);
+    await eventually('the sync lines', () => total('ipvsWrites'), (n) => n >= 2);
+    await new Promise((r) => setTimeout(r, 2000));
     expect(total('ipvsWrites')).toBe(2);
     expect(total('execs')).toBe(1);
     expect(boundAddresses()).toContain('10.96.0.16');
