@@ -127,11 +127,13 @@ export async function runDaemon(config: ProxyConfig, options: DaemonOptions): Pr
   }
   await applyIpvsTimeouts(ipvs, config, log);
   const exec = new ChildProcessExec();
-  const ipsets: Partial<Record<IpFamily, Ipset>> = {};
+  // one instance for both families: its one `ipset save` reads every set, and each family's
+  // sync touches only its own sets
+  const ipset = createIpset(exec);
+  const ipsets: Partial<Record<IpFamily, Ipset>> = { ipv4: ipset, ipv6: ipset };
   const iptables: Partial<Record<IpFamily, Iptables>> = {};
   const randomFully: Partial<Record<IpFamily, boolean>> = {};
   for (const f of ['ipv4', 'ipv6'] as IpFamily[]) {
-    ipsets[f] = createIpset(exec);
     const ipt = createIptables({ family: f, backend: 'auto', exec });
     iptables[f] = ipt;
     if (settings.families.includes(f)) {

@@ -52,6 +52,8 @@ export class DesiredIndex {
   private readonly families = new Map<IpFamily, FamilyIndex>();
   /** families whose set members changed since takeIpsetsChanged */
   private readonly ipsetsChanged = new Set<IpFamily>();
+  /** whether some address became wanted or unwanted on kube-ipvs0 since takeAddressesChanged */
+  private addressesChanged = false;
 
   constructor(families: readonly IpFamily[]) {
     for (const family of families) {
@@ -96,7 +98,10 @@ export class DesiredIndex {
     if (!fam) return;
     for (const a of p.boundAddresses) {
       const changed = sign > 0 ? this.addresses.add(a) : this.addresses.remove(a);
-      if (changed) this.member(fam, fam.ipvsIps, a as unknown as Member, sign);
+      if (changed) {
+        this.addressesChanged = true;
+        this.member(fam, fam.ipvsIps, a as unknown as Member, sign);
+      }
     }
     for (const e of p.ipsetEntries) {
       const name = fam.nameOf.get(e.set);
@@ -148,6 +153,13 @@ export class DesiredIndex {
       out.push({ key, winner: winner!, losers });
     }
     return out;
+  }
+
+  /** Did the set of wanted kube-ipvs0 addresses change since the last call? (Then clears the mark.) */
+  takeAddressesChanged(): boolean {
+    const changed = this.addressesChanged;
+    this.addressesChanged = false;
+    return changed;
   }
 
   boundAddresses(): ReadonlySet<string> {

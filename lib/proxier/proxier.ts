@@ -344,7 +344,8 @@ export class Proxier {
       for (const svc of dueRetries) if (!this.failedThisSync.has(svc)) this.retries.delete(svc);
 
       // 2. addresses on kube-ipvs0 (after the virtual servers exist, as kube-proxy binds)
-      await this.syncBoundAddresses(this.index.boundAddresses(), counts);
+      // (a partial sync that changed no VIP skips the O(all VIPs) comparison)
+      if (this.index.takeAddressesChanged() || full) await this.syncBoundAddresses(this.index.boundAddresses(), counts);
 
       // 3. ipsets and iptables, one restore each at most
       for (const family of this.settings.families) {
@@ -367,8 +368,7 @@ export class Proxier {
     } catch (e) {
       // socket failure, exec failure...: what was applied is uncertain, so read it all next time
       this.needFullSync = true;
-      this.deps.ipsets.ipv4?.invalidate();
-      this.deps.ipsets.ipv6?.invalidate();
+      for (const ipset of new Set(Object.values(this.deps.ipsets))) ipset?.invalidate();
       const delay = this.nextBackoff(SYNC_RETRY);
       this.deps.log.error(`sync failed, full sync in ${delay} ms: ${e instanceof Error ? e.message : String(e)}`, {
         code: (e as { code?: string }).code,
@@ -410,7 +410,8 @@ export class Proxier {
     if (ipset) {
       this.observedIpsets = await ipset.observe();
       counts.execs++;
-      for (const f of this.settings.families.slice(1)) this.deps.ipsets[f]?.invalidate();
+      // another family's instance (if it is another one) must not sync against an old baseline
+      for (const f of this.settings.families.slice(1)) if (this.deps.ipsets[f] !== ipset) this.deps.ipsets[f]?.invalidate();
     }
   }
 
