@@ -131,11 +131,21 @@ export class ApiClient {
   constructor(readonly base: string) {}
 
   async request(method: string, p: string, body?: unknown, contentType = 'application/json'): Promise<unknown> {
-    const r = await fetch(this.base + p, {
-      method,
-      headers: body === undefined ? {} : { 'content-type': contentType },
-      body: body === undefined ? undefined : JSON.stringify(body),
-    });
+    const send = () =>
+      fetch(this.base + p, {
+        method,
+        headers: body === undefined ? {} : { 'content-type': contentType },
+        body: body === undefined ? undefined : JSON.stringify(body),
+      });
+    let r: Response;
+    try {
+      r = await send();
+    } catch (e) {
+      // a kept-alive connection the server closed as it was reused ("other side closed"):
+      // the request never reached the server, so sending it again is safe
+      if (!/other side closed/.test(String((e as { cause?: unknown }).cause))) throw e;
+      r = await send();
+    }
     const text = await r.text();
     if (!r.ok) throw new Error(`${method} ${p}: HTTP ${r.status} ${text}`);
     return text ? JSON.parse(text) : undefined;
