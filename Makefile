@@ -13,8 +13,15 @@ all: build
 deps:
 	bash scripts/install-deps.sh
 
-build: node_modules/.bin/node
+build: node_modules/.bin/node dist/native/netlink_sockopt.node
 	node_modules/.bin/node node_modules/typescript/bin/tsc -p tsconfig.json
+
+# NETLINK_EXT_ACK for the `netlink` package's sockets (lib/netlink/ext-ack.ts): a Node-API
+# addon, ABI-stable, compiled against the node-api-headers package (no node-gyp download)
+dist/native/netlink_sockopt.node: native/netlink-sockopt.c node_modules/.bin/node
+	mkdir -p dist/native
+	cc -shared -fPIC -O2 -Wall -Wextra -Werror -std=gnu11 -DNAPI_VERSION=8 \
+	  -I node_modules/node-api-headers/include -o $@ $<
 
 node_modules/.bin/node:
 	bash scripts/install-deps.sh

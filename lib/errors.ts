@@ -14,6 +14,8 @@ export abstract class KubeIpvsError extends Error {
 
 /** Name of a positive kernel errno ("ENOENT"), or "errno N" when unknown. */
 export function errnoName(errno: number): string {
+  // libuv names 95 ENOTSUP (glibc's alias); the kernel, iproute2 and ipvsadm say EOPNOTSUPP
+  if (errno === E.EOPNOTSUPP) return 'EOPNOTSUPP';
   try {
     return getSystemErrorName(-errno);
   } catch {

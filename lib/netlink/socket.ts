@@ -2,6 +2,7 @@ import { RawNetlinkSocket } from 'netlink';
 import { DecodeError, NetlinkTimeoutError, SocketError } from '../errors';
 import { NetlinkMessage, decodeAck, encodeGenlMessage, genlBody, genlMessageLength, splitMessages, writeGenlMessage } from './nlmsg';
 import { NETLINK_GENERIC, NLMSG, NLM_F } from './uapi/netlink';
+import { enableExtendedAck } from './ext-ack';
 
 /**
  * The datagram transport under a GenlSocket: the `netlink` package's raw socket in
@@ -14,14 +15,20 @@ export interface NetlinkTransport {
   close(): void;
 }
 
-/** NETLINK_GENERIC socket from the `netlink` package, with large buffers for pipelining. */
+/**
+ * NETLINK_GENERIC socket from the `netlink` package, with large buffers for pipelining and
+ * NETLINK_EXT_ACK on (when the addon is built: ext-ack.ts).
+ */
 export class RawTransport implements NetlinkTransport {
-  private readonly raw: RawNetlinkSocket;
+  readonly raw: RawNetlinkSocket;
+  /** why the kernel's extended-ack messages are off on this socket; undefined when on */
+  readonly extAckProblem: string | undefined;
 
   constructor(protocol = NETLINK_GENERIC, bufferSize = 4 << 20) {
     // the kernel caps SO_RCVBUF at net.core.rmem_max (and doubles it); batch sizes below
     // are chosen so even a batch where every op fails fits in the default cap
     this.raw = new RawNetlinkSocket(protocol, { recvBufferSize: bufferSize, sendBufferSize: bufferSize });
+    this.extAckProblem = enableExtendedAck(this.raw, protocol);
   }
 
   send(datagram: Buffer): Promise<void> {

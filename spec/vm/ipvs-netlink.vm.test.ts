@@ -2,7 +2,10 @@
 // and with the real ipvsadm 1.31 binary. Addresses: RFC 5737 / RFC 3849 ranges.
 import { execFileSync, spawnSync } from 'node:child_process';
 import { constants as osConstants } from 'node:os';
-import { IpvsNetlink, openIpvs } from '../../lib/kernel/ipvs/ipvs-netlink';
+import { IpvsNetlink, openIpvs, resolveIpvsFamily } from '../../lib/kernel/ipvs/ipvs-netlink';
+import { GenlSocket, RawTransport } from '../../lib/netlink/socket';
+import { AttrWriter } from '../../lib/netlink/attr';
+import { IPVS_CMD, IPVS_CMD_ATTR, IPVS_GENL_VERSION } from '../../lib/netlink/uapi/ip_vs';
 import { IpvsOp } from '../../lib/kernel/ipvs/ipvs';
 import { FakeIpvs } from '../../lib/kernel/ipvs/fake-ipvs';
 import { NetlinkError, isExists, isNotFound } from '../../lib/errors';
@@ -150,6 +153,20 @@ describe('IPVS over generic netlink, against the kernel and ipvsadm', () => {
     expect(mcast.errno).toBe(E.EINVAL);
     // nothing that was refused changed the table
     expect(ipvsadm('-Sn')).toBe('-A -t 192.0.2.60:80 -s rr\n');
+  });
+
+  it("NETLINK_EXT_ACK: a malformed attribute is refused with the kernel's policy message", async () => {
+    // IPVS_CMD_SET_CONFIG with IPVS_CMD_ATTR_TIMEOUT_TCP (NLA_U32) two bytes long
+    const sock = new GenlSocket(new RawTransport(), await resolveIpvsFamily(), IPVS_GENL_VERSION, { requestTimeoutMs: 5000 });
+    try {
+      const attrs = new AttrWriter().bytes(IPVS_CMD_ATTR.TIMEOUT_TCP, Buffer.from([1, 0])).finish();
+      const e = await sock.request({ cmd: IPVS_CMD.SET_CONFIG, attrs }).then(() => undefined, (err: unknown) => err);
+      expect(e).toEqual({ errno: E.ERANGE, extack: 'Attribute failed policy validation' });
+    } finally {
+      sock.close();
+    }
+    // nothing changed: the TCP timeout is still the kernel's default
+    expect(ipvsadm('-L', '--timeout')).toMatch(/^Timeout \(tcp tcpfin udp\): 900 120 300/);
   });
 
   it('EPERM without CAP_NET_ADMIN', () => {

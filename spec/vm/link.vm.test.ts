@@ -3,7 +3,8 @@
 import { constants } from 'node:os';
 import { NetlinkError } from '../../lib/errors';
 import { FakeLink } from '../../lib/kernel/link/fake-link';
-import { openLink } from '../../lib/kernel/link/link-rtnetlink';
+import { PackageRtnlTransport, openLink } from '../../lib/kernel/link/link-rtnetlink';
+import { encodeNewDummy } from '../../lib/kernel/link/rtnl-codec';
 import { Link, LinkKindError } from '../../lib/kernel/link/link';
 import {
   bindAddress,
@@ -136,5 +137,20 @@ describe('kube-ipvs0 on the kernel, seen by iproute2', () => {
     await expect(ensureDummyDevice(link)).rejects.toBeInstanceOf(LinkKindError);
     await expect(deleteDummyDevice(link)).rejects.toBeInstanceOf(LinkKindError);
     expect(ip('-d', '-o', 'link', 'show', 'kube-ipvs0')).toMatch(/ veth /);
+  });
+});
+
+describe('NETLINK_EXT_ACK on rtnetlink (the kernel says why, not just the errno)', () => {
+  it("an unknown link kind fails with the kernel's message in the error", async () => {
+    const t = new PackageRtnlTransport();
+    try {
+      const req = encodeNewDummy('kiptest-x0');
+      const bad = { ...req, payload: Buffer.from(req.payload.toString('latin1').replace('dummy', 'nokind'), 'latin1') };
+      const e = await t.request(bad).then(() => undefined, (err: unknown) => err);
+      expect(e).toEqual(expect.objectContaining({ constructor: NetlinkError, errno: E.EOPNOTSUPP, extack: 'Unknown device type' }));
+      expect((e as Error).message).toBe('add dummy link kiptest-x0: EOPNOTSUPP [Unknown device type] (EOPNOTSUPP)');
+    } finally {
+      t.close();
+    }
   });
 });

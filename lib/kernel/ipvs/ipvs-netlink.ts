@@ -15,6 +15,8 @@ import {
 import { GenlReply, GenlSocket, GenlSocketOptions, NetlinkTransport, RawTransport, isGenlFailure } from '../../netlink/socket';
 import { IPVS_CMD_ATTR, IPVS_GENL_NAME, IPVS_GENL_VERSION } from '../../netlink/uapi/ip_vs';
 import { describeRequest, toNetlinkError } from './describe-op';
+import { extendedAckProblem } from '../../netlink/ext-ack';
+import { log } from '../../log';
 import { Ipvs, IpvsOp, IpvsOpResult, VirtualServerEntry } from './ipvs';
 
 const { ENOENT } = osConstants.errno;
@@ -69,9 +71,16 @@ export async function resolveIpvsFamily(transport: NetlinkTransport = new RawTra
   }
 }
 
+let warnedNoExtAck = false;
+
 /** Opens an IPVS client on real netlink sockets. */
 export async function openIpvs(options: IpvsNetlinkOptions = {}): Promise<IpvsNetlink> {
   const familyId = await resolveIpvsFamily();
+  const why = extendedAckProblem();
+  if (why !== undefined && !warnedNoExtAck) {
+    warnedNoExtAck = true;
+    log.warn(`netlink: kernel error messages (extended ack) are off, errors carry the errno only: ${why}`);
+  }
   return new IpvsNetlink(() => new RawTransport(), familyId, options);
 }
 

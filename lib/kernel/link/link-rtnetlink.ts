@@ -1,6 +1,7 @@
 import { createNetlink, NetlinkSocket } from 'netlink';
 import { NetlinkError, SocketError, errnoName } from '../../errors';
 import { decodeAck } from '../../netlink/nlmsg';
+import { enableExtendedAck } from '../../netlink/ext-ack';
 import { NETLINK_ROUTE, NLMSG } from '../../netlink/uapi/netlink';
 import { IpFamily } from '../../model/ip-family';
 import { Link, LinkAddress, LinkInfo } from './link';
@@ -38,7 +39,12 @@ const REQUEST_TIMEOUT_MS = 10_000;
 
 /** NETLINK_ROUTE through the `netlink` package's NetlinkSocket (sequence numbers, multipart). */
 export class PackageRtnlTransport implements RtnlTransport {
-  constructor(private readonly sock: NetlinkSocket = createNetlink(NETLINK_ROUTE)) {}
+  /** why the kernel's extended-ack messages are off on this socket; undefined when on */
+  readonly extAckProblem: string | undefined;
+
+  constructor(private readonly sock: NetlinkSocket = createNetlink(NETLINK_ROUTE)) {
+    this.extAckProblem = enableExtendedAck(sock.socket, NETLINK_ROUTE);
+  }
 
   async request(req: RtnlRequest): Promise<RtnlReply[]> {
     let msgs;

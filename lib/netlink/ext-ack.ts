@@ -1,0 +1,70 @@
+/**
+ * NETLINK_EXT_ACK on the `netlink` package's sockets: with it the kernel appends a message
+ * ("Attribute failed policy validation", "Unknown device type") and the offending
+ * attribute's offset to its NLMSG_ERROR answers; decodeAck() (nlmsg.ts) reads them into
+ * NetlinkError.extack. The package has no setsockopt for it, so a Node-API addon of ours
+ * (native/netlink-sockopt.c, built by `make build`) sets it on the socket bound to the
+ * package socket's (protocol, port).
+ *
+ * Best effort by design: without the addon (not built) or on a kernel older than 4.12 the
+ * socket works as before and errors carry the errno alone; extendedAckProblem() says why
+ * (the kernel layer logs it once).
+ */
+import * as path from 'node:path';
+import { RawNetlinkSocket } from 'netlink';
+import { errnoName } from '../errors';
+
+interface SockoptAddon {
+  enableExtAck(protocol: number, port: number): number;
+  extAckEnabled(protocol: number, port: number): boolean;
+}
+
+/** dist/native/ sits beside dist/lib/ (the Makefile compiles the addon there). */
+export const SOCKOPT_ADDON_PATH = path.join(__dirname, '..', '..', 'native', 'netlink_sockopt.node');
+
+let addon: SockoptAddon | Error | undefined;
+let problem: string | undefined;
+
+function loadAddon(): SockoptAddon | Error {
+  if (addon === undefined) {
+    try {
+      addon = require(SOCKOPT_ADDON_PATH) as SockoptAddon;
+    } catch (e) {
+      addon = new Error(`netlink sockopt addon not loadable (${SOCKOPT_ADDON_PATH}): ${(e as Error).message.split('\n')[0]}`);
+    }
+  }
+  return addon;
+}
+
+function describe(e: unknown): string {
+  const errno = (e as { errno?: unknown }).errno;
+  return typeof errno === 'number' ? `${errnoName(errno)}: ${(e as Error).message}` : String((e as Error).message ?? e);
+}
+
+/** Turns NETLINK_EXT_ACK on for a socket; returns undefined when it is on, else why not. */
+export function enableExtendedAck(socket: RawNetlinkSocket, protocol: number): string | undefined {
+  const a = loadAddon();
+  let why: string | undefined;
+  if (a instanceof Error) why = a.message;
+  else {
+    try {
+      a.enableExtAck(protocol, socket.address().port);
+    } catch (e) {
+      why = `setsockopt NETLINK_EXT_ACK failed: ${describe(e)}`;
+    }
+  }
+  if (why !== undefined) problem ??= why;
+  return why;
+}
+
+/** Why the first socket of this process got no extended acks; undefined when all did. */
+export function extendedAckProblem(): string | undefined {
+  return problem;
+}
+
+/** Whether NETLINK_EXT_ACK is on for a socket (getsockopt); tests and diagnostics. */
+export function extendedAckEnabled(socket: RawNetlinkSocket, protocol: number): boolean {
+  const a = loadAddon();
+  if (a instanceof Error) throw a;
+  return a.extAckEnabled(protocol, socket.address().port);
+}
