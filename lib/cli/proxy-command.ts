@@ -6,7 +6,7 @@
 import { writeFile as fsWriteFile } from 'node:fs/promises';
 import type winston from 'winston';
 import { ConfigError, UsageError } from '../errors';
-import { componentLog, setVerbosity as setLogVerbosity } from '../log';
+import { LogFormat, componentLog, setLogFormat, setVerbosity as setLogVerbosity } from '../log';
 import { ConfigWarning } from '../config/decode-config';
 import { formatProxyConfig } from '../config/format-config';
 import { loadProxyConfig, ReadConfigFile } from '../config/load-config';
@@ -32,6 +32,8 @@ export interface ProxyCommandDeps {
   readonly log?: Pick<winston.Logger, 'warn'>;
   /** applies --v (default: lib/log.ts setVerbosity) */
   readonly setVerbosity?: (v: number) => void;
+  /** applies --logging-format, text when not given (default: lib/log.ts setLogFormat) */
+  readonly setLogFormat?: (format: LogFormat) => void;
 }
 
 export const defaultProxyCommandDeps = (): ProxyCommandDeps => ({
@@ -73,6 +75,7 @@ export async function proxyMain(argv: readonly string[], deps: ProxyCommandDeps)
     return 0;
   }
   if (flags.verbosity !== undefined) (deps.setVerbosity ?? setLogVerbosity)(flags.verbosity);
+  (deps.setLogFormat ?? setLogFormat)(flags.loggingFormat ?? 'text');
   const log = deps.log ?? componentLog('config');
   const warn = (warnings: readonly ConfigWarning[]): void => {
     for (const w of warnings) log.warn(w.message, { field: w.field, ...(flags.configFile ? { file: flags.configFile } : {}) });

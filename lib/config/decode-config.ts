@@ -86,7 +86,7 @@ const SCHEMA: Fields = {
   kind: 'string',
   featureGates: 'boolMap',
   clientConnection: { kubeconfig: 'string', acceptContentTypes: 'string', contentType: 'string', qps: 'float', burst: 'int' },
-  logging: 'any', // component-base LoggingConfiguration: not interpreted (use --v)
+  logging: 'any', // component-base LoggingConfiguration: not interpreted (use --v, --logging-format)
   hostnameOverride: 'string',
   bindAddress: 'string',
   healthzBindAddress: 'string',

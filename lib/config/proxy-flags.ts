@@ -10,6 +10,7 @@
 // argument, an int/bool/duration/map that does not parse) is a UsageError (exit 2); a value
 // that parses but is invalid (bad CIDR, unknown scheduler, negative duration, bit out of range)
 // is a ConfigError naming the flag (exit 1), as kube-proxy's validation does after parsing.
+import { LOG_FORMATS, LogFormat } from '../log';
 import { Command, InvalidArgumentError, Option } from 'commander';
 import { UsageError } from '../errors';
 import {
@@ -151,7 +152,7 @@ const IGNORED_FLAGS: readonly FlagSpec[] = [
     '--iptables-min-sync-period',
   ]),
   ...ignored('bool', ['--conntrack-tcp-be-liberal', '--iptables-localhost-nodeports', '--profiling', '--bind-address-hard-fail']),
-  ...ignored('string', ['--show-hidden-metrics-for-version', '--proxy-port-range', '--logging-format']),
+  ...ignored('string', ['--show-hidden-metrics-for-version', '--proxy-port-range']),
 ];
 
 /** The command line, parsed. Config overrides are applied by applyProxyFlags. */
@@ -164,6 +165,8 @@ export interface ProxyFlags {
   readonly cleanup: boolean;
   /** --v (klog verbosity); undefined when not given */
   readonly verbosity?: number;
+  /** --logging-format text|json; undefined when not given (kube-proxy's default is text) */
+  readonly loggingFormat?: LogFormat;
   /** --help was given: the help text to print (exit 0) */
   readonly help?: string;
   /** the explicitly given config flags and their parsed values, by flag */
@@ -242,6 +245,10 @@ function buildProgram(): Command {
     if (n < 0) throw new InvalidArgumentError('expected a non-negative integer');
     return n;
   }));
+  program.addOption(new Option('--logging-format <format>', 'log line format: text (klog, the default) or json').argParser((v) => {
+    if (!(LOG_FORMATS as readonly string[]).includes(v)) throw new InvalidArgumentError(`expected one of ${LOG_FORMATS.join(', ')}`);
+    return v;
+  }));
   for (const spec of [...CONFIG_FLAGS, ...IGNORED_FLAGS]) {
     const arg = spec.type === 'bool' ? ' [bool]' : ' <value>';
     program.addOption(new Option(spec.flag + arg, spec.help).argParser(syntaxParser(spec.type)));
@@ -271,6 +278,7 @@ export function parseProxyFlags(argv: readonly string[]): ProxyFlags {
   if (typeof opts.config === 'string') result.configFile = opts.config;
   if (typeof opts.writeConfigTo === 'string') result.writeConfigTo = opts.writeConfigTo;
   if (typeof opts.v === 'number') result.verbosity = opts.v;
+  if (typeof opts.loggingFormat === 'string') result.loggingFormat = opts.loggingFormat as LogFormat;
   return result;
 }
 

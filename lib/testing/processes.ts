@@ -40,6 +40,8 @@ export class LoggedProcess {
         } catch {
           parsed = undefined;
         }
+        // klog JSON says msg; the tests read message
+        if (parsed && parsed.message === undefined && typeof parsed.msg === 'string') parsed.message = parsed.msg;
         if (parsed) this.push(parsed);
       }
     };
@@ -99,7 +101,9 @@ export class LoggedProcess {
 }
 
 export function startKubeIpvs(args: readonly string[], env: NodeJS.ProcessEnv = {}): LoggedProcess {
-  const child = spawn(process.execPath, [KUBE_IPVS_BIN, ...args], { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, ...env } });
+  // JSON lines, so the test reads every field (the proxy's default is klog text)
+  const format = args.some((a) => a.startsWith('--logging-format')) ? [] : ['--logging-format=json'];
+  const child = spawn(process.execPath, [KUBE_IPVS_BIN, ...format, ...args], { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, ...env } });
   return new LoggedProcess(child, 'kube-ipvs');
 }
 

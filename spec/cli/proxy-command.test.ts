@@ -20,6 +20,7 @@ interface Harness {
   daemonCalls: { config: ProxyConfig; options: DaemonOptions }[];
   cleanupCalls: (readonly string[])[];
   verbosity: number[];
+  formats: string[];
   warnings: { message: string; meta: unknown }[];
   stdout: () => string;
   stderr: () => string;
@@ -34,6 +35,7 @@ function harness(daemonExit = 0): Harness {
     daemonCalls: [],
     cleanupCalls: [],
     verbosity: [],
+    formats: [],
     warnings: [],
     stdout: () => out.join(''),
     stderr: () => err.join(''),
@@ -64,6 +66,7 @@ function harness(daemonExit = 0): Harness {
       }) as never,
     },
     setVerbosity: (v) => h.verbosity.push(v),
+    setLogFormat: (f) => h.formats.push(f),
   };
   return h;
 }
@@ -77,6 +80,7 @@ describe('proxyMain', () => {
     expect(config).toEqual({ ...decodeProxyConfig(GOOD).config, hostnameOverride: 'node-1' });
     expect(options).toEqual({ configFile: FILE, reloadConfig: expect.any(Function), verbosity: 4 });
     expect(h.verbosity).toEqual([4]);
+    expect(h.formats).toEqual(['text']); // kube-proxy's default
     expect(h.warnings).toEqual([{ message: expect.stringContaining('ipvs.trictARP'), meta: { field: 'ipvs.trictARP', file: FILE } }]);
     expect(h.stderr()).toBe('');
   });
@@ -99,6 +103,16 @@ describe('proxyMain', () => {
     expect(h.daemonCalls[0]!.options).toEqual({ verbosity: 0 });
     expect(h.daemonCalls[0]!.config.clusterCIDR).toEqual(['10.244.0.0/16']);
     expect(h.verbosity).toEqual([]);
+  });
+
+  it('--logging-format json is applied before the config is read; an unknown format is a usage error', async () => {
+    const h = harness();
+    expect(await proxyMain(['--logging-format=json'], h.deps)).toBe(0);
+    expect(h.formats).toEqual(['json']);
+    const bad = harness();
+    expect(await proxyMain(['--logging-format', 'xml'], bad.deps)).toBe(2);
+    expect(bad.stderr()).toMatch(/^kube-ipvs: option '--logging-format <format>' argument 'xml' is invalid. expected one of text, json\n/);
+    expect(bad.daemonCalls).toEqual([]);
   });
 
   it.each<[string, string[], string | undefined, RegExp]>([
