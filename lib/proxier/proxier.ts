@@ -690,10 +690,19 @@ export class Proxier {
     if (p.noLocalEndpoints.external) this.noLocalEndpoints.external += sign;
   }
 
-  /** Counts for status/metrics. */
+  /**
+   * Counts for status/metrics: the virtual servers kube-ipvs programs (after a full sync the
+   * applied table also holds foreign ones, e.g. keepalived's, which are not counted) and
+   * their real servers, draining ones included.
+   */
   counts(): { virtualServers: number; realServers: number; draining: number; boundAddresses: number } {
+    let vs = 0;
     let rs = 0;
-    for (const e of this.applied.values()) rs += e.realServers.size;
-    return { virtualServers: this.applied.size, realServers: rs, draining: this.draining.size, boundAddresses: this.boundApplied.size };
+    for (const [k, e] of this.applied) {
+      if (!this.index.virtualServer(k)) continue;
+      vs++;
+      rs += e.realServers.size;
+    }
+    return { virtualServers: vs, realServers: rs, draining: this.draining.size, boundAddresses: this.boundApplied.size };
   }
 }

@@ -299,6 +299,8 @@ describe('Proxier over the kernel twins', () => {
     later.addService(clusterIP('web', '10.96.0.10'), endpoints('web', '10.244.1.2'));
     await later.start();
     expect(last(later.results)).toMatchObject({ full: true, ipvsWrites: 1 });
+    // the foreign virtual server is in the kernel, not in kube-ipvs's counts
+    expect(later.proxier.counts()).toEqual({ virtualServers: 1, realServers: 1, draining: 0, boundAddresses: 1 });
     expect(formatRestore(await t.ipvs.listAll())).toEqual([
       '-A -t 10.96.0.10:80 -s rr', '-a -t 10.96.0.10:80 -r 10.244.1.2:8080 -m -w 1', '-A -t 192.0.2.1:443 -s wlc',
     ]);
