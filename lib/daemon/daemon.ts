@@ -39,7 +39,8 @@ import { nodeInfo } from '../k8s/convert';
 import { loadKubeConfig } from '../k8s/kubeconfig';
 import { startInformers } from '../k8s/informers';
 import { EventRecorder } from '../k8s/event-recorder';
-import { createHealthServer, listen } from './health-server';
+import { createHealthServer, listen, proxyHealth } from './health-server';
+import { ServiceHealthServer } from './service-health-server';
 import { ProxyMetrics } from './metrics';
 import { createMetricsServer } from './metrics-server';
 import { IpFamily } from '../model/ip-family';
@@ -166,9 +167,17 @@ export async function runDaemon(config: ProxyConfig, options: DaemonOptions): Pr
     const at = Date.parse(slice.metadata?.annotations?.[LAST_CHANGE_TRIGGER_TIME] ?? '');
     if (Number.isFinite(at)) triggers.push({ triggeredAt: at, receivedAt: Date.now() });
   };
-  const proxier = new Proxier(
+  // /healthz's timeout; the HealthCheckNodePort answers follow the same proxy health
+  const healthTimeoutMs = 2 * config.ipvs.syncPeriodMs;
+  const serviceHealth: ServiceHealthServer = new ServiceHealthServer({
+    nodeName: name,
+    events,
+    log: componentLog('healthcheck'),
+    proxyHealthy: (): boolean => proxyHealth(proxier, systemClock.now(), healthTimeoutMs).healthy,
+  });
+  const proxier: Proxier = new Proxier(
     {
-      ipvs, link, ipsets, iptables, source, events, randomFully,
+      ipvs, link, ipsets, iptables, source, events, randomFully, serviceHealth,
       planner: { planServicePort },
       clock: systemClock,
       log: componentLog('proxier'),
@@ -247,7 +256,7 @@ export async function runDaemon(config: ProxyConfig, options: DaemonOptions): Pr
     'health',
     createHealthServer({
       source: proxier,
-      timeoutMs: 2 * config.ipvs.syncPeriodMs,
+      timeoutMs: healthTimeoutMs,
       clock: systemClock,
       nodeEligible: () => nodeEligible,
       onRequest: (p, code) => (p === 'healthz' ? metrics.healthzTotal : metrics.livezTotal).inc({ code: String(code) }),
@@ -306,6 +315,7 @@ export async function runDaemon(config: ProxyConfig, options: DaemonOptions): Pr
   await informers.stop();
   await proxier.idle();
   for (const s of servers) s.close();
+  await serviceHealth.close();
   ipvs.close();
   link.close();
   return code;
