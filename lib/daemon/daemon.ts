@@ -1,7 +1,8 @@
 /**
  * The proxy process: wiring only. Informers (lib/k8s) feed the trackers (lib/tracker), which
  * tell the proxier (lib/proxier) which Services changed; the proxier plans (lib/plan), diffs
- * (lib/reconcile) and drives the kernel surfaces (lib/kernel). Also the health server and the
+ * (lib/reconcile) and drives the kernel surfaces (lib/kernel), then feeds the HealthCheckNodePort
+ * servers (service-health-server.ts). Also the health server and the
  * live configuration reload.
  *
  * Live reload: kube-proxy exits when its mounted config file changes and waits for the kubelet
