@@ -1,7 +1,8 @@
 /**
  * The proxy process: wiring only. Informers (lib/k8s) feed the trackers (lib/tracker), which
  * tell the proxier (lib/proxier) which Services changed; the proxier plans (lib/plan), diffs
- * (lib/reconcile) and drives the kernel surfaces (lib/kernel). Also the health server and the
+ * (lib/reconcile) and drives the kernel surfaces (lib/kernel), then feeds the HealthCheckNodePort
+ * servers (service-health-server.ts). Also the health server and the
  * live configuration reload.
  *
  * Live reload: kube-proxy exits when its mounted config file changes and waits for the kubelet
@@ -39,7 +40,8 @@ import { nodeInfo } from '../k8s/convert';
 import { loadKubeConfig } from '../k8s/kubeconfig';
 import { startInformers } from '../k8s/informers';
 import { EventRecorder } from '../k8s/event-recorder';
-import { createHealthServer, listen } from './health-server';
+import { createHealthServer, listen, proxyHealth } from './health-server';
+import { ServiceHealthServer } from './service-health-server';
 import { ProxyMetrics } from './metrics';
 import { createMetricsServer } from './metrics-server';
 import { IpFamily } from '../model/ip-family';
@@ -166,9 +168,17 @@ export async function runDaemon(config: ProxyConfig, options: DaemonOptions): Pr
     const at = Date.parse(slice.metadata?.annotations?.[LAST_CHANGE_TRIGGER_TIME] ?? '');
     if (Number.isFinite(at)) triggers.push({ triggeredAt: at, receivedAt: Date.now() });
   };
-  const proxier = new Proxier(
+  // /healthz's timeout; the HealthCheckNodePort answers follow the same proxy health
+  const healthTimeoutMs = 2 * config.ipvs.syncPeriodMs;
+  const serviceHealth: ServiceHealthServer = new ServiceHealthServer({
+    nodeName: name,
+    events,
+    log: componentLog('healthcheck'),
+    proxyHealthy: (): boolean => proxyHealth(proxier, systemClock.now(), healthTimeoutMs).healthy,
+  });
+  const proxier: Proxier = new Proxier(
     {
-      ipvs, link, ipsets, iptables, source, events, randomFully,
+      ipvs, link, ipsets, iptables, source, events, randomFully, serviceHealth,
       planner: { planServicePort },
       clock: systemClock,
       log: componentLog('proxier'),
@@ -247,7 +257,7 @@ export async function runDaemon(config: ProxyConfig, options: DaemonOptions): Pr
     'health',
     createHealthServer({
       source: proxier,
-      timeoutMs: 2 * config.ipvs.syncPeriodMs,
+      timeoutMs: healthTimeoutMs,
       clock: systemClock,
       nodeEligible: () => nodeEligible,
       onRequest: (p, code) => (p === 'healthz' ? metrics.healthzTotal : metrics.livezTotal).inc({ code: String(code) }),
@@ -306,6 +316,7 @@ export async function runDaemon(config: ProxyConfig, options: DaemonOptions): Pr
   await informers.stop();
   await proxier.idle();
   for (const s of servers) s.close();
+  await serviceHealth.close();
   ipvs.close();
   link.close();
   return code;

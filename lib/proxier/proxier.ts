@@ -43,6 +43,7 @@ import { Clock } from './clock';
 import { IpFamily } from '../model/ip-family';
 import { SetName, ipsetName } from '../model/names';
 import { ipsetAddress } from '../model/ipset';
+import { ServiceHealthIndex, ServiceHealthSink } from './service-health';
 
 const E = osConstants.errno;
 
@@ -109,6 +110,8 @@ export interface ProxierDeps {
   readonly drainTimeoutMs?: number;
   /** how often draining real servers' connection counts are read (default 15 s) */
   readonly drainCheckIntervalMs?: number;
+  /** the HealthCheckNodePort servers, fed after every successful sync */
+  readonly serviceHealth?: ServiceHealthSink;
   /** called after every sync (metrics) */
   readonly onSync?: (result: SyncResult, driftRepaired: boolean) => void;
 }
@@ -171,6 +174,8 @@ export class Proxier {
   private contexts = new Map<IpFamily, PlanContext>();
   private localAddresses: LinkAddress[] = [];
   private observedIpsets: IpsetState | undefined;
+  /** health check ports and local endpoint counts per Service (for deps.serviceHealth) */
+  private readonly health = new ServiceHealthIndex();
 
   private needFullSync = true;
   private replanAll = true;
@@ -293,12 +298,14 @@ export class Proxier {
       const replanEverything = this.replanAll || full;
       const names = replanEverything ? new Set([...this.deps.source.serviceNames(), ...this.plans.keys()]) : changed;
       this.replanAll = false;
+      if (replanEverything) this.health.clear();
 
       // re-plan; remember which virtual servers the change touches
       const touched = new Set<string>();
       for (const name of names) {
         const before = this.plans.get(name) ?? [];
-        const after = this.planService(name);
+        const { ports, plans: after } = this.planService(name);
+        this.health.update(name, ports, after);
         for (const k of this.index.replace(before, after)) touched.add(k);
         for (const p of before) this.countNoLocal(p, -1);
         for (const p of after) this.countNoLocal(p, +1);
@@ -357,7 +364,15 @@ export class Proxier {
         if (ipt) counts.execs += (await ipt.sync(this.index.iptables(family, this.iptablesOptions(family)), { verify: full })).execs;
       }
 
-      // 4. draining real servers whose connections are gone
+      // 4. the HealthCheckNodePort servers (whole maps each time: a port that could not be
+      // opened is retried; kube-proxy feeds them after the rules are applied, as here)
+      const sink = this.deps.serviceHealth;
+      if (sink) {
+        sink.syncServices(this.health.ports);
+        sink.syncEndpoints(this.health.localEndpoints);
+      }
+
+      // 5. draining real servers whose connections are gone
       await this.checkDraining(desired, counts);
 
       if (full) {
@@ -418,6 +433,11 @@ export class Proxier {
   private rebuildContexts(): void {
     const local = new Set(this.localAddresses.map((a) => a.address));
     const npAll = selectNodePortAddresses(this.localAddresses, this.settings.nodePortAddresses, this.node.nodeIPs);
+    // kube-proxy's health check servers listen on every address unless nodePortAddresses
+    // narrows them (NodePortAddresses.MatchAll: unset, or a 0.0.0.0/0 or ::/0 entry)
+    const matchAll = this.settings.nodePortAddresses.length === 0 || this.settings.nodePortAddresses.some((c) => /\/0$/.test(c));
+    const proxied = (a: string) => this.settings.families.includes(isIPv4(a) ? 'ipv4' : 'ipv6');
+    this.deps.serviceHealth?.setNodePortAddresses?.(matchAll ? undefined : npAll.filter(proxied));
     this.contexts.clear();
     for (const family of this.settings.families) {
       const ofFamily = (a: string) => (family === 'ipv4') === isIPv4(a);
@@ -434,15 +454,18 @@ export class Proxier {
     }
   }
 
-  private planService(name: string): ServicePortPlan[] {
+  /** Plans one Service's ports in the families this node runs (and returns those ports). */
+  private planService(name: string): { ports: ServicePort[]; plans: ServicePortPlan[] } {
     const { source, planner } = this.deps;
-    const out: ServicePortPlan[] = [];
+    const ports: ServicePort[] = [];
+    const plans: ServicePortPlan[] = [];
     for (const sp of source.servicePorts(name)) {
       const ctx = this.contexts.get(sp.family);
       if (!ctx) continue; // a family this node does not run
-      out.push(planner.planServicePort(sp, source.endpoints(sp), ctx));
+      ports.push(sp);
+      plans.push(planner.planServicePort(sp, source.endpoints(sp), ctx));
     }
-    return out;
+    return { ports, plans };
   }
 
   private iptablesOptions(family: IpFamily): IptablesOptions {

@@ -16,7 +16,8 @@ import { EndpointSliceTracker } from '../../lib/tracker/endpoint-slice-tracker';
 import { TrackerSource } from '../../lib/tracker/tracker-source';
 import { planServicePort } from '../../lib/plan/plan-service-port';
 import { planFamilyState } from '../../lib/plan/plan-desired-state';
-import { Proxier, ProxierSettings, SyncResult } from '../../lib/proxier/proxier';
+import { Planner, Proxier, ProxierSettings, SyncResult } from '../../lib/proxier/proxier';
+import { ServiceHealthSink } from '../../lib/proxier/service-health';
 import { DesiredIndex } from '../../lib/proxier/desired-index';
 import { FakeClock } from '../../lib/testing/fake-clock';
 import { makeEndpointSlice, makeService, svcPort } from '../../lib/testing/builders';
@@ -66,7 +67,9 @@ function endpoints(svc: string, ...ips: string[]): V1EndpointSlice {
   });
 }
 
-async function setup(opts: { schedulers?: string[]; ipvs?: FakeIpvs; link?: FakeLink; ipset?: FakeIpset } = {}) {
+async function setup(
+  opts: { schedulers?: string[]; ipvs?: FakeIpvs; link?: FakeLink; ipset?: FakeIpset; serviceHealth?: ServiceHealthSink; settings?: Partial<ProxierSettings>; planner?: Planner } = {},
+) {
   const clock = new FakeClock();
   const ipvs = opts.ipvs ?? new FakeIpvs(opts.schedulers ? { schedulers: opts.schedulers } : {});
   let link = opts.link;
@@ -86,12 +89,13 @@ async function setup(opts: { schedulers?: string[]; ipvs?: FakeIpvs; link?: Fake
     {
       ipvs, link, ipsets: { ipv4: ipset }, iptables: { ipv4: iptables },
       source: new TrackerSource(services, slices),
-      planner: { planServicePort },
+      planner: opts.planner ?? { planServicePort },
       clock, log: quiet,
       events: { warn: (ref, reason, message) => events.push(`${ref.namespace}/${ref.name} ${reason}: ${message}`) },
       onSync: (r) => results.push(r),
+      ...(opts.serviceHealth ? { serviceHealth: opts.serviceHealth } : {}),
     },
-    SETTINGS,
+    { ...SETTINGS, ...opts.settings },
     { name: NODE, zone: '', nodeIPs: ['192.0.2.1'], podCIDRs: [] },
   );
   const addService = (s: V1Service, sl?: V1EndpointSlice) => {
@@ -343,5 +347,101 @@ describe('Proxier over the kernel twins', () => {
       new Map([...want.ipsets].map(([k, v]) => [k, [...v.members].sort()])),
     );
     expect(index.iptables('ipv4', opts)).toEqual(want.iptables);
+  });
+});
+
+describe('Proxier feeding the HealthCheckNodePort servers', () => {
+  /** Records what the proxier hands over; each call's map as a plain object. */
+  class RecordingSink implements ServiceHealthSink {
+    readonly calls: string[] = [];
+    services: Record<string, number> = {};
+    endpoints: Record<string, number> = {};
+    syncServices(m: ReadonlyMap<string, number>): void {
+      this.services = Object.fromEntries(m);
+      this.calls.push('services');
+    }
+    syncEndpoints(m: ReadonlyMap<string, number>): void {
+      this.endpoints = Object.fromEntries(m);
+      this.calls.push('endpoints');
+    }
+    setNodePortAddresses(a: readonly string[] | undefined): void {
+      this.calls.push(`addresses ${a?.join(',') ?? 'all'}`);
+    }
+  }
+  /** A LoadBalancer Service (203.0.113.N) with externalTrafficPolicy `etp` and health check port hc. */
+  const lb = (name: string, n: number, etp: 'Local' | 'Cluster', hc?: number) =>
+    makeService('default', name, (s) => {
+      s.spec = {
+        type: 'LoadBalancer', clusterIP: `10.96.1.${n}`, clusterIPs: [`10.96.1.${n}`], externalTrafficPolicy: etp,
+        ports: [svcPort('http', 80, 'TCP', 31000 + n)],
+        ...(hc ? { healthCheckNodePort: hc } : {}),
+      };
+      s.status = { loadBalancer: { ingress: [{ ip: `203.0.113.${n}` }] } };
+    });
+  /** Endpoints `ip@node` (ready) or `ip@node!` (not ready). */
+  const eps = (svc: string, ...specs: string[]) =>
+    makeEndpointSlice('default', svc, `${svc}-1`, (sl) => {
+      sl.ports = [{ name: 'http', port: 8080, protocol: 'TCP' }];
+      sl.endpoints = specs.map((spec) => {
+        const [ip, node] = spec.replace('!', '').split('@') as [string, string];
+        return { addresses: [ip], conditions: { ready: !spec.endsWith('!') }, nodeName: node };
+      });
+    });
+
+  it('after each sync: every Local LoadBalancer with a health check port, and its ready local endpoints; only re-planned Services are planned again', async () => {
+    const sink = new RecordingSink();
+    const planned: string[] = [];
+    const planner: Planner = { planServicePort: (sp, e, ctx) => (planned.push(sp.name), planServicePort(sp, e, ctx)) };
+    const t = await setup({ serviceHealth: sink, planner });
+    t.addService(lb('two', 1, 'Local', 32001), eps('two', `10.244.1.2@${NODE}`, `10.244.1.3@${NODE}`, '10.244.1.4@node-b', `10.244.1.5@${NODE}!`));
+    t.addService(lb('none', 2, 'Local', 32002), eps('none', '10.244.2.2@node-b'));
+    t.addService(lb('cluster', 3, 'Cluster', 32003), eps('cluster', `10.244.3.2@${NODE}`)); // eTP Cluster: no health check
+    t.addService(clusterIP('web', '10.96.0.10'), endpoints('web', '10.244.4.2'));
+    await t.start();
+    // nodePortAddresses unset: every address; then both maps after the rules are applied
+    expect(sink.calls).toEqual(['addresses all', 'services', 'endpoints']);
+    expect(sink.services).toEqual({ 'default/two': 32001, 'default/none': 32002 });
+    expect(sink.endpoints).toEqual({ 'default/two': 2 });
+
+    // one local endpoint of `two` stops being ready: only `two` is planned again
+    planned.length = 0;
+    sink.calls.length = 0;
+    t.slices.onUpdate(
+      eps('two', `10.244.1.2@${NODE}`, `10.244.1.3@${NODE}`, '10.244.1.4@node-b', `10.244.1.5@${NODE}!`),
+      eps('two', `10.244.1.2@${NODE}`, `10.244.1.3@${NODE}!`, '10.244.1.4@node-b'),
+    );
+    t.proxier.sync();
+    await t.settle();
+    expect(planned).toEqual(['two']);
+    expect(sink.calls).toEqual(['services', 'endpoints']);
+    expect(sink.endpoints).toEqual({ 'default/two': 1 });
+
+    // `none` gets a local endpoint; `two` is deleted; `cluster` turns Local
+    t.slices.onUpdate(eps('none', '10.244.2.2@node-b'), eps('none', `10.244.2.3@${NODE}`));
+    t.services.onDelete(lb('two', 1, 'Local', 32001));
+    t.services.onUpdate(lb('cluster', 3, 'Cluster', 32003), lb('cluster', 3, 'Local', 32003));
+    t.proxier.sync();
+    await t.settle();
+    expect(sink.services).toEqual({ 'default/none': 32002, 'default/cluster': 32003 });
+    expect(sink.endpoints).toEqual({ 'default/none': 1, 'default/cluster': 1 });
+
+    // the periodic full sync re-plans everything and hands over the same (so does every
+    // other sync, here the drain checks of the endpoints that went away)
+    sink.calls.length = 0;
+    const n = t.results.length;
+    await t.settle(2 * SETTINGS.syncPeriodMs);
+    expect(t.results.slice(n).filter((r) => r.full).length).toBeGreaterThanOrEqual(1);
+    expect(sink.calls).toEqual(t.results.slice(n).flatMap((r) => [...(r.full ? ['addresses all'] : []), 'services', 'endpoints']));
+    expect(sink.services).toEqual({ 'default/none': 32002, 'default/cluster': 32003 });
+    expect(sink.endpoints).toEqual({ 'default/none': 1, 'default/cluster': 1 });
+  });
+
+  it('nodePortAddresses narrows the addresses the servers listen on (the node IPs inside them)', async () => {
+    const sink = new RecordingSink();
+    const t = await setup({ serviceHealth: sink, settings: { nodePortAddresses: ['192.0.2.0/24'] } });
+    t.addService(lb('two', 1, 'Local', 32001), eps('two', `10.244.1.2@${NODE}`));
+    await t.start();
+    expect(sink.calls).toEqual(['addresses 192.0.2.1', 'services', 'endpoints']);
+    expect(sink.endpoints).toEqual({ 'default/two': 1 });
   });
 });
