@@ -236,6 +236,8 @@ export class Proxier {
     const same = JSON.stringify(node) === JSON.stringify(this.node);
     this.node = node;
     if (!same) {
+      // the plan contexts carry the node's zone and IPs: the re-plan must see the new ones
+      this.rebuildContexts();
       this.replanAll = true;
       this.sync();
     }

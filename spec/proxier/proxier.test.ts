@@ -310,6 +310,27 @@ describe('Proxier over the kernel twins', () => {
     ]);
   });
 
+  it('a Node change (zone label) re-plans at once with the new zone, not at the next full sync', async () => {
+    const t = await setup();
+    const hinted = makeEndpointSlice('default', 'web', 'web-1', (sl) => {
+      sl.ports = [{ name: 'http', port: 8080, protocol: 'TCP' }];
+      sl.endpoints = [
+        { addresses: ['10.244.1.2'], conditions: { ready: true }, nodeName: 'node-b', hints: { forZones: [{ name: 'zone-a' }] } },
+        { addresses: ['10.244.1.3'], conditions: { ready: true }, nodeName: 'node-c', hints: { forZones: [{ name: 'zone-b' }] } },
+      ];
+    });
+    t.addService(clusterIP('web', '10.96.0.10'), hinted);
+    await t.start();
+    // no zone on the node: hints are not used, both endpoints
+    expect(formatRestore(await t.ipvs.listAll()).filter((l) => l.startsWith('-a'))).toHaveLength(2);
+    t.proxier.onNodeChange({ name: NODE, zone: 'zone-a', nodeIPs: ['192.0.2.1'], podCIDRs: [] });
+    await t.settle();
+    expect(t.results[t.results.length - 1]!.full).toBe(false);
+    expect(formatRestore(await t.ipvs.listAll())).toEqual([
+      '-A -t 10.96.0.10:80 -s rr', '-a -t 10.96.0.10:80 -r 10.244.1.2:8080 -m -w 1', '-a -t 10.96.0.10:80 -r 10.244.1.3:8080 -m -w 0',
+    ]);
+  });
+
   it('repairs drift on the periodic full sync', async () => {
     const t = await setup();
     t.addService(clusterIP('web', '10.96.0.10'), endpoints('web', '10.244.1.2'));
