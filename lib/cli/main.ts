@@ -12,8 +12,10 @@ export async function run(argv: readonly string[]): Promise<number> {
   if (args[0] === 'ipvsadm') {
     const { main: ipvsadmMain } = await import('./ipvsadm/ipvsadm');
     const { openIpvs } = await import('../kernel/ipvs/ipvs-netlink');
+    const { readFile } = await import('node:fs/promises');
     return ipvsadmMain(args.slice(1), {
       ipvs: () => openIpvs(),
+      procIpVs: () => readFile('/proc/net/ip_vs', 'latin1'),
       stdout: process.stdout,
       stderr: process.stderr,
       stdin: process.stdin,
