@@ -2,24 +2,31 @@
 // kube-ipvs command line: `kube-ipvs ipvsadm ...`, `kube-ipvs cleanup ...`, or, with anything
 // else, the proxy taking kube-proxy's flags (lib/cli/proxy-command.ts).
 // `ipvsadm` takes the rest of argv raw and parses it the way ipvsadm does.
-
-import { openIpvs } from '../kernel/ipvs/ipvs-netlink';
-import { main as ipvsadmMain } from './ipvsadm/ipvsadm';
-import { runCleanup } from './cleanup';
-import { defaultProxyCommandDeps, proxyMain } from './proxy-command';
+//
+// Each command's modules are loaded only when that command runs: `kube-ipvs ipvsadm -Ln`
+// must not pay for the daemon's (winston, commander, YAML, client-node), which took seconds
+// of a listing in the VM where every module file is read over 9p.
 
 export async function run(argv: readonly string[]): Promise<number> {
   const args = argv.slice(2);
   if (args[0] === 'ipvsadm') {
+    const { main: ipvsadmMain } = await import('./ipvsadm/ipvsadm');
+    const { openIpvs } = await import('../kernel/ipvs/ipvs-netlink');
+    const { readFile } = await import('node:fs/promises');
     return ipvsadmMain(args.slice(1), {
       ipvs: () => openIpvs(),
+      procIpVs: () => readFile('/proc/net/ip_vs', 'latin1'),
       stdout: process.stdout,
       stderr: process.stderr,
       stdin: process.stdin,
     });
   }
-  if (args[0] === 'cleanup') return runCleanup(args.slice(1));
+  if (args[0] === 'cleanup') {
+    const { runCleanup } = await import('./cleanup');
+    return runCleanup(args.slice(1));
+  }
   // anything else is the proxy itself, with kube-proxy's flags (including `--cleanup`)
+  const { defaultProxyCommandDeps, proxyMain } = await import('./proxy-command');
   return proxyMain(args, defaultProxyCommandDeps());
 }
 

@@ -1,5 +1,4 @@
 import { isIPv4, isIPv6, SocketAddress } from 'node:net';
-import { Address6 } from 'ip-address';
 // The model's one import outside lib/model: netlink/uapi is a table of the kernel's numeric
 // constants (no code, no I/O), and the kernel's numbers are the model's values here.
 import { AF_INET, AF_INET6, IPPROTO_SCTP, IPPROTO_TCP, IPPROTO_UDP } from '../netlink/uapi/ip_vs';
@@ -160,10 +159,33 @@ export function addressToBytes(af: AddressFamily, address: string): Buffer {
     return Buffer.from(address.split('.').map(Number));
   }
   if (!isIPv6(address)) throw new TypeError(`not an IPv6 address: '${address}'`);
-  const bytes = new Address6(address).toByteArray();
+  return ipv6Bytes(address);
+}
+
+/**
+ * The 16 bytes of a valid IPv6 address (isIPv6 checked it): "::" compression and a dotted
+ * IPv4 tail. Hand-written: no big-integer library, and none loaded by the CLI at start-up.
+ */
+function ipv6Bytes(text: string): Buffer {
+  const zone = text.indexOf('%');
+  const address = zone >= 0 ? text.slice(0, zone) : text;
   const out = Buffer.alloc(16);
-  // right-aligned: a big-integer conversion may drop leading zero bytes
-  Buffer.from(bytes).copy(out, 16 - bytes.length);
+  const groups = (text: string): number[] => {
+    if (text === '') return [];
+    const g: number[] = [];
+    for (const part of text.split(':')) {
+      if (part.includes('.')) {
+        const v = parseIPv4(part);
+        g.push(Math.floor(v / 65536), v % 65536);
+      } else g.push(parseInt(part, 16));
+    }
+    return g;
+  };
+  const gap = address.indexOf('::');
+  const head = groups(gap >= 0 ? address.slice(0, gap) : address);
+  const tail = gap >= 0 ? groups(address.slice(gap + 2)) : [];
+  head.forEach((v, i) => out.writeUInt16BE(v, i * 2));
+  tail.forEach((v, i) => out.writeUInt16BE(v, (8 - tail.length + i) * 2));
   return out;
 }
 

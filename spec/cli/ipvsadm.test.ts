@@ -5,6 +5,7 @@ import { main } from '../../lib/cli/ipvsadm/ipvsadm';
 import { parseRestore, splitRestoreLine } from '../../lib/cli/ipvsadm/restore';
 import { StaticNames } from '../../lib/cli/ipvsadm/resolve-names';
 import { FakeIpvs } from '../../lib/kernel/ipvs/fake-ipvs';
+import { procIpVsText } from '../../lib/testing/proc-ip-vs-text';
 
 const names = new StaticNames();
 
@@ -122,5 +123,23 @@ describe('-R / --restore', () => {
     expect(errLines[0]).toMatch(/^ipvsadm: restore: line 5: Service already exists \(add virtual server TCP 10\.0\.0\.1:443: .*EEXIST/);
     expect(errLines[1]).toMatch(/^ipvsadm: restore: line 6: Service not defined \(add real server 1\.1\.1\.1:80 of TCP 10\.0\.0\.99:80: .*ESRCH/);
     expect((await ipvs.listServices()).map((s) => s.address).sort()).toEqual(['10.0.0.1', '10.0.0.10', '10.0.0.2']);
+  });
+});
+
+describe('listings through /proc/net/ip_vs (deps.procIpVs)', () => {
+  it.each(['-Ln', '-Sn', '-Ln --nosort', '-Ln --tun-info', '-Ln --stats', '-Ln --thresholds', '-L'])('%s prints what the netlink listing prints', async (line) => {
+    const ipvs = new FakeIpvs();
+    await run(ipvs, '-R', `${SAVE}-A -f 7 -s rr\n-a -f 7 -r 10.9.9.9 -i --tun-type gue --tun-port 99\n-a -t 10.0.0.1:443 -r 192.168.0.2:6443 -g -w 4\n`);
+    let reads = 0;
+    const procIpVs = async (): Promise<string> => {
+      reads++;
+      return procIpVsText(await ipvs.listAll());
+    };
+    let out = '';
+    const code = await main(line.split(' '), { ipvs, stdout: { write: (s: string) => (out += s) }, stderr: { write: () => undefined }, stdin: Readable.from(['']), names, procIpVs });
+    expect({ code, out }).toEqual({ code: 0, out: (await run(ipvs, line)).out });
+    expect(out.split('\n').length).toBeGreaterThan(6);
+    // counters, rates and thresholds are not in /proc: those listings never read it
+    expect(reads).toBe(/stats|thresholds/.test(line) ? 0 : 1);
   });
 });

@@ -3,7 +3,7 @@
 // ipvs_cmp_services / ipvs_cmp_dests sorted with glibc 2.36's qsort, a merge sort).
 
 import { VirtualServerEntry } from '../../kernel/ipvs/ipvs';
-import { AddressFamily, IpvsInfo, IpvsTimeouts, RealServer, Stats, VirtualServer, ZERO_STATS, addressToBytes } from '../../model/ipvs';
+import { AddressFamily, IpvsInfo, IpvsTimeouts, RealServer, Stats, VirtualServer, ZERO_STATS, addressToBytes, parseIPv4 } from '../../model/ipvs';
 import {
   AF_INET,
   AF_INET6,
@@ -46,8 +46,12 @@ export function formatLargeNum(i: bigint, exact: boolean): string {
 // ---- sorting ----
 
 /** The 32-bit big-endian words of an address as libipvs sees them in union nf_inet_addr. */
-function words(af: AddressFamily, address: string): number[] {
+function words(af: AddressFamily, address: string): readonly number[] {
   if (!address) return [0, 0, 0, 0];
+  if (af === AF_INET) {
+    const v = parseIPv4(address);
+    if (v >= 0) return [v, 0, 0, 0];
+  }
   const b = addressToBytes(af, address);
   const w = [0, 0, 0, 0];
   for (let i = 0; i < b.length / 4; i++) w[i] = b.readUInt32BE(i * 4);
@@ -57,9 +61,8 @@ function words(af: AddressFamily, address: string): number[] {
 /** `int r = a - b` with a, b unsigned 32-bit: wraps, so values 2^31 or more apart compare "wrong". */
 const diff32 = (a: number, b: number): number => (a - b) | 0;
 
-function cmpAddr(af1: AddressFamily, a1: string, a2: string, af2: AddressFamily): number {
-  const w1 = words(af1, a1);
-  const w2 = words(af2, a2);
+/** libipvs compares addresses as the first one's family: 4 words for IPv6, 1 for IPv4. */
+function cmpWords(af1: AddressFamily, w1: readonly number[], w2: readonly number[]): number {
   if (af1 === AF_INET6) {
     let r = 0;
     for (let i = 0; r === 0 && i < 4; i++) r = diff32(w1[i]!, w2[i]!);
@@ -68,24 +71,45 @@ function cmpAddr(af1: AddressFamily, a1: string, a2: string, af2: AddressFamily)
   return diff32(w1[0]!, w2[0]!);
 }
 
-/** ipvs_cmp_services(): fwmark, af, protocol, address, port (each a wrapping int difference). */
-export function cmpServices(s1: VirtualServer, s2: VirtualServer): number {
+/** A service or real server with its address words computed once, not once per comparison. */
+interface Keyed<T> {
+  readonly item: T;
+  readonly words: readonly number[];
+}
+
+function cmpServicesKeyed(a: Keyed<VirtualServer>, b: Keyed<VirtualServer>): number {
+  const s1 = a.item;
+  const s2 = b.item;
   let r = diff32(s1.fwmark, s2.fwmark);
   if (r !== 0) return r;
   r = s1.af - s2.af;
   if (r !== 0) return r;
   r = s1.protocol - s2.protocol;
   if (r !== 0) return r;
-  r = cmpAddr(s1.af, s1.address, s2.address, s2.af);
+  r = cmpWords(s1.af, a.words, b.words);
   if (r !== 0) return r;
   return s1.port - s2.port;
 }
 
+function cmpDestsKeyed(a: Keyed<RealServer>, b: Keyed<RealServer>): number {
+  const r = cmpWords(a.item.af, a.words, b.words);
+  if (r !== 0) return r;
+  return a.item.port - b.item.port;
+}
+
+const keyed = <T extends { readonly af: AddressFamily; readonly address: string }>(item: T): Keyed<T> => ({
+  item,
+  words: words(item.af, item.address),
+});
+
+/** ipvs_cmp_services(): fwmark, af, protocol, address, port (each a wrapping int difference). */
+export function cmpServices(s1: VirtualServer, s2: VirtualServer): number {
+  return cmpServicesKeyed(keyed(s1), keyed(s2));
+}
+
 /** ipvs_cmp_dests(): address (as the first one's family), then port. */
 export function cmpDests(d1: RealServer, d2: RealServer): number {
-  const r = cmpAddr(d1.af, d1.address, d2.address, d2.af);
-  if (r !== 0) return r;
-  return d1.port - d2.port;
+  return cmpDestsKeyed(keyed(d1), keyed(d2));
 }
 
 /**
@@ -94,21 +118,35 @@ export function cmpDests(d1: RealServer, d2: RealServer): number {
  * comparators above are not transitive, so another algorithm would order differently.
  */
 export function glibcQsort<T>(items: readonly T[], cmp: (a: T, b: T) => number): T[] {
-  if (items.length <= 1) return [...items];
-  const n1 = Math.floor(items.length / 2);
-  const a = glibcQsort(items.slice(0, n1), cmp);
-  const b = glibcQsort(items.slice(n1), cmp);
-  const out: T[] = [];
-  let i = 0;
-  let j = 0;
-  while (i < a.length && j < b.length) {
-    if (cmp(a[i]!, b[j]!) <= 0) out.push(a[i++]!);
-    else out.push(b[j++]!);
-  }
-  while (i < a.length) out.push(a[i++]!);
-  while (j < b.length) out.push(b[j++]!);
-  return out;
+  const a = [...items];
+  if (a.length > 1) msort(a, new Array<T>(a.length), 0, a.length, cmp);
+  return a;
 }
+
+/** msort_with_tmp on a[lo, hi), in place, through tmp */
+function msort<T>(a: T[], tmp: T[], lo: number, hi: number, cmp: (a: T, b: T) => number): void {
+  const n = hi - lo;
+  if (n <= 1) return;
+  const mid = lo + Math.floor(n / 2);
+  msort(a, tmp, lo, mid, cmp);
+  msort(a, tmp, mid, hi, cmp);
+  let i = lo;
+  let j = mid;
+  let k = lo;
+  while (i < mid && j < hi) {
+    if (cmp(a[i]!, a[j]!) <= 0) tmp[k++] = a[i++]!;
+    else tmp[k++] = a[j++]!;
+  }
+  while (i < mid) tmp[k++] = a[i++]!;
+  // what is left of the right half is already in place
+  for (let x = lo; x < k; x++) a[x] = tmp[x]!;
+}
+
+const sortServices = (entries: readonly VirtualServerEntry[]): VirtualServerEntry[] =>
+  glibcQsort(entries.map((e) => ({ item: e.vs, words: words(e.vs.af, e.vs.address), entry: e })), cmpServicesKeyed).map((k) => k.entry);
+
+const sortDests = (dests: readonly RealServer[]): RealServer[] =>
+  dests.length <= 1 ? [...dests] : glibcQsort(dests.map(keyed), cmpDestsKeyed).map((k) => k.item);
 
 // ---- names ----
 
@@ -302,7 +340,7 @@ function destLine(vs: VirtualServer, svcName: string, rs: RealServer, fmt: ListF
 /** print_service_entry(): the service line and its real servers (sorted unless --nosort). */
 export function formatServiceEntry(entry: VirtualServerEntry, fmt: ListFormat, names: Names = NUMERIC_NAMES): string {
   const svcName = serviceName(entry.vs, fmt, names);
-  const dests = fmt.nosort ? entry.dests : glibcQsort(entry.dests, cmpDests);
+  const dests = fmt.nosort ? entry.dests : sortDests(entry.dests);
   return serviceLine(entry.vs, svcName, fmt) + dests.map((rs) => destLine(entry.vs, svcName, rs, fmt, names)).join('');
 }
 
@@ -313,7 +351,7 @@ export function formatListAll(info: IpvsInfo, entries: readonly VirtualServerEnt
     const v = info.version;
     out += `IP Virtual Server version ${(v >> 16) & 0xff}.${(v >> 8) & 0xff}.${v & 0xff} (size=${asInt(info.connTabSize)})\n`;
   }
-  const sorted = fmt.nosort ? entries : glibcQsort(entries, (a, b) => cmpServices(a.vs, b.vs));
+  const sorted = fmt.nosort ? entries : sortServices(entries);
   out += formatTitle(fmt);
   for (const e of sorted) out += formatServiceEntry(e, fmt, names);
   return out;

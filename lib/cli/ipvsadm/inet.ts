@@ -1,5 +1,7 @@
 // The few libc address helpers ipvsadm's parsing relies on, as glibc implements them.
 
+import { parseIPv4 } from '../../model/ipvs';
+
 /**
  * glibc inet_aton(): "a.b.c.d", "a.b.c" (c 16-bit), "a.b" (b 24-bit), "a" (32-bit); each part
  * decimal, octal (leading 0) or hex (0x). Returns the address as an unsigned 32-bit number in
@@ -7,6 +9,9 @@
  * glibc also accepts trailing whitespace (and anything after it): "1.2.3.4 junk".
  */
 export function inetAton(text: string): number | undefined {
+  // the usual spelling, four decimal octets, without the general parse below
+  const quad = parseIPv4(text);
+  if (quad >= 0) return quad;
   const ws = text.search(/[ \t\n\v\f\r]/);
   const s = ws >= 0 ? text.slice(0, ws) : text;
   if (s === '') return undefined;
@@ -35,11 +40,22 @@ export function inetAton(text: string): number | undefined {
 
 /** Dotted quad of a host-order u32, as inet_ntoa prints it. */
 export function formatIPv4(v: number): string {
-  return [v >>> 24, (v >>> 16) & 0xff, (v >>> 8) & 0xff, v & 0xff].join('.');
+  return `${v >>> 24}.${(v >>> 16) & 0xff}.${(v >>> 8) & 0xff}.${v & 0xff}`;
 }
 
 /** glibc strtol(s, &end, 10) accepted as a whole string ("*end == 0 && end != s"), else undefined. */
 export function strtolWhole(s: string): number | undefined {
+  // the usual case, 1-9 plain digits, without a regular expression
+  if (s.length > 0 && s.length < 10) {
+    let n = 0;
+    let i = 0;
+    for (; i < s.length; i++) {
+      const c = s.charCodeAt(i);
+      if (c < 48 || c > 57) break;
+      n = n * 10 + (c - 48);
+    }
+    if (i === s.length) return n;
+  }
   const m = /^[ \t\n\v\f\r]*([+-]?[0-9]+)$/.exec(s);
   if (!m) return undefined;
   const n = Number(m[1]);

@@ -5,6 +5,7 @@ import { constants as osConstants } from 'node:os';
 import { getSystemErrorMessage } from 'node:util';
 import { NetlinkError } from '../../errors';
 import { Ipvs, VirtualServerEntry } from '../../kernel/ipvs/ipvs';
+import { listAllViaProc } from '../../kernel/ipvs/list-via-proc';
 import { AddressFamily } from '../../model/ipvs';
 import { formatListAll, formatListService, formatTimeouts } from './format-list';
 import { CommandName, ListFormat, PROGRAM, parseArgs } from './parse-args';
@@ -31,6 +32,12 @@ export interface IpvsadmDeps {
   /** read by -R */
   readonly stdin: AsyncIterable<string | Buffer>;
   readonly names?: NameService;
+  /**
+   * reads /proc/net/ip_vs: -L/-S listings that show nothing /proc lacks take the real servers
+   * from it (one read) instead of one netlink dump per service (kernel/ipvs/list-via-proc.ts);
+   * without it every listing is netlink only
+   */
+  readonly procIpVs?: () => Promise<string>;
 }
 
 /** Exit statuses as ipvsadm's: fail() 2, a refused kernel request -1 (255), a failed listing 1. */
@@ -144,7 +151,7 @@ export async function main(argv: readonly string[], deps: IpvsadmDeps): Promise<
     switch (cmd.kind) {
       case 'list-all':
       case 'save':
-        return await listAll(ipvs, cmd.format, names, stdout, stderr);
+        return await listAll(ipvs, cmd.format, names, stdout, stderr, deps.procIpVs);
       case 'list-service':
         return await listService(ipvs, cmd, names, stdout, stderr);
       case 'list-timeout':
@@ -187,10 +194,25 @@ function assertNever(x: never): never {
   throw new Error(`unhandled command ${JSON.stringify(x)}`);
 }
 
-async function listAll(ipvs: Ipvs, format: ListFormat, names: NameService, stdout: TextSink, stderr: TextSink): Promise<number> {
+/** Listings that show only what /proc/net/ip_vs has for a real server (see list-via-proc.ts). */
+export function procCanList(format: ListFormat): boolean {
+  return !format.stats && !format.rate && !format.thresholds && !format.persistentConn;
+}
+
+async function listAll(
+  ipvs: Ipvs,
+  format: ListFormat,
+  names: NameService,
+  stdout: TextSink,
+  stderr: TextSink,
+  procIpVs: (() => Promise<string>) | undefined,
+): Promise<number> {
   let text: string;
   try {
-    const [info, entries] = await Promise.all([ipvs.info(), ipvs.listAll()]);
+    const { info, entries } =
+      procIpVs && procCanList(format)
+        ? await listAllViaProc(ipvs, procIpVs, { tunnelDetails: format.rule || format.tunInfo })
+        : await Promise.all([ipvs.info(), ipvs.listAll()]).then(([info, entries]) => ({ info, entries }));
     const n = format.numeric ? undefined : await names.names(addressesOf(entries));
     text = formatListAll(info, entries, format, n);
   } catch (e) {

@@ -208,7 +208,7 @@ interface DestState {
 type ParsedAddr = { addr: boolean; port: boolean; af: AddressFamily; address: string; portValue: number };
 
 /** ipvsadm's parse_service(): host[:port], [v6]:port, with IPv4 in any inet_aton form or a name. */
-async function parseService(buf: string, protocol: number, resolver: Resolver): Promise<ParsedAddr | undefined> {
+function parseService(buf: string, protocol: number, resolver: Resolver, hosts: HostLookups): ParsedAddr | undefined {
   if (/^[0-9]*$/.test(buf)) return undefined; // str_is_digit, also true for ""
   let host = buf;
   let portText: string | undefined;
@@ -221,7 +221,8 @@ async function parseService(buf: string, protocol: number, resolver: Resolver): 
   }
   let af: AddressFamily;
   let address: string;
-  if (isIPv6(host) && !host.includes('%')) {
+  // an IPv6 address has two colons at least: "10.0.0.1:80" skips the IPv6 test
+  if (host.indexOf(':') !== host.lastIndexOf(':') && isIPv6(host) && !host.includes('%')) {
     af = AF_INET6;
     address = canonicalAddress(host);
   } else {
@@ -233,7 +234,7 @@ async function parseService(buf: string, protocol: number, resolver: Resolver): 
     const v = inetAton(h);
     if (v !== undefined) address = formatIPv4(v);
     else {
-      const r = await resolver.hostToIPv4(h);
+      const r = lookupHost(hosts, h);
       if (r === undefined) return undefined;
       address = r;
     }
@@ -335,15 +336,64 @@ export interface ParseOptions {
  * the message and exit status ipvsadm would give. No arguments means "-L" without -n.
  */
 export async function parseArgs(argv: readonly string[], resolver: Resolver, opts: ParseOptions = {}): Promise<ParseResult> {
+  return parseArgsCached(argv, resolver, opts, new Map());
+}
+
+/**
+ * Host names looked up so far (gethostbyname, IPv4): name -> address, undefined when unknown.
+ * The parse itself is synchronous; when it meets a name not looked up yet it stops with
+ * NeedHost, the name is looked up, and the parse runs again from the start (it is
+ * deterministic, so the result is the one a parse waiting for each look-up would give).
+ */
+export type HostLookups = Map<string, string | undefined>;
+
+class NeedHost {
+  constructor(readonly name: string) {}
+}
+
+function lookupHost(hosts: HostLookups, name: string): string | undefined {
+  if (!hosts.has(name)) throw new NeedHost(name);
+  return hosts.get(name);
+}
+
+function parseOnce(argv: readonly string[], resolver: Resolver, opts: ParseOptions, hosts: HostLookups): ParseResult {
   try {
-    return { ok: true, command: await parse(argv, resolver, opts) };
+    return { ok: true, command: parse(argv, resolver, opts, hosts) };
   } catch (e) {
     if (e instanceof Fail) return { ok: false, ...e.result };
     throw e;
   }
 }
 
-async function parse(argv: readonly string[], resolver: Resolver, opts: ParseOptions): Promise<IpvsadmCommand> {
+/**
+ * parseArgs with a look-up cache shared by many calls (the lines of a restore). Synchronous
+ * (no promise) when every host name it needs is in `hosts` already, as with numeric addresses.
+ */
+export function parseArgsCached(
+  argv: readonly string[],
+  resolver: Resolver,
+  opts: ParseOptions,
+  hosts: HostLookups,
+): ParseResult | Promise<ParseResult> {
+  try {
+    return parseOnce(argv, resolver, opts, hosts);
+  } catch (e) {
+    if (!(e instanceof NeedHost)) throw e;
+    return (async () => {
+      for (let need = e; ; ) {
+        hosts.set(need.name, await resolver.hostToIPv4(need.name));
+        try {
+          return parseOnce(argv, resolver, opts, hosts);
+        } catch (again) {
+          if (!(again instanceof NeedHost)) throw again;
+          need = again;
+        }
+      }
+    })();
+  }
+}
+
+function parse(argv: readonly string[], resolver: Resolver, opts: ParseOptions, hosts: HostLookups): IpvsadmCommand {
   if (argv.length === 0) return { kind: 'list-all', format: DEFAULT_FORMAT };
   const ctx = new PoptContext(argv, OPTIONS);
   const options = new Set<OptName>();
@@ -390,7 +440,7 @@ async function parse(argv: readonly string[], resolver: Resolver, opts: ParseOpt
       case T.SCTP_SERVICE: {
         setOption('service-address');
         svc.protocol = ev.key === 't' ? IPPROTO_TCP : ev.key === 'u' ? IPPROTO_UDP : IPPROTO_SCTP;
-        const p = await parseService(arg, svc.protocol, resolver);
+        const p = parseService(arg, svc.protocol, resolver, hosts);
         if (!p) fail('illegal virtual server address[:port] specified');
         svc.af = p.af;
         svc.address = p.address;
@@ -416,7 +466,11 @@ async function parse(argv: readonly string[], resolver: Resolver, opts: ParseOpt
       case 'M':
         setOption('netmask');
         if (svc.af !== AF_INET6) {
-          const v = inetAton(arg) ?? (await resolver.hostToIPv4(arg).then((a) => (a ? inetAton(a) : undefined)));
+          let v = inetAton(arg);
+          if (v === undefined) {
+            const a = lookupHost(hosts, arg);
+            v = a ? inetAton(a) : undefined;
+          }
           if (v === undefined) fail('illegal virtual server persistent mask specified');
           svc.netmask = v;
         } else {
@@ -426,7 +480,7 @@ async function parse(argv: readonly string[], resolver: Resolver, opts: ParseOpt
         break;
       case 'r': {
         setOption('real-server');
-        const p = await parseService(arg, svc.protocol, resolver);
+        const p = parseService(arg, svc.protocol, resolver, hosts);
         if (!p) fail('illegal real server address[:port] specified');
         dest.af = p.af;
         dest.address = p.address;

@@ -25,13 +25,40 @@ export const POPT_ERROR = {
   UNWANTEDARG: 'option does not take an argument',
 } as const;
 
+interface OptionIndex {
+  readonly long: ReadonlyMap<string, OptionDef>;
+  readonly short: ReadonlyMap<string, OptionDef>;
+}
+
+// one index per option table (a restore parses 100,000+ lines with the same table); the
+// first definition of a name wins, as a linear search of the table would find it
+const indexes = new WeakMap<readonly OptionDef[], OptionIndex>();
+
+function indexOf(table: readonly OptionDef[]): OptionIndex {
+  let index = indexes.get(table);
+  if (!index) {
+    const long = new Map<string, OptionDef>();
+    const short = new Map<string, OptionDef>();
+    for (const d of table) {
+      if (!long.has(d.long)) long.set(d.long, d);
+      if (d.short !== undefined && !short.has(d.short)) short.set(d.short, d);
+    }
+    index = { long, short };
+    indexes.set(table, index);
+  }
+  return index;
+}
+
 export class PoptContext {
   private next = 0;
   private cluster: { word: string; rest: string } | undefined;
   private readonly leftovers: string[] = [];
   private done = false;
+  private readonly index: OptionIndex;
 
-  constructor(private readonly argv: readonly string[], private readonly table: readonly OptionDef[]) {}
+  constructor(private readonly argv: readonly string[], table: readonly OptionDef[]) {
+    this.index = indexOf(table);
+  }
 
   /** The next option, an error, or undefined at the end (as poptGetNextOpt returning -1). */
   nextOpt(): PoptEvent | undefined {
@@ -64,7 +91,7 @@ export class PoptContext {
     const eq = word.indexOf('=');
     const name = eq >= 0 ? word.slice(2, eq) : word.slice(2);
     const inline = eq >= 0 ? word.slice(eq + 1) : undefined;
-    const def = this.table.find((d) => d.long === name);
+    const def = this.index.long.get(name);
     if (!def) return { type: 'error', word, message: POPT_ERROR.BADOPT };
     if (def.arg === 'none') {
       if (inline !== undefined) return { type: 'error', word, message: POPT_ERROR.UNWANTEDARG };
@@ -78,7 +105,7 @@ export class PoptContext {
     const c = this.cluster!;
     const ch = c.rest[0]!;
     c.rest = c.rest.slice(1);
-    const def = this.table.find((d) => d.short === ch);
+    const def = this.index.short.get(ch);
     if (!def) {
       c.rest = '';
       return { type: 'error', word: c.word, message: POPT_ERROR.BADOPT };

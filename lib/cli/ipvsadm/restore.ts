@@ -11,7 +11,7 @@
 // ipvsadm would also run a -L, -S, -h or -v line in the middle of a restore, we refuse them.
 
 import { IpvsOp } from '../../kernel/ipvs/ipvs';
-import { CommandName, PROGRAM, parseArgs } from './parse-args';
+import { CommandName, HostLookups, PROGRAM, parseArgsCached } from './parse-args';
 import { Resolver } from './resolve-names';
 
 export interface RestoreLine {
@@ -31,22 +31,27 @@ export function splitRestoreLine(line: string): string[] {
   return line.split(/[ \t]+/).filter((w) => w !== '');
 }
 
+const READING_STDIN = { readingStdin: true } as const;
+
 /** Parses a whole ipvsadm-save text; stops at the first bad line. */
 export async function parseRestore(text: string, resolver: Resolver): Promise<RestoreParse> {
   const lines: RestoreLine[] = [];
+  // each host name is looked up once for the whole text; lines naming none parse synchronously
+  const hosts: HostLookups = new Map();
   const raw = text.split('\n');
   if (raw.length > 0 && raw[raw.length - 1] === '') raw.pop();
   for (let i = 0; i < raw.length; i++) {
     const lineNo = i + 1;
     const words = splitRestoreLine(raw[i]!);
     if (words.length === 0) continue;
-    const where = `${PROGRAM}: restore: line ${lineNo}: ${raw[i]!.trim()}\n`;
-    const r = await parseArgs(words, resolver, { readingStdin: true });
-    if (!r.ok) return { ok: false, stderr: r.stderr + where, exitCode: r.exitCode, lineNo };
+    let r = parseArgsCached(words, resolver, READING_STDIN, hosts);
+    if (r instanceof Promise) r = await r;
+    const where = (): string => `${PROGRAM}: restore: line ${lineNo}: ${raw[i]!.trim()}\n`;
+    if (!r.ok) return { ok: false, stderr: r.stderr + where(), exitCode: r.exitCode, lineNo };
     if (r.command.kind !== 'op') {
       return {
         ok: false,
-        stderr: `not a table change (only -A -E -D -a -e -d -C -Z --set lines can be restored)\n${where}`,
+        stderr: `not a table change (only -A -E -D -a -e -d -C -Z --set lines can be restored)\n${where()}`,
         exitCode: 2,
         lineNo,
       };

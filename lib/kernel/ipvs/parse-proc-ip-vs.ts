@@ -1,0 +1,195 @@
+// Pure: the text of /proc/net/ip_vs -> the table as far as it shows it.
+//
+// The kernel prints it in ip_vs_info_seq_show() (net/netfilter/ipvs/ip_vs_ctl.c, 6.1):
+//
+//   IP Virtual Server version 1.2.1 (size=4096)
+//   Prot LocalAddress:Port Scheduler Flags
+//     -> RemoteAddress:Port Forward Weight ActiveConn InActConn
+//   TCP  0A000001:0050 rr                              "%s  %08X:%04X %s %s " (ops flag or "")
+//   UDP  0A000004:0035 mh ops                          then "persistent %d %08X" or nothing
+//   TCP  [2001:0db8:...:0001]:01BB wlc persistent 90000 30000000     IPv6: no "ops" printed
+//   FWM  00000005 wlc persistent 2500 40000000          a fwmark service: no family shown
+//     -> C0A80101:1F90      Masq    3      0          0
+//     -> [fd00:0000:...:0004]:0063      Masq    1      0          0
+//
+// One read lists the whole table (the netlink API needs one dump per service for the real
+// servers). What it does NOT show, so a listing needing it must ask netlink: the scheduler
+// flags (-b), the persistence engine (--pe), the family of a fwmark service, one-packet
+// scheduling of an IPv6 service, thresholds, persistent-connection counts, tunnel type/port/
+// checksum, counters and rates. The persistence timeout is in jiffies (CONFIG_HZ, unknown
+// here) and the IPv6 persistence mask is a prefix length shown through ntohl(): both are kept
+// raw. A real server's forwarding method is shown as Masq for every value the kernel does not
+// name (4-7, which only a raw netlink client can set): it is read as Masq.
+
+import { KubeIpvsError } from '../../errors';
+import { AddressFamily, IpvsInfo, bytesToAddress } from '../../model/ipvs';
+import { AF_INET, AF_INET6, IPPROTO_SCTP, IPPROTO_TCP, IPPROTO_UDP, IP_VS_CONN_F } from '../../netlink/uapi/ip_vs';
+
+/** /proc/net/ip_vs text that is not what the kernel prints. */
+export class ProcIpVsParseError extends KubeIpvsError {
+  readonly code = 'KIPVS_PROC_IP_VS_PARSE' as const;
+  constructor(
+    message: string,
+    /** 1-based line of the text */
+    readonly line: number,
+  ) {
+    super(`/proc/net/ip_vs line ${line}: ${message}`);
+  }
+}
+
+export interface ProcRealServer {
+  readonly af: AddressFamily;
+  /** textual, as inet_ntop prints it */
+  readonly address: string;
+  readonly port: number;
+  /** IP_VS_CONN_F_MASQ / LOCALNODE / TUNNEL / DROUTE, from the name shown */
+  readonly fwdMethod: number;
+  readonly weight: number;
+  readonly activeConns: number;
+  readonly inactConns: number;
+}
+
+export interface ProcVirtualServer {
+  /** the service's family; undefined for a fwmark service (/proc does not show it) */
+  readonly af: AddressFamily | undefined;
+  /** IPPROTO_TCP / UDP / SCTP; 0 for a fwmark service */
+  readonly protocol: number;
+  /** '' for a fwmark service */
+  readonly address: string;
+  readonly port: number;
+  readonly fwmark: number;
+  readonly scheduler: string;
+  /** "ops" shown (IPv4 and fwmark services only: the IPv6 line never shows it) */
+  readonly onePacket: boolean;
+  /** persistence timeout in jiffies and the netmask word as shown; undefined when not persistent */
+  readonly persistent: { readonly timeoutJiffies: number; readonly netmaskWord: number } | undefined;
+  /** in the kernel's list order (newest first) */
+  readonly dests: readonly ProcRealServer[];
+}
+
+export interface ProcIpVsTable {
+  readonly info: IpvsInfo;
+  /** in the kernel's hash-table order, which is also the netlink dump's */
+  readonly services: readonly ProcVirtualServer[];
+}
+
+const PROTOCOLS: Readonly<Record<string, number>> = { TCP: IPPROTO_TCP, UDP: IPPROTO_UDP, SCTP: IPPROTO_SCTP };
+const FORWARD: Readonly<Record<string, number>> = {
+  Masq: IP_VS_CONN_F.MASQ,
+  Local: IP_VS_CONN_F.LOCALNODE,
+  Tunnel: IP_VS_CONN_F.TUNNEL,
+  Route: IP_VS_CONN_F.DROUTE,
+};
+
+const BANNER = /^IP Virtual Server version (\d+)\.(\d+)\.(\d+) \(size=(-?\d+)\)$/;
+const TITLE1 = 'Prot LocalAddress:Port Scheduler Flags';
+const TITLE2 = '  -> RemoteAddress:Port Forward Weight ActiveConn InActConn';
+
+/** fixed-width upper-case hex, as %08X / %04X print it; -1 when not */
+function hex(s: string, width: number): number {
+  if (s.length !== width) return -1;
+  let v = 0;
+  for (let i = 0; i < width; i++) {
+    const c = s.charCodeAt(i);
+    const d = c >= 48 && c <= 57 ? c - 48 : c >= 65 && c <= 70 ? c - 55 : -1;
+    if (d < 0) return -1;
+    v = v * 16 + d;
+  }
+  return v;
+}
+
+/** "%d" of an int */
+function int(s: string | undefined): number {
+  if (s === undefined || !/^-?\d+$/.test(s)) return NaN;
+  const n = Number(s);
+  return n >= -2147483648 && n <= 2147483647 ? n : NaN;
+}
+
+/**
+ * "0A000001:0050" (IPv4, %08X:%04X) or "[2001:0db8:...:0001]:0050" (IPv6, %pI6 with every
+ * group written out); undefined when neither.
+ */
+function addrPort(s: string): { af: AddressFamily; address: string; port: number } | undefined {
+  if (s.startsWith('[')) {
+    const close = s.indexOf(']:');
+    if (close !== 40) return undefined; // 8 groups of 4 digits and 7 colons
+    const port = hex(s.slice(close + 2), 4);
+    const bytes = Buffer.alloc(16);
+    for (let g = 0; g < 8; g++) {
+      const v = parseInt(s.slice(1 + g * 5, 5 + g * 5), 16);
+      if (!/^[0-9a-f]{4}$/.test(s.slice(1 + g * 5, 5 + g * 5)) || (g < 7 && s[5 + g * 5] !== ':')) return undefined;
+      bytes.writeUInt16BE(v, g * 2);
+    }
+    if (port < 0) return undefined;
+    return { af: AF_INET6, address: bytesToAddress(AF_INET6, bytes), port };
+  }
+  if (s.length !== 13 || s[8] !== ':') return undefined;
+  const a = hex(s.slice(0, 8), 8);
+  const port = hex(s.slice(9), 4);
+  if (a < 0 || port < 0) return undefined;
+  return { af: AF_INET, address: `${a >>> 24}.${(a >>> 16) & 255}.${(a >>> 8) & 255}.${a & 255}`, port };
+}
+
+type MutableService = { -readonly [K in keyof ProcVirtualServer]: ProcVirtualServer[K] } & { dests: ProcRealServer[] };
+
+/** Parses the whole text of /proc/net/ip_vs; throws ProcIpVsParseError naming the first bad line. */
+export function parseProcIpVs(text: string): ProcIpVsTable {
+  const lines = text.split('\n');
+  if (lines[lines.length - 1] === '') lines.pop();
+  const banner = BANNER.exec(lines[0] ?? '');
+  if (!banner) throw new ProcIpVsParseError(`not the IPVS banner: '${lines[0] ?? ''}'`, 1);
+  if (lines[1] !== TITLE1) throw new ProcIpVsParseError(`not the title line '${TITLE1}'`, 2);
+  if (lines[2] !== TITLE2) throw new ProcIpVsParseError(`not the title line '${TITLE2.trim()}'`, 3);
+  const info: IpvsInfo = {
+    version: (Number(banner[1]) << 16) | (Number(banner[2]) << 8) | Number(banner[3]),
+    connTabSize: Number(banner[4]),
+  };
+  const services: MutableService[] = [];
+  let current: MutableService | undefined;
+  for (let i = 3; i < lines.length; i++) {
+    const line = lines[i]!;
+    const bad = (what: string): never => {
+      throw new ProcIpVsParseError(`${what}: '${line}'`, i + 1);
+    };
+    const w = line.split(' ').filter((x) => x !== '');
+    if (line.startsWith('  -> ')) {
+      if (!current) bad('a real server before any service');
+      // -> ADDR:PORT FORWARD WEIGHT ACTIVE INACT
+      if (w.length !== 6) bad('not a real server line');
+      const a = addrPort(w[1]!) ?? bad('bad real server address');
+      const fwdMethod = FORWARD[w[2]!] ?? bad(`unknown forwarding method '${w[2]}'`);
+      const [weight, activeConns, inactConns] = [int(w[3]), int(w[4]), int(w[5])];
+      if (Number.isNaN(weight) || Number.isNaN(activeConns) || Number.isNaN(inactConns)) bad('bad weight or connection counts');
+      current!.dests.push({ af: a.af, address: a.address, port: a.port, fwdMethod, weight, activeConns, inactConns });
+      continue;
+    }
+    // a service: PROT ADDR:PORT SCHED [ops] [persistent TIMEOUT MASK] | FWM MARK SCHED [ops] [persistent ...]
+    let svc: MutableService;
+    let rest: string[];
+    if (w[0] === 'FWM') {
+      const mark = hex(w[1] ?? '', 8);
+      if (mark < 0 || !w[2]) bad('not a fwmark service line');
+      svc = { af: undefined, protocol: 0, address: '', port: 0, fwmark: mark, scheduler: w[2]!, onePacket: false, persistent: undefined, dests: [] };
+      rest = w.slice(3);
+    } else {
+      const protocol = PROTOCOLS[w[0] ?? ''] ?? bad('not a service line');
+      const a = addrPort(w[1] ?? '') ?? bad('bad service address');
+      if (!w[2]) bad('no scheduler');
+      svc = { af: a.af, protocol, address: a.address, port: a.port, fwmark: 0, scheduler: w[2]!, onePacket: false, persistent: undefined, dests: [] };
+      rest = w.slice(3);
+    }
+    if (rest[0] === 'ops') {
+      svc.onePacket = true;
+      rest = rest.slice(1);
+    }
+    if (rest.length > 0) {
+      const timeoutJiffies = int(rest[1]);
+      const netmaskWord = hex(rest[2] ?? '', 8);
+      if (rest[0] !== 'persistent' || rest.length !== 3 || Number.isNaN(timeoutJiffies) || netmaskWord < 0) bad('bad service flags');
+      svc.persistent = { timeoutJiffies, netmaskWord };
+    }
+    services.push(svc);
+    current = svc;
+  }
+  return { info, services };
+}
