@@ -12,6 +12,7 @@
  * for the kubelet to restart it, as kube-proxy does) only when a field that needs a restart
  * changed (API connection, node name, bind addresses, masqueradeBit, mode, feature gates).
  */
+import { readFile } from 'node:fs/promises';
 import os from 'node:os';
 import http from 'node:http';
 import { ProxyConfig } from '../config/proxy-config';
@@ -178,7 +179,9 @@ export async function runDaemon(config: ProxyConfig, options: DaemonOptions): Pr
   });
   const proxier: Proxier = new Proxier(
     {
-      ipvs, link, ipsets, iptables, source, events, randomFully, serviceHealth,
+      ipvs, link, ipsets, iptables, source, events, randomFully,
+      // a full sync reads every real server from here: one read, not one dump per service
+      readProcIpVs: () => readFile('/proc/net/ip_vs', 'latin1'), serviceHealth,
       planner: { planServicePort },
       clock: systemClock,
       log: componentLog('proxier'),

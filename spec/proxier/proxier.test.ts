@@ -20,6 +20,7 @@ import { Planner, Proxier, ProxierSettings, SyncResult } from '../../lib/proxier
 import { ServiceHealthSink } from '../../lib/proxier/service-health';
 import { DesiredIndex } from '../../lib/proxier/desired-index';
 import { FakeClock } from '../../lib/testing/fake-clock';
+import { procIpVsText } from '../../lib/testing/proc-ip-vs-text';
 import { makeEndpointSlice, makeService, svcPort } from '../../lib/testing/builders';
 import { AF_INET, IPPROTO_TCP } from '../../lib/netlink/uapi/ip_vs';
 import { formatServiceEntry } from '../../lib/cli/ipvsadm/format-list';
@@ -68,7 +69,7 @@ function endpoints(svc: string, ...ips: string[]): V1EndpointSlice {
 }
 
 async function setup(
-  opts: { schedulers?: string[]; ipvs?: FakeIpvs; link?: FakeLink; ipset?: FakeIpset; serviceHealth?: ServiceHealthSink; settings?: Partial<ProxierSettings>; planner?: Planner } = {},
+  opts: { schedulers?: string[]; proc?: boolean; ipvs?: FakeIpvs; link?: FakeLink; ipset?: FakeIpset; serviceHealth?: ServiceHealthSink; settings?: Partial<ProxierSettings>; planner?: Planner } = {},
 ) {
   const clock = new FakeClock();
   const ipvs = opts.ipvs ?? new FakeIpvs(opts.schedulers ? { schedulers: opts.schedulers } : {});
@@ -94,6 +95,7 @@ async function setup(
       events: { warn: (ref, reason, message) => events.push(`${ref.namespace}/${ref.name} ${reason}: ${message}`) },
       onSync: (r) => results.push(r),
       ...(opts.serviceHealth ? { serviceHealth: opts.serviceHealth } : {}),
+      ...(opts.proc ? { readProcIpVs: async () => procIpVsText(await ipvs.listAll()) } : {}),
     },
     { ...SETTINGS, ...opts.settings },
     { name: NODE, zone: '', nodeIPs: ['192.0.2.1'], podCIDRs: [] },
@@ -341,6 +343,23 @@ describe('Proxier over the kernel twins', () => {
     expect(last(t.results)).toMatchObject({ full: true, ipvsWrites: 1 });
     expect(t.proxier.totals.driftRepairs).toBe(1);
     expect(formatRestore(await t.ipvs.listAll())).toContain('-a -t 10.96.0.10:80 -r 10.244.1.2:8080 -m -w 1');
+  });
+
+  it('with /proc/net/ip_vs a full sync costs one netlink read (the service dump), not one more per virtual server, and still repairs drift', async () => {
+    const reads = async (proc: boolean) => {
+      const t = await setup({ proc });
+      for (let i = 0; i < 5; i++) t.addService(clusterIP(`s${i}`, `10.96.0.${10 + i}`), endpoints(`s${i}`, `10.244.1.${2 + i}`));
+      await t.start();
+      const vs = { af: AF_INET, protocol: IPPROTO_TCP, address: '10.96.0.12', port: 80, fwmark: 0 } as const;
+      await t.ipvs.apply({ kind: 'setDest', vs, rs: { af: AF_INET, address: '10.244.1.4', port: 8080, fwdMethod: 0, weight: 7 } });
+      await t.settle(30_000);
+      const r = t.results[t.results.length - 1]!;
+      expect([r.full, r.ipvsWrites, t.proxier.totals.driftRepairs]).toEqual([true, 1, 1]);
+      expect(formatRestore(await t.ipvs.listAll())).toContain('-a -t 10.96.0.12:80 -r 10.244.1.4:8080 -m -w 1');
+      return [t.results[0]!.ipvsReads, r.ipvsReads];
+    };
+    expect(await reads(false)).toEqual([1, 6]);
+    expect(await reads(true)).toEqual([1, 1]);
   });
 
   it('the incremental index equals planFamilyState after a series of changes', async () => {
