@@ -42,6 +42,7 @@ import { EventRecorder } from '../k8s/event-recorder';
 import { createHealthServer, listen } from './health-server';
 import { ProxyMetrics } from './metrics';
 import { createMetricsServer } from './metrics-server';
+import { createViewsHandler } from './views-server';
 import { IpFamily } from '../model/ip-family';
 
 export interface DaemonOptions {
@@ -255,7 +256,7 @@ export async function runDaemon(config: ProxyConfig, options: DaemonOptions): Pr
     config.healthzBindAddress,
   );
   let current = config;
-  await serve('metrics', createMetricsServer(metrics.registry, () => current), config.metricsBindAddress);
+  await serve('metrics', createMetricsServer(metrics.registry, () => current, createViewsHandler(proxier, () => current)), config.metricsBindAddress);
 
   // ---- live configuration ----
   let resolveExit!: (code: number) => void;
