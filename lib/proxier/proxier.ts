@@ -35,14 +35,12 @@ import {
 import { IpvsTable, TableEntry, applyOpsToTable, tableFromDump } from '../reconcile/ipvs-table';
 import { cidrMatcher } from '../model/address';
 import { diffIpvsTable, diffVirtualServer, needsGracefulTermination, opVirtualServerKey } from '../reconcile/diff-ipvs';
-import { PROTOCOL_NAMES } from '../model/ipvs';
 import { NetlinkError, NotSyncedError } from '../errors';
 import { BoundedFrequencyRunner } from './runner';
 import { DesiredIndex } from './desired-index';
 import { Clock } from './clock';
 import { IpFamily } from '../model/ip-family';
-import { SetName, ipsetName } from '../model/names';
-import { ipsetAddress } from '../model/ipset';
+import { frontendTypeFromIpsets } from '../model/ipset-claims';
 import { isNoDevice } from '../kernel/link/link';
 import { Frontend, StatusResponse, SyncSummary } from '../model/views';
 import { IP_VS_SVC_F } from '../netlink/uapi/ip_vs';
@@ -507,24 +505,7 @@ export class Proxier {
     if (desired.has(virtualServerKey(vs))) return true;
     if (bound.has(vs.address)) return true;
     const sets = this.observedIpsets;
-    if (!sets) return false;
-    const family: IpFamily = isIPv4(vs.address) ? 'ipv4' : 'ipv6';
-    const proto = (PROTOCOL_NAMES[vs.protocol] ?? '').toLowerCase();
-    const member = `${ipsetAddress(vs.address)},${proto}:${vs.port}`;
-    const has = (base: (typeof SetName)[keyof typeof SetName], m: string) =>
-      sets.get(ipsetName(base, family))?.members.has(m) ?? false;
-    if (
-      has(SetName.CLUSTER_IP, member) ||
-      has(SetName.EXTERNAL_IP, member) ||
-      has(SetName.EXTERNAL_IP_LOCAL, member) ||
-      has(SetName.LOAD_BALANCER, member)
-    ) {
-      return true;
-    }
-    const port = String(vs.port);
-    if (proto === 'tcp') return has(SetName.NODE_PORT_TCP, port);
-    if (proto === 'udp') return has(SetName.NODE_PORT_UDP, port);
-    return has(SetName.NODE_PORT_SCTP, member);
+    return sets !== undefined && frontendTypeFromIpsets(sets, vs) !== null;
   }
 
   private async runIpvs(
