@@ -83,7 +83,7 @@ async function serviceList(env: ViewsEnv, server: string, output: Output): Promi
     try {
       kernel = await env.readKernel();
     } catch (k) {
-      const why = k instanceof IpvsUnavailableError ? `${k.message} (is ip_vs loaded?)` : (k as Error).message;
+      const why = k instanceof IpvsUnavailableError ? k.message : (k as Error).message;
       env.stderr.write(`kube-ipvs service list: the daemon does not answer (${e.message}) and the kernel cannot be read: ${why}\n`);
       return 1;
     }
