@@ -6,7 +6,7 @@ import http from 'node:http';
 import { KubeIpvsError } from '../../errors';
 import { ViewError } from '../../model/views';
 
-/** Nothing answers at the daemon's address (not running, wrong --server, timed out). */
+/** No kube-ipvs daemon answers at the address (not running, wrong --server, timed out, another program there). */
 export class DaemonUnreachableError extends KubeIpvsError {
   readonly code = 'KIPVS_DAEMON_UNREACHABLE' as const;
 }
@@ -42,6 +42,11 @@ export function httpFetchView(server: string, timeoutMs = 30_000): FetchView {
           try {
             body = JSON.parse(text);
           } catch {
+            // something else listens there (kube-proxy's own metrics server answers 404 in text)
+            if (res.statusCode === 404) {
+              reject(new DaemonUnreachableError(`${url.href}: HTTP 404, not a kube-ipvs daemon (kube-proxy?)`));
+              return;
+            }
             reject(new DaemonViewError(`${url.href}: HTTP ${res.statusCode}, not JSON: ${text.slice(0, 200)}`, res.statusCode ?? 0));
             return;
           }

@@ -3,7 +3,7 @@
 // error, exit codes, and that the commands load nothing of the daemon.
 import { spawnSync } from 'node:child_process';
 import path from 'node:path';
-import { DaemonUnreachableError, DaemonViewError, FetchView } from '../../../lib/cli/views/views-client';
+import { DaemonUnreachableError, DaemonViewError, FetchView, httpFetchView } from '../../../lib/cli/views/views-client';
 import { ViewsEnv, isViewCommand, runViews } from '../../../lib/cli/views/views-command';
 import { FakeIpvs } from '../../../lib/kernel/ipvs/fake-ipvs';
 import { DiffResponse, ServiceListResponse, VIEW_PATHS } from '../../../lib/model/views';
@@ -128,5 +128,20 @@ describe('the CLI process', () => {
     // the probe would see them: requiring the daemon does load lib/k8s
     const probe = spawnSync(process.execPath, ['-e', script.replace('main.js', '../daemon/daemon.js')], { encoding: 'utf8' });
     expect(JSON.parse(probe.stdout).length).toBeGreaterThan(0);
+  });
+});
+
+describe('httpFetchView', () => {
+  it('a server that is not kube-ipvs (a text 404, as kube-proxy answers) counts as no daemon', async () => {
+    const http = await import('node:http');
+    const server = http.createServer((_req, res) => res.writeHead(404, { 'Content-Type': 'text/plain' }).end('404 page not found\n'));
+    await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+    try {
+      const url = `http://127.0.0.1:${(server.address() as import('node:net').AddressInfo).port}`;
+      await expect(httpFetchView(url)('/kube-ipvs/services')).rejects.toThrow(new DaemonUnreachableError(`${url}/kube-ipvs/services: HTTP 404, not a kube-ipvs daemon (kube-proxy?)`));
+      await expect(httpFetchView('not a url')('/x')).rejects.toBeInstanceOf(DaemonUnreachableError);
+    } finally {
+      server.close();
+    }
   });
 });
