@@ -98,9 +98,9 @@ describe('kube-ipvs service list / status / diff against the running daemon', ()
     ]);
     fs.writeFileSync(path.join(dir, 'config.conf'), config(dir));
     daemon = startKubeIpvs(['--config', path.join(dir, 'config.conf')]);
-    // (loading @kubernetes/client-node takes tens of seconds in the TCG guest, more on a busy host)
-    await daemon.waitFor(isFullSync, 'the first sync', 0, 280_000);
-  });
+    // (loading @kubernetes/client-node takes tens of seconds in the TCG guest, minutes on a busy host)
+    await daemon.waitFor(isFullSync, 'the first sync', 0, 540_000);
+  }, 600_000);
 
   afterAll(async () => {
     await daemon?.kill('SIGTERM');
