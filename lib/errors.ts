@@ -187,3 +187,8 @@ export class UnsafeRuleTextError extends KubeIpvsError {
 export function quoteIfOdd(value: string): string {
   return /^[\x21-\x7e]+$/.test(value) ? value : JSON.stringify(value);
 }
+
+/** A view (service list, status, diff) asked of a daemon that has not listed Services and EndpointSlices yet. */
+export class NotSyncedError extends KubeIpvsError {
+  readonly code = 'KIPVS_NOT_SYNCED' as const;
+}

@@ -1,6 +1,7 @@
 #!/usr/bin/env node
-// kube-ipvs command line: `kube-ipvs ipvsadm ...`, `kube-ipvs cleanup ...`, or, with anything
-// else, the proxy taking kube-proxy's flags (lib/cli/proxy-command.ts).
+// kube-ipvs command line: `kube-ipvs ipvsadm ...`, `kube-ipvs cleanup ...`, the operator views
+// (`kube-ipvs service list`, `status`, `diff`: lib/cli/views), or, with anything else, the
+// proxy taking kube-proxy's flags (lib/cli/proxy-command.ts).
 // `ipvsadm` takes the rest of argv raw and parses it the way ipvsadm does.
 //
 // Each command's modules are loaded only when that command runs: `kube-ipvs ipvsadm -Ln`
@@ -25,6 +26,8 @@ export async function run(argv: readonly string[]): Promise<number> {
     const { runCleanup } = await import('./cleanup');
     return runCleanup(args.slice(1));
   }
+  const views = await import('./views/views-command');
+  if (views.isViewCommand(args[0])) return views.runViews(args);
   // anything else is the proxy itself, with kube-proxy's flags (including `--cleanup`)
   const { defaultProxyCommandDeps, proxyMain } = await import('./proxy-command');
   return proxyMain(args, defaultProxyCommandDeps());

@@ -45,6 +45,7 @@ import { createHealthServer, listen, proxyHealth } from './health-server';
 import { ServiceHealthServer } from './service-health-server';
 import { ProxyMetrics } from './metrics';
 import { createMetricsServer } from './metrics-server';
+import { createViewsHandler } from './views-server';
 import { IpFamily } from '../model/ip-family';
 
 export interface DaemonOptions {
@@ -268,7 +269,7 @@ export async function runDaemon(config: ProxyConfig, options: DaemonOptions): Pr
     config.healthzBindAddress,
   );
   let current = config;
-  await serve('metrics', createMetricsServer(metrics.registry, () => current), config.metricsBindAddress);
+  await serve('metrics', createMetricsServer(metrics.registry, () => current, createViewsHandler(proxier, () => current)), config.metricsBindAddress);
 
   // ---- live configuration ----
   let resolveExit!: (code: number) => void;

@@ -36,15 +36,18 @@ import {
 import { IpvsTable, TableEntry, applyOpsToTable, tableFromDump } from '../reconcile/ipvs-table';
 import { cidrMatcher } from '../model/address';
 import { diffIpvsTable, diffVirtualServer, needsGracefulTermination, opVirtualServerKey } from '../reconcile/diff-ipvs';
-import { PROTOCOL_NAMES } from '../model/ipvs';
-import { NetlinkError } from '../errors';
+import { NetlinkError, NotSyncedError } from '../errors';
 import { BoundedFrequencyRunner } from './runner';
 import { DesiredIndex } from './desired-index';
 import { Clock } from './clock';
 import { IpFamily } from '../model/ip-family';
-import { SetName, ipsetName } from '../model/names';
-import { ipsetAddress } from '../model/ipset';
 import { ServiceHealthIndex, ServiceHealthSink } from './service-health';
+import { frontendTypeFromIpsets } from '../model/ipset-claims';
+import { isNoDevice } from '../kernel/link/link';
+import { Frontend, StatusResponse, SyncSummary } from '../model/views';
+import { IP_VS_SVC_F } from '../netlink/uapi/ip_vs';
+import { servicePortKey } from '../model/service';
+import { FrontendIds, buildServiceList } from './service-list';
 
 const E = osConstants.errno;
 
@@ -204,6 +207,10 @@ export class Proxier {
   /** service ports with a Local traffic policy and no local endpoint (kubeproxy_sync_proxy_rules_no_local_endpoints_total) */
   readonly noLocalEndpoints = { internal: 0, external: 0 };
   readonly totals = { syncs: 0, fullSyncs: 0, ipvsWrites: 0, ipvsFailures: 0, execs: 0, driftRepairs: 0 };
+  /** the last full and partial syncs, for `kube-ipvs status` */
+  private lastFull: SyncSummary | null = null;
+  private lastPartial: SyncSummary | null = null;
+  private readonly frontendIds = new FrontendIds();
 
   constructor(
     private readonly deps: ProxierDeps,
@@ -407,6 +414,12 @@ export class Proxier {
     this.totals.ipvsWrites += counts.ipvsWrites;
     this.totals.ipvsFailures += counts.ipvsFailures;
     this.totals.execs += counts.execs;
+    const summary: SyncSummary = {
+      at: new Date(this.lastSyncAt).toISOString(), durationMs: result.durationMs,
+      ipvsWrites: counts.ipvsWrites, ipvsFailures: counts.ipvsFailures, execs: counts.execs,
+    };
+    if (full) this.lastFull = summary;
+    else this.lastPartial = summary;
     this.deps.log.log(full || counts.ipvsWrites > 0 || counts.execs > 0 ? 'info' : 'verbose', 'sync done', { ...result });
     this.deps.onSync?.(result, drift);
     return result;
@@ -457,18 +470,25 @@ export class Proxier {
     }
   }
 
+  /** The plan contexts over the current local addresses; tells the health check servers where to listen. */
   private rebuildContexts(): void {
-    const local = new Set(this.localAddresses.map((a) => a.address));
     const npAll = selectNodePortAddresses(this.localAddresses, this.settings.nodePortAddresses, this.node.nodeIPs);
     // kube-proxy's health check servers listen on every address unless nodePortAddresses
     // narrows them (NodePortAddresses.MatchAll: unset, or a 0.0.0.0/0 or ::/0 entry)
     const matchAll = this.settings.nodePortAddresses.length === 0 || this.settings.nodePortAddresses.some((c) => /\/0$/.test(c));
     const proxied = (a: string) => this.settings.families.includes(isIPv4(a) ? 'ipv4' : 'ipv6');
     this.deps.serviceHealth?.setNodePortAddresses?.(matchAll ? undefined : npAll.filter(proxied));
-    this.contexts.clear();
+    this.contexts = this.planContexts(this.localAddresses);
+  }
+
+  /** The per-family planning context over these local addresses (those of links but kube-ipvs0). */
+  private planContexts(localAddresses: readonly LinkAddress[]): Map<IpFamily, PlanContext> {
+    const local = new Set(localAddresses.map((a) => a.address));
+    const npAll = selectNodePortAddresses(localAddresses, this.settings.nodePortAddresses, this.node.nodeIPs);
+    const contexts = new Map<IpFamily, PlanContext>();
     for (const family of this.settings.families) {
       const ofFamily = (a: string) => (family === 'ipv4') === isIPv4(a);
-      this.contexts.set(family, {
+      contexts.set(family, {
         family,
         scheduler: this.settings.scheduler,
         nodeName: this.node.name,
@@ -479,15 +499,16 @@ export class Proxier {
         excludeClusterCIDRs: this.settings.excludeClusterCIDRs.filter((c) => ofFamily(c.split('/')[0]!)),
       });
     }
+    return contexts;
   }
 
   /** Plans one Service's ports in the families this node runs (and returns those ports). */
-  private planService(name: string): { ports: ServicePort[]; plans: ServicePortPlan[] } {
+  private planService(name: string, contexts: ReadonlyMap<IpFamily, PlanContext> = this.contexts): { ports: ServicePort[]; plans: ServicePortPlan[] } {
     const { source, planner } = this.deps;
     const ports: ServicePort[] = [];
     const plans: ServicePortPlan[] = [];
     for (const sp of source.servicePorts(name)) {
-      const ctx = this.contexts.get(sp.family);
+      const ctx = contexts.get(sp.family);
       if (!ctx) continue; // a family this node does not run
       ports.push(sp);
       plans.push(planner.planServicePort(sp, source.endpoints(sp), ctx));
@@ -540,24 +561,7 @@ export class Proxier {
     if (desired.has(virtualServerKey(vs))) return true;
     if (bound.has(vs.address)) return true;
     const sets = this.observedIpsets;
-    if (!sets) return false;
-    const family: IpFamily = isIPv4(vs.address) ? 'ipv4' : 'ipv6';
-    const proto = (PROTOCOL_NAMES[vs.protocol] ?? '').toLowerCase();
-    const member = `${ipsetAddress(vs.address)},${proto}:${vs.port}`;
-    const has = (base: (typeof SetName)[keyof typeof SetName], m: string) =>
-      sets.get(ipsetName(base, family))?.members.has(m) ?? false;
-    if (
-      has(SetName.CLUSTER_IP, member) ||
-      has(SetName.EXTERNAL_IP, member) ||
-      has(SetName.EXTERNAL_IP_LOCAL, member) ||
-      has(SetName.LOAD_BALANCER, member)
-    ) {
-      return true;
-    }
-    const port = String(vs.port);
-    if (proto === 'tcp') return has(SetName.NODE_PORT_TCP, port);
-    if (proto === 'udp') return has(SetName.NODE_PORT_UDP, port);
-    return has(SetName.NODE_PORT_SCTP, member);
+    return sets !== undefined && frontendTypeFromIpsets(sets, vs) !== null;
   }
 
   private async runIpvs(
@@ -738,6 +742,116 @@ export class Proxier {
   private countNoLocal(p: ServicePortPlan, sign: 1 | -1): void {
     if (p.noLocalEndpoints.internal) this.noLocalEndpoints.internal += sign;
     if (p.noLocalEndpoints.external) this.noLocalEndpoints.external += sign;
+  }
+
+  // ---- views (kube-ipvs service list / status / diff): read only ----
+
+  /** The Service port a plan key names, as the trackers hold it now. */
+  private servicePortOf(key: string): ServicePort | undefined {
+    return this.deps.source.servicePorts(serviceOf(key)).find((sp) => servicePortKey(sp.namespace, sp.name, sp.portName, sp.family) === key);
+  }
+
+  /** `kube-ipvs service list`: every desired virtual server with its backends' states. */
+  serviceList(): Frontend[] {
+    return buildServiceList({
+      desired: this.index.virtualServers(),
+      applied: this.applied,
+      servicePort: (k) => this.servicePortOf(k),
+      endpoints: (sp) => this.deps.source.endpoints(sp),
+      ids: this.frontendIds,
+    });
+  }
+
+  /**
+   * `kube-ipvs status`, the proxier's part: node, devices, features, syncs and counts. Reads the
+   * link names of the NodePort addresses (one rtnetlink dump); changes nothing.
+   */
+  async status(): Promise<Omit<StatusResponse, 'mode' | 'config'>> {
+    const npAddresses = selectNodePortAddresses(this.localAddresses, this.settings.nodePortAddresses, this.node.nodeIPs);
+    const names = new Map((await this.deps.link.listLinks()).map((l) => [l.index, l.name]));
+    const byLink = new Map<number, string[]>();
+    for (const a of this.localAddresses) {
+      if (!npAddresses.includes(a.address)) continue;
+      const list = byLink.get(a.ifindex) ?? [];
+      if (!list.includes(a.address)) list.push(a.address);
+      byLink.set(a.ifindex, list);
+    }
+    const devices: StatusResponse['devices'][number][] = [
+      { name: KUBE_IPVS0, addresses: [...this.boundApplied].sort(), role: 'kube-ipvs0' },
+      ...[...byLink].sort(([a], [b]) => a - b).map(([ifindex, addresses]) => ({ name: names.get(ifindex) ?? `if${ifindex}`, addresses, role: 'NodePort' as const })),
+    ];
+    const desired = this.index.virtualServers();
+    let persistent = 0;
+    for (const d of desired.values()) if (((d.vs.flags ?? 0) & IP_VS_SVC_F.PERSISTENT) !== 0) persistent++;
+    let overridden = 0;
+    let servicePorts = 0;
+    const nodePorts = new Set<number>();
+    for (const name of this.plans.keys()) {
+      const sps = this.deps.source.servicePorts(name);
+      if (sps.some((sp) => sp.scheduler !== '')) overridden++;
+      for (const sp of sps) if (sp.nodePort !== 0) nodePorts.add(sp.nodePort);
+      servicePorts += this.plans.get(name)!.length;
+    }
+    const c = this.counts();
+    return {
+      node: { name: this.node.name, ips: this.node.nodeIPs, zone: this.node.zone, podCIDRs: this.node.podCIDRs },
+      families: this.settings.families,
+      devices,
+      scheduler: { default: this.settings.scheduler || 'rr', overriddenBy: overridden },
+      sessionAffinity: { enabled: true, frontends: persistent },
+      gracefulTermination: {
+        enabled: true,
+        protocols: ['TCP'],
+        drainTimeoutSeconds: Math.round((this.deps.drainTimeoutMs ?? DEFAULT_DRAIN_TIMEOUT_MS) / 1000),
+        checkIntervalSeconds: Math.round((this.deps.drainCheckIntervalMs ?? DEFAULT_DRAIN_CHECK_MS) / 1000),
+        draining: c.draining,
+      },
+      services: {
+        clusterIP: true,
+        nodePort: { enabled: true, addresses: npAddresses, portsInUse: [...nodePorts].sort((a, b) => a - b) },
+        loadBalancer: true,
+        externalIPs: true,
+      },
+      initialized: this.isInitialized(),
+      lastFullSync: this.lastFull,
+      lastPartialSync: this.lastPartial,
+      driftRepairs: this.totals.driftRepairs,
+      counts: { services: this.plans.size, servicePorts, ...c },
+      totals: {
+        syncs: this.totals.syncs, fullSyncs: this.totals.fullSyncs, ipvsWrites: this.totals.ipvsWrites,
+        ipvsFailures: this.totals.ipvsFailures, execs: this.totals.execs,
+      },
+    };
+  }
+
+  /**
+   * `kube-ipvs diff`: the IPVS ops a full sync would run now, without running them and
+   * without changing anything the proxier keeps. Reads the kernel as a full sync does (the IPVS
+   * table, kube-ipvs0 and the node's addresses), re-plans every Service from the trackers into
+   * a scratch index, and diffs with the same ownership rules. Which VIP:ports the ipsets say
+   * kube-proxy programmed comes from the last full sync's `ipset save` (no exec here).
+   * Throws NotSyncedError before Services and EndpointSlices have been listed.
+   */
+  async dryRunFullSync(): Promise<IpvsOp[]> {
+    if (!this.isInitialized()) throw new NotSyncedError('Services and EndpointSlices have not been listed yet: nothing is planned');
+    const { link, source } = this.deps;
+    let dummyIndex: number | undefined;
+    try {
+      dummyIndex = (await link.getLink(KUBE_IPVS0)).index;
+    } catch (e) {
+      if (!isNoDevice(e)) throw e;
+    }
+    const bound = new Set<string>();
+    const local: LinkAddress[] = [];
+    for (const f of ['ipv4', 'ipv6'] as const) {
+      for (const a of await link.listAddresses(f)) (a.ifindex === dummyIndex ? bound.add(a.address) : local.push(a));
+    }
+    const contexts = this.planContexts(local);
+    const index = new DesiredIndex(this.settings.families);
+    for (const name of new Set(source.serviceNames())) index.replace([], this.planService(name, contexts).plans);
+    const desiredVs = index.virtualServers();
+    const observed = tableFromDump(await this.readTable({ ipvsReads: 0 }));
+    return diffIpvsTable(observed, desiredVs, (e) => this.ownsVirtualServer(e, bound, desiredVs));
   }
 
   /**

@@ -3,7 +3,10 @@
 // ipvs_cmp_services / ipvs_cmp_dests sorted with glibc 2.36's qsort, a merge sort).
 
 import { VirtualServerEntry } from '../../kernel/ipvs/ipvs';
-import { AddressFamily, IpvsInfo, IpvsTimeouts, RealServer, Stats, VirtualServer, ZERO_STATS, addressToBytes, parseIPv4 } from '../../model/ipvs';
+import {
+  AddressFamily, IpvsInfo, IpvsTimeouts, RealServer, RealServerSpec, Stats, VirtualServer, VirtualServerId, VirtualServerSpec, ZERO_STATS, addressToBytes, parseIPv4,
+} from '../../model/ipvs';
+import { TableChange } from '../../model/views';
 import {
   AF_INET,
   AF_INET6,
@@ -17,7 +20,7 @@ import {
   IP_VS_TUNNEL_ENCAP_FLAG,
 } from '../../netlink/uapi/ip_vs';
 import { formatIPv4 } from './inet';
-import { ListFormat } from './parse-args';
+import { DEFAULT_FORMAT, ListFormat } from './parse-args';
 import { Names } from './resolve-names';
 
 const NUMERIC_NAMES: Names = { host: () => undefined, service: () => undefined };
@@ -365,4 +368,48 @@ export function formatListService(entry: VirtualServerEntry, fmt: ListFormat, na
 /** list_timeout() */
 export function formatTimeouts(t: IpvsTimeouts): string {
   return `Timeout (tcp tcpfin udp): ${asInt(t.tcp)} ${asInt(t.tcpFin)} ${asInt(t.udp)}\n`;
+}
+
+// ---- one change as an ipvsadm command line ----
+
+const RULE_FORMAT: ListFormat = Object.freeze({ ...DEFAULT_FORMAT, rule: true, numeric: true });
+
+function fullService(vs: VirtualServerId & Partial<VirtualServerSpec>): VirtualServer {
+  return {
+    af: vs.af, protocol: vs.protocol, address: vs.address, port: vs.port, fwmark: vs.fwmark,
+    scheduler: vs.scheduler ?? '', flags: vs.flags ?? 0, timeout: vs.timeout ?? 0,
+    netmask: vs.netmask ?? (vs.af === AF_INET6 ? 128 : 0xffffffff), peName: vs.peName ?? '',
+  };
+}
+
+function fullRealServer(rs: RealServerSpec): RealServer {
+  return {
+    af: rs.af, address: rs.address, port: rs.port, fwdMethod: rs.fwdMethod, weight: rs.weight,
+    uThreshold: rs.uThreshold ?? 0, lThreshold: rs.lThreshold ?? 0, activeConns: 0, inactConns: 0, persistConns: 0,
+    tunType: rs.tunType ?? 0, tunPort: rs.tunPort ?? 0, tunFlags: rs.tunFlags ?? 0,
+  };
+}
+
+/**
+ * One table change as the ipvsadm command that makes it, numeric, in ipvsadm-save's spelling
+ * (`-A -t 10.96.0.1:443 -s rr`, `-E ...`, `-D -t ...`, `-a -t ... -r ... -m -w 1`, `-e ...`,
+ * `-d -t ... -r ...`); no newline. `kube-ipvs ipvsadm` (and ipvsadm) parse it back to the change.
+ */
+export function formatChangeLine(change: TableChange): string {
+  const vs = fullService(change.vs);
+  const svcName = serviceName(vs, RULE_FORMAT, NUMERIC_NAMES);
+  switch (change.kind) {
+    case 'newService':
+      return serviceLine(vs, svcName, RULE_FORMAT).trimEnd();
+    case 'setService':
+      return `-E${serviceLine(vs, svcName, RULE_FORMAT).trimEnd().slice(2)}`;
+    case 'delService':
+      return `-D ${svcName}`;
+    case 'newDest':
+      return destLine(vs, svcName, fullRealServer(change.rs), RULE_FORMAT, NUMERIC_NAMES).trimEnd();
+    case 'setDest':
+      return `-e${destLine(vs, svcName, fullRealServer(change.rs), RULE_FORMAT, NUMERIC_NAMES).trimEnd().slice(2)}`;
+    case 'delDest':
+      return `-d ${svcName} -r ${addrPortName(change.rs.af, change.rs.address, change.rs.port, vs.protocol, RULE_FORMAT, NUMERIC_NAMES)}`;
+  }
 }

@@ -1,0 +1,34 @@
+/**
+ * `kube-ipvs service list` as text, cilium service list's shape: one row per frontend, its
+ * backends one per line under the Backend column. Pure.
+ */
+import { Affinity, Backend, Frontend, ServiceListResponse } from '../../model/views';
+
+const HEADER = ['ID', 'Frontend', 'Service Type', 'Service', 'Scheduler', 'Affinity', 'Backend'] as const;
+const GAP = '   ';
+
+export function formatAffinity(a: Affinity): string {
+  return a.kind === 'ClientIP' ? `ClientIP ${a.timeoutSeconds}s` : 'None';
+}
+
+export function formatBackend(b: Backend, i: number): string {
+  return `${i + 1} => ${b.address} (${b.state}, weight ${b.weight})`;
+}
+
+function columns(f: Frontend): string[] {
+  return [String(f.id), f.frontend, f.type ?? '-', f.service ?? '-', f.scheduler, formatAffinity(f.affinity)];
+}
+
+export function formatServiceList(r: ServiceListResponse): string {
+  const rows = r.frontends.map(columns);
+  const widths = HEADER.slice(0, -1).map((h, i) => Math.max(h.length, ...rows.map((row) => row[i]!.length)));
+  const pad = (cells: readonly string[]) => cells.map((c, i) => c.padEnd(widths[i]!)).join(GAP) + GAP;
+  const blank = pad(widths.map(() => ''));
+  let out = `${pad(HEADER.slice(0, -1))}${HEADER[HEADER.length - 1]}\n`;
+  r.frontends.forEach((f, n) => {
+    const backends = f.backends.length > 0 ? f.backends.map(formatBackend) : ['(no backends)'];
+    out += `${pad(rows[n]!)}${backends[0]}\n`;
+    for (const b of backends.slice(1)) out += `${blank}${b}\n`;
+  });
+  return out;
+}
