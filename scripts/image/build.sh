@@ -56,12 +56,18 @@ sha() { sha256sum "$1" | cut -d' ' -f1; }
 
 # ---------------------------------------------------------------- base layer ----
 mkdir -p "$CACHE"
-BASE_KEY=$(printf '%s\n' "$SUITE" "$MIRROR" "$SECURITY_MIRROR" "$BASE_PACKAGES" "base-v1" | sha256sum | cut -d' ' -f1)
+BASE_KEY=$(printf '%s\n' "$SUITE" "$MIRROR" "$SECURITY_MIRROR" "$BASE_PACKAGES" "base-v2" | sha256sum | cut -d' ' -f1)
 if [ ! -s "$CACHE/base.tar.gz" ] || [ "$(cat "$CACHE/base.stamp" 2>/dev/null)" != "$BASE_KEY" ]; then
   echo ">> mmdebstrap $SUITE ($BASE_PACKAGES)"
+  # an interrupted mmdebstrap may leave proc/sys/dev mounted there: never rm -rf through them
+  if grep -q " $CACHE/rootfs/" /proc/mounts; then
+    echo "build.sh: something is still mounted under $CACHE/rootfs (an interrupted build?): umount it first" >&2; exit 1
+  fi
   rm -rf "$CACHE/rootfs" "$CACHE/base.stamp"
-  # no docs, man pages or locales (copyright files stay)
+  # no docs, man pages or locales (copyright files stay); merged /usr by symlinks, as
+  # debootstrap does (the usrmerge package would pull in perl: +50 MB)
   mmdebstrap --mode=root --variant=essential --include="$BASE_PACKAGES" \
+    --hook-dir=/usr/share/mmdebstrap/hooks/merged-usr \
     --dpkgopt='path-exclude=/usr/share/man/*' --dpkgopt='path-exclude=/usr/share/info/*' \
     --dpkgopt='path-exclude=/usr/share/locale/*' --dpkgopt='path-include=/usr/share/locale/locale.alias' \
     --dpkgopt='path-exclude=/usr/share/doc/*' --dpkgopt='path-include=/usr/share/doc/*/copyright' \
@@ -72,8 +78,7 @@ if [ ! -s "$CACHE/base.tar.gz" ] || [ "$(cat "$CACHE/base.stamp" 2>/dev/null)" !
   sha "$CACHE/base.tar" > "$CACHE/base.diffid"
   gzip -n -6 < "$CACHE/base.tar" > "$CACHE/base.tar.gz.tmp"
   mv "$CACHE/base.tar.gz.tmp" "$CACHE/base.tar.gz"
-  # kept for the app layer's checks (ldd of node against the image's libraries)
-  rm -f "$CACHE/base.tar"
+  rm -rf "$CACHE/base.tar" "$CACHE/rootfs"
   echo "$BASE_KEY" > "$CACHE/base.stamp"
 fi
 
@@ -83,7 +88,7 @@ mapfile -t PROD < <(npm ls --omit=dev --parseable --all 2>/dev/null | tail -n +2
   grep -E '^node_modules/(@[^/]+/)?[^/]+$' | sort -u)
 [ ${#PROD[@]} -gt 0 ] || { echo "build.sh: npm ls found no production dependencies" >&2; exit 1; }
 APP_KEY=$( {
-  sha256sum "$0" "$NODE_BIN" package.json "$CACHE/base.tar.gz"
+  sha256sum "$0" scripts/image/kube-ipvs.sh "$NODE_BIN" package.json "$CACHE/base.tar.gz"
   find dist/lib -path dist/lib/testing -prune -o -type f -name '*.js' -print0 | sort -z | xargs -0 sha256sum
   printf '%s\n' "${PROD[@]}" | while read -r p; do echo "$p $(node -p "require('./$p/package.json').version")"; done
 } | sha256sum | cut -d' ' -f1)
@@ -98,10 +103,11 @@ trap 'rm -rf "$STAGE" "$LAYOUT"' EXIT
 APP=$STAGE/opt/kube-ipvs
 mkdir -p "$STAGE/usr/local/bin" "$APP/dist"
 # Node: the `node` npm package's official linux-x64 binary, dynamically linked against glibc
-# and libstdc++ only (both in the base layer); debug info stripped (-18 MB)
+# and libstdc++ only (both in the base layer); symbols stripped (-18 MB; addons link through
+# the dynamic symbol table, which strip keeps)
 unexpected=$(ldd "$NODE_BIN" | awk '{print $1}' | grep -vE '^(linux-vdso\.so\.1|/lib64/ld-linux-x86-64\.so\.2|lib(c|m|dl|pthread|rt|stdc\+\+|gcc_s)\.so\.[0-9]+)$' || true)
 [ -z "$unexpected" ] || { echo "build.sh: node links against libraries the image lacks: $unexpected" >&2; exit 1; }
-strip --strip-debug -o "$STAGE/usr/local/bin/node" "$NODE_BIN"
+strip -o "$STAGE/usr/local/bin/node" "$NODE_BIN"
 cp package.json "$APP/"
 cp -a dist/lib "$APP/dist/"
 rm -rf "$APP/dist/lib/testing"
@@ -111,12 +117,7 @@ cp -a --parents "${PROD[@]}" "$APP/"
 find "$APP/node_modules" \( -name '*.ts' -o -name '*.mts' -o -name '*.cts' -o -name '*.map' -o -name '*.md' \) -type f -delete
 rm -rf "$APP"/node_modules/@types "$APP"/node_modules/*/node_modules/@types "$APP"/node_modules/@*/*/node_modules/@types
 find "$APP/node_modules" -path '*/prebuilds/*' -maxdepth 4 -type d ! -name 'linux-x64' ! -name prebuilds -prune -exec rm -rf {} +
-cat > "$STAGE/usr/local/bin/kube-ipvs" <<'WRAPPER'
-#!/bin/sh
-# kube-ipvs: kube-proxy's flags, or `kube-ipvs ipvsadm ...`, `kube-ipvs cleanup`
-exec /usr/local/bin/node /opt/kube-ipvs/dist/lib/cli/main.js "$@"
-WRAPPER
-chmod 755 "$STAGE/usr/local/bin/kube-ipvs"
+install -m 755 scripts/image/kube-ipvs.sh "$STAGE/usr/local/bin/kube-ipvs"
 # the app must start from the staged tree alone (every runtime module present)
 (cd / && "$STAGE/usr/local/bin/node" "$APP/dist/lib/cli/main.js" --help >/dev/null) ||
   { echo "build.sh: the staged app does not start" >&2; exit 1; }
@@ -128,6 +129,7 @@ tar_layer "$STAGE" "$LAYOUT/app.tar" --owner=0 --group=0 --mtime="@$EPOCH" --cla
 APP_DIFFID=$(sha "$LAYOUT/app.tar")
 gzip -n -6 < "$LAYOUT/app.tar" > "$LAYOUT/app.tar.gz"
 rm -f "$LAYOUT/app.tar"
+echo ">> app layer: node $(du -sm "$STAGE/usr/local/bin/node" | cut -f1) MB, app $(du -sm "$APP" | cut -f1) MB (node_modules $(du -sm "$APP/node_modules" | cut -f1) MB)"
 
 node dist/scripts/image/write-oci-layout.js --out "$LAYOUT/oci" --name "$IMAGE_NAME" --created "$EPOCH" \
   --layer "$CACHE/base.tar.gz:$(cat "$CACHE/base.diffid"):debian $SUITE ($BASE_PACKAGES)" \
