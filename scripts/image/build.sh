@@ -7,6 +7,7 @@
 # `skopeo ... oci-archive:` all take it.
 #
 #   out: dist/image/kube-ipvs.oci.tar   image localhost/kube-ipvs:<package.json version>
+#        dist/image/rootfs/             its layers unpacked from the archive (the VM test's)
 #
 # Needs root (mmdebstrap's root mode), `make build` done, and the Debian archive (the tools it
 # lacks, mmdebstrap and binutils, are apt-get installed). Idempotent: the base layer is cached
@@ -92,7 +93,7 @@ APP_KEY=$( {
   find dist/lib -path dist/lib/testing -prune -o -type f -name '*.js' -print0 | sort -z | xargs -0 sha256sum
   printf '%s\n' "${PROD[@]}" | while read -r p; do echo "$p $(node -p "require('./$p/package.json').version")"; done
 } | sha256sum | cut -d' ' -f1)
-if [ -s "$ARCHIVE" ] && [ "$(cat "$OUT_DIR/image.stamp" 2>/dev/null)" = "$APP_KEY" ]; then
+if [ -s "$ARCHIVE" ] && [ -s "$OUT_DIR/rootfs.digest" ] && [ "$(cat "$OUT_DIR/image.stamp" 2>/dev/null)" = "$APP_KEY" ]; then
   echo ">> $ARCHIVE is up to date ($IMAGE_NAME)"
   exit 0
 fi
@@ -135,8 +136,12 @@ node dist/scripts/image/write-oci-layout.js --out "$LAYOUT/oci" --name "$IMAGE_N
   --layer "$CACHE/base.tar.gz:$(cat "$CACHE/base.diffid"):debian $SUITE ($BASE_PACKAGES)" \
   --layer "$LAYOUT/app.tar.gz:$APP_DIFFID:node $(node --version), kube-ipvs $VERSION"
 mkdir -p "$OUT_DIR"
-tar -C "$LAYOUT/oci" --sort=name --owner=0 --group=0 --numeric-owner --mtime="@$EPOCH" -cf "$ARCHIVE.tmp" .
+# the small JSON files first: a reader finds index.json without scanning the blobs
+tar -C "$LAYOUT/oci" --sort=name --owner=0 --group=0 --numeric-owner --mtime="@$EPOCH" -cf "$ARCHIVE.tmp" \
+  oci-layout index.json manifest.json blobs
 mv "$ARCHIVE.tmp" "$ARCHIVE"
+# read back as a runtime would (digests, diff ids) into the root filesystem the VM test runs
+node dist/scripts/image/unpack-oci.js "$ARCHIVE" "$OUT_DIR/rootfs"
 echo "$APP_KEY" > "$OUT_DIR/image.stamp"
 echo "$IMAGE_NAME" > "$OUT_DIR/image-name"
 unpacked=$(( $(gzip -l "$CACHE/base.tar.gz" | awk 'NR==2{print $2}') + $(gzip -l "$LAYOUT/app.tar.gz" | awk 'NR==2{print $2}') ))
