@@ -84,11 +84,18 @@ function runInImage(root: string, configMap: string, env: NodeJS.ProcessEnv, arg
   return r.stdout;
 }
 
-async function eventually<T>(what: string, f: () => T, ok: (v: T) => boolean, timeoutMs = 180_000): Promise<T> {
+/**
+ * Polls `f` until `ok`; fails at once, with the daemon's last lines, when the daemon has exited.
+ * The bound is generous: the first sync waits for node to load client-node in the TCG guest.
+ */
+async function eventually<T>(what: string, f: () => T, ok: (v: T) => boolean, daemon: LoggedProcess, timeoutMs = 500_000): Promise<T> {
   const end = Date.now() + timeoutMs;
   let last = f();
   while (!ok(last)) {
-    if (Date.now() > end) throw new Error(`${what}: not reached within ${timeoutMs} ms; last value:\n${JSON.stringify(last, null, 1)}`);
+    const gone = daemon.child.exitCode !== null || daemon.child.signalCode !== null;
+    if (gone || Date.now() > end) {
+      throw new Error(`${what}: ${gone ? 'the daemon exited' : `not reached within ${timeoutMs} ms`}; last value:\n${JSON.stringify(last, null, 1)}\ndaemon:\n${daemon.text.slice(-20).join('\n')}`);
+    }
     await new Promise((r) => setTimeout(r, 500));
     last = f();
   }
@@ -152,13 +159,13 @@ if (!built) process.stderr.write(`image.vm.test: SKIPPED: ${ARCHIVE} is not buil
   });
 
   it("programs the node's kernel from the image: the Service's virtual server, seen from the host", async () => {
-    const rules = await eventually('the virtual server', () => tryRun('ipvsadm', ['-Sn']).stdout.split('\n').filter(Boolean).sort(), (r) => r.length >= 2);
+    const rules = await eventually('the virtual server', () => tryRun('ipvsadm', ['-Sn']).stdout.split('\n').filter(Boolean).sort(), (r) => r.length >= 2, daemon);
     expect(rules).toEqual(['-A -t 10.96.7.10:80 -s rr', `-a -t 10.96.7.10:80 -r ${POD.ip}:8080 -m -w 1`]);
     expect(connect('', '10.96.7.10', 80).reply).toMatch(/^imgpod client=/);
-  });
+  }, 600_000);
 
   it("the image's iptables, ipset and `kube-ipvs ipvsadm` see the same kernel as the host's tools", async () => {
-    await eventually('the KUBE-CLUSTER-IP set', () => tryRun('ipset', ['list', 'KUBE-CLUSTER-IP']).stdout, (s) => s.includes('10.96.7.10,tcp:80'));
+    await eventually('the KUBE-CLUSTER-IP set', () => tryRun('ipset', ['list', 'KUBE-CLUSTER-IP']).stdout, (s) => s.includes('10.96.7.10,tcp:80'), daemon);
     expect(runInImage(root, cmDir, env, ['ipset', 'list', 'KUBE-CLUSTER-IP'])).toContain('10.96.7.10,tcp:80');
     const nat = runInImage(root, cmDir, env, ['iptables-save', '-t', 'nat']);
     expect(nat).toContain('-A KUBE-SERVICES ! -s 10.244.0.0/16 -m comment --comment "Kubernetes service cluster ip + port for masquerade purpose" -m set --match-set KUBE-CLUSTER-IP dst,dst -j KUBE-MARK-MASQ');
@@ -178,7 +185,7 @@ if (!built) process.stderr.write(`image.vm.test: SKIPPED: ${ARCHIVE} is not buil
     svc.metadata = meta('default', 'added');
     svc.spec = { ...svc.spec, clusterIP: '10.96.7.11', clusterIPs: ['10.96.7.11'] };
     await api.create('/api/v1/namespaces/default/services', svc);
-    await eventually('the added Service', () => tryRun('ipvsadm', ['-Sn']).stdout, (s) => s.includes('-A -t 10.96.7.11:80 -s rr'));
+    await eventually('the added Service', () => tryRun('ipvsadm', ['-Sn']).stdout, (s) => s.includes('-A -t 10.96.7.11:80 -s rr'), daemon);
   });
 
   it('stops on SIGTERM with exit 0, leaving the table in place (no flap across a restart)', async () => {
