@@ -6,7 +6,7 @@ export PATH := $(CURDIR)/node_modules/.bin:$(PATH)
 JEST := node_modules/.bin/node --experimental-vm-modules --disable-warning=ExperimentalWarning node_modules/jest/bin/jest.js
 VM_TIMEOUT ?= 3000
 
-.PHONY: all deps build test unit vm vm-image bench demo clean
+.PHONY: all deps build test unit vm vm-image image bench demo clean
 
 all: build
 
@@ -29,9 +29,14 @@ node_modules/.bin/node:
 vm-image:
 	bash scripts/vm/build-image.sh
 
+# The container image as an OCI archive (dist/image/kube-ipvs.oci.tar, localhost/kube-ipvs:VERSION)
+# for docker load / podman load / ctr images import; no registry or container runtime needed.
+image: build
+	bash scripts/image/build.sh
+
 # Installs what is missing (idempotent), then unit tests on the host and every
 # integration test inside ONE VM boot.
-test: deps build
+test: deps build image
 	bash scripts/test-all.sh
 
 unit: build

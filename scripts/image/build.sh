@@ -1,0 +1,149 @@
+#!/bin/bash
+# build.sh — the kube-ipvs container image, built without a container runtime or registry:
+# a minimal Debian bookworm root filesystem (mmdebstrap: iptables, ipset, kmod,
+# ca-certificates) as the first layer, Node and the built app as the second, packed as an OCI
+# image layout in one tar that also carries docker's manifest.json (the shape `docker save`
+# writes since Docker 25), so `docker load`, `podman load`, `ctr images import` and
+# `skopeo ... oci-archive:` all take it.
+#
+#   out: dist/image/kube-ipvs.oci.tar   image localhost/kube-ipvs:<package.json version>
+#        dist/image/rootfs/             its layers unpacked from the archive (the VM test's)
+#
+# Needs root (mmdebstrap's root mode), `make build` done, and the Debian archive (the tools it
+# lacks, mmdebstrap and binutils, are apt-get installed). Idempotent: the base layer is cached
+# in .image/ by a stamp of its inputs; the whole archive is rebuilt only when the app, Node or
+# this script changed.
+#
+# Env: DEBIAN_MIRROR (default http://deb.debian.org/debian), DEBIAN_SECURITY_MIRROR
+#      (default http://deb.debian.org/debian-security), IMAGE_OUT (default dist/image).
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+REPO=$PWD
+OUT_DIR=${IMAGE_OUT:-$REPO/dist/image}
+CACHE=$REPO/.image
+NODE_BIN=$(realpath node_modules/.bin/node)
+export PATH=$REPO/node_modules/.bin:$PATH
+VERSION=$(node -p 'require("./package.json").version')
+IMAGE_NAME=localhost/kube-ipvs:$VERSION
+ARCHIVE=$OUT_DIR/kube-ipvs.oci.tar
+MIRROR=${DEBIAN_MIRROR:-http://deb.debian.org/debian}
+SECURITY_MIRROR=${DEBIAN_SECURITY_MIRROR:-http://deb.debian.org/debian-security}
+SUITE=bookworm
+# the daemon execs ipset and iptables-{nft,legacy}-{save,restore}; node needs libstdc++
+BASE_PACKAGES=iptables,ipset,kmod,ca-certificates,libstdc++6
+T0=$(date +%s)
+
+[ "$(id -u)" = 0 ] || { echo "build.sh: needs root (mmdebstrap --mode=root)" >&2; exit 1; }
+[ -s dist/lib/cli/main.js ] || { echo "build.sh: no dist/lib/cli/main.js: run make build first" >&2; exit 1; }
+missing=()
+command -v mmdebstrap >/dev/null || missing+=(mmdebstrap)
+command -v strip >/dev/null || missing+=(binutils)
+if [ ${#missing[@]} -gt 0 ]; then
+  echo ">> apt-get install ${missing[*]}"
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -q
+  apt-get install -y -q --no-install-recommends "${missing[@]}"
+fi
+
+# deterministic tar: sorted names, numeric owners, no atime/ctime
+# (the top-level entries by name, never ".": a layer must not carry the root directory's mode)
+tar_layer() { # DIR OUT.tar [extra tar options...]
+  local dir=$1 out=$2; shift 2
+  local top; mapfile -t top < <(cd "$dir" && ls -A | LC_ALL=C sort)
+  tar -C "$dir" --sort=name --numeric-owner --format=posix \
+    --pax-option=exthdr.name=%d/PaxHeaders/%f,delete=atime,delete=ctime "$@" -cf "$out" -- "${top[@]}"
+}
+sha() { sha256sum "$1" | cut -d' ' -f1; }
+
+# ---------------------------------------------------------------- base layer ----
+mkdir -p "$CACHE"
+BASE_KEY=$(printf '%s\n' "$SUITE" "$MIRROR" "$SECURITY_MIRROR" "$BASE_PACKAGES" "base-v2" | sha256sum | cut -d' ' -f1)
+if [ ! -s "$CACHE/base.tar.gz" ] || [ "$(cat "$CACHE/base.stamp" 2>/dev/null)" != "$BASE_KEY" ]; then
+  echo ">> mmdebstrap $SUITE ($BASE_PACKAGES)"
+  # an interrupted mmdebstrap may leave proc/sys/dev mounted there: never rm -rf through them
+  if grep -q " $CACHE/rootfs/" /proc/mounts; then
+    echo "build.sh: something is still mounted under $CACHE/rootfs (an interrupted build?): umount it first" >&2; exit 1
+  fi
+  rm -rf "$CACHE/rootfs" "$CACHE/base.stamp"
+  # no docs, man pages or locales (copyright files stay); merged /usr by symlinks, as
+  # debootstrap does (the usrmerge package would pull in perl: +50 MB)
+  mmdebstrap --mode=root --variant=essential --include="$BASE_PACKAGES" \
+    --hook-dir=/usr/share/mmdebstrap/hooks/merged-usr \
+    --dpkgopt='path-exclude=/usr/share/man/*' --dpkgopt='path-exclude=/usr/share/info/*' \
+    --dpkgopt='path-exclude=/usr/share/locale/*' --dpkgopt='path-include=/usr/share/locale/locale.alias' \
+    --dpkgopt='path-exclude=/usr/share/doc/*' --dpkgopt='path-include=/usr/share/doc/*/copyright' \
+    --customize-hook='rm -rf "$1"/var/cache/* "$1"/var/log/* "$1"/var/lib/apt/lists/*' \
+    "$SUITE" "$CACHE/rootfs" \
+    "deb $MIRROR $SUITE main" "deb $MIRROR $SUITE-updates main" "deb $SECURITY_MIRROR $SUITE-security main"
+  tar_layer "$CACHE/rootfs" "$CACHE/base.tar"
+  sha "$CACHE/base.tar" > "$CACHE/base.diffid"
+  gzip -n -6 < "$CACHE/base.tar" > "$CACHE/base.tar.gz.tmp"
+  mv "$CACHE/base.tar.gz.tmp" "$CACHE/base.tar.gz"
+  rm -rf "$CACHE/base.tar" "$CACHE/rootfs"
+  echo "$BASE_KEY" > "$CACHE/base.stamp"
+fi
+
+# ----------------------------------------------------------------- app layer ----
+# production dependencies only, exactly the installed versions (no registry access)
+mapfile -t PROD < <(npm ls --omit=dev --parseable --all 2>/dev/null | tail -n +2 | sed "s|^$REPO/||" |
+  grep -E '^node_modules/(@[^/]+/)?[^/]+$' | sort -u)
+[ ${#PROD[@]} -gt 0 ] || { echo "build.sh: npm ls found no production dependencies" >&2; exit 1; }
+APP_KEY=$( {
+  sha256sum "$0" scripts/image/kube-ipvs.sh "$NODE_BIN" package.json "$CACHE/base.tar.gz"
+  find dist/lib -path dist/lib/testing -prune -o -type f -name '*.js' -print0 | sort -z | xargs -0 sha256sum
+  printf '%s\n' "${PROD[@]}" | while read -r p; do echo "$p $(node -p "require('./$p/package.json').version")"; done
+} | sha256sum | cut -d' ' -f1)
+if [ -s "$ARCHIVE" ] && [ -s "$OUT_DIR/rootfs.digest" ] && [ "$(cat "$OUT_DIR/image.stamp" 2>/dev/null)" = "$APP_KEY" ]; then
+  echo ">> $ARCHIVE is up to date ($IMAGE_NAME)"
+  exit 0
+fi
+
+STAGE=$(mktemp -d "$CACHE/app.XXXXXX")
+LAYOUT=$(mktemp -d "$CACHE/layout.XXXXXX")
+trap 'rm -rf "$STAGE" "$LAYOUT"' EXIT
+APP=$STAGE/opt/kube-ipvs
+mkdir -p "$STAGE/usr/local/bin" "$APP/dist"
+# Node: the `node` npm package's official linux-x64 binary, dynamically linked against glibc
+# and libstdc++ only (both in the base layer); symbols stripped (-18 MB; addons link through
+# the dynamic symbol table, which strip keeps)
+unexpected=$(ldd "$NODE_BIN" | awk '{print $1}' | grep -vE '^(linux-vdso\.so\.1|/lib64/ld-linux-x86-64\.so\.2|lib(c|m|dl|pthread|rt|stdc\+\+|gcc_s)\.so\.[0-9]+)$' || true)
+[ -z "$unexpected" ] || { echo "build.sh: node links against libraries the image lacks: $unexpected" >&2; exit 1; }
+strip -o "$STAGE/usr/local/bin/node" "$NODE_BIN"
+cp package.json "$APP/"
+cp -a dist/lib "$APP/dist/"
+rm -rf "$APP/dist/lib/testing"
+find "$APP/dist" -name '*.map' -delete
+cp -a --parents "${PROD[@]}" "$APP/"
+# what never runs: type declarations, sources, maps, docs, other platforms' prebuilt addons
+find "$APP/node_modules" \( -name '*.ts' -o -name '*.mts' -o -name '*.cts' -o -name '*.map' -o -name '*.md' \) -type f -delete
+rm -rf "$APP"/node_modules/@types "$APP"/node_modules/*/node_modules/@types "$APP"/node_modules/@*/*/node_modules/@types
+find "$APP/node_modules" -path '*/prebuilds/*' -maxdepth 4 -type d ! -name 'linux-x64' ! -name prebuilds -prune -exec rm -rf {} +
+install -m 755 scripts/image/kube-ipvs.sh "$STAGE/usr/local/bin/kube-ipvs"
+# the app must start from the staged tree alone (every runtime module present)
+(cd / && "$STAGE/usr/local/bin/node" "$APP/dist/lib/cli/main.js" --help >/dev/null) ||
+  { echo "build.sh: the staged app does not start" >&2; exit 1; }
+(cd / && "$STAGE/usr/local/bin/node" -e "require('$APP/dist/lib/daemon/daemon.js'); require('$APP/dist/lib/kernel/ipvs/ipvs-netlink.js')") ||
+  { echo "build.sh: the staged app lacks a runtime module" >&2; exit 1; }
+
+EPOCH=$(git log -1 --format=%ct 2>/dev/null || date +%s)
+tar_layer "$STAGE" "$LAYOUT/app.tar" --owner=0 --group=0 --mtime="@$EPOCH" --clamp-mtime
+APP_DIFFID=$(sha "$LAYOUT/app.tar")
+gzip -n -6 < "$LAYOUT/app.tar" > "$LAYOUT/app.tar.gz"
+rm -f "$LAYOUT/app.tar"
+echo ">> app layer: node $(du -sm "$STAGE/usr/local/bin/node" | cut -f1) MB, app $(du -sm "$APP" | cut -f1) MB (node_modules $(du -sm "$APP/node_modules" | cut -f1) MB)"
+
+node dist/scripts/image/write-oci-layout.js --out "$LAYOUT/oci" --name "$IMAGE_NAME" --created "$EPOCH" \
+  --layer "$CACHE/base.tar.gz:$(cat "$CACHE/base.diffid"):debian $SUITE ($BASE_PACKAGES)" \
+  --layer "$LAYOUT/app.tar.gz:$APP_DIFFID:node $(node --version), kube-ipvs $VERSION"
+mkdir -p "$OUT_DIR"
+# the small JSON files first: a reader finds index.json without scanning the blobs
+tar -C "$LAYOUT/oci" --sort=name --owner=0 --group=0 --numeric-owner --mtime="@$EPOCH" -cf "$ARCHIVE.tmp" \
+  oci-layout index.json manifest.json blobs
+mv "$ARCHIVE.tmp" "$ARCHIVE"
+# read back as a runtime would (digests, diff ids) into the root filesystem the VM test runs
+node dist/scripts/image/unpack-oci.js "$ARCHIVE" "$OUT_DIR/rootfs"
+echo "$APP_KEY" > "$OUT_DIR/image.stamp"
+echo "$IMAGE_NAME" > "$OUT_DIR/image-name"
+unpacked=$(( $(gzip -l "$CACHE/base.tar.gz" | awk 'NR==2{print $2}') + $(gzip -l "$LAYOUT/app.tar.gz" | awk 'NR==2{print $2}') ))
+printf '>> %s: %s, %d MB (layers unpacked %d MB) in %d s\n' "$ARCHIVE" "$IMAGE_NAME" \
+  $(( $(stat -c %s "$ARCHIVE") / 1000000 )) $(( unpacked / 1000000 )) $(( $(date +%s) - T0 ))

@@ -1,0 +1,126 @@
+// manifests/: what an operator applies. Parsed as Kubernetes would read them, then checked
+// against the code that runs them: the DaemonSet's command through the real flag parser, the
+// ConfigMap's config.conf through the real config loader (no warnings), the probes against the
+// health server's port, the image against the name `make image` gives it.
+import { readdirSync, readFileSync } from 'node:fs';
+import path from 'node:path';
+import yaml from 'js-yaml';
+import { HEALTHZ_PORT } from '../lib/config/decode-config';
+import { loadProxyConfig } from '../lib/config/load-config';
+import { parseProxyFlags } from '../lib/config/proxy-flags';
+
+const ROOT = path.resolve(__dirname, '..', '..');
+const DIR = path.join(ROOT, 'manifests');
+
+type Obj = Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any
+
+function loadManifests(): Obj[] {
+  const docs: Obj[] = [];
+  for (const f of readdirSync(DIR).filter((n) => n.endsWith('.yaml')).sort()) {
+    for (const d of yaml.loadAll(readFileSync(path.join(DIR, f), 'utf8'))) if (d) docs.push(d as Obj);
+  }
+  return docs;
+}
+
+const docs = loadManifests();
+const one = (kind: string): Obj => {
+  const found = docs.filter((d) => d.kind === kind);
+  expect(found).toHaveLength(1);
+  return found[0]!;
+};
+const ds = () => one('DaemonSet');
+const container = () => ds().spec.template.spec.containers[0] as Obj;
+const cm = () => one('ConfigMap');
+const mountOf = (volume: string): Obj | undefined => (container().volumeMounts as Obj[]).find((m) => m.name === volume);
+const volume = (name: string): Obj | undefined => (ds().spec.template.spec.volumes as Obj[]).find((v) => v.name === name);
+
+/** The ConfigMap's files as the DaemonSet mounts them: path in the container -> content. */
+function mountedConfigMap(): Map<string, string> {
+  const vol = (ds().spec.template.spec.volumes as Obj[]).find((v) => v.configMap?.name === cm().metadata.name);
+  expect(vol).toBeDefined();
+  const at = mountOf(vol!.name)!.mountPath as string;
+  return new Map(Object.entries(cm().data as Record<string, string>).map(([k, v]) => [path.posix.join(at, k), v]));
+}
+
+describe('manifests/', () => {
+  it('holds the ServiceAccount, the system:node-proxier binding, the ConfigMap and the DaemonSet, all in kube-system', () => {
+    expect(docs.map((d) => d.kind).sort()).toEqual(['ClusterRoleBinding', 'ConfigMap', 'DaemonSet', 'ServiceAccount']);
+    const sa = one('ServiceAccount');
+    expect(sa.metadata).toMatchObject({ name: 'kube-proxy', namespace: 'kube-system' });
+    expect(one('ClusterRoleBinding')).toMatchObject({
+      roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: 'system:node-proxier' },
+      subjects: [{ kind: 'ServiceAccount', name: sa.metadata.name, namespace: sa.metadata.namespace }],
+    });
+    expect(ds().spec.template.spec.serviceAccountName).toBe(sa.metadata.name);
+    for (const d of docs.filter((x) => x.kind !== 'ClusterRoleBinding')) expect(d.metadata.namespace).toBe('kube-system');
+  });
+
+  it("replaces kubeadm's kube-proxy DaemonSet in place: same name, selector and container name", () => {
+    expect(ds().metadata.name).toBe('kube-proxy');
+    expect(ds().spec.selector).toEqual({ matchLabels: { 'k8s-app': 'kube-proxy' } });
+    expect(ds().spec.template.metadata.labels).toEqual({ 'k8s-app': 'kube-proxy' });
+    expect(ds().spec.updateStrategy).toEqual({ type: 'RollingUpdate' });
+    expect(container().name).toBe('kube-proxy');
+  });
+
+  it('runs the image `make image` builds', () => {
+    const pkg = JSON.parse(readFileSync(path.join(ROOT, 'package.json'), 'utf8')) as { version: string };
+    expect(container().image).toBe(`localhost/kube-ipvs:${pkg.version}`);
+    expect(container().imagePullPolicy).toBe('IfNotPresent');
+  });
+
+  it("the command is kube-proxy's, and our flag parser accepts every flag in it", () => {
+    const [bin, ...args] = container().command as string[];
+    expect(bin).toBe('/usr/local/bin/kube-ipvs');
+    const flags = parseProxyFlags(args);
+    expect(flags.configFile).toBe('/var/lib/kube-proxy/config.conf');
+    expect(flags.given.get('--hostname-override')).toBe('$(NODE_NAME)');
+    // $(NODE_NAME) is expanded by the kubelet from the pod's node name
+    expect(container().env).toEqual([{ name: 'NODE_NAME', valueFrom: { fieldRef: { fieldPath: 'spec.nodeName' } } }]);
+  });
+
+  it("the ConfigMap's config.conf, read where the DaemonSet mounts it, loads without a warning in ipvs mode", async () => {
+    const files = mountedConfigMap();
+    const flags = parseProxyFlags((container().command as string[]).slice(1));
+    const read = async (p: string) => {
+      const text = files.get(p);
+      if (text === undefined) throw Object.assign(new Error(`no ${p} in the ConfigMap mount`), { code: 'ENOENT' });
+      return text;
+    };
+    const loaded = await loadProxyConfig(flags, read);
+    expect(loaded.warnings).toEqual([]);
+    expect(loaded.config.mode).toBe('ipvs');
+    expect(loaded.config.hostnameOverride).toBe('$(NODE_NAME)');
+    // the kubeconfig it names is the ConfigMap's other key, using the pod's ServiceAccount
+    const kubeconfig = yaml.load(await read(loaded.config.clientConnection.kubeconfig)) as Obj;
+    expect(kubeconfig.users[0].user).toEqual({ tokenFile: '/var/run/secrets/kubernetes.io/serviceaccount/token' });
+    expect(kubeconfig.clusters[0].cluster['certificate-authority']).toBe('/var/run/secrets/kubernetes.io/serviceaccount/ca.crt');
+  });
+
+  it('is privileged on the host network, with the xtables lock shared and /lib/modules read-only', () => {
+    const pod = ds().spec.template.spec;
+    expect(pod.hostNetwork).toBe(true);
+    expect(container().securityContext).toEqual({ privileged: true });
+    expect(volume('xtables-lock')).toEqual({ name: 'xtables-lock', hostPath: { path: '/run/xtables.lock', type: 'FileOrCreate' } });
+    expect(mountOf('xtables-lock')).toMatchObject({ mountPath: '/run/xtables.lock', readOnly: false });
+    expect(volume('lib-modules')).toEqual({ name: 'lib-modules', hostPath: { path: '/lib/modules' } });
+    expect(mountOf('lib-modules')).toMatchObject({ mountPath: '/lib/modules', readOnly: true });
+  });
+
+  it('runs on every Linux node, tainted or not, as system-node-critical', () => {
+    const pod = ds().spec.template.spec;
+    expect(pod.tolerations).toEqual([{ operator: 'Exists' }]);
+    expect(pod.nodeSelector).toEqual({ 'kubernetes.io/os': 'linux' });
+    expect(pod.priorityClassName).toBe('system-node-critical');
+  });
+
+  it('probes /livez (liveness) and /healthz (readiness) on the port the health server listens on', async () => {
+    const flags = parseProxyFlags((container().command as string[]).slice(1));
+    const files = mountedConfigMap();
+    const { config } = await loadProxyConfig(flags, async (p) => files.get(p)!);
+    const port = Number(config.healthzBindAddress.split(':').pop());
+    expect(port).toBe(HEALTHZ_PORT);
+    expect(container().livenessProbe.httpGet).toEqual({ path: '/livez', port });
+    expect(container().readinessProbe.httpGet).toEqual({ path: '/healthz', port });
+  });
+});
