@@ -91,6 +91,7 @@ mapfile -t PROD < <(npm ls --omit=dev --parseable --all 2>/dev/null | tail -n +2
 APP_KEY=$( {
   sha256sum "$0" scripts/image/kube-ipvs.sh "$NODE_BIN" package.json "$CACHE/base.tar.gz"
   find dist/lib -path dist/lib/testing -prune -o -type f -name '*.js' -print0 | sort -z | xargs -0 sha256sum
+  sha256sum dist/native/*.node
   printf '%s\n' "${PROD[@]}" | while read -r p; do echo "$p $(node -p "require('./$p/package.json').version")"; done
 } | sha256sum | cut -d' ' -f1)
 if [ -s "$ARCHIVE" ] && [ -s "$OUT_DIR/rootfs.digest" ] && [ "$(cat "$OUT_DIR/image.stamp" 2>/dev/null)" = "$APP_KEY" ]; then
@@ -110,7 +111,7 @@ unexpected=$(ldd "$NODE_BIN" | awk '{print $1}' | grep -vE '^(linux-vdso\.so\.1|
 [ -z "$unexpected" ] || { echo "build.sh: node links against libraries the image lacks: $unexpected" >&2; exit 1; }
 strip -o "$STAGE/usr/local/bin/node" "$NODE_BIN"
 cp package.json "$APP/"
-cp -a dist/lib "$APP/dist/"
+cp -a dist/lib dist/native "$APP/dist/"
 rm -rf "$APP/dist/lib/testing"
 find "$APP/dist" -name '*.map' -delete
 cp -a --parents "${PROD[@]}" "$APP/"
@@ -122,7 +123,7 @@ install -m 755 scripts/image/kube-ipvs.sh "$STAGE/usr/local/bin/kube-ipvs"
 # the app must start from the staged tree alone (every runtime module present)
 (cd / && "$STAGE/usr/local/bin/node" "$APP/dist/lib/cli/main.js" --help >/dev/null) ||
   { echo "build.sh: the staged app does not start" >&2; exit 1; }
-(cd / && "$STAGE/usr/local/bin/node" -e "require('$APP/dist/lib/daemon/daemon.js'); require('$APP/dist/lib/kernel/ipvs/ipvs-netlink.js')") ||
+(cd / && "$STAGE/usr/local/bin/node" -e "require('$APP/dist/lib/daemon/daemon.js'); require('$APP/dist/lib/kernel/ipvs/ipvs-netlink.js'); require('$APP/dist/native/netlink_sockopt.node')") ||
   { echo "build.sh: the staged app lacks a runtime module" >&2; exit 1; }
 
 EPOCH=$(git log -1 --format=%ct 2>/dev/null || date +%s)

@@ -162,6 +162,10 @@ if (!built) process.stderr.write(`image.vm.test: SKIPPED: ${ARCHIVE} is not buil
     const rules = await eventually('the virtual server', () => tryRun('ipvsadm', ['-Sn']).stdout.split('\n').filter(Boolean).sort(), (r) => r.length >= 2, daemon);
     expect(rules).toEqual(['-A -t 10.96.7.10:80 -s rr', `-a -t 10.96.7.10:80 -r ${POD.ip}:8080 -m -w 1`]);
     expect(connect('', '10.96.7.10', 80).reply).toMatch(/^imgpod client=/);
+    // kube-proxy's default log format (klog text), and the image carries the netlink addon
+    // (without it the daemon warns that kernel error messages are off)
+    expect(daemon.text.some((l) => /^I\d{4} [\d:.]+ +\d+ proxier\] "sync done" full=true/.test(l))).toBe(true);
+    expect(daemon.text.filter((l) => l.includes('extended ack'))).toEqual([]);
   }, 600_000);
 
   it("the image's iptables, ipset and `kube-ipvs ipvsadm` see the same kernel as the host's tools", async () => {
