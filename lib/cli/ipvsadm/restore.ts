@@ -12,6 +12,7 @@
 
 import { IpvsOp } from '../../kernel/ipvs/ipvs';
 import { CommandName, HostLookups, PROGRAM, parseArgsCached } from './parse-args';
+import { parseSaveLine } from './parse-save-line';
 import { Resolver } from './resolve-names';
 
 export interface RestoreLine {
@@ -44,6 +45,11 @@ export async function parseRestore(text: string, resolver: Resolver): Promise<Re
     const lineNo = i + 1;
     const words = splitRestoreLine(raw[i]!);
     if (words.length === 0) continue;
+    const common = parseSaveLine(words);
+    if (common) {
+      lines.push({ lineNo, text: raw[i]!.trim(), command: common.command, op: common.op });
+      continue;
+    }
     let r = parseArgsCached(words, resolver, READING_STDIN, hosts);
     if (r instanceof Promise) r = await r;
     const where = (): string => `${PROGRAM}: restore: line ${lineNo}: ${raw[i]!.trim()}\n`;
