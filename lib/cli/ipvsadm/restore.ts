@@ -29,7 +29,17 @@ export type RestoreParse =
 
 /** Splits one input line into words as ipvsadm's config_stream_read does. */
 export function splitRestoreLine(line: string): string[] {
-  return line.split(/[ \t]+/).filter((w) => w !== '');
+  const words: string[] = [];
+  let start = -1;
+  for (let i = 0; i < line.length; i++) {
+    const c = line.charCodeAt(i);
+    if (c === 32 || c === 9) {
+      if (start >= 0) words.push(line.slice(start, i));
+      start = -1;
+    } else if (start < 0) start = i;
+  }
+  if (start >= 0) words.push(line.slice(start));
+  return words;
 }
 
 const READING_STDIN = { readingStdin: true } as const;
