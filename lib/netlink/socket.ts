@@ -95,6 +95,8 @@ interface Pending {
   readonly reject: (e: GenlFailure | Error) => void;
   /** fails the request when nothing arrives for requestTimeoutMs; restarted by every message */
   timer: NodeJS.Timeout | undefined;
+  /** Date.now() of the last message for it (a dump part): the timer re-arms itself from there */
+  lastAt: number;
 }
 
 /** One datagram of a batch: requests first..first+count-1 with sequence numbers firstSeq.. */
@@ -202,14 +204,23 @@ export class GenlSocket {
     return new NetlinkTimeoutError(`no answer within ${this.requestTimeoutMs} ms`, this.requestTimeoutMs);
   }
 
-  /** (Re)starts the no-answer timer of a pending request. */
-  private arm(seq: number, p: Pending): void {
+  /**
+   * Starts the no-answer timer of a pending request. A message for it only stamps p.lastAt
+   * (a dump of 10,000 parts would otherwise clear and set 10,000 timers); when the timer
+   * fires early because of that, it waits out the rest from the last message.
+   */
+  private arm(seq: number, p: Pending, delay = this.requestTimeoutMs): void {
     if (p.timer) clearTimeout(p.timer);
     p.timer = setTimeout(() => {
       if (this.pending.get(seq) !== p) return;
+      const idle = Date.now() - p.lastAt;
+      if (idle < this.requestTimeoutMs) {
+        this.arm(seq, p, this.requestTimeoutMs - idle);
+        return;
+      }
       this.pending.delete(seq);
       p.reject(this.timeoutError());
-    }, this.requestTimeoutMs);
+    }, delay);
   }
 
   /** Forgets a pending request (answered, failed or timed out); returns it if it was there. */
@@ -227,7 +238,7 @@ export class GenlSocket {
     // a dump ends with NLMSG_DONE; NLM_F_ACK there would add nothing
     const flags = NLM_F.REQUEST | (opts.dump ? NLM_F.DUMP : NLM_F.ACK);
     return new Promise<GenlReply[]>((resolve, reject) => {
-      const p: Pending = { replies: [], resolve, reject, timer: undefined };
+      const p: Pending = { replies: [], resolve, reject, timer: undefined, lastAt: Date.now() };
       this.pending.set(seq, p);
       this.arm(seq, p);
       this.transport.send(this.encode(req, seq, flags)).catch((e: Error) => {
@@ -366,7 +377,7 @@ export class GenlSocket {
     const body = genlBody(m);
     p.replies.push({ cmd: body.cmd, attrs: body.attrs });
     // a dump part: the answer is coming, give the rest the full time again
-    this.arm(m.seq, p);
+    p.lastAt = Date.now();
   }
 
   // A refusal of any member, or the ack (or refusal) of the datagram's last message; the

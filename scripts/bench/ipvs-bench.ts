@@ -53,19 +53,32 @@ async function main(): Promise<void> {
     ipvs.close();
     if (failed || all.length !== services || listed !== services * dests) throw new Error('incomplete load or dump');
   } else if (side === 'cli') {
-    // our ipvsadm-compatible CLI end to end (process start included, as for ipvsadm)
+    // our ipvsadm-compatible CLI end to end (process start included, as for ipvsadm); the
+    // listings are also timed for ipvsadm itself in this same boot (peerSeconds)
     const file = '/tmp/bench.rules';
     writeFileSync(file, table.restoreText);
     const cli = `${process.execPath} dist/lib/cli/main.js ipvsadm`;
+    const timed = (cmd: string): number => {
+      const t0 = now();
+      execFileSync('sh', ['-c', cmd], { maxBuffer: 1 << 30 });
+      return now() - t0;
+    };
+    // start-up: listing the empty table
+    record('list-empty', timed(`${cli} -Ln > /dev/null`), { peer: 'ipvsadm -Ln', peerSeconds: timed('ipvsadm -Ln > /dev/null') });
     let t = now();
     const r = spawnSync('sh', ['-c', `${cli} -R < ${file}`], { stdio: 'inherit' });
     if (r.status !== 0) throw new Error('kube-ipvs ipvsadm -R failed');
     record('load', now() - t);
+    // /proc/net/ip_vs read whole (what the listings below read besides one service dump)
+    record('proc-read', timed('cat /proc/net/ip_vs > /dev/null'), { peer: 'ipvsadm -Sn', peerSeconds: timed('ipvsadm -Sn > /tmp/bench.theirs') });
     t = now();
     execFileSync('sh', ['-c', `${cli} -Sn > /tmp/bench.ours`], { maxBuffer: 1 << 30 });
-    record('dump', now() - t);
-    const same = spawnSync('sh', ['-c', 'ipvsadm -Sn > /tmp/bench.theirs && cmp -s /tmp/bench.ours /tmp/bench.theirs']).status === 0;
+    record('dump', now() - t, { peer: 'ipvsadm -Sn', peerSeconds: timed('ipvsadm -Sn > /tmp/bench.theirs') });
+    const same = spawnSync('sh', ['-c', 'cmp -s /tmp/bench.ours /tmp/bench.theirs']).status === 0;
     record('dump-identical-to-ipvsadm', same ? 1 : 0);
+    record('list', timed(`${cli} -Ln > /tmp/bench.ours`), { peer: 'ipvsadm -Ln', peerSeconds: timed('ipvsadm -Ln > /tmp/bench.theirs') });
+    const sameList = spawnSync('sh', ['-c', 'cmp -s /tmp/bench.ours /tmp/bench.theirs']).status === 0;
+    record('list-identical-to-ipvsadm', sameList ? 1 : 0);
   } else {
     throw new Error(`unknown side ${side}`);
   }

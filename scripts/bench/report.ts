@@ -7,6 +7,9 @@ interface Row {
   services: number;
   dests: number;
   seconds: number;
+  /** the peer timed in the same boot, when the row has its own */
+  peer?: string;
+  peerSeconds?: number;
 }
 
 const rows: Row[] = readFileSync(process.argv[2]!, 'utf8').split('\n').filter(Boolean).map((l) => JSON.parse(l) as Row);
@@ -18,14 +21,16 @@ const label: Record<string, string> = {
 };
 const first = rows[0];
 if (first) console.log(`\nIPVS table: ${first.services} services x ${first.dests} real servers, each side in a fresh VM boot\n`);
-console.log(`${'side'.padEnd(34)} ${'step'.padEnd(6)} ${'seconds'.padStart(9)} ${'vs ipvsadm'.padStart(11)}`);
-console.log('-'.repeat(63));
+console.log(`${'side'.padEnd(34)} ${'step'.padEnd(10)} ${'seconds'.padStart(9)} ${'vs ipvsadm'.padStart(11)}`);
+console.log('-'.repeat(67));
 for (const r of rows) {
-  if (r.what === 'dump-identical-to-ipvsadm') {
-    console.log(`${(label[r.side] ?? r.side).padEnd(34)} -Sn output byte-identical to ipvsadm: ${r.seconds ? 'yes' : 'NO'}`);
+  if (r.what.endsWith('-identical-to-ipvsadm')) {
+    const opt = r.what.startsWith('dump') ? '-Sn' : '-Ln';
+    console.log(`${(label[r.side] ?? r.side).padEnd(34)} ${opt} output byte-identical to ipvsadm: ${r.seconds ? 'yes' : 'NO'}`);
     continue;
   }
-  const p = peer(r.what);
+  const p = r.peerSeconds ?? peer(r.what);
   const ratio = p ? `${(r.seconds / p).toFixed(2)}x` : '-';
-  console.log(`${(label[r.side] ?? r.side).padEnd(34)} ${r.what.padEnd(6)} ${r.seconds.toFixed(2).padStart(9)} ${ratio.padStart(11)}`);
+  const beside = r.peerSeconds !== undefined ? `  (${r.peer} ${r.peerSeconds.toFixed(2)} s, same boot)` : '';
+  console.log(`${(label[r.side] ?? r.side).padEnd(34)} ${r.what.padEnd(10)} ${r.seconds.toFixed(2).padStart(9)} ${ratio.padStart(11)}${beside}`);
 }

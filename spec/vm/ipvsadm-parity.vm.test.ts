@@ -5,11 +5,14 @@
 import { ChildProcess, execFile, spawn, spawnSync } from 'node:child_process';
 import { promisify } from 'node:util';
 import { appendFileSync } from 'node:fs';
+import { readFile } from 'node:fs/promises';
 import { createServer, Server } from 'node:net';
 import { join } from 'node:path';
 import { Readable } from 'node:stream';
 import { main } from '../../lib/cli/ipvsadm/ipvsadm';
 import { openIpvs } from '../../lib/kernel/ipvs/ipvs-netlink';
+import { listAllViaProc } from '../../lib/kernel/ipvs/list-via-proc';
+import { parseProcIpVs } from '../../lib/kernel/ipvs/parse-proc-ip-vs';
 
 jest.setTimeout(300_000);
 
@@ -32,7 +35,10 @@ function must(cmd: string, ...args: string[]): string {
 
 const ipvsadm = (args: readonly string[], input?: string): Outcome => sh('ipvsadm', args, input);
 
-async function ours(args: readonly string[], input = ''): Promise<Outcome> {
+const readProcIpVs = (): Promise<string> => readFile('/proc/net/ip_vs', 'latin1');
+
+/** kube-ipvs ipvsadm as the entry point runs it (listings through /proc/net/ip_vs), or netlink only */
+async function ours(args: readonly string[], input = '', via: 'proc' | 'netlink' = 'proc'): Promise<Outcome> {
   let out = '';
   let err = '';
   const code = await main(args, {
@@ -40,6 +46,7 @@ async function ours(args: readonly string[], input = ''): Promise<Outcome> {
     stdout: { write: (s: string) => (out += s) },
     stderr: { write: (s: string) => (err += s) },
     stdin: Readable.from([input]),
+    ...(via === 'proc' ? { procIpVs: readProcIpVs } : {}),
   });
   return { code, out, err };
 }
@@ -91,6 +98,9 @@ const TABLE: string[][] = [
   ['-A', '-f', '5', '-6', '-p', '10', '-M', '64'],
   ['-a', '-f', '5', '-6', '-r', '[fd00::5]:0', '-m'],
   ['-a', '-f', '5', '-6', '-r', '[fd00::4]:99', '-m'],
+  // an IPv4 fwmark 5 beside the IPv6 one: /proc/net/ip_vs shows both as "FWM  00000005"
+  ['-A', '-f', '5', '-s', 'lc'],
+  ['-a', '-f', '5', '-r', '10.244.0.5', '-g', '-w', '7'],
   ['-A', '-f', '6', '-p', '10', '-M', '64'],
   ['-a', '-f', '6', '-r', '10.244.0.6', '-g'],
   ['-A', '-f', '4294967295'],
@@ -222,6 +232,38 @@ describe('listings are byte-identical to ipvsadm 1.31', () => {
     const mine = sh(process.execPath, [join(__dirname, '..', '..', 'lib', 'cli', 'main.js'), 'ipvsadm', '-Sn']);
     expect(mine).toEqual(ipvsadm(['-Sn']));
   });
+});
+
+describe('listings through /proc/net/ip_vs print what the netlink-only listings print', () => {
+  it('the kernel text parses, and only the services /proc cannot stand for are dumped', async () => {
+    const table = parseProcIpVs(await readProcIpVs());
+    expect(table.services.length).toBe(ipvsadm(['-Sn']).out.split('\n').filter((l) => l.startsWith('-A')).length);
+    const ipvs = await openIpvs();
+    try {
+      // the two services of fwmark 5 (IPv4 and IPv6)
+      expect(await listAllViaProc(ipvs, readProcIpVs, { tunnelDetails: false })).toMatchObject({ source: 'proc', destDumps: 2 });
+      // and those with a tunnel real server (10.0.0.1:80, [2001:db8::1]:443) when tunnel details are shown
+      expect(await listAllViaProc(ipvs, readProcIpVs, { tunnelDetails: true })).toMatchObject({ source: 'proc', destDumps: 4 });
+    } finally {
+      ipvs.close();
+    }
+  });
+
+  it.each([[['-Ln']], [['-Sn']], [['-L']], [['-Ln', '--nosort']], [['-Ln', '--tun-info']], [['-S']], [['-Ln', '--exact']]])(
+    'ipvsadm %j',
+    async (args) => {
+      // connection counts move with the open connection's state: retried like compare()
+      let last: [Outcome, Outcome] | undefined;
+      for (let i = 0; i < 5; i++) {
+        const viaProc = await ours(args, '', 'proc');
+        const viaNetlink = await ours(args, '', 'netlink');
+        last = [viaProc, viaNetlink];
+        if (JSON.stringify(viaProc) === JSON.stringify(viaNetlink)) break;
+      }
+      expect(last![0]).toEqual(last![1]);
+      expect(last![0].out.split('\n').length).toBeGreaterThan(30);
+    },
+  );
 });
 
 describe('errors are ipvsadm\'s (stderr and exit status), and change nothing', () => {

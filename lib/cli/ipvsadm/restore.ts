@@ -12,6 +12,7 @@
 
 import { IpvsOp } from '../../kernel/ipvs/ipvs';
 import { CommandName, HostLookups, PROGRAM, parseArgsCached } from './parse-args';
+import { parseSaveLine } from './parse-save-line';
 import { Resolver } from './resolve-names';
 
 export interface RestoreLine {
@@ -28,7 +29,17 @@ export type RestoreParse =
 
 /** Splits one input line into words as ipvsadm's config_stream_read does. */
 export function splitRestoreLine(line: string): string[] {
-  return line.split(/[ \t]+/).filter((w) => w !== '');
+  const words: string[] = [];
+  let start = -1;
+  for (let i = 0; i < line.length; i++) {
+    const c = line.charCodeAt(i);
+    if (c === 32 || c === 9) {
+      if (start >= 0) words.push(line.slice(start, i));
+      start = -1;
+    } else if (start < 0) start = i;
+  }
+  if (start >= 0) words.push(line.slice(start));
+  return words;
 }
 
 const READING_STDIN = { readingStdin: true } as const;
@@ -44,6 +55,11 @@ export async function parseRestore(text: string, resolver: Resolver): Promise<Re
     const lineNo = i + 1;
     const words = splitRestoreLine(raw[i]!);
     if (words.length === 0) continue;
+    const common = parseSaveLine(words);
+    if (common) {
+      lines.push({ lineNo, text: raw[i]!.trim(), command: common.command, op: common.op });
+      continue;
+    }
     let r = parseArgsCached(words, resolver, READING_STDIN, hosts);
     if (r instanceof Promise) r = await r;
     const where = (): string => `${PROGRAM}: restore: line ${lineNo}: ${raw[i]!.trim()}\n`;

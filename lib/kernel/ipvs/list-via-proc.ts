@@ -101,14 +101,14 @@ export async function listAllViaProc(ipvs: Ipvs, readProc: () => Promise<string>
     return { info, entries, source: 'netlink', destDumps: entries.length };
   }
   const matched = matchProcServices(services, table, opts);
-  let destDumps = 0;
-  const entries = await Promise.all(
-    services.map(async (vs, i): Promise<VirtualServerEntry> => {
-      const p = matched[i];
-      if (p) return { vs, dests: fromProc(p) };
-      destDumps++;
-      return { vs, dests: await ipvs.listRealServers(vs) };
-    }),
-  );
+  const entries: VirtualServerEntry[] = new Array(services.length);
+  const dumps: Promise<void>[] = [];
+  services.forEach((vs, i) => {
+    const p = matched[i];
+    if (p) entries[i] = { vs, dests: fromProc(p) };
+    else dumps.push(ipvs.listRealServers(vs).then((dests) => void (entries[i] = { vs, dests })));
+  });
+  await Promise.all(dumps);
+  const destDumps = dumps.length;
   return { info: table.info, entries, source: 'proc', destDumps };
 }

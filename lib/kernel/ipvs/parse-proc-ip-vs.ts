@@ -87,9 +87,13 @@ const TITLE2 = '  -> RemoteAddress:Port Forward Weight ActiveConn InActConn';
 
 /** fixed-width upper-case hex, as %08X / %04X print it; -1 when not */
 function hex(s: string, width: number): number {
-  if (s.length !== width) return -1;
+  return s.length === width ? hexAt(s, 0, width) : -1;
+}
+
+/** `width` upper-case hex digits of s from `from` */
+function hexAt(s: string, from: number, width: number): number {
   let v = 0;
-  for (let i = 0; i < width; i++) {
+  for (let i = from; i < from + width; i++) {
     const c = s.charCodeAt(i);
     const d = c >= 48 && c <= 57 ? c - 48 : c >= 65 && c <= 70 ? c - 55 : -1;
     if (d < 0) return -1;
@@ -98,11 +102,35 @@ function hex(s: string, width: number): number {
   return v;
 }
 
-/** "%d" of an int */
+/** "%d" of an int; NaN when not */
 function int(s: string | undefined): number {
-  if (s === undefined || !/^-?\d+$/.test(s)) return NaN;
-  const n = Number(s);
+  if (s === undefined || s.length === 0 || s.length > 11) return NaN;
+  let i = s.charCodeAt(0) === 45 /* - */ ? 1 : 0;
+  if (i === s.length) return NaN;
+  let n = 0;
+  for (; i < s.length; i++) {
+    const c = s.charCodeAt(i);
+    if (c < 48 || c > 57) return NaN;
+    n = n * 10 + (c - 48);
+  }
+  if (s.charCodeAt(0) === 45) n = -n;
   return n >= -2147483648 && n <= 2147483647 ? n : NaN;
+}
+
+/** the words of a line, split on blanks (the kernel pads with spaces) */
+function wordsOf(line: string): string[] {
+  const w: string[] = [];
+  let start = -1;
+  for (let i = 0; i < line.length; i++) {
+    if (line.charCodeAt(i) === 32) {
+      if (start >= 0) {
+        w.push(line.slice(start, i));
+        start = -1;
+      }
+    } else if (start < 0) start = i;
+  }
+  if (start >= 0) w.push(line.slice(start));
+  return w;
 }
 
 /**
@@ -123,9 +151,9 @@ function addrPort(s: string): { af: AddressFamily; address: string; port: number
     if (port < 0) return undefined;
     return { af: AF_INET6, address: bytesToAddress(AF_INET6, bytes), port };
   }
-  if (s.length !== 13 || s[8] !== ':') return undefined;
-  const a = hex(s.slice(0, 8), 8);
-  const port = hex(s.slice(9), 4);
+  if (s.length !== 13 || s.charCodeAt(8) !== 58 /* : */) return undefined;
+  const a = hexAt(s, 0, 8);
+  const port = hexAt(s, 9, 4);
   if (a < 0 || port < 0) return undefined;
   return { af: AF_INET, address: `${a >>> 24}.${(a >>> 16) & 255}.${(a >>> 8) & 255}.${a & 255}`, port };
 }
@@ -151,7 +179,7 @@ export function parseProcIpVs(text: string): ProcIpVsTable {
     const bad = (what: string): never => {
       throw new ProcIpVsParseError(`${what}: '${line}'`, i + 1);
     };
-    const w = line.split(' ').filter((x) => x !== '');
+    const w = wordsOf(line);
     if (line.startsWith('  -> ')) {
       if (!current) bad('a real server before any service');
       // -> ADDR:PORT FORWARD WEIGHT ACTIVE INACT
