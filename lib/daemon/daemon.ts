@@ -23,7 +23,7 @@ import { openIpvs, IpvsUnavailableError } from '../kernel/ipvs/ipvs-netlink';
 import { Ipvs } from '../kernel/ipvs/ipvs';
 import { openLink } from '../kernel/link/link-rtnetlink';
 import { Link } from '../kernel/link/link';
-import { ChildProcessExec } from '../kernel/exec';
+import { ChildProcessExec, ObservedExec } from '../kernel/exec';
 import { createIpset } from '../kernel/ipset/ipset-restore';
 import { createIptables } from '../kernel/iptables/iptables-restore';
 import { iptablesVersion, supportsRandomFully } from '../kernel/iptables/detect-backend';
@@ -130,7 +130,8 @@ export async function runDaemon(config: ProxyConfig, options: DaemonOptions): Pr
     return 1;
   }
   await applyIpvsTimeouts(ipvs, config, log);
-  const exec = new ChildProcessExec();
+  const metrics = new ProxyMetrics();
+  const exec = new ObservedExec(new ChildProcessExec(), (o) => metrics.execs.inc({ program: o.program, result: o.result }));
   // one instance for both families: its one `ipset save` reads every set, and each family's
   // sync touches only its own sets
   const ipset = createIpset(exec);
@@ -157,7 +158,6 @@ export async function runDaemon(config: ProxyConfig, options: DaemonOptions): Pr
   });
   const recorder = new EventRecorder(kc, { nodeName: name, log: componentLog('events') });
   const events: EventSink = { warn: (ref, reason, message) => void recorder.warn(ref, reason, message) };
-  const metrics = new ProxyMetrics();
 
   // ---- trackers and proxier ----
   const services = new ServiceTracker();

@@ -65,7 +65,7 @@ export class ProxyMetrics {
     });
     this.restoreFailures = new Counter({ name: 'kubeproxy_sync_proxy_rules_iptables_restore_failures_total', help: 'Cumulative proxy iptables restore failures', registers });
     this.netlinkOps = new Counter({ name: 'kube_ipvs_netlink_ops_total', help: 'IPVS netlink requests, by kind (read/write) and result', labelNames: ['kind', 'result'], registers });
-    this.execs = new Counter({ name: 'kube_ipvs_execs_total', help: 'ipset and iptables processes started', registers });
+    this.execs = new Counter({ name: 'kube_ipvs_execs_total', help: 'ipset and iptables processes run, by program and result (exit 0 or not)', labelNames: ['program', 'result'], registers });
     this.driftRepairs = new Counter({ name: 'kube_ipvs_drift_repairs_total', help: 'Full syncs that found the kernel changed behind kube-ipvs and repaired it', registers });
     this.virtualServers = new Gauge({ name: 'kube_ipvs_virtual_servers', help: 'IPVS virtual servers kube-ipvs manages', registers });
     this.realServers = new Gauge({ name: 'kube_ipvs_real_servers', help: 'IPVS real servers kube-ipvs manages', registers });
@@ -82,7 +82,6 @@ export class ProxyMetrics {
     this.netlinkOps.inc({ kind: 'write', result: 'ok' }, r.ipvsWrites - r.ipvsFailures);
     this.netlinkOps.inc({ kind: 'write', result: 'error' }, r.ipvsFailures);
     this.netlinkOps.inc({ kind: 'read', result: 'ok' }, r.ipvsReads);
-    this.execs.inc(r.execs);
     if (drift) this.driftRepairs.inc();
     this.virtualServers.set(counts.virtualServers);
     this.realServers.set(counts.realServers);

@@ -1,5 +1,5 @@
 // The real Execer on the host: a command that never ends is killed and named in the error.
-import { ChildProcessExec, ExecTimeoutError } from '../../lib/kernel/exec';
+import { ChildProcessExec, ExecTimeoutError, ObservedExec } from '../../lib/kernel/exec';
 
 describe('ChildProcessExec', () => {
   it('kills a command that outlives its timeout and names it (and the timeout) in the error', async () => {
@@ -22,5 +22,16 @@ describe('ChildProcessExec', () => {
 
   it('a missing binary rejects with the spawn error (ENOENT)', async () => {
     await expect(new ChildProcessExec().run('/nonexistent/kube-ipvs-no-such-tool', [])).rejects.toMatchObject({ code: 'ENOENT' });
+  });
+});
+
+describe('ObservedExec (kube_ipvs_execs_total{program,result})', () => {
+  it('reports each command by base name: exit 0 ok, another exit or a spawn failure error', async () => {
+    const seen: string[] = [];
+    const exec = new ObservedExec(new ChildProcessExec(), (o) => seen.push(`${o.program} ${o.result}`));
+    expect((await exec.run('/bin/sh', ['-c', 'exit 0'])).exitCode).toBe(0);
+    expect((await exec.run('sh', ['-c', 'exit 2'])).exitCode).toBe(2);
+    await expect(exec.run('/nonexistent/ipset', [])).rejects.toMatchObject({ code: 'ENOENT' });
+    expect(seen).toEqual(['sh ok', 'sh error', 'ipset error']);
   });
 });
