@@ -35,6 +35,7 @@ const CHANGES = Number(changesArg);
 const CHURN_SECONDS = Number(process.env.BENCH_CHURN_SECONDS ?? 60);
 const CHURN_RATE = Number(process.env.BENCH_CHURN_RATE ?? 1000);
 const MOBY_IPVS = process.env.BENCH_MOBY_IPVS ?? path.resolve(__dirname, 'peer', 'moby-ipvs-load');
+const PEER_RUNS = Number(process.env.BENCH_PEER_RUNS ?? 5);
 const PORT = 16444;
 const METRICS = 'http://127.0.0.1:10259/metrics';
 
@@ -161,7 +162,7 @@ async function main(): Promise<void> {
   // the peer: kube-proxy's per-sync netlink pattern, same table (with one change applied)
   const peer: number[] = [];
   let requests = 0;
-  for (let n = 0; n < 5; n++) {
+  for (let n = 0; n < PEER_RUNS; n++) {
     requests = 0;
     const t = process.hrtime.bigint();
     const all = await ipvs.listServices();

@@ -62,13 +62,13 @@ table(
 
 table(
   'churn: endpoint updates across random Services (lag: the daemon\'s kubeproxy_network_programming_duration_seconds, API write -> end of the applying sync; p99/max as histogram bucket bounds); then the kernel vs the planner\'s desired state from the API objects',
-  ['services x endpoints', 'target/s', 'achieved/s', 'updates', 'errors', 'lag mean', 'p99 <=', 'max <=', 'syncs', 'max batch', 'max pending', 'writes', 'execs', 'all applied', 'matched after', 'RSS start', 'RSS end', 'RSS max'],
+  ['services x endpoints', 'target/s', 'achieved/s', 'updates', 'lag mean', 'p99 <=', 'max <=', 'syncs', 'max batch', 'max pending', 'writes', 'execs', 'all applied', 'matched after', 'RSS start', 'RSS end', 'RSS max'],
   sizes.map((size) => {
     const c = of(size, 'churn');
     const lag = c?.lag as { meanSeconds: number; p99AtMostSeconds: number; maxAtMostSeconds: number } | undefined;
     const fin = c?.final as { wrong: number; virtualServers: number; draining: number } | undefined;
     return [
-      size, n(c?.targetRate), num(c, 'achievedRate')?.toFixed(0) ?? '-', n(c?.updates), n(c?.writeErrors),
+      size, n(c?.targetRate), num(c, 'achievedRate')?.toFixed(0) ?? '-', n(c?.updates),
       lag ? s(lag.meanSeconds, 2) : '-', lag ? s(lag.p99AtMostSeconds, 2) : '-', lag ? s(lag.maxAtMostSeconds, 2) : '-',
       n(c?.syncs), n(c?.maxBatch), n(c?.maxPending), n(c?.ipvsWrites), n(c?.execs),
       fin ? (fin.wrong === 0 ? `yes (${fin.virtualServers} VS)` : `NO: ${fin.wrong} VS differ`) : '-', s(num(c, 'settleSeconds')),

@@ -35,7 +35,7 @@ if [ -n "${BENCH_DAEMON_SIZES-1000 10000}" ]; then
     echo ">> daemon, $n services: fresh VM boot" >&2
     bash scripts/vm/run.sh -t 5400 -w "$OUT" -- \
       env BENCH_OUT="$OUT/daemon.jsonl" BENCH_CHURN_SECONDS="${BENCH_CHURN_SECONDS:-60}" BENCH_CHURN_RATE="${BENCH_CHURN_RATE:-1000}" \
-      BENCH_PEER_GETS="${BENCH_PEER_GETS:-0}" node_modules/.bin/node dist/scripts/bench/daemon-latency.js "$n" 10 "${BENCH_DAEMON_CHANGES:-1000}" >&2
+      BENCH_PEER_GETS="${BENCH_PEER_GETS:-0}" BENCH_PEER_RUNS="${BENCH_PEER_RUNS:-5}" node_modules/.bin/node dist/scripts/bench/daemon-latency.js "$n" 10 "${BENCH_DAEMON_CHANGES:-1000}" >&2
   done
   node_modules/.bin/node dist/scripts/bench/report-daemon.js "$OUT/daemon.jsonl"
   rm -rf "$OUT"
