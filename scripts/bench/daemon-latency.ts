@@ -50,6 +50,16 @@ const pct = (xs: number[], p: number) => {
   return s[Math.min(s.length - 1, Math.floor((p / 100) * s.length))]!;
 };
 const isSync = (l: LogLine) => l.message === 'sync done';
+
+/** The error of the sync whose "sync done" line is `done`, when it failed (its "sync failed" line comes first). */
+function failureOf(daemon: LoggedProcess, done: LogLine): string | undefined {
+  for (let k = daemon.lines.lastIndexOf(done) - 1; k >= 0; k--) {
+    const l = daemon.lines[k]!;
+    if (isSync(l)) return undefined;
+    if (typeof l.message === 'string' && l.message.startsWith('sync failed')) return l.message;
+  }
+  return undefined;
+}
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 /** kube-proxy's cold load through moby/ipvs, in a fresh network namespace (its own IPVS table). */
@@ -108,7 +118,10 @@ async function main(): Promise<void> {
   const cold = await start('the cold-start sync');
   let daemon = cold.daemon;
   const m0 = await scrape(METRICS);
-  record('cold start', { seconds: cold.seconds, ...syncFigures(cold.first), rss: rssBytes(daemon.child.pid!), heap: metric(m0, 'nodejs_heap_size_used_bytes') });
+  const coldFailure = failureOf(daemon, cold.first);
+  record('cold start', { seconds: cold.seconds, ...syncFigures(cold.first), rss: rssBytes(daemon.child.pid!), heap: metric(m0, 'nodejs_heap_size_used_bytes'), ...(coldFailure ? { failed: coldFailure } : {}) });
+  // a failed sync is retried as a full one; the figures below would measure the retries
+  if (coldFailure) throw new Error(`the cold-start sync failed: ${coldFailure}`);
 
   const latencies: number[] = [];
   const writes = new Set<number>();
@@ -120,6 +133,8 @@ async function main(): Promise<void> {
     const t = Date.now();
     server.update(benchSlice(i, ENDPOINTS, n));
     const done = await daemon.waitFor((l) => isSync(l) && (l.ipvsWrites as number) > 0, `change ${n}`, from, 600_000);
+    const failed = failureOf(daemon, done);
+    if (failed) throw new Error(`the sync that applied change ${n} failed: ${failed}`);
     latencies.push(Date.parse(String(done.timestamp)) - t);
     writes.add(done.ipvsWrites as number);
     reads.add(done.ipvsReads as number);
@@ -155,7 +170,8 @@ async function main(): Promise<void> {
   await daemon.kill('SIGTERM');
   const adopt = await start('the adopting sync');
   daemon = adopt.daemon;
-  record('adopt', { seconds: adopt.seconds, ...syncFigures(adopt.first), rss: rssBytes(daemon.child.pid!) });
+  const adoptFailure = failureOf(daemon, adopt.first);
+  record('adopt', { seconds: adopt.seconds, ...syncFigures(adopt.first), rss: rssBytes(daemon.child.pid!), ...(adoptFailure ? { failed: adoptFailure } : {}) });
   await daemon.kill('SIGTERM');
   await server.close();
 

@@ -37,12 +37,13 @@ table(
     const a = of(size, 'adopt');
     const moby = of(size, 'moby/ipvs cold load');
     return [
-      size, s(num(c, 'seconds')), s(num(c, 'syncSeconds')), n(c?.ipvsWrites), n(c?.execs),
+      size, c?.failed ? 'FAILED' : s(num(c, 'seconds')), s(num(c, 'syncSeconds')), n(c?.ipvsWrites), n(c?.execs),
       moby?.skipped ? 'not built' : s(num(moby, 'seconds')), ratio(num(c, 'syncSeconds'), num(moby, 'seconds')),
-      s(num(a, 'seconds')), s(num(a, 'syncSeconds')), n(a?.ipvsWrites), n(a?.ipvsReads), n(a?.execs),
+      a?.failed ? 'FAILED' : s(num(a, 'seconds')), s(num(a, 'syncSeconds')), n(a?.ipvsWrites), n(a?.ipvsReads), n(a?.execs),
     ];
   }),
 );
+for (const r of rows) if (typeof r.failed === 'string') console.log(`${r.services}x${r.endpoints} ${r.what}: the sync FAILED: ${r.failed}`);
 
 table(
   'no-change full check (ipvs.syncPeriod) and single endpoint changes (API write -> end of the sync that applied it, one at a time); peer: kube-proxy\'s per-sync pattern (dump, 2 GETs + 1 dest dump per service) replayed through our client, same table',
