@@ -1,23 +1,43 @@
-// make bench, daemon scenario (inside a fresh VM boot): the fake API server holds N Services x
-// E endpoints; the real `kube-ipvs` process programs them (cold start), then 1,000 single
-// endpoint changes are made one after another through the API, each timed from the API write
-// to the end of the daemon sync that applied it (its "sync done" log line). The peer, in the
-// same boot: kube-proxy's IPVS sync pattern for one endpoint change replayed through our
-// netlink client (dump every service, GET each service twice, dump each one's real servers,
-// one request in flight at a time) — what kube-proxy does for any change, however small.
-// Prints JSON lines; scripts/bench/report-daemon.ts turns them into a table.
-import { appendFileSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+// make bench, daemon scenarios (inside one fresh VM boot per size): the fake API server (in
+// this process; the daemon lists and watches it over HTTP) holds N Services x E endpoints (daemon-fixtures.ts) plus one 100-endpoint Service for the
+// rolling update; the real `kube-ipvs` process runs against it. In order:
+//  1. the peer's cold load: kube-proxy's pattern through moby/ipvs (scripts/bench/peer), in a
+//     network namespace of its own (a fresh IPVS table), deleted afterwards;
+//  2. cold start: process start to the first sync done (writes, reads, execs, RSS, JS heap);
+//  3. single endpoint changes one after another through the API, each timed from the API
+//     write to the end of the daemon sync that applied it (its "sync done" log line);
+//  4. the periodic full check on an unchanged node (a live syncPeriod change triggers one);
+//  5. a rolling update of the 100-endpoint Service (daemon-rollout.ts);
+//  6. churn: endpoint updates at BENCH_CHURN_RATE/s for BENCH_CHURN_SECONDS across random
+//     Services, then the kernel checked against the planner's desired state (daemon-churn.ts);
+//  7. adopt: the daemon restarted against the same API state and kernel table;
+//  8. the peer's per-sync pattern replayed through our netlink client on the same table: dump
+//     every service, GET each service twice, dump each one's real servers, one request in
+//     flight at a time (what kube-proxy does for any change, however small, and every sync).
+// Prints JSON lines; scripts/bench/report-daemon.ts turns them into tables.
+import { spawnSync } from 'node:child_process';
+import { appendFileSync, existsSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { openIpvs } from '../../lib/kernel/ipvs/ipvs-netlink';
-import { ApiClient, LogLine, startFakeApiServer, startKubeIpvs } from '../../lib/testing/processes';
+import { FakeApiServer, kubeconfigFor } from '../../lib/testing/fake-apiserver';
+import { LogLine, LoggedProcess, startKubeIpvs } from '../../lib/testing/processes';
 import { AF_INET, IPPROTO_TCP } from '../../lib/netlink/uapi/ip_vs';
+import { benchObjects, benchSlice, clusterIP } from './daemon-fixtures';
+import { runChurn } from './daemon-churn';
+import { rolloutObjects, runRollout } from './daemon-rollout';
+import { metric, rssBytes, scrape } from './process-memory';
 
 const [servicesArg = '1000', endpointsArg = '10', changesArg = '1000'] = process.argv.slice(2);
 const SERVICES = Number(servicesArg);
 const ENDPOINTS = Number(endpointsArg);
 const CHANGES = Number(changesArg);
+const CHURN_SECONDS = Number(process.env.BENCH_CHURN_SECONDS ?? 60);
+const CHURN_RATE = Number(process.env.BENCH_CHURN_RATE ?? 1000);
+const MOBY_IPVS = process.env.BENCH_MOBY_IPVS ?? path.resolve(__dirname, 'peer', 'moby-ipvs-load');
+const PEER_RUNS = Number(process.env.BENCH_PEER_RUNS ?? 5);
 const PORT = 16444;
+const METRICS = 'http://127.0.0.1:10259/metrics';
 
 function record(what: string, value: Record<string, unknown>): void {
   const line = JSON.stringify({ bench: 'daemon', services: SERVICES, endpoints: ENDPOINTS, what, ...value });
@@ -25,97 +45,157 @@ function record(what: string, value: Record<string, unknown>): void {
   if (process.env.BENCH_OUT) appendFileSync(process.env.BENCH_OUT, line + '\n');
 }
 
-const clusterIP = (i: number) => `10.96.${(i >> 8) & 0xff}.${i & 0xff}`;
-const endpointIP = (i: number, j: number) => `10.${100 + ((i * ENDPOINTS + j) >> 16)}.${((i * ENDPOINTS + j) >> 8) & 0xff}.${(i * ENDPOINTS + j) & 0xff}`;
-
-function svc(i: number): object {
-  return {
-    apiVersion: 'v1', kind: 'Service',
-    metadata: { namespace: 'bench', name: `svc-${i}`, uid: `uid-svc-${i}` },
-    spec: { type: 'ClusterIP', clusterIP: clusterIP(i), clusterIPs: [clusterIP(i)], ports: [{ name: 'http', port: 80, targetPort: 8080, protocol: 'TCP' }] },
-  };
-}
-function slice(i: number, gen = 0): object {
-  return {
-    apiVersion: 'discovery.k8s.io/v1', kind: 'EndpointSlice',
-    metadata: { namespace: 'bench', name: `svc-${i}-1`, uid: `uid-slice-${i}`, labels: { 'kubernetes.io/service-name': `svc-${i}` } },
-    addressType: 'IPv4',
-    ports: [{ name: 'http', port: 8080, protocol: 'TCP' }],
-    endpoints: Array.from({ length: ENDPOINTS }, (_, j) => ({
-      // generation `gen` replaces endpoint 0 with a new address (a pod replaced)
-      addresses: [j === 0 && gen > 0 ? `10.200.${(gen >> 8) & 0xff}.${gen & 0xff}` : endpointIP(i, j)],
-      conditions: { ready: true },
-      nodeName: 'node-b',
-    })),
-  };
-}
-
 const pct = (xs: number[], p: number) => {
   const s = [...xs].sort((a, b) => a - b);
   return s[Math.min(s.length - 1, Math.floor((p / 100) * s.length))]!;
 };
+const isSync = (l: LogLine) => l.message === 'sync done';
+
+/** The error of the sync whose "sync done" line is `done`, when it failed (its "sync failed" line comes first). */
+function failureOf(daemon: LoggedProcess, done: LogLine): string | undefined {
+  for (let k = daemon.lines.lastIndexOf(done) - 1; k >= 0; k--) {
+    const l = daemon.lines[k]!;
+    if (isSync(l)) return undefined;
+    if (typeof l.message === 'string' && l.message.startsWith('sync failed')) return l.message;
+  }
+  return undefined;
+}
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+/** kube-proxy's cold load through moby/ipvs, in a fresh network namespace (its own IPVS table). */
+function peerColdLoad(gets: boolean): void {
+  if (!existsSync(MOBY_IPVS)) {
+    record('moby/ipvs cold load', { skipped: `${MOBY_IPVS} not built (scripts/bench/run.sh builds it when golang-go and golang-github-docker-docker-dev are installed)` });
+    return;
+  }
+  const ns = 'bench-peer';
+  const sh = (args: string[]) => {
+    const r = spawnSync(args[0]!, args.slice(1), { encoding: 'utf8', timeout: 3_600_000 });
+    if (r.status !== 0) throw new Error(`${args.join(' ')}: ${r.stderr || r.error}`);
+    return r.stdout;
+  };
+  sh(['ip', 'netns', 'add', ns]);
+  try {
+    // a namespace whose loopback is down has no local routing table: NEW_DEST is EINVAL
+    sh(['ip', '-n', ns, 'link', 'set', 'lo', 'up']);
+    const out = JSON.parse(sh(['ip', 'netns', 'exec', ns, MOBY_IPVS, ...(gets ? ['-gets'] : []), String(SERVICES), String(ENDPOINTS)])) as { seconds: number; requests: number };
+    record(gets ? 'moby/ipvs cold load, kube-proxy reads' : 'moby/ipvs cold load', { seconds: out.seconds, requests: out.requests });
+  } finally {
+    sh(['ip', 'netns', 'del', ns]);
+  }
+}
+
+async function waitNoDraining(): Promise<void> {
+  const until = Date.now() + 120_000;
+  while (Date.now() < until && metric(await scrape(METRICS), 'kube_ipvs_draining_real_servers') > 0) await sleep(1000);
+}
 
 async function main(): Promise<void> {
+  peerColdLoad(false);
+  if (process.env.BENCH_PEER_GETS === '1') peerColdLoad(true);
+  // the namespace's table is freed by the kernel's netns cleanup work: let it finish first
+  await sleep(3000);
+
   const dir = mkdtempSync(path.join(os.tmpdir(), 'bench-daemon-'));
-  const objects: object[] = [{ apiVersion: 'v1', kind: 'Node', metadata: { name: 'node-a', uid: 'uid-node-a' }, status: { addresses: [{ type: 'InternalIP', address: '192.0.2.1' }] } }];
-  for (let i = 0; i < SERVICES; i++) objects.push(svc(i), slice(i));
-  writeFileSync(path.join(dir, 'fixtures.json'), JSON.stringify(objects));
-  const api = await startFakeApiServer(['--port', String(PORT), '--host', '127.0.0.1', '--fixtures', path.join(dir, 'fixtures.json'), '--kubeconfig-out', path.join(dir, 'kubeconfig')]);
-  writeFileSync(path.join(dir, 'config.conf'), [
+  const server = new FakeApiServer();
+  for (const o of benchObjects(SERVICES, ENDPOINTS, rolloutObjects())) server.create(o);
+  writeFileSync(path.join(dir, 'kubeconfig'), kubeconfigFor(await server.listen(PORT)));
+  const cfg = path.join(dir, 'config.conf');
+  writeFileSync(cfg, [
     'apiVersion: kubeproxy.config.k8s.io/v1alpha1', 'kind: KubeProxyConfiguration', 'mode: ipvs',
     `clientConnection: {kubeconfig: ${path.join(dir, 'kubeconfig')}}`, 'hostnameOverride: node-a',
     'clusterCIDR: 10.244.0.0/16', 'healthzBindAddress: 127.0.0.1:10266', 'metricsBindAddress: 127.0.0.1:10259',
     'ipvs: {syncPeriod: 1h}', '',
   ].join('\n'));
-  const t0 = Date.now();
-  const daemon = startKubeIpvs(['--config', path.join(dir, 'config.conf'), '--v=2']);
-  const isSync = (l: LogLine) => l.message === 'sync done';
-  const first = await daemon.waitFor(isSync, 'the cold-start sync', 0, 3_600_000);
-  record('cold start', { seconds: (Date.parse(String(first.timestamp)) - t0) / 1000, ipvsWrites: first.ipvsWrites, execs: first.execs, syncSeconds: (first.durationMs as number) / 1000 });
+  const start = async (what: string): Promise<{ daemon: LoggedProcess; first: LogLine; seconds: number }> => {
+    const t0 = Date.now();
+    const daemon = startKubeIpvs(['--config', cfg, '--v=2']);
+    const first = await daemon.waitFor(isSync, what, 0, 3_600_000);
+    return { daemon, first, seconds: (Date.parse(String(first.timestamp)) - t0) / 1000 };
+  };
+  const syncFigures = (l: LogLine) => ({ syncSeconds: (l.durationMs as number) / 1000, ipvsWrites: l.ipvsWrites, ipvsReads: l.ipvsReads, execs: l.execs, linkOps: l.linkOps });
 
-  const client = new ApiClient(`http://127.0.0.1:${PORT}`);
+  const cold = await start('the cold-start sync');
+  let daemon = cold.daemon;
+  const m0 = await scrape(METRICS);
+  const coldFailure = failureOf(daemon, cold.first);
+  record('cold start', { seconds: cold.seconds, ...syncFigures(cold.first), rss: rssBytes(daemon.child.pid!), heap: metric(m0, 'nodejs_heap_size_used_bytes'), ...(coldFailure ? { failed: coldFailure } : {}) });
+  // a failed sync is retried as a full one; the figures below would measure the retries
+  if (coldFailure) throw new Error(`the cold-start sync failed: ${coldFailure}`);
+
   const latencies: number[] = [];
-  const writes: number[] = [];
+  const writes = new Set<number>();
+  const reads = new Set<number>();
+  const execs = new Set<number>();
   for (let n = 1; n <= CHANGES; n++) {
     const i = (n * 7919) % SERVICES;
     const from = daemon.lines.length;
-    const start = Date.now();
-    await client.replace(`/apis/discovery.k8s.io/v1/namespaces/bench/endpointslices/svc-${i}-1`, slice(i, n));
+    const t = Date.now();
+    server.update(benchSlice(i, ENDPOINTS, n));
     const done = await daemon.waitFor((l) => isSync(l) && (l.ipvsWrites as number) > 0, `change ${n}`, from, 600_000);
-    latencies.push(Date.parse(String(done.timestamp)) - start);
-    writes.push(done.ipvsWrites as number);
+    const failed = failureOf(daemon, done);
+    if (failed) throw new Error(`the sync that applied change ${n} failed: ${failed}`);
+    latencies.push(Date.parse(String(done.timestamp)) - t);
+    writes.add(done.ipvsWrites as number);
+    reads.add(done.ipvsReads as number);
+    execs.add(done.execs as number);
   }
+  const set = (s: Set<number>) => [...s].sort((a, b) => a - b).join('/');
   record('event to kernel', {
     changes: CHANGES, p50ms: pct(latencies, 50), p99ms: pct(latencies, 99), maxms: Math.max(...latencies),
-    ipvsWritesPerChange: [...new Set(writes)].join('/'),
+    ipvsWritesPerChange: set(writes), ipvsReadsPerChange: set(reads), execsPerChange: set(execs),
   });
+
   // the periodic full check (drift repair) on an unchanged node: a live config change to
   // syncPeriod makes the next sync a full one
-  const cfg = path.join(dir, 'config.conf');
+  // (after the changes' replaced real servers, draining at weight 0, are deleted 15 s later)
+  await waitNoDraining();
   const from = daemon.lines.length;
   writeFileSync(cfg, readFileSync(cfg, 'utf8').replace('syncPeriod: 1h', 'syncPeriod: 59m'));
   const check = await daemon.waitFor((l) => isSync(l) && l.full === true, 'the full check', from, 1_800_000);
-  record('full check, no change', { seconds: (check.durationMs as number) / 1000, ipvsReads: check.ipvsReads, ipvsWrites: check.ipvsWrites, execs: check.execs });
-  await daemon.kill('SIGTERM');
-  await api.kill('SIGTERM');
+  record('full check, no change', { seconds: (check.durationMs as number) / 1000, ipvsReads: check.ipvsReads, ipvsWrites: check.ipvsWrites, execs: check.execs, linkOps: check.linkOps });
 
-  // the peer: kube-proxy's per-sync netlink pattern for one endpoint change, same table
+  // the rollout's write count is its own
+  await waitNoDraining();
   const ipvs = await openIpvs();
+  record('rolling update', { ...(await runRollout(server, daemon, ipvs)) });
+
+  const churn = await runChurn({
+    server, daemon, ipvs, metricsUrl: METRICS, services: SERVICES, endpoints: ENDPOINTS,
+    rate: CHURN_RATE, seconds: CHURN_SECONDS, firstGen: CHANGES + 1,
+  });
+  record('churn', { ...churn });
+
+  // adopt: a restart against the same API state and the same kernel table
+  await daemon.kill('SIGTERM');
+  const adopt = await start('the adopting sync');
+  daemon = adopt.daemon;
+  const adoptFailure = failureOf(daemon, adopt.first);
+  record('adopt', { seconds: adopt.seconds, ...syncFigures(adopt.first), rss: rssBytes(daemon.child.pid!), ...(adoptFailure ? { failed: adoptFailure } : {}) });
+  await daemon.kill('SIGTERM');
+  await server.close();
+
+  // the peer: kube-proxy's per-sync netlink pattern, same table (with one change applied)
   const peer: number[] = [];
-  for (let n = 0; n < 5; n++) {
-    const start = process.hrtime.bigint();
+  let requests = 0;
+  for (let n = 0; n < PEER_RUNS; n++) {
+    requests = 0;
+    const t = process.hrtime.bigint();
     const all = await ipvs.listServices();
+    requests++;
     for (const vs of all) {
       await ipvs.getService(vs); // syncService
       await ipvs.getService(vs); // syncEndpoint
       await ipvs.listRealServers(vs);
+      requests += 3;
     }
     const vs = { af: AF_INET, protocol: IPPROTO_TCP, address: clusterIP(n), port: 80, fwmark: 0 } as const;
     await ipvs.apply({ kind: 'newDest', vs, rs: { af: AF_INET, address: `10.201.0.${n + 1}`, port: 8080, fwdMethod: 0, weight: 1 } });
-    peer.push(Number(process.hrtime.bigint() - start) / 1e6);
+    requests++;
+    peer.push(Number(process.hrtime.bigint() - t) / 1e6);
   }
   ipvs.close();
-  record('kube-proxy pattern, one change', { runs: peer.length, p50ms: pct(peer, 50), maxms: Math.max(...peer) });
+  record('kube-proxy pattern, one change', { runs: peer.length, p50ms: pct(peer, 50), maxms: Math.max(...peer), requests });
 }
 
 main().then(

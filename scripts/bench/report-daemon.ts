@@ -1,6 +1,7 @@
-// Prints the daemon benchmark (scripts/bench/daemon-latency.ts) as a table: per table size,
-// cold start, and one endpoint change from API write to kernel, against kube-proxy's sync
-// pattern for one change measured in the same VM boot.
+// Prints the daemon benchmark (scripts/bench/daemon-latency.ts) as tables, one row per table
+// size (each size in a fresh VM boot), with the peer measured in the same boot beside ours:
+// moby/ipvs's cold load (kube-proxy's library) and kube-proxy's per-sync netlink pattern
+// replayed through our client.
 import { readFileSync } from 'node:fs';
 
 interface Row {
@@ -12,20 +13,87 @@ interface Row {
 
 const rows: Row[] = readFileSync(process.argv[2]!, 'utf8').split('\n').filter(Boolean).map((l) => JSON.parse(l) as Row);
 const sizes = [...new Set(rows.map((r) => `${r.services}x${r.endpoints}`))];
-const fmt = (ms: unknown) => (typeof ms === 'number' ? `${ms.toFixed(0)} ms` : '-');
-console.log('\nkube-ipvs daemon: API event -> kernel (1,000 single endpoint changes, one at a time), each size in a fresh VM boot\n');
-console.log(`${'services x endpoints'.padEnd(22)} ${'cold start'.padStart(11)} ${'writes'.padStart(8)} ${'full check'.padStart(11)} ${'p50'.padStart(9)} ${'p99'.padStart(9)} ${'max'.padStart(9)} ${'kube-proxy pattern p50'.padStart(23)} ${'p50 ratio'.padStart(10)}`);
-console.log('-'.repeat(122));
-for (const size of sizes) {
-  const of = (what: string) => rows.find((r) => `${r.services}x${r.endpoints}` === size && r.what === what);
-  const cold = of('cold start');
-  const ev = of('event to kernel');
-  const peer = of('kube-proxy pattern, one change');
-  const check = of('full check, no change');
-  const ratio = ev && peer ? `${((ev.p50ms as number) / (peer.p50ms as number)).toFixed(3)}x` : '-';
-  console.log(
-    `${size.padEnd(22)} ${(cold ? `${(cold.seconds as number).toFixed(1)} s` : '-').padStart(11)} ${String(cold?.ipvsWrites ?? '-').padStart(8)} ` +
-      `${(check ? `${(check.seconds as number).toFixed(1)} s` : '-').padStart(11)} ` +
-      `${fmt(ev?.p50ms).padStart(9)} ${fmt(ev?.p99ms).padStart(9)} ${fmt(ev?.maxms).padStart(9)} ${fmt(peer?.p50ms).padStart(23)} ${ratio.padStart(10)}`,
-  );
+const of = (size: string, what: string) => rows.find((r) => `${r.services}x${r.endpoints}` === size && r.what === what);
+const num = (r: Row | undefined, k: string): number | undefined => (r && typeof r[k] === 'number' ? (r[k] as number) : undefined);
+const s = (v: number | undefined, digits = 1) => (v === undefined ? '-' : `${v.toFixed(digits)} s`);
+const ms = (v: number | undefined) => (v === undefined ? '-' : `${v.toFixed(0)} ms`);
+const mb = (v: number | undefined) => (v === undefined ? '-' : `${(v / 1048576).toFixed(0)} MB`);
+const n = (v: unknown) => (v === undefined || v === null ? '-' : String(v));
+const ratio = (a: number | undefined, b: number | undefined, digits = 2) => (a === undefined || !b ? '-' : `${(a / b).toFixed(digits)}x`);
+
+function table(title: string, header: string[], body: string[][]): void {
+  const w = header.map((h, i) => Math.max(h.length, ...body.map((r) => (r[i] ?? '').length)));
+  console.log(`\n${title}\n`);
+  console.log(header.map((h, i) => (i === 0 ? h.padEnd(w[i]!) : h.padStart(w[i]!))).join('  '));
+  console.log('-'.repeat(w.reduce((a, b) => a + b + 2, -2)));
+  for (const r of body) console.log(r.map((c, i) => (i === 0 ? c.padEnd(w[i]!) : c.padStart(w[i]!))).join('  '));
 }
+
+table(
+  'kube-ipvs daemon: cold start and adopt (process start -> first sync done), each size in a fresh VM boot; peer: kube-proxy\'s cold load through moby/ipvs (one request at a time), same boot, fresh netns',
+  ['services x endpoints', 'cold start', 'first sync', 'writes', 'execs', 'moby/ipvs load', 'sync/moby', 'adopt', 'adopt sync', 'writes', 'reads', 'execs'],
+  sizes.map((size) => {
+    const c = of(size, 'cold start');
+    const a = of(size, 'adopt');
+    const moby = of(size, 'moby/ipvs cold load');
+    return [
+      size, c?.failed ? 'FAILED' : s(num(c, 'seconds')), s(num(c, 'syncSeconds')), n(c?.ipvsWrites), n(c?.execs),
+      moby?.skipped ? 'not built' : s(num(moby, 'seconds')), ratio(num(c, 'syncSeconds'), num(moby, 'seconds')),
+      a?.failed ? 'FAILED' : s(num(a, 'seconds')), s(num(a, 'syncSeconds')), n(a?.ipvsWrites), n(a?.ipvsReads), n(a?.execs),
+    ];
+  }),
+);
+for (const r of rows) if (typeof r.failed === 'string') console.log(`${r.services}x${r.endpoints} ${r.what}: the sync FAILED: ${r.failed}`);
+
+table(
+  'no-change full check (ipvs.syncPeriod) and single endpoint changes (API write -> end of the sync that applied it, one at a time); peer: kube-proxy\'s per-sync pattern (dump, 2 GETs + 1 dest dump per service) replayed through our client, same table',
+  ['services x endpoints', 'full check', 'reads', 'writes', 'execs', 'peer sync', 'peer reqs', 'check/peer', 'changes', 'p50', 'p99', 'max', 'writes', 'reads', 'execs', 'p50/peer'],
+  sizes.map((size) => {
+    const f = of(size, 'full check, no change');
+    const e = of(size, 'event to kernel');
+    const p = of(size, 'kube-proxy pattern, one change');
+    const peerS = num(p, 'p50ms') === undefined ? undefined : num(p, 'p50ms')! / 1000;
+    return [
+      size, s(num(f, 'seconds')), n(f?.ipvsReads), n(f?.ipvsWrites), n(f?.execs), s(peerS), n(p?.requests), ratio(num(f, 'seconds'), peerS, 3),
+      n(e?.changes), ms(num(e, 'p50ms')), ms(num(e, 'p99ms')), ms(num(e, 'maxms')), n(e?.ipvsWritesPerChange), n(e?.ipvsReadsPerChange), n(e?.execsPerChange),
+      ratio(num(e, 'p50ms'), num(p, 'p50ms'), 4),
+    ];
+  }),
+);
+
+table(
+  'churn: endpoint updates across random Services (lag: the daemon\'s kubeproxy_network_programming_duration_seconds, API write -> end of the applying sync; p99/max as histogram bucket bounds); then the kernel vs the planner\'s desired state from the API objects',
+  ['services x endpoints', 'target/s', 'achieved/s', 'updates', 'lag mean', 'p99 <=', 'max <=', 'syncs', 'max batch', 'max pending', 'writes', 'execs', 'all applied', 'matched after', 'RSS start', 'RSS end', 'RSS max'],
+  sizes.map((size) => {
+    const c = of(size, 'churn');
+    const lag = c?.lag as { meanSeconds: number; p99AtMostSeconds: number; maxAtMostSeconds: number } | undefined;
+    const fin = c?.final as { wrong: number; virtualServers: number; draining: number } | undefined;
+    return [
+      size, n(c?.targetRate), num(c, 'achievedRate')?.toFixed(0) ?? '-', n(c?.updates),
+      lag ? s(lag.meanSeconds, 2) : '-', lag ? s(lag.p99AtMostSeconds, 2) : '-', lag ? s(lag.maxAtMostSeconds, 2) : '-',
+      n(c?.syncs), n(c?.maxBatch), n(c?.maxPending), n(c?.ipvsWrites), n(c?.execs),
+      fin ? (fin.wrong === 0 ? `yes (${fin.virtualServers} VS)` : `NO: ${fin.wrong} VS differ`) : '-', s(num(c, 'settleSeconds')),
+      mb(num(c, 'rssStart')), mb(num(c, 'rssEnd')), mb(num(c, 'rssMax')),
+    ];
+  }),
+);
+
+table(
+  'rolling update of a 100-endpoint Service (maxSurge 25%, maxUnavailable 25%: each step 25 pods terminating, 25 new ready; the next step the terminating ones gone); a step ends when the kernel serves exactly the ready pods',
+  ['services x endpoints', 'steps', 'step max', 'total', 'writes', 'execs'],
+  sizes.map((size) => {
+    const r = of(size, 'rolling update');
+    return [size, n(r?.steps), ms(r ? Math.max(...(r.stepMs as number[])) : undefined), ms(num(r, 'totalMs')), n(r?.ipvsWrites), n(r?.execs)];
+  }),
+);
+
+table(
+  'memory of the daemon process: VmRSS and JS heap used (nodejs_heap_size_used_bytes) after the cold start and after the churn',
+  ['services x endpoints', 'RSS after start', 'heap after start', 'RSS after churn', 'heap after churn', 'RSS after adopt'],
+  sizes.map((size) => {
+    const c = of(size, 'cold start');
+    const ch = of(size, 'churn');
+    const a = of(size, 'adopt');
+    return [size, mb(num(c, 'rss')), mb(num(c, 'heap')), mb(num(ch, 'rssEnd')), mb(num(ch, 'heapEnd')), mb(num(a, 'rss'))];
+  }),
+);

@@ -17,14 +17,25 @@ for side in $SIDES; do
 done
 node_modules/.bin/node dist/scripts/bench/report.js "$OUT/results.jsonl"
 rm -rf "$OUT"
-# the daemon: API event -> kernel latency at 1,000 and 10,000 services (x10 endpoints), each
-# size in a fresh boot, with kube-proxy's per-sync netlink pattern as the peer
+# the daemon scenarios at 1,000 and 10,000 services (x10 endpoints), each size in a fresh boot:
+# cold start, adopt, full check, single changes, rolling update, churn (BENCH_CHURN_RATE/s for
+# BENCH_CHURN_SECONDS), memory; peers: moby/ipvs's cold load (Go, kube-proxy's library; built
+# here offline from Debian's packages) and kube-proxy's per-sync netlink pattern
 if [ -n "${BENCH_DAEMON_SIZES-1000 10000}" ]; then
+  PEER=dist/scripts/bench/peer/moby-ipvs-load
+  if command -v go >/dev/null && [ -d /usr/share/gocode/src/github.com/moby/ipvs ]; then
+    mkdir -p "$(dirname "$PEER")"
+    GOPATH=/usr/share/gocode GO111MODULE=off GOFLAGS= GOCACHE="${GOCACHE:-${TMPDIR:-/tmp}/kube-ipvs-gocache}" \
+      go build -o "$PEER" scripts/bench/peer/moby-ipvs-load.go
+  else
+    echo ">> moby/ipvs peer not built: apt-get install golang-go golang-github-docker-docker-dev" >&2
+  fi
   OUT=$(mktemp -d)
   for n in ${BENCH_DAEMON_SIZES-1000 10000}; do
     echo ">> daemon, $n services: fresh VM boot" >&2
-    bash scripts/vm/run.sh -t 3000 -w "$OUT" -- \
-      env BENCH_OUT="$OUT/daemon.jsonl" node_modules/.bin/node dist/scripts/bench/daemon-latency.js "$n" 10 "${BENCH_DAEMON_CHANGES:-1000}" >&2
+    bash scripts/vm/run.sh -t 5400 -w "$OUT" -- \
+      env BENCH_OUT="$OUT/daemon.jsonl" BENCH_CHURN_SECONDS="${BENCH_CHURN_SECONDS:-60}" BENCH_CHURN_RATE="${BENCH_CHURN_RATE:-1000}" \
+      BENCH_PEER_GETS="${BENCH_PEER_GETS:-0}" BENCH_PEER_RUNS="${BENCH_PEER_RUNS:-5}" node_modules/.bin/node dist/scripts/bench/daemon-latency.js "$n" 10 "${BENCH_DAEMON_CHANGES:-1000}" >&2
   done
   node_modules/.bin/node dist/scripts/bench/report-daemon.js "$OUT/daemon.jsonl"
   rm -rf "$OUT"

@@ -1,0 +1,129 @@
+// Churn: endpoint updates at a fixed rate across random Services, written into the fake API
+// server in this process (an HTTP client in the TCG guest could not send 1,000/s; the daemon
+// still receives every change through its watch), while the daemon runs. Each update replaces one endpoint of a random Service (a pod replaced) and
+// carries endpoints.kubernetes.io/last-change-trigger-time, so the daemon's own
+// kubeproxy_network_programming_duration_seconds histogram times every change from the API
+// write to the end of the sync that applied it. Afterwards the kernel is compared with what
+// the API state implies (daemon-oracle.ts) until they match.
+import { Ipvs } from '../../lib/kernel/ipvs/ipvs';
+import { FakeApiServer } from '../../lib/testing/fake-apiserver';
+import { LogLine, LoggedProcess } from '../../lib/testing/processes';
+import { benchSlice } from './daemon-fixtures';
+import { compareKernel, desiredFromApi, TableComparison } from './daemon-oracle';
+import { histogramDelta, metric, rssBytes, scrape } from './process-memory';
+
+export interface ChurnOptions {
+  readonly server: FakeApiServer;
+  readonly daemon: LoggedProcess;
+  readonly ipvs: Ipvs;
+  readonly metricsUrl: string;
+  readonly services: number;
+  readonly endpoints: number;
+  readonly rate: number;
+  readonly seconds: number;
+  /** change numbers start here (replacementIP of each must differ from the earlier changes') */
+  readonly firstGen: number;
+  /** give up waiting for the kernel to match after this long */
+  readonly settleTimeoutMs?: number;
+}
+
+export interface ChurnResult {
+  readonly targetRate: number;
+  readonly seconds: number;
+  readonly updates: number;
+  readonly achievedRate: number;
+  /** network programming latency (API write -> end of the sync that applied it), from the daemon's histogram */
+  readonly lag: { count: number; meanSeconds: number; p99AtMostSeconds: number; maxAtMostSeconds: number };
+  readonly syncs: number;
+  /** queue depth: most Services one sync re-planned, and the daemon's pending endpoint changes gauge at its highest sample */
+  readonly maxBatch: number;
+  readonly maxPending: number;
+  readonly maxSyncMs: number;
+  readonly ipvsWrites: number;
+  readonly execs: number;
+  /** from the last write until the kernel matched the API state (the oracle's planning and the compare's period included) */
+  readonly settleSeconds: number;
+  readonly final: TableComparison;
+  readonly rssStart: number;
+  readonly rssEnd: number;
+  readonly rssMax: number;
+  readonly heapStart: number;
+  readonly heapEnd: number;
+}
+
+const HISTOGRAM = 'kubeproxy_network_programming_duration_seconds';
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+export async function runChurn(o: ChurnOptions): Promise<ChurnResult> {
+  const pid = o.daemon.child.pid!;
+  const before = await scrape(o.metricsUrl);
+  const rssStart = rssBytes(pid);
+  const heapStart = metric(before, 'nodejs_heap_size_used_bytes');
+  const fromLine = o.daemon.lines.length;
+
+  let rssMax = rssStart;
+  let maxPending = 0;
+  let sampling = true;
+  const sampler = (async () => {
+    while (sampling) {
+      await sleep(1000);
+      rssMax = Math.max(rssMax, rssBytes(pid));
+      maxPending = Math.max(maxPending, metric(await scrape(o.metricsUrl), 'kubeproxy_sync_proxy_rules_endpoint_changes_pending'));
+    }
+  })();
+
+  // a fixed-seed generator: the same Services in the same order on every run
+  let seed = 12345;
+  const random = () => ((seed = (seed * 1103515245 + 12345) & 0x7fffffff) / 0x80000000);
+  let sent = 0;
+  const start = Date.now();
+  const end = start + o.seconds * 1000;
+  for (let now = start; now < end; now = Date.now()) {
+    // every write due by now, then yield (the watch streams to the daemon meanwhile)
+    const due = Math.floor(((now - start) * o.rate) / 1000);
+    for (; sent < due; sent++) {
+      const i = Math.floor(random() * o.services);
+      o.server.update(benchSlice(i, o.endpoints, ((o.firstGen + sent) % 65535) + 1, new Date()));
+    }
+    await sleep(1);
+  }
+  const lastWriteAt = Date.now();
+  const writingSeconds = (lastWriteAt - start) / 1000;
+
+  const desired = desiredFromApi(o.server);
+  const settleDeadline = Date.now() + (o.settleTimeoutMs ?? 300_000);
+  let final = await compareKernel(o.ipvs, desired);
+  while (final.wrong > 0 && Date.now() < settleDeadline) {
+    await sleep(500);
+    final = await compareKernel(o.ipvs, desired);
+  }
+  const settleSeconds = (Date.now() - lastWriteAt) / 1000;
+  // the sync that applied the last change may end after the kernel matched: its log line
+  await sleep(1500);
+  sampling = false;
+  await sampler;
+  const after = await scrape(o.metricsUrl);
+
+  const syncs = o.daemon.lines.slice(fromLine).filter((l: LogLine) => l.message === 'sync done');
+  const num = (l: LogLine, k: string) => (typeof l[k] === 'number' ? (l[k] as number) : 0);
+  return {
+    targetRate: o.rate,
+    seconds: writingSeconds,
+    updates: sent,
+    achievedRate: sent / writingSeconds,
+    lag: histogramDelta(before, after, HISTOGRAM),
+    syncs: syncs.length,
+    maxBatch: Math.max(0, ...syncs.filter((l) => l.full !== true).map((l) => num(l, 'replanned'))),
+    maxPending,
+    maxSyncMs: Math.max(0, ...syncs.map((l) => num(l, 'durationMs'))),
+    ipvsWrites: syncs.reduce((n, l) => n + num(l, 'ipvsWrites'), 0),
+    execs: syncs.reduce((n, l) => n + num(l, 'execs'), 0),
+    settleSeconds,
+    final,
+    rssStart,
+    rssEnd: rssBytes(pid),
+    rssMax,
+    heapStart,
+    heapEnd: metric(after, 'nodejs_heap_size_used_bytes'),
+  };
+}

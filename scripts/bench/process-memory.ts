@@ -1,0 +1,45 @@
+// Memory and metrics of the daemon process under benchmark: VmRSS from /proc/<pid>/status,
+// and the daemon's Prometheus text (/metrics, prom-client's default nodejs_* series included).
+import { readFileSync } from 'node:fs';
+
+/** VmRSS of process `pid`, bytes. */
+export function rssBytes(pid: number): number {
+  const m = /^VmRSS:\s+(\d+) kB$/m.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
+  if (!m) throw new Error(`no VmRSS in /proc/${pid}/status`);
+  return Number(m[1]) * 1024;
+}
+
+/** One scrape: series text (name plus labels, as exposed) -> value. */
+export type Scrape = Map<string, number>;
+
+export async function scrape(url: string): Promise<Scrape> {
+  const r = await fetch(url);
+  if (!r.ok) throw new Error(`GET ${url}: HTTP ${r.status}`);
+  const out: Scrape = new Map();
+  for (const line of (await r.text()).split('\n')) {
+    if (!line || line.startsWith('#')) continue;
+    const sp = line.lastIndexOf(' ');
+    out.set(line.slice(0, sp), Number(line.slice(sp + 1)));
+  }
+  return out;
+}
+
+export function metric(s: Scrape, series: string): number {
+  const v = s.get(series);
+  if (v === undefined) throw new Error(`the daemon's /metrics has no ${series}`);
+  return v;
+}
+
+/** What a histogram observed between two scrapes: count, mean, and the bucket bounds of p99 and max. */
+export function histogramDelta(before: Scrape, after: Scrape, name: string): { count: number; meanSeconds: number; p99AtMostSeconds: number; maxAtMostSeconds: number } {
+  const buckets: { le: number; n: number }[] = [];
+  for (const [k, v] of after) {
+    const m = new RegExp(`^${name}_bucket\\{le="([^"]+)"\\}$`).exec(k);
+    if (m) buckets.push({ le: m[1] === '+Inf' ? Infinity : Number(m[1]), n: v - (before.get(k) ?? 0) });
+  }
+  buckets.sort((a, b) => a.le - b.le);
+  const count = metric(after, `${name}_count`) - (before.get(`${name}_count`) ?? 0);
+  const sum = metric(after, `${name}_sum`) - (before.get(`${name}_sum`) ?? 0);
+  const first = (n: number) => buckets.find((b) => b.n >= n)?.le ?? Infinity;
+  return { count, meanSeconds: count ? sum / count : 0, p99AtMostSeconds: first(Math.ceil(count * 0.99)), maxAtMostSeconds: first(count) };
+}

@@ -1,0 +1,28 @@
+import { histogramDelta, rssBytes, Scrape } from '../../../scripts/bench/process-memory';
+
+describe('histogramDelta', () => {
+  const h = (counts: [string, number][], sum: number): Scrape =>
+    new Map<string, number>([...counts.map(([le, n]): [string, number] => [`lag_bucket{le="${le}"}`, n]), ['lag_sum', sum], ['lag_count', counts[counts.length - 1]![1]]]);
+
+  it('counts only what was observed between the scrapes, with the p99 and max bucket bounds', () => {
+    const before = h([['0.25', 10], ['0.5', 10], ['1', 10], ['+Inf', 10]], 1);
+    // 200 more: 197 under 0.25 s, 2 under 0.5 s, 1 under 1 s
+    const after = h([['0.25', 207], ['0.5', 209], ['1', 210], ['+Inf', 210]], 31);
+    expect(histogramDelta(before, after, 'lag')).toEqual({ count: 200, meanSeconds: 0.15, p99AtMostSeconds: 0.5, maxAtMostSeconds: 1 });
+  });
+
+  it('says nothing was observed when the counts did not move', () => {
+    const s = h([['0.25', 3], ['+Inf', 3]], 0.3);
+    expect(histogramDelta(s, s, 'lag')).toEqual({ count: 0, meanSeconds: 0, p99AtMostSeconds: 0.25, maxAtMostSeconds: 0.25 });
+  });
+
+  it('fails naming the series when the histogram is not exposed', () => {
+    expect(() => histogramDelta(new Map(), new Map(), 'lag')).toThrow('no lag_count');
+  });
+});
+
+describe('rssBytes', () => {
+  it('reads VmRSS of a live process in bytes', () => {
+    expect(rssBytes(process.pid)).toBeGreaterThan(1 << 20);
+  });
+});
