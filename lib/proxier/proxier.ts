@@ -161,6 +161,14 @@ function opKey(op: IpvsOp): string {
   return `${op.kind} ${vs}${rs}${sched}`;
 }
 
+/** rtnetlink address requests in flight at once */
+const BIND_WINDOW = 32;
+
+/** Runs `f` over `items`, at most `window` at a time (each window awaited whole). */
+async function inWindows<T>(items: readonly T[], window: number, f: (item: T) => Promise<void>): Promise<void> {
+  for (let i = 0; i < items.length; i += window) await Promise.all(items.slice(i, i + window).map(f));
+}
+
 function serviceOf(servicePortKey: string): string {
   return servicePortKey.slice(0, servicePortKey.indexOf(':'));
 }
@@ -617,9 +625,12 @@ export class Proxier {
     const index = this.kubeIpvs0Index;
     if (index === undefined) return;
     const { link } = this.deps;
-    for (const a of want) {
-      if (this.boundApplied.has(a)) continue;
-      counts.linkOps++;
+    const toBind = [...want].filter((a) => !this.boundApplied.has(a));
+    const toUnbind = [...this.boundApplied].filter((a) => !want.has(a));
+    counts.linkOps += toBind.length + toUnbind.length;
+    // BIND_WINDOW requests in flight at a time (a cold node binds every VIP: one request per
+    // address, and one round trip each would cost seconds per thousand in a slow guest)
+    await inWindows(toBind, BIND_WINDOW, async (a) => {
       try {
         await bindAddress(link, index, a);
         this.boundApplied.add(a);
@@ -627,10 +638,8 @@ export class Proxier {
         this.deps.log.error(`bind ${a} to ${KUBE_IPVS0}: ${(e as Error).message}`);
         this.needFullSync = true;
       }
-    }
-    for (const a of [...this.boundApplied]) {
-      if (want.has(a)) continue;
-      counts.linkOps++;
+    });
+    await inWindows(toUnbind, BIND_WINDOW, async (a) => {
       try {
         await unbindAddress(link, index, a);
         this.boundApplied.delete(a);
@@ -638,7 +647,7 @@ export class Proxier {
         this.deps.log.error(`unbind ${a} from ${KUBE_IPVS0}: ${(e as Error).message}`);
         this.needFullSync = true;
       }
-    }
+    });
   }
 
   /**

@@ -333,6 +333,28 @@ describe('Proxier over the kernel twins', () => {
     ]);
   });
 
+  it('binds a cold node\'s VIPs 32 requests at a time, every one of them', async () => {
+    const link = new FakeLink();
+    await link.addDummy('eth0');
+    await link.addAddress((await link.getLink('eth0')).index, '192.0.2.1');
+    let inFlight = 0;
+    let most = 0;
+    const add = link.addAddress.bind(link);
+    link.addAddress = async (index, address) => {
+      most = Math.max(most, ++inFlight);
+      await new Promise((r) => setImmediate(r));
+      inFlight--;
+      return add(index, address);
+    };
+    const t = await setup({ link });
+    for (let i = 0; i < 100; i++) t.services.onAdd(clusterIP(`s${i}`, `10.96.1.${i}`));
+    await t.start();
+    expect(most).toBe(32);
+    const kipvs = await t.link.getLink(KUBE_IPVS0);
+    expect((await t.link.listAddresses('ipv4')).filter((a) => a.ifindex === kipvs.index)).toHaveLength(100);
+    expect(last(t.results).linkOps).toBe(3 + 2 + 100);
+  });
+
   it('repairs drift on the periodic full sync', async () => {
     const t = await setup();
     t.addService(clusterIP('web', '10.96.0.10'), endpoints('web', '10.244.1.2'));
