@@ -131,7 +131,7 @@ export async function runDaemon(config: ProxyConfig, options: DaemonOptions): Pr
   }
   await applyIpvsTimeouts(ipvs, config, log);
   const metrics = new ProxyMetrics();
-  const exec = new ObservedExec(new ChildProcessExec(), (o) => metrics.execs.inc({ program: o.program, result: o.result }));
+  const exec = new ObservedExec(new ChildProcessExec(), (o) => metrics.recordExec(o));
   // one instance for both families: its one `ipset save` reads every set, and each family's
   // sync touches only its own sets
   const ipset = createIpset(exec);

@@ -5,6 +5,7 @@
  */
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics, exponentialBuckets, linearBuckets } from 'prom-client';
 import type { SyncResult } from '../proxier/proxier';
+import type { ExecObservation } from '../kernel/exec';
 
 /** kube-proxy's network programming buckets: 0.25, 0.5, 1..59, 60..115 step 5, 120..300 step 30. */
 export const NETWORK_PROGRAMMING_BUCKETS: readonly number[] = [
@@ -31,7 +32,7 @@ export class ProxyMetrics {
   readonly noLocalEndpoints: Gauge<'traffic_policy'>;
   readonly restoreFailures: Counter;
   readonly netlinkOps: Counter<'kind' | 'result'>;
-  readonly execs: Counter;
+  readonly execs: Counter<'program' | 'result'>;
   readonly driftRepairs: Counter;
   readonly virtualServers: Gauge;
   readonly realServers: Gauge;
@@ -71,6 +72,15 @@ export class ProxyMetrics {
     this.realServers = new Gauge({ name: 'kube_ipvs_real_servers', help: 'IPVS real servers kube-ipvs manages', registers });
     this.draining = new Gauge({ name: 'kube_ipvs_draining_real_servers', help: 'Real servers at weight 0 waiting for their connections to end', registers });
     collectDefaultMetrics({ register: this.registry });
+  }
+
+  /**
+   * One external command: kube_ipvs_execs_total{program,result}; a failed iptables-restore
+   * (any backend, either family) also counts in kube-proxy's restore failures.
+   */
+  recordExec(o: ExecObservation): void {
+    this.execs.inc({ program: o.program, result: o.result });
+    if (o.result === 'error' && /^ip6?tables(-legacy|-nft)?-restore$/.test(o.program)) this.restoreFailures.inc();
   }
 
   /** One sync's figures. */

@@ -1,0 +1,70 @@
+// The /metrics contract: every series kube-proxy's IPVS mode registers (K8S
+// pkg/proxy/metrics/metrics.go; ../shared/reference/kube-proxy-ipvs.md §1.9), with its type,
+// labels and buckets, so dashboards and alerts written for kube-proxy keep working.
+import { exponentialBuckets } from 'prom-client';
+import { NETWORK_PROGRAMMING_BUCKETS, ProxyMetrics } from '../../lib/daemon/metrics';
+
+type Kind = 'counter' | 'gauge' | 'histogram';
+const KUBE_PROXY_IPVS: readonly [string, Kind, string[]][] = [
+  ['kubeproxy_sync_proxy_rules_duration_seconds', 'histogram', []],
+  ['kubeproxy_sync_full_proxy_rules_duration_seconds', 'histogram', []],
+  ['kubeproxy_sync_partial_proxy_rules_duration_seconds', 'histogram', []],
+  ['kubeproxy_sync_proxy_rules_last_queued_timestamp_seconds', 'gauge', []],
+  ['kubeproxy_sync_proxy_rules_last_timestamp_seconds', 'gauge', []],
+  ['kubeproxy_sync_proxy_rules_endpoint_changes_pending', 'gauge', []],
+  ['kubeproxy_sync_proxy_rules_endpoint_changes_total', 'counter', []],
+  ['kubeproxy_sync_proxy_rules_service_changes_pending', 'gauge', []],
+  ['kubeproxy_sync_proxy_rules_service_changes_total', 'counter', []],
+  ['kubeproxy_proxy_healthz_total', 'counter', ['code']],
+  ['kubeproxy_proxy_livez_total', 'counter', ['code']],
+  ['kubeproxy_network_programming_duration_seconds', 'histogram', []],
+  ['kubeproxy_sync_proxy_rules_no_local_endpoints_total', 'gauge', ['traffic_policy']],
+  ['kubeproxy_sync_proxy_rules_iptables_restore_failures_total', 'counter', []],
+];
+
+async function families(m: ProxyMetrics): Promise<Map<string, { type: string; labels: string[] }>> {
+  const out = new Map<string, { type: string; labels: string[] }>();
+  for (const f of await m.registry.getMetricsAsJSON()) {
+    const labels = new Set<string>();
+    for (const v of f.values as { labels: Record<string, unknown> }[]) for (const k of Object.keys(v.labels)) if (k !== 'le') labels.add(k);
+    out.set(f.name, { type: String(f.type), labels: [...labels].sort() });
+  }
+  return out;
+}
+
+describe('ProxyMetrics: kube-proxy IPVS mode series', () => {
+  it('registers each of them with kube-proxy\'s type and labels', async () => {
+    const m = new ProxyMetrics();
+    m.healthzTotal.inc({ code: '200' });
+    m.livezTotal.inc({ code: '200' });
+    m.noLocalEndpoints.set({ traffic_policy: 'internal' }, 0);
+    const got = await families(m);
+    for (const [name, type, labels] of KUBE_PROXY_IPVS) {
+      expect({ name, ...got.get(name) }).toEqual({ name, type, labels });
+    }
+  });
+
+  it("uses kube-proxy's buckets", async () => {
+    const m = new ProxyMetrics();
+    const bounds = async (name: string) =>
+      ((await m.registry.getSingleMetric(name)!.get()).values as { labels: { le?: number | string } }[])
+        .map((v) => v.labels.le)
+        .filter((le): le is number => typeof le === 'number');
+    expect(await bounds('kubeproxy_sync_proxy_rules_duration_seconds')).toEqual(exponentialBuckets(0.001, 2, 15));
+    expect(await bounds('kubeproxy_network_programming_duration_seconds')).toEqual(NETWORK_PROGRAMMING_BUCKETS);
+    expect(NETWORK_PROGRAMMING_BUCKETS.slice(0, 4)).toEqual([0.25, 0.5, 1, 2]);
+    expect(NETWORK_PROGRAMMING_BUCKETS.slice(-3)).toEqual([240, 270, 300]);
+  });
+
+  it('execs by program and result; a failed iptables-restore of any backend counts as a restore failure', async () => {
+    const m = new ProxyMetrics();
+    for (const o of [
+      { program: 'ipset', result: 'ok' }, { program: 'iptables-restore', result: 'ok' },
+      { program: 'iptables-legacy-restore', result: 'error' }, { program: 'ip6tables-nft-restore', result: 'error' },
+      { program: 'iptables-save', result: 'error' },
+    ] as const) m.recordExec(o);
+    const execs = (await m.execs.get()).values.map((v) => `${v.labels.program} ${v.labels.result} ${v.value}`).sort();
+    expect(execs).toEqual(['ip6tables-nft-restore error 1', 'ipset ok 1', 'iptables-legacy-restore error 1', 'iptables-restore ok 1', 'iptables-save error 1']);
+    expect((await m.restoreFailures.get()).values[0]!.value).toBe(2);
+  });
+});
