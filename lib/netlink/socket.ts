@@ -54,6 +54,12 @@ export interface GenlReply {
 export interface GenlRequest {
   readonly cmd: number;
   readonly attrs: Buffer;
+  /**
+   * nlmsg_type; the socket's familyId when absent. nfnetlink (ctnetlink) puts its message
+   * type here, and its struct nfgenmsg {family u8, version u8, res_id be16} has the layout
+   * of struct genlmsghdr {cmd u8, version u8, reserved u16}: cmd carries nfgen_family.
+   */
+  readonly type?: number;
 }
 
 /** Why the kernel refused one request. */
@@ -161,7 +167,7 @@ export class GenlSocket {
   }
 
   private encode(req: GenlRequest, seq: number, flags: number): Buffer {
-    return encodeGenlMessage({ familyId: this.familyId, flags, seq, cmd: req.cmd, version: this.version }, req.attrs);
+    return encodeGenlMessage({ familyId: req.type ?? this.familyId, flags, seq, cmd: req.cmd, version: this.version }, req.attrs);
   }
 
   /**
@@ -282,7 +288,7 @@ export class GenlSocket {
       for (let k = 0; k < count; k++) {
         const req = reqs[first + k]!;
         const flags = NLM_F.REQUEST | (k === count - 1 ? NLM_F.ACK : 0);
-        off += writeGenlMessage(datagram, off, { familyId: this.familyId, flags, seq: firstSeq + k, cmd: req.cmd, version: this.version }, req.attrs);
+        off += writeGenlMessage(datagram, off, { familyId: req.type ?? this.familyId, flags, seq: firstSeq + k, cmd: req.cmd, version: this.version }, req.attrs);
       }
       this.chunks.add(chunk);
       this.transport.send(datagram).catch((e: Error) => chunk.fail(e));
