@@ -43,6 +43,8 @@ import { Clock } from './clock';
 import { IpFamily } from '../model/ip-family';
 import { SetName, ipsetName } from '../model/names';
 import { ipsetAddress } from '../model/ipset';
+import { Conntrack } from '../kernel/conntrack/conntrack';
+import { conntrackCleanupTriggers, conntrackFrontends, staleConntrackFlows } from '../reconcile/stale-conntrack';
 
 const E = osConstants.errno;
 
@@ -109,6 +111,11 @@ export interface ProxierDeps {
   readonly drainTimeoutMs?: number;
   /** how often draining real servers' connection counts are read (default 15 s) */
   readonly drainCheckIntervalMs?: number;
+  /**
+   * the conntrack table: after a sync in which a UDP/SCTP virtual server lost a real server
+   * (or got its first one), its stale entries are deleted. None: no conntrack cleanup.
+   */
+  readonly conntrack?: Conntrack;
   /** called after every sync (metrics) */
   readonly onSync?: (result: SyncResult, driftRepaired: boolean) => void;
 }
@@ -127,6 +134,8 @@ export interface SyncResult {
   readonly linkOps: number;
   /** ipset + iptables processes started */
   readonly execs: number;
+  /** ctnetlink requests: conntrack dumps (one per family and cleaned protocol) + entry deletes */
+  readonly conntrackOps: number;
   readonly durationMs: number;
 }
 
@@ -181,6 +190,8 @@ export class Proxier {
   private readonly retries = new Map<string, { attempt: number; at: number }>();
   /** Services whose ops the kernel refused in the current sync */
   private readonly failedThisSync = new Set<string>();
+  /** conntrack tables ("ipv4/17") to clean of stale entries after this sync's IPVS changes */
+  private readonly conntrackPending = new Set<string>();
   /** refusals already reported, per service (reported again only when they change) */
   private readonly reportedRefusals = new Map<string, string>();
 
@@ -190,7 +201,7 @@ export class Proxier {
   lastResult: SyncResult | undefined;
   /** service ports with a Local traffic policy and no local endpoint (kubeproxy_sync_proxy_rules_no_local_endpoints_total) */
   readonly noLocalEndpoints = { internal: 0, external: 0 };
-  readonly totals = { syncs: 0, fullSyncs: 0, ipvsWrites: 0, ipvsFailures: 0, execs: 0, driftRepairs: 0 };
+  readonly totals = { syncs: 0, fullSyncs: 0, ipvsWrites: 0, ipvsFailures: 0, execs: 0, driftRepairs: 0, conntrackDeleted: 0 };
 
   constructor(
     private readonly deps: ProxierDeps,
@@ -281,7 +292,7 @@ export class Proxier {
     const clock = this.deps.clock;
     const start = clock.now();
     const full = this.needFullSync || start - this.lastFullSyncAt >= this.settings.syncPeriodMs;
-    const counts = { ipvsWrites: 0, ipvsReads: 0, ipvsFailures: 0, linkOps: 0, execs: 0 };
+    const counts = { ipvsWrites: 0, ipvsReads: 0, ipvsFailures: 0, linkOps: 0, execs: 0, conntrackOps: 0 };
     let replanned = 0;
     let drift = false;
     try {
@@ -300,6 +311,10 @@ export class Proxier {
         const before = this.plans.get(name) ?? [];
         const after = this.planService(name);
         for (const k of this.index.replace(before, after)) touched.add(k);
+        if (this.deps.conntrack) {
+          const vss = (plans: readonly ServicePortPlan[]) => plans.flatMap((p) => p.virtualServers);
+          for (const t of conntrackCleanupTriggers(vss(before), vss(after))) this.conntrackPending.add(t);
+        }
         for (const p of before) this.countNoLocal(p, -1);
         for (const p of after) this.countNoLocal(p, +1);
         if (after.length > 0) this.plans.set(name, after);
@@ -375,6 +390,9 @@ export class Proxier {
       });
       this.runner.retryAfter(delay);
     }
+    // after the IPVS changes (a flow deleted before its real server would be re-created to it);
+    // even after a failed sync, for what was applied
+    if (this.conntrackPending.size > 0) await this.cleanStaleConntrack(counts);
     const result: SyncResult = { full, replanned, ...counts, durationMs: clock.now() - start };
     this.lastResult = result;
     this.lastSyncAt = clock.now();
@@ -383,9 +401,52 @@ export class Proxier {
     this.totals.ipvsWrites += counts.ipvsWrites;
     this.totals.ipvsFailures += counts.ipvsFailures;
     this.totals.execs += counts.execs;
-    this.deps.log.log(full || counts.ipvsWrites > 0 || counts.execs > 0 ? 'info' : 'verbose', 'sync done', { ...result });
+    this.deps.log.log(full || counts.ipvsWrites > 0 || counts.execs > 0 || counts.conntrackOps > 0 ? 'info' : 'verbose', 'sync done', { ...result });
     this.deps.onSync?.(result, drift);
     return result;
+  }
+
+  /**
+   * Deletes the stale conntrack entries of the pending tables (kube-proxy's
+   * conntrack.CleanStaleEntries): one filtered dump per family and protocol, then one batch of
+   * deletes. Never throws: a failure is logged and the IPVS sync stands.
+   */
+  private async cleanStaleConntrack(counts: { conntrackOps: number }): Promise<void> {
+    const ct = this.deps.conntrack;
+    const tables = [...this.conntrackPending].sort();
+    this.conntrackPending.clear();
+    if (!ct) return;
+    const frontends = conntrackFrontends(this.index.virtualServers().values());
+    let deleted = 0;
+    let gone = 0;
+    let examined = 0;
+    for (const table of tables) {
+      const [family, proto] = table.split('/') as [IpFamily, string];
+      const protocol = Number(proto);
+      const name = `${family} ${PROTOCOL_NAMES[protocol] ?? protocol}`;
+      try {
+        counts.conntrackOps++;
+        const flows = await ct.listFlows(family, protocol);
+        examined += flows.length;
+        const stale = staleConntrackFlows(flows, frontends.filter((f) => f.family === family && f.protocol === protocol));
+        if (stale.length === 0) continue;
+        counts.conntrackOps += stale.length;
+        const r = await ct.deleteFlows(stale);
+        deleted += r.deleted;
+        gone += r.gone;
+        for (const f of r.failures.slice(0, 5)) this.deps.log.error(f.error.message, { errno: f.error.errnoName });
+        if (r.failures.length > 5) this.deps.log.error(`conntrack ${name}: ${r.failures.length - 5} more deletes refused`);
+      } catch (e) {
+        this.deps.log.error(`conntrack ${name}: stale entry cleanup failed (IPVS is synced): ${(e as Error).message}`, {
+          code: (e as { code?: string }).code,
+        });
+      }
+    }
+    this.totals.conntrackDeleted += deleted;
+    const names = tables.map((t) => `${t.split('/')[0]} ${PROTOCOL_NAMES[Number(t.split('/')[1])] ?? t}`);
+    this.deps.log.info(`conntrack: deleted ${deleted} stale entries (${names.join(', ')})`, {
+      tables, examined, deleted, alreadyGone: gone,
+    });
   }
 
   /** Re-reads links and addresses: kube-ipvs0 (created if missing), bound and local addresses. */
