@@ -11,6 +11,8 @@
  * for the kubelet to restart it, as kube-proxy does) only when a field that needs a restart
  * changed (API connection, node name, bind addresses, masqueradeBit, mode, feature gates).
  */
+import { Conntrack } from '../kernel/conntrack/conntrack';
+import { openConntrack } from '../kernel/conntrack/conntrack-netlink';
 import os from 'node:os';
 import http from 'node:http';
 import { ProxyConfig } from '../config/proxy-config';
@@ -126,6 +128,13 @@ export async function runDaemon(config: ProxyConfig, options: DaemonOptions): Pr
     return 1;
   }
   await applyIpvsTimeouts(ipvs, config, log);
+  // stale UDP/SCTP conntrack cleanup; without ctnetlink the proxy still runs, without it
+  let conntrack: Conntrack | undefined;
+  try {
+    conntrack = openConntrack();
+  } catch (e) {
+    log.error(`${(e as Error).message}; stale UDP conntrack entries will not be cleaned`);
+  }
   const exec = new ChildProcessExec();
   // one instance for both families: its one `ipset save` reads every set, and each family's
   // sync touches only its own sets
@@ -169,6 +178,7 @@ export async function runDaemon(config: ProxyConfig, options: DaemonOptions): Pr
   const proxier = new Proxier(
     {
       ipvs, link, ipsets, iptables, source, events, randomFully,
+      ...(conntrack ? { conntrack } : {}),
       planner: { planServicePort },
       clock: systemClock,
       log: componentLog('proxier'),
@@ -308,5 +318,6 @@ export async function runDaemon(config: ProxyConfig, options: DaemonOptions): Pr
   for (const s of servers) s.close();
   ipvs.close();
   link.close();
+  conntrack?.close();
   return code;
 }
