@@ -13,8 +13,8 @@
 //       conntrack entries of a deleted real server's IPVS connections; the daemon's dump then
 //       finds none or the one it lost the race for);
 //     - the control: the same blackhole on a virtual server kube-ipvs does not own (ipvsadm by
-//       hand), where nobody cleans: the client's packets are lost until the stale flow is
-//       deleted with ConntrackNetlink.
+//       hand), where nobody cleans: the first packet after IPVS takes over is lost (on this
+//       6.1 kernel IPVS then drops the stale entry itself; the next packet gets through).
 //
 // Addresses: pods 10.244.0.0/16 (clusterCIDR; the upstream router is 10.244.9.2), services
 // 10.96.0.0/16, the external client 192.0.2.2 behind the node address 192.0.2.1.
@@ -350,23 +350,24 @@ describe('conntrack: stale UDP flows and the real daemon', () => {
     expect((await flowsOf(CLIENT_PORT, VIP)).map((f) => f.reply.src)).toEqual([POD2.ip]);
   });
 
-  it('control: the same blackhole on a virtual server nobody cleans loses the client\'s packets until the stale flow is deleted', async () => {
+  it('control: on a virtual server nobody cleans, the stale flow costs the first packet after IPVS takes over', async () => {
     expect(await clients.ask(CONTROL_PORT, 'a', 3_000)).toBeUndefined();
+    const stale = await flowsOf(CONTROL_PORT, FOREIGN_VIP);
+    expect(stale.map((f) => `${f.reply.src}:${f.reply.srcPort} -> ${f.reply.dst}`)).toEqual([`${FOREIGN_VIP}:53 -> ${UPSTREAM.gw}`]);
+    // and the cleanup would pick it
+    const frontend = { family: 'ipv4' as const, protocol: UDP, address: FOREIGN_VIP, port: 53, endpoints: [{ address: POD1.ip, port: 5353 }] };
+    expect(staleConntrackFlows(stale, [frontend])).toEqual(stale);
     // a virtual server kube-ipvs does not own (not on kube-ipvs0, not in its sets): never touched
     run('ip', ['link', 'add', 'ctl0', 'type', 'dummy']);
     run('ip', ['addr', 'add', `${FOREIGN_VIP}/32`, 'dev', 'ctl0']);
     run('ip', ['link', 'set', 'ctl0', 'up']);
     run('ipvsadm', ['-A', '-u', `${FOREIGN_VIP}:53`, '-s', 'rr']);
     run('ipvsadm', ['-a', '-u', `${FOREIGN_VIP}:53`, '-r', `${POD1.ip}:5353`, '-m']);
-    // IPVS forwards to pod1, but the packet is still masqueraded by the stale entry, whose
-    // reply tuple names the ClusterIP: pod1's answer matches nothing and is lost
-    expect(await clients.ask(CONTROL_PORT, 'b', 3_000)).toBeUndefined();
-    expect(await clients.ask(CONTROL_PORT, 'c', 3_000)).toBeUndefined();
-    const flows = await flowsOf(CONTROL_PORT, FOREIGN_VIP);
-    const frontend = { family: 'ipv4' as const, protocol: UDP, address: FOREIGN_VIP, port: 53, endpoints: [{ address: POD1.ip, port: 5353 }] };
-    const stale = staleConntrackFlows(flows, [frontend]);
-    expect(stale.map((f) => f.reply.src)).toEqual([FOREIGN_VIP]);
-    expect(await ct.deleteFlows(stale)).toEqual({ deleted: 1, gone: 0, failures: [] });
-    expect(await clients.ask(CONTROL_PORT, 'd', 20_000)).toBe('pod1 d');
+    // as observed on the VM's 6.1 kernel: the first packet meets the stale entry and is lost,
+    // and the entry is gone after it (the daemon's cleanup made the first packet of the first
+    // test get through); the next packet starts afresh
+    expect(await clients.ask(CONTROL_PORT, 'b', 5_000)).toBeUndefined();
+    expect(await flowsOf(CONTROL_PORT, FOREIGN_VIP)).toEqual([]);
+    expect(await clients.ask(CONTROL_PORT, 'c', 20_000)).toBe('pod1 c');
   });
 });
