@@ -13,6 +13,8 @@
  * changed (API connection, node name, bind addresses, masqueradeBit, mode, feature gates).
  */
 import { readFile } from 'node:fs/promises';
+import { Conntrack } from '../kernel/conntrack/conntrack';
+import { openConntrack } from '../kernel/conntrack/conntrack-netlink';
 import os from 'node:os';
 import http from 'node:http';
 import { ProxyConfig } from '../config/proxy-config';
@@ -132,6 +134,13 @@ export async function runDaemon(config: ProxyConfig, options: DaemonOptions): Pr
   await applyIpvsTimeouts(ipvs, config, log);
   const metrics = new ProxyMetrics();
   const exec = new ObservedExec(new ChildProcessExec(), (o) => metrics.recordExec(o));
+  // stale UDP/SCTP conntrack cleanup; without ctnetlink the proxy still runs, without it
+  let conntrack: Conntrack | undefined;
+  try {
+    conntrack = openConntrack();
+  } catch (e) {
+    log.error(`${(e as Error).message}; stale UDP conntrack entries will not be cleaned`);
+  }
   // one instance for both families: its one `ipset save` reads every set, and each family's
   // sync touches only its own sets
   const ipset = createIpset(exec);
@@ -183,6 +192,7 @@ export async function runDaemon(config: ProxyConfig, options: DaemonOptions): Pr
       ipvs, link, ipsets, iptables, source, events, randomFully,
       // a full sync reads every real server from here: one read, not one dump per service
       readProcIpVs: () => readFile('/proc/net/ip_vs', 'latin1'), serviceHealth,
+      ...(conntrack ? { conntrack } : {}),
       planner: { planServicePort },
       clock: systemClock,
       log: componentLog('proxier'),
@@ -323,5 +333,6 @@ export async function runDaemon(config: ProxyConfig, options: DaemonOptions): Pr
   await serviceHealth.close();
   ipvs.close();
   link.close();
+  conntrack?.close();
   return code;
 }

@@ -63,6 +63,12 @@ export interface GenlReply {
 export interface GenlRequest {
   readonly cmd: number;
   readonly attrs: Buffer;
+  /**
+   * nlmsg_type; the socket's familyId when absent. nfnetlink (ctnetlink) puts its message
+   * type here, and its struct nfgenmsg {family u8, version u8, res_id be16} has the layout
+   * of struct genlmsghdr {cmd u8, version u8, reserved u16}: cmd carries nfgen_family.
+   */
+  readonly type?: number;
 }
 
 /** Why the kernel refused one request. */
@@ -172,7 +178,7 @@ export class GenlSocket {
   }
 
   private encode(req: GenlRequest, seq: number, flags: number): Buffer {
-    return encodeGenlMessage({ familyId: this.familyId, flags, seq, cmd: req.cmd, version: this.version }, req.attrs);
+    return encodeGenlMessage({ familyId: req.type ?? this.familyId, flags, seq, cmd: req.cmd, version: this.version }, req.attrs);
   }
 
   /**
@@ -302,7 +308,7 @@ export class GenlSocket {
       for (let k = 0; k < count; k++) {
         const req = reqs[first + k]!;
         const flags = NLM_F.REQUEST | (k === count - 1 ? NLM_F.ACK : 0);
-        off += writeGenlMessage(datagram, off, { familyId: this.familyId, flags, seq: firstSeq + k, cmd: req.cmd, version: this.version }, req.attrs);
+        off += writeGenlMessage(datagram, off, { familyId: req.type ?? this.familyId, flags, seq: firstSeq + k, cmd: req.cmd, version: this.version }, req.attrs);
       }
       this.chunks.add(chunk);
       this.transport.send(datagram).catch((e: Error) => chunk.fail(e));

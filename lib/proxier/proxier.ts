@@ -23,7 +23,7 @@ import { Iptables } from '../kernel/iptables/iptables';
 import { KUBE_IPVS0, Link, LinkAddress } from '../kernel/link/link';
 import { ensureDummyDevice, bindAddress, unbindAddress } from '../kernel/link/dummy-device';
 import { selectNodePortAddresses } from '../kernel/link/node-addresses';
-import { describeVirtualServer, realServerKey, virtualServerKey } from '../model/ipvs';
+import { PROTOCOL_NAMES, describeVirtualServer, realServerKey, virtualServerKey } from '../model/ipvs';
 import { Endpoint, Refusal, ServicePort } from '../model/service';
 import { LocalDetector } from '../plan/iptables';
 import {
@@ -48,6 +48,8 @@ import { Frontend, StatusResponse, SyncSummary } from '../model/views';
 import { IP_VS_SVC_F } from '../netlink/uapi/ip_vs';
 import { servicePortKey } from '../model/service';
 import { FrontendIds, buildServiceList } from './service-list';
+import { Conntrack } from '../kernel/conntrack/conntrack';
+import { conntrackCleanupTriggers, conntrackFrontends, staleConntrackFlows } from '../reconcile/stale-conntrack';
 
 const E = osConstants.errno;
 
@@ -122,6 +124,11 @@ export interface ProxierDeps {
   readonly readProcIpVs?: () => Promise<string>;
   /** the HealthCheckNodePort servers, fed after every successful sync */
   readonly serviceHealth?: ServiceHealthSink;
+  /**
+   * the conntrack table: after a sync in which a UDP/SCTP virtual server lost a real server
+   * (or got its first one), its stale entries are deleted. None: no conntrack cleanup.
+   */
+  readonly conntrack?: Conntrack;
   /** called after every sync (metrics) */
   readonly onSync?: (result: SyncResult, driftRepaired: boolean) => void;
 }
@@ -140,6 +147,8 @@ export interface SyncResult {
   readonly linkOps: number;
   /** ipset + iptables processes started */
   readonly execs: number;
+  /** ctnetlink requests: conntrack dumps (one per family and cleaned protocol) + entry deletes */
+  readonly conntrackOps: number;
   readonly durationMs: number;
 }
 
@@ -205,6 +214,8 @@ export class Proxier {
   private readonly retries = new Map<string, { attempt: number; at: number }>();
   /** Services whose ops the kernel refused in the current sync */
   private readonly failedThisSync = new Set<string>();
+  /** conntrack tables ("ipv4/17") to clean of stale entries after this sync's IPVS changes */
+  private readonly conntrackPending = new Set<string>();
   /** refusals already reported, per service (reported again only when they change) */
   private readonly reportedRefusals = new Map<string, string>();
 
@@ -214,7 +225,7 @@ export class Proxier {
   lastResult: SyncResult | undefined;
   /** service ports with a Local traffic policy and no local endpoint (kubeproxy_sync_proxy_rules_no_local_endpoints_total) */
   readonly noLocalEndpoints = { internal: 0, external: 0 };
-  readonly totals = { syncs: 0, fullSyncs: 0, ipvsWrites: 0, ipvsFailures: 0, execs: 0, driftRepairs: 0 };
+  readonly totals = { syncs: 0, fullSyncs: 0, ipvsWrites: 0, ipvsFailures: 0, execs: 0, driftRepairs: 0, conntrackDeleted: 0 };
   /** the last full and partial syncs, for `kube-ipvs status` */
   private lastFull: SyncSummary | null = null;
   private lastPartial: SyncSummary | null = null;
@@ -311,7 +322,7 @@ export class Proxier {
     const clock = this.deps.clock;
     const start = clock.now();
     const full = this.needFullSync || start - this.lastFullSyncAt >= this.settings.syncPeriodMs;
-    const counts = { ipvsWrites: 0, ipvsReads: 0, ipvsFailures: 0, linkOps: 0, execs: 0 };
+    const counts = { ipvsWrites: 0, ipvsReads: 0, ipvsFailures: 0, linkOps: 0, execs: 0, conntrackOps: 0 };
     let replanned = 0;
     let drift = false;
     try {
@@ -332,6 +343,10 @@ export class Proxier {
         const { ports, plans: after } = this.planService(name);
         this.health.update(name, ports, after);
         for (const k of this.index.replace(before, after)) touched.add(k);
+        if (this.deps.conntrack) {
+          const vss = (plans: readonly ServicePortPlan[]) => plans.flatMap((p) => p.virtualServers);
+          for (const t of conntrackCleanupTriggers(vss(before), vss(after))) this.conntrackPending.add(t);
+        }
         for (const p of before) this.countNoLocal(p, -1);
         for (const p of after) this.countNoLocal(p, +1);
         if (after.length > 0) this.plans.set(name, after);
@@ -414,6 +429,9 @@ export class Proxier {
       });
       this.runner.retryAfter(delay);
     }
+    // after the IPVS changes (a flow deleted before its real server would be re-created to it);
+    // even after a failed sync, for what was applied
+    if (this.conntrackPending.size > 0) await this.cleanStaleConntrack(counts);
     const result: SyncResult = { full, replanned, ...counts, durationMs: clock.now() - start };
     this.lastResult = result;
     this.lastSyncAt = clock.now();
@@ -428,7 +446,7 @@ export class Proxier {
     };
     if (full) this.lastFull = summary;
     else this.lastPartial = summary;
-    this.deps.log.log(full || counts.ipvsWrites > 0 || counts.execs > 0 ? 'info' : 'verbose', 'sync done', { ...result });
+    this.deps.log.log(full || counts.ipvsWrites > 0 || counts.execs > 0 || counts.conntrackOps > 0 ? 'info' : 'verbose', 'sync done', { ...result });
     this.deps.onSync?.(result, drift);
     return result;
   }
@@ -449,6 +467,49 @@ export class Proxier {
       this.deps.log.warn('/proc/net/ip_vs could not be read or parsed: full syncs read every real server over netlink (one dump per virtual server)');
     }
     return listing.entries;
+  }
+
+  /**
+   * Deletes the stale conntrack entries of the pending tables (kube-proxy's
+   * conntrack.CleanStaleEntries): one filtered dump per family and protocol, then one batch of
+   * deletes. Never throws: a failure is logged and the IPVS sync stands.
+   */
+  private async cleanStaleConntrack(counts: { conntrackOps: number }): Promise<void> {
+    const ct = this.deps.conntrack;
+    const tables = [...this.conntrackPending].sort();
+    this.conntrackPending.clear();
+    if (!ct) return;
+    const frontends = conntrackFrontends(this.index.virtualServers().values());
+    let deleted = 0;
+    let gone = 0;
+    let examined = 0;
+    for (const table of tables) {
+      const [family, proto] = table.split('/') as [IpFamily, string];
+      const protocol = Number(proto);
+      const name = `${family} ${PROTOCOL_NAMES[protocol] ?? protocol}`;
+      try {
+        counts.conntrackOps++;
+        const flows = await ct.listFlows(family, protocol);
+        examined += flows.length;
+        const stale = staleConntrackFlows(flows, frontends.filter((f) => f.family === family && f.protocol === protocol));
+        if (stale.length === 0) continue;
+        counts.conntrackOps += stale.length;
+        const r = await ct.deleteFlows(stale);
+        deleted += r.deleted;
+        gone += r.gone;
+        for (const f of r.failures.slice(0, 5)) this.deps.log.error(f.error.message, { errno: f.error.errnoName });
+        if (r.failures.length > 5) this.deps.log.error(`conntrack ${name}: ${r.failures.length - 5} more deletes refused`);
+      } catch (e) {
+        this.deps.log.error(`conntrack ${name}: stale entry cleanup failed (IPVS is synced): ${(e as Error).message}`, {
+          code: (e as { code?: string }).code,
+        });
+      }
+    }
+    this.totals.conntrackDeleted += deleted;
+    const names = tables.map((t) => `${t.split('/')[0]} ${PROTOCOL_NAMES[Number(t.split('/')[1])] ?? t}`);
+    this.deps.log.info(`conntrack: deleted ${deleted} stale entries (${names.join(', ')})`, {
+      tables, examined, deleted, alreadyGone: gone,
+    });
   }
 
   /** Re-reads links and addresses: kube-ipvs0 (created if missing), bound and local addresses. */

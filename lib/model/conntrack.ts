@@ -1,0 +1,43 @@
+/**
+ * Netfilter conntrack entries as kube-ipvs sees them: the two tuples of a flow. Pure data;
+ * lib/netlink/conntrack-codec.ts maps it to ctnetlink bytes.
+ */
+import { IpFamily } from './ip-family';
+import { IPPROTO_SCTP, IPPROTO_TCP, IPPROTO_UDP } from '../netlink/uapi/ip_vs';
+
+/** One direction of a flow (canonical addresses; ports 0 for protocols without ports). */
+export interface ConntrackTuple {
+  readonly src: string;
+  readonly dst: string;
+  readonly srcPort: number;
+  readonly dstPort: number;
+}
+
+/** One conntrack entry: the original tuple (as the first packet came) and the reply tuple (after NAT/IPVS). */
+export interface ConntrackFlow {
+  readonly family: IpFamily;
+  /** IPPROTO_* of both tuples */
+  readonly protocol: number;
+  readonly orig: ConntrackTuple;
+  readonly reply: ConntrackTuple;
+  /** CTA_ZONE; 0 (the default zone) when the kernel sent none */
+  readonly zone: number;
+  /** CTA_ID: the kernel's id of this entry; a delete carrying it spares a newer entry with the same tuple */
+  readonly id?: number;
+}
+
+/** The conntrack protocol number of a Service protocol. */
+export const CONNTRACK_PROTOCOL = { TCP: IPPROTO_TCP, UDP: IPPROTO_UDP, SCTP: IPPROTO_SCTP } as const;
+
+const hostPort = (a: string, p: number): string => (a.includes(':') ? `[${a}]:${p}` : `${a}:${p}`);
+
+/** How logs name a flow: "UDP 10.0.0.1:40000 -> 10.96.0.10:53 (reply 10.244.1.5:53 -> 10.0.0.1:40000)". */
+export function describeFlow(f: ConntrackFlow): string {
+  const name = f.protocol === IPPROTO_UDP ? 'UDP' : f.protocol === IPPROTO_SCTP ? 'SCTP' : f.protocol === IPPROTO_TCP ? 'TCP' : `proto ${f.protocol}`;
+  return `${name} ${hostPort(f.orig.src, f.orig.srcPort)} -> ${hostPort(f.orig.dst, f.orig.dstPort)} (reply ${hostPort(f.reply.src, f.reply.srcPort)} -> ${hostPort(f.reply.dst, f.reply.dstPort)})${f.zone ? ` zone ${f.zone}` : ''}`;
+}
+
+/** The identity of an entry in the kernel's table: family, protocol, zone and orig tuple (what a delete names). */
+export function flowKey(f: ConntrackFlow): string {
+  return `${f.family}/${f.protocol}/${f.zone}/${hostPort(f.orig.src, f.orig.srcPort)}>${hostPort(f.orig.dst, f.orig.dstPort)}`;
+}
