@@ -37,6 +37,8 @@ export class ProxyMetrics {
   readonly virtualServers: Gauge;
   readonly realServers: Gauge;
   readonly draining: Gauge;
+  readonly conntrackSyncDuration: Histogram;
+  readonly conntrackDeleted: Counter;
 
   constructor() {
     const registers = [this.registry];
@@ -64,6 +66,9 @@ export class ProxyMetrics {
       labelNames: ['traffic_policy'],
       registers,
     });
+    // kube-proxy's conntrack reconciler (K8S PR #130204): one observation per cleanup that ran
+    this.conntrackSyncDuration = new Histogram({ name: 'kubeproxy_conntrack_reconciler_sync_duration_seconds', help: 'ReconcileConntrackFlowsLatency latency in seconds', buckets: dur, registers });
+    this.conntrackDeleted = new Counter({ name: 'kubeproxy_conntrack_reconciler_deleted_entries_total', help: 'Cumulative conntrack flows deleted by conntrack reconciler', registers });
     this.restoreFailures = new Counter({ name: 'kubeproxy_sync_proxy_rules_iptables_restore_failures_total', help: 'Cumulative proxy iptables restore failures', registers });
     this.netlinkOps = new Counter({ name: 'kube_ipvs_netlink_ops_total', help: 'IPVS netlink requests, by kind (read/write) and result', labelNames: ['kind', 'result'], registers });
     this.execs = new Counter({ name: 'kube_ipvs_execs_total', help: 'ipset and iptables processes run, by program and result (exit 0 or not)', labelNames: ['program', 'result'], registers });
@@ -92,6 +97,8 @@ export class ProxyMetrics {
     this.netlinkOps.inc({ kind: 'write', result: 'ok' }, r.ipvsWrites - r.ipvsFailures);
     this.netlinkOps.inc({ kind: 'write', result: 'error' }, r.ipvsFailures);
     this.netlinkOps.inc({ kind: 'read', result: 'ok' }, r.ipvsReads);
+    if (r.conntrackDurationMs !== undefined) this.conntrackSyncDuration.observe(r.conntrackDurationMs / 1000);
+    this.conntrackDeleted.inc(r.conntrackDeleted);
     if (drift) this.driftRepairs.inc();
     this.virtualServers.set(counts.virtualServers);
     this.realServers.set(counts.realServers);

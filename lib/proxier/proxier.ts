@@ -149,6 +149,10 @@ export interface SyncResult {
   readonly execs: number;
   /** ctnetlink requests: conntrack dumps (one per family and cleaned protocol) + entry deletes */
   readonly conntrackOps: number;
+  /** conntrack entries deleted (kubeproxy_conntrack_reconciler_deleted_entries_total) */
+  readonly conntrackDeleted: number;
+  /** how long the conntrack cleanup took; absent when none ran */
+  readonly conntrackDurationMs?: number;
   readonly durationMs: number;
 }
 
@@ -322,7 +326,7 @@ export class Proxier {
     const clock = this.deps.clock;
     const start = clock.now();
     const full = this.needFullSync || start - this.lastFullSyncAt >= this.settings.syncPeriodMs;
-    const counts = { ipvsWrites: 0, ipvsReads: 0, ipvsFailures: 0, linkOps: 0, execs: 0, conntrackOps: 0 };
+    const counts = { ipvsWrites: 0, ipvsReads: 0, ipvsFailures: 0, linkOps: 0, execs: 0, conntrackOps: 0, conntrackDeleted: 0 };
     let replanned = 0;
     let drift = false;
     try {
@@ -431,8 +435,15 @@ export class Proxier {
     }
     // after the IPVS changes (a flow deleted before its real server would be re-created to it);
     // even after a failed sync, for what was applied
-    if (this.conntrackPending.size > 0) await this.cleanStaleConntrack(counts);
-    const result: SyncResult = { full, replanned, ...counts, durationMs: clock.now() - start };
+    let conntrackDurationMs: number | undefined;
+    if (this.conntrackPending.size > 0) {
+      const ctStart = clock.now();
+      await this.cleanStaleConntrack(counts);
+      conntrackDurationMs = clock.now() - ctStart;
+    }
+    const result: SyncResult = {
+      full, replanned, ...counts, ...(conntrackDurationMs !== undefined ? { conntrackDurationMs } : {}), durationMs: clock.now() - start,
+    };
     this.lastResult = result;
     this.lastSyncAt = clock.now();
     this.totals.syncs++;
@@ -474,7 +485,7 @@ export class Proxier {
    * conntrack.CleanStaleEntries): one filtered dump per family and protocol, then one batch of
    * deletes. Never throws: a failure is logged and the IPVS sync stands.
    */
-  private async cleanStaleConntrack(counts: { conntrackOps: number }): Promise<void> {
+  private async cleanStaleConntrack(counts: { conntrackOps: number; conntrackDeleted: number }): Promise<void> {
     const ct = this.deps.conntrack;
     const tables = [...this.conntrackPending].sort();
     this.conntrackPending.clear();
@@ -506,6 +517,7 @@ export class Proxier {
       }
     }
     this.totals.conntrackDeleted += deleted;
+    counts.conntrackDeleted += deleted;
     const names = tables.map((t) => `${t.split('/')[0]} ${PROTOCOL_NAMES[Number(t.split('/')[1])] ?? t}`);
     this.deps.log.info(`conntrack: deleted ${deleted} stale entries (${names.join(', ')})`, {
       tables, examined, deleted, alreadyGone: gone,

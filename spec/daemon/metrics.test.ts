@@ -20,6 +20,8 @@ const KUBE_PROXY_IPVS: readonly [string, Kind, string[]][] = [
   ['kubeproxy_network_programming_duration_seconds', 'histogram', []],
   ['kubeproxy_sync_proxy_rules_no_local_endpoints_total', 'gauge', ['traffic_policy']],
   ['kubeproxy_sync_proxy_rules_iptables_restore_failures_total', 'counter', []],
+  ['kubeproxy_conntrack_reconciler_sync_duration_seconds', 'histogram', []],
+  ['kubeproxy_conntrack_reconciler_deleted_entries_total', 'counter', []],
 ];
 
 async function families(m: ProxyMetrics): Promise<Map<string, { type: string; labels: string[] }>> {
@@ -66,5 +68,15 @@ describe('ProxyMetrics: kube-proxy IPVS mode series', () => {
     const execs = (await m.execs.get()).values.map((v) => `${v.labels.program} ${v.labels.result} ${v.value}`).sort();
     expect(execs).toEqual(['ip6tables-nft-restore error 1', 'ipset ok 1', 'iptables-legacy-restore error 1', 'iptables-restore ok 1', 'iptables-save error 1']);
     expect((await m.restoreFailures.get()).values[0]!.value).toBe(2);
+  });
+
+  it('a sync with a conntrack cleanup observes its duration and adds its deletes; one without adds nothing', async () => {
+    const m = new ProxyMetrics();
+    const base = { full: false, replanned: 1, ipvsWrites: 1, ipvsReads: 0, ipvsFailures: 0, linkOps: 0, execs: 0, conntrackOps: 0, conntrackDeleted: 0, durationMs: 5 };
+    m.recordSync(base, false, { virtualServers: 1, realServers: 1, draining: 0 }, 1000);
+    m.recordSync({ ...base, conntrackOps: 3, conntrackDeleted: 2, conntrackDurationMs: 4 }, false, { virtualServers: 1, realServers: 1, draining: 0 }, 2000);
+    expect((await m.conntrackDeleted.get()).values[0]!.value).toBe(2);
+    const count = (await m.conntrackSyncDuration.get()).values.find((v) => v.metricName === 'kubeproxy_conntrack_reconciler_sync_duration_seconds_count');
+    expect(count!.value).toBe(1);
   });
 });
