@@ -164,7 +164,9 @@ if (!built) process.stderr.write(`image.vm.test: SKIPPED: ${ARCHIVE} is not buil
     expect(connect('', '10.96.7.10', 80).reply).toMatch(/^imgpod client=/);
     // kube-proxy's default log format (klog text), and the image carries the netlink addon
     // (without it the daemon warns that kernel error messages are off)
-    expect(daemon.text.some((l) => /^I\d{4} [\d:.]+ +\d+ proxier\] "sync done" full=true/.test(l))).toBe(true);
+    // (the virtual server is there before the sync that made it logs its end: wait for the line)
+    const isSyncDone = (l: string) => /^I\d{4} [\d:.]+ +\d+ proxier\] "sync done" full=true /.test(l);
+    await eventually('the first "sync done" line, klog text', () => daemon.text.filter(isSyncDone), (l) => l.length > 0, daemon);
     expect(daemon.text.filter((l) => l.includes('extended ack'))).toEqual([]);
   }, 600_000);
 
