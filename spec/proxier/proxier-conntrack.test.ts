@@ -18,6 +18,7 @@ import { TrackerSource } from '../../lib/tracker/tracker-source';
 import { planServicePort } from '../../lib/plan/plan-service-port';
 import { Proxier, ProxierSettings, SyncResult } from '../../lib/proxier/proxier';
 import { FakeClock } from '../../lib/testing/fake-clock';
+import { TWIN_SETTINGS } from '../../lib/testing/proxier-twins';
 import { makeEndpointSlice, makeService, svcPort } from '../../lib/testing/builders';
 import { ConntrackFlow } from '../../lib/model/conntrack';
 import type { V1EndpointSlice, V1Service } from '@kubernetes/client-node';
@@ -26,21 +27,7 @@ const NODE = 'node-a';
 const UDP = 17;
 const TCP = 6;
 
-const SETTINGS: ProxierSettings = {
-  families: ['ipv4'],
-  scheduler: 'rr',
-  syncPeriodMs: 30_000,
-  minSyncPeriodMs: 0,
-  excludeCIDRs: [],
-  excludeClusterCIDRs: [],
-  nodePortAddresses: [],
-  masqueradeAll: false,
-  masqueradeBit: 14,
-  clusterCIDRs: ['10.244.0.0/16'],
-  detectLocalMode: 'ClusterCIDR',
-  bridgeInterface: '',
-  interfaceNamePrefix: '',
-};
+const SETTINGS: ProxierSettings = TWIN_SETTINGS;
 
 class Lines extends Transport {
   readonly lines: { level: string; message: string }[] = [];

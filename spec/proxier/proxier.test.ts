@@ -20,6 +20,7 @@ import { Planner, Proxier, ProxierSettings, SyncResult } from '../../lib/proxier
 import { ServiceHealthSink } from '../../lib/proxier/service-health';
 import { DesiredIndex } from '../../lib/proxier/desired-index';
 import { FakeClock } from '../../lib/testing/fake-clock';
+import { TWIN_SETTINGS } from '../../lib/testing/proxier-twins';
 import { procIpVsText } from '../../lib/testing/proc-ip-vs-text';
 import { makeEndpointSlice, makeService, svcPort } from '../../lib/testing/builders';
 import { AF_INET, IPPROTO_TCP } from '../../lib/netlink/uapi/ip_vs';
@@ -39,21 +40,8 @@ function formatRestore(entries: readonly VirtualServerEntry[]): string[] {
 }
 const quiet = winston.createLogger({ silent: true });
 
-const SETTINGS: ProxierSettings = {
-  families: ['ipv4'],
-  scheduler: 'rr',
-  syncPeriodMs: 30_000,
-  minSyncPeriodMs: 0,
-  excludeCIDRs: [],
-  excludeClusterCIDRs: ['10.245.0.0/16'],
-  nodePortAddresses: [],
-  masqueradeAll: false,
-  masqueradeBit: 14,
-  clusterCIDRs: ['10.244.0.0/16'],
-  detectLocalMode: 'ClusterCIDR',
-  bridgeInterface: '',
-  interfaceNamePrefix: '',
-};
+// the twins' settings, with a second cluster excluded (multi-CNI)
+const SETTINGS: ProxierSettings = { ...TWIN_SETTINGS, excludeClusterCIDRs: ['10.245.0.0/16'] };
 
 function clusterIP(name: string, ip: string, annotations: Record<string, string> = {}): V1Service {
   return makeService('default', name, (s) => {
