@@ -171,3 +171,25 @@ export class ApiClient {
     return this.request('GET', item);
   }
 }
+
+/**
+ * The end-to-end daemons' KubeProxyConfiguration: node `node`, the fake API server's kubeconfig
+ * in `dir`, cluster 10.244.0.0/16, NodePorts on 192.0.2.0/24, and the given `ipvs:` lines.
+ */
+export function e2eProxyConfig(o: { dir: string; node: string; ipvs: readonly string[]; healthz?: string; metrics?: string }): string {
+  return [
+    'apiVersion: kubeproxy.config.k8s.io/v1alpha1',
+    'kind: KubeProxyConfiguration',
+    'mode: ipvs',
+    'clientConnection:',
+    `  kubeconfig: ${path.join(o.dir, 'kubeconfig')}`,
+    `hostnameOverride: ${o.node}`,
+    'clusterCIDR: 10.244.0.0/16',
+    'nodePortAddresses: [192.0.2.0/24]',
+    `healthzBindAddress: ${o.healthz ?? '127.0.0.1:10256'}`,
+    `metricsBindAddress: ${o.metrics ?? '127.0.0.1:10249'}`,
+    'ipvs:',
+    ...o.ipvs.map((l) => `  ${l}`),
+    '',
+  ].join('\n');
+}

@@ -28,7 +28,7 @@ import { FakeConntrack } from '../../lib/kernel/conntrack/fake-conntrack';
 import { Conntrack } from '../../lib/kernel/conntrack/conntrack';
 import { ConntrackFlow } from '../../lib/model/conntrack';
 import { staleConntrackFlows } from '../../lib/reconcile/stale-conntrack';
-import { ApiClient, LoggedProcess, LogLine, startFakeApiServer, startKubeIpvs } from '../../lib/testing/processes';
+import { ApiClient, e2eProxyConfig, LoggedProcess, LogLine, startFakeApiServer, startKubeIpvs } from '../../lib/testing/processes';
 import { deletePod, makePod, run, tryRun } from '../../lib/testing/netns';
 
 const UDP = 17;
@@ -264,21 +264,10 @@ describe('conntrack: stale UDP flows and the real daemon', () => {
       '--port', String(API_PORT), '--host', '127.0.0.1',
       '--fixtures', path.join(dir, 'fixtures.json'), '--kubeconfig-out', path.join(dir, 'kubeconfig'),
     ]);
-    fs.writeFileSync(path.join(dir, 'config.conf'), [
-      'apiVersion: kubeproxy.config.k8s.io/v1alpha1',
-      'kind: KubeProxyConfiguration',
-      'mode: ipvs',
-      'clientConnection:',
-      `  kubeconfig: ${path.join(dir, 'kubeconfig')}`,
-      `hostnameOverride: ${NODE}`,
-      'clusterCIDR: 10.244.0.0/16',
-      'nodePortAddresses: [192.0.2.0/24]',
-      'healthzBindAddress: 127.0.0.1:10266',
-      'metricsBindAddress: 127.0.0.1:10259',
-      'ipvs:',
-      '  syncPeriod: 10m',
-      '',
-    ].join('\n'));
+    fs.writeFileSync(
+      path.join(dir, 'config.conf'),
+      e2eProxyConfig({ dir, node: NODE, ipvs: ['syncPeriod: 10m'], healthz: '127.0.0.1:10266', metrics: '127.0.0.1:10259' }),
+    );
     daemon = startKubeIpvs(['--config', path.join(dir, 'config.conf'), '--v=2']);
     ct = openConntrack();
     const [e1, e2, c] = await Promise.all([

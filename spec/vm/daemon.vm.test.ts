@@ -10,7 +10,7 @@ import { ChildProcess, spawn } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { ApiClient, LoggedProcess, LogLine, startFakeApiServer, startKubeIpvs } from '../../lib/testing/processes';
+import { ApiClient, e2eProxyConfig, LoggedProcess, LogLine, startFakeApiServer, startKubeIpvs } from '../../lib/testing/processes';
 import { connect, deletePod, ip, makePod, run, startEchoServer, tryRun } from '../../lib/testing/netns';
 
 const API_PORT = 16443;
@@ -142,23 +142,7 @@ async function eventually<T>(what: string, f: () => T, ok: (v: T) => boolean, ti
 const isSync = (l: LogLine) => l.message === 'sync done';
 
 function config(dir: string, scheduler: string): string {
-  return [
-    'apiVersion: kubeproxy.config.k8s.io/v1alpha1',
-    'kind: KubeProxyConfiguration',
-    'mode: ipvs',
-    'clientConnection:',
-    `  kubeconfig: ${path.join(dir, 'kubeconfig')}`,
-    `hostnameOverride: ${NODE}`,
-    'clusterCIDR: 10.244.0.0/16',
-    'nodePortAddresses: [192.0.2.0/24]',
-    'healthzBindAddress: 127.0.0.1:10256',
-    'metricsBindAddress: 127.0.0.1:10249',
-    'ipvs:',
-    `  scheduler: ${scheduler}`,
-    '  syncPeriod: 10m',
-    '  excludeClusterCIDRs: [10.250.0.0/16]',
-    '',
-  ].join('\n');
+  return e2eProxyConfig({ dir, node: NODE, ipvs: [`scheduler: ${scheduler}`, 'syncPeriod: 10m', 'excludeClusterCIDRs: [10.250.0.0/16]'] });
 }
 
 /** A TCP client in `ns` that keeps one connection open and pings every 200 ms. */

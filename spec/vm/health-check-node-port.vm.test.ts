@@ -8,7 +8,7 @@ import fs from 'node:fs';
 import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
-import { ApiClient, LoggedProcess, LogLine, startFakeApiServer, startKubeIpvs } from '../../lib/testing/processes';
+import { ApiClient, e2eProxyConfig, LoggedProcess, LogLine, startFakeApiServer, startKubeIpvs } from '../../lib/testing/processes';
 import { deletePod, inNs, makePod, tryRun } from '../../lib/testing/netns';
 
 const API_PORT = 16444;
@@ -63,21 +63,7 @@ const busy = lbService('busy', '10.96.0.11', 30081, BUSY_HC_PORT, '203.0.113.11'
 const busySlice = slice('busy', [{ ip: '10.244.1.3', node: NODE }]);
 
 function config(dir: string): string {
-  return [
-    'apiVersion: kubeproxy.config.k8s.io/v1alpha1',
-    'kind: KubeProxyConfiguration',
-    'mode: ipvs',
-    'clientConnection:',
-    `  kubeconfig: ${path.join(dir, 'kubeconfig')}`,
-    `hostnameOverride: ${NODE}`,
-    'clusterCIDR: 10.244.0.0/16',
-    'nodePortAddresses: [192.0.2.0/24]',
-    'healthzBindAddress: 127.0.0.1:10256',
-    'metricsBindAddress: 127.0.0.1:10249',
-    'ipvs:',
-    '  syncPeriod: 10m',
-    '',
-  ].join('\n');
+  return e2eProxyConfig({ dir, node: NODE, ipvs: ['syncPeriod: 10m'] });
 }
 
 interface Probe {

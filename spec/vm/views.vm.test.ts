@@ -9,7 +9,7 @@ import { execFile } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { KUBE_IPVS_BIN, LoggedProcess, LogLine, startFakeApiServer, startKubeIpvs } from '../../lib/testing/processes';
+import { e2eProxyConfig, KUBE_IPVS_BIN, LoggedProcess, LogLine, startFakeApiServer, startKubeIpvs } from '../../lib/testing/processes';
 import { run, tryRun } from '../../lib/testing/netns';
 import { ServiceListResponse } from '../../lib/model/views';
 
@@ -51,23 +51,8 @@ const FIXTURES = [
 ];
 
 function config(dir: string): string {
-  return [
-    'apiVersion: kubeproxy.config.k8s.io/v1alpha1',
-    'kind: KubeProxyConfiguration',
-    'mode: ipvs',
-    'clientConnection:',
-    `  kubeconfig: ${path.join(dir, 'kubeconfig')}`,
-    `hostnameOverride: ${NODE}`,
-    'clusterCIDR: 10.244.0.0/16',
-    'nodePortAddresses: [192.0.2.0/24]',
-    'healthzBindAddress: 127.0.0.1:10256',
-    'metricsBindAddress: 127.0.0.1:10249',
-    'ipvs:',
-    '  scheduler: rr',
-    // no full sync during the test: the diff must see the drift before the daemon repairs it
-    '  syncPeriod: 30m',
-    '',
-  ].join('\n');
+  // no full sync during the test: the diff must see the drift before the daemon repairs it
+  return e2eProxyConfig({ dir, node: NODE, ipvs: ['scheduler: rr', 'syncPeriod: 30m'] });
 }
 
 /** `kube-ipvs ARGS` as its own process: exit code and output. */
