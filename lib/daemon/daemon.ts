@@ -134,7 +134,7 @@ export async function runDaemon(config: ProxyConfig, options: DaemonOptions): Pr
   await applyIpvsTimeouts(ipvs, config, log);
   const metrics = new ProxyMetrics();
   const exec = new ObservedExec(new ChildProcessExec(), (o) => metrics.recordExec(o));
-  // stale UDP/SCTP conntrack cleanup; without ctnetlink the proxy still runs, without it
+  // stale UDP/SCTP conntrack cleanup over ctnetlink; without ctnetlink the proxy runs without the cleanup
   let conntrack: Conntrack | undefined;
   try {
     conntrack = openConntrack();
