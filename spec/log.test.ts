@@ -1,4 +1,5 @@
 import { formatJson, formatText, levelForVerbosity, log, setLogFormat, setVerbosity } from '../lib/log';
+import { logLineTimeMs } from '../lib/testing/processes';
 
 describe('setVerbosity (--v)', () => {
   it.each<[number, string]>([
@@ -65,5 +66,14 @@ describe('--logging-format', () => {
     }
     expect(captured[0]).toMatch(/^I\d{4} [\d:.]+ +\d+ c\] "hello" n=1$/);
     expect(JSON.parse(captured[1]!)).toEqual(expect.objectContaining({ level: 'info', v: 0, component: 'c', msg: 'hello', n: 1 }));
+  });
+});
+
+describe('logLineTimeMs (the e2e and bench clocks read the JSON lines)', () => {
+  it("reads klog's ts (seconds) and the older ISO timestamp alike", () => {
+    const at = Date.UTC(2026, 10, 23, 15, 30, 12, 345);
+    const line = JSON.parse(formatJson({ level: 'info', message: 'm', [Symbol.for('level')]: 'info' } as never, new Date(at)));
+    expect(logLineTimeMs(line)).toBe(at);
+    expect(logLineTimeMs({ timestamp: new Date(at).toISOString() })).toBe(at);
   });
 });

@@ -193,3 +193,8 @@ export function e2eProxyConfig(o: { dir: string; node: string; ipvs: readonly st
     '',
   ].join('\n');
 }
+
+/** When the daemon wrote a JSON log line, in ms since the epoch (klog's `ts` is in seconds). */
+export function logLineTimeMs(l: LogLine): number {
+  return typeof l.ts === 'number' ? l.ts * 1000 : Date.parse(String(l.timestamp));
+}

@@ -21,7 +21,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { openIpvs } from '../../lib/kernel/ipvs/ipvs-netlink';
 import { FakeApiServer, kubeconfigFor } from '../../lib/testing/fake-apiserver';
-import { LogLine, LoggedProcess, startKubeIpvs } from '../../lib/testing/processes';
+import { LogLine, LoggedProcess, logLineTimeMs, startKubeIpvs } from '../../lib/testing/processes';
 import { AF_INET, IPPROTO_TCP } from '../../lib/netlink/uapi/ip_vs';
 import { benchObjects, benchSlice, clusterIP } from './daemon-fixtures';
 import { runChurn } from './daemon-churn';
@@ -111,7 +111,7 @@ async function main(): Promise<void> {
     const t0 = Date.now();
     const daemon = startKubeIpvs(['--config', cfg, '--v=2']);
     const first = await daemon.waitFor(isSync, what, 0, 3_600_000);
-    return { daemon, first, seconds: (Date.parse(String(first.timestamp)) - t0) / 1000 };
+    return { daemon, first, seconds: (logLineTimeMs(first) - t0) / 1000 };
   };
   const syncFigures = (l: LogLine) => ({ syncSeconds: (l.durationMs as number) / 1000, ipvsWrites: l.ipvsWrites, ipvsReads: l.ipvsReads, execs: l.execs, linkOps: l.linkOps });
 
@@ -135,7 +135,7 @@ async function main(): Promise<void> {
     const done = await daemon.waitFor((l) => isSync(l) && (l.ipvsWrites as number) > 0, `change ${n}`, from, 600_000);
     const failed = failureOf(daemon, done);
     if (failed) throw new Error(`the sync that applied change ${n} failed: ${failed}`);
-    latencies.push(Date.parse(String(done.timestamp)) - t);
+    latencies.push(logLineTimeMs(done) - t);
     writes.add(done.ipvsWrites as number);
     reads.add(done.ipvsReads as number);
     execs.add(done.execs as number);
