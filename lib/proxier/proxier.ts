@@ -154,7 +154,13 @@ export interface SyncResult {
   /** how long the conntrack cleanup took; absent when none ran */
   readonly conntrackDurationMs?: number;
   readonly durationMs: number;
+  /** where the time went, by phase (ms; phases that did not run are absent) */
+  readonly phasesMs: SyncPhases;
 }
+
+/** The phases of one sync, in order (kube-proxy logs no such split; it is the profile an operator needs at scale). */
+export type SyncPhase = 'node' | 'plan' | 'ipvsRead' | 'ipvsWrite' | 'addresses' | 'ipsets' | 'iptables' | 'healthCheck' | 'draining' | 'conntrack';
+export type SyncPhases = Partial<Record<SyncPhase, number>>;
 
 const DEFAULT_DRAIN_TIMEOUT_MS = 10 * 60_000;
 const DEFAULT_DRAIN_CHECK_MS = 15_000;
@@ -329,8 +335,19 @@ export class Proxier {
     const counts = { ipvsWrites: 0, ipvsReads: 0, ipvsFailures: 0, linkOps: 0, execs: 0, conntrackOps: 0, conntrackDeleted: 0 };
     let replanned = 0;
     let drift = false;
+    const phasesMs: SyncPhases = {};
+    let mark = start;
+    /** charges the time since the last lap to `phase` */
+    const lap = (phase: SyncPhase) => {
+      const t = clock.now();
+      phasesMs[phase] = (phasesMs[phase] ?? 0) + (t - mark);
+      mark = t;
+    };
     try {
-      if (full) await this.observeNode(counts);
+      if (full) {
+        await this.observeNode(counts);
+        lap('node');
+      }
       const changed = this.deps.source.drainChanges();
       const dueRetries = [...this.retries].filter(([svc, r]) => svc !== SYNC_RETRY && r.at <= start).map(([svc]) => svc);
       for (const svc of dueRetries) changed.add(svc);
@@ -359,11 +376,13 @@ export class Proxier {
       }
       replanned = names.size;
       const desired = (k: string) => this.index.virtualServer(k);
+      lap('plan');
 
       // 1. IPVS: the smallest set of ops
       let ops: IpvsOp[];
       if (full) {
         const dump = await this.readTable(counts);
+        lap('ipvsRead');
         const observed = tableFromDump(dump);
         const desiredVs = this.index.virtualServers();
         const bound = this.boundApplied;
@@ -389,13 +408,16 @@ export class Proxier {
         ops = [];
         for (const k of touched) ops.push(...diffVirtualServer(this.applied.get(k), desired(k)));
       }
+      lap('plan');
       await this.runIpvs(ops, desired, counts);
+      lap('ipvsWrite');
       // a retried Service that went through (or went away) needs no more retries
       for (const svc of dueRetries) if (!this.failedThisSync.has(svc)) this.retries.delete(svc);
 
       // 2. addresses on kube-ipvs0 (after the virtual servers exist, as kube-proxy binds)
       // (a partial sync that changed no VIP skips the O(all VIPs) comparison)
       if (this.index.takeAddressesChanged() || full) await this.syncBoundAddresses(this.index.boundAddresses(), counts);
+      lap('addresses');
 
       // 3. ipsets and iptables, one restore each at most
       for (const family of this.settings.families) {
@@ -403,8 +425,10 @@ export class Proxier {
         // a partial sync that changed no member skips even the in-memory diff of every set
         const membersChanged = this.index.takeIpsetsChanged(family);
         if (ipset && (full || membersChanged)) counts.execs += (await ipset.sync(this.index.ipsets(family))).execs;
+        lap('ipsets');
         const ipt = this.deps.iptables[family];
         if (ipt) counts.execs += (await ipt.sync(this.index.iptables(family, this.iptablesOptions(family)), { verify: full })).execs;
+        lap('iptables');
       }
 
       // 4. the HealthCheckNodePort servers (whole maps each time: a port that could not be
@@ -414,9 +438,11 @@ export class Proxier {
         sink.syncServices(this.health.ports);
         sink.syncEndpoints(this.health.localEndpoints);
       }
+      lap('healthCheck');
 
       // 5. draining real servers whose connections are gone
       await this.checkDraining(desired, counts);
+      lap('draining');
 
       if (full) {
         this.lastFullSyncAt = start;
@@ -438,11 +464,13 @@ export class Proxier {
     let conntrackDurationMs: number | undefined;
     if (this.conntrackPending.size > 0) {
       const ctStart = clock.now();
+      mark = ctStart;
       await this.cleanStaleConntrack(counts);
       conntrackDurationMs = clock.now() - ctStart;
+      lap('conntrack');
     }
     const result: SyncResult = {
-      full, replanned, ...counts, ...(conntrackDurationMs !== undefined ? { conntrackDurationMs } : {}), durationMs: clock.now() - start,
+      full, replanned, ...counts, ...(conntrackDurationMs !== undefined ? { conntrackDurationMs } : {}), durationMs: clock.now() - start, phasesMs,
     };
     this.lastResult = result;
     this.lastSyncAt = clock.now();

@@ -32,6 +32,11 @@ export class FakeClock implements Clock {
     return this.timers.filter((p) => !p.cancelled).map((p) => p.at).sort((a, b) => a - b);
   }
 
+  /** Moves time forward by `ms` without firing timers: the time a twin's operation "takes". */
+  spend(ms: number): void {
+    this.t += ms;
+  }
+
   /**
    * Moves time forward by `ms`, firing due timers in order; after each, lets promise
    * callbacks run (so an async job started by a timer can finish and arm the next timer).

@@ -72,7 +72,7 @@ describe('ProxyMetrics: kube-proxy IPVS mode series', () => {
 
   it('a sync with a conntrack cleanup observes its duration and adds its deletes; one without adds nothing', async () => {
     const m = new ProxyMetrics();
-    const base = { full: false, replanned: 1, ipvsWrites: 1, ipvsReads: 0, ipvsFailures: 0, linkOps: 0, execs: 0, conntrackOps: 0, conntrackDeleted: 0, durationMs: 5 };
+    const base = { full: false, replanned: 1, ipvsWrites: 1, ipvsReads: 0, ipvsFailures: 0, linkOps: 0, execs: 0, conntrackOps: 0, conntrackDeleted: 0, durationMs: 5, phasesMs: {} };
     m.recordSync(base, false, { virtualServers: 1, realServers: 1, draining: 0 }, 1000);
     m.recordSync({ ...base, conntrackOps: 3, conntrackDeleted: 2, conntrackDurationMs: 4 }, false, { virtualServers: 1, realServers: 1, draining: 0 }, 2000);
     expect((await m.conntrackDeleted.get()).values[0]!.value).toBe(2);

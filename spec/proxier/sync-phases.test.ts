@@ -1,0 +1,67 @@
+// Where a sync's time goes (SyncResult.phasesMs, logged with every "sync done"): each kernel
+// surface's time is charged to its own phase, and the phases add up to the sync's duration.
+// The twins "take" time by moving the fake clock while they run.
+import type { V1EndpointSlice, V1Service } from '@kubernetes/client-node';
+import { makeEndpointSlice, makeService, svcPort } from '../../lib/testing/builders';
+import { proxierOverTwins } from '../../lib/testing/proxier-twins';
+import { SyncResult } from '../../lib/proxier/proxier';
+
+const web: V1Service = makeService('default', 'web', (s) => {
+  s.spec = { clusterIP: '10.96.0.10', clusterIPs: ['10.96.0.10'], ports: [svcPort('http', 80)] };
+});
+const webSlice = (...ips: string[]): V1EndpointSlice =>
+  makeEndpointSlice('default', 'web', 'web-1', (sl) => {
+    sl.ports = [{ name: 'http', port: 8080, protocol: 'TCP' }];
+    sl.endpoints = ips.map((ip) => ({ addresses: [ip], conditions: { ready: true, serving: true, terminating: false }, nodeName: 'node-b' }));
+  });
+
+/** Twins whose writes "take" time: IPVS run 7 ms, ipset restore 11 ms, iptables restore 13 ms, an address bind 3 ms. */
+async function slowTwins() {
+  const t = await proxierOverTwins();
+  const spendOn = <T extends object, K extends keyof T>(o: T, method: K, ms: number) => {
+    const f = (o[method] as (...a: unknown[]) => Promise<unknown>).bind(o);
+    (o as Record<K, unknown>)[method] = async (...a: unknown[]) => {
+      t.clock.spend(ms);
+      return f(...a);
+    };
+  };
+  spendOn(t.ipvs, 'run', 7);
+  spendOn(t.ipset, 'restore', 11);
+  spendOn(t.iptables, 'restore', 13);
+  spendOn(t.link, 'addAddress', 3);
+  return t;
+}
+
+const sum = (r: SyncResult) => Object.values(r.phasesMs).reduce((a, b) => a + (b ?? 0), 0);
+
+describe('SyncResult.phasesMs', () => {
+  it('a full sync charges each surface its own time, and the phases add up to the duration', async () => {
+    const t = await slowTwins();
+    t.add(web, webSlice('10.244.1.2'));
+    await t.start();
+    const r = t.proxier.lastResult!;
+    expect(r.full).toBe(true);
+    expect(r.phasesMs).toMatchObject({ ipvsWrite: 7, addresses: 3, ipsets: 11, iptables: 13 });
+    expect(Object.keys(r.phasesMs).sort()).toEqual(
+      ['addresses', 'draining', 'healthCheck', 'ipsets', 'iptables', 'ipvsRead', 'ipvsWrite', 'node', 'plan'],
+    );
+    expect(sum(r)).toBe(r.durationMs);
+  });
+
+  it('a partial sync has no node or IPVS-read phase; one endpoint added costs only the IPVS write', async () => {
+    const t = await slowTwins();
+    const first = webSlice('10.244.1.2');
+    t.add(web, first);
+    await t.start();
+    t.replaceSlice(first, webSlice('10.244.1.2', '10.244.1.3'));
+    await t.settle();
+    const r = t.proxier.lastResult!;
+    expect(r.full).toBe(false);
+    expect(r.phasesMs.node).toBeUndefined();
+    expect(r.phasesMs.ipvsRead).toBeUndefined();
+    expect(r.phasesMs.ipvsWrite).toBe(7);
+    // the endpoint is remote: no member of any set changes, no VIP is bound, iptables text is the same
+    expect(r.phasesMs).toMatchObject({ addresses: 0, ipsets: 0, iptables: 0 });
+    expect(sum(r)).toBe(r.durationMs);
+  });
+});
