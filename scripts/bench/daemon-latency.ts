@@ -36,6 +36,9 @@ const CHURN_SECONDS = Number(process.env.BENCH_CHURN_SECONDS ?? 60);
 const CHURN_RATE = Number(process.env.BENCH_CHURN_RATE ?? 1000);
 const MOBY_IPVS = process.env.BENCH_MOBY_IPVS ?? path.resolve(__dirname, 'peer', 'moby-ipvs-load');
 const PEER_RUNS = Number(process.env.BENCH_PEER_RUNS ?? 5);
+/** "cold": stop after the cold start (for profiling it: BENCH_DAEMON_NODE_OPTIONS="--cpu-prof --cpu-prof-dir=DIR") */
+const ONLY = process.env.BENCH_ONLY ?? '';
+const DAEMON_ENV: NodeJS.ProcessEnv = process.env.BENCH_DAEMON_NODE_OPTIONS ? { NODE_OPTIONS: process.env.BENCH_DAEMON_NODE_OPTIONS } : {};
 const PORT = 16444;
 const METRICS = 'http://127.0.0.1:10259/metrics';
 
@@ -109,11 +112,13 @@ async function main(): Promise<void> {
   ].join('\n'));
   const start = async (what: string): Promise<{ daemon: LoggedProcess; first: LogLine; seconds: number }> => {
     const t0 = Date.now();
-    const daemon = startKubeIpvs(['--config', cfg, '--v=2']);
+    const daemon = startKubeIpvs(['--config', cfg, '--v=2'], DAEMON_ENV);
     const first = await daemon.waitFor(isSync, what, 0, 3_600_000);
     return { daemon, first, seconds: (logLineTimeMs(first) - t0) / 1000 };
   };
-  const syncFigures = (l: LogLine) => ({ syncSeconds: (l.durationMs as number) / 1000, ipvsWrites: l.ipvsWrites, ipvsReads: l.ipvsReads, execs: l.execs, linkOps: l.linkOps });
+  const syncFigures = (l: LogLine) => ({
+    syncSeconds: (l.durationMs as number) / 1000, ipvsWrites: l.ipvsWrites, ipvsReads: l.ipvsReads, execs: l.execs, linkOps: l.linkOps, phasesMs: l.phasesMs,
+  });
 
   const cold = await start('the cold-start sync');
   let daemon = cold.daemon;
@@ -122,6 +127,11 @@ async function main(): Promise<void> {
   record('cold start', { seconds: cold.seconds, ...syncFigures(cold.first), rss: rssBytes(daemon.child.pid!), heap: metric(m0, 'nodejs_heap_size_used_bytes'), ...(coldFailure ? { failed: coldFailure } : {}) });
   // a failed sync is retried as a full one; the figures below would measure the retries
   if (coldFailure) throw new Error(`the cold-start sync failed: ${coldFailure}`);
+  if (ONLY === 'cold') {
+    await daemon.kill('SIGTERM');
+    await server.close();
+    return;
+  }
 
   const latencies: number[] = [];
   const writes = new Set<number>();
@@ -153,7 +163,7 @@ async function main(): Promise<void> {
   const from = daemon.lines.length;
   writeFileSync(cfg, readFileSync(cfg, 'utf8').replace('syncPeriod: 1h', 'syncPeriod: 59m'));
   const check = await daemon.waitFor((l) => isSync(l) && l.full === true, 'the full check', from, 1_800_000);
-  record('full check, no change', { seconds: (check.durationMs as number) / 1000, ipvsReads: check.ipvsReads, ipvsWrites: check.ipvsWrites, execs: check.execs, linkOps: check.linkOps });
+  record('full check, no change', { seconds: (check.durationMs as number) / 1000, ipvsReads: check.ipvsReads, ipvsWrites: check.ipvsWrites, execs: check.execs, linkOps: check.linkOps, phasesMs: check.phasesMs });
 
   // the rollout's write count is its own
   await waitNoDraining();
