@@ -16,13 +16,11 @@
  *   complete list has been delivered;
  * - handler exceptions are logged, never thrown into the informer.
  *
- * Objects are handed over as plain JSON, as on the wire (list items are normalised to the
- * watch events' shape: timestamps are strings even where the client-node type says Date).
+ * Objects are handed over as plain JSON, as on the wire: lists are fetched raw (raw-list.ts),
+ * not through client-node's model classes, so list items and watch events have one shape.
  * Nothing here looks at `kind`: list items have none.
  */
 import {
-  CoreV1Api,
-  DiscoveryV1Api,
   KubeConfig,
   KubernetesListObject,
   KubernetesObject,
@@ -32,6 +30,7 @@ import {
   V1Service,
   Watch,
 } from '@kubernetes/client-node';
+import { listRaw } from './raw-list';
 
 export interface ServiceHandler {
   onServiceAdd(svc: V1Service): void;
@@ -81,8 +80,6 @@ export interface RunningInformers {
 export const PROXY_LABEL_SELECTOR = '!service.kubernetes.io/service-proxy-name,!service.kubernetes.io/headless';
 
 export function startInformers(kc: KubeConfig, options: InformerOptions): RunningInformers {
-  const core = kc.makeApiClient(CoreV1Api);
-  const discovery = kc.makeApiClient(DiscoveryV1Api);
   const backoff = options.backoff ?? { initialMs: 200, maxMs: 30_000 };
   const running: { start(): void; stop(): Promise<void> }[] = [];
   const { service, endpointSlice, node } = options.handlers;
@@ -92,7 +89,7 @@ export function startInformers(kc: KubeConfig, options: InformerOptions): Runnin
         resource: 'services',
         path: '/api/v1/services',
         labelSelector: PROXY_LABEL_SELECTOR,
-        list: () => core.listServiceForAllNamespaces({ labelSelector: PROXY_LABEL_SELECTOR }),
+        list: () => listRaw<V1Service>(kc, '/api/v1/services', { labelSelector: PROXY_LABEL_SELECTOR }),
         onAdd: (o) => service.onServiceAdd(o),
         onUpdate: (a, b) => service.onServiceUpdate(a, b),
         onDelete: (o) => service.onServiceDelete(o),
@@ -106,7 +103,7 @@ export function startInformers(kc: KubeConfig, options: InformerOptions): Runnin
         resource: 'endpointslices',
         path: '/apis/discovery.k8s.io/v1/endpointslices',
         labelSelector: PROXY_LABEL_SELECTOR,
-        list: () => discovery.listEndpointSliceForAllNamespaces({ labelSelector: PROXY_LABEL_SELECTOR }),
+        list: () => listRaw<V1EndpointSlice>(kc, '/apis/discovery.k8s.io/v1/endpointslices', { labelSelector: PROXY_LABEL_SELECTOR }),
         onAdd: (o) => endpointSlice.onEndpointSliceAdd(o),
         onUpdate: (a, b) => endpointSlice.onEndpointSliceUpdate(a, b),
         onDelete: (o) => endpointSlice.onEndpointSliceDelete(o),
@@ -121,7 +118,7 @@ export function startInformers(kc: KubeConfig, options: InformerOptions): Runnin
         resource: 'nodes',
         path: '/api/v1/nodes',
         fieldSelector,
-        list: () => core.listNode({ fieldSelector }),
+        list: () => listRaw<V1Node>(kc, '/api/v1/nodes', { fieldSelector }),
         onAdd: (o) => node.onNodeAdd(o),
         onUpdate: (a, b) => node.onNodeUpdate(a, b),
         onDelete: (o) => node.onNodeDelete(o),
@@ -220,8 +217,7 @@ class ResilientInformer<T extends KubernetesObject> {
 
   private async list(lw: ListWatch<T>): Promise<KubernetesListObject<T>> {
     const list = await this.spec.list();
-    // deserialised model objects (Date fields) back to the JSON shape watch events have
-    const items = JSON.parse(JSON.stringify(list.items ?? [])) as T[];
+    const items = list.items;
     if (lw === this.lw && !this.stopped) {
       this.resetBackoff();
       this.listedOnce = true;
@@ -233,7 +229,7 @@ class ResilientInformer<T extends KubernetesObject> {
         }
       }
     }
-    return { ...list, items };
+    return list;
   }
 
   /** Called by the Watch right before it connects: the list before it has been delivered. */

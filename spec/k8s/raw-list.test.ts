@@ -1,0 +1,46 @@
+/**
+ * listRaw against the fake API server: items keep the wire shape (a timestamp stays a string,
+ * fields client-node's models do not know survive), selectors are sent, and a refused list is
+ * an ApiException carrying the HTTP status the informers' backoff log reads.
+ */
+import { ApiException } from '@kubernetes/client-node';
+import type { V1Service } from '@kubernetes/client-node';
+import { listRaw } from '../../lib/k8s/raw-list';
+import { loadKubeConfig } from '../../lib/k8s/kubeconfig';
+import { FakeApiServer, FakeObject } from '../../lib/testing/fake-apiserver';
+
+const svc = (name: string, labels: Record<string, string> = {}): FakeObject => ({
+  apiVersion: 'v1', kind: 'Service',
+  metadata: { namespace: 'demo', name, uid: `uid-${name}`, labels },
+  spec: { clusterIP: '10.96.0.10', clusterIPs: ['10.96.0.10'], ports: [{ port: 80, protocol: 'TCP' }], futureField: { kept: true } },
+});
+
+describe('listRaw', () => {
+  let server: FakeApiServer;
+  beforeEach(async () => {
+    server = new FakeApiServer();
+    await server.listen();
+  });
+  afterEach(() => server.close());
+
+  it('returns the items as sent, with the list resourceVersion, filtered by the label selector', async () => {
+    server.create(svc('web'));
+    server.create(svc('mesh', { 'service.kubernetes.io/service-proxy-name': 'other' }));
+    const kc = loadKubeConfig({ master: server.url });
+    const list = await listRaw<V1Service>(kc, '/api/v1/services', { labelSelector: '!service.kubernetes.io/service-proxy-name' });
+    expect(list.items.map((s) => s.metadata?.name)).toEqual(['web']);
+    const item = list.items[0] as unknown as { metadata: { creationTimestamp: unknown }; spec: { futureField?: unknown } };
+    // client-node's model would have made it a Date
+    expect(item.metadata.creationTimestamp).toEqual(expect.stringMatching(/^\d{4}-\d\d-\d\dT/));
+    expect(item.spec.futureField).toEqual({ kept: true });
+    expect(Number(list.metadata?.resourceVersion)).toBeGreaterThan(0);
+  });
+
+  it('a refused list is an ApiException with the status', async () => {
+    const kc = loadKubeConfig({ master: server.url });
+    const err = await listRaw(kc, '/api/v1/services', { fieldSelector: 'spec.nonsense==x,' }).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(ApiException);
+    expect((err as ApiException<string>).code).toBe(400);
+    expect((err as Error).message).toContain('list /api/v1/services: HTTP 400: field label not supported: spec.nonsense');
+  });
+});
