@@ -76,13 +76,18 @@ export class DesiredIndex {
    */
   replace(before: readonly ServicePortPlan[], after: readonly ServicePortPlan[]): Set<string> {
     const touched = new Set<string>();
-    for (const p of before) this.apply(p, -1, touched);
-    for (const p of after) this.apply(p, +1, touched);
+    for (const p of before) this.claim(p, -1, touched);
+    for (const p of after) this.claim(p, +1, touched);
+    // counts: the new plan's references first, so an address or member both plans hold never
+    // drops to zero on the way (which would mark the sets and addresses changed and make a
+    // one-endpoint sync diff every set and address of the node)
+    for (const p of after) this.count(p, +1);
+    for (const p of before) this.count(p, -1);
     return touched;
   }
 
-  private apply(p: ServicePortPlan, sign: 1 | -1, touched: Set<string>): void {
-    const fam = this.families.get(p.family);
+  /** The service port's claims on its virtual servers (keyed by service port: remove before add). */
+  private claim(p: ServicePortPlan, sign: 1 | -1, touched: Set<string>): void {
     for (const v of p.virtualServers) {
       const key = virtualServerKey(v.vs);
       touched.add(key);
@@ -95,6 +100,11 @@ export class DesiredIndex {
         if (c.size === 0) this.claims.delete(key);
       }
     }
+  }
+
+  /** The service port's references to kube-ipvs0 addresses, set members and LB out-filter entries. */
+  private count(p: ServicePortPlan, sign: 1 | -1): void {
+    const fam = this.families.get(p.family);
     if (!fam) return;
     for (const a of p.boundAddresses) {
       const changed = sign > 0 ? this.addresses.add(a) : this.addresses.remove(a);

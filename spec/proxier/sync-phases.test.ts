@@ -65,3 +65,32 @@ describe('SyncResult.phasesMs', () => {
     expect(sum(r)).toBe(r.durationMs);
   });
 });
+
+describe('a partial sync touches only what changed', () => {
+  it('one remote endpoint replaced: no set diffed, no address compared, however many Services share the node', async () => {
+    const t = await proxierOverTwins();
+    let ipsetSyncs = 0;
+    const sync = t.ipset.sync.bind(t.ipset);
+    t.ipset.sync = (d) => {
+      ipsetSyncs++;
+      return sync(d);
+    };
+    let addressDumps = 0;
+    const list = t.link.listAddresses.bind(t.link);
+    t.link.listAddresses = (f) => {
+      addressDumps++;
+      return list(f);
+    };
+    const first = webSlice('10.244.1.2');
+    t.add(web, first);
+    await t.start();
+    expect(ipsetSyncs).toBe(1);
+    t.replaceSlice(first, webSlice('10.244.1.3'));
+    await t.settle();
+    // the cluster IP is both plans' (still bound, still a KUBE-CLUSTER-IP member): the sets
+    // and kube-ipvs0's addresses are not looked at
+    expect(t.proxier.lastResult).toMatchObject({ full: false, ipvsWrites: 2, execs: 0, linkOps: 0 });
+    expect(ipsetSyncs).toBe(1);
+    expect(addressDumps).toBe(2); // the first sync's two, none since
+  });
+});
