@@ -38,6 +38,8 @@ export interface ChurnResult {
   /** queue depth: most Services one sync re-planned, and the daemon's pending endpoint changes gauge at its highest sample */
   readonly maxBatch: number;
   readonly maxPending: number;
+  /** /metrics scrapes the daemon did not answer at once (its event loop busy in a sync) */
+  readonly metricsRetries: number;
   readonly maxSyncMs: number;
   readonly ipvsWrites: number;
   readonly execs: number;
@@ -63,12 +65,14 @@ export async function runChurn(o: ChurnOptions): Promise<ChurnResult> {
 
   let rssMax = rssStart;
   let maxPending = 0;
+  /** scrapes the daemon did not answer at once (busy in a sync: its event loop is blocked) */
+  let metricsRetries = 0;
   let sampling = true;
   const sampler = (async () => {
     while (sampling) {
       await sleep(1000);
       rssMax = Math.max(rssMax, rssBytes(pid));
-      maxPending = Math.max(maxPending, metric(await scrape(o.metricsUrl), 'kubeproxy_sync_proxy_rules_endpoint_changes_pending'));
+      maxPending = Math.max(maxPending, metric(await scrape(o.metricsUrl, 60, () => metricsRetries++), 'kubeproxy_sync_proxy_rules_endpoint_changes_pending'));
     }
   })();
 
@@ -115,6 +119,7 @@ export async function runChurn(o: ChurnOptions): Promise<ChurnResult> {
     syncs: syncs.length,
     maxBatch: Math.max(0, ...syncs.filter((l) => l.full !== true).map((l) => num(l, 'replanned'))),
     maxPending,
+    metricsRetries,
     maxSyncMs: Math.max(0, ...syncs.map((l) => num(l, 'durationMs'))),
     ipvsWrites: syncs.reduce((n, l) => n + num(l, 'ipvsWrites'), 0),
     execs: syncs.reduce((n, l) => n + num(l, 'execs'), 0),

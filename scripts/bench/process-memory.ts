@@ -12,9 +12,25 @@ export function rssBytes(pid: number): number {
 /** One scrape: series text (name plus labels, as exposed) -> value. */
 export type Scrape = Map<string, number>;
 
-export async function scrape(url: string): Promise<Scrape> {
-  const r = await fetch(url);
-  if (!r.ok) throw new Error(`GET ${url}: HTTP ${r.status}`);
+/**
+ * One scrape, retried (up to `attempts`, 1 s apart) when the daemon does not answer: a daemon
+ * busy with a long sync answers late or 408 (node's headersTimeout); `onRetry` counts those.
+ */
+export async function scrape(url: string, attempts = 10, onRetry?: (why: string) => void): Promise<Scrape> {
+  let r: Response | undefined;
+  for (let a = 1; ; a++) {
+    let why: string;
+    try {
+      r = await fetch(url);
+      if (r.ok) break;
+      why = `HTTP ${r.status}`;
+    } catch (e) {
+      why = (e as Error).message;
+    }
+    if (a >= attempts) throw new Error(`GET ${url}: ${why} (${attempts} attempts)`);
+    onRetry?.(why);
+    await new Promise((res) => setTimeout(res, 1000));
+  }
   const out: Scrape = new Map();
   for (const line of (await r.text()).split('\n')) {
     if (!line || line.startsWith('#')) continue;

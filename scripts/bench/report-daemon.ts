@@ -63,7 +63,7 @@ table(
 
 table(
   'churn: endpoint updates across random Services (lag: the daemon\'s kubeproxy_network_programming_duration_seconds, API write -> end of the applying sync; p99/max as histogram bucket bounds); then the kernel vs the planner\'s desired state from the API objects',
-  ['services x endpoints', 'target/s', 'achieved/s', 'updates', 'lag mean', 'p99 <=', 'max <=', 'syncs', 'max batch', 'max pending', 'writes', 'execs', 'all applied', 'matched after', 'RSS start', 'RSS end', 'RSS max'],
+  ['services x endpoints', 'target/s', 'achieved/s', 'updates', 'lag mean', 'p99 <=', 'max <=', 'syncs', 'max batch', 'max pending', 'metrics late', 'writes', 'execs', 'all applied', 'matched after', 'RSS start', 'RSS end', 'RSS max'],
   sizes.map((size) => {
     const c = of(size, 'churn');
     const lag = c?.lag as { meanSeconds: number; p99AtMostSeconds: number; maxAtMostSeconds: number } | undefined;
@@ -71,11 +71,23 @@ table(
     return [
       size, n(c?.targetRate), num(c, 'achievedRate')?.toFixed(0) ?? '-', n(c?.updates),
       lag ? s(lag.meanSeconds, 2) : '-', lag ? s(lag.p99AtMostSeconds, 2) : '-', lag ? s(lag.maxAtMostSeconds, 2) : '-',
-      n(c?.syncs), n(c?.maxBatch), n(c?.maxPending), n(c?.ipvsWrites), n(c?.execs),
+      n(c?.syncs), n(c?.maxBatch), n(c?.maxPending), n(c?.metricsRetries), n(c?.ipvsWrites), n(c?.execs),
       fin ? (fin.wrong === 0 ? `yes (${fin.virtualServers} VS)` : `NO: ${fin.wrong} VS differ`) : '-', s(num(c, 'settleSeconds')),
       mb(num(c, 'rssStart')), mb(num(c, 'rssEnd')), mb(num(c, 'rssMax')),
     ];
   }),
+);
+
+const PHASES = ['node', 'plan', 'ipvsRead', 'ipvsWrite', 'addresses', 'ipsets', 'iptables', 'healthCheck', 'draining', 'conntrack'];
+table(
+  'where the cold-start sync and the no-change full check spend their time (the daemon\'s SyncResult.phasesMs, logged with every sync)',
+  ['services x endpoints', 'sync', ...PHASES],
+  sizes.flatMap((size) =>
+    (['cold start', 'adopt', 'full check, no change'] as const).map((what) => {
+      const phases = of(size, what)?.phasesMs as Record<string, number> | undefined;
+      return [size, what, ...PHASES.map((p) => (phases?.[p] === undefined ? '-' : ms(phases[p])))];
+    }),
+  ),
 );
 
 table(
