@@ -69,3 +69,31 @@ export function openNftGeneration(options: GenlSocketOptions = {}): NftGeneratio
   }
   return new NftGenerationNetlink(transport, options);
 }
+
+/**
+ * A RulesetGeneration that opens its socket on the first read (and again on the next read
+ * after an open that failed), so a node whose iptables backend is legacy, where IptablesSync
+ * never reads the generation, never opens one.
+ */
+export class LazyNftGeneration implements RulesetGeneration {
+  private reader: RulesetGeneration | undefined;
+  private closed = false;
+
+  constructor(private readonly open: () => RulesetGeneration = openNftGeneration) {}
+
+  read(): Promise<number> {
+    if (this.closed) return Promise.reject(new SocketError('read nf_tables generation: closed'));
+    try {
+      this.reader ??= this.open();
+    } catch (e) {
+      return Promise.reject(e);
+    }
+    return this.reader.read();
+  }
+
+  close(): void {
+    this.closed = true;
+    this.reader?.close();
+    this.reader = undefined;
+  }
+}
