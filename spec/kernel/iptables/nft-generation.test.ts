@@ -1,7 +1,7 @@
 // NftGenerationNetlink over a scripted kernel: the request it sends and how it reads the
 // answer. Message types are literals: 0x0a10 NFT_MSG_GETGEN, 0x0a0f NFT_MSG_NEWGEN.
-import { NftGenerationNetlink } from '../../../lib/kernel/iptables/nft-generation';
-import { DecodeError, NetlinkError } from '../../../lib/errors';
+import { LazyNftGeneration, NftGenerationNetlink } from '../../../lib/kernel/iptables/nft-generation';
+import { DecodeError, NetlinkError, SocketError } from '../../../lib/errors';
 import { ScriptedTransport } from '../../../lib/testing/scripted-transport';
 import { be32, cstr, genlMsg, nla, nlError } from '../../../lib/testing/nl-builder';
 
@@ -39,5 +39,26 @@ describe('NftGenerationNetlink.read', () => {
       Buffer.concat([genlMsg({ type: 0x0a0f, flags: 0, seq: msgs[0]!.seq, cmd: 0, version: 0 }, nla(2, be32(1))), nlError(0, msgs[0]!)]),
     ]));
     await expect(noId.read()).rejects.toThrow(DecodeError);
+  });
+});
+
+describe('LazyNftGeneration', () => {
+  it('opens its reader on the first read only, again after an open that failed; closed, it refuses', async () => {
+    let opens = 0;
+    let fail = true;
+    const g = new LazyNftGeneration(() => {
+      opens++;
+      if (fail) throw new SocketError('NETLINK_NETFILTER socket: EPERM', 1);
+      return { read: async () => 7, close: () => undefined };
+    });
+    expect(opens).toBe(0);
+    await expect(g.read()).rejects.toThrow('NETLINK_NETFILTER socket: EPERM');
+    fail = false;
+    expect(await g.read()).toBe(7);
+    expect(await g.read()).toBe(7);
+    expect(opens).toBe(2);
+    g.close();
+    await expect(g.read()).rejects.toThrow(SocketError);
+    expect(opens).toBe(2);
   });
 });
