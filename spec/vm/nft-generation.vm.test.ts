@@ -1,7 +1,8 @@
 // Inside the QEMU VM only (Linux 6.1, iptables 1.8.9): the nf_tables ruleset generation read
-// over NETLINK_NETFILTER moves once per committed nf_tables transaction and for nothing else,
-// and a real IptablesSync with the reader skips the periodic verify's saves while it has not
-// moved, and reads and repairs once someone else changed our rules.
+// over NETLINK_NETFILTER moves once per committed nf_tables transaction and for nothing else
+// (FakeIptables counts the same for the same input), and a real IptablesSync with the reader
+// skips the periodic verify's saves while it has not moved, and reads and repairs once someone
+// else changed our rules.
 // Measured here (this file's network namespace; every step reads the generation before and after):
 //   iptables-nft-restore of a nat+filter payload           +2 (each COMMIT is a transaction)
 //   ... of a payload failing in its nat block              +0; failing in filter after nat: +1
@@ -18,6 +19,7 @@ import { createIptables } from '../../lib/kernel/iptables/iptables-restore';
 import { formatIptablesRestore } from '../../lib/kernel/iptables/format-restore';
 import { restoreCommits } from '../../lib/kernel/iptables/iptables-sync';
 import { NftGenerationNetlink, openNftGeneration } from '../../lib/kernel/iptables/nft-generation';
+import { FakeIptables } from '../../lib/kernel/iptables/fake-iptables';
 import { planIptables } from '../../lib/plan/iptables';
 import { planIpsets } from '../../lib/plan/ipsets';
 import { SetKey } from '../../lib/model/names';
@@ -52,6 +54,18 @@ async function moves(step: () => Promise<unknown>): Promise<number> {
   return (await gen.read()) - before;
 }
 
+/** the twin, given the same restores as the kernel, must count the same */
+const twin = new FakeIptables({ family: 'ipv4', flavor: 'nft' });
+function twinMoves(text: string): number {
+  const before = twin.generation;
+  try {
+    twin.applyRestore(text, true);
+  } catch {
+    // refused as the kernel refuses it; what was committed before stays counted
+  }
+  return twin.generation - before;
+}
+
 describe('the nf_tables generation on this kernel', () => {
   it('moves once per committed table block of a restore, for every nf_tables commit by anyone, and for nothing else', async () => {
     const g = await gen.read();
@@ -63,11 +77,15 @@ describe('the nf_tables generation on this kernel', () => {
     expect(await moves(() => sh(RESTORE, payload))).toBe(2);
     // the same text again: every chain is flushed and refilled, two real transactions
     expect(await moves(() => sh(RESTORE, payload))).toBe(2);
+    expect([twinMoves(payload), twinMoves(payload)]).toEqual([2, 2]);
     expect(await moves(() => sh('iptables-nft-save -t nat; iptables-nft-save -t filter; iptables-nft-save'))).toBe(0);
 
     // a failing block is aborted; the blocks before it stay committed
-    expect(await moves(async () => expect(await shFails(RESTORE, '*nat\n:KUBE-T - [0:0]\n-A KUBE-T -j NO-SUCH-CHAIN\nCOMMIT\n*filter\n:KUBE-T - [0:0]\n-A KUBE-T -j RETURN\nCOMMIT\n')).toBe(2))).toBe(0);
-    expect(await moves(async () => expect(await shFails(RESTORE, '*nat\n:KUBE-T - [0:0]\n-A KUBE-T -j RETURN\nCOMMIT\n*filter\n:KUBE-T - [0:0]\n-A KUBE-T -j NO-SUCH-CHAIN\nCOMMIT\n')).toBe(2))).toBe(1);
+    const failsInNat = '*nat\n:KUBE-T - [0:0]\n-A KUBE-T -j NO-SUCH-CHAIN\nCOMMIT\n*filter\n:KUBE-T - [0:0]\n-A KUBE-T -j RETURN\nCOMMIT\n';
+    const failsInFilter = '*nat\n:KUBE-T - [0:0]\n-A KUBE-T -j RETURN\nCOMMIT\n*filter\n:KUBE-T - [0:0]\n-A KUBE-T -j NO-SUCH-CHAIN\nCOMMIT\n';
+    expect(await moves(async () => expect(await shFails(RESTORE, failsInNat)).toBe(2))).toBe(0);
+    expect(await moves(async () => expect(await shFails(RESTORE, failsInFilter)).toBe(2))).toBe(1);
+    expect([twinMoves(failsInNat), twinMoves(failsInFilter)]).toEqual([0, 1]);
 
     // other subsystems and the legacy tables are not nf_tables
     expect(await moves(() => sh('ipset create T-GEN hash:ip && ipset destroy T-GEN && ipvsadm -A -t 203.0.113.10:80 -s rr && ipvsadm -D -t 203.0.113.10:80 && ' +
@@ -77,6 +95,7 @@ describe('the nf_tables generation on this kernel', () => {
     expect(await moves(() => sh('iptables-nft -t filter -N T-GEN'))).toBe(1);
     expect(await moves(() => sh('iptables-nft -t filter -F T-GEN'))).toBe(0);
     expect(await moves(() => sh('iptables-nft -t filter -X T-GEN'))).toBe(1);
+    expect(['-N T-GEN', '-F T-GEN', '-X T-GEN'].map((l) => twinMoves(`*filter\n${l}\nCOMMIT\n`))).toEqual([1, 0, 1]);
 
     // one counter per network namespace: ip6tables-nft moves it too
     expect(await moves(() => sh('ip6tables-nft-restore --noflush -w 5', '*nat\n:KUBE-T6 - [0:0]\n-A KUBE-T6 -j RETURN\nCOMMIT\n*filter\n:KUBE-T6 - [0:0]\n-A KUBE-T6 -j RETURN\nCOMMIT\n'))).toBe(2);
