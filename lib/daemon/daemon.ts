@@ -28,6 +28,7 @@ import { Link } from '../kernel/link/link';
 import { ChildProcessExec, ObservedExec } from '../kernel/exec';
 import { createIpset } from '../kernel/ipset/ipset-restore';
 import { createIptables } from '../kernel/iptables/iptables-restore';
+import { LazyNftGeneration } from '../kernel/iptables/nft-generation';
 import { iptablesVersion, supportsRandomFully } from '../kernel/iptables/detect-backend';
 import { ProcSysctl } from '../kernel/sysctl/sysctl';
 import { ensureIpvsSysctls } from '../kernel/sysctl/ipvs-sysctls';
@@ -147,8 +148,14 @@ export async function runDaemon(config: ProxyConfig, options: DaemonOptions): Pr
   const ipsets: Partial<Record<IpFamily, Ipset>> = { ipv4: ipset, ipv6: ipset };
   const iptables: Partial<Record<IpFamily, Iptables>> = {};
   const randomFully: Partial<Record<IpFamily, boolean>> = {};
+  // iptables-nft: the nf_tables generation (one per network namespace, both families) lets
+  // the periodic verify skip its two iptables-save per family while nobody has committed
+  // anything since the rules were proven ours. Read only when the backend is nft (the socket
+  // opens on the first read); iptables-legacy has no generation or change notification (a
+  // table is one blob swapped by setsockopt), so there the verify keeps reading the tables.
+  const nftGeneration = new LazyNftGeneration();
   for (const f of ['ipv4', 'ipv6'] as IpFamily[]) {
-    const ipt = createIptables({ family: f, backend: 'auto', exec });
+    const ipt = createIptables({ family: f, backend: 'auto', exec, generation: nftGeneration });
     iptables[f] = ipt;
     if (settings.families.includes(f)) {
       try {
@@ -334,5 +341,6 @@ export async function runDaemon(config: ProxyConfig, options: DaemonOptions): Pr
   ipvs.close();
   link.close();
   conntrack?.close();
+  nftGeneration.close();
   return code;
 }

@@ -57,7 +57,7 @@ function endpoints(svc: string, ...ips: string[]): V1EndpointSlice {
 }
 
 async function setup(
-  opts: { schedulers?: string[]; proc?: boolean; ipvs?: FakeIpvs; link?: FakeLink; ipset?: FakeIpset; serviceHealth?: ServiceHealthSink; settings?: Partial<ProxierSettings>; planner?: Planner } = {},
+  opts: { schedulers?: string[]; proc?: boolean; ipvs?: FakeIpvs; link?: FakeLink; ipset?: FakeIpset; serviceHealth?: ServiceHealthSink; settings?: Partial<ProxierSettings>; planner?: Planner; readGeneration?: boolean } = {},
 ) {
   const clock = new FakeClock();
   const ipvs = opts.ipvs ?? new FakeIpvs(opts.schedulers ? { schedulers: opts.schedulers } : {});
@@ -69,7 +69,7 @@ async function setup(
     await link.addAddress(eth0.index, '192.0.2.1');
   }
   const ipset = opts.ipset ?? new FakeIpset();
-  const iptables = new FakeIptables({ family: 'ipv4', ipsets: ipset });
+  const iptables = new FakeIptables({ family: 'ipv4', ipsets: ipset, readGeneration: opts.readGeneration ?? false });
   const services = new ServiceTracker();
   const slices = new EndpointSliceTracker(NODE);
   const events: string[] = [];
@@ -353,6 +353,35 @@ describe('Proxier over the kernel twins', () => {
     expect(last(t.results)).toMatchObject({ full: true, ipvsWrites: 1 });
     expect(t.proxier.totals.driftRepairs).toBe(1);
     expect(formatRestore(await t.ipvs.listAll())).toContain('-a -t 10.96.0.10:80 -r 10.244.1.2:8080 -m -w 1');
+  });
+
+  it('iptables-nft: a full sync with nothing committed since runs no iptables process; a foreign flush is read and repaired by the next one', async () => {
+    const fullSyncExecs = async (readGeneration: boolean) => {
+      const t = await setup({ readGeneration });
+      t.addService(clusterIP('web', '10.96.0.10'), endpoints('web', '10.244.1.2'));
+      await t.start();
+      const [saves, restores] = [t.iptables.saves, t.iptables.restores.length];
+      await t.settle(30_000);
+      expect(last(t.results)).toMatchObject({ full: true, ipvsWrites: 0 });
+      return { t, execs: last(t.results).execs, iptables: t.iptables.saves - saves + t.iptables.restores.length - restores };
+    };
+    const legacy = await fullSyncExecs(false);
+    expect(legacy.iptables).toBe(2);
+    const nft = await fullSyncExecs(true);
+    expect(nft.iptables).toBe(0);
+    expect(nft.execs).toBe(legacy.execs - 2);
+
+    const t = nft.t;
+    const nat = await t.iptables.save('nat');
+    t.iptables.applyRestore('*nat\n-F KUBE-SERVICES\nCOMMIT\n', true);
+    const [saves, restores] = [t.iptables.saves, t.iptables.restores.length];
+    await t.settle(30_000);
+    expect([t.iptables.saves - saves, t.iptables.restores.length - restores]).toEqual([2, 1]);
+    expect(await t.iptables.save('nat')).toBe(nat);
+    // the repair was our own commits only: the next full sync runs nothing again
+    const after = [t.iptables.saves, t.iptables.restores.length];
+    await t.settle(30_000);
+    expect([t.iptables.saves, t.iptables.restores.length]).toEqual(after);
   });
 
   it('with /proc/net/ip_vs a full sync costs one netlink read (the service dump), not one more per virtual server, and still repairs drift', async () => {

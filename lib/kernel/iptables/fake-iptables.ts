@@ -14,6 +14,12 @@
  *   nft: at the COMMIT line, checked against the table as committed);
  * - `-m set --match-set NAME` fails when a linked FakeIpset lacks NAME, and committed rules
  *   count as references of that set (so `ipset destroy` refuses, as the kernel does).
+ * - the nf_tables generation (nft flavour; `generation`, read through `rulesetGeneration`):
+ *   +1 per committed `*table` block that changed anything (a rule added, deleted or flushed,
+ *   a chain created, flushed non-empty or deleted, a policy set), as each COMMIT is one
+ *   nf_tables transaction and an empty one commits nothing; a failed block adds nothing, the
+ *   blocks committed before it stay counted. `foreignCommit()` is someone else's commit
+ *   elsewhere (another table, `nft`).
  * Not emulated: match/target option syntax, counters, rule-spec normalisation (save prints the
  * rule as written, not as iptables-save would spell it), `-R`, `-P`, `-Z`, `-E`.
  */
@@ -22,7 +28,8 @@ import { ExecResult, Execer } from '../exec';
 import type { FakeIpset } from '../ipset/fake-ipset';
 import { iptablesBinary } from './detect-backend';
 import { Iptables, IptablesBackend, IptablesRunner, IptablesSyncOptions, IptablesSyncResult } from './iptables';
-import { IptablesSync } from './iptables-sync';
+import { IptablesSync, genPlus } from './iptables-sync';
+import { RulesetGeneration } from './nft-generation';
 import { RestoreLine, joinTokens, parseRestore } from './parse-restore';
 import { IpFamily } from '../../model/ip-family';
 import { Table } from '../../model/names';
@@ -55,6 +62,11 @@ export interface FakeIptablesOptions {
   readonly flavor?: IptablesBackend;
   /** validate `--match-set` names and register references */
   readonly ipsets?: FakeIpset;
+  /**
+   * give this twin's own Iptables (sync) the generation reader, as the daemon does for the
+   * nft backend (default false: the verify reads the tables, as on legacy)
+   */
+  readonly readGeneration?: boolean;
 }
 
 export class FakeIptables implements IptablesRunner, Iptables {
@@ -67,12 +79,27 @@ export class FakeIptables implements IptablesRunner, Iptables {
   readonly restores: string[] = [];
   /** number of save calls */
   saves = 0;
+  /** the nf_tables ruleset generation (starts at 1, as a fresh network namespace's) */
+  generation = 1;
+  /** failure to raise on the next generation reads (errno set), for tests of the fallback */
+  generationError: Error | undefined;
+  /** reads of the generation */
+  generationReads = 0;
+  /** NFT_MSG_GETGEN of this twin */
+  readonly rulesetGeneration: RulesetGeneration = {
+    read: async () => {
+      this.generationReads++;
+      if (this.generationError) throw this.generationError;
+      return this.generation;
+    },
+    close: () => undefined,
+  };
 
   constructor(opts: FakeIptablesOptions = {}) {
     this.family = opts.family ?? 'ipv4';
     this.flavor = opts.flavor ?? 'nft';
     this.ipsets = opts.ipsets;
-    this.sync_ = new IptablesSync(this);
+    this.sync_ = new IptablesSync(this, opts.readGeneration ? { generation: this.rulesetGeneration } : {});
     this.ipsets?.addReferenceSource(() => this.referencedSets());
   }
 
@@ -115,6 +142,11 @@ export class FakeIptables implements IptablesRunner, Iptables {
     },
   };
 
+  /** Someone else's nf_tables commit (nft flavour): the generation moves, our tables do not. */
+  foreignCommit(): void {
+    if (this.flavor === 'nft') this.generation = genPlus(this.generation, 1);
+  }
+
   /** Applies restore text as `iptables-restore [--noflush]` would. Throws ExecError. */
   applyRestore(text: string, noflush: boolean): void {
     this.restores.push(text);
@@ -130,6 +162,8 @@ export class FakeIptables implements IptablesRunner, Iptables {
     let name: string | undefined;
     let work: FakeTable | undefined;
     let pendingJumps: { target: string; line: number }[] = [];
+    /** the block holds a change: its COMMIT is a non-empty nf_tables transaction */
+    let changes = false;
     try {
       for (const l of lines) {
         if (l.kind === 'table') {
@@ -137,6 +171,7 @@ export class FakeIptables implements IptablesRunner, Iptables {
           name = l.table;
           if (!BUILTIN[name]) throw new Refusal(`table '${name}' does not exist`, 1, l.line);
           work = noflush ? clone(this.table(name)) : fresh(name);
+          changes = !noflush;
           pendingJumps = [];
           continue;
         }
@@ -146,19 +181,29 @@ export class FakeIptables implements IptablesRunner, Iptables {
             if (!work.has(p.target)) throw new Refusal(`Chain '${p.target}' does not exist`, 2, l.line);
           }
           this.tables.set(name, work);
+          if (changes && this.flavor === 'nft') this.generation = genPlus(this.generation, 1);
           work = undefined;
           continue;
         }
         if (l.kind === 'chain') {
           const c = work.get(l.chain);
           if (c?.builtin) {
-            if (l.policy !== '-') c.policy = l.policy;
+            if (l.policy !== '-') {
+              c.policy = l.policy;
+              changes = true;
+            }
           } else if (c) {
+            if (c.rules.length > 0) changes = true;
             c.rules = [];
           } else {
             work.set(l.chain, { builtin: false, policy: '-', rules: [] });
+            changes = true;
           }
           continue;
+        }
+        // -F of empty chains deletes nothing; every other rule line that succeeds changes
+        if (l.op !== '-F' || (l.chain === undefined ? [...work.values()].some((c) => c.rules.length > 0) : (work.get(l.chain)?.rules.length ?? 0) > 0)) {
+          changes = true;
         }
         this.applyRule(work, l, pendingJumps);
       }

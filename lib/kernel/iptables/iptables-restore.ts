@@ -4,6 +4,7 @@ import { ChildProcessExec, Execer, checkExec } from '../exec';
 import { detectBackend, iptablesBinary } from './detect-backend';
 import { Iptables, IptablesBackend, IptablesBackendMode, IptablesRunner } from './iptables';
 import { IptablesSync } from './iptables-sync';
+import { RulesetGeneration } from './nft-generation';
 import { IpFamily } from '../../model/ip-family';
 import { Table } from '../../model/names';
 
@@ -21,6 +22,11 @@ export interface ExecIptablesOptions {
   /** default 'auto' */
   readonly backend?: IptablesBackendMode;
   readonly exec?: Execer;
+  /**
+   * The nf_tables generation (nft-generation.ts), shared by both families: used only when the
+   * backend is nft, to skip the periodic verify's saves while nobody committed anything.
+   */
+  readonly generation?: RulesetGeneration;
 }
 
 export class ExecIptablesRunner implements IptablesRunner {
@@ -68,5 +74,5 @@ export class ExecIptablesRunner implements IptablesRunner {
 
 /** The production Iptables for one family. */
 export function createIptables(opts: ExecIptablesOptions): Iptables {
-  return new IptablesSync(new ExecIptablesRunner(opts));
+  return new IptablesSync(new ExecIptablesRunner(opts), opts.generation ? { generation: opts.generation } : {});
 }

@@ -1,5 +1,6 @@
 /** The Iptables logic shared by the real implementation and the twin. */
 import { componentLog } from '../../log';
+import { RulesetGeneration } from './nft-generation';
 import { Iptables, IptablesBackend, IptablesRunner, IptablesSyncOptions, IptablesSyncResult } from './iptables';
 import { joinTokens, parseSaveRules, tokenize } from './parse-restore';
 import { IpFamily } from '../../model/ip-family';
@@ -38,13 +39,95 @@ function chainDrift(plan: IptablesPlan, table: Table, save: string, rules: Map<s
   return out;
 }
 
+/**
+ * How many nf_tables generations one iptables-nft-restore of `payload` commits when it
+ * succeeds: one per `*table` block, as each COMMIT line is its own nf_tables transaction
+ * (measured with iptables 1.8.9 on Linux 6.1, spec/vm/nft-generation.vm.test.ts: a nat+filter
+ * payload moves the generation by 2, a nat-only one by 1). A transaction with nothing in it
+ * commits nothing and moves nothing (`iptables -F` of an empty chain: +0), so the count is
+ * only certain when every block writes at least one rule (its `:CHAIN` flushes and its `-A`
+ * adds are then real changes); undefined otherwise.
+ */
+export function restoreCommits(payload: string): number | undefined {
+  let blocks = 0;
+  let rulesInBlock = 0;
+  for (const line of payload.split('\n')) {
+    if (line.startsWith('*')) rulesInBlock = 0;
+    else if (line.startsWith('-A ') || line.startsWith('-I ')) rulesInBlock++;
+    else if (line === 'COMMIT') {
+      if (rulesInBlock === 0) return undefined;
+      blocks++;
+    }
+  }
+  return blocks;
+}
+
+/** Where the nf_tables generation comes from (iptables-nft only). */
+export interface IptablesSyncDeps {
+  /**
+   * The ruleset generation reader; used only while the runner's backend is nft. With it a
+   * verify of an unchanged plan at the generation where the rules were last proven ours runs
+   * nothing.
+   */
+  readonly generation?: RulesetGeneration;
+}
+
+/** the generation `n` commits after `g` (the kernel skips 0 when it wraps) */
+export function genPlus(g: number, n: number): number {
+  for (let i = 0; i < n; i++) g = (g + 1) >>> 0 || 1;
+  return g;
+}
+
 export class IptablesSync implements Iptables {
   /** text of the last successful write (without jump lines) */
   private lastText: string | undefined;
   /** the jump rules are known to be in place */
   private jumpsChecked = false;
+  /**
+   * The nf_tables generation at which the kernel was proven to hold exactly `lastText` and
+   * the jumps of `verifiedJumps`: recorded after a verify whose saves saw no drift and no
+   * commit by anyone while they ran, or after our own restore when the generation moved by
+   * exactly our own commits from a state known to be ours. Any commit by anyone since moves
+   * the generation, so a verify that finds it unmoved has nothing to read.
+   */
+  private verifiedGen: number | undefined;
+  private verifiedJumps: string | undefined;
+  /** a failed generation read was logged; reset by the next successful read */
+  private genWarned = false;
+  private readonly generation: RulesetGeneration | undefined;
 
-  constructor(private readonly runner: IptablesRunner) {}
+  constructor(private readonly runner: IptablesRunner, opts: IptablesSyncDeps = {}) {
+    this.generation = opts.generation;
+  }
+
+  /**
+   * The current nf_tables generation; undefined without a reader, on the legacy backend, or
+   * when the read fails (logged once at warn, with the errno; the caller then reads the
+   * tables as it would without a reader).
+   */
+  private async readGeneration(): Promise<number | undefined> {
+    if (!this.generation) return undefined;
+    try {
+      if ((await this.runner.backend()) !== 'nft') return undefined;
+    } catch {
+      return undefined; // the save or restore that follows reports it
+    }
+    try {
+      const g = await this.generation.read();
+      this.genWarned = false;
+      return g;
+    } catch (e) {
+      if (!this.genWarned) {
+        this.genWarned = true;
+        const errno = (e as { errno?: number }).errno;
+        componentLog('iptables').warn(`${this.family}: cannot read the nf_tables generation (${(e as Error).message}); verifying with iptables-save`, {
+          family: this.family,
+          ...(errno !== undefined ? { errno } : {}),
+        });
+      }
+      return undefined;
+    }
+  }
 
   get family(): IpFamily {
     return this.runner.family;
@@ -58,6 +141,7 @@ export class IptablesSync implements Iptables {
   invalidate(): void {
     this.lastText = undefined;
     this.jumpsChecked = false;
+    this.verifiedGen = undefined;
   }
 
   async sync(plan: IptablesPlan, opts: IptablesSyncOptions = {}): Promise<IptablesSyncResult> {
@@ -67,10 +151,20 @@ export class IptablesSync implements Iptables {
     if (!opts.force && !opts.verify && unchanged) {
       return { execs: 0, wrote: false, insertedJumps: [], restoreText: '' };
     }
+    const jumpsKey = JSON.stringify(plan.jumps);
+    // the generation before anything of ours runs: every save and restore below is after it
+    const gen0 = await this.readGeneration();
+    const provenAtGen0 = gen0 !== undefined && gen0 === this.verifiedGen && jumpsKey === this.verifiedJumps;
+    if (!opts.force && opts.verify && unchanged && provenAtGen0) {
+      return { execs: 0, wrote: false, insertedJumps: [], restoreText: '', repaired: [] };
+    }
     let execs = 0;
     let missing: JumpRule[] = [];
     const repaired: string[] = [];
+    /** the jump rules were read in this sync, after gen0 */
+    let jumpsReadAfterGen0 = false;
     if (opts.force || opts.verify || !this.jumpsChecked) {
+      jumpsReadAfterGen0 = true;
       const existing = new Map<Table, Map<string, string[]>>();
       for (const table of TABLES) {
         const check = opts.verify || plan.jumps.some((j) => j.table === table);
@@ -88,6 +182,12 @@ export class IptablesSync implements Iptables {
       });
       if (opts.verify && unchanged) repaired.push(...missing.map((j) => `${j.table} ${j.from}: jump to ${j.to} missing`));
       if (!opts.force && unchanged && repaired.length === 0) {
+        // (a verify: `unchanged` without verify returned above.) Proven only when nobody
+        // committed while the saves ran: then they read the state at gen0.
+        if (gen0 !== undefined && (await this.readGeneration()) === gen0) {
+          this.verifiedGen = gen0;
+          this.verifiedJumps = jumpsKey;
+        }
         return { execs, wrote: false, insertedJumps: [], restoreText: '', repaired };
       }
     }
@@ -98,6 +198,7 @@ export class IptablesSync implements Iptables {
       });
     }
     const payload = missing.length ? formatIptablesRestore(plan, missing) : text;
+    this.verifiedGen = undefined;
     try {
       execs++;
       await this.runner.restore(payload);
@@ -107,6 +208,18 @@ export class IptablesSync implements Iptables {
     }
     this.lastText = text;
     this.jumpsChecked = true;
+    // Ours at the new generation only when it moved by exactly our own commits since gen0 (no
+    // one else committed in between) and the state at gen0 had the jumps: read in this sync,
+    // so the inserted ones complete them, or proven at gen0 by an earlier record. Our
+    // restore rewrites every KUBE-* chain of the plan whatever they held.
+    const commits = restoreCommits(payload);
+    if (gen0 !== undefined && commits !== undefined && (jumpsReadAfterGen0 || provenAtGen0)) {
+      const after = await this.readGeneration();
+      if (after === genPlus(gen0, commits)) {
+        this.verifiedGen = after;
+        this.verifiedJumps = jumpsKey;
+      }
+    }
     return { execs, wrote: true, insertedJumps: missing, restoreText: payload, ...(opts.verify ? { repaired } : {}) };
   }
 }

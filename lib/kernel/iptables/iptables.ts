@@ -34,7 +34,8 @@ export interface IptablesSyncOptions {
    * the periodic check (kube-proxy notices flushed tables with its canary chains): read the
    * tables (one iptables-save per table) and, when a KUBE-* chain is missing or holds another
    * number of rules than written, or a jump rule is missing, rewrite. Two execs when nothing
-   * changed.
+   * changed; none on iptables-nft with the generation reader (iptables-sync.ts) while the
+   * nf_tables generation is still the one at which the rules were proven ours.
    */
   readonly verify?: boolean;
 }

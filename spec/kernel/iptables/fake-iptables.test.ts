@@ -130,3 +130,27 @@ describe.each(['legacy', 'nft'] as const)('FakeIptables (%s)', (flavor) => {
     expect(f.restores.at(-1)).toBe(formatIptablesRestore(plan));
   });
 });
+
+describe('FakeIptables nf_tables generation', () => {
+  it('nft: +1 per committed table block that changes something; failed blocks and empty ones add nothing; legacy never moves', () => {
+    const nft = new FakeIptables({ flavor: 'nft' });
+    const g = nft.generation;
+    nft.applyRestore('*nat\n:KUBE-A - [0:0]\n-A KUBE-A -j RETURN\nCOMMIT\n*filter\n:KUBE-F - [0:0]\n-A KUBE-F -j RETURN\nCOMMIT\n', true);
+    expect(nft.generation).toBe(g + 2);
+    // the filter block fails at its COMMIT: only nat counts
+    expect(() => nft.applyRestore('*nat\n-A KUBE-A -j RETURN\nCOMMIT\n*filter\n-A KUBE-F -j NO-SUCH-CHAIN\nCOMMIT\n', true)).toThrow();
+    expect(nft.generation).toBe(g + 3);
+    // a flush of an empty chain, a declaration of an existing empty one: nothing to commit
+    nft.applyRestore('*filter\n:KUBE-E - [0:0]\nCOMMIT\n', true);
+    expect(nft.generation).toBe(g + 4);
+    nft.applyRestore('*filter\n-F KUBE-E\n:KUBE-E - [0:0]\nCOMMIT\n', true);
+    expect(nft.generation).toBe(g + 4);
+    nft.foreignCommit();
+    expect(nft.generation).toBe(g + 5);
+
+    const legacy = new FakeIptables({ flavor: 'legacy' });
+    legacy.applyRestore('*nat\n:KUBE-A - [0:0]\n-A KUBE-A -j RETURN\nCOMMIT\n', true);
+    legacy.foreignCommit();
+    expect(legacy.generation).toBe(1);
+  });
+});

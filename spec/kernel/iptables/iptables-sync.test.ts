@@ -45,3 +45,173 @@ describe('Iptables.sync verify (the periodic check)', () => {
     expect(await ipt.sync(plan, { verify: true })).toMatchObject({ execs: 2, wrote: false, repaired: [] });
   });
 });
+
+// With the nf_tables generation (iptables-nft): the verify reads nothing while the generation
+// is the one at which the rules were proven ours, and everything else reads as above.
+import Transport from 'winston-transport';
+import { log } from '../../../lib/log';
+import { IptablesSync, genPlus, restoreCommits } from '../../../lib/kernel/iptables/iptables-sync';
+import { IptablesRunner } from '../../../lib/kernel/iptables/iptables';
+import { formatIptablesRestore } from '../../../lib/kernel/iptables/format-restore';
+
+const OUTPUT_JUMP = '-D OUTPUT -m comment --comment "kubernetes service portals" -j KUBE-SERVICES';
+
+async function syncedWithGeneration(flavor: 'nft' | 'legacy' = 'nft') {
+  const ipt = new FakeIptables({ family: 'ipv4', flavor, readGeneration: true });
+  expect((await ipt.sync(plan)).wrote).toBe(true);
+  return { ipt, nat: await ipt.save('nat'), filter: await ipt.save('filter') };
+}
+
+/** an IptablesSync over the twin whose runner lets a test act between or inside its steps */
+function hooked(ipt: FakeIptables, hooks: { beforeRestore?: () => void; beforeSave?: () => void }) {
+  const runner: IptablesRunner = {
+    family: ipt.family,
+    backend: () => ipt.backend(),
+    save: async (t) => {
+      hooks.beforeSave?.();
+      return ipt.save(t);
+    },
+    restore: async (text) => {
+      hooks.beforeRestore?.();
+      return ipt.restore(text);
+    },
+  };
+  return new IptablesSync(runner, { generation: ipt.rulesetGeneration });
+}
+
+describe('Iptables.sync verify with the nf_tables generation', () => {
+  it('nothing committed since our write: the verify runs nothing; reads resume once anyone commits', async () => {
+    const { ipt } = await syncedWithGeneration();
+    const saves = ipt.saves;
+    expect(await ipt.sync(plan, { verify: true })).toEqual({ execs: 0, wrote: false, insertedJumps: [], restoreText: '', repaired: [] });
+    expect(await ipt.sync(plan, { verify: true })).toMatchObject({ execs: 0, wrote: false });
+    expect(ipt.saves).toBe(saves);
+    // someone commits elsewhere (another table, nft): read, find nothing of ours changed, and
+    // prove the tables ours at that generation again
+    ipt.foreignCommit();
+    expect(await ipt.sync(plan, { verify: true })).toMatchObject({ execs: 2, wrote: false, repaired: [] });
+    expect(await ipt.sync(plan, { verify: true })).toMatchObject({ execs: 0, wrote: false });
+  });
+
+  it('a restore moves the generation once per table block: nat+filter is 2', async () => {
+    const { ipt } = await syncedWithGeneration();
+    const g = ipt.generation;
+    await ipt.restore(formatIptablesRestore(plan));
+    expect(ipt.generation).toBe(g + 2);
+    expect(restoreCommits(formatIptablesRestore(plan))).toBe(2);
+    // a block that writes no rule may commit nothing: the count is unknown, nothing is recorded
+    expect(restoreCommits('*nat\n:KUBE-X - [0:0]\n-A KUBE-X -j RETURN\nCOMMIT\n*filter\n:KUBE-Y - [0:0]\nCOMMIT\n')).toBeUndefined();
+    // the kernel skips 0 when the u32 wraps
+    expect(genPlus(0xffffffff, 2)).toBe(2);
+  });
+
+  it.each<[string, string, string[]]>([
+    ['a flushed chain', '*nat\n-F KUBE-SERVICES\nCOMMIT\n', ['nat KUBE-SERVICES: 0 of 6 rules']],
+    ['a deleted jump', `*nat\n${OUTPUT_JUMP}\nCOMMIT\n`, ['nat OUTPUT: jump to KUBE-SERVICES missing']],
+  ])('%s behind our back moves the generation: the next verify reads and repairs', async (_name, behindOurBack, repaired) => {
+    const { ipt, nat, filter } = await syncedWithGeneration();
+    await ipt.restore(behindOurBack);
+    expect(await ipt.sync(plan, { verify: true })).toMatchObject({ execs: 3, wrote: true, repaired });
+    expect(await ipt.save('nat')).toBe(nat);
+    expect(await ipt.save('filter')).toBe(filter);
+    // the repair moved the generation by exactly its own commits: proven again
+    expect(await ipt.sync(plan, { verify: true })).toMatchObject({ execs: 0, wrote: false });
+  });
+
+  it('someone commits while our restore runs (the generation moves by 3): not recorded; a jump deleted then is repaired', async () => {
+    const { ipt, nat } = await syncedWithGeneration();
+    const otherPlan = planIptables({ family: 'ipv4', clusterCIDR: '10.245.0.0/16', nonEmptySets: new Set(SETS), randomFully: true });
+    let race = true;
+    const sync = hooked(ipt, {
+      beforeRestore: () => {
+        if (race) ipt.applyRestore(`*nat\n${OUTPUT_JUMP}\nCOMMIT\n`, true);
+        race = false;
+      },
+    });
+    // first sync of this IptablesSync: reads the jumps (present), then the race deletes one
+    const g = ipt.generation;
+    expect(await sync.sync(otherPlan)).toMatchObject({ execs: 3, wrote: true, insertedJumps: [] });
+    expect(ipt.generation).toBe(g + 3);
+    // were gen g+3 recorded, this verify would skip and the jump would stay missing
+    expect(await sync.sync(otherPlan, { verify: true })).toMatchObject({ execs: 3, wrote: true, repaired: ['nat OUTPUT: jump to KUBE-SERVICES missing'] });
+    expect(await sync.sync(plan)).toMatchObject({ wrote: true });
+    expect(await ipt.save('nat')).toBe(nat);
+    expect(await sync.sync(plan, { verify: true })).toMatchObject({ execs: 0 });
+  });
+
+  it('someone commits while the verify reads: not recorded, the next verify reads again and repairs', async () => {
+    const { ipt } = await syncedWithGeneration();
+    let saves = 0;
+    let race = false;
+    const sync = hooked(ipt, {
+      beforeSave: () => {
+        // after nat was read, before filter: the nat jump goes
+        if (race && saves++ === 1) ipt.applyRestore(`*nat\n${OUTPUT_JUMP}\nCOMMIT\n`, true);
+      },
+    });
+    expect(await sync.sync(plan)).toMatchObject({ execs: 3, wrote: true });
+    ipt.foreignCommit();
+    race = true;
+    expect(await sync.sync(plan, { verify: true })).toMatchObject({ execs: 2, wrote: false, repaired: [] });
+    race = false;
+    expect(await sync.sync(plan, { verify: true })).toMatchObject({ execs: 3, wrote: true, repaired: ['nat OUTPUT: jump to KUBE-SERVICES missing'] });
+    expect(await sync.sync(plan, { verify: true })).toMatchObject({ execs: 0 });
+  });
+
+  it('a changed plan written without reading: proven only when the generation was still ours before it', async () => {
+    const { ipt } = await syncedWithGeneration();
+    const plan2 = planIptables({ family: 'ipv4', clusterCIDR: '10.245.0.0/16', nonEmptySets: new Set(SETS), randomFully: true });
+    expect(await ipt.sync(plan2)).toMatchObject({ execs: 1, wrote: true });
+    expect(await ipt.sync(plan2, { verify: true })).toMatchObject({ execs: 0 });
+    // a foreign commit before the next write: that write cannot be proven (the jumps were not read)
+    ipt.foreignCommit();
+    expect(await ipt.sync(plan)).toMatchObject({ execs: 1, wrote: true });
+    expect(await ipt.sync(plan, { verify: true })).toMatchObject({ execs: 2, wrote: false });
+    expect(await ipt.sync(plan, { verify: true })).toMatchObject({ execs: 0 });
+  });
+
+  it('a failed restore forgets the proof', async () => {
+    const { ipt } = await syncedWithGeneration();
+    const sync = hooked(ipt, {});
+    await sync.sync(plan);
+    expect(await sync.sync(plan, { verify: true })).toMatchObject({ execs: 0 });
+    const bad = { ...plan, nat: { ...plan.nat, rules: [...plan.nat.rules, '-A KUBE-SERVICES -j KUBE-NOWHERE'] } };
+    await expect(sync.sync(bad)).rejects.toThrow();
+    expect(await sync.sync(plan, { verify: true })).toMatchObject({ execs: 3, wrote: true });
+  });
+
+  it('legacy: no generation, every verify reads', async () => {
+    const { ipt } = await syncedWithGeneration('legacy');
+    expect(await ipt.sync(plan, { verify: true })).toMatchObject({ execs: 2, wrote: false });
+    expect(await ipt.sync(plan, { verify: true })).toMatchObject({ execs: 2, wrote: false });
+    expect(ipt.generationReads).toBe(0);
+  });
+
+  it('the generation cannot be read: every verify reads; one warning (with the errno) until a read succeeds', async () => {
+    const lines: Record<string, unknown>[] = [];
+    const capture = new (class extends Transport {
+      override log(info: Record<string, unknown>, next: () => void): void {
+        lines.push(info);
+        next();
+      }
+    })();
+    log.add(capture);
+    try {
+      const { ipt } = await syncedWithGeneration();
+      ipt.generationError = Object.assign(new Error('read nf_tables generation: EPERM (EPERM)'), { errno: 1 });
+      expect(await ipt.sync(plan, { verify: true })).toMatchObject({ execs: 2, wrote: false, repaired: [] });
+      expect(await ipt.sync(plan, { verify: true })).toMatchObject({ execs: 2, wrote: false });
+      const warned = lines.filter((l) => String(l.message).includes('cannot read the nf_tables generation'));
+      expect(warned).toHaveLength(1);
+      expect(warned[0]).toMatchObject({ level: 'warn', errno: 1, family: 'ipv4' });
+      // readable again, and nobody committed since our write: proven as before
+      ipt.generationError = undefined;
+      expect(await ipt.sync(plan, { verify: true })).toMatchObject({ execs: 0 });
+      ipt.generationError = new Error('netlink socket closed');
+      expect(await ipt.sync(plan, { verify: true })).toMatchObject({ execs: 2 });
+      expect(lines.filter((l) => String(l.message).includes('cannot read the nf_tables generation'))).toHaveLength(2);
+    } finally {
+      log.remove(capture);
+    }
+  });
+});
