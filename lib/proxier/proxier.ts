@@ -217,6 +217,8 @@ export class Proxier {
 
   private needFullSync = true;
   private replanAll = true;
+  /** the plan contexts as text: a full sync re-plans every Service only when they changed */
+  private contextsText = '';
   private lastFullSyncAt = -Infinity;
   /** "vsKey/rsKey" -> since when it drains */
   private readonly draining = new Map<string, { since: number; checkedAt: number }>();
@@ -352,7 +354,10 @@ export class Proxier {
       const dueRetries = [...this.retries].filter(([svc, r]) => svc !== SYNC_RETRY && r.at <= start).map(([svc]) => svc);
       for (const svc of dueRetries) changed.add(svc);
       this.failedThisSync.clear();
-      const replanEverything = this.replanAll || full;
+      // a full sync re-reads the kernel; the plans are re-made only when what they depend on
+      // beyond the Service and its endpoints changed (settings, the node, its addresses): a
+      // Service whose objects did not change plans the same (planServicePort is pure)
+      const replanEverything = this.replanAll;
       const names = replanEverything ? new Set([...this.deps.source.serviceNames(), ...this.plans.keys()]) : changed;
       this.replanAll = false;
       if (replanEverything) this.health.clear();
@@ -588,6 +593,9 @@ export class Proxier {
     const proxied = (a: string) => this.settings.families.includes(isIPv4(a) ? 'ipv4' : 'ipv6');
     this.deps.serviceHealth?.setNodePortAddresses?.(matchAll ? undefined : npAll.filter(proxied));
     this.contexts = this.planContexts(this.localAddresses);
+    const text = JSON.stringify([...this.contexts.values()].map((c) => ({ ...c, localAddresses: [...c.localAddresses].sort() })));
+    if (text !== this.contextsText) this.replanAll = true;
+    this.contextsText = text;
   }
 
   /** The per-family planning context over these local addresses (those of links but kube-ipvs0). */

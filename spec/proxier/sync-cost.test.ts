@@ -1,6 +1,7 @@
-// Where a sync's time goes (SyncResult.phasesMs, logged with every "sync done"): each kernel
-// surface's time is charged to its own phase, and the phases add up to the sync's duration.
-// The twins "take" time by moving the fake clock while they run.
+// What a sync costs: where its time goes (SyncResult.phasesMs, logged with every "sync done":
+// each kernel surface's time is charged to its own phase, and the phases add up to the sync's
+// duration; the twins "take" time by moving the fake clock while they run), what a one-endpoint
+// change touches, and what the periodic full sync re-plans.
 import type { V1EndpointSlice, V1Service } from '@kubernetes/client-node';
 import { makeEndpointSlice, makeService, svcPort } from '../../lib/testing/builders';
 import { proxierOverTwins } from '../../lib/testing/proxier-twins';
@@ -92,5 +93,43 @@ describe('a partial sync touches only what changed', () => {
     expect(t.proxier.lastResult).toMatchObject({ full: false, ipvsWrites: 2, execs: 0, linkOps: 0 });
     expect(ipsetSyncs).toBe(1);
     expect(addressDumps).toBe(2); // the first sync's two, none since
+  });
+});
+
+describe('the periodic full sync', () => {
+  const nodePort: V1Service = makeService('default', 'np', (s) => {
+    s.spec = { type: 'NodePort', clusterIP: '10.96.0.20', clusterIPs: ['10.96.0.20'], ports: [svcPort('http', 80, 'TCP', 30080)] };
+  });
+  const npSlice = makeEndpointSlice('default', 'np', 'np-1', (sl) => {
+    sl.ports = [{ name: 'http', port: 8080, protocol: 'TCP' }];
+    sl.endpoints = [{ addresses: ['10.244.2.2'], conditions: { ready: true, serving: true, terminating: false }, nodeName: 'node-b' }];
+  });
+  const vips = async (t: Awaited<ReturnType<typeof proxierOverTwins>>) => (await t.ipvs.listAll()).map((e) => `${e.vs.address}:${e.vs.port}`).sort();
+
+  it('re-reads the kernel and repairs it without re-planning unchanged Services', async () => {
+    const t = await proxierOverTwins();
+    t.add(web, webSlice('10.244.1.2'), nodePort, npSlice);
+    await t.start();
+    expect(t.proxier.lastResult).toMatchObject({ full: true, replanned: 2 });
+    // drift: a real server deleted behind the proxier's back
+    const [entry] = (await t.ipvs.listAll()).filter((e) => e.vs.address === '10.96.0.10');
+    await t.ipvs.apply({ kind: 'delDest', vs: entry!.vs, rs: entry!.dests[0]! });
+    await t.settle(31_000);
+    expect(t.proxier.lastResult).toMatchObject({ full: true, replanned: 0, ipvsWrites: 1 });
+    expect((await t.ipvs.listAll()).find((e) => e.vs.address === '10.96.0.10')!.dests.map((d) => d.address)).toEqual(['10.244.1.2']);
+  });
+
+  it('re-plans every Service when the node\'s addresses changed (a NodePort on the new address)', async () => {
+    const t = await proxierOverTwins();
+    t.add(web, webSlice('10.244.1.2'), nodePort, npSlice);
+    await t.start();
+    expect(await vips(t)).toEqual(['10.96.0.10:80', '10.96.0.20:80', '192.0.2.1:30080']);
+    await t.link.addAddress((await t.link.getLink('eth0')).index, '192.0.2.9');
+    await t.settle(31_000);
+    expect(t.proxier.lastResult).toMatchObject({ full: true, replanned: 2 });
+    expect(await vips(t)).toEqual(['10.96.0.10:80', '10.96.0.20:80', '192.0.2.1:30080', '192.0.2.9:30080']);
+    // and the next full sync, with nothing changed, re-plans nothing again
+    await t.settle(31_000);
+    expect(t.proxier.lastResult).toMatchObject({ full: true, replanned: 0, ipvsWrites: 0 });
   });
 });
