@@ -152,7 +152,8 @@ const hex8 = (v: number): string => '0x' + v.toString(16).padStart(8, '0');
  * The create options as `ipset save` (ipset 7.17, list_create) prints them, for the fields
  * decoded here: family, hashsize, maxelem, netmask, markmask, timeout, counters, comment,
  * skbinfo, forceadd, bucketsize, initval (hash); range (bitmap:port, bitmap:ip); size
- * (list:set). Not decoded: bitmap:ip's netmask, hash types' bitmask (Linux 6.2+).
+ * (list:set). The order was checked against `ipset save` in the VM (spec/vm/ipset-netlink)
+ * except netmask's. Not decoded: bitmap:ip's netmask, hash types' bitmask (Linux 6.2+).
  */
 function formatOptions(type: string, family: IpFamily | undefined, h: Map<number, Buffer>, path: string): string {
   const o: string[] = [];
@@ -160,14 +161,15 @@ function formatOptions(type: string, family: IpFamily | undefined, h: Map<number
   const num = (t: number, what: string): number | undefined => be32(h.get(t), `${path}>${what}`);
   if (type.startsWith('hash:')) {
     if (family) o.push('family', family === 'ipv4' ? 'inet' : 'inet6');
+    // hash:ip,mark prints markmask before hashsize (seen from ipset 7.17 on 6.1)
+    const markmask = h.get(A.MARKMASK);
+    if (markmask?.length === 4) o.push('markmask', hex8(markmask.readUInt32LE(0)));
     const hashsize = num(A.HASHSIZE, 'IPSET_ATTR_HASHSIZE');
     const maxelem = num(A.MAXELEM, 'IPSET_ATTR_MAXELEM');
     if (hashsize !== undefined) o.push('hashsize', String(hashsize));
     if (maxelem !== undefined) o.push('maxelem', String(maxelem));
     const netmask = h.get(A.NETMASK);
     if (netmask?.length === 1) o.push('netmask', String(netmask[0]));
-    const markmask = h.get(A.MARKMASK);
-    if (markmask?.length === 4) o.push('markmask', hex8(markmask.readUInt32LE(0)));
   } else if (type === 'bitmap:port') {
     const from = h.get(A.PORT_FROM);
     const to = h.get(A.PORT_TO);

@@ -119,6 +119,15 @@ describe('decodeIpsetDump', () => {
     expect([...s.members]).toEqual(['10.0.0.1,udp:53']);
   });
 
+  it('hash:ip,mark: markmask printed after family, the mark as 0x%08x (MARKMASK 11 is host order, MARK 10 net32)', () => {
+    const m = msg(head('T-IPMARK'), core('hash:ip,mark', 2, 3),
+      nest(7, net32(18, 1024), net32(19, 65536), nla(11, Buffer.from([0xff, 0, 0, 0])), nla(21, u8(12)), net32(17, 6), net32(25, 0), net32(26, 1), net32(24, 1)),
+      adt([ip4(1, '10.0.0.1'), net32(10, 0x10)]));
+    const s = decodeIpsetDump([m]).get('T-IPMARK')!;
+    expect(s.options).toBe('family inet markmask 0x000000ff hashsize 1024 maxelem 65536 bucketsize 12 initval 0x00000006');
+    expect([...s.members]).toEqual(['10.0.0.1,0x00000010']);
+  });
+
   it('refuses a continuation whose set has no header before it, and a member without its address', () => {
     const orphan = msg(head('KUBE-LOOP-BACK'), adt([ip4(1, '10.244.1.5'), ip4(20, '10.244.1.5'), net16(4, 80), nla(7, u8(6))]));
     expect(() => decodeIpsetDump([orphan])).toThrow(DecodeError);

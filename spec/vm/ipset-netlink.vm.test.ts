@@ -119,13 +119,13 @@ describe('listIpsets against the kernel', () => {
     expect(twin.saves).toBe(0);
   });
 
-  it('a set of 3,000 members (several dump messages) reads as `ipset save` shows it', async () => {
-    // (ipset restore and save of 20,000 members take minutes each in the TCG guest; ~700
-    // hash:ip,port,ip members fill one dump message, so 3,000 span at least 4)
+  it('a set of 2,000 members (several dump messages) reads as `ipset save` shows it', async () => {
+    // (ipset restore and save of 20,000 members take minutes each in the TCG guest; a dump
+    // message holds at most a few hundred hash:ip,port,ip members)
     await destroyAll();
     const lines = ['create T-BIG hash:ip,port,ip family inet hashsize 4096 maxelem 100000', 'create T-BIG6 hash:ip,port,net family inet6'];
-    for (let i = 0; i < 3_000; i++) lines.push(`add T-BIG 10.${i >> 16}.${(i >> 8) & 255}.${i & 255},tcp:${1 + (i % 65535)},192.0.2.${i % 256}`);
-    for (let i = 0; i < 300; i++) lines.push(`add T-BIG6 fd00::${i.toString(16)},udp:53,2001:db8:${i.toString(16)}::/${32 + (i % 97)}`);
+    for (let i = 0; i < 2_000; i++) lines.push(`add T-BIG 10.${i >> 16}.${(i >> 8) & 255}.${i & 255},tcp:${1 + (i % 65535)},192.0.2.${i % 256}`);
+    for (let i = 0; i < 200; i++) lines.push(`add T-BIG6 fd00::${i.toString(16)},udp:53,2001:db8:${i.toString(16)}::/${32 + (i % 97)}`);
     lines.push('create T-AFTER bitmap:port range 0-65535', 'add T-AFTER 80');
     await sh('ipset restore', lines.join('\n') + '\n');
     const saved = await save();
@@ -134,8 +134,8 @@ describe('listIpsets against the kernel', () => {
     const onDatagram = transport.onDatagram.bind(transport);
     transport.onDatagram = (cb) => onDatagram((d) => (datagrams++, cb(d)));
     const listed = await listIpsets({ transport });
-    expect(listed.get('T-BIG')!.members.size).toBe(3_000);
-    expect(datagrams).toBeGreaterThanOrEqual(4);
+    expect(listed.get('T-BIG')!.members.size).toBe(2_000);
+    expect(datagrams).toBeGreaterThanOrEqual(2);
     expect(plain(listed)).toEqual(plain(saved));
   }, 150_000);
 });
