@@ -27,6 +27,7 @@ import { openLink } from '../kernel/link/link-rtnetlink';
 import { Link } from '../kernel/link/link';
 import { ChildProcessExec, ObservedExec } from '../kernel/exec';
 import { createIpset } from '../kernel/ipset/ipset-restore';
+import { listIpsets } from '../kernel/ipset/ipset-netlink';
 import { createIptables } from '../kernel/iptables/iptables-restore';
 import { LazyNftGeneration } from '../kernel/iptables/nft-generation';
 import { iptablesVersion, supportsRandomFully } from '../kernel/iptables/detect-backend';
@@ -142,9 +143,9 @@ export async function runDaemon(config: ProxyConfig, options: DaemonOptions): Pr
   } catch (e) {
     log.error(`${(e as Error).message}; stale UDP conntrack entries will not be cleaned`);
   }
-  // one instance for both families: its one `ipset save` reads every set, and each family's
-  // sync touches only its own sets
-  const ipset = createIpset(exec);
+  // one instance for both families: its one read (a netlink dump; `ipset save` where netlink
+  // cannot serve) sees every set, and each family's sync touches only its own sets
+  const ipset = createIpset(exec, undefined, undefined, () => listIpsets());
   const ipsets: Partial<Record<IpFamily, Ipset>> = { ipv4: ipset, ipv6: ipset };
   const iptables: Partial<Record<IpFamily, Iptables>> = {};
   const randomFully: Partial<Record<IpFamily, boolean>> = {};

@@ -577,8 +577,9 @@ export class Proxier {
     const fam = this.settings.families[0];
     const ipset = fam ? this.deps.ipsets[fam] : undefined;
     if (ipset) {
-      this.observedIpsets = await ipset.observe();
-      counts.execs++;
+      const observed = await ipset.observeCounted();
+      this.observedIpsets = observed.state;
+      counts.execs += observed.execs;
       // another family's instance (if it is another one) must not sync against an old baseline
       for (const f of this.settings.families.slice(1)) if (this.deps.ipsets[f] !== ipset) this.deps.ipsets[f]?.invalidate();
     }

@@ -21,7 +21,7 @@
 import { isIPv4, isIPv6 } from 'node:net';
 import { ExecError } from '../../errors';
 import { ExecResult, Execer } from '../exec';
-import { Ipset, IpsetRunner, IpsetState, IpsetSyncResult, ObservedSet } from './ipset';
+import { Ipset, IpsetObservation, IpsetRunner, IpsetState, IpsetSyncResult, ObservedSet } from './ipset';
 import { familyKeyword, formatIpsetState } from './ipset-text';
 import { IpsetSync, WarnLogger } from './ipset-sync';
 import { IpFamily } from '../../model/ip-family';
@@ -53,6 +53,8 @@ export class FakeIpset implements IpsetRunner, Ipset {
   readonly restores: string[] = [];
   /** number of `save` calls */
   saves = 0;
+  /** number of `list` calls (the netlink read: no process) */
+  lists = 0;
 
   /** `log` receives the quarantine notices of its Ipset side (default: the "ipset" component log). */
   constructor(opts: { readonly log?: WarnLogger } = {}) {
@@ -62,6 +64,9 @@ export class FakeIpset implements IpsetRunner, Ipset {
   // ---- Ipset ----
   observe(): Promise<IpsetState> {
     return this.sync_.observe();
+  }
+  observeCounted(): Promise<IpsetObservation> {
+    return this.sync_.observeCounted();
   }
   sync(desired: DesiredIpsets): Promise<IpsetSyncResult> {
     return this.sync_.sync(desired);
@@ -84,6 +89,16 @@ export class FakeIpset implements IpsetRunner, Ipset {
   async restore(text: string): Promise<void> {
     this.applyRestore(text, true);
   }
+
+  /** The state parseIpsetSave(save()) gives, read as the kernel's netlink dump would be: no exec. */
+  readonly list = async (): Promise<IpsetState> => {
+    this.lists++;
+    const out = new Map<string, ObservedSet>();
+    for (const s of this.sets.values()) {
+      out.set(s.name, { name: s.name, type: s.type, ...(s.family ? { family: s.family } : {}), options: s.options, members: new Set(s.members) });
+    }
+    return out;
+  };
 
   // ---- the binary, for ExecIpsetRunner and tests ----
   /** An Execer that answers `ipset save`, `ipset restore [-exist]`, `ipset destroy NAME`. */

@@ -1,14 +1,21 @@
-/** The real Ipset: the `ipset` binary through an Execer. */
+/** The real Ipset: the `ipset` binary through an Execer (and the sets read over netlink, when given). */
 import { ChildProcessExec, Execer, checkExec } from '../exec';
-import { Ipset, IpsetRunner } from './ipset';
+import { Ipset, IpsetRunner, IpsetState } from './ipset';
 import { ipsetErrorLine } from './ipset-text';
 import { IpsetSync, WarnLogger } from './ipset-sync';
 
 export const IPSET_BIN = 'ipset';
 
-/** `ipset save` / `ipset restore -exist` (stdin). Errors: ExecError with the blamed line. */
+/**
+ * `ipset save` / `ipset restore -exist` (stdin). Errors: ExecError with the blamed line.
+ * With `list` (listIpsets of ipset-netlink.ts in production), observe reads without a process.
+ */
 export class ExecIpsetRunner implements IpsetRunner {
-  constructor(private readonly exec: Execer, private readonly bin: string = IPSET_BIN) {}
+  readonly list?: () => Promise<IpsetState>;
+
+  constructor(private readonly exec: Execer, private readonly bin: string = IPSET_BIN, list?: () => Promise<IpsetState>) {
+    if (list) this.list = list;
+  }
 
   async save(): Promise<string> {
     const args = ['save'];
@@ -21,7 +28,10 @@ export class ExecIpsetRunner implements IpsetRunner {
   }
 }
 
-/** The production Ipset. `log` receives the quarantine notices (default: the "ipset" component log). */
-export function createIpset(exec: Execer = new ChildProcessExec(), bin: string = IPSET_BIN, log?: WarnLogger): Ipset {
-  return new IpsetSync(new ExecIpsetRunner(exec, bin), log);
+/**
+ * The production Ipset. `log` receives the quarantine notices (default: the "ipset" component
+ * log); `list` reads the sets without a process (the daemon passes listIpsets).
+ */
+export function createIpset(exec: Execer = new ChildProcessExec(), bin: string = IPSET_BIN, log?: WarnLogger, list?: () => Promise<IpsetState>): Ipset {
+  return new IpsetSync(new ExecIpsetRunner(exec, bin, list), log);
 }

@@ -2,7 +2,7 @@
 import { ExecError } from '../../errors';
 import { componentLog } from '../../log';
 import { DeltaLine, KnownSet, diffIpsets } from './diff-ipsets';
-import { Ipset, IpsetRunner, IpsetState, IpsetSyncResult, QuarantinedLine } from './ipset';
+import { Ipset, IpsetNetlinkUnavailableError, IpsetObservation, IpsetRunner, IpsetState, IpsetSyncResult, QuarantinedLine } from './ipset';
 import { parseIpsetSave } from './ipset-text';
 import { DesiredIpsets } from '../../model/ipset';
 
@@ -27,6 +27,8 @@ export class IpsetSync implements Ipset {
   /** What the kernel holds, as far as we know; undefined = must observe first. */
   private known: Map<string, KnownSet> | undefined;
   private readonly quarantine = new Map<string, SetQuarantine>();
+  /** the runner's list() said it cannot serve here (logged once): save() from then on */
+  private listUnavailable = false;
 
   constructor(
     private readonly runner: IpsetRunner,
@@ -34,9 +36,29 @@ export class IpsetSync implements Ipset {
   ) {}
 
   async observe(): Promise<IpsetState> {
-    const state = parseIpsetSave(await this.runner.save());
+    return (await this.observeCounted()).state;
+  }
+
+  async observeCounted(): Promise<IpsetObservation> {
+    let state: IpsetState | undefined;
+    let execs = 0;
+    if (this.runner.list && !this.listUnavailable) {
+      try {
+        state = await this.runner.list();
+      } catch (e) {
+        if (!(e instanceof IpsetNetlinkUnavailableError)) throw e;
+        this.listUnavailable = true;
+        this.log.warn(`ipset: reading the sets over netlink is not possible here (${e.message}); using \`ipset save\` from now on`, {
+          reason: e.message,
+        });
+      }
+    }
+    if (!state) {
+      state = parseIpsetSave(await this.runner.save());
+      execs = 1;
+    }
     this.known = new Map(state);
-    return state;
+    return { state, execs };
   }
 
   invalidate(): void {
@@ -46,10 +68,7 @@ export class IpsetSync implements Ipset {
 
   async sync(desired: DesiredIpsets): Promise<IpsetSyncResult> {
     let execs = 0;
-    if (!this.known) {
-      await this.observe();
-      execs++;
-    }
+    if (!this.known) execs += (await this.observeCounted()).execs;
     // a set whose desired members changed gets its quarantined lines retried
     for (const [name, q] of this.quarantine) {
       const want = desired.get(name);
@@ -107,8 +126,7 @@ export class IpsetSync implements Ipset {
     const applied = delta.ops.filter((l) => !this.blocked(l));
     if (refused) {
       // lines before a refused one may or may not have been applied on the way: read the truth
-      execs++;
-      await this.observe();
+      execs += (await this.observeCounted()).execs;
     } else {
       this.remember(desired);
     }

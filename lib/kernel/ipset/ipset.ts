@@ -6,6 +6,7 @@
 
 import { IpFamily } from '../../model/ip-family';
 import { DesiredIpsets } from '../../model/ipset';
+import { KubeIpvsError } from '../../errors';
 
 /** One set as `ipset save` shows it. */
 export interface ObservedSet {
@@ -54,8 +55,9 @@ export interface QuarantinedLine {
 /**
  * kube-ipvs's view of the ipsets it owns.
  *
- * - `observe()` reads every set and its members with ONE `ipset save`, and remembers the result
- *   as the baseline for the next `sync`.
+ * - `observe()` reads every set and its members with ONE netlink dump when the runner can
+ *   (`list`), else with ONE `ipset save`, and remembers the result as the baseline for the
+ *   next `sync`.
  * - `sync(desired)` creates missing sets, adds new members and deletes stale ones with ONE
  *   `ipset restore -exist`, for all sets together; nothing runs when nothing changed. A
  *   member in both the old and the new state is never touched (no flush-and-refill). Sets not
@@ -71,6 +73,8 @@ export interface QuarantinedLine {
  */
 export interface Ipset {
   observe(): Promise<IpsetState>;
+  /** observe(), saying how many processes it started (0 when the runner listed over netlink) */
+  observeCounted(): Promise<IpsetObservation>;
   sync(desired: DesiredIpsets): Promise<IpsetSyncResult>;
   /** Forget what was applied and what was quarantined: the next sync starts with
    * `observe()` and retries every line (after a failure, or when someone else may have
@@ -78,10 +82,32 @@ export interface Ipset {
   invalidate(): void;
 }
 
-/** The two operations of the `ipset` binary that Ipset needs; real (exec) or fake (memory). */
+/** What one observe read, and the processes it took. */
+export interface IpsetObservation {
+  readonly state: IpsetState;
+  /** 1 for an `ipset save`, 0 for a netlink read */
+  readonly execs: number;
+}
+
+/**
+ * The operations on the kernel's sets that Ipset needs: the two of the `ipset` binary (real
+ * exec or fake memory) and, optionally, a read without a process.
+ */
 export interface IpsetRunner {
   /** `ipset save` output */
   save(): Promise<string>;
+  /**
+   * Every set, as parseIpsetSave(save()) would give it, without a process (netlink). When
+   * present, observe uses it; IpsetNetlinkUnavailableError makes observe fall back to save.
+   */
+  readonly list?: () => Promise<IpsetState>;
   /** `ipset restore -exist` with `text` on stdin; throws ExecError */
   restore(text: string): Promise<void>;
+}
+/**
+ * The netlink read cannot serve here (no NETLINK_NETFILTER socket, a kernel refusing the
+ * protocol, or a set type whose members the codec cannot spell); `ipset save` can.
+ */
+export class IpsetNetlinkUnavailableError extends KubeIpvsError {
+  readonly code = 'KIPVS_IPSET_NETLINK_UNAVAILABLE' as const;
 }
