@@ -19,6 +19,10 @@ const s = (v: number | undefined, digits = 1) => (v === undefined ? '-' : `${v.t
 const ms = (v: number | undefined) => (v === undefined ? '-' : `${v.toFixed(0)} ms`);
 const mb = (v: number | undefined) => (v === undefined ? '-' : `${(v / 1048576).toFixed(0)} MB`);
 const n = (v: unknown) => (v === undefined || v === null ? '-' : String(v));
+const phase = (r: Row | undefined, p: string): number | undefined => {
+  const v = (r?.phasesMs as Record<string, number> | undefined)?.[p];
+  return v === undefined ? undefined : v / 1000;
+};
 const ratio = (a: number | undefined, b: number | undefined, digits = 2) => (a === undefined || !b ? '-' : `${(a / b).toFixed(digits)}x`);
 
 function table(title: string, header: string[], body: string[][]): void {
@@ -31,7 +35,7 @@ function table(title: string, header: string[], body: string[][]): void {
 
 table(
   'kube-ipvs daemon: cold start and adopt (process start -> first sync done), each size in a fresh VM boot; peer: kube-proxy\'s cold load through moby/ipvs (one request at a time), same boot, fresh netns',
-  ['services x endpoints', 'cold start', 'first sync', 'writes', 'execs', 'moby/ipvs load', 'sync/moby', 'adopt', 'adopt sync', 'writes', 'reads', 'execs'],
+  ['services x endpoints', 'cold start', 'first sync', 'writes', 'execs', 'moby/ipvs load', 'sync/moby', 'IPVS phase/moby', 'adopt', 'adopt sync', 'writes', 'reads', 'execs'],
   sizes.map((size) => {
     const c = of(size, 'cold start');
     const a = of(size, 'adopt');
@@ -39,6 +43,8 @@ table(
     return [
       size, c?.failed ? 'FAILED' : s(num(c, 'seconds')), s(num(c, 'syncSeconds')), n(c?.ipvsWrites), n(c?.execs),
       moby?.skipped ? 'not built' : s(num(moby, 'seconds')), ratio(num(c, 'syncSeconds'), num(moby, 'seconds')),
+      // the same work as moby's load: the first sync's IPVS writes alone (its phase time)
+      ratio(phase(c, 'ipvsWrite'), num(moby, 'seconds')),
       a?.failed ? 'FAILED' : s(num(a, 'seconds')), s(num(a, 'syncSeconds')), n(a?.ipvsWrites), n(a?.ipvsReads), n(a?.execs),
     ];
   }),

@@ -1,6 +1,6 @@
 #!/bin/bash
 # make bench: 10,000 services x 10 real servers loaded from an empty table, then dumped;
-# the daemon's API-event-to-kernel latency at 1,000 and 10,000 services (BENCH_DAEMON_SIZES);
+# the daemon scenarios at 1,000 x 10, 10,000 x 10 and 50,000 x 2 (BENCH_DAEMON_SIZES);
 # ipvsadm -R / -Sn vs our client vs our CLI, each side in a FRESH VM boot (the kernel's
 # dest trash after a flush would otherwise slow every later add). Prints a table; then the
 # node-networking benchmark (ipset/iptables execs and times for 10,000 services).
@@ -17,11 +17,13 @@ for side in $SIDES; do
 done
 node_modules/.bin/node dist/scripts/bench/report.js "$OUT/results.jsonl"
 rm -rf "$OUT"
-# the daemon scenarios at 1,000 and 10,000 services (x10 endpoints), each size in a fresh boot:
+# the daemon scenarios per size (BENCH_DAEMON_SIZES), each size in a fresh boot:
 # cold start, adopt, full check, single changes, rolling update, churn (BENCH_CHURN_RATE/s for
 # BENCH_CHURN_SECONDS), memory; peers: moby/ipvs's cold load (Go, kube-proxy's library; built
 # here offline from Debian's packages) and kube-proxy's per-sync netlink pattern
-if [ -n "${BENCH_DAEMON_SIZES-1000 10000}" ]; then
+# sizes as SERVICESxENDPOINTS (a bare number means x10); 50000x2 is the issue's largest table
+DAEMON_SIZES=${BENCH_DAEMON_SIZES-1000x10 10000x10 50000x2}
+if [ -n "$DAEMON_SIZES" ]; then
   PEER=dist/scripts/bench/peer/moby-ipvs-load
   if command -v go >/dev/null && [ -d /usr/share/gocode/src/github.com/moby/ipvs ]; then
     mkdir -p "$(dirname "$PEER")"
@@ -31,11 +33,14 @@ if [ -n "${BENCH_DAEMON_SIZES-1000 10000}" ]; then
     echo ">> moby/ipvs peer not built: apt-get install golang-go golang-github-docker-docker-dev" >&2
   fi
   OUT=$(mktemp -d)
-  for n in ${BENCH_DAEMON_SIZES-1000 10000}; do
-    echo ">> daemon, $n services: fresh VM boot" >&2
-    bash scripts/vm/run.sh -t 5400 -w "$OUT" -- \
+  for size in $DAEMON_SIZES; do
+    n=${size%%x*}; e=10; [ "$size" != "$n" ] && e=${size#*x}
+    echo ">> daemon, $n services x $e endpoints: fresh VM boot" >&2
+    # 50,000 Services: the guest needs more than the default 2 GiB (API server, daemon, peer)
+    bash scripts/vm/run.sh -t 5400 -m "${BENCH_VM_MEM:-4G}" -w "$OUT" -- \
       env BENCH_OUT="$OUT/daemon.jsonl" BENCH_CHURN_SECONDS="${BENCH_CHURN_SECONDS:-60}" BENCH_CHURN_RATE="${BENCH_CHURN_RATE:-1000}" \
-      BENCH_PEER_GETS="${BENCH_PEER_GETS:-0}" BENCH_PEER_RUNS="${BENCH_PEER_RUNS:-5}" node_modules/.bin/node dist/scripts/bench/daemon-latency.js "$n" 10 "${BENCH_DAEMON_CHANGES:-1000}" >&2
+      BENCH_PEER_GETS="${BENCH_PEER_GETS:-0}" BENCH_PEER_RUNS="${BENCH_PEER_RUNS:-5}" BENCH_ONLY="${BENCH_ONLY:-}" \
+      node_modules/.bin/node dist/scripts/bench/daemon-latency.js "$n" "$e" "${BENCH_DAEMON_CHANGES:-1000}" >&2
   done
   node_modules/.bin/node dist/scripts/bench/report-daemon.js "$OUT/daemon.jsonl"
   rm -rf "$OUT"
