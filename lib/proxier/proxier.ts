@@ -295,11 +295,14 @@ export class Proxier {
       this.plans.clear();
       this.noLocalEndpoints.internal = 0;
       this.noLocalEndpoints.external = 0;
+      this.replanAll = true;
     }
     this.settings = settings;
     this.excluded = cidrMatcher(settings.excludeCIDRs);
     this.runner.setIntervals(settings.minSyncPeriodMs, settings.syncPeriodMs);
-    this.replanAll = true;
+    // the full sync below rebuilds the plan contexts from the new settings and re-plans every
+    // Service if they changed (scheduler, nodePortAddresses, ...); a change of the sync
+    // periods alone re-plans nothing
     this.needFullSync = true;
     this.sync();
   }

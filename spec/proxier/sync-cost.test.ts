@@ -4,7 +4,7 @@
 // change touches, and what the periodic full sync re-plans.
 import type { V1EndpointSlice, V1Service } from '@kubernetes/client-node';
 import { makeEndpointSlice, makeService, svcPort } from '../../lib/testing/builders';
-import { proxierOverTwins } from '../../lib/testing/proxier-twins';
+import { TWIN_SETTINGS, proxierOverTwins } from '../../lib/testing/proxier-twins';
 import { SyncResult } from '../../lib/proxier/proxier';
 
 const web: V1Service = makeService('default', 'web', (s) => {
@@ -131,5 +131,18 @@ describe('the periodic full sync', () => {
     // and the next full sync, with nothing changed, re-plans nothing again
     await t.settle(31_000);
     expect(t.proxier.lastResult).toMatchObject({ full: true, replanned: 0, ipvsWrites: 0 });
+  });
+
+  it('after a settings change: re-plans nothing when only the sync periods changed, everything when the scheduler did', async () => {
+    const t = await proxierOverTwins();
+    t.add(web, webSlice('10.244.1.2'), nodePort, npSlice);
+    await t.start();
+    t.proxier.updateSettings({ ...TWIN_SETTINGS, syncPeriodMs: 60_000 });
+    await t.settle();
+    expect(t.proxier.lastResult).toMatchObject({ full: true, replanned: 0, ipvsWrites: 0 });
+    t.proxier.updateSettings({ ...TWIN_SETTINGS, syncPeriodMs: 60_000, scheduler: 'lc' });
+    await t.settle();
+    expect(t.proxier.lastResult).toMatchObject({ full: true, replanned: 2 });
+    expect([...new Set((await t.ipvs.listAll()).map((e) => e.vs.scheduler))]).toEqual(['lc']);
   });
 });
