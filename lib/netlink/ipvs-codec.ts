@@ -133,31 +133,43 @@ function writeDestFull(w: AttrWriter, svcAf: AddressFamily, rs: RealServerSpec):
   }
 }
 
-/** Encodes a request's genl attributes (no netlink header: the socket adds seq and flags). */
-// One writer reused by every call: encodeIpvsRequest is synchronous and returns a copy of
-// what it wrote, so no caller ever sees the shared buffer (a sync encodes 100,000+ requests).
-const scratch = new AttrWriter(4096);
-
-export function encodeIpvsRequest(req: IpvsRequest): EncodedRequest {
-  const w = scratch.reset();
+/**
+ * Writes a request's genl attributes at the end of `w` (no netlink header: the socket adds
+ * it); returns its genl command. IpvsNetlink.run encodes a whole batch this way, straight
+ * into the datagrams it sends.
+ */
+export function writeIpvsRequest(w: AttrWriter, req: IpvsRequest): IpvsCmd {
+  let at: number;
   switch (req.kind) {
     case 'newService':
     case 'setService':
-      w.nest(IPVS_CMD_ATTR.SERVICE, (n) => writeServiceFull(n, req.vs));
+      at = w.nestStart(IPVS_CMD_ATTR.SERVICE);
+      writeServiceFull(w, req.vs);
+      w.nestEnd(at);
       break;
     case 'delService':
     case 'getService':
     case 'dumpDests':
-      w.nest(IPVS_CMD_ATTR.SERVICE, (n) => writeServiceId(n, req.vs));
+      at = w.nestStart(IPVS_CMD_ATTR.SERVICE);
+      writeServiceId(w, req.vs);
+      w.nestEnd(at);
       break;
     case 'newDest':
     case 'setDest':
-      w.nest(IPVS_CMD_ATTR.SERVICE, (n) => writeServiceId(n, req.vs));
-      w.nest(IPVS_CMD_ATTR.DEST, (n) => writeDestFull(n, req.vs.af, req.rs));
+      at = w.nestStart(IPVS_CMD_ATTR.SERVICE);
+      writeServiceId(w, req.vs);
+      w.nestEnd(at);
+      at = w.nestStart(IPVS_CMD_ATTR.DEST);
+      writeDestFull(w, req.vs.af, req.rs);
+      w.nestEnd(at);
       break;
     case 'delDest':
-      w.nest(IPVS_CMD_ATTR.SERVICE, (n) => writeServiceId(n, req.vs));
-      w.nest(IPVS_CMD_ATTR.DEST, (n) => writeDestId(n, req.rs));
+      at = w.nestStart(IPVS_CMD_ATTR.SERVICE);
+      writeServiceId(w, req.vs);
+      w.nestEnd(at);
+      at = w.nestStart(IPVS_CMD_ATTR.DEST);
+      writeDestId(w, req.rs);
+      w.nestEnd(at);
       break;
     case 'setConfig':
       w.u32(IPVS_CMD_ATTR.TIMEOUT_TCP, req.timeouts.tcp);
@@ -165,7 +177,11 @@ export function encodeIpvsRequest(req: IpvsRequest): EncodedRequest {
       w.u32(IPVS_CMD_ATTR.TIMEOUT_UDP, req.timeouts.udp);
       break;
     case 'zero':
-      if (req.vs) w.nest(IPVS_CMD_ATTR.SERVICE, (n) => writeServiceId(n, req.vs!));
+      if (req.vs) {
+        at = w.nestStart(IPVS_CMD_ATTR.SERVICE);
+        writeServiceId(w, req.vs);
+        w.nestEnd(at);
+      }
       break;
     case 'dumpServices':
     case 'getInfo':
@@ -173,7 +189,17 @@ export function encodeIpvsRequest(req: IpvsRequest): EncodedRequest {
     case 'flush':
       break;
   }
-  return { cmd: CMD_OF[req.kind], dump: req.kind === 'dumpServices' || req.kind === 'dumpDests', attrs: Buffer.from(w.finish()) };
+  return CMD_OF[req.kind];
+}
+
+// One writer reused by every call: encodeIpvsRequest is synchronous and returns a copy of
+// what it wrote, so no caller ever sees the shared buffer.
+const scratch = new AttrWriter(4096);
+
+/** Encodes a request's genl attributes (no netlink header: the socket adds seq and flags). */
+export function encodeIpvsRequest(req: IpvsRequest): EncodedRequest {
+  const cmd = writeIpvsRequest(scratch.reset(), req);
+  return { cmd, dump: req.kind === 'dumpServices' || req.kind === 'dumpDests', attrs: Buffer.from(scratch.finish()) };
 }
 
 function asFamily(af: number, path: string): AddressFamily {

@@ -62,39 +62,43 @@ function ackOf(d: Buffer, off: number, errno: number): Buffer {
   return b;
 }
 
+/** The service dump's datagrams, built once; each request gets a copy with its seq. */
 function serviceDump(entries: readonly VirtualServerEntry[]): (seq: number) => Buffer[] {
-  return (seq) => {
-    const datagrams: Buffer[] = [];
-    let part: Buffer[] = [];
-    let size = 0;
-    for (const { vs } of entries) {
-      const m = genlMsg(
-        { type: FAMILY, flags: 2, seq, cmd: IPVS_CMD.NEW_SERVICE },
-        plainNest(
-          IPVS_CMD_ATTR.SERVICE,
-          nla(IPVS_SVC_ATTR.AF, u16(vs.af)),
-          nla(IPVS_SVC_ATTR.PROTOCOL, u16(vs.protocol)),
-          nla(IPVS_SVC_ATTR.ADDR, ipv4in16(vs.address)),
-          nla(IPVS_SVC_ATTR.PORT, be16(vs.port)),
-          nla(IPVS_SVC_ATTR.SCHED_NAME, cstr(vs.scheduler)),
-          nla(IPVS_SVC_ATTR.FLAGS, Buffer.concat([u32(2), u32(0xffffffff)])),
-          nla(IPVS_SVC_ATTR.TIMEOUT, u32(0)),
-          nla(IPVS_SVC_ATTR.NETMASK, be32(0xffffffff)),
-          nla(IPVS_SVC_ATTR.STATS64, Buffer.alloc(10 * 12)),
-        ),
-      );
-      part.push(m);
-      size += m.length;
-      if (size > 16000) {
-        datagrams.push(Buffer.concat(part));
-        part = [];
-        size = 0;
-      }
+  const datagrams: Buffer[] = [];
+  let part: Buffer[] = [];
+  let size = 0;
+  for (const { vs } of entries) {
+    const m = genlMsg(
+      { type: FAMILY, flags: 2, seq: 0, cmd: IPVS_CMD.NEW_SERVICE },
+      plainNest(
+        IPVS_CMD_ATTR.SERVICE,
+        nla(IPVS_SVC_ATTR.AF, u16(vs.af)),
+        nla(IPVS_SVC_ATTR.PROTOCOL, u16(vs.protocol)),
+        nla(IPVS_SVC_ATTR.ADDR, ipv4in16(vs.address)),
+        nla(IPVS_SVC_ATTR.PORT, be16(vs.port)),
+        nla(IPVS_SVC_ATTR.SCHED_NAME, cstr(vs.scheduler)),
+        nla(IPVS_SVC_ATTR.FLAGS, Buffer.concat([u32(2), u32(0xffffffff)])),
+        nla(IPVS_SVC_ATTR.TIMEOUT, u32(0)),
+        nla(IPVS_SVC_ATTR.NETMASK, be32(0xffffffff)),
+        nla(IPVS_SVC_ATTR.STATS64, Buffer.alloc(10 * 12)),
+      ),
+    );
+    part.push(m);
+    size += m.length;
+    if (size > 16000) {
+      datagrams.push(Buffer.concat(part));
+      part = [];
+      size = 0;
     }
-    part.push(nlDone(seq));
-    datagrams.push(Buffer.concat(part));
-    return datagrams;
-  };
+  }
+  part.push(nlDone(0));
+  datagrams.push(Buffer.concat(part));
+  return (seq) =>
+    datagrams.map((d) => {
+      const c = Buffer.from(d);
+      for (let off = 0; off < c.length; off += c.readUInt32LE(off)) c.writeUInt32LE(seq, off + 8);
+      return c;
+    });
 }
 
 const sink = () => {
@@ -102,12 +106,12 @@ const sink = () => {
   return { write: (s: string) => ((bytes += s.length), true), get bytes() { return bytes; } };
 };
 
-async function once(kind: 'restore' | 'save', table: ReturnType<typeof buildBenchTable>, entries: VirtualServerEntry[], proc: string): Promise<number> {
+async function once(kind: 'restore' | 'save', table: ReturnType<typeof buildBenchTable>, dump: (seq: number) => Buffer[], proc: string): Promise<number> {
   const out = sink();
   const err = sink();
   const t = process.hrtime.bigint();
   const code = await main(kind === 'restore' ? ['-R'] : ['-Sn'], {
-    ipvs: async () => new IpvsNetlink(() => new ScriptedKernel(serviceDump(entries)), FAMILY),
+    ipvs: async () => new IpvsNetlink(() => new ScriptedKernel(dump), FAMILY),
     procIpVs: async () => proc,
     stdin: (async function* () {
       yield Buffer.from(table.restoreText);
@@ -128,11 +132,12 @@ async function run(): Promise<void> {
     if (op.kind === 'newService') entries.push({ vs: { ...op.vs, flags: 0, timeout: 0, netmask: 0xffffffff, peName: '' }, dests: [] });
     else if (op.kind === 'newDest') entries[entries.length - 1]!.dests.push({ ...op.rs, uThreshold: 0, lThreshold: 0, activeConns: 0, inactConns: 0, persistConns: 0, tunType: 0, tunPort: 0, tunFlags: 0 });
   }
-  const proc = procIpVsText(entries);
+  const proc = what === 'restore' ? '' : procIpVsText(entries);
+  const dump = serviceDump(entries);
   for (let r = 0; r < Number(roundsArg); r++) {
     for (const kind of ['restore', 'save'] as const) {
       if (what !== 'both' && what !== kind) continue;
-      console.log(JSON.stringify({ kind, services, dests, round: r, ms: Math.round(await once(kind, table, entries, proc)) }));
+      console.log(JSON.stringify({ kind, services, dests, round: r, ms: Math.round(await once(kind, table, dump, proc)) }));
     }
   }
 }
