@@ -101,6 +101,8 @@ function serviceDump(entries: readonly VirtualServerEntry[]): (seq: number) => B
     });
 }
 
+let cpuMs = 0;
+
 const sink = () => {
   let bytes = 0;
   return { write: (s: string) => ((bytes += s.length), true), get bytes() { return bytes; } };
@@ -110,6 +112,7 @@ async function once(kind: 'restore' | 'save', table: ReturnType<typeof buildBenc
   const out = sink();
   const err = sink();
   const t = process.hrtime.bigint();
+  const cpu0 = process.cpuUsage();
   const code = await main(kind === 'restore' ? ['-R'] : ['-Sn'], {
     ipvs: async () => new IpvsNetlink(() => new ScriptedKernel(dump), FAMILY),
     procIpVs: async () => proc,
@@ -120,6 +123,8 @@ async function once(kind: 'restore' | 'save', table: ReturnType<typeof buildBenc
     stderr: err,
   });
   const ms = Number(process.hrtime.bigint() - t) / 1e6;
+  const cpu = process.cpuUsage(cpu0);
+  cpuMs = (cpu.user + cpu.system) / 1000;
   if (code !== 0) throw new Error(`${kind}: exit ${code}`);
   if (kind === 'save' && out.bytes !== table.restoreText.length) throw new Error(`save printed ${out.bytes} chars, want ${table.restoreText.length}`);
   return ms;
@@ -137,7 +142,7 @@ async function run(): Promise<void> {
   for (let r = 0; r < Number(roundsArg); r++) {
     for (const kind of ['restore', 'save'] as const) {
       if (what !== 'both' && what !== kind) continue;
-      console.log(JSON.stringify({ kind, services, dests, round: r, ms: Math.round(await once(kind, table, dump, proc)) }));
+      console.log(JSON.stringify({ kind, services, dests, round: r, ms: Math.round(await once(kind, table, dump, proc)), cpuMs: Math.round(cpuMs) }));
     }
   }
 }
