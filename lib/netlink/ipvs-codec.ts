@@ -76,9 +76,15 @@ const CMD_OF: Readonly<Record<IpvsRequestKind, IpvsCmd>> = {
 export const defaultNetmask = (af: AddressFamily): number => (af === AF_INET6 ? 128 : 0xffffffff);
 
 // IPv4 straight into the attribute (4 bytes, as ipvsadm and moby send it); IPv6 16 bytes
+// a batch writes each service's address once per real server: the last one parsed is kept
+let lastIPv4 = '';
+let lastIPv4Value = -1;
+
 function writeAddress(w: AttrWriter, type: number, af: AddressFamily, address: string): void {
   if (af === AF_INET) {
-    const v = parseIPv4(address);
+    const v = address === lastIPv4 ? lastIPv4Value : parseIPv4(address);
+    lastIPv4 = address;
+    lastIPv4Value = v;
     if (v < 0) throw new TypeError(`not an IPv4 address: '${address}'`);
     w.be32(type, v);
   } else {
