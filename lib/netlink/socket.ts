@@ -284,9 +284,12 @@ export class GenlSocket {
     if (this.closed) throw new SocketError('netlink socket is closed');
     const results: (GenlFailure | null)[] = new Array(count).fill(null);
     const datagrams: { datagram: Buffer; first: number; count: number; offsets: number[] }[] = [];
+    // one writer builds every datagram; each is kept as an exact-size copy (a batch is all
+    // written before the first send, and most datagrams are far below batchBytes)
+    const w = new AttrWriter(this.batchBytes + 512);
     for (let i = 0; i < count; ) {
       const first = i;
-      const w = new AttrWriter(this.batchBytes + 512);
+      w.reset();
       const offsets: number[] = [];
       while (i < count && i - first < this.batchMessages) {
         const at = w.skip(NLMSG_HDRLEN + GENL_HDRLEN);
@@ -307,7 +310,7 @@ export class GenlSocket {
         offsets.push(at);
         i++;
       }
-      datagrams.push({ datagram: w.finish(), first, count: i - first, offsets });
+      datagrams.push({ datagram: Buffer.from(w.finish()), first, count: i - first, offsets });
     }
     const inFlight = new Set<Promise<void>>();
     for (const d of datagrams) {
