@@ -1,4 +1,5 @@
 import { AttrReader, AttrWriter, forEachAttr } from './attr';
+import { NLA_TYPE_MASK } from './uapi/netlink';
 import {
   AF_INET,
   AF_INET6,
@@ -76,9 +77,15 @@ const CMD_OF: Readonly<Record<IpvsRequestKind, IpvsCmd>> = {
 export const defaultNetmask = (af: AddressFamily): number => (af === AF_INET6 ? 128 : 0xffffffff);
 
 // IPv4 straight into the attribute (4 bytes, as ipvsadm and moby send it); IPv6 16 bytes
+// a batch writes each service's address once per real server: the last one parsed is kept
+let lastIPv4 = '';
+let lastIPv4Value = -1;
+
 function writeAddress(w: AttrWriter, type: number, af: AddressFamily, address: string): void {
   if (af === AF_INET) {
-    const v = parseIPv4(address);
+    const v = address === lastIPv4 ? lastIPv4Value : parseIPv4(address);
+    lastIPv4 = address;
+    lastIPv4Value = v;
     if (v < 0) throw new TypeError(`not an IPv4 address: '${address}'`);
     w.be32(type, v);
   } else {
@@ -133,31 +140,43 @@ function writeDestFull(w: AttrWriter, svcAf: AddressFamily, rs: RealServerSpec):
   }
 }
 
-/** Encodes a request's genl attributes (no netlink header: the socket adds seq and flags). */
-// One writer reused by every call: encodeIpvsRequest is synchronous and returns a copy of
-// what it wrote, so no caller ever sees the shared buffer (a sync encodes 100,000+ requests).
-const scratch = new AttrWriter(4096);
-
-export function encodeIpvsRequest(req: IpvsRequest): EncodedRequest {
-  const w = scratch.reset();
+/**
+ * Writes a request's genl attributes at the end of `w` (no netlink header: the socket adds
+ * it); returns its genl command. IpvsNetlink.run encodes a whole batch this way, straight
+ * into the datagrams it sends.
+ */
+export function writeIpvsRequest(w: AttrWriter, req: IpvsRequest): IpvsCmd {
+  let at: number;
   switch (req.kind) {
     case 'newService':
     case 'setService':
-      w.nest(IPVS_CMD_ATTR.SERVICE, (n) => writeServiceFull(n, req.vs));
+      at = w.nestStart(IPVS_CMD_ATTR.SERVICE);
+      writeServiceFull(w, req.vs);
+      w.nestEnd(at);
       break;
     case 'delService':
     case 'getService':
     case 'dumpDests':
-      w.nest(IPVS_CMD_ATTR.SERVICE, (n) => writeServiceId(n, req.vs));
+      at = w.nestStart(IPVS_CMD_ATTR.SERVICE);
+      writeServiceId(w, req.vs);
+      w.nestEnd(at);
       break;
     case 'newDest':
     case 'setDest':
-      w.nest(IPVS_CMD_ATTR.SERVICE, (n) => writeServiceId(n, req.vs));
-      w.nest(IPVS_CMD_ATTR.DEST, (n) => writeDestFull(n, req.vs.af, req.rs));
+      at = w.nestStart(IPVS_CMD_ATTR.SERVICE);
+      writeServiceId(w, req.vs);
+      w.nestEnd(at);
+      at = w.nestStart(IPVS_CMD_ATTR.DEST);
+      writeDestFull(w, req.vs.af, req.rs);
+      w.nestEnd(at);
       break;
     case 'delDest':
-      w.nest(IPVS_CMD_ATTR.SERVICE, (n) => writeServiceId(n, req.vs));
-      w.nest(IPVS_CMD_ATTR.DEST, (n) => writeDestId(n, req.rs));
+      at = w.nestStart(IPVS_CMD_ATTR.SERVICE);
+      writeServiceId(w, req.vs);
+      w.nestEnd(at);
+      at = w.nestStart(IPVS_CMD_ATTR.DEST);
+      writeDestId(w, req.rs);
+      w.nestEnd(at);
       break;
     case 'setConfig':
       w.u32(IPVS_CMD_ATTR.TIMEOUT_TCP, req.timeouts.tcp);
@@ -165,7 +184,11 @@ export function encodeIpvsRequest(req: IpvsRequest): EncodedRequest {
       w.u32(IPVS_CMD_ATTR.TIMEOUT_UDP, req.timeouts.udp);
       break;
     case 'zero':
-      if (req.vs) w.nest(IPVS_CMD_ATTR.SERVICE, (n) => writeServiceId(n, req.vs!));
+      if (req.vs) {
+        at = w.nestStart(IPVS_CMD_ATTR.SERVICE);
+        writeServiceId(w, req.vs);
+        w.nestEnd(at);
+      }
       break;
     case 'dumpServices':
     case 'getInfo':
@@ -173,7 +196,17 @@ export function encodeIpvsRequest(req: IpvsRequest): EncodedRequest {
     case 'flush':
       break;
   }
-  return { cmd: CMD_OF[req.kind], dump: req.kind === 'dumpServices' || req.kind === 'dumpDests', attrs: Buffer.from(w.finish()) };
+  return CMD_OF[req.kind];
+}
+
+// One writer reused by every call: encodeIpvsRequest is synchronous and returns a copy of
+// what it wrote, so no caller ever sees the shared buffer.
+const scratch = new AttrWriter(4096);
+
+/** Encodes a request's genl attributes (no netlink header: the socket adds seq and flags). */
+export function encodeIpvsRequest(req: IpvsRequest): EncodedRequest {
+  const cmd = writeIpvsRequest(scratch.reset(), req);
+  return { cmd, dump: req.kind === 'dumpServices' || req.kind === 'dumpDests', attrs: Buffer.from(scratch.finish()) };
 }
 
 function asFamily(af: number, path: string): AddressFamily {
@@ -191,10 +224,6 @@ function attrName(names: Readonly<Record<string, number>>, type: number): string
   return String(type);
 }
 
-function sized(a: Attr | undefined, size: number, path: string, names: Readonly<Record<string, number>>): Attr | undefined {
-  if (a && a.len !== size) throw new DecodeError(`expected ${size} bytes, got ${a.len}`, `${path}>${attrName(names, a.type)}`, a.at);
-  return a;
-}
 
 const STATS_FIELDS = ['conns', 'inpkts', 'outpkts', 'inbytes', 'outbytes', 'cps', 'inpps', 'outpps', 'inbps', 'outbps'] as const;
 /** IPVS_STATS_ATTR_* type -> Stats field */
@@ -282,11 +311,6 @@ class ObservedRealServer extends LazyStats implements RealServer {
   }
 }
 
-/** A copy (never a view) of the counters' payload: STATS64 when present, else STATS. */
-function statsBytes(buf: Buffer, s64: Attr | undefined, s32: Attr | undefined): Buffer | undefined {
-  const src = s64 ?? s32;
-  return src && Buffer.from(buf.subarray(src.at, src.at + src.len));
-}
 
 /**
  * A virtual server shaped as the kernel client returns it (own fields, `stats` through a
@@ -303,89 +327,151 @@ export function observedRealServer(rs: RealServer): RealServer {
   return new ObservedRealServer(fields, undefined, false, stats);
 }
 
-function collect(buf: Buffer, path: string, max: number): (Attr | undefined)[] {
-  const attrs: (Attr | undefined)[] = new Array(max + 1);
-  forEachAttr(buf, path, (type, at, len) => {
-    if (type <= max) attrs[type] = { type, at, len };
-  });
-  return attrs;
+// Where collect() found each attribute type of the message being decoded: offset and length
+// of its payload, -1 when absent. Module-level scratch (decoding is synchronous and never
+// nested), instead of an object per attribute: a -S listing decodes 10,000+ services.
+const FOUND_AT = new Int32Array(64);
+const FOUND_LEN = new Int32Array(64);
+
+function collect(buf: Buffer, path: string, max: number): void {
+  FOUND_AT.fill(-1, 0, max + 1);
+  let off = 0;
+  while (off + 4 <= buf.length) {
+    const len = buf[off]! | (buf[off + 1]! << 8);
+    if (len < 4 || off + len > buf.length) {
+      throw new DecodeError(`attribute length ${len} overruns ${buf.length - off} bytes left`, path, off);
+    }
+    const type = (buf[off + 2]! | (buf[off + 3]! << 8)) & NLA_TYPE_MASK;
+    if (type <= max) {
+      FOUND_AT[type] = off + 4;
+      FOUND_LEN[type] = len - 4;
+    }
+    off += (len + 3) & ~3;
+  }
+}
+
+const found = (type: number): Attr | undefined => (FOUND_AT[type]! < 0 ? undefined : { type, at: FOUND_AT[type]!, len: FOUND_LEN[type]! });
+
+/** the payload offset of a found attribute of exactly `size` bytes, -1 when absent */
+function sizedAt(type: number, size: number, path: string, names: Readonly<Record<string, number>>): number {
+  const at = FOUND_AT[type]!;
+  if (at >= 0 && FOUND_LEN[type] !== size) throw new DecodeError(`expected ${size} bytes, got ${FOUND_LEN[type]}`, `${path}>${attrName(names, type)}`, at);
+  return at;
 }
 
 function missing(path: string, names: Readonly<Record<string, number>>, type: number): never {
   throw new DecodeError('missing attribute', `${path}>${attrName(names, type)}`, 0);
 }
 
+/** NUL-terminated string attribute; '' when absent */
+function foundString(buf: Buffer, type: number): string {
+  const at = FOUND_AT[type]!;
+  if (at < 0) return '';
+  const end = at + FOUND_LEN[type]!;
+  let e = at;
+  while (e < end && buf[e] !== 0) e++;
+  return buf.toString('utf8', at, e);
+}
+
+/** A copy (never a view) of the counters' payload: STATS64 when present, else STATS. */
+function foundStats(buf: Buffer, t64: number, t32: number): Buffer | undefined {
+  const t = FOUND_AT[t64]! >= 0 ? t64 : FOUND_AT[t32]! >= 0 ? t32 : -1;
+  if (t < 0) return undefined;
+  const at = FOUND_AT[t]!;
+  return Buffer.from(buf.subarray(at, at + FOUND_LEN[t]!));
+}
+
+const SVC_PATH = 'IPVS_CMD_ATTR_SERVICE';
+const DEST_PATH = 'IPVS_CMD_ATTR_DEST';
+
 /** Decodes the attributes nested in IPVS_CMD_ATTR_SERVICE of a NEW_SERVICE reply. */
 export function decodeService(nested: Buffer): VirtualServer {
-  const P = 'IPVS_CMD_ATTR_SERVICE';
+  const P = SVC_PATH;
   const N = IPVS_SVC_ATTR;
-  const a = collect(nested, P, N.STATS64);
-  const u16 = (t: number) => { const x = sized(a[t], 2, P, N); return x && nested.readUInt16LE(x.at); };
-  const u32 = (t: number) => { const x = sized(a[t], 4, P, N); return x && nested.readUInt32LE(x.at); };
-  const str = (t: number) => { const x = a[t]; if (!x) return ''; const e = nested.indexOf(0, x.at); return nested.toString('utf8', x.at, e < 0 || e > x.at + x.len ? x.at + x.len : e); };
-  const afAttr = u16(N.AF);
-  if (afAttr === undefined) missing(P, N, N.AF);
-  const af = asFamily(afAttr, P);
-  const fwmark = u32(N.FWMARK) ?? 0;
+  collect(nested, P, N.STATS64);
+  const afAt = sizedAt(N.AF, 2, P, N);
+  if (afAt < 0) missing(P, N, N.AF);
+  const af = asFamily(nested.readUInt16LE(afAt), P);
+  const markAt = sizedAt(N.FWMARK, 4, P, N);
+  const fwmark = markAt < 0 ? 0 : nested.readUInt32LE(markAt);
   let address = '';
   let port = 0;
   if (fwmark === 0) {
-    const addr = a[N.ADDR];
+    const addr = found(N.ADDR);
     if (!addr) missing(P, N, N.ADDR);
     if (addr.len < (af === AF_INET ? 4 : 16)) throw new DecodeError(`expected ${af === AF_INET ? 4 : 16} bytes, got ${addr.len}`, `${P}>ADDR`, addr.at);
-    address = bytesToAddress(af, nested.subarray(addr.at, addr.at + 16));
-    const p = sized(a[N.PORT], 2, P, N);
-    port = p ? nested.readUInt16BE(p.at) : 0;
+    address = af === AF_INET
+      ? `${nested[addr.at]}.${nested[addr.at + 1]}.${nested[addr.at + 2]}.${nested[addr.at + 3]}`
+      : bytesToAddress(af, nested.subarray(addr.at, addr.at + 16));
+    const p = sizedAt(N.PORT, 2, P, N);
+    port = p < 0 ? 0 : nested.readUInt16BE(p);
   }
-  const flags = a[N.FLAGS];
-  const netmask = sized(a[N.NETMASK], 4, P, N);
+  const flagsAt = FOUND_AT[N.FLAGS]!;
+  const netmaskAt = sizedAt(N.NETMASK, 4, P, N);
+  const protoAt = fwmark > 0 ? -1 : sizedAt(N.PROTOCOL, 2, P, N);
+  const timeoutAt = sizedAt(N.TIMEOUT, 4, P, N);
   const vs: Fields<VirtualServer> = {
     af,
-    protocol: fwmark > 0 ? 0 : (u16(N.PROTOCOL) ?? 0),
+    protocol: protoAt < 0 ? 0 : nested.readUInt16LE(protoAt),
     address,
     port,
     fwmark,
-    scheduler: str(N.SCHED_NAME),
-    flags: flags && flags.len >= 8 ? nested.readUInt32LE(flags.at) & ~IP_VS_SVC_F.HASHED : 0,
-    timeout: u32(N.TIMEOUT) ?? 0,
+    scheduler: foundString(nested, N.SCHED_NAME),
+    flags: flagsAt >= 0 && FOUND_LEN[N.FLAGS]! >= 8 ? nested.readUInt32LE(flagsAt) & ~IP_VS_SVC_F.HASHED : 0,
+    timeout: timeoutAt < 0 ? 0 : nested.readUInt32LE(timeoutAt),
     // IPv4: network-order mask bytes; IPv6: host-order prefix length
-    netmask: netmask ? (af === AF_INET ? nested.readUInt32BE(netmask.at) : nested.readUInt32LE(netmask.at)) : defaultNetmask(af),
-    peName: str(N.PE_NAME),
+    netmask: netmaskAt >= 0 ? (af === AF_INET ? nested.readUInt32BE(netmaskAt) : nested.readUInt32LE(netmaskAt)) : defaultNetmask(af),
+    peName: foundString(nested, N.PE_NAME),
   };
-  return new ObservedVirtualServer(vs, statsBytes(nested, a[N.STATS64], a[N.STATS]), a[N.STATS64] !== undefined, undefined);
+  const is64 = FOUND_AT[N.STATS64]! >= 0;
+  return new ObservedVirtualServer(vs, foundStats(nested, N.STATS64, N.STATS), is64, undefined);
 }
 
 /** Decodes the attributes nested in IPVS_CMD_ATTR_DEST; svcAf is used when ADDR_FAMILY is absent (< 3.18). */
 export function decodeDest(nested: Buffer, svcAf: AddressFamily): RealServer {
-  const P = 'IPVS_CMD_ATTR_DEST';
+  const P = DEST_PATH;
   const N = IPVS_DEST_ATTR;
-  const a = collect(nested, P, N.TUN_FLAGS);
-  const u16 = (t: number) => { const x = sized(a[t], 2, P, N); return x && nested.readUInt16LE(x.at); };
-  const be16 = (t: number) => { const x = sized(a[t], 2, P, N); return x && nested.readUInt16BE(x.at); };
-  const u32 = (t: number) => { const x = sized(a[t], 4, P, N); return x ? nested.readUInt32LE(x.at) : 0; };
-  const af = asFamily(u16(N.ADDR_FAMILY) ?? svcAf, P);
-  const addr = a[N.ADDR];
+  collect(nested, P, N.TUN_FLAGS);
+  const u32 = (t: number): number => {
+    const at = sizedAt(t, 4, P, N);
+    return at < 0 ? 0 : nested.readUInt32LE(at);
+  };
+  const afAt = sizedAt(N.ADDR_FAMILY, 2, P, N);
+  const af = asFamily(afAt < 0 ? svcAf : nested.readUInt16LE(afAt), P);
+  const addr = found(N.ADDR);
   if (!addr) missing(P, N, N.ADDR);
   if (addr.len < (af === AF_INET ? 4 : 16)) throw new DecodeError(`expected ${af === AF_INET ? 4 : 16} bytes, got ${addr.len}`, `${P}>ADDR`, addr.at);
-  const port = be16(N.PORT);
-  if (port === undefined) missing(P, N, N.PORT);
-  const tunType = sized(a[N.TUN_TYPE], 1, P, N);
+  const portAt = sizedAt(N.PORT, 2, P, N);
+  if (portAt < 0) missing(P, N, N.PORT);
+  const tunTypeAt = sizedAt(N.TUN_TYPE, 1, P, N);
+  const fwdMethod = u32(N.FWD_METHOD) & IP_VS_CONN_F_FWD_MASK;
+  const weight = u32(N.WEIGHT);
+  const uThreshold = u32(N.U_THRESH);
+  const lThreshold = u32(N.L_THRESH);
+  const activeConns = u32(N.ACTIVE_CONNS);
+  const inactConns = u32(N.INACT_CONNS);
+  const persistConns = u32(N.PERSIST_CONNS);
+  const tunPortAt = sizedAt(N.TUN_PORT, 2, P, N);
+  const tunFlagsAt = sizedAt(N.TUN_FLAGS, 2, P, N);
   const rs: Fields<RealServer> = {
     af,
-    address: bytesToAddress(af, nested.subarray(addr.at, addr.at + 16)),
-    port,
-    fwdMethod: u32(N.FWD_METHOD) & IP_VS_CONN_F_FWD_MASK,
-    weight: u32(N.WEIGHT),
-    uThreshold: u32(N.U_THRESH),
-    lThreshold: u32(N.L_THRESH),
-    activeConns: u32(N.ACTIVE_CONNS),
-    inactConns: u32(N.INACT_CONNS),
-    persistConns: u32(N.PERSIST_CONNS),
-    tunType: tunType ? nested.readUInt8(tunType.at) : 0,
-    tunPort: be16(N.TUN_PORT) ?? 0,
-    tunFlags: u16(N.TUN_FLAGS) ?? 0,
+    address: af === AF_INET
+      ? `${nested[addr.at]}.${nested[addr.at + 1]}.${nested[addr.at + 2]}.${nested[addr.at + 3]}`
+      : bytesToAddress(af, nested.subarray(addr.at, addr.at + 16)),
+    port: nested.readUInt16BE(portAt),
+    fwdMethod,
+    weight,
+    uThreshold,
+    lThreshold,
+    activeConns,
+    inactConns,
+    persistConns,
+    tunType: tunTypeAt < 0 ? 0 : nested.readUInt8(tunTypeAt),
+    tunPort: tunPortAt < 0 ? 0 : nested.readUInt16BE(tunPortAt),
+    tunFlags: tunFlagsAt < 0 ? 0 : nested.readUInt16LE(tunFlagsAt),
   };
-  return new ObservedRealServer(rs, statsBytes(nested, a[N.STATS64], a[N.STATS]), a[N.STATS64] !== undefined, undefined);
+  const is64 = FOUND_AT[N.STATS64]! >= 0;
+  return new ObservedRealServer(rs, foundStats(nested, N.STATS64, N.STATS), is64, undefined);
 }
 
 /** The nested attribute of one dump reply message (NEW_SERVICE / NEW_DEST). */

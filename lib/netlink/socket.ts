@@ -2,8 +2,9 @@
 // WireGuard layers (~50 ms of start-up, seconds in the VM), which the IPVS client never uses
 import { RawNetlinkSocket } from 'netlink/dist/raw';
 import { DecodeError, NetlinkTimeoutError, SocketError } from '../errors';
-import { NetlinkMessage, decodeAck, encodeGenlMessage, genlBody, genlMessageLength, splitMessages, writeGenlMessage } from './nlmsg';
-import { NETLINK_GENERIC, NLMSG, NLM_F } from './uapi/netlink';
+import { AttrWriter } from './attr';
+import { NetlinkMessage, decodeAck, encodeGenlMessage, genlBody, splitMessages } from './nlmsg';
+import { GENL_HDRLEN, NETLINK_GENERIC, NLMSG, NLMSG_HDRLEN, NLM_F } from './uapi/netlink';
 import { enableExtendedAck } from './ext-ack';
 
 /**
@@ -258,21 +259,62 @@ export class GenlSocket {
    * GenlFailure for a refusal. Rejects only when the socket itself fails (then no result
    * of the unfinished datagrams is known).
    */
-  async batch(reqs: readonly GenlRequest[]): Promise<(GenlFailure | null)[]> {
+  batch(reqs: readonly GenlRequest[]): Promise<(GenlFailure | null)[]> {
+    return this.batchWritten(
+      reqs.length,
+      (i, w) => {
+        w.raw(reqs[i]!.attrs);
+        return reqs[i]!.cmd;
+      },
+      (i) => reqs[i]!.type,
+    );
+  }
+
+  /**
+   * batch() for requests encoded on the way: `write(i, w)` appends request i's attributes to
+   * `w` and returns its genl cmd; `typeOf(i)` its nlmsg_type when not the family's. Every
+   * request is written (straight into the datagrams, no copy per request) before the first
+   * datagram is sent, so a request that cannot be encoded throws with nothing sent.
+   */
+  async batchWritten(
+    count: number,
+    write: (i: number, w: AttrWriter) => number,
+    typeOf?: (i: number) => number | undefined,
+  ): Promise<(GenlFailure | null)[]> {
     if (this.closed) throw new SocketError('netlink socket is closed');
-    const results: (GenlFailure | null)[] = new Array(reqs.length).fill(null);
-    const inFlight = new Set<Promise<void>>();
-    let i = 0;
-    while (i < reqs.length) {
+    const results: (GenlFailure | null)[] = new Array(count).fill(null);
+    const datagrams: { datagram: Buffer; first: number; count: number; offsets: number[] }[] = [];
+    // one writer builds every datagram; each is kept as an exact-size copy (a batch is all
+    // written before the first send, and most datagrams are far below batchBytes)
+    const w = new AttrWriter(this.batchBytes + 512);
+    for (let i = 0; i < count; ) {
       const first = i;
-      let bytes = 0;
-      while (i < reqs.length && i - first < this.batchMessages) {
-        const size = genlMessageLength(reqs[i]!.attrs);
-        if (i > first && bytes + size > this.batchBytes) break;
-        bytes += size;
+      w.reset();
+      const offsets: number[] = [];
+      while (i < count && i - first < this.batchMessages) {
+        const at = w.skip(NLMSG_HDRLEN + GENL_HDRLEN);
+        const cmd = write(i, w);
+        if (i > first && w.length > this.batchBytes) {
+          // it goes first in the next datagram
+          w.truncate(at);
+          break;
+        }
+        const b = w.buffer;
+        b.writeUInt32LE(w.length - at, at);
+        b.writeUInt16LE(typeOf?.(i) ?? this.familyId, at + 4);
+        b.writeUInt16LE(NLM_F.REQUEST, at + 6);
+        b.writeUInt32LE(0, at + 12);
+        b[at + 16] = cmd;
+        b[at + 17] = this.version;
+        b.writeUInt16LE(0, at + 18);
+        offsets.push(at);
         i++;
       }
-      const p = this.sendChunk(reqs, first, i - first, bytes, results);
+      datagrams.push({ datagram: Buffer.from(w.finish()), first, count: i - first, offsets });
+    }
+    const inFlight = new Set<Promise<void>>();
+    for (const d of datagrams) {
+      const p = this.sendChunk(d.datagram, d.offsets, d.first, results);
       inFlight.add(p);
       void p.finally(() => inFlight.delete(p)).catch(() => undefined);
       if (inFlight.size >= this.batchWindow) await Promise.race(inFlight);
@@ -281,9 +323,14 @@ export class GenlSocket {
     return results;
   }
 
-  private sendChunk(reqs: readonly GenlRequest[], first: number, count: number, bytes: number, results: (GenlFailure | null)[]): Promise<void> {
+  /** Sends one written datagram (messages at `offsets`), numbering its messages now. */
+  private sendChunk(datagram: Buffer, offsets: readonly number[], first: number, results: (GenlFailure | null)[]): Promise<void> {
     return new Promise<void>((resolve, reject) => {
+      const count = offsets.length;
       const firstSeq = this.reserveSeqs(count);
+      for (let k = 0; k < count; k++) datagram.writeUInt32LE((firstSeq + k) >>> 0, offsets[k]! + 8);
+      // only the last message asks for an ack (see the class comment)
+      datagram.writeUInt16LE(NLM_F.REQUEST | NLM_F.ACK, offsets[count - 1]! + 6);
       const chunk: Chunk = {
         firstSeq,
         first,
@@ -302,14 +349,6 @@ export class GenlSocket {
         timer: undefined,
       };
       this.armChunk(chunk);
-      // all messages of the datagram written straight into one buffer
-      const datagram = Buffer.allocUnsafe(bytes);
-      let off = 0;
-      for (let k = 0; k < count; k++) {
-        const req = reqs[first + k]!;
-        const flags = NLM_F.REQUEST | (k === count - 1 ? NLM_F.ACK : 0);
-        off += writeGenlMessage(datagram, off, { familyId: req.type ?? this.familyId, flags, seq: firstSeq + k, cmd: req.cmd, version: this.version }, req.attrs);
-      }
       this.chunks.add(chunk);
       this.transport.send(datagram).catch((e: Error) => chunk.fail(e));
     });

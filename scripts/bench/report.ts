@@ -1,4 +1,5 @@
-// Prints `make bench` results as a table with ratios against ipvsadm, measured in the same run.
+// Prints `make bench` results as a table with ratios against a peer: the row's own peer timed
+// in the same boot (peerSeconds), else the ipvsadm side's same step (its own fresh boot).
 import { readFileSync } from 'node:fs';
 
 interface Row {
@@ -21,7 +22,7 @@ const label: Record<string, string> = {
 };
 const first = rows[0];
 if (first) console.log(`\nIPVS table: ${first.services} services x ${first.dests} real servers, each side in a fresh VM boot\n`);
-console.log(`${'side'.padEnd(34)} ${'step'.padEnd(10)} ${'seconds'.padStart(9)} ${'vs ipvsadm'.padStart(11)}`);
+console.log(`${'side'.padEnd(34)} ${'step'.padEnd(10)} ${'seconds'.padStart(9)} ${'vs peer'.padStart(11)}`);
 console.log('-'.repeat(67));
 for (const r of rows) {
   if (r.what.endsWith('-identical-to-ipvsadm')) {

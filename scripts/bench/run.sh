@@ -2,13 +2,25 @@
 # make bench: 10,000 services x 10 real servers loaded from an empty table, then dumped;
 # the daemon scenarios at 1,000 x 10, 10,000 x 10 and 50,000 x 2 (BENCH_DAEMON_SIZES);
 # ipvsadm -R / -Sn vs our client vs our CLI, each side in a FRESH VM boot (the kernel's
-# dest trash after a flush would otherwise slow every later add). Prints a table; then the
+# dest trash after a flush would otherwise slow every later add; the cli side times its
+# peers in its own boot: moby/ipvs's load in a namespace of its own, then ipvsadm's
+# listings of the CLI's table). Prints a table; then the
 # node-networking benchmark (ipset/iptables execs and times for 10,000 services).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 SERVICES=${BENCH_SERVICES:-10000}
 DESTS=${BENCH_DESTS:-10}
 SIDES=${BENCH_SIDES:-ipvsadm ours cli}
+# moby/ipvs's cold load (Go, kube-proxy's library; built here offline from Debian's packages):
+# the peer of the cli side's -R and of the daemon's cold start
+PEER=dist/scripts/bench/peer/moby-ipvs-load
+if command -v go >/dev/null && [ -d /usr/share/gocode/src/github.com/moby/ipvs ]; then
+  mkdir -p "$(dirname "$PEER")"
+  GOPATH=/usr/share/gocode GO111MODULE=off GOFLAGS= GOCACHE="${GOCACHE:-${TMPDIR:-/tmp}/kube-ipvs-gocache}" \
+    go build -o "$PEER" scripts/bench/peer/moby-ipvs-load.go
+else
+  echo ">> moby/ipvs peer not built: apt-get install golang-go golang-github-docker-docker-dev" >&2
+fi
 OUT=$(mktemp -d)
 for side in $SIDES; do
   echo ">> $side: fresh VM boot" >&2
@@ -19,19 +31,11 @@ node_modules/.bin/node dist/scripts/bench/report.js "$OUT/results.jsonl"
 rm -rf "$OUT"
 # the daemon scenarios per size (BENCH_DAEMON_SIZES), each size in a fresh boot:
 # cold start, adopt, full check, single changes, rolling update, churn (BENCH_CHURN_RATE/s for
-# BENCH_CHURN_SECONDS), memory; peers: moby/ipvs's cold load (Go, kube-proxy's library; built
-# here offline from Debian's packages) and kube-proxy's per-sync netlink pattern
-# sizes as SERVICESxENDPOINTS (a bare number means x10); 50000x2 is the issue's largest table
+# BENCH_CHURN_SECONDS), memory; peers: moby/ipvs's cold load (built above) and kube-proxy's
+# per-sync netlink pattern; sizes as SERVICESxENDPOINTS (a bare number means x10); 50000x2 is
+# the issue's largest table
 DAEMON_SIZES=${BENCH_DAEMON_SIZES-1000x10 10000x10 50000x2}
 if [ -n "$DAEMON_SIZES" ]; then
-  PEER=dist/scripts/bench/peer/moby-ipvs-load
-  if command -v go >/dev/null && [ -d /usr/share/gocode/src/github.com/moby/ipvs ]; then
-    mkdir -p "$(dirname "$PEER")"
-    GOPATH=/usr/share/gocode GO111MODULE=off GOFLAGS= GOCACHE="${GOCACHE:-${TMPDIR:-/tmp}/kube-ipvs-gocache}" \
-      go build -o "$PEER" scripts/bench/peer/moby-ipvs-load.go
-  else
-    echo ">> moby/ipvs peer not built: apt-get install golang-go golang-github-docker-docker-dev" >&2
-  fi
   OUT=$(mktemp -d)
   for size in $DAEMON_SIZES; do
     n=${size%%x*}; e=10; [ "$size" != "$n" ] && e=${size#*x}

@@ -1,6 +1,7 @@
 // Golden text written by hand from ipvsadm 1.31's printf formats (see the comment on each
 // case), some lines taken from real ipvsadm output in the VM. Never produced by the formatter.
 import {
+  cmpDests,
   cmpServices,
   formatLargeNum,
   formatListAll,
@@ -166,6 +167,58 @@ describe('sorting as libipvs + glibc qsort', () => {
       'SCTP 10.0.0.1:80 rr',
       'TCP  [2001:db8::1]:80 rr',
     ));
+  });
+});
+
+describe('sorting: the fast paths give glibc qsort\'s order', () => {
+  // seeded xorshift: the same tables every run
+  let seed = 0x2545f491;
+  const rand = (n: number): number => {
+    seed ^= seed << 13;
+    seed ^= seed >>> 17;
+    seed ^= seed << 5;
+    return (seed >>> 0) % n;
+  };
+  const ipv4 = (base: number, spread: number): string => {
+    const v = (base + rand(spread)) >>> 0;
+    return `${v >>> 24}.${(v >>> 16) & 255}.${(v >>> 8) & 255}.${v & 255}`;
+  };
+  /** the reference: every list through glibcQsort with libipvs' comparators, printed unsorted */
+  const reference = (t: ReturnType<typeof entry>[]): string =>
+    formatListAll(
+      INFO,
+      glibcQsort(t.map((e) => e.vs), cmpServices).map((v) => {
+        const e = t.find((x) => x.vs === v)!;
+        return { vs: v, dests: glibcQsort(e.dests, cmpDests) };
+      }),
+      fmt({ numeric: true, nosort: true }),
+    );
+
+  it.each([
+    ['close addresses, few ports (ties)', 0x0a000000, 40, 3],
+    ['addresses spanning more than 2^31 (wrapping compares)', 0x01000000, 0xf0000000, 2],
+    ['one /24', 0xc0a80100, 256, 1],
+  ])('%s', (_name, base, spread, ports) => {
+    for (let round = 0; round < 30; round++) {
+      const t = Array.from({ length: 1 + rand(40) }, () => {
+        const dests = Array.from({ length: rand(12) }, () => rs({ address: ipv4(base, spread), port: 8000 + rand(ports) }));
+        // the kernel's list is often in order or in reverse: test those shapes too
+        const shape = rand(3);
+        const ordered = shape === 0 ? glibcQsort(dests, cmpDests) : dests;
+        return entry(
+          vs({ address: ipv4(base, spread), port: 80 + rand(ports), protocol: [6, 17][rand(2)]!, fwmark: rand(4) === 0 ? 1 + rand(3) : 0 }),
+          ...(shape === 1 ? [...ordered].reverse() : ordered),
+        );
+      });
+      for (const e of t) if (e.vs.fwmark) Object.assign(e.vs, { address: '', port: 0, protocol: 0 });
+      expect(formatListAll(INFO, t, N)).toBe(reference(t));
+      expect(formatListAll(INFO, t, fmt({ numeric: true, rule: true }))).toBe(
+        formatListAll(INFO, glibcQsort(t.map((e) => e.vs), cmpServices).map((v) => {
+          const e = t.find((x) => x.vs === v)!;
+          return { vs: v, dests: glibcQsort(e.dests, cmpDests) };
+        }), fmt({ numeric: true, rule: true, nosort: true })),
+      );
+    }
   });
 });
 

@@ -125,6 +125,38 @@ describe('GenlSocket.batch', () => {
     expect(s.pendingCount).toBe(0);
   });
 
+  it('batchWritten sends the bytes batch() sends for the same requests, split the same way', async () => {
+    const reqs = Array.from({ length: 40 }, (_, i) => ({ cmd: 5, attrs: Buffer.concat([nla(1, u32(i)), nla(2, Buffer.alloc(4 * (i % 5)))]) }));
+    const datagrams = async (send: (s: GenlSocket) => Promise<unknown>): Promise<SeenMessage[][]> => {
+      const t = new ScriptedTransport(kernelLike(new Map()));
+      await send(new GenlSocket(t, FAMILY, 1, { batchMessages: 16, batchBytes: 400 }));
+      return t.sent;
+    };
+    const viaBatch = await datagrams((s) => s.batch(reqs));
+    const viaWriter = await datagrams((s) =>
+      s.batchWritten(reqs.length, (i, w) => {
+        w.u32(1, i).bytes(2, Buffer.alloc(4 * (i % 5)));
+        return 5;
+      }),
+    );
+    const shape = (d: SeenMessage[][]) => d.map((ms) => ms.map((m) => [m.cmd, m.flags, m.attrs.toString('hex')]));
+    expect(shape(viaWriter)).toEqual(shape(viaBatch));
+    expect(viaWriter.length).toBeGreaterThan(2);
+  });
+
+  it('batchWritten: a request that cannot be written fails the batch before anything is sent', async () => {
+    const t = new ScriptedTransport(kernelLike(new Map()));
+    const s = new GenlSocket(t, FAMILY, 1, { batchMessages: 4 });
+    const write = (i: number, w: { u32(t: number, v: number): unknown }): number => {
+      if (i === 9) throw new TypeError('not an IPv4 address');
+      w.u32(1, i);
+      return 5;
+    };
+    await expect(s.batchWritten(10, write)).rejects.toThrow(/not an IPv4 address/);
+    expect(t.sent).toEqual([]);
+    expect(s.pendingCount).toBe(0);
+  });
+
   it('an empty batch sends nothing', async () => {
     const t = new ScriptedTransport(() => []);
     expect(await new GenlSocket(t, FAMILY, 1).batch([])).toEqual([]);

@@ -11,7 +11,7 @@
 // same words (spec/cli/parse-save-line.test.ts compares them).
 
 import { IpvsOp } from '../../kernel/ipvs/ipvs';
-import { parseIPv4 } from '../../model/ipvs';
+import { VirtualServerId, parseIPv4 } from '../../model/ipvs';
 import {
   AF_INET,
   IPPROTO_TCP,
@@ -50,6 +50,18 @@ function digits(s: string, from: number): number {
 const PROTO: Readonly<Record<string, number>> = { '-t': IPPROTO_TCP, '-u': IPPROTO_UDP };
 const FWD: Readonly<Record<string, number>> = { '-m': IP_VS_CONN_F.MASQ, '-g': IP_VS_CONN_F.DROUTE, '-i': IP_VS_CONN_F.TUNNEL };
 
+// the -a lines of one service follow each other: they share one (immutable) service id
+let lastService: { protocol: number; word: string; id: VirtualServerId | undefined } = { protocol: -1, word: '', id: undefined };
+
+/** The service of an -a line ("1.2.3.4:80" with its protocol), the previous line's when the same. */
+function serviceId(protocol: number, word: string): VirtualServerId | undefined {
+  if (lastService.protocol === protocol && lastService.word === word) return lastService.id;
+  const a = ipv4Port(word);
+  const id: VirtualServerId | undefined = a && { af: AF_INET, protocol, address: a.address, port: a.port, fwmark: 0 };
+  lastService = { protocol, word, id };
+  return id;
+}
+
 /** The op of a common -S line, or undefined: then parseArgs must parse it. */
 export function parseSaveLine(words: readonly string[]): { readonly command: CommandName; readonly op: IpvsOp } | undefined {
   const protocol = PROTO[words[1]!];
@@ -71,7 +83,7 @@ export function parseSaveLine(words: readonly string[]): { readonly command: Com
     };
   }
   if (words[0] === '-a' && words.length === 8 && words[3] === '-r' && words[6] === '-w') {
-    const vs = ipv4Port(words[2]!);
+    const vs = serviceId(protocol, words[2]!);
     const rs = ipv4Port(words[4]!);
     const fwdMethod = FWD[words[5]!];
     const weight = digits(words[7]!, 0);
@@ -82,13 +94,14 @@ export function parseSaveLine(words: readonly string[]): { readonly command: Com
       command: 'add-server',
       op: {
         kind: 'newDest',
-        vs: { af: AF_INET, protocol, address: vs.address, port: vs.port, fwmark: 0 },
-        rs: {
-          af: AF_INET, address: rs.address, port, fwdMethod, weight, uThreshold: 0, lThreshold: 0,
-          ...(fwdMethod === IP_VS_CONN_F.TUNNEL
-            ? { tunType: IP_VS_CONN_F_TUNNEL_TYPE.IPIP, tunPort: 0, tunFlags: IP_VS_TUNNEL_ENCAP_FLAG.NOCSUM }
-            : {}),
-        },
+        vs,
+        rs:
+          fwdMethod === IP_VS_CONN_F.TUNNEL
+            ? {
+                af: AF_INET, address: rs.address, port, fwdMethod, weight, uThreshold: 0, lThreshold: 0,
+                tunType: IP_VS_CONN_F_TUNNEL_TYPE.IPIP, tunPort: 0, tunFlags: IP_VS_TUNNEL_ENCAP_FLAG.NOCSUM,
+              }
+            : { af: AF_INET, address: rs.address, port, fwdMethod, weight, uThreshold: 0, lThreshold: 0 },
       },
     };
   }

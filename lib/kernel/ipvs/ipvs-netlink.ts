@@ -11,12 +11,12 @@ import {
   decodeService,
   encodeIpvsRequest,
   replyNest,
+  writeIpvsRequest,
 } from '../../netlink/ipvs-codec';
 import { GenlReply, GenlSocket, GenlSocketOptions, NetlinkTransport, RawTransport, isGenlFailure } from '../../netlink/socket';
 import { IPVS_CMD_ATTR, IPVS_GENL_NAME, IPVS_GENL_VERSION } from '../../netlink/uapi/ip_vs';
 import { describeRequest, toNetlinkError } from './describe-op';
 import { extendedAckProblem } from '../../netlink/ext-ack';
-import { log } from '../../log';
 import { Ipvs, IpvsOp, IpvsOpResult, VirtualServerEntry } from './ipvs';
 
 const { ENOENT } = osConstants.errno;
@@ -79,6 +79,9 @@ export async function openIpvs(options: IpvsNetlinkOptions = {}): Promise<IpvsNe
   const why = extendedAckProblem();
   if (why !== undefined && !warnedNoExtAck) {
     warnedNoExtAck = true;
+    // the logger (winston) is loaded only to say this: `kube-ipvs ipvsadm` never needs it
+    // otherwise, and loading it took seconds of every CLI run in the VM
+    const { log } = await import('../../log');
     log.warn(`netlink: kernel error messages (extended ack) are off, errors carry the errno only: ${why}`);
   }
   return new IpvsNetlink(() => new RawTransport(), familyId, options);
@@ -169,13 +172,10 @@ export class IpvsNetlink implements Ipvs {
   }
 
   async run(ops: readonly IpvsOp[]): Promise<IpvsOpResult[]> {
-    const encoded = ops.map((op) => {
-      const e = encodeIpvsRequest(op);
-      return { cmd: e.cmd, attrs: e.attrs };
-    });
     let failures: Awaited<ReturnType<GenlSocket['batch']>>;
     try {
-      failures = await this.main.batch(encoded);
+      // each op encoded straight into the datagram that carries it
+      failures = await this.main.batchWritten(ops.length, (i, w) => writeIpvsRequest(w, ops[i]!));
     } catch (e) {
       // the socket failed or stopped answering: no op's result is known; name the batch
       const first = describeRequest(ops[0]!);

@@ -158,6 +158,61 @@ function addrPort(s: string): { af: AddressFamily; address: string; port: number
   return { af: AF_INET, address: `${a >>> 24}.${(a >>> 16) & 255}.${(a >>> 8) & 255}.${a & 255}`, port };
 }
 
+/**
+ * The usual real server line, IPv4 ("  -> 0A000001:0050      Masq    1      0          0"),
+ * scanned in place (a listing reads 100,000 of them): undefined for anything else, which
+ * then goes through the general path and its errors.
+ */
+function scanIPv4Dest(line: string): ProcRealServer | undefined {
+  if (line.length < 19 || line.charCodeAt(13) !== 58 /* : */ || line.charCodeAt(18) !== 32) return undefined;
+  const a = hexAt(line, 5, 8);
+  const port = hexAt(line, 14, 4);
+  if (a < 0 || port < 0) return undefined;
+  let p = skipBlanks(line, 18);
+  const fwdEnd = wordEnd(line, p);
+  let fwdMethod: number;
+  switch (line.slice(p, fwdEnd)) {
+    case 'Masq': fwdMethod = IP_VS_CONN_F.MASQ; break;
+    case 'Route': fwdMethod = IP_VS_CONN_F.DROUTE; break;
+    case 'Tunnel': fwdMethod = IP_VS_CONN_F.TUNNEL; break;
+    case 'Local': fwdMethod = IP_VS_CONN_F.LOCALNODE; break;
+    default: return undefined;
+  }
+  p = skipBlanks(line, fwdEnd);
+  let e = wordEnd(line, p);
+  const weight = intAt(line, p, e);
+  p = skipBlanks(line, e);
+  e = wordEnd(line, p);
+  const activeConns = intAt(line, p, e);
+  p = skipBlanks(line, e);
+  e = wordEnd(line, p);
+  const inactConns = intAt(line, p, e);
+  if (Number.isNaN(weight) || Number.isNaN(activeConns) || Number.isNaN(inactConns) || skipBlanks(line, e) !== line.length) return undefined;
+  return { af: AF_INET, address: `${a >>> 24}.${(a >>> 16) & 255}.${(a >>> 8) & 255}.${a & 255}`, port, fwdMethod, weight, activeConns, inactConns };
+}
+
+function skipBlanks(s: string, i: number): number {
+  while (i < s.length && s.charCodeAt(i) === 32) i++;
+  return i;
+}
+
+function wordEnd(s: string, i: number): number {
+  while (i < s.length && s.charCodeAt(i) !== 32) i++;
+  return i;
+}
+
+/** int() of s[from, to) without the substring */
+function intAt(s: string, from: number, to: number): number {
+  if (to - from < 1 || to - from > 10) return to - from > 10 ? int(s.slice(from, to)) : NaN;
+  let n = 0;
+  for (let i = from; i < to; i++) {
+    const c = s.charCodeAt(i);
+    if (c < 48 || c > 57) return int(s.slice(from, to));
+    n = n * 10 + (c - 48);
+  }
+  return n <= 2147483647 ? n : NaN;
+}
+
 type MutableService = { -readonly [K in keyof ProcVirtualServer]: ProcVirtualServer[K] } & { dests: ProcRealServer[] };
 
 /** Parses the whole text of /proc/net/ip_vs; throws ProcIpVsParseError naming the first bad line. */
@@ -179,6 +234,13 @@ export function parseProcIpVs(text: string): ProcIpVsTable {
     const bad = (what: string): never => {
       throw new ProcIpVsParseError(`${what}: '${line}'`, i + 1);
     };
+    if (current && line.startsWith('  -> ')) {
+      const d = scanIPv4Dest(line);
+      if (d) {
+        current.dests.push(d);
+        continue;
+      }
+    }
     const w = wordsOf(line);
     if (line.startsWith('  -> ')) {
       if (!current) bad('a real server before any service');
