@@ -199,6 +199,9 @@ export function bytesToAddress(af: AddressFamily, bytes: Buffer): string {
 
 /** Canonical form of a textual address (so keys compare equal whatever the spelling). */
 export function canonicalAddress(address: string): string {
+  // node's isIPv4 accepts only plain dotted decimal without leading zeros: already canonical
+  // (the hot path: every endpoint of every slice and plan; no bytes round trip)
+  if (isIPv4(address)) return address;
   const af = familyOf(address);
   return bytesToAddress(af, addressToBytes(af, address));
 }

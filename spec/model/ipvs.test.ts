@@ -29,6 +29,12 @@ describe('addresses and keys', () => {
     expect(canonicalAddress('2001:0DB8:0:0::0A')).toBe('2001:db8::a');
   });
 
+  it('canonicalAddress: IPv4 as given (only canonical dotted decimal is an address); other text throws', () => {
+    expect(canonicalAddress('10.96.0.1')).toBe('10.96.0.1');
+    expect(canonicalAddress('::ffff:1.2.3.4')).toBe('::ffff:1.2.3.4');
+    for (const bad of ['010.96.0.1', '10.96.0.256', '10.96.0', ' 10.96.0.1', '']) expect(() => canonicalAddress(bad)).toThrow();
+  });
+
   it('keys virtual servers the same whatever the address spelling', () => {
     expect(virtualServerKey({ af: 10, protocol: 17, address: canonicalAddress('fd00:0::a'), port: 53, fwmark: 0 })).toBe('UDP/[fd00::a]:53');
     expect(virtualServerKey({ af: 2, protocol: 0, address: '', port: 0, fwmark: 7 })).toBe('FWM/4/7');
