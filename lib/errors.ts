@@ -70,6 +70,17 @@ export class NetlinkTimeoutError extends KubeIpvsError {
   }
 }
 
+/**
+ * `e` with the operation named in front of its message when it is a socket failure or a
+ * timeout (the socket layer cannot know what its caller was doing); anything else unchanged.
+ * Every netlink surface rethrows through it: `throw withOperation(e, 'dump ipsets')`.
+ */
+export function withOperation(e: unknown, what: string): unknown {
+  if (e instanceof SocketError) return new SocketError(`${what}: ${e.message}`, e.errno, { cause: e });
+  if (e instanceof NetlinkTimeoutError) return new NetlinkTimeoutError(`${what}: ${e.message}`, e.timeoutMs, { cause: e });
+  return e;
+}
+
 /** Bad command-line usage or bad input text; CLIs exit 2 (ipvsadm exits 2 for parse errors too). */
 export class UsageError extends KubeIpvsError {
   readonly code = 'KIPVS_USAGE' as const;

@@ -1,5 +1,5 @@
 import { constants as osConstants } from 'node:os';
-import { NetlinkError, NetlinkTimeoutError, SocketError, errnoName } from '../../errors';
+import { NetlinkError, errnoName, withOperation } from '../../errors';
 import { decodeConntrackFlow, encodeConntrackDelete, encodeConntrackDump } from '../../netlink/conntrack-codec';
 import { GenlSocket, GenlSocketOptions, NetlinkTransport, RawTransport, isGenlFailure } from '../../netlink/socket';
 import { NETLINK_NETFILTER, NFNETLINK_V0 } from '../../netlink/uapi/nfnetlink_conntrack';
@@ -41,9 +41,7 @@ export class ConntrackNetlink implements Conntrack {
         }
         throw new NetlinkError(e.errno, 'dump conntrack', what(family, protocol), errnoName(e.errno), e.extack);
       }
-      if (e instanceof SocketError) throw new SocketError(`dump conntrack ${what(family, protocol)}: ${e.message}`, e.errno, { cause: e });
-      if (e instanceof NetlinkTimeoutError) throw new NetlinkTimeoutError(`dump conntrack ${what(family, protocol)}: ${e.message}`, e.timeoutMs, { cause: e });
-      throw e;
+      throw withOperation(e, `dump conntrack ${what(family, protocol)}`);
     }
     const out: ConntrackFlow[] = [];
     for (const r of replies) {

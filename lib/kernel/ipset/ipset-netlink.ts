@@ -5,7 +5,7 @@
  * (module alias nfnetlink-subsys-6), as the ipset binary relies on too.
  */
 import { constants as osConstants } from 'node:os';
-import { NetlinkError, NetlinkTimeoutError, SocketError, errnoName } from '../../errors';
+import { NetlinkError, errnoName, withOperation } from '../../errors';
 import { IpsetDumpDecoder, UnspelledIpsetTypeError, encodeIpsetDump } from '../../netlink/ipset-codec';
 import { GenlSocket, GenlSocketOptions, NetlinkTransport, RawTransport, isGenlFailure } from '../../netlink/socket';
 import { IPSET_ERR, IPSET_PROTOCOL_MIN } from '../../netlink/uapi/ip_set';
@@ -56,9 +56,7 @@ export async function listIpsets(options: ListIpsetsOptions = {}): Promise<Ipset
         }
         throw new NetlinkError(e.errno, OP, '', name, e.extack);
       }
-      if (e instanceof SocketError) throw new SocketError(`${OP}: ${e.message}`, e.errno, { cause: e });
-      if (e instanceof NetlinkTimeoutError) throw new NetlinkTimeoutError(`${OP}: ${e.message}`, e.timeoutMs, { cause: e });
-      throw e;
+      throw withOperation(e, OP);
     }
     const d = new IpsetDumpDecoder();
     try {

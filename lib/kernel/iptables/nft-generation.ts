@@ -11,7 +11,7 @@
  * setsockopt(IPT_SO_SET_REPLACE) with no generation or change notification, so there is no
  * cheap way to know they are unchanged; IptablesSync keeps reading them with iptables-save.
  */
-import { NetlinkError, NetlinkTimeoutError, SocketError, errnoName } from '../../errors';
+import { NetlinkError, SocketError, errnoName, withOperation } from '../../errors';
 import { decodeNewGen, encodeGetGen } from '../../netlink/nft-gen-codec';
 import { GenlSocket, GenlSocketOptions, NetlinkTransport, RawTransport, isGenlFailure } from '../../netlink/socket';
 import { NETLINK_NETFILTER, NFNETLINK_V0 } from '../../netlink/uapi/nfnetlink_conntrack';
@@ -43,9 +43,7 @@ export class NftGenerationNetlink implements RulesetGeneration {
       replies = await this.sock.request(encodeGetGen());
     } catch (e) {
       if (isGenlFailure(e)) throw new NetlinkError(e.errno, 'read nf_tables generation', '', errnoName(e.errno), e.extack);
-      if (e instanceof SocketError) throw new SocketError(`read nf_tables generation: ${e.message}`, e.errno, { cause: e });
-      if (e instanceof NetlinkTimeoutError) throw new NetlinkTimeoutError(`read nf_tables generation: ${e.message}`, e.timeoutMs, { cause: e });
-      throw e;
+      throw withOperation(e, 'read nf_tables generation');
     }
     if (replies.length !== 1) {
       throw new NetlinkError(0, 'read nf_tables generation', '', `expected one NFT_MSG_NEWGEN reply, got ${replies.length}`);

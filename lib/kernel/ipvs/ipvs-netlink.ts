@@ -1,5 +1,5 @@
 import { constants as osConstants } from 'node:os';
-import { KubeIpvsError, NetlinkError, NetlinkTimeoutError, SocketError, errnoName } from '../../errors';
+import { KubeIpvsError, NetlinkError, SocketError, errnoName, withOperation } from '../../errors';
 import { AttrReader, AttrWriter } from '../../netlink/attr';
 import { GENL_ID_CTRL } from '../../netlink/uapi/netlink';
 import { IpvsInfo, IpvsTimeouts, RealServer, VirtualServer, VirtualServerId } from '../../model/ipvs';
@@ -113,9 +113,7 @@ export class IpvsNetlink implements Ipvs {
       const { operation, object } = describeRequest(req);
       // name the operation; a DecodeError keeps its own class (and attribute path)
       const what = `${operation}${object ? ' ' + object : ''}`;
-      if (e instanceof SocketError) throw new SocketError(`${what}: ${e.message}`, e.errno, { cause: e });
-      if (e instanceof NetlinkTimeoutError) throw new NetlinkTimeoutError(`${what}: ${e.message}`, e.timeoutMs, { cause: e });
-      throw e;
+      throw withOperation(e, what);
     }
   }
 
@@ -180,9 +178,7 @@ export class IpvsNetlink implements Ipvs {
       // the socket failed or stopped answering: no op's result is known; name the batch
       const first = describeRequest(ops[0]!);
       const what = `run ${ops.length} IPVS ops (first: ${first.operation}${first.object ? ' ' + first.object : ''})`;
-      if (e instanceof SocketError) throw new SocketError(`${what}: ${e.message}`, e.errno, { cause: e });
-      if (e instanceof NetlinkTimeoutError) throw new NetlinkTimeoutError(`${what}: ${e.message}`, e.timeoutMs, { cause: e });
-      throw e;
+      throw withOperation(e, what);
     }
     return failures.map((f, i) => (f === null ? OK : { ok: false as const, error: toNetlinkError(ops[i]!, f, i) }));
   }
