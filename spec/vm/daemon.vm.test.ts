@@ -396,4 +396,15 @@ describe('kube-ipvs daemon end to end (fake API server, real kernel, real traffi
     await eventually('repaired', ipvsRules, (r) => r.includes(`-a -t 10.96.0.15:9000 -r ${POD1.ip}:9000 -m -w 1`));
     await eventually('VIP back', boundAddresses, (a) => a.includes('10.96.0.15'));
   });
+
+  it('the periodic check of an unchanged node: one IPVS read, no write, no process (ipsets over netlink, iptables-nft by generation)', async () => {
+    // (syncPeriod is 2s since the test above) the first full sync after the repair proves the
+    // iptables rules ours; the one after it has nothing to read but the kernel's own state
+    let from = daemon.lines.length;
+    await daemon.waitFor((l) => isSync(l) && l.full === true && l.ipvsWrites === 0 && l.linkOps === 3, 'a full sync that repaired nothing', from);
+    from = daemon.lines.length;
+    const check = await daemon.waitFor((l) => isSync(l) && l.full === true, 'the next full sync', from);
+    expect({ ipvsReads: check.ipvsReads, ipvsWrites: check.ipvsWrites, execs: check.execs, linkOps: check.linkOps })
+      .toEqual({ ipvsReads: 1, ipvsWrites: 0, execs: 0, linkOps: 3 });
+  });
 });
