@@ -10,7 +10,7 @@ import { ConvertedEndpointSlice, convertEndpointSlice } from '../k8s/convert';
 import { hostPort } from '../model/ipvs';
 import { Endpoint, Protocol, Refusal, ServiceName, ServicePort } from '../model/service';
 import { AF_INET, AF_INET6 } from '../netlink/uapi/ip_vs';
-import { PendingChanges } from './pending-changes';
+import { PendingChanges, stateSnapshot } from './pending-changes';
 import { IpFamily } from '../model/ip-family';
 
 interface SliceState {
@@ -113,7 +113,7 @@ export class EndpointSliceTracker {
       const eps = byPort.get(pk)!;
       out.set(pk, [...eps.keys()].sort(byString).map((id) => eps.get(id)!));
     }
-    return { byPort: out, refusals, snapshot: JSON.stringify([[...out], refusals]) };
+    return { byPort: out, refusals, snapshot: stateSnapshot([[...out], refusals]) };
   }
 
   /** The endpoints of one service port: sorted by ip:port, one per ip:port. */

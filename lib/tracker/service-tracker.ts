@@ -6,7 +6,7 @@
 import type { V1Service } from '@kubernetes/client-node';
 import { convertService } from '../k8s/convert';
 import { Refusal, ServiceName, ServicePort, ServicePortKey, servicePortKey } from '../model/service';
-import { PendingChanges } from './pending-changes';
+import { PendingChanges, stateSnapshot } from './pending-changes';
 
 interface ServiceState {
   readonly ports: readonly ServicePort[];
@@ -50,7 +50,7 @@ export class ServiceTracker {
     if (svc) {
       const c = convertService(svc);
       if (c.ports.length > 0 || c.refusals.length > 0) {
-        after = { ports: c.ports, refusals: c.refusals, snapshot: JSON.stringify([c.ports, c.refusals]) };
+        after = { ports: c.ports, refusals: c.refusals, snapshot: stateSnapshot([c.ports, c.refusals]) };
       }
     }
     if (before) for (const p of before.ports) this.byKey.delete(servicePortKey(p.namespace, p.name, p.portName, p.family));
