@@ -2,6 +2,7 @@
 // runs them) and read the daemon's JSON log lines as data.
 import { ChildProcess, spawn } from 'node:child_process';
 import path from 'node:path';
+import { KUBE_IPVS_NODE_FLAGS } from '../cli/node-flags';
 
 const ROOT = path.resolve(__dirname, '..', '..', '..');
 export const KUBE_IPVS_BIN = path.join(ROOT, 'dist', 'lib', 'cli', 'main.js');
@@ -100,10 +101,11 @@ export class LoggedProcess {
   }
 }
 
+/** Starts the daemon as the image does (KUBE_IPVS_NODE_FLAGS). */
 export function startKubeIpvs(args: readonly string[], env: NodeJS.ProcessEnv = {}): LoggedProcess {
   // JSON lines, so the test reads every field (the proxy's default is klog text)
   const format = args.some((a) => a.startsWith('--logging-format')) ? [] : ['--logging-format=json'];
-  const child = spawn(process.execPath, [KUBE_IPVS_BIN, ...format, ...args], { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, ...env } });
+  const child = spawn(process.execPath, [...KUBE_IPVS_NODE_FLAGS, KUBE_IPVS_BIN, ...format, ...args], { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, ...env } });
   return new LoggedProcess(child, 'kube-ipvs');
 }
 
