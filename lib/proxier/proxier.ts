@@ -39,6 +39,7 @@ import { diffIpvsTable, diffVirtualServer, needsGracefulTermination, opVirtualSe
 import { NetlinkError, NotSyncedError } from '../errors';
 import { BoundedFrequencyRunner } from './runner';
 import { DesiredIndex } from './desired-index';
+import { Drain, DrainingRealServers } from './draining';
 import { Clock } from './clock';
 import { IpFamily } from '../model/ip-family';
 import { ServiceHealthIndex, ServiceHealthSink } from './service-health';
@@ -221,7 +222,7 @@ export class Proxier {
   private contextsText = '';
   private lastFullSyncAt = -Infinity;
   /** "vsKey/rsKey" -> since when it drains */
-  private readonly draining = new Map<string, { since: number; checkedAt: number }>();
+  private readonly draining = new DrainingRealServers();
   /** service name -> retry state */
   private readonly retries = new Map<string, { attempt: number; at: number }>();
   /** Services whose ops the kernel refused in the current sync */
@@ -700,9 +701,9 @@ export class Proxier {
       const r = results[i] as IpvsOpResult;
       const vsKey = opVirtualServerKey(op) ?? '';
       if (r.ok) {
-        if (op.kind === 'setDest' && op.rs.weight === 0) this.draining.set(`${vsKey}/${realServerKey(op.rs)}`, { since: now, checkedAt: now });
-        else if (op.kind === 'setDest' || op.kind === 'delDest' || op.kind === 'newDest') this.draining.delete(`${vsKey}/${realServerKey(op.rs)}`);
-        else if (op.kind === 'delService') for (const k of [...this.draining.keys()]) if (k.startsWith(`${vsKey}/`)) this.draining.delete(k);
+        if (op.kind === 'setDest' && op.rs.weight === 0) this.draining.start(vsKey, realServerKey(op.rs), now);
+        else if (op.kind === 'setDest' || op.kind === 'delDest' || op.kind === 'newDest') this.draining.stop(vsKey, realServerKey(op.rs));
+        else if (op.kind === 'delService') this.draining.dropVirtualServer(vsKey);
         return;
       }
       counts.ipvsFailures++;
@@ -769,18 +770,16 @@ export class Proxier {
    */
   private adoptDraining(desired: (vsKey: string) => DesiredVirtualServer | undefined): void {
     const now = this.deps.clock.now();
-    const found = new Map<string, { since: number; checkedAt: number }>();
+    const found: [string, string, Drain][] = [];
     for (const [vsKey, entry] of this.applied) {
       if (!needsGracefulTermination(entry.vs.protocol)) continue;
       const want = desired(vsKey);
       for (const [rsKey, rs] of entry.realServers) {
         if (rs.weight !== 0 || want?.realServers.some((r) => realServerKey(r) === rsKey)) continue;
-        const k = `${vsKey}/${rsKey}`;
-        found.set(k, this.draining.get(k) ?? { since: now, checkedAt: now });
+        found.push([vsKey, rsKey, this.draining.get(vsKey, rsKey) ?? { since: now, checkedAt: now }]);
       }
     }
-    this.draining.clear();
-    for (const [k, v] of found) this.draining.set(k, v);
+    this.draining.replaceAll(found);
   }
 
   /**
@@ -797,53 +796,42 @@ export class Proxier {
     const bound = this.deps.drainTimeoutMs ?? DEFAULT_DRAIN_TIMEOUT_MS;
     if (this.draining.size === 0) return;
     // a real server is first looked at one interval after it started draining (kube-proxy
-    // checks once a minute), then one interval after each look
-    let nextDue = Infinity;
-    const byVs = new Map<string, TableEntry>();
-    let more = false;
-    for (const [k, { checkedAt }] of this.draining) {
-      const due = checkedAt + interval;
-      if (due > now) {
-        nextDue = Math.min(nextDue, due);
-        continue;
-      }
-      const vsKey = k.slice(0, k.lastIndexOf('/'));
-      const e = this.applied.get(vsKey);
-      if (!e || byVs.has(vsKey)) continue;
-      // bounded per sync, so a wave of terminations does not delay the next Service change
-      if (byVs.size >= DRAIN_CHECK_BATCH) {
-        more = true;
-        break;
-      }
-      byVs.set(vsKey, e);
-    }
-    if (byVs.size === 0) {
+    // checks once a minute), then one interval after each look; bounded per sync, so a wave
+    // of terminations does not delay the next Service change
+    const { due, more, nextDue } = this.draining.due(now, interval, DRAIN_CHECK_BATCH);
+    if (due.length === 0) {
       if (nextDue < Infinity) this.runner.retryAfter(nextDue - now);
       return;
     }
     if (more) this.runner.retryAfter(DRAIN_CHECK_PAUSE_MS);
     const ops: IpvsOp[] = [];
-    for (const [vsKey, entry] of byVs) {
+    for (const vsKey of due) {
+      const entry = this.applied.get(vsKey);
+      if (!entry) {
+        // gone from the kernel, and its real servers with it
+        this.draining.dropVirtualServer(vsKey);
+        continue;
+      }
       counts.ipvsReads++;
       const dests = await this.deps.ipvs.listRealServers(entry.vs);
-      const seen = new Set<string>();
+      const weightZero = new Set<string>();
       for (const d of dests) {
-        const k = `${vsKey}/${realServerKey(d)}`;
-        const state = this.draining.get(k);
+        const rsKey = realServerKey(d);
+        const state = this.draining.get(vsKey, rsKey);
         if (state === undefined || d.weight !== 0) continue;
-        seen.add(k);
-        state.checkedAt = now;
+        weightZero.add(rsKey);
         const drained = d.activeConns + d.inactConns === 0;
         if (drained || now - state.since >= bound) {
-          if (!drained) this.deps.log.warn(`deleting real server ${realServerKey(d)} of ${describeVirtualServer(entry.vs)}: still ${d.activeConns} active / ${d.inactConns} inactive connections after ${Math.round(bound / 1000)}s of draining`);
+          if (!drained) this.deps.log.warn(`deleting real server ${rsKey} of ${describeVirtualServer(entry.vs)}: still ${d.activeConns} active / ${d.inactConns} inactive connections after ${Math.round(bound / 1000)}s of draining`);
           ops.push({ kind: 'delDest', vs: entry.vs, rs: d });
         }
       }
       // gone (or given weight) behind our back: nothing left to drain
-      for (const k of [...this.draining.keys()]) if (k.startsWith(`${vsKey}/`) && !seen.has(k)) this.draining.delete(k);
+      for (const rsKey of [...this.draining.realServersOf(vsKey).keys()]) if (!weightZero.has(rsKey)) this.draining.stop(vsKey, rsKey);
+      this.draining.checked(vsKey, now);
     }
     await this.runIpvs(ops, desired, counts);
-    for (const op of ops) if (op.kind === 'delDest') this.draining.delete(`${virtualServerKey(op.vs)}/${realServerKey(op.rs)}`);
+    for (const op of ops) if (op.kind === 'delDest') this.draining.stop(virtualServerKey(op.vs), realServerKey(op.rs));
     if (this.draining.size > 0) this.runner.retryAfter(interval);
   }
 
