@@ -201,16 +201,15 @@ export function planServicePort(sp: ServicePort, endpoints: readonly Endpoint[],
 
 /** Weight 1, masquerade, one per ip:port, sorted by realServerKey (kube-proxy newDest). */
 function realServers(endpoints: readonly Endpoint[]): RealServerSpec[] {
+  const specs = endpoints.map(
+    (e): RealServerSpec => ({ af: e.ip.includes(':') ? AF_INET6 : AF_INET, address: e.ip, port: e.port, fwdMethod: IP_VS_CONN_F.MASQ, weight: 1 }),
+  );
+  const keys = specs.map(realServerKey);
+  // the trackers hand endpoints over sorted by this key, one per key: then there is nothing to do
+  let ordered = true;
+  for (let i = 1; i < keys.length && ordered; i++) ordered = keys[i - 1]! < keys[i]!;
+  if (ordered) return specs;
   const out = new Map<string, RealServerSpec>();
-  for (const e of endpoints) {
-    const rs: RealServerSpec = {
-      af: e.ip.includes(':') ? AF_INET6 : AF_INET,
-      address: e.ip,
-      port: e.port,
-      fwdMethod: IP_VS_CONN_F.MASQ,
-      weight: 1,
-    };
-    out.set(realServerKey(rs), rs);
-  }
+  specs.forEach((rs, i) => out.set(keys[i]!, rs));
   return [...out.keys()].sort(byString).map((k) => out.get(k)!);
 }

@@ -884,6 +884,9 @@ describe('planServicePort (kube-proxy IPVS mode per service port)', () => {
     const b = { ...a, ip: '10.244.1.1', isLocal: true };
     expect(planServicePort(sp!, [a, b], CTX4)).toEqual(planServicePort(sp!, [b, a], CTX4));
     expect(planServicePort(sp!, [a, b], CTX4).virtualServers[0]!.realServers).toEqual([LOCAL_RS, REMOTE_RS]);
+    // already in order (as the trackers give them), and an ip:port given twice: one real server
+    expect(planServicePort(sp!, [b, a, a], CTX4).virtualServers[0]!.realServers).toEqual([LOCAL_RS, REMOTE_RS]);
+    expect(planServicePort(sp!, [b, b, a], CTX4).virtualServers[0]!.realServers).toEqual([LOCAL_RS, REMOTE_RS]);
   });
 
   it('refuses a context of the other family (a caller bug)', () => {
