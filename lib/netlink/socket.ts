@@ -281,6 +281,41 @@ export class GenlSocket {
     write: (i: number, w: AttrWriter) => number,
     typeOf?: (i: number) => number | undefined,
   ): Promise<(GenlFailure | null)[]> {
+    return this.batchFramed(count, GENL_HDRLEN, (i, w, at) => {
+      const cmd = write(i, w);
+      const b = w.buffer;
+      b.writeUInt16LE(typeOf?.(i) ?? this.familyId, at + 4);
+      b.writeUInt16LE(NLM_F.REQUEST, at + 6);
+      b[at + 16] = cmd;
+      b[at + 17] = this.version;
+      b.writeUInt16LE(0, at + 18);
+    });
+  }
+
+  /**
+   * batch() for messages of the transport's own protocol, which need not be generic netlink
+   * (e.g. RTM_NEWADDR over NETLINK_ROUTE): `write(i, w)` appends everything of message i after
+   * struct nlmsghdr and returns its nlmsg_type and flags (NLM_F_REQUEST is added, and
+   * NLM_F_ACK to the last message of each datagram). Only acks are read: no dumps or GETs.
+   */
+  batchRaw(count: number, write: (i: number, w: AttrWriter) => { readonly type: number; readonly flags: number }): Promise<(GenlFailure | null)[]> {
+    return this.batchFramed(count, 0, (i, w, at) => {
+      const { type, flags } = write(i, w);
+      w.buffer.writeUInt16LE(type, at + 4);
+      w.buffer.writeUInt16LE(NLM_F.REQUEST | flags, at + 6);
+    });
+  }
+
+  /**
+   * Writes `count` messages into datagrams and sends them pipelined. `write(i, w, at)` appends
+   * message i's body after its nlmsghdr (at `at`) and the `extraHeader` bytes after it, and
+   * sets the header's type and flags; length and sequence number are set here.
+   */
+  private async batchFramed(
+    count: number,
+    extraHeader: number,
+    write: (i: number, w: AttrWriter, at: number) => void,
+  ): Promise<(GenlFailure | null)[]> {
     if (this.closed) throw new SocketError('netlink socket is closed');
     const results: (GenlFailure | null)[] = new Array(count).fill(null);
     const datagrams: { datagram: Buffer; first: number; count: number; offsets: number[] }[] = [];
@@ -292,8 +327,8 @@ export class GenlSocket {
       w.reset();
       const offsets: number[] = [];
       while (i < count && i - first < this.batchMessages) {
-        const at = w.skip(NLMSG_HDRLEN + GENL_HDRLEN);
-        const cmd = write(i, w);
+        const at = w.skip(NLMSG_HDRLEN + extraHeader);
+        write(i, w, at);
         if (i > first && w.length > this.batchBytes) {
           // it goes first in the next datagram
           w.truncate(at);
@@ -301,12 +336,7 @@ export class GenlSocket {
         }
         const b = w.buffer;
         b.writeUInt32LE(w.length - at, at);
-        b.writeUInt16LE(typeOf?.(i) ?? this.familyId, at + 4);
-        b.writeUInt16LE(NLM_F.REQUEST, at + 6);
         b.writeUInt32LE(0, at + 12);
-        b[at + 16] = cmd;
-        b[at + 17] = this.version;
-        b.writeUInt16LE(0, at + 18);
         offsets.push(at);
         i++;
       }
@@ -330,7 +360,8 @@ export class GenlSocket {
       const firstSeq = this.reserveSeqs(count);
       for (let k = 0; k < count; k++) datagram.writeUInt32LE((firstSeq + k) >>> 0, offsets[k]! + 8);
       // only the last message asks for an ack (see the class comment)
-      datagram.writeUInt16LE(NLM_F.REQUEST | NLM_F.ACK, offsets[count - 1]! + 6);
+      const last = offsets[count - 1]! + 6;
+      datagram.writeUInt16LE(datagram.readUInt16LE(last) | NLM_F.ACK, last);
       const chunk: Chunk = {
         firstSeq,
         first,

@@ -21,7 +21,7 @@ import { listAllViaProc } from '../kernel/ipvs/list-via-proc';
 import { Ipset, IpsetState } from '../kernel/ipset/ipset';
 import { Iptables } from '../kernel/iptables/iptables';
 import { KUBE_IPVS0, Link, LinkAddress } from '../kernel/link/link';
-import { ensureDummyDevice, bindAddress, unbindAddress } from '../kernel/link/dummy-device';
+import { ensureDummyDevice, bindAddresses, unbindAddresses } from '../kernel/link/dummy-device';
 import { selectNodePortAddresses } from '../kernel/link/node-addresses';
 import { PROTOCOL_NAMES, describeVirtualServer, realServerKey, virtualServerKey } from '../model/ipvs';
 import { Endpoint, Refusal, ServicePort } from '../model/service';
@@ -179,14 +179,6 @@ function opKey(op: IpvsOp): string {
   const rs = 'rs' in op ? ` ${realServerKey(op.rs)} w${'weight' in op.rs ? op.rs.weight : '-'}` : '';
   const sched = op.kind === 'newService' || op.kind === 'setService' ? ` ${op.vs.scheduler}/${op.vs.flags ?? 0}/${op.vs.timeout ?? 0}` : '';
   return `${op.kind} ${vs}${rs}${sched}`;
-}
-
-/** rtnetlink address requests in flight at once */
-const BIND_WINDOW = 32;
-
-/** Runs `f` over `items`, at most `window` at a time (each window awaited whole). */
-async function inWindows<T>(items: readonly T[], window: number, f: (item: T) => Promise<void>): Promise<void> {
-  for (let i = 0; i < items.length; i += window) await Promise.all(items.slice(i, i + window).map(f));
 }
 
 function serviceOf(servicePortKey: string): string {
@@ -742,26 +734,31 @@ export class Proxier {
     const toBind = [...want].filter((a) => !this.boundApplied.has(a));
     const toUnbind = [...this.boundApplied].filter((a) => !want.has(a));
     counts.linkOps += toBind.length + toUnbind.length;
-    // BIND_WINDOW requests in flight at a time (a cold node binds every VIP: one request per
-    // address, and one round trip each would cost seconds per thousand in a slow guest)
-    await inWindows(toBind, BIND_WINDOW, async (a) => {
+    // many requests to a datagram: a cold node binds every VIP
+    const steps = [
+      { what: 'bind', prep: 'to', addresses: toBind, run: bindAddresses, done: (a: string) => this.boundApplied.add(a) },
+      { what: 'unbind', prep: 'from', addresses: toUnbind, run: unbindAddresses, done: (a: string) => this.boundApplied.delete(a) },
+    ];
+    for (const { what, prep, addresses, run, done } of steps) {
+      if (addresses.length === 0) continue;
+      let results: (NetlinkError | null)[];
       try {
-        await bindAddress(link, index, a);
-        this.boundApplied.add(a);
+        results = await run(link, index, addresses);
       } catch (e) {
-        this.deps.log.error(`bind ${a} to ${KUBE_IPVS0}: ${(e as Error).message}`);
+        this.deps.log.error(`${what} ${addresses.length} addresses ${prep} ${KUBE_IPVS0}: ${(e as Error).message}`);
         this.needFullSync = true;
+        continue;
       }
-    });
-    await inWindows(toUnbind, BIND_WINDOW, async (a) => {
-      try {
-        await unbindAddress(link, index, a);
-        this.boundApplied.delete(a);
-      } catch (e) {
-        this.deps.log.error(`unbind ${a} from ${KUBE_IPVS0}: ${(e as Error).message}`);
+      results.forEach((e, i) => {
+        const a = addresses[i]!;
+        if (!e) {
+          done(a);
+          return;
+        }
+        this.deps.log.error(`${what} ${a} ${prep} ${KUBE_IPVS0}: ${e.message}`);
         this.needFullSync = true;
-      }
-    });
+      });
+    }
   }
 
   /**

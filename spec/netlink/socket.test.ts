@@ -157,6 +157,26 @@ describe('GenlSocket.batch', () => {
     expect(s.pendingCount).toBe(0);
   });
 
+  it('batchRaw: messages of another protocol keep their type, flags and bytes; ACK is added to the last of each datagram', async () => {
+    const fail = new Map([[3, 17]]);
+    const t = new ScriptedTransport(kernelLike(fail));
+    const s = new GenlSocket(t, 0, 0, { batchMessages: 4 });
+    const RTM_NEWADDR = 20;
+    const CREATE_EXCL = 0x400 | 0x200;
+    // no genl header: the payload (an ifaddrmsg, say) starts right after struct nlmsghdr
+    const payload = (n: number) => Buffer.concat([Buffer.from([2, 32, 0, 0]), nla(1, u32(n))]);
+    const results = await s.batchRaw(6, (i, w) => (w.raw(payload(i)), { type: RTM_NEWADDR, flags: CREATE_EXCL }));
+    expect(results.map((r) => r?.errno ?? 0)).toEqual([0, 0, 0, 17, 0, 0]);
+    expect(t.sent.map((d) => d.length)).toEqual([4, 2]);
+    for (const d of t.sent) {
+      expect(d.map((m) => m.type)).toEqual(d.map(() => RTM_NEWADDR));
+      expect(d.map((m) => m.flags)).toEqual(d.map((_, k) => 0x1 | CREATE_EXCL | (k === d.length - 1 ? ACK : 0)));
+    }
+    // SeenMessage reads a genl header: cmd is the payload's first byte, attrs start 4 bytes in
+    expect(t.sent.flat().map((m) => [m.cmd, m.attrs.readUInt32LE(4)])).toEqual([0, 1, 2, 3, 4, 5].map((n) => [2, n]));
+    expect(s.pendingCount).toBe(0);
+  });
+
   it('an empty batch sends nothing', async () => {
     const t = new ScriptedTransport(() => []);
     expect(await new GenlSocket(t, FAMILY, 1).batch([])).toEqual([]);

@@ -6,6 +6,8 @@
 // Addresses (lib/testing/builders.ts): ClusterIPs 10.96.0.0/12, pods 10.244.0.0/16, this
 // node 192.0.2.1 on eth0, foreign services on 192.0.2.1:80/443.
 import winston from 'winston';
+import { constants as osConstants } from 'node:os';
+import { NetlinkError } from '../../lib/errors';
 import { FakeIpvs } from '../../lib/kernel/ipvs/fake-ipvs';
 import { FakeLink } from '../../lib/kernel/link/fake-link';
 import { FakeIpset } from '../../lib/kernel/ipset/fake-ipset';
@@ -28,6 +30,8 @@ import { formatServiceEntry } from '../../lib/cli/ipvsadm/format-list';
 import { DEFAULT_FORMAT } from '../../lib/cli/ipvsadm/parse-args';
 import { VirtualServerEntry } from '../../lib/kernel/ipvs/ipvs';
 import type { V1EndpointSlice, V1Service } from '@kubernetes/client-node';
+
+const E = osConstants.errno;
 
 const NODE = 'node-a';
 
@@ -335,26 +339,32 @@ describe('Proxier over the kernel twins', () => {
     ]);
   });
 
-  it('binds a cold node\'s VIPs 32 requests at a time, every one of them', async () => {
+  it("binds a cold node's VIPs in one batch; one the kernel refuses is bound by the next full sync, the rest at once", async () => {
     const link = new FakeLink();
     await link.addDummy('eth0');
     await link.addAddress((await link.getLink('eth0')).index, '192.0.2.1');
-    let inFlight = 0;
-    let most = 0;
+    const batches: number[] = [];
+    const addAddresses = link.addAddresses.bind(link);
+    link.addAddresses = async (index, addresses) => (batches.push(addresses.length), addAddresses(index, addresses));
     const add = link.addAddress.bind(link);
+    let refuse = true;
     link.addAddress = async (index, address) => {
-      most = Math.max(most, ++inFlight);
-      await new Promise((r) => setImmediate(r));
-      inFlight--;
+      if (refuse && address === '10.96.1.7') throw new NetlinkError(E.ENOSPC, 'add address', `${address}/32`, 'no space');
       return add(index, address);
     };
     const t = await setup({ link });
     for (let i = 0; i < 100; i++) t.services.onAdd(clusterIP(`s${i}`, `10.96.1.${i}`));
     await t.start();
-    expect(most).toBe(32);
+    expect(batches).toEqual([100]);
     const kipvs = await t.link.getLink(KUBE_IPVS0);
-    expect((await t.link.listAddresses('ipv4')).filter((a) => a.ifindex === kipvs.index)).toHaveLength(100);
+    const bound = async () => (await t.link.listAddresses('ipv4')).filter((a) => a.ifindex === kipvs.index).map((a) => a.address);
+    expect(await bound()).toHaveLength(99);
+    expect(await bound()).not.toContain('10.96.1.7');
     expect(last(t.results).linkOps).toBe(3 + 2 + 100);
+    refuse = false;
+    await t.settle(SETTINGS.syncPeriodMs);
+    expect(batches).toEqual([100, 1]);
+    expect(await bound()).toHaveLength(100);
   });
 
   it('repairs drift on the periodic full sync', async () => {

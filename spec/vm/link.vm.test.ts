@@ -8,11 +8,13 @@ import { encodeNewDummy } from '../../lib/kernel/link/rtnl-codec';
 import { Link, LinkKindError } from '../../lib/kernel/link/link';
 import {
   bindAddress,
+  bindAddresses,
   deleteDummyDevice,
   ensureDummyDevice,
   listBoundAddresses,
   listLocalAddresses,
   unbindAddress,
+  unbindAddresses,
 } from '../../lib/kernel/link/dummy-device';
 import { ip, tryRun } from '../../lib/testing/netns';
 
@@ -72,6 +74,20 @@ describe.each<[string, () => Promise<Link>]>([
     await expect(link.deleteAddress(d.index, 'fd00:96::7')).rejects.toEqual(errno(E.EADDRNOTAVAIL));
     await expect(link.deleteAddress(NO_SUCH_INDEX, '10.96.7.1')).rejects.toEqual(errno(E.ENODEV));
   });
+  it('addAddresses / deleteAddresses: one result per address, in order; the errno each single request gets', async () => {
+    const d = await link.getLink(D);
+    const mine = async () => [...(await link.listAddresses('ipv4')), ...(await link.listAddresses('ipv6'))].filter((a) => a.ifindex === d.index).map((a) => a.address);
+    await link.addAddress(d.index, '10.96.8.2');
+    const added = await link.addAddresses(d.index, ['10.96.8.1', '10.96.8.2', 'fd00:96::8', '10.96.8.3']);
+    expect(added.map((e) => e?.errno ?? 0)).toEqual([0, E.EEXIST, 0, 0]);
+    expect(added[1]).toEqual(errno(E.EEXIST));
+    expect((await link.addAddresses(NO_SUCH_INDEX, ['10.96.8.9'])).map((e) => e?.errno)).toEqual([E.ENODEV]);
+    expect(await mine()).toEqual(['10.96.8.1', '10.96.8.2', '10.96.8.3', 'fd00:96::8']);
+    const deleted = await link.deleteAddresses(d.index, ['10.96.8.1', '10.96.8.9', 'fd00:96::8', '10.96.8.2', '10.96.8.3']);
+    expect(deleted.map((e) => e?.errno ?? 0)).toEqual([0, E.EADDRNOTAVAIL, 0, 0, 0]);
+    expect(await link.deleteAddresses(d.index, [])).toEqual([]);
+    expect(await mine()).toEqual([]);
+  });
   it('lo is index 1 with 127.0.0.1/8', async () => {
     expect((await link.listLinks())[0]).toEqual({ index: 1, name: 'lo', kind: '', up: true });
     expect((await link.listAddresses('ipv4')).find((a) => a.ifindex === 1)).toEqual({
@@ -127,6 +143,18 @@ describe('kube-ipvs0 on the kernel, seen by iproute2', () => {
     expect(await unbindAddress(link, k.index, '10.96.0.10')).toBe(true);
     expect(await unbindAddress(link, k.index, '10.96.0.10')).toBe(false);
     expect(await unbindAddress(link, k.index, 'fd00:96::10')).toBe(true);
+    expect(ip('-o', 'addr', 'show', 'dev', 'kube-ipvs0')).toBe('');
+  });
+
+  it('bindAddresses: 1,000 VIPs in one call (many datagrams), the bound ones again are no-ops; ip addr agrees; unbindAddresses', async () => {
+    const { link: k } = await ensureDummyDevice(link);
+    const vips = Array.from({ length: 1000 }, (_, i) => `10.97.${i >> 8}.${i & 255}`);
+    expect((await bindAddresses(link, k.index, vips)).every((e) => e === null)).toBe(true);
+    expect(ip('-o', '-4', 'addr', 'show', 'dev', 'kube-ipvs0').trim().split('\n')).toHaveLength(1000);
+    expect(ip('route', 'show', 'table', 'local', '10.97.3.231')).toMatch(/local 10\.97\.3\.231 dev kube-ipvs0/);
+    expect((await bindAddresses(link, k.index, ['10.97.0.5', 'fd00:97::5'])).every((e) => e === null)).toBe(true);
+    expect(await listBoundAddresses(link, k.index)).toHaveLength(1001);
+    expect((await unbindAddresses(link, k.index, [...vips, 'fd00:97::5', '10.97.9.9'])).every((e) => e === null)).toBe(true);
     expect(ip('-o', 'addr', 'show', 'dev', 'kube-ipvs0')).toBe('');
   });
 

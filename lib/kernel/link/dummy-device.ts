@@ -1,3 +1,4 @@
+import { NetlinkError } from '../../errors';
 import { canonicalAddress } from '../../model/ipvs';
 import { IpFamily } from '../../model/ip-family';
 import {
@@ -98,6 +99,21 @@ export async function unbindAddress(link: Link, index: number, address: string):
     if (isAddressNotThere(e)) return false;
     throw e;
   }
+}
+
+/**
+ * bindAddress of many addresses, many requests to a datagram: one result per address, null
+ * when bound or already there (EEXIST), else the error. Throws only when the socket fails.
+ */
+export async function bindAddresses(link: Link, index: number, addresses: readonly string[]): Promise<(NetlinkError | null)[]> {
+  const results = await link.addAddresses(index, addresses.map(canonicalAddress));
+  return results.map((e) => (e && !isLinkExists(e) ? e : null));
+}
+
+/** unbindAddress of many addresses, as bindAddresses: not there (EADDRNOTAVAIL) counts as done. */
+export async function unbindAddresses(link: Link, index: number, addresses: readonly string[]): Promise<(NetlinkError | null)[]> {
+  const results = await link.deleteAddresses(index, addresses.map(canonicalAddress));
+  return results.map((e) => (e && !isAddressNotThere(e) ? e : null));
 }
 
 /**

@@ -126,5 +126,28 @@ export class FakeLink implements Link {
     l.addrs.delete(canonicalAddress(address));
   }
 
+  async addAddresses(index: number, addresses: readonly string[]): Promise<(NetlinkError | null)[]> {
+    return eachAddress(addresses, (a) => this.addAddress(index, a));
+  }
+
+  async deleteAddresses(index: number, addresses: readonly string[]): Promise<(NetlinkError | null)[]> {
+    return eachAddress(addresses, (a) => this.deleteAddress(index, a));
+  }
+
   close(): void {}
+}
+
+/** One request per address, in order, as the kernel handles a batch's messages. */
+async function eachAddress(addresses: readonly string[], f: (a: string) => Promise<void>): Promise<(NetlinkError | null)[]> {
+  const out: (NetlinkError | null)[] = [];
+  for (const a of addresses) {
+    try {
+      await f(a);
+      out.push(null);
+    } catch (e) {
+      if (!(e instanceof NetlinkError)) throw e;
+      out.push(e);
+    }
+  }
+  return out;
 }

@@ -5,6 +5,7 @@ import { enableExtendedAck } from '../../netlink/ext-ack';
 import { NETLINK_ROUTE, NLMSG } from '../../netlink/uapi/netlink';
 import { IpFamily } from '../../model/ip-family';
 import { Link, LinkAddress, LinkInfo } from './link';
+import { GenlSocket, RawTransport } from '../../netlink/socket';
 import {
   RTM,
   RtnlRequest,
@@ -80,7 +81,13 @@ export class PackageRtnlTransport implements RtnlTransport {
 
 /** Link over rtnetlink. */
 export class LinkRtnetlink implements Link {
-  constructor(private readonly t: RtnlTransport) {}
+  private batchSocket: GenlSocket | undefined;
+
+  /** `openBatch`: the socket addAddresses and deleteAddresses pipeline their requests over */
+  constructor(
+    private readonly t: RtnlTransport,
+    private readonly openBatch: () => GenlSocket = () => new GenlSocket(new RawTransport(NETLINK_ROUTE), 0, 0),
+  ) {}
 
   async listLinks(): Promise<LinkInfo[]> {
     const replies = await this.t.request(encodeGetLinks());
@@ -122,8 +129,32 @@ export class LinkRtnetlink implements Link {
     await this.t.request(encodeDelAddr(index, address));
   }
 
+  addAddresses(index: number, addresses: readonly string[]): Promise<(NetlinkError | null)[]> {
+    return this.batch(addresses.map((a) => encodeNewAddr(index, a)));
+  }
+
+  deleteAddresses(index: number, addresses: readonly string[]): Promise<(NetlinkError | null)[]> {
+    return this.batch(addresses.map((a) => encodeDelAddr(index, a)));
+  }
+
+  private async batch(reqs: readonly RtnlRequest[]): Promise<(NetlinkError | null)[]> {
+    if (reqs.length === 0) return [];
+    this.batchSocket ??= this.openBatch();
+    const failures = await this.batchSocket.batchRaw(reqs.length, (i, w) => {
+      const r = reqs[i]!;
+      w.raw(r.payload);
+      return r;
+    });
+    return failures.map((f, i) => {
+      if (!f) return null;
+      const r = reqs[i]!;
+      return new NetlinkError(f.errno, r.operation, r.object, errnoName(f.errno), f.extack);
+    });
+  }
+
   close(): void {
     this.t.close();
+    this.batchSocket?.close();
   }
 }
 
