@@ -17,7 +17,8 @@
  * - handler exceptions are logged, never thrown into the informer.
  *
  * Objects are handed over as plain JSON, as on the wire: lists are fetched raw (raw-list.ts),
- * not through client-node's model classes, so list items and watch events have one shape.
+ * not through client-node's model classes, so list items and watch events have one shape;
+ * both without metadata.managedFields (prune.ts), which is never read and would stay cached.
  * Nothing here looks at `kind`: list items have none.
  */
 import {
@@ -31,6 +32,7 @@ import {
   Watch,
 } from '@kubernetes/client-node';
 import { listRaw } from './raw-list';
+import { withoutManagedFields } from './prune';
 
 export interface ServiceHandler {
   onServiceAdd(svc: V1Service): void;
@@ -217,7 +219,8 @@ class ResilientInformer<T extends KubernetesObject> {
 
   private async list(lw: ListWatch<T>): Promise<KubernetesListObject<T>> {
     const list = await this.spec.list();
-    const items = list.items;
+    const items = list.items.map(withoutManagedFields);
+    list.items = items;
     if (lw === this.lw && !this.stopped) {
       this.resetBackoff();
       this.listedOnce = true;
@@ -338,7 +341,7 @@ class ReportingWatch extends Watch {
     this.hooks.beforeConnect();
     let finished = false;
     try {
-      const controller = await super.watch(path, queryParams, callback, (err: unknown) => {
+      const controller = await super.watch(path, queryParams, (phase, obj, watchObj) => callback(phase, withoutManagedFields(obj), watchObj), (err: unknown) => {
         finished = true;
         done(err);
       });

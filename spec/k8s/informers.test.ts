@@ -92,6 +92,24 @@ describe('startInformers', () => {
     expect(log.lines).toEqual([]);
   });
 
+  it('hands over (and so caches) list items and watch events without metadata.managedFields, the rest as sent', async () => {
+    const managed = (name: string): FakeObject => {
+      const o = service(name, { app: name });
+      return { ...o, metadata: { ...o.metadata, annotations: { a: '1' }, managedFields: [{ manager: 'kubectl', operation: 'Apply', fieldsV1: { 'f:spec': {} } }] } as FakeObject['metadata'] };
+    };
+    server.create(managed('listed'));
+    const rec = start({ service: new Recorder() });
+    await waitFor('the watch', () => rec.has('synced') && server.openWatches === 1);
+    server.create(managed('watched'));
+    await waitFor('add watched', () => rec.has('add demo/watched'));
+    expect(rec.objects.map((o) => o.metadata?.name)).toEqual(['listed', 'watched']);
+    for (const o of rec.objects) {
+      expect(o.metadata).not.toHaveProperty('managedFields');
+      expect(o.metadata).toEqual(expect.objectContaining({ labels: { app: o.metadata?.name }, annotations: { a: '1' }, resourceVersion: expect.any(String) }));
+      expect((o as { spec?: unknown }).spec).toEqual({ clusterIP: '10.96.0.10' });
+    }
+  });
+
   it('delivers updates with the previous object, deletes, and selector moves', async () => {
     server.create(service('s1'));
     server.create(service('s2'));
