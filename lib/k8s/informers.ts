@@ -18,7 +18,8 @@
  *
  * Objects are handed over as plain JSON, as on the wire: lists are fetched raw (raw-list.ts),
  * not through client-node's model classes, so list items and watch events have one shape;
- * both without metadata.managedFields (prune.ts), which is never read and would stay cached.
+ * both without metadata.managedFields and kubectl's last-applied annotation (prune.ts), which
+ * are never read and would stay cached.
  * Nothing here looks at `kind`: list items have none.
  */
 import {
@@ -32,7 +33,7 @@ import {
   Watch,
 } from '@kubernetes/client-node';
 import { listRaw } from './raw-list';
-import { withoutManagedFields } from './prune';
+import { prunedObject } from './prune';
 
 export interface ServiceHandler {
   onServiceAdd(svc: V1Service): void;
@@ -219,7 +220,7 @@ class ResilientInformer<T extends KubernetesObject> {
 
   private async list(lw: ListWatch<T>): Promise<KubernetesListObject<T>> {
     const list = await this.spec.list();
-    const items = list.items.map(withoutManagedFields);
+    const items = list.items.map(prunedObject);
     list.items = items;
     if (lw === this.lw && !this.stopped) {
       this.resetBackoff();
@@ -341,7 +342,7 @@ class ReportingWatch extends Watch {
     this.hooks.beforeConnect();
     let finished = false;
     try {
-      const controller = await super.watch(path, queryParams, (phase, obj, watchObj) => callback(phase, withoutManagedFields(obj), watchObj), (err: unknown) => {
+      const controller = await super.watch(path, queryParams, (phase, obj, watchObj) => callback(phase, prunedObject(obj), watchObj), (err: unknown) => {
         finished = true;
         done(err);
       });

@@ -92,10 +92,11 @@ describe('startInformers', () => {
     expect(log.lines).toEqual([]);
   });
 
-  it('hands over (and so caches) list items and watch events without metadata.managedFields, the rest as sent', async () => {
+  it("hands over (and so caches) list items and watch events without metadata.managedFields and kubectl's last-applied copy, the rest as sent", async () => {
     const managed = (name: string): FakeObject => {
       const o = service(name, { app: name });
-      return { ...o, metadata: { ...o.metadata, annotations: { a: '1' }, managedFields: [{ manager: 'kubectl', operation: 'Apply', fieldsV1: { 'f:spec': {} } }] } as FakeObject['metadata'] };
+      const annotations = { a: '1', 'kubectl.kubernetes.io/last-applied-configuration': JSON.stringify(o) };
+      return { ...o, metadata: { ...o.metadata, annotations, managedFields: [{ manager: 'kubectl', operation: 'Apply', fieldsV1: { 'f:spec': {} } }] } as FakeObject['metadata'] };
     };
     server.create(managed('listed'));
     const rec = start({ service: new Recorder() });
