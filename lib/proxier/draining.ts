@@ -10,12 +10,13 @@
 export interface Drain {
   /** when it was set to weight 0 (the drain timeout counts from here) */
   readonly since: number;
-  /** when its connection counts were last read (or `since`) */
-  checkedAt: number;
 }
 
 interface VirtualServerDrains {
-  /** the oldest `checkedAt` of its real servers: the virtual server is due one interval later */
+  /**
+   * when its real servers' connection counts were last read, or when the oldest unread one
+   * started draining: the virtual server is due one interval later
+   */
   checkedAt: number;
   readonly realServers: Map<string, Drain>;
 }
@@ -43,7 +44,7 @@ export class DrainingRealServers {
     let vs = this.byVs.get(vsKey);
     if (!vs) this.byVs.set(vsKey, (vs = { checkedAt: now, realServers: new Map() }));
     if (!vs.realServers.has(rsKey)) this.total++;
-    vs.realServers.set(rsKey, { since: now, checkedAt: now });
+    vs.realServers.set(rsKey, { since: now });
   }
 
   /** `rsKey` of `vsKey` is no longer draining (deleted, or given weight). */
@@ -87,22 +88,24 @@ export class DrainingRealServers {
   checked(vsKey: string, now: number): void {
     const vs = this.byVs.get(vsKey);
     if (!vs) return;
-    for (const d of vs.realServers.values()) d.checkedAt = now;
     vs.checkedAt = now;
     this.byVs.delete(vsKey);
     this.byVs.set(vsKey, vs);
   }
 
-  /** Replaces everything (after a kernel read), keeping the order they fall due. */
-  replaceAll(drains: Iterable<readonly [vsKey: string, rsKey: string, drain: Drain]>): void {
+  /**
+   * Replaces everything (after a kernel read) with these drains; one not seen before started
+   * at `now`. A virtual server keeps when it was last read (a new one: `now`), so it falls due
+   * when it did before.
+   */
+  replaceAll(drains: Iterable<readonly [vsKey: string, rsKey: string]>, now: number): void {
     const next = new Map<string, VirtualServerDrains>();
     let total = 0;
-    for (const [vsKey, rsKey, drain] of drains) {
+    for (const [vsKey, rsKey] of drains) {
       let vs = next.get(vsKey);
-      if (!vs) next.set(vsKey, (vs = { checkedAt: drain.checkedAt, realServers: new Map() }));
+      if (!vs) next.set(vsKey, (vs = { checkedAt: this.byVs.get(vsKey)?.checkedAt ?? now, realServers: new Map() }));
       if (!vs.realServers.has(rsKey)) total++;
-      vs.realServers.set(rsKey, drain);
-      vs.checkedAt = Math.min(vs.checkedAt, drain.checkedAt);
+      vs.realServers.set(rsKey, this.get(vsKey, rsKey) ?? { since: now });
     }
     this.byVs.clear();
     for (const [k, v] of [...next].sort((a, b) => a[1].checkedAt - b[1].checkedAt)) this.byVs.set(k, v);

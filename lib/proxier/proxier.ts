@@ -39,7 +39,7 @@ import { diffIpvsTable, diffVirtualServer, needsGracefulTermination, opVirtualSe
 import { NetlinkError, NotSyncedError } from '../errors';
 import { BoundedFrequencyRunner } from './runner';
 import { DesiredIndex } from './desired-index';
-import { Drain, DrainingRealServers } from './draining';
+import { DrainingRealServers } from './draining';
 import { Clock } from './clock';
 import { IpFamily } from '../model/ip-family';
 import { ServiceHealthIndex, ServiceHealthSink } from './service-health';
@@ -213,7 +213,7 @@ export class Proxier {
   /** the plan contexts as text: a full sync re-plans every Service only when they changed */
   private contextsText = '';
   private lastFullSyncAt = -Infinity;
-  /** "vsKey/rsKey" -> since when it drains */
+  /** real servers set to weight 0, waiting for their connections to end */
   private readonly draining = new DrainingRealServers();
   /** service name -> retry state */
   private readonly retries = new Map<string, { attempt: number; at: number }>();
@@ -767,16 +767,16 @@ export class Proxier {
    */
   private adoptDraining(desired: (vsKey: string) => DesiredVirtualServer | undefined): void {
     const now = this.deps.clock.now();
-    const found: [string, string, Drain][] = [];
+    const found: [string, string][] = [];
     for (const [vsKey, entry] of this.applied) {
       if (!needsGracefulTermination(entry.vs.protocol)) continue;
       const want = desired(vsKey);
       for (const [rsKey, rs] of entry.realServers) {
         if (rs.weight !== 0 || want?.realServers.some((r) => realServerKey(r) === rsKey)) continue;
-        found.push([vsKey, rsKey, this.draining.get(vsKey, rsKey) ?? { since: now, checkedAt: now }]);
+        found.push([vsKey, rsKey]);
       }
     }
-    this.draining.replaceAll(found);
+    this.draining.replaceAll(found, now);
   }
 
   /**

@@ -10,7 +10,7 @@ describe('DrainingRealServers', () => {
     d.start('vs2', 'a', 0);
     d.start('vs1', 'a', 5); // set to weight 0 again
     expect(d.size).toBe(3);
-    expect(d.get('vs1', 'a')).toEqual({ since: 5, checkedAt: 5 });
+    expect(d.get('vs1', 'a')).toEqual({ since: 5 });
     d.stop('vs1', 'a');
     d.stop('vs1', 'missing');
     d.stop('vs9', 'a');
@@ -39,7 +39,7 @@ describe('DrainingRealServers', () => {
     d.start('vs1', 'b', 2_000);
     d.start('vs2', 'a', 1_000);
     d.checked('vs1', 16_000);
-    expect(d.get('vs1', 'b')).toEqual({ since: 2_000, checkedAt: 16_000 });
+    expect(d.get('vs1', 'b')).toEqual({ since: 2_000 });
     expect(d.due(17_000, INTERVAL, 16)).toEqual({ due: ['vs2'], more: false, nextDue: 31_000 });
     d.checked('vs2', 17_000);
     expect(d.due(31_000, INTERVAL, 16).due).toEqual(['vs1']);
@@ -50,17 +50,20 @@ describe('DrainingRealServers', () => {
     expect(d.due(60_000, INTERVAL, 16).due).toEqual(['vs2', 'vs1']);
   });
 
-  it('replaceAll keeps what it is given and orders virtual servers by their oldest unread drain', () => {
+  it('replaceAll keeps the drains it is given as they were, starts the new ones now, drops the rest', () => {
     const d = new DrainingRealServers();
     d.start('old', 'x', 0);
-    d.replaceAll([
-      ['vs1', 'a', { since: 0, checkedAt: 9_000 }],
-      ['vs2', 'a', { since: 0, checkedAt: 4_000 }],
-      ['vs1', 'b', { since: 0, checkedAt: 1_000 }],
-    ]);
-    expect(d.size).toBe(3);
+    d.start('vs2', 'a', 1_000);
+    d.start('vs1', 'a', 3_000);
+    d.checked('vs2', 4_000); // vs2 now due at 19 s, after vs1 (18 s)
+    d.replaceAll([['vs2', 'a'], ['vs3', 'a'], ['vs1', 'a'], ['vs1', 'b']], 5_000);
+    expect(d.size).toBe(4);
     expect(d.get('old', 'x')).toBeUndefined();
-    expect(d.due(100_000, INTERVAL, 16).due).toEqual(['vs1', 'vs2']);
-    expect(d.due(16_000, INTERVAL, 16)).toEqual({ due: ['vs1'], more: false, nextDue: 19_000 });
+    expect(d.get('vs1', 'a')).toEqual({ since: 3_000 });
+    expect(d.get('vs1', 'b')).toEqual({ since: 5_000 });
+    expect(d.get('vs2', 'a')).toEqual({ since: 1_000 });
+    // each virtual server falls due when it did before; the new one, one interval from now
+    expect(d.due(18_000, INTERVAL, 16)).toEqual({ due: ['vs1'], more: false, nextDue: 19_000 });
+    expect(d.due(20_000, INTERVAL, 16)).toEqual({ due: ['vs1', 'vs2', 'vs3'], more: false, nextDue: Infinity });
   });
 });
