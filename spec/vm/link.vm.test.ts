@@ -7,13 +7,11 @@ import { PackageRtnlTransport, openLink } from '../../lib/kernel/link/link-rtnet
 import { encodeNewDummy } from '../../lib/kernel/link/rtnl-codec';
 import { Link, LinkKindError } from '../../lib/kernel/link/link';
 import {
-  bindAddress,
   bindAddresses,
   deleteDummyDevice,
   ensureDummyDevice,
   listBoundAddresses,
   listLocalAddresses,
-  unbindAddress,
   unbindAddresses,
 } from '../../lib/kernel/link/dummy-device';
 import { ip, tryRun } from '../../lib/testing/netns';
@@ -129,9 +127,7 @@ describe('kube-ipvs0 on the kernel, seen by iproute2', () => {
 
   it('bind/unbind host addresses; ip addr agrees; repeats are no-ops', async () => {
     const { link: k } = await ensureDummyDevice(link);
-    expect(await bindAddress(link, k.index, '10.96.0.10')).toBe(true);
-    expect(await bindAddress(link, k.index, '10.96.0.10')).toBe(false);
-    expect(await bindAddress(link, k.index, 'fd00:96::10')).toBe(true);
+    expect(await bindAddresses(link, k.index, ['10.96.0.10', '10.96.0.10', 'fd00:96::10'])).toEqual([null, null, null]);
     expect(ip('-o', 'addr', 'show', 'dev', 'kube-ipvs0')).toMatch(/inet 10\.96\.0\.10\/32 /);
     expect(ip('-o', 'addr', 'show', 'dev', 'kube-ipvs0')).toMatch(/inet6 fd00:96::10\/128 /);
     expect(await listBoundAddresses(link, k.index)).toEqual(['10.96.0.10', 'fd00:96::10']);
@@ -140,9 +136,7 @@ describe('kube-ipvs0 on the kernel, seen by iproute2', () => {
     const local = await listLocalAddresses(link, k.index);
     expect(local.some((a) => a.address === '10.96.0.10')).toBe(false);
     expect(local.some((a) => a.address === '127.0.0.1')).toBe(true);
-    expect(await unbindAddress(link, k.index, '10.96.0.10')).toBe(true);
-    expect(await unbindAddress(link, k.index, '10.96.0.10')).toBe(false);
-    expect(await unbindAddress(link, k.index, 'fd00:96::10')).toBe(true);
+    expect(await unbindAddresses(link, k.index, ['10.96.0.10', '10.96.0.10', 'fd00:96::10'])).toEqual([null, null, null]);
     expect(ip('-o', 'addr', 'show', 'dev', 'kube-ipvs0')).toBe('');
   });
 

@@ -12,7 +12,7 @@ import { openIpvs } from '../../lib/kernel/ipvs/ipvs-netlink';
 import { Ipvs } from '../../lib/kernel/ipvs/ipvs';
 import { openLink } from '../../lib/kernel/link/link-rtnetlink';
 import { Link, KUBE_IPVS0 } from '../../lib/kernel/link/link';
-import { bindAddress, ensureDummyDevice, listLocalAddresses } from '../../lib/kernel/link/dummy-device';
+import { bindAddresses, ensureDummyDevice, listLocalAddresses } from '../../lib/kernel/link/dummy-device';
 import { selectNodePortAddresses } from '../../lib/kernel/link/node-addresses';
 import { ProcSysctl } from '../../lib/kernel/sysctl/sysctl';
 import { ensureIpvsSysctls } from '../../lib/kernel/sysctl/ipvs-sysctls';
@@ -61,8 +61,7 @@ describe.each<['nft' | 'legacy']>([['nft'], ['legacy']])('traffic through kube-i
 
     link = await openLink();
     const { link: kipvs } = await ensureDummyDevice(link);
-    await bindAddress(link, kipvs.index, CLUSTER_IP);
-    await bindAddress(link, kipvs.index, LB_IP);
+    expect(await bindAddresses(link, kipvs.index, [CLUSTER_IP, LB_IP])).toEqual([null, null]);
     const nodeIPs = selectNodePortAddresses(await listLocalAddresses(link, kipvs.index, ['ipv4']), ['192.0.2.0/24']);
     expect(nodeIPs).toEqual([NODE_IP]);
 

@@ -79,38 +79,16 @@ export async function listBoundAddresses(
   return out;
 }
 
-/** Binds a host address on link `index`. Returns false when it was already there (EEXIST). */
-export async function bindAddress(link: Link, index: number, address: string): Promise<boolean> {
-  try {
-    await link.addAddress(index, canonicalAddress(address));
-    return true;
-  } catch (e) {
-    if (isLinkExists(e)) return false;
-    throw e;
-  }
-}
-
-/** Unbinds a host address from link `index`. Returns false when it was not there (EADDRNOTAVAIL). */
-export async function unbindAddress(link: Link, index: number, address: string): Promise<boolean> {
-  try {
-    await link.deleteAddress(index, canonicalAddress(address));
-    return true;
-  } catch (e) {
-    if (isAddressNotThere(e)) return false;
-    throw e;
-  }
-}
-
 /**
- * bindAddress of many addresses, many requests to a datagram: one result per address, null
- * when bound or already there (EEXIST), else the error. Throws only when the socket fails.
+ * Binds host addresses to link `index`, many requests to a datagram: one result per address,
+ * null when bound or already there (EEXIST), else the error. Throws only when the socket fails.
  */
 export async function bindAddresses(link: Link, index: number, addresses: readonly string[]): Promise<(NetlinkError | null)[]> {
   const results = await link.addAddresses(index, addresses.map(canonicalAddress));
   return results.map((e) => (e && !isLinkExists(e) ? e : null));
 }
 
-/** unbindAddress of many addresses, as bindAddresses: not there (EADDRNOTAVAIL) counts as done. */
+/** Unbinds host addresses from link `index`, as bindAddresses: not there (EADDRNOTAVAIL) counts as done. */
 export async function unbindAddresses(link: Link, index: number, addresses: readonly string[]): Promise<(NetlinkError | null)[]> {
   const results = await link.deleteAddresses(index, addresses.map(canonicalAddress));
   return results.map((e) => (e && !isAddressNotThere(e) ? e : null));

@@ -1,12 +1,12 @@
 import { constants } from 'node:os';
 import { FakeLink } from '../../../lib/kernel/link/fake-link';
 import {
-  bindAddress,
+  bindAddresses,
   deleteDummyDevice,
   ensureDummyDevice,
   listBoundAddresses,
   listLocalAddresses,
-  unbindAddress,
+  unbindAddresses,
 } from '../../../lib/kernel/link/dummy-device';
 import { KUBE_IPVS0, LinkKindError } from '../../../lib/kernel/link/link';
 import { NetlinkError } from '../../../lib/errors';
@@ -73,20 +73,20 @@ describe('ensureDummyDevice', () => {
 });
 
 describe('bind/unbind', () => {
-  it('EEXIST on bind and EADDRNOTAVAIL on unbind are no-ops; addresses are canonical', async () => {
+  it('EEXIST on bind and EADDRNOTAVAIL on unbind are no-ops; addresses are canonical; one request each', async () => {
     const l = new FakeLink();
     const { link } = await ensureDummyDevice(l);
-    expect(await bindAddress(l, link.index, '10.96.0.10')).toBe(true);
-    expect(await bindAddress(l, link.index, '10.96.0.10')).toBe(false);
-    expect(await bindAddress(l, link.index, 'FD00:0::A')).toBe(true);
+    l.calls.length = 0;
+    expect(await bindAddresses(l, link.index, ['10.96.0.10', '10.96.0.10', 'FD00:0::A'])).toEqual([null, null, null]);
+    expect(l.calls).toEqual([`addAddress ${link.index} 10.96.0.10`, `addAddress ${link.index} 10.96.0.10`, `addAddress ${link.index} fd00::a`]);
     expect(await listBoundAddresses(l, link.index)).toEqual(['10.96.0.10', 'fd00::a']);
-    expect(await unbindAddress(l, link.index, 'fd00::a')).toBe(true);
-    expect(await unbindAddress(l, link.index, 'fd00::a')).toBe(false);
+    expect(await unbindAddresses(l, link.index, ['fd00::a', 'fd00::a'])).toEqual([null, null]);
     expect(await listBoundAddresses(l, link.index)).toEqual(['10.96.0.10']);
   });
 
-  it('binding on a missing link is still an error (ENODEV)', async () => {
-    await expect(bindAddress(new FakeLink(), 42, '10.96.0.10')).rejects.toEqual(errno(E.ENODEV));
+  it('binding on a missing link is still an error (ENODEV), address by address', async () => {
+    expect(await bindAddresses(new FakeLink(), 42, ['10.96.0.10', '10.96.0.11'])).toEqual([errno(E.ENODEV), errno(E.ENODEV)]);
+    expect(await unbindAddresses(new FakeLink(), 42, ['10.96.0.10'])).toEqual([errno(E.ENODEV)]);
   });
 
   it('listLocalAddresses: one dump per family, kube-ipvs0 excluded', async () => {
@@ -95,7 +95,7 @@ describe('bind/unbind', () => {
     l.seedAddress(eth0.index, '192.0.2.10', 24);
     l.seedAddress(eth0.index, '2001:db8::10', 64);
     const { link } = await ensureDummyDevice(l);
-    await bindAddress(l, link.index, '10.96.0.10');
+    await bindAddresses(l, link.index, ['10.96.0.10']);
     l.calls.length = 0;
     const local = await listLocalAddresses(l, link.index);
     expect(local.map((a) => a.address)).toEqual(['127.0.0.1', '192.0.2.10', '::1', '2001:db8::10']);
