@@ -160,8 +160,14 @@ export interface SyncResult {
 }
 
 /** The phases of one sync, in order (kube-proxy logs no such split; it is the profile an operator needs at scale). */
-export type SyncPhase = 'node' | 'plan' | 'ipvsRead' | 'ipvsWrite' | 'addresses' | 'ipsets' | 'iptables' | 'healthCheck' | 'draining' | 'conntrack';
-export type SyncPhases = Partial<Record<SyncPhase, number>>;
+export type SyncPhase =
+  | 'node' | 'plan' | 'ipvsRead' | 'ipvsWrite' | 'addresses' | 'ipsetsWait' | 'iptables' | 'healthCheck' | 'draining' | 'conntrack';
+/**
+ * Every phase but `ipsets` is a lap of the sync: those add up to its duration. `ipsets` is the
+ * ipset sync's own time, which runs beside ipvsWrite and addresses; `ipsetsWait` is what the
+ * sync waited for it after them.
+ */
+export type SyncPhases = Partial<Record<SyncPhase | 'ipsets', number>>;
 
 const DEFAULT_DRAIN_TIMEOUT_MS = 10 * 60_000;
 const DEFAULT_DRAIN_CHECK_MS = 15_000;
@@ -410,23 +416,30 @@ export class Proxier {
         for (const k of touched) ops.push(...diffVirtualServer(this.applied.get(k), desired(k)));
       }
       lap('plan');
-      await this.runIpvs(ops, desired, counts);
-      lap('ipvsWrite');
-      // a retried Service that went through (or went away) needs no more retries
-      for (const svc of dueRetries) if (!this.failedThisSync.has(svc)) this.retries.delete(svc);
+      // 1b. the ipsets (one `ipset restore` process at most) start now and run beside the IPVS
+      // writes and the binds, which do not depend on them; iptables, whose rules name the
+      // sets, waits for them
+      const ipsetsDone = this.syncIpsets(full, counts, phasesMs);
+      let ipsetsFailure: { error: unknown } | undefined;
+      try {
+        await this.runIpvs(ops, desired, counts);
+        lap('ipvsWrite');
+        // a retried Service that went through (or went away) needs no more retries
+        for (const svc of dueRetries) if (!this.failedThisSync.has(svc)) this.retries.delete(svc);
 
-      // 2. addresses on kube-ipvs0 (after the virtual servers exist, as kube-proxy binds)
-      // (a partial sync that changed no VIP skips the O(all VIPs) comparison)
-      if (this.index.takeAddressesChanged() || full) await this.syncBoundAddresses(this.index.boundAddresses(), counts);
-      lap('addresses');
+        // 2. addresses on kube-ipvs0 (after the virtual servers exist, as kube-proxy binds)
+        // (a partial sync that changed no VIP skips the O(all VIPs) comparison)
+        if (this.index.takeAddressesChanged() || full) await this.syncBoundAddresses(this.index.boundAddresses(), counts);
+        lap('addresses');
+      } finally {
+        // even when the IPVS writes failed: no restore may run on into the next sync
+        ipsetsFailure = await ipsetsDone;
+        lap('ipsetsWait');
+      }
+      if (ipsetsFailure) throw ipsetsFailure.error;
 
-      // 3. ipsets and iptables, one restore each at most
+      // 3. iptables, one restore per family at most
       for (const family of this.settings.families) {
-        const ipset = this.deps.ipsets[family];
-        // a partial sync that changed no member skips even the in-memory diff of every set
-        const membersChanged = this.index.takeIpsetsChanged(family);
-        if (ipset && (full || membersChanged)) counts.execs += (await ipset.sync(this.index.ipsets(family))).execs;
-        lap('ipsets');
         const ipt = this.deps.iptables[family];
         if (ipt) counts.execs += (await ipt.sync(this.index.iptables(family, this.iptablesOptions(family)), { verify: full })).execs;
         lap('iptables');
@@ -492,6 +505,28 @@ export class Proxier {
   }
 
   /** The whole IPVS table; counts its netlink reads. */
+  /**
+   * The families' ipsets, one sync after another (they may share one Ipset). Resolves, never
+   * rejects: with the failure, if one happened. Sets phasesMs.ipsets to its own duration, which
+   * overlaps the IPVS writes and the binds.
+   */
+  private async syncIpsets(full: boolean, counts: { execs: number }, phasesMs: SyncPhases): Promise<{ error: unknown } | undefined> {
+    const start = this.deps.clock.now();
+    try {
+      for (const family of this.settings.families) {
+        const ipset = this.deps.ipsets[family];
+        // a partial sync that changed no member skips even the in-memory diff of every set
+        const membersChanged = this.index.takeIpsetsChanged(family);
+        if (ipset && (full || membersChanged)) counts.execs += (await ipset.sync(this.index.ipsets(family))).execs;
+      }
+      return undefined;
+    } catch (error) {
+      return { error };
+    } finally {
+      phasesMs.ipsets = this.deps.clock.now() - start;
+    }
+  }
+
   private async readTable(counts: { ipvsReads: number }): Promise<VirtualServerEntry[]> {
     const { ipvs, readProcIpVs } = this.deps;
     if (!readProcIpVs) {

@@ -1,7 +1,8 @@
 // What a sync costs: where its time goes (SyncResult.phasesMs, logged with every "sync done":
-// each kernel surface's time is charged to its own phase, and the phases add up to the sync's
-// duration; the twins "take" time by moving the fake clock while they run), what a one-endpoint
-// change touches, and what the periodic full sync re-plans.
+// each kernel surface's time is charged to its own phase, the laps add up to the sync's
+// duration, and the ipset sync runs beside the IPVS writes and the binds; the twins "take" time
+// on the fake clock while they run), what a one-endpoint change touches, and what the periodic
+// full sync re-plans.
 import type { V1EndpointSlice, V1Service } from '@kubernetes/client-node';
 import { makeEndpointSlice, makeService, svcPort } from '../../lib/testing/builders';
 import { TWIN_SETTINGS, proxierOverTwins } from '../../lib/testing/proxier-twins';
@@ -16,54 +17,133 @@ const webSlice = (...ips: string[]): V1EndpointSlice =>
     sl.endpoints = ips.map((ip) => ({ addresses: [ip], conditions: { ready: true, serving: true, terminating: false }, nodeName: 'node-b' }));
   });
 
-/** Twins whose writes "take" time: IPVS run 7 ms, ipset restore 11 ms, iptables restore 13 ms, an address bind 3 ms. */
-async function slowTwins() {
-  const t = await proxierOverTwins();
-  const spendOn = <T extends object, K extends keyof T>(o: T, method: K, ms: number) => {
-    const f = (o[method] as (...a: unknown[]) => Promise<unknown>).bind(o);
-    (o as Record<K, unknown>)[method] = async (...a: unknown[]) => {
-      t.clock.spend(ms);
-      return f(...a);
-    };
+type Twins = Awaited<ReturnType<typeof proxierOverTwins>>;
+
+/** Wraps `o[method]` so that each call first runs `before` (and waits for what it returns). */
+function around<T extends object, K extends keyof T>(o: T, method: K, before: (name: string) => Promise<void>): void {
+  const f = (o[method] as (...a: unknown[]) => Promise<unknown>).bind(o);
+  (o as Record<K, unknown>)[method] = async (...a: unknown[]) => {
+    await before(String(method));
+    return f(...a);
   };
-  spendOn(t.ipvs, 'run', 7);
-  spendOn(t.ipset, 'restore', 11);
-  spendOn(t.iptables, 'restore', 13);
-  spendOn(t.link, 'addAddress', 3);
+}
+
+/**
+ * Twins whose writes take time on the fake clock (a timer each, so that operations in flight
+ * together overlap as they would): IPVS run 7 ms, ipset restore 11 ms, iptables restore 13 ms,
+ * binding addresses 3 ms.
+ */
+async function slowTwins(): Promise<Twins> {
+  const t = await proxierOverTwins();
+  const takes = (ms: number) => () => new Promise<void>((resolve) => t.clock.setTimer(resolve, ms));
+  around(t.ipvs, 'run', takes(7));
+  around(t.ipset, 'restore', takes(11));
+  around(t.iptables, 'restore', takes(13));
+  around(t.link, 'addAddresses', takes(3));
   return t;
 }
 
-const sum = (r: SyncResult) => Object.values(r.phasesMs).reduce((a, b) => a + (b ?? 0), 0);
+/**
+ * Marks the informers synced and runs what is due, without waiting for the sync to end (it
+ * waits on timers, or on a held restore, that the test moves on).
+ */
+async function begin(t: Twins): Promise<void> {
+  t.proxier.onServicesSynced();
+  t.proxier.onEndpointSlicesSynced();
+  await t.clock.advance(0);
+}
+
+/** The laps: every phase but `ipsets`, the ipset sync's own time, which overlaps others. */
+const laps = (r: SyncResult) => Object.entries(r.phasesMs).reduce((a, [k, v]) => (k === 'ipsets' ? a : a + (v ?? 0)), 0);
 
 describe('SyncResult.phasesMs', () => {
-  it('a full sync charges each surface its own time, and the phases add up to the duration', async () => {
+  it('a full sync charges each surface its own time; the ipset restore runs beside the IPVS writes and binds', async () => {
     const t = await slowTwins();
     t.add(web, webSlice('10.244.1.2'));
-    await t.start();
+    await begin(t);
+    await t.settle(100);
     const r = t.proxier.lastResult!;
     expect(r.full).toBe(true);
-    expect(r.phasesMs).toMatchObject({ ipvsWrite: 7, addresses: 3, ipsets: 11, iptables: 13 });
+    // IPVS 0-7 ms, binds 7-10 ms, ipsets 0-11 ms: the sync waited 1 ms for them, then iptables 13 ms
+    expect(r.phasesMs).toMatchObject({ ipvsWrite: 7, addresses: 3, ipsets: 11, ipsetsWait: 1, iptables: 13 });
     expect(Object.keys(r.phasesMs).sort()).toEqual(
-      ['addresses', 'draining', 'healthCheck', 'ipsets', 'iptables', 'ipvsRead', 'ipvsWrite', 'node', 'plan'],
+      ['addresses', 'draining', 'healthCheck', 'ipsets', 'ipsetsWait', 'iptables', 'ipvsRead', 'ipvsWrite', 'node', 'plan'],
     );
-    expect(sum(r)).toBe(r.durationMs);
+    expect(laps(r)).toBe(r.durationMs);
+    expect(r.durationMs).toBe(24);
   });
 
   it('a partial sync has no node or IPVS-read phase; one endpoint added costs only the IPVS write', async () => {
     const t = await slowTwins();
     const first = webSlice('10.244.1.2');
     t.add(web, first);
-    await t.start();
+    await begin(t);
+    await t.settle(100);
     t.replaceSlice(first, webSlice('10.244.1.2', '10.244.1.3'));
-    await t.settle();
+    await t.clock.advance(100);
+    await t.proxier.idle();
     const r = t.proxier.lastResult!;
     expect(r.full).toBe(false);
     expect(r.phasesMs.node).toBeUndefined();
     expect(r.phasesMs.ipvsRead).toBeUndefined();
     expect(r.phasesMs.ipvsWrite).toBe(7);
     // the endpoint is remote: no member of any set changes, no VIP is bound, iptables text is the same
-    expect(r.phasesMs).toMatchObject({ addresses: 0, ipsets: 0, iptables: 0 });
-    expect(sum(r)).toBe(r.durationMs);
+    expect(r.phasesMs).toMatchObject({ addresses: 0, ipsets: 0, ipsetsWait: 0, iptables: 0 });
+    expect(laps(r)).toBe(r.durationMs);
+  });
+});
+
+describe('the ipset restore beside the IPVS writes', () => {
+  /** Holds every ipset restore until release(); records the order of the kernel calls. */
+  async function heldIpsets() {
+    const t = await proxierOverTwins();
+    const calls: string[] = [];
+    let release!: () => void;
+    const held = new Promise<void>((r) => (release = r));
+    around(t.ipset, 'restore', async (name) => {
+      calls.push(`${name} start`);
+      await held;
+      calls.push(`${name} end`);
+    });
+    for (const [o, m] of [[t.ipvs, 'run'], [t.link, 'addAddresses'], [t.iptables, 'restore']] as const) {
+      around(o as object, m as never, async (name) => void calls.push(name));
+    }
+    return { t, calls, release };
+  }
+
+  it('iptables, whose rules name the sets, is restored only after the ipsets are', async () => {
+    const { t, calls, release } = await heldIpsets();
+    t.add(web, webSlice('10.244.1.2'));
+    await begin(t);
+    // the IPVS writes and the binds went on while the restore was held; iptables waits
+    expect(calls).toEqual(['restore start', 'run', 'addAddresses']);
+    expect(t.proxier.lastResult).toBeUndefined();
+    release();
+    await t.settle();
+    expect(calls).toEqual(['restore start', 'run', 'addAddresses', 'restore end', 'restore']);
+    expect(t.proxier.lastResult).toMatchObject({ full: true, ipvsFailures: 0 });
+    expect((await t.ipset.observe()).get('KUBE-CLUSTER-IP')!.members).toEqual(new Set(['10.96.0.10,tcp:80']));
+  });
+
+  it('a socket failure in the IPVS writes: the sync ends only after the restore, and its retry completes', async () => {
+    const { t, calls, release } = await heldIpsets();
+    const run = t.ipvs.run;
+    t.ipvs.run = () => Promise.reject(new Error('socket closed'));
+    t.add(web, webSlice('10.244.1.2'));
+    await begin(t);
+    expect(calls).toEqual(['restore start']);
+    expect(t.proxier.lastResult).toBeUndefined(); // still waiting for the restore
+    release();
+    await t.settle();
+    expect(calls).toEqual(['restore start', 'restore end']);
+    expect(t.proxier.lastResult).toMatchObject({ full: true });
+    expect(t.proxier.lastResult!.phasesMs.iptables).toBeUndefined();
+    // the retry (a full sync after the backoff) programs everything
+    t.ipvs.run = run;
+    await t.settle(5_000);
+    expect(t.proxier.lastResult).toMatchObject({ full: true, ipvsFailures: 0 });
+    expect(calls.slice(2)).toEqual(['run', 'addAddresses', 'restore']);
+    expect((await t.ipvs.listAll()).map((e) => e.vs.address)).toEqual(['10.96.0.10']);
   });
 });
 
