@@ -13,10 +13,10 @@ export async function run(argv: readonly string[]): Promise<number> {
   if (args[0] === 'ipvsadm') {
     const { main: ipvsadmMain } = await import('./ipvsadm/ipvsadm');
     const { openIpvs } = await import('../kernel/ipvs/ipvs-netlink');
-    const { readFile } = await import('node:fs/promises');
+    const { readProcText } = await import('../kernel/ipvs/read-proc-ip-vs');
     return ipvsadmMain(args.slice(1), {
       ipvs: () => openIpvs(),
-      procIpVs: () => readFile('/proc/net/ip_vs', 'latin1'),
+      procIpVs: async () => readProcText(),
       stdout: process.stdout,
       stderr: process.stderr,
       stdin: process.stdin,

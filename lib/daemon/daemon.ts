@@ -12,7 +12,6 @@
  * for the kubelet to restart it, as kube-proxy does) only when a field that needs a restart
  * changed (API connection, node name, bind addresses, masqueradeBit, mode, feature gates).
  */
-import { readFile } from 'node:fs/promises';
 import { Conntrack } from '../kernel/conntrack/conntrack';
 import { openConntrack } from '../kernel/conntrack/conntrack-netlink';
 import os from 'node:os';
@@ -22,6 +21,7 @@ import { classifyConfigChange } from '../config/classify-change';
 import { watchConfigFile } from '../config/watch-config';
 import { componentLog } from '../log';
 import { openIpvs, IpvsUnavailableError } from '../kernel/ipvs/ipvs-netlink';
+import { readProcText } from '../kernel/ipvs/read-proc-ip-vs';
 import { Ipvs } from '../kernel/ipvs/ipvs';
 import { openLink } from '../kernel/link/link-rtnetlink';
 import { Link } from '../kernel/link/link';
@@ -199,7 +199,7 @@ export async function runDaemon(config: ProxyConfig, options: DaemonOptions): Pr
     {
       ipvs, link, ipsets, iptables, source, events, randomFully,
       // a full sync reads every real server from here: one read, not one dump per service
-      readProcIpVs: () => readFile('/proc/net/ip_vs', 'latin1'), serviceHealth,
+      readProcIpVs: async () => readProcText(), serviceHealth,
       ...(conntrack ? { conntrack } : {}),
       planner: { planServicePort },
       clock: systemClock,
