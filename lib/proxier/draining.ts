@@ -63,6 +63,11 @@ export class DrainingRealServers {
     this.byVs.delete(vsKey);
   }
 
+  /** Has the virtual server real servers draining? */
+  hasVirtualServer(vsKey: string): boolean {
+    return this.byVs.has(vsKey);
+  }
+
   get(vsKey: string, rsKey: string): Drain | undefined {
     return this.byVs.get(vsKey)?.realServers.get(rsKey);
   }

@@ -23,7 +23,7 @@ import { Iptables } from '../kernel/iptables/iptables';
 import { KUBE_IPVS0, Link, LinkAddress } from '../kernel/link/link';
 import { ensureDummyDevice, bindAddresses, unbindAddresses } from '../kernel/link/dummy-device';
 import { selectNodePortAddresses } from '../kernel/link/node-addresses';
-import { PROTOCOL_NAMES, describeVirtualServer, realServerKey, virtualServerKey } from '../model/ipvs';
+import { PROTOCOL_NAMES, VirtualServerId, describeVirtualServer, realServerKey, virtualServerKey } from '../model/ipvs';
 import { Endpoint, Refusal, ServicePort } from '../model/service';
 import { LocalDetector } from '../plan/iptables';
 import {
@@ -724,13 +724,22 @@ export class Proxier {
     applyOpsToTable(this.applied, ops, results);
     const now = this.deps.clock.now();
     const failedServices = new Map<string, NetlinkError>();
+    // the ops of one virtual server share its spec object: its key is built once for them
+    let keyedVs: VirtualServerId | undefined;
+    let keyOfVs = '';
     ops.forEach((op, i) => {
       const r = results[i] as IpvsOpResult;
-      const vsKey = opVirtualServerKey(op) ?? '';
+      if ('vs' in op && op.vs !== keyedVs) {
+        keyedVs = op.vs;
+        keyOfVs = opVirtualServerKey(op) ?? '';
+      }
+      const vsKey = 'vs' in op ? keyOfVs : '';
       if (r.ok) {
         if (op.kind === 'setDest' && op.rs.weight === 0) this.draining.start(vsKey, realServerKey(op.rs), now);
-        else if (op.kind === 'setDest' || op.kind === 'delDest' || op.kind === 'newDest') this.draining.stop(vsKey, realServerKey(op.rs));
-        else if (op.kind === 'delService') this.draining.dropVirtualServer(vsKey);
+        else if (op.kind === 'setDest' || op.kind === 'delDest' || op.kind === 'newDest') {
+          // (a cold start's 100,000 new real servers drain nowhere)
+          if (this.draining.hasVirtualServer(vsKey)) this.draining.stop(vsKey, realServerKey(op.rs));
+        } else if (op.kind === 'delService') this.draining.dropVirtualServer(vsKey);
         return;
       }
       counts.ipvsFailures++;

@@ -6,7 +6,7 @@
  */
 import { IpvsOp, IpvsOpResult, VirtualServerEntry } from '../kernel/ipvs/ipvs';
 import { defaultNetmask } from '../netlink/ipvs-codec';
-import { RealServerSpec, VirtualServerSpec, realServerKey, virtualServerKey } from '../model/ipvs';
+import { RealServerSpec, VirtualServerId, VirtualServerSpec, realServerKey, virtualServerKey } from '../model/ipvs';
 
 /** A real server with the connection counts a dump showed (0 for ones we only applied). */
 export interface TableRealServer extends RealServerSpec {
@@ -50,36 +50,60 @@ function withConns(rs: RealServerSpec, prev?: TableRealServer): TableRealServer 
 
 /** Moves `table` forward by the ops whose result is ok (in order). Mutates `table`. */
 export function applyOpsToTable(table: IpvsTable, ops: readonly IpvsOp[], results: readonly IpvsOpResult[]): void {
-  ops.forEach((op, i) => {
-    if (!results[i]?.ok) return;
+  // the ops of one virtual server come together and share its spec object (the diff's order):
+  // its key is built and its entry found once for them, not once per real server (a cold
+  // start applies 100,000 real servers)
+  let lastVs: VirtualServerId | undefined;
+  let lastEntry: TableEntry | undefined;
+  const remember = (vs: VirtualServerId | undefined, entry: TableEntry | undefined) => {
+    lastVs = vs;
+    lastEntry = entry;
+  };
+  const entryOf = (vs: VirtualServerId): TableEntry | undefined => {
+    if (vs !== lastVs) remember(vs, table.get(virtualServerKey(vs)));
+    return lastEntry;
+  };
+  for (let i = 0; i < ops.length; i++) {
+    const op = ops[i]!;
+    if (!results[i]?.ok) continue;
     switch (op.kind) {
-      case 'newService':
-        table.set(virtualServerKey(op.vs), { vs: op.vs, realServers: new Map() });
+      case 'newService': {
+        const entry: TableEntry = { vs: op.vs, realServers: new Map() };
+        table.set(virtualServerKey(op.vs), entry);
+        remember(op.vs, entry);
         break;
+      }
       case 'setService': {
-        const e = table.get(virtualServerKey(op.vs));
-        if (e) table.set(virtualServerKey(op.vs), { vs: op.vs, realServers: e.realServers });
+        const e = entryOf(op.vs);
+        if (!e) break;
+        const entry: TableEntry = { vs: op.vs, realServers: e.realServers };
+        table.set(virtualServerKey(op.vs), entry);
+        remember(op.vs, entry);
         break;
       }
       case 'delService':
         table.delete(virtualServerKey(op.vs));
+        remember(op.vs, undefined);
         break;
       case 'newDest':
       case 'setDest': {
-        const rs = table.get(virtualServerKey(op.vs))?.realServers;
-        rs?.set(realServerKey(op.rs), withConns(op.rs, rs.get(realServerKey(op.rs))));
+        const rs = entryOf(op.vs)?.realServers;
+        if (!rs) break;
+        const key = realServerKey(op.rs);
+        rs.set(key, withConns(op.rs, rs.get(key)));
         break;
       }
       case 'delDest':
-        table.get(virtualServerKey(op.vs))?.realServers.delete(realServerKey(op.rs));
+        entryOf(op.vs)?.realServers.delete(realServerKey(op.rs));
         break;
       case 'flush':
         table.clear();
+        remember(undefined, undefined);
         break;
       default:
         break;
     }
-  });
+  }
 }
 
 /** Do two specs describe the same kernel service settings (what SET_SERVICE would change)? */

@@ -21,6 +21,20 @@ describe('DrainingRealServers', () => {
     expect([...d.realServersOf('vs2').keys()]).toEqual(['a']);
   });
 
+  it('hasVirtualServer: while one of its real servers drains, and not after the last one stops', () => {
+    const d = new DrainingRealServers();
+    expect(d.hasVirtualServer('vs1')).toBe(false);
+    d.start('vs1', 'a', 0);
+    d.start('vs1', 'b', 0);
+    d.stop('vs1', 'a');
+    expect(d.hasVirtualServer('vs1')).toBe(true);
+    d.stop('vs1', 'b');
+    expect(d.hasVirtualServer('vs1')).toBe(false);
+    d.start('vs2', 'a', 0);
+    d.dropVirtualServer('vs2');
+    expect(d.hasVirtualServer('vs2')).toBe(false);
+  });
+
   it('a virtual server is due one interval after its oldest unread drain, in the order they fall due', () => {
     const d = new DrainingRealServers();
     d.start('vs1', 'a', 0);

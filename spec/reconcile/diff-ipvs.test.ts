@@ -106,4 +106,69 @@ describe('applyOpsToTable', () => {
       'newDest TCP/10.96.0.10:80 10.244.1.1:8080 w1',
     ]);
   });
+
+  // ops of one virtual server share its spec object; the entry looked up for the first must
+  // not outlive a delete, a flush or a re-set of that virtual server
+  it('a real server op after its virtual server was deleted, flushed or re-set lands where the table says', () => {
+    const ok = { ok: true as const };
+    const v = vs('10.96.0.10');
+    const keys = (t: IpvsTable) => [...t.get(virtualServerKey(v))!.realServers.keys()];
+    const table: IpvsTable = new Map();
+    // deleted and made again, from the same spec object and from an equal one: the real
+    // servers after each join the new entry
+    applyOpsToTable(table, [
+      { kind: 'newService', vs: v },
+      { kind: 'newDest', vs: v, rs: rs('10.244.1.1') },
+      { kind: 'delService', vs: v },
+      { kind: 'newService', vs: v },
+      { kind: 'newDest', vs: v, rs: rs('10.244.1.2') },
+    ], [ok, ok, ok, ok, ok]);
+    expect(keys(table)).toEqual(['10.244.1.2:8080']);
+    applyOpsToTable(table, [
+      { kind: 'delService', vs: v },
+      { kind: 'newService', vs: vs('10.96.0.10') },
+      { kind: 'newDest', vs: v, rs: rs('10.244.1.2') },
+    ], [ok, ok, ok]);
+    expect(keys(table)).toEqual(['10.244.1.2:8080']);
+
+    // re-set: the real servers stay, and later ones join them under the new settings
+    applyOpsToTable(table, [
+      { kind: 'setService', vs: { ...v, scheduler: 'lc' } },
+      { kind: 'newDest', vs: v, rs: rs('10.244.1.3') },
+    ], [ok, ok]);
+    expect(table.get(virtualServerKey(v))!.vs.scheduler).toBe('lc');
+    expect(keys(table)).toEqual(['10.244.1.2:8080', '10.244.1.3:8080']);
+
+    // flushed and made again
+    applyOpsToTable(table, [
+      { kind: 'newDest', vs: v, rs: rs('10.244.1.4') },
+      { kind: 'flush' },
+      { kind: 'newService', vs: vs('10.96.0.10') },
+      { kind: 'newDest', vs: v, rs: rs('10.244.1.5') },
+    ], [ok, ok, ok, ok]);
+    expect(keys(table)).toEqual(['10.244.1.5:8080']);
+  });
+
+  it('a failed newService leaves its real servers out; an equal spec in another object finds the same entry', () => {
+    const ok = { ok: true as const };
+    const err = { ok: false as const, error: {} as never };
+    const table: IpvsTable = new Map();
+    applyOpsToTable(table, [
+      { kind: 'newService', vs: vs('10.96.0.10') },
+      { kind: 'newDest', vs: vs('10.96.0.10'), rs: rs('10.244.1.1') },
+    ], [err, ok]);
+    expect(table.size).toBe(0);
+    const a = vs('10.96.0.10');
+    const b = vs('10.96.0.11');
+    applyOpsToTable(table, [
+      { kind: 'newService', vs: a },
+      { kind: 'newService', vs: b },
+      { kind: 'newDest', vs: vs('10.96.0.10'), rs: rs('10.244.1.1') },
+      { kind: 'newDest', vs: b, rs: rs('10.244.1.2') },
+      { kind: 'newDest', vs: a, rs: rs('10.244.1.3') },
+      { kind: 'delDest', vs: vs('10.96.0.10'), rs: rs('10.244.1.1') },
+    ], [ok, ok, ok, ok, ok, ok]);
+    expect([...table.get(virtualServerKey(a))!.realServers.keys()]).toEqual(['10.244.1.3:8080']);
+    expect([...table.get(virtualServerKey(b))!.realServers.keys()]).toEqual(['10.244.1.2:8080']);
+  });
 });
