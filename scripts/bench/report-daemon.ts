@@ -19,6 +19,9 @@ const s = (v: number | undefined, digits = 1) => (v === undefined ? '-' : `${v.t
 const ms = (v: number | undefined) => (v === undefined ? '-' : `${v.toFixed(0)} ms`);
 const mb = (v: number | undefined) => (v === undefined ? '-' : `${(v / 1048576).toFixed(0)} MB`);
 const n = (v: unknown) => (v === undefined || v === null ? '-' : String(v));
+/** "3: 4.1-5.4 s" of a list of seconds; '-' when absent (a run from before the repeats) */
+const range = (v: unknown) =>
+  Array.isArray(v) && v.length > 0 ? `${v.length}: ${Math.min(...v).toFixed(1)}-${Math.max(...v).toFixed(1)} s` : '-';
 const phase = (r: Row | undefined, p: string): number | undefined => {
   const v = (r?.phasesMs as Record<string, number> | undefined)?.[p];
   return v === undefined ? undefined : v / 1000;
@@ -52,15 +55,15 @@ table(
 for (const r of rows) if (typeof r.failed === 'string') console.log(`${r.services}x${r.endpoints} ${r.what}: the sync FAILED: ${r.failed}`);
 
 table(
-  'no-change full check (ipvs.syncPeriod) and single endpoint changes (API write -> end of the sync that applied it, one at a time); peer: kube-proxy\'s per-sync pattern (dump, 2 GETs + 1 dest dump per service) replayed through our client, same table',
-  ['services x endpoints', 'full check', 'reads', 'writes', 'execs', 'peer sync', 'peer reqs', 'check/peer', 'changes', 'p50', 'p99', 'max', 'writes', 'reads', 'execs', 'p50/peer'],
+  'no-change full check (ipvs.syncPeriod; the median of several in a row, with their range) and single endpoint changes (API write -> end of the sync that applied it, one at a time); peer: kube-proxy\'s per-sync pattern (dump, 2 GETs + 1 dest dump per service) replayed through our client, same table',
+  ['services x endpoints', 'full check', 'checks (min-max)', 'reads', 'writes', 'execs', 'peer sync', 'peer reqs', 'check/peer', 'changes', 'p50', 'p99', 'max', 'writes', 'reads', 'execs', 'p50/peer'],
   sizes.map((size) => {
     const f = of(size, 'full check, no change');
     const e = of(size, 'event to kernel');
     const p = of(size, 'kube-proxy pattern, one change');
     const peerS = num(p, 'p50ms') === undefined ? undefined : num(p, 'p50ms')! / 1000;
     return [
-      size, s(num(f, 'seconds')), n(f?.ipvsReads), n(f?.ipvsWrites), n(f?.execs), s(peerS), n(p?.requests), ratio(num(f, 'seconds'), peerS, 3),
+      size, s(num(f, 'seconds')), range(f?.samples), n(f?.ipvsReads), n(f?.ipvsWrites), n(f?.execs), s(peerS), n(p?.requests), ratio(num(f, 'seconds'), peerS, 3),
       n(e?.changes), ms(num(e, 'p50ms')), ms(num(e, 'p99ms')), ms(num(e, 'maxms')), n(e?.ipvsWritesPerChange), n(e?.ipvsReadsPerChange), n(e?.execsPerChange),
       ratio(num(e, 'p50ms'), num(p, 'p50ms'), 4),
     ];
