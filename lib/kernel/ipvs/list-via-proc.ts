@@ -18,7 +18,7 @@
 // a listing that shows those (--thresholds, --persistent-conn, --stats, --rate) must not use
 // this. When /proc cannot be read or does not parse, everything comes from netlink.
 
-import { IpvsInfo, RealServer, VirtualServer } from '../../model/ipvs';
+import { IpvsInfo, VirtualServer } from '../../model/ipvs';
 import { IP_VS_CONN_F } from '../../netlink/uapi/ip_vs';
 import { Ipvs, VirtualServerEntry } from './ipvs';
 import { ProcIpVsTable, ProcVirtualServer, parseProcIpVs } from './parse-proc-ip-vs';
@@ -39,24 +39,6 @@ export interface ProcListing {
 }
 
 const procKey = (s: { protocol: number; address: string; port: number }): string => `${s.protocol}/${s.address}/${s.port}`;
-
-function fromProc(p: ProcVirtualServer): RealServer[] {
-  return p.dests.map((d) => ({
-    af: d.af,
-    address: d.address,
-    port: d.port,
-    fwdMethod: d.fwdMethod,
-    weight: d.weight,
-    activeConns: d.activeConns,
-    inactConns: d.inactConns,
-    uThreshold: 0,
-    lThreshold: 0,
-    persistConns: 0,
-    tunType: 0,
-    tunPort: 0,
-    tunFlags: 0,
-  }));
-}
 
 /** Which /proc service stands for each netlink service, or undefined when none can. */
 export function matchProcServices(
@@ -105,7 +87,7 @@ export async function listAllViaProc(ipvs: Ipvs, readProc: () => Promise<string>
   const dumps: Promise<void>[] = [];
   services.forEach((vs, i) => {
     const p = matched[i];
-    if (p) entries[i] = { vs, dests: fromProc(p) };
+    if (p) entries[i] = { vs, dests: p.dests };
     else dumps.push(ipvs.listRealServers(vs).then((dests) => void (entries[i] = { vs, dests })));
   });
   await Promise.all(dumps);

@@ -22,7 +22,7 @@
 // name (4-7, which only a raw netlink client can set): it is read as Masq.
 
 import { KubeIpvsError } from '../../errors';
-import { AddressFamily, IpvsInfo, bytesToAddress } from '../../model/ipvs';
+import { AddressFamily, IpvsInfo, RealServer, bytesToAddress } from '../../model/ipvs';
 import { AF_INET, AF_INET6, IPPROTO_SCTP, IPPROTO_TCP, IPPROTO_UDP, IP_VS_CONN_F } from '../../netlink/uapi/ip_vs';
 
 /** /proc/net/ip_vs text that is not what the kernel prints. */
@@ -37,17 +37,11 @@ export class ProcIpVsParseError extends KubeIpvsError {
   }
 }
 
-export interface ProcRealServer {
-  readonly af: AddressFamily;
-  /** textual, as inet_ntop prints it */
-  readonly address: string;
-  readonly port: number;
-  /** IP_VS_CONN_F_MASQ / LOCALNODE / TUNNEL / DROUTE, from the name shown */
-  readonly fwdMethod: number;
-  readonly weight: number;
-  readonly activeConns: number;
-  readonly inactConns: number;
-}
+/**
+ * A real server as /proc shows it, in the shape of a netlink one (a listing hands it on as it
+ * is): thresholds, persistent connections and tunnel fields, which /proc does not show, are 0.
+ */
+export type ProcRealServer = RealServer;
 
 export interface ProcVirtualServer {
   /** the service's family; undefined for a fwmark service (/proc does not show it) */
@@ -188,7 +182,10 @@ function scanIPv4Dest(line: string): ProcRealServer | undefined {
   e = wordEnd(line, p);
   const inactConns = intAt(line, p, e);
   if (Number.isNaN(weight) || Number.isNaN(activeConns) || Number.isNaN(inactConns) || skipBlanks(line, e) !== line.length) return undefined;
-  return { af: AF_INET, address: `${a >>> 24}.${(a >>> 16) & 255}.${(a >>> 8) & 255}.${a & 255}`, port, fwdMethod, weight, activeConns, inactConns };
+  return {
+    af: AF_INET, address: `${a >>> 24}.${(a >>> 16) & 255}.${(a >>> 8) & 255}.${a & 255}`, port, fwdMethod, weight,
+    uThreshold: 0, lThreshold: 0, activeConns, inactConns, persistConns: 0, tunType: 0, tunPort: 0, tunFlags: 0,
+  };
 }
 
 function skipBlanks(s: string, i: number): number {
@@ -250,7 +247,10 @@ export function parseProcIpVs(text: string): ProcIpVsTable {
       const fwdMethod = FORWARD[w[2]!] ?? bad(`unknown forwarding method '${w[2]}'`);
       const [weight, activeConns, inactConns] = [int(w[3]), int(w[4]), int(w[5])];
       if (Number.isNaN(weight) || Number.isNaN(activeConns) || Number.isNaN(inactConns)) bad('bad weight or connection counts');
-      current!.dests.push({ af: a.af, address: a.address, port: a.port, fwdMethod, weight, activeConns, inactConns });
+      current!.dests.push({
+        af: a.af, address: a.address, port: a.port, fwdMethod, weight,
+        uThreshold: 0, lThreshold: 0, activeConns, inactConns, persistConns: 0, tunType: 0, tunPort: 0, tunFlags: 0,
+      });
       continue;
     }
     // a service: PROT ADDR:PORT SCHED [ops] [persistent TIMEOUT MASK] | FWM MARK SCHED [ops] [persistent ...]

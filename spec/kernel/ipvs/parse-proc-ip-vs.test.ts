@@ -3,6 +3,7 @@
 // IPv6 service, ops, persistence with masks, the sip engine, scheduler flags, every forwarding
 // method); trailing blanks are the kernel's.
 import { ProcIpVsParseError, parseProcIpVs } from '../../../lib/kernel/ipvs/parse-proc-ip-vs';
+import { RealServer } from '../../../lib/model/ipvs';
 import { AF_INET, AF_INET6, IPPROTO_SCTP, IPPROTO_TCP, IPPROTO_UDP, IP_VS_CONN_F } from '../../../lib/netlink/uapi/ip_vs';
 
 const REAL = [
@@ -54,6 +55,11 @@ const REAL = [
 
 const HEAD = REAL.split('\n').slice(0, 3).join('\n') + '\n';
 
+/** A real server as the parser gives it: what /proc shows, and 0 for every RealServer field it does not. */
+const shown = (d: Pick<RealServer, 'af' | 'address' | 'port' | 'fwdMethod' | 'weight' | 'activeConns' | 'inactConns'>): RealServer => ({
+  ...d, uThreshold: 0, lThreshold: 0, persistConns: 0, tunType: 0, tunPort: 0, tunFlags: 0,
+});
+
 describe('parseProcIpVs on the real kernel text', () => {
   const t = parseProcIpVs(REAL);
   const find = (address: string, port: number) => t.services.find((s) => s.address === address && s.port === port)!;
@@ -72,13 +78,13 @@ describe('parseProcIpVs on the real kernel text', () => {
     const s = find('10.0.0.1', 80);
     expect(s).toMatchObject({ af: AF_INET, protocol: IPPROTO_TCP, fwmark: 0, scheduler: 'rr', onePacket: false, persistent: undefined });
     expect(s.dests).toEqual([
-      { af: AF_INET6, address: '2001:db8::77', port: 80, fwdMethod: IP_VS_CONN_F.TUNNEL, weight: 1, activeConns: 0, inactConns: 0 },
-      { af: AF_INET, address: '10.200.0.1', port: 80, fwdMethod: IP_VS_CONN_F.DROUTE, weight: 2147483647, activeConns: 0, inactConns: 0 },
-      { af: AF_INET, address: '200.1.1.1', port: 80, fwdMethod: IP_VS_CONN_F.DROUTE, weight: 0, activeConns: 0, inactConns: 0 },
-      { af: AF_INET, address: '192.168.1.4', port: 80, fwdMethod: IP_VS_CONN_F.TUNNEL, weight: 1, activeConns: 0, inactConns: 0 },
-      { af: AF_INET, address: '192.168.1.3', port: 80, fwdMethod: IP_VS_CONN_F.TUNNEL, weight: 1, activeConns: 0, inactConns: 0 },
-      { af: AF_INET, address: '192.168.1.2', port: 80, fwdMethod: IP_VS_CONN_F.TUNNEL, weight: 1, activeConns: 0, inactConns: 0 },
-      { af: AF_INET, address: '192.168.1.1', port: 8080, fwdMethod: IP_VS_CONN_F.MASQ, weight: 3, activeConns: 0, inactConns: 0 },
+      shown({ af: AF_INET6, address: '2001:db8::77', port: 80, fwdMethod: IP_VS_CONN_F.TUNNEL, weight: 1, activeConns: 0, inactConns: 0 }),
+      shown({ af: AF_INET, address: '10.200.0.1', port: 80, fwdMethod: IP_VS_CONN_F.DROUTE, weight: 2147483647, activeConns: 0, inactConns: 0 }),
+      shown({ af: AF_INET, address: '200.1.1.1', port: 80, fwdMethod: IP_VS_CONN_F.DROUTE, weight: 0, activeConns: 0, inactConns: 0 }),
+      shown({ af: AF_INET, address: '192.168.1.4', port: 80, fwdMethod: IP_VS_CONN_F.TUNNEL, weight: 1, activeConns: 0, inactConns: 0 }),
+      shown({ af: AF_INET, address: '192.168.1.3', port: 80, fwdMethod: IP_VS_CONN_F.TUNNEL, weight: 1, activeConns: 0, inactConns: 0 }),
+      shown({ af: AF_INET, address: '192.168.1.2', port: 80, fwdMethod: IP_VS_CONN_F.TUNNEL, weight: 1, activeConns: 0, inactConns: 0 }),
+      shown({ af: AF_INET, address: '192.168.1.1', port: 8080, fwdMethod: IP_VS_CONN_F.MASQ, weight: 3, activeConns: 0, inactConns: 0 }),
     ]);
   });
 
@@ -100,7 +106,7 @@ describe('parseProcIpVs on the real kernel text', () => {
     expect(marks.map((s) => [s.af, s.scheduler, s.dests.length])).toEqual([[undefined, 'lc', 0], [undefined, 'wlc', 2]]);
     expect(marks[1]!.dests.map((d) => d.address)).toEqual(['fd00::4', 'fd00::5']);
     expect(t.services.find((s) => s.fwmark === 6)!.dests).toEqual([
-      { af: AF_INET, address: '10.244.0.6', port: 0, fwdMethod: IP_VS_CONN_F.DROUTE, weight: 1, activeConns: 0, inactConns: 0 },
+      shown({ af: AF_INET, address: '10.244.0.6', port: 0, fwdMethod: IP_VS_CONN_F.DROUTE, weight: 1, activeConns: 0, inactConns: 0 }),
     ]);
   });
 
@@ -111,7 +117,7 @@ describe('parseProcIpVs on the real kernel text', () => {
   it('Local and connection counts', () => {
     const t2 = parseProcIpVs(`${HEAD}TCP  0A000001:0050 rr \n  -> 0A000002:1F90      Local   5      12         345       \n`);
     expect(t2.services[0]!.dests).toEqual([
-      { af: AF_INET, address: '10.0.0.2', port: 8080, fwdMethod: IP_VS_CONN_F.LOCALNODE, weight: 5, activeConns: 12, inactConns: 345 },
+      shown({ af: AF_INET, address: '10.0.0.2', port: 8080, fwdMethod: IP_VS_CONN_F.LOCALNODE, weight: 5, activeConns: 12, inactConns: 345 }),
     ]);
   });
 });
