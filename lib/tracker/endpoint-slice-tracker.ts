@@ -10,7 +10,7 @@ import { ConvertedEndpointSlice, convertEndpointSlice } from '../k8s/convert';
 import { hostPort } from '../model/ipvs';
 import { Endpoint, Protocol, Refusal, ServiceName, ServicePort } from '../model/service';
 import { AF_INET, AF_INET6 } from '../netlink/uapi/ip_vs';
-import { PendingChanges, stateSnapshot } from './pending-changes';
+import { PendingChanges, Snapshot } from './pending-changes';
 import { IpFamily } from '../model/ip-family';
 
 interface SliceState {
@@ -23,7 +23,7 @@ interface ServiceEndpoints {
   /** portKey(name, protocol, family) -> endpoints sorted by ip:port */
   readonly byPort: ReadonlyMap<string, readonly Endpoint[]>;
   readonly refusals: readonly Refusal[];
-  readonly snapshot: string;
+  readonly snapshot: Snapshot;
 }
 
 const portKey = (portName: string, protocol: Protocol, family: IpFamily): string => `${portName}/${protocol}/${family}`;
@@ -80,7 +80,7 @@ export class EndpointSliceTracker {
       const next = this.merge(name);
       if (next) this.merged.set(name, next);
       else this.merged.delete(name);
-      if (name !== '' && this.changes.record(name, prev?.snapshot ?? '', next?.snapshot ?? '')) changed.add(name);
+      if (name !== '' && this.changes.record(name, prev?.snapshot, next?.snapshot)) changed.add(name);
     }
     return changed;
   }
@@ -113,7 +113,7 @@ export class EndpointSliceTracker {
       const eps = byPort.get(pk)!;
       out.set(pk, [...eps.keys()].sort(byString).map((id) => eps.get(id)!));
     }
-    return { byPort: out, refusals, snapshot: stateSnapshot([[...out], refusals]) };
+    return { byPort: out, refusals, snapshot: new Snapshot(() => [[...out], refusals]) };
   }
 
   /** The endpoints of one service port: sorted by ip:port, one per ip:port. */

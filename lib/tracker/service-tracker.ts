@@ -6,12 +6,12 @@
 import type { V1Service } from '@kubernetes/client-node';
 import { convertService } from '../k8s/convert';
 import { Refusal, ServiceName, ServicePort, ServicePortKey, servicePortKey } from '../model/service';
-import { PendingChanges, stateSnapshot } from './pending-changes';
+import { PendingChanges, Snapshot } from './pending-changes';
 
 interface ServiceState {
   readonly ports: readonly ServicePort[];
   readonly refusals: readonly Refusal[];
-  readonly snapshot: string;
+  readonly snapshot: Snapshot;
 }
 
 export function serviceNameOf(obj: { metadata?: { namespace?: string; name?: string } }): ServiceName {
@@ -50,7 +50,8 @@ export class ServiceTracker {
     if (svc) {
       const c = convertService(svc);
       if (c.ports.length > 0 || c.refusals.length > 0) {
-        after = { ports: c.ports, refusals: c.refusals, snapshot: stateSnapshot([c.ports, c.refusals]) };
+        const { ports, refusals } = c;
+        after = { ports, refusals, snapshot: new Snapshot(() => [ports, refusals]) };
       }
     }
     if (before) for (const p of before.ports) this.byKey.delete(servicePortKey(p.namespace, p.name, p.portName, p.family));
@@ -60,7 +61,7 @@ export class ServiceTracker {
     } else {
       this.services.delete(name);
     }
-    const changed = this.changes.record(name, before?.snapshot ?? '', after?.snapshot ?? '');
+    const changed = this.changes.record(name, before?.snapshot, after?.snapshot);
     return changed ? new Set([name]) : new Set();
   }
 
