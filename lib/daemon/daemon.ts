@@ -206,7 +206,7 @@ export async function runDaemon(config: ProxyConfig, options: DaemonOptions): Pr
       log: componentLog('proxier'),
       onSync: (r, drift) => {
         const now = Date.now();
-        metrics.recordSync(r, drift, proxier.counts(), now);
+        metrics.recordSync(r, drift, now);
         // network programming latency: from each EndpointSlice's trigger time to the end of
         // the first sync that started after the event arrived
         const syncStart = now - r.durationMs;
@@ -224,6 +224,7 @@ export async function runDaemon(config: ProxyConfig, options: DaemonOptions): Pr
     settings,
     node,
   );
+  metrics.tableCounts = () => proxier.counts();
 
   const onNode = (n: Parameters<typeof nodeInfo>[0]) => {
     const info = nodeInfo(n);

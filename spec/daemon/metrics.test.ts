@@ -70,11 +70,30 @@ describe('ProxyMetrics: kube-proxy IPVS mode series', () => {
     expect((await m.restoreFailures.get()).values[0]!.value).toBe(2);
   });
 
+  it('the table gauges are counted at each scrape, not per sync; with no counter set they stay 0', async () => {
+    const m = new ProxyMetrics();
+    const gauges = async () => {
+      const text = await m.registry.metrics();
+      return ['kube_ipvs_virtual_servers', 'kube_ipvs_real_servers', 'kube_ipvs_draining_real_servers'].map((n) => Number(new RegExp(`^${n} (\\d+)$`, 'm').exec(text)![1]));
+    };
+    expect(await gauges()).toEqual([0, 0, 0]);
+    let asked = 0;
+    let counts = { virtualServers: 3, realServers: 30, draining: 2 };
+    m.tableCounts = () => (asked++, counts);
+    const base = { full: false, replanned: 1, ipvsWrites: 1, ipvsReads: 0, ipvsFailures: 0, linkOps: 0, execs: 0, conntrackOps: 0, conntrackDeleted: 0, durationMs: 5, phasesMs: {} };
+    m.recordSync(base, false, 1000);
+    m.recordSync(base, false, 2000);
+    expect(asked).toBe(0);
+    expect(await gauges()).toEqual([3, 30, 2]);
+    counts = { virtualServers: 4, realServers: 41, draining: 0 };
+    expect(await gauges()).toEqual([4, 41, 0]);
+  });
+
   it('a sync with a conntrack cleanup observes its duration and adds its deletes; one without adds nothing', async () => {
     const m = new ProxyMetrics();
     const base = { full: false, replanned: 1, ipvsWrites: 1, ipvsReads: 0, ipvsFailures: 0, linkOps: 0, execs: 0, conntrackOps: 0, conntrackDeleted: 0, durationMs: 5, phasesMs: {} };
-    m.recordSync(base, false, { virtualServers: 1, realServers: 1, draining: 0 }, 1000);
-    m.recordSync({ ...base, conntrackOps: 3, conntrackDeleted: 2, conntrackDurationMs: 4 }, false, { virtualServers: 1, realServers: 1, draining: 0 }, 2000);
+    m.recordSync(base, false, 1000);
+    m.recordSync({ ...base, conntrackOps: 3, conntrackDeleted: 2, conntrackDurationMs: 4 }, false, 2000);
     expect((await m.conntrackDeleted.get()).values[0]!.value).toBe(2);
     const count = (await m.conntrackSyncDuration.get()).values.find((v) => v.metricName === 'kubeproxy_conntrack_reconciler_sync_duration_seconds_count');
     expect(count!.value).toBe(1);
