@@ -504,7 +504,6 @@ export class Proxier {
     return result;
   }
 
-  /** The whole IPVS table; counts its netlink reads. */
   /**
    * The families' ipsets, one sync after another (they may share one Ipset). Resolves, never
    * rejects: with the failure, if one happened. Sets phasesMs.ipsets to its own duration, which
@@ -527,6 +526,7 @@ export class Proxier {
     }
   }
 
+  /** The whole IPVS table; counts its netlink reads. */
   private async readTable(counts: { ipvsReads: number }): Promise<VirtualServerEntry[]> {
     const { ipvs, readProcIpVs } = this.deps;
     if (!readProcIpVs) {
