@@ -75,6 +75,8 @@ const FORWARD: Readonly<Record<string, number>> = {
   Route: IP_VS_CONN_F.DROUTE,
 };
 
+const FORWARD_ENTRIES: readonly (readonly [string, number])[] = Object.entries(FORWARD);
+
 const BANNER = /^IP Virtual Server version (\d+)\.(\d+)\.(\d+) \(size=(-?\d+)\)$/;
 const TITLE1 = 'Prot LocalAddress:Port Scheduler Flags';
 const TITLE2 = '  -> RemoteAddress:Port Forward Weight ActiveConn InActConn';
@@ -152,49 +154,53 @@ function addrPort(s: string): { af: AddressFamily; address: string; port: number
   return { af: AF_INET, address: `${a >>> 24}.${(a >>> 16) & 255}.${(a >>> 8) & 255}.${a & 255}`, port };
 }
 
+/** "0".."255": an IPv4 address is spelled from these, not from four number conversions */
+const OCTET: readonly string[] = Array.from({ length: 256 }, (_, i) => String(i));
+
 /**
  * The usual real server line, IPv4 ("  -> 0A000001:0050      Masq    1      0          0"),
- * scanned in place (a listing reads 100,000 of them): undefined for anything else, which
- * then goes through the general path and its errors.
+ * scanned in place in s[start, end) (a listing reads 100,000 of them; no string is made for
+ * the line): undefined for anything else, which then goes through the general path and its
+ * errors.
  */
-function scanIPv4Dest(line: string): ProcRealServer | undefined {
-  if (line.length < 19 || line.charCodeAt(13) !== 58 /* : */ || line.charCodeAt(18) !== 32) return undefined;
-  const a = hexAt(line, 5, 8);
-  const port = hexAt(line, 14, 4);
+function scanIPv4Dest(s: string, start: number, end: number): ProcRealServer | undefined {
+  if (end - start < 19 || s.charCodeAt(start + 13) !== 58 /* : */ || s.charCodeAt(start + 18) !== 32) return undefined;
+  const a = hexAt(s, start + 5, 8);
+  const port = hexAt(s, start + 14, 4);
   if (a < 0 || port < 0) return undefined;
-  let p = skipBlanks(line, 18);
-  const fwdEnd = wordEnd(line, p);
-  let fwdMethod: number;
-  switch (line.slice(p, fwdEnd)) {
-    case 'Masq': fwdMethod = IP_VS_CONN_F.MASQ; break;
-    case 'Route': fwdMethod = IP_VS_CONN_F.DROUTE; break;
-    case 'Tunnel': fwdMethod = IP_VS_CONN_F.TUNNEL; break;
-    case 'Local': fwdMethod = IP_VS_CONN_F.LOCALNODE; break;
-    default: return undefined;
-  }
-  p = skipBlanks(line, fwdEnd);
-  let e = wordEnd(line, p);
-  const weight = intAt(line, p, e);
-  p = skipBlanks(line, e);
-  e = wordEnd(line, p);
-  const activeConns = intAt(line, p, e);
-  p = skipBlanks(line, e);
-  e = wordEnd(line, p);
-  const inactConns = intAt(line, p, e);
-  if (Number.isNaN(weight) || Number.isNaN(activeConns) || Number.isNaN(inactConns) || skipBlanks(line, e) !== line.length) return undefined;
+  let p = skipBlanks(s, start + 18, end);
+  const fwdEnd = wordEnd(s, p, end);
+  const fwdMethod = forwardAt(s, p, fwdEnd);
+  if (fwdMethod < 0) return undefined;
+  p = skipBlanks(s, fwdEnd, end);
+  let e = wordEnd(s, p, end);
+  const weight = intAt(s, p, e);
+  p = skipBlanks(s, e, end);
+  e = wordEnd(s, p, end);
+  const activeConns = intAt(s, p, e);
+  p = skipBlanks(s, e, end);
+  e = wordEnd(s, p, end);
+  const inactConns = intAt(s, p, e);
+  if (Number.isNaN(weight) || Number.isNaN(activeConns) || Number.isNaN(inactConns) || skipBlanks(s, e, end) !== end) return undefined;
   return {
-    af: AF_INET, address: `${a >>> 24}.${(a >>> 16) & 255}.${(a >>> 8) & 255}.${a & 255}`, port, fwdMethod, weight,
+    af: AF_INET, address: OCTET[a >>> 24]! + '.' + OCTET[(a >>> 16) & 255]! + '.' + OCTET[(a >>> 8) & 255]! + '.' + OCTET[a & 255]!, port, fwdMethod, weight,
     uThreshold: 0, lThreshold: 0, activeConns, inactConns, persistConns: 0, tunType: 0, tunPort: 0, tunFlags: 0,
   };
 }
 
-function skipBlanks(s: string, i: number): number {
-  while (i < s.length && s.charCodeAt(i) === 32) i++;
+/** The forwarding method named by s[from, to), as FORWARD has it; -1 for any other word. */
+function forwardAt(s: string, from: number, to: number): number {
+  for (const [name, method] of FORWARD_ENTRIES) if (to - from === name.length && s.startsWith(name, from)) return method;
+  return -1;
+}
+
+function skipBlanks(s: string, i: number, end: number = s.length): number {
+  while (i < end && s.charCodeAt(i) === 32) i++;
   return i;
 }
 
-function wordEnd(s: string, i: number): number {
-  while (i < s.length && s.charCodeAt(i) !== 32) i++;
+function wordEnd(s: string, i: number, end: number = s.length): number {
+  while (i < end && s.charCodeAt(i) !== 32) i++;
   return i;
 }
 
@@ -214,30 +220,43 @@ type MutableService = { -readonly [K in keyof ProcVirtualServer]: ProcVirtualSer
 
 /** Parses the whole text of /proc/net/ip_vs; throws ProcIpVsParseError naming the first bad line. */
 export function parseProcIpVs(text: string): ProcIpVsTable {
-  const lines = text.split('\n');
-  if (lines[lines.length - 1] === '') lines.pop();
-  const banner = BANNER.exec(lines[0] ?? '');
-  if (!banner) throw new ProcIpVsParseError(`not the IPVS banner: '${lines[0] ?? ''}'`, 1);
-  if (lines[1] !== TITLE1) throw new ProcIpVsParseError(`not the title line '${TITLE1}'`, 2);
-  if (lines[2] !== TITLE2) throw new ProcIpVsParseError(`not the title line '${TITLE2.trim()}'`, 3);
+  // lines are found in place: only a line off the real server fast path becomes a string
+  const len = text.length;
+  let pos = 0;
+  const header: string[] = [];
+  while (header.length < 3 && pos < len) {
+    let nl = text.indexOf('\n', pos);
+    if (nl < 0) nl = len;
+    header.push(text.slice(pos, nl));
+    pos = nl + 1;
+  }
+  const banner = BANNER.exec(header[0] ?? '');
+  if (!banner) throw new ProcIpVsParseError(`not the IPVS banner: '${header[0] ?? ''}'`, 1);
+  if (header[1] !== TITLE1) throw new ProcIpVsParseError(`not the title line '${TITLE1}'`, 2);
+  if (header[2] !== TITLE2) throw new ProcIpVsParseError(`not the title line '${TITLE2.trim()}'`, 3);
   const info: IpvsInfo = {
     version: (Number(banner[1]) << 16) | (Number(banner[2]) << 8) | Number(banner[3]),
     connTabSize: Number(banner[4]),
   };
   const services: MutableService[] = [];
   let current: MutableService | undefined;
-  for (let i = 3; i < lines.length; i++) {
-    const line = lines[i]!;
-    const bad = (what: string): never => {
-      throw new ProcIpVsParseError(`${what}: '${line}'`, i + 1);
-    };
-    if (current && line.startsWith('  -> ')) {
-      const d = scanIPv4Dest(line);
+  // i: the 0-based line number (a final newline ends the last line, as split-and-pop read it)
+  for (let i = 3; pos < len; i++) {
+    const start = pos;
+    let end = text.indexOf('\n', pos);
+    if (end < 0) end = len;
+    pos = end + 1;
+    if (current && end - start >= 5 && text.startsWith('  -> ', start)) {
+      const d = scanIPv4Dest(text, start, end);
       if (d) {
         current.dests.push(d);
         continue;
       }
     }
+    const line = text.slice(start, end);
+    const bad = (what: string): never => {
+      throw new ProcIpVsParseError(`${what}: '${line}'`, i + 1);
+    };
     const w = wordsOf(line);
     if (line.startsWith('  -> ')) {
       if (!current) bad('a real server before any service');

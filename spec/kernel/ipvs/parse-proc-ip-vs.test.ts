@@ -110,6 +110,17 @@ describe('parseProcIpVs on the real kernel text', () => {
     ]);
   });
 
+  it('the last line needs no newline; a real server found in place reads the same as one parsed word by word', () => {
+    const t3 = parseProcIpVs(`${HEAD}TCP  0A000001:0050 rr \n  -> 0A000002:1F90      Masq    1      0          0\n  -> 0A000003:1F90      Route   7      1          2`);
+    expect(t3.services[0]!.dests).toEqual([
+      shown({ af: AF_INET, address: '10.0.0.2', port: 8080, fwdMethod: IP_VS_CONN_F.MASQ, weight: 1, activeConns: 0, inactConns: 0 }),
+      shown({ af: AF_INET, address: '10.0.0.3', port: 8080, fwdMethod: IP_VS_CONN_F.DROUTE, weight: 7, activeConns: 1, inactConns: 2 }),
+    ]);
+    // an IPv6 real server takes the word-by-word path; the IPv4 one after it the scan again
+    const t4 = parseProcIpVs(`${HEAD}TCP  0A000001:0050 rr \n  -> [fd00:0000:0000:0000:0000:0000:0000:0004]:0050      Tunnel  1      0          0\n  -> FFFFFFFF:FFFF      Local   0      0          0\n`);
+    expect(t4.services[0]!.dests.map((d) => `${d.address}:${d.port}/${d.fwdMethod}`)).toEqual([`fd00::4:80/${IP_VS_CONN_F.TUNNEL}`, `255.255.255.255:65535/${IP_VS_CONN_F.LOCALNODE}`]);
+  });
+
   it('the empty table', () => {
     expect(parseProcIpVs(HEAD)).toEqual({ info: { version: 0x010201, connTabSize: 4096 }, services: [] });
   });
@@ -134,6 +145,9 @@ describe('parseProcIpVs refuses text the kernel does not print, naming the line'
     ['junk flags', `${HEAD}TCP  0A000001:0050 rr sticky\n`, 4, /bad service flags/],
     ['a bad weight', `${HEAD}TCP  0A000001:0050 rr \n  -> 0A000002:1F90      Masq    x      0          0\n`, 5, /bad weight/],
     ['a compressed IPv6 address', `${HEAD}TCP  [2001:db8::1]:01BB rr \n`, 4, /bad service address/],
+    ['an empty line between real servers', `${HEAD}TCP  0A000001:0050 rr \n  -> 0A000002:1F90      Masq    1      0          0\n\n  -> 0A000003:1F90      Masq    1      0          0\n`, 6, /not a service line/],
+    ['a second newline at the end', `${HEAD}TCP  0A000001:0050 rr \n  -> 0A000002:1F90      Masq    1      0          0\n\n`, 6, /not a service line/],
+    ['a real server line cut short', `${HEAD}TCP  0A000001:0050 rr \n  -> 0A000002:1F90      Masq    1      0`, 5, /not a real server line/],
   ])('%s', (_name, text, line, message) => {
     let err: unknown;
     try {
