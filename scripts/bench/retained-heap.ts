@@ -63,7 +63,7 @@ async function main(): Promise<void> {
     if (u % 10_000 === 0 || u === UPDATES) rows.push([`after ${u} updates (real servers draining)`, retainedMb()]);
   }
   await t.settle(DRAIN_TIMEOUT_MS);
-  const draining = (t.proxier as unknown as { draining: { size: number } }).draining.size;
+  const { draining } = t.proxier.counts();
   rows.push([`after the drain timeout (${draining} draining)`, retainedMb()]);
 
   const base = rows[0]![1];
