@@ -81,28 +81,24 @@ export class ProxyMetrics {
     this.execs = new Counter({ name: 'kube_ipvs_execs_total', help: 'ipset and iptables processes run, by program and result (exit 0 or not)', labelNames: ['program', 'result'], registers });
     this.driftRepairs = new Counter({ name: 'kube_ipvs_drift_repairs_total', help: 'Full syncs that found the kernel changed behind kube-ipvs and repaired it', registers });
     // the table's sizes are counted when scraped, not after every sync: counting walks the
-    // whole applied table (at 50,000 Services that held up every single change by tens of ms)
+    // whole applied table (at 50,000 Services that held up every single change by tens of ms).
+    // One scrape collects the three gauges one after another, before any promise settles: the
+    // first counts, the others reuse that count.
+    let scraped: TableCounts | undefined;
     const tableCounts = () => this.tableCounts?.();
-    this.virtualServers = new Gauge({
-      name: 'kube_ipvs_virtual_servers', help: 'IPVS virtual servers kube-ipvs manages', registers,
-      collect() {
-        const c = tableCounts();
-        if (c) this.set(c.virtualServers);
-      },
-    });
-    this.realServers = new Gauge({
-      name: 'kube_ipvs_real_servers', help: 'IPVS real servers kube-ipvs manages', registers,
-      collect() {
-        const c = tableCounts();
-        if (c) this.set(c.realServers);
-      },
-    });
+    const counted = (pick: (c: TableCounts) => number) =>
+      function (this: Gauge) {
+        if (!scraped) {
+          scraped = tableCounts();
+          queueMicrotask(() => (scraped = undefined));
+        }
+        if (scraped) this.set(pick(scraped));
+      };
+    this.virtualServers = new Gauge({ name: 'kube_ipvs_virtual_servers', help: 'IPVS virtual servers kube-ipvs manages', registers, collect: counted((c) => c.virtualServers) });
+    this.realServers = new Gauge({ name: 'kube_ipvs_real_servers', help: 'IPVS real servers kube-ipvs manages', registers, collect: counted((c) => c.realServers) });
     this.draining = new Gauge({
       name: 'kube_ipvs_draining_real_servers', help: 'Real servers at weight 0 waiting for their connections to end', registers,
-      collect() {
-        const c = tableCounts();
-        if (c) this.set(c.draining);
-      },
+      collect: counted((c) => c.draining),
     });
     collectDefaultMetrics({ register: this.registry });
   }

@@ -70,7 +70,7 @@ describe('ProxyMetrics: kube-proxy IPVS mode series', () => {
     expect((await m.restoreFailures.get()).values[0]!.value).toBe(2);
   });
 
-  it('the table gauges are counted at each scrape, not per sync; with no counter set they stay 0', async () => {
+  it('the table gauges are counted once per scrape, not per sync; with no counter set they stay 0', async () => {
     const m = new ProxyMetrics();
     const gauges = async () => {
       const text = await m.registry.metrics();
@@ -85,8 +85,10 @@ describe('ProxyMetrics: kube-proxy IPVS mode series', () => {
     m.recordSync(base, false, 2000);
     expect(asked).toBe(0);
     expect(await gauges()).toEqual([3, 30, 2]);
+    expect(asked).toBe(1); // one count serves the three gauges of a scrape
     counts = { virtualServers: 4, realServers: 41, draining: 0 };
     expect(await gauges()).toEqual([4, 41, 0]);
+    expect(asked).toBe(2);
   });
 
   it('a sync with a conntrack cleanup observes its duration and adds its deletes; one without adds nothing', async () => {
