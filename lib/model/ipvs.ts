@@ -152,6 +152,14 @@ export function parseIPv4(address: string): number {
   return value * 256 + octet;
 }
 
+/** "0".."255": a dotted quad is spelled from these (a /proc listing spells 100,000 of them) */
+const OCTET: readonly string[] = Array.from({ length: 256 }, (_, i) => String(i));
+
+/** Dotted quad of a host-order u32, as inet_ntoa prints it. */
+export function formatIPv4(v: number): string {
+  return OCTET[v >>> 24]! + '.' + OCTET[(v >>> 16) & 255]! + '.' + OCTET[(v >>> 8) & 255]! + '.' + OCTET[v & 255]!;
+}
+
 /** Address bytes: 4 for IPv4, 16 for IPv6. */
 export function addressToBytes(af: AddressFamily, address: string): Buffer {
   if (af === AF_INET) {

@@ -1,5 +1,5 @@
 import { isIPv4 } from 'node:net';
-import { bytesToAddress, canonicalAddress, parseIPv4, virtualServerKey } from '../../lib/model/ipvs';
+import { bytesToAddress, canonicalAddress, formatIPv4, parseIPv4, virtualServerKey } from '../../lib/model/ipvs';
 
 describe('parseIPv4', () => {
   it.each([
@@ -38,5 +38,12 @@ describe('addresses and keys', () => {
   it('keys virtual servers the same whatever the address spelling', () => {
     expect(virtualServerKey({ af: 10, protocol: 17, address: canonicalAddress('fd00:0::a'), port: 53, fwmark: 0 })).toBe('UDP/[fd00::a]:53');
     expect(virtualServerKey({ af: 2, protocol: 0, address: '', port: 0, fwmark: 7 })).toBe('FWM/4/7');
+  });
+});
+
+describe('formatIPv4', () => {
+  it('spells a host-order u32 as inet_ntoa does, the inverse of parseIPv4', () => {
+    expect([0, 0xffffffff, 0x0a000001, 0xc0a80a0b].map(formatIPv4)).toEqual(['0.0.0.0', '255.255.255.255', '10.0.0.1', '192.168.10.11']);
+    for (const a of ['1.2.3.4', '100.64.0.255', '172.31.250.9']) expect(formatIPv4(parseIPv4(a))).toBe(a);
   });
 });

@@ -4,7 +4,7 @@
 
 import { VirtualServerEntry } from '../../kernel/ipvs/ipvs';
 import {
-  AddressFamily, IpvsInfo, IpvsTimeouts, RealServer, RealServerSpec, Stats, VirtualServer, VirtualServerId, VirtualServerSpec, ZERO_STATS, addressToBytes, parseIPv4,
+  AddressFamily, IpvsInfo, IpvsTimeouts, RealServer, RealServerSpec, Stats, VirtualServer, VirtualServerId, VirtualServerSpec, ZERO_STATS, addressToBytes, formatIPv4, parseIPv4,
 } from '../../model/ipvs';
 import { TableChange } from '../../model/views';
 import {
@@ -19,7 +19,6 @@ import {
   IP_VS_SVC_F,
   IP_VS_TUNNEL_ENCAP_FLAG,
 } from '../../netlink/uapi/ip_vs';
-import { formatIPv4 } from './inet';
 import { DEFAULT_FORMAT, ListFormat } from './parse-args';
 import { Names } from './resolve-names';
 

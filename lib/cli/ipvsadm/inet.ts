@@ -38,11 +38,6 @@ export function inetAton(text: string): number | undefined {
   return (v + last) >>> 0;
 }
 
-/** Dotted quad of a host-order u32, as inet_ntoa prints it. */
-export function formatIPv4(v: number): string {
-  return `${v >>> 24}.${(v >>> 16) & 0xff}.${(v >>> 8) & 0xff}.${v & 0xff}`;
-}
-
 /** glibc strtol(s, &end, 10) accepted as a whole string ("*end == 0 && end != s"), else undefined. */
 export function strtolWhole(s: string): number | undefined {
   // the usual case, 1-9 plain digits, without a regular expression

@@ -4,7 +4,7 @@
 
 import { isIPv6 } from 'node:net';
 import { IpvsOp } from '../../kernel/ipvs/ipvs';
-import { AddressFamily, IpvsTimeouts, RealServerSpec, VirtualServerId, VirtualServerSpec, canonicalAddress } from '../../model/ipvs';
+import { AddressFamily, IpvsTimeouts, RealServerSpec, VirtualServerId, VirtualServerSpec, canonicalAddress, formatIPv4 } from '../../model/ipvs';
 import {
   AF_INET,
   AF_INET6,
@@ -16,7 +16,7 @@ import {
   IP_VS_SVC_F,
   IP_VS_TUNNEL_ENCAP_FLAG,
 } from '../../netlink/uapi/ip_vs';
-import { formatIPv4, inetAton, stringToNumber, strtolWhole, atoi } from './inet';
+import { inetAton, stringToNumber, strtolWhole, atoi } from './inet';
 import { OptionDef, PoptContext } from './popt';
 import { Resolver } from './resolve-names';
 

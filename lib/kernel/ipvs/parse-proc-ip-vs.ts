@@ -22,7 +22,7 @@
 // name (4-7, which only a raw netlink client can set): it is read as Masq.
 
 import { KubeIpvsError } from '../../errors';
-import { AddressFamily, IpvsInfo, RealServer, bytesToAddress } from '../../model/ipvs';
+import { AddressFamily, IpvsInfo, RealServer, bytesToAddress, formatIPv4 } from '../../model/ipvs';
 import { AF_INET, AF_INET6, IPPROTO_SCTP, IPPROTO_TCP, IPPROTO_UDP, IP_VS_CONN_F } from '../../netlink/uapi/ip_vs';
 
 /** /proc/net/ip_vs text that is not what the kernel prints. */
@@ -151,11 +151,8 @@ function addrPort(s: string): { af: AddressFamily; address: string; port: number
   const a = hexAt(s, 0, 8);
   const port = hexAt(s, 9, 4);
   if (a < 0 || port < 0) return undefined;
-  return { af: AF_INET, address: `${a >>> 24}.${(a >>> 16) & 255}.${(a >>> 8) & 255}.${a & 255}`, port };
+  return { af: AF_INET, address: formatIPv4(a), port };
 }
-
-/** "0".."255": an IPv4 address is spelled from these, not from four number conversions */
-const OCTET: readonly string[] = Array.from({ length: 256 }, (_, i) => String(i));
 
 /**
  * The usual real server line, IPv4 ("  -> 0A000001:0050      Masq    1      0          0"),
@@ -183,7 +180,7 @@ function scanIPv4Dest(s: string, start: number, end: number): ProcRealServer | u
   const inactConns = intAt(s, p, e);
   if (Number.isNaN(weight) || Number.isNaN(activeConns) || Number.isNaN(inactConns) || skipBlanks(s, e, end) !== end) return undefined;
   return {
-    af: AF_INET, address: OCTET[a >>> 24]! + '.' + OCTET[(a >>> 16) & 255]! + '.' + OCTET[(a >>> 8) & 255]! + '.' + OCTET[a & 255]!, port, fwdMethod, weight,
+    af: AF_INET, address: formatIPv4(a), port, fwdMethod, weight,
     uThreshold: 0, lThreshold: 0, activeConns, inactConns, persistConns: 0, tunType: 0, tunPort: 0, tunFlags: 0,
   };
 }
