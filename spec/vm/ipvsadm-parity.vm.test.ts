@@ -5,7 +5,6 @@
 import { ChildProcess, execFile, spawn, spawnSync } from 'node:child_process';
 import { promisify } from 'node:util';
 import { appendFileSync } from 'node:fs';
-import { readFile } from 'node:fs/promises';
 import { createServer, Server } from 'node:net';
 import { join } from 'node:path';
 import { Readable } from 'node:stream';
@@ -13,6 +12,7 @@ import { main } from '../../lib/cli/ipvsadm/ipvsadm';
 import { openIpvs } from '../../lib/kernel/ipvs/ipvs-netlink';
 import { listAllViaProc } from '../../lib/kernel/ipvs/list-via-proc';
 import { parseProcIpVs } from '../../lib/kernel/ipvs/parse-proc-ip-vs';
+import { readProcText } from '../../lib/kernel/ipvs/read-proc-ip-vs';
 
 jest.setTimeout(300_000);
 
@@ -35,7 +35,8 @@ function must(cmd: string, ...args: string[]): string {
 
 const ipvsadm = (args: readonly string[], input?: string): Outcome => sh('ipvsadm', args, input);
 
-const readProcIpVs = (): Promise<string> => readFile('/proc/net/ip_vs', 'latin1');
+// the reader the daemon and the entry point use
+const readProcIpVs = async (): Promise<string> => readProcText();
 
 /** kube-ipvs ipvsadm as the entry point runs it (listings through /proc/net/ip_vs), or netlink only */
 async function ours(args: readonly string[], input = '', via: 'proc' | 'netlink' = 'proc'): Promise<Outcome> {

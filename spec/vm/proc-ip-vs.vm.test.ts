@@ -1,0 +1,49 @@
+// Runs inside the QEMU VM: /proc/net/ip_vs as the daemon's full check and the CLI's listings
+// read it (readProcText, blocking reads into one buffer), on a table far larger than the one
+// page the kernel's seq_file hands out per read(), against `cat` and the netlink dump.
+import { execFileSync } from 'node:child_process';
+import { openIpvs, IpvsNetlink } from '../../lib/kernel/ipvs/ipvs-netlink';
+import { IpvsOp } from '../../lib/kernel/ipvs/ipvs';
+import { readProcText } from '../../lib/kernel/ipvs/read-proc-ip-vs';
+import { parseProcIpVs } from '../../lib/kernel/ipvs/parse-proc-ip-vs';
+import { formatIPv4 } from '../../lib/model/ipvs';
+
+const SERVICES = 300;
+const DESTS = 10;
+
+let ipvs: IpvsNetlink;
+beforeAll(async () => {
+  ipvs = await openIpvs();
+  execFileSync('ipvsadm', ['-C']);
+  const ops: IpvsOp[] = [];
+  for (let i = 0; i < SERVICES; i++) {
+    const vs = { af: 2 as const, protocol: 6, address: formatIPv4(0xc6120000 + i), port: 80, fwmark: 0 }; // 198.18.0.0/15
+    ops.push({ kind: 'newService', vs: { ...vs, scheduler: 'rr' } });
+    for (let j = 0; j < DESTS; j++) ops.push({ kind: 'newDest', vs, rs: { af: 2, address: formatIPv4(0xc6130000 + i * DESTS + j), port: 8080, weight: 1 + j, fwdMethod: 0 } });
+  }
+  const results = await ipvs.run(ops);
+  expect(results.filter((r) => !r.ok)).toEqual([]);
+});
+afterAll(() => {
+  execFileSync('ipvsadm', ['-C']);
+  ipvs.close();
+});
+
+describe('readProcText on the kernel /proc/net/ip_vs', () => {
+  it('reads the whole file, many pages long, byte for byte as cat does', () => {
+    const cat = execFileSync('cat', ['/proc/net/ip_vs'], { encoding: 'latin1', maxBuffer: 64 << 20 });
+    expect(cat.length).toBeGreaterThan(16 * 4096);
+    // a first buffer of one page: the read loop must grow it many times over
+    expect(readProcText(undefined, 4096)).toBe(cat);
+    expect(readProcText()).toBe(cat);
+  });
+
+  it('parses to every real server the netlink dump shows', async () => {
+    const proc = parseProcIpVs(readProcText());
+    const netlink = await ipvs.listAll();
+    const key = (vs: { address: string; port: number }, dests: readonly { address: string; port: number; weight: number }[]) =>
+      `${vs.address}:${vs.port} ${dests.map((d) => `${d.address}:${d.port}/${d.weight}`).sort().join(' ')}`;
+    expect(proc.services.map((s) => key(s, s.dests)).sort()).toEqual(netlink.map((e) => key(e.vs, e.dests)).sort());
+    expect(proc.services.reduce((n, s) => n + s.dests.length, 0)).toBe(SERVICES * DESTS);
+  });
+});
