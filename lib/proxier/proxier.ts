@@ -23,7 +23,7 @@ import { Iptables } from '../kernel/iptables/iptables';
 import { KUBE_IPVS0, Link, LinkAddress } from '../kernel/link/link';
 import { ensureDummyDevice, bindAddresses, unbindAddresses } from '../kernel/link/dummy-device';
 import { selectNodePortAddresses } from '../kernel/link/node-addresses';
-import { PROTOCOL_NAMES, VirtualServerId, describeVirtualServer, realServerKey, virtualServerKey } from '../model/ipvs';
+import { PROTOCOL_NAMES, describeVirtualServer, realServerKey, virtualServerKey } from '../model/ipvs';
 import { Endpoint, Refusal, ServicePort } from '../model/service';
 import { LocalDetector } from '../plan/iptables';
 import {
@@ -33,7 +33,7 @@ import {
   PlanServicePort,
   ServicePortPlan,
 } from '../plan/service-plan';
-import { IpvsTable, TableEntry, applyOpsToTable, tableFromDump } from '../reconcile/ipvs-table';
+import { IpvsTable, TableEntry, applyOpsToTable, tableFromDump, virtualServerKeyer } from '../reconcile/ipvs-table';
 import { cidrMatcher } from '../model/address';
 import { diffIpvsTable, diffVirtualServer, needsGracefulTermination, opVirtualServerKey } from '../reconcile/diff-ipvs';
 import { NetlinkError, NotSyncedError } from '../errors';
@@ -724,16 +724,10 @@ export class Proxier {
     applyOpsToTable(this.applied, ops, results);
     const now = this.deps.clock.now();
     const failedServices = new Map<string, NetlinkError>();
-    // the ops of one virtual server share its spec object: its key is built once for them
-    let keyedVs: VirtualServerId | undefined;
-    let keyOfVs = '';
+    const keyOf = virtualServerKeyer();
     ops.forEach((op, i) => {
       const r = results[i] as IpvsOpResult;
-      if ('vs' in op && op.vs !== keyedVs) {
-        keyedVs = op.vs;
-        keyOfVs = opVirtualServerKey(op) ?? '';
-      }
-      const vsKey = 'vs' in op ? keyOfVs : '';
+      const vsKey = 'vs' in op && op.vs ? keyOf(op.vs) : '';
       if (r.ok) {
         if (op.kind === 'setDest' && op.rs.weight === 0) this.draining.start(vsKey, realServerKey(op.rs), now);
         else if (op.kind === 'setDest' || op.kind === 'delDest' || op.kind === 'newDest') {

@@ -48,57 +48,54 @@ function withConns(rs: RealServerSpec, prev?: TableRealServer): TableRealServer 
   return { ...rs, activeConns: prev?.activeConns ?? 0, inactConns: prev?.inactConns ?? 0 };
 }
 
+/**
+ * virtualServerKey for ops taken in order: the ops of one virtual server come together and
+ * share its spec object (the diff's order), so the key is built once for them, not once per
+ * real server (a cold start applies 100,000). The key depends on the spec alone.
+ */
+export function virtualServerKeyer(): (vs: VirtualServerId) => string {
+  let last: VirtualServerId | undefined;
+  let key = '';
+  return (vs) => {
+    if (vs !== last) {
+      last = vs;
+      key = virtualServerKey(vs);
+    }
+    return key;
+  };
+}
+
 /** Moves `table` forward by the ops whose result is ok (in order). Mutates `table`. */
 export function applyOpsToTable(table: IpvsTable, ops: readonly IpvsOp[], results: readonly IpvsOpResult[]): void {
-  // the ops of one virtual server come together and share its spec object (the diff's order):
-  // its key is built and its entry found once for them, not once per real server (a cold
-  // start applies 100,000 real servers)
-  let lastVs: VirtualServerId | undefined;
-  let lastEntry: TableEntry | undefined;
-  const remember = (vs: VirtualServerId | undefined, entry: TableEntry | undefined) => {
-    lastVs = vs;
-    lastEntry = entry;
-  };
-  const entryOf = (vs: VirtualServerId): TableEntry | undefined => {
-    if (vs !== lastVs) remember(vs, table.get(virtualServerKey(vs)));
-    return lastEntry;
-  };
+  const keyOf = virtualServerKeyer();
   for (let i = 0; i < ops.length; i++) {
     const op = ops[i]!;
     if (!results[i]?.ok) continue;
     switch (op.kind) {
-      case 'newService': {
-        const entry: TableEntry = { vs: op.vs, realServers: new Map() };
-        table.set(virtualServerKey(op.vs), entry);
-        remember(op.vs, entry);
+      case 'newService':
+        table.set(keyOf(op.vs), { vs: op.vs, realServers: new Map() });
         break;
-      }
       case 'setService': {
-        const e = entryOf(op.vs);
-        if (!e) break;
-        const entry: TableEntry = { vs: op.vs, realServers: e.realServers };
-        table.set(virtualServerKey(op.vs), entry);
-        remember(op.vs, entry);
+        const e = table.get(keyOf(op.vs));
+        if (e) table.set(keyOf(op.vs), { vs: op.vs, realServers: e.realServers });
         break;
       }
       case 'delService':
-        table.delete(virtualServerKey(op.vs));
-        remember(op.vs, undefined);
+        table.delete(keyOf(op.vs));
         break;
       case 'newDest':
       case 'setDest': {
-        const rs = entryOf(op.vs)?.realServers;
+        const rs = table.get(keyOf(op.vs))?.realServers;
         if (!rs) break;
         const key = realServerKey(op.rs);
         rs.set(key, withConns(op.rs, rs.get(key)));
         break;
       }
       case 'delDest':
-        entryOf(op.vs)?.realServers.delete(realServerKey(op.rs));
+        table.get(keyOf(op.vs))?.realServers.delete(realServerKey(op.rs));
         break;
       case 'flush':
         table.clear();
-        remember(undefined, undefined);
         break;
       default:
         break;
