@@ -390,8 +390,8 @@ export class Proxier {
       if (full) {
         const dump = await this.readTable(counts);
         lap('ipvsRead');
-        const observed = tableFromDump(dump);
         const desiredVs = this.index.virtualServers();
+        const observed = tableFromDump(dump, desiredVs);
         const bound = this.boundApplied;
         const owned = (e: TableEntry) => this.ownsVirtualServer(e, bound, desiredVs);
         ops = diffIpvsTable(observed, desiredVs, owned);
@@ -809,8 +809,10 @@ export class Proxier {
     for (const [vsKey, entry] of this.applied) {
       if (!needsGracefulTermination(entry.vs.protocol)) continue;
       const want = desired(vsKey);
-      for (const [rsKey, rs] of entry.realServers) {
-        if (rs.weight !== 0 || want?.realServers.some((r) => realServerKey(r) === rsKey)) continue;
+      for (const rs of entry.values()) {
+        if (rs.weight !== 0) continue;
+        const rsKey = realServerKey(rs);
+        if (want?.realServers.some((r) => realServerKey(r) === rsKey)) continue;
         found.push([vsKey, rsKey]);
       }
     }
@@ -995,7 +997,7 @@ export class Proxier {
     const index = new DesiredIndex(this.settings.families);
     for (const name of new Set(source.serviceNames())) index.replace([], this.planService(name, contexts).plans);
     const desiredVs = index.virtualServers();
-    const observed = tableFromDump(await this.readTable({ ipvsReads: 0 }));
+    const observed = tableFromDump(await this.readTable({ ipvsReads: 0 }), desiredVs);
     return diffIpvsTable(observed, desiredVs, (e) => this.ownsVirtualServer(e, bound, desiredVs));
   }
 
@@ -1010,7 +1012,7 @@ export class Proxier {
     for (const [k, e] of this.applied) {
       if (!this.index.virtualServer(k)) continue;
       vs++;
-      rs += e.realServers.size;
+      rs += e.size;
     }
     return { virtualServers: vs, realServers: rs, draining: this.draining.size, boundAddresses: this.boundApplied.size };
   }

@@ -35,6 +35,8 @@ export function diffVirtualServer(current: TableEntry | undefined, desired: Desi
     return ops;
   }
   if (!sameServiceSettings(current.vs, vs)) ops.push({ kind: 'setService', vs });
+  // the plan's own real servers, as a full check's read or a cold start left them
+  if (current.holds(desired.realServers)) return ops;
   let found = 0;
   for (const rs of desired.realServers) {
     const have = current.realServers.get(realServerKey(rs));
@@ -46,7 +48,7 @@ export function diffVirtualServer(current: TableEntry | undefined, desired: Desi
   }
   // desired real servers are one per key (the planner's): when each was found and there are
   // no others, none is left over (the usual case of a full check, 100,000 times at 10,000 x 10)
-  if (found === current.realServers.size) return ops;
+  if (found === current.size) return ops;
   const wanted = new Set(desired.realServers.map(realServerKey));
   const graceful = needsGracefulTermination(vs.protocol);
   for (const [key, have] of current.realServers) {

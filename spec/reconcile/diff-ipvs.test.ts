@@ -1,5 +1,6 @@
 import { diffIpvsTable, diffVirtualServer } from '../../lib/reconcile/diff-ipvs';
-import { IpvsTable, TableEntry, applyOpsToTable } from '../../lib/reconcile/ipvs-table';
+import { IpvsTable, TableEntry, applyOpsToTable, tableFromDump } from '../../lib/reconcile/ipvs-table';
+import { RealServer } from '../../lib/model/ipvs';
 import { AF_INET, IPPROTO_TCP, IPPROTO_UDP } from '../../lib/netlink/uapi/ip_vs';
 import { RealServerSpec, VirtualServerSpec } from '../../lib/model/ipvs';
 import { DesiredVirtualServer } from '../../lib/plan/service-plan';
@@ -12,10 +13,8 @@ const vs = (address: string, port = 80, extra: Partial<VirtualServerSpec> = {}):
 });
 const rs = (address: string, weight = 1): RealServerSpec => ({ af: AF_INET, address, port: 8080, fwdMethod: 0, weight });
 const desired = (v: VirtualServerSpec, ...dests: RealServerSpec[]): DesiredVirtualServer => ({ vs: v, realServers: dests, owner: 'default/web:/ipv4' });
-const entry = (v: VirtualServerSpec, ...dests: [RealServerSpec, number?][]): TableEntry => ({
-  vs: v,
-  realServers: new Map(dests.map(([d, active = 0]) => [realServerKey(d), { ...d, activeConns: active, inactConns: 0 }])),
-});
+const entry = (v: VirtualServerSpec, ...dests: [RealServerSpec, number?][]): TableEntry =>
+  new TableEntry(v, new Map(dests.map(([d, active = 0]) => [realServerKey(d), { ...d, activeConns: active, inactConns: 0 }])));
 const line = (op: ReturnType<typeof diffVirtualServer>[number]) =>
   `${op.kind} ${'vs' in op && op.vs ? virtualServerKey(op.vs) : ''}${'rs' in op ? ` ${realServerKey(op.rs)} w${'weight' in op.rs ? op.rs.weight : ''}` : ''}${op.kind === 'setService' || op.kind === 'newService' ? ` ${op.vs.scheduler} f${op.vs.flags}` : ''}`;
 
@@ -170,5 +169,92 @@ describe('applyOpsToTable', () => {
     ], [ok, ok, ok, ok, ok, ok]);
     expect([...table.get(virtualServerKey(a))!.realServers.keys()]).toEqual(['10.244.1.3:8080']);
     expect([...table.get(virtualServerKey(b))!.realServers.keys()]).toEqual(['10.244.1.2:8080']);
+  });
+});
+
+describe('TableEntry: the plan\'s real servers as a list until a key is needed', () => {
+  const ok = { ok: true as const };
+  const v = vs('10.96.0.10');
+  const key = virtualServerKey(v);
+  /** as the kernel dumps a real server */
+  const dumped = (r: RealServerSpec, activeConns = 0, inactConns = 0): RealServer => ({
+    uThreshold: 0, lThreshold: 0, persistConns: 0, tunType: 0, tunPort: 0, tunFlags: 0, ...r, activeConns, inactConns,
+  });
+  const dump = (...dests: RealServer[]) => [{ vs: { ...v, flags: 0, timeout: 0, netmask: 0xffffffff, peName: '' }, dests }];
+  const want = desired(v, rs('10.244.1.1'), rs('10.244.1.2'), rs('10.244.1.3'));
+  const conns = (e: TableEntry) => [...e.realServers].map(([k, r]) => `${k} ${r.activeConns ?? 0}/${r.inactConns ?? 0}`);
+
+  it('a dump equal to the plan, newest first or in plan order, holds the plan\'s objects; the diff has nothing to do', () => {
+    const [a, b, c] = want.realServers.map((r) => dumped(r));
+    for (const order of [[c!, b!, a!], [a!, b!, c!]]) {
+      const e = tableFromDump(dump(...order), new Map([[key, want]])).get(key)!;
+      expect(e.holds(want.realServers)).toBe(true);
+      expect([...e.values()]).toEqual(want.realServers);
+      expect([...e.values()][0]).toBe(want.realServers[0]);
+      expect(diffVirtualServer(e, want)).toEqual([]);
+    }
+  });
+
+  it('keeps the dump\'s connection counts beside the plan\'s objects, in the plan\'s order', () => {
+    const [a, b, c] = want.realServers;
+    const e = tableFromDump(dump(dumped(c!, 0, 4), dumped(b!), dumped(a!, 7, 1)), new Map([[key, want]])).get(key)!;
+    expect(e.holds(want.realServers)).toBe(true);
+    expect(conns(e)).toEqual(['10.244.1.1:8080 7/1', '10.244.1.2:8080 0/0', '10.244.1.3:8080 0/4']);
+    // once keyed, the entry no longer holds the list
+    expect(e.holds(want.realServers)).toBe(false);
+    expect(diffVirtualServer(e, want)).toEqual([]);
+  });
+
+  it.each<[string, RealServer[], string[]]>([
+    ['a weight differs', [dumped(rs('10.244.1.3')), dumped(rs('10.244.1.2', 0)), dumped(rs('10.244.1.1'))], ['setDest TCP/10.96.0.10:80 10.244.1.2:8080 w1']],
+    ['one is missing', [dumped(rs('10.244.1.3')), dumped(rs('10.244.1.1'))], ['newDest TCP/10.96.0.10:80 10.244.1.2:8080 w1']],
+    ['one more (draining)', [dumped(rs('10.244.1.9', 0)), dumped(rs('10.244.1.3')), dumped(rs('10.244.1.2')), dumped(rs('10.244.1.1'))], []],
+    ['another order', [dumped(rs('10.244.1.2')), dumped(rs('10.244.1.1')), dumped(rs('10.244.1.3'))], []],
+    ['another port', [dumped(rs('10.244.1.3')), dumped(rs('10.244.1.2')), dumped({ ...rs('10.244.1.1'), port: 9090 })], ['newDest TCP/10.96.0.10:80 10.244.1.1:8080 w1', 'setDest TCP/10.96.0.10:80 10.244.1.1:9090 w0']],
+  ])('a dump that is not the plan (%s) is copied and compared by key', (_name, dests, ops) => {
+    const e = tableFromDump(dump(...dests), new Map([[key, want]])).get(key)!;
+    expect(e.holds(want.realServers)).toBe(false);
+    expect([...e.values()].map(realServerKey).sort()).toEqual(dests.map(realServerKey).sort());
+    expect(diffVirtualServer(e, want).map(line)).toEqual(ops);
+  });
+
+  it('a cold start\'s adds leave the applied objects in a list the next diff accepts as is', () => {
+    const table: IpvsTable = new Map();
+    const ops = diffVirtualServer(undefined, want);
+    applyOpsToTable(table, ops, ops.map(() => ok));
+    const e = table.get(key)!;
+    expect(e.holds(want.realServers)).toBe(true);
+    expect(e.size).toBe(3);
+    expect(diffVirtualServer(e, want)).toEqual([]);
+    // an equal plan made anew (other objects) is compared by key: still nothing to do
+    const again = desired(v, rs('10.244.1.1'), rs('10.244.1.2'), rs('10.244.1.3'));
+    expect(e.holds(again.realServers)).toBe(false);
+    expect(diffVirtualServer(e, again)).toEqual([]);
+  });
+
+  it('real servers added after a re-set join the list; a dump\'s shared list is never appended to', () => {
+    const table: IpvsTable = new Map();
+    applyOpsToTable(table, [{ kind: 'newService', vs: v }, { kind: 'newDest', vs: v, rs: rs('10.244.1.1') }], [ok, ok]);
+    const lc = { ...v, scheduler: 'lc' };
+    applyOpsToTable(table, [{ kind: 'setService', vs: lc }, { kind: 'newDest', vs: lc, rs: rs('10.244.1.2') }], [ok, ok]);
+    expect(table.get(key)!.vs.scheduler).toBe('lc');
+    expect([...table.get(key)!.values()].map(realServerKey)).toEqual(['10.244.1.1:8080', '10.244.1.2:8080']);
+
+    const plan = want.realServers.slice();
+    const shared = tableFromDump(dump(...plan.map((r) => dumped(r))), new Map([[key, { realServers: plan }]]));
+    applyOpsToTable(shared, [{ kind: 'setService', vs: lc }, { kind: 'newDest', vs: lc, rs: rs('10.244.1.4') }], [ok, ok]);
+    expect(plan.map(realServerKey)).toEqual(['10.244.1.1:8080', '10.244.1.2:8080', '10.244.1.3:8080']);
+    expect([...shared.get(key)!.realServers.keys()]).toEqual(['10.244.1.1:8080', '10.244.1.2:8080', '10.244.1.3:8080', '10.244.1.4:8080']);
+  });
+
+  it('setDest and delDest on a listed entry key it first', () => {
+    const table = tableFromDump(dump(...want.realServers.map((r) => dumped(r)).reverse()), new Map([[key, want]]));
+    applyOpsToTable(table, [
+      { kind: 'setDest', vs: v, rs: rs('10.244.1.2', 0) },
+      { kind: 'delDest', vs: v, rs: rs('10.244.1.3') },
+    ], [ok, ok]);
+    const e = table.get(key)!;
+    expect([...e.realServers].map(([k, r]) => `${k} w${r.weight}`)).toEqual(['10.244.1.1:8080 w1', '10.244.1.2:8080 w0']);
+    expect(want.realServers.map((r) => r.weight)).toEqual([1, 1, 1]);
   });
 });
