@@ -6,7 +6,7 @@
  * not depend on event order.
  */
 import type { V1EndpointSlice } from '@kubernetes/client-node';
-import { ConvertedEndpointSlice, convertEndpointSlice } from '../k8s/convert';
+import { ConvertedEndpointSlice, SlicePort, convertEndpointSlice } from '../k8s/convert';
 import { hostPort } from '../model/ipvs';
 import { Endpoint, Protocol, Refusal, ServiceName, ServicePort } from '../model/service';
 import { AF_INET, AF_INET6 } from '../netlink/uapi/ip_vs';
@@ -16,7 +16,23 @@ import { IpFamily } from '../model/ip-family';
 interface SliceState {
   /** "ns/name" of the Service, '' when the slice belongs to none */
   readonly service: ServiceName;
-  readonly converted: ConvertedEndpointSlice;
+  readonly family: IpFamily | undefined;
+  /** the slice's endpoints as Endpoints of each of its ports (the merge reuses these objects) */
+  readonly ports: readonly { readonly port: SlicePort; readonly endpoints: readonly Endpoint[] }[];
+  readonly refusals: readonly Refusal[];
+}
+
+/**
+ * What the tracker keeps of a converted slice: its endpoints made Endpoints once per port, so
+ * a Service's merged endpoints are these same objects (one per endpoint and port) and not
+ * copies beside the converter's port-less ones.
+ */
+function sliceState(service: ServiceName, converted: ConvertedEndpointSlice): SliceState {
+  const ports = converted.family === undefined ? [] : converted.ports.map((port) => ({
+    port,
+    endpoints: converted.endpoints.map((e): Endpoint => ({ ...e, port: port.port })),
+  }));
+  return { service, family: converted.family, ports, refusals: converted.refusals };
 }
 
 interface ServiceEndpoints {
@@ -68,7 +84,7 @@ export class EndpointSliceTracker {
     if (slice) {
       const converted = convertEndpointSlice(slice, this.nodeName);
       const service = converted.service ? `${converted.service.namespace}/${converted.service.name}` : '';
-      this.slices.set(sliceKey, { service, converted });
+      this.slices.set(sliceKey, sliceState(service, converted));
       let set = this.slicesOf.get(service);
       if (!set) this.slicesOf.set(service, (set = new Set()));
       set.add(sliceKey);
@@ -91,20 +107,20 @@ export class EndpointSliceTracker {
     const byPort = new Map<string, Map<string, Endpoint>>();
     const refusals: Refusal[] = [];
     for (const k of keys) {
-      const { converted } = this.slices.get(k)!;
-      refusals.push(...converted.refusals);
-      const family = converted.family;
+      const slice = this.slices.get(k)!;
+      refusals.push(...slice.refusals);
+      const family = slice.family;
       if (!family) continue;
       const af = family === 'ipv4' ? AF_INET : AF_INET6;
-      for (const port of converted.ports) {
+      for (const { port, endpoints } of slice.ports) {
         const pk = portKey(port.name, port.protocol, family);
         let eps = byPort.get(pk);
         if (!eps) byPort.set(pk, (eps = new Map()));
-        for (const e of converted.endpoints) {
-          const id = hostPort(af, e.ip, port.port);
+        for (const e of endpoints) {
+          const id = hostPort(af, e.ip, e.port);
           const have = eps.get(id);
           if (have && (have.isLocal || !e.isLocal)) continue;
-          eps.set(id, { ...e, port: port.port });
+          eps.set(id, e);
         }
       }
     }
