@@ -1,32 +1,31 @@
 /**
- * The daemon's watches of Services, EndpointSlices and its own Node, over client-node's
- * ListWatch, delivered to kube-proxy-style handlers (pkg/proxy/config).
- *
- * client-node's informer stops for good on any error (a dropped connection, a refused list,
- * an HTTP error on the watch) and does not report old objects on update; this layer adds:
+ * The daemon's watches of Services, EndpointSlices and its own Node: a list, then a watch
+ * from its resourceVersion (client-node's Watch for the stream), delivered to
+ * kube-proxy-style handlers (pkg/proxy/config):
  * - restart on every error with exponential backoff (`initialMs` doubling to `maxMs`), reset
  *   once a list succeeds or a watch connects; never after stop(); a log line per failure
  *   naming the resource and the error;
  * - a restart resumes the watch from the last resourceVersion (cheap); an expired version
- *   (410) makes client-node relist and report objects gone meanwhile as deletes. After an
- *   HTTP error on the watch itself (e.g. 504 "Too large resource version" after an etcd
- *   restore) resuming would fail again, so the restart relists from scratch and this layer
- *   reports as deletes the objects missing from the new list;
- * - `onUpdate(old, cur)` with the previous object; `on*Synced()` once, after the first
- *   complete list has been delivered;
+ *   (410) relists and reports objects gone meanwhile as deletes. After an HTTP error on the
+ *   watch itself (e.g. 504 "Too large resource version" after an etcd restore) resuming
+ *   would fail again, so the restart relists from scratch, the same way;
+ * - `onUpdate(old, cur)` with the previous object as kept: the Node whole, a Service or an
+ *   EndpointSlice by its metadata only (namespace, name, resourceVersion; the trackers keep
+ *   what they need of the rest, converted, and a second copy of every object as received
+ *   would be the daemon's largest state); `on*Synced()` once, after the first complete list
+ *   has been delivered;
  * - handler exceptions are logged, never thrown into the informer.
  *
  * Objects are handed over as plain JSON, as on the wire: lists are fetched raw (raw-list.ts),
  * not through client-node's model classes, so list items and watch events have one shape;
  * both without metadata.managedFields and kubectl's last-applied annotation (prune.ts), which
- * are never read and would stay cached.
+ * are never read.
  * Nothing here looks at `kind`: list items have none.
  */
 import {
   KubeConfig,
   KubernetesListObject,
   KubernetesObject,
-  ListWatch,
   V1EndpointSlice,
   V1Node,
   V1Service,
@@ -97,6 +96,7 @@ export function startInformers(kc: KubeConfig, options: InformerOptions): Runnin
         onUpdate: (a, b) => service.onServiceUpdate(a, b),
         onDelete: (o) => service.onServiceDelete(o),
         onSynced: () => service.onServicesSynced(),
+        retain: metadataOnly,
       }),
     );
   }
@@ -111,6 +111,7 @@ export function startInformers(kc: KubeConfig, options: InformerOptions): Runnin
         onUpdate: (a, b) => endpointSlice.onEndpointSliceUpdate(a, b),
         onDelete: (o) => endpointSlice.onEndpointSliceDelete(o),
         onSynced: () => endpointSlice.onEndpointSlicesSynced(),
+        retain: metadataOnly,
       }),
     );
   }
@@ -148,6 +149,8 @@ interface InformerSpec<T extends KubernetesObject> {
   readonly onUpdate: (old: T, cur: T) => void;
   readonly onDelete: (obj: T) => void;
   readonly onSynced: () => void;
+  /** what is kept of an object until its next event (default: all of it) */
+  readonly retain?: (obj: T) => T;
 }
 
 const keyOf = (o: KubernetesObject): string => `${o.metadata?.namespace ?? ''}/${o.metadata?.name ?? ''}`;
@@ -166,104 +169,139 @@ function httpStatusOf(e: unknown): number | undefined {
   return typeof s === 'number' ? s : undefined;
 }
 
-/** One ListWatch, restarted on failure, with the previous object of each update. */
+/** Kept of a Service or EndpointSlice between events: what names it and its version. */
+export function metadataOnly<T extends KubernetesObject>(obj: T): T {
+  const md = obj.metadata;
+  return { metadata: { namespace: md?.namespace, name: md?.name, resourceVersion: md?.resourceVersion } } as T;
+}
+
+/** A watch that ends without an error this soon after it started is restarted after the backoff. */
+const SHORT_WATCH_MS = 1_000;
+
+/**
+ * List, then watch from the list's resourceVersion, restarted on failure; the previous object
+ * (as `retain` keeps it) with each update. Not client-node's ListWatch: that caches every
+ * object as received for the life of the process, beside the trackers' converted state
+ * (27 MB of 10,000 Services and their slices of 10 endpoints, more on a real cluster).
+ */
 class ResilientInformer<T extends KubernetesObject> {
-  /** what the handler has been told exists, by namespace/name */
+  /** what the handler has been told exists, by namespace/name, as `retain` keeps it */
   private readonly known = new Map<string, T>();
-  private lw: ListWatch<T> | undefined;
+  private readonly watch: ReportingWatch;
+  /** where the next watch resumes; '' lists first */
+  private resourceVersion = '';
+  /** bumped by every (re)start: callbacks of an older list or watch are ignored */
+  private generation = 0;
+  private controller: AbortController | undefined;
   private stopped = false;
   private synced = false;
-  private listedOnce = false;
-  /** the next list must be diffed against `known` (a fresh ListWatch has an empty cache) */
-  private diffNextList = false;
   private delayMs: number;
   private timer: NodeJS.Timeout | undefined;
+  private readonly retain: (obj: T) => T;
 
   constructor(
-    private readonly kc: KubeConfig,
+    kc: KubeConfig,
     private readonly log: InformerLog,
     private readonly backoff: { readonly initialMs: number; readonly maxMs: number },
     private readonly spec: InformerSpec<T>,
   ) {
     this.delayMs = backoff.initialMs;
+    this.retain = spec.retain ?? ((o) => o);
+    this.watch = new ReportingWatch(kc, { connected: () => this.resetBackoff(), stopped: () => this.stopped });
   }
 
   start(): void {
-    this.lw = this.makeListWatch();
-    this.run(this.lw);
+    void this.run();
   }
 
   async stop(): Promise<void> {
     this.stopped = true;
+    this.generation++;
     if (this.timer) clearTimeout(this.timer);
     this.timer = undefined;
-    await this.lw?.stop();
+    this.controller?.abort();
+    this.controller = undefined;
   }
 
-  private run(lw: ListWatch<T>): void {
-    lw.start().catch((e: unknown) => this.onError(lw, e));
-  }
-
-  private makeListWatch(): ListWatch<T> {
-    const watch = new ReportingWatch(this.kc, {
-      beforeConnect: () => this.beforeWatch(),
-      connected: () => this.resetBackoff(),
-      stopped: () => this.stopped,
-    });
-    const lw: ListWatch<T> = new ListWatch<T>(this.spec.path, watch, () => this.list(lw), false, this.spec.labelSelector, this.spec.fieldSelector);
-    lw.on('add', (o) => lw === this.lw && this.added(o));
-    lw.on('update', (o) => lw === this.lw && this.updated(o));
-    lw.on('delete', (o) => lw === this.lw && this.deleted(o));
-    lw.on('error', (e: unknown) => this.onError(lw, e));
-    return lw;
-  }
-
-  private async list(lw: ListWatch<T>): Promise<KubernetesListObject<T>> {
-    const list = await this.spec.list();
-    const items = list.items.map(prunedObject);
-    list.items = items;
-    if (lw === this.lw && !this.stopped) {
+  private async run(): Promise<void> {
+    const generation = ++this.generation;
+    const current = () => generation === this.generation && !this.stopped;
+    if (this.resourceVersion === '') {
+      let list: KubernetesListObject<T>;
+      try {
+        list = await this.spec.list();
+      } catch (e) {
+        if (current()) this.failed(e);
+        return;
+      }
+      if (!current()) return;
       this.resetBackoff();
-      this.listedOnce = true;
-      if (this.diffNextList) {
-        this.diffNextList = false;
-        const present = new Set(items.map(keyOf));
-        for (const [key, old] of [...this.known]) {
-          if (!present.has(key)) this.deleted(old);
-        }
+      this.deliverList(list.items.map(prunedObject));
+      this.resourceVersion = list.metadata?.resourceVersion ?? '';
+      if (!this.synced) {
+        this.synced = true;
+        this.call('synced', undefined, () => this.spec.onSynced());
       }
     }
-    return list;
+    const query = {
+      resourceVersion: this.resourceVersion,
+      allowWatchBookmarks: true,
+      labelSelector: this.spec.labelSelector,
+      fieldSelector: this.spec.fieldSelector,
+    };
+    const startedAt = Date.now();
+    const controller = await this.watch.watch(
+      this.spec.path,
+      query,
+      (phase, obj) => current() && this.event(phase, obj as T),
+      (err) => current() && this.watchEnded(err, Date.now() - startedAt),
+    );
+    if (current()) this.controller = controller;
+    else controller.abort();
   }
 
-  /** Called by the Watch right before it connects: the list before it has been delivered. */
-  private beforeWatch(): void {
-    if (this.listedOnce && !this.synced && !this.stopped) {
-      this.synced = true;
-      this.call('synced', undefined, () => this.spec.onSynced());
+  /** A (re)list: every item as an add or update, and what is missing from it as deletes. */
+  private deliverList(items: readonly T[]): void {
+    const present = new Set<string>();
+    for (const obj of items) {
+      present.add(keyOf(obj));
+      this.upsert(obj, true);
     }
+    for (const [key, old] of [...this.known]) if (!present.has(key)) this.deleted(old);
   }
 
-  private added(obj: T): void {
-    if (this.stopped) return;
-    const key = keyOf(obj);
-    const old = this.known.get(key);
-    this.known.set(key, obj);
-    if (old === undefined) this.call('add', obj, () => this.spec.onAdd(obj));
-    else if (old.metadata?.resourceVersion !== obj.metadata?.resourceVersion) this.call('update', obj, () => this.spec.onUpdate(old, obj));
+  private event(phase: string, obj: T): void {
+    if (phase === 'ERROR') {
+      // 410 Gone: the version is compacted away; the stream ends next and the restart relists
+      if ((obj as { code?: number }).code === 410) this.resourceVersion = '';
+      return;
+    }
+    const version = obj?.metadata?.resourceVersion;
+    if (phase === 'ADDED' || phase === 'MODIFIED') this.upsert(obj, false);
+    else if (phase === 'DELETED') this.deleted(obj);
+    if (version) this.resourceVersion = version;
   }
 
-  private updated(obj: T): void {
-    if (this.stopped) return;
+  private watchEnded(err: unknown, lastedMs: number): void {
+    this.controller = undefined;
+    const timedOut = (err as { name?: string } | null)?.name === 'TimeoutError';
+    if (err && !timedOut) return this.failed(err);
+    // the server closed the stream (its timeout, or after a 410), or nothing came for the
+    // client's inactivity timeout: resume (or relist), at once unless the watch was brief
+    if (lastedMs >= SHORT_WATCH_MS || timedOut) void this.run();
+    else this.restartAfterBackoff(false);
+  }
+
+  private upsert(obj: T, fromList: boolean): void {
     const key = keyOf(obj);
     const old = this.known.get(key);
-    this.known.set(key, obj);
+    if (old !== undefined && fromList && old.metadata?.resourceVersion === obj.metadata?.resourceVersion) return;
+    this.known.set(key, this.retain(obj));
     if (old === undefined) this.call('add', obj, () => this.spec.onAdd(obj));
     else this.call('update', obj, () => this.spec.onUpdate(old, obj));
   }
 
   private deleted(obj: T): void {
-    if (this.stopped) return;
     const key = keyOf(obj);
     if (!this.known.delete(key)) return;
     this.call('delete', obj, () => this.spec.onDelete(obj));
@@ -285,32 +323,32 @@ class ResilientInformer<T extends KubernetesObject> {
     this.delayMs = this.backoff.initialMs;
   }
 
-  private onError(lw: ListWatch<T>, e: unknown): void {
-    if (this.stopped || lw !== this.lw || this.timer) return;
-    const delay = this.delayMs;
-    this.delayMs = Math.min(this.delayMs * 2, this.backoff.maxMs);
-    const status = httpStatusOf(e);
-    this.log.warn(`${this.spec.resource} informer failed: ${describeError(e)}; restarting in ${delay} ms`, {
+  private failed(e: unknown): void {
+    if (this.stopped || this.timer) return;
+    this.log.warn(`${this.spec.resource} informer failed: ${describeError(e)}; restarting in ${this.delayMs} ms`, {
       resource: this.spec.resource,
       error: describeError(e),
-      retryInMs: delay,
+      retryInMs: this.delayMs,
     });
+    // an HTTP error (e.g. 504 "Too large resource version" after an etcd restore) would come
+    // back when resuming from the same version: relist from scratch
+    this.restartAfterBackoff(httpStatusOf(e) !== undefined);
+  }
+
+  private restartAfterBackoff(relist: boolean): void {
+    this.generation++;
+    const delay = this.delayMs;
+    this.delayMs = Math.min(this.delayMs * 2, this.backoff.maxMs);
     this.timer = setTimeout(() => {
       this.timer = undefined;
       if (this.stopped) return;
-      if (status !== undefined) {
-        // resuming from the same resourceVersion would be refused again: relist from scratch
-        this.diffNextList = true;
-        this.lw = this.makeListWatch();
-      }
-      this.run(this.lw!);
+      if (relist) this.resourceVersion = '';
+      void this.run();
     }, delay);
   }
 }
 
 interface WatchHooks {
-  /** right before each watch request (after a list has been delivered, if one was made) */
-  readonly beforeConnect: () => void;
   /** the watch answered 200 */
   readonly connected: () => void;
   /** no new connection once this is true */
@@ -319,8 +357,7 @@ interface WatchHooks {
 
 /**
  * client-node's Watch, reporting connections, and turning a throw before the request (e.g.
- * credentials that cannot be read) into the `done` error ListWatch expects instead of an
- * unhandled rejection.
+ * credentials that cannot be read) into the `done` error instead of an unhandled rejection.
  */
 class ReportingWatch extends Watch {
   constructor(kc: KubeConfig, private readonly hooks: WatchHooks) {
@@ -339,7 +376,6 @@ class ReportingWatch extends Watch {
       done(e);
       return new AbortController();
     }
-    this.hooks.beforeConnect();
     let finished = false;
     try {
       const controller = await super.watch(path, queryParams, (phase, obj, watchObj) => callback(phase, prunedObject(obj), watchObj), (err: unknown) => {

@@ -314,6 +314,11 @@ export class FakeApiServer {
     for (const w of [...this.watchers]) w.destroy();
   }
 
+  /** Ends every open watch stream cleanly, as the API server does at a watch's timeout. */
+  endWatches(): void {
+    for (const w of [...this.watchers]) w.end();
+  }
+
   /** See restart(): history lost, version rewound to the newest object's, watches dropped. */
   resetHistory(): void {
     let newest = 1;

@@ -16,18 +16,21 @@ function service(name: string, labels?: Record<string, string>, clusterIP = '10.
 }
 const svcRef = (name: string) => ({ apiVersion: 'v1', kind: 'Service', namespace: NS, name });
 
-/** Records handler calls as "add demo/s1", "update demo/s1 10.96.0.10->10.96.0.11", "synced". */
+/** Records handler calls as "add demo/s1", "update demo/s1 ->10.96.0.11", "synced"; the previous objects of updates in `olds`. */
 class Recorder implements ServiceHandler, EndpointSliceHandler, NodeHandler {
   readonly calls: string[] = [];
   readonly objects: KubernetesObject[] = [];
+  readonly olds: KubernetesObject[] = [];
   private key = (o: KubernetesObject) => `${o.metadata?.namespace ? o.metadata.namespace + '/' : ''}${o.metadata?.name}`;
   private ip = (o: KubernetesObject) => (o as { spec?: { clusterIP?: string } }).spec?.clusterIP ?? '';
   private add = (o: KubernetesObject) => {
     this.objects.push(o);
     this.calls.push(`add ${this.key(o)}`);
   };
-  private update = (a: KubernetesObject, b: KubernetesObject) =>
-    this.calls.push(`update ${this.key(b)}${this.ip(a) || this.ip(b) ? ` ${this.ip(a)}->${this.ip(b)}` : ''}`);
+  private update = (a: KubernetesObject, b: KubernetesObject) => {
+    this.olds.push(a);
+    this.calls.push(`update ${this.key(b)}${this.ip(b) ? ` ->${this.ip(b)}` : ''}`);
+  };
   private del = (o: KubernetesObject) => this.calls.push(`delete ${this.key(o)}`);
   private synced = () => this.calls.push('synced');
   onServiceAdd = this.add;
@@ -120,7 +123,11 @@ describe('startInformers', () => {
     server.delete(svcRef('s2'));
     server.patch(svcRef('s1'), { metadata: { labels: { 'service.kubernetes.io/headless': '' } } });
     await waitFor('3 events after sync', () => rec.calls.length >= 5);
-    expect(rec.calls.slice(3)).toEqual(['update demo/s1 10.96.0.10->10.96.0.11', 'delete demo/s2', 'delete demo/s1']);
+    expect(rec.calls.slice(3)).toEqual(['update demo/s1 ->10.96.0.11', 'delete demo/s2', 'delete demo/s1']);
+    // a Service's previous object is kept by its metadata only: its name and version
+    const first = rec.objects.find((o) => o.metadata?.name === 's1')!;
+    expect(rec.olds).toEqual([{ metadata: { namespace: NS, name: 's1', resourceVersion: first.metadata!.resourceVersion } }]);
+    expect(rec.olds[0]!.metadata!.resourceVersion).not.toBe(undefined);
   });
 
   it('restarts after a dropped watch, resuming without a relist, and converges', async () => {
@@ -132,10 +139,29 @@ describe('startInformers', () => {
     await waitFor('a second watch', () => count('watch') === 2 && server.openWatches === 1);
     server.patch(svcRef('s1'), { spec: { clusterIP: '10.96.0.12' } });
     await waitFor('the update', () => rec.calls.length >= 4);
-    expect(rec.calls).toEqual(['add demo/s1', 'synced', 'add demo/s2', 'update demo/s1 10.96.0.10->10.96.0.12']);
+    expect(rec.calls).toEqual(['add demo/s1', 'synced', 'add demo/s2', 'update demo/s1 ->10.96.0.12']);
     expect(count('list')).toBe(1);
     expect(log.lines).toHaveLength(1);
     expect(log.lines[0]).toMatchObject({ level: 'warn', message: expect.stringMatching(/^services informer failed: .*terminated.*; restarting in 10 ms$/) });
+  });
+
+  it('resumes from the last version seen when the server ends the watch, without a relist or a log line', async () => {
+    server.create(service('s1'));
+    const rec = start({ service: new Recorder() });
+    await waitFor('the watch', () => rec.has('synced') && server.openWatches === 1);
+    server.patch(svcRef('s1'), { spec: { clusterIP: '10.96.0.11' } });
+    await waitFor('the update', () => rec.calls.length === 3);
+    const seen = server.resourceVersion;
+    server.endWatches();
+    await waitFor('a second watch', () => count('watch') === 2 && server.openWatches === 1);
+    server.create(service('s2'));
+    await waitFor('the add', () => rec.has('add demo/s2'));
+    const watches = server.requests.filter((r) => r.verb === 'watch' && r.resource === 'v1/services');
+    expect(watches.map((w) => w.query.resourceVersion)).toEqual([expect.any(String), seen]);
+    expect(watches[0]!.query.resourceVersion).not.toBe(seen);
+    expect(count('list')).toBe(1);
+    expect(rec.calls).toEqual(['add demo/s1', 'synced', 'update demo/s1 ->10.96.0.11', 'add demo/s2']);
+    expect(log.lines).toEqual([]);
   });
 
   it('after compaction and a drop, relists on 410 and reports objects deleted meanwhile as deletes', async () => {
@@ -150,7 +176,7 @@ describe('startInformers', () => {
     server.create(service('s4'));
     server.compact();
     await waitFor('the relist to be delivered', () => rec.has('add demo/s4') && rec.has('delete demo/s2'));
-    expect(rec.calls.slice(4).sort()).toEqual(['add demo/s4', 'delete demo/s2', 'update demo/s3 10.96.0.10->10.96.0.13']);
+    expect(rec.calls.slice(4).sort()).toEqual(['add demo/s4', 'delete demo/s2', 'update demo/s3 ->10.96.0.13']);
     expect(rec.calls.filter((c) => c === 'synced')).toHaveLength(1);
     expect(count('list')).toBe(2);
   });
@@ -218,6 +244,8 @@ describe('startInformers', () => {
     server.delete(node('n2'));
     await waitFor('the delete', () => rec.has('delete n2'));
     expect(rec.calls).toEqual(['add n2', 'synced', 'update n2', 'delete n2']);
+    // the Node is kept whole: its update comes with the previous object as delivered
+    expect(rec.olds).toEqual([rec.objects[0]]);
     expect(server.requests.filter((r) => r.resource === 'v1/nodes').map((r) => r.query.fieldSelector)).toEqual(['metadata.name=n2', 'metadata.name=n2']);
   });
 
