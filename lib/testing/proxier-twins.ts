@@ -15,6 +15,7 @@ import { TrackerSource } from '../tracker/tracker-source';
 import { planServicePort } from '../plan/plan-service-port';
 import { Proxier, ProxierSettings } from '../proxier/proxier';
 import { FakeClock } from './fake-clock';
+import { procIpVsText } from './proc-ip-vs-text';
 
 export const TWIN_NODE = 'node-a';
 export const TWIN_NODE_IP = '192.0.2.1';
@@ -36,7 +37,12 @@ export const TWIN_SETTINGS: ProxierSettings = {
 };
 
 /** `schedulers`: those the IPVS twin knows (default: the kernel's). */
-export async function proxierOverTwins(settings: Partial<ProxierSettings> = {}, opts: { schedulers?: string[] } = {}) {
+/**
+ * `opts.proc`: full syncs read the table as the daemon does, from /proc/net/ip_vs (the twin's
+ * table printed as the kernel prints it, each virtual server's real servers newest first)
+ * beside the netlink service dump.
+ */
+export async function proxierOverTwins(settings: Partial<ProxierSettings> = {}, opts: { schedulers?: string[]; proc?: boolean } = {}) {
   const clock = new FakeClock();
   const ipvs = new FakeIpvs(opts.schedulers ? { schedulers: opts.schedulers } : {});
   const link = new FakeLink();
@@ -51,6 +57,7 @@ export async function proxierOverTwins(settings: Partial<ProxierSettings> = {}, 
       ipvs, link, ipsets: { ipv4: ipset }, iptables: { ipv4: iptables },
       source: new TrackerSource(services, slices),
       planner: { planServicePort },
+      ...(opts.proc ? { readProcIpVs: async () => procIpVsText((await ipvs.listAll()).map((e) => ({ ...e, dests: [...e.dests].reverse() }))) } : {}),
       clock,
       log: winston.createLogger({ silent: true }),
     },
