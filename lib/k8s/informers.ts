@@ -24,14 +24,13 @@
  */
 import {
   KubeConfig,
-  KubernetesListObject,
   KubernetesObject,
   V1EndpointSlice,
   V1Node,
   V1Service,
   Watch,
 } from '@kubernetes/client-node';
-import { listRaw } from './raw-list';
+import { LIST_PAGE_SIZE, listPaged } from './raw-list';
 import { prunedObject } from './prune';
 
 export interface ServiceHandler {
@@ -69,6 +68,8 @@ export interface InformerOptions {
   /** an informer runs for each handler given */
   readonly handlers: { readonly service?: ServiceHandler; readonly endpointSlice?: EndpointSliceHandler; readonly node?: NodeHandler };
   readonly log: InformerLog;
+  /** items per list request (default client-go's 500) */
+  readonly listPageSize?: number;
   /** restart delays (default 200 ms doubling to 30 s) */
   readonly backoff?: { readonly initialMs: number; readonly maxMs: number };
 }
@@ -83,6 +84,7 @@ export const PROXY_LABEL_SELECTOR = '!service.kubernetes.io/service-proxy-name,!
 
 export function startInformers(kc: KubeConfig, options: InformerOptions): RunningInformers {
   const backoff = options.backoff ?? { initialMs: 200, maxMs: 30_000 };
+  const pageSize = options.listPageSize ?? LIST_PAGE_SIZE;
   const running: { start(): void; stop(): Promise<void> }[] = [];
   const { service, endpointSlice, node } = options.handlers;
   if (service) {
@@ -91,7 +93,7 @@ export function startInformers(kc: KubeConfig, options: InformerOptions): Runnin
         resource: 'services',
         path: '/api/v1/services',
         labelSelector: PROXY_LABEL_SELECTOR,
-        list: () => listRaw<V1Service>(kc, '/api/v1/services', { labelSelector: PROXY_LABEL_SELECTOR }),
+        list: (onPage, onRestart) => listPaged<V1Service>(kc, '/api/v1/services', { labelSelector: PROXY_LABEL_SELECTOR }, onPage, onRestart, pageSize),
         onAdd: (o) => service.onServiceAdd(o),
         onUpdate: (a, b) => service.onServiceUpdate(a, b),
         onDelete: (o) => service.onServiceDelete(o),
@@ -106,7 +108,7 @@ export function startInformers(kc: KubeConfig, options: InformerOptions): Runnin
         resource: 'endpointslices',
         path: '/apis/discovery.k8s.io/v1/endpointslices',
         labelSelector: PROXY_LABEL_SELECTOR,
-        list: () => listRaw<V1EndpointSlice>(kc, '/apis/discovery.k8s.io/v1/endpointslices', { labelSelector: PROXY_LABEL_SELECTOR }),
+        list: (onPage, onRestart) => listPaged<V1EndpointSlice>(kc, '/apis/discovery.k8s.io/v1/endpointslices', { labelSelector: PROXY_LABEL_SELECTOR }, onPage, onRestart, pageSize),
         onAdd: (o) => endpointSlice.onEndpointSliceAdd(o),
         onUpdate: (a, b) => endpointSlice.onEndpointSliceUpdate(a, b),
         onDelete: (o) => endpointSlice.onEndpointSliceDelete(o),
@@ -122,7 +124,7 @@ export function startInformers(kc: KubeConfig, options: InformerOptions): Runnin
         resource: 'nodes',
         path: '/api/v1/nodes',
         fieldSelector,
-        list: () => listRaw<V1Node>(kc, '/api/v1/nodes', { fieldSelector }),
+        list: (onPage, onRestart) => listPaged<V1Node>(kc, '/api/v1/nodes', { fieldSelector }, onPage, onRestart, pageSize),
         onAdd: (o) => node.onNodeAdd(o),
         onUpdate: (a, b) => node.onNodeUpdate(a, b),
         onDelete: (o) => node.onNodeDelete(o),
@@ -144,7 +146,8 @@ interface InformerSpec<T extends KubernetesObject> {
   readonly path: string;
   readonly labelSelector?: string;
   readonly fieldSelector?: string;
-  readonly list: () => Promise<KubernetesListObject<T>>;
+  /** lists in pages to `onPage`; `onRestart`: the pages so far are superseded; resolves to the resourceVersion */
+  readonly list: (onPage: (items: T[]) => void, onRestart: () => void) => Promise<string>;
   readonly onAdd: (obj: T) => void;
   readonly onUpdate: (old: T, cur: T) => void;
   readonly onDelete: (obj: T) => void;
@@ -227,17 +230,29 @@ class ResilientInformer<T extends KubernetesObject> {
     const generation = ++this.generation;
     const current = () => generation === this.generation && !this.stopped;
     if (this.resourceVersion === '') {
-      let list: KubernetesListObject<T>;
+      let present = new Set<string>();
+      let version: string;
       try {
-        list = await this.spec.list();
+        version = await this.spec.list(
+          (items) => {
+            if (!current()) return;
+            for (const item of items) {
+              const obj = prunedObject(item);
+              present.add(keyOf(obj));
+              this.upsert(obj, true);
+            }
+          },
+          () => (present = new Set()),
+        );
       } catch (e) {
         if (current()) this.failed(e);
         return;
       }
       if (!current()) return;
       this.resetBackoff();
-      this.deliverList(list.items.map(prunedObject));
-      this.resourceVersion = list.metadata?.resourceVersion ?? '';
+      // what the complete list lacks is gone
+      for (const [key, old] of [...this.known]) if (!present.has(key)) this.deleted(old);
+      this.resourceVersion = version;
       if (!this.synced) {
         this.synced = true;
         this.call('synced', undefined, () => this.spec.onSynced());
@@ -258,16 +273,6 @@ class ResilientInformer<T extends KubernetesObject> {
     );
     if (current()) this.controller = controller;
     else controller.abort();
-  }
-
-  /** A (re)list: every item as an add or update, and what is missing from it as deletes. */
-  private deliverList(items: readonly T[]): void {
-    const present = new Set<string>();
-    for (const obj of items) {
-      present.add(keyOf(obj));
-      this.upsert(obj, true);
-    }
-    for (const [key, old] of [...this.known]) if (!present.has(key)) this.deleted(old);
   }
 
   private event(phase: string, obj: T): void {

@@ -12,7 +12,13 @@ import { ApiException, HttpMethod, KubeConfig, KubernetesListObject, KubernetesO
 export interface ListQuery {
   readonly labelSelector?: string;
   readonly fieldSelector?: string;
+  /** at most this many items; the answer's metadata.continue asks for the rest */
+  readonly limit?: number;
+  readonly continue?: string;
 }
+
+/** client-go's list page size (tools/pager). */
+export const LIST_PAGE_SIZE = 500;
 
 /** GET `path` (e.g. /api/v1/services) with the query; throws ApiException (code = HTTP status) unless 200. */
 export async function listRaw<T extends KubernetesObject>(kc: KubeConfig, path: string, query: ListQuery = {}): Promise<KubernetesListObject<T>> {
@@ -21,6 +27,8 @@ export async function listRaw<T extends KubernetesObject>(kc: KubeConfig, path: 
   const url = new URL(cluster.server + path);
   if (query.labelSelector) url.searchParams.set('labelSelector', query.labelSelector);
   if (query.fieldSelector) url.searchParams.set('fieldSelector', query.fieldSelector);
+  if (query.limit) url.searchParams.set('limit', String(query.limit));
+  if (query.continue) url.searchParams.set('continue', query.continue);
   const ctx = new RequestContext(url.toString(), HttpMethod.GET);
   await kc.applySecurityAuthentication(ctx);
   const res = await fetch(url, { method: 'GET', headers: ctx.getHeaders(), dispatcher: ctx.getDispatcher() });
@@ -31,6 +39,42 @@ export async function listRaw<T extends KubernetesObject>(kc: KubeConfig, path: 
   const list = JSON.parse(body) as KubernetesListObject<T>;
   if (!Array.isArray(list.items)) throw new ApiException(res.status, `list ${path}: the response has no items array`, body, {});
   return list;
+}
+
+/**
+ * A list in pages of `pageSize`, as client-go's pager lists: each page's items go to `onPage`
+ * as they arrive, so no more than a page of objects is held as text and JSON at once (at
+ * 10,000 EndpointSlices the single answer was a 12 MB string and its parse). Every page reads
+ * the first one's snapshot; its resourceVersion is returned. A continue token that expired
+ * meanwhile (410) falls back to one unpaged list, after `onRestart()` (client-go's
+ * FullListIfExpired): what the pages delivered so far may be out of date.
+ */
+export async function listPaged<T extends KubernetesObject>(
+  kc: KubeConfig,
+  path: string,
+  query: ListQuery,
+  onPage: (items: T[]) => void,
+  onRestart: () => void,
+  pageSize = LIST_PAGE_SIZE,
+): Promise<string> {
+  let token = '';
+  let resourceVersion = '';
+  for (;;) {
+    let page: KubernetesListObject<T>;
+    try {
+      page = await listRaw<T>(kc, path, { ...query, limit: pageSize, continue: token || undefined });
+    } catch (e) {
+      if (token === '' || !(e instanceof ApiException) || e.code !== 410) throw e;
+      onRestart();
+      const all = await listRaw<T>(kc, path, query);
+      onPage(all.items);
+      return all.metadata?.resourceVersion ?? '';
+    }
+    if (token === '') resourceVersion = page.metadata?.resourceVersion ?? '';
+    onPage(page.items);
+    token = (page.metadata as { continue?: string } | undefined)?.continue ?? '';
+    if (token === '') return resourceVersion;
+  }
 }
 
 /** The message of a Kubernetes Status body, else the body's start. */

@@ -12,6 +12,9 @@
  *   a version older than the retained history gets HTTP 200, one ERROR event with a Status
  *   `{code: 410, reason: Expired}`, then the stream ends; a version newer than the current
  *   one gets 504 "Too large resource version" (the real server waits ~3 s first);
+ * - `limit` pages a list: each page's metadata.continue names the rest of the same snapshot
+ *   (one resourceVersion for every page); a token past expireListContinuations() gets 410
+ *   Expired, as after etcd compaction;
  * - label and field selectors (lib/testing/selectors.ts); an update that moves an object
  *   into or out of a watcher's selector reaches that watcher as ADDED or DELETED (the
  *   DELETED carries the previous object with the new resourceVersion), as the watch cache does;
@@ -230,6 +233,10 @@ export class FakeApiServer {
   readonly requests: FakeRequest[] = [];
   private readonly objects = new Map<FakeResource, Map<string, Stored>>();
   private history: Change[] = [];
+  /** called with each list request's query before it is answered (tests: a write between pages) */
+  beforeList: ((query: Record<string, string>) => void) | undefined;
+  /** paged lists in progress: the snapshot each continue token reads on from */
+  private listSnapshots = new Map<string, { readonly rv: number; readonly items: readonly string[] }>();
   private rv = 1;
   /** watches from a version below this get 410 */
   private floor = 1;
@@ -312,6 +319,11 @@ export class FakeApiServer {
   /** Destroys every open watch connection (the client sees the stream break). */
   dropWatches(): void {
     for (const w of [...this.watchers]) w.destroy();
+  }
+
+  /** Expires every continue token handed out: continuing a paged list gets 410 Expired. */
+  expireListContinuations(): void {
+    this.listSnapshots.clear();
   }
 
   /** Ends every open watch stream cleanly, as the API server does at a watch's timeout. */
@@ -596,15 +608,39 @@ export class FakeApiServer {
   }
 
   private listHttp(r: FakeResource, ns: string | undefined, query: Record<string, string>, res: http.ServerResponse): void {
-    const labels = compileLabelSelector(query.labelSelector);
-    const fields = compileFieldSelector(query.fieldSelector);
-    const items: string[] = [];
-    for (const s of this.objects.get(r)!.values()) {
-      if (ns !== undefined && s.obj.metadata.namespace !== ns) continue;
-      if (labels(s.obj.metadata.labels) && fields(s.obj)) items.push(s.json);
+    this.beforeList?.(query);
+    const limit = query.limit === undefined || query.limit === '' ? 0 : Number(query.limit);
+    if (!Number.isSafeInteger(limit) || limit < 0) throw new FakeApiError(400, 'BadRequest', `invalid limit "${query.limit}"`);
+    let snapshot: { readonly rv: number; readonly items: readonly string[] };
+    let offset = 0;
+    const token = query.continue ?? '';
+    if (token !== '') {
+      const [id, at] = token.split(':');
+      const found = this.listSnapshots.get(id ?? '');
+      if (!found) throw new FakeApiError(410, 'Expired', 'The provided continue parameter is too old to display a consistent list result. You can start a new list without the continue parameter.');
+      snapshot = found;
+      offset = Number(at);
+    } else {
+      const labels = compileLabelSelector(query.labelSelector);
+      const fields = compileFieldSelector(query.fieldSelector);
+      const items: string[] = [];
+      for (const s of this.objects.get(r)!.values()) {
+        if (ns !== undefined && s.obj.metadata.namespace !== ns) continue;
+        if (labels(s.obj.metadata.labels) && fields(s.obj)) items.push(s.json);
+      }
+      snapshot = { rv: this.rv, items };
     }
-    const head = `{"kind":"${r.kind}List","apiVersion":"${apiVersionOf(r)}","metadata":{"resourceVersion":"${this.rv}"},"items":[`;
-    sendRaw(res, 200, head + items.join(',') + ']}');
+    const end = limit > 0 ? Math.min(offset + limit, snapshot.items.length) : snapshot.items.length;
+    let next = '';
+    if (end < snapshot.items.length) {
+      const id = token === '' ? randomUUID() : token.split(':')[0]!;
+      this.listSnapshots.set(id, snapshot);
+      next = `,"continue":"${id}:${end}","remainingItemCount":${snapshot.items.length - end}`;
+    } else if (token !== '') {
+      this.listSnapshots.delete(token.split(':')[0]!);
+    }
+    const head = `{"kind":"${r.kind}List","apiVersion":"${apiVersionOf(r)}","metadata":{"resourceVersion":"${snapshot.rv}"${next}},"items":[`;
+    sendRaw(res, 200, head + snapshot.items.slice(offset, end).join(',') + ']}');
   }
 
   private watchHttp(r: FakeResource, ns: string | undefined, query: Record<string, string>, res: http.ServerResponse): void {

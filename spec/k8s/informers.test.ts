@@ -70,9 +70,9 @@ describe('startInformers', () => {
     await server.close();
   });
 
-  function start(handlers: Parameters<typeof startInformers>[1]['handlers'], nodeName = 'node-a', initialMs = 10): Recorder {
+  function start(handlers: Parameters<typeof startInformers>[1]['handlers'], nodeName = 'node-a', initialMs = 10, listPageSize?: number): Recorder {
     const kc = loadKubeConfig({ master: server.url });
-    running.push(startInformers(kc, { nodeName, handlers, log, backoff: { initialMs, maxMs: 100 } }));
+    running.push(startInformers(kc, { nodeName, handlers, log, backoff: { initialMs, maxMs: 100 }, ...(listPageSize ? { listPageSize } : {}) }));
     return handlers.service as Recorder;
   }
   const count = (verb: string, resource = 'v1/services') => server.requests.filter((r) => r.verb === verb && r.resource === resource).length;
@@ -162,6 +162,29 @@ describe('startInformers', () => {
     expect(count('list')).toBe(1);
     expect(rec.calls).toEqual(['add demo/s1', 'synced', 'update demo/s1 ->10.96.0.11', 'add demo/s2']);
     expect(log.lines).toEqual([]);
+  });
+
+  it('lists in pages; a relist whose continue token expires lists once more unpaged and still reports what vanished', async () => {
+    for (const n of ['s1', 's2', 's3', 's4', 's5']) server.create(service(n));
+    const rec = start({ service: new Recorder() }, 'node-a', 10, 2);
+    await waitFor('the watch', () => rec.has('synced') && server.openWatches === 1);
+    expect(rec.calls).toEqual(['add demo/s1', 'add demo/s2', 'add demo/s3', 'add demo/s4', 'add demo/s5', 'synced']);
+    expect(server.requests.filter((r) => r.verb === 'list').map((r) => r.query.limit)).toEqual(['2', '2', '2']);
+    // a relist (the watch's version compacted away) whose token expires after its first page,
+    // s1 (on that page) deleted meanwhile: the unpaged list lacks it, so it is reported gone
+    server.dropWatches();
+    server.delete(svcRef('s5'));
+    server.compact();
+    server.beforeList = (q) => {
+      if (!q.continue) return;
+      server.beforeList = undefined;
+      server.delete(svcRef('s1'));
+      server.expireListContinuations();
+    };
+    await waitFor('the relist to be delivered', () => rec.has('delete demo/s5') && rec.has('delete demo/s1'));
+    expect(rec.calls.slice(6).sort()).toEqual(['delete demo/s1', 'delete demo/s5']);
+    expect(server.requests.filter((r) => r.verb === 'list').map((r) => `${r.query.limit ?? ''}${r.query.continue ? '+' : ''}`)).toEqual(['2', '2+', '2+', '2', '2+', '']);
+    expect(rec.calls.filter((c) => c === 'synced')).toHaveLength(1);
   });
 
   it('after compaction and a drop, relists on 410 and reports objects deleted meanwhile as deletes', async () => {

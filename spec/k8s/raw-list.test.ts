@@ -5,7 +5,7 @@
  */
 import { ApiException } from '@kubernetes/client-node';
 import type { V1Service } from '@kubernetes/client-node';
-import { listRaw } from '../../lib/k8s/raw-list';
+import { listPaged, listRaw } from '../../lib/k8s/raw-list';
 import { loadKubeConfig } from '../../lib/k8s/kubeconfig';
 import { FakeApiServer, FakeObject } from '../../lib/testing/fake-apiserver';
 
@@ -42,5 +42,45 @@ describe('listRaw', () => {
     expect(err).toBeInstanceOf(ApiException);
     expect((err as ApiException<string>).code).toBe(400);
     expect((err as Error).message).toContain('list /api/v1/services: HTTP 400: field label not supported: spec.nonsense');
+  });
+});
+
+describe('listPaged', () => {
+  let server: FakeApiServer;
+  beforeEach(async () => {
+    server = new FakeApiServer();
+    await server.listen();
+  });
+  afterEach(() => server.close());
+  const lists = () => server.requests.filter((r) => r.verb === 'list').map((r) => `limit=${r.query.limit ?? ''} continue=${r.query.continue ? 'yes' : 'no'}`);
+
+  it('lists page by page from one snapshot: a write between pages is not seen, the first page\'s version is returned', async () => {
+    for (const n of ['a', 'b', 'c', 'd', 'e']) server.create(svc(n));
+    const kc = loadKubeConfig({ master: server.url });
+    const version = server.resourceVersion;
+    const pages: string[][] = [];
+    const rv = await listPaged<V1Service>(kc, '/api/v1/services', {}, (items) => {
+      pages.push(items.map((s) => s.metadata!.name!));
+      if (pages.length === 1) server.delete({ apiVersion: 'v1', kind: 'Service', namespace: 'demo', name: 'e' });
+    }, () => pages.push(['restart']), 2);
+    expect(pages).toEqual([['a', 'b'], ['c', 'd'], ['e']]);
+    expect(rv).toBe(version);
+    expect(lists()).toEqual(['limit=2 continue=no', 'limit=2 continue=yes', 'limit=2 continue=yes']);
+  });
+
+  it('an expired continue token falls back to one unpaged list, after onRestart', async () => {
+    for (const n of ['a', 'b', 'c']) server.create(svc(n));
+    const kc = loadKubeConfig({ master: server.url });
+    const pages: string[][] = [];
+    const rv = await listPaged<V1Service>(kc, '/api/v1/services', {}, (items) => {
+      pages.push(items.map((s) => s.metadata!.name!));
+      if (pages.length === 1) {
+        server.delete({ apiVersion: 'v1', kind: 'Service', namespace: 'demo', name: 'a' });
+        server.expireListContinuations();
+      }
+    }, () => pages.push(['restart']), 2);
+    expect(pages).toEqual([['a', 'b'], ['restart'], ['b', 'c']]);
+    expect(rv).toBe(server.resourceVersion);
+    expect(lists()).toEqual(['limit=2 continue=no', 'limit=2 continue=yes', 'limit= continue=no']);
   });
 });
