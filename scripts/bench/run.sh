@@ -10,7 +10,7 @@ set -euo pipefail
 cd "$(dirname "$0")/../.."
 SERVICES=${BENCH_SERVICES:-10000}
 DESTS=${BENCH_DESTS:-10}
-SIDES=${BENCH_SIDES:-ipvsadm ours cli}
+SIDES=${BENCH_SIDES-ipvsadm ours cli}
 # moby/ipvs's cold load (Go, kube-proxy's library; built here offline from Debian's packages):
 # the peer of the cli side's -R and of the daemon's cold start
 PEER=dist/scripts/bench/peer/moby-ipvs-load
@@ -27,7 +27,8 @@ for side in $SIDES; do
   BENCH_OUT=$OUT/results.jsonl bash scripts/vm/run.sh -t 1800 -w "$OUT" -- \
     env BENCH_OUT="$OUT/results.jsonl" node_modules/.bin/node dist/scripts/bench/ipvs-bench.js "$side" "$SERVICES" "$DESTS" >&2
 done
-node_modules/.bin/node dist/scripts/bench/report.js "$OUT/results.jsonl"
+# (BENCH_SIDES= runs none: the daemon scenarios alone)
+if [ -s "$OUT/results.jsonl" ]; then node_modules/.bin/node dist/scripts/bench/report.js "$OUT/results.jsonl"; fi
 rm -rf "$OUT"
 # the daemon scenarios per size (BENCH_DAEMON_SIZES), each size in a fresh boot:
 # cold start, adopt, full check, single changes, rolling update, churn (BENCH_CHURN_RATE/s for
