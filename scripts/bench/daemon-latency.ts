@@ -40,6 +40,8 @@ const PEER_RUNS = Number(process.env.BENCH_PEER_RUNS ?? 5);
 const CHECKS = Math.max(1, Number(process.env.BENCH_CHECKS ?? 3));
 /** "cold": stop after the cold start (for profiling it: BENCH_DAEMON_NODE_OPTIONS="--cpu-prof --cpu-prof-dir=DIR") */
 const ONLY = process.env.BENCH_ONLY ?? '';
+/** idle seconds after the cold start before memory is read again */
+const SETTLE_SECONDS = Number(process.env.BENCH_SETTLE_SECONDS ?? 30);
 const DAEMON_ENV: NodeJS.ProcessEnv = process.env.BENCH_DAEMON_NODE_OPTIONS ? { NODE_OPTIONS: process.env.BENCH_DAEMON_NODE_OPTIONS } : {};
 const PORT = 16444;
 const METRICS = 'http://127.0.0.1:10259/metrics';
@@ -126,9 +128,14 @@ async function main(): Promise<void> {
   let daemon = cold.daemon;
   const m0 = await scrape(METRICS);
   const coldFailure = failureOf(daemon, cold.first);
-  record('cold start', { seconds: cold.seconds, ...syncFigures(cold.first), rss: rssBytes(daemon.child.pid!), heap: metric(m0, 'nodejs_heap_size_used_bytes'), ...(coldFailure ? { failed: coldFailure } : {}) });
+  record('cold start', { seconds: cold.seconds, ...syncFigures(cold.first), rss: rssBytes(daemon.child.pid!), heap: metric(m0, 'nodejs_heap_size_used_bytes'), heapTotal: metric(m0, 'nodejs_heap_size_total_bytes'), ...(coldFailure ? { failed: coldFailure } : {}) });
   // a failed sync is retried as a full one; the figures below would measure the retries
   if (coldFailure) throw new Error(`the cold-start sync failed: ${coldFailure}`);
+  // the same process idle for a while: what an operator's `kubectl top` sees between syncs
+  // (the figures above include the cold start's garbage, not yet collected)
+  await sleep(SETTLE_SECONDS * 1000);
+  const m1 = await scrape(METRICS);
+  record('settled', { afterSeconds: SETTLE_SECONDS, rss: rssBytes(daemon.child.pid!), heap: metric(m1, 'nodejs_heap_size_used_bytes'), heapTotal: metric(m1, 'nodejs_heap_size_total_bytes') });
   if (ONLY === 'cold') {
     await daemon.kill('SIGTERM');
     await server.close();

@@ -110,12 +110,16 @@ table(
 );
 
 table(
-  'memory of the daemon process: VmRSS and JS heap used (nodejs_heap_size_used_bytes) after the cold start and after the churn',
-  ['services x endpoints', 'RSS after start', 'heap after start', 'RSS after churn', 'heap after churn', 'RSS after adopt'],
+  'memory of the daemon process: VmRSS and JS heap used (nodejs_heap_size_used_bytes) right after the cold start, after it idle for a while (settled), and after the churn',
+  ['services x endpoints', 'RSS after start', 'heap after start', 'settled after', 'RSS settled', 'heap settled', 'RSS after churn', 'heap after churn', 'RSS after adopt'],
   sizes.map((size) => {
     const c = of(size, 'cold start');
+    const st = of(size, 'settled');
     const ch = of(size, 'churn');
     const a = of(size, 'adopt');
-    return [size, mb(num(c, 'rss')), mb(num(c, 'heap')), mb(num(ch, 'rssEnd')), mb(num(ch, 'heapEnd')), mb(num(a, 'rss'))];
+    return [
+      size, mb(num(c, 'rss')), mb(num(c, 'heap')), s(num(st, 'afterSeconds')), mb(num(st, 'rss')), mb(num(st, 'heap')),
+      mb(num(ch, 'rssEnd')), mb(num(ch, 'heapEnd')), mb(num(a, 'rss')),
+    ];
   }),
 );
