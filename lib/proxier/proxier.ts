@@ -161,13 +161,13 @@ export interface SyncResult {
 
 /** The phases of one sync, in order (kube-proxy logs no such split; it is the profile an operator needs at scale). */
 export type SyncPhase =
-  | 'node' | 'plan' | 'ipvsRead' | 'ipvsWrite' | 'addresses' | 'ipsetsWait' | 'iptables' | 'healthCheck' | 'draining' | 'conntrack';
+  | 'node' | 'plan' | 'ipvsRead' | 'ipvsWrite' | 'addresses' | 'netfilterWait' | 'healthCheck' | 'draining' | 'conntrack';
 /**
- * Every phase but `ipsets` is a lap of the sync: those add up to its duration. `ipsets` is the
- * ipset sync's own time, which runs beside ipvsWrite and addresses; `ipsetsWait` is what the
- * sync waited for it after them.
+ * Every SyncPhase is a lap of the sync: those add up to its duration. `ipsets` and `iptables`
+ * are the netfilter syncs' own times (the ipsets, then iptables), which run beside ipvsRead,
+ * ipvsWrite and addresses; `netfilterWait` is what the sync waited for them after those.
  */
-export type SyncPhases = Partial<Record<SyncPhase | 'ipsets', number>>;
+export type SyncPhases = Partial<Record<SyncPhase | 'ipsets' | 'iptables', number>>;
 
 const DEFAULT_DRAIN_TIMEOUT_MS = 10 * 60_000;
 const DEFAULT_DRAIN_CHECK_MS = 15_000;
@@ -385,65 +385,59 @@ export class Proxier {
       const desired = (k: string) => this.index.virtualServer(k);
       lap('plan');
 
-      // 1. IPVS: the smallest set of ops
-      let ops: IpvsOp[];
-      if (full) {
-        const dump = await this.readTable(counts);
-        lap('ipvsRead');
-        const desiredVs = this.index.virtualServers();
-        const observed = tableFromDump(dump, desiredVs);
-        const bound = this.boundApplied;
-        const owned = (e: TableEntry) => this.ownsVirtualServer(e, bound, desiredVs);
-        ops = diffIpvsTable(observed, desiredVs, owned);
-        if (ops.length > 0 && this.lastFullSyncAt > -Infinity) {
-          // drift: what the kernel needs beyond what the tracked state says it needs (a
-          // config change re-plans everything; those ops are not drift)
-          const expected = new Set(diffIpvsTable(this.applied, desiredVs, owned).map(opKey));
-          const driftOps = ops.filter((o) => !expected.has(opKey(o)));
-          if (driftOps.length > 0) {
-            this.totals.driftRepairs++;
-            drift = true;
-            this.deps.log.warn(`full sync: the kernel differed from what kube-ipvs applied; ${driftOps.length} IPVS changes repair it`, {
-              ops: driftOps.length,
-              first: driftOps.slice(0, 5).map(opKey),
-            });
-          }
-        }
-        this.applied = observed;
-        this.adoptDraining(desired);
-      } else {
-        ops = [];
-        for (const k of touched) ops.push(...diffVirtualServer(this.applied.get(k), desired(k)));
-      }
-      lap('plan');
-      // 1b. the ipsets (one `ipset restore` process at most) start now and run beside the IPVS
-      // writes and the binds, which do not depend on them; iptables, whose rules name the
-      // sets, waits for them
-      const ipsetsDone = this.syncIpsets(full, counts, phasesMs);
-      let ipsetsFailure: { error: unknown } | undefined;
+      // 1. the ipsets, then iptables, whose rules name the sets (one `ipset restore` and one
+      // `iptables-restore` per family at most, processes of their own): they depend on the plan
+      // alone, so they start now and run beside the IPVS read, the IPVS writes and the binds
+      // (ownership below reads the sets as observeNode found them, not as this sync leaves them)
+      const netfilterDone = this.syncNetfilter(full, counts, phasesMs);
+      let netfilterFailure: { error: unknown } | undefined;
       try {
+        // 2. IPVS: the smallest set of ops
+        let ops: IpvsOp[];
+        if (full) {
+          const dump = await this.readTable(counts);
+          lap('ipvsRead');
+          const desiredVs = this.index.virtualServers();
+          const observed = tableFromDump(dump, desiredVs);
+          const bound = this.boundApplied;
+          const owned = (e: TableEntry) => this.ownsVirtualServer(e, bound, desiredVs);
+          ops = diffIpvsTable(observed, desiredVs, owned);
+          if (ops.length > 0 && this.lastFullSyncAt > -Infinity) {
+            // drift: what the kernel needs beyond what the tracked state says it needs (a
+            // config change re-plans everything; those ops are not drift)
+            const expected = new Set(diffIpvsTable(this.applied, desiredVs, owned).map(opKey));
+            const driftOps = ops.filter((o) => !expected.has(opKey(o)));
+            if (driftOps.length > 0) {
+              this.totals.driftRepairs++;
+              drift = true;
+              this.deps.log.warn(`full sync: the kernel differed from what kube-ipvs applied; ${driftOps.length} IPVS changes repair it`, {
+                ops: driftOps.length,
+                first: driftOps.slice(0, 5).map(opKey),
+              });
+            }
+          }
+          this.applied = observed;
+          this.adoptDraining(desired);
+        } else {
+          ops = [];
+          for (const k of touched) ops.push(...diffVirtualServer(this.applied.get(k), desired(k)));
+        }
+        lap('plan');
         await this.runIpvs(ops, desired, counts);
         lap('ipvsWrite');
         // a retried Service that went through (or went away) needs no more retries
         for (const svc of dueRetries) if (!this.failedThisSync.has(svc)) this.retries.delete(svc);
 
-        // 2. addresses on kube-ipvs0 (after the virtual servers exist, as kube-proxy binds)
+        // 3. addresses on kube-ipvs0 (after the virtual servers exist, as kube-proxy binds)
         // (a partial sync that changed no VIP skips the O(all VIPs) comparison)
         if (this.index.takeAddressesChanged() || full) await this.syncBoundAddresses(this.index.boundAddresses(), counts);
         lap('addresses');
       } finally {
-        // even when the IPVS writes failed: no restore may run on into the next sync
-        ipsetsFailure = await ipsetsDone;
-        lap('ipsetsWait');
+        // even when the IPVS read or writes failed: no restore may run on into the next sync
+        netfilterFailure = await netfilterDone;
+        lap('netfilterWait');
       }
-      if (ipsetsFailure) throw ipsetsFailure.error;
-
-      // 3. iptables, one restore per family at most
-      for (const family of this.settings.families) {
-        const ipt = this.deps.iptables[family];
-        if (ipt) counts.execs += (await ipt.sync(this.index.iptables(family, this.iptablesOptions(family)), { verify: full })).execs;
-        lap('iptables');
-      }
+      if (netfilterFailure) throw netfilterFailure.error;
 
       // 4. the HealthCheckNodePort servers (whole maps each time: a port that could not be
       // opened is retried; kube-proxy feeds them after the rules are applied, as here)
@@ -505,12 +499,15 @@ export class Proxier {
   }
 
   /**
-   * The families' ipsets, one sync after another (they may share one Ipset). Resolves, never
-   * rejects: with the failure, if one happened. Sets phasesMs.ipsets to its own duration, which
-   * overlaps the IPVS writes and the binds.
+   * The families' ipsets, one sync after another (they may share one Ipset), then their
+   * iptables; no iptables after a failed ipset sync. Resolves, never rejects: with the failure,
+   * if one happened. Sets phasesMs.ipsets and phasesMs.iptables to their own durations, which
+   * overlap the IPVS read, the IPVS writes and the binds.
    */
-  private async syncIpsets(full: boolean, counts: { execs: number }, phasesMs: SyncPhases): Promise<{ error: unknown } | undefined> {
-    const start = this.deps.clock.now();
+  private async syncNetfilter(full: boolean, counts: { execs: number }, phasesMs: SyncPhases): Promise<{ error: unknown } | undefined> {
+    const clock = this.deps.clock;
+    let start = clock.now();
+    let phase: 'ipsets' | 'iptables' = 'ipsets';
     try {
       for (const family of this.settings.families) {
         const ipset = this.deps.ipsets[family];
@@ -518,11 +515,18 @@ export class Proxier {
         const membersChanged = this.index.takeIpsetsChanged(family);
         if (ipset && (full || membersChanged)) counts.execs += (await ipset.sync(this.index.ipsets(family))).execs;
       }
+      phasesMs.ipsets = clock.now() - start;
+      start = clock.now();
+      phase = 'iptables';
+      for (const family of this.settings.families) {
+        const ipt = this.deps.iptables[family];
+        if (ipt) counts.execs += (await ipt.sync(this.index.iptables(family, this.iptablesOptions(family)), { verify: full })).execs;
+      }
+      phasesMs.iptables = clock.now() - start;
       return undefined;
     } catch (error) {
+      phasesMs[phase] = clock.now() - start;
       return { error };
-    } finally {
-      phasesMs.ipsets = this.deps.clock.now() - start;
     }
   }
 

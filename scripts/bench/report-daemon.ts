@@ -87,8 +87,9 @@ table(
   }),
 );
 
-// ipsets runs beside ipvsWrite and addresses (its own time); ipsetsWait is what the sync then waited for it
-const PHASES = ['node', 'plan', 'ipvsRead', 'ipvsWrite', 'addresses', 'ipsets', 'ipsetsWait', 'iptables', 'healthCheck', 'draining', 'conntrack'];
+// ipsets then iptables run beside ipvsRead, ipvsWrite and addresses (their own times); netfilterWait is
+// what the sync then waited for them
+const PHASES = ['node', 'plan', 'ipvsRead', 'ipvsWrite', 'addresses', 'ipsets', 'iptables', 'netfilterWait', 'healthCheck', 'draining', 'conntrack'];
 table(
   'where the cold-start sync and the no-change full check spend their time (the daemon\'s SyncResult.phasesMs, logged with every sync)',
   ['services x endpoints', 'sync', ...PHASES],

@@ -53,24 +53,38 @@ async function begin(t: Twins): Promise<void> {
   await t.clock.advance(0);
 }
 
-/** The laps: every phase but `ipsets`, the ipset sync's own time, which overlaps others. */
-const laps = (r: SyncResult) => Object.entries(r.phasesMs).reduce((a, [k, v]) => (k === 'ipsets' ? a : a + (v ?? 0)), 0);
+/** The laps: every phase but `ipsets` and `iptables`, the netfilter syncs' own times, which overlap others. */
+const laps = (r: SyncResult) => Object.entries(r.phasesMs).reduce((a, [k, v]) => (k === 'ipsets' || k === 'iptables' ? a : a + (v ?? 0)), 0);
 
 describe('SyncResult.phasesMs', () => {
-  it('a full sync charges each surface its own time; the ipset restore runs beside the IPVS writes and binds', async () => {
+  it('a full sync charges each surface its own time; the ipset and iptables restores run beside the IPVS writes and binds', async () => {
     const t = await slowTwins();
     t.add(web, webSlice('10.244.1.2'));
     await begin(t);
     await t.settle(100);
     const r = t.proxier.lastResult!;
     expect(r.full).toBe(true);
-    // IPVS 0-7 ms, binds 7-10 ms, ipsets 0-11 ms: the sync waited 1 ms for them, then iptables 13 ms
-    expect(r.phasesMs).toMatchObject({ ipvsWrite: 7, addresses: 3, ipsets: 11, ipsetsWait: 1, iptables: 13 });
+    // IPVS 0-7 ms, binds 7-10 ms; ipsets 0-11 ms, then iptables 11-24 ms: the sync waited 14 ms for them
+    expect(r.phasesMs).toMatchObject({ ipvsWrite: 7, addresses: 3, ipsets: 11, iptables: 13, netfilterWait: 14 });
     expect(Object.keys(r.phasesMs).sort()).toEqual(
-      ['addresses', 'draining', 'healthCheck', 'ipsets', 'ipsetsWait', 'iptables', 'ipvsRead', 'ipvsWrite', 'node', 'plan'],
+      ['addresses', 'draining', 'healthCheck', 'ipsets', 'iptables', 'ipvsRead', 'ipvsWrite', 'netfilterWait', 'node', 'plan'],
     );
     expect(laps(r)).toBe(r.durationMs);
     expect(r.durationMs).toBe(24);
+  });
+
+  it('the netfilter restores run beside the IPVS read of a full sync too', async () => {
+    const t = await slowTwins();
+    // an IPVS read of 30 ms: the ipsets (0-11 ms) and iptables (11-24 ms) are done before it is
+    around(t.ipvs, 'listAll', () => new Promise<void>((resolve) => t.clock.setTimer(resolve, 30)));
+    t.add(web, webSlice('10.244.1.2'));
+    await begin(t);
+    await t.settle(100);
+    const r = t.proxier.lastResult!;
+    expect(r.full).toBe(true);
+    expect(r.phasesMs).toMatchObject({ ipvsRead: 30, ipsets: 11, iptables: 13, ipvsWrite: 7, addresses: 3, netfilterWait: 0 });
+    expect(laps(r)).toBe(r.durationMs);
+    expect(r.durationMs).toBe(40);
   });
 
   it('a partial sync has no node or IPVS-read phase; one endpoint added costs only the IPVS write', async () => {
@@ -88,12 +102,12 @@ describe('SyncResult.phasesMs', () => {
     expect(r.phasesMs.ipvsRead).toBeUndefined();
     expect(r.phasesMs.ipvsWrite).toBe(7);
     // the endpoint is remote: no member of any set changes, no VIP is bound, iptables text is the same
-    expect(r.phasesMs).toMatchObject({ addresses: 0, ipsets: 0, ipsetsWait: 0, iptables: 0 });
+    expect(r.phasesMs).toMatchObject({ addresses: 0, ipsets: 0, netfilterWait: 0, iptables: 0 });
     expect(laps(r)).toBe(r.durationMs);
   });
 });
 
-describe('the ipset restore beside the IPVS writes', () => {
+describe('the ipset and iptables restores beside the IPVS writes', () => {
   /** Holds every ipset restore until release(); records the order of the kernel calls. */
   async function heldIpsets() {
     const t = await proxierOverTwins();
@@ -135,14 +149,16 @@ describe('the ipset restore beside the IPVS writes', () => {
     expect(t.proxier.lastResult).toBeUndefined(); // still waiting for the restore
     release();
     await t.settle();
-    expect(calls).toEqual(['restore start', 'restore end']);
+    // iptables depends on the plan alone: it is restored after the ipsets all the same
+    expect(calls).toEqual(['restore start', 'restore end', 'restore']);
     expect(t.proxier.lastResult).toMatchObject({ full: true });
-    expect(t.proxier.lastResult!.phasesMs.iptables).toBeUndefined();
-    // the retry (a full sync after the backoff) programs everything
+    expect(t.proxier.lastResult!.phasesMs.ipvsWrite).toBeUndefined();
+    // the retry (a full sync after the backoff) programs the IPVS side; the sets and rules
+    // already hold what it wants
     t.ipvs.run = run;
     await t.settle(5_000);
     expect(t.proxier.lastResult).toMatchObject({ full: true, ipvsFailures: 0 });
-    expect(calls.slice(2)).toEqual(['run', 'addAddresses', 'restore']);
+    expect(calls.slice(3)).toEqual(['run', 'addAddresses']);
     expect((await t.ipvs.listAll()).map((e) => e.vs.address)).toEqual(['10.96.0.10']);
   });
 });
