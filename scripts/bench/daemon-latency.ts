@@ -195,6 +195,8 @@ async function main(): Promise<void> {
     rate: CHURN_RATE, seconds: CHURN_SECONDS, firstGen: CHANGES + 1,
   });
   record('churn', { ...churn });
+  // the daemon's own lines so far (every sync's phases), for a look at where the churn went
+  if (process.env.BENCH_DAEMON_LOG) writeFileSync(process.env.BENCH_DAEMON_LOG, daemon.text.join('\n') + '\n');
 
   // adopt: a restart against the same API state and the same kernel table
   await daemon.kill('SIGTERM');
