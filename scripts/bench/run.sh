@@ -57,6 +57,12 @@ if [ "${BENCH_NODE_NETWORKING:-1}" = 1 ]; then
   echo ">> node networking: fresh VM boot" >&2
   bash scripts/vm/run.sh -t 1800 -- node_modules/.bin/node dist/scripts/bench/node-networking.js
 fi
+# the kernel's side of churn: NEW_DEST against a growing dest trash (deleted real servers),
+# fresh boot (BENCH_DEST_TRASH=0 skips)
+if [ "${BENCH_DEST_TRASH:-1}" = 1 ]; then
+  echo ">> dest trash: fresh VM boot" >&2
+  bash scripts/vm/run.sh -t 900 -- node_modules/.bin/node dist/scripts/bench/dest-trash.js
+fi
 # retained JS heap over endpoint churn, on the host over the twins (forced GC; BENCH_RETAINED=0
 # skips): whether kube-ipvs's own state grows, apart from garbage and client-node's cache
 if [ "${BENCH_RETAINED:-1}" = 1 ]; then
