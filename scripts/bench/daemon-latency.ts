@@ -151,7 +151,9 @@ async function main(): Promise<void> {
     const from = daemon.lines.length;
     const t = Date.now();
     server.update(benchSlice(i, ENDPOINTS, n));
-    const done = await daemon.waitFor((l) => isSync(l) && (l.ipvsWrites as number) > 0, `change ${n}`, from, 600_000);
+    // the sync that re-planned the changed Service: a drain check's own sync (replanned 0)
+    // may delete drained real servers in between, and is not the change's
+    const done = await daemon.waitFor((l) => isSync(l) && (l.replanned as number) > 0 && (l.ipvsWrites as number) > 0, `change ${n}`, from, 600_000);
     const failed = failureOf(daemon, done);
     if (failed) throw new Error(`the sync that applied change ${n} failed: ${failed}`);
     latencies.push(logLineTimeMs(done) - t);
