@@ -69,6 +69,14 @@ function failureOf(daemon: LoggedProcess, done: LogLine): string | undefined {
 }
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
+/** The daemon's VmRSS and, from one scrape, its JS heap used and total and its external memory. */
+const memoryOf = (daemon: LoggedProcess, m: Awaited<ReturnType<typeof scrape>>) => ({
+  rss: rssBytes(daemon.child.pid!),
+  heap: metric(m, 'nodejs_heap_size_used_bytes'),
+  heapTotal: metric(m, 'nodejs_heap_size_total_bytes'),
+  external: metric(m, 'nodejs_external_memory_bytes'),
+});
+
 /** kube-proxy's cold load through moby/ipvs, in a fresh network namespace (its own IPVS table). */
 function peerColdLoad(gets: boolean): void {
   if (!existsSync(MOBY_IPVS)) {
@@ -128,14 +136,14 @@ async function main(): Promise<void> {
   let daemon = cold.daemon;
   const m0 = await scrape(METRICS);
   const coldFailure = failureOf(daemon, cold.first);
-  record('cold start', { seconds: cold.seconds, ...syncFigures(cold.first), rss: rssBytes(daemon.child.pid!), heap: metric(m0, 'nodejs_heap_size_used_bytes'), heapTotal: metric(m0, 'nodejs_heap_size_total_bytes'), external: metric(m0, 'nodejs_external_memory_bytes'), ...(coldFailure ? { failed: coldFailure } : {}) });
+  record('cold start', { seconds: cold.seconds, ...syncFigures(cold.first), ...memoryOf(daemon, m0), ...(coldFailure ? { failed: coldFailure } : {}) });
   // a failed sync is retried as a full one; the figures below would measure the retries
   if (coldFailure) throw new Error(`the cold-start sync failed: ${coldFailure}`);
   // the same process idle for a while: what an operator's `kubectl top` sees between syncs
   // (the figures above include the cold start's garbage, not yet collected)
   await sleep(SETTLE_SECONDS * 1000);
   const m1 = await scrape(METRICS);
-  record('settled', { afterSeconds: SETTLE_SECONDS, rss: rssBytes(daemon.child.pid!), heap: metric(m1, 'nodejs_heap_size_used_bytes'), heapTotal: metric(m1, 'nodejs_heap_size_total_bytes'), external: metric(m1, 'nodejs_external_memory_bytes') });
+  record('settled', { afterSeconds: SETTLE_SECONDS, ...memoryOf(daemon, m1) });
   if (ONLY === 'cold') {
     await daemon.kill('SIGTERM');
     await server.close();

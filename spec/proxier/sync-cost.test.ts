@@ -1,8 +1,8 @@
 // What a sync costs: where its time goes (SyncResult.phasesMs, logged with every "sync done":
 // each kernel surface's time is charged to its own phase, the laps add up to the sync's
-// duration, and the ipset sync runs beside the IPVS writes and the binds; the twins "take" time
-// on the fake clock while they run), what a one-endpoint change touches, and what the periodic
-// full sync re-plans.
+// duration, and the netfilter sync (ipsets, then iptables) runs beside the IPVS read, writes and
+// binds; the twins "take" time on the fake clock while they run), what a one-endpoint change
+// touches, and what the periodic full sync re-plans.
 import type { V1EndpointSlice, V1Service } from '@kubernetes/client-node';
 import { makeEndpointSlice, makeService, svcPort } from '../../lib/testing/builders';
 import { TWIN_SETTINGS, proxierOverTwins } from '../../lib/testing/proxier-twins';
