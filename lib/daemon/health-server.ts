@@ -1,19 +1,26 @@
 /**
  * kube-proxy's proxy health server (pkg/proxy/healthcheck/proxy_health.go) on
  * healthzBindAddress: `/healthz` and `/livez`. Unhealthy when a queued change has waited
- * longer than `timeoutMs` (2 x syncPeriod) without a sync; healthy while starting up.
- * `/healthz` also answers 503 when the node is not eligible (being deleted, or tainted
- * ToBeDeletedByClusterAutoscaler) so cloud load balancers drain it; `/livez` does not.
+ * longer than `timeoutMs` (2 x syncPeriod) without a successful sync.
+ * `/livez` is kube-proxy's: healthy while starting up, so a slow first list never gets the
+ * pod restarted by its livenessProbe.
+ * `/healthz` also answers 503 until the Services and EndpointSlices have been listed and a
+ * first full sync has applied them (a readiness probe then holds a rolling update on a node
+ * that cannot reach or authenticate to the API server, where kube-proxy's would pass), and
+ * when the node is not eligible (being deleted, or tainted ToBeDeletedByClusterAutoscaler) so
+ * cloud load balancers drain it.
  */
 import http from 'node:http';
 import { AddressInfo } from 'node:net';
 import { Clock } from '../proxier/clock';
 
 export interface HealthSource {
-  /** ms since the epoch of the last completed sync; 0 before the first */
+  /** ms since the epoch of the last successful sync; 0 before the first */
   readonly lastSyncAt: number;
   /** ms since the epoch of the oldest change queued since that sync; 0 when none */
   readonly lastQueuedAt: number;
+  /** the API objects were listed and a first full sync applied them */
+  readonly initialSyncDone: boolean;
 }
 
 export interface HealthState {
@@ -23,7 +30,7 @@ export interface HealthState {
 }
 
 /** Pure: kube-proxy's ProxyHealthServer.Health(). */
-export function proxyHealth(src: HealthSource, now: number, timeoutMs: number): HealthState {
+export function proxyHealth(src: Omit<HealthSource, 'initialSyncDone'>, now: number, timeoutMs: number): HealthState {
   const pending = src.lastQueuedAt > src.lastSyncAt;
   const healthy = !pending || now - src.lastQueuedAt <= timeoutMs;
   // lastUpdated is "now" while healthy, as kube-proxy reports it
@@ -54,7 +61,9 @@ export function createHealthServer(opts: HealthServerOptions): http.Server {
     if (path === '/healthz') {
       const eligible = opts.nodeEligible();
       body.nodeEligible = eligible;
-      ok = ok && eligible;
+      const synced = opts.source.initialSyncDone;
+      if (!synced) body.initialSync = 'pending';
+      ok = ok && eligible && synced;
     }
     const code = ok ? 200 : 503;
     opts.onRequest?.(path === '/healthz' ? 'healthz' : 'livez', code);

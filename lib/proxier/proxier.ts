@@ -230,9 +230,12 @@ export class Proxier {
   /** refusals already reported, per service (reported again only when they change) */
   private readonly reportedRefusals = new Map<string, string>();
 
-  /** timestamps for health and metrics */
+  /** timestamps for health and metrics: the last sync that went through (kube-proxy's
+   * healthz Updated()), the oldest change queued since (QueuedUpdate()) */
   lastSyncAt = 0;
   lastQueuedAt = 0;
+  /** a full sync went through after the Services and EndpointSlices were listed */
+  initialSyncDone = false;
   lastResult: SyncResult | undefined;
   /** service ports with a Local traffic policy and no local endpoint (kubeproxy_sync_proxy_rules_no_local_endpoints_total) */
   readonly noLocalEndpoints = { internal: 0, external: 0 };
@@ -263,8 +266,11 @@ export class Proxier {
 
   /** Something changed: sync as soon as the bounds allow. */
   sync(): void {
+    // as kube-proxy: a change counts as queued (for /livez) only once the informers have
+    // synced; before that a slow initial list would make /livez fail and the pod restart
+    if (!this.isInitialized()) return;
     if (!this.lastQueuedAt || this.lastQueuedAt <= this.lastSyncAt) this.lastQueuedAt = this.deps.clock.now();
-    if (this.isInitialized()) this.runner.run();
+    this.runner.run();
   }
 
   onServicesSynced(): void {
@@ -341,6 +347,7 @@ export class Proxier {
     let drift = false;
     const phasesMs: SyncPhases = {};
     let mark = start;
+    let succeeded = false;
     /** charges the time since the last lap to `phase` */
     const lap = (phase: SyncPhase) => {
       const t = clock.now();
@@ -455,8 +462,10 @@ export class Proxier {
       if (full) {
         this.lastFullSyncAt = start;
         this.needFullSync = false;
+        this.initialSyncDone = true;
       }
       this.retries.delete(SYNC_RETRY);
+      succeeded = true;
     } catch (e) {
       // socket failure, exec failure...: what was applied is uncertain, so read it all next time
       this.needFullSync = true;
@@ -481,7 +490,8 @@ export class Proxier {
       full, replanned, ...counts, ...(conntrackDurationMs !== undefined ? { conntrackDurationMs } : {}), durationMs: clock.now() - start, phasesMs,
     };
     this.lastResult = result;
-    this.lastSyncAt = clock.now();
+    // a failed sync leaves the queued changes pending: /livez fails if they stay so too long
+    if (succeeded) this.lastSyncAt = clock.now();
     this.totals.syncs++;
     if (full) this.totals.fullSyncs++;
     this.totals.ipvsWrites += counts.ipvsWrites;

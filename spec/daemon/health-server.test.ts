@@ -15,7 +15,7 @@ describe('proxyHealth', () => {
 describe('health server', () => {
   it('answers /healthz with node eligibility and /livez without it', async () => {
     const clock = new FakeClock(1_000_000);
-    const src = { lastSyncAt: 999_000, lastQueuedAt: 0 };
+    const src = { lastSyncAt: 999_000, lastQueuedAt: 0, initialSyncDone: true };
     let eligible = true;
     const seen: string[] = [];
     const server = createHealthServer({ source: src, timeoutMs: 60_000, clock, nodeEligible: () => eligible, onRequest: (p, c) => seen.push(`${p} ${c}`) });
@@ -34,6 +34,28 @@ describe('health server', () => {
       await clock.advance(60_001);
       expect((await get('/livez')).code).toBe(503);
       expect(seen).toEqual(['healthz 200', 'healthz 503', 'livez 200', 'livez 503']);
+    } finally {
+      server.close();
+    }
+  });
+
+  it('answers /healthz 503 until the initial sync is done; /livez is healthy while starting, as kube-proxy', async () => {
+    const clock = new FakeClock(1_000_000);
+    const src = { lastSyncAt: 0, lastQueuedAt: 0, initialSyncDone: false };
+    const server = createHealthServer({ source: src, timeoutMs: 60_000, clock, nodeEligible: () => true });
+    const { port } = await listen(server, '127.0.0.1:0');
+    try {
+      const get = async (p: string) => {
+        const r = await fetch(`http://127.0.0.1:${port}${p}`);
+        return { code: r.status, body: (await r.json()) as Record<string, unknown> };
+      };
+      expect(await get('/healthz')).toEqual({ code: 503, body: expect.objectContaining({ initialSync: 'pending', nodeEligible: true }) });
+      expect((await get('/livez')).code).toBe(200);
+      src.initialSyncDone = true;
+      src.lastSyncAt = 1_000_000;
+      const h = await get('/healthz');
+      expect(h.code).toBe(200);
+      expect(h.body).not.toHaveProperty('initialSync');
     } finally {
       server.close();
     }
