@@ -101,4 +101,6 @@ export interface Refusal {
   readonly value: string;
   /** why, in words: "not an IP address", "scheduler 'foo' not available (ENOENT)" */
   readonly reason: string;
+  /** the Event's reason when not InvalidField (the field is valid, but kube-ipvs will not program it) */
+  readonly eventReason?: string;
 }

@@ -46,6 +46,8 @@ export interface PlanContext {
   readonly nodeIPs: readonly string[];
   /** multi-CNI: endpoints inside these CIDRs are ignored (this family, canonical) */
   readonly excludeClusterCIDRs: readonly string[];
+  /** ipvs.excludeCIDRs (this family): no VIP inside them is planned */
+  readonly excludeCIDRs: readonly string[];
 }
 
 /** The desired state contributed by one service port in one family. */

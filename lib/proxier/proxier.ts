@@ -35,15 +35,15 @@ import {
 } from '../plan/service-plan';
 import { IpvsTable, TableEntry, applyOpsToTable, tableFromDump, virtualServerKeyer } from '../reconcile/ipvs-table';
 import { cidrMatcher } from '../model/address';
-import { diffIpvsTable, diffVirtualServer, needsGracefulTermination, opVirtualServerKey } from '../reconcile/diff-ipvs';
+import { diffIpvsTable, diffVirtualServer, opVirtualServerKey } from '../reconcile/diff-ipvs';
 import { NetlinkError, NotSyncedError } from '../errors';
 import { BoundedFrequencyRunner } from './runner';
 import { DesiredIndex } from './desired-index';
 import { DrainingRealServers } from './draining';
+import { OwnershipFacts, adoptDrains, foreignReason, ownsVirtualServer } from './ownership';
 import { Clock } from './clock';
 import { IpFamily } from '../model/ip-family';
 import { ServiceHealthIndex, ServiceHealthSink } from './service-health';
-import { frontendTypeFromIpsets } from '../model/ipset-claims';
 import { isNoDevice } from '../kernel/link/link';
 import { Frontend, StatusResponse, SyncSummary } from '../model/views';
 import { IP_VS_SVC_F } from '../netlink/uapi/ip_vs';
@@ -227,6 +227,8 @@ export class Proxier {
   private readonly failedThisSync = new Set<string>();
   /** conntrack tables ("ipv4/17") to clean of stale entries after this sync's IPVS changes */
   private readonly conntrackPending = new Set<string>();
+  /** foreign virtual servers whose weight-0 real servers were said to be left alone (vsKey -> what was said) */
+  private reportedForeignDrains = new Map<string, string>();
   /** refusals already reported, per service (reported again only when they change) */
   private readonly reportedRefusals = new Map<string, string>();
 
@@ -399,8 +401,8 @@ export class Proxier {
           lap('ipvsRead');
           const desiredVs = this.index.virtualServers();
           const observed = tableFromDump(dump, desiredVs);
-          const bound = this.boundApplied;
-          const owned = (e: TableEntry) => this.ownsVirtualServer(e, bound, desiredVs);
+          const facts = this.ownershipFacts(this.boundApplied, (k) => desiredVs.has(k));
+          const owned = (e: TableEntry) => ownsVirtualServer(virtualServerKey(e.vs), e.vs, facts);
           ops = diffIpvsTable(observed, desiredVs, owned);
           if (ops.length > 0 && this.lastFullSyncAt > -Infinity) {
             // drift: what the kernel needs beyond what the tracked state says it needs (a
@@ -417,10 +419,19 @@ export class Proxier {
             }
           }
           this.applied = observed;
-          this.adoptDraining(desired);
+          this.adoptDraining(desired, facts);
         } else {
           ops = [];
-          for (const k of touched) ops.push(...diffVirtualServer(this.applied.get(k), desired(k)));
+          for (const k of touched) {
+            const vs = desired(k)?.vs ?? this.applied.get(k)?.vs;
+            // the planner plans nothing inside excludeCIDRs; a virtual server applied before they
+            // changed is left to the full sync the change queued, which leaves it alone
+            if (vs && this.excluded(vs.address)) {
+              this.deps.log.warn(`leaving virtual server ${describeVirtualServer(vs)} alone: inside ipvs.excludeCIDRs`, { virtualServer: k });
+              continue;
+            }
+            ops.push(...diffVirtualServer(this.applied.get(k), desired(k)));
+          }
         }
         lap('plan');
         await this.runIpvs(ops, desired, counts);
@@ -650,6 +661,7 @@ export class Proxier {
         localAddresses: local,
         nodeIPs: this.node.nodeIPs.filter(ofFamily),
         excludeClusterCIDRs: this.settings.excludeClusterCIDRs.filter((c) => ofFamily(c.split('/')[0]!)),
+        excludeCIDRs: this.settings.excludeCIDRs.filter((c) => ofFamily(c.split('/')[0]!)),
       });
     }
     return contexts;
@@ -699,22 +711,9 @@ export class Proxier {
     };
   }
 
-  /**
-   * Is a kernel virtual server kube-ipvs's to change or delete? Never: fwmark services and
-   * anything inside ipvs.excludeCIDRs. Yes: what is desired now; a VIP bound on kube-ipvs0
-   * (kube-proxy binds every ClusterIP/external/LB VIP there); an ip:port listed in the
-   * KUBE-CLUSTER-IP / EXTERNAL-IP / LOAD-BALANCER sets, or a port in the KUBE-NODE-PORT-* sets
-   * (what kube-proxy or an earlier kube-ipvs programmed, as the kernel remembers it across a
-   * restart). Everything else — keepalived's services on node IPs, say — is foreign.
-   */
-  private ownsVirtualServer(e: TableEntry, bound: ReadonlySet<string>, desired: ReadonlyMap<string, unknown>): boolean {
-    const vs = e.vs;
-    if (vs.fwmark > 0) return false;
-    if (this.excluded(vs.address)) return false;
-    if (desired.has(virtualServerKey(vs))) return true;
-    if (bound.has(vs.address)) return true;
-    const sets = this.observedIpsets;
-    return sets !== undefined && frontendTypeFromIpsets(sets, vs) !== null;
+  /** What decides ownership now (lib/proxier/ownership.ts), over these bound addresses and desired keys. */
+  private ownershipFacts(bound: ReadonlySet<string>, desired: (vsKey: string) => boolean): OwnershipFacts {
+    return { excluded: this.excluded, desired, bound, ipsets: this.observedIpsets };
   }
 
   private async runIpvs(
@@ -805,22 +804,23 @@ export class Proxier {
 
   /**
    * After a kernel read: the draining real servers are exactly the weight-0 TCP ones that are
-   * not desired (a restarted kube-ipvs adopts the drains its predecessor started).
+   * not desired, of virtual servers kube-ipvs owns (a restarted kube-ipvs adopts the drains its
+   * predecessor started). A foreign one's weight-0 real servers are left alone, said once.
    */
-  private adoptDraining(desired: (vsKey: string) => DesiredVirtualServer | undefined): void {
-    const now = this.deps.clock.now();
-    const found: [string, string][] = [];
-    for (const [vsKey, entry] of this.applied) {
-      if (!needsGracefulTermination(entry.vs.protocol)) continue;
-      const want = desired(vsKey);
-      for (const rs of entry.values()) {
-        if (rs.weight !== 0) continue;
-        const rsKey = realServerKey(rs);
-        if (want?.realServers.some((r) => realServerKey(r) === rsKey)) continue;
-        found.push([vsKey, rsKey]);
-      }
+  private adoptDraining(desired: (vsKey: string) => DesiredVirtualServer | undefined, facts: OwnershipFacts): void {
+    const { drains, foreign } = adoptDrains(this.applied, desired, facts);
+    this.draining.replaceAll(drains, this.deps.clock.now());
+    const seen = new Map<string, string>();
+    for (const f of foreign) {
+      const text = `${f.rsKeys.join(',')} ${f.reason}`;
+      seen.set(f.vsKey, text);
+      if (this.reportedForeignDrains.get(f.vsKey) === text) continue;
+      const vs = this.applied.get(f.vsKey)!.vs;
+      this.deps.log.info(`leaving virtual server ${describeVirtualServer(vs)} alone: not kube-ipvs's (${f.reason}); its weight-0 real servers ${f.rsKeys.join(', ')} are not drained`, {
+        virtualServer: f.vsKey, realServers: f.rsKeys,
+      });
     }
-    this.draining.replaceAll(found, now);
+    this.reportedForeignDrains = seen;
   }
 
   /**
@@ -846,10 +846,18 @@ export class Proxier {
     }
     if (more) this.runner.retryAfter(DRAIN_CHECK_PAUSE_MS);
     const ops: IpvsOp[] = [];
+    const facts = this.ownershipFacts(this.boundApplied, (k) => desired(k) !== undefined);
     for (const vsKey of due) {
       const entry = this.applied.get(vsKey);
       if (!entry) {
         // gone from the kernel, and its real servers with it
+        this.draining.dropVirtualServer(vsKey);
+        continue;
+      }
+      // no longer ours (excludeCIDRs changed live, say): its drains are not ours to end
+      const foreign = foreignReason(vsKey, entry.vs, facts);
+      if (foreign !== null) {
+        this.deps.log.warn(`leaving virtual server ${describeVirtualServer(entry.vs)} alone: not kube-ipvs's (${foreign}); its ${this.draining.realServersOf(vsKey).size} draining real servers are not deleted`, { virtualServer: vsKey });
         this.draining.dropVirtualServer(vsKey);
         continue;
       }
@@ -886,7 +894,7 @@ export class Proxier {
       this.deps.log.warn(`${r.kind} ${r.namespace}/${r.name}: refused ${r.field} '${r.value}': ${r.reason}; the rest of the object is programmed`, {
         object: `${r.namespace}/${r.name}`, field: r.field,
       });
-      this.deps.events?.warn({ kind: r.kind, namespace: r.namespace, name: r.name }, 'InvalidField', `kube-ipvs ignored ${r.field} '${r.value}': ${r.reason}`);
+      this.deps.events?.warn({ kind: r.kind, namespace: r.namespace, name: r.name }, r.eventReason ?? 'InvalidField', `kube-ipvs ignored ${r.field} '${r.value}': ${r.reason}`);
     }
   }
 
@@ -1002,7 +1010,8 @@ export class Proxier {
     for (const name of new Set(source.serviceNames())) index.replace([], this.planService(name, contexts).plans);
     const desiredVs = index.virtualServers();
     const observed = tableFromDump(await this.readTable({ ipvsReads: 0 }), desiredVs);
-    return diffIpvsTable(observed, desiredVs, (e) => this.ownsVirtualServer(e, bound, desiredVs));
+    const facts = this.ownershipFacts(bound, (k) => desiredVs.has(k));
+    return diffIpvsTable(observed, desiredVs, (e) => ownsVirtualServer(virtualServerKey(e.vs), e.vs, facts));
   }
 
   /**

@@ -25,6 +25,7 @@ const CTX4: PlanContext = {
   localAddresses: new Set(['192.0.2.1', '192.0.2.2', '203.0.113.99']),
   nodeIPs: ['192.0.2.1'],
   excludeClusterCIDRs: [],
+  excludeCIDRs: [],
 };
 const CTX6: PlanContext = {
   ...CTX4,
