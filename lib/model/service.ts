@@ -68,6 +68,8 @@ export interface ServicePort {
   readonly trafficDistribution: string;
   /** per-Service scheduler from the annotation; '' means the configured ipvs.scheduler */
   readonly scheduler: string;
+  /** metadata.creationTimestamp (RFC 3339), when the object has one: ranks claims on one ip:port */
+  readonly creationTimestamp?: string;
 }
 
 /** One endpoint of one service port (EndpointSlice endpoint x port), validated. */

@@ -47,7 +47,8 @@ import { ServiceHealthIndex, ServiceHealthSink } from './service-health';
 import { isNoDevice } from '../kernel/link/link';
 import { Frontend, StatusResponse, SyncSummary } from '../model/views';
 import { IP_VS_SVC_F } from '../netlink/uapi/ip_vs';
-import { servicePortKey } from '../model/service';
+import { parseServicePortKey, servicePortKey } from '../model/service';
+import { whyWins } from '../plan/claim-rank';
 import { FrontendIds, buildServiceList } from './service-list';
 import { Conntrack } from '../kernel/conntrack/conntrack';
 import { conntrackCleanupTriggers, conntrackFrontends, staleConntrackFlows } from '../reconcile/stale-conntrack';
@@ -229,6 +230,8 @@ export class Proxier {
   private readonly conntrackPending = new Set<string>();
   /** foreign virtual servers whose weight-0 real servers were said to be left alone (vsKey -> what was said) */
   private reportedForeignDrains = new Map<string, string>();
+  /** virtual servers claimed by several service ports: vsKey -> the winner and losers reported */
+  private readonly reportedConflicts = new Map<string, { winner: string; losers: ReadonlySet<string> }>();
   /** refusals already reported, per service (reported again only when they change) */
   private readonly reportedRefusals = new Map<string, string>();
 
@@ -372,7 +375,7 @@ export class Proxier {
         const before = this.plans.get(name) ?? [];
         const { ports, plans: after } = this.planService(name);
         this.health.update(name, ports, after);
-        for (const k of this.index.replace(before, after)) touched.add(k);
+        for (const k of this.index.replace(before, after, ports)) touched.add(k);
         if (this.deps.conntrack) {
           const vss = (plans: readonly ServicePortPlan[]) => plans.flatMap((p) => p.virtualServers);
           for (const t of conntrackCleanupTriggers(vss(before), vss(after))) this.conntrackPending.add(t);
@@ -384,6 +387,7 @@ export class Proxier {
         this.reportRefusals(name, after);
       }
       replanned = names.size;
+      this.reportConflicts(touched);
       const desired = (k: string) => this.index.virtualServer(k);
       lap('plan');
 
@@ -884,6 +888,37 @@ export class Proxier {
     if (this.draining.size > 0) this.runner.retryAfter(interval);
   }
 
+  /**
+   * Tells every service port that lost a virtual server to another (DesiredIndex.conflict) with
+   * a log line and an Event on its Service, once per conflict: again only when the winner
+   * changes or after the conflict ended.
+   */
+  private reportConflicts(touched: Iterable<string>): void {
+    for (const key of touched) {
+      const c = this.index.conflict(key);
+      const before = this.reportedConflicts.get(key);
+      if (!c) {
+        if (before) {
+          this.reportedConflicts.delete(key);
+          this.deps.log.info(`virtual server ${key}: no longer claimed by more than one Service (${before.winner} keeps it)`, { virtualServer: key });
+        }
+        continue;
+      }
+      const same = before?.winner === c.winner.key;
+      this.reportedConflicts.set(key, { winner: c.winner.key, losers: new Set(c.losers.map((l) => l.key)) });
+      for (const loser of c.losers) {
+        if (same && before.losers.has(loser.key)) continue;
+        const { namespace, name, portName } = parseServicePortKey(loser.key);
+        const why = whyWins(c.winner, loser);
+        this.deps.log.warn(`Service ${namespace}/${name}: port ${portName || '(unnamed)'} claims virtual server ${key} (its ${loser.kind}), which ${c.winner.key} keeps: ${why}; not programmed for ${namespace}/${name}`, {
+          service: `${namespace}/${name}`, virtualServer: key, winner: c.winner.key,
+        });
+        this.deps.events?.warn({ kind: 'Service', namespace, name }, 'VirtualServerConflict',
+          `virtual server ${key} (this Service's ${loser.kind}) is kept by ${c.winner.key}: ${why}; kube-ipvs does not program it for this Service`);
+      }
+    }
+  }
+
   private reportRefusals(name: string, plans: readonly ServicePortPlan[]): void {
     const refusals = [...this.deps.source.refusals(name), ...plans.flatMap((p) => p.refusals)];
     const text = refusals.map((r) => `${r.field}=${r.value}: ${r.reason}`).join('; ');
@@ -1007,7 +1042,10 @@ export class Proxier {
     }
     const contexts = this.planContexts(local);
     const index = new DesiredIndex(this.settings.families);
-    for (const name of new Set(source.serviceNames())) index.replace([], this.planService(name, contexts).plans);
+    for (const name of new Set(source.serviceNames())) {
+      const { ports, plans } = this.planService(name, contexts);
+      index.replace([], plans, ports);
+    }
     const desiredVs = index.virtualServers();
     const observed = tableFromDump(await this.readTable({ ipvsReads: 0 }), desiredVs);
     const facts = this.ownershipFacts(bound, (k) => desiredVs.has(k));
