@@ -3,10 +3,12 @@
  * weight-0 real servers it may drain. Pure: the proxier hands in what it observed.
  *
  * Never ours: fwmark services and anything inside ipvs.excludeCIDRs, whatever else says so.
- * Ours: what is desired now; a VIP bound on kube-ipvs0 (kube-proxy binds every ClusterIP,
- * external and LB VIP there); an ip:port in KUBE-CLUSTER-IP / EXTERNAL-IP / LOAD-BALANCER, or a
+ * Ours: what is desired now; an ip:port in KUBE-CLUSTER-IP / EXTERNAL-IP / LOAD-BALANCER, or a
  * port in a KUBE-NODE-PORT-* set (what kube-proxy or an earlier kube-ipvs programmed, as the
- * kernel remembers it across a restart). Everything else — keepalived's services on node IPs,
+ * kernel remembers it across a restart); only when the sets could not be read, a VIP bound on
+ * kube-ipvs0 (kube-proxy binds every ClusterIP, external and LB VIP there). The address alone
+ * is not enough when the sets say more: a tenant's externalIP on a foreign VIP, another port,
+ * binds that address too. Everything else — keepalived's services on node IPs,
  * an admin's — is foreign: never created, changed, drained or deleted.
  */
 import { VirtualServerId, realServerKey } from '../model/ipvs';
@@ -31,9 +33,11 @@ export function foreignReason(vsKey: string, vs: VirtualServerId, facts: Ownersh
   if (vs.fwmark > 0) return 'a fwmark service';
   if (facts.excluded(vs.address)) return 'inside ipvs.excludeCIDRs';
   if (facts.desired(vsKey)) return null;
-  if (facts.bound.has(vs.address)) return null;
-  if (facts.ipsets !== undefined && frontendTypeFromIpsets(facts.ipsets, vs) !== null) return null;
-  return 'neither wanted by a Service, nor bound on kube-ipvs0, nor in a kube-proxy ipset';
+  // the sets name ip,proto:port; kube-ipvs0 only the address, which a tenant's externalIP on a
+  // foreign VIP (another port) would put there: bound counts only when no sets were read
+  if (facts.ipsets === undefined) return facts.bound.has(vs.address) ? null : 'neither wanted by a Service nor bound on kube-ipvs0';
+  if (frontendTypeFromIpsets(facts.ipsets, vs) !== null) return null;
+  return 'neither wanted by a Service nor in a kube-proxy ipset';
 }
 
 export function ownsVirtualServer(vsKey: string, vs: VirtualServerId, facts: OwnershipFacts): boolean {

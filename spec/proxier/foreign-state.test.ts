@@ -176,6 +176,24 @@ describe('foreign virtual servers (issue 18 item 1): their weight-0 real servers
     ]);
   });
 
+  it("a tenant's externalIP on a foreign VIP, another port, binds the address but never makes the foreign virtual server ours", async () => {
+    const t = await setup();
+    const backup = { af: AF_INET, protocol: IPPROTO_TCP, address: '198.51.100.100', port: 443, fwmark: 0 } as const;
+    await t.ipvs.apply({ kind: 'newService', vs: { ...backup, scheduler: 'wlc' } });
+    await t.ipvs.apply({ kind: 'newDest', vs: backup, rs: rs('192.0.2.60', 443, 0) });
+    const before = formatRestore(await t.ipvs.listAll());
+    const near = service('aaa', 'near', { clusterIP: '10.96.0.50', port: 8443, externalIPs: ['198.51.100.100'] });
+    t.add(near, slice('aaa', 'near', 8443, 'TCP', '10.244.7.9'));
+    await t.start();
+    for (let i = 0; i < 3; i++) await t.settle(30_000);
+    expect(await t.bound()).toContain('198.51.100.100');
+    t.remove(near, slice('aaa', 'near', 8443, 'TCP', '10.244.7.9'));
+    await t.settle();
+    for (let i = 0; i < 3; i++) await t.settle(30_000);
+    expect(t.opsOn('198.51.100.100').filter((op) => 'vs' in op && op.vs!.port === 443)).toEqual([]);
+    expect(linesOf(formatRestore(await t.ipvs.listAll()), '198.51.100.100:443')).toEqual(linesOf(before, '198.51.100.100:443'));
+  });
+
   it('its own weight-0 real servers are still adopted and drained after a restart', async () => {
     const t = await setup();
     t.add(service('default', 'web', { clusterIP: '10.96.0.10' }), slice('default', 'web', 8080, 'TCP', '10.244.1.2', '10.244.1.3'));
