@@ -295,6 +295,30 @@ describe('ipvs.excludeCIDRs (issue 18 item 3): nothing inside is created, change
     expect(t.opsOn('203.0.113.200', '203.0.113.201')).toEqual([]);
   });
 
+  it('excludeCIDRs grown live over a virtual server kube-ipvs made: left as it is, drains included, never deleted', async () => {
+    const t = await setup({ settings: { excludeCIDRs: [] } });
+    const svc = service('aaa', 'mine', { clusterIP: '10.96.0.22', externalIPs: ['203.0.113.50'] });
+    t.add(svc, slice('aaa', 'mine', 8080, 'TCP', '10.244.7.1', '10.244.7.2'));
+    await t.start();
+    // one real server starts draining; then the admin claims 203.0.113.0/24
+    t.slices.onUpdate(slice('aaa', 'mine', 8080, 'TCP', '10.244.7.1', '10.244.7.2'), slice('aaa', 'mine', 8080, 'TCP', '10.244.7.1'));
+    t.proxier.sync();
+    await t.settle();
+    const lines = linesOf(formatRestore(await t.ipvs.listAll()), '203.0.113.50:80');
+    expect(lines).toContain('-a -t 203.0.113.50:80 -r 10.244.7.2:8080 -m -w 0');
+    const from = t.ipvs.applied.length;
+    t.proxier.updateSettings({ ...TWIN_SETTINGS, excludeCIDRs: ['203.0.113.0/24'] });
+    await t.settle();
+    for (let i = 0; i < 4; i++) await t.settle(15_000);
+    // the Service goes too
+    t.remove(svc, slice('aaa', 'mine', 8080, 'TCP', '10.244.7.1'));
+    await t.settle();
+    await t.settle(30_000);
+    expect(t.ipvs.applied.slice(from).filter((op) => 'vs' in op && op.vs?.address === '203.0.113.50')).toEqual([]);
+    expect(linesOf(formatRestore(await t.ipvs.listAll()), '203.0.113.50:80')).toEqual(lines);
+    expect(t.events).toEqual([expect.stringMatching(/^aaa\/mine VIPInExcludedCIDR: .*203\.0\.113\.50.*203\.0\.113\.0\/24/)]);
+  });
+
   it('the ipsets and LB firewall name no VIP inside them', async () => {
     const t = await setup();
     t.add(
