@@ -193,6 +193,9 @@ export function convertService(svc: V1Service): ConvertedService {
   }
 
   const scheduler = schedulerAnnotation(svc.metadata?.annotations ?? {}, refuse);
+  // client-node's typed objects hold a Date, raw JSON a string
+  const created: unknown = svc.metadata?.creationTimestamp;
+  const creationTimestamp = created instanceof Date && !Number.isNaN(created.getTime()) ? created.toISOString() : typeof created === 'string' ? created : undefined;
 
   const seenNames = new Set<string>();
   (spec.ports ?? []).forEach((p, i) => {
@@ -229,6 +232,7 @@ export function convertService(svc: V1Service): ConvertedService {
         healthCheckNodePort,
         trafficDistribution,
         scheduler,
+        ...(creationTimestamp !== undefined ? { creationTimestamp } : {}),
       });
     }
   });

@@ -68,6 +68,8 @@ export interface ServicePort {
   readonly trafficDistribution: string;
   /** per-Service scheduler from the annotation; '' means the configured ipvs.scheduler */
   readonly scheduler: string;
+  /** metadata.creationTimestamp (RFC 3339), when the object has one: ranks claims on one ip:port */
+  readonly creationTimestamp?: string;
 }
 
 /** One endpoint of one service port (EndpointSlice endpoint x port), validated. */
@@ -101,4 +103,6 @@ export interface Refusal {
   readonly value: string;
   /** why, in words: "not an IP address", "scheduler 'foo' not available (ENOENT)" */
   readonly reason: string;
+  /** the Event's reason when not InvalidField (the field is valid, but kube-ipvs will not program it) */
+  readonly eventReason?: string;
 }

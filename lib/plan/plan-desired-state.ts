@@ -3,7 +3,8 @@
  * kube-proxy's iptables rules. Pure.
  */
 import { virtualServerKey } from '../model/ipvs';
-import { parseServicePortKey } from '../model/service';
+import { ServicePort, ServicePortKey, parseServicePortKey } from '../model/service';
+import { claimOf, compareClaims, whyWins } from './claim-rank';
 import { nonEmptySetKeys, planIpsets } from './ipsets';
 import { LbOutFilterEntry, planIptables } from './iptables';
 import {
@@ -21,8 +22,9 @@ const byString = (a: string, b: string): number => (a < b ? -1 : a > b ? 1 : 0);
 
 /**
  * Union of `plans` (all of `family`; another family's plan is a caller bug and throws):
- *  - virtual servers by virtualServerKey; when two service ports claim the same key the first
- *    in ServicePortKey order keeps it and the other gets a conflict entry;
+ *  - virtual servers by virtualServerKey; when two service ports claim the same key the best
+ *    claim keeps it (claim-rank.ts, over `servicePorts`: the ServicePort each plan came from)
+ *    and every other gets a conflict entry;
  *  - bound addresses; KUBE-IPVS-IPS holds exactly them;
  *  - every set's members (planIpsets: all 17 sets, empty ones too);
  *  - iptables (planIptables) with the non-empty sets and the LB out-filter entries.
@@ -32,9 +34,10 @@ export function planFamilyState(
   plans: Iterable<ServicePortPlan>,
   family: IpFamily,
   iptablesOptions: IptablesOptions,
+  servicePorts: ReadonlyMap<ServicePortKey, ServicePort> = new Map(),
 ): FamilyDesiredState {
   const sorted = [...plans].sort((a, b) => byString(a.key, b.key));
-  const virtualServers = new Map<string, DesiredVirtualServer>();
+  const claims = new Map<string, DesiredVirtualServer[]>();
   const conflicts: VirtualServerConflict[] = [];
   const bound = new Set<string>();
   const members: Partial<Record<SetKey, Set<IpsetMember>>> = {};
@@ -44,28 +47,40 @@ export function planFamilyState(
     if (p.family !== family) throw new TypeError(`plan ${p.key} is ${p.family}, not ${family}`);
     for (const v of p.virtualServers) {
       const k = virtualServerKey(v.vs);
-      const have = virtualServers.get(k);
-      if (!have) {
-        virtualServers.set(k, v);
-        continue;
-      }
-      const loser = parseServicePortKey(p.key);
+      const list = claims.get(k);
+      if (list) list.push(v);
+      else claims.set(k, [v]);
+    }
+    for (const a of p.boundAddresses) bound.add(a);
+    for (const e of p.ipsetEntries) (members[e.set] ??= new Set()).add(e.member);
+    for (const e of p.lbOutFilter) lbOut.set(`${e.lbIP} ${e.proto} ${e.port}`, e);
+  }
+
+  const virtualServers = new Map<string, DesiredVirtualServer>();
+  for (const [k, list] of claims) {
+    if (list.length === 1) {
+      virtualServers.set(k, list[0]!);
+      continue;
+    }
+    const ranked = list.map((v) => ({ v, claim: claimOf(v.owner, servicePorts.get(v.owner), v.vs) })).sort((a, b) => compareClaims(a.claim, b.claim));
+    const [winner, ...losers] = ranked;
+    virtualServers.set(k, winner!.v);
+    for (const l of losers) {
+      const loser = parseServicePortKey(l.v.owner);
       conflicts.push({
         kind: 'Service',
         namespace: loser.namespace,
         name: loser.name,
         field: `spec.ports[${loser.portName}]`,
         value: k,
-        reason: `virtual server ${k} is already ${have.owner}'s (the first service port in name order keeps it)`,
+        reason: `virtual server ${k} is ${winner!.v.owner}'s: ${whyWins(winner!.claim, l.claim)}`,
         virtualServer: k,
-        winner: have.owner,
-        loser: p.key,
+        winner: winner!.v.owner,
+        loser: l.v.owner,
       });
     }
-    for (const a of p.boundAddresses) bound.add(a);
-    for (const e of p.ipsetEntries) (members[e.set] ??= new Set()).add(e.member);
-    for (const e of p.lbOutFilter) lbOut.set(`${e.lbIP} ${e.proto} ${e.port}`, e);
   }
+  conflicts.sort((a, b) => byString(a.loser, b.loser) || byString(a.virtualServer, b.virtualServer));
 
   const boundAddresses = new Set([...bound].sort(byString));
   members.IPVS_IPS = new Set([...boundAddresses].map(entryIp));

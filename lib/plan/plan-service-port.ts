@@ -19,10 +19,17 @@
  * Multi-CNI (kube-ipvs extension): endpoints inside ctx.excludeClusterCIDRs are dropped; a
  * service port that had endpoints, all excluded, gets an empty plan (another CNI's proxy
  * serves it). A service port without any endpoint is planned as usual.
+ *
+ * ipvs.excludeCIDRs (ctx.excludeCIDRs): a VIP inside them is not kube-ipvs's (keepalived's,
+ * an admin's): no virtual server, no kube-ipvs0 address, no ipset entry or LB out-filter entry
+ * names it, and the Service gets a Refusal (reason VIPInExcludedCIDR) naming the CIDR. kube-proxy
+ * only spares them when cleaning up; a tenant's externalIP there would take a foreign virtual
+ * server over. NodePort virtual servers on node addresses inside them are not planned (no
+ * Refusal: that is the node's configuration, not the Service's).
  */
 import { AddressFamily, RealServerSpec, VirtualServerSpec, realServerKey, virtualServerKey } from '../model/ipvs';
 import { Endpoint, Refusal, ServicePort, servicePortKey } from '../model/service';
-import { cidrMatcher } from '../model/address';
+import { cidrContains, cidrMatcher } from '../model/address';
 import {
   AF_INET,
   AF_INET6,
@@ -54,6 +61,15 @@ function excludedMatcher(cidrs: readonly string[]): (ip: string) => boolean {
   }
   return m;
 }
+
+/** The CIDR of `cidrs` that holds `ip`, or undefined (fast when none does). */
+function excludingCidr(cidrs: readonly string[], ip: string): string | undefined {
+  if (cidrs.length === 0 || !excludedMatcher(cidrs)(ip)) return undefined;
+  return cidrs.find((c) => cidrContains(c, ip));
+}
+
+/** The Event reason of a VIP inside ipvs.excludeCIDRs. */
+export const VIP_IN_EXCLUDED_CIDR = 'VIPInExcludedCIDR';
 
 const byString = (a: string, b: string): number => (a < b ? -1 : a > b ? 1 : 0);
 
@@ -132,16 +148,34 @@ export function planServicePort(sp: ServicePort, endpoints: readonly Endpoint[],
     return true;
   };
 
+  const vipExcluded = (ip: string, field: string): boolean => {
+    const cidr = excludingCidr(ctx.excludeCIDRs, ip);
+    if (cidr === undefined) return false;
+    refusals.push({
+      kind: 'Service',
+      namespace: sp.namespace,
+      name: sp.name,
+      field,
+      value: ip,
+      reason: `inside ipvs.excludeCIDRs ${cidr}: kube-ipvs never creates, changes or deletes a virtual server there (port ${sp.protocol}/${sp.port} not programmed on it)`,
+      eventReason: VIP_IN_EXCLUDED_CIDR,
+    });
+    return true;
+  };
+
   // hairpin: every local endpoint, whatever its state
   for (const e of eps) if (e.isLocal) add('LOOP_BACK', entryIpPortIp(e.ip, proto, e.port, e.ip));
 
   // ClusterIP
-  add('CLUSTER_IP', entryIpPort(sp.clusterIP, proto, sp.port));
-  addVs(vsSpec(sp.clusterIP, sp.port), internalRs, 'spec.clusterIPs');
-  bound.add(sp.clusterIP);
+  if (!vipExcluded(sp.clusterIP, 'spec.clusterIPs')) {
+    add('CLUSTER_IP', entryIpPort(sp.clusterIP, proto, sp.port));
+    addVs(vsSpec(sp.clusterIP, sp.port), internalRs, 'spec.clusterIPs');
+    bound.add(sp.clusterIP);
+  }
 
   // externalIPs
   for (const ip of sp.externalIPs) {
+    if (vipExcluded(ip, 'spec.externalIPs')) continue;
     add(sp.externalPolicyLocal ? 'EXTERNAL_IP_LOCAL' : 'EXTERNAL_IP', entryIpPort(ip, proto, sp.port));
     if (addVs(vsSpec(ip, sp.port), externalRs, 'spec.externalIPs') && !ctx.localAddresses.has(ip)) bound.add(ip);
   }
@@ -150,6 +184,7 @@ export function planServicePort(sp: ServicePort, endpoints: readonly Endpoint[],
   const lbOutFilter: LbOutFilterEntry[] = [];
   const nodeInRanges = sp.loadBalancerSourceRanges.length > 0 && ctx.nodeIPs.some(cidrMatcher(sp.loadBalancerSourceRanges));
   for (const ip of sp.loadBalancerIPs) {
+    if (vipExcluded(ip, 'status.loadBalancer.ingress')) continue;
     const entry = entryIpPort(ip, proto, sp.port);
     add('LOAD_BALANCER', entry);
     if (sp.externalPolicyLocal) add('LOAD_BALANCER_LOCAL', entry);
@@ -166,8 +201,9 @@ export function planServicePort(sp: ServicePort, endpoints: readonly Endpoint[],
   // NodePort
   if (sp.nodePort !== 0) {
     const local = sp.externalPolicyLocal;
+    const nodePortAddresses = ctx.excludeCIDRs.length === 0 ? ctx.nodePortAddresses : ctx.nodePortAddresses.filter((ip) => !excludedMatcher(ctx.excludeCIDRs)(ip));
     if (sp.protocol === 'SCTP') {
-      for (const ip of ctx.nodePortAddresses) {
+      for (const ip of nodePortAddresses) {
         add('NODE_PORT_SCTP', entryIpPort(ip, proto, sp.nodePort));
         if (local) add('NODE_PORT_LOCAL_SCTP', entryIpPort(ip, proto, sp.nodePort));
       }
@@ -176,7 +212,7 @@ export function planServicePort(sp: ServicePort, endpoints: readonly Endpoint[],
       add(tcp ? 'NODE_PORT_TCP' : 'NODE_PORT_UDP', entryPort(sp.nodePort));
       if (local) add(tcp ? 'NODE_PORT_LOCAL_TCP' : 'NODE_PORT_LOCAL_UDP', entryPort(sp.nodePort));
     }
-    for (const ip of ctx.nodePortAddresses) addVs(vsSpec(ip, sp.nodePort), externalRs, 'spec.ports[].nodePort');
+    for (const ip of nodePortAddresses) addVs(vsSpec(ip, sp.nodePort), externalRs, 'spec.ports[].nodePort');
   }
 
   if (sp.healthCheckNodePort !== 0) add('HEALTH_CHECK_NODE_PORT', entryPort(sp.healthCheckNodePort));

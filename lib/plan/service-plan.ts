@@ -46,6 +46,8 @@ export interface PlanContext {
   readonly nodeIPs: readonly string[];
   /** multi-CNI: endpoints inside these CIDRs are ignored (this family, canonical) */
   readonly excludeClusterCIDRs: readonly string[];
+  /** ipvs.excludeCIDRs (this family): no VIP inside them is planned */
+  readonly excludeCIDRs: readonly string[];
 }
 
 /** The desired state contributed by one service port in one family. */
@@ -79,8 +81,9 @@ export interface IptablesOptions {
 
 /**
  * Two service ports planned the same virtual server (e.g. two Services given the same external
- * IP and port): the first in ServicePortKey order keeps it, the other (`loser`, named by the
- * Refusal fields) does not get it. Reported like a Refusal of the loser.
+ * IP and port): the best claim keeps it (claim-rank.ts: ClusterIP, NodePort, load-balancer IP,
+ * externalIP; then the older Service; then ServicePortKey order), the other (`loser`, named by
+ * the Refusal fields) does not get it. Reported like a Refusal of the loser.
  */
 export interface VirtualServerConflict extends Refusal {
   /** virtualServerKey */

@@ -3,8 +3,10 @@
  * sync costs O(the changed Services) instead of re-planning the node (planFamilyState computes
  * the same union from scratch; a unit test pins the two together).
  *
- * - virtual servers: every claimant per key; the first ServicePortKey in order wins (two
- *   Services claiming one VIP:port is a conflict the loser is told about);
+ * - virtual servers: every claimant per key; the best claim wins (plan/claim-rank.ts: a ClusterIP
+ *   over a NodePort over a load-balancer IP over an externalIP, then the older Service, then
+ *   ServicePortKey order); two Services claiming one VIP:port is a conflict the loser is told
+ *   about;
  * - kube-ipvs0 addresses and ipset members: reference counts, since several service ports
  *   share a cluster IP, a NodePort set member or a source range;
  * - iptables: re-planned from the non-empty sets and the LB out-filter entries (cheap).
@@ -16,6 +18,15 @@ import { IpFamily } from '../model/ip-family';
 import { SetKey, ipsetName } from '../model/names';
 import { DesiredIpsets, DesiredSet, IPSET_INFO } from '../model/ipset';
 import { IptablesPlan } from '../model/iptables';
+import { ServicePort, ServicePortKey } from '../model/service';
+import { Claim, claimOf, compareClaims } from '../plan/claim-rank';
+
+/** A virtual server claimed by more than one service port: the winner and the others, best first. */
+export interface ClaimConflict {
+  readonly key: string;
+  readonly winner: Claim;
+  readonly losers: readonly Claim[];
+}
 
 type Member = DesiredSet['members'] extends ReadonlySet<infer M> ? M : never;
 
@@ -48,6 +59,8 @@ interface FamilyIndex {
 
 export class DesiredIndex {
   private readonly claims = new Map<string, Map<string, DesiredVirtualServer>>();
+  /** the service port each plan came from (a reference to the tracker's; ranks conflicting claims) */
+  private readonly ports = new Map<ServicePortKey, ServicePort>();
   private readonly addresses = new Counted<string>();
   private readonly families = new Map<IpFamily, FamilyIndex>();
   /** families whose set members changed since takeIpsetsChanged */
@@ -74,8 +87,14 @@ export class DesiredIndex {
    * Replaces one Service's plans. Returns the virtual server keys whose desired state may
    * have changed (to diff against what was applied).
    */
-  replace(before: readonly ServicePortPlan[], after: readonly ServicePortPlan[]): Set<string> {
+  replace(before: readonly ServicePortPlan[], after: readonly ServicePortPlan[], ports: readonly ServicePort[] = []): Set<string> {
     const touched = new Set<string>();
+    // `ports[i]` is the service port `after[i]` was planned from
+    for (const p of before) this.ports.delete(p.key);
+    after.forEach((p, i) => {
+      const sp = ports[i];
+      if (sp) this.ports.set(p.key, sp);
+    });
     for (const p of before) this.claim(p, -1, touched);
     for (const p of after) this.claim(p, +1, touched);
     // counts: the new plan's references first, so an address or member both plans hold never
@@ -138,13 +157,12 @@ export class DesiredIndex {
     }
   }
 
-  /** The winning claim of a virtual server key: the first service port key in order. */
+  /** The winning claim of a virtual server key (plan/claim-rank.ts). */
   virtualServer(key: string): DesiredVirtualServer | undefined {
     const c = this.claims.get(key);
     if (!c) return undefined;
     if (c.size === 1) return c.values().next().value;
-    const first = [...c.keys()].sort()[0]!;
-    return c.get(first);
+    return c.get(this.ranked(c)[0]!.key);
   }
 
   /** Every desired virtual server, by key. */
@@ -154,15 +172,26 @@ export class DesiredIndex {
     return out;
   }
 
-  /** Service port keys that claim a virtual server another service port won. */
-  conflicts(): { key: string; winner: string; losers: string[] }[] {
-    const out: { key: string; winner: string; losers: string[] }[] = [];
-    for (const [key, c] of this.claims) {
-      if (c.size < 2) continue;
-      const [winner, ...losers] = [...c.keys()].sort();
-      out.push({ key, winner: winner!, losers });
+  /** The claims on one virtual server key when more than one service port makes one. */
+  conflict(key: string): ClaimConflict | undefined {
+    const c = this.claims.get(key);
+    if (!c || c.size < 2) return undefined;
+    const [winner, ...losers] = this.ranked(c);
+    return { key, winner: winner!, losers };
+  }
+
+  /** Every virtual server claimed by more than one service port. */
+  conflicts(): ClaimConflict[] {
+    const out: ClaimConflict[] = [];
+    for (const key of this.claims.keys()) {
+      const c = this.conflict(key);
+      if (c) out.push(c);
     }
     return out;
+  }
+
+  private ranked(c: ReadonlyMap<string, DesiredVirtualServer>): Claim[] {
+    return [...c].map(([k, v]) => claimOf(k, this.ports.get(k), v.vs)).sort(compareClaims);
   }
 
   /** Did the set of wanted kube-ipvs0 addresses change since the last call? (Then clears the mark.) */

@@ -35,19 +35,20 @@ import {
 } from '../plan/service-plan';
 import { IpvsTable, TableEntry, applyOpsToTable, tableFromDump, virtualServerKeyer } from '../reconcile/ipvs-table';
 import { cidrMatcher } from '../model/address';
-import { diffIpvsTable, diffVirtualServer, needsGracefulTermination, opVirtualServerKey } from '../reconcile/diff-ipvs';
+import { diffIpvsTable, diffVirtualServer, opVirtualServerKey } from '../reconcile/diff-ipvs';
 import { NetlinkError, NotSyncedError } from '../errors';
 import { BoundedFrequencyRunner } from './runner';
 import { DesiredIndex } from './desired-index';
 import { DrainingRealServers } from './draining';
+import { OwnershipFacts, adoptDrains, foreignReason, ownsVirtualServer } from './ownership';
 import { Clock } from './clock';
 import { IpFamily } from '../model/ip-family';
 import { ServiceHealthIndex, ServiceHealthSink } from './service-health';
-import { frontendTypeFromIpsets } from '../model/ipset-claims';
 import { isNoDevice } from '../kernel/link/link';
 import { Frontend, StatusResponse, SyncSummary } from '../model/views';
 import { IP_VS_SVC_F } from '../netlink/uapi/ip_vs';
-import { servicePortKey } from '../model/service';
+import { parseServicePortKey, servicePortKey } from '../model/service';
+import { whyWins } from '../plan/claim-rank';
 import { FrontendIds, buildServiceList } from './service-list';
 import { Conntrack } from '../kernel/conntrack/conntrack';
 import { conntrackCleanupTriggers, conntrackFrontends, staleConntrackFlows } from '../reconcile/stale-conntrack';
@@ -227,6 +228,10 @@ export class Proxier {
   private readonly failedThisSync = new Set<string>();
   /** conntrack tables ("ipv4/17") to clean of stale entries after this sync's IPVS changes */
   private readonly conntrackPending = new Set<string>();
+  /** foreign virtual servers whose weight-0 real servers were said to be left alone (vsKey -> what was said) */
+  private reportedForeignDrains = new Map<string, string>();
+  /** virtual servers claimed by several service ports: vsKey -> the winner and losers reported */
+  private readonly reportedConflicts = new Map<string, { winner: string; losers: ReadonlySet<string> }>();
   /** refusals already reported, per service (reported again only when they change) */
   private readonly reportedRefusals = new Map<string, string>();
 
@@ -377,7 +382,7 @@ export class Proxier {
         const before = this.plans.get(name) ?? [];
         const { ports, plans: after } = this.planService(name);
         this.health.update(name, ports, after);
-        for (const k of this.index.replace(before, after)) touched.add(k);
+        for (const k of this.index.replace(before, after, ports)) touched.add(k);
         if (this.deps.conntrack) {
           const vss = (plans: readonly ServicePortPlan[]) => plans.flatMap((p) => p.virtualServers);
           for (const t of conntrackCleanupTriggers(vss(before), vss(after))) this.conntrackPending.add(t);
@@ -389,6 +394,7 @@ export class Proxier {
         this.reportRefusals(name, after);
       }
       replanned = names.size;
+      this.reportConflicts(touched);
       const desired = (k: string) => this.index.virtualServer(k);
       lap('plan');
 
@@ -406,8 +412,8 @@ export class Proxier {
           lap('ipvsRead');
           const desiredVs = this.index.virtualServers();
           const observed = tableFromDump(dump, desiredVs);
-          const bound = this.boundApplied;
-          const owned = (e: TableEntry) => this.ownsVirtualServer(e, bound, desiredVs);
+          const facts = this.ownershipFacts(this.boundApplied, (k) => desiredVs.has(k));
+          const owned = (e: TableEntry) => ownsVirtualServer(virtualServerKey(e.vs), e.vs, facts);
           ops = diffIpvsTable(observed, desiredVs, owned);
           if (ops.length > 0 && this.lastFullSyncAt > -Infinity) {
             // drift: what the kernel needs beyond what the tracked state says it needs (a
@@ -424,10 +430,19 @@ export class Proxier {
             }
           }
           this.applied = observed;
-          this.adoptDraining(desired);
+          this.adoptDraining(desired, facts);
         } else {
           ops = [];
-          for (const k of touched) ops.push(...diffVirtualServer(this.applied.get(k), desired(k)));
+          for (const k of touched) {
+            const vs = desired(k)?.vs ?? this.applied.get(k)?.vs;
+            // the planner plans nothing inside excludeCIDRs; a virtual server applied before they
+            // changed is left to the full sync the change queued, which leaves it alone
+            if (vs && this.excluded(vs.address)) {
+              this.deps.log.warn(`leaving virtual server ${describeVirtualServer(vs)} alone: inside ipvs.excludeCIDRs`, { virtualServer: k });
+              continue;
+            }
+            ops.push(...diffVirtualServer(this.applied.get(k), desired(k)));
+          }
         }
         lap('plan');
         await this.runIpvs(ops, desired, counts);
@@ -660,6 +675,7 @@ export class Proxier {
         localAddresses: local,
         nodeIPs: this.node.nodeIPs.filter(ofFamily),
         excludeClusterCIDRs: this.settings.excludeClusterCIDRs.filter((c) => ofFamily(c.split('/')[0]!)),
+        excludeCIDRs: this.settings.excludeCIDRs.filter((c) => ofFamily(c.split('/')[0]!)),
       });
     }
     return contexts;
@@ -709,22 +725,9 @@ export class Proxier {
     };
   }
 
-  /**
-   * Is a kernel virtual server kube-ipvs's to change or delete? Never: fwmark services and
-   * anything inside ipvs.excludeCIDRs. Yes: what is desired now; a VIP bound on kube-ipvs0
-   * (kube-proxy binds every ClusterIP/external/LB VIP there); an ip:port listed in the
-   * KUBE-CLUSTER-IP / EXTERNAL-IP / LOAD-BALANCER sets, or a port in the KUBE-NODE-PORT-* sets
-   * (what kube-proxy or an earlier kube-ipvs programmed, as the kernel remembers it across a
-   * restart). Everything else — keepalived's services on node IPs, say — is foreign.
-   */
-  private ownsVirtualServer(e: TableEntry, bound: ReadonlySet<string>, desired: ReadonlyMap<string, unknown>): boolean {
-    const vs = e.vs;
-    if (vs.fwmark > 0) return false;
-    if (this.excluded(vs.address)) return false;
-    if (desired.has(virtualServerKey(vs))) return true;
-    if (bound.has(vs.address)) return true;
-    const sets = this.observedIpsets;
-    return sets !== undefined && frontendTypeFromIpsets(sets, vs) !== null;
+  /** What decides ownership now (lib/proxier/ownership.ts), over these bound addresses and desired keys. */
+  private ownershipFacts(bound: ReadonlySet<string>, desired: (vsKey: string) => boolean): OwnershipFacts {
+    return { excluded: this.excluded, desired, bound, ipsets: this.observedIpsets };
   }
 
   private async runIpvs(
@@ -815,22 +818,23 @@ export class Proxier {
 
   /**
    * After a kernel read: the draining real servers are exactly the weight-0 TCP ones that are
-   * not desired (a restarted kube-ipvs adopts the drains its predecessor started).
+   * not desired, of virtual servers kube-ipvs owns (a restarted kube-ipvs adopts the drains its
+   * predecessor started). A foreign one's weight-0 real servers are left alone, said once.
    */
-  private adoptDraining(desired: (vsKey: string) => DesiredVirtualServer | undefined): void {
-    const now = this.deps.clock.now();
-    const found: [string, string][] = [];
-    for (const [vsKey, entry] of this.applied) {
-      if (!needsGracefulTermination(entry.vs.protocol)) continue;
-      const want = desired(vsKey);
-      for (const rs of entry.values()) {
-        if (rs.weight !== 0) continue;
-        const rsKey = realServerKey(rs);
-        if (want?.realServers.some((r) => realServerKey(r) === rsKey)) continue;
-        found.push([vsKey, rsKey]);
-      }
+  private adoptDraining(desired: (vsKey: string) => DesiredVirtualServer | undefined, facts: OwnershipFacts): void {
+    const { drains, foreign } = adoptDrains(this.applied, desired, facts);
+    this.draining.replaceAll(drains, this.deps.clock.now());
+    const seen = new Map<string, string>();
+    for (const f of foreign) {
+      const text = `${f.rsKeys.join(',')} ${f.reason}`;
+      seen.set(f.vsKey, text);
+      if (this.reportedForeignDrains.get(f.vsKey) === text) continue;
+      const vs = this.applied.get(f.vsKey)!.vs;
+      this.deps.log.info(`leaving virtual server ${describeVirtualServer(vs)} alone: not kube-ipvs's (${f.reason}); its weight-0 real servers ${f.rsKeys.join(', ')} are not drained`, {
+        virtualServer: f.vsKey, realServers: f.rsKeys,
+      });
     }
-    this.draining.replaceAll(found, now);
+    this.reportedForeignDrains = seen;
   }
 
   /**
@@ -856,10 +860,18 @@ export class Proxier {
     }
     if (more) this.runner.retryAfter(DRAIN_CHECK_PAUSE_MS);
     const ops: IpvsOp[] = [];
+    const facts = this.ownershipFacts(this.boundApplied, (k) => desired(k) !== undefined);
     for (const vsKey of due) {
       const entry = this.applied.get(vsKey);
       if (!entry) {
         // gone from the kernel, and its real servers with it
+        this.draining.dropVirtualServer(vsKey);
+        continue;
+      }
+      // no longer ours (excludeCIDRs changed live, say): its drains are not ours to end
+      const foreign = foreignReason(vsKey, entry.vs, facts);
+      if (foreign !== null) {
+        this.deps.log.warn(`leaving virtual server ${describeVirtualServer(entry.vs)} alone: not kube-ipvs's (${foreign}); its ${this.draining.realServersOf(vsKey).size} draining real servers are not deleted`, { virtualServer: vsKey });
         this.draining.dropVirtualServer(vsKey);
         continue;
       }
@@ -886,6 +898,37 @@ export class Proxier {
     if (this.draining.size > 0) this.runner.retryAfter(interval);
   }
 
+  /**
+   * Tells every service port that lost a virtual server to another (DesiredIndex.conflict) with
+   * a log line and an Event on its Service, once per conflict: again only when the winner
+   * changes or after the conflict ended.
+   */
+  private reportConflicts(touched: Iterable<string>): void {
+    for (const key of touched) {
+      const c = this.index.conflict(key);
+      const before = this.reportedConflicts.get(key);
+      if (!c) {
+        if (before) {
+          this.reportedConflicts.delete(key);
+          this.deps.log.info(`virtual server ${key}: no longer claimed by more than one Service (${before.winner} keeps it)`, { virtualServer: key });
+        }
+        continue;
+      }
+      const same = before?.winner === c.winner.key;
+      this.reportedConflicts.set(key, { winner: c.winner.key, losers: new Set(c.losers.map((l) => l.key)) });
+      for (const loser of c.losers) {
+        if (same && before.losers.has(loser.key)) continue;
+        const { namespace, name, portName } = parseServicePortKey(loser.key);
+        const why = whyWins(c.winner, loser);
+        this.deps.log.warn(`Service ${namespace}/${name}: port ${portName || '(unnamed)'} claims virtual server ${key} (its ${loser.kind}), which ${c.winner.key} keeps: ${why}; not programmed for ${namespace}/${name}`, {
+          service: `${namespace}/${name}`, virtualServer: key, winner: c.winner.key,
+        });
+        this.deps.events?.warn({ kind: 'Service', namespace, name }, 'VirtualServerConflict',
+          `virtual server ${key} (this Service's ${loser.kind}) is kept by ${c.winner.key}: ${why}; kube-ipvs does not program it for this Service`);
+      }
+    }
+  }
+
   private reportRefusals(name: string, plans: readonly ServicePortPlan[]): void {
     const refusals = [...this.deps.source.refusals(name), ...plans.flatMap((p) => p.refusals)];
     const text = refusals.map((r) => `${r.field}=${r.value}: ${r.reason}`).join('; ');
@@ -896,7 +939,7 @@ export class Proxier {
       this.deps.log.warn(`${r.kind} ${r.namespace}/${r.name}: refused ${r.field} '${r.value}': ${r.reason}; the rest of the object is programmed`, {
         object: `${r.namespace}/${r.name}`, field: r.field,
       });
-      this.deps.events?.warn({ kind: r.kind, namespace: r.namespace, name: r.name }, 'InvalidField', `kube-ipvs ignored ${r.field} '${r.value}': ${r.reason}`);
+      this.deps.events?.warn({ kind: r.kind, namespace: r.namespace, name: r.name }, r.eventReason ?? 'InvalidField', `kube-ipvs ignored ${r.field} '${r.value}': ${r.reason}`);
     }
   }
 
@@ -1009,10 +1052,14 @@ export class Proxier {
     }
     const contexts = this.planContexts(local);
     const index = new DesiredIndex(this.settings.families);
-    for (const name of new Set(source.serviceNames())) index.replace([], this.planService(name, contexts).plans);
+    for (const name of new Set(source.serviceNames())) {
+      const { ports, plans } = this.planService(name, contexts);
+      index.replace([], plans, ports);
+    }
     const desiredVs = index.virtualServers();
     const observed = tableFromDump(await this.readTable({ ipvsReads: 0 }), desiredVs);
-    return diffIpvsTable(observed, desiredVs, (e) => this.ownsVirtualServer(e, bound, desiredVs));
+    const facts = this.ownershipFacts(bound, (k) => desiredVs.has(k));
+    return diffIpvsTable(observed, desiredVs, (e) => ownsVirtualServer(virtualServerKey(e.vs), e.vs, facts));
   }
 
   /**

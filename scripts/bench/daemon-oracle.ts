@@ -24,7 +24,7 @@ export function desiredFromApi(server: FakeApiServer): DesiredTable {
   for (const s of server.list('discovery.k8s.io/v1', 'EndpointSlice')) et.onAdd(s as unknown as V1EndpointSlice);
   const ctx: PlanContext = {
     family: 'ipv4', scheduler: '', nodeName: NODE_NAME, nodeZone: '', nodePortAddresses: [],
-    localAddresses: new Set(), nodeIPs: [NODE_IP], excludeClusterCIDRs: [],
+    localAddresses: new Set(), nodeIPs: [NODE_IP], excludeClusterCIDRs: [], excludeCIDRs: [],
   };
   const plans: ServicePortPlan[] = [];
   for (const name of st.serviceNames()) for (const sp of st.servicePorts(name)) if (sp.family === 'ipv4') plans.push(planServicePort(sp, et.endpoints(sp), ctx));

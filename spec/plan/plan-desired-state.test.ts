@@ -19,6 +19,7 @@ const CTX4: PlanContext = {
   localAddresses: new Set(['192.0.2.1']),
   nodeIPs: ['192.0.2.1'],
   excludeClusterCIDRs: [],
+  excludeCIDRs: [],
 };
 const OPTS: IptablesOptions = {
   masqueradeBit: 14,
@@ -131,7 +132,7 @@ describe('planFamilyState', () => {
         name: 'beta',
         field: 'spec.ports[p80]',
         value: 'TCP/203.0.113.10:80',
-        reason: "virtual server TCP/203.0.113.10:80 is already ns1/alpha:p80/ipv4's (the first service port in name order keeps it)",
+        reason: "virtual server TCP/203.0.113.10:80 is ns1/alpha:p80/ipv4's: both are ExternalIPs of the same age and ns1/alpha:p80/ipv4 comes first by name",
         virtualServer: 'TCP/203.0.113.10:80',
         winner: 'ns1/alpha:p80/ipv4',
         loser: 'ns1/beta:p80/ipv4',

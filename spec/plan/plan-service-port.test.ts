@@ -25,6 +25,7 @@ const CTX4: PlanContext = {
   localAddresses: new Set(['192.0.2.1', '192.0.2.2', '203.0.113.99']),
   nodeIPs: ['192.0.2.1'],
   excludeClusterCIDRs: [],
+  excludeCIDRs: [],
 };
 const CTX6: PlanContext = {
   ...CTX4,
@@ -785,6 +786,58 @@ const rows: Row[] = [
         virtualServers: [vs(K, 'TCP', '10.96.0.10', 80, [])],
         boundAddresses: ['10.96.0.10'],
         ipsetEntries: [e('CLUSTER_IP', '10.96.0.10,tcp:80')],
+      }),
+    ],
+  },
+  {
+    name: 'ipvs.excludeCIDRs: an externalIP and an LB IP inside are not planned (no VS, address, set or out-filter entry), each refused',
+    svc: svc1((s) => {
+      s.spec!.type = 'LoadBalancer';
+      s.spec!.externalIPs = ['203.0.113.200', '203.0.113.10'];
+      s.spec!.loadBalancerSourceRanges = ['198.51.100.0/24'];
+      s.status = { loadBalancer: { ingress: [{ ip: '203.0.113.210' }] } };
+    }),
+    slices: [],
+    ctx: { excludeCIDRs: ['203.0.113.128/25', '2001:db8:ff::/48'] },
+    want: [
+      plan(K, {
+        virtualServers: [vs(K, 'TCP', '10.96.0.10', 80, []), vs(K, 'TCP', '203.0.113.10', 80, [])],
+        boundAddresses: ['10.96.0.10', '203.0.113.10'],
+        ipsetEntries: [e('CLUSTER_IP', '10.96.0.10,tcp:80'), e('EXTERNAL_IP', '203.0.113.10,tcp:80')],
+        refusals: [
+          {
+            kind: 'Service', namespace: 'ns1', name: 'svc1', field: 'spec.externalIPs', value: '203.0.113.200',
+            reason: 'inside ipvs.excludeCIDRs 203.0.113.128/25: kube-ipvs never creates, changes or deletes a virtual server there (port TCP/80 not programmed on it)',
+            eventReason: 'VIPInExcludedCIDR',
+          },
+          {
+            kind: 'Service', namespace: 'ns1', name: 'svc1', field: 'status.loadBalancer.ingress', value: '203.0.113.210',
+            reason: 'inside ipvs.excludeCIDRs 203.0.113.128/25: kube-ipvs never creates, changes or deletes a virtual server there (port TCP/80 not programmed on it)',
+            eventReason: 'VIPInExcludedCIDR',
+          },
+        ],
+      }),
+    ],
+  },
+  {
+    name: 'ipvs.excludeCIDRs: a ClusterIP inside is refused too; NodePort virtual servers on node addresses inside are not planned',
+    svc: svc1((s) => {
+      s.spec!.type = 'NodePort';
+      s.spec!.ports = [svcPort('p80', 80, 'TCP', 30080)];
+    }),
+    slices: [],
+    ctx: { excludeCIDRs: ['10.96.0.10/32', '192.0.2.2/32'] },
+    want: [
+      plan(K, {
+        virtualServers: [vs(K, 'TCP', '192.0.2.1', 30080, [])],
+        ipsetEntries: [e('NODE_PORT_TCP', '30080')],
+        refusals: [
+          {
+            kind: 'Service', namespace: 'ns1', name: 'svc1', field: 'spec.clusterIPs', value: '10.96.0.10',
+            reason: 'inside ipvs.excludeCIDRs 10.96.0.10/32: kube-ipvs never creates, changes or deletes a virtual server there (port TCP/80 not programmed on it)',
+            eventReason: 'VIPInExcludedCIDR',
+          },
+        ],
       }),
     ],
   },

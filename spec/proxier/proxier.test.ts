@@ -434,7 +434,7 @@ describe('Proxier over the kernel twins', () => {
     await t.start();
     const index = new DesiredIndex(['ipv4']);
     const plans = new Map<string, ReturnType<typeof planServicePort>[]>();
-    const ctx = { family: 'ipv4' as const, scheduler: 'rr', nodeName: NODE, nodeZone: '', nodePortAddresses: ['192.0.2.1'], localAddresses: new Set(['192.0.2.1']), nodeIPs: ['192.0.2.1'], excludeClusterCIDRs: [] };
+    const ctx = { family: 'ipv4' as const, scheduler: 'rr', nodeName: NODE, nodeZone: '', nodePortAddresses: ['192.0.2.1'], localAddresses: new Set(['192.0.2.1']), nodeIPs: ['192.0.2.1'], excludeClusterCIDRs: [], excludeCIDRs: [] };
     const replan = (name: string) => {
       const after = t.services.servicePorts(name).map((sp) => planServicePort(sp, t.slices.endpoints(sp), ctx));
       index.replace(plans.get(name) ?? [], after);

@@ -211,6 +211,18 @@ export class FakeIpvs implements Ipvs {
     this.applied.push(op);
   }
 
+  /**
+   * Gives a real server connections, as traffic would (the kernel counts them per dest; a
+   * test of graceful termination needs a real server that is not yet drained). Not a request:
+   * not in `applied`.
+   */
+  setConnections(vs: VirtualServerId, rs: RealServerId, conns: { active: number; inactive: number }): void {
+    const s = this.services.get(virtualServerKey(normalizeId(vs)));
+    const i = s ? this.destIndex(s, rs) : -1;
+    if (!s || i < 0) throw new Error(`setConnections: no real server ${realServerKey(rs)} in ${virtualServerKey(vs)}`);
+    s.dests[i] = { ...s.dests[i]!, activeConns: conns.active, inactConns: conns.inactive };
+  }
+
   async info(): Promise<IpvsInfo> {
     this.checkPrivilege({ kind: 'getInfo' });
     return { version: IP_VS_VERSION_CODE, connTabSize: this.options.connTabSize ?? 4096 };

@@ -1,0 +1,409 @@
+// Never touch what is not ours (issue 18, items 1, 3, 4), over the kernel twins, the real
+// trackers and planner, and a fake clock. The same against the real kernel and the daemon as
+// a process: spec/vm/foreign-state.vm.test.ts.
+//
+// Addresses (lib/testing/builders.ts): ClusterIPs 10.96.0.0/12, pods 10.244.0.0/16, this node
+// 192.0.2.1 on eth0. Foreign state: a keepalived-like virtual server on 192.0.2.1:443 (one
+// backup real server at weight 0, inhibit_on_failure), and one inside ipvs.excludeCIDRs
+// (203.0.113.128/25) at 203.0.113.200:80; tenant Services in namespace `aaa` aim at both.
+import winston from 'winston';
+import Transport from 'winston-transport';
+import type { V1EndpointSlice, V1Service } from '@kubernetes/client-node';
+import { FakeIpvs } from '../../lib/kernel/ipvs/fake-ipvs';
+import { FakeLink } from '../../lib/kernel/link/fake-link';
+import { FakeIpset } from '../../lib/kernel/ipset/fake-ipset';
+import { FakeIptables } from '../../lib/kernel/iptables/fake-iptables';
+import { KUBE_IPVS0 } from '../../lib/kernel/link/link';
+import { ServiceTracker } from '../../lib/tracker/service-tracker';
+import { EndpointSliceTracker } from '../../lib/tracker/endpoint-slice-tracker';
+import { TrackerSource } from '../../lib/tracker/tracker-source';
+import { planServicePort } from '../../lib/plan/plan-service-port';
+import { Proxier, ProxierSettings, SyncResult } from '../../lib/proxier/proxier';
+import { ServiceHealthSink } from '../../lib/proxier/service-health';
+import { FakeClock } from '../../lib/testing/fake-clock';
+import { TWIN_SETTINGS } from '../../lib/testing/proxier-twins';
+import { makeEndpointSlice, makeService, svcPort } from '../../lib/testing/builders';
+import { AF_INET, IPPROTO_TCP, IPPROTO_UDP } from '../../lib/netlink/uapi/ip_vs';
+import { formatServiceEntry } from '../../lib/cli/ipvsadm/format-list';
+import { DEFAULT_FORMAT } from '../../lib/cli/ipvsadm/parse-args';
+import { IpvsOp, VirtualServerEntry } from '../../lib/kernel/ipvs/ipvs';
+import { RealServerSpec, VirtualServerId, virtualServerKey } from '../../lib/model/ipvs';
+
+const NODE = 'node-a';
+const EXCLUDED = '203.0.113.128/25';
+
+/** `ipvsadm -Sn` lines of a table (services in key order, each followed by its real servers). */
+function formatRestore(entries: readonly VirtualServerEntry[]): string[] {
+  const fmt = { ...DEFAULT_FORMAT, rule: true, numeric: true };
+  return [...entries]
+    .sort((a, b) => (virtualServerKey(a.vs) < virtualServerKey(b.vs) ? -1 : 1))
+    .flatMap((e) => formatServiceEntry({ vs: e.vs, dests: [...e.dests].sort((x, y) => (x.address < y.address ? -1 : 1)) }, fmt).split('\n').filter(Boolean));
+}
+/** The lines of the virtual servers at these addresses:ports (and their real servers). */
+function linesOf(lines: readonly string[], ...vips: string[]): string[] {
+  return lines.filter((l) => vips.some((v) => l.includes(` ${v} `)));
+}
+
+class Lines extends Transport {
+  readonly lines: string[] = [];
+  override log(info: { level: string; message: string }, next: () => void): void {
+    this.lines.push(`${info.level} ${info.message}`);
+    next();
+  }
+}
+
+class RecordingSink implements ServiceHealthSink {
+  feeds = 0;
+  syncServices(): void {
+    this.feeds++;
+  }
+  syncEndpoints(): void {}
+}
+
+const KEEPALIVED = { af: AF_INET, protocol: IPPROTO_TCP, address: '192.0.2.1', port: 443, fwmark: 0 } as const;
+const INSIDE = { af: AF_INET, protocol: IPPROTO_TCP, address: '203.0.113.200', port: 80, fwmark: 0 } as const;
+const rs = (address: string, port: number, weight: number): RealServerSpec => ({ af: AF_INET, address, port, fwdMethod: 0, weight });
+
+/** keepalived's virtual server (a backup at weight 0) and one inside excludeCIDRs, made by an admin */
+async function programForeign(ipvs: FakeIpvs): Promise<void> {
+  await ipvs.apply({ kind: 'newService', vs: { ...KEEPALIVED, scheduler: 'wlc' } });
+  await ipvs.apply({ kind: 'newDest', vs: KEEPALIVED, rs: rs('192.0.2.50', 443, 1) });
+  await ipvs.apply({ kind: 'newDest', vs: KEEPALIVED, rs: rs('192.0.2.51', 443, 0) });
+  await ipvs.apply({ kind: 'newService', vs: { ...INSIDE, scheduler: 'wlc' } });
+  await ipvs.apply({ kind: 'newDest', vs: INSIDE, rs: rs('198.51.100.7', 80, 1) });
+  await ipvs.apply({ kind: 'newDest', vs: INSIDE, rs: rs('198.51.100.8', 80, 0) });
+}
+
+async function setup(
+  opts: { settings?: Partial<ProxierSettings>; serviceHealth?: ServiceHealthSink; twins?: { ipvs: FakeIpvs; link: FakeLink; ipset: FakeIpset } } = {},
+) {
+  const clock = new FakeClock();
+  const ipvs = opts.twins?.ipvs ?? new FakeIpvs();
+  let link = opts.twins?.link;
+  if (!link) {
+    link = new FakeLink();
+    await link.addDummy('eth0');
+    await link.addAddress((await link.getLink('eth0')).index, '192.0.2.1');
+  }
+  const ipset = opts.twins?.ipset ?? new FakeIpset();
+  const iptables = new FakeIptables({ family: 'ipv4', ipsets: ipset, readGeneration: false });
+  const services = new ServiceTracker();
+  const slices = new EndpointSliceTracker(NODE);
+  const events: string[] = [];
+  const results: SyncResult[] = [];
+  const log = new Lines();
+  const proxier = new Proxier(
+    {
+      ipvs, link, ipsets: { ipv4: ipset }, iptables: { ipv4: iptables },
+      source: new TrackerSource(services, slices),
+      planner: { planServicePort },
+      clock, log: winston.createLogger({ level: 'debug', transports: [log] }),
+      events: { warn: (ref, reason, message) => events.push(`${ref.namespace}/${ref.name} ${reason}: ${message}`) },
+      onSync: (r) => results.push(r),
+      ...(opts.serviceHealth ? { serviceHealth: opts.serviceHealth } : {}),
+    },
+    { ...TWIN_SETTINGS, excludeCIDRs: [EXCLUDED], ...opts.settings },
+    { name: NODE, zone: '', nodeIPs: ['192.0.2.1'], podCIDRs: [] },
+  );
+  const settle = async (ms = 0) => {
+    await clock.advance(ms);
+    await proxier.idle();
+  };
+  /** ops before the proxier started (the foreign state's) are not the proxier's */
+  let from = 0;
+  const start = async () => {
+    from = ipvs.applied.length;
+    proxier.onServicesSynced();
+    proxier.onEndpointSlicesSynced();
+    await settle();
+  };
+  const add = (...objs: (V1Service | V1EndpointSlice)[]) => {
+    for (const o of objs) ('spec' in o ? services.onAdd(o as V1Service) : slices.onAdd(o as V1EndpointSlice));
+    proxier.sync();
+  };
+  const remove = (...objs: (V1Service | V1EndpointSlice)[]) => {
+    for (const o of objs) ('spec' in o ? services.onDelete(o as V1Service) : slices.onDelete(o as V1EndpointSlice));
+    proxier.sync();
+  };
+  /** every op any sync sent naming one of these addresses */
+  const opsOn = (...addresses: string[]): IpvsOp[] => ipvs.applied.slice(from).filter((op) => 'vs' in op && op.vs && addresses.includes(op.vs.address));
+  const bound = async () => {
+    const k = await link!.getLink(KUBE_IPVS0);
+    return (await link!.listAddresses('ipv4')).filter((a) => a.ifindex === k.index).map((a) => a.address);
+  };
+  return { clock, ipvs, link, ipset, services, slices, proxier, events, results, log: log.lines, settle, start, add, remove, opsOn, bound };
+}
+
+function service(
+  namespace: string,
+  name: string,
+  o: { clusterIP: string; port?: number; protocol?: string; externalIPs?: string[]; lbIP?: string; created?: string },
+): V1Service {
+  return makeService(namespace, name, (s) => {
+    if (o.created) s.metadata!.creationTimestamp = o.created as unknown as Date;
+    s.spec = {
+      type: o.lbIP ? 'LoadBalancer' : 'ClusterIP',
+      clusterIP: o.clusterIP,
+      clusterIPs: [o.clusterIP],
+      ports: [svcPort('p', o.port ?? 80, o.protocol ?? 'TCP')],
+      ...(o.externalIPs ? { externalIPs: o.externalIPs } : {}),
+    };
+    if (o.lbIP) s.status = { loadBalancer: { ingress: [{ ip: o.lbIP }] } };
+  });
+}
+function slice(namespace: string, svc: string, port: number, protocol: string, ...ips: string[]): V1EndpointSlice {
+  return makeEndpointSlice(namespace, svc, `${svc}-1`, (sl) => {
+    sl.ports = [{ name: 'p', port, protocol }];
+    sl.endpoints = ips.map((ip) => ({ addresses: [ip], conditions: { ready: true }, nodeName: 'node-b' }));
+  });
+}
+
+describe('foreign virtual servers (issue 18 item 1): their weight-0 real servers are never drained', () => {
+  it("keepalived's backup at weight 0 and one inside excludeCIDRs outlive every drain check and full sync", async () => {
+    const t = await setup();
+    await programForeign(t.ipvs);
+    const before = formatRestore(await t.ipvs.listAll());
+    t.add(service('default', 'web', { clusterIP: '10.96.0.10' }), slice('default', 'web', 8080, 'TCP', '10.244.1.2'));
+    await t.start();
+    // well past the drain timeout (10 min): drain checks every 15 s, full syncs every 30 s
+    for (let i = 0; i < 45; i++) await t.settle(15_000);
+    expect(t.opsOn('192.0.2.1', '203.0.113.200')).toEqual([]);
+    expect(linesOf(formatRestore(await t.ipvs.listAll()), '192.0.2.1:443', '203.0.113.200:80')).toEqual(linesOf(before, '192.0.2.1:443', '203.0.113.200:80'));
+    expect(t.proxier.counts().draining).toBe(0);
+    // the refusal is a log line (once, not every full sync)
+    expect(t.log.filter((l) => l.includes('192.0.2.51:443'))).toEqual([
+      expect.stringMatching(/^info .*TCP 192\.0\.2\.1:443.* not kube-ipvs's.*192\.0\.2\.51:443/),
+    ]);
+  });
+
+  it("a tenant's externalIP on a foreign VIP, another port, binds the address but never makes the foreign virtual server ours", async () => {
+    const t = await setup();
+    const backup = { af: AF_INET, protocol: IPPROTO_TCP, address: '198.51.100.100', port: 443, fwmark: 0 } as const;
+    await t.ipvs.apply({ kind: 'newService', vs: { ...backup, scheduler: 'wlc' } });
+    await t.ipvs.apply({ kind: 'newDest', vs: backup, rs: rs('192.0.2.60', 443, 0) });
+    const before = formatRestore(await t.ipvs.listAll());
+    const near = service('aaa', 'near', { clusterIP: '10.96.0.50', port: 8443, externalIPs: ['198.51.100.100'] });
+    t.add(near, slice('aaa', 'near', 8443, 'TCP', '10.244.7.9'));
+    await t.start();
+    for (let i = 0; i < 3; i++) await t.settle(30_000);
+    expect(await t.bound()).toContain('198.51.100.100');
+    t.remove(near, slice('aaa', 'near', 8443, 'TCP', '10.244.7.9'));
+    await t.settle();
+    for (let i = 0; i < 3; i++) await t.settle(30_000);
+    expect(t.opsOn('198.51.100.100').filter((op) => 'vs' in op && op.vs!.port === 443)).toEqual([]);
+    expect(linesOf(formatRestore(await t.ipvs.listAll()), '198.51.100.100:443')).toEqual(linesOf(before, '198.51.100.100:443'));
+  });
+
+  it('its own weight-0 real servers are still adopted and drained after a restart', async () => {
+    const t = await setup();
+    t.add(service('default', 'web', { clusterIP: '10.96.0.10' }), slice('default', 'web', 8080, 'TCP', '10.244.1.2', '10.244.1.3'));
+    await t.start();
+    t.slices.onUpdate(slice('default', 'web', 8080, 'TCP', '10.244.1.2', '10.244.1.3'), slice('default', 'web', 8080, 'TCP', '10.244.1.2'));
+    t.proxier.sync();
+    await t.settle();
+    // a restarted proxier over the same kernel adopts the drain
+    t.proxier.stop();
+    const again = await setup({ twins: t });
+    again.add(service('default', 'web', { clusterIP: '10.96.0.10' }), slice('default', 'web', 8080, 'TCP', '10.244.1.2'));
+    await again.start();
+    expect(again.proxier.counts().draining).toBe(1);
+    await again.settle(15_000);
+    expect(formatRestore(await t.ipvs.listAll())).toEqual(['-A -t 10.96.0.10:80 -s rr', '-a -t 10.96.0.10:80 -r 10.244.1.2:8080 -m -w 1']);
+    again.proxier.stop();
+  });
+});
+
+describe('graceful termination (issue 18 mutation: drained = true)', () => {
+  it('a draining real server with connections is kept until they end, then deleted', async () => {
+    const t = await setup();
+    t.add(service('default', 'web', { clusterIP: '10.96.0.10' }), slice('default', 'web', 8080, 'TCP', '10.244.1.2', '10.244.1.3'));
+    await t.start();
+    const web: VirtualServerId = { af: AF_INET, protocol: IPPROTO_TCP, address: '10.96.0.10', port: 80, fwmark: 0 };
+    const gone = { af: AF_INET, address: '10.244.1.3', port: 8080 } as const;
+    t.ipvs.setConnections(web, gone, { active: 1, inactive: 2 });
+    t.slices.onUpdate(slice('default', 'web', 8080, 'TCP', '10.244.1.2', '10.244.1.3'), slice('default', 'web', 8080, 'TCP', '10.244.1.2'));
+    t.proxier.sync();
+    await t.settle();
+    for (let i = 0; i < 4; i++) await t.settle(15_000);
+    expect(formatRestore(await t.ipvs.listAll())).toContain('-a -t 10.96.0.10:80 -r 10.244.1.3:8080 -m -w 0');
+    expect(t.ipvs.applied.filter((op) => op.kind === 'delDest')).toEqual([]);
+    t.ipvs.setConnections(web, gone, { active: 0, inactive: 0 });
+    await t.settle(15_000);
+    expect(t.ipvs.applied.filter((op) => op.kind === 'delDest')).toEqual([expect.objectContaining({ rs: expect.objectContaining({ address: '10.244.1.3' }) })]);
+  });
+});
+
+describe('one Service refused by IPVS fails only that Service (issue 18 mutation: failure thrown out of the sync)', () => {
+  it('the next syncs stay partial; health check servers are fed and real servers drained node-wide', async () => {
+    const sink = new RecordingSink();
+    const t = await setup({ serviceHealth: sink });
+    t.add(service('default', 'web', { clusterIP: '10.96.0.10' }), slice('default', 'web', 8080, 'TCP', '10.244.1.2', '10.244.1.3'));
+    await t.start();
+    const odd = service('default', 'odd', { clusterIP: '10.96.0.11' });
+    odd.metadata!.annotations = { 'kube-ipvs.io/scheduler': 'nosuch' };
+    t.slices.onUpdate(slice('default', 'web', 8080, 'TCP', '10.244.1.2', '10.244.1.3'), slice('default', 'web', 8080, 'TCP', '10.244.1.2'));
+    t.add(odd, slice('default', 'odd', 8080, 'TCP', '10.244.1.4'));
+    const feeds = sink.feeds;
+    await t.settle();
+    expect(t.results.at(-1)).toMatchObject({ full: false, ipvsFailures: 2 });
+    expect(sink.feeds).toBe(feeds + 1);
+    // the retries (1 s, 2 s, 4 s, 8 s) fail again and stay partial; the drain check at 15 s runs
+    await t.settle(15_000);
+    expect(t.results.slice(1).map((r) => r.full)).not.toContain(true);
+    expect(t.ipvs.applied.filter((op) => op.kind === 'delDest')).toEqual([expect.objectContaining({ rs: expect.objectContaining({ address: '10.244.1.3' }) })]);
+    expect(sink.feeds).toBeGreaterThan(feeds + 1);
+  });
+});
+
+describe('ipvs.excludeCIDRs (issue 18 item 3): nothing inside is created, changed or deleted', () => {
+  const tenant = () => service('aaa', 'tenant', { clusterIP: '10.96.0.20', externalIPs: ['203.0.113.200', '203.0.113.201'] });
+  const tenantEps = () => slice('aaa', 'tenant', 8080, 'TCP', '10.244.7.7');
+
+  it.each([
+    ['at the first (full) sync', true],
+    ['added later (partial sync)', false],
+  ])('a tenant externalIP on a foreign virtual server inside them, %s: left as it was, with an Event and a log line', async (_name, before) => {
+    const t = await setup();
+    await programForeign(t.ipvs);
+    const foreign = linesOf(formatRestore(await t.ipvs.listAll()), '203.0.113.200:80');
+    if (before) t.add(tenant(), tenantEps());
+    await t.start();
+    if (!before) {
+      t.add(tenant(), tenantEps());
+      await t.settle();
+      expect(t.results.at(-1)!.full).toBe(false);
+    }
+    for (let i = 0; i < 3; i++) await t.settle(30_000);
+    const table = formatRestore(await t.ipvs.listAll());
+    expect(linesOf(table, '203.0.113.200:80')).toEqual(foreign);
+    // not created either (203.0.113.201 has no virtual server), nor bound on kube-ipvs0
+    expect(t.opsOn('203.0.113.200', '203.0.113.201')).toEqual([]);
+    expect(await t.bound()).toEqual(['10.96.0.20']);
+    // the ClusterIP, outside, is programmed
+    expect(linesOf(table, '10.96.0.20:80')).toEqual(['-A -t 10.96.0.20:80 -s rr', '-a -t 10.96.0.20:80 -r 10.244.7.7:8080 -m -w 1']);
+    // told once: one Event per excluded VIP, one log line each naming Service, VIP and CIDR
+    expect(t.events).toEqual([
+      expect.stringMatching(/^aaa\/tenant VIPInExcludedCIDR: .*203\.0\.113\.200.*203\.0\.113\.128\/25/),
+      expect.stringMatching(/^aaa\/tenant VIPInExcludedCIDR: .*203\.0\.113\.201.*203\.0\.113\.128\/25/),
+    ]);
+    expect(t.log.filter((l) => /aaa\/tenant.*203\.0\.113\.200.*203\.0\.113\.128\/25/.test(l))).toHaveLength(1);
+    // the Service goes: the foreign virtual server stays
+    t.remove(tenant(), tenantEps());
+    await t.settle();
+    await t.settle(30_000);
+    expect(linesOf(formatRestore(await t.ipvs.listAll()), '203.0.113.200:80')).toEqual(foreign);
+    expect(t.opsOn('203.0.113.200', '203.0.113.201')).toEqual([]);
+  });
+
+  it('excludeCIDRs grown live over a virtual server kube-ipvs made: left as it is, drains included, never deleted', async () => {
+    const t = await setup({ settings: { excludeCIDRs: [] } });
+    const svc = service('aaa', 'mine', { clusterIP: '10.96.0.22', externalIPs: ['203.0.113.50'] });
+    t.add(svc, slice('aaa', 'mine', 8080, 'TCP', '10.244.7.1', '10.244.7.2'));
+    await t.start();
+    // one real server starts draining; then the admin claims 203.0.113.0/24
+    t.slices.onUpdate(slice('aaa', 'mine', 8080, 'TCP', '10.244.7.1', '10.244.7.2'), slice('aaa', 'mine', 8080, 'TCP', '10.244.7.1'));
+    t.proxier.sync();
+    await t.settle();
+    const lines = linesOf(formatRestore(await t.ipvs.listAll()), '203.0.113.50:80');
+    expect(lines).toContain('-a -t 203.0.113.50:80 -r 10.244.7.2:8080 -m -w 0');
+    const from = t.ipvs.applied.length;
+    t.proxier.updateSettings({ ...TWIN_SETTINGS, excludeCIDRs: ['203.0.113.0/24'] });
+    await t.settle();
+    for (let i = 0; i < 4; i++) await t.settle(15_000);
+    // the Service goes too
+    t.remove(svc, slice('aaa', 'mine', 8080, 'TCP', '10.244.7.1'));
+    await t.settle();
+    await t.settle(30_000);
+    expect(t.ipvs.applied.slice(from).filter((op) => 'vs' in op && op.vs?.address === '203.0.113.50')).toEqual([]);
+    expect(linesOf(formatRestore(await t.ipvs.listAll()), '203.0.113.50:80')).toEqual(lines);
+    expect(t.events).toEqual([expect.stringMatching(/^aaa\/mine VIPInExcludedCIDR: .*203\.0\.113\.50.*203\.0\.113\.0\/24/)]);
+  });
+
+  it('the ipsets and LB firewall name no VIP inside them', async () => {
+    const t = await setup();
+    t.add(
+      makeService('aaa', 'lb', (s) => {
+        s.spec = { type: 'LoadBalancer', clusterIP: '10.96.0.21', clusterIPs: ['10.96.0.21'], ports: [svcPort('p', 80)], loadBalancerSourceRanges: ['198.51.100.0/24'] };
+        s.status = { loadBalancer: { ingress: [{ ip: '203.0.113.210' }] } };
+      }),
+      slice('aaa', 'lb', 8080, 'TCP', '10.244.7.8'),
+    );
+    await t.start();
+    const members = [...(await t.ipset.observe()).values()].flatMap((s) => [...s.members]);
+    expect(members.filter((m) => m.includes('203.0.113.210'))).toEqual([]);
+    expect(members).toContain('10.96.0.21,tcp:80');
+  });
+});
+
+describe('two Services claiming one ip:port (issue 18 item 4)', () => {
+  const dns = () => service('kube-system', 'kube-dns', { clusterIP: '10.96.0.10', port: 53, protocol: 'UDP', created: '2024-01-01T00:00:00Z' });
+  const dnsEps = () => slice('kube-system', 'kube-dns', 53, 'UDP', '10.244.0.53');
+  const grab = () => service('aaa', 'grab', { clusterIP: '10.96.0.30', port: 53, protocol: 'UDP', externalIPs: ['10.96.0.10'], created: '2025-01-01T00:00:00Z' });
+  const grabEps = () => slice('aaa', 'grab', 5353, 'UDP', '10.244.9.9');
+  const DNS_LINES = ['-A -u 10.96.0.10:53 -s rr', '-a -u 10.96.0.10:53 -r 10.244.0.53:53 -m -w 1'];
+
+  it.each([
+    ['both at the first sync', true],
+    ['the externalIP added later', false],
+  ])("an externalIP equal to kube-dns's ClusterIP does not take it (%s); the loser is told once", async (_name, together) => {
+    const t = await setup();
+    t.add(dns(), dnsEps());
+    if (together) t.add(grab(), grabEps());
+    await t.start();
+    if (!together) {
+      t.add(grab(), grabEps());
+      await t.settle();
+    }
+    for (let i = 0; i < 3; i++) await t.settle(30_000);
+    expect(linesOf(formatRestore(await t.ipvs.listAll()), '10.96.0.10:53')).toEqual(DNS_LINES);
+    expect(t.ipvs.applied.filter((op) => op.kind !== 'newService' && 'vs' in op && op.vs?.address === '10.96.0.10' && 'rs' in op && op.rs.address === '10.244.9.9')).toEqual([]);
+    expect(t.events).toEqual([expect.stringMatching(/^aaa\/grab VirtualServerConflict: .*UDP\/10\.96\.0\.10:53.*kube-system\/kube-dns/)]);
+    expect(t.log.filter((l) => /aaa\/grab/.test(l) && /10\.96\.0\.10:53/.test(l))).toHaveLength(1);
+    // the loser goes: nothing changes; it comes back: told again
+    t.remove(grab(), grabEps());
+    await t.settle();
+    t.add(grab(), grabEps());
+    await t.settle();
+    expect(linesOf(formatRestore(await t.ipvs.listAll()), '10.96.0.10:53')).toEqual(DNS_LINES);
+    expect(t.events).toHaveLength(2);
+  });
+
+  it('a load-balancer IP outranks an externalIP; then the older Service; then namespace/name', async () => {
+    const t = await setup();
+    const UDP: Omit<VirtualServerId, 'address'> = { af: AF_INET, protocol: IPPROTO_UDP, port: 53, fwmark: 0 };
+    // zzz/lb is the newest and last by name, but a load-balancer IP outranks an externalIP
+    t.add(
+      service('aaa', 'ext', { clusterIP: '10.96.0.40', port: 53, protocol: 'UDP', externalIPs: ['203.0.113.5'], created: '2024-01-01T00:00:00Z' }),
+      slice('aaa', 'ext', 53, 'UDP', '10.244.1.1'),
+      service('zzz', 'lb', { clusterIP: '10.96.0.41', port: 53, protocol: 'UDP', lbIP: '203.0.113.5', created: '2025-01-01T00:00:00Z' }),
+      slice('zzz', 'lb', 53, 'UDP', '10.244.1.2'),
+      // two externalIPs: the older (bbb/old) wins over aaa/new
+      service('aaa', 'new', { clusterIP: '10.96.0.42', port: 53, protocol: 'UDP', externalIPs: ['203.0.113.6'], created: '2025-06-01T00:00:00Z' }),
+      slice('aaa', 'new', 53, 'UDP', '10.244.1.3'),
+      service('bbb', 'old', { clusterIP: '10.96.0.43', port: 53, protocol: 'UDP', externalIPs: ['203.0.113.6'], created: '2023-06-01T00:00:00Z' }),
+      slice('bbb', 'old', 53, 'UDP', '10.244.1.4'),
+      // same age: namespace/name
+      service('ccc', 'b', { clusterIP: '10.96.0.44', port: 53, protocol: 'UDP', externalIPs: ['203.0.113.7'], created: '2024-01-01T00:00:00Z' }),
+      slice('ccc', 'b', 53, 'UDP', '10.244.1.5'),
+      service('ccc', 'a', { clusterIP: '10.96.0.45', port: 53, protocol: 'UDP', externalIPs: ['203.0.113.7'], created: '2024-01-01T00:00:00Z' }),
+      slice('ccc', 'a', 53, 'UDP', '10.244.1.6'),
+    );
+    await t.start();
+    const backends = async (address: string) =>
+      (await t.ipvs.listRealServers({ ...UDP, address })).map((d) => d.address);
+    expect(await backends('203.0.113.5')).toEqual(['10.244.1.2']);
+    expect(await backends('203.0.113.6')).toEqual(['10.244.1.4']);
+    expect(await backends('203.0.113.7')).toEqual(['10.244.1.6']);
+    expect(t.events.map((e) => e.split(' ')[0]).sort()).toEqual(['aaa/ext', 'aaa/new', 'ccc/b']);
+
+    // the winner stays as the losers change (an endpoint update of each)
+    t.slices.onUpdate(slice('aaa', 'new', 53, 'UDP', '10.244.1.3'), slice('aaa', 'new', 53, 'UDP', '10.244.1.30'));
+    t.slices.onUpdate(slice('aaa', 'ext', 53, 'UDP', '10.244.1.1'), slice('aaa', 'ext', 53, 'UDP', '10.244.1.10'));
+    t.proxier.sync();
+    await t.settle();
+    await t.settle(30_000);
+    expect(await backends('203.0.113.5')).toEqual(['10.244.1.2']);
+    expect(await backends('203.0.113.6')).toEqual(['10.244.1.4']);
+    expect(t.events).toHaveLength(3);
+  });
+});
