@@ -84,15 +84,11 @@ if [ ! -s "$CACHE/base.tar.gz" ] || [ "$(cat "$CACHE/base.stamp" 2>/dev/null)" !
 fi
 
 # ----------------------------------------------------------------- app layer ----
-# production dependencies only, exactly the installed versions (no registry access)
-mapfile -t PROD < <(npm ls --omit=dev --parseable --all 2>/dev/null | tail -n +2 | sed "s|^$REPO/||" |
-  grep -E '^node_modules/(@[^/]+/)?[^/]+$' | sort -u)
-[ ${#PROD[@]} -gt 0 ] || { echo "build.sh: npm ls found no production dependencies" >&2; exit 1; }
 APP_KEY=$( {
-  sha256sum "$0" scripts/image/kube-ipvs.sh "$NODE_BIN" package.json "$CACHE/base.tar.gz"
+  sha256sum "$0" scripts/image/stage-app.sh scripts/image/kube-ipvs.sh "$NODE_BIN" package.json "$CACHE/base.tar.gz"
   find dist/lib -path dist/lib/testing -prune -o -type f -name '*.js' -print0 | sort -z | xargs -0 sha256sum
   sha256sum dist/native/*.node
-  printf '%s\n' "${PROD[@]}" | while read -r p; do echo "$p $(node -p "require('./$p/package.json').version")"; done
+  npm ls --omit=dev --all 2>/dev/null # the production dependencies' installed versions
 } | sha256sum | cut -d' ' -f1)
 if [ -s "$ARCHIVE" ] && [ -s "$OUT_DIR/rootfs.digest" ] && [ "$(cat "$OUT_DIR/image.stamp" 2>/dev/null)" = "$APP_KEY" ]; then
   echo ">> $ARCHIVE is up to date ($IMAGE_NAME)"
@@ -103,28 +99,8 @@ STAGE=$(mktemp -d "$CACHE/app.XXXXXX")
 LAYOUT=$(mktemp -d "$CACHE/layout.XXXXXX")
 trap 'rm -rf "$STAGE" "$LAYOUT"' EXIT
 APP=$STAGE/opt/kube-ipvs
-mkdir -p "$STAGE/usr/local/bin" "$APP/dist"
-# Node: the `node` npm package's official linux-x64 binary, dynamically linked against glibc
-# and libstdc++ only (both in the base layer); symbols stripped (-18 MB; addons link through
-# the dynamic symbol table, which strip keeps)
-unexpected=$(ldd "$NODE_BIN" | awk '{print $1}' | grep -vE '^(linux-vdso\.so\.1|/lib64/ld-linux-x86-64\.so\.2|lib(c|m|dl|pthread|rt|stdc\+\+|gcc_s)\.so\.[0-9]+)$' || true)
-[ -z "$unexpected" ] || { echo "build.sh: node links against libraries the image lacks: $unexpected" >&2; exit 1; }
-strip -o "$STAGE/usr/local/bin/node" "$NODE_BIN"
-cp package.json "$APP/"
-cp -a dist/lib dist/native "$APP/dist/"
-rm -rf "$APP/dist/lib/testing"
-find "$APP/dist" -name '*.map' -delete
-cp -a --parents "${PROD[@]}" "$APP/"
-# what never runs: type declarations, sources, maps, docs, other platforms' prebuilt addons
-find "$APP/node_modules" \( -name '*.ts' -o -name '*.mts' -o -name '*.cts' -o -name '*.map' -o -name '*.md' \) -type f -delete
-rm -rf "$APP"/node_modules/@types "$APP"/node_modules/*/node_modules/@types "$APP"/node_modules/@*/*/node_modules/@types
-find "$APP/node_modules" -path '*/prebuilds/*' -maxdepth 4 -type d ! -name 'linux-x64' ! -name prebuilds -prune -exec rm -rf {} +
-install -m 755 scripts/image/kube-ipvs.sh "$STAGE/usr/local/bin/kube-ipvs"
-# the app must start from the staged tree alone (every runtime module present)
-(cd / && "$STAGE/usr/local/bin/node" "$APP/dist/lib/cli/main.js" --help >/dev/null) ||
-  { echo "build.sh: the staged app does not start" >&2; exit 1; }
-(cd / && "$STAGE/usr/local/bin/node" -e "require('$APP/dist/lib/daemon/daemon.js'); require('$APP/dist/lib/kernel/ipvs/ipvs-netlink.js'); require('$APP/dist/native/netlink_sockopt.node')") ||
-  { echo "build.sh: the staged app lacks a runtime module" >&2; exit 1; }
+# the same recipe as Containerfile's build stage
+bash scripts/image/stage-app.sh "$STAGE" "$NODE_BIN"
 
 EPOCH=$(git log -1 --format=%ct 2>/dev/null || date +%s)
 tar_layer "$STAGE" "$LAYOUT/app.tar" --owner=0 --group=0 --mtime="@$EPOCH" --clamp-mtime
