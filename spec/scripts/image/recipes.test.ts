@@ -52,7 +52,8 @@ describe('Containerfile and make image (scripts/image/build.sh)', () => {
     const makefile = read('Makefile');
     const addon = /^dist\/native\/netlink_sockopt\.node: (.+)$/m.exec(makefile)?.[1]?.split(/\s+/) ?? [];
     expect(addon).toContain('native/netlink-sockopt.c');
-    expect(makefile).toMatch(/^\tcc -shared .* -o \$@ \$<$/m); // the compiler the Containerfile's gcc provides
+    // the compiler the Containerfile's gcc provides, with the flags the arm64 image's build uses too
+    expect(makefile).toMatch(/^dist\/native\/netlink_sockopt\.node: .*\n.*\n\tcc \$\(ADDON_FLAGS\) -o \$@ \$<$/m);
     const needed = [
       'Makefile', 'tsconfig.json', 'package.json', 'package-lock.json',
       ...tsconfig.include.map((g) => g.split('/')[0]!),
@@ -67,7 +68,9 @@ describe('Containerfile and make image (scripts/image/build.sh)', () => {
 
   it('stages the app layer with the same script, and the final stage is that tree alone', () => {
     expect(build.find((l) => l.startsWith('RUN make build'))).toBe('RUN make build && bash scripts/image/stage-app.sh /stage "$(realpath node_modules/.bin/node)"');
-    expect(buildSh).toMatch(/^bash scripts\/image\/stage-app\.sh "\$STAGE" "\$NODE_BIN"$/m);
+    expect(buildSh).toMatch(/^bash scripts\/image\/stage-app\.sh "\$STAGE" "\$NODE_BIN" "\$NODE_ARCH" "\$NATIVE_DIR" "\$RUN_TARGET"$/m);
+    // (for amd64, with stage-app.sh's defaults)
+    expect(buildSh).toMatch(/^ {2}amd64\) .*NODE_ARCH=x64; NATIVE_DIR=dist\/native; RUN_TARGET= ;;$/m);
     expect(buildSh).toMatch(/^NODE_BIN=\$\(realpath node_modules\/\.bin\/node\)$/m);
     expect(final.filter((l) => l.startsWith('COPY '))).toEqual(['COPY --from=build /stage/ /']);
   });
