@@ -12,7 +12,7 @@
 // of a listing in the VM where every module file is read over 9p.
 
 import { UsageError } from '../errors';
-import { formatVersion, nodeSatisfies, readPackageInfo, versionRequest, withoutVersionFlags } from './version';
+import { formatVersion, nodeSatisfies, readPackageInfo, VersionRequest, versionRequest, withoutVersionFlags } from './version';
 
 export async function run(argv: readonly string[]): Promise<number> {
   const args = argv.slice(2);
@@ -41,7 +41,7 @@ export async function run(argv: readonly string[]): Promise<number> {
   const views = await import('./views/views-command');
   if (views.isViewCommand(args[0])) return views.runViews(args);
   // anything else is the proxy itself, with kube-proxy's flags (including `--cleanup`)
-  let version;
+  let version: VersionRequest | undefined;
   try {
     version = versionRequest(args);
   } catch (e) {
