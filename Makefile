@@ -6,7 +6,7 @@ export PATH := $(CURDIR)/node_modules/.bin:$(PATH)
 JEST := node_modules/.bin/node --experimental-vm-modules --disable-warning=ExperimentalWarning node_modules/jest/bin/jest.js
 VM_TIMEOUT ?= 3000
 
-.PHONY: all deps build test unit vm vm-image image bench demo clean
+.PHONY: all deps build test unit vm vm-image image image-arm64 bench demo clean
 
 all: build
 
@@ -18,10 +18,16 @@ build: node_modules/.bin/node dist/native/netlink_sockopt.node
 
 # NETLINK_EXT_ACK for the `netlink` package's sockets (lib/netlink/ext-ack.ts): a Node-API
 # addon, ABI-stable, compiled against the node-api-headers package (no node-gyp download)
+ADDON_FLAGS := -shared -fPIC -O2 -Wall -Wextra -Werror -std=gnu11 -DNAPI_VERSION=8 \
+  -I node_modules/node-api-headers/include
 dist/native/netlink_sockopt.node: native/netlink-sockopt.c node_modules/.bin/node
-	mkdir -p dist/native
-	cc -shared -fPIC -O2 -Wall -Wextra -Werror -std=gnu11 -DNAPI_VERSION=8 \
-	  -I node_modules/node-api-headers/include -o $@ $<
+	mkdir -p $(@D)
+	cc $(ADDON_FLAGS) -o $@ $<
+
+# the same addon for the arm64 image (make image-arm64), cross-compiled
+dist/arm64/native/netlink_sockopt.node: native/netlink-sockopt.c node_modules/.bin/node
+	mkdir -p $(@D)
+	aarch64-linux-gnu-gcc $(ADDON_FLAGS) -o $@ $<
 
 node_modules/.bin/node:
 	bash scripts/install-deps.sh
@@ -33,6 +39,11 @@ vm-image:
 # for docker load / podman load / ctr images import; no registry or container runtime needed.
 image: build
 	bash scripts/image/build.sh
+
+# The arm64 image (dist/image-arm64/kube-ipvs.oci.tar), built on this amd64 host through
+# qemu-user-static and binfmt_misc (scripts/image/build.sh says how)
+image-arm64: build
+	IMAGE_ARCH=arm64 bash scripts/image/build.sh
 
 # Installs what is missing (idempotent), then unit tests on the host and every
 # integration test inside ONE VM boot.

@@ -43,8 +43,8 @@ function mountedConfigMap(): Map<string, string> {
 }
 
 describe('manifests/', () => {
-  it('holds the ServiceAccount, the system:node-proxier binding, the ConfigMap and the DaemonSet, all in kube-system', () => {
-    expect(docs.map((d) => d.kind).sort()).toEqual(['ClusterRoleBinding', 'ConfigMap', 'DaemonSet', 'ServiceAccount']);
+  it('holds the ServiceAccount, the system:node-proxier binding, the ConfigMap, its Role and RoleBinding and the DaemonSet, all in kube-system', () => {
+    expect(docs.map((d) => d.kind).sort()).toEqual(['ClusterRoleBinding', 'ConfigMap', 'DaemonSet', 'Role', 'RoleBinding', 'ServiceAccount']);
     const sa = one('ServiceAccount');
     expect(sa.metadata).toMatchObject({ name: 'kube-proxy', namespace: 'kube-system' });
     expect(one('ClusterRoleBinding')).toMatchObject({
@@ -53,6 +53,26 @@ describe('manifests/', () => {
     });
     expect(ds().spec.template.spec.serviceAccountName).toBe(sa.metadata.name);
     for (const d of docs.filter((x) => x.kind !== 'ClusterRoleBinding')) expect(d.metadata.namespace).toBe('kube-system');
+  });
+
+  it("carries kubeadm's kube-proxy Role and RoleBinding: bootstrap tokens may get the kube-proxy ConfigMap, nothing more", () => {
+    // cmd/kubeadm/app/phases/addons/proxy/proxy.go createClusterRoleBindings
+    const role = one('Role');
+    expect(role).toEqual({
+      apiVersion: 'rbac.authorization.k8s.io/v1',
+      kind: 'Role',
+      metadata: { name: 'kube-proxy', namespace: 'kube-system' },
+      rules: [{ apiGroups: [''], resources: ['configmaps'], resourceNames: [cm().metadata.name], verbs: ['get'] }],
+    });
+    expect(cm().metadata.name).toBe('kube-proxy');
+    expect(one('RoleBinding')).toEqual({
+      apiVersion: 'rbac.authorization.k8s.io/v1',
+      kind: 'RoleBinding',
+      metadata: { name: 'kube-proxy', namespace: 'kube-system' },
+      roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'Role', name: role.metadata.name },
+      // kubeadm's constants.NodeBootstrapTokenAuthGroup
+      subjects: [{ apiGroup: 'rbac.authorization.k8s.io', kind: 'Group', name: 'system:bootstrappers:kubeadm:default-node-token' }],
+    });
   });
 
   it("replaces kubeadm's kube-proxy DaemonSet in place: same name, selector and container name", () => {
@@ -77,6 +97,15 @@ describe('manifests/', () => {
     expect(flags.given.get('--hostname-override')).toBe('$(NODE_NAME)');
     // $(NODE_NAME) is expanded by the kubelet from the pod's node name
     expect(container().env).toEqual([{ name: 'NODE_NAME', valueFrom: { fieldRef: { fieldPath: 'spec.nodeName' } } }]);
+  });
+
+  it("kubeadm's own command differs only in the binary, which the image carries under both names", () => {
+    // cmd/kubeadm/app/phases/addons/proxy/manifests.go: `kubectl set image` alone runs it
+    const kubeadm = ['/usr/local/bin/kube-proxy', '--config=/var/lib/kube-proxy/config.conf', '--hostname-override=$(NODE_NAME)'];
+    expect((container().command as string[]).slice(1)).toEqual(kubeadm.slice(1));
+    const stage = readFileSync(path.join(ROOT, 'scripts', 'image', 'stage-app.sh'), 'utf8');
+    expect(stage).toContain(`ln -s kube-ipvs "$STAGE${kubeadm[0]}"`);
+    expect(stage).toContain(`"$STAGE${container().command[0]}"`);
   });
 
   it("the ConfigMap's config.conf, read where the DaemonSet mounts it, loads without a warning in ipvs mode", async () => {

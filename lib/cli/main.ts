@@ -2,14 +2,26 @@
 // kube-ipvs command line: `kube-ipvs ipvsadm ...`, `kube-ipvs cleanup ...`, the operator views
 // (`kube-ipvs service list`, `status`, `diff`: lib/cli/views), or, with anything else, the
 // proxy taking kube-proxy's flags (lib/cli/proxy-command.ts).
-// `ipvsadm` takes the rest of argv raw and parses it the way ipvsadm does.
+// `ipvsadm` takes the rest of argv raw and parses it the way ipvsadm does. `--version` on the
+// proxy's command line prints the version and exits 0 whatever else is given, as kube-proxy's
+// does (the image's /usr/local/bin/kube-proxy is this same entry point: kubeadm's DaemonSet
+// runs it by that name).
 //
 // Each command's modules are loaded only when that command runs: `kube-ipvs ipvsadm -Ln`
 // must not pay for the daemon's (winston, commander, YAML, client-node), which took seconds
 // of a listing in the VM where every module file is read over 9p.
 
+import { UsageError } from '../errors';
+import { formatVersion, nodeSatisfies, readPackageInfo, VersionRequest, versionRequest, withoutVersionFlags } from './version';
+
 export async function run(argv: readonly string[]): Promise<number> {
   const args = argv.slice(2);
+  const pkg = readPackageInfo();
+  // under an older Node the daemon dies deep in undici (Node 20: a TypeError at load): say why
+  if (!nodeSatisfies(process.version, pkg.nodeRange)) {
+    process.stderr.write(`kube-ipvs: needs Node ${pkg.nodeRange} (package.json engines); this is Node ${process.version}\n`);
+    return 1;
+  }
   if (args[0] === 'ipvsadm') {
     const { main: ipvsadmMain } = await import('./ipvsadm/ipvsadm');
     const { openIpvs } = await import('../kernel/ipvs/ipvs-netlink');
@@ -29,8 +41,20 @@ export async function run(argv: readonly string[]): Promise<number> {
   const views = await import('./views/views-command');
   if (views.isViewCommand(args[0])) return views.runViews(args);
   // anything else is the proxy itself, with kube-proxy's flags (including `--cleanup`)
+  let version: VersionRequest | undefined;
+  try {
+    version = versionRequest(args);
+  } catch (e) {
+    if (!(e instanceof UsageError)) throw e;
+    process.stderr.write(`kube-ipvs: ${e.message}\nRun 'kube-ipvs --help' for usage.\n`);
+    return 2;
+  }
+  if (version !== undefined) {
+    process.stdout.write(formatVersion(pkg, version));
+    return 0;
+  }
   const { defaultProxyCommandDeps, proxyMain } = await import('./proxy-command');
-  return proxyMain(args, defaultProxyCommandDeps());
+  return proxyMain(withoutVersionFlags(args), defaultProxyCommandDeps());
 }
 
 if (require.main === module) {

@@ -14,6 +14,7 @@ import { ProxyConfig } from '../config/proxy-config';
 import { parseProxyFlags, ProxyFlags } from '../config/proxy-flags';
 import type { DaemonOptions } from '../daemon/daemon';
 import { runCleanup } from './cleanup';
+import { formatTopHelp } from './top-help';
 
 interface Writer {
   write(text: string): unknown;
@@ -71,7 +72,7 @@ export async function proxyMain(argv: readonly string[], deps: ProxyCommandDeps)
     return 2;
   }
   if (flags.help !== undefined) {
-    deps.stdout.write(flags.help);
+    deps.stdout.write(formatTopHelp(flags.help));
     return 0;
   }
   if (flags.verbosity !== undefined) (deps.setVerbosity ?? setLogVerbosity)(flags.verbosity);

@@ -231,8 +231,7 @@ function buildProgram(): Command {
   const program = new Command('kube-ipvs')
     .description(
       'A drop-in replacement for kube-proxy --proxy-mode=ipvs, taking its flags and its\n' +
-        'KubeProxyConfiguration file; every flag given is applied on top of the file.\n' +
-        'Subcommands: kube-ipvs ipvsadm ARGS (ipvsadm 1.31), kube-ipvs cleanup.',
+        'KubeProxyConfiguration file; every flag given is applied on top of the file.',
     )
     .exitOverride()
     .helpOption('-h, --help', 'show this help')

