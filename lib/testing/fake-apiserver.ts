@@ -147,6 +147,8 @@ export interface FakeStats {
   readonly objects: Readonly<Record<string, number>>;
   readonly openWatches: number;
   readonly requests: Readonly<Record<string, number>>;
+  /** requests answered 401 (secure mode) */
+  readonly unauthorized: number;
 }
 
 interface Stored {
@@ -399,6 +401,7 @@ export class FakeApiServer {
       objects,
       openWatches: this.watchers.size,
       requests,
+      unauthorized: this.requests.filter((r) => !r.authenticated).length,
     };
   }
 
