@@ -7,7 +7,9 @@
  *   token file re-read as client-go's cachingTokenSource does (TokenFile: at most a minute
  *   old; the kubelet rotates a bound service-account token long before it expires);
  * - a 401 re-reads the token file at once and, when the token changed, sends the request
- *   once more (client-go resets its cached token on a 401; the retry saves a backoff);
+ *   once more (client-go resets its cached token on a 401; the retry saves a backoff); with
+ *   an exec plugin, a 401 drops client-node's cached credential and runs the plugin again
+ *   for one more try, as client-go's exec authenticator refreshes on a 401;
  * - a 401 or 403 that stands gets one clear log line (the kubeconfig, its user entry, the
  *   URL); later refusals stay quiet until a request succeeds again;
  * - every response (and every request that got none) to an observer, for client-go's
@@ -109,6 +111,27 @@ export class ApiKubeConfig extends KubeConfig {
     if (this.tokenFile) context.setHeaderParam('Authorization', `Bearer ${this.tokenFile.current()}`);
   }
 
+  /**
+   * After a 401: re-read the token file, or forget the exec plugin's cached credential.
+   * True when the next try may send other credentials.
+   */
+  refreshCredentials(): boolean {
+    if (this.tokenFile) return this.tokenFile.reread();
+    const user = this.getCurrentUser();
+    if (!user?.exec) return false;
+    // client-node's ExecAuth keeps the plugin's answer by user name until it expires (for
+    // ever without an expirationTimestamp) and has no API to drop it
+    const authenticators = (this as unknown as { authenticators?: unknown[] }).authenticators ?? [];
+    for (const a of authenticators) {
+      const cache = (a as { tokenCache?: Record<string, unknown> }).tokenCache;
+      if (cache && cache[user.name]) {
+        cache[user.name] = null;
+        return true;
+      }
+    }
+    return false;
+  }
+
   /** Logs the first 401/403 of a run of them; a success re-arms the line. */
   noteOutcome(status: number, method: string, url: URL, body: string): void {
     if (status < 400) {
@@ -190,8 +213,9 @@ export async function apiRequest(kc: KubeConfig, req: ApiRequest, stream = false
       throw e;
     }
     observe(String(res.status));
-    // the kubelet rotated the token since it was read: once more with the new one
-    if (res.status === 401 && attempt === 0 && api?.tokenFile?.reread()) continue;
+    // the kubelet rotated the token since it was read (or the plugin's credential went
+    // stale): once more with the new one
+    if (res.status === 401 && attempt === 0 && api?.refreshCredentials()) continue;
     api?.noteOutcome(res.status, req.method, url, body);
     return { status: res.status, statusText: res.statusText, body, ...(stream && res.status === 200 ? { stream: res } : {}) };
   }

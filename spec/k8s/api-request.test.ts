@@ -141,6 +141,22 @@ describe('API authentication and rest_client observations', () => {
       expect(auths()).toEqual(['Bearer exec-token ok']);
     });
 
+    it('an exec plugin\'s cached credential refused with 401: the plugin runs again, once, as client-go refreshes it', async () => {
+      // the plugin prints the token the file holds; the server accepts only the file's current one
+      const s = await secureServer({ tokenFile: tokenPath });
+      const plugin = path.join(dir, 'plugin-file.js');
+      writeFileSync(plugin, `process.stdout.write(JSON.stringify({apiVersion:'client.authentication.k8s.io/v1',kind:'ExecCredential',status:{token:require('fs').readFileSync(${JSON.stringify(tokenPath)},'utf8').trim()}}))`);
+      const kc = loadKubeConfig({
+        kubeconfig: kubeconfig(s.url, [`certificate-authority: ${pki.caFile}`], [
+          'exec:', '  apiVersion: client.authentication.k8s.io/v1', `  command: ${process.execPath}`, '  args:', `  - ${plugin}`, '  interactiveMode: Never',
+        ]),
+      });
+      await list(kc);
+      writeFileSync(tokenPath, 'sa-token-2');
+      await list(kc);
+      expect(auths()).toEqual(['Bearer sa-token-1 ok', 'Bearer sa-token-1 401', 'Bearer sa-token-2 ok']);
+    });
+
     it('in-cluster config: the service account\'s CA and token, the token file rotated like any other', async () => {
       const s = await secureServer({ tokenFile: tokenPath });
       const sa = path.join(dir, 'root', 'var/run/secrets/kubernetes.io/serviceaccount');
