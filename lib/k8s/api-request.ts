@@ -112,11 +112,16 @@ export class ApiKubeConfig extends KubeConfig {
   }
 
   /**
-   * After a 401: re-read the token file, or forget the exec plugin's cached credential.
-   * True when the next try may send other credentials.
+   * After a 401 to a request that sent the Authorization header `sent`: re-read the token
+   * file, or forget the exec plugin's cached credential. True when the next try may send
+   * other credentials.
    */
-  refreshCredentials(): boolean {
-    if (this.tokenFile) return this.tokenFile.reread();
+  refreshCredentials(sent: string | undefined): boolean {
+    // another request may have re-read the file already: compare with what this one sent
+    if (this.tokenFile) {
+      this.tokenFile.reread();
+      return `Bearer ${this.tokenFile.current()}` !== sent;
+    }
     const user = this.getCurrentUser();
     if (!user?.exec) return false;
     // client-node's ExecAuth keeps the plugin's answer by user name until it expires (for
@@ -215,7 +220,7 @@ export async function apiRequest(kc: KubeConfig, req: ApiRequest, stream = false
     observe(String(res.status));
     // the kubelet rotated the token since it was read (or the plugin's credential went
     // stale): once more with the new one
-    if (res.status === 401 && attempt === 0 && api?.refreshCredentials()) continue;
+    if (res.status === 401 && attempt === 0 && api?.refreshCredentials(headers.Authorization)) continue;
     api?.noteOutcome(res.status, req.method, url, body);
     return { status: res.status, statusText: res.statusText, body, ...(stream && res.status === 200 ? { stream: res } : {}) };
   }

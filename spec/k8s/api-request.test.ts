@@ -199,6 +199,17 @@ describe('API authentication and rest_client observations', () => {
       expect(log.lines).toEqual([]);
     });
 
+    it('requests refused together after a rotation each retry with the new token, though one re-read found it', async () => {
+      const s = await secureServer({ tokenFile: tokenPath }, false);
+      const log = new Log();
+      const kc = loadKubeConfig({ kubeconfig: kubeconfig(s.url, [], [`tokenFile: ${tokenPath}`]), log });
+      await list(kc);
+      writeFileSync(tokenPath, 'sa-token-2');
+      await Promise.all([list(kc), list(kc), list(kc)]);
+      expect(auths().sort()).toEqual(['Bearer sa-token-1 401', 'Bearer sa-token-1 401', 'Bearer sa-token-1 401', 'Bearer sa-token-1 ok', 'Bearer sa-token-2 ok', 'Bearer sa-token-2 ok', 'Bearer sa-token-2 ok']);
+      expect(log.lines).toEqual([]);
+    });
+
     it('a 401 with the token unchanged is not retried: the caller\'s backoff retries', async () => {
       await secureServer({ tokens: ['the-right-one'] });
       const kc = loadKubeConfig({ kubeconfig: kubeconfig(server!.url, [`certificate-authority: ${pki.caFile}`], [`tokenFile: ${tokenPath}`]) });
