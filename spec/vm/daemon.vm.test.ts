@@ -239,7 +239,8 @@ describe('kube-ipvs daemon end to end (fake API server, real kernel, real traffi
   ].sort();
 
   it('programs every Service shape from the API server, and nothing for the excluded CNI', async () => {
-    const first = await daemon.waitFor(isSync, 'the first sync');
+    // bounded generously: on a loaded host the guest takes minutes to load the daemon's modules
+    const first = await daemon.waitFor(isSync, 'the first sync', 0, 280_000);
     expect(ipvsRules()).toEqual(RR_TABLE);
     expect(boundAddresses()).toEqual(['10.96.0.10', '10.96.0.11', '10.96.0.12', '10.96.0.14', '10.96.0.15', LB_IP, EXT_IP].sort());
     expect(ipsetMembers('KUBE-CLUSTER-IP')).toEqual(['10.96.0.10,tcp:80', '10.96.0.11,tcp:80', '10.96.0.12,tcp:80', '10.96.0.14,udp:53', '10.96.0.15,tcp:9000']);
