@@ -4,16 +4,23 @@
  *
  *   node dist/scripts/fake-apiserver.js --port P [--host H] [--fixtures FILE.json]
  *        [--kubeconfig-out FILE] [--bookmark-interval-ms N]
+ *        [--tls-dir DIR] [--token-file FILE] [--token T]...
  *
  * FILE.json holds a JSON array of objects (or a List with `items`), each with apiVersion and
- * kind. The kubeconfig written points at this server over plain http (which client-node
- * accepts only with insecure-skip-tls-verify). Prints `listening on http://H:P` once ready;
+ * kind. --tls-dir serves HTTPS with DIR/server.{crt,key}, made (with DIR/ca.crt and a client
+ * certificate DIR/client.{crt,key}) by test-pki.ts when missing; client certificates the CA
+ * signed authenticate. --token-file and --token turn on bearer-token authentication: the
+ * file's current content (re-read on every request: rewrite it to rotate) and each --token
+ * are accepted, anything else gets 401. The kubeconfig written points at this server over
+ * plain http (which client-node accepts only with insecure-skip-tls-verify), or over https
+ * with DIR/ca.crt, with the token file as `tokenFile`. Prints `listening on URL` once ready;
  * serves until SIGTERM/SIGINT. Driven from outside with curl: POST /fake/compact,
  * /fake/drop-watches, /fake/reset-history; GET /fake/stats.
  */
 import { readFileSync, writeFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
-import { FakeApiServer, FakeObject, kubeconfigFor } from '../lib/testing/fake-apiserver';
+import { FakeApiServer, FakeApiServerOptions, FakeObject, kubeconfigFor } from '../lib/testing/fake-apiserver';
+import { makeTestPki } from '../lib/testing/test-pki';
 
 function loadFixtures(file: string): FakeObject[] {
   const parsed = JSON.parse(readFileSync(file, 'utf8')) as unknown;
@@ -31,15 +38,23 @@ async function main(argv: string[]): Promise<number> {
       fixtures: { type: 'string' },
       'kubeconfig-out': { type: 'string' },
       'bookmark-interval-ms': { type: 'string' },
+      'tls-dir': { type: 'string' },
+      'token-file': { type: 'string' },
+      token: { type: 'string', multiple: true },
     },
   });
   const port = Number(values.port ?? 'NaN');
   if (!Number.isInteger(port) || port < 0 || port > 65535) {
-    process.stderr.write('usage: fake-apiserver --port P [--host H] [--fixtures FILE.json] [--kubeconfig-out FILE] [--bookmark-interval-ms N]\n');
+    process.stderr.write('usage: fake-apiserver --port P [--host H] [--fixtures FILE.json] [--kubeconfig-out FILE] [--bookmark-interval-ms N] [--tls-dir DIR] [--token-file FILE] [--token T]...\n');
     return 2;
   }
   const bookmark = values['bookmark-interval-ms'];
-  const server = new FakeApiServer(bookmark ? { bookmarkIntervalMs: Number(bookmark) } : {});
+  const options: { -readonly [K in keyof FakeApiServerOptions]: FakeApiServerOptions[K] } = {};
+  if (bookmark) options.bookmarkIntervalMs = Number(bookmark);
+  const pki = values['tls-dir'] ? makeTestPki(values['tls-dir'], { ips: ['127.0.0.1', '::1', ...(values.host && values.host !== '127.0.0.1' ? [values.host] : [])] }) : undefined;
+  if (pki) options.tls = { cert: pki.serverCert, key: pki.serverKey, clientCa: pki.ca };
+  if (values['token-file'] || values.token?.length) options.auth = { tokenFile: values['token-file'], tokens: values.token ?? [] };
+  const server = new FakeApiServer(options);
   if (values.fixtures) {
     for (const [i, obj] of loadFixtures(values.fixtures).entries()) {
       try {
@@ -51,7 +66,7 @@ async function main(argv: string[]): Promise<number> {
     }
   }
   const url = await server.listen(port, values.host);
-  if (values['kubeconfig-out']) writeFileSync(values['kubeconfig-out'], kubeconfigFor(url));
+  if (values['kubeconfig-out']) writeFileSync(values['kubeconfig-out'], kubeconfigFor(url, { caFile: pki?.caFile, tokenFile: values['token-file'] }));
   process.stdout.write(`listening on ${url}\n`);
   await new Promise<void>((resolve) => {
     process.once('SIGTERM', resolve);

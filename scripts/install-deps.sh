@@ -3,12 +3,13 @@
 # the VM tools and the kernel-side user tools we compare against (ipvsadm 1.31,
 # ipset, iptables), a C compiler (native/: one Node-API addon), Go and moby/ipvs for make
 # bench's peer (kube-proxy's IPVS library, built offline from Debian's source packages),
+# openssl (the fake API server's test CA and certificates, lib/testing/test-pki.ts),
 # node modules (Node 24 comes from the `node` npm package),
 # and the VM image (Debian's stock kernel, downloaded and unpacked, never installed).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PKGS=(qemu-system-x86 busybox-static kmod ipvsadm ipset iptables iproute2 curl xz-utils file make gcc libc6-dev
-  golang-go golang-github-docker-docker-dev)
+  golang-go golang-github-docker-docker-dev openssl)
 missing=()
 for p in "${PKGS[@]}"; do dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p"); done
 if [ ${#missing[@]} -gt 0 ]; then

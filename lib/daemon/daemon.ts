@@ -172,6 +172,8 @@ export async function runDaemon(config: ProxyConfig, options: DaemonOptions): Pr
   const kc = loadKubeConfig({
     ...(config.clientConnection.kubeconfig ? { kubeconfig: config.clientConnection.kubeconfig } : {}),
     ...(config.master ? { master: config.master } : {}),
+    observer: (c) => metrics.recordApiCall(c),
+    log: componentLog('api'),
   });
   const recorder = new EventRecorder(kc, { nodeName: name, log: componentLog('events') });
   const events: EventSink = { warn: (ref, reason, message) => void recorder.warn(ref, reason, message) };

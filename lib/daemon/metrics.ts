@@ -6,6 +6,10 @@
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics, exponentialBuckets, linearBuckets } from 'prom-client';
 import type { SyncResult } from '../proxier/proxier';
 import type { ExecObservation } from '../kernel/exec';
+import type { ApiCall } from '../k8s/api-request';
+
+/** client-go's rest_client_request_duration_seconds buckets (component-base/metrics/prometheus/restclient). */
+export const REST_CLIENT_DURATION_BUCKETS: readonly number[] = [0.005, 0.025, 0.1, 0.25, 0.5, 1, 2, 4, 8, 15, 30, 60];
 
 /** kube-proxy's network programming buckets: 0.25, 0.5, 1..59, 60..115 step 5, 120..300 step 30. */
 export const NETWORK_PROGRAMMING_BUCKETS: readonly number[] = [
@@ -46,6 +50,8 @@ export class ProxyMetrics {
   readonly draining: Gauge;
   readonly conntrackSyncDuration: Histogram;
   readonly conntrackDeleted: Counter;
+  readonly restClientRequests: Counter<'code' | 'host' | 'method'>;
+  readonly restClientDuration: Histogram<'verb' | 'host'>;
 
   constructor() {
     const registers = [this.registry];
@@ -76,6 +82,15 @@ export class ProxyMetrics {
     // kube-proxy's conntrack reconciler (K8S PR #130204): one observation per cleanup that ran
     this.conntrackSyncDuration = new Histogram({ name: 'kubeproxy_conntrack_reconciler_sync_duration_seconds', help: 'ReconcileConntrackFlowsLatency latency in seconds', buckets: dur, registers });
     this.conntrackDeleted = new Counter({ name: 'kubeproxy_conntrack_reconciler_deleted_entries_total', help: 'Cumulative conntrack flows deleted by conntrack reconciler', registers });
+    // client-go's (k8s.io/client-go/tools/metrics, registered by component-base's restclient
+    // package): every request kube-ipvs makes to the API server, each retry counted
+    this.restClientRequests = new Counter({
+      name: 'rest_client_requests_total', help: 'Number of HTTP requests, partitioned by status code, method, and host.', labelNames: ['code', 'host', 'method'], registers,
+    });
+    this.restClientDuration = new Histogram({
+      name: 'rest_client_request_duration_seconds', help: 'Request latency in seconds. Broken down by verb, and host.', labelNames: ['verb', 'host'],
+      buckets: [...REST_CLIENT_DURATION_BUCKETS], registers,
+    });
     this.restoreFailures = new Counter({ name: 'kubeproxy_sync_proxy_rules_iptables_restore_failures_total', help: 'Cumulative proxy iptables restore failures', registers });
     this.netlinkOps = new Counter({ name: 'kube_ipvs_netlink_ops_total', help: 'IPVS netlink requests, by kind (read/write) and result', labelNames: ['kind', 'result'], registers });
     this.execs = new Counter({ name: 'kube_ipvs_execs_total', help: 'ipset and iptables processes run, by program and result (exit 0 or not)', labelNames: ['program', 'result'], registers });
@@ -110,6 +125,12 @@ export class ProxyMetrics {
   recordExec(o: ExecObservation): void {
     this.execs.inc({ program: o.program, result: o.result });
     if (o.result === 'error' && /^ip6?tables(-legacy|-nft)?-restore$/.test(o.program)) this.restoreFailures.inc();
+  }
+
+  /** One API request (lib/k8s apiRequest's observer); client-go's verb label is the HTTP method. */
+  recordApiCall(c: ApiCall): void {
+    this.restClientRequests.inc({ code: c.code, host: c.host, method: c.method });
+    this.restClientDuration.observe({ verb: c.method, host: c.host }, c.seconds);
   }
 
   /** What the kube_ipvs_virtual_servers / real_servers / draining gauges show, asked at each scrape. */

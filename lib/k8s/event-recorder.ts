@@ -3,9 +3,11 @@
  * describe service` shows them. Like client-go's recorder: the same object + reason +
  * message within the dedup window (10 min) bumps `count` and `lastTimestamp` of the Event
  * already posted instead of posting another. Posting never throws: failures are logged at
- * debug (an unreachable API server must not turn one problem into a log flood).
+ * debug (an unreachable API server must not turn one problem into a log flood). The POST and
+ * PATCH are apiRequests (api-request.ts): the token file re-read, the 401 retry, metrics.
  */
-import { CoreV1Api, CoreV1Event, KubeConfig, PatchStrategy, setHeaderOptions } from '@kubernetes/client-node';
+import type { CoreV1Event, KubeConfig } from '@kubernetes/client-node';
+import { apiRequest, statusMessage } from './api-request';
 
 /** The object an Event is about. Cluster-scoped objects (Nodes) get their Events in "default". */
 export interface EventObjectRef {
@@ -39,15 +41,13 @@ interface Posted {
 }
 
 export class EventRecorder {
-  private readonly core: CoreV1Api;
   private readonly clock: () => number;
   private readonly windowMs: number;
   private readonly maxRemembered: number;
   private readonly posted = new Map<string, Posted>();
   private seq = 0;
 
-  constructor(kc: KubeConfig, private readonly options: EventRecorderOptions) {
-    this.core = kc.makeApiClient(CoreV1Api);
+  constructor(private readonly kc: KubeConfig, private readonly options: EventRecorderOptions) {
     this.clock = options.clock ?? Date.now;
     this.windowMs = options.dedupWindowMs ?? 10 * 60_000;
     this.maxRemembered = options.maxRemembered ?? 4096;
@@ -65,10 +65,7 @@ export class EventRecorder {
       this.posted.delete(key);
       this.posted.set(key, seen);
       try {
-        await this.core.patchNamespacedEvent(
-          { namespace: seen.namespace, name: seen.name, body: { count: seen.count, lastTimestamp: new Date(now).toISOString() } },
-          setHeaderOptions('Content-Type', PatchStrategy.MergePatch),
-        );
+        await this.send('PATCH', `/api/v1/namespaces/${seen.namespace}/events/${seen.name}`, { count: seen.count, lastTimestamp: new Date(now).toISOString() }, 'application/merge-patch+json');
       } catch (e) {
         this.options.log.debug(`event ${seen.namespace}/${seen.name} (${reason}): count update failed: ${(e as Error).message}`);
       }
@@ -94,7 +91,7 @@ export class EventRecorder {
     this.posted.set(key, { namespace, name, count: 1, firstMs: now, lastMs: now });
     this.forgetOld(now);
     try {
-      await this.core.createNamespacedEvent({ namespace, body });
+      await this.send('POST', `/api/v1/namespaces/${namespace}/events`, body);
     } catch (e) {
       this.posted.delete(key);
       this.options.log.debug(`event ${namespace}/${name} about ${ref.kind} ${ref.namespace ?? ''}/${ref.name} (${reason}): post failed: ${(e as Error).message}`);
@@ -106,5 +103,11 @@ export class EventRecorder {
       if (this.posted.size > this.maxRemembered || now - p.lastMs >= this.windowMs) this.posted.delete(key);
       else break;
     }
+  }
+
+  /** Throws unless the API server answered 2xx. */
+  private async send(method: 'POST' | 'PATCH', path: string, body: object, contentType = 'application/json'): Promise<void> {
+    const res = await apiRequest(this.kc, { method, path, body: JSON.stringify(body), contentType });
+    if (res.status < 200 || res.status > 299) throw new Error(`HTTP ${res.status}: ${statusMessage(res.body)}`);
   }
 }

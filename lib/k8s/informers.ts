@@ -1,10 +1,11 @@
 /**
  * The daemon's watches of Services, EndpointSlices and its own Node: a list, then a watch
- * from its resourceVersion (client-node's Watch for the stream), delivered to
+ * from its resourceVersion (an apiRequest streamed as client-node's Watch streams it), delivered to
  * kube-proxy-style handlers (pkg/proxy/config):
  * - restart on every error with exponential backoff (`initialMs` doubling to `maxMs`), reset
  *   once a list succeeds or a watch connects; never after stop(); a log line per failure
- *   naming the resource and the error;
+ *   naming the resource and the error (at debug for a 401/403: apiRequest logs the refused
+ *   credential once, with the kubeconfig and user to fix);
  * - a restart resumes the watch from the last resourceVersion (cheap); an expired version
  *   (410) relists and reports objects gone meanwhile as deletes. After an HTTP error on the
  *   watch itself (e.g. 504 "Too large resource version" after an etcd restore) resuming
@@ -22,14 +23,12 @@
  * are never read.
  * Nothing here looks at `kind`: list items have none.
  */
-import {
-  KubeConfig,
-  KubernetesObject,
-  V1EndpointSlice,
-  V1Node,
-  V1Service,
-  Watch,
-} from '@kubernetes/client-node';
+import { STATUS_CODES } from 'node:http';
+import { createInterface } from 'node:readline';
+import { Readable } from 'node:stream';
+import type { ReadableStream as WebReadableStream } from 'node:stream/web';
+import { KubeConfig, KubernetesObject, V1EndpointSlice, V1Node, V1Service } from '@kubernetes/client-node';
+import { apiRequest, statusMessage } from './api-request';
 import { LIST_PAGE_SIZE, listPaged } from './raw-list';
 import { prunedObject } from './prune';
 
@@ -330,7 +329,9 @@ class ResilientInformer<T extends KubernetesObject> {
 
   private failed(e: unknown): void {
     if (this.stopped || this.timer) return;
-    this.log.warn(`${this.spec.resource} informer failed: ${describeError(e)}; restarting in ${this.delayMs} ms`, {
+    const status = httpStatusOf(e);
+    const level = status === 401 || status === 403 ? 'debug' : 'warn';
+    this.log[level](`${this.spec.resource} informer failed: ${describeError(e)}; restarting in ${this.delayMs} ms`, {
       resource: this.spec.resource,
       error: describeError(e),
       retryInMs: this.delayMs,
@@ -360,46 +361,91 @@ interface WatchHooks {
   readonly stopped: () => boolean;
 }
 
-/**
- * client-node's Watch, reporting connections, and turning a throw before the request (e.g.
- * credentials that cannot be read) into the `done` error instead of an unhandled rejection.
- */
-class ReportingWatch extends Watch {
-  constructor(kc: KubeConfig, private readonly hooks: WatchHooks) {
-    super(kc);
-  }
+/** client-node's Watch timeout: no byte for this long (or no answer) ends the watch with a TimeoutError. */
+const WATCH_TIMEOUT_MS = 30_000;
 
-  override async watch(
+const timeoutError = () => new DOMException('The operation was aborted due to timeout', 'TimeoutError');
+
+/**
+ * A watch stream as client-node's Watch reads it (newline-delimited JSON events, an
+ * inactivity timeout, `done` called once), but sent through apiRequest (token file, 401
+ * retry, metrics), reporting connections, and turning a throw before the request (e.g.
+ * credentials that cannot be read) into the `done` error.
+ */
+class ReportingWatch {
+  constructor(private readonly kc: KubeConfig, private readonly hooks: WatchHooks, private readonly timeoutMs = WATCH_TIMEOUT_MS) {}
+
+  async watch(
     path: string,
     queryParams: Record<string, string | number | boolean | undefined>,
     callback: (phase: string, apiObj: unknown, watchObj?: unknown) => void,
     done: (err: unknown) => void,
   ): Promise<AbortController> {
+    const controller = new AbortController();
     if (this.hooks.stopped()) {
       const e = new Error('informer stopped');
       e.name = 'AbortError';
       done(e);
-      return new AbortController();
+      return controller;
     }
     let finished = false;
+    let timedOut = false;
+    let timer: NodeJS.Timeout | undefined;
+    const clearTimer = () => {
+      if (timer !== undefined) clearTimeout(timer);
+      timer = undefined;
+    };
+    const resetTimer = () => {
+      clearTimer();
+      timer = setTimeout(() => {
+        timedOut = true;
+        controller.abort(timeoutError());
+      }, this.timeoutMs);
+      timer.unref();
+    };
+    const finish = (err: unknown) => {
+      if (finished) return;
+      finished = true;
+      clearTimer();
+      controller.abort();
+      done(err && timedOut ? timeoutError() : err);
+    };
+    resetTimer();
     try {
-      const controller = await super.watch(path, queryParams, (phase, obj, watchObj) => callback(phase, prunedObject(obj), watchObj), (err: unknown) => {
-        finished = true;
-        done(err);
+      const res = await apiRequest(this.kc, { method: 'GET', path, query: { ...queryParams, watch: true }, signal: controller.signal }, true);
+      if (!res.stream?.body) {
+        const error = new Error(`${res.statusText || STATUS_CODES[res.status] || 'Error'}: ${statusMessage(res.body)}`) as Error & { statusCode: number };
+        error.statusCode = res.status;
+        throw error;
+      }
+      // the connect timeout is over; from here on it is an inactivity timeout
+      resetTimer();
+      const body = Readable.fromWeb(res.stream.body as WebReadableStream);
+      body.on('error', finish);
+      body.on('close', () => finish(null));
+      body.on('data', resetTimer);
+      const lines = createInterface(body);
+      lines.on('error', finish);
+      lines.on('line', (line) => {
+        let data: { type?: string; object?: unknown };
+        try {
+          data = JSON.parse(line) as { type?: string; object?: unknown };
+        } catch {
+          return; // as client-node: a line that is not JSON is skipped
+        }
+        callback(data.type ?? '', prunedObject(data.object as KubernetesObject), data);
       });
-      // stopped while the request was in flight: ListWatch had no controller to abort yet
-      if (this.hooks.stopped()) {
-        controller.abort();
-        return controller;
-      }
-      if (!finished) this.hooks.connected();
-      return controller;
+      lines.on('close', () => finish(null));
     } catch (e) {
-      if (!finished) {
-        finished = true;
-        done(e);
-      }
-      return new AbortController();
+      finish(e);
+      return controller;
     }
+    // stopped while the request was in flight
+    if (this.hooks.stopped()) {
+      controller.abort();
+      return controller;
+    }
+    if (!finished) this.hooks.connected();
+    return controller;
   }
 }

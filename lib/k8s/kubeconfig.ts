@@ -5,9 +5,11 @@
  * loading (KUBECONFIG, ~/.kube/config). --master replaces the server URL of the loaded
  * cluster either way.
  */
-import { existsSync } from 'node:fs';
-import { KubeConfig } from '@kubernetes/client-node';
+import { existsSync, readFileSync } from 'node:fs';
+import path from 'node:path';
+import { loadYaml, User } from '@kubernetes/client-node';
 import { KubeIpvsError } from '../errors';
+import { ApiCallObserver, ApiKubeConfig, ApiLog, TokenFile } from './api-request';
 
 /** The kubeconfig or --master cannot be used; names the file or URL. */
 export class KubeConfigError extends KubeIpvsError {
@@ -25,6 +27,12 @@ export interface KubeConfigOptions {
   readonly env?: NodeJS.ProcessEnv;
   /** prefix of the service-account directory (tests; default '') */
   readonly inClusterRoot?: string;
+  /** every API request, for the rest_client_* metrics */
+  readonly observer?: ApiCallObserver;
+  /** where a refused credential and an unreadable token file are logged */
+  readonly log?: ApiLog;
+  /** for TokenFile's period (tests; default Date.now) */
+  readonly clock?: () => number;
 }
 
 function checkMaster(master: string): URL {
@@ -40,8 +48,10 @@ function checkMaster(master: string): URL {
   return url;
 }
 
-export function loadKubeConfig(options: KubeConfigOptions): KubeConfig {
-  const kc = new KubeConfig();
+export function loadKubeConfig(options: KubeConfigOptions): ApiKubeConfig {
+  const kc = new ApiKubeConfig();
+  kc.observer = options.observer;
+  kc.log = options.log;
   const master = options.master || undefined;
   if (master) checkMaster(master);
   const env = options.env ?? process.env;
@@ -49,6 +59,8 @@ export function loadKubeConfig(options: KubeConfigOptions): KubeConfig {
   if (options.kubeconfig) {
     try {
       kc.loadFromFile(options.kubeconfig);
+      kc.origin = `kubeconfig ${options.kubeconfig}`;
+      useTokenFile(kc, rawTokens(options.kubeconfig, kc.getCurrentUser()), options);
     } catch (e) {
       throw new KubeConfigError(`kubeconfig ${options.kubeconfig}: ${(e as Error).message}`, { cause: e });
     }
@@ -56,6 +68,7 @@ export function loadKubeConfig(options: KubeConfigOptions): KubeConfig {
     // kube-proxy with --master and no kubeconfig: that server, no credentials; plain http
     // needs skipTLSVerify for client-node to accept it (there is no TLS to skip)
     kc.loadFromClusterAndUser({ name: 'master', server: master, skipTLSVerify: master.startsWith('http:') }, { name: 'anonymous' });
+    kc.origin = `--master ${master} (no kubeconfig)`;
     return kc;
   } else if (env.KUBERNETES_SERVICE_HOST && env.KUBERNETES_SERVICE_PORT && existsSync(root + SERVICE_ACCOUNT_TOKEN)) {
     const saved = { host: process.env.KUBERNETES_SERVICE_HOST, port: process.env.KUBERNETES_SERVICE_PORT };
@@ -68,9 +81,14 @@ export function loadKubeConfig(options: KubeConfigOptions): KubeConfig {
       restoreEnv('KUBERNETES_SERVICE_HOST', saved.host);
       restoreEnv('KUBERNETES_SERVICE_PORT', saved.port);
     }
+    kc.origin = 'in-cluster config';
+    useTokenFile(kc, {}, options);
   } else {
     try {
       kc.loadFromDefault();
+      const file = defaultKubeconfigFile(env);
+      kc.origin = file ? `kubeconfig ${file}` : 'default kubeconfig (KUBECONFIG, ~/.kube/config, in-cluster)';
+      useTokenFile(kc, file ? rawTokens(file, kc.getCurrentUser()) : {}, options);
     } catch (e) {
       throw new KubeConfigError(`default kubeconfig (KUBECONFIG, ~/.kube/config): ${(e as Error).message}`, { cause: e });
     }
@@ -87,6 +105,57 @@ export function loadKubeConfig(options: KubeConfigOptions): KubeConfig {
     kc.clusters = kc.clusters.map((c) => (c.name === cluster.name ? { ...c, skipTLSVerify: true } : c));
   }
   return kc;
+}
+
+/** The current user's bearer token file and static token as the kubeconfig writes them. */
+interface RawTokens {
+  readonly file?: string;
+  readonly token?: string;
+}
+
+/**
+ * The current user's token file as client-go reads it: `tokenFile` (client-go's field, what
+ * kubeadm writes; client-node ignores it) or `token-file` (client-node's spelling, which it
+ * reads once at load and never again), relative to the kubeconfig's directory.
+ */
+function rawTokens(file: string, user: User | null): RawTokens {
+  if (!user) return {};
+  const doc = loadYaml<{ users?: { name?: string; user?: Record<string, unknown> }[] } | null>(readFileSync(file, 'utf8'));
+  const raw = doc?.users?.find((u) => u?.name === user.name)?.user;
+  const given = raw?.tokenFile ?? raw?.['token-file'];
+  const token = typeof raw?.token === 'string' && raw.token !== '' ? raw.token : undefined;
+  if (typeof given !== 'string' || given === '') return { token };
+  return { file: path.isAbsolute(given) ? given : path.join(path.dirname(file), given), token };
+}
+
+/**
+ * Moves the current user's token file to a TokenFile (re-read every minute and after a 401):
+ * the raw `tokenFile`/`token-file`, or client-node's in-cluster tokenFile auth provider (whose
+ * own re-read knows nothing of 401s). A `token` given beside the file is the fallback, as in
+ * client-go; a file that cannot be read at start with no such fallback is an error there too.
+ */
+function useTokenFile(kc: ApiKubeConfig, raw: RawTokens, options: KubeConfigOptions): void {
+  const user = kc.getCurrentUser();
+  if (!user) return;
+  const provider = user.authProvider as { name?: string; config?: { tokenFile?: string } } | undefined;
+  const fromProvider = provider?.config?.tokenFile && !user.exec ? provider.config.tokenFile : undefined;
+  const file = raw.file ?? fromProvider;
+  if (!file) return;
+  const tokenFile = new TokenFile(file, raw.token, options.clock, undefined, options.log);
+  tokenFile.current(); // unreadable and no fallback: refuse the config now, as client-go does
+  kc.tokenFile = tokenFile;
+  // client-node's own copies (read once, or re-read without 401 handling) are dropped
+  const replaced: User = { ...user, token: undefined, authProvider: fromProvider === file ? undefined : user.authProvider };
+  kc.users = kc.users.map((u) => (u.name === user.name ? replaced : u));
+}
+
+/** The file client-node's loadFromDefault read, when it is one file. */
+function defaultKubeconfigFile(env: NodeJS.ProcessEnv): string | undefined {
+  const list = (env.KUBECONFIG ?? '').split(path.delimiter).filter(Boolean);
+  if (list.length === 1) return existsSync(list[0]!) ? list[0] : undefined;
+  if (list.length > 1) return undefined;
+  const home = env.HOME ? path.join(env.HOME, '.kube', 'config') : '';
+  return home && existsSync(home) ? home : undefined;
 }
 
 function restoreEnv(name: string, value: string | undefined): void {

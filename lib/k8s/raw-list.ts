@@ -3,11 +3,11 @@
  * events have). client-node's generated list calls deserialise every item into its model
  * classes (ObjectSerializer), which the informers then had to turn back into JSON: at 10,000
  * Services and EndpointSlices in the VM that round trip cost more than the request itself.
- * The request is made as client-node's own Watch makes it: the kubeconfig's authentication
- * applied to a RequestContext, then undici's fetch with that context's dispatcher (TLS).
+ * The request is an apiRequest (api-request.ts): client-node's authentication of the
+ * kubeconfig, the token file re-read, metrics.
  */
-import { fetch } from 'undici';
-import { ApiException, HttpMethod, KubeConfig, KubernetesListObject, KubernetesObject, RequestContext } from '@kubernetes/client-node';
+import { ApiException, KubeConfig, KubernetesListObject, KubernetesObject } from '@kubernetes/client-node';
+import { apiRequest, statusMessage } from './api-request';
 
 export interface ListQuery {
   readonly labelSelector?: string;
@@ -22,19 +22,14 @@ export const LIST_PAGE_SIZE = 500;
 
 /** GET `path` (e.g. /api/v1/services) with the query; throws ApiException (code = HTTP status) unless 200. */
 export async function listRaw<T extends KubernetesObject>(kc: KubeConfig, path: string, query: ListQuery = {}): Promise<KubernetesListObject<T>> {
-  const cluster = kc.getCurrentCluster();
-  if (!cluster) throw new Error(`list ${path}: the kubeconfig has no current cluster`);
-  const url = new URL(cluster.server + path);
-  if (query.labelSelector) url.searchParams.set('labelSelector', query.labelSelector);
-  if (query.fieldSelector) url.searchParams.set('fieldSelector', query.fieldSelector);
-  if (query.limit) url.searchParams.set('limit', String(query.limit));
-  if (query.continue) url.searchParams.set('continue', query.continue);
-  const ctx = new RequestContext(url.toString(), HttpMethod.GET);
-  await kc.applySecurityAuthentication(ctx);
-  const res = await fetch(url, { method: 'GET', headers: ctx.getHeaders(), dispatcher: ctx.getDispatcher() });
-  const body = await res.text();
+  const res = await apiRequest(kc, {
+    method: 'GET',
+    path,
+    query: { labelSelector: query.labelSelector, fieldSelector: query.fieldSelector, limit: query.limit || undefined, continue: query.continue },
+  });
+  const body = res.body;
   if (res.status !== 200) {
-    throw new ApiException(res.status, `list ${path}: HTTP ${res.status}: ${statusMessage(body)}`, body, Object.fromEntries(res.headers));
+    throw new ApiException(res.status, `list ${path}: HTTP ${res.status}: ${statusMessage(body)}`, body, {});
   }
   const list = JSON.parse(body) as KubernetesListObject<T>;
   if (!Array.isArray(list.items)) throw new ApiException(res.status, `list ${path}: the response has no items array`, body, {});
@@ -75,15 +70,4 @@ export async function listPaged<T extends KubernetesObject>(
     token = (page.metadata as { continue?: string } | undefined)?.continue ?? '';
     if (token === '') return resourceVersion;
   }
-}
-
-/** The message of a Kubernetes Status body, else the body's start. */
-function statusMessage(body: string): string {
-  try {
-    const status = JSON.parse(body) as { message?: unknown };
-    if (typeof status.message === 'string') return status.message;
-  } catch {
-    // not JSON: a proxy's error page
-  }
-  return body.slice(0, 200);
 }

@@ -24,10 +24,22 @@
  *   PATCH with application/merge-patch+json (strategic merge is applied as a merge patch),
  *   DELETE (answers the deleted object).
  *
- * Control for tests: the methods below, and over HTTP for another process:
- * POST /fake/compact, POST /fake/drop-watches, POST /fake/reset-history, GET /fake/stats.
+ * - security, when asked for (FakeApiServerOptions.tls / .auth): HTTPS with the given
+ *   certificate (test-pki.ts makes a CA and one), and authentication as kube-apiserver's
+ *   authenticators do it: a client certificate the CA signed, or a bearer token that is one
+ *   of `auth.tokens` or the current content of `auth.tokenFile` (read on every request: a
+ *   test rotates the token by rewriting the file, and from then on only the new one is
+ *   accepted); anything else gets 401 with kube-apiserver's Status body. Without `auth`
+ *   every request is served (the plain-HTTP mode of the benchmarks).
+ *
+ * Control for tests: the methods below, and over HTTP for another process (never
+ * authenticated): POST /fake/compact, POST /fake/drop-watches, POST /fake/reset-history,
+ * GET /fake/stats.
  */
+import { readFileSync } from 'node:fs';
 import http from 'node:http';
+import https from 'node:https';
+import type { TLSSocket } from 'node:tls';
 import { randomUUID } from 'node:crypto';
 import type { AddressInfo, Socket } from 'node:net';
 import { KubeIpvsError } from '../errors';
@@ -98,6 +110,10 @@ export interface FakeRequest {
   readonly path: string;
   /** list | watch | get | create | update | patch | delete | discovery | control | other */
   readonly verb: string;
+  /** the Authorization header as sent ('' when none) */
+  readonly authorization: string;
+  /** false when answered 401 */
+  readonly authenticated: boolean;
   readonly resource?: string;
   readonly query: Readonly<Record<string, string>>;
 }
@@ -107,7 +123,21 @@ export interface FakeApiServerOptions {
   readonly bookmarkIntervalMs?: number;
   /** history entries kept before the oldest half is compacted away (default 200,000) */
   readonly maxHistory?: number;
+  /** serve HTTPS with this certificate; `clientCa` verifies client certificates (asked for, not required) */
+  readonly tls?: { readonly cert: string | Buffer; readonly key: string | Buffer; readonly clientCa?: string | Buffer };
+  /** authenticate every API request (401 otherwise) */
+  readonly auth?: FakeAuthOptions;
 }
+
+export interface FakeAuthOptions {
+  /** bearer tokens always accepted (a test's own writer, like an admin's token) */
+  readonly tokens?: readonly string[];
+  /** the accepted service-account token is this file's content (trimmed), read on every request */
+  readonly tokenFile?: string;
+}
+
+/** kube-apiserver's answer to a request it cannot authenticate. */
+export const UNAUTHORIZED_STATUS = { kind: 'Status', apiVersion: 'v1', status: 'Failure', message: 'Unauthorized', reason: 'Unauthorized', code: 401 } as const;
 
 export interface FakeStats {
   readonly resourceVersion: string;
@@ -117,6 +147,8 @@ export interface FakeStats {
   readonly objects: Readonly<Record<string, number>>;
   readonly openWatches: number;
   readonly requests: Readonly<Record<string, number>>;
+  /** requests answered 401 (secure mode) */
+  readonly unauthorized: number;
 }
 
 interface Stored {
@@ -242,7 +274,9 @@ export class FakeApiServer {
   private floor = 1;
   private readonly watchers = new Set<Watcher>();
   private readonly sockets = new Set<Socket>();
-  private server: http.Server | undefined;
+  private server: http.Server | https.Server | undefined;
+  private readonly tls: FakeApiServerOptions['tls'];
+  private readonly auth: FakeAuthOptions | undefined;
   private address: { host: string; port: number } | undefined;
   private readonly bookmarkIntervalMs: number;
   private readonly maxHistory: number;
@@ -250,6 +284,8 @@ export class FakeApiServer {
   constructor(options: FakeApiServerOptions = {}) {
     this.bookmarkIntervalMs = options.bookmarkIntervalMs ?? 10_000;
     this.maxHistory = options.maxHistory ?? 200_000;
+    this.tls = options.tls;
+    this.auth = options.auth;
     for (const r of FAKE_RESOURCES) this.objects.set(r, new Map());
   }
 
@@ -258,7 +294,11 @@ export class FakeApiServer {
   /** Starts serving; port 0 picks a free port. Resolves to the base URL. */
   async listen(port = 0, host = '127.0.0.1'): Promise<string> {
     if (this.server) throw new Error('FakeApiServer: already listening');
-    const server = http.createServer((req, res) => this.handle(req, res));
+    const handler = (req: http.IncomingMessage, res: http.ServerResponse) => this.handle(req, res);
+    const tls = this.tls;
+    const server = tls
+      ? https.createServer({ cert: tls.cert, key: tls.key, ...(tls.clientCa ? { ca: tls.clientCa, requestCert: true, rejectUnauthorized: false } : {}) }, handler)
+      : http.createServer(handler);
     server.on('connection', (s) => {
       this.sockets.add(s);
       s.on('close', () => this.sockets.delete(s));
@@ -280,7 +320,7 @@ export class FakeApiServer {
   get url(): string {
     if (!this.address) throw new Error('FakeApiServer: not listening');
     const h = this.address.host.includes(':') ? `[${this.address.host}]` : this.address.host;
-    return `http://${h}:${this.address.port}`;
+    return `${this.tls ? 'https' : 'http'}://${h}:${this.address.port}`;
   }
 
   /** Stops serving: destroys every open connection, watches included. Objects are kept. */
@@ -361,6 +401,7 @@ export class FakeApiServer {
       objects,
       openWatches: this.watchers.size,
       requests,
+      unauthorized: this.requests.filter((r) => !r.authenticated).length,
     };
   }
 
@@ -513,7 +554,13 @@ export class FakeApiServer {
     const watch = query.watch === 'true' || query.watch === '1';
     let verb = route.kind === 'resource' ? this.verbOf(method, route.name !== undefined, watch) : route.kind;
     if (route.kind === 'none') verb = 'other';
-    this.requests.push({ method, path: url.pathname, verb, resource: route.kind === 'resource' ? resourceName(route.res) : undefined, query });
+    const authenticated = route.kind === 'control' || this.authenticated(req);
+    const authorization = req.headers.authorization ?? '';
+    this.requests.push({ method, path: url.pathname, verb, resource: route.kind === 'resource' ? resourceName(route.res) : undefined, query, authorization, authenticated });
+    if (!authenticated) {
+      req.resume();
+      return sendJson(res, 401, UNAUTHORIZED_STATUS);
+    }
     readBody(req)
       .then((body) => this.dispatch(route, verb, method, url.pathname, query, body, req, res))
       .catch((e: unknown) => {
@@ -522,6 +569,23 @@ export class FakeApiServer {
         if (!res.headersSent) sendJson(res, err.status, err.toStatus());
         else res.destroy();
       });
+  }
+
+  /** kube-apiserver's x509 then bearer-token authenticators; everything passes without `auth`. */
+  private authenticated(req: http.IncomingMessage): boolean {
+    const auth = this.auth;
+    if (!auth) return true;
+    if (this.tls?.clientCa && (req.socket as TLSSocket).authorized) return true;
+    const m = /^Bearer (.+)$/.exec(req.headers.authorization ?? '');
+    if (!m) return false;
+    const token = m[1]!;
+    if (auth.tokens?.includes(token)) return true;
+    if (!auth.tokenFile) return false;
+    try {
+      return token === readFileSync(auth.tokenFile, 'utf8').trim();
+    } catch {
+      return false;
+    }
   }
 
   private verbOf(method: string, item: boolean, watch: boolean): string {
@@ -760,13 +824,19 @@ export class FakeApiServer {
  * A kubeconfig (JSON, which is YAML) for a plain-http server without credentials;
  * client-node accepts http only with insecure-skip-tls-verify.
  */
-export function kubeconfigFor(url: string): string {
+/**
+ * A kubeconfig for a fake API server at `url`: plain http with insecure-skip-tls-verify
+ * (client-node's condition for http), or https with `caFile`; the user's credentials as given.
+ */
+export function kubeconfigFor(url: string, o: { caFile?: string; tokenFile?: string; token?: string } = {}): string {
+  const cluster = o.caFile ? { server: url, 'certificate-authority': o.caFile } : { server: url, 'insecure-skip-tls-verify': true };
+  const user = { ...(o.tokenFile ? { tokenFile: o.tokenFile } : {}), ...(o.token ? { token: o.token } : {}) };
   return JSON.stringify(
     {
       apiVersion: 'v1',
       kind: 'Config',
-      clusters: [{ name: 'fake', cluster: { server: url, 'insecure-skip-tls-verify': true } }],
-      users: [{ name: 'fake', user: {} }],
+      clusters: [{ name: 'fake', cluster }],
+      users: [{ name: 'fake', user }],
       contexts: [{ name: 'fake', context: { cluster: 'fake', user: 'fake' } }],
       'current-context': 'fake',
     },

@@ -2,6 +2,7 @@
 // runs them) and read the daemon's JSON log lines as data.
 import { ChildProcess, spawn } from 'node:child_process';
 import path from 'node:path';
+import { Agent, fetch as undiciFetch } from 'undici';
 import { KUBE_IPVS_NODE_FLAGS } from '../cli/node-flags';
 
 const ROOT = path.resolve(__dirname, '..', '..', '..');
@@ -132,18 +133,25 @@ export async function startFakeApiServer(args: readonly string[]): Promise<Logge
   return p;
 }
 
-/** Minimal REST client for the fake API server (create/replace/patch/delete). */
+/** Minimal REST client for the fake API server (create/replace/patch/delete); `token` and `ca` for its secure mode. */
 export class ApiClient {
-  constructor(readonly base: string) {}
+  private readonly dispatcher: Agent | undefined;
+
+  constructor(readonly base: string, private readonly security: { token?: string; ca?: string } = {}) {
+    this.dispatcher = security.ca ? new Agent({ connect: { ca: security.ca } }) : undefined;
+  }
 
   async request(method: string, p: string, body?: unknown, contentType = 'application/json'): Promise<unknown> {
+    const headers: Record<string, string> = body === undefined ? {} : { 'content-type': contentType };
+    if (this.security.token) headers.authorization = `Bearer ${this.security.token}`;
     const send = () =>
-      fetch(this.base + p, {
+      undiciFetch(this.base + p, {
         method,
-        headers: body === undefined ? {} : { 'content-type': contentType },
+        headers,
         body: body === undefined ? undefined : JSON.stringify(body),
+        ...(this.dispatcher ? { dispatcher: this.dispatcher } : {}),
       });
-    let r: Response;
+    let r: Awaited<ReturnType<typeof undiciFetch>>;
     try {
       r = await send();
     } catch (e) {

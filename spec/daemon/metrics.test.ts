@@ -2,7 +2,7 @@
 // pkg/proxy/metrics/metrics.go; ../shared/reference/kube-proxy-ipvs.md §1.9), with its type,
 // labels and buckets, so dashboards and alerts written for kube-proxy keep working.
 import { exponentialBuckets } from 'prom-client';
-import { NETWORK_PROGRAMMING_BUCKETS, ProxyMetrics } from '../../lib/daemon/metrics';
+import { NETWORK_PROGRAMMING_BUCKETS, ProxyMetrics, REST_CLIENT_DURATION_BUCKETS } from '../../lib/daemon/metrics';
 
 type Kind = 'counter' | 'gauge' | 'histogram';
 const KUBE_PROXY_IPVS: readonly [string, Kind, string[]][] = [
@@ -99,5 +99,25 @@ describe('ProxyMetrics: kube-proxy IPVS mode series', () => {
     expect((await m.conntrackDeleted.get()).values[0]!.value).toBe(2);
     const count = (await m.conntrackSyncDuration.get()).values.find((v) => v.metricName === 'kubeproxy_conntrack_reconciler_sync_duration_seconds_count');
     expect(count!.value).toBe(1);
+  });
+
+  it("API requests: client-go's rest_client_requests_total{code,host,method} and rest_client_request_duration_seconds{verb,host} with its buckets", async () => {
+    const m = new ProxyMetrics();
+    m.recordApiCall({ method: 'GET', host: '10.96.0.1:443', code: '200', seconds: 0.02 });
+    m.recordApiCall({ method: 'GET', host: '10.96.0.1:443', code: '200', seconds: 0.3 });
+    m.recordApiCall({ method: 'GET', host: '10.96.0.1:443', code: '401', seconds: 0.01 });
+    m.recordApiCall({ method: 'POST', host: '10.96.0.1:443', code: '<error>', seconds: 3 });
+    const got = await families(m);
+    expect(got.get('rest_client_requests_total')).toEqual({ type: 'counter', labels: ['code', 'host', 'method'] });
+    expect(got.get('rest_client_request_duration_seconds')).toEqual({ type: 'histogram', labels: ['host', 'verb'] });
+    const text = await m.registry.metrics();
+    expect(text).toContain('rest_client_requests_total{code="200",host="10.96.0.1:443",method="GET"} 2');
+    expect(text).toContain('rest_client_requests_total{code="401",host="10.96.0.1:443",method="GET"} 1');
+    expect(text).toContain('rest_client_requests_total{code="<error>",host="10.96.0.1:443",method="POST"} 1');
+    expect(text).toContain('rest_client_request_duration_seconds_bucket{le="0.025",verb="GET",host="10.96.0.1:443"} 2');
+    expect(text).toContain('rest_client_request_duration_seconds_count{verb="POST",host="10.96.0.1:443"} 1');
+    expect(REST_CLIENT_DURATION_BUCKETS).toEqual([0.005, 0.025, 0.1, 0.25, 0.5, 1, 2, 4, 8, 15, 30, 60]);
+    const bounds = ((await m.restClientDuration.get()).values as { labels: { le?: number | string } }[]).map((v) => v.labels.le).filter((le) => typeof le === 'number');
+    expect([...new Set(bounds)]).toEqual(REST_CLIENT_DURATION_BUCKETS);
   });
 });

@@ -1,6 +1,10 @@
 // The daemon end to end, inside the VM: the real `kube-ipvs --config FILE` process, its
-// unmodified @kubernetes/client-node informers talking list/watch to the project's fake API
-// server (another real process), the real kernel, and real traffic from client namespaces.
+// informers talking list/watch to the project's fake API server (another real process) over
+// HTTPS with bearer-token authentication, the real kernel, and real traffic from client
+// namespaces. The daemon reads kubeadm's kubeconfig.conf exactly as manifests/configmap.yaml
+// ships it (only `server:` replaced): the CA and the service-account token at
+// /var/run/secrets/kubernetes.io/serviceaccount, as in the pod (the guest's root is a tmpfs
+// overlay: the directory is made here); the token is rotated while the daemon runs.
 //
 // Addresses: pods 10.244.0.0/16 (clusterCIDR; pod N is 10.244.N.2 behind gateway 10.244.N.1),
 // services 10.96.0.0/16, external clients on 192.0.2.0/24 (allowed by the LB source range;
@@ -10,10 +14,24 @@ import { ChildProcess, spawn } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import yaml from 'js-yaml';
 import { ApiClient, e2eProxyConfig, LoggedProcess, LogLine, startFakeApiServer, startKubeIpvs } from '../../lib/testing/processes';
 import { connect, deletePod, ip, makePod, run, startEchoServer, tryRun } from '../../lib/testing/netns';
+import { makeTestPki } from '../../lib/testing/test-pki';
 
 const API_PORT = 16443;
+const SA_DIR = '/var/run/secrets/kubernetes.io/serviceaccount';
+const ADMIN_TOKEN = 'e2e-admin-token';
+const MANIFEST = path.resolve(__dirname, '..', '..', '..', 'manifests', 'configmap.yaml');
+
+/** kubeadm's kubeconfig.conf from the shipped ConfigMap, pointed at `server`. */
+function shippedKubeconfig(server: string): string {
+  const cm = yaml.load(fs.readFileSync(MANIFEST, 'utf8')) as { data: Record<string, string> };
+  const text = cm.data['kubeconfig.conf']!;
+  const replaced = text.replace(/^(\s*server:\s*).*$/m, `$1${server}`);
+  if (replaced === text) throw new Error(`${MANIFEST}: kubeconfig.conf has no server line`);
+  return replaced;
+}
 const NODE = 'node-a';
 const NODE_IP = '192.0.2.1';
 const POD1 = { name: 'pod1', ip: '10.244.1.2', gw: '10.244.1.1' }; // backend on this node
@@ -166,7 +184,13 @@ function tcpEcho(ns: string, addr: string, port: number): ChildProcess {
 describe('kube-ipvs daemon end to end (fake API server, real kernel, real traffic)', () => {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'kube-ipvs-e2e-'));
   const cfgFile = path.join(dir, 'config.conf');
-  const api = new ApiClient(`http://127.0.0.1:${API_PORT}`);
+  const pki = makeTestPki(path.join(dir, 'pki'));
+  // the test writes as an admin would; the daemon authenticates with the service-account token
+  const api = new ApiClient(`https://127.0.0.1:${API_PORT}`, { token: ADMIN_TOKEN, ca: pki.ca });
+  const apiserverArgs = (fixtures: string) => [
+    '--port', String(API_PORT), '--host', '127.0.0.1', '--fixtures', path.join(dir, fixtures),
+    '--tls-dir', pki.dir, '--token-file', path.join(SA_DIR, 'token'), '--token', ADMIN_TOKEN,
+  ];
   let apiserver: LoggedProcess;
   let daemon: LoggedProcess;
   const children: ChildProcess[] = [];
@@ -177,10 +201,11 @@ describe('kube-ipvs daemon end to end (fake API server, real kernel, real traffi
     children.push(await startEchoServer(POD3.name, 'pod3', POD3.ip, 8080));
     children.push(tcpEcho(POD1.name, POD1.ip, 9000));
     fs.writeFileSync(path.join(dir, 'fixtures.json'), JSON.stringify(FIXTURES));
-    apiserver = await startFakeApiServer([
-      '--port', String(API_PORT), '--host', '127.0.0.1',
-      '--fixtures', path.join(dir, 'fixtures.json'), '--kubeconfig-out', path.join(dir, 'kubeconfig'),
-    ]);
+    fs.mkdirSync(SA_DIR, { recursive: true });
+    fs.writeFileSync(path.join(SA_DIR, 'ca.crt'), pki.ca);
+    fs.writeFileSync(path.join(SA_DIR, 'token'), 'sa-token-1');
+    apiserver = await startFakeApiServer(apiserverArgs('fixtures.json'));
+    fs.writeFileSync(path.join(dir, 'kubeconfig'), shippedKubeconfig(`https://127.0.0.1:${API_PORT}`));
     fs.writeFileSync(cfgFile, config(dir, 'rr'));
     daemon = startKubeIpvs(['--config', cfgFile, '--v=2']);
   });
@@ -192,6 +217,7 @@ describe('kube-ipvs daemon end to end (fake API server, real kernel, real traffi
     for (const p of [POD1, POD2, POD3, EXT1, EXT2]) deletePod(p.name);
     tryRun('ipvsadm', ['-C']);
     fs.rmSync(dir, { recursive: true, force: true });
+    fs.rmSync(SA_DIR, { recursive: true, force: true });
   });
 
   // Desired IPVS table of the fixtures: per Service the VSes and real servers kube-proxy makes.
@@ -213,7 +239,8 @@ describe('kube-ipvs daemon end to end (fake API server, real kernel, real traffi
   ].sort();
 
   it('programs every Service shape from the API server, and nothing for the excluded CNI', async () => {
-    const first = await daemon.waitFor(isSync, 'the first sync');
+    // bounded generously: on a loaded host the guest takes minutes to load the daemon's modules
+    const first = await daemon.waitFor(isSync, 'the first sync', 0, 280_000);
     expect(ipvsRules()).toEqual(RR_TABLE);
     expect(boundAddresses()).toEqual(['10.96.0.10', '10.96.0.11', '10.96.0.12', '10.96.0.14', '10.96.0.15', LB_IP, EXT_IP].sort());
     expect(ipsetMembers('KUBE-CLUSTER-IP')).toEqual(['10.96.0.10,tcp:80', '10.96.0.11,tcp:80', '10.96.0.12,tcp:80', '10.96.0.14,udp:53', '10.96.0.15,tcp:9000']);
@@ -278,6 +305,25 @@ describe('kube-ipvs daemon end to end (fake API server, real kernel, real traffi
     expect(connect(POD2.name, '10.96.0.16', 80).reply).toBe(`pod1 client=${POD2.ip}`);
   });
 
+  it('the service-account token rotated while the daemon runs: a Service created after the rotation is programmed', async () => {
+    const from = daemon.lines.length;
+    // the kubelet writes the new projected token atomically; from now on the API server
+    // accepts only the new one, and the open watches are dropped so that the daemon must
+    // authenticate again (a 401 with the old token re-reads the file, or the minute is up)
+    fs.writeFileSync(path.join(SA_DIR, '..token.tmp'), 'sa-token-2');
+    fs.renameSync(path.join(SA_DIR, '..token.tmp'), path.join(SA_DIR, 'token'));
+    await api.request('POST', '/fake/drop-watches');
+    await api.create('/api/v1/namespaces/default/services', service('default', 'rotated', { clusterIP: '10.96.0.17', ports: [{ name: 'http', port: 80, protocol: 'TCP' }] }));
+    await api.create('/apis/discovery.k8s.io/v1/namespaces/default/endpointslices', slice('default', 'rotated', 'rotated-1', 8080, [{ ip: POD1.ip }]));
+    await eventually('the service created after the rotation', ipvsRules, (r) => r.includes(`-a -t 10.96.0.17:80 -r ${POD1.ip}:8080 -m -w 1`));
+    expect(connect(POD2.name, '10.96.0.17', 80).reply).toBe(`pod1 client=${POD2.ip}`);
+    // the rotation is no refusal: nothing to tell the operator
+    expect(daemon.lines.slice(from).filter((l) => /API server (refused|denied)/.test(l.message ?? ''))).toEqual([]);
+    await api.delete(svcPath('default', 'rotated'));
+    await api.delete(slicePath('default', 'rotated-1'));
+    await eventually('the rotated service gone', ipvsRules, (r) => !r.some((l) => l.includes('10.96.0.17')));
+  });
+
   it('rolling update: the old endpoint drains (weight 0), new connections never fail', async () => {
     await api.replace(slicePath('default', 'web-1'), slice('default', 'web', 'web-1', 8080, [
       { ip: POD1.ip, ready: false, serving: true, terminating: true },
@@ -301,6 +347,9 @@ describe('kube-ipvs daemon end to end (fake API server, real kernel, real traffi
     const metrics = await (await fetch('http://127.0.0.1:10249/metrics')).text();
     const value = (series: string) => Number(metrics.split('\n').find((l) => l.startsWith(series + ' '))?.split(' ')[1]);
     expect(value('kubeproxy_sync_proxy_rules_duration_seconds_count')).toBeGreaterThan(0);
+    // client-go's API request series: the lists and watches, over HTTPS
+    expect(value(`rest_client_requests_total{code="200",host="127.0.0.1:${API_PORT}",method="GET"}`)).toBeGreaterThan(0);
+    expect(value(`rest_client_request_duration_seconds_count{verb="GET",host="127.0.0.1:${API_PORT}"}`)).toBeGreaterThan(0);
     expect(value('kubeproxy_network_programming_duration_seconds_count')).toBeGreaterThan(0);
     expect(value('kubeproxy_sync_proxy_rules_endpoint_changes_total')).toBeGreaterThan(0);
     expect(value('kubeproxy_proxy_healthz_total{code="200"}')).toBe(1);
@@ -365,7 +414,7 @@ describe('kube-ipvs daemon end to end (fake API server, real kernel, real traffi
     const objects = FIXTURES.filter((o) => !['sticky', 'sticky-1', 'local-1', 'web-1'].includes((o.metadata as Obj).name as string));
     objects.push(slice('default', 'web', 'web-1', 8080, [{ ip: POD3.ip, node: 'node-b' }]));
     fs.writeFileSync(path.join(dir, 'fixtures2.json'), JSON.stringify(objects));
-    apiserver = await startFakeApiServer(['--port', String(API_PORT), '--host', '127.0.0.1', '--fixtures', path.join(dir, 'fixtures2.json')]);
+    apiserver = await startFakeApiServer(apiserverArgs('fixtures2.json'));
     await eventually('added gone after relist', ipvsRules, (r) => !r.some((l) => l.includes('10.96.0.16')));
     expect(ipvsRules()).toEqual(expect.arrayContaining([`-a -t 10.96.0.10:80 -r ${POD3.ip}:8080 -m -w 1`, '-A -t 10.96.0.15:9000 -s lc']));
   });

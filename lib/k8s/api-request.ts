@@ -1,0 +1,238 @@
+/**
+ * The one way kube-ipvs talks to the API server: every list (raw-list.ts), watch
+ * (informers.ts) and Event POST/PATCH (event-recorder.ts) is an apiRequest. It adds what
+ * client-go's transport does and @kubernetes/client-node's requests lack:
+ * - credentials from client-node's KubeConfig.applySecurityAuthentication (client
+ *   certificates, CA, insecure-skip-tls-verify, exec plugins, static tokens), then a bearer
+ *   token file re-read as client-go's cachingTokenSource does (TokenFile: at most a minute
+ *   old; the kubelet rotates a bound service-account token long before it expires);
+ * - a 401 re-reads the token file at once and, when the token changed, sends the request
+ *   once more (client-go resets its cached token on a 401; the retry saves a backoff); with
+ *   an exec plugin, a 401 drops client-node's cached credential and runs the plugin again
+ *   for one more try, as client-go's exec authenticator refreshes on a 401;
+ * - a 401 or 403 that stands gets one clear log line (the kubeconfig, its user entry, the
+ *   URL); later refusals stay quiet until a request succeeds again;
+ * - every response (and every request that got none) to an observer, for client-go's
+ *   rest_client_requests_total{code,host,method} and rest_client_request_duration_seconds.
+ */
+import { readFileSync } from 'node:fs';
+import { performance } from 'node:perf_hooks';
+import { fetch, type Response } from 'undici';
+import { HttpMethod, KubeConfig, RequestContext } from '@kubernetes/client-node';
+
+/** One HTTP request as client-go's rest_client metrics count it. */
+export interface ApiCall {
+  /** GET, POST, PATCH */
+  readonly method: string;
+  /** host:port as the kubeconfig's server names it (client-go's URL.Host) */
+  readonly host: string;
+  /** the HTTP status, or "<error>" when no response came (client-go's label) */
+  readonly code: string;
+  /** until the body was read (a watch: until its headers) */
+  readonly seconds: number;
+}
+
+export type ApiCallObserver = (call: ApiCall) => void;
+
+/** Where apiRequest logs a refused credential (a winston logger fits). */
+export interface ApiLog {
+  error(message: string, meta?: object): unknown;
+  warn(message: string, meta?: object): unknown;
+}
+
+/** client-go's fileTokenSource period: a token read longer ago than this is read again. */
+export const TOKEN_FILE_PERIOD_MS = 60_000;
+
+/**
+ * A bearer token read from a file, as client-go's NewCachedFileTokenSource reads it:
+ * trimmed, re-read once it is `periodMs` old; a read that fails (or finds the file empty)
+ * keeps the token read before (the kubelet replaces the file atomically, but it may be
+ * missing for a moment), else the kubeconfig's static `token` if it had one, else throws.
+ */
+export class TokenFile {
+  private token: string | undefined;
+  private readAtMs = Number.NEGATIVE_INFINITY;
+
+  constructor(
+    readonly path: string,
+    private readonly fallback: string | undefined = undefined,
+    private readonly clock: () => number = Date.now,
+    readonly periodMs = TOKEN_FILE_PERIOD_MS,
+    private readonly log?: ApiLog,
+  ) {}
+
+  /** The token to send now. */
+  current(): string {
+    if (this.token === undefined || this.clock() - this.readAtMs >= this.periodMs) this.read();
+    return this.token!;
+  }
+
+  /** Reads the file now (after a 401); true when it holds another token than before. */
+  reread(): boolean {
+    const before = this.token;
+    this.read();
+    return this.token !== before;
+  }
+
+  private read(): void {
+    this.readAtMs = this.clock();
+    let text: string;
+    try {
+      text = readFileSync(this.path, 'utf8').trim();
+      if (text === '') throw new Error('the file is empty');
+    } catch (e) {
+      const kept = this.token ?? this.fallback;
+      if (kept === undefined) throw new Error(`bearer token file ${this.path}: ${(e as Error).message}`, { cause: e });
+      this.log?.warn(`bearer token file ${this.path}: ${(e as Error).message}; using the token read before`, { tokenFile: this.path });
+      this.token = kept;
+      return;
+    }
+    this.token = text;
+  }
+}
+
+/**
+ * A KubeConfig that knows where it came from (for the log line of a refused credential),
+ * sends its user's token file (TokenFile) and reports every request. loadKubeConfig makes
+ * one; client-node's own clients given it (makeApiClient, Watch) get the token file too.
+ */
+export class ApiKubeConfig extends KubeConfig {
+  /** "kubeconfig FILE", "in-cluster config", "--master URL": names the source in log lines */
+  origin = '';
+  tokenFile: TokenFile | undefined;
+  observer: ApiCallObserver | undefined;
+  log: ApiLog | undefined;
+  /** a refusal has been logged; cleared by the next success */
+  private refusalLogged = false;
+
+  override async applySecurityAuthentication(context: RequestContext): Promise<void> {
+    await super.applySecurityAuthentication(context);
+    // the token file wins over a static token, as in client-go's bearerAuthRoundTripper
+    if (this.tokenFile) context.setHeaderParam('Authorization', `Bearer ${this.tokenFile.current()}`);
+  }
+
+  /**
+   * After a 401 to a request that sent the Authorization header `sent`: re-read the token
+   * file, or forget the exec plugin's cached credential. True when the next try may send
+   * other credentials.
+   */
+  refreshCredentials(sent: string | undefined): boolean {
+    // another request may have re-read the file already: compare with what this one sent
+    if (this.tokenFile) {
+      this.tokenFile.reread();
+      return `Bearer ${this.tokenFile.current()}` !== sent;
+    }
+    const user = this.getCurrentUser();
+    if (!user?.exec) return false;
+    // client-node's ExecAuth keeps the plugin's answer by user name until it expires (for
+    // ever without an expirationTimestamp) and has no API to drop it
+    const authenticators = (this as unknown as { authenticators?: unknown[] }).authenticators ?? [];
+    for (const a of authenticators) {
+      const cache = (a as { tokenCache?: Record<string, unknown> }).tokenCache;
+      if (cache && cache[user.name]) {
+        cache[user.name] = null;
+        return true;
+      }
+    }
+    return false;
+  }
+
+  /** Logs the first 401/403 of a run of them; a success re-arms the line. */
+  noteOutcome(status: number, method: string, url: URL, body: string): void {
+    if (status < 400) {
+      this.refusalLogged = false;
+      return;
+    }
+    if ((status !== 401 && status !== 403) || this.refusalLogged) return;
+    this.refusalLogged = true;
+    const user = this.getCurrentUser();
+    const credential = this.tokenFile
+      ? `bearer token file ${this.tokenFile.path}`
+      : user?.token
+        ? 'bearer token'
+        : user?.exec
+          ? `exec plugin ${user.exec.command}`
+          : user?.certFile || user?.certData
+            ? 'client certificate'
+            : 'no credentials';
+    const what = status === 401 ? 'refused the credentials (401 Unauthorized)' : 'denied the request (403 Forbidden)';
+    this.log?.error(
+      `API server ${what}: ${method} ${url.origin}${url.pathname}, ${this.origin}, user ${JSON.stringify(user?.name ?? '')} (${credential}): ` +
+        `${statusMessage(body)}; retrying with backoff, further refusals are not logged until a request succeeds`,
+      { code: status, url: `${url.origin}${url.pathname}`, kubeconfig: this.origin, user: user?.name, credential },
+    );
+  }
+}
+
+export interface ApiRequest {
+  readonly method: 'GET' | 'POST' | 'PATCH';
+  /** e.g. /api/v1/services */
+  readonly path: string;
+  readonly query?: Readonly<Record<string, string | number | boolean | undefined>>;
+  /** JSON text */
+  readonly body?: string;
+  /** default application/json when there is a body */
+  readonly contentType?: string;
+  readonly signal?: AbortSignal;
+}
+
+export interface ApiResponse {
+  readonly status: number;
+  readonly statusText: string;
+  /** the body as text ('' for a watch that answered 200: read `stream`) */
+  readonly body: string;
+  /** a watch that answered 200: the response, its body unread */
+  readonly stream?: Response;
+}
+
+/** client-go's host label: the server URL's host as written (JS URL.host drops a default port). */
+function hostOf(server: string): string {
+  return /^[a-z][a-z0-9+.-]*:\/\/([^/?#]*)/i.exec(server)?.[1] ?? server;
+}
+
+/**
+ * Sends `req` with the kubeconfig's credentials; the body read unless `stream` and the
+ * answer is 200. Throws only when no response came (refused connection, TLS, abort).
+ */
+export async function apiRequest(kc: KubeConfig, req: ApiRequest, stream = false): Promise<ApiResponse> {
+  const cluster = kc.getCurrentCluster();
+  if (!cluster) throw new Error(`${req.method} ${req.path}: the kubeconfig has no current cluster`);
+  const url = new URL(cluster.server.replace(/\/+$/, '') + req.path);
+  for (const [k, v] of Object.entries(req.query ?? {})) if (v !== undefined && v !== '') url.searchParams.set(k, String(v));
+  const api = kc instanceof ApiKubeConfig ? kc : undefined;
+  const host = hostOf(cluster.server);
+  for (let attempt = 0; ; attempt++) {
+    const ctx = new RequestContext(url.toString(), req.method as HttpMethod);
+    await kc.applySecurityAuthentication(ctx);
+    const headers: Record<string, string> = { Accept: 'application/json', ...ctx.getHeaders() };
+    if (req.body !== undefined) headers['Content-Type'] = req.contentType ?? 'application/json';
+    const started = performance.now();
+    const observe = (code: string) => api?.observer?.({ method: req.method, host, code, seconds: (performance.now() - started) / 1000 });
+    let res: Response;
+    let body = '';
+    try {
+      res = await fetch(url, { method: req.method, headers, body: req.body, dispatcher: ctx.getDispatcher(), signal: req.signal });
+      if (!stream || res.status !== 200) body = await res.text();
+    } catch (e) {
+      observe('<error>');
+      throw e;
+    }
+    observe(String(res.status));
+    // the kubelet rotated the token since it was read (or the plugin's credential went
+    // stale): once more with the new one
+    if (res.status === 401 && attempt === 0 && api?.refreshCredentials(headers.Authorization)) continue;
+    api?.noteOutcome(res.status, req.method, url, body);
+    return { status: res.status, statusText: res.statusText, body, ...(stream && res.status === 200 ? { stream: res } : {}) };
+  }
+}
+
+/** The message of a Kubernetes Status body, else the body's start. */
+export function statusMessage(body: string): string {
+  try {
+    const status = JSON.parse(body) as { message?: unknown };
+    if (typeof status.message === 'string') return status.message;
+  } catch {
+    // not JSON: a proxy's error page
+  }
+  return body.slice(0, 200);
+}
