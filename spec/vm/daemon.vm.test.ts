@@ -358,6 +358,39 @@ describe('kube-ipvs daemon end to end (fake API server, real kernel, real traffi
     expect(value('kube_ipvs_virtual_servers')).toBe(10); // the 9 of the fixtures and the one added above
   });
 
+  it('a second daemon with a stale token: one clear refusal line, /healthz 503 (readiness holds a rollout), /livez 200, nothing programmed', async () => {
+    const wrong = path.join(dir, 'wrong');
+    fs.mkdirSync(wrong, { recursive: true });
+    fs.writeFileSync(path.join(wrong, 'token'), 'sa-token-stale');
+    fs.writeFileSync(path.join(wrong, 'kubeconfig'), shippedKubeconfig(`https://127.0.0.1:${API_PORT}`).replace(path.join(SA_DIR, 'token'), path.join(wrong, 'token')));
+    fs.writeFileSync(path.join(wrong, 'config.conf'), e2eProxyConfig({ dir: wrong, node: NODE, ipvs: ['syncPeriod: 30s'], healthz: '127.0.0.1:10276', metrics: '' }));
+    const before = ipvsRules();
+    const refused = (l: LogLine) => /API server refused the credentials \(401 Unauthorized\)/.test(l.message ?? '');
+    const stale = startKubeIpvs(['--config', path.join(wrong, 'config.conf'), '--v=2']);
+    try {
+      const line = await stale.waitFor(refused, 'the refusal line', 0, 280_000);
+      expect(line.message).toContain(path.join(wrong, 'kubeconfig'));
+      expect(line.message).toContain(`https://127.0.0.1:${API_PORT}/`);
+      // the health server listens once the daemon is up, which is before its first list
+      let healthz = await fetch('http://127.0.0.1:10276/healthz').catch(() => undefined);
+      for (let i = 0; !healthz && i < 240; i++) {
+        await new Promise((r) => setTimeout(r, 250));
+        healthz = await fetch('http://127.0.0.1:10276/healthz').catch(() => undefined);
+      }
+      if (!healthz) throw new Error('the stale daemon never served /healthz');
+      expect(healthz.status).toBe(503);
+      expect(await healthz.json()).toMatchObject({ initialSync: 'pending' });
+      expect((await fetch('http://127.0.0.1:10276/livez')).status).toBe(200);
+      // the informers keep retrying with backoff (several refusals by now); one line says so
+      await new Promise((r) => setTimeout(r, 5_000));
+      expect(stale.lines.filter(refused)).toHaveLength(1);
+      expect(stale.lines.filter(isSync)).toEqual([]);
+      expect(ipvsRules()).toEqual(before);
+    } finally {
+      await stale.kill('SIGTERM');
+    }
+  });
+
   it('a scheduler change in the config file applies live, in place (SET, no delete)', async () => {
     // a SET keeps the virtual server's counters; a delete + add would zero them
     const conns = () => Number(run('ipvsadm', ['-Ln', '--stats', '--exact', '-t', '10.96.0.10:80']).split('\n').find((l) => l.startsWith('TCP'))!.trim().split(/\s+/)[2]);
