@@ -64,9 +64,33 @@ const dual = service('dual', {
   ipFamilies: ['IPv4', 'IPv6'], ipFamilyPolicy: 'RequireDualStack', clusterIP: '10.96.0.20', clusterIPs: ['10.96.0.20', 'fd00:10:96::20'],
   ports: [{ name: 'http', port: 80, targetPort: 8080, nodePort: 30091, protocol: 'TCP' }],
 });
+// IPv6 LoadBalancer with source ranges (the external client's /64 only)
+const LB_IP6 = '2001:db8:113::10';
+const lb6 = {
+  ...service('lb6', {
+    type: 'LoadBalancer', ipFamilies: ['IPv6'], clusterIP: 'fd00:10:96::30', clusterIPs: ['fd00:10:96::30'],
+    ports: [{ name: 'http', port: 80, targetPort: 8080, nodePort: 30092, protocol: 'TCP' }], loadBalancerSourceRanges: ['2001:db8:1::/64'],
+  }),
+  status: { loadBalancer: { ingress: [{ ip: LB_IP6, ipMode: 'VIP' }] } },
+};
+// IPv6 external IP with externalTrafficPolicy Local: the client's address reaches the pod
+const EXT_IP6 = '2001:db8:113::20';
+const local6 = service('local6', {
+  ipFamilies: ['IPv6'], clusterIP: 'fd00:10:96::40', clusterIPs: ['fd00:10:96::40'], externalIPs: [EXT_IP6], externalTrafficPolicy: 'Local',
+  ports: [{ name: 'http', port: 80, targetPort: 8080, nodePort: 30093, protocol: 'TCP' }],
+});
+// IPv6 session affinity: IPVS persistence with an IPv6 netmask (a prefix length, not a mask)
+const sticky6 = service('sticky6', {
+  type: 'ClusterIP', ipFamilies: ['IPv6'], clusterIP: 'fd00:10:96::50', clusterIPs: ['fd00:10:96::50'],
+  sessionAffinity: 'ClientIP', sessionAffinityConfig: { clientIP: { timeoutSeconds: 600 } },
+  ports: [{ name: 'http', port: 80, targetPort: 8080, protocol: 'TCP' }],
+});
 const FIXTURES = [
   node, v6, slice('v6', 'v6-ipv6', 'IPv6', POD1.ip6),
   dual, slice('dual', 'dual-ipv4', 'IPv4', POD1.ip), slice('dual', 'dual-ipv6', 'IPv6', POD1.ip6),
+  lb6, slice('lb6', 'lb6-ipv6', 'IPv6', POD1.ip6),
+  local6, slice('local6', 'local6-ipv6', 'IPv6', POD1.ip6),
+  sticky6, slice('sticky6', 'sticky6-ipv6', 'IPv6', POD1.ip6),
 ];
 
 function config(dir: string): string {
@@ -155,11 +179,19 @@ describe('IPv6 and dual-stack end to end (clusterCIDR unset, real kernel, real t
       '-A -t [fd00:10:96::20]:80 -s rr', `-a -t [fd00:10:96::20]:80 -r [${POD1.ip6}]:8080 -m -w 1`,
       `-A -t ${NODE_IP}:30091 -s rr`, `-a -t ${NODE_IP}:30091 -r ${POD1.ip}:8080 -m -w 1`,
       `-A -t [${NODE_IP6}]:30091 -s rr`, `-a -t [${NODE_IP6}]:30091 -r [${POD1.ip6}]:8080 -m -w 1`,
+      ...['fd00:10:96::30', LB_IP6].map((a) => [`-A -t [${a}]:80 -s rr`, `-a -t [${a}]:80 -r [${POD1.ip6}]:8080 -m -w 1`]).flat(),
+      `-A -t [${NODE_IP6}]:30092 -s rr`, `-a -t [${NODE_IP6}]:30092 -r [${POD1.ip6}]:8080 -m -w 1`,
+      ...['fd00:10:96::40', EXT_IP6].map((a) => [`-A -t [${a}]:80 -s rr`, `-a -t [${a}]:80 -r [${POD1.ip6}]:8080 -m -w 1`]).flat(),
+      `-A -t [${NODE_IP6}]:30093 -s rr`, `-a -t [${NODE_IP6}]:30093 -r [${POD1.ip6}]:8080 -m -w 1`,
+      '-A -t [fd00:10:96::50]:80 -s rr -p 600', `-a -t [fd00:10:96::50]:80 -r [${POD1.ip6}]:8080 -m -w 1`,
     ].sort();
     await eventually('the IPVS table', ipvsRules, (r) => JSON.stringify(r) === JSON.stringify(want));
-    await eventually('the IPv6 VIPs', bound6, (a) => ['fd00:10:96::10', 'fd00:10:96::20'].every((v) => a.includes(v)));
-    expect(ipsetMembers('KUBE-6-CLUSTER-IP')).toEqual(['fd00:10:96::10,tcp:80', 'fd00:10:96::20,tcp:80']);
-    expect(ipsetMembers('KUBE-6-NODE-PORT-TCP')).toEqual(['30090', '30091']);
+    const vips = ['fd00:10:96::10', 'fd00:10:96::20', 'fd00:10:96::30', 'fd00:10:96::40', 'fd00:10:96::50', LB_IP6, EXT_IP6];
+    await eventually('the IPv6 VIPs', bound6, (a) => JSON.stringify(a) === JSON.stringify([...vips].sort()));
+    expect(ipsetMembers('KUBE-6-CLUSTER-IP')).toEqual(['fd00:10:96::10,tcp:80', 'fd00:10:96::20,tcp:80', 'fd00:10:96::30,tcp:80', 'fd00:10:96::40,tcp:80', 'fd00:10:96::50,tcp:80']);
+    expect(ipsetMembers('KUBE-6-NODE-PORT-TCP')).toEqual(['30090', '30091', '30092', '30093']);
+    expect(ipsetMembers('KUBE-6-LOAD-BALANCER-SOURCE-CIDR')).toEqual([`${LB_IP6},tcp:80,2001:db8:1::/64`]);
+    expect(ipsetMembers('KUBE-6-EXTERNAL-IP-LOCAL')).toEqual([`${EXT_IP6},tcp:80`]);
     expect(ipsetMembers('KUBE-CLUSTER-IP')).toEqual(['10.96.0.20,tcp:80']);
     expect(ipsetMembers('KUBE-NODE-PORT-TCP')).toEqual(['30091']);
     expect(run('ipset', ['list', '-t', 'KUBE-6-CLUSTER-IP'])).toMatch(/family inet6/);
@@ -173,6 +205,14 @@ describe('IPv6 and dual-stack end to end (clusterCIDR unset, real kernel, real t
   it('IPv6 traffic: pod to ClusterIP, external client to NodePort', () => {
     expect(connect(POD2.name, 'fd00:10:96::10', 80)).toEqual({ outcome: 'ok', reply: `pod1-v6 client=${POD2.ip6}` });
     expect(connect(EXT1.name, NODE_IP6, 30090).reply).toMatch(/^pod1-v6 client=/);
+  });
+
+  it('IPv6 from the node to a ClusterIP; LoadBalancer source ranges; eTP=Local external IP keeps the client address; session affinity', () => {
+    expect(connect('', 'fd00:10:96::10', 80).reply).toMatch(/^pod1-v6 client=/);
+    expect(connect(EXT1.name, LB_IP6, 80).reply).toMatch(/^pod1-v6 client=/);
+    expect(connect(POD2.name, LB_IP6, 80, 3).outcome).toBe('timeout'); // not in the source ranges
+    expect(connect(EXT1.name, EXT_IP6, 80)).toEqual({ outcome: 'ok', reply: `pod1-v6 client=${EXT1.ip6}` });
+    for (let i = 0; i < 2; i++) expect(connect(POD2.name, 'fd00:10:96::50', 80)).toEqual({ outcome: 'ok', reply: `pod1-v6 client=${POD2.ip6}` });
   });
 
   it('a dual-stack Service answers on both families: cluster IPs and NodePorts', () => {
