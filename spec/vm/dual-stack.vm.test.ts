@@ -190,7 +190,8 @@ describe('IPv6 and dual-stack end to end (clusterCIDR unset, real kernel, real t
     await eventually('the IPv6 VIPs', bound6, (a) => JSON.stringify(a) === JSON.stringify([...vips].sort()));
     expect(ipsetMembers('KUBE-6-CLUSTER-IP')).toEqual(['fd00:10:96::10,tcp:80', 'fd00:10:96::20,tcp:80', 'fd00:10:96::30,tcp:80', 'fd00:10:96::40,tcp:80', 'fd00:10:96::50,tcp:80']);
     expect(ipsetMembers('KUBE-6-NODE-PORT-TCP')).toEqual(['30090', '30091', '30092', '30093']);
-    expect(ipsetMembers('KUBE-6-LOAD-BALANCER-SOURCE-CIDR')).toEqual([`${LB_IP6},tcp:80,2001:db8:1::/64`]);
+    // (IPv6 set names are cut at ipset's 31 characters, as kube-proxy cuts them)
+    expect(ipsetMembers('KUBE-6-LOAD-BALANCER-SOURCE-CID')).toEqual([`${LB_IP6},tcp:80,2001:db8:1::/64`]);
     expect(ipsetMembers('KUBE-6-EXTERNAL-IP-LOCAL')).toEqual([`${EXT_IP6},tcp:80`]);
     expect(ipsetMembers('KUBE-CLUSTER-IP')).toEqual(['10.96.0.20,tcp:80']);
     expect(ipsetMembers('KUBE-NODE-PORT-TCP')).toEqual(['30091']);
