@@ -51,6 +51,8 @@ import { ProxyMetrics } from './metrics';
 import { createMetricsServer } from './metrics-server';
 import { createViewsHandler } from './views-server';
 import { IpFamily } from '../model/ip-family';
+import { KernelFamilySupport } from '../kernel/family-support';
+import { FamilyChoice, FamilySupportError, checkPrimaryFamily, chooseFamilies, kubeProxyNodeIPs, primaryFamily, primarySourceText } from './families';
 
 export interface DaemonOptions {
   /** --config FILE, watched for live changes; undefined when flags only */
@@ -64,16 +66,14 @@ export interface DaemonOptions {
 /** The EndpointSlice controller's annotation kube-proxy measures network programming latency from. */
 const LAST_CHANGE_TRIGGER_TIME = 'endpoints.kubernetes.io/last-change-trigger-time';
 
-/** The IP families this node proxies: those of clusterCIDR; IPv4 alone when it is unset. */
-export function proxyFamilies(config: ProxyConfig): IpFamily[] {
-  const fams = new Set<IpFamily>(config.clusterCIDR.map((c) => (c.includes(':') ? 'ipv6' : 'ipv4')));
-  if (fams.size === 0) fams.add('ipv4');
-  return (['ipv4', 'ipv6'] as IpFamily[]).filter((f) => fams.has(f));
-}
-
-export function proxierSettings(config: ProxyConfig): ProxierSettings {
+/**
+ * The proxier's part of the configuration. `families` come from the node (families.ts), never
+ * from clusterCIDR, which feeds only local-traffic detection (a family without a clusterCIDR of
+ * its own gets no detect-local rule, as in kube-proxy).
+ */
+export function proxierSettings(config: ProxyConfig, families: readonly IpFamily[]): ProxierSettings {
   return {
-    families: proxyFamilies(config),
+    families,
     scheduler: config.ipvs.scheduler,
     syncPeriodMs: config.ipvs.syncPeriodMs,
     minSyncPeriodMs: config.ipvs.minSyncPeriodMs,
@@ -108,10 +108,7 @@ async function applyIpvsTimeouts(ipvs: Ipvs, config: ProxyConfig, log: ReturnTyp
 export async function runDaemon(config: ProxyConfig, options: DaemonOptions): Promise<number> {
   const log = componentLog('daemon');
   const name = nodeName(config);
-  const settings = proxierSettings(config);
-  log.info(`kube-ipvs starting: node ${name}, families ${settings.families.join(',')}, scheduler ${config.ipvs.scheduler || 'rr'}`, {
-    node: name, families: settings.families, verbosity: options.verbosity,
-  });
+  log.info(`kube-ipvs starting: node ${name}, scheduler ${config.ipvs.scheduler || 'rr'}`, { node: name, verbosity: options.verbosity });
 
   // ---- kernel ----
   let ipvs: Ipvs;
@@ -155,18 +152,68 @@ export async function runDaemon(config: ProxyConfig, options: DaemonOptions): Pr
   // opens on the first read); iptables-legacy has no generation or change notification (a
   // table is one blob swapped by setsockopt), so there the verify keeps reading the tables.
   const nftGeneration = new LazyNftGeneration();
+  const closeKernel = () => {
+    ipvs.close();
+    link.close();
+    conntrack?.close();
+    nftGeneration.close();
+  };
   for (const f of ['ipv4', 'ipv6'] as IpFamily[]) {
-    const ipt = createIptables({ family: f, backend: 'auto', exec, generation: nftGeneration });
-    iptables[f] = ipt;
-    if (settings.families.includes(f)) {
-      try {
-        randomFully[f] = supportsRandomFully(await iptablesVersion(exec, f, await ipt.backend()));
-      } catch (e) {
-        log.warn(`${f}: cannot tell the iptables version (${(e as Error).message}); MASQUERADE without --random-fully`);
-        randomFully[f] = false;
-      }
+    iptables[f] = createIptables({ family: f, backend: 'auto', exec, generation: nftGeneration });
+  }
+  // both families whenever the node supports both (kube-proxy's dual-stack MetaProxier)
+  let choice: FamilyChoice;
+  try {
+    choice = await chooseFamilies(new KernelFamilySupport({ iptables }));
+  } catch (e) {
+    if (!(e instanceof FamilySupportError)) throw e;
+    log.error(e.message);
+    closeKernel();
+    return 1;
+  }
+  const settings = proxierSettings(config, choice.families);
+  let primary = primaryFamily(config.bindAddress, []);
+  log.info(
+    `${choice.dualStack ? 'dual-stack' : 'single-stack'}: families ${settings.families.join(',')}, ` +
+      `primary family ${primary.family} (${primarySourceText(primary)})`,
+    { families: settings.families, dualStack: choice.dualStack, primaryFamily: primary.family, primaryFrom: primary.source },
+  );
+  for (const f of ['ipv4', 'ipv6'] as const) {
+    if (!choice.checks[f].supported) log.warn(`${f} is not proxied: ${choice.checks[f].reason}`, { family: f, reason: choice.checks[f].reason });
+  }
+  const primaryChecked = (): boolean => {
+    try {
+      checkPrimaryFamily(choice, primary);
+      return true;
+    } catch (e) {
+      log.error((e as Error).message);
+      return false;
+    }
+  };
+  if (!primaryChecked()) {
+    closeKernel();
+    return 1;
+  }
+  for (const f of settings.families) {
+    try {
+      randomFully[f] = supportsRandomFully(await iptablesVersion(exec, f, await iptables[f]!.backend()));
+    } catch (e) {
+      log.warn(`${f}: cannot tell the iptables version (${(e as Error).message}); MASQUERADE without --random-fully`);
+      randomFully[f] = false;
     }
   }
+
+  let resolveExit!: (code: number) => void;
+  const exit = new Promise<number>((r) => (resolveExit = r));
+  // kube-proxy's getLocalDetectors: a note when the primary family has no clusterCIDR
+  const logDetectLocal = () => {
+    if (config.detectLocalMode === 'ClusterCIDR' && !config.clusterCIDR.some((c) => c.includes(':') === (primary.family === 'ipv6'))) {
+      log.info(`detect-local-mode ClusterCIDR, but no clusterCIDR of the primary family ${primary.family}: no local-traffic rule for it`, {
+        primaryFamily: primary.family, clusterCIDRs: config.clusterCIDR,
+      });
+    }
+  };
+  logDetectLocal();
 
   // ---- API ----
   const kc = loadKubeConfig({
@@ -182,7 +229,8 @@ export async function runDaemon(config: ProxyConfig, options: DaemonOptions): Pr
   const services = new ServiceTracker();
   const slices = new EndpointSliceTracker(name);
   const source = new TrackerSource(services, slices);
-  let node: NodeState = { name, zone: '', nodeIPs: [], podCIDRs: [] };
+  // kube-proxy's node IPs: bindAddress (when an IP) until the Node object names its addresses
+  let node: NodeState = { name, zone: '', nodeIPs: kubeProxyNodeIPs(config.bindAddress, []), podCIDRs: [] };
   let nodeEligible = true;
   let triggers: { triggeredAt: number; receivedAt: number }[] = [];
   const trigger = (slice: { metadata?: { annotations?: Record<string, string> } }) => {
@@ -231,7 +279,17 @@ export async function runDaemon(config: ProxyConfig, options: DaemonOptions): Pr
   const onNode = (n: Parameters<typeof nodeInfo>[0]) => {
     const info = nodeInfo(n);
     nodeEligible = info.eligible;
-    node = { name, zone: info.zone, nodeIPs: info.nodeIPs, podCIDRs: info.podCIDRs };
+    node = { name, zone: info.zone, nodeIPs: kubeProxyNodeIPs(config.bindAddress, info.nodeIPs), podCIDRs: info.podCIDRs };
+    const next = primaryFamily(config.bindAddress, info.nodeIPs);
+    if (next.family !== primary.family || next.source !== primary.source) {
+      primary = next;
+      log.info(`primary IP family ${primary.family} (${primarySourceText(primary)}); node IPs ${node.nodeIPs.join(', ') || 'none'}`, {
+        primaryFamily: primary.family, primaryFrom: primary.source, nodeIPs: node.nodeIPs,
+      });
+      logDetectLocal();
+      // kube-proxy refuses to start on a node that cannot proxy its primary family
+      if (!primaryChecked()) resolveExit(1);
+    }
     proxier.onNodeChange(node);
   };
   const changed = (kind: 'service' | 'endpoints', n: ReadonlySet<string>) => {
@@ -293,8 +351,6 @@ export async function runDaemon(config: ProxyConfig, options: DaemonOptions): Pr
   await serve('metrics', createMetricsServer(metrics.registry, () => current, createViewsHandler(proxier, () => current)), config.metricsBindAddress);
 
   // ---- live configuration ----
-  let resolveExit!: (code: number) => void;
-  const exit = new Promise<number>((r) => (resolveExit = r));
   const watcher =
     options.configFile && options.reloadConfig
       ? watchConfigFile(options.configFile, () => {
@@ -321,7 +377,7 @@ export async function runDaemon(config: ProxyConfig, options: DaemonOptions): Pr
                 await applyIpvsTimeouts(ipvs, next, log);
               }
               current = next;
-              proxier.updateSettings(proxierSettings(next));
+              proxier.updateSettings(proxierSettings(next, settings.families));
             },
             (e: Error) => log.error(`configuration file ${options.configFile} changed but is invalid, keeping the running configuration: ${e.message}`),
           );
@@ -342,9 +398,6 @@ export async function runDaemon(config: ProxyConfig, options: DaemonOptions): Pr
   await proxier.idle();
   for (const s of servers) s.close();
   await serviceHealth.close();
-  ipvs.close();
-  link.close();
-  conntrack?.close();
-  nftGeneration.close();
+  closeKernel();
   return code;
 }

@@ -40,6 +40,18 @@ export function makePod(name: string, podIP: string, hostIP: string): void {
   ip('-n', name, 'route', 'add', 'default', 'via', hostIP);
 }
 
+/**
+ * Gives pod `name` (made by makePod) an IPv6 address: podIP6/64 on its eth0, hostIP6/64 on
+ * `veth-<name>`, which is its default IPv6 gateway. `nodad`: duplicate address detection would
+ * keep both addresses tentative (unusable) for a second or more after they are added.
+ * IPv6 forwarding is the caller's (net.ipv6.conf.all.forwarding of the root namespace).
+ */
+export function addPodIpv6(name: string, podIP6: string, hostIP6: string): void {
+  ip('addr', 'add', `${hostIP6}/64`, 'dev', `veth-${name}`, 'nodad');
+  ip('-n', name, 'addr', 'add', `${podIP6}/64`, 'dev', 'eth0', 'nodad');
+  ip('-n', name, '-6', 'route', 'add', 'default', 'via', hostIP6);
+}
+
 export function deletePod(name: string): void {
   tryRun('ip', ['netns', 'del', name]);
   tryRun('ip', ['link', 'del', `veth-${name}`]);

@@ -213,6 +213,34 @@ describe('Proxier over the kernel twins', () => {
     expect(await ipt4.save('nat')).toContain('-m set --match-set KUBE-CLUSTER-IP dst,dst ! -s 10.244.0.0/16 -j KUBE-MARK-MASQ');
   });
 
+  it('dual-stack with one clusterCIDR (IPv4): IPv6 is proxied all the same, with no local-traffic masquerade rule of its own', async () => {
+    const clock = new FakeClock();
+    const ipset = new FakeIpset();
+    const ipt4 = new FakeIptables({ family: 'ipv4', ipsets: ipset });
+    const ipt6 = new FakeIptables({ family: 'ipv6', ipsets: ipset });
+    const services = new ServiceTracker();
+    const slices = new EndpointSliceTracker(NODE);
+    const ipvs = new FakeIpvs();
+    const proxier = new Proxier(
+      { ipvs, link: new FakeLink(), ipsets: { ipv4: ipset, ipv6: ipset }, iptables: { ipv4: ipt4, ipv6: ipt6 }, source: new TrackerSource(services, slices), planner: { planServicePort }, clock, log: quiet },
+      { ...SETTINGS, families: ['ipv4', 'ipv6'], clusterCIDRs: ['10.244.0.0/16'] },
+      { name: NODE, zone: '', nodeIPs: [], podCIDRs: [] },
+    );
+    services.onAdd(makeService('default', 'v6', (s) => {
+      s.spec = { type: 'ClusterIP', ipFamilies: ['IPv6'], clusterIP: '2001:db8:96::10', clusterIPs: ['2001:db8:96::10'], ports: [svcPort('http', 80)] };
+    }));
+    services.onAdd(clusterIP('v4', '10.96.0.10'));
+    proxier.onServicesSynced();
+    proxier.onEndpointSlicesSynced();
+    await clock.advance(0);
+    await proxier.idle();
+    expect(formatRestore(await ipvs.listAll())).toEqual(['-A -t 10.96.0.10:80 -s rr', '-A -t [2001:db8:96::10]:80 -s rr']);
+    expect(await ipt4.save('nat')).toContain('-m set --match-set KUBE-CLUSTER-IP dst,dst ! -s 10.244.0.0/16 -j KUBE-MARK-MASQ');
+    const nat6 = await ipt6.save('nat');
+    expect(nat6).toContain('KUBE-6-CLUSTER-IP');
+    expect(nat6).not.toMatch(/KUBE-6-CLUSTER-IP dst,dst.* -j KUBE-MARK-MASQ/);
+  });
+
   it('counts service ports with a Local policy and no local endpoint, incrementally', async () => {
     const t = await setup();
     const local = (name: string, ip: string) =>
