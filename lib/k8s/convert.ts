@@ -26,7 +26,8 @@
  */
 import type { V1EndpointSlice, V1Node, V1Service } from '@kubernetes/client-node';
 import { Endpoint, Protocol, Refusal, ServicePort } from '../model/service';
-import { parseCidr, parseIp } from '../model/parse-ip';
+import { parseCidr, parseCidrSloppy, parseIp } from '../model/parse-ip';
+import { specialAddressProblem } from '../model/address';
 import { IP_VS_SCHEDNAME_MAXLEN } from '../netlink/uapi/ip_vs';
 import { IpFamily } from '../model/ip-family';
 
@@ -79,6 +80,19 @@ function sortUnique(values: Iterable<string>): string[] {
   return [...new Set(values)].sort();
 }
 
+function isObject(v: unknown): v is Record<string, unknown> {
+  return typeof v === 'object' && v !== null && !Array.isArray(v);
+}
+
+/**
+ * The elements of an optional list field: [] when absent (undefined or null); `undefined`
+ * when it is something else than an array (type-confused JSON; the caller refuses it).
+ */
+function listOf(v: unknown): readonly unknown[] | undefined {
+  if (v === undefined || v === null) return [];
+  return Array.isArray(v) ? v : undefined;
+}
+
 /** The Service's ports, one ServicePort per spec.ports[] per cluster IP family. */
 export function convertService(svc: V1Service): ConvertedService {
   const namespace = svc.metadata?.namespace ?? '';
@@ -107,14 +121,16 @@ export function convertService(svc: V1Service): ConvertedService {
     type = 'ClusterIP';
   }
   if (type === 'ExternalName') return { ports, refusals };
-  if (spec.clusterIP === 'None' || ((spec.clusterIP ?? '') === '' && (spec.clusterIPs ?? []).length === 0)) {
+  if (spec.clusterIP === 'None' || ((spec.clusterIP ?? '') === '' && (listOf(spec.clusterIPs) ?? []).length === 0)) {
     return { ports, refusals };
   }
 
   // cluster IPs decide the families
   const clusterIPs = new Map<IpFamily, string>();
-  const ipsField = spec.clusterIPs && spec.clusterIPs.length > 0 ? 'spec.clusterIPs' : 'spec.clusterIP';
-  const ipList = spec.clusterIPs && spec.clusterIPs.length > 0 ? spec.clusterIPs : [spec.clusterIP];
+  const clusterIPList = listOf(spec.clusterIPs);
+  if (clusterIPList === undefined) refuse('spec.clusterIPs', spec.clusterIPs, 'not a list; spec.clusterIP used');
+  const ipsField = clusterIPList && clusterIPList.length > 0 ? 'spec.clusterIPs' : 'spec.clusterIP';
+  const ipList = clusterIPList && clusterIPList.length > 0 ? clusterIPList : [spec.clusterIP];
   ipList.forEach((raw, i) => {
     const field = ipsField === 'spec.clusterIPs' ? `spec.clusterIPs[${i}]` : 'spec.clusterIP';
     if (raw === 'None') return;
@@ -128,28 +144,52 @@ export function convertService(svc: V1Service): ConvertedService {
   // per-family lists
   const byFamily = (): Record<IpFamily, string[]> => ({ ipv4: [], ipv6: [] });
   const externalIPs = byFamily();
-  (spec.externalIPs ?? []).forEach((raw, i) => {
+  const externalIPList = listOf(spec.externalIPs);
+  if (externalIPList === undefined) refuse('spec.externalIPs', spec.externalIPs, 'not a list; no externalIP');
+  (externalIPList ?? []).forEach((raw, i) => {
     const ip = parseIp(raw);
     if (!ip.ok) return refuse(`spec.externalIPs[${i}]`, raw, ip.reason);
+    const special = specialAddressProblem(ip.value);
+    if (special) return refuse(`spec.externalIPs[${i}]`, raw, `${special} is never a Service address; ignored`);
     externalIPs[ip.family].push(ip.value);
   });
   const lbIPs = byFamily();
-  (svc.status?.loadBalancer?.ingress ?? []).forEach((ing, i) => {
-    if (ing.ip === undefined || ing.ip === '') return; // hostname-only ingress: nothing to program
+  const ingressList = listOf(svc.status?.loadBalancer?.ingress);
+  if (ingressList === undefined) refuse('status.loadBalancer.ingress', svc.status?.loadBalancer?.ingress, 'not a list; no load-balancer IP');
+  (ingressList ?? []).forEach((raw, i) => {
+    if (!isObject(raw)) return refuse(`status.loadBalancer.ingress[${i}]`, raw, 'not an object; ingress ignored');
+    const ing = raw as { ip?: unknown; ipMode?: unknown };
+    if (ing.ip === undefined || ing.ip === null || ing.ip === '') return; // hostname-only ingress: nothing to program
     const mode = ing.ipMode ?? 'VIP';
     if (mode === 'Proxy') return; // the load balancer proxies: traffic arrives for the node, not the VIP
     if (mode !== 'VIP') return refuse(`status.loadBalancer.ingress[${i}].ipMode`, mode, 'unknown ipMode (VIP or Proxy); ingress ignored');
     const ip = parseIp(ing.ip);
     if (!ip.ok) return refuse(`status.loadBalancer.ingress[${i}].ip`, ing.ip, ip.reason);
+    const special = specialAddressProblem(ip.value);
+    if (special) return refuse(`status.loadBalancer.ingress[${i}].ip`, ing.ip, `${special} is never a Service address; ingress ignored`);
     lbIPs[ip.family].push(ip.value);
   });
-  const sourceRanges = byFamily();
-  (spec.loadBalancerSourceRanges ?? []).forEach((raw, i) => {
-    // kube-proxy trims blanks around each range
-    const cidr = parseCidr(typeof raw === 'string' ? raw.trim() : raw);
-    if (!cidr.ok) return refuse(`spec.loadBalancerSourceRanges[${i}]`, raw, cidr.reason);
+  // Source ranges fail closed: a range that cannot be read (kube-proxy would skip it) could
+  // be the one that was meant to keep the internet out, so the load balancer then admits
+  // nobody (a firewall with no range) rather than everybody.
+  let sourceRanges = byFamily();
+  let sourceRangesUnreadable = false;
+  const rangeList = listOf(spec.loadBalancerSourceRanges);
+  const closed = 'the load balancer admits no client until the ranges are fixed';
+  if (rangeList === undefined) {
+    refuse('spec.loadBalancerSourceRanges', spec.loadBalancerSourceRanges, `not a list; ${closed}`);
+    sourceRangesUnreadable = true;
+  }
+  (rangeList ?? []).forEach((raw, i) => {
+    // kube-proxy trims blanks around each range and reads it sloppily (leading zeros decimal)
+    const cidr = parseCidrSloppy(typeof raw === 'string' ? raw.trim() : raw);
+    if (!cidr.ok) {
+      sourceRangesUnreadable = true;
+      return refuse(`spec.loadBalancerSourceRanges[${i}]`, raw, `${cidr.reason}; ${closed}`);
+    }
     sourceRanges[cidr.family].push(cidr.value);
   });
+  if (sourceRangesUnreadable) sourceRanges = byFamily();
 
   // session affinity
   let stickyMaxAgeSeconds = 0;
@@ -176,7 +216,7 @@ export function convertService(svc: V1Service): ConvertedService {
   const itp = policy('spec.internalTrafficPolicy', spec.internalTrafficPolicy);
   // kube-proxy apiservice.ExternallyAccessible: externalTrafficPolicy means something only then
   const externallyAccessible =
-    type === 'LoadBalancer' || type === 'NodePort' || (type === 'ClusterIP' && (spec.externalIPs ?? []).length > 0);
+    type === 'LoadBalancer' || type === 'NodePort' || (type === 'ClusterIP' && (externalIPList ?? []).length > 0);
   const externalPolicyLocal = externallyAccessible && etp === 'Local';
 
   let trafficDistribution = spec.trafficDistribution ?? '';
@@ -195,8 +235,13 @@ export function convertService(svc: V1Service): ConvertedService {
   const scheduler = schedulerAnnotation(svc.metadata?.annotations ?? {}, refuse);
 
   const seenNames = new Set<string>();
-  (spec.ports ?? []).forEach((p, i) => {
+  const portList = listOf(spec.ports);
+  if (portList === undefined) refuse('spec.ports', spec.ports, 'not a list; no port');
+  (portList ?? []).forEach((raw, i) => {
+    if (!isObject(raw)) return refuse(`spec.ports[${i}]`, raw, 'not an object; port ignored');
+    const p = raw as { name?: unknown; port?: unknown; protocol?: unknown; nodePort?: unknown };
     const portName = p.name ?? '';
+    if (typeof portName !== 'string') return refuse(`spec.ports[${i}].name`, portName, 'not a string; port ignored');
     if (portName !== '' && !DNS_LABEL.test(portName)) return refuse(`spec.ports[${i}].name`, portName, 'not a DNS label; port ignored');
     if (seenNames.has(portName)) return refuse(`spec.ports[${i}].name`, portName, 'duplicate port name; port ignored');
     seenNames.add(portName);
@@ -223,6 +268,7 @@ export function convertService(svc: V1Service): ConvertedService {
         externalIPs: sortUnique(externalIPs[family]),
         loadBalancerIPs: sortUnique(lbIPs[family]),
         loadBalancerSourceRanges: sortUnique(sourceRanges[family]),
+        loadBalancerSourceRangesUnreadable: sourceRangesUnreadable,
         stickyMaxAgeSeconds,
         externalPolicyLocal,
         internalPolicyLocal: itp === 'Local',
