@@ -30,6 +30,7 @@ import { parseCidr, parseCidrSloppy, parseIp } from '../model/parse-ip';
 import { specialAddressProblem } from '../model/address';
 import { IP_VS_SCHEDNAME_MAXLEN } from '../netlink/uapi/ip_vs';
 import { IpFamily } from '../model/ip-family';
+import { MalformedObjectError } from '../errors';
 
 export const SCHEDULER_ANNOTATION = 'kube-ipvs.io/scheduler';
 export const KUBE_ROUTER_SCHEDULER_ANNOTATION = 'kube-router.io/service.scheduler';
@@ -315,12 +316,71 @@ export interface ConvertedEndpointSlice {
 }
 
 /**
+ * Where `slice` does not have the API's shape in a field the proxy reads: every list a list
+ * (or absent), every element an object, every scalar of its type (or absent). undefined when
+ * it has it. A decoder in Go (kube-proxy) fails on such an object, so it never gets it.
+ */
+export function endpointSliceShapeProblem(slice: unknown): { field: string; value: unknown; reason: string } | undefined {
+  const optional = (v: unknown, type: 'string' | 'boolean' | 'number') => v === undefined || v === null || typeof v === type;
+  if (!isObject(slice)) return { field: '', value: slice, reason: 'not an object' };
+  const md = slice.metadata;
+  if (md !== undefined && md !== null) {
+    if (!isObject(md)) return { field: 'metadata', value: md, reason: 'not an object' };
+    for (const k of ['namespace', 'name'] as const) if (!optional(md[k], 'string')) return { field: `metadata.${k}`, value: md[k], reason: 'not a string' };
+    if (md.labels !== undefined && md.labels !== null) {
+      if (!isObject(md.labels)) return { field: 'metadata.labels', value: md.labels, reason: 'not an object' };
+      for (const [k, v] of Object.entries(md.labels)) if (typeof v !== 'string') return { field: `metadata.labels[${k}]`, value: v, reason: 'not a string' };
+    }
+  }
+  if (!optional(slice.addressType, 'string')) return { field: 'addressType', value: slice.addressType, reason: 'not a string' };
+  const ports = listOf(slice.ports);
+  if (ports === undefined) return { field: 'ports', value: slice.ports, reason: 'not a list' };
+  for (const [i, p] of ports.entries()) {
+    if (!isObject(p)) return { field: `ports[${i}]`, value: p, reason: 'not an object' };
+    if (!optional(p.name, 'string')) return { field: `ports[${i}].name`, value: p.name, reason: 'not a string' };
+    if (!optional(p.port, 'number')) return { field: `ports[${i}].port`, value: p.port, reason: 'not a number' };
+    if (!optional(p.protocol, 'string')) return { field: `ports[${i}].protocol`, value: p.protocol, reason: 'not a string' };
+  }
+  const endpoints = listOf(slice.endpoints);
+  if (endpoints === undefined) return { field: 'endpoints', value: slice.endpoints, reason: 'not a list' };
+  for (const [i, e] of endpoints.entries()) {
+    const at = `endpoints[${i}]`;
+    if (!isObject(e)) return { field: at, value: e, reason: 'not an object' };
+    const addresses = listOf(e.addresses);
+    if (addresses === undefined) return { field: `${at}.addresses`, value: e.addresses, reason: 'not a list' };
+    for (const [j, a] of addresses.entries()) if (typeof a !== 'string') return { field: `${at}.addresses[${j}]`, value: a, reason: 'not a string' };
+    if (!optional(e.nodeName, 'string')) return { field: `${at}.nodeName`, value: e.nodeName, reason: 'not a string' };
+    if (e.conditions !== undefined && e.conditions !== null) {
+      if (!isObject(e.conditions)) return { field: `${at}.conditions`, value: e.conditions, reason: 'not an object' };
+      for (const k of ['ready', 'serving', 'terminating'] as const) {
+        if (!optional(e.conditions[k], 'boolean')) return { field: `${at}.conditions.${k}`, value: e.conditions[k], reason: 'not a boolean' };
+      }
+    }
+    if (e.hints !== undefined && e.hints !== null) {
+      if (!isObject(e.hints)) return { field: `${at}.hints`, value: e.hints, reason: 'not an object' };
+      for (const k of ['forZones', 'forNodes'] as const) {
+        const hints = listOf(e.hints[k]);
+        if (hints === undefined) return { field: `${at}.hints.${k}`, value: e.hints[k], reason: 'not a list' };
+        for (const [j, h] of hints.entries()) {
+          if (!isObject(h) || !optional(h.name, 'string')) return { field: `${at}.hints.${k}[${j}]`, value: h, reason: 'not an object with a string name' };
+        }
+      }
+    }
+  }
+  return undefined;
+}
+
+/**
  * One EndpointSlice, with kube-proxy's endpointslicecache rules: only the first address of an
  * endpoint counts; conditions default ready=true, serving=ready (API: "defer to the ready
  * condition"), terminating=false; `isLocal` when endpoint.nodeName is this node.
  * A port without a number is skipped (and refused).
+ * Throws MalformedObjectError when the slice does not have the API's shape
+ * (endpointSliceShapeProblem): such a slice is refused whole.
  */
 export function convertEndpointSlice(slice: V1EndpointSlice, nodeName: string): ConvertedEndpointSlice {
+  const shape = endpointSliceShapeProblem(slice);
+  if (shape) throw new MalformedObjectError(shape.field, text(shape.value), shape.reason);
   const namespace = slice.metadata?.namespace ?? '';
   const sliceName = slice.metadata?.name ?? '';
   const refusals: Refusal[] = [];
