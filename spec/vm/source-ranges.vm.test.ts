@@ -5,6 +5,8 @@
 //    admits nobody, not even a client the range seems to name; a log line and an Event say so;
 //  - `sloppy`: '010.0.0.0/8', read as kube-proxy reads it (ParseCIDRSloppy: 10.0.0.0/8):
 //    a 10.x client is admitted, another is not.
+// The same daemon serves its metrics on 0.0.0.0 (as clusters do for Prometheus): the
+// /kube-ipvs/ views answer the node's own clients only, an outside client gets 403.
 //
 // Addresses: pod 10.244.1.2 (the backend, clusterCIDR 10.244.0.0/16), services 10.96.0.0/16,
 // the node 192.0.2.1; outside clients 192.0.2.2, 10.9.0.2 and 198.51.100.2, each in its own
@@ -87,7 +89,7 @@ describe('loadBalancerSourceRanges fail closed (daemon, real kernel, real traffi
       '--fixtures', path.join(dir, 'fixtures.json'), '--kubeconfig-out', path.join(dir, 'kubeconfig'),
     ]);
     const cfg = path.join(dir, 'config.conf');
-    fs.writeFileSync(cfg, e2eProxyConfig({ dir, node: NODE, ipvs: ['scheduler: rr', 'syncPeriod: 10m'], healthz: '127.0.0.1:10266', metrics: '127.0.0.1:10259' }));
+    fs.writeFileSync(cfg, e2eProxyConfig({ dir, node: NODE, ipvs: ['scheduler: rr', 'syncPeriod: 10m'], healthz: '127.0.0.1:10266', metrics: '0.0.0.0:10259' }));
     daemon = startKubeIpvs(['--config', cfg, '--v=2']);
     await daemon.waitFor(isSync, 'the first sync');
   });
@@ -122,6 +124,18 @@ describe('loadBalancerSourceRanges fail closed (daemon, real kernel, real traffi
     expect(connect(EXT_10.name, SLOPPY_LB, 80)).toEqual({ outcome: "ok", reply: expect.stringMatching(/^pod client=/) });
     expect(connect(EXT_198.name, SLOPPY_LB, 80, 3).outcome).toBe('timeout');
     expect(connect(EXT_192.name, SLOPPY_LB, 80, 3).outcome).toBe('timeout');
+  });
+
+  it('metrics on 0.0.0.0: /metrics answers anyone, the /kube-ipvs/ views only the node itself (403 from outside)', () => {
+    const curl = (ns: string, url: string) => {
+      const argv = ['curl', '-sS', '--max-time', '20', '-o', '/dev/null', '-w', '%{http_code}', url];
+      return run(ns ? 'ip' : argv[0]!, ns ? ['netns', 'exec', ns, ...argv] : argv.slice(1)).trim();
+    };
+    expect(curl(EXT_192.name, `http://${NODE_IP}:10259/metrics`)).toBe('200');
+    for (const view of ['services', 'status', 'diff']) {
+      expect({ view, code: curl(EXT_192.name, `http://${NODE_IP}:10259/kube-ipvs/${view}`) }).toEqual({ view, code: '403' });
+      expect({ view, code: curl('', `http://127.0.0.1:10259/kube-ipvs/${view}`) }).toEqual({ view, code: '200' });
+    }
   });
 
   it('says so: a log line and a Warning Event on the Service', async () => {
