@@ -478,8 +478,12 @@ export function nodeInfo(node: V1Node): NodeInfo {
   const zone = node.metadata?.labels?.[ZONE_LABEL] ?? '';
 
   const nodeIPs: string[] = [];
+  const addressList = listOf(node.status?.addresses);
+  if (addressList === undefined) refuse('status.addresses', node.status?.addresses, 'not a list; no node IP');
   for (const type of ['InternalIP', 'ExternalIP']) {
-    (node.status?.addresses ?? []).forEach((a, i) => {
+    (addressList ?? []).forEach((raw, i) => {
+      if (!isObject(raw)) return type === 'InternalIP' ? refuse(`status.addresses[${i}]`, raw, 'not an object; ignored') : undefined;
+      const a = raw as { type?: unknown; address?: unknown };
       if (a.type !== type) return;
       const ip = parseIp(a.address);
       if (!ip.ok) return refuse(`status.addresses[${i}].address`, a.address, ip.reason);
@@ -488,8 +492,10 @@ export function nodeInfo(node: V1Node): NodeInfo {
   }
 
   const podCIDRs: string[] = [];
-  const cidrField = node.spec?.podCIDRs && node.spec.podCIDRs.length > 0 ? 'spec.podCIDRs' : 'spec.podCIDR';
-  const cidrList = cidrField === 'spec.podCIDRs' ? node.spec!.podCIDRs! : node.spec?.podCIDR ? [node.spec.podCIDR] : [];
+  const podCIDRList = listOf(node.spec?.podCIDRs);
+  if (podCIDRList === undefined) refuse('spec.podCIDRs', node.spec?.podCIDRs, 'not a list; spec.podCIDR used');
+  const cidrField = podCIDRList && podCIDRList.length > 0 ? 'spec.podCIDRs' : 'spec.podCIDR';
+  const cidrList: readonly unknown[] = cidrField === 'spec.podCIDRs' ? podCIDRList! : node.spec?.podCIDR ? [node.spec.podCIDR] : [];
   cidrList.forEach((raw, i) => {
     const cidr = parseCidr(raw);
     if (!cidr.ok) return refuse(cidrField === 'spec.podCIDRs' ? `spec.podCIDRs[${i}]` : 'spec.podCIDR', raw, cidr.reason);
@@ -497,6 +503,6 @@ export function nodeInfo(node: V1Node): NodeInfo {
   });
 
   const deleting = node.metadata?.deletionTimestamp !== undefined && node.metadata.deletionTimestamp !== null;
-  const tainted = (node.spec?.taints ?? []).some((t) => t.key === TO_BE_DELETED_TAINT);
+  const tainted = (listOf(node.spec?.taints) ?? []).some((t) => isObject(t) && t.key === TO_BE_DELETED_TAINT);
   return { name, zone, nodeIPs, podCIDRs, eligible: !deleting && !tainted, refusals };
 }

@@ -405,6 +405,16 @@ describe('nodeInfo', () => {
     expect(nodeInfo(makeNode('node-a', fn)).eligible).toBe(false);
   });
 
+  it('type-confused lists are refused, never read as characters or crash', () => {
+    const n = makeNode('node-a', (x) => {
+      (x.status as Record<string, unknown>) = { addresses: [null, { type: 'InternalIP', address: '192.0.2.1' }] };
+      (x.spec as Record<string, unknown>) = { podCIDRs: '10.244.0.0/24', podCIDR: '10.244.1.0/24', taints: 'ToBeDeletedByClusterAutoscaler' };
+    });
+    const info = nodeInfo(n);
+    expect(info).toMatchObject({ nodeIPs: ['192.0.2.1'], podCIDRs: ['10.244.1.0/24'], eligible: true });
+    expect(info.refusals.map((r) => `${r.field}: ${r.reason}`)).toEqual(['status.addresses[0]: not an object; ignored', 'spec.podCIDRs: not a list; spec.podCIDR used']);
+  });
+
   it('podCIDR alone, no zone', () => {
     const info = nodeInfo(makeNode('node-b', (n) => (n.spec = { podCIDR: '10.244.2.7/24' })));
     expect(info).toMatchObject({ zone: '', podCIDRs: ['10.244.2.0/24'], nodeIPs: [], eligible: true });
