@@ -6,6 +6,11 @@
  * value is refused for that field or list element only (a Refusal naming the field, the value
  * and the reason; the proxier logs it and posts an Event) and the rest of the object is kept.
  * A bad cluster IP or port leaves that port/family unplanned, as there is nothing to program.
+ * Two exceptions fail closed instead: an unreadable loadBalancerSourceRanges entry closes the
+ * load balancer to everybody (never open it to all), and an EndpointSlice that is not the
+ * API's shape (a list that is not a list, a null element) is refused whole.
+ * Special addresses (unspecified, broadcast, loopback, link-local, multicast, IPv4-mapped
+ * IPv6) are refused as externalIPs and load-balancer IPs.
  *
  * Per-Service scheduler annotations (the only annotations kube-ipvs reads):
  *  - `kube-ipvs.io/scheduler: <name>` — kube-ipvs's own;

@@ -4,7 +4,9 @@
  *
  * Strict means: no surrounding blanks, no IPv6 zone ("%eth0"), no IPv4 leading zeros
  * ("010.0.0.1" is refused: Go's legacy parser read it as decimal, glibc as octal), prefix a
- * decimal 0..32 / 0..128.
+ * decimal 0..32 / 0..128. One exception: loadBalancerSourceRanges are read as kube-proxy reads
+ * them (parseCidrSloppy), since reading fewer than it does would leave a load balancer closed
+ * that kube-proxy opens (and, before ranges failed closed, open one it closes).
  */
 import { IpFamily } from './ip-family';
 import { formatCidr, parseAddress, parseCidr as parseNet, parseCidrSloppy as parseNetSloppy } from './address';
