@@ -203,3 +203,14 @@ export function quoteIfOdd(value: string): string {
 export class NotSyncedError extends KubeIpvsError {
   readonly code = 'KIPVS_NOT_SYNCED' as const;
 }
+
+/**
+ * An object whose JSON does not have the API's shape where the proxy reads it (a list that is
+ * not a list, a null element, a number for a string): refused whole, nothing of it is used.
+ */
+export class MalformedObjectError extends KubeIpvsError {
+  readonly code = 'KIPVS_MALFORMED_OBJECT' as const;
+  constructor(readonly field: string, readonly value: string, readonly reason: string) {
+    super(`${field || '(object)'}: ${reason}`);
+  }
+}

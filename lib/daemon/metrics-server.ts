@@ -2,7 +2,8 @@
  * The metrics server on metricsBindAddress, as kube-proxy serves it: `/metrics`
  * (Prometheus text), `/proxyMode` ("ipvs"), `/configz` (the effective configuration as JSON,
  * kube-proxy's {"kubeproxy.config.k8s.io": ...} shape) and a plain `/healthz`; plus
- * kube-ipvs's operator views under /kube-ipvs/ (views-server.ts) when given.
+ * kube-ipvs's operator views under /kube-ipvs/ (views-server.ts) when given, for local
+ * clients only (views-server.ts decides).
  */
 import http from 'node:http';
 import { Registry } from 'prom-client';
@@ -11,7 +12,7 @@ import type { ViewsHandler } from './views-server';
 export function createMetricsServer(registry: Registry, configz: () => unknown, views?: ViewsHandler): http.Server {
   return http.createServer((req, res) => {
     const path = (req.url ?? '/').split('?')[0] ?? '/';
-    if (views?.(path, res)) return;
+    if (views?.(path, res, req)) return;
     switch (path) {
       case '/metrics':
         registry.metrics().then(

@@ -5,13 +5,22 @@
  *
  *   GET /kube-ipvs/services  ServiceListResponse
  *   GET /kube-ipvs/status    StatusResponse
- *   GET /kube-ipvs/diff      DiffResponse (reads the kernel, changes nothing; concurrent
- *                            requests share one kernel read)
+ *   GET /kube-ipvs/diff      DiffResponse (reads the kernel, changes nothing)
  *
- * 503 {"error"} before Services and EndpointSlices have been listed (diff), 500 {"error"} when
- * the kernel cannot be read, 404 for another /kube-ipvs/ path.
+ * Only local clients are answered (loopback, or a unix socket), whatever metricsBindAddress
+ * is: it is often 0.0.0.0 for Prometheus, and the views show every Service and its backends
+ * while diff re-plans every Service and reads the whole table on the main thread (655 ms at
+ * 5,000 x 10). Anyone else gets 403.
+ * diff can never starve the sync loop: one kernel read at a time, concurrent requests share
+ * it, and the next one starts no sooner than `diffMinIntervalMs` after the last one ended
+ * (requests meanwhile wait for it, and share it).
+ *
+ * 403 {"error"} for a client that is not local, 503 {"error"} before Services and
+ * EndpointSlices have been listed (diff), 500 {"error"} when the kernel cannot be read, 404
+ * for another /kube-ipvs/ path.
  */
 import http from 'node:http';
+import { Clock, systemClock } from '../proxier/clock';
 import { ProxyConfig } from '../config/proxy-config';
 import { formatDurationMs } from '../config/duration';
 import { NotSyncedError } from '../errors';
@@ -26,7 +35,29 @@ export interface ViewsSource {
 }
 
 /** A request handler for the /kube-ipvs/ paths; answers false for any other path. */
-export type ViewsHandler = (path: string, res: http.ServerResponse) => boolean;
+export type ViewsHandler = (path: string, res: http.ServerResponse, req: http.IncomingMessage) => boolean;
+
+export interface ViewsOptions {
+  /** the least time from the end of one diff's kernel read to the start of the next (default 5 s) */
+  readonly diffMinIntervalMs?: number;
+  readonly clock?: Clock;
+}
+
+export const DEFAULT_DIFF_MIN_INTERVAL_MS = 5_000;
+
+const LOOPBACK = /^(127\.\d{1,3}\.\d{1,3}\.\d{1,3}|::1|::ffff:127\.\d{1,3}\.\d{1,3}\.\d{1,3})$/i;
+
+/**
+ * Is the request from this node's own processes: a loopback peer, or a unix-socket server
+ * (no peer address, and the server listens on a path)? Anything else is not, including a
+ * peer address that cannot be read.
+ */
+export function isLocalRequest(req: http.IncomingMessage): boolean {
+  const peer = req.socket.remoteAddress;
+  if (peer !== undefined) return LOOPBACK.test(peer);
+  const server = (req.socket as { server?: { address(): unknown } }).server;
+  return typeof server?.address() === 'string';
+}
 
 function isTableChange(op: IpvsOp): op is IpvsOp & TableChange {
   return op.kind !== 'zero' && op.kind !== 'flush' && op.kind !== 'setConfig';
@@ -51,13 +82,24 @@ export function statusConfig(c: ProxyConfig): StatusResponse['config'] {
   };
 }
 
-export function createViewsHandler(source: ViewsSource, config: () => ProxyConfig): ViewsHandler {
+export function createViewsHandler(source: ViewsSource, config: () => ProxyConfig, options: ViewsOptions = {}): ViewsHandler {
+  const clock = options.clock ?? systemClock;
+  const minIntervalMs = options.diffMinIntervalMs ?? DEFAULT_DIFF_MIN_INTERVAL_MS;
+  // the next diff (waiting for its turn, or reading); every request until it ends shares it
   let diffInFlight: Promise<DiffResponse> | undefined;
+  let lastEndedAt = -Infinity;
   const diff = (): Promise<DiffResponse> => {
-    diffInFlight ??= source
-      .dryRunFullSync()
+    diffInFlight ??= new Promise<void>((resolve) => {
+      const wait = lastEndedAt + minIntervalMs - clock.now();
+      if (wait > 0) clock.setTimer(resolve, wait);
+      else resolve();
+    })
+      .then(() => source.dryRunFullSync())
       .then((ops) => ({ changes: ops.filter(isTableChange) }))
-      .finally(() => (diffInFlight = undefined));
+      .finally(() => {
+        lastEndedAt = clock.now();
+        diffInFlight = undefined;
+      });
     return diffInFlight;
   };
   const send = (res: http.ServerResponse, code: number, body: unknown) =>
@@ -71,7 +113,12 @@ export function createViewsHandler(source: ViewsSource, config: () => ProxyConfi
       },
     );
   };
-  return (path, res) => {
+  return (path, res, req) => {
+    if (!path.startsWith('/kube-ipvs/')) return false;
+    if (!isLocalRequest(req)) {
+      send(res, 403, { error: 'the /kube-ipvs/ views answer local clients only (loopback or a unix socket)' } satisfies ViewError);
+      return true;
+    }
     switch (path) {
       case VIEW_PATHS.services:
         answer(res, async (): Promise<ServiceListResponse> => ({ source: 'daemon', frontends: source.serviceList() }));
@@ -83,7 +130,6 @@ export function createViewsHandler(source: ViewsSource, config: () => ProxyConfi
         answer(res, diff);
         return true;
       default:
-        if (!path.startsWith('/kube-ipvs/')) return false;
         send(res, 404, { error: `no view ${path} (try ${Object.values(VIEW_PATHS).join(', ')})` } satisfies ViewError);
         return true;
     }

@@ -6,6 +6,11 @@
  * value is refused for that field or list element only (a Refusal naming the field, the value
  * and the reason; the proxier logs it and posts an Event) and the rest of the object is kept.
  * A bad cluster IP or port leaves that port/family unplanned, as there is nothing to program.
+ * Two exceptions fail closed instead: an unreadable loadBalancerSourceRanges entry closes the
+ * load balancer to everybody (never open it to all), and an EndpointSlice that is not the
+ * API's shape (a list that is not a list, a null element) is refused whole.
+ * Special addresses (unspecified, broadcast, loopback, link-local, multicast, IPv4-mapped
+ * IPv6) are refused as externalIPs and load-balancer IPs.
  *
  * Per-Service scheduler annotations (the only annotations kube-ipvs reads):
  *  - `kube-ipvs.io/scheduler: <name>` — kube-ipvs's own;
@@ -26,9 +31,11 @@
  */
 import type { V1EndpointSlice, V1Node, V1Service } from '@kubernetes/client-node';
 import { Endpoint, Protocol, Refusal, ServicePort } from '../model/service';
-import { parseCidr, parseIp } from '../model/parse-ip';
+import { parseCidr, parseCidrSloppy, parseIp } from '../model/parse-ip';
+import { specialAddressProblem } from '../model/address';
 import { IP_VS_SCHEDNAME_MAXLEN } from '../netlink/uapi/ip_vs';
 import { IpFamily } from '../model/ip-family';
+import { MalformedObjectError } from '../errors';
 
 export const SCHEDULER_ANNOTATION = 'kube-ipvs.io/scheduler';
 export const KUBE_ROUTER_SCHEDULER_ANNOTATION = 'kube-router.io/service.scheduler';
@@ -79,6 +86,19 @@ function sortUnique(values: Iterable<string>): string[] {
   return [...new Set(values)].sort();
 }
 
+function isObject(v: unknown): v is Record<string, unknown> {
+  return typeof v === 'object' && v !== null && !Array.isArray(v);
+}
+
+/**
+ * The elements of an optional list field: [] when absent (undefined or null); `undefined`
+ * when it is something else than an array (type-confused JSON; the caller refuses it).
+ */
+function listOf(v: unknown): readonly unknown[] | undefined {
+  if (v === undefined || v === null) return [];
+  return Array.isArray(v) ? v : undefined;
+}
+
 /** The Service's ports, one ServicePort per spec.ports[] per cluster IP family. */
 export function convertService(svc: V1Service): ConvertedService {
   const namespace = svc.metadata?.namespace ?? '';
@@ -107,14 +127,16 @@ export function convertService(svc: V1Service): ConvertedService {
     type = 'ClusterIP';
   }
   if (type === 'ExternalName') return { ports, refusals };
-  if (spec.clusterIP === 'None' || ((spec.clusterIP ?? '') === '' && (spec.clusterIPs ?? []).length === 0)) {
+  if (spec.clusterIP === 'None' || ((spec.clusterIP ?? '') === '' && (listOf(spec.clusterIPs) ?? []).length === 0)) {
     return { ports, refusals };
   }
 
   // cluster IPs decide the families
   const clusterIPs = new Map<IpFamily, string>();
-  const ipsField = spec.clusterIPs && spec.clusterIPs.length > 0 ? 'spec.clusterIPs' : 'spec.clusterIP';
-  const ipList = spec.clusterIPs && spec.clusterIPs.length > 0 ? spec.clusterIPs : [spec.clusterIP];
+  const clusterIPList = listOf(spec.clusterIPs);
+  if (clusterIPList === undefined) refuse('spec.clusterIPs', spec.clusterIPs, 'not a list; spec.clusterIP used');
+  const ipsField = clusterIPList && clusterIPList.length > 0 ? 'spec.clusterIPs' : 'spec.clusterIP';
+  const ipList = clusterIPList && clusterIPList.length > 0 ? clusterIPList : [spec.clusterIP];
   ipList.forEach((raw, i) => {
     const field = ipsField === 'spec.clusterIPs' ? `spec.clusterIPs[${i}]` : 'spec.clusterIP';
     if (raw === 'None') return;
@@ -128,28 +150,52 @@ export function convertService(svc: V1Service): ConvertedService {
   // per-family lists
   const byFamily = (): Record<IpFamily, string[]> => ({ ipv4: [], ipv6: [] });
   const externalIPs = byFamily();
-  (spec.externalIPs ?? []).forEach((raw, i) => {
+  const externalIPList = listOf(spec.externalIPs);
+  if (externalIPList === undefined) refuse('spec.externalIPs', spec.externalIPs, 'not a list; no externalIP');
+  (externalIPList ?? []).forEach((raw, i) => {
     const ip = parseIp(raw);
     if (!ip.ok) return refuse(`spec.externalIPs[${i}]`, raw, ip.reason);
+    const special = specialAddressProblem(ip.value);
+    if (special) return refuse(`spec.externalIPs[${i}]`, raw, `${special} is never a Service address; ignored`);
     externalIPs[ip.family].push(ip.value);
   });
   const lbIPs = byFamily();
-  (svc.status?.loadBalancer?.ingress ?? []).forEach((ing, i) => {
-    if (ing.ip === undefined || ing.ip === '') return; // hostname-only ingress: nothing to program
+  const ingressList = listOf(svc.status?.loadBalancer?.ingress);
+  if (ingressList === undefined) refuse('status.loadBalancer.ingress', svc.status?.loadBalancer?.ingress, 'not a list; no load-balancer IP');
+  (ingressList ?? []).forEach((raw, i) => {
+    if (!isObject(raw)) return refuse(`status.loadBalancer.ingress[${i}]`, raw, 'not an object; ingress ignored');
+    const ing = raw as { ip?: unknown; ipMode?: unknown };
+    if (ing.ip === undefined || ing.ip === null || ing.ip === '') return; // hostname-only ingress: nothing to program
     const mode = ing.ipMode ?? 'VIP';
     if (mode === 'Proxy') return; // the load balancer proxies: traffic arrives for the node, not the VIP
     if (mode !== 'VIP') return refuse(`status.loadBalancer.ingress[${i}].ipMode`, mode, 'unknown ipMode (VIP or Proxy); ingress ignored');
     const ip = parseIp(ing.ip);
     if (!ip.ok) return refuse(`status.loadBalancer.ingress[${i}].ip`, ing.ip, ip.reason);
+    const special = specialAddressProblem(ip.value);
+    if (special) return refuse(`status.loadBalancer.ingress[${i}].ip`, ing.ip, `${special} is never a Service address; ingress ignored`);
     lbIPs[ip.family].push(ip.value);
   });
-  const sourceRanges = byFamily();
-  (spec.loadBalancerSourceRanges ?? []).forEach((raw, i) => {
-    // kube-proxy trims blanks around each range
-    const cidr = parseCidr(typeof raw === 'string' ? raw.trim() : raw);
-    if (!cidr.ok) return refuse(`spec.loadBalancerSourceRanges[${i}]`, raw, cidr.reason);
+  // Source ranges fail closed: a range that cannot be read (kube-proxy would skip it) could
+  // be the one that was meant to keep the internet out, so the load balancer then admits
+  // nobody (a firewall with no range) rather than everybody.
+  let sourceRanges = byFamily();
+  let sourceRangesUnreadable = false;
+  const rangeList = listOf(spec.loadBalancerSourceRanges);
+  const closed = 'the load balancer admits no client until the ranges are fixed';
+  if (rangeList === undefined) {
+    refuse('spec.loadBalancerSourceRanges', spec.loadBalancerSourceRanges, `not a list; ${closed}`);
+    sourceRangesUnreadable = true;
+  }
+  (rangeList ?? []).forEach((raw, i) => {
+    // kube-proxy trims blanks around each range and reads it sloppily (leading zeros decimal)
+    const cidr = parseCidrSloppy(typeof raw === 'string' ? raw.trim() : raw);
+    if (!cidr.ok) {
+      sourceRangesUnreadable = true;
+      return refuse(`spec.loadBalancerSourceRanges[${i}]`, raw, `${cidr.reason}; ${closed}`);
+    }
     sourceRanges[cidr.family].push(cidr.value);
   });
+  if (sourceRangesUnreadable) sourceRanges = byFamily();
 
   // session affinity
   let stickyMaxAgeSeconds = 0;
@@ -176,7 +222,7 @@ export function convertService(svc: V1Service): ConvertedService {
   const itp = policy('spec.internalTrafficPolicy', spec.internalTrafficPolicy);
   // kube-proxy apiservice.ExternallyAccessible: externalTrafficPolicy means something only then
   const externallyAccessible =
-    type === 'LoadBalancer' || type === 'NodePort' || (type === 'ClusterIP' && (spec.externalIPs ?? []).length > 0);
+    type === 'LoadBalancer' || type === 'NodePort' || (type === 'ClusterIP' && (externalIPList ?? []).length > 0);
   const externalPolicyLocal = externallyAccessible && etp === 'Local';
 
   let trafficDistribution = spec.trafficDistribution ?? '';
@@ -198,8 +244,13 @@ export function convertService(svc: V1Service): ConvertedService {
   const creationTimestamp = created instanceof Date && !Number.isNaN(created.getTime()) ? created.toISOString() : typeof created === 'string' ? created : undefined;
 
   const seenNames = new Set<string>();
-  (spec.ports ?? []).forEach((p, i) => {
+  const portList = listOf(spec.ports);
+  if (portList === undefined) refuse('spec.ports', spec.ports, 'not a list; no port');
+  (portList ?? []).forEach((raw, i) => {
+    if (!isObject(raw)) return refuse(`spec.ports[${i}]`, raw, 'not an object; port ignored');
+    const p = raw as { name?: unknown; port?: unknown; protocol?: unknown; nodePort?: unknown };
     const portName = p.name ?? '';
+    if (typeof portName !== 'string') return refuse(`spec.ports[${i}].name`, portName, 'not a string; port ignored');
     if (portName !== '' && !DNS_LABEL.test(portName)) return refuse(`spec.ports[${i}].name`, portName, 'not a DNS label; port ignored');
     if (seenNames.has(portName)) return refuse(`spec.ports[${i}].name`, portName, 'duplicate port name; port ignored');
     seenNames.add(portName);
@@ -226,6 +277,7 @@ export function convertService(svc: V1Service): ConvertedService {
         externalIPs: sortUnique(externalIPs[family]),
         loadBalancerIPs: sortUnique(lbIPs[family]),
         loadBalancerSourceRanges: sortUnique(sourceRanges[family]),
+        loadBalancerSourceRangesUnreadable: sourceRangesUnreadable,
         stickyMaxAgeSeconds,
         externalPolicyLocal,
         internalPolicyLocal: itp === 'Local',
@@ -273,12 +325,71 @@ export interface ConvertedEndpointSlice {
 }
 
 /**
+ * Where `slice` does not have the API's shape in a field the proxy reads: every list a list
+ * (or absent), every element an object, every scalar of its type (or absent). undefined when
+ * it has it. A decoder in Go (kube-proxy) fails on such an object, so it never gets it.
+ */
+export function endpointSliceShapeProblem(slice: unknown): { field: string; value: unknown; reason: string } | undefined {
+  const optional = (v: unknown, type: 'string' | 'boolean' | 'number') => v === undefined || v === null || typeof v === type;
+  if (!isObject(slice)) return { field: '', value: slice, reason: 'not an object' };
+  const md = slice.metadata;
+  if (md !== undefined && md !== null) {
+    if (!isObject(md)) return { field: 'metadata', value: md, reason: 'not an object' };
+    for (const k of ['namespace', 'name'] as const) if (!optional(md[k], 'string')) return { field: `metadata.${k}`, value: md[k], reason: 'not a string' };
+    if (md.labels !== undefined && md.labels !== null) {
+      if (!isObject(md.labels)) return { field: 'metadata.labels', value: md.labels, reason: 'not an object' };
+      for (const [k, v] of Object.entries(md.labels)) if (typeof v !== 'string') return { field: `metadata.labels[${k}]`, value: v, reason: 'not a string' };
+    }
+  }
+  if (!optional(slice.addressType, 'string')) return { field: 'addressType', value: slice.addressType, reason: 'not a string' };
+  const ports = listOf(slice.ports);
+  if (ports === undefined) return { field: 'ports', value: slice.ports, reason: 'not a list' };
+  for (const [i, p] of ports.entries()) {
+    if (!isObject(p)) return { field: `ports[${i}]`, value: p, reason: 'not an object' };
+    if (!optional(p.name, 'string')) return { field: `ports[${i}].name`, value: p.name, reason: 'not a string' };
+    if (!optional(p.port, 'number')) return { field: `ports[${i}].port`, value: p.port, reason: 'not a number' };
+    if (!optional(p.protocol, 'string')) return { field: `ports[${i}].protocol`, value: p.protocol, reason: 'not a string' };
+  }
+  const endpoints = listOf(slice.endpoints);
+  if (endpoints === undefined) return { field: 'endpoints', value: slice.endpoints, reason: 'not a list' };
+  for (const [i, e] of endpoints.entries()) {
+    const at = `endpoints[${i}]`;
+    if (!isObject(e)) return { field: at, value: e, reason: 'not an object' };
+    const addresses = listOf(e.addresses);
+    if (addresses === undefined) return { field: `${at}.addresses`, value: e.addresses, reason: 'not a list' };
+    for (const [j, a] of addresses.entries()) if (typeof a !== 'string') return { field: `${at}.addresses[${j}]`, value: a, reason: 'not a string' };
+    if (!optional(e.nodeName, 'string')) return { field: `${at}.nodeName`, value: e.nodeName, reason: 'not a string' };
+    if (e.conditions !== undefined && e.conditions !== null) {
+      if (!isObject(e.conditions)) return { field: `${at}.conditions`, value: e.conditions, reason: 'not an object' };
+      for (const k of ['ready', 'serving', 'terminating'] as const) {
+        if (!optional(e.conditions[k], 'boolean')) return { field: `${at}.conditions.${k}`, value: e.conditions[k], reason: 'not a boolean' };
+      }
+    }
+    if (e.hints !== undefined && e.hints !== null) {
+      if (!isObject(e.hints)) return { field: `${at}.hints`, value: e.hints, reason: 'not an object' };
+      for (const k of ['forZones', 'forNodes'] as const) {
+        const hints = listOf(e.hints[k]);
+        if (hints === undefined) return { field: `${at}.hints.${k}`, value: e.hints[k], reason: 'not a list' };
+        for (const [j, h] of hints.entries()) {
+          if (!isObject(h) || !optional(h.name, 'string')) return { field: `${at}.hints.${k}[${j}]`, value: h, reason: 'not an object with a string name' };
+        }
+      }
+    }
+  }
+  return undefined;
+}
+
+/**
  * One EndpointSlice, with kube-proxy's endpointslicecache rules: only the first address of an
  * endpoint counts; conditions default ready=true, serving=ready (API: "defer to the ready
  * condition"), terminating=false; `isLocal` when endpoint.nodeName is this node.
  * A port without a number is skipped (and refused).
+ * Throws MalformedObjectError when the slice does not have the API's shape
+ * (endpointSliceShapeProblem): such a slice is refused whole.
  */
 export function convertEndpointSlice(slice: V1EndpointSlice, nodeName: string): ConvertedEndpointSlice {
+  const shape = endpointSliceShapeProblem(slice);
+  if (shape) throw new MalformedObjectError(shape.field, text(shape.value), shape.reason);
   const namespace = slice.metadata?.namespace ?? '';
   const sliceName = slice.metadata?.name ?? '';
   const refusals: Refusal[] = [];
@@ -376,8 +487,12 @@ export function nodeInfo(node: V1Node): NodeInfo {
   const zone = node.metadata?.labels?.[ZONE_LABEL] ?? '';
 
   const nodeIPs: string[] = [];
+  const addressList = listOf(node.status?.addresses);
+  if (addressList === undefined) refuse('status.addresses', node.status?.addresses, 'not a list; no node IP');
   for (const type of ['InternalIP', 'ExternalIP']) {
-    (node.status?.addresses ?? []).forEach((a, i) => {
+    (addressList ?? []).forEach((raw, i) => {
+      if (!isObject(raw)) return type === 'InternalIP' ? refuse(`status.addresses[${i}]`, raw, 'not an object; ignored') : undefined;
+      const a = raw as { type?: unknown; address?: unknown };
       if (a.type !== type) return;
       const ip = parseIp(a.address);
       if (!ip.ok) return refuse(`status.addresses[${i}].address`, a.address, ip.reason);
@@ -386,8 +501,10 @@ export function nodeInfo(node: V1Node): NodeInfo {
   }
 
   const podCIDRs: string[] = [];
-  const cidrField = node.spec?.podCIDRs && node.spec.podCIDRs.length > 0 ? 'spec.podCIDRs' : 'spec.podCIDR';
-  const cidrList = cidrField === 'spec.podCIDRs' ? node.spec!.podCIDRs! : node.spec?.podCIDR ? [node.spec.podCIDR] : [];
+  const podCIDRList = listOf(node.spec?.podCIDRs);
+  if (podCIDRList === undefined) refuse('spec.podCIDRs', node.spec?.podCIDRs, 'not a list; spec.podCIDR used');
+  const cidrField = podCIDRList && podCIDRList.length > 0 ? 'spec.podCIDRs' : 'spec.podCIDR';
+  const cidrList: readonly unknown[] = cidrField === 'spec.podCIDRs' ? podCIDRList! : node.spec?.podCIDR ? [node.spec.podCIDR] : [];
   cidrList.forEach((raw, i) => {
     const cidr = parseCidr(raw);
     if (!cidr.ok) return refuse(cidrField === 'spec.podCIDRs' ? `spec.podCIDRs[${i}]` : 'spec.podCIDR', raw, cidr.reason);
@@ -395,6 +512,6 @@ export function nodeInfo(node: V1Node): NodeInfo {
   });
 
   const deleting = node.metadata?.deletionTimestamp !== undefined && node.metadata.deletionTimestamp !== null;
-  const tainted = (node.spec?.taints ?? []).some((t) => t.key === TO_BE_DELETED_TAINT);
+  const tainted = (listOf(node.spec?.taints) ?? []).some((t) => isObject(t) && t.key === TO_BE_DELETED_TAINT);
   return { name, zone, nodeIPs, podCIDRs, eligible: !deleting && !tainted, refusals };
 }

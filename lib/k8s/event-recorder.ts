@@ -1,10 +1,20 @@
 /**
  * Warning Events (core/v1) about objects kube-ipvs refuses or cannot program, so `kubectl
- * describe service` shows them. Like client-go's recorder: the same object + reason +
- * message within the dedup window (10 min) bumps `count` and `lastTimestamp` of the Event
- * already posted instead of posting another. Posting never throws: failures are logged at
- * debug (an unreachable API server must not turn one problem into a log flood). The POST and
- * PATCH are apiRequests (api-request.ts): the token file re-read, the 401 retry, metrics.
+ * describe service` shows them, bounded the way client-go's EventRecorder bounds them
+ * (tools/record/events_cache.go EventCorrelator), so that 500 Services with a bad field do
+ * not make 500 POSTs at once from every node:
+ *  - aggregation: the 10th different message with the same object + reason within 10 minutes
+ *    turns into one "(combined from similar events): ..." Event whose count goes up;
+ *  - deduplication: the same object + reason + message within 10 minutes bumps `count` and
+ *    `lastTimestamp` of the Event already posted (a PATCH) instead of posting another;
+ *  - spam filter per object + reason: a token bucket of 25, refilled one per 5 minutes; a
+ *    warning without a token is dropped (its count still goes up: the next PATCH carries it);
+ *  - a global token bucket (default 25, one more a second) and at most 4 requests in flight:
+ *    the rest wait in a queue (bounded, 1,000; beyond, dropped) in arrival order; a warning
+ *    about an Event whose PATCH is still queued rides on that PATCH.
+ * Posting never throws: failures and drops are logged at debug (an unreachable API server
+ * must not turn one problem into a log flood). The POST and PATCH are apiRequests
+ * (api-request.ts): the token file re-read, the 401 retry, the rest_client metrics.
  */
 import type { CoreV1Event, KubeConfig } from '@kubernetes/client-node';
 import { apiRequest, statusMessage } from './api-request';
@@ -18,59 +28,174 @@ export interface EventObjectRef {
   readonly apiVersion?: string;
 }
 
+export interface TokenBucketOptions {
+  readonly burst: number;
+  /** one token more every this many ms */
+  readonly refillEveryMs: number;
+}
+
 export interface EventRecorderOptions {
   /** source.host and reportingInstance */
   readonly nodeName: string;
   readonly log: { debug(message: string, meta?: object): unknown };
   /** milliseconds since the epoch (default Date.now) */
   readonly clock?: () => number;
-  /** default 10 minutes */
+  /** runs `fn` after `ms` (default setTimeout, unref'd): the queue waits for global tokens with it */
+  readonly setTimer?: (fn: () => void, ms: number) => void;
+  /** dedup and aggregation window (default 10 minutes) */
   readonly dedupWindowMs?: number;
-  /** remembered (object, reason, message) triples; the oldest is forgotten first (default 4096) */
+  /** remembered Events, aggregation records and spam buckets, each; the oldest is forgotten first (default 4096) */
   readonly maxRemembered?: number;
+  /** different messages of one object + reason within the window before they are combined (default 10) */
+  readonly maxSimilar?: number;
+  /** per object + reason (default client-go's: burst 25, one per 5 minutes) */
+  readonly spam?: TokenBucketOptions;
+  /** every request (default burst 25, one per second) */
+  readonly global?: TokenBucketOptions;
+  /** requests in flight at once (default 4) */
+  readonly maxInFlight?: number;
+  /** requests waiting for a token or a slot (default 1000) */
+  readonly maxQueued?: number;
 }
 
 export const EVENT_COMPONENT = 'kube-ipvs';
+export const AGGREGATED_PREFIX = '(combined from similar events): ';
+
+class TokenBucket {
+  private tokens: number;
+  private at: number;
+
+  constructor(private readonly o: TokenBucketOptions, now: number) {
+    this.tokens = o.burst;
+    this.at = now;
+  }
+
+  private refill(now: number): void {
+    if (now <= this.at) return;
+    this.tokens = Math.min(this.o.burst, this.tokens + (now - this.at) / this.o.refillEveryMs);
+    this.at = now;
+  }
+
+  take(now: number): boolean {
+    this.refill(now);
+    if (this.tokens < 1) return false;
+    this.tokens -= 1;
+    return true;
+  }
+
+  /** ms until a token is there (0: now) */
+  waitMs(now: number): number {
+    this.refill(now);
+    return this.tokens >= 1 ? 0 : Math.ceil((1 - this.tokens) * this.o.refillEveryMs);
+  }
+}
+
+/** A map that forgets its least recently touched entries beyond `max`. */
+class Lru<V> extends Map<string, V> {
+  constructor(private readonly max: number) {
+    super();
+  }
+
+  touch(key: string, value: V): void {
+    this.delete(key);
+    this.set(key, value);
+    while (this.size > this.max) this.delete(this.keys().next().value!);
+  }
+}
 
 interface Posted {
   readonly namespace: string;
   readonly name: string;
   count: number;
-  readonly firstMs: number;
   lastMs: number;
+  /** the create (while it is in flight or queued): a PATCH waits for it */
+  created: Promise<boolean>;
+  /** a PATCH queued and not sent yet: later warnings ride on it */
+  patchQueued: Promise<void> | undefined;
+}
+
+interface Similar {
+  readonly messages: Set<string>;
+  lastMs: number;
+}
+
+interface Job {
+  readonly run: () => Promise<void>;
+  readonly done: () => void;
 }
 
 export class EventRecorder {
   private readonly clock: () => number;
+  private readonly setTimer: (fn: () => void, ms: number) => void;
   private readonly windowMs: number;
-  private readonly maxRemembered: number;
-  private readonly posted = new Map<string, Posted>();
+  private readonly maxSimilar: number;
+  private readonly spamOptions: TokenBucketOptions;
+  private readonly maxInFlight: number;
+  private readonly maxQueued: number;
+  private readonly posted: Lru<Posted>;
+  private readonly similar: Lru<Similar>;
+  private readonly spam: Lru<TokenBucket>;
+  private readonly global: TokenBucket;
+  private readonly queue: Job[] = [];
+  private inFlight = 0;
+  private timerArmed = false;
   private seq = 0;
+  /** warnings dropped by the spam filter or a full queue, for the debug line */
+  dropped = 0;
 
   constructor(private readonly kc: KubeConfig, private readonly options: EventRecorderOptions) {
     this.clock = options.clock ?? Date.now;
+    this.setTimer = options.setTimer ?? ((fn, ms) => void setTimeout(fn, ms).unref());
     this.windowMs = options.dedupWindowMs ?? 10 * 60_000;
-    this.maxRemembered = options.maxRemembered ?? 4096;
+    this.maxSimilar = options.maxSimilar ?? 10;
+    this.spamOptions = options.spam ?? { burst: 25, refillEveryMs: 5 * 60_000 };
+    this.maxInFlight = options.maxInFlight ?? 4;
+    this.maxQueued = options.maxQueued ?? 1000;
+    const max = options.maxRemembered ?? 4096;
+    this.posted = new Lru(max);
+    this.similar = new Lru(max);
+    this.spam = new Lru(max);
+    this.global = new TokenBucket(options.global ?? { burst: 25, refillEveryMs: 1000 }, this.clock());
   }
 
-  /** Posts (or bumps) a Warning Event; resolves when the API call is over, never rejects. */
-  async warn(ref: EventObjectRef, reason: string, message: string): Promise<void> {
+  /** Posts (or bumps) a Warning Event; resolves when its API call is over or it is dropped, never rejects. */
+  warn(ref: EventObjectRef, reason: string, message: string): Promise<void> {
     const now = this.clock();
-    const key = JSON.stringify([ref.kind, ref.namespace ?? '', ref.name, ref.uid ?? '', reason, message]);
-    const seen = this.posted.get(key);
-    if (seen && now - seen.lastMs < this.windowMs) {
+    const objectKey = JSON.stringify([ref.kind, ref.namespace ?? '', ref.name, ref.uid ?? '', reason]);
+
+    // aggregation: many different messages about one object + reason become one Event
+    let similar = this.similar.get(objectKey);
+    if (!similar || now - similar.lastMs >= this.windowMs) similar = { messages: new Set(), lastMs: now };
+    similar.messages.add(message);
+    similar.lastMs = now;
+    this.similar.touch(objectKey, similar);
+    let key = JSON.stringify([objectKey, message]);
+    if (similar.messages.size >= this.maxSimilar) {
+      message = AGGREGATED_PREFIX + message;
+      key = objectKey; // one Event for all of them
+    }
+
+    // deduplication: counted even when the spam filter drops the request below
+    let seen = this.posted.get(key);
+    if (seen && now - seen.lastMs >= this.windowMs) seen = undefined;
+    if (seen) {
       seen.count++;
       seen.lastMs = now;
-      // most recently used last: forgetOld() walks from the oldest
-      this.posted.delete(key);
-      this.posted.set(key, seen);
-      try {
-        await this.send('PATCH', `/api/v1/namespaces/${seen.namespace}/events/${seen.name}`, { count: seen.count, lastTimestamp: new Date(now).toISOString() }, 'application/merge-patch+json');
-      } catch (e) {
-        this.options.log.debug(`event ${seen.namespace}/${seen.name} (${reason}): count update failed: ${(e as Error).message}`);
-      }
-      return;
+      this.posted.touch(key, seen);
+      if (seen.patchQueued) return seen.patchQueued;
     }
+
+    // spam filter per object + reason
+    let bucket = this.spam.get(objectKey);
+    if (!bucket) bucket = new TokenBucket(this.spamOptions, now);
+    this.spam.touch(objectKey, bucket);
+    if (!bucket.take(now)) return this.drop(ref, reason, 'spam filter (object and reason)');
+
+    if (seen) return this.patch(ref, reason, seen);
+    return this.create(ref, reason, message, key, now);
+  }
+
+  private create(ref: EventObjectRef, reason: string, message: string, key: string, now: number): Promise<void> {
     const namespace = ref.namespace || 'default';
     // client-go names Events <object>.<unix nanoseconds in hex>
     const name = `${ref.name}.${(BigInt(now) * 1_000_000n + BigInt(this.seq++ % 1_000_000)).toString(16)}`;
@@ -87,27 +212,94 @@ export class EventRecorder {
       reportingComponent: EVENT_COMPONENT,
       reportingInstance: this.options.nodeName,
     };
-    this.posted.delete(key);
-    this.posted.set(key, { namespace, name, count: 1, firstMs: now, lastMs: now });
-    this.forgetOld(now);
-    try {
-      await this.send('POST', `/api/v1/namespaces/${namespace}/events`, body);
-    } catch (e) {
+    let settle!: (ok: boolean) => void;
+    const record: Posted = { namespace, name, count: 1, lastMs: now, created: new Promise((r) => (settle = r)), patchQueued: undefined };
+    this.posted.touch(key, record);
+    const sent = this.enqueue(async () => {
+      try {
+        await this.send('POST', `/api/v1/namespaces/${namespace}/events`, body);
+        settle(true);
+      } catch (e) {
+        if (this.posted.get(key) === record) this.posted.delete(key);
+        settle(false);
+        this.options.log.debug(`event ${namespace}/${name} about ${ref.kind} ${ref.namespace ?? ''}/${ref.name} (${reason}): post failed: ${(e as Error).message}`);
+      }
+    });
+    if (sent === undefined) {
       this.posted.delete(key);
-      this.options.log.debug(`event ${namespace}/${name} about ${ref.kind} ${ref.namespace ?? ''}/${ref.name} (${reason}): post failed: ${(e as Error).message}`);
+      settle(false);
+      return this.drop(ref, reason, 'queue full');
     }
+    return sent;
   }
 
-  private forgetOld(now: number): void {
-    for (const [key, p] of this.posted) {
-      if (this.posted.size > this.maxRemembered || now - p.lastMs >= this.windowMs) this.posted.delete(key);
-      else break;
-    }
+  private patch(ref: EventObjectRef, reason: string, record: Posted): Promise<void> {
+    let started = false;
+    const sent = this.enqueue(async () => {
+      started = true;
+      record.patchQueued = undefined;
+      if (!(await record.created)) return;
+      try {
+        await this.send(
+          'PATCH',
+          `/api/v1/namespaces/${record.namespace}/events/${record.name}`,
+          { count: record.count, lastTimestamp: new Date(record.lastMs).toISOString() },
+          'application/merge-patch+json',
+        );
+      } catch (e) {
+        this.options.log.debug(`event ${record.namespace}/${record.name} (${reason}): count update failed: ${(e as Error).message}`);
+      }
+    });
+    if (sent === undefined) return this.drop(ref, reason, 'queue full');
+    if (!started) record.patchQueued = sent;
+    return sent;
   }
 
   /** Throws unless the API server answered 2xx. */
   private async send(method: 'POST' | 'PATCH', path: string, body: object, contentType = 'application/json'): Promise<void> {
     const res = await apiRequest(this.kc, { method, path, body: JSON.stringify(body), contentType });
     if (res.status < 200 || res.status > 299) throw new Error(`HTTP ${res.status}: ${statusMessage(res.body)}`);
+  }
+
+  private drop(ref: EventObjectRef, reason: string, why: string): Promise<void> {
+    this.dropped++;
+    this.options.log.debug(`event about ${ref.kind} ${ref.namespace ?? ''}/${ref.name} (${reason}) not sent: ${why} (${this.dropped} dropped so far)`);
+    return Promise.resolve();
+  }
+
+  /** Queues a request; undefined when the queue is full. Resolves once it has run. */
+  private enqueue(run: () => Promise<void>): Promise<void> | undefined {
+    if (this.queue.length >= this.maxQueued) return undefined;
+    const p = new Promise<void>((done) => this.queue.push({ run, done }));
+    this.pump();
+    return p;
+  }
+
+  private pump(): void {
+    while (this.queue.length > 0 && this.inFlight < this.maxInFlight) {
+      const now = this.clock();
+      if (!this.global.take(now)) {
+        if (!this.timerArmed) {
+          this.timerArmed = true;
+          this.setTimer(() => {
+            this.timerArmed = false;
+            this.pump();
+          }, this.global.waitMs(now));
+        }
+        return;
+      }
+      const job = this.queue.shift()!;
+      this.inFlight++;
+      void job.run().finally(() => {
+        this.inFlight--;
+        job.done();
+        this.pump();
+      });
+    }
+  }
+
+  /** Requests waiting for a token or a slot (tests, metrics). */
+  get queued(): number {
+    return this.queue.length;
   }
 }

@@ -51,6 +51,61 @@ export function parseCidr(text: unknown): ParsedCidr | undefined {
   return { family: addr.family, address: maskAddress(addr, prefix), prefix, bits };
 }
 
+/**
+ * A CIDR as kube-proxy reads Service fields (k8s.io/utils/net ParseCIDRSloppy, Go 1.16's
+ * net.ParseCIDR): IPv4 octets, the IPv4 tail of an IPv6 address and the prefix may carry
+ * leading zeros, read as decimal ("010.0.0.0/08" is 10.0.0.0/8); the /prefix is required.
+ * Blanks are not trimmed here (kube-proxy trims loadBalancerSourceRanges itself).
+ */
+export function parseCidrSloppy(text: unknown): ParsedCidr | undefined {
+  if (typeof text !== 'string') return undefined;
+  const slash = text.indexOf('/');
+  if (slash < 0) return undefined;
+  const prefix = text.slice(slash + 1);
+  if (!/^\d+$/.test(prefix)) return undefined;
+  const addr = decimalIPv4Octets(text.slice(0, slash));
+  if (addr === undefined) return undefined;
+  return parseCidr(`${addr}/${prefix.replace(/^0+(?=\d)/, '')}`);
+}
+
+/** `text` with the leading zeros of its (trailing) dotted-quad octets dropped; undefined when an octet is over 255. */
+function decimalIPv4Octets(text: string): string | undefined {
+  const m = /^(.*?)(\d+)\.(\d+)\.(\d+)\.(\d+)$/.exec(text);
+  if (!m) return text;
+  // only a whole address or the tail after an IPv6 colon is a dotted quad
+  if (m[1] !== '' && !m[1]!.endsWith(':')) return text;
+  const octets = m.slice(2, 6).map(Number);
+  if (octets.some((o) => o > 255)) return undefined;
+  return m[1] + octets.join('.');
+}
+
+/**
+ * Why `text` (an address) cannot be a Service's externalIP or load-balancer IP: the
+ * unspecified and broadcast addresses, loopback, link-local, multicast and IPv4-mapped IPv6
+ * addresses are never a VIP (bound on kube-ipvs0, they would capture the node's own traffic).
+ * undefined for any other address, and for what is not an address.
+ */
+export function specialAddressProblem(text: string): string | undefined {
+  const a = parseAddress(text);
+  if (!a) return undefined;
+  if (a.family === 'ipv4') {
+    if (a.text === '0.0.0.0') return 'the unspecified address';
+    if (a.text === '255.255.255.255') return 'the broadcast address';
+    const first = Number(a.text.split('.')[0]);
+    if (first === 127) return 'a loopback address (127.0.0.0/8)';
+    if (a.text.startsWith('169.254.')) return 'a link-local address (169.254.0.0/16)';
+    if (first >= 224 && first <= 239) return 'a multicast address (224.0.0.0/4)';
+    return undefined;
+  }
+  const bytes = addressToBytes(AF_INET6, a.text);
+  if (bytes.every((b) => b === 0)) return 'the unspecified address';
+  if (bytes.subarray(0, 15).every((b) => b === 0) && bytes[15] === 1) return 'the loopback address';
+  if (bytes[0] === 0xfe && (bytes[1]! & 0xc0) === 0x80) return 'a link-local address (fe80::/10)';
+  if (bytes[0] === 0xff) return 'a multicast address (ff00::/8)';
+  if (bytes.subarray(0, 10).every((b) => b === 0) && bytes[10] === 0xff && bytes[11] === 0xff) return 'an IPv4-mapped IPv6 address (::ffff:0:0/96)';
+  return undefined;
+}
+
 /** `address/prefix`, always with the prefix (iptables spelling). */
 export function formatCidr(c: ParsedCidr): string {
   return `${c.address}/${c.prefix}`;

@@ -4,10 +4,12 @@
  *
  * Strict means: no surrounding blanks, no IPv6 zone ("%eth0"), no IPv4 leading zeros
  * ("010.0.0.1" is refused: Go's legacy parser read it as decimal, glibc as octal), prefix a
- * decimal 0..32 / 0..128.
+ * decimal 0..32 / 0..128. One exception: loadBalancerSourceRanges are read as kube-proxy reads
+ * them (parseCidrSloppy), since reading fewer than it does would leave a load balancer closed
+ * that kube-proxy opens (and, before ranges failed closed, open one it closes).
  */
 import { IpFamily } from './ip-family';
-import { formatCidr, parseAddress, parseCidr as parseNet } from './address';
+import { formatCidr, parseAddress, parseCidr as parseNet, parseCidrSloppy as parseNetSloppy } from './address';
 
 export type Parsed<T> = { readonly ok: true; readonly value: T; readonly family: IpFamily } | { readonly ok: false; readonly reason: string };
 
@@ -32,5 +34,17 @@ export function parseCidr(text: unknown): Parsed<string> {
   if (!ip.ok) return { ok: false, reason: `not a CIDR (${ip.reason})` };
   const c = parseNet(text);
   if (!c) return { ok: false, reason: `not a CIDR (prefix must be 0..${ip.family === 'ipv4' ? 32 : 128})` };
+  return { ok: true, value: formatCidr(c), family: c.family };
+}
+
+/**
+ * A CIDR as kube-proxy reads loadBalancerSourceRanges (netutils.ParseCIDRSloppy): leading
+ * zeros read as decimal ("010.0.0.0/8" is 10.0.0.0/8), canonical as parseCidr's.
+ */
+export function parseCidrSloppy(text: unknown): Parsed<string> {
+  if (typeof text !== 'string') return { ok: false, reason: 'not a string' };
+  if (!text.includes('/')) return { ok: false, reason: 'not a CIDR (no /prefix)' };
+  const c = parseNetSloppy(text);
+  if (!c) return { ok: false, reason: 'not a CIDR' };
   return { ok: true, value: formatCidr(c), family: c.family };
 }

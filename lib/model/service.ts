@@ -56,6 +56,11 @@ export interface ServicePort {
   readonly loadBalancerIPs: readonly string[];
   /** spec.loadBalancerSourceRanges of this family as canonical CIDRs ("10.0.0.0/8"); sorted, unique */
   readonly loadBalancerSourceRanges: readonly string[];
+  /**
+   * a source range could not be read: the load balancer admits nobody (a firewall with no
+   * range; loadBalancerSourceRanges is then empty), never everybody
+   */
+  readonly loadBalancerSourceRangesUnreadable: boolean;
   /** sessionAffinity ClientIP: timeoutSeconds (10800 default); 0 when affinity is None */
   readonly stickyMaxAgeSeconds: number;
   /** externalTrafficPolicy: Local (only for NodePort/LoadBalancer/externalIPs) */

@@ -182,13 +182,15 @@ export function planServicePort(sp: ServicePort, endpoints: readonly Endpoint[],
 
   // load-balancer VIPs
   const lbOutFilter: LbOutFilterEntry[] = [];
+  // unreadable ranges: the firewall set holds the VIP and no range admits anybody
+  const firewalled = sp.loadBalancerSourceRanges.length > 0 || sp.loadBalancerSourceRangesUnreadable;
   const nodeInRanges = sp.loadBalancerSourceRanges.length > 0 && ctx.nodeIPs.some(cidrMatcher(sp.loadBalancerSourceRanges));
   for (const ip of sp.loadBalancerIPs) {
     if (vipExcluded(ip, 'status.loadBalancer.ingress')) continue;
     const entry = entryIpPort(ip, proto, sp.port);
     add('LOAD_BALANCER', entry);
     if (sp.externalPolicyLocal) add('LOAD_BALANCER_LOCAL', entry);
-    if (sp.loadBalancerSourceRanges.length > 0) {
+    if (firewalled) {
       add('LOAD_BALANCER_FW', entry);
       // 0.0.0.0/0 and ::/0 are held as two half ranges (ipset refuses a /0 net)
       for (const cidr of sp.loadBalancerSourceRanges) for (const m of entriesIpPortNet(ip, proto, sp.port, cidr)) add('LOAD_BALANCER_SOURCE_CIDR', m);

@@ -6,7 +6,8 @@
  * not depend on event order.
  */
 import type { V1EndpointSlice } from '@kubernetes/client-node';
-import { ConvertedEndpointSlice, SlicePort, convertEndpointSlice } from '../k8s/convert';
+import { ConvertedEndpointSlice, SERVICE_NAME_LABEL, SlicePort, convertEndpointSlice } from '../k8s/convert';
+import { MalformedObjectError } from '../errors';
 import { hostPort } from '../model/ipvs';
 import { Endpoint, Protocol, Refusal, ServiceName, ServicePort } from '../model/service';
 import { AF_INET, AF_INET6 } from '../netlink/uapi/ip_vs';
@@ -43,6 +44,13 @@ interface ServiceEndpoints {
 }
 
 const portKey = (portName: string, protocol: Protocol, family: IpFamily): string => `${portName}/${protocol}/${family}`;
+/** The Service a slice names by its label, read defensively ('' when none can be read). */
+function serviceOf(slice: V1EndpointSlice): ServiceName {
+  const namespace = slice.metadata?.namespace;
+  const svc = (slice.metadata?.labels as Record<string, unknown> | undefined)?.[SERVICE_NAME_LABEL];
+  return typeof namespace === 'string' && typeof svc === 'string' && svc !== '' ? `${namespace}/${svc}` : '';
+}
+
 const sliceKeyOf = (s: V1EndpointSlice): string => `${s.metadata?.namespace ?? ''}/${s.metadata?.name ?? ''}`;
 const NONE: readonly never[] = [];
 const byString = (a: string, b: string): number => (a < b ? -1 : a > b ? 1 : 0);
@@ -74,6 +82,9 @@ export class EndpointSliceTracker {
   private apply(sliceKey: string, slice: V1EndpointSlice | undefined): Set<ServiceName> {
     const touched = new Set<ServiceName>();
     const before = this.slices.get(sliceKey);
+    // converted before anything is changed: a slice that cannot be converted leaves the
+    // tracker as it was, but for the refusal that says so
+    const after = slice ? this.convert(sliceKey, slice, before) : undefined;
     if (before) {
       touched.add(before.service);
       const set = this.slicesOf.get(before.service);
@@ -81,10 +92,9 @@ export class EndpointSliceTracker {
       if (set?.size === 0) this.slicesOf.delete(before.service);
       this.slices.delete(sliceKey);
     }
-    if (slice) {
-      const converted = convertEndpointSlice(slice, this.nodeName);
-      const service = converted.service ? `${converted.service.namespace}/${converted.service.name}` : '';
-      this.slices.set(sliceKey, sliceState(service, converted));
+    if (after) {
+      const service = after.service;
+      this.slices.set(sliceKey, after);
       let set = this.slicesOf.get(service);
       if (!set) this.slicesOf.set(service, (set = new Set()));
       set.add(sliceKey);
@@ -99,6 +109,34 @@ export class EndpointSliceTracker {
       if (name !== '' && this.changes.record(name, prev?.snapshot, next?.snapshot)) changed.add(name);
     }
     return changed;
+  }
+
+  /**
+   * The state a slice leaves. A slice the converter refuses whole (not the API's shape, or a
+   * converter fault) is refused with a refusal naming why (the proxier logs it and posts an
+   * Event): its previous version is kept, as kube-proxy keeps it when an object fails to
+   * decode; a slice never seen before contributes no endpoint.
+   */
+  private convert(sliceKey: string, slice: V1EndpointSlice, before: SliceState | undefined): SliceState {
+    try {
+      const converted = convertEndpointSlice(slice, this.nodeName);
+      const service = converted.service ? `${converted.service.namespace}/${converted.service.name}` : '';
+      return sliceState(service, converted);
+    } catch (e) {
+      const bad = e instanceof MalformedObjectError ? e : undefined;
+      const [namespace = '', name = ''] = sliceKey.split('/');
+      const kept = before ? 'its previous version is kept' : 'no endpoint used';
+      const refusal: Refusal = {
+        kind: 'EndpointSlice',
+        namespace,
+        name,
+        field: bad ? bad.field || '(object)' : '(object)',
+        value: bad ? bad.value : '',
+        reason: `${bad ? bad.reason : `cannot be converted (${e instanceof Error ? e.message : String(e)})`}; slice refused whole, ${kept}`,
+      };
+      if (before) return { ...before, refusals: [...before.refusals.filter((r) => !r.reason.includes('slice refused whole')), refusal] };
+      return { service: serviceOf(slice), family: undefined, ports: [], refusals: [refusal] };
+    }
   }
 
   private merge(name: ServiceName): ServiceEndpoints | undefined {

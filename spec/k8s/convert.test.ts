@@ -18,6 +18,7 @@ const BASE: ServicePort = {
   externalIPs: [],
   loadBalancerIPs: [],
   loadBalancerSourceRanges: [],
+  loadBalancerSourceRangesUnreadable: false,
   stickyMaxAgeSeconds: 0,
   externalPolicyLocal: false,
   internalPolicyLocal: false,
@@ -36,6 +37,8 @@ function svc1(fn: (s: V1Service) => void = () => {}): V1Service {
 const refusal = (field: string, value: string, reason: string): Refusal => ({
   kind: 'Service', namespace: 'ns1', name: 'svc1', field, value, reason,
 });
+
+const CLOSED = 'the load balancer admits no client until the ranges are fixed';
 
 interface Row {
   name: string;
@@ -170,18 +173,93 @@ const rows: Row[] = [
     ],
   },
   {
-    name: 'bad list elements refused one by one, the rest kept',
+    name: 'bad list elements refused one by one, the rest kept; an unreadable source range closes the load balancer',
     svc: svc1((s) => {
       s.spec!.externalIPs = ['203.0.113.10', 'example.com'];
       s.spec!.loadBalancerSourceRanges = ['198.51.100.0', '198.51.100.0/24'];
       s.status = { loadBalancer: { ingress: [{ ip: '203.0.113.x' }, { ip: '203.0.113.20', ipMode: 'Tunnel' }, { ip: '203.0.113.21' }] } };
     }),
-    ports: [{ ...BASE, externalIPs: ['203.0.113.10'], loadBalancerIPs: ['203.0.113.21'], loadBalancerSourceRanges: ['198.51.100.0/24'] }],
+    ports: [{ ...BASE, externalIPs: ['203.0.113.10'], loadBalancerIPs: ['203.0.113.21'], loadBalancerSourceRanges: [], loadBalancerSourceRangesUnreadable: true }],
     refusals: [
       refusal('spec.externalIPs[1]', 'example.com', 'not an IP address'),
       refusal('status.loadBalancer.ingress[0].ip', '203.0.113.x', 'not an IP address'),
       refusal('status.loadBalancer.ingress[1].ipMode', 'Tunnel', 'unknown ipMode (VIP or Proxy); ingress ignored'),
-      refusal('spec.loadBalancerSourceRanges[0]', '198.51.100.0', 'not a CIDR (no /prefix)'),
+      refusal('spec.loadBalancerSourceRanges[0]', '198.51.100.0', `not a CIDR (no /prefix); ${CLOSED}`),
+    ],
+  },
+  {
+    name: 'source ranges read as kube-proxy reads them (ParseCIDRSloppy): leading zeros decimal, blanks trimmed',
+    svc: svc1((s) => {
+      s.spec!.clusterIPs = ['10.96.0.10', '2001:db8:96::10'];
+      s.spec!.loadBalancerSourceRanges = ['010.0.0.0/8', ' 198.051.100.007/024\t', '::ffff:192.000.002.000/120'];
+      s.status = { loadBalancer: { ingress: [{ ip: '203.0.113.21' }] } };
+    }),
+    ports: [
+      { ...BASE, loadBalancerIPs: ['203.0.113.21'], loadBalancerSourceRanges: ['10.0.0.0/8', '198.51.100.0/24'] },
+      { ...BASE, family: 'ipv6', clusterIP: '2001:db8:96::10', loadBalancerSourceRanges: ['::ffff:192.0.2.0/120'] },
+    ],
+  },
+  {
+    name: 'only unreadable source ranges: the load balancer admits nobody, in every family',
+    svc: svc1((s) => {
+      s.spec!.clusterIPs = ['10.96.0.10', '2001:db8:96::10'];
+      s.spec!.loadBalancerSourceRanges = ['10.0.0.0/33', '2001:db8::/64', 'internet'];
+      s.status = { loadBalancer: { ingress: [{ ip: '203.0.113.21' }] } };
+    }),
+    ports: [
+      { ...BASE, loadBalancerIPs: ['203.0.113.21'], loadBalancerSourceRangesUnreadable: true },
+      { ...BASE, family: 'ipv6', clusterIP: '2001:db8:96::10', loadBalancerSourceRangesUnreadable: true },
+    ],
+    refusals: [
+      refusal('spec.loadBalancerSourceRanges[0]', '10.0.0.0/33', `not a CIDR; ${CLOSED}`),
+      refusal('spec.loadBalancerSourceRanges[2]', 'internet', `not a CIDR (no /prefix); ${CLOSED}`),
+    ],
+  },
+  {
+    name: 'type-confused lists (a string, an object, a number) are refused, never read as characters or crash',
+    svc: svc1((s) => {
+      const spec = s.spec as unknown as Record<string, unknown>;
+      spec.loadBalancerSourceRanges = '10.0.0.0/8';
+      spec.externalIPs = { ip: '203.0.113.10' };
+      s.status = { loadBalancer: { ingress: 5 as never } };
+      spec.ports = [null, 'p80', { name: 'p80', port: 80 }, { name: 7, port: 81 }];
+    }),
+    ports: [{ ...BASE, loadBalancerSourceRangesUnreadable: true }],
+    refusals: [
+      refusal('spec.externalIPs', '{"ip":"203.0.113.10"}', 'not a list; no externalIP'),
+      refusal('status.loadBalancer.ingress', '5', 'not a list; no load-balancer IP'),
+      refusal('spec.loadBalancerSourceRanges', '10.0.0.0/8', `not a list; ${CLOSED}`),
+      refusal('spec.ports[0]', 'null', 'not an object; port ignored'),
+      refusal('spec.ports[1]', 'p80', 'not an object; port ignored'),
+      refusal('spec.ports[3].name', '7', 'not a string; port ignored'),
+    ],
+  },
+  {
+    name: 'special addresses are never externalIPs or load-balancer IPs',
+    svc: svc1((s) => {
+      s.spec!.clusterIPs = ['10.96.0.10', '2001:db8:96::10'];
+      s.spec!.externalIPs = ['0.0.0.0', '255.255.255.255', '127.0.0.1', '169.254.169.254', '224.0.0.1', '239.255.255.250', '203.0.113.10', '::', '::1', 'fe80::1', 'febf::1', 'ff02::1', '::ffff:10.96.0.10', '2001:db8::10'];
+      s.status = { loadBalancer: { ingress: [{ ip: '0.0.0.0' }, { ip: '::ffff:203.0.113.21' }, { ip: '203.0.113.21' }] } };
+    }),
+    ports: [
+      { ...BASE, externalIPs: ['203.0.113.10'], loadBalancerIPs: ['203.0.113.21'] },
+      { ...BASE, family: 'ipv6', clusterIP: '2001:db8:96::10', externalIPs: ['2001:db8::10'] },
+    ],
+    refusals: [
+      refusal('spec.externalIPs[0]', '0.0.0.0', 'the unspecified address is never a Service address; ignored'),
+      refusal('spec.externalIPs[1]', '255.255.255.255', 'the broadcast address is never a Service address; ignored'),
+      refusal('spec.externalIPs[2]', '127.0.0.1', 'a loopback address (127.0.0.0/8) is never a Service address; ignored'),
+      refusal('spec.externalIPs[3]', '169.254.169.254', 'a link-local address (169.254.0.0/16) is never a Service address; ignored'),
+      refusal('spec.externalIPs[4]', '224.0.0.1', 'a multicast address (224.0.0.0/4) is never a Service address; ignored'),
+      refusal('spec.externalIPs[5]', '239.255.255.250', 'a multicast address (224.0.0.0/4) is never a Service address; ignored'),
+      refusal('spec.externalIPs[7]', '::', 'the unspecified address is never a Service address; ignored'),
+      refusal('spec.externalIPs[8]', '::1', 'the loopback address is never a Service address; ignored'),
+      refusal('spec.externalIPs[9]', 'fe80::1', 'a link-local address (fe80::/10) is never a Service address; ignored'),
+      refusal('spec.externalIPs[10]', 'febf::1', 'a link-local address (fe80::/10) is never a Service address; ignored'),
+      refusal('spec.externalIPs[11]', 'ff02::1', 'a multicast address (ff00::/8) is never a Service address; ignored'),
+      refusal('spec.externalIPs[12]', '::ffff:10.96.0.10', 'an IPv4-mapped IPv6 address (::ffff:0:0/96) is never a Service address; ignored'),
+      refusal('status.loadBalancer.ingress[0].ip', '0.0.0.0', 'the unspecified address is never a Service address; ingress ignored'),
+      refusal('status.loadBalancer.ingress[1].ip', '::ffff:203.0.113.21', 'an IPv4-mapped IPv6 address (::ffff:0:0/96) is never a Service address; ingress ignored'),
     ],
   },
   {
@@ -325,6 +403,16 @@ describe('nodeInfo', () => {
     },
   ])('not eligible when $name', ({ fn }) => {
     expect(nodeInfo(makeNode('node-a', fn)).eligible).toBe(false);
+  });
+
+  it('type-confused lists are refused, never read as characters or crash', () => {
+    const n = makeNode('node-a', (x) => {
+      (x.status as Record<string, unknown>) = { addresses: [null, { type: 'InternalIP', address: '192.0.2.1' }] };
+      (x.spec as Record<string, unknown>) = { podCIDRs: '10.244.0.0/24', podCIDR: '10.244.1.0/24', taints: 'ToBeDeletedByClusterAutoscaler' };
+    });
+    const info = nodeInfo(n);
+    expect(info).toMatchObject({ nodeIPs: ['192.0.2.1'], podCIDRs: ['10.244.1.0/24'], eligible: true });
+    expect(info.refusals.map((r) => `${r.field}: ${r.reason}`)).toEqual(['status.addresses[0]: not an object; ignored', 'spec.podCIDRs: not a list; spec.podCIDR used']);
   });
 
   it('podCIDR alone, no zone', () => {

@@ -1,4 +1,4 @@
-import { EventRecorder } from '../../lib/k8s/event-recorder';
+import { AGGREGATED_PREFIX, EventRecorder, EventRecorderOptions } from '../../lib/k8s/event-recorder';
 import { loadKubeConfig } from '../../lib/k8s/kubeconfig';
 import { FakeApiServer, FakeObject } from '../../lib/testing/fake-apiserver';
 
@@ -75,5 +75,116 @@ describe('EventRecorder', () => {
     await server.listen(Number(new URL(url).port));
     await recorder.warn(svc, 'R', 'm');
     expect(events()).toHaveLength(1);
+  });
+
+  describe('bounded like client-go (EventCorrelator), on a fake clock', () => {
+    let timers: { at: number; fn: () => void }[];
+    const make = (o: Partial<EventRecorderOptions> = {}) => {
+      timers = [];
+      return new EventRecorder(loadKubeConfig({ master: server.url }), {
+        nodeName: 'node-a',
+        log: { debug: (m: string) => debug.push(m) },
+        clock: () => now,
+        setTimer: (fn, ms) => timers.push({ at: now + ms, fn }),
+        ...o,
+      });
+    };
+    /** moves the fake clock, firing the recorder's due timers */
+    const advance = (ms: number) => {
+      now += ms;
+      for (const t of timers.splice(0).sort((a, b) => a.at - b.at)) {
+        if (t.at <= now) t.fn();
+        else timers.push(t);
+      }
+    };
+    const UNBOUNDED = { burst: 1e6, refillEveryMs: 1 };
+
+    it('spam filter per object and reason: 25 requests, then one per 5 minutes; the dropped ones still count', async () => {
+      const r = make({ global: UNBOUNDED });
+      for (let i = 0; i < 30; i++) await r.warn(svc, 'InvalidPort', 'm');
+      // 1 create + 24 patches; 5 dropped
+      expect(server.requests.filter((q) => q.verb === 'create' || q.verb === 'patch')).toHaveLength(25);
+      expect(events()).toEqual([expect.objectContaining({ count: 25 })]);
+      expect(r.dropped).toBe(5);
+      // another reason about the same object has its own bucket
+      await r.warn(svc, 'OtherReason', 'm');
+      expect(events()).toHaveLength(2);
+      // 5 minutes later one more token: the patch carries every occurrence
+      now += 5 * 60_000 - 1;
+      await r.warn(svc, 'InvalidPort', 'm');
+      expect(r.dropped).toBe(6);
+      now += 1;
+      await r.warn(svc, 'InvalidPort', 'm');
+      expect(events().find((e) => e.reason === 'InvalidPort')).toMatchObject({ count: 32 });
+    });
+
+    it('aggregation: the 10th different message about one object and reason within 10 minutes becomes one combined Event that counts', async () => {
+      const r = make({ global: UNBOUNDED });
+      for (let i = 1; i <= 12; i++) await r.warn(svc, 'InvalidField', `field ${i} is bad`);
+      const evs = events();
+      expect(evs).toHaveLength(10);
+      expect(evs.filter((e) => !String(e.message).startsWith(AGGREGATED_PREFIX)).map((e) => e.message).sort()).toEqual(
+        [1, 2, 3, 4, 5, 6, 7, 8, 9].map((i) => `field ${i} is bad`).sort(),
+      );
+      expect(evs.filter((e) => String(e.message).startsWith(AGGREGATED_PREFIX))).toEqual([
+        expect.objectContaining({ message: `${AGGREGATED_PREFIX}field 10 is bad`, count: 3 }),
+      ]);
+      // other objects are not aggregated with it
+      await r.warn({ ...svc, name: 'db' }, 'InvalidField', 'field 1 is bad');
+      expect(events().filter((e) => (e.involvedObject as { name: string }).name === 'db')).toEqual([expect.objectContaining({ message: 'field 1 is bad' })]);
+    });
+
+    it('a global token bucket and a cap on requests in flight: 500 objects make 25 requests at once, at most 4 in flight, the rest as tokens come', async () => {
+      const r = make({ global: { burst: 25, refillEveryMs: 1000 }, maxInFlight: 4 });
+      // counts the recorder's requests while they are in flight (its one way out, apiRequest)
+      const sender = r as unknown as { send: (...a: unknown[]) => Promise<void> };
+      const real = sender.send.bind(r);
+      let inFlight = 0;
+      let most = 0;
+      jest.spyOn(sender, 'send').mockImplementation(async (...a: unknown[]) => {
+        most = Math.max(most, ++inFlight);
+        try {
+          return await real(...a);
+        } finally {
+          inFlight--;
+        }
+      });
+      let resolved = 0;
+      const all = Array.from({ length: 500 }, (_, i) => r.warn({ ...svc, name: `svc-${i}` }, 'InvalidField', 'bad').then(() => resolved++));
+      const creates = () => server.requests.filter((q) => q.verb === 'create').length;
+      while (creates() < 25 || r.queued > 475) await new Promise((res) => setTimeout(res, 5));
+      await new Promise((res) => setTimeout(res, 50));
+      expect(creates()).toBe(25);
+      expect(r.queued).toBe(475);
+      expect(most).toBeLessThanOrEqual(4);
+      expect(most).toBeGreaterThan(1);
+      // ten seconds later, ten more
+      for (let i = 0; i < 10; i++) {
+        advance(1000);
+        while (creates() < 26 + i) await new Promise((res) => setTimeout(res, 5));
+      }
+      await new Promise((res) => setTimeout(res, 50));
+      expect(creates()).toBe(35);
+      expect(resolved).toBe(35);
+      // the rest drain as tokens come
+      while (r.queued > 0 || resolved < 500) {
+        advance(1000);
+        await new Promise((res) => setTimeout(res, 1));
+      }
+      await Promise.all(all);
+      expect(events()).toHaveLength(500);
+      expect(most).toBeLessThanOrEqual(4);
+    });
+
+    it('a full queue drops (debug line), never grows without bound', async () => {
+      const r = make({ global: { burst: 1, refillEveryMs: 1000 }, maxQueued: 3 });
+      const all = Array.from({ length: 10 }, (_, i) => r.warn({ ...svc, name: `svc-${i}` }, 'R', 'm'));
+      expect(r.queued).toBe(3);
+      expect(r.dropped).toBe(6);
+      expect(debug.filter((m) => /not sent: queue full/.test(m))).toHaveLength(6);
+      for (let i = 0; i < 3; i++) advance(1000);
+      await Promise.all(all);
+      expect(events()).toHaveLength(4);
+    });
   });
 });

@@ -6,7 +6,7 @@
 import type { KubernetesObject } from '@kubernetes/client-node';
 import { startInformers, RunningInformers, EndpointSliceHandler, NodeHandler, ServiceHandler } from '../../lib/k8s/informers';
 import { loadKubeConfig } from '../../lib/k8s/kubeconfig';
-import { FakeApiServer, FakeObject } from '../../lib/testing/fake-apiserver';
+import { FakeApiError, FakeApiServer, FakeObject } from '../../lib/testing/fake-apiserver';
 import { waitFor } from '../../lib/testing/wait-for';
 
 const NS = 'demo';
@@ -185,6 +185,40 @@ describe('startInformers', () => {
     expect(rec.calls.slice(6).sort()).toEqual(['delete demo/s1', 'delete demo/s5']);
     expect(server.requests.filter((r) => r.verb === 'list').map((r) => `${r.query.limit ?? ''}${r.query.continue ? '+' : ''}`)).toEqual(['2', '2+', '2+', '2', '2+', '']);
     expect(rec.calls.filter((c) => c === 'synced')).toHaveLength(1);
+  });
+
+  it('a relist that fails mid-way (after its first page) reports no delete; the next complete relist reports only what vanished', async () => {
+    for (const n of ['s1', 's2', 's3', 's4', 's5']) server.create(service(n));
+    const rec = start({ service: new Recorder() }, 'node-a', 10, 2);
+    await waitFor('the watch', () => rec.has('synced') && server.openWatches === 1);
+    // the watch's version compacted away: a relist, whose second page fails twice
+    let failures = 0;
+    server.beforeList = (q) => {
+      if (!q.continue) return;
+      if (++failures === 2) server.beforeList = undefined;
+      throw new FakeApiError(500, 'InternalError', 'etcdserver: request timed out');
+    };
+    server.dropWatches();
+    server.delete(svcRef('s3'));
+    server.compact();
+    await waitFor('two failed relists logged', () => log.lines.filter((l) => /^services informer failed: .*500/.test(l.message)).length >= 2);
+    expect(rec.calls.filter((c) => c.startsWith('delete'))).toEqual([]);
+    // the third, complete relist reports s3 (gone meanwhile) and nothing else
+    await waitFor('the relist to be delivered', () => rec.has('delete demo/s3') && server.openWatches === 1);
+    expect(rec.calls.filter((c) => c.startsWith('delete'))).toEqual(['delete demo/s3']);
+    expect(rec.calls.filter((c) => c === 'synced')).toHaveLength(1);
+  });
+
+  it('an initial list that fails mid-way reports no delete and Synced only once the retry completes', async () => {
+    for (const n of ['s1', 's2', 's3']) server.create(service(n));
+    server.beforeList = (q) => {
+      if (!q.continue) return;
+      server.beforeList = undefined;
+      throw new FakeApiError(500, 'InternalError', 'etcdserver: request timed out');
+    };
+    const rec = start({ service: new Recorder() }, 'node-a', 10, 2);
+    await waitFor('synced', () => rec.has('synced'));
+    expect(rec.calls).toEqual(['add demo/s1', 'add demo/s2', 'add demo/s3', 'synced']);
   });
 
   it('after compaction and a drop, relists on 410 and reports objects deleted meanwhile as deletes', async () => {

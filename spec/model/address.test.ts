@@ -1,5 +1,5 @@
 // Addresses: RFC 5737 / RFC 3849 style ranges; fd00::/8 for IPv6.
-import { formatCidr, interfaceNameProblem, parseAddress, parseCidr } from '../../lib/model/address';
+import { formatCidr, interfaceNameProblem, parseAddress, parseCidr, parseCidrSloppy } from '../../lib/model/address';
 
 describe('parseAddress / parseCidr', () => {
   it.each([
@@ -32,6 +32,26 @@ describe('parseAddress / parseCidr', () => {
   it.each(['10.0.0.0/33', '10.0.0.0/', '10.0.0.0/+8', '10.0.0.0/08', 'fd00::/129', '10.0.0.0/8/8', '10.0.0.0/8 '])('%p is not a CIDR', (text) => {
     expect(parseCidr(text)).toBeUndefined();
   });
+});
+
+describe('parseCidrSloppy (netutils.ParseCIDRSloppy: leading zeros read as decimal)', () => {
+  it.each([
+    ['010.0.0.0/8', '10.0.0.0/8'],
+    ['0010.000.001.009/08', '10.0.0.0/8'],
+    ['192.168.001.010/032', '192.168.1.10/32'],
+    ['10.0.0.0/8', '10.0.0.0/8'],
+    ['::ffff:010.000.000.000/104', '::ffff:10.0.0.0/104'],
+    ['FD00::1/064', 'fd00::/64'],
+  ])('%s is the network %s', (text, want) => {
+    expect(formatCidr(parseCidrSloppy(text)!)).toBe(want);
+  });
+
+  it.each(['010.0.0.0', '256.0.0.0/8', '0256.0.0.0/8', '10.0.0/8', '10.0.0.0/33', '10.0.0.0/+8', '10.0.0.0/8 ', ' 10.0.0.0/8', '0x0a.0.0.0/8', 'fd00::1%eth0/64', 42])(
+    '%p is not a CIDR',
+    (text) => {
+      expect(parseCidrSloppy(text)).toBeUndefined();
+    },
+  );
 });
 
 describe('interfaceNameProblem (Linux dev_valid_name, and nothing iptables would read as syntax)', () => {

@@ -6,7 +6,7 @@ import { ServicePort } from '../../lib/model/service';
 
 const sp = (o: Partial<ServicePort> = {}): ServicePort => ({
   namespace: 'ns', name: 'svc', portName: 'p', family: 'ipv4', protocol: 'TCP', port: 80, nodePort: 0,
-  clusterIP: '10.96.0.10', externalIPs: [], loadBalancerIPs: [], loadBalancerSourceRanges: [],
+  clusterIP: '10.96.0.10', externalIPs: [], loadBalancerIPs: [], loadBalancerSourceRanges: [], loadBalancerSourceRangesUnreadable: false,
   stickyMaxAgeSeconds: 0, externalPolicyLocal: false, internalPolicyLocal: false, healthCheckNodePort: 0,
   trafficDistribution: '', scheduler: '', ...o,
 });

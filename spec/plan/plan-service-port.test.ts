@@ -858,7 +858,7 @@ const rows: Row[] = [
     ],
   },
   {
-    name: 'refused fields (external IP, source range, a port, the scheduler annotation) leave the rest planned',
+    name: 'refused fields (external IP, a port, the scheduler annotation) leave the rest planned; an unreadable source range closes the load balancer',
     svc: svc1((s) => {
       s.metadata!.annotations = { 'kube-ipvs.io/scheduler': 'Round Robin' };
       s.spec!.type = 'LoadBalancer';
@@ -873,7 +873,7 @@ const rows: Row[] = [
       { kind: 'Service', namespace: 'ns1', name: 'svc1', field: 'spec.externalIPs[1]', value: '203.0.113.300', reason: 'not an IP address' },
       {
         kind: 'Service', namespace: 'ns1', name: 'svc1', field: 'spec.loadBalancerSourceRanges[1]', value: '198.51.100.0/33',
-        reason: 'not a CIDR (prefix must be 0..32)',
+        reason: 'not a CIDR; the load balancer admits no client until the ranges are fixed',
       },
       {
         kind: 'Service', namespace: 'ns1', name: 'svc1', field: 'metadata.annotations[kube-ipvs.io/scheduler]', value: 'Round Robin',
@@ -894,7 +894,38 @@ const rows: Row[] = [
           e('EXTERNAL_IP', '203.0.113.10,tcp:80'),
           e('LOAD_BALANCER', '203.0.113.20,tcp:80'),
           e('LOAD_BALANCER_FW', '203.0.113.20,tcp:80'),
-          e('LOAD_BALANCER_SOURCE_CIDR', '203.0.113.20,tcp:80,198.51.100.0/24'),
+          LOOP,
+        ],
+        lbOutFilter: [{ lbIP: '203.0.113.20', proto: 'tcp', port: 80 }],
+        localEndpoints: 1,
+      }),
+    ],
+  },
+  {
+    name: 'LoadBalancer whose only source range is unreadable: in the firewall set with no range, so it admits nobody (the node either)',
+    svc: svc1((s) => {
+      s.spec!.type = 'LoadBalancer';
+      s.spec!.loadBalancerSourceRanges = ['192.0.2.0/24x'];
+      s.status = { loadBalancer: { ingress: [{ ip: '203.0.113.20' }] } };
+    }),
+    slices: TWO_EPS,
+    refusals: [
+      {
+        kind: 'Service', namespace: 'ns1', name: 'svc1', field: 'spec.loadBalancerSourceRanges[0]', value: '192.0.2.0/24x',
+        reason: 'not a CIDR; the load balancer admits no client until the ranges are fixed',
+      },
+    ],
+    want: [
+      plan(K, {
+        virtualServers: [
+          vs(K, 'TCP', '10.96.0.10', 80, [LOCAL_RS, REMOTE_RS]),
+          vs(K, 'TCP', '203.0.113.20', 80, [LOCAL_RS, REMOTE_RS]),
+        ],
+        boundAddresses: ['10.96.0.10', '203.0.113.20'],
+        ipsetEntries: [
+          e('CLUSTER_IP', '10.96.0.10,tcp:80'),
+          e('LOAD_BALANCER', '203.0.113.20,tcp:80'),
+          e('LOAD_BALANCER_FW', '203.0.113.20,tcp:80'),
           LOOP,
         ],
         lbOutFilter: [{ lbIP: '203.0.113.20', proto: 'tcp', port: 80 }],

@@ -107,3 +107,73 @@ describe('TrackerSource', () => {
     expect(src.drainChanges()).toEqual(new Set());
   });
 });
+
+describe('EndpointSliceTracker: slices that are not the API shape (type-confused JSON)', () => {
+  const good = () => slice('svc1', 'svc1-a', [{ addresses: ['10.244.1.1'] }, { addresses: ['10.244.2.1'] }]);
+  const confused = (fn: (s: Record<string, unknown>) => void, rv = '2'): V1EndpointSlice => {
+    const s = slice('svc1', 'svc1-a', [{ addresses: ['10.244.3.1'] }], rv) as unknown as Record<string, unknown>;
+    fn(s);
+    return s as unknown as V1EndpointSlice;
+  };
+  const CASES: [string, (s: Record<string, unknown>) => void, string][] = [
+    ['endpoints: [null]', (s) => (s.endpoints = [null]), 'endpoints[0]'],
+    ['endpoints: "str"', (s) => (s.endpoints = 'str'), 'endpoints'],
+    ['ports: "str"', (s) => (s.ports = 'str'), 'ports'],
+    ['ports: [7]', (s) => (s.ports = [7]), 'ports[0]'],
+    ['addresses: 5', (s) => (s.endpoints = [{ addresses: 5 }]), 'endpoints[0].addresses'],
+    ['addresses: [5]', (s) => (s.endpoints = [{ addresses: [5] }]), 'endpoints[0].addresses[0]'],
+    ['conditions: "yes"', (s) => (s.endpoints = [{ addresses: ['10.244.3.1'], conditions: 'yes' }]), 'endpoints[0].conditions'],
+    ['conditions.ready: "true"', (s) => (s.endpoints = [{ addresses: ['10.244.3.1'], conditions: { ready: 'true' } }]), 'endpoints[0].conditions.ready'],
+    ['hints.forZones: {}', (s) => (s.endpoints = [{ addresses: ['10.244.3.1'], hints: { forZones: {} } }]), 'endpoints[0].hints.forZones'],
+    ['nodeName: 1', (s) => (s.endpoints = [{ addresses: ['10.244.3.1'], nodeName: 1 }]), 'endpoints[0].nodeName'],
+    ['port: "80"', (s) => (s.ports = [{ name: 'p80', port: '8080' }]), 'ports[0].port'],
+  ];
+
+  it.each(CASES)('an update with %s is refused whole: the previous endpoints stay, a refusal says so, and the delete removes them', (_name, fn, field) => {
+    const t = new EndpointSliceTracker('node-a');
+    const v1 = good();
+    t.onAdd(v1);
+    t.drainChanges();
+    const before = t.endpointsFor('ns1/svc1', 'p80', 'TCP', 'ipv4');
+    const v2 = confused(fn);
+    expect(() => t.onUpdate(v1, v2)).not.toThrow();
+    expect(t.endpointsFor('ns1/svc1', 'p80', 'TCP', 'ipv4')).toEqual(before);
+    expect(t.refusals('ns1/svc1')).toEqual([
+      expect.objectContaining({ kind: 'EndpointSlice', namespace: 'ns1', name: 'svc1-a', field, reason: expect.stringMatching(/slice refused whole, its previous version is kept$/) }),
+    ]);
+    // the refusal is a change (so it is reported); the endpoints are not
+    expect(t.drainChanges()).toEqual(new Set(['ns1/svc1']));
+    // deleting the slice (the informer hands over the last object it has) removes its endpoints
+    expect(t.onDelete(v2)).toEqual(new Set(['ns1/svc1']));
+    expect(t.endpointsFor('ns1/svc1', 'p80', 'TCP', 'ipv4')).toEqual([]);
+    expect(t.endpointsFor('ns1/svc1', 'p80', 'UDP', 'ipv4')).toEqual([]);
+    expect(t.refusals('ns1/svc1')).toEqual([]);
+  });
+
+  it.each(CASES)('a new slice with %s contributes no endpoint, only a refusal; a later good version is used', (_name, fn) => {
+    const t = new EndpointSliceTracker('node-a');
+    const bad = confused(fn, '1');
+    expect(() => t.onAdd(bad)).not.toThrow();
+    expect(t.endpointsFor('ns1/svc1', 'p80', 'TCP', 'ipv4')).toEqual([]);
+    expect(t.refusals('ns1/svc1')).toEqual([expect.objectContaining({ reason: expect.stringMatching(/slice refused whole, no endpoint used$/) })]);
+    t.onUpdate(bad, good());
+    expect(t.endpointsFor('ns1/svc1', 'p80', 'TCP', 'ipv4').map((e) => e.ip)).toEqual(['10.244.1.1', '10.244.2.1']);
+    expect(t.refusals('ns1/svc1')).toEqual([]);
+    t.onDelete(good());
+    expect(t.endpointsFor('ns1/svc1', 'p80', 'TCP', 'ipv4')).toEqual([]);
+  });
+
+  it('a converter fault (not a shape problem) leaks nothing either: previous state kept, the delete removes it', () => {
+    const t = new EndpointSliceTracker('node-a');
+    const v1 = good();
+    t.onAdd(v1);
+    // a getter that throws where the converter reads: any exception, not only a shape refusal
+    const v2 = good();
+    Object.defineProperty(v2, 'addressType', { get: () => { throw new TypeError('boom'); } });
+    expect(() => t.onUpdate(v1, v2)).not.toThrow();
+    expect(t.endpointsFor('ns1/svc1', 'p80', 'TCP', 'ipv4').map((e) => e.ip)).toEqual(['10.244.1.1', '10.244.2.1']);
+    expect(t.refusals('ns1/svc1')).toEqual([expect.objectContaining({ field: '(object)', reason: 'cannot be converted (boom); slice refused whole, its previous version is kept' })]);
+    t.onDelete(v1);
+    expect(t.endpointsFor('ns1/svc1', 'p80', 'TCP', 'ipv4')).toEqual([]);
+  });
+});
