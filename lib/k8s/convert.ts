@@ -4,7 +4,8 @@
  *
  * Nothing from the API server is trusted: every field the proxy uses is validated here. A bad
  * value is refused for that field or list element only (a Refusal naming the field, the value
- * and the reason; the proxier logs it and posts an Event) and the rest of the object is kept.
+ * and the reason, which ends with what is done instead; the proxier logs it and posts an Event)
+ * and the rest of the object is kept.
  * A bad cluster IP or port leaves that port/family unplanned, as there is nothing to program.
  * Two exceptions fail closed instead: an unreadable loadBalancerSourceRanges entry closes the
  * load balancer to everybody (never open it to all), and an EndpointSlice that is not the
@@ -154,7 +155,7 @@ export function convertService(svc: V1Service): ConvertedService {
   if (externalIPList === undefined) refuse('spec.externalIPs', spec.externalIPs, 'not a list; no externalIP');
   (externalIPList ?? []).forEach((raw, i) => {
     const ip = parseIp(raw);
-    if (!ip.ok) return refuse(`spec.externalIPs[${i}]`, raw, ip.reason);
+    if (!ip.ok) return refuse(`spec.externalIPs[${i}]`, raw, `${ip.reason}; ignored`);
     const special = specialAddressProblem(ip.value);
     if (special) return refuse(`spec.externalIPs[${i}]`, raw, `${special} is never a Service address; ignored`);
     externalIPs[ip.family].push(ip.value);
@@ -170,7 +171,7 @@ export function convertService(svc: V1Service): ConvertedService {
     if (mode === 'Proxy') return; // the load balancer proxies: traffic arrives for the node, not the VIP
     if (mode !== 'VIP') return refuse(`status.loadBalancer.ingress[${i}].ipMode`, mode, 'unknown ipMode (VIP or Proxy); ingress ignored');
     const ip = parseIp(ing.ip);
-    if (!ip.ok) return refuse(`status.loadBalancer.ingress[${i}].ip`, ing.ip, ip.reason);
+    if (!ip.ok) return refuse(`status.loadBalancer.ingress[${i}].ip`, ing.ip, `${ip.reason}; ingress ignored`);
     const special = specialAddressProblem(ip.value);
     if (special) return refuse(`status.loadBalancer.ingress[${i}].ip`, ing.ip, `${special} is never a Service address; ingress ignored`);
     lbIPs[ip.family].push(ip.value);
@@ -495,7 +496,7 @@ export function nodeInfo(node: V1Node): NodeInfo {
       const a = raw as { type?: unknown; address?: unknown };
       if (a.type !== type) return;
       const ip = parseIp(a.address);
-      if (!ip.ok) return refuse(`status.addresses[${i}].address`, a.address, ip.reason);
+      if (!ip.ok) return refuse(`status.addresses[${i}].address`, a.address, `${ip.reason}; ignored`);
       if (!nodeIPs.includes(ip.value)) nodeIPs.push(ip.value);
     });
   }
@@ -507,7 +508,7 @@ export function nodeInfo(node: V1Node): NodeInfo {
   const cidrList: readonly unknown[] = cidrField === 'spec.podCIDRs' ? podCIDRList! : node.spec?.podCIDR ? [node.spec.podCIDR] : [];
   cidrList.forEach((raw, i) => {
     const cidr = parseCidr(raw);
-    if (!cidr.ok) return refuse(cidrField === 'spec.podCIDRs' ? `spec.podCIDRs[${i}]` : 'spec.podCIDR', raw, cidr.reason);
+    if (!cidr.ok) return refuse(cidrField === 'spec.podCIDRs' ? `spec.podCIDRs[${i}]` : 'spec.podCIDR', raw, `${cidr.reason}; ignored`);
     if (!podCIDRs.includes(cidr.value)) podCIDRs.push(cidr.value);
   });
 

@@ -935,8 +935,10 @@ export class Proxier {
     if ((this.reportedRefusals.get(name) ?? '') === text) return;
     if (text) this.reportedRefusals.set(name, text);
     else this.reportedRefusals.delete(name);
+    // each reason ends with what kube-ipvs does instead (ignored, a default used, the LB closed,
+    // the slice's previous version kept): a generic "the rest is programmed" was wrong for some
     for (const r of refusals) {
-      this.deps.log.warn(`${r.kind} ${r.namespace}/${r.name}: refused ${r.field} '${r.value}': ${r.reason}; the rest of the object is programmed`, {
+      this.deps.log.warn(`${r.kind} ${r.namespace}/${r.name}: refused ${r.field} '${r.value}': ${r.reason}`, {
         object: `${r.namespace}/${r.name}`, field: r.field,
       });
       this.deps.events?.warn({ kind: r.kind, namespace: r.namespace, name: r.name }, r.eventReason ?? 'InvalidField', `kube-ipvs ignored ${r.field} '${r.value}': ${r.reason}`);

@@ -181,8 +181,8 @@ const rows: Row[] = [
     }),
     ports: [{ ...BASE, externalIPs: ['203.0.113.10'], loadBalancerIPs: ['203.0.113.21'], loadBalancerSourceRanges: [], loadBalancerSourceRangesUnreadable: true }],
     refusals: [
-      refusal('spec.externalIPs[1]', 'example.com', 'not an IP address'),
-      refusal('status.loadBalancer.ingress[0].ip', '203.0.113.x', 'not an IP address'),
+      refusal('spec.externalIPs[1]', 'example.com', 'not an IP address; ignored'),
+      refusal('status.loadBalancer.ingress[0].ip', '203.0.113.x', 'not an IP address; ingress ignored'),
       refusal('status.loadBalancer.ingress[1].ipMode', 'Tunnel', 'unknown ipMode (VIP or Proxy); ingress ignored'),
       refusal('spec.loadBalancerSourceRanges[0]', '198.51.100.0', `not a CIDR (no /prefix); ${CLOSED}`),
     ],
@@ -391,7 +391,7 @@ describe('nodeInfo', () => {
       nodeIPs: ['192.0.2.1', '2001:db8:1::1', '198.51.100.1'],
       podCIDRs: ['10.244.1.0/24', '2001:db8:244:1::/64'],
       eligible: true,
-      refusals: [{ kind: 'Node', namespace: '', name: 'node-a', field: 'status.addresses[4].address', value: 'bogus', reason: 'not an IP address' }],
+      refusals: [{ kind: 'Node', namespace: '', name: 'node-a', field: 'status.addresses[4].address', value: 'bogus', reason: 'not an IP address; ignored' }],
     });
   });
 

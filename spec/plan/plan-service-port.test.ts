@@ -870,7 +870,7 @@ const rows: Row[] = [
     slices: TWO_EPS,
     ctx: { scheduler: 'sed' },
     refusals: [
-      { kind: 'Service', namespace: 'ns1', name: 'svc1', field: 'spec.externalIPs[1]', value: '203.0.113.300', reason: 'not an IP address' },
+      { kind: 'Service', namespace: 'ns1', name: 'svc1', field: 'spec.externalIPs[1]', value: '203.0.113.300', reason: 'not an IP address; ignored' },
       {
         kind: 'Service', namespace: 'ns1', name: 'svc1', field: 'spec.loadBalancerSourceRanges[1]', value: '198.51.100.0/33',
         reason: 'not a CIDR; the load balancer admits no client until the ranges are fixed',
