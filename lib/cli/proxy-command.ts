@@ -44,14 +44,10 @@ export interface ProxyCommandDeps {
 /** kube-proxy's --init-only on Linux: the conntrack sysctls (platformSetup), then exit. */
 export async function runInitOnly(config: ProxyConfig, stderr: Writer): Promise<number> {
   const log = componentLog('sysctl');
-  try {
-    const changed = await applyConntrack(config, log);
-    log.info(`init done: ${changed.length} conntrack setting(s) changed`, { changed });
-    return 0;
-  } catch (e) {
-    stderr.write(`kube-ipvs: --init-only: could not set conntrack parameters from the configuration: ${(e as Error).message}\n`);
-    return 1;
-  }
+  const { changed, failed } = await applyConntrack(config, log);
+  for (const e of failed) stderr.write(`kube-ipvs: --init-only: could not set conntrack parameters from the configuration: ${e.message}\n`);
+  log.info(`init done: ${changed.length} conntrack setting(s) changed`, { changed: [...changed], failed: failed.length });
+  return failed.length === 0 ? 0 : 1;
 }
 
 export const defaultProxyCommandDeps = (): ProxyCommandDeps => ({

@@ -79,13 +79,19 @@ export function parseClusterCidrs(list: readonly string[], field: string): strin
   return cidrs;
 }
 
-/** nodePortAddresses: CIDRs, or the single keyword `primary`. */
+/**
+ * nodePortAddresses: CIDRs, or the single keyword `primary`. Checked in order as kube-proxy
+ * does, so the first error names the same index (`primary` anywhere but alone is refused).
+ */
 export function parseNodePortAddresses(list: readonly string[], field: string): string[] {
-  if (list.includes(NODE_PORT_ADDRESSES_PRIMARY)) {
-    if (list.length !== 1) throw new ConfigError(field, `${q(list.join(','))}: "primary" cannot be combined with CIDRs`);
-    return [NODE_PORT_ADDRESSES_PRIMARY];
-  }
-  return list.map((c, i) => parseCidr(c, `${field}[${i}]`));
+  list.forEach((c, i) => {
+    if (c === NODE_PORT_ADDRESSES_PRIMARY) {
+      if (list.length !== 1) throw new ConfigError(`${field}[${i}]`, `${q(list.join(','))}: can't use both 'primary' and CIDRs`);
+    } else {
+      parseCidr(c, `${field}[${i}]`);
+    }
+  });
+  return list.length === 1 && list[0] === NODE_PORT_ADDRESSES_PRIMARY ? [NODE_PORT_ADDRESSES_PRIMARY] : list.map((c, i) => parseCidr(c, `${field}[${i}]`));
 }
 
 export function parseScheduler(text: string, field: string): string {

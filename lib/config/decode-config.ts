@@ -290,6 +290,10 @@ function buildConfig(v: Values, warnings: ConfigWarning[]): ProxyConfig {
   const pointer = <T>(path: string, fallback: T): T => (v.has(path) ? (v.get(path) as T) : fallback);
   const seconds = (ms: number): number => Math.trunc(ms / 1000);
   const oomScoreAdj = v.get('oomScoreAdj');
+  const vmodule = v.get('logging.vmodule');
+  if (Array.isArray(vmodule) ? vmodule.length > 0 : vmodule !== undefined && vmodule !== '') {
+    warnings.push({ field: 'logging.vmodule', message: 'logging.vmodule has no effect in kube-ipvs (logging.verbosity and --v do); ignored' });
+  }
 
   const masqueradeBit = v.get('iptables.masqueradeBit');
   return {

@@ -8,7 +8,7 @@
 // as an error naming the sysctl and proxies anyway: Services keep working with the kernel's
 // conntrack limits. `--init-only`, whose whole job this is, exits 1 as kube-proxy does.
 import { ProxyConfig } from '../config/proxy-config';
-import { ensureConntrackSysctls, onlineCpus } from '../kernel/sysctl/conntrack-sysctls';
+import { ConntrackSysctlResult, ensureConntrackSysctls, onlineCpus } from '../kernel/sysctl/conntrack-sysctls';
 import { applyOomScoreAdj } from '../kernel/sysctl/oom-score-adj';
 import { ProcSysctl, Sysctl } from '../kernel/sysctl/sysctl';
 import type { SysctlLog } from '../kernel/sysctl/ipvs-sysctls';
@@ -35,8 +35,8 @@ export const realNodeSettingsTargets = (): NodeSettingsTargets => ({
   numCPU: () => onlineCpus(),
 });
 
-/** conntrack.* as kube-proxy applies them; throws the first SysctlError. */
-export async function applyConntrack(config: ProxyConfig, log: SysctlLog, t: NodeSettingsTargets = realNodeSettingsTargets()): Promise<string[]> {
+/** conntrack.* as kube-proxy applies them; every failure is returned, none thrown. */
+export async function applyConntrack(config: ProxyConfig, log: SysctlLog, t: NodeSettingsTargets = realNodeSettingsTargets()): Promise<ConntrackSysctlResult> {
   return ensureConntrackSysctls({ sysctl: t.sysctl, modules: t.modules, numCPU: await t.numCPU() }, config.conntrack, log);
 }
 
@@ -60,13 +60,13 @@ export async function applyNodeSettings(
     }
   }
   if (previous === undefined || JSON.stringify(previous.conntrack) !== JSON.stringify(config.conntrack)) {
-    try {
-      await applyConntrack(config, log, t);
-    } catch (e) {
+    const { failed } = await applyConntrack(config, log, t);
+    for (const e of failed) {
       ok = false;
       log.error(
-        `conntrack settings not applied, proxying with the kernel's: ${(e as Error).message}` +
+        `conntrack setting not applied, proxying with the kernel's: ${e.message}` +
           ' (conntrack.maxPerCore: 0 leaves nf_conntrack_max and hashsize alone; a 0 timeout leaves that timeout)',
+        { sysctl: e.key, errno: e.errnoName },
       );
     }
   }

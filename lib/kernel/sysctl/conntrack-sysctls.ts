@@ -10,7 +10,7 @@
 // so a second run (the main container after an --init-only init container) writes nothing.
 import { readFile } from 'node:fs/promises';
 import { availableParallelism } from 'node:os';
-import { Sysctl, ensureSysctl } from './sysctl';
+import { Sysctl, SysctlError, ensureSysctl } from './sysctl';
 import type { SysctlLog } from './ipvs-sysctls';
 
 export const CONNTRACK_SYSCTL = {
@@ -95,33 +95,55 @@ export interface ConntrackSysctlTargets {
   readonly numCPU: number;
 }
 
+export interface ConntrackSysctlResult {
+  /** the keys written */
+  readonly changed: readonly string[];
+  /** the writes (or reads) that failed, in order; empty when everything applied */
+  readonly failed: readonly SysctlError[];
+}
+
 /**
- * Applies the settings as kube-proxy does; stops at the first failure with its SysctlError
- * (kube-proxy exits then; the daemon decides). Returns the keys written.
+ * Applies the settings as kube-proxy does. kube-proxy stops at the first failure and exits;
+ * this goes on with the others (a read-only nf_conntrack_max must not keep the timeouts from
+ * being set) and returns every failure for the caller to judge.
  */
-export async function ensureConntrackSysctls(t: ConntrackSysctlTargets, s: ConntrackSettings, log?: SysctlLog): Promise<string[]> {
+export async function ensureConntrackSysctls(t: ConntrackSysctlTargets, s: ConntrackSettings, log?: SysctlLog): Promise<ConntrackSysctlResult> {
   const changed: string[] = [];
+  const failed: SysctlError[] = [];
+  const attempt = async (f: () => Promise<void>): Promise<void> => {
+    try {
+      await f();
+    } catch (e) {
+      if (!(e instanceof SysctlError)) throw e;
+      failed.push(e);
+    }
+  };
   const note = (key: string, previous: string, value: string): void => {
     changed.push(key);
     log?.info(`sysctl ${key}: ${previous} -> ${value}`, { sysctl: key, previous, value });
   };
   const max = conntrackMax(s, t.numCPU);
   if (max > 0) {
-    // raised only: a node whose operator set a larger limit keeps it
-    const current = await t.sysctl.read(CONNTRACK_SYSCTL.MAX).then(Number, () => NaN);
-    if (!(current >= max)) {
+    await attempt(async () => {
+      // raised only: a node whose operator set a larger limit keeps it
+      const current = await t.sysctl.read(CONNTRACK_SYSCTL.MAX).then(Number, () => NaN);
+      if (current >= max) return;
       await t.sysctl.write(CONNTRACK_SYSCTL.MAX, String(max));
       note(CONNTRACK_SYSCTL.MAX, Number.isNaN(current) ? '?' : String(current), String(max));
-    }
-    const hashsize = Number(await t.modules.read(CONNTRACK_HASHSIZE));
-    if (hashsize < Math.trunc(max / 4)) {
-      await t.modules.write(CONNTRACK_HASHSIZE, String(Math.trunc(max / 4)));
-      note(CONNTRACK_HASHSIZE, String(hashsize), String(Math.trunc(max / 4)));
-    }
+    });
+    await attempt(async () => {
+      const hashsize = Number(await t.modules.read(CONNTRACK_HASHSIZE));
+      const want = Math.trunc(max / 4);
+      if (hashsize >= want) return;
+      await t.modules.write(CONNTRACK_HASHSIZE, String(want));
+      note(CONNTRACK_HASHSIZE, String(hashsize), String(want));
+    });
   }
   for (const { key, value } of planConntrackSysctls(s)) {
-    const r = await ensureSysctl(t.sysctl, key, value);
-    if (r.changed) note(key, r.previous, value);
+    await attempt(async () => {
+      const r = await ensureSysctl(t.sysctl, key, value);
+      if (r.changed) note(key, r.previous, value);
+    });
   }
-  return changed;
+  return { changed, failed };
 }
