@@ -7,6 +7,8 @@
 //   read-only there (EACCES), the timeouts stay per-namespace and writable; the daemon's
 //   applyNodeSettings reports the one failure and sets the rest.
 // - oom_score_adj of a process, and of this process through the daemon's path.
+// - the daemon as a process: oomScoreAdj and conntrack.* applied at start, and again on a
+//   live reload of the config file (no API server needed: both come before the informers).
 import { spawn } from 'node:child_process';
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -18,7 +20,7 @@ import { applyNodeSettings, realNodeSettingsTargets } from '../../lib/daemon/nod
 import { CONNTRACK_HASHSIZE, CONNTRACK_SYSCTL, onlineCpus } from '../../lib/kernel/sysctl/conntrack-sysctls';
 import { applyOomScoreAdj } from '../../lib/kernel/sysctl/oom-score-adj';
 import { ProcSysctl } from '../../lib/kernel/sysctl/sysctl';
-import { KUBE_IPVS_BIN } from '../../lib/testing/processes';
+import { KUBE_IPVS_BIN, startKubeIpvs } from '../../lib/testing/processes';
 import { run, tryRun } from '../../lib/testing/netns';
 
 const E = constants.errno;
@@ -138,4 +140,69 @@ describe('oom_score_adj of another process', () => {
       child.kill();
     }
   });
+});
+
+async function untilAnswers(url: string, timeoutMs: number): Promise<void> {
+  const end = Date.now() + timeoutMs;
+  for (;;) {
+    const ok = await fetch(url).then((r) => r.ok, () => false);
+    if (ok) return;
+    if (Date.now() > end) throw new Error(`${url} did not answer within ${timeoutMs} ms`);
+    await new Promise((r) => setTimeout(r, 500));
+  }
+}
+
+describe('the daemon process', () => {
+  it('applies oomScoreAdj and conntrack.* at start, and a changed file again, live', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'node-settings-'));
+    // an API server nobody answers on: the node settings come before the informers
+    writeFileSync(
+      join(dir, 'kubeconfig'),
+      JSON.stringify({
+        apiVersion: 'v1',
+        kind: 'Config',
+        clusters: [{ name: 'none', cluster: { server: 'http://127.0.0.1:9', 'insecure-skip-tls-verify': true } }],
+        users: [{ name: 'none', user: {} }],
+        contexts: [{ name: 'none', context: { cluster: 'none', user: 'none' } }],
+        'current-context': 'none',
+      }),
+    );
+    const file = join(dir, 'config.conf');
+    const config = (oom: number, udp: string): string =>
+      [
+        'apiVersion: kubeproxy.config.k8s.io/v1alpha1',
+        'kind: KubeProxyConfiguration',
+        'mode: ipvs',
+        'clientConnection:',
+        `  kubeconfig: ${join(dir, 'kubeconfig')}`,
+        'hostnameOverride: node-settings',
+        'healthzBindAddress: 127.0.0.1:10256',
+        'metricsBindAddress: 127.0.0.1:10249',
+        'conntrack:',
+        '  maxPerCore: 0',
+        '  tcpCloseWaitTimeout: 20m',
+        `  udpTimeout: ${udp}`,
+        `oomScoreAdj: ${oom}`,
+        '',
+      ].join('\n');
+    writeFileSync(file, config(-500, '35s'));
+    const daemon = startKubeIpvs([`--config=${file}`]);
+    try {
+      await daemon.waitFor((l) => l.message === 'oom_score_adj set to -500', 'oom_score_adj at start', 0, 400_000);
+      expect(run('cat', [`/proc/${daemon.child.pid}/oom_score_adj`]).trim()).toBe('-500');
+      expect(run('cat', [proc(CONNTRACK_SYSCTL.TCP_TIMEOUT_CLOSE_WAIT)]).trim()).toBe('1200');
+      expect(run('cat', [proc(CONNTRACK_SYSCTL.UDP_TIMEOUT)]).trim()).toBe('35');
+      // the file watch starts once the servers listen: change the file only then
+      await untilAnswers('http://127.0.0.1:10249/proxyMode', 300_000);
+      const from = daemon.lines.length;
+      writeFileSync(file, config(300, '36s'));
+      await daemon.waitFor((l) => l.message === 'oom_score_adj set to 300', 'oom_score_adj after the reload', from, 120_000);
+      await daemon.waitFor((l) => String(l.message).startsWith(`sysctl ${CONNTRACK_SYSCTL.UDP_TIMEOUT}: 35 -> 36`), 'the udp timeout after the reload', from, 60_000);
+      expect(run('cat', [`/proc/${daemon.child.pid}/oom_score_adj`]).trim()).toBe('300');
+      expect(run('cat', [proc(CONNTRACK_SYSCTL.UDP_TIMEOUT)]).trim()).toBe('36');
+      expect(daemon.child.exitCode).toBe(null); // applied live, no restart
+    } finally {
+      await daemon.kill();
+    }
+  }, 700_000);
 });
