@@ -10,13 +10,13 @@ import type winston from 'winston';
 import { ConfigError, UsageError } from '../errors';
 import { LogFormat, componentLog, setLogFormat, setVerbosity as setLogVerbosity } from '../log';
 import { ConfigWarning } from '../config/decode-config';
+import { applyConntrack } from '../daemon/node-settings';
 import { formatProxyConfig } from '../config/format-config';
 import { loadProxyConfig, ReadConfigFile } from '../config/load-config';
 import { ProxyConfig } from '../config/proxy-config';
 import { parseProxyFlags, ProxyFlags } from '../config/proxy-flags';
 import type { DaemonOptions } from '../daemon/daemon';
 import { runCleanup } from './cleanup';
-import { applyConntrack } from '../daemon/node-settings';
 
 interface Writer {
   write(text: string): unknown;
