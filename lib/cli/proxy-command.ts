@@ -1,13 +1,16 @@
 // `kube-ipvs [kube-proxy flags]`: the proxy process, started the way kube-proxy is
 // (`--config=/var/lib/kube-proxy/config.conf --hostname-override=$(NODE_NAME)`).
 // Parses the flags, loads and validates the configuration, then hands over to runDaemon.
-// Nothing here touches the kernel: a bad flag exits 2, a bad configuration exits 1, before
-// the daemon starts.
+// Nothing here touches the kernel but `--init-only` (the conntrack sysctls, then exit, as
+// kube-proxy's init container does): a bad flag exits 2, a bad configuration exits 1, before
+// the daemon starts. The log format and verbosity come from the file's `logging` section,
+// the --logging-format and --v flags winning (applied by applyProxyFlags).
 import { writeFile as fsWriteFile } from 'node:fs/promises';
 import type winston from 'winston';
 import { ConfigError, UsageError } from '../errors';
 import { LogFormat, componentLog, setLogFormat, setVerbosity as setLogVerbosity } from '../log';
 import { ConfigWarning } from '../config/decode-config';
+import { applyConntrack } from '../daemon/node-settings';
 import { formatProxyConfig } from '../config/format-config';
 import { loadProxyConfig, ReadConfigFile } from '../config/load-config';
 import { ProxyConfig } from '../config/proxy-config';
@@ -35,6 +38,17 @@ export interface ProxyCommandDeps {
   readonly setVerbosity?: (v: number) => void;
   /** applies --logging-format, text when not given (default: lib/log.ts setLogFormat) */
   readonly setLogFormat?: (format: LogFormat) => void;
+  /** `--init-only`: the privileged setup; resolves to the exit code (default: runInitOnly) */
+  readonly runInit?: (config: ProxyConfig) => Promise<number>;
+}
+
+/** kube-proxy's --init-only on Linux: the conntrack sysctls (platformSetup), then exit. */
+export async function runInitOnly(config: ProxyConfig, stderr: Writer): Promise<number> {
+  const log = componentLog('sysctl');
+  const { changed, failed } = await applyConntrack(config, log);
+  for (const e of failed) stderr.write(`kube-ipvs: --init-only: could not set conntrack parameters from the configuration: ${e.message}\n`);
+  log.info(`init done: ${changed.length} conntrack setting(s) changed`, { changed: [...changed], failed: failed.length });
+  return failed.length === 0 ? 0 : 1;
 }
 
 export const defaultProxyCommandDeps = (): ProxyCommandDeps => ({
@@ -75,16 +89,31 @@ export async function proxyMain(argv: readonly string[], deps: ProxyCommandDeps)
     deps.stdout.write(formatTopHelp(flags.help));
     return 0;
   }
-  if (flags.verbosity !== undefined) (deps.setVerbosity ?? setLogVerbosity)(flags.verbosity);
+  // the format of any line before the file is read (a bad file is reported on stderr)
   (deps.setLogFormat ?? setLogFormat)(flags.loggingFormat ?? 'text');
   const log = deps.log ?? componentLog('config');
+  // once each: a reload re-applies the same flags (and mostly the same file)
+  const warned = new Set<string>();
   const warn = (warnings: readonly ConfigWarning[]): void => {
-    for (const w of warnings) log.warn(w.message, { field: w.field, ...(flags.configFile ? { file: flags.configFile } : {}) });
+    for (const w of warnings) {
+      if (warned.has(`${w.field}\0${w.message}`)) continue;
+      warned.add(`${w.field}\0${w.message}`);
+      log.warn(w.message, { field: w.field, ...(flags.configFile ? { file: flags.configFile } : {}) });
+    }
   };
+  let loaded = false;
   const load = async (): Promise<ProxyConfig> => {
-    const loaded = await loadProxyConfig(flags, deps.readFile);
-    warn(loaded.warnings);
-    return loaded.config;
+    const result = await loadProxyConfig(flags, deps.readFile);
+    if (!loaded) {
+      loaded = true;
+      // logging.format / logging.verbosity, the flags already applied on top; the level is
+      // left alone (KUBE_IPVS_LOG_LEVEL) unless --v or the file asks for one
+      const { format, verbosity } = result.config.logging;
+      if (format !== (flags.loggingFormat ?? 'text')) (deps.setLogFormat ?? setLogFormat)(format);
+      if (flags.verbosity !== undefined || verbosity > 0) (deps.setVerbosity ?? setLogVerbosity)(verbosity);
+    }
+    warn(result.warnings);
+    return result.config;
   };
 
   let config: ProxyConfig;
@@ -105,10 +134,11 @@ export async function proxyMain(argv: readonly string[], deps: ProxyCommandDeps)
     }
     return 0;
   }
+  if (flags.initOnly) return (deps.runInit ?? ((c) => runInitOnly(c, deps.stderr)))(config);
 
   const options: DaemonOptions = {
     ...(flags.configFile !== undefined ? { configFile: flags.configFile, reloadConfig: load } : {}),
-    verbosity: flags.verbosity ?? 0,
+    verbosity: config.logging.verbosity,
   };
   return deps.runDaemon(config, options);
 }

@@ -18,6 +18,11 @@ export const LIVE_FIELDS: readonly string[] = [
   'detectLocalMode',
   'detectLocal',
   'nodePortAddresses',
+  // node settings kube-proxy applies at start: re-applied in place (kube-proxy would exit and
+  // apply them when restarted; the result is the same and the Services are never unprogrammed)
+  'conntrack',
+  'oomScoreAdj',
+  'logging',
 ];
 
 export interface ConfigChange {

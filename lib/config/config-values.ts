@@ -79,13 +79,19 @@ export function parseClusterCidrs(list: readonly string[], field: string): strin
   return cidrs;
 }
 
-/** nodePortAddresses: CIDRs, or the single keyword `primary`. */
+/**
+ * nodePortAddresses: CIDRs, or the single keyword `primary`. Checked in order as kube-proxy
+ * does, so the first error names the same index (`primary` anywhere but alone is refused).
+ */
 export function parseNodePortAddresses(list: readonly string[], field: string): string[] {
-  if (list.includes(NODE_PORT_ADDRESSES_PRIMARY)) {
-    if (list.length !== 1) throw new ConfigError(field, `${q(list.join(','))}: "primary" cannot be combined with CIDRs`);
-    return [NODE_PORT_ADDRESSES_PRIMARY];
-  }
-  return list.map((c, i) => parseCidr(c, `${field}[${i}]`));
+  list.forEach((c, i) => {
+    if (c === NODE_PORT_ADDRESSES_PRIMARY) {
+      if (list.length !== 1) throw new ConfigError(`${field}[${i}]`, `${q(list.join(','))}: can't use both 'primary' and CIDRs`);
+    } else {
+      parseCidr(c, `${field}[${i}]`);
+    }
+  });
+  return list.length === 1 && list[0] === NODE_PORT_ADDRESSES_PRIMARY ? [NODE_PORT_ADDRESSES_PRIMARY] : list.map((c, i) => parseCidr(c, `${field}[${i}]`));
 }
 
 export function parseScheduler(text: string, field: string): string {
@@ -122,4 +128,57 @@ export function parseDuration(text: string, field: string): number {
 /** A Go duration as whole seconds, truncated like kube-proxy's `int(d.Seconds())`. */
 export function parseDurationSec(text: string, field: string): number {
   return Math.trunc(parseDuration(text, field) / 1000);
+}
+
+/** The modes kube-proxy accepts on Linux ('' is its default, iptables). */
+export const PROXY_MODES: readonly string[] = ['', 'iptables', 'ipvs', 'nftables'];
+
+/**
+ * `mode` / --proxy-mode: refused as kube-proxy refuses it on Linux (`kernelspace` is
+ * Windows-only). kube-ipvs runs ipvs whatever the valid value says (the caller warns).
+ */
+export function parseProxyMode(text: string, field: string): string {
+  if (!PROXY_MODES.includes(text)) {
+    throw new ConfigError(field, `${q(text)}: must be iptables, ipvs, nftables or blank (blank means the best-available proxy [currently iptables])`);
+  }
+  return text;
+}
+
+/** conntrack.maxPerCore / conntrack.min (int32 >= 0). */
+export function parseConntrackCount(value: number, field: string): number {
+  if (!Number.isInteger(value) || value < 0 || value > 0x7fffffff) throw new ConfigError(field, `${value}: must be greater than or equal to 0`);
+  return value;
+}
+
+/** oomScoreAdj: the kernel's range. */
+export function parseOomScoreAdj(value: number, field: string): number {
+  if (!Number.isInteger(value) || value < -1000 || value > 1000) throw new ConfigError(field, `${value}: must be within the range [-1000, 1000]`);
+  return value;
+}
+
+/**
+ * portRange (userspace-era, unused): kube-proxy still validates it as apimachinery's
+ * PortRange: '' or `N`, `N-M`, `N+OFFSET`, ports 0-65535.
+ */
+export function parsePortRange(text: string, field: string): string {
+  const t = text.trim();
+  if (t === '') return text;
+  const m = /^([0-9]+)(?:([-+])([0-9]+))?$/.exec(t);
+  const low = m ? Number(m[1]) : NaN;
+  const high = !m ? NaN : m[2] === undefined ? low : m[2] === '-' ? Number(m[3]) : low + Number(m[3]);
+  if (!m || low > 65535 || high > 65535 || high < low) {
+    throw new ConfigError(field, `${q(text)}: must be a valid port range (e.g. 300-2000)`);
+  }
+  return text;
+}
+
+/**
+ * showHiddenMetricsForVersion: '' or `MAJOR.MINOR` (kube-proxy also requires the previous
+ * minor of its own version; kube-ipvs has no Kubernetes version to compare with).
+ */
+export function parseShowHiddenMetricsForVersion(text: string, field: string): string {
+  if (text !== '' && !/^v?[0-9]+\.[0-9]+$/.test(text)) {
+    throw new ConfigError(field, `${q(text)}: must be in the format <major>.<minor>, e.g. 1.16`);
+  }
+  return text;
 }

@@ -10,16 +10,22 @@
 // writes every field, `syncPeriod: 0s`, `qps: 0`, `healthzBindAddress: ""`, and they default.
 import yaml from 'js-yaml';
 import { ConfigError } from '../errors';
+import { LOG_FORMATS, LogFormat } from '../log';
 import {
   parseBindAddress,
   parseClusterCidrs,
   parseCidr,
+  parseConntrackCount,
   parseDetectLocalMode,
   parseDuration,
   parseIP,
   parseMasqueradeBit,
   parseNodePortAddresses,
+  parseOomScoreAdj,
+  parsePortRange,
+  parseProxyMode,
   parseScheduler,
+  parseShowHiddenMetricsForVersion,
 } from './config-values';
 import { formatDurationMs } from './duration';
 import { ProxyConfig } from './proxy-config';
@@ -70,6 +76,17 @@ export function defaultProxyConfig(bindAddress = '0.0.0.0'): ProxyConfig {
       excludeClusterCIDRs: [],
     },
     configSyncPeriodMs: 15 * 60_000,
+    conntrack: {
+      maxPerCore: 32 * 1024,
+      min: 128 * 1024,
+      tcpEstablishedTimeoutSec: 24 * 3600,
+      tcpCloseWaitTimeoutSec: 3600,
+      tcpBeLiberal: false,
+      udpTimeoutSec: 0,
+      udpStreamTimeoutSec: 0,
+    },
+    oomScoreAdj: -999,
+    logging: { format: 'text', verbosity: 0 },
     featureGates: {},
   };
 }
@@ -86,7 +103,9 @@ const SCHEMA: Fields = {
   kind: 'string',
   featureGates: 'boolMap',
   clientConnection: { kubeconfig: 'string', acceptContentTypes: 'string', contentType: 'string', qps: 'float', burst: 'int' },
-  logging: 'any', // component-base LoggingConfiguration: not interpreted (use --v, --logging-format)
+  // component-base LoggingConfiguration: format and verbosity are honoured (the logging flags
+  // win); flushFrequency, vmodule and the options are accepted and have no effect here
+  logging: { format: 'string', verbosity: 'int', flushFrequency: 'any', vmodule: 'any', options: 'any' },
   hostnameOverride: 'string',
   bindAddress: 'string',
   healthzBindAddress: 'string',
@@ -262,8 +281,19 @@ function buildConfig(v: Values, warnings: ConfigWarning[]): ProxyConfig {
 
   const bindAddress = str('bindAddress') === '' ? '0.0.0.0' : parseIP(str('bindAddress'), 'bindAddress');
   const d = defaultProxyConfig(bindAddress);
-  const mode = str('mode');
+  const mode = parseProxyMode(str('mode'), 'mode');
   if (mode !== '' && mode !== 'ipvs') warnings.push(modeWarning('mode', mode));
+  validateModeSection(v, mode);
+  parsePortRange(str('portRange'), 'portRange');
+  parseShowHiddenMetricsForVersion(str('showHiddenMetricsForVersion'), 'showHiddenMetricsForVersion');
+  /** a pointer field of v1alpha1: null (absent) takes the default, an explicit 0 stays 0 */
+  const pointer = <T>(path: string, fallback: T): T => (v.has(path) ? (v.get(path) as T) : fallback);
+  const seconds = (ms: number): number => Math.trunc(ms / 1000);
+  const oomScoreAdj = v.get('oomScoreAdj');
+  const vmodule = v.get('logging.vmodule');
+  if (Array.isArray(vmodule) ? vmodule.length > 0 : vmodule !== undefined && vmodule !== '') {
+    warnings.push({ field: 'logging.vmodule', message: 'logging.vmodule has no effect in kube-ipvs (logging.verbosity and --v do); ignored' });
+  }
 
   const masqueradeBit = v.get('iptables.masqueradeBit');
   return {
@@ -301,8 +331,59 @@ function buildConfig(v: Values, warnings: ConfigWarning[]): ProxyConfig {
       excludeClusterCIDRs: list('ipvs.excludeClusterCIDRs').map((c, i) => parseCidr(c, `ipvs.excludeClusterCIDRs[${i}]`)),
     },
     configSyncPeriodMs: nonZero('configSyncPeriod', d.configSyncPeriodMs),
+    conntrack: {
+      maxPerCore: parseConntrackCount(pointer('conntrack.maxPerCore', d.conntrack.maxPerCore), 'conntrack.maxPerCore'),
+      min: parseConntrackCount(pointer('conntrack.min', d.conntrack.min), 'conntrack.min'),
+      tcpEstablishedTimeoutSec: seconds(pointer('conntrack.tcpEstablishedTimeout', d.conntrack.tcpEstablishedTimeoutSec * 1000)),
+      tcpCloseWaitTimeoutSec: seconds(pointer('conntrack.tcpCloseWaitTimeout', d.conntrack.tcpCloseWaitTimeoutSec * 1000)),
+      tcpBeLiberal: (v.get('conntrack.tcpBeLiberal') as boolean | undefined) ?? false,
+      udpTimeoutSec: seconds(pointer('conntrack.udpTimeout', 0)),
+      udpStreamTimeoutSec: seconds(pointer('conntrack.udpStreamTimeout', 0)),
+    },
+    oomScoreAdj: oomScoreAdj === undefined ? d.oomScoreAdj : parseOomScoreAdj(oomScoreAdj as number, 'oomScoreAdj'),
+    logging: {
+      format: parseLogFormat(str('logging.format'), 'logging.format'),
+      verbosity: parseVerbosity(pointer('logging.verbosity', 0), 'logging.verbosity'),
+    },
     featureGates: (v.get('featureGates') as Record<string, boolean> | undefined) ?? {},
   };
+}
+
+/** logging.format: '' is text (component-base's default); kube-proxy knows text and json. */
+export function parseLogFormat(text: string, field: string): LogFormat {
+  if (text === '') return 'text';
+  if (!(LOG_FORMATS as readonly string[]).includes(text)) {
+    throw new ConfigError(field, `${JSON.stringify(text)}: Unsupported log format (one of ${LOG_FORMATS.join(', ')})`);
+  }
+  return text as LogFormat;
+}
+
+/** logging.verbosity is a uint32 (klog's Level). */
+function parseVerbosity(value: number, field: string): number {
+  if (value < 0 || value > 0xffffffff) throw new ConfigError(field, `${value}: must be a non-negative integer`);
+  return value;
+}
+
+/**
+ * kube-proxy validates the sync periods and masquerade bit of the mode it runs (its
+ * SyncPeriod comes from that mode's section). kube-ipvs always runs ipvs, whose section is
+ * checked by validateProxyConfig; a file written for iptables or nftables is checked as
+ * kube-proxy would check it, so a rollback to kube-proxy never fails on a file kube-ipvs took.
+ */
+function validateModeSection(v: Values, mode: string): void {
+  const section = mode === 'nftables' ? 'nftables' : mode === 'iptables' || mode === '' ? 'iptables' : undefined;
+  if (section === undefined) return;
+  const bit = v.get(`${section}.masqueradeBit`);
+  if (bit !== undefined) parseMasqueradeBit(bit as number, `${section}.masqueradeBit`);
+  // zero is unset: v1alpha1 defaults syncPeriod 30s and minSyncPeriod 1s
+  const sync = (v.get(`${section}.syncPeriod`) as number | undefined) || 30_000;
+  const minSync = (v.get(`${section}.minSyncPeriod`) as number | undefined) || 1_000;
+  if (minSync > sync) {
+    throw new ConfigError(
+      `${section}.syncPeriod`,
+      `${formatDurationMs(sync)} must be greater than or equal to ${section}.minSyncPeriod (${formatDurationMs(minSync)})`,
+    );
+  }
 }
 
 /** The warning for a `mode` (or --proxy-mode) other than ipvs. */

@@ -33,6 +33,15 @@ export function formatProxyConfig(c: ProxyConfig): string {
     },
     clusterCIDR: c.clusterCIDR.join(','),
     configSyncPeriod: formatDurationMs(c.configSyncPeriodMs),
+    conntrack: {
+      maxPerCore: c.conntrack.maxPerCore,
+      min: c.conntrack.min,
+      tcpBeLiberal: c.conntrack.tcpBeLiberal,
+      tcpCloseWaitTimeout: formatDurationMs(c.conntrack.tcpCloseWaitTimeoutSec * 1000),
+      tcpEstablishedTimeout: formatDurationMs(c.conntrack.tcpEstablishedTimeoutSec * 1000),
+      udpStreamTimeout: formatDurationMs(c.conntrack.udpStreamTimeoutSec * 1000),
+      udpTimeout: formatDurationMs(c.conntrack.udpTimeoutSec * 1000),
+    },
     detectLocal: { bridgeInterface: c.detectLocal.bridgeInterface, interfaceNamePrefix: c.detectLocal.interfaceNamePrefix },
     detectLocalMode: c.detectLocalMode,
     featureGates: { ...c.featureGates },
@@ -40,9 +49,11 @@ export function formatProxyConfig(c: ProxyConfig): string {
     hostnameOverride: c.hostnameOverride,
     iptables: { masqueradeAll: c.iptables.masqueradeAll, masqueradeBit: c.iptables.masqueradeBit },
     ipvs,
+    logging: { format: c.logging.format, verbosity: c.logging.verbosity },
     metricsBindAddress: c.metricsBindAddress,
     mode: 'ipvs',
     nodePortAddresses: [...c.nodePortAddresses],
+    oomScoreAdj: c.oomScoreAdj,
   };
   return yaml.dump(doc, { sortKeys: true, lineWidth: -1, noRefs: true, schema: yaml.CORE_SCHEMA });
 }

@@ -7,6 +7,7 @@
  * lib/config/load-config.ts does both.
  */
 import { LocalDetector } from '../plan/iptables';
+import type { LogFormat } from '../log';
 
 export type DetectLocalMode = LocalDetector['kind'];
 
@@ -29,6 +30,34 @@ export interface IpvsConfig {
    * an unknown field and ignores it) or with `--exclude-cluster-cidr CIDR[,CIDR]`.
    */
   readonly excludeClusterCIDRs: readonly string[];
+}
+
+/**
+ * conntrack sysctls kube-proxy sets at start (cmd/kube-proxy/app, pkg/proxy/conntrack). A
+ * field left null in the file takes kube-proxy's default; an explicit 0 means "leave the
+ * kernel's value" (maxPerCore 0 also ignores min).
+ */
+export interface ConntrackConfig {
+  /** nf_conntrack_max = max(maxPerCore x CPUs, min), raised only; default 32768 */
+  readonly maxPerCore: number;
+  /** default 131072 */
+  readonly min: number;
+  /** seconds (truncated, as kube-proxy's int(d / time.Second)); default 24h */
+  readonly tcpEstablishedTimeoutSec: number;
+  /** seconds; default 1h */
+  readonly tcpCloseWaitTimeoutSec: number;
+  /** nf_conntrack_tcp_be_liberal=1 when true (false leaves the kernel's value) */
+  readonly tcpBeLiberal: boolean;
+  /** seconds; 0 (the default) leaves the kernel's value */
+  readonly udpTimeoutSec: number;
+  readonly udpStreamTimeoutSec: number;
+}
+
+/** component-base LoggingConfiguration, the parts kube-ipvs honours; the logging flags win. */
+export interface LoggingConfig {
+  readonly format: LogFormat;
+  /** klog verbosity (--v) */
+  readonly verbosity: number;
 }
 
 export interface ProxyConfig {
@@ -57,5 +86,9 @@ export interface ProxyConfig {
   readonly iptables: { readonly masqueradeAll: boolean; readonly masqueradeBit: number };
   readonly ipvs: IpvsConfig;
   readonly configSyncPeriodMs: number;
+  readonly conntrack: ConntrackConfig;
+  /** written to /proc/self/oom_score_adj at start; default -999 (kube-proxy's) */
+  readonly oomScoreAdj: number;
+  readonly logging: LoggingConfig;
   readonly featureGates: Readonly<Record<string, boolean>>;
 }

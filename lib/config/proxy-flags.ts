@@ -6,6 +6,11 @@
 // `--config=/var/lib/kube-proxy/config.conf --hostname-override=$(NODE_NAME)` and any other
 // mix behaves the same.
 //
+// Every flag of kube-proxy's `--help` (cmd/kube-proxy/app/options.go, component-base logs and
+// the Go flags it adds) parses: a flag kube-ipvs has no use for is warned about once and
+// ignored, never a usage error, so a DaemonSet written for kube-proxy starts. `--version` is
+// answered by lib/cli/main.ts; if it reaches this parser it is recorded, not refused.
+//
 // Exit codes: a command line that cannot be parsed (unknown flag, missing value, positional
 // argument, an int/bool/duration/map that does not parse) is a UsageError (exit 2); a value
 // that parses but is invalid (bad CIDR, unknown scheduler, negative duration, bit out of range)
@@ -17,12 +22,15 @@ import {
   parseBindAddress,
   parseCidr,
   parseClusterCidrs,
+  parseConntrackCount,
   parseDetectLocalMode,
   parseDuration,
   parseDurationSec,
   parseIP,
   parseMasqueradeBit,
   parseNodePortAddresses,
+  parseOomScoreAdj,
+  parseProxyMode,
   parseScheduler,
 } from './config-values';
 import { ConfigWarning, HEALTHZ_PORT, METRICS_PORT, modeWarning } from './decode-config';
@@ -49,7 +57,12 @@ function flag<V>(name: string, type: FlagType, help: string, apply: Apply<V>): F
   return { flag: name, type, help, apply: apply as FlagSpec['apply'] };
 }
 
-/** The flags that override the configuration, in the order they are applied. */
+/**
+ * The flags that override the configuration, in the order they are applied: a newer flag
+ * comes after the deprecated one it replaces and wins, as in kube-proxy (--sync-period over
+ * --ipvs-sync-period, --node-ip-override over --bind-address, --cluster-cidrs over
+ * --cluster-cidr, --ipvs-masquerade-bit over --iptables-masquerade-bit in ipvs mode).
+ */
 const CONFIG_FLAGS: readonly FlagSpec[] = [
   flag<string>('--kubeconfig', 'string', 'path to a kubeconfig file (clientConnection.kubeconfig)', (c, v) => {
     c.clientConnection.kubeconfig = v;
@@ -69,11 +82,15 @@ const CONFIG_FLAGS: readonly FlagSpec[] = [
   flag<string>('--hostname-override', 'string', 'the node name to use instead of the hostname', (c, v) => {
     c.hostnameOverride = v;
   }),
-  flag<string>('--proxy-mode', 'string', 'accepted for compatibility; kube-ipvs always runs ipvs', (_c, v, f, w) => {
-    if (v !== '' && v !== 'ipvs') w.push(modeWarning(f, v));
+  flag<string>('--proxy-mode', 'string', "iptables, ipvs, nftables or '' are accepted; kube-ipvs always runs ipvs", (_c, v, f, w) => {
+    if (parseProxyMode(v, f) !== '' && v !== 'ipvs') w.push(modeWarning(f, v));
   }),
   flag<string>('--bind-address', 'string', 'the node IP hint (bindAddress)', (c, v, f) => {
     c.bindAddress = parseIP(v, f);
+  }),
+  flag<string[]>('--node-ip-override', 'list', "the node's primary IPs (the first is taken as bindAddress)", (c, v, f) => {
+    const ips = v.map((x) => parseIP(x, f));
+    if (ips.length > 0) c.bindAddress = ips[0]!;
   }),
   flag<string>('--healthz-bind-address', 'string', `health server IP:port (default 0.0.0.0:${HEALTHZ_PORT}); empty disables it`, (c, v, f) => {
     c.healthzBindAddress = v === '' ? '' : parseBindAddress(v, f, HEALTHZ_PORT);
@@ -83,6 +100,9 @@ const CONFIG_FLAGS: readonly FlagSpec[] = [
   }),
   flag<string>('--cluster-cidr', 'string', 'the pod CIDR, or a dual-stack pair, comma-separated', (c, v, f) => {
     c.clusterCIDR = parseClusterCidrs(v.split(','), f);
+  }),
+  flag<string[]>('--cluster-cidrs', 'list', 'the pod CIDR, or a dual-stack pair (clusterCIDR)', (c, v, f) => {
+    c.clusterCIDR = parseClusterCidrs(v, f);
   }),
   flag<string>('--detect-local-mode', 'string', 'ClusterCIDR, NodeCIDR, BridgeInterface or InterfaceNamePrefix', (c, v, f) => {
     c.detectLocalMode = parseDetectLocalMode(v, f);
@@ -102,6 +122,9 @@ const CONFIG_FLAGS: readonly FlagSpec[] = [
   flag<number>('--iptables-masquerade-bit', 'int', 'fwmark bit for packets to SNAT, 0-31 (default 14)', (c, v, f) => {
     c.iptables.masqueradeBit = parseMasqueradeBit(v, f);
   }),
+  flag<number>('--ipvs-masquerade-bit', 'int', 'fwmark bit for packets to SNAT, 0-31 (same as --iptables-masquerade-bit)', (c, v, f) => {
+    c.iptables.masqueradeBit = parseMasqueradeBit(v, f);
+  }),
   flag<string>('--ipvs-scheduler', 'string', 'IPVS scheduler (default rr)', (c, v, f) => {
     c.ipvs.scheduler = parseScheduler(v, f);
   }),
@@ -109,6 +132,12 @@ const CONFIG_FLAGS: readonly FlagSpec[] = [
     c.ipvs.syncPeriodMs = parseDuration(v, f);
   }),
   flag<string>('--ipvs-min-sync-period', 'duration', 'minimum interval between syncs (default 0s)', (c, v, f) => {
+    c.ipvs.minSyncPeriodMs = parseDuration(v, f);
+  }),
+  flag<string>('--sync-period', 'duration', 'maximum interval between full syncs (ipvs.syncPeriod; wins over --ipvs-sync-period)', (c, v, f) => {
+    c.ipvs.syncPeriodMs = parseDuration(v, f);
+  }),
+  flag<string>('--min-sync-period', 'duration', 'minimum interval between syncs (ipvs.minSyncPeriod; wins over --ipvs-min-sync-period)', (c, v, f) => {
     c.ipvs.minSyncPeriodMs = parseDuration(v, f);
   }),
   flag<string[]>('--ipvs-exclude-cidrs', 'list', 'CIDRs whose virtual servers kube-ipvs never touches', (c, v, f) => {
@@ -132,6 +161,30 @@ const CONFIG_FLAGS: readonly FlagSpec[] = [
   flag<string>('--config-sync-period', 'duration', 'informer resync period (default 15m)', (c, v, f) => {
     c.configSyncPeriodMs = parseDuration(v, f);
   }),
+  flag<number>('--conntrack-max-per-core', 'int', 'nf_conntrack_max per CPU (0 leaves the limit and ignores --conntrack-min)', (c, v, f) => {
+    c.conntrack.maxPerCore = parseConntrackCount(v, f);
+  }),
+  flag<number>('--conntrack-min', 'int', 'lowest nf_conntrack_max to set (default 131072)', (c, v, f) => {
+    c.conntrack.min = parseConntrackCount(v, f);
+  }),
+  flag<string>('--conntrack-tcp-timeout-established', 'duration', 'nf_conntrack_tcp_timeout_established (default 24h; 0 leaves it)', (c, v, f) => {
+    c.conntrack.tcpEstablishedTimeoutSec = parseDurationSec(v, f);
+  }),
+  flag<string>('--conntrack-tcp-timeout-close-wait', 'duration', 'nf_conntrack_tcp_timeout_close_wait (default 1h; 0 leaves it)', (c, v, f) => {
+    c.conntrack.tcpCloseWaitTimeoutSec = parseDurationSec(v, f);
+  }),
+  flag<boolean>('--conntrack-tcp-be-liberal', 'bool', 'nf_conntrack_tcp_be_liberal=1', (c, v) => {
+    c.conntrack.tcpBeLiberal = v;
+  }),
+  flag<string>('--conntrack-udp-timeout', 'duration', 'nf_conntrack_udp_timeout (0, the default, leaves it)', (c, v, f) => {
+    c.conntrack.udpTimeoutSec = parseDurationSec(v, f);
+  }),
+  flag<string>('--conntrack-udp-timeout-stream', 'duration', 'nf_conntrack_udp_timeout_stream (0, the default, leaves it)', (c, v, f) => {
+    c.conntrack.udpStreamTimeoutSec = parseDurationSec(v, f);
+  }),
+  flag<number>('--oom-score-adj', 'int', 'oom_score_adj of the process, -1000 to 1000 (default -999)', (c, v, f) => {
+    c.oomScoreAdj = parseOomScoreAdj(v, f);
+  }),
   flag<Record<string, boolean>>('--feature-gates', 'map', "A=true,B=false (merged over the file's featureGates)", (c, v) => {
     c.featureGates = { ...c.featureGates, ...v };
   }),
@@ -140,19 +193,44 @@ const CONFIG_FLAGS: readonly FlagSpec[] = [
 const ignored = (type: FlagType, names: readonly string[]): FlagSpec[] =>
   names.map((name) => ({ flag: name, type, help: 'kube-proxy flag, ignored' }));
 
-/** kube-proxy flags kube-ipvs accepts (with a warning) so existing DaemonSets start, but does not use. */
+/**
+ * kube-proxy flags kube-ipvs accepts (with one warning) so existing DaemonSets start, but does
+ * not use: iptables-mode settings, the profiling and hidden-metrics switches, the newer
+ * CIDR-chosen bind addresses (use --healthz-bind-address / --metrics-bind-address), the
+ * deprecated port flags, component-base's logging options beyond --v and --logging-format, the
+ * Go flags kube-proxy adds (--boot-id-file, --machine-id-file), and klog's flags removed in
+ * Kubernetes 1.26 (still in older DaemonSets).
+ */
 const IGNORED_FLAGS: readonly FlagSpec[] = [
-  ...ignored('int', ['--conntrack-max-per-core', '--conntrack-min', '--oom-score-adj', '--healthz-port', '--metrics-port']),
-  ...ignored('duration', [
-    '--conntrack-tcp-timeout-established',
-    '--conntrack-tcp-timeout-close-wait',
-    '--conntrack-udp-timeout',
-    '--conntrack-udp-timeout-stream',
-    '--iptables-sync-period',
-    '--iptables-min-sync-period',
+  ...ignored('int', ['--healthz-port', '--metrics-port', '--healthz-bind-port', '--metrics-bind-port', '--log-file-max-size']),
+  ...ignored('duration', ['--iptables-sync-period', '--iptables-min-sync-period', '--log-flush-frequency']),
+  ...ignored('bool', [
+    '--iptables-localhost-nodeports',
+    '--profiling',
+    '--bind-address-hard-fail',
+    '--log-json-split-stream',
+    '--log-text-split-stream',
+    '--add-dir-header',
+    '--alsologtostderr',
+    '--logtostderr',
+    '--one-output',
+    '--skip-headers',
+    '--skip-log-headers',
   ]),
-  ...ignored('bool', ['--conntrack-tcp-be-liberal', '--iptables-localhost-nodeports', '--profiling', '--bind-address-hard-fail']),
-  ...ignored('string', ['--show-hidden-metrics-for-version', '--proxy-port-range']),
+  ...ignored('list', ['--healthz-bind-addresses', '--metrics-bind-addresses']),
+  ...ignored('string', [
+    '--show-hidden-metrics-for-version',
+    '--proxy-port-range',
+    '--vmodule',
+    '--log-json-info-buffer-size',
+    '--log-text-info-buffer-size',
+    '--boot-id-file',
+    '--machine-id-file',
+    '--log-backtrace-at',
+    '--log-dir',
+    '--log-file',
+    '--stderrthreshold',
+  ]),
 ];
 
 /** The command line, parsed. Config overrides are applied by applyProxyFlags. */
@@ -163,6 +241,10 @@ export interface ProxyFlags {
   readonly writeConfigTo?: string;
   /** --cleanup */
   readonly cleanup: boolean;
+  /** --init-only: the privileged setup (conntrack sysctls), then exit 0 */
+  readonly initOnly?: boolean;
+  /** --version[=raw]: printed by lib/cli/main.ts; recorded here if it gets this far */
+  readonly version?: string;
   /** --v (klog verbosity); undefined when not given */
   readonly verbosity?: number;
   /** --logging-format text|json; undefined when not given (kube-proxy's default is text) */
@@ -239,6 +321,8 @@ function buildProgram(): Command {
   program.addOption(new Option('--config <file>', 'KubeProxyConfiguration file (YAML or JSON), watched for changes'));
   program.addOption(new Option('--write-config-to <file>', 'write the effective configuration to FILE and exit'));
   program.addOption(new Option('--cleanup [bool]', 'remove IPVS services, kube-ipvs0, KUBE-* chains and sets, then exit').argParser(parseBool));
+  program.addOption(new Option('--init-only [bool]', 'do the privileged setup (conntrack sysctls), then exit').argParser(parseBool));
+  program.addOption(new Option('--version [value]', 'print the version and exit (true or raw)'));
   program.addOption(new Option('-v, --v <level>', 'log verbosity: 0-1 info, 2-3 verbose, 4+ debug').argParser((v) => {
     const n = parseInt10(v.replace(/^=/, '')); // pflag takes `-v=4` too
     if (n < 0) throw new InvalidArgumentError('expected a non-negative integer');
@@ -274,6 +358,8 @@ export function parseProxyFlags(argv: readonly string[]): ProxyFlags {
     if (value !== undefined) given.set(spec.flag, value as FlagValue);
   }
   const result: { -readonly [K in keyof ProxyFlags]: ProxyFlags[K] } = { cleanup: opts.cleanup === true, given };
+  if (opts.initOnly === true) result.initOnly = true;
+  if (opts.version !== undefined) result.version = opts.version === true ? 'true' : String(opts.version);
   if (typeof opts.config === 'string') result.configFile = opts.config;
   if (typeof opts.writeConfigTo === 'string') result.writeConfigTo = opts.writeConfigTo;
   if (typeof opts.v === 'number') result.verbosity = opts.v;
@@ -294,8 +380,14 @@ export function applyProxyFlags(config: ProxyConfig, flags: ProxyFlags): { confi
   for (const spec of IGNORED_FLAGS) {
     if (flags.given.has(spec.flag)) warnings.push({ field: spec.flag, message: `${spec.flag} is a kube-proxy flag kube-ipvs does not use; ignored` });
   }
+  // the logging flags win over the file's logging section, as in kube-proxy (copyLogsFromFlags)
+  if (flags.verbosity !== undefined) c.logging.verbosity = flags.verbosity;
+  if (flags.loggingFormat !== undefined) c.logging.format = flags.loggingFormat;
   return { config: c, warnings };
 }
 
 /** Every config flag kube-ipvs applies (for docs and tests). */
 export const CONFIG_FLAG_NAMES: readonly string[] = CONFIG_FLAGS.map((s) => s.flag);
+
+/** The kube-proxy flags kube-ipvs accepts and ignores with a warning (for docs and tests). */
+export const IGNORED_FLAG_NAMES: readonly string[] = IGNORED_FLAGS.map((s) => s.flag);

@@ -8,7 +8,7 @@
  * Live reload: kube-proxy exits when its mounted config file changes and waits for the kubelet
  * to restart it. kube-ipvs applies every field `classifyConfigChange` calls live (scheduler,
  * sync periods, excludeCIDRs, excludeClusterCIDRs, IPVS timeouts, strictARP, masqueradeAll,
- * clusterCIDR, detect-local settings, nodePortAddresses) without a restart, and exits (code 0,
+ * clusterCIDR, detect-local settings, nodePortAddresses, conntrack.*, oomScoreAdj, logging) without a restart, and exits (code 0,
  * for the kubelet to restart it, as kube-proxy does) only when a field that needs a restart
  * changed (API connection, node name, bind addresses, masqueradeBit, mode, feature gates).
  */
@@ -19,7 +19,8 @@ import http from 'node:http';
 import { ProxyConfig } from '../config/proxy-config';
 import { classifyConfigChange } from '../config/classify-change';
 import { watchConfigFile } from '../config/watch-config';
-import { componentLog } from '../log';
+import { componentLog, setLogFormat, setVerbosity } from '../log';
+import { applyNodeSettings } from './node-settings';
 import { openIpvs, IpvsUnavailableError } from '../kernel/ipvs/ipvs-netlink';
 import { readProcText } from '../kernel/ipvs/read-proc-ip-vs';
 import { Ipvs } from '../kernel/ipvs/ipvs';
@@ -130,6 +131,8 @@ export async function runDaemon(config: ProxyConfig, options: DaemonOptions): Pr
     link.close();
     return 1;
   }
+  // conntrack.* and oomScoreAdj, as kube-proxy sets them before it proxies
+  await applyNodeSettings(config, componentLog('sysctl'));
   await applyIpvsTimeouts(ipvs, config, log);
   const metrics = new ProxyMetrics();
   const exec = new ObservedExec(new ChildProcessExec(), (o) => metrics.recordExec(o));
@@ -376,6 +379,10 @@ export async function runDaemon(config: ProxyConfig, options: DaemonOptions): Pr
               ) {
                 await applyIpvsTimeouts(ipvs, next, log);
               }
+              // kube-proxy re-applies these when the kubelet restarts it after the change
+              await applyNodeSettings(next, componentLog('sysctl'), undefined, current);
+              if (next.logging.format !== current.logging.format) setLogFormat(next.logging.format);
+              if (next.logging.verbosity !== current.logging.verbosity) setVerbosity(next.logging.verbosity);
               current = next;
               proxier.updateSettings(proxierSettings(next, settings.families));
             },

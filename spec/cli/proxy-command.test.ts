@@ -3,6 +3,7 @@ import { DaemonOptions } from '../../lib/daemon/daemon';
 import { decodeProxyConfig } from '../../lib/config/decode-config';
 import { ProxyConfig } from '../../lib/config/proxy-config';
 import { proxyMain, ProxyCommandDeps } from '../../lib/cli/proxy-command';
+import { IGNORED_FLAG_NAMES } from '../../lib/config/proxy-flags';
 
 const FILE = '/var/lib/kube-proxy/config.conf';
 const GOOD = `apiVersion: kubeproxy.config.k8s.io/v1alpha1
@@ -77,7 +78,7 @@ describe('proxyMain', () => {
     expect(await proxyMain([`--config=${FILE}`, '--hostname-override=node-1', '--v=4'], h.deps)).toBe(3);
     expect(h.daemonCalls).toHaveLength(1);
     const { config, options } = h.daemonCalls[0]!;
-    expect(config).toEqual({ ...decodeProxyConfig(GOOD).config, hostnameOverride: 'node-1' });
+    expect(config).toEqual({ ...decodeProxyConfig(GOOD).config, hostnameOverride: 'node-1', logging: { format: 'text', verbosity: 4 } });
     expect(options).toEqual({ configFile: FILE, reloadConfig: expect.any(Function), verbosity: 4 });
     expect(h.verbosity).toEqual([4]);
     expect(h.formats).toEqual(['text']); // kube-proxy's default
@@ -103,6 +104,55 @@ describe('proxyMain', () => {
     expect(h.daemonCalls[0]!.options).toEqual({ verbosity: 0 });
     expect(h.daemonCalls[0]!.config.clusterCIDR).toEqual(['10.244.0.0/16']);
     expect(h.verbosity).toEqual([]);
+  });
+
+  it('logging.format and logging.verbosity from the file; --logging-format and --v win over them', async () => {
+    const h = harness();
+    h.files.set(FILE, `${GOOD}logging:\n  format: json\n  verbosity: 3\n  flushFrequency: 5s\n`);
+    await proxyMain([`--config=${FILE}`], h.deps);
+    expect(h.formats).toEqual(['text', 'json']); // text for any line before the file is read
+    expect(h.verbosity).toEqual([3]);
+    expect(h.daemonCalls[0]!.options.verbosity).toBe(3);
+    const flagged = harness();
+    flagged.files.set(FILE, h.files.get(FILE)!);
+    await proxyMain([`--config=${FILE}`, '--logging-format=text', '--v=1'], flagged.deps);
+    expect(flagged.formats).toEqual(['text']);
+    expect(flagged.verbosity).toEqual([1]);
+    expect(flagged.daemonCalls[0]!.config.logging).toEqual({ format: 'text', verbosity: 1 });
+    const bad = harness();
+    bad.files.set(FILE, `${GOOD}logging:\n  format: xml\n`);
+    expect(await proxyMain([`--config=${FILE}`], bad.deps)).toBe(1);
+    expect(bad.stderr()).toMatch(/logging.format: "xml": Unsupported log format/);
+  });
+
+  it("every kube-proxy flag kube-ipvs has no use for parses, warns once (not again on a reload) and runs the proxy", async () => {
+    const h = harness();
+    const argv = [`--config=${FILE}`, ...IGNORED_FLAG_NAMES.map((f) => `${f}=${/port|size/.test(f) ? '1' : /frequency|period/.test(f) ? '5s' : /stream|header|stderr$|profiling|nodeports|fail|one-output/.test(f) ? 'true' : 'x'}`)];
+    expect(await proxyMain(argv, h.deps)).toBe(0);
+    expect(h.stderr()).toBe('');
+    const flagWarnings = () => h.warnings.filter((w) => (w.meta as { field: string }).field.startsWith('--')).map((w) => (w.meta as { field: string }).field);
+    expect(flagWarnings()).toEqual(IGNORED_FLAG_NAMES);
+    await h.daemonCalls[0]!.options.reloadConfig!();
+    expect(flagWarnings()).toEqual(IGNORED_FLAG_NAMES);
+  });
+
+  it('--init-only: the privileged init with the loaded config, then its exit code; the daemon never runs', async () => {
+    const h = harness();
+    const inits: ProxyConfig[] = [];
+    h.deps = { ...h.deps, runInit: async (c) => (inits.push(c), 0) };
+    expect(await proxyMain([`--config=${FILE}`, '--init-only', '--conntrack-max-per-core=0'], h.deps)).toBe(0);
+    expect(inits.map((c) => c.conntrack.maxPerCore)).toEqual([0]);
+    expect(h.daemonCalls).toEqual([]);
+    h.deps = { ...h.deps, runInit: async () => 1 };
+    expect(await proxyMain(['--init-only=true'], h.deps)).toBe(1);
+    expect(await proxyMain(['--init-only=false'], h.deps)).toBe(0);
+    expect(h.daemonCalls).toHaveLength(1);
+  });
+
+  it('--version reaching the proxy parser is not a usage error', async () => {
+    const h = harness();
+    expect(await proxyMain(['--version'], h.deps)).not.toBe(2);
+    expect(await proxyMain(['--version=raw'], h.deps)).not.toBe(2);
   });
 
   it('--logging-format json is applied before the config is read; an unknown format is a usage error', async () => {
@@ -144,6 +194,7 @@ describe('proxyMain', () => {
     expect(await proxyMain(['--help'], h.deps)).toBe(0);
     expect(h.stdout()).toMatch(/^Usage: kube-ipvs/);
     expect(h.stdout()).toContain('--exclude-cluster-cidr');
+    for (const f of ['--vmodule', '--log-flush-frequency', '--init-only', '--conntrack-min', '--oom-score-adj', '--sync-period']) expect(h.stdout()).toContain(f);
     expect(h.daemonCalls).toEqual([]);
   });
 

@@ -22,6 +22,11 @@ describe('classifyConfigChange', () => {
     },
     { name: 'nodePortAddresses', next: { ...base, nodePortAddresses: ['primary'] }, live: ['nodePortAddresses'] },
     {
+      name: 'node settings and logging (re-applied in place)',
+      next: { ...base, oomScoreAdj: 0, conntrack: { ...base.conntrack, maxPerCore: 0, udpTimeoutSec: 5 }, logging: { format: 'json', verbosity: 2 } },
+      live: ['conntrack.maxPerCore', 'conntrack.udpTimeoutSec', 'logging.format', 'logging.verbosity', 'oomScoreAdj'],
+    },
+    {
       name: 'client connection and master',
       next: { ...base, master: 'https://x', clientConnection: { ...base.clientConnection, qps: 1, kubeconfig: '/k' } },
       restart: ['clientConnection.kubeconfig', 'clientConnection.qps', 'master'],

@@ -81,7 +81,7 @@ describe('lists and enums', () => {
   it('nodePortAddresses: CIDRs or "primary" alone', () => {
     expect(parseNodePortAddresses(['10.0.0.5/24', '::/0'], 'n')).toEqual(['10.0.0.0/24', '::/0']);
     expect(parseNodePortAddresses(['primary'], 'n')).toEqual(['primary']);
-    expect(error(() => parseNodePortAddresses(['primary', '10.0.0.0/8'], 'nodePortAddresses')).message).toMatch(/cannot be combined/);
+    expect(error(() => parseNodePortAddresses(['primary', '10.0.0.0/8'], 'nodePortAddresses')).message).toMatch(/can't use both 'primary' and CIDRs/);
     expect(error(() => parseNodePortAddresses(['10.0.0.0/8', 'eth0'], 'nodePortAddresses')).field).toBe('nodePortAddresses[1]');
   });
 

@@ -133,9 +133,45 @@ describe('loadProxyConfig: flags over file', () => {
     '--kube-api-content-type=application/json',
   ];
 
-  it('the override test below covers every config flag (--proxy-mode: warning test)', () => {
-    const covered = new Set(EVERY_FLAG.filter((a) => a.startsWith('--')).map((a) => a.split('=')[0]!));
+  // kube-proxy's newer names for the flags above (each wins over the older one) and the
+  // node settings
+  const NEWER_FLAGS = [
+    '--node-ip-override=10.0.0.6,fd00::6',
+    '--cluster-cidrs=10.101.0.0/16',
+    '--sync-period=3m',
+    '--min-sync-period=2s',
+    '--ipvs-masquerade-bit=16',
+    '--conntrack-max-per-core=0',
+    '--conntrack-min=5',
+    '--conntrack-tcp-timeout-established=2h30m',
+    '--conntrack-tcp-timeout-close-wait=90s',
+    '--conntrack-tcp-be-liberal',
+    '--conntrack-udp-timeout=31s',
+    '--conntrack-udp-timeout-stream=121s',
+    '--oom-score-adj=-500',
+  ];
+
+  it('the override tests below cover every config flag (--proxy-mode: warning test)', () => {
+    const covered = new Set([...EVERY_FLAG, ...NEWER_FLAGS].filter((a) => a.startsWith('--')).map((a) => a.split('=')[0]!));
     expect(CONFIG_FLAG_NAMES.filter((f) => !covered.has(f))).toEqual(['--proxy-mode']);
+  });
+
+  it("kube-proxy's newer flag names win over the deprecated ones; conntrack and oom flags override the file", async () => {
+    const { config } = await load([...EVERY_FLAG, ...NEWER_FLAGS]);
+    expect(config.bindAddress).toBe('10.0.0.6');
+    expect(config.clusterCIDR).toEqual(['10.101.0.0/16']);
+    expect([config.ipvs.syncPeriodMs, config.ipvs.minSyncPeriodMs]).toEqual([180_000, 2000]);
+    expect(config.iptables.masqueradeBit).toBe(16);
+    expect(config.conntrack).toEqual({
+      maxPerCore: 0,
+      min: 5,
+      tcpEstablishedTimeoutSec: 9000,
+      tcpCloseWaitTimeoutSec: 90,
+      tcpBeLiberal: true,
+      udpTimeoutSec: 31,
+      udpStreamTimeoutSec: 121,
+    });
+    expect(config.oomScoreAdj).toBe(-500);
   });
 
   it('every flag given overrides the file, the rest of the file stays', async () => {
@@ -165,6 +201,9 @@ describe('loadProxyConfig: flags over file', () => {
         excludeClusterCIDRs: ['10.99.0.0/16', 'fd99::/64'],
       },
       configSyncPeriodMs: 300_000,
+      conntrack: defaultProxyConfig().conntrack,
+      oomScoreAdj: -999,
+      logging: { format: 'text', verbosity: 0 },
       featureGates: { A: true, B: false, C: true },
     });
   });
@@ -178,7 +217,7 @@ describe('loadProxyConfig: flags over file', () => {
   it('--proxy-mode other than ipvs and ignored kube-proxy flags are warnings', async () => {
     const { config, warnings } = await load(['--proxy-mode=iptables', '--oom-score-adj=-999', '--profiling']);
     expect(config.mode).toBe('ipvs');
-    expect(warnings.map((w) => w.field)).toEqual(['--proxy-mode', '--oom-score-adj', '--profiling']);
+    expect(warnings.map((w) => w.field)).toEqual(['--proxy-mode', '--profiling']);
     expect(warnings[0]!.message).toContain('kube-ipvs always runs IPVS');
     expect((await load(['--proxy-mode=ipvs'])).warnings).toEqual([]);
   });
