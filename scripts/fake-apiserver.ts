@@ -1,5 +1,5 @@
 /**
- * fake-apiserver — serves lib/testing/fake-apiserver.ts as a process (end-to-end VM tests,
+ * fake-apiserver — serves testkit/fake-apiserver.ts as a process (end-to-end VM tests,
  * `make demo`, benchmarks):
  *
  *   node dist/scripts/fake-apiserver.js --port P [--host H] [--fixtures FILE.json]
@@ -19,8 +19,8 @@
  */
 import { readFileSync, writeFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
-import { FakeApiServer, FakeApiServerOptions, FakeObject, kubeconfigFor } from '../lib/testing/fake-apiserver';
-import { makeTestPki } from '../lib/testing/test-pki';
+import { FakeApiServer, FakeApiServerOptions, FakeObject, kubeconfigFor } from '../testkit/fake-apiserver';
+import { makeTestPki } from '../testkit/test-pki';
 
 function loadFixtures(file: string): FakeObject[] {
   const parsed = JSON.parse(readFileSync(file, 'utf8')) as unknown;

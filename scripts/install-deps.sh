@@ -3,7 +3,7 @@
 # the VM tools and the kernel-side user tools we compare against (ipvsadm 1.31,
 # ipset, iptables), a C compiler (native/: one Node-API addon), Go and moby/ipvs for make
 # bench's peer (kube-proxy's IPVS library, built offline from Debian's source packages),
-# openssl (the fake API server's test CA and certificates, lib/testing/test-pki.ts),
+# openssl (the fake API server's test CA and certificates, testkit/test-pki.ts),
 # node modules (Node 24 comes from the `node` npm package),
 # and the VM image (Debian's stock kernel, downloaded and unpacked, never installed).
 set -euo pipefail

@@ -134,6 +134,15 @@ describe('layering of lib/', () => {
     expect(outside('lib/plan', ['lib/plan', 'lib/model', 'lib/netlink/uapi', 'lib/errors'], true)).toEqual([]);
   });
 
+  it('lib/ never imports the test kit (testkit/: fakes of the API server, scripted execs, builders), not even for types', () => {
+    expect(IMPORTS.filter((i) => within(i.target, 'testkit')).map(show)).toEqual([]);
+  });
+
+  it('no production file imports a kernel fake (lib/kernel/<surface>/fake-*.ts): only the fakes build on each other', () => {
+    const fake = (path: string) => /^lib\/kernel\/[^/]+\/fake-[^/]+$/.test(path);
+    expect(IMPORTS.filter((i) => fake(i.target) && !fake(i.file.replace(/\.ts$/, ''))).map(show)).toEqual([]);
+  });
+
   it("only lib/k8s imports '@kubernetes/client-node' at run time; elsewhere `import type` only", () => {
     const runtime = IMPORTS.filter((i) => i.target === '@kubernetes/client-node' && !i.typeOnly && !within(i.file, 'lib/k8s'));
     expect(runtime.map(show)).toEqual([]);

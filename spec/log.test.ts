@@ -1,5 +1,5 @@
 import { formatJson, formatText, levelForVerbosity, log, setLogFormat, setVerbosity } from '../lib/log';
-import { logLineTimeMs } from '../lib/testing/processes';
+import { logLineTimeMs } from '../testkit/processes';
 
 describe('setVerbosity (--v)', () => {
   it.each<[number, string]>([

@@ -6,8 +6,8 @@
 // write to the end of the sync that applied it. Afterwards the kernel is compared with what
 // the API state implies (daemon-oracle.ts) until they match.
 import { Ipvs } from '../../lib/kernel/ipvs/ipvs';
-import { FakeApiServer } from '../../lib/testing/fake-apiserver';
-import { LogLine, LoggedProcess } from '../../lib/testing/processes';
+import { FakeApiServer } from '../../testkit/fake-apiserver';
+import { LogLine, LoggedProcess } from '../../testkit/processes';
 import { benchSlice } from './daemon-fixtures';
 import { compareKernel, desiredFromApi, TableComparison } from './daemon-oracle';
 import { histogramDelta, metric, rssBytes, scrape } from './process-memory';

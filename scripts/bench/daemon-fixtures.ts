@@ -3,7 +3,7 @@
 // (node-a, 192.0.2.1). Address ranges: ClusterIPs 10.96.0.0/16; endpoints 10.100.0.0/14
 // (endpoint n = service i * E + j); endpoints replaced by changes 10.200.0.0/16; the rolling
 // update's pods 10.250.0.0/16. Same table as scripts/bench/peer/moby-ipvs-load.go.
-import { FakeObject } from '../../lib/testing/fake-apiserver';
+import { FakeObject } from '../../testkit/fake-apiserver';
 
 export const NAMESPACE = 'bench';
 export const NODE_NAME = 'node-a';

@@ -20,8 +20,8 @@ import { appendFileSync, existsSync, mkdtempSync, readFileSync, writeFileSync } 
 import os from 'node:os';
 import path from 'node:path';
 import { openIpvs } from '../../lib/kernel/ipvs/ipvs-netlink';
-import { FakeApiServer, kubeconfigFor } from '../../lib/testing/fake-apiserver';
-import { LogLine, LoggedProcess, logLineTimeMs, startKubeIpvs } from '../../lib/testing/processes';
+import { FakeApiServer, kubeconfigFor } from '../../testkit/fake-apiserver';
+import { LogLine, LoggedProcess, logLineTimeMs, startKubeIpvs } from '../../testkit/processes';
 import { AF_INET, IPPROTO_TCP } from '../../lib/netlink/uapi/ip_vs';
 import { benchObjects, benchSlice, clusterIP } from './daemon-fixtures';
 import { runChurn } from './daemon-churn';

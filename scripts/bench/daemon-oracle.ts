@@ -8,7 +8,7 @@ import { realServerKey, virtualServerKey } from '../../lib/model/ipvs';
 import { planFamilyState } from '../../lib/plan/plan-desired-state';
 import { planServicePort } from '../../lib/plan/plan-service-port';
 import { PlanContext, ServicePortPlan } from '../../lib/plan/service-plan';
-import { FakeApiServer } from '../../lib/testing/fake-apiserver';
+import { FakeApiServer } from '../../testkit/fake-apiserver';
 import { EndpointSliceTracker } from '../../lib/tracker/endpoint-slice-tracker';
 import { ServiceTracker } from '../../lib/tracker/service-tracker';
 import { NODE_IP, NODE_NAME } from './daemon-fixtures';

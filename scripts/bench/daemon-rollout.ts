@@ -6,8 +6,8 @@
 import { Ipvs } from '../../lib/kernel/ipvs/ipvs';
 import { AF_INET, IPPROTO_TCP } from '../../lib/netlink/uapi/ip_vs';
 import { realServerKey, VirtualServerId } from '../../lib/model/ipvs';
-import { FakeApiServer, FakeObject } from '../../lib/testing/fake-apiserver';
-import { LogLine, LoggedProcess } from '../../lib/testing/processes';
+import { FakeApiServer, FakeObject } from '../../testkit/fake-apiserver';
+import { LogLine, LoggedProcess } from '../../testkit/processes';
 import { endpointSlice, service, SliceEndpoint } from './daemon-fixtures';
 
 export const ROLLOUT_SERVICE = 'rollout';

@@ -8,7 +8,7 @@
  * in the same run and extrapolated (marked as such). Numbers inform; nothing asserts on them.
  */
 import { ChildProcessExec } from '../../lib/kernel/exec';
-import { CountingExec } from '../../lib/testing/counting-exec';
+import { CountingExec } from '../../testkit/counting-exec';
 import { createIpset } from '../../lib/kernel/ipset/ipset-restore';
 import { createIptables } from '../../lib/kernel/iptables/iptables-restore';
 import { IptablesBackend } from '../../lib/kernel/iptables/iptables';

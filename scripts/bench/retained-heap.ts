@@ -7,8 +7,8 @@
 // cleared before each measurement. Ratio: against the heap retained after the first sync.
 // Usage: node --expose-gc dist/scripts/bench/retained-heap.js [SERVICES] [UPDATES]
 import type { V1EndpointSlice } from '@kubernetes/client-node';
-import { makeEndpointSlice, makeService, svcPort } from '../../lib/testing/builders';
-import { proxierOverTwins } from '../../lib/testing/proxier-twins';
+import { makeEndpointSlice, makeService, svcPort } from '../../testkit/builders';
+import { proxierOverTwins } from '../../testkit/proxier-twins';
 
 const SERVICES = Number(process.argv[2] ?? 10_000);
 const UPDATES = Number(process.argv[3] ?? 30_000);

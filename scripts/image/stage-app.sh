@@ -42,11 +42,13 @@ unexpected=$(readelf -d "$NODE_BIN" | sed -n 's/.*(NEEDED).*\[\(.*\)\]/\1/p' |
 readelf -l "$NODE_BIN" | grep -qF "[Requesting program interpreter: $LOADER]" ||
   { echo "stage-app.sh: $NODE_BIN is not a linux-$ARCH binary (no $LOADER)" >&2; exit 1; }
 "$STRIP" -o "$STAGE/usr/local/bin/node" "$NODE_BIN"
+# the test kit lives in testkit/ (dist/testkit), outside dist/lib; a dist/lib/testing is a
+# build from before it moved there, and would ship
+[ ! -e dist/lib/testing ] || { echo "stage-app.sh: stale dist/lib/testing (the test kit is testkit/ now): make clean build" >&2; exit 1; }
 cp package.json "$APP/"
 cp -a dist/lib "$APP/dist/"
 mkdir -p "$APP/dist/native"
 cp -a "$NATIVE_DIR/netlink_sockopt.node" "$APP/dist/native/"
-rm -rf "$APP/dist/lib/testing"
 find "$APP/dist" -name '*.map' -delete
 cp -a --parents "${PROD[@]}" "$APP/"
 # what never runs: type declarations, sources, maps, docs, other platforms' prebuilt addons

@@ -10,7 +10,7 @@
  */
 import { mkdirSync, mkdtempSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
-import { readOciLayout, unpackRootfs, untar, verifyDiffIds } from '../../lib/testing/oci-image';
+import { readOciLayout, unpackRootfs, untar, verifyDiffIds } from './oci-image';
 
 async function main(argv: string[]): Promise<number> {
   const [archive, dest] = argv;

@@ -5,7 +5,7 @@ import { FakeIpset } from '../../lib/kernel/ipset/fake-ipset';
 import { FakeIptables } from '../../lib/kernel/iptables/fake-iptables';
 import { KUBE_IPVS0 } from '../../lib/kernel/link/link';
 import { AF_INET, IPPROTO_TCP } from '../../lib/netlink/uapi/ip_vs';
-import { FOREIGN, kubeProxyIpsetSeed, kubeProxyIptablesSeed } from '../../lib/testing/kube-proxy-leftovers';
+import { FOREIGN, kubeProxyIpsetSeed, kubeProxyIptablesSeed } from '../../testkit/kube-proxy-leftovers';
 
 async function kubeProxyNode() {
   const ipvs = new FakeIpvs();

@@ -7,7 +7,7 @@ import { FakeIpset } from '../../lib/kernel/ipset/fake-ipset';
 import { FakeIptables } from '../../lib/kernel/iptables/fake-iptables';
 import { KUBE_IPVS0 } from '../../lib/kernel/link/link';
 import { NetlinkError } from '../../lib/errors';
-import { kubeProxyIpsetSeed, kubeProxyIptablesSeed } from '../../lib/testing/kube-proxy-leftovers';
+import { kubeProxyIpsetSeed, kubeProxyIptablesSeed } from '../../testkit/kube-proxy-leftovers';
 
 interface Logged {
   level: string;

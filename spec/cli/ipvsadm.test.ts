@@ -5,7 +5,7 @@ import { main } from '../../lib/cli/ipvsadm/ipvsadm';
 import { parseRestore, splitRestoreLine } from '../../lib/cli/ipvsadm/restore';
 import { StaticNames } from '../../lib/cli/ipvsadm/resolve-names';
 import { FakeIpvs } from '../../lib/kernel/ipvs/fake-ipvs';
-import { procIpVsText } from '../../lib/testing/proc-ip-vs-text';
+import { procIpVsText } from '../../testkit/proc-ip-vs-text';
 
 const names = new StaticNames();
 

@@ -1,5 +1,5 @@
 import { createHealthServer, listen, parseBindAddress, proxyHealth } from '../../lib/daemon/health-server';
-import { FakeClock } from '../../lib/testing/fake-clock';
+import { FakeClock } from '../../testkit/fake-clock';
 
 describe('proxyHealth', () => {
   it.each([

@@ -12,8 +12,8 @@ import { defaultProxyConfig } from '../../lib/config/decode-config';
 import { httpFetchView, DaemonViewError } from '../../lib/cli/views/views-client';
 import { runViews, realViewsEnv } from '../../lib/cli/views/views-command';
 import { DiffResponse, ServiceListResponse, StatusResponse, VIEW_PATHS } from '../../lib/model/views';
-import { proxierOverTwins } from '../../lib/testing/proxier-twins';
-import { makeEndpointSlice, makeService, svcPort } from '../../lib/testing/builders';
+import { proxierOverTwins } from '../../testkit/proxier-twins';
+import { makeEndpointSlice, makeService, svcPort } from '../../testkit/builders';
 import { AF_INET, IPPROTO_TCP } from '../../lib/netlink/uapi/ip_vs';
 
 const web = makeService('default', 'web', (s) => {

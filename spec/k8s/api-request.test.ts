@@ -14,9 +14,9 @@ import { EventRecorder } from '../../lib/k8s/event-recorder';
 import { EndpointSliceHandler, NodeHandler, ServiceHandler, startInformers } from '../../lib/k8s/informers';
 import { loadKubeConfig } from '../../lib/k8s/kubeconfig';
 import { listRaw } from '../../lib/k8s/raw-list';
-import { FakeApiServer, FakeAuthOptions, kubeconfigFor, UNAUTHORIZED_STATUS } from '../../lib/testing/fake-apiserver';
-import { makeTestPki, TestPki } from '../../lib/testing/test-pki';
-import { waitFor } from '../../lib/testing/wait-for';
+import { FakeApiServer, FakeAuthOptions, kubeconfigFor, UNAUTHORIZED_STATUS } from '../../testkit/fake-apiserver';
+import { makeTestPki, TestPki } from '../../testkit/test-pki';
+import { waitFor } from '../../testkit/wait-for';
 
 const svc = { apiVersion: 'v1', kind: 'Service', metadata: { namespace: 'demo', name: 'web' }, spec: { clusterIP: '10.96.0.10' } };
 

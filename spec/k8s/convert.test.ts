@@ -1,10 +1,10 @@
 // Expected values written by hand from the Kubernetes API (core/v1 Service, discovery/v1
 // EndpointSlice, Node) and kube-proxy's serviceport.go / endpointslicecache.go rules.
-// Addresses: see lib/testing/builders.ts.
+// Addresses: see testkit/builders.ts.
 import type { V1Service } from '@kubernetes/client-node';
 import { convertEndpointSlice, convertService, nodeInfo } from '../../lib/k8s/convert';
 import { Refusal, ServicePort } from '../../lib/model/service';
-import { makeEndpointSlice, makeNode, makeService, svcPort } from '../../lib/testing/builders';
+import { makeEndpointSlice, makeNode, makeService, svcPort } from '../../testkit/builders';
 
 const BASE: ServicePort = {
   namespace: 'ns1',

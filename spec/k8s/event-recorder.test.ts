@@ -1,6 +1,6 @@
 import { AGGREGATED_PREFIX, EventRecorder, EventRecorderOptions } from '../../lib/k8s/event-recorder';
 import { loadKubeConfig } from '../../lib/k8s/kubeconfig';
-import { FakeApiServer, FakeObject } from '../../lib/testing/fake-apiserver';
+import { FakeApiServer, FakeObject } from '../../testkit/fake-apiserver';
 
 describe('EventRecorder', () => {
   let server: FakeApiServer;

@@ -6,8 +6,8 @@
 import type { KubernetesObject } from '@kubernetes/client-node';
 import { startInformers, RunningInformers, EndpointSliceHandler, NodeHandler, ServiceHandler } from '../../lib/k8s/informers';
 import { loadKubeConfig } from '../../lib/k8s/kubeconfig';
-import { FakeApiError, FakeApiServer, FakeObject } from '../../lib/testing/fake-apiserver';
-import { waitFor } from '../../lib/testing/wait-for';
+import { FakeApiError, FakeApiServer, FakeObject } from '../../testkit/fake-apiserver';
+import { waitFor } from '../../testkit/wait-for';
 
 const NS = 'demo';
 

@@ -2,7 +2,7 @@ import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { KubeConfigError, loadKubeConfig } from '../../lib/k8s/kubeconfig';
-import { kubeconfigFor } from '../../lib/testing/fake-apiserver';
+import { kubeconfigFor } from '../../testkit/fake-apiserver';
 
 describe('loadKubeConfig', () => {
   let dir: string;

@@ -7,7 +7,7 @@ import { ApiException } from '@kubernetes/client-node';
 import type { V1Service } from '@kubernetes/client-node';
 import { listPaged, listRaw } from '../../lib/k8s/raw-list';
 import { loadKubeConfig } from '../../lib/k8s/kubeconfig';
-import { FakeApiServer, FakeObject } from '../../lib/testing/fake-apiserver';
+import { FakeApiServer, FakeObject } from '../../testkit/fake-apiserver';
 
 const svc = (name: string, labels: Record<string, string> = {}): FakeObject => ({
   apiVersion: 'v1', kind: 'Service',

@@ -1,7 +1,7 @@
 import { decodeConntrackFlow, encodeConntrackDelete, encodeConntrackDump } from '../../lib/netlink/conntrack-codec';
 import { DecodeError } from '../../lib/errors';
 import { ConntrackFlow } from '../../lib/model/conntrack';
-import { be16, be32, ipv4, nest, nla, plainNest, u32, u8 } from '../../lib/testing/nl-builder';
+import { be16, be32, ipv4, nest, nla, plainNest, u32, u8 } from '../../testkit/nl-builder';
 
 // Attribute numbers are literals from include/uapi/linux/netfilter/nfnetlink_conntrack.h on
 // purpose, so a wrong constant in lib/netlink/uapi cannot hide in both sides:

@@ -1,6 +1,6 @@
 import { DecodeError } from '../../lib/errors';
 import { UnspelledIpsetTypeError, decodeIpsetDump, encodeIpsetDump } from '../../lib/netlink/ipset-codec';
-import { be16, be32, cstr, ipv4, nest, nla, u8 } from '../../lib/testing/nl-builder';
+import { be16, be32, cstr, ipv4, nest, nla, u8 } from '../../testkit/nl-builder';
 
 // Golden replies are built the way net/netfilter/ipset (Linux 6.1) puts them, with literal
 // numbers from include/uapi/linux/netfilter/ipset/ip_set.h, so a wrong constant in

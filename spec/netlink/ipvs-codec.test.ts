@@ -1,7 +1,7 @@
 import { decodeDest, decodeInfo, decodeConfig, decodeService, encodeIpvsRequest, IpvsRequest } from '../../lib/netlink/ipvs-codec';
 import { encodeGenlMessage } from '../../lib/netlink/nlmsg';
 import { DecodeError } from '../../lib/errors';
-import { be16, be32, cstr, ipv4, ipv4in16, nest, nla, plainNest, u16, u32, u64, u8 } from '../../lib/testing/nl-builder';
+import { be16, be32, cstr, ipv4, ipv4in16, nest, nla, plainNest, u16, u32, u64, u8 } from '../../testkit/nl-builder';
 
 // Attribute numbers below are written as literals from include/uapi/linux/ip_vs.h on
 // purpose, so a wrong constant in lib/netlink/uapi cannot hide in both sides.

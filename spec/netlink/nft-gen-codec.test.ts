@@ -1,6 +1,6 @@
 import { decodeNewGen, encodeGetGen } from '../../lib/netlink/nft-gen-codec';
 import { DecodeError } from '../../lib/errors';
-import { be32, cstr, nla, u8 } from '../../lib/testing/nl-builder';
+import { be32, cstr, nla, u8 } from '../../testkit/nl-builder';
 
 // Literals from include/uapi/linux/netfilter/nf_tables.h and nfnetlink.h on purpose, so a wrong
 // constant in lib/netlink/uapi cannot hide in both sides: NFNL_SUBSYS_NFTABLES 10,

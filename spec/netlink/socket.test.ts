@@ -1,8 +1,8 @@
 import { GenlSocket, isGenlFailure } from '../../lib/netlink/socket';
 import { splitMessages } from '../../lib/netlink/nlmsg';
 import { DecodeError, NetlinkTimeoutError, SocketError } from '../../lib/errors';
-import { ScriptedTransport, SeenMessage } from '../../lib/testing/scripted-transport';
-import { Bytes, genlMsg, nlDone, nlError, nla, u32 } from '../../lib/testing/nl-builder';
+import { ScriptedTransport, SeenMessage } from '../../testkit/scripted-transport';
+import { Bytes, genlMsg, nlDone, nlError, nla, u32 } from '../../testkit/nl-builder';
 
 const FAMILY = 0x22;
 const ACK = 0x4;

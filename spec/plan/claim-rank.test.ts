@@ -1,5 +1,5 @@
 // Which of two service ports claiming one virtual server keeps it (plan/claim-rank.ts).
-// Addresses (lib/testing/builders.ts): ClusterIPs 10.96.0.0/12, external/LB IPs 203.0.113.0/24,
+// Addresses (testkit/builders.ts): ClusterIPs 10.96.0.0/12, external/LB IPs 203.0.113.0/24,
 // this node 192.0.2.1.
 import { Claim, claimKind, claimOf, compareClaims, whyWins } from '../../lib/plan/claim-rank';
 import { ServicePort } from '../../lib/model/service';

@@ -1,13 +1,13 @@
 // The expected union, sets and restore text are written by hand from
 // shared/reference/kube-proxy-ipvs.md §1.2-§1.3 (writeIptablesRules order), not generated.
-// Addresses: see lib/testing/builders.ts.
+// Addresses: see testkit/builders.ts.
 import type { V1Service } from '@kubernetes/client-node';
 import { convertService } from '../../lib/k8s/convert';
 import { Endpoint } from '../../lib/model/service';
 import { planFamilyState } from '../../lib/plan/plan-desired-state';
 import { planServicePort } from '../../lib/plan/plan-service-port';
 import { IptablesOptions, PlanContext, ServicePortPlan } from '../../lib/plan/service-plan';
-import { makeService, svcPort } from '../../lib/testing/builders';
+import { makeService, svcPort } from '../../testkit/builders';
 import { formatIptablesRestore } from '../../lib/kernel/iptables/format-restore';
 
 const CTX4: PlanContext = {

@@ -2,7 +2,7 @@
 // and §1.7 (kube-proxy proxier.go syncProxyRules / syncEndpoint, topology.go), not produced by
 // the planner. Protocol numbers, flags and forwarding methods are literals on purpose
 // (TCP 6, UDP 17, SCTP 132; persistent 0x1, mh-port 0x10; masquerade 0).
-// Addresses: see lib/testing/builders.ts (10.96.0.0/12 ClusterIPs, 10.244.0.0/16 pods,
+// Addresses: see testkit/builders.ts (10.96.0.0/12 ClusterIPs, 10.244.0.0/16 pods,
 // 10.245.0.0/16 a second CNI's pods, 192.0.2.0/24 nodes, 198.51.100.0/24 source ranges,
 // 203.0.113.0/24 external/LB IPs, 2001:db8::/32 IPv6). This node: node-a in zone-a.
 import type { V1Endpoint, V1EndpointSlice, V1Service } from '@kubernetes/client-node';
@@ -10,7 +10,7 @@ import { convertService } from '../../lib/k8s/convert';
 import { RealServerSpec } from '../../lib/model/ipvs';
 import { planServicePort } from '../../lib/plan/plan-service-port';
 import { DesiredVirtualServer, IpsetEntry, PlanContext, ServicePortPlan } from '../../lib/plan/service-plan';
-import { makeEndpointSlice, makeService, svcPort } from '../../lib/testing/builders';
+import { makeEndpointSlice, makeService, svcPort } from '../../testkit/builders';
 import { EndpointSliceTracker } from '../../lib/tracker/endpoint-slice-tracker';
 import { Refusal } from '../../lib/model/service';
 import { LbOutFilterEntry } from '../../lib/plan/iptables';

@@ -2,7 +2,7 @@
 // trackers and planner, and a fake clock. The same against the real kernel and the daemon as
 // a process: spec/vm/foreign-state.vm.test.ts.
 //
-// Addresses (lib/testing/builders.ts): ClusterIPs 10.96.0.0/12, pods 10.244.0.0/16, this node
+// Addresses (testkit/builders.ts): ClusterIPs 10.96.0.0/12, pods 10.244.0.0/16, this node
 // 192.0.2.1 on eth0. Foreign state: a keepalived-like virtual server on 192.0.2.1:443 (one
 // backup real server at weight 0, inhibit_on_failure), and one inside ipvs.excludeCIDRs
 // (203.0.113.128/25) at 203.0.113.200:80; tenant Services in namespace `aaa` aim at both.
@@ -20,9 +20,9 @@ import { TrackerSource } from '../../lib/tracker/tracker-source';
 import { planServicePort } from '../../lib/plan/plan-service-port';
 import { Proxier, ProxierSettings, SyncResult } from '../../lib/proxier/proxier';
 import { ServiceHealthSink } from '../../lib/proxier/service-health';
-import { FakeClock } from '../../lib/testing/fake-clock';
-import { TWIN_SETTINGS } from '../../lib/testing/proxier-twins';
-import { makeEndpointSlice, makeService, svcPort } from '../../lib/testing/builders';
+import { FakeClock } from '../../testkit/fake-clock';
+import { TWIN_SETTINGS } from '../../testkit/proxier-twins';
+import { makeEndpointSlice, makeService, svcPort } from '../../testkit/builders';
 import { AF_INET, IPPROTO_TCP, IPPROTO_UDP } from '../../lib/netlink/uapi/ip_vs';
 import { formatServiceEntry } from '../../lib/cli/ipvsadm/format-list';
 import { DEFAULT_FORMAT } from '../../lib/cli/ipvsadm/parse-args';

@@ -4,8 +4,8 @@
 // behind kube-ipvs's back is repaired and counted as drift; changes after a check still cost
 // only their own ops.
 import type { V1EndpointSlice, V1Service } from '@kubernetes/client-node';
-import { makeEndpointSlice, makeService, svcPort } from '../../lib/testing/builders';
-import { TWIN_SETTINGS, proxierOverTwins } from '../../lib/testing/proxier-twins';
+import { makeEndpointSlice, makeService, svcPort } from '../../testkit/builders';
+import { TWIN_SETTINGS, proxierOverTwins } from '../../testkit/proxier-twins';
 import { realServerKey, virtualServerKey } from '../../lib/model/ipvs';
 import { IpvsOp } from '../../lib/kernel/ipvs/ipvs';
 

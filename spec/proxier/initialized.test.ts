@@ -2,8 +2,8 @@
 // isInitialized): a sync after the Service list alone would program every Service with no
 // endpoints (each real server of an adopted table deleted), and after the slice list alone
 // would flush every virtual server it does not know of yet.
-import { proxierOverTwins } from '../../lib/testing/proxier-twins';
-import { makeEndpointSlice, makeService, svcPort } from '../../lib/testing/builders';
+import { proxierOverTwins } from '../../testkit/proxier-twins';
+import { makeEndpointSlice, makeService, svcPort } from '../../testkit/builders';
 
 const svc = makeService('default', 'web', (s) => {
   s.spec = { type: 'ClusterIP', clusterIP: '10.96.0.20', clusterIPs: ['10.96.0.20'], ports: [svcPort('http', 80)] };

@@ -17,9 +17,9 @@ import { EndpointSliceTracker } from '../../lib/tracker/endpoint-slice-tracker';
 import { TrackerSource } from '../../lib/tracker/tracker-source';
 import { planServicePort } from '../../lib/plan/plan-service-port';
 import { Proxier, ProxierSettings, SyncResult } from '../../lib/proxier/proxier';
-import { FakeClock } from '../../lib/testing/fake-clock';
-import { TWIN_SETTINGS } from '../../lib/testing/proxier-twins';
-import { makeEndpointSlice, makeService, svcPort } from '../../lib/testing/builders';
+import { FakeClock } from '../../testkit/fake-clock';
+import { TWIN_SETTINGS } from '../../testkit/proxier-twins';
+import { makeEndpointSlice, makeService, svcPort } from '../../testkit/builders';
 import { ConntrackFlow } from '../../lib/model/conntrack';
 import type { V1EndpointSlice, V1Service } from '@kubernetes/client-node';
 

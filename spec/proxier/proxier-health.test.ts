@@ -2,8 +2,8 @@
 // changes count as queued only once the informers have synced, a failed sync is no update,
 // and /healthz's "initial sync done" waits for a full sync that went through.
 import { proxyHealth } from '../../lib/daemon/health-server';
-import { proxierOverTwins } from '../../lib/testing/proxier-twins';
-import { makeEndpointSlice, makeService, svcPort } from '../../lib/testing/builders';
+import { proxierOverTwins } from '../../testkit/proxier-twins';
+import { makeEndpointSlice, makeService, svcPort } from '../../testkit/builders';
 
 const TIMEOUT_MS = 60_000;
 

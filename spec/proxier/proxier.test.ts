@@ -3,7 +3,7 @@
 // graceful termination, adoption and drift repair. (The same behaviours against the real
 // kernel, as a process: spec/vm/daemon.vm.test.ts.)
 //
-// Addresses (lib/testing/builders.ts): ClusterIPs 10.96.0.0/12, pods 10.244.0.0/16, this
+// Addresses (testkit/builders.ts): ClusterIPs 10.96.0.0/12, pods 10.244.0.0/16, this
 // node 192.0.2.1 on eth0, foreign services on 192.0.2.1:80/443.
 import winston from 'winston';
 import { constants as osConstants } from 'node:os';
@@ -21,10 +21,10 @@ import { planFamilyState } from '../../lib/plan/plan-desired-state';
 import { Planner, Proxier, ProxierSettings, SyncResult } from '../../lib/proxier/proxier';
 import { ServiceHealthSink } from '../../lib/proxier/service-health';
 import { DesiredIndex } from '../../lib/proxier/desired-index';
-import { FakeClock } from '../../lib/testing/fake-clock';
-import { TWIN_SETTINGS } from '../../lib/testing/proxier-twins';
-import { procIpVsText } from '../../lib/testing/proc-ip-vs-text';
-import { makeEndpointSlice, makeService, svcPort } from '../../lib/testing/builders';
+import { FakeClock } from '../../testkit/fake-clock';
+import { TWIN_SETTINGS } from '../../testkit/proxier-twins';
+import { procIpVsText } from '../../testkit/proc-ip-vs-text';
+import { makeEndpointSlice, makeService, svcPort } from '../../testkit/builders';
 import { AF_INET, IPPROTO_TCP } from '../../lib/netlink/uapi/ip_vs';
 import { formatServiceEntry } from '../../lib/cli/ipvsadm/format-list';
 import { DEFAULT_FORMAT } from '../../lib/cli/ipvsadm/parse-args';

@@ -1,5 +1,5 @@
 import { BoundedFrequencyRunner } from '../../lib/proxier/runner';
-import { FakeClock } from '../../lib/testing/fake-clock';
+import { FakeClock } from '../../testkit/fake-clock';
 
 function setup(minIntervalMs: number, maxIntervalMs: number, runMs = 0) {
   const clock = new FakeClock(0);

@@ -4,8 +4,8 @@
 // binds; the twins "take" time on the fake clock while they run), what a one-endpoint change
 // touches, and what the periodic full sync re-plans.
 import type { V1EndpointSlice, V1Service } from '@kubernetes/client-node';
-import { makeEndpointSlice, makeService, svcPort } from '../../lib/testing/builders';
-import { TWIN_SETTINGS, proxierOverTwins } from '../../lib/testing/proxier-twins';
+import { makeEndpointSlice, makeService, svcPort } from '../../testkit/builders';
+import { TWIN_SETTINGS, proxierOverTwins } from '../../testkit/proxier-twins';
 import { SyncResult } from '../../lib/proxier/proxier';
 
 const web: V1Service = makeService('default', 'web', (s) => {

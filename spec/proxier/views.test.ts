@@ -2,11 +2,11 @@
 // status, and the dry-run full sync behind `kube-ipvs diff` (a drifted twin shows exactly the
 // repair, and neither the twin nor the proxier's own state changes).
 //
-// Addresses (lib/testing/builders.ts): ClusterIPs 10.96.0.0/12, pods 10.244.0.0/16, this node
+// Addresses (testkit/builders.ts): ClusterIPs 10.96.0.0/12, pods 10.244.0.0/16, this node
 // 192.0.2.1 on eth0, LB VIP 203.0.113.10, external IP 203.0.113.20.
 import type { V1EndpointSlice, V1Service } from '@kubernetes/client-node';
-import { makeEndpointSlice, makeService, svcPort } from '../../lib/testing/builders';
-import { proxierOverTwins } from '../../lib/testing/proxier-twins';
+import { makeEndpointSlice, makeService, svcPort } from '../../testkit/builders';
+import { proxierOverTwins } from '../../testkit/proxier-twins';
 import { NotSyncedError } from '../../lib/errors';
 import { AF_INET, IPPROTO_TCP, IP_VS_CONN_F } from '../../lib/netlink/uapi/ip_vs';
 import { VirtualServerEntry } from '../../lib/kernel/ipvs/ipvs';

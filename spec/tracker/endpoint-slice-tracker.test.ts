@@ -5,7 +5,7 @@ import { Endpoint } from '../../lib/model/service';
 import { EndpointSliceTracker } from '../../lib/tracker/endpoint-slice-tracker';
 import { ServiceTracker } from '../../lib/tracker/service-tracker';
 import { TrackerSource } from '../../lib/tracker/tracker-source';
-import { makeEndpointSlice, makeService, svcPort } from '../../lib/testing/builders';
+import { makeEndpointSlice, makeService, svcPort } from '../../testkit/builders';
 
 function slice(svc: string, name: string, endpoints: V1Endpoint[], rv = '1'): V1EndpointSlice {
   return makeEndpointSlice('ns1', svc, name, (s) => {

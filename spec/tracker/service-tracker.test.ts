@@ -2,7 +2,7 @@
 // a Service is pending while it differs from its state at the last drain.
 import type { V1Service } from '@kubernetes/client-node';
 import { ServiceTracker } from '../../lib/tracker/service-tracker';
-import { makeService, svcPort } from '../../lib/testing/builders';
+import { makeService, svcPort } from '../../testkit/builders';
 
 function svc1(fn: (s: V1Service) => void = () => {}): V1Service {
   return makeService('ns1', 'svc1', (s) => {

@@ -2,8 +2,8 @@
 // chains, rules, sets and links that must survive; iptables-nft and iptables-legacy, IPv4 and
 // IPv6. Drives the real CLI entry point (dist/lib/cli/main.js) as an operator would.
 import { join } from 'node:path';
-import { run, tryRun, ip } from '../../lib/testing/netns';
-import { FOREIGN, kubeProxyIpsetSeed, kubeProxyIptablesSeed } from '../../lib/testing/kube-proxy-leftovers';
+import { run, tryRun, ip } from '../../testkit/netns';
+import { FOREIGN, kubeProxyIpsetSeed, kubeProxyIptablesSeed } from '../../testkit/kube-proxy-leftovers';
 import { kubeSetNames } from '../../lib/cleanup/cleanup';
 
 const MAIN = join(__dirname, '..', '..', 'lib', 'cli', 'main.js');

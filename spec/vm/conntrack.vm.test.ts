@@ -28,8 +28,8 @@ import { FakeConntrack } from '../../lib/kernel/conntrack/fake-conntrack';
 import { Conntrack } from '../../lib/kernel/conntrack/conntrack';
 import { ConntrackFlow } from '../../lib/model/conntrack';
 import { staleConntrackFlows } from '../../lib/reconcile/stale-conntrack';
-import { ApiClient, e2eProxyConfig, LoggedProcess, LogLine, startFakeApiServer, startKubeIpvs } from '../../lib/testing/processes';
-import { deletePod, makePod, run, tryRun } from '../../lib/testing/netns';
+import { ApiClient, e2eProxyConfig, LoggedProcess, LogLine, startFakeApiServer, startKubeIpvs } from '../../testkit/processes';
+import { deletePod, makePod, run, tryRun } from '../../testkit/netns';
 
 const UDP = 17;
 const TCP = 6;

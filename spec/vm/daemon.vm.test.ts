@@ -15,9 +15,9 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import yaml from 'js-yaml';
-import { ApiClient, e2eProxyConfig, LoggedProcess, LogLine, startFakeApiServer, startKubeIpvs } from '../../lib/testing/processes';
-import { connect, deletePod, ip, makePod, run, startEchoServer, tryRun } from '../../lib/testing/netns';
-import { makeTestPki } from '../../lib/testing/test-pki';
+import { ApiClient, e2eProxyConfig, LoggedProcess, LogLine, startFakeApiServer, startKubeIpvs } from '../../testkit/processes';
+import { connect, deletePod, ip, makePod, run, startEchoServer, tryRun } from '../../testkit/netns';
+import { makeTestPki } from '../../testkit/test-pki';
 
 const API_PORT = 16443;
 const SA_DIR = '/var/run/secrets/kubernetes.io/serviceaccount';

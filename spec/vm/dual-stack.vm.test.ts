@@ -10,8 +10,8 @@ import { ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { LoggedProcess, LogLine, startFakeApiServer, startKubeIpvs } from '../../lib/testing/processes';
-import { addPodIpv6, connect, deletePod, makePod, run, startEchoServer, tryRun } from '../../lib/testing/netns';
+import { LoggedProcess, LogLine, startFakeApiServer, startKubeIpvs } from '../../testkit/processes';
+import { addPodIpv6, connect, deletePod, makePod, run, startEchoServer, tryRun } from '../../testkit/netns';
 
 const API_PORT = 16444;
 const NODE = 'node-a';

@@ -8,8 +8,8 @@ import fs from 'node:fs';
 import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
-import { ApiClient, e2eProxyConfig, LoggedProcess, LogLine, startFakeApiServer, startKubeIpvs } from '../../lib/testing/processes';
-import { deletePod, inNs, makePod, tryRun } from '../../lib/testing/netns';
+import { ApiClient, e2eProxyConfig, LoggedProcess, LogLine, startFakeApiServer, startKubeIpvs } from '../../testkit/processes';
+import { deletePod, inNs, makePod, tryRun } from '../../testkit/netns';
 
 const API_PORT = 16444;
 const NODE = 'node-a';

@@ -13,8 +13,8 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import yaml from 'js-yaml';
-import { ApiClient, LoggedProcess, startFakeApiServer } from '../../lib/testing/processes';
-import { connect, deletePod, makePod, run, startEchoServer, tryRun } from '../../lib/testing/netns';
+import { ApiClient, LoggedProcess, startFakeApiServer } from '../../testkit/processes';
+import { connect, deletePod, makePod, run, startEchoServer, tryRun } from '../../testkit/netns';
 
 const REPO = path.resolve(__dirname, '..', '..', '..');
 const ARCHIVE = path.join(REPO, 'dist', 'image', 'kube-ipvs.oci.tar');

@@ -5,7 +5,7 @@
 import { spawn } from 'node:child_process';
 import { ExecError } from '../../lib/errors';
 import { ChildProcessExec, checkExec } from '../../lib/kernel/exec';
-import { CountingExec } from '../../lib/testing/counting-exec';
+import { CountingExec } from '../../testkit/counting-exec';
 import { FakeIpset } from '../../lib/kernel/ipset/fake-ipset';
 import { createIpset } from '../../lib/kernel/ipset/ipset-restore';
 import { formatIpsetState, parseIpsetSave } from '../../lib/kernel/ipset/ipset-text';

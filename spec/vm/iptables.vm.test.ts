@@ -6,7 +6,7 @@
 // Addresses: 10.244.0.0/16 pods, 203.0.113.0/24 LBs (RFC 5737), fd00::/8.
 import { ExecError } from '../../lib/errors';
 import { ChildProcessExec, checkExec } from '../../lib/kernel/exec';
-import { CountingExec } from '../../lib/testing/counting-exec';
+import { CountingExec } from '../../testkit/counting-exec';
 import { FakeIpset } from '../../lib/kernel/ipset/fake-ipset';
 import { createIpset } from '../../lib/kernel/ipset/ipset-restore';
 import { detectBackend } from '../../lib/kernel/iptables/detect-backend';

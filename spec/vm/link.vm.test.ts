@@ -14,7 +14,7 @@ import {
   listLocalAddresses,
   unbindAddresses,
 } from '../../lib/kernel/link/dummy-device';
-import { ip, tryRun } from '../../lib/testing/netns';
+import { ip, tryRun } from '../../testkit/netns';
 
 const E = constants.errno;
 const errno = (n: number) => expect.objectContaining({ constructor: NetlinkError, errno: n });

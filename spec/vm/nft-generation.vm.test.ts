@@ -13,7 +13,7 @@
 //   ip6tables-nft-restore of nat+filter                    +2 (one counter per namespace)
 // Addresses: 10.244.0.0/16 pods, 192.0.2.0/24 and 203.0.113.0/24 (RFC 5737).
 import { ChildProcessExec, checkExec } from '../../lib/kernel/exec';
-import { CountingExec } from '../../lib/testing/counting-exec';
+import { CountingExec } from '../../testkit/counting-exec';
 import { createIpset } from '../../lib/kernel/ipset/ipset-restore';
 import { createIptables } from '../../lib/kernel/iptables/iptables-restore';
 import { formatIptablesRestore } from '../../lib/kernel/iptables/format-restore';

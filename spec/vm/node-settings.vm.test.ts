@@ -20,8 +20,8 @@ import { applyNodeSettings, realNodeSettingsTargets } from '../../lib/daemon/nod
 import { CONNTRACK_HASHSIZE, CONNTRACK_SYSCTL, onlineCpus } from '../../lib/kernel/sysctl/conntrack-sysctls';
 import { applyOomScoreAdj } from '../../lib/kernel/sysctl/oom-score-adj';
 import { ProcSysctl } from '../../lib/kernel/sysctl/sysctl';
-import { KUBE_IPVS_BIN, startKubeIpvs } from '../../lib/testing/processes';
-import { run, tryRun } from '../../lib/testing/netns';
+import { KUBE_IPVS_BIN, startKubeIpvs } from '../../testkit/processes';
+import { run, tryRun } from '../../testkit/netns';
 
 const E = constants.errno;
 const HOST_NET = '--net=/proc/1/ns/net';

@@ -15,8 +15,8 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { ChildProcess } from 'node:child_process';
-import { ApiClient, e2eProxyConfig, LoggedProcess, LogLine, startFakeApiServer, startKubeIpvs } from '../../lib/testing/processes';
-import { connect, deletePod, makePod, run, startEchoServer, tryRun } from '../../lib/testing/netns';
+import { ApiClient, e2eProxyConfig, LoggedProcess, LogLine, startFakeApiServer, startKubeIpvs } from '../../testkit/processes';
+import { connect, deletePod, makePod, run, startEchoServer, tryRun } from '../../testkit/netns';
 
 const API_PORT = 16444;
 const NODE = 'node-a';

@@ -2,7 +2,7 @@
 import { constants, release } from 'node:os';
 import { FakeSysctl, ProcSysctl, SYSCTL, Sysctl, SysctlError } from '../../lib/kernel/sysctl/sysctl';
 import { ensureIpvsSysctls, parseKernelVersion } from '../../lib/kernel/sysctl/ipvs-sysctls';
-import { run } from '../../lib/testing/netns';
+import { run } from '../../testkit/netns';
 
 const E = constants.errno;
 

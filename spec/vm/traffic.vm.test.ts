@@ -25,7 +25,7 @@ import { cleanup } from '../../lib/cleanup/cleanup';
 import { nonEmptySetKeys, planIpsets } from '../../lib/plan/ipsets';
 import { planIptables } from '../../lib/plan/iptables';
 import { AF_INET, IPPROTO_TCP, IP_VS_CONN_F } from '../../lib/netlink/uapi/ip_vs';
-import { connect, deletePod, ip, makePod, run, startEchoServer, tryRun } from '../../lib/testing/netns';
+import { connect, deletePod, ip, makePod, run, startEchoServer, tryRun } from '../../testkit/netns';
 import { entryIp, entryIpPort, entryIpPortIp, entryIpPortNet, entryPort } from '../../lib/model/ipset';
 
 const CLUSTER_IP = '10.96.0.10';

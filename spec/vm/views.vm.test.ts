@@ -9,8 +9,8 @@ import { execFile } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { e2eProxyConfig, KUBE_IPVS_BIN, LoggedProcess, LogLine, startFakeApiServer, startKubeIpvs } from '../../lib/testing/processes';
-import { run, tryRun } from '../../lib/testing/netns';
+import { e2eProxyConfig, KUBE_IPVS_BIN, LoggedProcess, LogLine, startFakeApiServer, startKubeIpvs } from '../../testkit/processes';
+import { run, tryRun } from '../../testkit/netns';
 import { ServiceListResponse } from '../../lib/model/views';
 
 const API_PORT = 16443;

@@ -5,8 +5,8 @@ import { ConntrackNetlink } from '../../../lib/kernel/conntrack/conntrack-netlin
 import { ConntrackUnavailableError } from '../../../lib/kernel/conntrack/conntrack';
 import { NetlinkError } from '../../../lib/errors';
 import { ConntrackFlow } from '../../../lib/model/conntrack';
-import { ScriptedTransport, SeenMessage } from '../../../lib/testing/scripted-transport';
-import { be16, be32, genlMsg, ipv4, nla, nlDone, nlError, plainNest, u8 } from '../../../lib/testing/nl-builder';
+import { ScriptedTransport, SeenMessage } from '../../../testkit/scripted-transport';
+import { be16, be32, genlMsg, ipv4, nla, nlDone, nlError, plainNest, u8 } from '../../../testkit/nl-builder';
 
 const REQUEST = 0x1;
 const ACK = 0x4;

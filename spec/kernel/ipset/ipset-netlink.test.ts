@@ -7,9 +7,9 @@ import { IpsetNetlinkUnavailableError, IpsetRunner, IpsetState } from '../../../
 import { listIpsets } from '../../../lib/kernel/ipset/ipset-netlink';
 import { createIpset } from '../../../lib/kernel/ipset/ipset-restore';
 import { IpsetSync } from '../../../lib/kernel/ipset/ipset-sync';
-import { ScriptedExec } from '../../../lib/testing/scripted-exec';
-import { ScriptedTransport, SeenMessage } from '../../../lib/testing/scripted-transport';
-import { be16, be32, cstr, genlMsg, ipv4, nest, nla, nlDone, nlError, u8 } from '../../../lib/testing/nl-builder';
+import { ScriptedExec } from '../../../testkit/scripted-exec';
+import { ScriptedTransport, SeenMessage } from '../../../testkit/scripted-transport';
+import { be16, be32, cstr, genlMsg, ipv4, nest, nla, nlDone, nlError, u8 } from '../../../testkit/nl-builder';
 
 const NBO = 0x4000;
 /** one reply message: type (6 << 8) | IPSET_CMD_LIST 7, NLM_F_MULTI, nfgenmsg AF_INET v0 */

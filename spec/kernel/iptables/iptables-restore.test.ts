@@ -1,6 +1,6 @@
 // The real Iptables with its exact commands pinned (ScriptedExec), and backend detection.
 import { ExecError } from '../../../lib/errors';
-import { ScriptedExec } from '../../../lib/testing/scripted-exec';
+import { ScriptedExec } from '../../../testkit/scripted-exec';
 import { detectBackend, supportsRandomFully } from '../../../lib/kernel/iptables/detect-backend';
 import { ExecIptablesRunner, createIptables, iptablesErrorLine } from '../../../lib/kernel/iptables/iptables-restore';
 import { planIptables } from '../../../lib/plan/iptables';

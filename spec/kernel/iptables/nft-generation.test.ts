@@ -2,8 +2,8 @@
 // answer. Message types are literals: 0x0a10 NFT_MSG_GETGEN, 0x0a0f NFT_MSG_NEWGEN.
 import { LazyNftGeneration, NftGenerationNetlink } from '../../../lib/kernel/iptables/nft-generation';
 import { DecodeError, NetlinkError, SocketError } from '../../../lib/errors';
-import { ScriptedTransport } from '../../../lib/testing/scripted-transport';
-import { be32, cstr, genlMsg, nla, nlError } from '../../../lib/testing/nl-builder';
+import { ScriptedTransport } from '../../../testkit/scripted-transport';
+import { be32, cstr, genlMsg, nla, nlError } from '../../../testkit/nl-builder';
 
 const REQUEST = 0x1;
 const ACK = 0x4;

@@ -3,7 +3,7 @@
 import { FakeIpvs } from '../../../lib/kernel/ipvs/fake-ipvs';
 import { decodeDest, decodeService } from '../../../lib/netlink/ipvs-codec';
 import { VirtualServerId, ZERO_STATS } from '../../../lib/model/ipvs';
-import { be16, cstr, ipv4in16, nla, plainNest, u16, u32, u64 } from '../../../lib/testing/nl-builder';
+import { be16, cstr, ipv4in16, nla, plainNest, u16, u32, u64 } from '../../../testkit/nl-builder';
 
 const vs: VirtualServerId = { af: 2, protocol: 6, address: '192.0.2.10', port: 80, fwmark: 0 };
 const stats64 = plainNest(12, ...Array.from({ length: 10 }, (_, i) => nla(i + 1, u64(0n))));

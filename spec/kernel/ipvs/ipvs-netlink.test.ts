@@ -4,8 +4,8 @@ import { IpvsNetlink, IpvsUnavailableError, resolveIpvsFamily } from '../../../l
 import { IpvsOp } from '../../../lib/kernel/ipvs/ipvs';
 import { NetlinkError, NetlinkTimeoutError, SocketError } from '../../../lib/errors';
 import { VirtualServerId } from '../../../lib/model/ipvs';
-import { ScriptedTransport, SeenMessage } from '../../../lib/testing/scripted-transport';
-import { cstr, genlMsg, nla, nlError, u16 } from '../../../lib/testing/nl-builder';
+import { ScriptedTransport, SeenMessage } from '../../../testkit/scripted-transport';
+import { cstr, genlMsg, nla, nlError, u16 } from '../../../testkit/nl-builder';
 
 const FAMILY = 0x23;
 const ACK = 0x4;

@@ -1,12 +1,12 @@
 // listAllViaProc over the in-memory twin, with /proc/net/ip_vs text printed from the twin's
-// table the way the kernel prints it (lib/testing/proc-ip-vs-text.ts): the result must be what
+// table the way the kernel prints it (testkit/proc-ip-vs-text.ts): the result must be what
 // the netlink-only listing gives, with a dest dump only where /proc cannot stand for a service.
 import { FakeIpvs } from '../../../lib/kernel/ipvs/fake-ipvs';
 import { IpvsOp } from '../../../lib/kernel/ipvs/ipvs';
 import { listAllViaProc } from '../../../lib/kernel/ipvs/list-via-proc';
 import { VirtualServerId } from '../../../lib/model/ipvs';
 import { AF_INET, AF_INET6, IPPROTO_TCP, IPPROTO_UDP, IP_VS_CONN_F, IP_VS_SVC_F } from '../../../lib/netlink/uapi/ip_vs';
-import { procIpVsText } from '../../../lib/testing/proc-ip-vs-text';
+import { procIpVsText } from '../../../testkit/proc-ip-vs-text';
 
 const tcp = (address: string, port: number): VirtualServerId => ({ af: address.includes(':') ? AF_INET6 : AF_INET, protocol: IPPROTO_TCP, address, port, fwmark: 0 });
 const fwm = (mark: number, af: typeof AF_INET | typeof AF_INET6): VirtualServerId => ({ af, protocol: 0, address: '', port: 0, fwmark: mark });

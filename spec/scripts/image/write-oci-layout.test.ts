@@ -5,7 +5,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { gunzipSync } from 'node:zlib';
 import { OciArch, parseLayerArg, splitName, writeOciLayout } from '../../../scripts/image/write-oci-layout';
-import { readOciLayout, unpackRootfs, verifyDiffIds } from '../../../lib/testing/oci-image';
+import { readOciLayout, unpackRootfs, verifyDiffIds } from '../../../scripts/image/oci-image';
 
 const hex = (b: Buffer) => createHash('sha256').update(b).digest('hex');
 

@@ -3,9 +3,9 @@
  * after compaction, bookmarks, writes and selector moves, control endpoints.
  * Addresses: services 10.96.0.0/16 (names only matter here).
  */
-import { FakeApiServer, FakeObject } from '../../lib/testing/fake-apiserver';
-import { openWatch, WatchStream } from '../../lib/testing/watch-stream';
-import { waitFor } from '../../lib/testing/wait-for';
+import { FakeApiServer, FakeObject } from '../../testkit/fake-apiserver';
+import { openWatch, WatchStream } from '../../testkit/watch-stream';
+import { waitFor } from '../../testkit/wait-for';
 
 function service(ns: string, name: string, labels?: Record<string, string>): FakeObject {
   return { apiVersion: 'v1', kind: 'Service', metadata: { namespace: ns, name, ...(labels ? { labels } : {}) }, spec: { clusterIP: '10.96.0.10' } };

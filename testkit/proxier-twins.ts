@@ -5,15 +5,15 @@
  */
 import winston from 'winston';
 import type { V1EndpointSlice, V1Service } from '@kubernetes/client-node';
-import { FakeIpvs } from '../kernel/ipvs/fake-ipvs';
-import { FakeLink } from '../kernel/link/fake-link';
-import { FakeIpset } from '../kernel/ipset/fake-ipset';
-import { FakeIptables } from '../kernel/iptables/fake-iptables';
-import { ServiceTracker } from '../tracker/service-tracker';
-import { EndpointSliceTracker } from '../tracker/endpoint-slice-tracker';
-import { TrackerSource } from '../tracker/tracker-source';
-import { planServicePort } from '../plan/plan-service-port';
-import { Proxier, ProxierSettings } from '../proxier/proxier';
+import { FakeIpvs } from '../lib/kernel/ipvs/fake-ipvs';
+import { FakeLink } from '../lib/kernel/link/fake-link';
+import { FakeIpset } from '../lib/kernel/ipset/fake-ipset';
+import { FakeIptables } from '../lib/kernel/iptables/fake-iptables';
+import { ServiceTracker } from '../lib/tracker/service-tracker';
+import { EndpointSliceTracker } from '../lib/tracker/endpoint-slice-tracker';
+import { TrackerSource } from '../lib/tracker/tracker-source';
+import { planServicePort } from '../lib/plan/plan-service-port';
+import { Proxier, ProxierSettings } from '../lib/proxier/proxier';
 import { FakeClock } from './fake-clock';
 import { procIpVsText } from './proc-ip-vs-text';
 

@@ -3,9 +3,9 @@
 import { ChildProcess, spawn } from 'node:child_process';
 import path from 'node:path';
 import { Agent, fetch as undiciFetch } from 'undici';
-import { KUBE_IPVS_NODE_FLAGS } from '../cli/node-flags';
+import { KUBE_IPVS_NODE_FLAGS } from '../lib/cli/node-flags';
 
-const ROOT = path.resolve(__dirname, '..', '..', '..');
+const ROOT = path.resolve(__dirname, '..', '..');
 export const KUBE_IPVS_BIN = path.join(ROOT, 'dist', 'lib', 'cli', 'main.js');
 export const FAKE_APISERVER_BIN = path.join(ROOT, 'dist', 'scripts', 'fake-apiserver.js');
 

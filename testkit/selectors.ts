@@ -6,7 +6,7 @@
  * missing), `k` (exists), `!k` (does not exist), `k in (a,b)`, `k notin (a,b)` (also true
  * when missing). Field selector terms: `field=v`, `field==v`, `field!=v`.
  */
-import { KubeIpvsError } from '../errors';
+import { KubeIpvsError } from '../lib/errors';
 
 /** A selector the fake API server cannot parse; answered with 400 BadRequest. */
 export class SelectorError extends KubeIpvsError {

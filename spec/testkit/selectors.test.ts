@@ -1,4 +1,4 @@
-import { compileFieldSelector, compileLabelSelector, SelectorError } from '../../lib/testing/selectors';
+import { compileFieldSelector, compileLabelSelector, SelectorError } from '../../testkit/selectors';
 
 interface LabelCase {
   name: string;

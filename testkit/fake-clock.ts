@@ -1,4 +1,4 @@
-import { Clock, Timer } from '../proxier/clock';
+import { Clock, Timer } from '../lib/proxier/clock';
 
 interface Pending {
   at: number;

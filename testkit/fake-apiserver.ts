@@ -15,7 +15,7 @@
  * - `limit` pages a list: each page's metadata.continue names the rest of the same snapshot
  *   (one resourceVersion for every page); a token past expireListContinuations() gets 410
  *   Expired, as after etcd compaction;
- * - label and field selectors (lib/testing/selectors.ts); an update that moves an object
+ * - label and field selectors (testkit/selectors.ts); an update that moves an object
  *   into or out of a watcher's selector reaches that watcher as ADDED or DELETED (the
  *   DELETED carries the previous object with the new resourceVersion), as the watch cache does;
  * - `allowWatchBookmarks=true` gets a BOOKMARK every `bookmarkIntervalMs`; `timeoutSeconds`
@@ -42,7 +42,7 @@ import https from 'node:https';
 import type { TLSSocket } from 'node:tls';
 import { randomUUID } from 'node:crypto';
 import type { AddressInfo, Socket } from 'node:net';
-import { KubeIpvsError } from '../errors';
+import { KubeIpvsError } from '../lib/errors';
 import { compileFieldSelector, compileLabelSelector, FieldPredicate, LabelPredicate, SelectorError } from './selectors';
 
 export interface FakeObjectMeta {

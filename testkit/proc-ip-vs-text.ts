@@ -1,9 +1,9 @@
 // Test double: a table as the kernel prints it in /proc/net/ip_vs (ip_vs_info_seq_show(),
 // net/netfilter/ipvs/ip_vs_ctl.c, 6.1), for driving the /proc listing against FakeIpvs.
 // The parser's own tests use text captured from the real kernel instead.
-import { VirtualServerEntry } from '../kernel/ipvs/ipvs';
-import { IpvsInfo, addressToBytes } from '../model/ipvs';
-import { AF_INET6, IPPROTO_SCTP, IPPROTO_TCP, IPPROTO_UDP, IP_VS_CONN_F, IP_VS_SVC_F } from '../netlink/uapi/ip_vs';
+import { VirtualServerEntry } from '../lib/kernel/ipvs/ipvs';
+import { IpvsInfo, addressToBytes } from '../lib/model/ipvs';
+import { AF_INET6, IPPROTO_SCTP, IPPROTO_TCP, IPPROTO_UDP, IP_VS_CONN_F, IP_VS_SVC_F } from '../lib/netlink/uapi/ip_vs';
 
 const HZ = 250;
 const X = (v: number, w: number): string => (v >>> 0).toString(16).toUpperCase().padStart(w, '0');

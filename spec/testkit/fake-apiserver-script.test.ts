@@ -7,8 +7,8 @@ import type { V1Service } from '@kubernetes/client-node';
 import { apiRequest } from '../../lib/k8s/api-request';
 import { loadKubeConfig } from '../../lib/k8s/kubeconfig';
 import { listRaw } from '../../lib/k8s/raw-list';
-import { kubeconfigFor, UNAUTHORIZED_STATUS } from '../../lib/testing/fake-apiserver';
-import { waitFor } from '../../lib/testing/wait-for';
+import { kubeconfigFor, UNAUTHORIZED_STATUS } from '../../testkit/fake-apiserver';
+import { waitFor } from '../../testkit/wait-for';
 
 const SCRIPT = join(__dirname, '../../scripts/fake-apiserver.js');
 

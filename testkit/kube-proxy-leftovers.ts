@@ -1,7 +1,7 @@
 // What a node looks like after kube-proxy (IPVS mode) ran on it, plus foreign objects that
 // cleanup must leave alone: iptables-restore and ipset-restore text, for twins and the VM.
-import { IpFamily } from '../model/ip-family';
-import { SetName, ipsetName } from '../model/names';
+import { IpFamily } from '../lib/model/ip-family';
+import { SetName, ipsetName } from '../lib/model/names';
 
 /** Foreign objects seeded next to kube-proxy's. */
 export const FOREIGN = {

@@ -1,4 +1,4 @@
-import { NetlinkTransport } from '../netlink/socket';
+import { NetlinkTransport } from '../lib/netlink/socket';
 
 /** A request message as the scripted peer sees it. */
 export interface SeenMessage {

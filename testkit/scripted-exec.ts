@@ -1,4 +1,4 @@
-import { ExecResult, Execer } from '../kernel/exec';
+import { ExecResult, Execer } from '../lib/kernel/exec';
 import { ExecCall } from './counting-exec';
 
 /** One expected call of a ScriptedExec and the answer it gets. */

@@ -1,4 +1,4 @@
-import { ExecResult, Execer } from '../kernel/exec';
+import { ExecResult, Execer } from '../lib/kernel/exec';
 
 /** One recorded call. */
 export interface ExecCall {
