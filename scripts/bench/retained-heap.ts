@@ -8,7 +8,7 @@
 // Usage: node --expose-gc dist/scripts/bench/retained-heap.js [SERVICES] [UPDATES]
 import type { V1EndpointSlice } from '@kubernetes/client-node';
 import { makeEndpointSlice, makeService, svcPort } from '../../testkit/builders';
-import { proxierOverTwins } from '../../testkit/proxier-twins';
+import { proxierOverFakes } from '../../testkit/proxier-over-fakes';
 
 const SERVICES = Number(process.argv[2] ?? 10_000);
 const UPDATES = Number(process.argv[3] ?? 30_000);
@@ -35,7 +35,7 @@ const sliceOf = (i: number, gen: number): V1EndpointSlice =>
   });
 
 async function main(): Promise<void> {
-  const t = await proxierOverTwins({ syncPeriodMs: 3_600_000 });
+  const t = await proxierOverFakes({ settings: { syncPeriodMs: 3_600_000 } });
   const retainedMb = (): number => {
     t.ipvs.applied.length = 0;
     t.link.calls.length = 0;

@@ -12,7 +12,7 @@ import { defaultProxyConfig } from '../../lib/config/decode-config';
 import { httpFetchView, DaemonViewError } from '../../lib/cli/views/views-client';
 import { runViews, realViewsEnv } from '../../lib/cli/views/views-command';
 import { DiffResponse, ServiceListResponse, StatusResponse, VIEW_PATHS } from '../../lib/model/views';
-import { proxierOverTwins } from '../../testkit/proxier-twins';
+import { proxierOverFakes } from '../../testkit/proxier-over-fakes';
 import { makeEndpointSlice, makeService, svcPort } from '../../testkit/builders';
 import { AF_INET, IPPROTO_TCP } from '../../lib/netlink/uapi/ip_vs';
 
@@ -25,7 +25,7 @@ const webSlice = makeEndpointSlice('default', 'web', 'web-1', (sl) => {
 });
 
 async function serve(opts: { start?: boolean; host?: string; diffMinIntervalMs?: number } = {}) {
-  const t = await proxierOverTwins();
+  const t = await proxierOverFakes();
   t.add(web, webSlice);
   if (opts.start ?? true) await t.start();
   const registry = new Registry();
@@ -161,7 +161,7 @@ describe('/kube-ipvs/ views on the metrics server', () => {
   });
 
   it('over a unix socket the views answer', async () => {
-    const t = await proxierOverTwins();
+    const t = await proxierOverFakes();
     t.add(web, webSlice);
     await t.start();
     const server = createMetricsServer(new Registry(), () => ({}), createViewsHandler(t.proxier, () => defaultProxyConfig(), { clock: t.clock }));

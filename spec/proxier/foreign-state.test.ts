@@ -12,16 +12,10 @@ import type { V1EndpointSlice, V1Service } from '@kubernetes/client-node';
 import { FakeIpvs } from '../../lib/kernel/ipvs/fake-ipvs';
 import { FakeLink } from '../../lib/kernel/link/fake-link';
 import { FakeIpset } from '../../lib/kernel/ipset/fake-ipset';
-import { FakeIptables } from '../../lib/kernel/iptables/fake-iptables';
 import { KUBE_IPVS0 } from '../../lib/kernel/link/link';
-import { ServiceTracker } from '../../lib/tracker/service-tracker';
-import { EndpointSliceTracker } from '../../lib/tracker/endpoint-slice-tracker';
-import { TrackerSource } from '../../lib/tracker/tracker-source';
-import { planServicePort } from '../../lib/plan/plan-service-port';
-import { Proxier, ProxierSettings, SyncResult } from '../../lib/proxier/proxier';
+import { ProxierSettings } from '../../lib/proxier/proxier';
 import { ServiceHealthSink } from '../../lib/proxier/service-health';
-import { FakeClock } from '../../testkit/fake-clock';
-import { TWIN_SETTINGS } from '../../testkit/proxier-twins';
+import { FAKE_SETTINGS, proxierOverFakes } from '../../testkit/proxier-over-fakes';
 import { makeEndpointSlice, makeService, svcPort } from '../../testkit/builders';
 import { AF_INET, IPPROTO_TCP, IPPROTO_UDP } from '../../lib/netlink/uapi/ip_vs';
 import { formatServiceEntry } from '../../lib/cli/ipvsadm/format-list';
@@ -29,7 +23,6 @@ import { DEFAULT_FORMAT } from '../../lib/cli/ipvsadm/parse-args';
 import { IpvsOp, VirtualServerEntry } from '../../lib/kernel/ipvs/ipvs';
 import { RealServerSpec, VirtualServerId, virtualServerKey } from '../../lib/model/ipvs';
 
-const NODE = 'node-a';
 const EXCLUDED = '203.0.113.128/25';
 
 /** `ipvsadm -Sn` lines of a table (services in key order, each followed by its real servers). */
@@ -75,63 +68,29 @@ async function programForeign(ipvs: FakeIpvs): Promise<void> {
 }
 
 async function setup(
-  opts: { settings?: Partial<ProxierSettings>; serviceHealth?: ServiceHealthSink; twins?: { ipvs: FakeIpvs; link: FakeLink; ipset: FakeIpset } } = {},
+  opts: { settings?: Partial<ProxierSettings>; serviceHealth?: ServiceHealthSink; fakes?: { ipvs: FakeIpvs; link: FakeLink; ipset: FakeIpset } } = {},
 ) {
-  const clock = new FakeClock();
-  const ipvs = opts.twins?.ipvs ?? new FakeIpvs();
-  let link = opts.twins?.link;
-  if (!link) {
-    link = new FakeLink();
-    await link.addDummy('eth0');
-    await link.addAddress((await link.getLink('eth0')).index, '192.0.2.1');
-  }
-  const ipset = opts.twins?.ipset ?? new FakeIpset();
-  const iptables = new FakeIptables({ family: 'ipv4', ipsets: ipset, readGeneration: false });
-  const services = new ServiceTracker();
-  const slices = new EndpointSliceTracker(NODE);
-  const events: string[] = [];
-  const results: SyncResult[] = [];
   const log = new Lines();
-  const proxier = new Proxier(
-    {
-      ipvs, link, ipsets: { ipv4: ipset }, iptables: { ipv4: iptables },
-      source: new TrackerSource(services, slices),
-      planner: { planServicePort },
-      clock, log: winston.createLogger({ level: 'debug', transports: [log] }),
-      events: { warn: (ref, reason, message) => events.push(`${ref.namespace}/${ref.name} ${reason}: ${message}`) },
-      onSync: (r) => results.push(r),
-      ...(opts.serviceHealth ? { serviceHealth: opts.serviceHealth } : {}),
-    },
-    { ...TWIN_SETTINGS, excludeCIDRs: [EXCLUDED], ...opts.settings },
-    { name: NODE, zone: '', nodeIPs: ['192.0.2.1'], podCIDRs: [] },
-  );
-  const settle = async (ms = 0) => {
-    await clock.advance(ms);
-    await proxier.idle();
-  };
+  const t = await proxierOverFakes({
+    ...(opts.fakes ? { ipvs: opts.fakes.ipvs, link: opts.fakes.link, ipset: opts.fakes.ipset } : {}),
+    settings: { excludeCIDRs: [EXCLUDED], ...opts.settings },
+    log: winston.createLogger({ level: 'debug', transports: [log] }),
+    ...(opts.serviceHealth ? { serviceHealth: opts.serviceHealth } : {}),
+  });
+  const { ipvs, link } = t;
   /** ops before the proxier started (the foreign state's) are not the proxier's */
   let from = 0;
   const start = async () => {
     from = ipvs.applied.length;
-    proxier.onServicesSynced();
-    proxier.onEndpointSlicesSynced();
-    await settle();
-  };
-  const add = (...objs: (V1Service | V1EndpointSlice)[]) => {
-    for (const o of objs) ('spec' in o ? services.onAdd(o as V1Service) : slices.onAdd(o as V1EndpointSlice));
-    proxier.sync();
-  };
-  const remove = (...objs: (V1Service | V1EndpointSlice)[]) => {
-    for (const o of objs) ('spec' in o ? services.onDelete(o as V1Service) : slices.onDelete(o as V1EndpointSlice));
-    proxier.sync();
+    await t.start();
   };
   /** every op any sync sent naming one of these addresses */
   const opsOn = (...addresses: string[]): IpvsOp[] => ipvs.applied.slice(from).filter((op) => 'vs' in op && op.vs && addresses.includes(op.vs.address));
   const bound = async () => {
-    const k = await link!.getLink(KUBE_IPVS0);
-    return (await link!.listAddresses('ipv4')).filter((a) => a.ifindex === k.index).map((a) => a.address);
+    const k = await link.getLink(KUBE_IPVS0);
+    return (await link.listAddresses('ipv4')).filter((a) => a.ifindex === k.index).map((a) => a.address);
   };
-  return { clock, ipvs, link, ipset, services, slices, proxier, events, results, log: log.lines, settle, start, add, remove, opsOn, bound };
+  return { ...t, log: log.lines, start, opsOn, bound };
 }
 
 function service(
@@ -203,7 +162,7 @@ describe('foreign virtual servers (issue 18 item 1): their weight-0 real servers
     await t.settle();
     // a restarted proxier over the same kernel adopts the drain
     t.proxier.stop();
-    const again = await setup({ twins: t });
+    const again = await setup({ fakes: t });
     again.add(service('default', 'web', { clusterIP: '10.96.0.10' }), slice('default', 'web', 8080, 'TCP', '10.244.1.2'));
     await again.start();
     expect(again.proxier.counts().draining).toBe(1);
@@ -307,7 +266,7 @@ describe('ipvs.excludeCIDRs (issue 18 item 3): nothing inside is created, change
     const lines = linesOf(formatRestore(await t.ipvs.listAll()), '203.0.113.50:80');
     expect(lines).toContain('-a -t 203.0.113.50:80 -r 10.244.7.2:8080 -m -w 0');
     const from = t.ipvs.applied.length;
-    t.proxier.updateSettings({ ...TWIN_SETTINGS, excludeCIDRs: ['203.0.113.0/24'] });
+    t.proxier.updateSettings({ ...FAKE_SETTINGS, excludeCIDRs: ['203.0.113.0/24'] });
     await t.settle();
     for (let i = 0; i < 4; i++) await t.settle(15_000);
     // the Service goes too

@@ -5,7 +5,7 @@
 // only their own ops.
 import type { V1EndpointSlice, V1Service } from '@kubernetes/client-node';
 import { makeEndpointSlice, makeService, svcPort } from '../../testkit/builders';
-import { TWIN_SETTINGS, proxierOverTwins } from '../../testkit/proxier-twins';
+import { FAKE_SETTINGS, proxierOverFakes } from '../../testkit/proxier-over-fakes';
 import { realServerKey, virtualServerKey } from '../../lib/model/ipvs';
 import { IpvsOp } from '../../lib/kernel/ipvs/ipvs';
 
@@ -20,18 +20,18 @@ const line = (op: IpvsOp) => `${op.kind}${'vs' in op && op.vs ? ` ${virtualServe
 
 describe('the full check over /proc/net/ip_vs', () => {
   async function started() {
-    const t = await proxierOverTwins({}, { proc: true });
+    const t = await proxierOverFakes({ proc: 'newest-first' });
     const web = slice('web', '10.244.1.1', '10.244.1.2', '10.244.1.3');
     t.add(service('web', '10.96.0.10'), web, service('db', '10.96.0.11'), slice('db', '10.244.2.1', '10.244.2.2'));
     await t.start();
     t.ipvs.applied.length = 0;
     return { t, web };
   }
-  const fullCheck = async (t: Awaited<ReturnType<typeof proxierOverTwins>>) => {
+  const fullCheck = async (t: Awaited<ReturnType<typeof proxierOverFakes>>) => {
     t.ipvs.applied.length = 0;
     const before = t.proxier.totals.fullSyncs;
     // due syncPeriod after the last sync of any kind
-    for (let i = 0; i < 2 && t.proxier.totals.fullSyncs === before; i++) await t.settle(TWIN_SETTINGS.syncPeriodMs);
+    for (let i = 0; i < 2 && t.proxier.totals.fullSyncs === before; i++) await t.settle(FAKE_SETTINGS.syncPeriodMs);
     expect(t.proxier.totals.fullSyncs).toBe(before + 1);
     return t.ipvs.applied.map(line);
   };
@@ -63,7 +63,7 @@ describe('the full check over /proc/net/ip_vs', () => {
     expect(await fullCheck(t)).toEqual([]);
     t.replaceSlice(web, slice('web', '10.244.1.1', '10.244.1.3', '10.244.1.4'));
     t.ipvs.applied.length = 0;
-    await t.settle(TWIN_SETTINGS.minSyncPeriodMs + 1);
+    await t.settle(FAKE_SETTINGS.minSyncPeriodMs + 1);
     expect(t.proxier.lastResult!.full).toBe(false);
     expect(t.ipvs.applied.map(line)).toEqual(['newDest TCP/10.96.0.10:80 10.244.1.4:8080 w1', 'setDest TCP/10.96.0.10:80 10.244.1.2:8080 w0']);
     expect(t.proxier.counts()).toMatchObject({ realServers: 6, draining: 1 });

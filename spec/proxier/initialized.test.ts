@@ -2,7 +2,7 @@
 // isInitialized): a sync after the Service list alone would program every Service with no
 // endpoints (each real server of an adopted table deleted), and after the slice list alone
 // would flush every virtual server it does not know of yet.
-import { proxierOverTwins } from '../../testkit/proxier-twins';
+import { proxierOverFakes } from '../../testkit/proxier-over-fakes';
 import { makeEndpointSlice, makeService, svcPort } from '../../testkit/builders';
 
 const svc = makeService('default', 'web', (s) => {
@@ -18,7 +18,7 @@ describe('Proxier initialization', () => {
     ['Services', 'onServicesSynced'],
     ['EndpointSlices', 'onEndpointSlicesSynced'],
   ] as const)('does not sync once only %s have been listed', async (_what, synced) => {
-    const t = await proxierOverTwins();
+    const t = await proxierOverFakes();
     t.add(svc);
     t.proxier[synced]();
     t.proxier.sync();
@@ -30,7 +30,7 @@ describe('Proxier initialization', () => {
   });
 
   it('syncs once both have been listed', async () => {
-    const t = await proxierOverTwins();
+    const t = await proxierOverFakes();
     t.add(svc, slice);
     t.proxier.onServicesSynced();
     await t.settle();

@@ -6,28 +6,18 @@
 // clients 192.0.2.0/24.
 import winston from 'winston';
 import Transport from 'winston-transport';
-import { FakeIpvs } from '../../lib/kernel/ipvs/fake-ipvs';
-import { FakeLink } from '../../lib/kernel/link/fake-link';
-import { FakeIpset } from '../../lib/kernel/ipset/fake-ipset';
-import { FakeIptables } from '../../lib/kernel/iptables/fake-iptables';
 import { FakeConntrack } from '../../lib/kernel/conntrack/fake-conntrack';
 import { Conntrack } from '../../lib/kernel/conntrack/conntrack';
-import { ServiceTracker } from '../../lib/tracker/service-tracker';
-import { EndpointSliceTracker } from '../../lib/tracker/endpoint-slice-tracker';
-import { TrackerSource } from '../../lib/tracker/tracker-source';
-import { planServicePort } from '../../lib/plan/plan-service-port';
-import { Proxier, ProxierSettings, SyncResult } from '../../lib/proxier/proxier';
-import { FakeClock } from '../../testkit/fake-clock';
-import { TWIN_SETTINGS } from '../../testkit/proxier-twins';
+import { ProxierSettings } from '../../lib/proxier/proxier';
+import { FAKE_SETTINGS, proxierOverFakes } from '../../testkit/proxier-over-fakes';
 import { makeEndpointSlice, makeService, svcPort } from '../../testkit/builders';
 import { ConntrackFlow } from '../../lib/model/conntrack';
 import type { V1EndpointSlice, V1Service } from '@kubernetes/client-node';
 
-const NODE = 'node-a';
 const UDP = 17;
 const TCP = 6;
 
-const SETTINGS: ProxierSettings = TWIN_SETTINGS;
+const SETTINGS: ProxierSettings = FAKE_SETTINGS;
 
 class Lines extends Transport {
   readonly lines: { level: string; message: string }[] = [];
@@ -56,35 +46,14 @@ const flow = (protocol: number, clientPort: number, vip: string, vport: number, 
 });
 
 async function setup(conntrack: Conntrack) {
-  const clock = new FakeClock();
-  const link = new FakeLink();
-  await link.addDummy('eth0');
-  await link.addAddress((await link.getLink('eth0')).index, '192.0.2.1');
-  const ipset = new FakeIpset();
-  const services = new ServiceTracker();
-  const slices = new EndpointSliceTracker(NODE);
-  const results: SyncResult[] = [];
   const lines = new Lines();
-  const proxier = new Proxier(
-    {
-      ipvs: new FakeIpvs(), link, ipsets: { ipv4: ipset }, iptables: { ipv4: new FakeIptables({ family: 'ipv4', ipsets: ipset }) },
-      source: new TrackerSource(services, slices),
-      planner: { planServicePort },
-      clock, log: winston.createLogger({ level: 'debug', transports: [lines] }),
-      conntrack,
-      onSync: (r) => results.push(r),
-    },
-    SETTINGS,
-    { name: NODE, zone: '', nodeIPs: ['192.0.2.1'], podCIDRs: [] },
-  );
+  const { services, slices, proxier, clock, results, start } = await proxierOverFakes({
+    settings: SETTINGS,
+    conntrack,
+    log: winston.createLogger({ level: 'debug', transports: [lines] }),
+  });
   const settle = async () => {
     proxier.sync();
-    await clock.advance(0);
-    await proxier.idle();
-  };
-  const start = async () => {
-    proxier.onServicesSynced();
-    proxier.onEndpointSlicesSynced();
     await clock.advance(0);
     await proxier.idle();
   };

@@ -2,7 +2,7 @@
 // changes count as queued only once the informers have synced, a failed sync is no update,
 // and /healthz's "initial sync done" waits for a full sync that went through.
 import { proxyHealth } from '../../lib/daemon/health-server';
-import { proxierOverTwins } from '../../testkit/proxier-twins';
+import { proxierOverFakes } from '../../testkit/proxier-over-fakes';
 import { makeEndpointSlice, makeService, svcPort } from '../../testkit/builders';
 
 const TIMEOUT_MS = 60_000;
@@ -17,7 +17,7 @@ const webSlice = makeEndpointSlice('default', 'web', 'web-1', (sl) => {
 
 describe('Proxier health bookkeeping', () => {
   it('a change that arrives while the initial list is still running is not queued: /livez stays healthy however slow the list', async () => {
-    const t = await proxierOverTwins();
+    const t = await proxierOverFakes();
     t.add(web, webSlice);
     t.proxier.onServicesSynced(); // Services listed, EndpointSlices not yet
     t.add(web);
@@ -35,7 +35,7 @@ describe('Proxier health bookkeeping', () => {
   });
 
   it('a failed full sync is neither the initial sync nor an update: a change queued behind it makes /livez fail after the timeout', async () => {
-    const t = await proxierOverTwins();
+    const t = await proxierOverFakes();
     const listAll = t.ipvs.listAll.bind(t.ipvs);
     let broken = true;
     t.ipvs.listAll = async () => {

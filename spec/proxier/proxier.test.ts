@@ -5,25 +5,18 @@
 //
 // Addresses (testkit/builders.ts): ClusterIPs 10.96.0.0/12, pods 10.244.0.0/16, this
 // node 192.0.2.1 on eth0, foreign services on 192.0.2.1:80/443.
-import winston from 'winston';
 import { constants as osConstants } from 'node:os';
 import { NetlinkError } from '../../lib/errors';
 import { FakeIpvs } from '../../lib/kernel/ipvs/fake-ipvs';
 import { FakeLink } from '../../lib/kernel/link/fake-link';
 import { FakeIpset } from '../../lib/kernel/ipset/fake-ipset';
-import { FakeIptables } from '../../lib/kernel/iptables/fake-iptables';
 import { KUBE_IPVS0 } from '../../lib/kernel/link/link';
-import { ServiceTracker } from '../../lib/tracker/service-tracker';
-import { EndpointSliceTracker } from '../../lib/tracker/endpoint-slice-tracker';
-import { TrackerSource } from '../../lib/tracker/tracker-source';
 import { planServicePort } from '../../lib/plan/plan-service-port';
 import { planFamilyState } from '../../lib/plan/plan-desired-state';
-import { Planner, Proxier, ProxierSettings, SyncResult } from '../../lib/proxier/proxier';
+import { NodeState, Planner, ProxierSettings, SyncResult } from '../../lib/proxier/proxier';
 import { ServiceHealthSink } from '../../lib/proxier/service-health';
 import { DesiredIndex } from '../../lib/proxier/desired-index';
-import { FakeClock } from '../../testkit/fake-clock';
-import { TWIN_SETTINGS } from '../../testkit/proxier-twins';
-import { procIpVsText } from '../../testkit/proc-ip-vs-text';
+import { FAKE_SETTINGS, proxierOverFakes } from '../../testkit/proxier-over-fakes';
 import { makeEndpointSlice, makeService, svcPort } from '../../testkit/builders';
 import { AF_INET, IPPROTO_TCP } from '../../lib/netlink/uapi/ip_vs';
 import { formatServiceEntry } from '../../lib/cli/ipvsadm/format-list';
@@ -42,10 +35,9 @@ function formatRestore(entries: readonly VirtualServerEntry[]): string[] {
     .sort((a, b) => (a.vs.address + a.vs.port < b.vs.address + b.vs.port ? -1 : 1))
     .flatMap((e) => formatServiceEntry({ vs: e.vs, dests: [...e.dests].sort((x, y) => (x.address < y.address ? -1 : 1)) }, fmt).split('\n').filter(Boolean));
 }
-const quiet = winston.createLogger({ silent: true });
 
 // the twins' settings, with a second cluster excluded (multi-CNI)
-const SETTINGS: ProxierSettings = { ...TWIN_SETTINGS, excludeClusterCIDRs: ['10.245.0.0/16'] };
+const SETTINGS: ProxierSettings = { ...FAKE_SETTINGS, excludeClusterCIDRs: ['10.245.0.0/16'] };
 
 function clusterIP(name: string, ip: string, annotations: Record<string, string> = {}): V1Service {
   return makeService('default', name, (s) => {
@@ -61,53 +53,12 @@ function endpoints(svc: string, ...ips: string[]): V1EndpointSlice {
 }
 
 async function setup(
-  opts: { schedulers?: string[]; proc?: boolean; ipvs?: FakeIpvs; link?: FakeLink; ipset?: FakeIpset; serviceHealth?: ServiceHealthSink; settings?: Partial<ProxierSettings>; planner?: Planner; readGeneration?: boolean } = {},
+  opts: { schedulers?: string[]; proc?: boolean; ipvs?: FakeIpvs; link?: FakeLink; ipset?: FakeIpset; serviceHealth?: ServiceHealthSink; settings?: Partial<ProxierSettings>; planner?: Planner; readGeneration?: boolean; node?: Partial<NodeState> } = {},
 ) {
-  const clock = new FakeClock();
-  const ipvs = opts.ipvs ?? new FakeIpvs(opts.schedulers ? { schedulers: opts.schedulers } : {});
-  let link = opts.link;
-  if (!link) {
-    link = new FakeLink();
-    await link.addDummy('eth0');
-    const eth0 = await link.getLink('eth0');
-    await link.addAddress(eth0.index, '192.0.2.1');
-  }
-  const ipset = opts.ipset ?? new FakeIpset();
-  const iptables = new FakeIptables({ family: 'ipv4', ipsets: ipset, readGeneration: opts.readGeneration ?? false });
-  const services = new ServiceTracker();
-  const slices = new EndpointSliceTracker(NODE);
-  const events: string[] = [];
-  const results: SyncResult[] = [];
-  const proxier = new Proxier(
-    {
-      ipvs, link, ipsets: { ipv4: ipset }, iptables: { ipv4: iptables },
-      source: new TrackerSource(services, slices),
-      planner: opts.planner ?? { planServicePort },
-      clock, log: quiet,
-      events: { warn: (ref, reason, message) => events.push(`${ref.namespace}/${ref.name} ${reason}: ${message}`) },
-      onSync: (r) => results.push(r),
-      ...(opts.serviceHealth ? { serviceHealth: opts.serviceHealth } : {}),
-      ...(opts.proc ? { readProcIpVs: async () => procIpVsText(await ipvs.listAll()) } : {}),
-    },
-    { ...SETTINGS, ...opts.settings },
-    { name: NODE, zone: '', nodeIPs: ['192.0.2.1'], podCIDRs: [] },
-  );
-  const addService = (s: V1Service, sl?: V1EndpointSlice) => {
-    services.onAdd(s);
-    if (sl) slices.onAdd(sl);
-    proxier.sync();
-  };
-  const start = async () => {
-    proxier.onServicesSynced();
-    proxier.onEndpointSlicesSynced();
-    await clock.advance(0);
-    await proxier.idle();
-  };
-  const settle = async (ms = 0) => {
-    await clock.advance(ms);
-    await proxier.idle();
-  };
-  return { clock, ipvs, link, ipset, iptables, services, slices, proxier, events, results, addService, start, settle };
+  const { proc, settings, ...rest } = opts;
+  const t = await proxierOverFakes({ ...rest, settings: { ...SETTINGS, ...settings }, ...(proc ? { proc: 'listed' } : {}) });
+  const addService = (s: V1Service, sl?: V1EndpointSlice) => (sl ? t.add(s, sl) : t.add(s));
+  return { ...t, addService };
 }
 
 const last = (rs: SyncResult[]) => {
@@ -168,20 +119,12 @@ describe('Proxier over the kernel twins', () => {
   });
 
   it('dual-stack: one Service, both families: IPv4 and IPv6 virtual servers, KUBE- and KUBE-6- sets, a chain set per family', async () => {
-    const clock = new FakeClock();
-    const ipvs = new FakeIpvs();
-    const link = new FakeLink();
-    const ipset = new FakeIpset();
-    const ipt4 = new FakeIptables({ family: 'ipv4', ipsets: ipset });
-    const ipt6 = new FakeIptables({ family: 'ipv6', ipsets: ipset });
-    const services = new ServiceTracker();
-    const slices = new EndpointSliceTracker(NODE);
-    const results: SyncResult[] = [];
-    const proxier = new Proxier(
-      { ipvs, link, ipsets: { ipv4: ipset, ipv6: ipset }, iptables: { ipv4: ipt4, ipv6: ipt6 }, source: new TrackerSource(services, slices), planner: { planServicePort }, clock, log: quiet, onSync: (r) => results.push(r) },
-      { ...SETTINGS, families: ['ipv4', 'ipv6'], clusterCIDRs: ['10.244.0.0/16', '2001:db8:244::/64'] },
-      { name: NODE, zone: '', nodeIPs: [], podCIDRs: [] },
-    );
+    const { ipvs, link, ipset, iptablesByFamily, services, slices, results, start } = await setup({
+      link: new FakeLink(),
+      node: { nodeIPs: [] },
+      settings: { families: ['ipv4', 'ipv6'], clusterCIDRs: ['10.244.0.0/16', '2001:db8:244::/64'] },
+    });
+    const { ipv4: ipt4, ipv6: ipt6 } = iptablesByFamily as Required<typeof iptablesByFamily>;
     services.onAdd(makeService('default', 'web', (s) => {
       s.spec = { type: 'ClusterIP', ipFamilies: ['IPv4', 'IPv6'], clusterIP: '10.96.0.10', clusterIPs: ['10.96.0.10', '2001:db8:96::10'], ports: [svcPort('http', 80)] };
     }));
@@ -191,10 +134,7 @@ describe('Proxier over the kernel twins', () => {
       sl.ports = [{ name: 'http', port: 8080, protocol: 'TCP' }];
       sl.endpoints = [{ addresses: ['2001:db8:244::2'], conditions: { ready: true }, nodeName: 'node-b' }];
     }));
-    proxier.onServicesSynced();
-    proxier.onEndpointSlicesSynced();
-    await clock.advance(0);
-    await proxier.idle();
+    await start();
     // one netlink read (no exec) serves both families: 2 restores; per family 2 iptables-save + 1 restore
     expect(results[0]).toMatchObject({ full: true, ipvsWrites: 4, ipvsFailures: 0, execs: 8 });
     expect({ saves: ipset.saves, lists: ipset.lists }).toEqual({ saves: 0, lists: 1 });
@@ -214,26 +154,17 @@ describe('Proxier over the kernel twins', () => {
   });
 
   it('dual-stack with one clusterCIDR (IPv4): IPv6 is proxied all the same, with no local-traffic masquerade rule of its own', async () => {
-    const clock = new FakeClock();
-    const ipset = new FakeIpset();
-    const ipt4 = new FakeIptables({ family: 'ipv4', ipsets: ipset });
-    const ipt6 = new FakeIptables({ family: 'ipv6', ipsets: ipset });
-    const services = new ServiceTracker();
-    const slices = new EndpointSliceTracker(NODE);
-    const ipvs = new FakeIpvs();
-    const proxier = new Proxier(
-      { ipvs, link: new FakeLink(), ipsets: { ipv4: ipset, ipv6: ipset }, iptables: { ipv4: ipt4, ipv6: ipt6 }, source: new TrackerSource(services, slices), planner: { planServicePort }, clock, log: quiet },
-      { ...SETTINGS, families: ['ipv4', 'ipv6'], clusterCIDRs: ['10.244.0.0/16'] },
-      { name: NODE, zone: '', nodeIPs: [], podCIDRs: [] },
-    );
+    const { ipvs, iptablesByFamily, services, start } = await setup({
+      link: new FakeLink(),
+      node: { nodeIPs: [] },
+      settings: { families: ['ipv4', 'ipv6'], clusterCIDRs: ['10.244.0.0/16'] },
+    });
+    const { ipv4: ipt4, ipv6: ipt6 } = iptablesByFamily as Required<typeof iptablesByFamily>;
     services.onAdd(makeService('default', 'v6', (s) => {
       s.spec = { type: 'ClusterIP', ipFamilies: ['IPv6'], clusterIP: '2001:db8:96::10', clusterIPs: ['2001:db8:96::10'], ports: [svcPort('http', 80)] };
     }));
     services.onAdd(clusterIP('v4', '10.96.0.10'));
-    proxier.onServicesSynced();
-    proxier.onEndpointSlicesSynced();
-    await clock.advance(0);
-    await proxier.idle();
+    await start();
     expect(formatRestore(await ipvs.listAll())).toEqual(['-A -t 10.96.0.10:80 -s rr', '-A -t [2001:db8:96::10]:80 -s rr']);
     expect(await ipt4.save('nat')).toContain('-m set --match-set KUBE-CLUSTER-IP dst,dst ! -s 10.244.0.0/16 -j KUBE-MARK-MASQ');
     const nat6 = await ipt6.save('nat');

@@ -5,7 +5,7 @@
 // touches, and what the periodic full sync re-plans.
 import type { V1EndpointSlice, V1Service } from '@kubernetes/client-node';
 import { makeEndpointSlice, makeService, svcPort } from '../../testkit/builders';
-import { TWIN_SETTINGS, proxierOverTwins } from '../../testkit/proxier-twins';
+import { FAKE_SETTINGS, proxierOverFakes } from '../../testkit/proxier-over-fakes';
 import { SyncResult } from '../../lib/proxier/proxier';
 
 const web: V1Service = makeService('default', 'web', (s) => {
@@ -17,7 +17,7 @@ const webSlice = (...ips: string[]): V1EndpointSlice =>
     sl.endpoints = ips.map((ip) => ({ addresses: [ip], conditions: { ready: true, serving: true, terminating: false }, nodeName: 'node-b' }));
   });
 
-type Twins = Awaited<ReturnType<typeof proxierOverTwins>>;
+type Twins = Awaited<ReturnType<typeof proxierOverFakes>>;
 
 /** Wraps `o[method]` so that each call first runs `before` (and waits for what it returns). */
 function around<T extends object, K extends keyof T>(o: T, method: K, before: (name: string) => Promise<void>): void {
@@ -34,7 +34,7 @@ function around<T extends object, K extends keyof T>(o: T, method: K, before: (n
  * binding addresses 3 ms.
  */
 async function slowTwins(): Promise<Twins> {
-  const t = await proxierOverTwins();
+  const t = await proxierOverFakes();
   const takes = (ms: number) => () => new Promise<void>((resolve) => t.clock.setTimer(resolve, ms));
   around(t.ipvs, 'run', takes(7));
   around(t.ipset, 'restore', takes(11));
@@ -110,7 +110,7 @@ describe('SyncResult.phasesMs', () => {
 describe('the ipset and iptables restores beside the IPVS writes', () => {
   /** Holds every ipset restore until release(); records the order of the kernel calls. */
   async function heldIpsets() {
-    const t = await proxierOverTwins();
+    const t = await proxierOverFakes();
     const calls: string[] = [];
     let release!: () => void;
     const held = new Promise<void>((r) => (release = r));
@@ -165,7 +165,7 @@ describe('the ipset and iptables restores beside the IPVS writes', () => {
 
 describe('a partial sync touches only what changed', () => {
   it('one remote endpoint replaced: no set diffed, no address compared, however many Services share the node', async () => {
-    const t = await proxierOverTwins();
+    const t = await proxierOverFakes();
     let ipsetSyncs = 0;
     const sync = t.ipset.sync.bind(t.ipset);
     t.ipset.sync = (d) => {
@@ -200,10 +200,10 @@ describe('the periodic full sync', () => {
     sl.ports = [{ name: 'http', port: 8080, protocol: 'TCP' }];
     sl.endpoints = [{ addresses: ['10.244.2.2'], conditions: { ready: true, serving: true, terminating: false }, nodeName: 'node-b' }];
   });
-  const vips = async (t: Awaited<ReturnType<typeof proxierOverTwins>>) => (await t.ipvs.listAll()).map((e) => `${e.vs.address}:${e.vs.port}`).sort();
+  const vips = async (t: Awaited<ReturnType<typeof proxierOverFakes>>) => (await t.ipvs.listAll()).map((e) => `${e.vs.address}:${e.vs.port}`).sort();
 
   it('re-reads the kernel and repairs it without re-planning unchanged Services', async () => {
-    const t = await proxierOverTwins();
+    const t = await proxierOverFakes();
     t.add(web, webSlice('10.244.1.2'), nodePort, npSlice);
     await t.start();
     expect(t.proxier.lastResult).toMatchObject({ full: true, replanned: 2 });
@@ -216,7 +216,7 @@ describe('the periodic full sync', () => {
   });
 
   it('re-plans every Service when the node\'s addresses changed (a NodePort on the new address)', async () => {
-    const t = await proxierOverTwins();
+    const t = await proxierOverFakes();
     t.add(web, webSlice('10.244.1.2'), nodePort, npSlice);
     await t.start();
     expect(await vips(t)).toEqual(['10.96.0.10:80', '10.96.0.20:80', '192.0.2.1:30080']);
@@ -230,13 +230,13 @@ describe('the periodic full sync', () => {
   });
 
   it('after a settings change: re-plans nothing when only the sync periods changed, everything when the scheduler did', async () => {
-    const t = await proxierOverTwins();
+    const t = await proxierOverFakes();
     t.add(web, webSlice('10.244.1.2'), nodePort, npSlice);
     await t.start();
-    t.proxier.updateSettings({ ...TWIN_SETTINGS, syncPeriodMs: 60_000 });
+    t.proxier.updateSettings({ ...FAKE_SETTINGS, syncPeriodMs: 60_000 });
     await t.settle();
     expect(t.proxier.lastResult).toMatchObject({ full: true, replanned: 0, ipvsWrites: 0 });
-    t.proxier.updateSettings({ ...TWIN_SETTINGS, syncPeriodMs: 60_000, scheduler: 'lc' });
+    t.proxier.updateSettings({ ...FAKE_SETTINGS, syncPeriodMs: 60_000, scheduler: 'lc' });
     await t.settle();
     expect(t.proxier.lastResult).toMatchObject({ full: true, replanned: 2 });
     expect([...new Set((await t.ipvs.listAll()).map((e) => e.vs.scheduler))]).toEqual(['lc']);

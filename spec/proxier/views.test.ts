@@ -6,7 +6,7 @@
 // 192.0.2.1 on eth0, LB VIP 203.0.113.10, external IP 203.0.113.20.
 import type { V1EndpointSlice, V1Service } from '@kubernetes/client-node';
 import { makeEndpointSlice, makeService, svcPort } from '../../testkit/builders';
-import { proxierOverTwins } from '../../testkit/proxier-twins';
+import { proxierOverFakes } from '../../testkit/proxier-over-fakes';
 import { NotSyncedError } from '../../lib/errors';
 import { AF_INET, IPPROTO_TCP, IP_VS_CONN_F } from '../../lib/netlink/uapi/ip_vs';
 import { VirtualServerEntry } from '../../lib/kernel/ipvs/ipvs';
@@ -43,7 +43,7 @@ const active = (address: string) => ({ address, state: 'active', weight: 1, acti
 const vs = (address: string, port: number, protocol = IPPROTO_TCP): VirtualServerId => ({ af: AF_INET, protocol, address, port, fwmark: 0 });
 
 async function started(opts: { schedulers?: string[] } = {}) {
-  const t = await proxierOverTwins({}, opts);
+  const t = await proxierOverFakes(opts);
   t.add(web, webSlice, dns, dnsSlice);
   await t.start();
   return t;
@@ -147,7 +147,7 @@ describe('Proxier.dryRunFullSync (kube-ipvs diff)', () => {
   });
 
   it('refuses before Services and EndpointSlices have been listed', async () => {
-    const t = await proxierOverTwins();
+    const t = await proxierOverFakes();
     await expect(t.proxier.dryRunFullSync()).rejects.toBeInstanceOf(NotSyncedError);
   });
 });

@@ -1,0 +1,137 @@
+/**
+ * The one way to build a Proxier for tests: over the kernel fakes (FakeIpvs, FakeLink,
+ * FakeIpset, FakeIptables per family), the real trackers and planner, and a fake clock.
+ * Every sync's result and every Event the proxier raises are collected.
+ * This node: node-a, 192.0.2.1 on eth0 (addresses as in builders.ts).
+ */
+import winston from 'winston';
+import type { V1EndpointSlice, V1Service } from '@kubernetes/client-node';
+import { FakeIpvs } from '../lib/kernel/ipvs/fake-ipvs';
+import { FakeLink } from '../lib/kernel/link/fake-link';
+import { FakeIpset } from '../lib/kernel/ipset/fake-ipset';
+import { FakeIptables } from '../lib/kernel/iptables/fake-iptables';
+import { Conntrack } from '../lib/kernel/conntrack/conntrack';
+import { IpFamily } from '../lib/model/ip-family';
+import { ServiceTracker } from '../lib/tracker/service-tracker';
+import { EndpointSliceTracker } from '../lib/tracker/endpoint-slice-tracker';
+import { TrackerSource } from '../lib/tracker/tracker-source';
+import { planServicePort } from '../lib/plan/plan-service-port';
+import { NodeState, Planner, Proxier, ProxierSettings, SyncResult } from '../lib/proxier/proxier';
+import { ServiceHealthSink } from '../lib/proxier/service-health';
+import { FakeClock } from './fake-clock';
+import { procIpVsText } from './proc-ip-vs-text';
+
+export const FAKE_NODE = 'node-a';
+export const FAKE_NODE_IP = '192.0.2.1';
+
+export const FAKE_SETTINGS: ProxierSettings = {
+  families: ['ipv4'],
+  scheduler: 'rr',
+  syncPeriodMs: 30_000,
+  minSyncPeriodMs: 0,
+  excludeCIDRs: [],
+  excludeClusterCIDRs: [],
+  nodePortAddresses: [],
+  masqueradeAll: false,
+  masqueradeBit: 14,
+  clusterCIDRs: ['10.244.0.0/16'],
+  detectLocalMode: 'ClusterCIDR',
+  bridgeInterface: '',
+  interfaceNamePrefix: '',
+};
+
+export interface ProxierOverFakesOptions {
+  /** over FAKE_SETTINGS; `families` also decides the FakeIptables made (one per family) */
+  readonly settings?: Partial<ProxierSettings>;
+  /** over FAKE_NODE on FAKE_NODE_IP */
+  readonly node?: Partial<NodeState>;
+  /** the schedulers the IPVS fake knows (default: the kernel's) */
+  readonly schedulers?: string[];
+  /** fakes to build on (the kernel state a restarted daemon finds); a link given is used as is (no eth0 added) */
+  readonly ipvs?: FakeIpvs;
+  readonly link?: FakeLink;
+  readonly ipset?: FakeIpset;
+  /** FakeIptables reads nft's ruleset generation (default: off) */
+  readonly readGeneration?: boolean;
+  /**
+   * full syncs read the table as the daemon does, from /proc/net/ip_vs (the fake's table printed
+   * as the kernel prints it) beside the netlink service dump: 'newest-first' lists each virtual
+   * server's real servers as the kernel does, 'listed' in the fake's own order
+   */
+  readonly proc?: 'newest-first' | 'listed';
+  readonly planner?: Planner;
+  readonly serviceHealth?: ServiceHealthSink;
+  readonly conntrack?: Conntrack;
+  /** the proxier's logger (default: silent) */
+  readonly log?: winston.Logger;
+}
+
+export async function proxierOverFakes(opts: ProxierOverFakesOptions = {}) {
+  const settings: ProxierSettings = { ...FAKE_SETTINGS, ...opts.settings };
+  const clock = new FakeClock();
+  const ipvs = opts.ipvs ?? new FakeIpvs(opts.schedulers ? { schedulers: opts.schedulers } : {});
+  let link = opts.link;
+  if (!link) {
+    link = new FakeLink();
+    await link.addDummy('eth0');
+    await link.addAddress((await link.getLink('eth0')).index, FAKE_NODE_IP);
+  }
+  const quiet = winston.createLogger({ silent: true });
+  const ipset = opts.ipset ?? new FakeIpset({ log: quiet });
+  // one ipset fake serves every family, as one kernel does
+  const ipsets: Partial<Record<IpFamily, FakeIpset>> = {};
+  const iptablesByFamily: Partial<Record<IpFamily, FakeIptables>> = {};
+  for (const family of settings.families) {
+    ipsets[family] = ipset;
+    iptablesByFamily[family] = new FakeIptables({ family, ipsets: ipset, readGeneration: opts.readGeneration ?? false });
+  }
+  const services = new ServiceTracker();
+  const node: NodeState = { name: FAKE_NODE, zone: '', nodeIPs: [FAKE_NODE_IP], podCIDRs: [], ...opts.node };
+  const slices = new EndpointSliceTracker(node.name);
+  const events: string[] = [];
+  const results: SyncResult[] = [];
+  const readProcIpVs = opts.proc
+    ? async () => procIpVsText((await ipvs.listAll()).map((e) => (opts.proc === 'newest-first' ? { ...e, dests: [...e.dests].reverse() } : e)))
+    : undefined;
+  const proxier = new Proxier(
+    {
+      ipvs, link, ipsets, iptables: iptablesByFamily,
+      source: new TrackerSource(services, slices),
+      planner: opts.planner ?? { planServicePort },
+      clock,
+      log: opts.log ?? quiet,
+      events: { warn: (ref, reason, message) => events.push(`${ref.namespace}/${ref.name} ${reason}: ${message}`) },
+      onSync: (r) => results.push(r),
+      ...(readProcIpVs ? { readProcIpVs } : {}),
+      ...(opts.serviceHealth ? { serviceHealth: opts.serviceHealth } : {}),
+      ...(opts.conntrack ? { conntrack: opts.conntrack } : {}),
+    },
+    settings,
+    node,
+  );
+  /** let the proxier run what is due after `ms` */
+  const settle = async (ms = 0) => {
+    await clock.advance(ms);
+    await proxier.idle();
+  };
+  const add = (...objs: (V1Service | V1EndpointSlice)[]) => {
+    for (const o of objs) ('spec' in o ? services.onAdd(o as V1Service) : slices.onAdd(o as V1EndpointSlice));
+    proxier.sync();
+  };
+  const remove = (...objs: (V1Service | V1EndpointSlice)[]) => {
+    for (const o of objs) ('spec' in o ? services.onDelete(o as V1Service) : slices.onDelete(o as V1EndpointSlice));
+    proxier.sync();
+  };
+  const replaceSlice = (old: V1EndpointSlice, next: V1EndpointSlice) => {
+    slices.onUpdate(old, next);
+    proxier.sync();
+  };
+  /** both informers synced: the first sync runs */
+  const start = async () => {
+    proxier.onServicesSynced();
+    proxier.onEndpointSlicesSynced();
+    await settle();
+  };
+  const iptables = iptablesByFamily[settings.families[0]!]!;
+  return { clock, ipvs, link, ipset, iptables, iptablesByFamily, services, slices, proxier, events, results, settle, add, remove, replaceSlice, start };
+}
