@@ -3,7 +3,8 @@
 // The parser's own tests use text captured from the real kernel instead.
 import { VirtualServerEntry } from '../lib/kernel/ipvs/ipvs';
 import { IpvsInfo, addressToBytes } from '../lib/model/ipvs';
-import { AF_INET6, IPPROTO_SCTP, IPPROTO_TCP, IPPROTO_UDP, IP_VS_CONN_F, IP_VS_SVC_F } from '../lib/netlink/uapi/ip_vs';
+import { AF_INET6, IPPROTO_SCTP, IPPROTO_TCP, IPPROTO_UDP } from '../lib/uapi/inet';
+import { IP_VS_CONN_F, IP_VS_SVC_F } from '../lib/uapi/ip_vs';
 
 const HZ = 250;
 const X = (v: number, w: number): string => (v >>> 0).toString(16).toUpperCase().padStart(w, '0');

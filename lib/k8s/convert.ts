@@ -34,7 +34,7 @@ import type { V1EndpointSlice, V1Node, V1Service } from '@kubernetes/client-node
 import { Endpoint, Protocol, Refusal, ServicePort } from '../model/service';
 import { parseCidr, parseCidrSloppy, parseIp } from '../model/parse-ip';
 import { specialAddressProblem } from '../model/address';
-import { IP_VS_SCHEDNAME_MAXLEN } from '../netlink/uapi/ip_vs';
+import { IP_VS_SCHEDNAME_MAXLEN } from '../uapi/ip_vs';
 import { IpFamily } from '../model/ip-family';
 import { MalformedObjectError } from '../errors';
 

@@ -6,7 +6,7 @@
 import { isIPv6 } from 'node:net';
 import { Address4, Address6 } from 'ip-address';
 import { addressToBytes, bytesToAddress, canonicalAddress, parseIPv4 } from './ipvs';
-import { AF_INET, AF_INET6 } from '../netlink/uapi/ip_vs';
+import { AF_INET, AF_INET6 } from '../uapi/inet';
 import { IpFamily } from './ip-family';
 
 export interface ParsedAddress {

@@ -3,7 +3,7 @@
  * lib/netlink/conntrack-codec.ts maps it to ctnetlink bytes.
  */
 import { IpFamily } from './ip-family';
-import { IPPROTO_SCTP, IPPROTO_TCP, IPPROTO_UDP } from '../netlink/uapi/ip_vs';
+import { IPPROTO_SCTP, IPPROTO_TCP, IPPROTO_UDP } from '../uapi/inet';
 
 /** One direction of a flow (canonical addresses; ports 0 for protocols without ports). */
 export interface ConntrackTuple {

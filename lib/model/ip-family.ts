@@ -5,7 +5,7 @@
  * IPVS wire value, kept as the kernel numbers it).
  */
 import { isIPv4, isIPv6 } from 'node:net';
-import { AF_INET, AF_INET6 } from '../netlink/uapi/ip_vs';
+import { AF_INET, AF_INET6 } from '../uapi/inet';
 import type { AddressFamily } from './ipvs';
 
 /** IP family of one proxier instance (kube-proxy runs one per family in dual stack). */

@@ -1,7 +1,7 @@
 import { isIPv4, isIPv6, SocketAddress } from 'node:net';
-// The model's one import outside lib/model: netlink/uapi is a table of the kernel's numeric
-// constants (no code, no I/O), and the kernel's numbers are the model's values here.
-import { AF_INET, AF_INET6, IPPROTO_SCTP, IPPROTO_TCP, IPPROTO_UDP } from '../netlink/uapi/ip_vs';
+// The model's one import outside lib/model: lib/uapi, the ground floor, is a table of the
+// kernel's numeric constants (no code, no I/O), and the kernel's numbers are the model's values.
+import { AF_INET, AF_INET6, IPPROTO_SCTP, IPPROTO_TCP, IPPROTO_UDP } from '../uapi/inet';
 
 /** AF_INET (2) or AF_INET6 (10), as the kernel numbers them. */
 export type AddressFamily = typeof AF_INET | typeof AF_INET6;

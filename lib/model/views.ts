@@ -4,7 +4,8 @@
  * the CLI reads and prints (lib/cli/views). One definition for both sides; every field is
  * plain JSON (no bigint, no Map).
  */
-import { AF_INET6, IP_VS_SVC_F } from '../netlink/uapi/ip_vs';
+import { AF_INET6 } from '../uapi/inet';
+import { IP_VS_SVC_F } from '../uapi/ip_vs';
 import { PROTOCOL_NAMES, RealServerId, RealServerSpec, VirtualServerId, VirtualServerSpec, addressToBytes, hostPort } from './ipvs';
 
 /** The daemon's paths (on the metrics server). */

@@ -1,5 +1,5 @@
 import { DecodeError } from '../errors';
-import { NLA_F_NESTED, NLA_HDRLEN, NLA_TYPE_MASK, align4 } from './uapi/netlink';
+import { NLA_F_NESTED, NLA_HDRLEN, NLA_TYPE_MASK, align4 } from '../uapi/netlink';
 
 /**
  * Builds a list of netlink attributes (struct nlattr TLVs, 4-byte aligned).

@@ -9,8 +9,8 @@
  */
 import { AttrReader, AttrWriter } from './attr';
 import { GenlRequest } from './socket';
-import { AF_INET, AF_INET6 } from './uapi/ip_vs';
-import { CTA, CTA_FILTER, CTA_FILTER_F, CTA_IP, CTA_PROTO, CTA_TUPLE, IPCTNL_MSG, ctnlMsgType } from './uapi/nfnetlink_conntrack';
+import { AF_INET, AF_INET6 } from '../uapi/inet';
+import { CTA, CTA_FILTER, CTA_FILTER_F, CTA_IP, CTA_PROTO, CTA_TUPLE, IPCTNL_MSG, ctnlMsgType } from '../uapi/nfnetlink_conntrack';
 import { ConntrackFlow, ConntrackTuple } from '../model/conntrack';
 import { IpFamily, fromAddressFamily, toAddressFamily } from '../model/ip-family';
 import { AddressFamily, addressToBytes, bytesToAddress } from '../model/ipvs';

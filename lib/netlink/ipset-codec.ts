@@ -17,8 +17,8 @@
  */
 import { AttrWriter, forEachAttr, parseAttrs } from './attr';
 import { GenlRequest } from './socket';
-import { AF_INET, AF_INET6 } from './uapi/ip_vs';
-import { IPSET_ATTR, IPSET_ATTR_CADT, IPSET_ATTR_IPADDR, IPSET_CMD, IPSET_FLAG_CADT, IPSET_PROTOCOL_MIN, NFPROTO, ipsetMsgType } from './uapi/ip_set';
+import { AF_INET, AF_INET6 } from '../uapi/inet';
+import { IPSET_ATTR, IPSET_ATTR_CADT, IPSET_ATTR_IPADDR, IPSET_CMD, IPSET_FLAG_CADT, IPSET_PROTOCOL_MIN, NFPROTO, ipsetMsgType } from '../uapi/ip_set';
 import { IpFamily } from '../model/ip-family';
 import { bytesToAddress } from '../model/ipvs';
 import { DecodeError } from '../errors';

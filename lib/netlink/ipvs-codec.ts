@@ -1,8 +1,7 @@
 import { AttrReader, AttrWriter, forEachAttr } from './attr';
-import { NLA_TYPE_MASK } from './uapi/netlink';
+import { NLA_TYPE_MASK } from '../uapi/netlink';
+import { AF_INET, AF_INET6 } from '../uapi/inet';
 import {
-  AF_INET,
-  AF_INET6,
   IPVS_CMD,
   IPVS_CMD_ATTR,
   IPVS_DEST_ATTR,
@@ -13,7 +12,7 @@ import {
   IP_VS_CONN_F_FWD_MASK,
   IP_VS_SVC_F,
   IpvsCmd,
-} from './uapi/ip_vs';
+} from '../uapi/ip_vs';
 import { DecodeError } from '../errors';
 import {
   AddressFamily,
@@ -30,23 +29,16 @@ import {
   parseIPv4,
   bytesToAddress,
 } from '../model/ipvs';
+import { IpvsOp } from '../model/ipvs-op';
 
-/** Every IPVS request this client can make, as data. */
+/** Every IPVS request this client can make, as data: the table's changes and the reads. */
 export type IpvsRequest =
-  | { readonly kind: 'newService'; readonly vs: VirtualServerSpec }
-  | { readonly kind: 'setService'; readonly vs: VirtualServerSpec }
-  | { readonly kind: 'delService'; readonly vs: VirtualServerId }
+  | IpvsOp
   | { readonly kind: 'getService'; readonly vs: VirtualServerId }
   | { readonly kind: 'dumpServices' }
-  | { readonly kind: 'newDest'; readonly vs: VirtualServerId; readonly rs: RealServerSpec }
-  | { readonly kind: 'setDest'; readonly vs: VirtualServerId; readonly rs: RealServerSpec }
-  | { readonly kind: 'delDest'; readonly vs: VirtualServerId; readonly rs: RealServerId }
   | { readonly kind: 'dumpDests'; readonly vs: VirtualServerId }
   | { readonly kind: 'getInfo' }
-  | { readonly kind: 'getConfig' }
-  | { readonly kind: 'setConfig'; readonly timeouts: IpvsTimeouts }
-  | { readonly kind: 'zero'; readonly vs?: VirtualServerId }
-  | { readonly kind: 'flush' };
+  | { readonly kind: 'getConfig' };
 
 export type IpvsRequestKind = IpvsRequest['kind'];
 

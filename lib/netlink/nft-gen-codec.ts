@@ -11,7 +11,7 @@
  */
 import { AttrReader } from './attr';
 import { GenlRequest } from './socket';
-import { NFTA_GEN, NFT_MSG, nftMsgType } from './uapi/nf_tables';
+import { NFTA_GEN, NFT_MSG, nftMsgType } from '../uapi/nf_tables';
 
 /** AF_UNSPEC: the generation is one per network namespace, not per family */
 const AF_UNSPEC = 0;

@@ -1,5 +1,5 @@
 import { DecodeError } from '../errors';
-import { GENL_HDRLEN, NLMSG, NLMSG_HDRLEN, NLMSGERR_ATTR, NLM_F, align4 } from './uapi/netlink';
+import { GENL_HDRLEN, NLMSG, NLMSG_HDRLEN, NLMSGERR_ATTR, NLM_F, align4 } from '../uapi/netlink';
 import { parseAttrs } from './attr';
 
 /** One netlink message as read off the socket; payload is what follows struct nlmsghdr. */

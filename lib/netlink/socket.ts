@@ -4,7 +4,7 @@ import { RawNetlinkSocket } from 'netlink/dist/raw';
 import { DecodeError, NetlinkTimeoutError, SocketError } from '../errors';
 import { AttrWriter } from './attr';
 import { NetlinkMessage, decodeAck, encodeGenlMessage, genlBody, splitMessages } from './nlmsg';
-import { GENL_HDRLEN, NETLINK_GENERIC, NLMSG, NLMSG_HDRLEN, NLM_F } from './uapi/netlink';
+import { GENL_HDRLEN, NETLINK_GENERIC, NLMSG, NLMSG_HDRLEN, NLM_F } from '../uapi/netlink';
 import { enableExtendedAck } from './ext-ack';
 
 /**

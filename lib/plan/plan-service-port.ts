@@ -36,10 +36,8 @@ import {
   IPPROTO_SCTP,
   IPPROTO_TCP,
   IPPROTO_UDP,
-  IP_VS_CONN_F,
-  IP_VS_SVC_F,
-  IP_VS_SVC_F_SCHED_MH_PORT,
-} from '../netlink/uapi/ip_vs';
+} from '../uapi/inet';
+import { IP_VS_CONN_F, IP_VS_SVC_F, IP_VS_SVC_F_SCHED_MH_PORT } from '../uapi/ip_vs';
 import { LbOutFilterEntry } from './iptables';
 import { categorizeEndpoints } from './categorize-endpoints';
 import { DesiredVirtualServer, IpsetEntry, PlanContext, ServicePortPlan } from './service-plan';

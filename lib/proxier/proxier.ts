@@ -46,7 +46,7 @@ import { IpFamily } from '../model/ip-family';
 import { ServiceHealthIndex, ServiceHealthSink } from './service-health';
 import { isNoDevice } from '../kernel/link/link';
 import { Frontend, StatusResponse, SyncSummary } from '../model/views';
-import { IP_VS_SVC_F } from '../netlink/uapi/ip_vs';
+import { IP_VS_SVC_F } from '../uapi/ip_vs';
 import { parseServicePortKey, servicePortKey } from '../model/service';
 import { whyWins } from '../plan/claim-rank';
 import { FrontendIds, buildServiceList } from './service-list';

@@ -11,7 +11,7 @@
  * no longer desired is deleted at once, as kube-proxy does.
  */
 import { IpvsOp } from '../kernel/ipvs/ipvs';
-import { IPPROTO_TCP } from '../netlink/uapi/ip_vs';
+import { IPPROTO_TCP } from '../uapi/inet';
 import { realServerKey, virtualServerKey } from '../model/ipvs';
 import { DesiredVirtualServer } from '../plan/service-plan';
 import { IpvsTable, TableEntry, sameRealServerSettings, sameServiceSettings } from './ipvs-table';

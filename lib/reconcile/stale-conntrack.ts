@@ -13,7 +13,7 @@
  * and a real server is its address:port (kube-proxy compares the address only).
  */
 import { ConntrackFlow } from '../model/conntrack';
-import { IPPROTO_SCTP, IPPROTO_UDP } from '../netlink/uapi/ip_vs';
+import { IPPROTO_SCTP, IPPROTO_UDP } from '../uapi/inet';
 import { DesiredVirtualServer } from '../plan/service-plan';
 import { hostPort } from '../model/ipvs';
 import { IpFamily, fromAddressFamily, toAddressFamily } from '../model/ip-family';

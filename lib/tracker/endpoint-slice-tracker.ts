@@ -10,7 +10,7 @@ import { ConvertedEndpointSlice, SERVICE_NAME_LABEL, SlicePort, convertEndpointS
 import { MalformedObjectError } from '../errors';
 import { hostPort } from '../model/ipvs';
 import { Endpoint, Protocol, Refusal, ServiceName, ServicePort } from '../model/service';
-import { AF_INET, AF_INET6 } from '../netlink/uapi/ip_vs';
+import { AF_INET, AF_INET6 } from '../uapi/inet';
 import { PendingChanges, Snapshot } from './pending-changes';
 import { IpFamily } from '../model/ip-family';
 

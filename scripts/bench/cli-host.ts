@@ -9,7 +9,7 @@ import { main } from '../../lib/cli/ipvsadm/ipvsadm';
 import { IpvsNetlink } from '../../lib/kernel/ipvs/ipvs-netlink';
 import { VirtualServerEntry } from '../../lib/kernel/ipvs/ipvs';
 import { NetlinkTransport } from '../../lib/netlink/socket';
-import { IPVS_CMD, IPVS_CMD_ATTR, IPVS_INFO_ATTR, IPVS_SVC_ATTR } from '../../lib/netlink/uapi/ip_vs';
+import { IPVS_CMD, IPVS_CMD_ATTR, IPVS_INFO_ATTR, IPVS_SVC_ATTR } from '../../lib/uapi/ip_vs';
 import { be16, be32, cstr, genlMsg, ipv4in16, nla, nlDone, plainNest, u16, u32 } from '../../testkit/nl-builder';
 import { procIpVsText } from '../../testkit/proc-ip-vs-text';
 import { buildBenchTable } from './ipvs-table';

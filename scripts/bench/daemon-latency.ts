@@ -22,7 +22,7 @@ import path from 'node:path';
 import { openIpvs } from '../../lib/kernel/ipvs/ipvs-netlink';
 import { FakeApiServer, kubeconfigFor } from '../../testkit/fake-apiserver';
 import { LogLine, LoggedProcess, logLineTimeMs, startKubeIpvs } from '../../testkit/processes';
-import { AF_INET, IPPROTO_TCP } from '../../lib/netlink/uapi/ip_vs';
+import { AF_INET, IPPROTO_TCP } from '../../lib/uapi/inet';
 import { benchObjects, benchSlice, clusterIP } from './daemon-fixtures';
 import { runChurn } from './daemon-churn';
 import { rolloutObjects, runRollout } from './daemon-rollout';

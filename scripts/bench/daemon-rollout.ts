@@ -4,7 +4,7 @@
 // gone. Each step is one API write (into the in-process fake API server); the step ends when the kernel serves exactly the ready
 // pods (real servers with weight > 0; a terminating pod's real server drains at weight 0).
 import { Ipvs } from '../../lib/kernel/ipvs/ipvs';
-import { AF_INET, IPPROTO_TCP } from '../../lib/netlink/uapi/ip_vs';
+import { AF_INET, IPPROTO_TCP } from '../../lib/uapi/inet';
 import { realServerKey, VirtualServerId } from '../../lib/model/ipvs';
 import { FakeApiServer, FakeObject } from '../../testkit/fake-apiserver';
 import { LogLine, LoggedProcess } from '../../testkit/processes';

@@ -9,7 +9,8 @@
 import { openIpvs } from '../../lib/kernel/ipvs/ipvs-netlink';
 import { IpvsOp } from '../../lib/kernel/ipvs/ipvs';
 import { RealServerSpec, VirtualServerSpec } from '../../lib/model/ipvs';
-import { AF_INET, IPPROTO_TCP, IP_VS_CONN_F } from '../../lib/netlink/uapi/ip_vs';
+import { AF_INET, IPPROTO_TCP } from '../../lib/uapi/inet';
+import { IP_VS_CONN_F } from '../../lib/uapi/ip_vs';
 
 const SERVICES = Number(process.argv[2] ?? 1000);
 const ROUNDS = Number(process.argv[3] ?? 6);

@@ -4,7 +4,7 @@ import { FakeLink } from '../../lib/kernel/link/fake-link';
 import { FakeIpset } from '../../lib/kernel/ipset/fake-ipset';
 import { FakeIptables } from '../../lib/kernel/iptables/fake-iptables';
 import { KUBE_IPVS0 } from '../../lib/kernel/link/link';
-import { AF_INET, IPPROTO_TCP } from '../../lib/netlink/uapi/ip_vs';
+import { AF_INET, IPPROTO_TCP } from '../../lib/uapi/inet';
 import { FOREIGN, kubeProxyIpsetSeed, kubeProxyIptablesSeed } from '../../testkit/kube-proxy-leftovers';
 
 async function kubeProxyNode() {

@@ -1,7 +1,7 @@
 // Plain-data builders for IPVS table entries in CLI tests (addresses: RFC 5737 / 1918 / 3849).
 import { VirtualServerEntry } from '../../lib/kernel/ipvs/ipvs';
 import { RealServer, Stats, VirtualServer, ZERO_STATS } from '../../lib/model/ipvs';
-import { AF_INET, IPPROTO_TCP } from '../../lib/netlink/uapi/ip_vs';
+import { AF_INET, IPPROTO_TCP } from '../../lib/uapi/inet';
 
 export function vs(p: Partial<VirtualServer> = {}): VirtualServer {
   return {

@@ -5,7 +5,8 @@ import { formatChangeLine } from '../../lib/cli/ipvsadm/format-list';
 import { parseArgs } from '../../lib/cli/ipvsadm/parse-args';
 import { StaticNames } from '../../lib/cli/ipvsadm/resolve-names';
 import { TableChange } from '../../lib/model/views';
-import { AF_INET, AF_INET6, IPPROTO_SCTP, IPPROTO_TCP, IPPROTO_UDP, IP_VS_CONN_F, IP_VS_SVC_F } from '../../lib/netlink/uapi/ip_vs';
+import { AF_INET, AF_INET6, IPPROTO_SCTP, IPPROTO_TCP, IPPROTO_UDP } from '../../lib/uapi/inet';
+import { IP_VS_CONN_F, IP_VS_SVC_F } from '../../lib/uapi/ip_vs';
 
 const vs4 = { af: AF_INET, protocol: IPPROTO_TCP, address: '10.96.0.1', port: 443, fwmark: 0 } as const;
 const spec4 = { ...vs4, scheduler: 'rr', flags: 0, timeout: 0, netmask: 0xffffffff, peName: '' };

@@ -11,15 +11,13 @@ import {
 } from '../../lib/cli/ipvsadm/format-list';
 import { DEFAULT_FORMAT, ListFormat } from '../../lib/cli/ipvsadm/parse-args';
 import { ServicesTable, StaticNames } from '../../lib/cli/ipvsadm/resolve-names';
+import { AF_INET6, IPPROTO_SCTP, IPPROTO_UDP } from '../../lib/uapi/inet';
 import {
-  AF_INET6,
-  IPPROTO_SCTP,
-  IPPROTO_UDP,
   IP_VS_CONN_F,
   IP_VS_CONN_F_TUNNEL_TYPE,
   IP_VS_SVC_F,
   IP_VS_TUNNEL_ENCAP_FLAG,
-} from '../../lib/netlink/uapi/ip_vs';
+} from '../../lib/uapi/ip_vs';
 import { entry, rs, stats, vs } from './builders';
 
 const INFO = { version: 0x010201, connTabSize: 4096 };

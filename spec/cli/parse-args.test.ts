@@ -4,7 +4,7 @@ import { IpvsOp } from '../../lib/kernel/ipvs/ipvs';
 import { VirtualServerId } from '../../lib/model/ipvs';
 import { IpvsadmCommand, parseArgs } from '../../lib/cli/ipvsadm/parse-args';
 import { ServicesTable, StaticNames } from '../../lib/cli/ipvsadm/resolve-names';
-import { AF_INET, AF_INET6, IPPROTO_SCTP, IPPROTO_TCP, IPPROTO_UDP } from '../../lib/netlink/uapi/ip_vs';
+import { AF_INET, AF_INET6, IPPROTO_SCTP, IPPROTO_TCP, IPPROTO_UDP } from '../../lib/uapi/inet';
 
 const resolver = new StaticNames(
   { '127.0.0.1': 'localhost', '10.9.9.9': 'vip.example.test' },

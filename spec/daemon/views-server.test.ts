@@ -14,7 +14,7 @@ import { runViews, realViewsEnv } from '../../lib/cli/views/views-command';
 import { DiffResponse, ServiceListResponse, StatusResponse, VIEW_PATHS } from '../../lib/model/views';
 import { proxierOverFakes } from '../../testkit/proxier-over-fakes';
 import { makeEndpointSlice, makeService, svcPort } from '../../testkit/builders';
-import { AF_INET, IPPROTO_TCP } from '../../lib/netlink/uapi/ip_vs';
+import { AF_INET, IPPROTO_TCP } from '../../lib/uapi/inet';
 
 const web = makeService('default', 'web', (s) => {
   s.spec = { clusterIP: '10.96.0.10', clusterIPs: ['10.96.0.10'], ports: [svcPort('http', 80)] };

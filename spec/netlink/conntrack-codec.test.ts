@@ -4,7 +4,7 @@ import { ConntrackFlow } from '../../lib/model/conntrack';
 import { be16, be32, ipv4, nest, nla, plainNest, u32, u8 } from '../../testkit/nl-builder';
 
 // Attribute numbers are literals from include/uapi/linux/netfilter/nfnetlink_conntrack.h on
-// purpose, so a wrong constant in lib/netlink/uapi cannot hide in both sides:
+// purpose, so a wrong constant in lib/uapi cannot hide in both sides:
 // CTA_TUPLE_ORIG 1, CTA_TUPLE_REPLY 2, CTA_STATUS 3, CTA_TIMEOUT 7, CTA_ID 12, CTA_ZONE 18,
 // CTA_FILTER 25; CTA_TUPLE_IP 1, CTA_TUPLE_PROTO 2; CTA_IP_V4_SRC 1 .. CTA_IP_V6_DST 4;
 // CTA_PROTO_NUM 1, SRC_PORT 2, DST_PORT 3; CTA_FILTER_ORIG_FLAGS 1, REPLY_FLAGS 2.

@@ -5,7 +5,7 @@ import { RawNetlinkSocket } from 'netlink';
 import { GenlSocket, NetlinkTransport, RawTransport, isGenlFailure } from '../../lib/netlink/socket';
 import { enableExtendedAck, extendedAckEnabled } from '../../lib/netlink/ext-ack';
 import { AttrWriter } from '../../lib/netlink/attr';
-import { GENL_ID_CTRL, NETLINK_GENERIC, NETLINK_ROUTE } from '../../lib/netlink/uapi/netlink';
+import { GENL_ID_CTRL, NETLINK_GENERIC, NETLINK_ROUTE } from '../../lib/uapi/netlink';
 import { PackageRtnlTransport } from '../../lib/kernel/link/link-rtnetlink';
 import { errnoName } from '../../lib/errors';
 

@@ -4,7 +4,7 @@ import { be16, be32, cstr, ipv4, nest, nla, u8 } from '../../testkit/nl-builder'
 
 // Golden replies are built the way net/netfilter/ipset (Linux 6.1) puts them, with literal
 // numbers from include/uapi/linux/netfilter/ipset/ip_set.h, so a wrong constant in
-// lib/netlink/uapi/ip_set.ts cannot hide on both sides:
+// lib/uapi/ip_set.ts cannot hide on both sides:
 // command level: PROTOCOL 1, SETNAME 2, TYPENAME 3, REVISION 4, FAMILY 5, DATA 7, ADT 8, INDEX 11;
 // CADT: IP 1, IP_TO 2, CIDR 3, PORT 4, PORT_TO 5, TIMEOUT 6, PROTO 7, CADT_FLAGS 8, INITVAL 17,
 // HASHSIZE 18, MAXELEM 19, BUCKETSIZE 21, ELEMENTS 24, REFERENCES 25, MEMSIZE 26; ADT: IP2 20,

@@ -4,7 +4,7 @@ import { DecodeError } from '../../lib/errors';
 import { be16, be32, cstr, ipv4, ipv4in16, nest, nla, plainNest, u16, u32, u64, u8 } from '../../testkit/nl-builder';
 
 // Attribute numbers below are written as literals from include/uapi/linux/ip_vs.h on
-// purpose, so a wrong constant in lib/netlink/uapi cannot hide in both sides.
+// purpose, so a wrong constant in lib/uapi cannot hide in both sides.
 // Test addresses: 192.0.2.0/24, 198.51.100.0/24 (RFC 5737), 2001:db8::/32 (RFC 3849).
 
 const tcpId = { af: 2 as const, protocol: 6, address: '192.0.2.10', port: 80, fwmark: 0 };

@@ -3,7 +3,7 @@ import { DecodeError } from '../../lib/errors';
 import { be32, cstr, nla, u8 } from '../../testkit/nl-builder';
 
 // Literals from include/uapi/linux/netfilter/nf_tables.h and nfnetlink.h on purpose, so a wrong
-// constant in lib/netlink/uapi cannot hide in both sides: NFNL_SUBSYS_NFTABLES 10,
+// constant in lib/uapi cannot hide in both sides: NFNL_SUBSYS_NFTABLES 10,
 // NFT_MSG_GETGEN 16 -> nlmsg_type 0x0a10; NFTA_GEN_ID 1, NFTA_GEN_PROC_PID 2, NFTA_GEN_PROC_NAME 3.
 
 describe('encodeGetGen', () => {

@@ -17,7 +17,7 @@ import { ProxierSettings } from '../../lib/proxier/proxier';
 import { ServiceHealthSink } from '../../lib/proxier/service-health';
 import { FAKE_SETTINGS, proxierOverFakes } from '../../testkit/proxier-over-fakes';
 import { makeEndpointSlice, makeService, svcPort } from '../../testkit/builders';
-import { AF_INET, IPPROTO_TCP, IPPROTO_UDP } from '../../lib/netlink/uapi/ip_vs';
+import { AF_INET, IPPROTO_TCP, IPPROTO_UDP } from '../../lib/uapi/inet';
 import { formatServiceEntry } from '../../lib/cli/ipvsadm/format-list';
 import { DEFAULT_FORMAT } from '../../lib/cli/ipvsadm/parse-args';
 import { IpvsOp, VirtualServerEntry } from '../../lib/kernel/ipvs/ipvs';

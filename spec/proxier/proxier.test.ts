@@ -18,7 +18,7 @@ import { ServiceHealthSink } from '../../lib/proxier/service-health';
 import { DesiredIndex } from '../../lib/proxier/desired-index';
 import { FAKE_SETTINGS, proxierOverFakes } from '../../testkit/proxier-over-fakes';
 import { makeEndpointSlice, makeService, svcPort } from '../../testkit/builders';
-import { AF_INET, IPPROTO_TCP } from '../../lib/netlink/uapi/ip_vs';
+import { AF_INET, IPPROTO_TCP } from '../../lib/uapi/inet';
 import { formatServiceEntry } from '../../lib/cli/ipvsadm/format-list';
 import { DEFAULT_FORMAT } from '../../lib/cli/ipvsadm/parse-args';
 import { VirtualServerEntry } from '../../lib/kernel/ipvs/ipvs';

@@ -8,7 +8,8 @@ import type { V1EndpointSlice, V1Service } from '@kubernetes/client-node';
 import { makeEndpointSlice, makeService, svcPort } from '../../testkit/builders';
 import { proxierOverFakes } from '../../testkit/proxier-over-fakes';
 import { NotSyncedError } from '../../lib/errors';
-import { AF_INET, IPPROTO_TCP, IP_VS_CONN_F } from '../../lib/netlink/uapi/ip_vs';
+import { AF_INET, IPPROTO_TCP } from '../../lib/uapi/inet';
+import { IP_VS_CONN_F } from '../../lib/uapi/ip_vs';
 import { VirtualServerEntry } from '../../lib/kernel/ipvs/ipvs';
 import { VirtualServerId } from '../../lib/model/ipvs';
 

@@ -1,7 +1,7 @@
 import { diffIpvsTable, diffVirtualServer } from '../../lib/reconcile/diff-ipvs';
 import { IpvsTable, TableEntry, applyOpsToTable, tableFromDump } from '../../lib/reconcile/ipvs-table';
 import { RealServer } from '../../lib/model/ipvs';
-import { AF_INET, IPPROTO_TCP, IPPROTO_UDP } from '../../lib/netlink/uapi/ip_vs';
+import { AF_INET, IPPROTO_TCP, IPPROTO_UDP } from '../../lib/uapi/inet';
 import { RealServerSpec, VirtualServerSpec } from '../../lib/model/ipvs';
 import { DesiredVirtualServer } from '../../lib/plan/service-plan';
 import { realServerKey, virtualServerKey } from '../../lib/model/ipvs';

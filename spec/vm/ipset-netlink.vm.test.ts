@@ -14,7 +14,7 @@ import { createIpset } from '../../lib/kernel/ipset/ipset-restore';
 import { parseIpsetSave } from '../../lib/kernel/ipset/ipset-text';
 import { planIpsets } from '../../lib/plan/ipsets';
 import { RawTransport } from '../../lib/netlink/socket';
-import { NETLINK_NETFILTER } from '../../lib/netlink/uapi/nfnetlink_conntrack';
+import { NETLINK_NETFILTER } from '../../lib/uapi/nfnetlink_conntrack';
 import { entriesIpPortNet, entryIp, entryIpPort, entryIpPortIp, entryIpPortNet, entryPort } from '../../lib/model/ipset';
 
 const run = (cmd: string, args: string[], stdin?: string) => new ChildProcessExec().run(cmd, args, stdin);

@@ -5,7 +5,7 @@ import { constants as osConstants } from 'node:os';
 import { IpvsNetlink, openIpvs, resolveIpvsFamily } from '../../lib/kernel/ipvs/ipvs-netlink';
 import { GenlSocket, RawTransport } from '../../lib/netlink/socket';
 import { AttrWriter } from '../../lib/netlink/attr';
-import { IPVS_CMD, IPVS_CMD_ATTR, IPVS_GENL_VERSION } from '../../lib/netlink/uapi/ip_vs';
+import { IPVS_CMD, IPVS_CMD_ATTR, IPVS_GENL_VERSION } from '../../lib/uapi/ip_vs';
 import { IpvsOp } from '../../lib/kernel/ipvs/ipvs';
 import { FakeIpvs } from '../../lib/kernel/ipvs/fake-ipvs';
 import { NetlinkError, isExists, isNotFound } from '../../lib/errors';

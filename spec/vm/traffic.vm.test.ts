@@ -24,7 +24,8 @@ import { ChildProcessExec } from '../../lib/kernel/exec';
 import { cleanup } from '../../lib/cleanup/cleanup';
 import { nonEmptySetKeys, planIpsets } from '../../lib/plan/ipsets';
 import { planIptables } from '../../lib/plan/iptables';
-import { AF_INET, IPPROTO_TCP, IP_VS_CONN_F } from '../../lib/netlink/uapi/ip_vs';
+import { AF_INET, IPPROTO_TCP } from '../../lib/uapi/inet';
+import { IP_VS_CONN_F } from '../../lib/uapi/ip_vs';
 import { connect, deletePod, ip, makePod, run, startEchoServer, tryRun } from '../../testkit/netns';
 import { entryIp, entryIpPort, entryIpPortIp, entryIpPortNet, entryPort } from '../../lib/model/ipset';
 

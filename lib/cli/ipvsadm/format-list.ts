@@ -13,12 +13,14 @@ import {
   IPPROTO_SCTP,
   IPPROTO_TCP,
   IPPROTO_UDP,
+} from '../../uapi/inet';
+import {
   IP_VS_CONN_F,
   IP_VS_CONN_F_FWD_MASK,
   IP_VS_CONN_F_TUNNEL_TYPE,
   IP_VS_SVC_F,
   IP_VS_TUNNEL_ENCAP_FLAG,
-} from '../../netlink/uapi/ip_vs';
+} from '../../uapi/ip_vs';
 import { DEFAULT_FORMAT, ListFormat } from './parse-args';
 import { Names } from './resolve-names';
 

@@ -11,11 +11,13 @@ import {
   IPPROTO_SCTP,
   IPPROTO_TCP,
   IPPROTO_UDP,
+} from '../../uapi/inet';
+import {
   IP_VS_CONN_F,
   IP_VS_CONN_F_TUNNEL_TYPE,
   IP_VS_SVC_F,
   IP_VS_TUNNEL_ENCAP_FLAG,
-} from '../../netlink/uapi/ip_vs';
+} from '../../uapi/ip_vs';
 import { inetAton, stringToNumber, strtolWhole, atoi } from './inet';
 import { OptionDef, PoptContext } from './popt';
 import { Resolver } from './resolve-names';

@@ -12,14 +12,8 @@
 
 import { IpvsOp } from '../../kernel/ipvs/ipvs';
 import { VirtualServerId, parseIPv4 } from '../../model/ipvs';
-import {
-  AF_INET,
-  IPPROTO_TCP,
-  IPPROTO_UDP,
-  IP_VS_CONN_F,
-  IP_VS_CONN_F_TUNNEL_TYPE,
-  IP_VS_TUNNEL_ENCAP_FLAG,
-} from '../../netlink/uapi/ip_vs';
+import { AF_INET, IPPROTO_TCP, IPPROTO_UDP } from '../../uapi/inet';
+import { IP_VS_CONN_F, IP_VS_CONN_F_TUNNEL_TYPE, IP_VS_TUNNEL_ENCAP_FLAG } from '../../uapi/ip_vs';
 import { CommandName } from './parse-args';
 
 const IP_VS_SCHEDNAME_MAXLEN = 16;

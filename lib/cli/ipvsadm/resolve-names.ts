@@ -22,7 +22,7 @@
 import { lookup, lookupService } from 'node:dns/promises';
 import { readFileSync } from 'node:fs';
 import { AddressFamily } from '../../model/ipvs';
-import { IPPROTO_SCTP, IPPROTO_TCP, IPPROTO_UDP } from '../../netlink/uapi/ip_vs';
+import { IPPROTO_SCTP, IPPROTO_TCP, IPPROTO_UDP } from '../../uapi/inet';
 
 /** What parsing host[:port] needs. */
 export interface Resolver {

@@ -2,7 +2,7 @@ import { constants as osConstants } from 'node:os';
 import { NetlinkError, errnoName, withOperation } from '../../errors';
 import { decodeConntrackFlow, encodeConntrackDelete, encodeConntrackDump } from '../../netlink/conntrack-codec';
 import { GenlSocket, GenlSocketOptions, NetlinkTransport, RawTransport, isGenlFailure } from '../../netlink/socket';
-import { NETLINK_NETFILTER, NFNETLINK_V0 } from '../../netlink/uapi/nfnetlink_conntrack';
+import { NETLINK_NETFILTER, NFNETLINK_V0 } from '../../uapi/nfnetlink_conntrack';
 import { ConntrackFlow, describeFlow } from '../../model/conntrack';
 import { IpFamily } from '../../model/ip-family';
 import { PROTOCOL_NAMES } from '../../model/ipvs';

@@ -8,8 +8,8 @@ import { constants as osConstants } from 'node:os';
 import { NetlinkError, errnoName, withOperation } from '../../errors';
 import { IpsetDumpDecoder, UnspelledIpsetTypeError, encodeIpsetDump } from '../../netlink/ipset-codec';
 import { GenlSocket, GenlSocketOptions, NetlinkTransport, RawTransport, isGenlFailure } from '../../netlink/socket';
-import { IPSET_ERR, IPSET_PROTOCOL_MIN } from '../../netlink/uapi/ip_set';
-import { NETLINK_NETFILTER, NFNETLINK_V0 } from '../../netlink/uapi/nfnetlink_conntrack';
+import { IPSET_ERR, IPSET_PROTOCOL_MIN } from '../../uapi/ip_set';
+import { NETLINK_NETFILTER, NFNETLINK_V0 } from '../../uapi/nfnetlink_conntrack';
 import { IpsetNetlinkUnavailableError, IpsetState } from './ipset';
 
 const E = osConstants.errno;

@@ -14,7 +14,7 @@
 import { NetlinkError, SocketError, errnoName, withOperation } from '../../errors';
 import { decodeNewGen, encodeGetGen } from '../../netlink/nft-gen-codec';
 import { GenlSocket, GenlSocketOptions, NetlinkTransport, RawTransport, isGenlFailure } from '../../netlink/socket';
-import { NETLINK_NETFILTER, NFNETLINK_V0 } from '../../netlink/uapi/nfnetlink_conntrack';
+import { NETLINK_NETFILTER, NFNETLINK_V0 } from '../../uapi/nfnetlink_conntrack';
 
 /** Reads the current ruleset generation (a u32, never 0). */
 export interface RulesetGeneration {

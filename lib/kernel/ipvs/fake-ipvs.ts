@@ -6,11 +6,13 @@ import {
   IPPROTO_SCTP,
   IPPROTO_TCP,
   IPPROTO_UDP,
+} from '../../uapi/inet';
+import {
   IP_VS_CONN_F,
   IP_VS_CONN_F_FWD_MASK,
   IP_VS_CONN_F_TUNNEL_TYPE,
   IP_VS_VERSION_CODE,
-} from '../../netlink/uapi/ip_vs';
+} from '../../uapi/ip_vs';
 import { NetlinkError } from '../../errors';
 import {
   IpvsInfo,

@@ -1,7 +1,7 @@
 import { constants as osConstants } from 'node:os';
 import { KubeIpvsError, NetlinkError, SocketError, errnoName, withOperation } from '../../errors';
 import { AttrReader, AttrWriter } from '../../netlink/attr';
-import { GENL_ID_CTRL } from '../../netlink/uapi/netlink';
+import { GENL_ID_CTRL } from '../../uapi/netlink';
 import { IpvsInfo, IpvsTimeouts, RealServer, VirtualServer, VirtualServerId } from '../../model/ipvs';
 import {
   IpvsRequest,
@@ -14,7 +14,7 @@ import {
   writeIpvsRequest,
 } from '../../netlink/ipvs-codec';
 import { GenlReply, GenlSocket, GenlSocketOptions, NetlinkTransport, RawTransport, isGenlFailure } from '../../netlink/socket';
-import { IPVS_CMD_ATTR, IPVS_GENL_NAME, IPVS_GENL_VERSION } from '../../netlink/uapi/ip_vs';
+import { IPVS_CMD_ATTR, IPVS_GENL_NAME, IPVS_GENL_VERSION } from '../../uapi/ip_vs';
 import { describeRequest, toNetlinkError } from './describe-op';
 import { extendedAckProblem } from '../../netlink/ext-ack';
 import { Ipvs, IpvsOp, IpvsOpResult, VirtualServerEntry } from './ipvs';

@@ -6,13 +6,10 @@ import {
   VirtualServer,
   VirtualServerId,
 } from '../../model/ipvs';
-import { IpvsRequest } from '../../netlink/ipvs-codec';
+import { IpvsOp } from '../../model/ipvs-op';
 
-/** A change to the IPVS table, as data: the requests of the codec that modify the table. */
-export type IpvsOp = Extract<
-  IpvsRequest,
-  { readonly kind: 'newService' | 'setService' | 'delService' | 'newDest' | 'setDest' | 'delDest' | 'zero' | 'flush' | 'setConfig' }
->;
+/** A change to the IPVS table, as data (the model's vocabulary, model/ipvs-op.ts). */
+export type { IpvsOp };
 
 /** The outcome of one op of a batch: every op gets exactly one. */
 export type IpvsOpResult = { readonly ok: true } | { readonly ok: false; readonly error: NetlinkError };

@@ -19,7 +19,7 @@
 // this. When /proc cannot be read or does not parse, everything comes from netlink.
 
 import { IpvsInfo, VirtualServer } from '../../model/ipvs';
-import { IP_VS_CONN_F } from '../../netlink/uapi/ip_vs';
+import { IP_VS_CONN_F } from '../../uapi/ip_vs';
 import { Ipvs, VirtualServerEntry } from './ipvs';
 import { ProcIpVsTable, ProcVirtualServer, parseProcIpVs } from './parse-proc-ip-vs';
 

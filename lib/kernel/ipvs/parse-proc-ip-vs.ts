@@ -23,7 +23,8 @@
 
 import { KubeIpvsError } from '../../errors';
 import { AddressFamily, IpvsInfo, RealServer, bytesToAddress, formatIPv4 } from '../../model/ipvs';
-import { AF_INET, AF_INET6, IPPROTO_SCTP, IPPROTO_TCP, IPPROTO_UDP, IP_VS_CONN_F } from '../../netlink/uapi/ip_vs';
+import { AF_INET, AF_INET6, IPPROTO_SCTP, IPPROTO_TCP, IPPROTO_UDP } from '../../uapi/inet';
+import { IP_VS_CONN_F } from '../../uapi/ip_vs';
 
 /** /proc/net/ip_vs text that is not what the kernel prints. */
 export class ProcIpVsParseError extends KubeIpvsError {

@@ -2,7 +2,7 @@ import { createNetlink, NetlinkSocket } from 'netlink';
 import { NetlinkError, SocketError, errnoName } from '../../errors';
 import { decodeAck } from '../../netlink/nlmsg';
 import { enableExtendedAck } from '../../netlink/ext-ack';
-import { NETLINK_ROUTE, NLMSG } from '../../netlink/uapi/netlink';
+import { NETLINK_ROUTE, NLMSG } from '../../uapi/netlink';
 import { IpFamily } from '../../model/ip-family';
 import { Link, LinkAddress, LinkInfo } from './link';
 import { GenlSocket, RawTransport } from '../../netlink/socket';

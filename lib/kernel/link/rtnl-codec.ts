@@ -4,8 +4,8 @@
 // Based on include/uapi/linux/rtnetlink.h, if_link.h, if_addr.h (Linux 6.1).
 import { AttrStream, rt } from 'netlink';
 import { AttrReader, AttrWriter } from '../../netlink/attr';
-import { NLM_F } from '../../netlink/uapi/netlink';
-import { AF_INET, AF_INET6 } from '../../netlink/uapi/ip_vs';
+import { NLM_F } from '../../uapi/netlink';
+import { AF_INET, AF_INET6 } from '../../uapi/inet';
 import { addressToBytes, bytesToAddress, familyOf } from '../../model/ipvs';
 import { IpFamily, fromAddressFamily, ipVersion, toAddressFamily } from '../../model/ip-family';
 import { DecodeError } from '../../errors';

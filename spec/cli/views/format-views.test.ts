@@ -4,7 +4,8 @@ import { formatServiceList } from '../../../lib/cli/views/format-service-list';
 import { formatAge, formatStatus } from '../../../lib/cli/views/format-status';
 import { kernelServiceList } from '../../../lib/cli/views/kernel-service-list';
 import { ServiceListResponse, StatusResponse } from '../../../lib/model/views';
-import { AF_INET, AF_INET6, IPPROTO_TCP, IPPROTO_UDP, IP_VS_SVC_F } from '../../../lib/netlink/uapi/ip_vs';
+import { AF_INET, AF_INET6, IPPROTO_TCP, IPPROTO_UDP } from '../../../lib/uapi/inet';
+import { IP_VS_SVC_F } from '../../../lib/uapi/ip_vs';
 import { entry, rs, vs } from '../builders';
 
 const LIST: ServiceListResponse = {

@@ -7,7 +7,8 @@ import { DaemonUnreachableError, DaemonViewError, FetchView, httpFetchView } fro
 import { ViewsEnv, isViewCommand, runViews } from '../../../lib/cli/views/views-command';
 import { FakeIpvs } from '../../../lib/kernel/ipvs/fake-ipvs';
 import { DiffResponse, ServiceListResponse, VIEW_PATHS } from '../../../lib/model/views';
-import { AF_INET, IPPROTO_TCP, IP_VS_CONN_F } from '../../../lib/netlink/uapi/ip_vs';
+import { AF_INET, IPPROTO_TCP } from '../../../lib/uapi/inet';
+import { IP_VS_CONN_F } from '../../../lib/uapi/ip_vs';
 
 const vs = { af: AF_INET, protocol: IPPROTO_TCP, address: '10.96.0.10', port: 80, fwmark: 0 } as const;
 

@@ -5,7 +5,8 @@ import { FakeIpvs } from '../../../lib/kernel/ipvs/fake-ipvs';
 import { IpvsOp } from '../../../lib/kernel/ipvs/ipvs';
 import { listAllViaProc } from '../../../lib/kernel/ipvs/list-via-proc';
 import { VirtualServerId } from '../../../lib/model/ipvs';
-import { AF_INET, AF_INET6, IPPROTO_TCP, IPPROTO_UDP, IP_VS_CONN_F, IP_VS_SVC_F } from '../../../lib/netlink/uapi/ip_vs';
+import { AF_INET, AF_INET6, IPPROTO_TCP, IPPROTO_UDP } from '../../../lib/uapi/inet';
+import { IP_VS_CONN_F, IP_VS_SVC_F } from '../../../lib/uapi/ip_vs';
 import { procIpVsText } from '../../../testkit/proc-ip-vs-text';
 
 const tcp = (address: string, port: number): VirtualServerId => ({ af: address.includes(':') ? AF_INET6 : AF_INET, protocol: IPPROTO_TCP, address, port, fwmark: 0 });

@@ -4,7 +4,8 @@
 // method); trailing blanks are the kernel's.
 import { ProcIpVsParseError, parseProcIpVs } from '../../../lib/kernel/ipvs/parse-proc-ip-vs';
 import { RealServer } from '../../../lib/model/ipvs';
-import { AF_INET, AF_INET6, IPPROTO_SCTP, IPPROTO_TCP, IPPROTO_UDP, IP_VS_CONN_F } from '../../../lib/netlink/uapi/ip_vs';
+import { AF_INET, AF_INET6, IPPROTO_SCTP, IPPROTO_TCP, IPPROTO_UDP } from '../../../lib/uapi/inet';
+import { IP_VS_CONN_F } from '../../../lib/uapi/ip_vs';
 
 const REAL = [
   "IP Virtual Server version 1.2.1 (size=4096)",

@@ -1,7 +1,7 @@
 import { FakeIpvs } from '../../../lib/kernel/ipvs/fake-ipvs';
 import { IpvsOp } from '../../../lib/kernel/ipvs/ipvs';
 import { VirtualServerId } from '../../../lib/model/ipvs';
-import { AF_INET, IPPROTO_TCP } from '../../../lib/netlink/uapi/ip_vs';
+import { AF_INET, IPPROTO_TCP } from '../../../lib/uapi/inet';
 import { FakeApiServer } from '../../../testkit/fake-apiserver';
 import { benchObjects, clusterIP, endpointIP, endpointSlice } from '../../../scripts/bench/daemon-fixtures';
 import { compareKernel, desiredFromApi } from '../../../scripts/bench/daemon-oracle';

@@ -144,10 +144,3 @@ export const IP_VS_TUNNEL_ENCAP_FLAG = {
   CSUM: 1 << 0,
   REMCSUM: 1 << 1,
 } as const;
-
-export const AF_INET = 2;
-export const AF_INET6 = 10;
-
-export const IPPROTO_TCP = 6;
-export const IPPROTO_UDP = 17;
-export const IPPROTO_SCTP = 132;
