@@ -32,7 +32,7 @@ export class FakeClock implements Clock {
     return this.timers.filter((p) => !p.cancelled).map((p) => p.at).sort((a, b) => a - b);
   }
 
-  /** Moves time forward by `ms` without firing timers: the time a twin's operation "takes". */
+  /** Moves time forward by `ms` without firing timers: the time a fake's operation "takes". */
   spend(ms: number): void {
     this.t += ms;
   }

@@ -1,5 +1,5 @@
 // What a node looks like after kube-proxy (IPVS mode) ran on it, plus foreign objects that
-// cleanup must leave alone: iptables-restore and ipset-restore text, for twins and the VM.
+// cleanup must leave alone: iptables-restore and ipset-restore text, for fakes and the VM.
 import { IpFamily } from '../lib/model/ip-family';
 import { SetName, ipsetName } from '../lib/model/names';
 

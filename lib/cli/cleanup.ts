@@ -15,7 +15,7 @@ import { ExecIpsetRunner } from '../kernel/ipset/ipset-restore';
 import { ChildProcessExec } from '../kernel/exec';
 import { IpFamily } from '../model/ip-family';
 
-/** What the command opens; tests give twins. */
+/** What the command opens; tests give fakes. */
 export interface CleanupEnv {
   openIpvs(): Promise<Pick<Ipvs, 'apply' | 'close'>>;
   openLink(): Promise<Link>;

@@ -6,7 +6,7 @@
  *
  * --max-semi-space-size=16: V8 sizes the young generation from the machine's memory: 134 MB
  * on a 23 GB machine, most of it resident after one cold start. With 16 MB the proxy over the
- * twins at 10,000 Services x 10 endpoints held 353 MB instead of 462 MB after its first sync,
+ * fakes at 10,000 Services x 10 endpoints held 353 MB instead of 462 MB after its first sync,
  * in the same time (scripts/bench, host); a daemon is idle between syncs and gains nothing
  * from a larger nursery.
  */

@@ -17,7 +17,7 @@ export interface NodeSettingsLog extends SysctlLog {
   error(msg: string, meta?: Record<string, unknown>): unknown;
 }
 
-/** The kernel files, real by default (tests pass FakeSysctl twins). */
+/** The kernel files, real by default (tests pass a FakeSysctl). */
 export interface NodeSettingsTargets {
   /** /proc/sys */
   readonly sysctl: Sysctl;

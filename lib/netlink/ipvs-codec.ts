@@ -247,11 +247,11 @@ function decodeStats(payload: Buffer, is64: boolean, path: string): Stats {
 }
 
 /**
- * Observed objects (decoded by the kernel client, or handed out by the twin) carry their
+ * Observed objects (decoded by the kernel client, or handed out by the fake) carry their
  * counters and decode them on first read of `stats`: a prototype getter costs nothing per
  * object, where a defined own property tripled the cost of decoding a real server. `stats`
  * is therefore not an own property: spread and JSON drop it, for the kernel's objects and the
- * twin's alike; read it explicitly.
+ * fake's alike; read it explicitly.
  *
  * The counters' bytes are a copy (~120 bytes), never a view of the reply: a view would keep
  * the whole receive datagram alive as long as the object (a cache of observed state at 10,000
@@ -306,7 +306,7 @@ class ObservedRealServer extends LazyStats implements RealServer {
 
 /**
  * A virtual server shaped as the kernel client returns it (own fields, `stats` through a
- * getter), for twins: spread and JSON then behave the same for both. `stats` are not copied.
+ * getter), for fakes: spread and JSON then behave the same for both. `stats` are not copied.
  */
 export function observedVirtualServer(vs: VirtualServer): VirtualServer {
   const { stats, ...fields } = vs;

@@ -10,7 +10,7 @@
  * desired again gets its weight back with SET_DEST (no delete+add). A virtual server that is
  * no longer desired is deleted at once, as kube-proxy does.
  */
-import { IpvsOp } from '../kernel/ipvs/ipvs';
+import { IpvsOp } from '../model/ipvs-op';
 import { IPPROTO_TCP } from '../uapi/inet';
 import { realServerKey, virtualServerKey } from '../model/ipvs';
 import { DesiredVirtualServer } from '../plan/service-plan';

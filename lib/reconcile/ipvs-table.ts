@@ -4,7 +4,8 @@
  * believes it applied since; `applyOpsToTable` moves the second forward by the ops that the
  * kernel accepted, so a partial sync needs no read-back. Pure.
  */
-import { IpvsOp, IpvsOpResult, VirtualServerEntry } from '../kernel/ipvs/ipvs';
+import { IpvsOpResult, VirtualServerEntry } from '../kernel/ipvs/ipvs';
+import { IpvsOp } from '../model/ipvs-op';
 import { defaultNetmask } from '../netlink/ipvs-codec';
 import { RealServerSpec, VirtualServerId, VirtualServerSpec, realServerKey, virtualServerKey } from '../model/ipvs';
 

@@ -1,9 +1,9 @@
 // make bench, on the host: does kube-ipvs's own state grow over endpoint churn? The trackers
-// and the proxier over the in-memory twins (no kernel, no API server, no client-node cache),
+// and the proxier over the in-memory fakes (no kernel, no API server, no client-node cache),
 // N Services x 10 endpoints, then UPDATES endpoint-slice updates (each moves every endpoint of a
 // Service to new addresses; a sync per 1,000), then the drain timeout. The heap is measured after
 // forced full GCs (`node --expose-gc`), so it is what is retained, not garbage V8 has yet to
-// collect (the VM bench's RSS and heap figures include both). The twins' own op logs are
+// collect (the VM bench's RSS and heap figures include both). The fakes' own op logs are
 // cleared before each measurement. Ratio: against the heap retained after the first sync.
 // Usage: node --expose-gc dist/scripts/bench/retained-heap.js [SERVICES] [UPDATES]
 import type { V1EndpointSlice } from '@kubernetes/client-node';
@@ -67,7 +67,7 @@ async function main(): Promise<void> {
   rows.push([`after the drain timeout (${draining} draining)`, retainedMb()]);
 
   const base = rows[0]![1];
-  console.log(`\nretained JS heap of the trackers and the proxier (host, over the twins; forced GC): ${SERVICES} Services x ${ENDPOINTS} endpoints, ${UPDATES} endpoint-slice updates\n`);
+  console.log(`\nretained JS heap of the trackers and the proxier (host, over the fakes; forced GC): ${SERVICES} Services x ${ENDPOINTS} endpoints, ${UPDATES} endpoint-slice updates\n`);
   const w = Math.max(...rows.map(([l]) => l.length));
   console.log(`${'when'.padEnd(w)}  ${'heap MB'.padStart(8)}  ${'vs first sync'.padStart(13)}`);
   console.log('-'.repeat(w + 25));

@@ -63,7 +63,7 @@ if [ "${BENCH_DEST_TRASH:-1}" = 1 ]; then
   echo ">> dest trash: fresh VM boot" >&2
   bash scripts/vm/run.sh -t 900 -- node_modules/.bin/node dist/scripts/bench/dest-trash.js
 fi
-# retained JS heap over endpoint churn, on the host over the twins (forced GC; BENCH_RETAINED=0
+# retained JS heap over endpoint churn, on the host over the fakes (forced GC; BENCH_RETAINED=0
 # skips): whether kube-ipvs's own state grows, apart from garbage and client-node's cache
 if [ "${BENCH_RETAINED:-1}" = 1 ]; then
   node_modules/.bin/node --expose-gc dist/scripts/bench/retained-heap.js "${BENCH_RETAINED_SERVICES:-10000}" "${BENCH_RETAINED_UPDATES:-30000}"

@@ -15,7 +15,7 @@ async function kubeProxyNode() {
   await link.addDummy(FOREIGN.LINK);
   const ipset = new FakeIpset();
   await ipset.restore(kubeProxyIpsetSeed());
-  // flavor legacy: the nft-flavored twin (v1.8.9 as of this commit) re-checks the jump target
+  // flavor legacy: the nft-flavored fake (v1.8.9 as of this commit) re-checks the jump target
   // of a `-D` line at COMMIT, after the same payload's `-X` removed it, and refuses a payload
   // that the real iptables-nft-restore accepts (checked in the VM, spec/vm/cleanup.vm.test.ts)
   const ipt4 = new FakeIptables({ family: 'ipv4', flavor: 'legacy', ipsets: ipset });
@@ -27,7 +27,7 @@ async function kubeProxyNode() {
 
 const chainsOf = (save: string) => save.split('\n').filter((l) => l.startsWith(':')).map((l) => l.slice(1).split(' ')[0]);
 
-describe('cleanup on twins seeded as a kube-proxy node', () => {
+describe('cleanup on fakes seeded as a kube-proxy node', () => {
   it('removes kube-proxy state in kernel order and keeps every foreign object', async () => {
     const n = await kubeProxyNode();
     const r = await cleanup(n.deps);

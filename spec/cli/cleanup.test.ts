@@ -1,4 +1,4 @@
-// `kube-ipvs cleanup` as a command: its exit code and what it says, over twins.
+// `kube-ipvs cleanup` as a command: its exit code and what it says, over fakes.
 import { CleanupEnv, runCleanup } from '../../lib/cli/cleanup';
 import { IpvsUnavailableError } from '../../lib/kernel/ipvs/ipvs-netlink';
 import { FakeIpvs } from '../../lib/kernel/ipvs/fake-ipvs';

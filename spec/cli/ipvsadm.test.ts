@@ -1,4 +1,4 @@
-// main(argv, deps) over the in-memory twin: commands change the table, kernel refusals print
+// main(argv, deps) over the in-memory fake: commands change the table, kernel refusals print
 // libipvs' messages, -R parses everything first and applies one batch.
 import { Readable } from 'node:stream';
 import { main } from '../../lib/cli/ipvsadm/ipvsadm';

@@ -1,4 +1,4 @@
-// The daemon's /kube-ipvs/ views on the metrics server, over a Proxier on the kernel twins,
+// The daemon's /kube-ipvs/ views on the metrics server, over a Proxier on the kernel fakes,
 // read the way the CLI reads them (httpFetchView, runViews): both sides of the JSON contract.
 import http from 'node:http';
 import { AddressInfo } from 'node:net';

@@ -377,7 +377,7 @@ const rows: Row[] = [
     ],
   },
   {
-    name: 'NodePort UDP with eTP Local: UDP bitmap and its -LOCAL twin',
+    name: 'NodePort UDP with eTP Local: UDP bitmap and its -LOCAL counterpart',
     svc: svc1((s) => {
       s.spec!.type = 'NodePort';
       s.spec!.externalTrafficPolicy = 'Local';

@@ -1,4 +1,4 @@
-// Never touch what is not ours (issue 18, items 1, 3, 4), over the kernel twins, the real
+// Never touch what is not ours (issue 18, items 1, 3, 4), over the kernel fakes, the real
 // trackers and planner, and a fake clock. The same against the real kernel and the daemon as
 // a process: spec/vm/foreign-state.vm.test.ts.
 //

@@ -1,4 +1,4 @@
-// The proxier's stale conntrack cleanup over the kernel twins: a dump happens only after a sync
+// The proxier's stale conntrack cleanup over the kernel fakes: a dump happens only after a sync
 // in which a UDP/SCTP virtual server lost a real server or got its first one, and exactly the
 // stale flows are deleted; a conntrack failure never fails the IPVS sync.
 //

@@ -1,4 +1,4 @@
-// The proxier over the kernel twins (FakeIpvs, FakeLink, FakeIpset, FakeIptables), the real
+// The proxier over the kernel fakes (FakeIpvs, FakeLink, FakeIpset, FakeIptables), the real
 // trackers and planner, and a fake clock: exact op and exec counts per sync, retries,
 // graceful termination, adoption and drift repair. (The same behaviours against the real
 // kernel, as a process: spec/vm/daemon.vm.test.ts.)
@@ -36,7 +36,7 @@ function formatRestore(entries: readonly VirtualServerEntry[]): string[] {
     .flatMap((e) => formatServiceEntry({ vs: e.vs, dests: [...e.dests].sort((x, y) => (x.address < y.address ? -1 : 1)) }, fmt).split('\n').filter(Boolean));
 }
 
-// the twins' settings, with a second cluster excluded (multi-CNI)
+// the fakes' settings, with a second cluster excluded (multi-CNI)
 const SETTINGS: ProxierSettings = { ...FAKE_SETTINGS, excludeClusterCIDRs: ['10.245.0.0/16'] };
 
 function clusterIP(name: string, ip: string, annotations: Record<string, string> = {}): V1Service {
@@ -66,7 +66,7 @@ const last = (rs: SyncResult[]) => {
   return { full: r.full, ipvsWrites: r.ipvsWrites, ipvsFailures: r.ipvsFailures, execs: r.execs, linkOps: r.linkOps };
 };
 
-describe('Proxier over the kernel twins', () => {
+describe('Proxier over the kernel fakes', () => {
   it('initial sync, no-change sync, one endpoint change, one service added: exact op and exec counts', async () => {
     const t = await setup();
     t.services.onAdd(clusterIP('web', '10.96.0.10'));
@@ -147,7 +147,7 @@ describe('Proxier over the kernel twins', () => {
     const save = await ipset.save();
     expect(save).toContain('add KUBE-CLUSTER-IP 10.96.0.10,tcp:80');
     expect(save).toContain('add KUBE-6-CLUSTER-IP 2001:db8:96::10,tcp:80');
-    // (the twin keeps rule text as written; the VM tests pin iptables-save's own spelling)
+    // (the fake keeps rule text as written; the VM tests pin iptables-save's own spelling)
     expect(await ipt6.save('nat')).toContain('-m set --match-set KUBE-6-CLUSTER-IP dst,dst ! -s 2001:db8:244::/64 -j KUBE-MARK-MASQ');
     expect(await ipt6.save('nat')).toContain('-A KUBE-SERVICES -s ::1/128 -j RETURN');
     expect(await ipt4.save('nat')).toContain('-m set --match-set KUBE-CLUSTER-IP dst,dst ! -s 10.244.0.0/16 -j KUBE-MARK-MASQ');
@@ -201,7 +201,7 @@ describe('Proxier over the kernel twins', () => {
     t.proxier.sync();
     await t.settle();
     expect(t.ipvs.applied.slice(-1)).toEqual([expect.objectContaining({ kind: 'setDest', rs: expect.objectContaining({ address: '10.244.1.3', weight: 1 }) })]);
-    // gone again; no connections on the twin, so the drain check 15 s later deletes it
+    // gone again; no connections on the fake, so the drain check 15 s later deletes it
     t.slices.onUpdate(endpoints('web', '10.244.1.2', '10.244.1.3'), endpoints('web', '10.244.1.2'));
     t.proxier.sync();
     await t.settle();

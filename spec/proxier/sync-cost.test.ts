@@ -1,7 +1,7 @@
 // What a sync costs: where its time goes (SyncResult.phasesMs, logged with every "sync done":
 // each kernel surface's time is charged to its own phase, the laps add up to the sync's
 // duration, and the netfilter sync (ipsets, then iptables) runs beside the IPVS read, writes and
-// binds; the twins "take" time on the fake clock while they run), what a one-endpoint change
+// binds; the fakes "take" time on the fake clock while they run), what a one-endpoint change
 // touches, and what the periodic full sync re-plans.
 import type { V1EndpointSlice, V1Service } from '@kubernetes/client-node';
 import { makeEndpointSlice, makeService, svcPort } from '../../testkit/builders';
@@ -17,7 +17,7 @@ const webSlice = (...ips: string[]): V1EndpointSlice =>
     sl.endpoints = ips.map((ip) => ({ addresses: [ip], conditions: { ready: true, serving: true, terminating: false }, nodeName: 'node-b' }));
   });
 
-type Twins = Awaited<ReturnType<typeof proxierOverFakes>>;
+type Fakes = Awaited<ReturnType<typeof proxierOverFakes>>;
 
 /** Wraps `o[method]` so that each call first runs `before` (and waits for what it returns). */
 function around<T extends object, K extends keyof T>(o: T, method: K, before: (name: string) => Promise<void>): void {
@@ -29,11 +29,11 @@ function around<T extends object, K extends keyof T>(o: T, method: K, before: (n
 }
 
 /**
- * Twins whose writes take time on the fake clock (a timer each, so that operations in flight
+ * Fakes whose writes take time on the fake clock (a timer each, so that operations in flight
  * together overlap as they would): IPVS run 7 ms, ipset restore 11 ms, iptables restore 13 ms,
  * binding addresses 3 ms.
  */
-async function slowTwins(): Promise<Twins> {
+async function slowFakes(): Promise<Fakes> {
   const t = await proxierOverFakes();
   const takes = (ms: number) => () => new Promise<void>((resolve) => t.clock.setTimer(resolve, ms));
   around(t.ipvs, 'run', takes(7));
@@ -47,7 +47,7 @@ async function slowTwins(): Promise<Twins> {
  * Marks the informers synced and runs what is due, without waiting for the sync to end (it
  * waits on timers, or on a held restore, that the test moves on).
  */
-async function begin(t: Twins): Promise<void> {
+async function begin(t: Fakes): Promise<void> {
   t.proxier.onServicesSynced();
   t.proxier.onEndpointSlicesSynced();
   await t.clock.advance(0);
@@ -58,7 +58,7 @@ const laps = (r: SyncResult) => Object.entries(r.phasesMs).reduce((a, [k, v]) =>
 
 describe('SyncResult.phasesMs', () => {
   it('a full sync charges each surface its own time; the ipset and iptables restores run beside the IPVS writes and binds', async () => {
-    const t = await slowTwins();
+    const t = await slowFakes();
     t.add(web, webSlice('10.244.1.2'));
     await begin(t);
     await t.settle(100);
@@ -74,7 +74,7 @@ describe('SyncResult.phasesMs', () => {
   });
 
   it('the netfilter restores run beside the IPVS read of a full sync too', async () => {
-    const t = await slowTwins();
+    const t = await slowFakes();
     // an IPVS read of 30 ms: the ipsets (0-11 ms) and iptables (11-24 ms) are done before it is
     around(t.ipvs, 'listAll', () => new Promise<void>((resolve) => t.clock.setTimer(resolve, 30)));
     t.add(web, webSlice('10.244.1.2'));
@@ -88,7 +88,7 @@ describe('SyncResult.phasesMs', () => {
   });
 
   it('a partial sync has no node or IPVS-read phase; one endpoint added costs only the IPVS write', async () => {
-    const t = await slowTwins();
+    const t = await slowFakes();
     const first = webSlice('10.244.1.2');
     t.add(web, first);
     await begin(t);

@@ -1,6 +1,6 @@
-// The proxier's read-only views over the kernel twins: service list rows and backend states,
-// status, and the dry-run full sync behind `kube-ipvs diff` (a drifted twin shows exactly the
-// repair, and neither the twin nor the proxier's own state changes).
+// The proxier's read-only views over the kernel fakes: service list rows and backend states,
+// status, and the dry-run full sync behind `kube-ipvs diff` (a drifted fake shows exactly the
+// repair, and neither the fake nor the proxier's own state changes).
 //
 // Addresses (testkit/builders.ts): ClusterIPs 10.96.0.0/12, pods 10.244.0.0/16, this node
 // 192.0.2.1 on eth0, LB VIP 203.0.113.10, external IP 203.0.113.20.
@@ -50,7 +50,7 @@ async function started(opts: { schedulers?: string[] } = {}) {
   return t;
 }
 
-/** The twin's table, sorted, as data (to show nothing changed). */
+/** The fake's table, sorted, as data (to show nothing changed). */
 async function table(entries: Promise<VirtualServerEntry[]>) {
   return (await entries).map((e) => JSON.stringify(e, (_k, v) => (typeof v === 'bigint' ? String(v) : v))).sort();
 }
@@ -107,7 +107,7 @@ describe('Proxier.dryRunFullSync (kube-ipvs diff)', () => {
     expect(await proxier.dryRunFullSync()).toEqual([]);
   });
 
-  it('a drifted kernel: exactly the repairs, foreign services untouched, the twin and the proxier unchanged', async () => {
+  it('a drifted kernel: exactly the repairs, foreign services untouched, the fake and the proxier unchanged', async () => {
     const t = await started();
     const { ipvs, proxier } = t;
     // drift: one real server deleted, one scheduler changed, a stale real server added;

@@ -65,7 +65,7 @@ const udpFlow = (family: 'ipv4' | 'ipv6', host: string, srcPort: number) => ({
   reply: { src: host, dst: host, srcPort: SERVER_PORT, dstPort: srcPort },
 });
 
-describe('conntrack: kernel and twin behave the same', () => {
+describe('conntrack: kernel and fake behave the same', () => {
   const servers: dgram.Socket[] = [];
 
   beforeAll(async () => {
@@ -82,7 +82,7 @@ describe('conntrack: kernel and twin behave the same', () => {
 
   const cases: [string, () => Promise<{ ct: Conntrack; flows: ConntrackFlow[] }>][] = [
     [
-      'twin',
+      'fake',
       async () => {
         const ct = new FakeConntrack();
         const flows = [

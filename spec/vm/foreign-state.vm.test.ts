@@ -2,7 +2,7 @@
 // IPVS state is programmed with ipvsadm first, then the real daemon (`kube-ipvs --config`,
 // the fake API server as another process) runs several full syncs and drain checks with
 // tenant Services aimed at that state, and after their deletion; the foreign virtual servers'
-// `ipvsadm -Sn` lines must come out byte-identical. (The same over the twins, with the op
+// `ipvsadm -Sn` lines must come out byte-identical. (The same over the fakes, with the op
 // lists: spec/proxier/foreign-state.test.ts.)
 //
 // Foreign state: a keepalived-like virtual server TCP 192.0.2.100:443 on this backup node (its

@@ -1,7 +1,7 @@
 // Inside the QEMU VM only (real kernel 6.1, real ipset 7.17). listIpsets (one netlink dump)
 // must read exactly what parseIpsetSave makes of `ipset save`: every set, type, family,
 // option and member, kube-proxy's 17 sets in both families, foreign types, an empty set, and
-// a set whose members span several dump messages. The twin's list() must agree with the kernel.
+// a set whose members span several dump messages. The fake's list() must agree with the kernel.
 // (The 100,000-member timing is not here: the ipset binary alone needs many minutes for it in
 // the TCG guest.)
 // Addresses: 10.96.0.0/12 cluster IPs, 203.0.113.0/24 LBs, 198.51.100.0/24 sources, fd00::/8,
@@ -110,13 +110,13 @@ describe('listIpsets against the kernel', () => {
     // protocol 7 (what ipset 7.17 sends on this kernel) reads the same
     expect(plain(await listIpsets({ protocol: 7 }))).toEqual(plain(saved));
 
-    // the twin, after the same restore text, lists what the kernel lists (initval is random in the kernel)
-    const twin = new FakeIpset();
-    twin.applyRestore(r.restoreText, true);
+    // the fake, after the same restore text, lists what the kernel lists (initval is random in the kernel)
+    const fake = new FakeIpset();
+    fake.applyRestore(r.restoreText, true);
     const noInitval = (s: IpsetState) =>
       plain(new Map([...s].filter(([n]) => n.startsWith('KUBE-')).map(([n, v]) => [n, { ...v, options: v.options.replace(/ initval 0x[0-9a-f]+$/, '') }])));
-    expect(noInitval(await twin.list())).toEqual(noInitval(saved));
-    expect(twin.saves).toBe(0);
+    expect(noInitval(await fake.list())).toEqual(noInitval(saved));
+    expect(fake.saves).toBe(0);
   });
 
   it('a set of 2,000 members (several dump messages) reads as `ipset save` shows it', async () => {

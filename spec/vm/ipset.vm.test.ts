@@ -79,12 +79,12 @@ describe('Ipset against the kernel', () => {
     expect([...saved.get('KUBE-6-CLUSTER-IP')!.members]).toEqual(['fd00::a,tcp:80']);
     expect([...saved.get('KUBE-NODE-PORT-TCP')!.members]).toEqual(['30080']);
 
-    // the twin, given the same desired state, holds the same
-    const twin = new FakeIpset();
-    await twin.observe();
-    await twin.sync(desired);
+    // the fake, given the same desired state, holds the same
+    const fake = new FakeIpset();
+    await fake.observe();
+    await fake.sync(desired);
     const kube = new Map([...saved].filter(([n]) => n.startsWith('KUBE-')));
-    expect(formatIpsetState(kube)).toBe(twin.dump());
+    expect(formatIpsetState(kube)).toBe(fake.dump());
 
     // unchanged: no process at all; a restarted instance that observes first: none either
     exec.reset();
@@ -184,12 +184,12 @@ describe('one bad entry never stalls the ipsets (the kernel decides)', () => {
       expect(await kernelHas('KUBE-LOAD-BALANCER-SOURCE-CIDR', `203.0.113.7,tcp:443,${src}`)).toBe(true);
     }
     expect(await kernelHas('KUBE-LOAD-BALANCER-SOURCE-CIDR', '203.0.113.7,tcp:80,1.2.3.4')).toBe(false);
-    // the twin holds the same
-    const twin = new FakeIpset();
-    await twin.observe();
-    await twin.sync(desired);
+    // the fake holds the same
+    const fake = new FakeIpset();
+    await fake.observe();
+    await fake.sync(desired);
     const kube = new Map([...parseIpsetSave(await sh('ipset save'))].filter(([n]) => n.startsWith('KUBE-')));
-    expect(formatIpsetState(kube)).toBe(twin.dump());
+    expect(formatIpsetState(kube)).toBe(fake.dump());
   });
 
   it('two spellings of one member are one member: re-planning with another spelling never empties the set', async () => {
@@ -273,7 +273,7 @@ const MISUSES: Misuse[] = [
 
 type Target = { restore(text: string): Promise<void>; dump(): Promise<string>; reference(set: string): Promise<void>; cleanup(): Promise<void> };
 
-const twin = (): Target => {
+const fake = (): Target => {
   const f = new FakeIpset();
   return {
     restore: async (t) => f.applyRestore(t, true),
@@ -307,7 +307,7 @@ const kernel = (): Target => {
 };
 
 describe.each([
-  ['twin', twin],
+  ['fake', fake],
   ['kernel', kernel],
 ] as const)('ipset misuse (%s)', (_which, make) => {
   it.each(MISUSES.map((m) => [m.name, m] as const))('%s', async (_n, m) => {

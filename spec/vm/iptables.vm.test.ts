@@ -217,7 +217,7 @@ describe.each(['legacy', 'nft'] as const)('Iptables against the kernel (%s)', (b
   });
 });
 
-/** Misuse of iptables-restore --noflush: same exit code, line and resulting chain on twin and kernel. */
+/** Misuse of iptables-restore --noflush: same exit code, line and resulting chain on fake and kernel. */
 interface Misuse {
   readonly name: string;
   readonly text: string;
@@ -242,7 +242,7 @@ interface Target {
   cleanup(): Promise<void>;
 }
 
-const twin = (backend: IptablesBackend): Target => {
+const fake = (backend: IptablesBackend): Target => {
   // linked to a FakeIpset holding no T-* set, like the kernel in this test
   const f = new FakeIptables({ flavor: backend, ipsets: new FakeIpset() });
   return {
@@ -270,8 +270,8 @@ const kernel = (backend: IptablesBackend): Target => ({
 });
 
 describe.each([
-  ['twin', 'legacy', twin], ['kernel', 'legacy', kernel],
-  ['twin', 'nft', twin], ['kernel', 'nft', kernel],
+  ['fake', 'legacy', fake], ['kernel', 'legacy', kernel],
+  ['fake', 'nft', fake], ['kernel', 'nft', kernel],
 ] as const)('iptables-restore misuse (%s, %s)', (_which, backend, make) => {
   it.each(MISUSES.map((m) => [m.name, m] as const))('%s', async (_n, m) => {
     const t = make(backend);

@@ -242,7 +242,7 @@ describe('IPVS over generic netlink, against the kernel and ipvsadm', () => {
 });
 
 describe.each([
-  ['twin', async () => new FakeIpvs()],
+  ['fake', async () => new FakeIpvs()],
   ['kernel', async () => openIpvs()],
 ])('the %s refuses misuse with the kernel errno', (_name, open) => {
   const vs = tcp('192.0.2.80', 80);
@@ -286,7 +286,7 @@ describe.each([
   });
 });
 
-describe('twin and kernel objects', () => {
+describe('fake and kernel objects', () => {
   it('spread and JSON the same for the same table (counters only through `stats`)', async () => {
     const vs = tcp('192.0.2.90', 80);
     const v6 = { af: 10 as const, protocol: 17, address: '2001:db8::90', port: 53, fwmark: 0 };
@@ -296,16 +296,16 @@ describe('twin and kernel objects', () => {
       { kind: 'newService', vs: { ...v6, scheduler: 'sh' } },
       { kind: 'newDest', vs: v6, rs: { af: 10, address: '2001:db8::1:90', port: 53, weight: 1, fwdMethod: 0 } },
     ];
-    const twin = new FakeIpvs();
-    expect((await twin.run(ops)).every((r) => r.ok)).toBe(true);
+    const fake = new FakeIpvs();
+    expect((await fake.run(ops)).every((r) => r.ok)).toBe(true);
     expect((await ipvs.run(ops)).every((r) => r.ok)).toBe(true);
     const json = (x: unknown) => JSON.stringify(x, (_k, v: unknown) => (typeof v === 'bigint' ? `${v}n` : v));
     const byAddress = (a: { vs: { address: string } }, b: { vs: { address: string } }) => (a.vs.address < b.vs.address ? -1 : 1);
-    const fromTwin = (await twin.listAll()).sort(byAddress);
+    const fromFake = (await fake.listAll()).sort(byAddress);
     const fromKernel = (await ipvs.listAll()).sort(byAddress);
-    expect(json(fromKernel)).toBe(json(fromTwin));
-    expect(fromKernel.map((e) => [{ ...e.vs }, e.dests.map((d) => ({ ...d }))])).toEqual(fromTwin.map((e) => [{ ...e.vs }, e.dests.map((d) => ({ ...d }))]));
-    for (const e of [...fromTwin, ...fromKernel]) {
+    expect(json(fromKernel)).toBe(json(fromFake));
+    expect(fromKernel.map((e) => [{ ...e.vs }, e.dests.map((d) => ({ ...d }))])).toEqual(fromFake.map((e) => [{ ...e.vs }, e.dests.map((d) => ({ ...d }))]));
+    for (const e of [...fromFake, ...fromKernel]) {
       expect(e.vs.stats?.conns).toBe(0n);
       expect('stats' in { ...e.vs }).toBe(false);
     }

@@ -1,4 +1,4 @@
-// Twin-vs-kernel parity for Link, and the real implementation checked with iproute2 as an
+// Fake-vs-kernel parity for Link, and the real implementation checked with iproute2 as an
 // independent observer. Runs as root inside the QEMU VM; link names are unique to this file.
 import { constants } from 'node:os';
 import { NetlinkError } from '../../lib/errors';
@@ -23,7 +23,7 @@ const errno = (n: number) => expect.objectContaining({ constructor: NetlinkError
 const NO_SUCH_INDEX = 9999;
 
 describe.each<[string, () => Promise<Link>]>([
-  ['twin', async () => new FakeLink()],
+  ['fake', async () => new FakeLink()],
   ['kernel', openLink],
 ])('Link errno parity: %s', (_label, open) => {
   let link: Link;

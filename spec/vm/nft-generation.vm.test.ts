@@ -54,16 +54,16 @@ async function moves(step: () => Promise<unknown>): Promise<number> {
   return (await gen.read()) - before;
 }
 
-/** the twin, given the same restores as the kernel, must count the same */
-const twin = new FakeIptables({ family: 'ipv4', flavor: 'nft' });
-function twinMoves(text: string): number {
-  const before = twin.generation;
+/** the fake, given the same restores as the kernel, must count the same */
+const fake = new FakeIptables({ family: 'ipv4', flavor: 'nft' });
+function fakeMoves(text: string): number {
+  const before = fake.generation;
   try {
-    twin.applyRestore(text, true);
+    fake.applyRestore(text, true);
   } catch {
     // refused as the kernel refuses it; what was committed before stays counted
   }
-  return twin.generation - before;
+  return fake.generation - before;
 }
 
 describe('the nf_tables generation on this kernel', () => {
@@ -77,7 +77,7 @@ describe('the nf_tables generation on this kernel', () => {
     expect(await moves(() => sh(RESTORE, payload))).toBe(2);
     // the same text again: every chain is flushed and refilled, two real transactions
     expect(await moves(() => sh(RESTORE, payload))).toBe(2);
-    expect([twinMoves(payload), twinMoves(payload)]).toEqual([2, 2]);
+    expect([fakeMoves(payload), fakeMoves(payload)]).toEqual([2, 2]);
     expect(await moves(() => sh('iptables-nft-save -t nat; iptables-nft-save -t filter; iptables-nft-save'))).toBe(0);
 
     // a failing block is aborted; the blocks before it stay committed
@@ -85,7 +85,7 @@ describe('the nf_tables generation on this kernel', () => {
     const failsInFilter = '*nat\n:KUBE-T - [0:0]\n-A KUBE-T -j RETURN\nCOMMIT\n*filter\n:KUBE-T - [0:0]\n-A KUBE-T -j NO-SUCH-CHAIN\nCOMMIT\n';
     expect(await moves(async () => expect(await shFails(RESTORE, failsInNat)).toBe(2))).toBe(0);
     expect(await moves(async () => expect(await shFails(RESTORE, failsInFilter)).toBe(2))).toBe(1);
-    expect([twinMoves(failsInNat), twinMoves(failsInFilter)]).toEqual([0, 1]);
+    expect([fakeMoves(failsInNat), fakeMoves(failsInFilter)]).toEqual([0, 1]);
 
     // other subsystems and the legacy tables are not nf_tables
     expect(await moves(() => sh('ipset create T-GEN hash:ip && ipset destroy T-GEN && ipvsadm -A -t 203.0.113.10:80 -s rr && ipvsadm -D -t 203.0.113.10:80 && ' +
@@ -95,7 +95,7 @@ describe('the nf_tables generation on this kernel', () => {
     expect(await moves(() => sh('iptables-nft -t filter -N T-GEN'))).toBe(1);
     expect(await moves(() => sh('iptables-nft -t filter -F T-GEN'))).toBe(0);
     expect(await moves(() => sh('iptables-nft -t filter -X T-GEN'))).toBe(1);
-    expect(['-N T-GEN', '-F T-GEN', '-X T-GEN'].map((l) => twinMoves(`*filter\n${l}\nCOMMIT\n`))).toEqual([1, 0, 1]);
+    expect(['-N T-GEN', '-F T-GEN', '-X T-GEN'].map((l) => fakeMoves(`*filter\n${l}\nCOMMIT\n`))).toEqual([1, 0, 1]);
 
     // one counter per network namespace: ip6tables-nft moves it too
     expect(await moves(() => sh('ip6tables-nft-restore --noflush -w 5', '*nat\n:KUBE-T6 - [0:0]\n-A KUBE-T6 -j RETURN\nCOMMIT\n*filter\n:KUBE-T6 - [0:0]\n-A KUBE-T6 -j RETURN\nCOMMIT\n'))).toBe(2);

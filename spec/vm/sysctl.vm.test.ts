@@ -1,4 +1,4 @@
-// Sysctl twin-vs-kernel parity and kube-proxy's IPVS sysctls on the VM's real /proc/sys.
+// Sysctl fake-vs-kernel parity and kube-proxy's IPVS sysctls on the VM's real /proc/sys.
 import { constants, release } from 'node:os';
 import { FakeSysctl, ProcSysctl, SYSCTL, Sysctl, SysctlError } from '../../lib/kernel/sysctl/sysctl';
 import { ensureIpvsSysctls, parseKernelVersion } from '../../lib/kernel/sysctl/ipvs-sysctls';
@@ -7,7 +7,7 @@ import { run } from '../../testkit/netns';
 const E = constants.errno;
 
 describe.each<[string, () => Sysctl]>([
-  ['twin', () => new FakeSysctl({ [SYSCTL.IP_FORWARD]: '0', [SYSCTL.VS_CONNTRACK]: '0' })],
+  ['fake', () => new FakeSysctl({ [SYSCTL.IP_FORWARD]: '0', [SYSCTL.VS_CONNTRACK]: '0' })],
   ['kernel', () => new ProcSysctl()],
 ])('Sysctl errno parity: %s', (_label, open) => {
   const s = open();

@@ -26,7 +26,7 @@ interface Writer {
   write(text: string): unknown;
 }
 
-/** What the commands reach; tests give a fake daemon and twins. */
+/** What the commands reach; tests give a fake daemon and fakes. */
 export interface ViewsEnv {
   fetchView(server: string): FetchView;
   /** the IPVS table and the ipsets (`ipset save`), for the fallback; `setsError` when ipset failed */

@@ -1,5 +1,5 @@
 /**
- * In-memory twin of the kernel's ipsets behind the `ipset` binary. It parses the same
+ * In-memory fake of the kernel's ipsets behind the `ipset` binary. It parses the same
  * `ipset restore` text the real implementation sends and fails like ipset 7.x on a 6.1 kernel
  * does (ExecError, exit code, "Error in line N: ..." and `line`), pinned by
  * spec/vm/ipset.vm.test.ts.

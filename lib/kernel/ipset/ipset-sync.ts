@@ -1,4 +1,4 @@
-/** The Ipset logic shared by the real implementation and the twin: delta, restore, quarantine, memory. */
+/** The Ipset logic shared by the real implementation and the fake: delta, restore, quarantine, memory. */
 import { ExecError } from '../../errors';
 import { componentLog } from '../../log';
 import { DeltaLine, KnownSet, diffIpsets } from './diff-ipsets';

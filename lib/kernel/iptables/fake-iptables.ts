@@ -1,5 +1,5 @@
 /**
- * In-memory twin of one family's iptables (tables nat, filter, mangle, raw) behind
+ * In-memory fake of one family's iptables (tables nat, filter, mangle, raw) behind
  * iptables-restore / iptables-save. It parses the same restore text and refuses what the kernel
  * and the binaries refuse, with their exit codes and blamed lines, in the `legacy` or `nft`
  * flavour (pinned by spec/vm/iptables.vm.test.ts against iptables 1.8.9 on Linux 6.1):
@@ -63,7 +63,7 @@ export interface FakeIptablesOptions {
   /** validate `--match-set` names and register references */
   readonly ipsets?: FakeIpset;
   /**
-   * give this twin's own Iptables (sync) the generation reader, as the daemon does for the
+   * give this fake's own Iptables (sync) the generation reader, as the daemon does for the
    * nft backend (default false: the verify reads the tables, as on legacy)
    */
   readonly readGeneration?: boolean;
@@ -85,7 +85,7 @@ export class FakeIptables implements IptablesRunner, Iptables {
   generationError: Error | undefined;
   /** reads of the generation */
   generationReads = 0;
-  /** NFT_MSG_GETGEN of this twin */
+  /** NFT_MSG_GETGEN of this fake */
   readonly rulesetGeneration: RulesetGeneration = {
     read: async () => {
       this.generationReads++;

@@ -1,4 +1,4 @@
-/** The Iptables logic shared by the real implementation and the twin. */
+/** The Iptables logic shared by the real implementation and the fake. */
 import { componentLog } from '../../log';
 import { RulesetGeneration } from './nft-generation';
 import { Iptables, IptablesBackend, IptablesRunner, IptablesSyncOptions, IptablesSyncResult } from './iptables';

@@ -16,7 +16,7 @@ interface FakeLinkState {
 }
 
 /**
- * In-memory twin of Link with the kernel's errno for each misuse (pinned against the VM
+ * In-memory fake of Link with the kernel's errno for each misuse (pinned against the VM
  * kernel by spec/vm/link.vm.test.ts). Starts with `lo` (index 1, 127.0.0.1/8, ::1/128),
  * as a fresh network namespace does; IPv6 autoconfigured link-local addresses are not modelled.
  */

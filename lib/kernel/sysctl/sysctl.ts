@@ -85,7 +85,7 @@ export class ProcSysctl implements Sysctl {
 }
 
 /**
- * In-memory twin. Unknown keys are ENOENT; a non-integer written to an integer sysctl is
+ * In-memory fake. Unknown keys are ENOENT; a non-integer written to an integer sysctl is
  * EINVAL (proc_dointvec). Records every write.
  */
 export class FakeSysctl implements Sysctl {

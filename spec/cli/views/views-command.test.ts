@@ -1,4 +1,4 @@
-// `kube-ipvs service list / status / diff` with a scripted daemon and the IPVS twin: the
+// `kube-ipvs service list / status / diff` with a scripted daemon and the IPVS fake: the
 // kernel fallback, what each command does when the daemon does not answer or answers an
 // error, exit codes, and that the commands load nothing of the daemon.
 import { spawnSync } from 'node:child_process';
@@ -12,7 +12,7 @@ import { IP_VS_CONN_F } from '../../../lib/uapi/ip_vs';
 
 const vs = { af: AF_INET, protocol: IPPROTO_TCP, address: '10.96.0.10', port: 80, fwmark: 0 } as const;
 
-/** An env whose daemon answers `views` by path (an Error value is thrown), kernel = a twin. */
+/** An env whose daemon answers `views` by path (an Error value is thrown), kernel = a fake. */
 function env(views: Record<string, unknown>, kernel?: { ipvs?: FakeIpvs; fails?: Error }) {
   const out: string[] = [];
   const err: string[] = [];
@@ -37,7 +37,7 @@ function env(views: Record<string, unknown>, kernel?: { ipvs?: FakeIpvs; fails?:
   return { e, out: () => out.join(''), err: () => err.join(''), asked };
 }
 
-async function twin(): Promise<FakeIpvs> {
+async function fake(): Promise<FakeIpvs> {
   const ipvs = new FakeIpvs();
   await ipvs.apply({ kind: 'newService', vs: { ...vs, scheduler: 'rr' } });
   await ipvs.apply({ kind: 'newDest', vs, rs: { af: AF_INET, address: '10.244.1.2', port: 8080, fwdMethod: IP_VS_CONN_F.MASQ, weight: 0 } });
@@ -57,12 +57,12 @@ describe('kube-ipvs service list', () => {
   });
 
   it('no daemon: the kernel alone, and says so (text: first line; json: stderr)', async () => {
-    const t = env({}, { ipvs: await twin() });
+    const t = env({}, { ipvs: await fake() });
     expect(await runViews(['service', 'list'], t.e)).toBe(0);
     const lines = t.out().split('\n');
     expect(lines[0]).toMatch(/^# kube-ipvs daemon not reachable \(.*ECONNREFUSED\): rows from the kernel's IPVS table alone; Service names unknown/);
     expect(lines[2]).toMatch(/^1\s+10\.96\.0\.10:80\/TCP\s+ClusterIP\s+-\s+rr\s+None\s+1 => 10\.244\.1\.2:8080 \(draining, weight 0\)$/);
-    const j = env({}, { ipvs: await twin() });
+    const j = env({}, { ipvs: await fake() });
     expect(await runViews(['service', 'list', '-o', 'json'], j.e)).toBe(0);
     expect(j.err()).toMatch(/daemon not reachable/);
     expect(JSON.parse(j.out())).toMatchObject({ source: 'kernel', frontends: [{ id: 1, type: 'ClusterIP', service: null }] });
@@ -76,7 +76,7 @@ describe('kube-ipvs service list', () => {
   });
 
   it('a daemon that answers an error is not bypassed: exit 1, no fallback', async () => {
-    const t = env({ [VIEW_PATHS.services]: new DaemonViewError('http://127.0.0.1:10249/kube-ipvs/services: HTTP 500: boom', 500) }, { ipvs: await twin() });
+    const t = env({ [VIEW_PATHS.services]: new DaemonViewError('http://127.0.0.1:10249/kube-ipvs/services: HTTP 500: boom', 500) }, { ipvs: await fake() });
     expect(await runViews(['service', 'list'], t.e)).toBe(1);
     expect(t.err()).toBe('kube-ipvs service list: http://127.0.0.1:10249/kube-ipvs/services: HTTP 500: boom\n');
     expect(t.out()).toBe('');

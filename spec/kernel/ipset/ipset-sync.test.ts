@@ -122,7 +122,7 @@ describe('Ipset over the ipset binary (ScriptedExec)', () => {
     await fake.observe();
     fake.applyRestore('create KUBE-IPVS-IPS hash:ip family inet hashsize 1024 maxelem 65536\n', true);
     await fake.observe();
-    const bad = m('10.96.0.999')[0]!; // the twin refuses it as ipset does
+    const bad = m('10.96.0.999')[0]!; // the fake refuses it as ipset does
     const r1 = await fake.sync(new Map([['KUBE-IPVS-IPS', set('hash:ip', ['10.96.0.1', bad])]]));
     expect(r1.quarantined.map((q) => q.member)).toEqual([bad]);
     const sent = fake.restores.length;

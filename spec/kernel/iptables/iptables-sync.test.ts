@@ -1,4 +1,4 @@
-// IptablesSync's periodic verify step, over the twin: chains flushed, rules or jumps deleted
+// IptablesSync's periodic verify step, over the fake: chains flushed, rules or jumps deleted
 // behind its back are noticed with one save per table and rewritten.
 import { FakeIptables } from '../../../lib/kernel/iptables/fake-iptables';
 import { planIptables } from '../../../lib/plan/iptables';
@@ -62,7 +62,7 @@ async function syncedWithGeneration(flavor: 'nft' | 'legacy' = 'nft') {
   return { ipt, nat: await ipt.save('nat'), filter: await ipt.save('filter') };
 }
 
-/** an IptablesSync over the twin whose runner lets a test act between or inside its steps */
+/** an IptablesSync over the fake whose runner lets a test act between or inside its steps */
 function hooked(ipt: FakeIptables, hooks: { beforeRestore?: () => void; beforeSave?: () => void }) {
   const runner: IptablesRunner = {
     family: ipt.family,

@@ -1,5 +1,5 @@
-// The twin's objects have the kernel client's shape: the same own fields under spread and
-// JSON, counters read through `stats`. (The VM test compares twin and kernel listings too.)
+// The fake's objects have the kernel client's shape: the same own fields under spread and
+// JSON, counters read through `stats`. (The VM test compares fake and kernel listings too.)
 import { FakeIpvs } from '../../../lib/kernel/ipvs/fake-ipvs';
 import { decodeDest, decodeService } from '../../../lib/netlink/ipvs-codec';
 import { VirtualServerId, ZERO_STATS } from '../../../lib/model/ipvs';
@@ -9,17 +9,17 @@ const vs: VirtualServerId = { af: 2, protocol: 6, address: '192.0.2.10', port: 8
 const stats64 = plainNest(12, ...Array.from({ length: 10 }, (_, i) => nla(i + 1, u64(0n))));
 const json = (x: unknown) => JSON.stringify(x, (_k, v: unknown) => (typeof v === 'bigint' ? `${v}n` : v));
 
-async function twinEntry() {
-  const twin = new FakeIpvs();
-  await twin.apply({ kind: 'newService', vs: { ...vs, scheduler: 'rr' } });
-  await twin.apply({ kind: 'newDest', vs, rs: { af: 2, address: '198.51.100.1', port: 8080, weight: 1, fwdMethod: 0 } });
-  const [entry] = await twin.listAll();
+async function fakeEntry() {
+  const fake = new FakeIpvs();
+  await fake.apply({ kind: 'newService', vs: { ...vs, scheduler: 'rr' } });
+  await fake.apply({ kind: 'newDest', vs, rs: { af: 2, address: '198.51.100.1', port: 8080, weight: 1, fwdMethod: 0 } });
+  const [entry] = await fake.listAll();
   return entry!;
 }
 
 describe('FakeIpvs objects', () => {
   it('spread and JSON like the kernel client decodes them', async () => {
-    const entry = await twinEntry();
+    const entry = await fakeEntry();
     const kernelVs = decodeService(
       Buffer.concat([nla(1, u16(2)), nla(2, u16(6)), nla(3, ipv4in16('192.0.2.10')), nla(4, be16(80)), nla(6, cstr('rr')), nla(7, Buffer.concat([u32(0), u32(0xffffffff)])), nla(8, u32(0)), nla(9, Buffer.from([0xff, 0xff, 0xff, 0xff])), stats64]),
     );
@@ -37,11 +37,11 @@ describe('FakeIpvs objects', () => {
     expect(entry.dests[0]!.stats).toEqual(kernelRs.stats);
   });
 
-  it('hands out copies: changing a listed object does not change the twin', async () => {
-    const twin = new FakeIpvs();
-    await twin.apply({ kind: 'newService', vs: { ...vs, scheduler: 'rr' } });
-    const [listed] = await twin.listServices();
+  it('hands out copies: changing a listed object does not change the fake', async () => {
+    const fake = new FakeIpvs();
+    await fake.apply({ kind: 'newService', vs: { ...vs, scheduler: 'rr' } });
+    const [listed] = await fake.listServices();
     (listed as { scheduler: string }).scheduler = 'wlc';
-    expect((await twin.getService(vs)).scheduler).toBe('rr');
+    expect((await fake.getService(vs)).scheduler).toBe('rr');
   });
 });

@@ -1,4 +1,4 @@
-// listAllViaProc over the in-memory twin, with /proc/net/ip_vs text printed from the twin's
+// listAllViaProc over the in-memory fake, with /proc/net/ip_vs text printed from the fake's
 // table the way the kernel prints it (testkit/proc-ip-vs-text.ts): the result must be what
 // the netlink-only listing gives, with a dest dump only where /proc cannot stand for a service.
 import { FakeIpvs } from '../../../lib/kernel/ipvs/fake-ipvs';
@@ -33,7 +33,7 @@ async function table(ops: readonly IpvsOp[] = TABLE): Promise<FakeIpvs> {
 
 const procOf = async (ipvs: FakeIpvs): Promise<string> => procIpVsText(await ipvs.listAll());
 
-/** the twin counting dest dumps */
+/** the fake counting dest dumps */
 function counting(ipvs: FakeIpvs): { ipvs: FakeIpvs; dumps: () => number } {
   let n = 0;
   const orig = ipvs.listRealServers.bind(ipvs);

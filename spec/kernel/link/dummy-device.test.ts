@@ -14,7 +14,7 @@ import { NetlinkError } from '../../../lib/errors';
 const E = constants.errno;
 const errno = (n: number) => expect.objectContaining({ constructor: NetlinkError, errno: n });
 
-describe('FakeLink (strict twin)', () => {
+describe('FakeLink (strict fake)', () => {
   it.each<{ name: string; run: (l: FakeLink) => Promise<unknown>; errno: number }>([
     { name: 'add an existing link: EEXIST', run: async (l) => (await l.addDummy('d0'), l.addDummy('d0')), errno: E.EEXIST },
     { name: 'a 16-char name: ERANGE', run: (l) => l.addDummy('a'.repeat(16)), errno: E.ERANGE },

@@ -45,7 +45,7 @@ describe('ensureSysctl', () => {
     expect(await ensureSysctl(s, SYSCTL.VS_CONNTRACK, '1')).toEqual({ changed: true, previous: '0' });
     expect(s.writes).toEqual([{ key: SYSCTL.VS_CONNTRACK, value: '1' }]);
   });
-  it('the twin refuses a non-integer for an integer sysctl (EINVAL)', async () => {
+  it('the fake refuses a non-integer for an integer sysctl (EINVAL)', async () => {
     const s = new FakeSysctl({ [SYSCTL.IP_FORWARD]: '0' });
     await expect(s.write(SYSCTL.IP_FORWARD, 'yes')).rejects.toEqual(expect.objectContaining({ errno: E.EINVAL }));
   });
