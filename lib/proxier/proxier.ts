@@ -427,9 +427,11 @@ export class Proxier {
             this.reportConflicts(touched);
             observed = tableFromDump(dump, this.index.virtualServers());
           }
-          if (netfilterDone !== undefined && gone.length > 0) {
+          if (netfilterDone !== undefined) {
             for (const name of this.claimantsOf(gone)) this.replanNext.add(name);
-            if (this.replanNext.size > 0) this.runner.run();
+            // (claimed is empty here, as wantsUnknown() was false: were it not, the sets
+            // the netfilter sync in flight writes would be withdrawn by the next sync)
+            if (this.replanNext.size > 0 || claimed.length > 0) this.runner.run();
           }
           startNetfilter();
           const desiredVs = this.index.virtualServers();
