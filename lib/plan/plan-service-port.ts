@@ -26,6 +26,11 @@
  * only spares them when cleaning up; a tenant's externalIP there would take a foreign virtual
  * server over. NodePort virtual servers on node addresses inside them are not planned (no
  * Refusal: that is the node's configuration, not the Service's).
+ *
+ * A foreign virtual server (ctx.foreignVirtualServers: found in the kernel, not kube-ipvs's) at
+ * the exact ip:proto:port a frontend wants is refused the same way, for that ip:port only: no
+ * virtual server, ipset entry, LB firewall or out-filter entry, or kube-ipvs0 address for it,
+ * and a Refusal (reason ForeignVirtualServer) naming the virtual server and why it is foreign.
  */
 import { AddressFamily, RealServerSpec, VirtualServerSpec, realServerKey, virtualServerKey } from '../model/ipvs';
 import { Endpoint, Refusal, ServicePort, servicePortKey } from '../model/service';
@@ -68,6 +73,8 @@ function excludingCidr(cidrs: readonly string[], ip: string): string | undefined
 
 /** The Event reason of a VIP inside ipvs.excludeCIDRs. */
 export const VIP_IN_EXCLUDED_CIDR = 'VIPInExcludedCIDR';
+/** The Event reason of a frontend at the ip:port of a virtual server kube-ipvs does not own. */
+export const FOREIGN_VIRTUAL_SERVER = 'ForeignVirtualServer';
 
 const byString = (a: string, b: string): number => (a < b ? -1 : a > b ? 1 : 0);
 
@@ -160,12 +167,34 @@ export function planServicePort(sp: ServicePort, endpoints: readonly Endpoint[],
     });
     return true;
   };
+  const foreignMap = ctx.foreignVirtualServers;
+  const withheld: string[] = [];
+  /** a foreign virtual server at ip:port: refused, told (once per key) */
+  const vsForeign = (ip: string, port: number, field: string): boolean => {
+    if (!foreignMap || foreignMap.size === 0) return false;
+    const k = virtualServerKey(vsSpec(ip, port));
+    const why = foreignMap.get(k);
+    if (why === undefined) return false;
+    if (!withheld.includes(k)) {
+      withheld.push(k);
+      refusals.push({
+        kind: 'Service',
+        namespace: sp.namespace,
+        name: sp.name,
+        field,
+        value: ip,
+        reason: `virtual server ${k} exists in the kernel and is not kube-ipvs's (${why}): kube-ipvs never changes or deletes it, and programs nothing for it (port ${sp.protocol}/${port} not programmed on ${ip})`,
+        eventReason: FOREIGN_VIRTUAL_SERVER,
+      });
+    }
+    return true;
+  };
 
   // hairpin: every local endpoint, whatever its state
   for (const e of eps) if (e.isLocal) add('LOOP_BACK', entryIpPortIp(e.ip, proto, e.port, e.ip));
 
   // ClusterIP
-  if (!vipExcluded(sp.clusterIP, 'spec.clusterIPs')) {
+  if (!vipExcluded(sp.clusterIP, 'spec.clusterIPs') && !vsForeign(sp.clusterIP, sp.port, 'spec.clusterIPs')) {
     add('CLUSTER_IP', entryIpPort(sp.clusterIP, proto, sp.port));
     addVs(vsSpec(sp.clusterIP, sp.port), internalRs, 'spec.clusterIPs');
     bound.add(sp.clusterIP);
@@ -173,7 +202,7 @@ export function planServicePort(sp: ServicePort, endpoints: readonly Endpoint[],
 
   // externalIPs
   for (const ip of sp.externalIPs) {
-    if (vipExcluded(ip, 'spec.externalIPs')) continue;
+    if (vipExcluded(ip, 'spec.externalIPs') || vsForeign(ip, sp.port, 'spec.externalIPs')) continue;
     add(sp.externalPolicyLocal ? 'EXTERNAL_IP_LOCAL' : 'EXTERNAL_IP', entryIpPort(ip, proto, sp.port));
     if (addVs(vsSpec(ip, sp.port), externalRs, 'spec.externalIPs') && !ctx.localAddresses.has(ip)) bound.add(ip);
   }
@@ -184,7 +213,7 @@ export function planServicePort(sp: ServicePort, endpoints: readonly Endpoint[],
   const firewalled = sp.loadBalancerSourceRanges.length > 0 || sp.loadBalancerSourceRangesUnreadable;
   const nodeInRanges = sp.loadBalancerSourceRanges.length > 0 && ctx.nodeIPs.some(cidrMatcher(sp.loadBalancerSourceRanges));
   for (const ip of sp.loadBalancerIPs) {
-    if (vipExcluded(ip, 'status.loadBalancer.ingress')) continue;
+    if (vipExcluded(ip, 'status.loadBalancer.ingress') || vsForeign(ip, sp.port, 'status.loadBalancer.ingress')) continue;
     const entry = entryIpPort(ip, proto, sp.port);
     add('LOAD_BALANCER', entry);
     if (sp.externalPolicyLocal) add('LOAD_BALANCER_LOCAL', entry);
@@ -201,7 +230,8 @@ export function planServicePort(sp: ServicePort, endpoints: readonly Endpoint[],
   // NodePort
   if (sp.nodePort !== 0) {
     const local = sp.externalPolicyLocal;
-    const nodePortAddresses = ctx.excludeCIDRs.length === 0 ? ctx.nodePortAddresses : ctx.nodePortAddresses.filter((ip) => !excludedMatcher(ctx.excludeCIDRs)(ip));
+    let nodePortAddresses = ctx.excludeCIDRs.length === 0 ? ctx.nodePortAddresses : ctx.nodePortAddresses.filter((ip) => !excludedMatcher(ctx.excludeCIDRs)(ip));
+    if (foreignMap && foreignMap.size > 0) nodePortAddresses = nodePortAddresses.filter((ip) => !vsForeign(ip, sp.nodePort, 'spec.ports[].nodePort'));
     if (sp.protocol === 'SCTP') {
       for (const ip of nodePortAddresses) {
         add('NODE_PORT_SCTP', entryIpPort(ip, proto, sp.nodePort));
@@ -232,6 +262,7 @@ export function planServicePort(sp: ServicePort, endpoints: readonly Endpoint[],
       external: sp.externalPolicyLocal && hasExternal && cat.hasAny && noLocal,
     },
     refusals,
+    ...(withheld.length > 0 ? { foreignVirtualServers: withheld.sort(byString) } : {}),
   };
 }
 

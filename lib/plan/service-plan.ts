@@ -48,6 +48,12 @@ export interface PlanContext {
   readonly excludeClusterCIDRs: readonly string[];
   /** ipvs.excludeCIDRs (this family): no VIP inside them is planned */
   readonly excludeCIDRs: readonly string[];
+  /**
+   * virtual servers found in the kernel that are not kube-ipvs's (virtualServerKey -> why, in
+   * words): none is planned, nor an ipset entry or kube-ipvs0 address for it (the proxier's
+   * memory, lib/proxier/ownership.ts; absent or empty: none)
+   */
+  readonly foreignVirtualServers?: ReadonlyMap<string, string>;
 }
 
 /** The desired state contributed by one service port in one family. */
@@ -67,6 +73,8 @@ export interface ServicePortPlan {
   readonly noLocalEndpoints: { readonly internal: boolean; readonly external: boolean };
   /** parts of the objects that were refused (the rest is planned) */
   readonly refusals: readonly Refusal[];
+  /** virtual server keys this port wanted that are foreign (ctx.foreignVirtualServers), sorted; absent: none */
+  readonly foreignVirtualServers?: readonly string[];
 }
 
 export type PlanServicePort = (sp: ServicePort, endpoints: readonly Endpoint[], ctx: PlanContext) => ServicePortPlan;

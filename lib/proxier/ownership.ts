@@ -3,13 +3,20 @@
  * weight-0 real servers it may drain. Pure: the proxier hands in what it observed.
  *
  * Never ours: fwmark services and anything inside ipvs.excludeCIDRs, whatever else says so.
- * Ours: what is desired now; an ip:port in KUBE-CLUSTER-IP / EXTERNAL-IP / LOAD-BALANCER, or a
- * port in a KUBE-NODE-PORT-* set (what kube-proxy or an earlier kube-ipvs programmed, as the
- * kernel remembers it across a restart); only when the sets could not be read, a VIP bound on
- * kube-ipvs0 (kube-proxy binds every ClusterIP, external and LB VIP there). The address alone
- * is not enough when the sets say more: a tenant's externalIP on a foreign VIP, another port,
- * binds that address too. Everything else — keepalived's services on node IPs,
- * an admin's — is foreign: never created, changed, drained or deleted.
+ * Otherwise a virtual server is classified once, when a full sync first finds it in the kernel
+ * (firstSightReason), and remembered for as long as it exists there:
+ *  - ours when kube-ipvs created it (its own op went through, or its result was lost);
+ *  - at the adoption read (kube-ipvs's first, after a restart or after kube-proxy), ours when
+ *    an ip:port in KUBE-CLUSTER-IP / EXTERNAL-IP / LOAD-BALANCER or a port in a
+ *    KUBE-NODE-PORT-* set names it, as those sets were first read (what kube-proxy or an
+ *    earlier kube-ipvs programmed); only when the sets could not be read, a VIP bound on
+ *    kube-ipvs0 (kube-proxy binds every ClusterIP, external and LB VIP there);
+ *  - foreign otherwise — keepalived's services on node IPs, an admin's — even when a Service
+ *    wants its ip:port: "a Service wants it" never makes it ours (a tenant's externalIP would
+ *    take it over). kube-ipvs writes the sets and kube-ipvs0 itself, so only the adoption read's
+ *    copy counts: after it, a virtual server kube-ipvs did not create is foreign.
+ * Foreign: never created, changed, drained or deleted; a Service claiming its ip:port is
+ * refused that frontend (plan-service-port.ts, ForeignVirtualServer).
  */
 import { VirtualServerId, realServerKey } from '../model/ipvs';
 import { SetMembers, frontendTypeFromIpsets } from '../model/ipset-claims';
@@ -20,28 +27,39 @@ import type { DesiredVirtualServer } from '../plan/service-plan';
 export interface OwnershipFacts {
   /** inside ipvs.excludeCIDRs */
   readonly excluded: (address: string) => boolean;
-  /** a Service wants this virtual server key now */
-  readonly desired: (vsKey: string) => boolean;
-  /** the addresses on kube-ipvs0 */
-  readonly bound: ReadonlySet<string>;
-  /** the kube-proxy sets as last read (undefined: not read) */
-  readonly ipsets: SetMembers | undefined;
+  /** why a virtual server was classified foreign when first seen; undefined when it is ours */
+  readonly foreign: (vsKey: string) => string | undefined;
 }
 
 /** Why a virtual server is not kube-ipvs's, in words for a log line; null when it is. */
 export function foreignReason(vsKey: string, vs: VirtualServerId, facts: OwnershipFacts): string | null {
   if (vs.fwmark > 0) return 'a fwmark service';
   if (facts.excluded(vs.address)) return 'inside ipvs.excludeCIDRs';
-  if (facts.desired(vsKey)) return null;
-  // the sets name ip,proto:port; kube-ipvs0 only the address, which a tenant's externalIP on a
-  // foreign VIP (another port) would put there: bound counts only when no sets were read
-  if (facts.ipsets === undefined) return facts.bound.has(vs.address) ? null : 'neither wanted by a Service nor bound on kube-ipvs0';
-  if (frontendTypeFromIpsets(facts.ipsets, vs) !== null) return null;
-  return 'neither wanted by a Service nor in a kube-proxy ipset';
+  return facts.foreign(vsKey) ?? null;
 }
 
 export function ownsVirtualServer(vsKey: string, vs: VirtualServerId, facts: OwnershipFacts): boolean {
   return foreignReason(vsKey, vs, facts) === null;
+}
+
+/** What kube-ipvs knows when a full sync finds a virtual server it had not seen before. */
+export interface FirstSightFacts {
+  /** kube-ipvs created it (its newService went through, or the socket failed before the answer) */
+  readonly created: (vsKey: string) => boolean;
+  /** at the adoption read only: the kube-proxy sets (undefined: not read) and kube-ipvs0's addresses as first read */
+  readonly adoption?: { readonly ipsets: SetMembers | undefined; readonly bound: ReadonlySet<string> };
+}
+
+/** Why a virtual server seen for the first time is foreign, in words; null when it is kube-ipvs's. */
+export function firstSightReason(vsKey: string, vs: VirtualServerId, facts: FirstSightFacts): string | null {
+  if (facts.created(vsKey)) return null;
+  const a = facts.adoption;
+  if (!a) return 'it appeared in the kernel after kube-ipvs adopted the table, and kube-ipvs did not create it';
+  // the sets name ip,proto:port; kube-ipvs0 only the address, which a tenant's externalIP on a
+  // foreign VIP (another port) would put there: bound counts only when no sets were read
+  if (a.ipsets === undefined) return a.bound.has(vs.address) ? null : 'found when kube-ipvs started, its address not bound on kube-ipvs0';
+  if (frontendTypeFromIpsets(a.ipsets, vs) !== null) return null;
+  return 'found when kube-ipvs started, in no kube-proxy ipset';
 }
 
 export interface AdoptedDrains {

@@ -40,7 +40,7 @@ import { NetlinkError, NotSyncedError } from '../errors';
 import { BoundedFrequencyRunner } from './runner';
 import { DesiredIndex } from './desired-index';
 import { DrainingRealServers } from './draining';
-import { OwnershipFacts, adoptDrains, foreignReason, ownsVirtualServer } from './ownership';
+import { FirstSightFacts, OwnershipFacts, adoptDrains, firstSightReason, foreignReason, ownsVirtualServer } from './ownership';
 import { Clock } from './clock';
 import { IpFamily } from '../model/ip-family';
 import { ServiceHealthIndex, ServiceHealthSink } from './service-health';
@@ -228,6 +228,20 @@ export class Proxier {
   private readonly failedThisSync = new Set<string>();
   /** conntrack tables ("ipv4/17") to clean of stale entries after this sync's IPVS changes */
   private readonly conntrackPending = new Set<string>();
+  /**
+   * virtual servers a full sync found in the kernel that were not kube-ipvs's when first seen
+   * (vsKey -> why), for as long as they exist there (ownership.ts); the planner's
+   * ctx.foreignVirtualServers: no Service gets one
+   */
+  private readonly foreign = new Map<string, string>();
+  /** whether a full sync has classified the kernel's table once (the adoption read) */
+  private adopted = false;
+  /** the kube-proxy sets and kube-ipvs0's addresses as first read, until the adoption read */
+  private adoptionFacts: FirstSightFacts['adoption'];
+  /** virtual servers whose newService answer a socket failure lost: kube-ipvs may have created them */
+  private readonly uncertainCreates = new Set<string>();
+  /** Services to re-plan at the next sync: a foreign virtual server they claim appeared or went */
+  private readonly replanNext = new Set<string>();
   /** foreign virtual servers whose weight-0 real servers were said to be left alone (vsKey -> what was said) */
   private reportedForeignDrains = new Map<string, string>();
   /** virtual servers claimed by several service ports: vsKey -> the winner and losers reported */
@@ -377,22 +391,10 @@ export class Proxier {
       if (replanEverything) this.health.clear();
 
       // re-plan; remember which virtual servers the change touches
+      for (const svc of this.replanNext) changed.add(svc);
+      this.replanNext.clear();
       const touched = new Set<string>();
-      for (const name of names) {
-        const before = this.plans.get(name) ?? [];
-        const { ports, plans: after } = this.planService(name);
-        this.health.update(name, ports, after);
-        for (const k of this.index.replace(before, after, ports)) touched.add(k);
-        if (this.deps.conntrack) {
-          const vss = (plans: readonly ServicePortPlan[]) => plans.flatMap((p) => p.virtualServers);
-          for (const t of conntrackCleanupTriggers(vss(before), vss(after))) this.conntrackPending.add(t);
-        }
-        for (const p of before) this.countNoLocal(p, -1);
-        for (const p of after) this.countNoLocal(p, +1);
-        if (after.length > 0) this.plans.set(name, after);
-        else this.plans.delete(name);
-        this.reportRefusals(name, after);
-      }
+      for (const name of names) this.replanService(name, touched);
       replanned = names.size;
       this.reportConflicts(touched);
       const desired = (k: string) => this.index.virtualServer(k);
@@ -400,19 +402,40 @@ export class Proxier {
 
       // 1. the ipsets, then iptables, whose rules name the sets (one `ipset restore` and one
       // `iptables-restore` per family at most, processes of their own): they depend on the plan
-      // alone, so they start now and run beside the IPVS read, the IPVS writes and the binds
-      // (ownership below reads the sets as observeNode found them, not as this sync leaves them)
-      const netfilterDone = this.syncNetfilter(full, counts, phasesMs);
+      // alone, so they start once it is made and run beside the IPVS read, the IPVS writes and
+      // the binds. A full sync whose plan wants a virtual server of unknown ownership (not in
+      // the table kube-ipvs knows: the adoption read, a new Service) reads the table first: a
+      // foreign one there is refused before any ipset entry names it (ownership below reads
+      // the sets as observeNode found them, not as this sync leaves them)
+      let netfilterDone: Promise<{ error: unknown } | undefined> | undefined;
+      const startNetfilter = () => (netfilterDone ??= this.syncNetfilter(full, counts, phasesMs));
       let netfilterFailure: { error: unknown } | undefined;
       try {
+        if (!full || !this.wantsUnknown()) startNetfilter();
         // 2. IPVS: the smallest set of ops
         let ops: IpvsOp[];
         if (full) {
           const dump = await this.readTable(counts);
           lap('ipvsRead');
+          let observed = tableFromDump(dump, this.index.virtualServers());
+          const { claimed, gone } = this.classifyTable(observed);
+          // claimed ones are refused now, before the netfilter sync starts; a gone one's
+          // claimants get it now when the netfilter sync has not started yet, else next sync
+          const now = netfilterDone === undefined ? [...claimed, ...gone] : claimed;
+          if (now.length > 0) {
+            for (const name of this.claimantsOf(now)) this.replanService(name, touched);
+            this.reportConflicts(touched);
+            observed = tableFromDump(dump, this.index.virtualServers());
+          }
+          if (netfilterDone !== undefined) {
+            for (const name of this.claimantsOf(gone)) this.replanNext.add(name);
+            // (claimed is empty here, as wantsUnknown() was false: were it not, the sets
+            // the netfilter sync in flight writes would be withdrawn by the next sync)
+            if (this.replanNext.size > 0 || claimed.length > 0) this.runner.run();
+          }
+          startNetfilter();
           const desiredVs = this.index.virtualServers();
-          const observed = tableFromDump(dump, desiredVs);
-          const facts = this.ownershipFacts(this.boundApplied, (k) => desiredVs.has(k));
+          const facts = this.ownershipFacts();
           const owned = (e: TableEntry) => ownsVirtualServer(virtualServerKey(e.vs), e.vs, facts);
           ops = diffIpvsTable(observed, desiredVs, owned);
           if (ops.length > 0 && this.lastFullSyncAt > -Infinity) {
@@ -432,6 +455,7 @@ export class Proxier {
           this.applied = observed;
           this.adoptDraining(desired, facts);
         } else {
+          startNetfilter();
           ops = [];
           for (const k of touched) {
             const vs = desired(k)?.vs ?? this.applied.get(k)?.vs;
@@ -445,7 +469,16 @@ export class Proxier {
           }
         }
         lap('plan');
-        await this.runIpvs(ops, desired, counts);
+        // a partial sync has not read the table since the last full sync: a virtual server it
+        // creates may have appeared since (EEXIST), and then is foreign, not to be filled
+        const appeared = await this.runIpvs(ops, desired, counts, !full);
+        if (appeared.length > 0) {
+          // its claimants are refused it now (no kube-ipvs0 address below); the sets the
+          // netfilter sync in flight wrote for it are withdrawn by the next sync
+          for (const name of this.claimantsOf(appeared)) this.replanService(name, touched);
+          this.reportConflicts(touched);
+          this.runner.run();
+        }
         lap('ipvsWrite');
         // a retried Service that went through (or went away) needs no more retries
         for (const svc of dueRetries) if (!this.failedThisSync.has(svc)) this.retries.delete(svc);
@@ -456,7 +489,7 @@ export class Proxier {
         lap('addresses');
       } finally {
         // even when the IPVS read or writes failed: no restore may run on into the next sync
-        netfilterFailure = await netfilterDone;
+        netfilterFailure = netfilterDone === undefined ? undefined : await netfilterDone;
         lap('netfilterWait');
       }
       if (netfilterFailure) throw netfilterFailure.error;
@@ -521,6 +554,87 @@ export class Proxier {
     this.deps.log.log(full || counts.ipvsWrites > 0 || counts.execs > 0 || counts.conntrackOps > 0 ? 'info' : 'verbose', 'sync done', { ...result });
     this.deps.onSync?.(result, drift);
     return result;
+  }
+
+  /** Re-plans one Service into the index; adds the virtual server keys it touches. */
+  private replanService(name: string, touched: Set<string>): void {
+    const before = this.plans.get(name) ?? [];
+    const { ports, plans: after } = this.planService(name);
+    this.health.update(name, ports, after);
+    for (const k of this.index.replace(before, after, ports)) touched.add(k);
+    if (this.deps.conntrack) {
+      const vss = (plans: readonly ServicePortPlan[]) => plans.flatMap((p) => p.virtualServers);
+      for (const t of conntrackCleanupTriggers(vss(before), vss(after))) this.conntrackPending.add(t);
+    }
+    for (const p of before) this.countNoLocal(p, -1);
+    for (const p of after) this.countNoLocal(p, +1);
+    if (after.length > 0) this.plans.set(name, after);
+    else this.plans.delete(name);
+    this.reportRefusals(name, after);
+  }
+
+  /**
+   * Whether the plan wants a virtual server whose ownership the kernel has yet to tell: one
+   * not in the table kube-ipvs knows (read by the last full sync, or created since), which at
+   * the adoption read no kube-proxy set (or kube-ipvs0 address) already vouches for.
+   */
+  private wantsUnknown(): boolean {
+    const adoption = this.adopted ? undefined : { created: () => false, adoption: this.adoptionFacts };
+    for (const [k, d] of this.index.virtualServers()) {
+      if (this.applied.has(k)) continue;
+      if (adoption && firstSightReason(k, d.vs, adoption) === null) continue;
+      return true;
+    }
+    return false;
+  }
+
+  /**
+   * Classifies what a full sync read (ownership.ts): every virtual server not seen before is
+   * kube-ipvs's or foreign from now on, as long as it exists; a foreign one that is gone is
+   * forgotten. Returns the newly foreign ones a Service wants (`claimed`) and the forgotten
+   * ones (`gone`). Logs each newly foreign virtual server once.
+   */
+  private classifyTable(observed: IpvsTable): { claimed: string[]; gone: string[] } {
+    const facts: FirstSightFacts = {
+      created: (k) => (this.applied.has(k) && !this.foreign.has(k)) || this.uncertainCreates.has(k),
+      ...(this.adopted ? {} : { adoption: this.adoptionFacts }),
+    };
+    const claimed: string[] = [];
+    const gone: string[] = [];
+    for (const [k, e] of observed) {
+      // seen before: classified then (kube-ipvs's unless remembered foreign)
+      if (this.foreign.has(k) || this.applied.has(k)) continue;
+      const why = firstSightReason(k, e.vs, facts);
+      if (why === null) continue;
+      this.foreign.set(k, why);
+      if (this.index.virtualServer(k)) claimed.push(k);
+      this.deps.log.info(`virtual server ${describeVirtualServer(e.vs)} is not kube-ipvs's (${why}): it is never changed or deleted, and no Service gets it while it exists`, { virtualServer: k });
+    }
+    for (const k of [...this.foreign.keys()]) {
+      if (observed.has(k)) continue;
+      this.foreign.delete(k);
+      gone.push(k);
+      this.deps.log.info(`foreign virtual server ${k} is gone from the kernel: a Service may program it now`, { virtualServer: k });
+    }
+    this.uncertainCreates.clear();
+    this.adopted = true;
+    this.adoptionFacts = undefined;
+    return { claimed, gone };
+  }
+
+  /** The Services that claim these virtual server keys, or were refused them as foreign. */
+  private claimantsOf(keys: readonly string[]): Set<string> {
+    const want = new Set(keys);
+    const out = new Set<string>();
+    for (const [name, plans] of this.plans) {
+      for (const p of plans) {
+        if (p.foreignVirtualServers?.some((k) => want.has(k)) || p.virtualServers.some((v) => want.has(virtualServerKey(v.vs)))) {
+          out.add(name);
+          break;
+        }
+      }
+    }
+    return out;
   }
 
   /**
@@ -633,6 +747,7 @@ export class Proxier {
     this.boundApplied = bound;
     this.localAddresses = local;
     this.rebuildContexts();
+    if (!this.adopted && !this.adoptionFacts && !this.deps.ipsets[this.settings.families[0] ?? 'ipv4']) this.adoptionFacts = { ipsets: undefined, bound };
     // the ipset state that says which NodePorts / external VIPs kube-proxy or kube-ipvs programmed
     const fam = this.settings.families[0];
     const ipset = fam ? this.deps.ipsets[fam] : undefined;
@@ -640,6 +755,8 @@ export class Proxier {
       const observed = await ipset.observeCounted();
       this.observedIpsets = observed.state;
       counts.execs += observed.execs;
+      // the adoption read classifies by the sets as first read: later, kube-ipvs wrote them
+      if (!this.adopted && !this.adoptionFacts) this.adoptionFacts = { ipsets: observed.state, bound };
       // another family's instance (if it is another one) must not sync against an old baseline
       for (const f of this.settings.families.slice(1)) if (this.deps.ipsets[f] !== ipset) this.deps.ipsets[f]?.invalidate();
     }
@@ -676,6 +793,8 @@ export class Proxier {
         nodeIPs: this.node.nodeIPs.filter(ofFamily),
         excludeClusterCIDRs: this.settings.excludeClusterCIDRs.filter((c) => ofFamily(c.split('/')[0]!)),
         excludeCIDRs: this.settings.excludeCIDRs.filter((c) => ofFamily(c.split('/')[0]!)),
+        // live: a change re-plans the Services it concerns (claimantsOf), not every Service
+        foreignVirtualServers: this.foreign,
       });
     }
     return contexts;
@@ -725,19 +844,52 @@ export class Proxier {
     };
   }
 
-  /** What decides ownership now (lib/proxier/ownership.ts), over these bound addresses and desired keys. */
-  private ownershipFacts(bound: ReadonlySet<string>, desired: (vsKey: string) => boolean): OwnershipFacts {
-    return { excluded: this.excluded, desired, bound, ipsets: this.observedIpsets };
+  /** What decides ownership now (lib/proxier/ownership.ts). */
+  private ownershipFacts(): OwnershipFacts {
+    return { excluded: this.excluded, foreign: (k) => this.foreign.get(k) };
   }
 
+  /**
+   * Runs ops; returns the virtual servers found to exist already when created (`guardNew`: a
+   * partial sync's creates go first, alone; one the kernel refuses with EEXIST appeared since
+   * the last full read, is remembered foreign, and none of the other ops touch it).
+   */
   private async runIpvs(
     ops: readonly IpvsOp[],
     desired: (vsKey: string) => DesiredVirtualServer | undefined,
     counts: { ipvsWrites: number; ipvsFailures: number },
-  ): Promise<void> {
-    if (ops.length === 0) return;
+    guardNew = false,
+  ): Promise<string[]> {
+    if (!guardNew || !ops.some((op) => op.kind === 'newService')) {
+      await this.runBatch(ops, desired, counts);
+      return [];
+    }
+    const creates = ops.filter((op) => op.kind === 'newService');
+    const appeared = await this.runBatch(creates, desired, counts, true);
+    const rest = ops.filter((op) => op.kind !== 'newService' && !appeared.includes(opVirtualServerKey(op) ?? ''));
+    await this.runBatch(rest, desired, counts);
+    return appeared;
+  }
+
+  /** One ipvs.run of `ops`; `creates`: EEXIST on a create marks the virtual server foreign (returned). */
+  private async runBatch(
+    ops: readonly IpvsOp[],
+    desired: (vsKey: string) => DesiredVirtualServer | undefined,
+    counts: { ipvsWrites: number; ipvsFailures: number },
+    creates = false,
+  ): Promise<string[]> {
+    const appeared: string[] = [];
+    if (ops.length === 0) return appeared;
     counts.ipvsWrites += ops.length;
-    const results = await this.deps.ipvs.run(ops); // throws only for a socket failure
+    let results: IpvsOpResult[];
+    try {
+      results = await this.deps.ipvs.run(ops); // throws only for a socket failure
+    } catch (e) {
+      // what went through is unknown: a virtual server found at the next full read may be one
+      // of these, kube-ipvs's own
+      for (const op of ops) if (op.kind === 'newService') this.uncertainCreates.add(virtualServerKey(op.vs));
+      throw e;
+    }
     applyOpsToTable(this.applied, ops, results);
     const now = this.deps.clock.now();
     const failedServices = new Map<string, NetlinkError>();
@@ -751,6 +903,14 @@ export class Proxier {
           // (a cold start's 100,000 new real servers drain nowhere)
           if (this.draining.hasVirtualServer(vsKey)) this.draining.stop(vsKey, realServerKey(op.rs));
         } else if (op.kind === 'delService') this.draining.dropVirtualServer(vsKey);
+        return;
+      }
+      if (creates && op.kind === 'newService' && r.error.errno === E.EEXIST && !this.applied.has(vsKey)) {
+        // not in the table kube-ipvs read and not created by it: someone else made it since
+        const why = 'it appeared in the kernel after kube-ipvs last read the table, and kube-ipvs did not create it';
+        this.foreign.set(vsKey, why);
+        appeared.push(vsKey);
+        this.deps.log.info(`virtual server ${describeVirtualServer(op.vs)} is not kube-ipvs's (${why}): it is never changed or deleted, and no Service gets it while it exists`, { virtualServer: vsKey });
         return;
       }
       counts.ipvsFailures++;
@@ -772,6 +932,7 @@ export class Proxier {
       this.runner.retryAfter(delay);
     }
     for (const svc of failedServices.keys()) this.failedThisSync.add(svc);
+    return appeared;
   }
 
   private nextBackoff(key: string): number {
@@ -860,7 +1021,7 @@ export class Proxier {
     }
     if (more) this.runner.retryAfter(DRAIN_CHECK_PAUSE_MS);
     const ops: IpvsOp[] = [];
-    const facts = this.ownershipFacts(this.boundApplied, (k) => desired(k) !== undefined);
+    const facts = this.ownershipFacts();
     for (const vsKey of due) {
       const entry = this.applied.get(vsKey);
       if (!entry) {
@@ -893,7 +1054,7 @@ export class Proxier {
       for (const rsKey of [...this.draining.realServersOf(vsKey).keys()]) if (!weightZero.has(rsKey)) this.draining.stop(vsKey, rsKey);
       this.draining.checked(vsKey, now);
     }
-    await this.runIpvs(ops, desired, counts);
+    await this.runBatch(ops, desired, counts);
     for (const op of ops) if (op.kind === 'delDest') this.draining.stop(virtualServerKey(op.vs), realServerKey(op.rs));
     if (this.draining.size > 0) this.runner.retryAfter(interval);
   }
@@ -1060,8 +1221,19 @@ export class Proxier {
     }
     const desiredVs = index.virtualServers();
     const observed = tableFromDump(await this.readTable({ ipvsReads: 0 }), desiredVs);
-    const facts = this.ownershipFacts(bound, (k) => desiredVs.has(k));
-    return diffIpvsTable(observed, desiredVs, (e) => ownsVirtualServer(virtualServerKey(e.vs), e.vs, facts));
+    // as classifyTable would, without remembering: a virtual server not seen before is
+    // kube-ipvs's only if it created it (or, before the adoption read, a set names it)
+    const facts = this.ownershipFacts();
+    const first: FirstSightFacts = {
+      created: (k) => (this.applied.has(k) && !this.foreign.has(k)) || this.uncertainCreates.has(k),
+      ...(this.adopted ? {} : { adoption: { ipsets: this.observedIpsets, bound } }),
+    };
+    const owned = (e: TableEntry) => {
+      const k = virtualServerKey(e.vs);
+      if (!ownsVirtualServer(k, e.vs, facts)) return false;
+      return this.applied.has(k) || firstSightReason(k, e.vs, first) === null;
+    };
+    return diffIpvsTable(observed, desiredVs, owned);
   }
 
   /**

@@ -82,6 +82,7 @@ function plan(
     localEndpoints?: number;
     noLocalEndpoints?: { internal: boolean; external: boolean };
     refusals?: Refusal[];
+    foreignVirtualServers?: string[];
   },
 ): ServicePortPlan {
   return {
@@ -94,6 +95,7 @@ function plan(
     localEndpoints: p.localEndpoints ?? 0,
     noLocalEndpoints: p.noLocalEndpoints ?? { internal: false, external: false },
     refusals: p.refusals ?? [],
+    ...(p.foreignVirtualServers ? { foreignVirtualServers: p.foreignVirtualServers } : {}),
   };
 }
 
@@ -838,6 +840,65 @@ const rows: Row[] = [
             eventReason: 'VIPInExcludedCIDR',
           },
         ],
+      }),
+    ],
+  },
+  {
+    name: 'a foreign virtual server at an externalIP:port and an LB IP:port: not planned (no VS, address, set or out-filter entry), each refused; the same IPs at another port are',
+    svc: svc1((s) => {
+      s.spec!.type = 'LoadBalancer';
+      s.spec!.externalIPs = ['203.0.113.10'];
+      s.spec!.loadBalancerSourceRanges = ['198.51.100.0/24'];
+      s.status = { loadBalancer: { ingress: [{ ip: '203.0.113.20' }] } };
+    }),
+    slices: [],
+    ctx: { foreignVirtualServers: new Map([['TCP/203.0.113.10:80', 'keepalived'], ['TCP/203.0.113.20:80', 'found'], ['TCP/203.0.113.10:443', 'another port']]) },
+    want: [
+      plan(K, {
+        virtualServers: [vs(K, 'TCP', '10.96.0.10', 80, [])],
+        boundAddresses: ['10.96.0.10'],
+        ipsetEntries: [e('CLUSTER_IP', '10.96.0.10,tcp:80')],
+        refusals: [
+          {
+            kind: 'Service', namespace: 'ns1', name: 'svc1', field: 'spec.externalIPs', value: '203.0.113.10',
+            reason: "virtual server TCP/203.0.113.10:80 exists in the kernel and is not kube-ipvs's (keepalived): kube-ipvs never changes or deletes it, and programs nothing for it (port TCP/80 not programmed on 203.0.113.10)",
+            eventReason: 'ForeignVirtualServer',
+          },
+          {
+            kind: 'Service', namespace: 'ns1', name: 'svc1', field: 'status.loadBalancer.ingress', value: '203.0.113.20',
+            reason: "virtual server TCP/203.0.113.20:80 exists in the kernel and is not kube-ipvs's (found): kube-ipvs never changes or deletes it, and programs nothing for it (port TCP/80 not programmed on 203.0.113.20)",
+            eventReason: 'ForeignVirtualServer',
+          },
+        ],
+        foreignVirtualServers: ['TCP/203.0.113.10:80', 'TCP/203.0.113.20:80'],
+      }),
+    ],
+  },
+  {
+    name: 'a foreign virtual server at the ClusterIP:port or a node address:NodePort: not planned, refused',
+    svc: svc1((s) => {
+      s.spec!.type = 'NodePort';
+      s.spec!.ports = [svcPort('p80', 80, 'TCP', 30080)];
+    }),
+    slices: [],
+    ctx: { foreignVirtualServers: new Map([['TCP/10.96.0.10:80', 'why'], ['TCP/192.0.2.2:30080', 'why']]) },
+    want: [
+      plan(K, {
+        virtualServers: [vs(K, 'TCP', '192.0.2.1', 30080, [])],
+        ipsetEntries: [e('NODE_PORT_TCP', '30080')],
+        refusals: [
+          {
+            kind: 'Service', namespace: 'ns1', name: 'svc1', field: 'spec.clusterIPs', value: '10.96.0.10',
+            reason: "virtual server TCP/10.96.0.10:80 exists in the kernel and is not kube-ipvs's (why): kube-ipvs never changes or deletes it, and programs nothing for it (port TCP/80 not programmed on 10.96.0.10)",
+            eventReason: 'ForeignVirtualServer',
+          },
+          {
+            kind: 'Service', namespace: 'ns1', name: 'svc1', field: 'spec.ports[].nodePort', value: '192.0.2.2',
+            reason: "virtual server TCP/192.0.2.2:30080 exists in the kernel and is not kube-ipvs's (why): kube-ipvs never changes or deletes it, and programs nothing for it (port TCP/30080 not programmed on 192.0.2.2)",
+            eventReason: 'ForeignVirtualServer',
+          },
+        ],
+        foreignVirtualServers: ['TCP/10.96.0.10:80', 'TCP/192.0.2.2:30080'],
       }),
     ],
   },

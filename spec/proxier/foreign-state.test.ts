@@ -366,3 +366,116 @@ describe('two Services claiming one ip:port (issue 18 item 4)', () => {
     expect(t.events).toHaveLength(3);
   });
 });
+
+describe('a foreign virtual server at the exact ip:port a Service claims (issue 18: foreign when first seen)', () => {
+  // keepalived-like, not on a local address: binding it on kube-ipvs0 would change its traffic too
+  const VIP = { af: AF_INET, protocol: IPPROTO_TCP, address: '198.51.100.100', port: 443, fwmark: 0 } as const;
+  const programVip = async (ipvs: FakeIpvs) => {
+    await ipvs.apply({ kind: 'newService', vs: { ...VIP, scheduler: 'wlc' } });
+    await ipvs.apply({ kind: 'newDest', vs: VIP, rs: rs('192.0.2.60', 443, 1) });
+    await ipvs.apply({ kind: 'newDest', vs: VIP, rs: rs('192.0.2.61', 443, 0) });
+  };
+  const take = () => service('aaa', 'take', { clusterIP: '10.96.0.60', port: 443, externalIPs: ['198.51.100.100'] });
+  const takeEps = () => slice('aaa', 'take', 8443, 'TCP', '10.244.7.10');
+  const members = async (t: Awaited<ReturnType<typeof setup>>) => [...(await t.ipset.observe()).values()].flatMap((s) => [...s.members]);
+
+  it.each([
+    ['at the first (full) sync', 'before'],
+    ['added later (partial sync)', 'after'],
+    ['the foreign virtual server made after the first full sync, then claimed (partial sync)', 'appeared'],
+  ])('is left byte-identical, %s: no op, no ipset entry, no address; one Event and one log line', async (_name, when) => {
+    const t = await setup();
+    if (when !== 'appeared') await programVip(t.ipvs);
+    if (when === 'before') t.add(take(), takeEps());
+    await t.start();
+    if (when === 'appeared') await programVip(t.ipvs);
+    const foreign = linesOf(formatRestore(await t.ipvs.listAll()), '198.51.100.100:443');
+    /** the proxier's ops on the foreign virtual server (not its owner's) */
+    const mark = t.ipvs.applied.length;
+    const opsOnVip = () => t.ipvs.applied.slice(mark).filter((op) => 'vs' in op && op.vs?.address === '198.51.100.100');
+    if (when !== 'before') {
+      t.add(take(), takeEps());
+      await t.settle();
+      expect(t.results.at(-1)!.full).toBe(false);
+    }
+    await t.settle();
+    for (let i = 0; i < 4; i++) await t.settle(30_000);
+    const table = formatRestore(await t.ipvs.listAll());
+    expect(linesOf(table, '198.51.100.100:443')).toEqual(foreign);
+    // nothing went through on it (the refused create of the third case changed nothing)
+    expect(opsOnVip()).toEqual([]);
+    expect(await t.bound()).toEqual(['10.96.0.60']);
+    expect((await members(t)).filter((m) => m.includes('198.51.100.100'))).toEqual([]);
+    // the ClusterIP is programmed
+    expect(linesOf(table, '10.96.0.60:443')).toEqual(['-A -t 10.96.0.60:443 -s rr', '-a -t 10.96.0.60:443 -r 10.244.7.10:8443 -m -w 1']);
+    // told once: one Event, one log line naming the Service, the ip:port and why
+    expect(t.events).toEqual([expect.stringMatching(/^aaa\/take ForeignVirtualServer: .*TCP\/198\.51\.100\.100:443.*not kube-ipvs's/)]);
+    expect(t.log.filter((l) => /aaa\/take/.test(l) && /198\.51\.100\.100/.test(l))).toEqual([
+      expect.stringMatching(/^warn .*aaa\/take.*TCP\/198\.51\.100\.100:443 exists in the kernel and is not kube-ipvs's \(.+\)/),
+    ]);
+    // the Service goes: the foreign virtual server stays, untouched
+    t.remove(take(), takeEps());
+    await t.settle();
+    for (let i = 0; i < 2; i++) await t.settle(30_000);
+    expect(linesOf(formatRestore(await t.ipvs.listAll()), '198.51.100.100:443')).toEqual(foreign);
+    expect(opsOnVip()).toEqual([]);
+  });
+
+  it('deleted by its owner: the Service gets it at the next sync', async () => {
+    const t = await setup();
+    await programVip(t.ipvs);
+    t.add(take(), takeEps());
+    await t.start();
+    await t.settle(30_000);
+    expect(await t.bound()).toEqual(['10.96.0.60']);
+    await t.ipvs.apply({ kind: 'delService', vs: VIP });
+    await t.settle(30_000);
+    await t.settle();
+    expect(linesOf(formatRestore(await t.ipvs.listAll()), '198.51.100.100:443')).toEqual([
+      '-A -t 198.51.100.100:443 -s rr', '-a -t 198.51.100.100:443 -r 10.244.7.10:8443 -m -w 1',
+    ]);
+    expect((await t.bound()).sort()).toEqual(['10.96.0.60', '198.51.100.100']);
+    expect(await members(t)).toContain('198.51.100.100,tcp:443');
+    // and it is the Service's now: it goes with it
+    t.remove(take(), takeEps());
+    await t.settle();
+    expect(linesOf(formatRestore(await t.ipvs.listAll()), '198.51.100.100:443')).toEqual([]);
+  });
+
+  it("kube-ipvs's own sets, written after the adoption read, never make a foreign virtual server its own", async () => {
+    const t = await setup();
+    await t.start();
+    // appears between full syncs; the claim's create is refused (EEXIST); the sets the partial
+    // sync in flight wrote for it are withdrawn; later full syncs read the sets kube-ipvs wrote
+    await programVip(t.ipvs);
+    const foreign = linesOf(formatRestore(await t.ipvs.listAll()), '198.51.100.100:443');
+    t.add(take(), takeEps());
+    await t.settle();
+    await t.settle();
+    expect((await members(t)).filter((m) => m.includes('198.51.100.100'))).toEqual([]);
+    for (let i = 0; i < 3; i++) await t.settle(30_000);
+    expect(linesOf(formatRestore(await t.ipvs.listAll()), '198.51.100.100:443')).toEqual(foreign);
+    expect(t.results.filter((r) => r.ipvsFailures > 0)).toEqual([]);
+  });
+
+  it('a restart adopts everything kube-ipvs programmed with 0 writes, and still deletes it when its Service goes', async () => {
+    const t = await setup();
+    const web = service('default', 'web', { clusterIP: '10.96.0.10', externalIPs: ['198.51.100.9'], lbIP: '203.0.113.9' });
+    t.add(web, slice('default', 'web', 8080, 'TCP', '10.244.1.2'));
+    await t.start();
+    const before = formatRestore(await t.ipvs.listAll());
+    t.proxier.stop();
+    const again = await setup({ fakes: t });
+    again.add(web, slice('default', 'web', 8080, 'TCP', '10.244.1.2'));
+    await again.start();
+    expect(again.results[0]).toMatchObject({ full: true, ipvsWrites: 0, ipvsFailures: 0 });
+    await again.settle(30_000);
+    expect(again.results.every((r) => r.ipvsWrites === 0)).toBe(true);
+    expect(formatRestore(await t.ipvs.listAll())).toEqual(before);
+    expect(again.events).toEqual([]);
+    again.remove(web, slice('default', 'web', 8080, 'TCP', '10.244.1.2'));
+    await again.settle();
+    expect(await t.ipvs.listAll()).toEqual([]);
+    again.proxier.stop();
+  });
+});

@@ -10,8 +10,9 @@
 // inside ipvs.excludeCIDRs 203.0.113.128/25 (one real server at weight 0 too).
 // Tenants (namespace aaa): `tenant` has externalIPs 203.0.113.200 (the excluded VS) and
 // 203.0.113.201 (excluded, no VS); `near` has externalIP 192.0.2.100 on another port (so the
-// daemon binds 192.0.2.100 on kube-ipvs0); `grab` has externalIP 10.96.0.10, kube-dns's
-// ClusterIP, UDP 53.
+// daemon binds 192.0.2.100 on kube-ipvs0); `take` has externalIP 192.0.2.100 on port 443,
+// the keepalived-like virtual server's exact ip:port (foreign when first seen: refused, no
+// ipset entry names it); `grab` has externalIP 10.96.0.10, kube-dns's ClusterIP, UDP 53.
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -61,9 +62,11 @@ const tenant = service('aaa', 'tenant', { clusterIP: '10.96.0.20', externalIPs: 
 const tenantSlice = slice('aaa', 'tenant', 8080, 'TCP', '10.244.7.7');
 const near = service('aaa', 'near', { clusterIP: '10.96.0.21', externalIPs: ['192.0.2.100'], ports: [{ name: 'p', port: 8443, protocol: 'TCP' }] });
 const nearSlice = slice('aaa', 'near', 8443, 'TCP', '10.244.7.8');
+const take = service('aaa', 'take', { clusterIP: '10.96.0.22', externalIPs: ['192.0.2.100'], ports: [{ name: 'p', port: 443, protocol: 'TCP' }] });
+const takeSlice = slice('aaa', 'take', 8443, 'TCP', '10.244.7.9');
 const grab = service('aaa', 'grab', { clusterIP: '10.96.0.30', externalIPs: ['10.96.0.10'], ports: [{ name: 'p', port: 53, protocol: 'UDP' }] });
 const grabSlice = slice('aaa', 'grab', 5353, 'UDP', '10.244.9.9');
-const TENANTS: [string, string][] = [['aaa', 'tenant'], ['aaa', 'near'], ['aaa', 'grab']];
+const TENANTS: [string, string][] = [['aaa', 'tenant'], ['aaa', 'near'], ['aaa', 'take'], ['aaa', 'grab']];
 
 /** `ipvsadm -Sn` lines, sorted (the kernel's hash order is not stable). */
 function ipvsRules(): string[] {
@@ -72,6 +75,10 @@ function ipvsRules(): string[] {
 /** The lines of the foreign virtual servers and their real servers. */
 function foreignLines(): string[] {
   return ipvsRules().filter((l) => FOREIGN_VIPS.some((v) => l.includes(` ${v} `)));
+}
+/** `ipset save` add lines naming this member. */
+function setLines(member: string): string[] {
+  return run('ipset', ['save']).split('\n').filter((l) => l.startsWith('add ') && l.includes(` ${member}`));
 }
 function boundAddresses(): string[] {
   const out = tryRun('ip', ['-o', '-4', 'addr', 'show', 'dev', 'kube-ipvs0']).stdout;
@@ -104,7 +111,7 @@ describe('foreign IPVS state under the real daemon (issue 18)', () => {
     run('ipvsadm', ['-a', '-t', '203.0.113.200:80', '-r', '198.51.100.7:80', '-m', '-w', '1']);
     run('ipvsadm', ['-a', '-t', '203.0.113.200:80', '-r', '198.51.100.8:80', '-m', '-w', '0']);
     before = foreignLines();
-    fs.writeFileSync(path.join(dir, 'fixtures.json'), JSON.stringify([node, dns, dnsSlice, tenant, tenantSlice, near, nearSlice, grab, grabSlice]));
+    fs.writeFileSync(path.join(dir, 'fixtures.json'), JSON.stringify([node, dns, dnsSlice, tenant, tenantSlice, near, nearSlice, take, takeSlice, grab, grabSlice]));
     apiserver = await startFakeApiServer([
       '--port', String(API_PORT), '--host', '127.0.0.1',
       '--fixtures', path.join(dir, 'fixtures.json'), '--kubeconfig-out', path.join(dir, 'kubeconfig'),
@@ -148,7 +155,13 @@ describe('foreign IPVS state under the real daemon (issue 18)', () => {
     ]));
     // nothing inside excludeCIDRs: no 203.0.113.201 virtual server, neither address bound
     expect(rules.filter((l) => l.includes('203.0.113.201'))).toEqual([]);
-    expect(boundAddresses()).toEqual(['10.96.0.10', '10.96.0.20', '10.96.0.21', '10.96.0.30', '192.0.2.100']);
+    expect(boundAddresses()).toEqual(['10.96.0.10', '10.96.0.20', '10.96.0.21', '10.96.0.22', '10.96.0.30', '192.0.2.100']);
+    // take's ClusterIP is programmed; its externalIP, the keepalived-like virtual server's exact
+    // ip:port, is in no set (near's, another port, is)
+    expect(rules).toEqual(expect.arrayContaining(['-A -t 10.96.0.22:443 -s rr', '-a -t 10.96.0.22:443 -r 10.244.7.9:8443 -m -w 1']));
+    expect(rules.filter((l) => l.includes('10.244.7.9'))).toEqual(['-a -t 10.96.0.22:443 -r 10.244.7.9:8443 -m -w 1']);
+    expect(setLines('192.0.2.100,tcp:443')).toEqual([]);
+    expect(setLines('192.0.2.100,tcp:8443')).toEqual(['add KUBE-EXTERNAL-IP 192.0.2.100,tcp:8443']);
     // kube-dns keeps its ClusterIP: grab's endpoint is not on it
     expect(rules.filter((l) => l.includes('10.244.9.9'))).toEqual(['-a -u 10.96.0.30:53 -r 10.244.9.9:5353 -m -w 1']);
 
@@ -156,11 +169,12 @@ describe('foreign IPVS state under the real daemon (issue 18)', () => {
     expect(msgs.filter((m) => m.includes('aaa/tenant') && m.includes('203.0.113.200') && m.includes(EXCLUDED))).toHaveLength(1);
     expect(msgs.filter((m) => m.includes('leaving virtual server TCP 192.0.2.100:443 alone') && m.includes('192.0.2.51:443'))).toHaveLength(1);
     expect(msgs.filter((m) => m.includes('Service aaa/grab') && m.includes('UDP/10.96.0.10:53') && m.includes('kube-system/kube-dns'))).toHaveLength(1);
+    expect(msgs.filter((m) => m.includes('aaa/take') && m.includes('TCP/192.0.2.100:443') && m.includes("not kube-ipvs's"))).toHaveLength(1);
     type Events = { items: { involvedObject: { name: string }; reason: string; message: string }[] };
     const reasons = async () => ((await api.get('/api/v1/namespaces/aaa/events')) as Events).items.map((e) => `${e.involvedObject.name} ${e.reason}`).sort();
     const end = Date.now() + 60_000;
-    while ((await reasons()).length < 3 && Date.now() < end) await new Promise((r) => setTimeout(r, 500));
-    expect(await reasons()).toEqual(['grab VirtualServerConflict', 'tenant VIPInExcludedCIDR', 'tenant VIPInExcludedCIDR']);
+    while ((await reasons()).length < 4 && Date.now() < end) await new Promise((r) => setTimeout(r, 500));
+    expect(await reasons()).toEqual(['grab VirtualServerConflict', 'take ForeignVirtualServer', 'tenant VIPInExcludedCIDR', 'tenant VIPInExcludedCIDR']);
   }, 600_000);
 
   it('after the tenants are deleted, over more full syncs: still byte-identical', async () => {
@@ -173,7 +187,8 @@ describe('foreign IPVS state under the real daemon (issue 18)', () => {
     await fullSyncs(3, 20_000);
     expect(foreignLines()).toEqual(before);
     const rules = ipvsRules();
-    expect(rules.filter((l) => /10\.96\.0\.(20|21|30)|192\.0\.2\.100:8443/.test(l))).toEqual([]);
+    expect(rules.filter((l) => /10\.96\.0\.(20|21|22|30)|192\.0\.2\.100:8443/.test(l))).toEqual([]);
+    expect(setLines('192.0.2.100,tcp:443')).toEqual([]);
     expect(rules).toEqual(expect.arrayContaining(['-A -u 10.96.0.10:53 -s rr', '-a -u 10.96.0.10:53 -r 10.244.1.53:53 -m -w 1']));
     expect(boundAddresses()).toEqual(['10.96.0.10']);
   }, 600_000);
