@@ -14,22 +14,19 @@
  * retried with backoff, and every other Service stays as programmed.
  */
 import { IpvsOp } from '../kernel/ipvs/ipvs';
-import { describeVirtualServer, virtualServerKey } from '../model/ipvs';
-import { ServicePortPlan } from '../plan/service-plan';
-import { TableEntry, tableFromDump } from '../reconcile/ipvs-table';
-import { diffIpvsTable, diffVirtualServer } from '../reconcile/diff-ipvs';
-import { Frontend, StatusResponse, SyncSummary } from '../model/views';
+import { describeVirtualServer } from '../model/ipvs';
+import { diffVirtualServer } from '../reconcile/diff-ipvs';
+import { Frontend, StatusResponse } from '../model/views';
 import { BoundedFrequencyRunner } from './runner';
-import { DesiredIndex } from './desired-index';
-import { ownsVirtualServer } from './ownership';
-import { ServiceHealthIndex } from './service-health';
 import { FrontendIds } from './service-list';
 import { NodeContext } from './node-context';
-import { DesiredLookup, IpvsApplier } from './ipvs-applier';
+import { IpvsApplier } from './ipvs-applier';
 import { BoundAddresses } from './bound-addresses';
 import { ConntrackCleanup } from './conntrack-cleanup';
 import { Reports } from './reports';
-import { SyncRun, claimantsOf, driftOps, newSyncRun, opKey, syncNetfilter } from './sync-run';
+import { DesiredState } from './desired-state';
+import { SyncFigures, SyncRun, newSyncRun, opKey, syncNetfilter } from './sync-run';
+import { Netfilter, fullSyncOps } from './full-sync';
 import { ProxierSnapshot, dryRunFullSync, serviceList, status } from './views';
 import { NodeState, ProxierDeps, ProxierSettings, SyncResult } from './types';
 
@@ -49,11 +46,8 @@ export class Proxier {
   private readonly conntrack: ConntrackCleanup;
   private readonly reports: Reports;
 
-  /** service name -> its plans (all ports, all families) */
-  private readonly plans = new Map<string, ServicePortPlan[]>();
-  private index: DesiredIndex;
-  /** health check ports and local endpoint counts per Service (for deps.serviceHealth) */
-  private readonly health = new ServiceHealthIndex();
+  /** plans, their index, health check ports, no-local counts */
+  private readonly desired: DesiredState;
 
   /** the next sync reads the kernel: written here only (the parts report what needs one) */
   private needFullSync = true;
@@ -68,13 +62,8 @@ export class Proxier {
   lastQueuedAt = 0;
   /** a full sync went through after the Services and EndpointSlices were listed */
   initialSyncDone = false;
-  lastResult: SyncResult | undefined;
-  /** service ports with a Local traffic policy and no local endpoint (kubeproxy_sync_proxy_rules_no_local_endpoints_total) */
-  readonly noLocalEndpoints = { internal: 0, external: 0 };
-  readonly totals = { syncs: 0, fullSyncs: 0, ipvsWrites: 0, ipvsFailures: 0, execs: 0, driftRepairs: 0, conntrackDeleted: 0 };
-  /** the last full and partial syncs, for `kube-ipvs status` */
-  private lastFull: SyncSummary | null = null;
-  private lastPartial: SyncSummary | null = null;
+  /** totals and the last syncs (status, metrics) */
+  private readonly figures = new SyncFigures();
   private readonly frontendIds = new FrontendIds();
 
   constructor(
@@ -91,7 +80,13 @@ export class Proxier {
     this.bound = new BoundAddresses(deps);
     this.conntrack = new ConntrackCleanup(deps);
     this.reports = new Reports(deps);
-    this.index = new DesiredIndex(settings.families);
+    this.desired = new DesiredState({
+      planService: (name) => this.nodeCtx.planService(name),
+      replanned: (name, before, after) => {
+        this.conntrack.replanned(before, after);
+        this.reports.refusalsOf(name, [...deps.source.refusals(name), ...after.flatMap((p) => p.refusals)]);
+      },
+    }, settings.families);
     this.runner = new BoundedFrequencyRunner(() => this.syncProxyRules().then(() => undefined), {
       minIntervalMs: settings.minSyncPeriodMs,
       maxIntervalMs: settings.syncPeriodMs,
@@ -134,10 +129,7 @@ export class Proxier {
 
   updateSettings(settings: ProxierSettings): void {
     if (settings.families.join() !== this.nodeCtx.settings.families.join()) {
-      this.index = new DesiredIndex(settings.families);
-      this.plans.clear();
-      this.noLocalEndpoints.internal = 0;
-      this.noLocalEndpoints.external = 0;
+      this.desired.reset(settings.families);
       this.replanAll = true;
     }
     this.nodeCtx.setSettings(settings);
@@ -191,12 +183,12 @@ export class Proxier {
       // opened is retried; kube-proxy feeds them after the rules are applied, as here)
       const sink = this.deps.serviceHealth;
       if (sink) {
-        sink.syncServices(this.health.ports);
-        sink.syncEndpoints(this.health.localEndpoints);
+        sink.syncServices(this.desired.health.ports);
+        sink.syncEndpoints(this.desired.health.localEndpoints);
       }
       run.lap('healthCheck');
       // 5. draining real servers whose connections are gone
-      const drained = await this.applier.checkDraining(this.desired, run.counts, this.nodeCtx.ownershipFacts());
+      const drained = await this.applier.checkDraining(this.desired.virtualServer, run.counts, this.nodeCtx.ownershipFacts());
       if (drained.fullSync) this.needFullSync = true;
       run.lap('draining');
       if (run.full) {
@@ -219,8 +211,6 @@ export class Proxier {
     return this.endRun(run, succeeded);
   }
 
-  private readonly desired: DesiredLookup = (k) => this.index.virtualServer(k);
-
   /** Re-plans the changed Services (every one when the contexts changed); fills run.touched. */
   private planPhase(run: SyncRun): void {
     const changed = this.deps.source.drainChanges();
@@ -230,14 +220,14 @@ export class Proxier {
     // beyond the Service and its endpoints changed (settings, the node, its addresses): a
     // Service whose objects did not change plans the same (planServicePort is pure)
     const replanEverything = this.replanAll;
-    const names = replanEverything ? new Set([...this.deps.source.serviceNames(), ...this.plans.keys()]) : changed;
+    const names = replanEverything ? new Set([...this.deps.source.serviceNames(), ...this.desired.plans.keys()]) : changed;
     this.replanAll = false;
-    if (replanEverything) this.health.clear();
+    if (replanEverything) this.desired.health.clear();
     for (const svc of this.replanNext) changed.add(svc);
     this.replanNext.clear();
-    for (const name of names) this.replanService(name, run.touched);
+    for (const name of names) this.desired.replan(name, run.touched);
     run.replanned = names.size;
-    this.reports.conflictsOf(this.index, run.touched);
+    this.reports.conflictsOf(this.desired.index, run.touched);
     run.lap('plan');
   }
 
@@ -253,30 +243,30 @@ export class Proxier {
    */
   private async applyPhase(run: SyncRun): Promise<void> {
     let netfilterDone: Promise<{ error: unknown } | undefined> | undefined;
-    const startNetfilter = () => (netfilterDone ??= syncNetfilter(this.deps, this.index, this.nodeCtx, run));
+    const startNetfilter = () => (netfilterDone ??= syncNetfilter(this.deps, this.desired.index, this.nodeCtx, run));
     let netfilterFailure: { error: unknown } | undefined;
     try {
-      const wantsUnknown = run.full && this.nodeCtx.wantsUnknown(this.index.virtualServers(), (k) => this.applier.applied.has(k));
+      const wantsUnknown = run.full && this.nodeCtx.wantsUnknown(this.desired.index.virtualServers(), (k) => this.applier.applied.has(k));
       if (!wantsUnknown) startNetfilter();
-      const ops = run.full ? await this.fullSyncOps(run, startNetfilter, () => netfilterDone !== undefined) : this.partialSyncOps(run, startNetfilter);
+      const ops = run.full ? await this.fullSyncOps(run, { start: startNetfilter, started: () => netfilterDone !== undefined }) : this.partialSyncOps(run, startNetfilter);
       run.lap('plan');
       // a partial sync has not read the table since the last full sync: a virtual server it
       // creates may have appeared since (EEXIST), and then is foreign, not to be filled
-      const outcome = await this.applier.run(ops, this.desired, run.counts, !run.full);
+      const outcome = await this.applier.run(ops, this.desired.virtualServer, run.counts, !run.full);
       if (outcome.fullSync) this.needFullSync = true;
       if (outcome.appeared.length > 0) {
         // its claimants are refused it now (no kube-ipvs0 address below); the sets the
         // netfilter sync in flight wrote for it are withdrawn by the next sync
-        for (const name of claimantsOf(this.plans, outcome.appeared)) this.replanService(name, run.touched);
-        this.reports.conflictsOf(this.index, run.touched);
+        for (const name of this.desired.claimantsOf(outcome.appeared)) this.desired.replan(name, run.touched);
+        this.reports.conflictsOf(this.desired.index, run.touched);
         this.runner.run();
       }
       run.lap('ipvsWrite');
       this.applier.settleRetries(run.dueRetries);
       // 3. addresses on kube-ipvs0 (after the virtual servers exist, as kube-proxy binds)
       // (a partial sync that changed no VIP skips the O(all VIPs) comparison)
-      if (this.index.takeAddressesChanged() || run.full) {
-        if (await this.bound.sync(this.index.boundAddresses(), run.counts)) this.needFullSync = true;
+      if (this.desired.index.takeAddressesChanged() || run.full) {
+        if (await this.bound.sync(this.desired.index.boundAddresses(), run.counts)) this.needFullSync = true;
       }
       run.lap('addresses');
     } finally {
@@ -287,52 +277,24 @@ export class Proxier {
     if (netfilterFailure) throw netfilterFailure.error;
   }
 
-  /** A full sync's IPVS ops: read and classify the table, then diff it all against the plan. */
-  private async fullSyncOps(run: SyncRun, startNetfilter: () => unknown, netfilterStarted: () => boolean): Promise<IpvsOp[]> {
-    const dump = await this.applier.readTable(run.counts);
-    run.lap('ipvsRead');
-    let observed = tableFromDump(dump, this.index.virtualServers());
-    const applied = this.applier.applied;
-    const { claimed, gone } = this.nodeCtx.classifyTable(
-      observed,
-      (k) => applied.has(k),
-      (k) => this.applier.created(k, (f) => this.nodeCtx.isForeign(f)),
-      (k) => this.index.virtualServer(k) !== undefined,
-    );
-    this.applier.forgetUncertainCreates();
-    // claimed ones are refused now, before the netfilter sync starts; a gone one's
-    // claimants get it now when the netfilter sync has not started yet, else next sync
-    const now = netfilterStarted() ? claimed : [...claimed, ...gone];
-    if (now.length > 0) {
-      for (const name of claimantsOf(this.plans, now)) this.replanService(name, run.touched);
-      this.reports.conflictsOf(this.index, run.touched);
-      observed = tableFromDump(dump, this.index.virtualServers());
-    }
-    if (netfilterStarted()) {
-      for (const name of claimantsOf(this.plans, gone)) this.replanNext.add(name);
-      // (claimed is empty here, as wantsUnknown() was false: were it not, the sets
-      // the netfilter sync in flight writes would be withdrawn by the next sync)
-      if (this.replanNext.size > 0 || claimed.length > 0) this.runner.run();
-    }
-    startNetfilter();
-    const desiredVs = this.index.virtualServers();
-    const facts = this.nodeCtx.ownershipFacts();
-    const owned = (e: TableEntry) => ownsVirtualServer(virtualServerKey(e.vs), e.vs, facts);
-    const ops = diffIpvsTable(observed, desiredVs, owned);
-    if (ops.length > 0 && this.lastFullSyncAt > -Infinity) {
-      const drift = driftOps(ops, diffIpvsTable(applied, desiredVs, owned));
-      if (drift.length > 0) {
+  /** A full sync's IPVS ops (full-sync.ts); drift is counted and logged here. */
+  private async fullSyncOps(run: SyncRun, netfilter: Netfilter): Promise<IpvsOp[]> {
+    const parts = { applier: this.applier, node: this.nodeCtx, desired: this.desired, reports: this.reports };
+    return fullSyncOps(parts, run, netfilter, {
+      later: (names, rerun) => {
+        for (const name of names) this.replanNext.add(name);
+        if (this.replanNext.size > 0 || rerun) this.runner.run();
+      },
+      tracked: this.lastFullSyncAt > -Infinity,
+      drift: (drift) => {
         this.totals.driftRepairs++;
         run.drift = true;
         this.deps.log.warn(`full sync: the kernel differed from what kube-ipvs applied; ${drift.length} IPVS changes repair it`, {
           ops: drift.length,
           first: drift.slice(0, 5).map(opKey),
         });
-      }
-    }
-    this.applier.replaceApplied(observed);
-    this.applier.adoptDraining(this.desired, facts);
-    return ops;
+      },
+    });
   }
 
   /** A partial sync's IPVS ops: each touched virtual server diffed against what was applied. */
@@ -341,14 +303,14 @@ export class Proxier {
     const ops: IpvsOp[] = [];
     const applied = this.applier.applied;
     for (const k of run.touched) {
-      const vs = this.desired(k)?.vs ?? applied.get(k)?.vs;
+      const vs = this.desired.virtualServer(k)?.vs ?? applied.get(k)?.vs;
       // the planner plans nothing inside excludeCIDRs; a virtual server applied before they
       // changed is left to the full sync the change queued, which leaves it alone
       if (vs && this.nodeCtx.excluded(vs.address)) {
         this.deps.log.warn(`leaving virtual server ${describeVirtualServer(vs)} alone: inside ipvs.excludeCIDRs`, { virtualServer: k });
         continue;
       }
-      ops.push(...diffVirtualServer(applied.get(k), this.desired(k)));
+      ops.push(...diffVirtualServer(applied.get(k), this.desired.virtualServer(k)));
     }
     return ops;
   }
@@ -363,49 +325,32 @@ export class Proxier {
     if (this.conntrack.hasPending) {
       const ctStart = clock.now();
       run.restartLap();
-      this.totals.conntrackDeleted += await this.conntrack.clean(this.index.virtualServers().values(), counts);
+      this.totals.conntrackDeleted += await this.conntrack.clean(this.desired.index.virtualServers().values(), counts);
       conntrackDurationMs = clock.now() - ctStart;
       run.lap('conntrack');
     }
     const result: SyncResult = {
       full, replanned: run.replanned, ...counts, ...(conntrackDurationMs !== undefined ? { conntrackDurationMs } : {}), durationMs: clock.now() - run.start, phasesMs: run.phasesMs,
     };
-    this.lastResult = result;
     // a failed sync leaves the queued changes pending: /livez fails if they stay so too long
     if (succeeded) this.lastSyncAt = clock.now();
-    this.totals.syncs++;
-    if (full) this.totals.fullSyncs++;
-    this.totals.ipvsWrites += counts.ipvsWrites;
-    this.totals.ipvsFailures += counts.ipvsFailures;
-    this.totals.execs += counts.execs;
-    const summary: SyncSummary = {
-      at: new Date(this.lastSyncAt).toISOString(), durationMs: result.durationMs,
-      ipvsWrites: counts.ipvsWrites, ipvsFailures: counts.ipvsFailures, execs: counts.execs,
-    };
-    if (full) this.lastFull = summary;
-    else this.lastPartial = summary;
+    this.figures.record(result, this.lastSyncAt);
     this.deps.log.log(full || counts.ipvsWrites > 0 || counts.execs > 0 || counts.conntrackOps > 0 ? 'info' : 'verbose', 'sync done', { ...result });
     this.deps.onSync?.(result, run.drift);
     return result;
   }
 
-  /** Re-plans one Service into the index; adds the virtual server keys it touches. */
-  private replanService(name: string, touched: Set<string>): void {
-    const before = this.plans.get(name) ?? [];
-    const { ports, plans: after } = this.nodeCtx.planService(name);
-    this.health.update(name, ports, after);
-    for (const k of this.index.replace(before, after, ports)) touched.add(k);
-    this.conntrack.replanned(before, after);
-    for (const p of before) this.countNoLocal(p, -1);
-    for (const p of after) this.countNoLocal(p, +1);
-    if (after.length > 0) this.plans.set(name, after);
-    else this.plans.delete(name);
-    this.reports.refusalsOf(name, [...this.deps.source.refusals(name), ...after.flatMap((p) => p.refusals)]);
+  get totals(): SyncFigures['totals'] {
+    return this.figures.totals;
   }
 
-  private countNoLocal(p: ServicePortPlan, sign: 1 | -1): void {
-    if (p.noLocalEndpoints.internal) this.noLocalEndpoints.internal += sign;
-    if (p.noLocalEndpoints.external) this.noLocalEndpoints.external += sign;
+  get lastResult(): SyncResult | undefined {
+    return this.figures.lastResult;
+  }
+
+  /** service ports with a Local traffic policy and no local endpoint (kubeproxy_sync_proxy_rules_no_local_endpoints_total) */
+  get noLocalEndpoints(): { readonly internal: number; readonly external: number } {
+    return this.desired.noLocalEndpoints;
   }
 
   // ---- views (kube-ipvs service list / status / diff): read only, views.ts ----
@@ -414,12 +359,11 @@ export class Proxier {
     // getters: a view that awaits reads the figures as they are when it reads them
     const self = this;
     return {
-      node: this.nodeCtx, applier: this.applier, bound: this.bound, plans: this.plans, source: this.deps.source,
-      link: this.deps.link, frontendIds: this.frontendIds, totals: this.totals,
-      get index() { return self.index; },
+      node: this.nodeCtx, applier: this.applier, bound: this.bound, source: this.deps.source,
+      link: this.deps.link, frontendIds: this.frontendIds, figures: this.figures,
+      get index() { return self.desired.index; },
+      get plans() { return self.desired.plans; },
       get initialized() { return self.isInitialized(); },
-      get lastFull() { return self.lastFull; },
-      get lastPartial() { return self.lastPartial; },
       counts: () => this.counts(),
     };
   }
@@ -445,7 +389,7 @@ export class Proxier {
    * their real servers, draining ones included.
    */
   counts(): { virtualServers: number; realServers: number; draining: number; boundAddresses: number } {
-    const applied = this.applier.countApplied((k) => this.index.virtualServer(k) !== undefined);
+    const applied = this.applier.countApplied((k) => this.desired.index.virtualServer(k) !== undefined);
     return { ...applied, draining: this.applier.drainingCount, boundAddresses: this.bound.size };
   }
 }

@@ -3,13 +3,13 @@
  * netfilter sync that runs beside the IPVS work, and the pure helpers the sequence uses.
  */
 import { IpvsOp } from '../kernel/ipvs/ipvs';
-import { realServerKey, virtualServerKey } from '../model/ipvs';
-import { ServicePortPlan } from '../plan/service-plan';
+import { realServerKey } from '../model/ipvs';
 import { opVirtualServerKey } from '../reconcile/diff-ipvs';
 import { Clock } from './clock';
 import { DesiredIndex } from './desired-index';
 import { NodeContext } from './node-context';
-import { ProxierDeps, SyncCounts, SyncPhase, SyncPhases } from './types';
+import { SyncSummary } from '../model/views';
+import { ProxierDeps, SyncCounts, SyncPhase, SyncPhases, SyncResult } from './types';
 
 /** One sync in progress: its kind, figures and phase clock. */
 export interface SyncRun {
@@ -72,21 +72,6 @@ export function driftOps(ops: readonly IpvsOp[], expected: readonly IpvsOp[]): I
   return ops.filter((o) => !keys.has(opKey(o)));
 }
 
-/** The Services that claim these virtual server keys, or were refused them as foreign. */
-export function claimantsOf(plans: ReadonlyMap<string, readonly ServicePortPlan[]>, keys: readonly string[]): Set<string> {
-  const want = new Set(keys);
-  const out = new Set<string>();
-  for (const [name, servicePlans] of plans) {
-    for (const p of servicePlans) {
-      if (p.foreignVirtualServers?.some((k) => want.has(k)) || p.virtualServers.some((v) => want.has(virtualServerKey(v.vs)))) {
-        out.add(name);
-        break;
-      }
-    }
-  }
-  return out;
-}
-
 /**
  * The families' ipsets, one sync after another (they may share one Ipset), then their
  * iptables; no iptables after a failed ipset sync. Resolves, never rejects: with the failure,
@@ -126,3 +111,40 @@ export async function syncNetfilter(
   }
 }
 
+
+/** The running totals and the last syncs, for `kube-ipvs status` and metrics. */
+export class SyncFigures {
+  readonly totals = { syncs: 0, fullSyncs: 0, ipvsWrites: 0, ipvsFailures: 0, execs: 0, driftRepairs: 0, conntrackDeleted: 0 };
+  private last: SyncResult | undefined;
+  private full: SyncSummary | null = null;
+  private partial: SyncSummary | null = null;
+
+  get lastResult(): SyncResult | undefined {
+    return this.last;
+  }
+
+  get lastFull(): SyncSummary | null {
+    return this.full;
+  }
+
+  get lastPartial(): SyncSummary | null {
+    return this.partial;
+  }
+
+  /** One sync ended; `lastSyncAt`: the last one that went through. */
+  record(result: SyncResult, lastSyncAt: number): void {
+    this.last = result;
+    const t = this.totals;
+    t.syncs++;
+    if (result.full) t.fullSyncs++;
+    t.ipvsWrites += result.ipvsWrites;
+    t.ipvsFailures += result.ipvsFailures;
+    t.execs += result.execs;
+    const summary: SyncSummary = {
+      at: new Date(lastSyncAt).toISOString(), durationMs: result.durationMs,
+      ipvsWrites: result.ipvsWrites, ipvsFailures: result.ipvsFailures, execs: result.execs,
+    };
+    if (result.full) this.full = summary;
+    else this.partial = summary;
+  }
+}

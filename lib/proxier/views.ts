@@ -8,7 +8,7 @@ import { KUBE_IPVS0, Link } from '../kernel/link/link';
 import { selectNodePortAddresses } from '../kernel/link/node-addresses';
 import { virtualServerKey } from '../model/ipvs';
 import { ServicePort, servicePortKey } from '../model/service';
-import { Frontend, StatusResponse, SyncSummary } from '../model/views';
+import { Frontend, StatusResponse } from '../model/views';
 import { IP_VS_SVC_F } from '../netlink/uapi/ip_vs';
 import { ServicePortPlan } from '../plan/service-plan';
 import { TableEntry, tableFromDump } from '../reconcile/ipvs-table';
@@ -20,6 +20,7 @@ import { NodeContext, findKubeIpvs0, readNodeAddresses } from './node-context';
 import { firstSightReason, ownsVirtualServer } from './ownership';
 import { BoundAddresses } from './bound-addresses';
 import { FrontendIds, buildServiceList } from './service-list';
+import { SyncFigures } from './sync-run';
 import { ProxySource } from './types';
 
 /** What the views read: the proxier's parts and figures, as they are now. */
@@ -34,9 +35,7 @@ export interface ProxierSnapshot {
   readonly link: Link;
   readonly frontendIds: FrontendIds;
   readonly initialized: boolean;
-  readonly lastFull: SyncSummary | null;
-  readonly lastPartial: SyncSummary | null;
-  readonly totals: { syncs: number; fullSyncs: number; ipvsWrites: number; ipvsFailures: number; execs: number; driftRepairs: number };
+  readonly figures: SyncFigures;
   readonly counts: () => { virtualServers: number; realServers: number; draining: number; boundAddresses: number };
 }
 
@@ -92,7 +91,7 @@ export async function status(s: ProxierSnapshot): Promise<Omit<StatusResponse, '
     servicePorts += plans.length;
   }
   const c = s.counts();
-  const t = s.totals;
+  const t = s.figures.totals;
   return {
     node: { name: node.name, ips: node.nodeIPs, zone: node.zone, podCIDRs: node.podCIDRs },
     families: settings.families,
@@ -113,8 +112,8 @@ export async function status(s: ProxierSnapshot): Promise<Omit<StatusResponse, '
       externalIPs: true,
     },
     initialized: s.initialized,
-    lastFullSync: s.lastFull,
-    lastPartialSync: s.lastPartial,
+    lastFullSync: s.figures.lastFull,
+    lastPartialSync: s.figures.lastPartial,
     driftRepairs: t.driftRepairs,
     counts: { services: s.plans.size, servicePorts, ...c },
     totals: { syncs: t.syncs, fullSyncs: t.fullSyncs, ipvsWrites: t.ipvsWrites, ipvsFailures: t.ipvsFailures, execs: t.execs },
