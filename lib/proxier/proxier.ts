@@ -213,7 +213,7 @@ export class Proxier {
 
   /** Re-plans the changed Services (every one when the contexts changed); fills run.touched. */
   private planPhase(run: SyncRun): void {
-    const changed = this.deps.source.drainChanges();
+    const changed = this.deps.source.takeChanges();
     run.dueRetries = this.applier.beginSync(run.start);
     for (const svc of run.dueRetries) changed.add(svc);
     // a full sync re-reads the kernel; the plans are re-made only when what they depend on

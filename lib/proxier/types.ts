@@ -26,7 +26,7 @@ export interface ProxySource {
   /** what the converters refused in this Service's objects */
   refusals(service: string): readonly Refusal[];
   /** names of Services changed since the last call */
-  drainChanges(): Set<string>;
+  takeChanges(): Set<string>;
 }
 
 export interface Planner {

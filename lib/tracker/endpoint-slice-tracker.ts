@@ -190,9 +190,9 @@ export class EndpointSliceTracker {
     return this.merged.get('')?.refusals ?? NONE;
   }
 
-  /** Names whose endpoints changed since the last drain. */
-  drainChanges(): Set<ServiceName> {
-    return this.changes.drain();
+  /** Names whose endpoints changed since the last take. */
+  takeChanges(): Set<ServiceName> {
+    return this.changes.take();
   }
 
   get pendingChanges(): number {

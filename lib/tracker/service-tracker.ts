@@ -1,6 +1,6 @@
 /**
  * The current Services, converted and validated, by service port (kube-proxy's
- * ServiceChangeTracker + ServicePortMap). Fed by informer callbacks; the proxier drains the
+ * ServiceChangeTracker + ServicePortMap). Fed by informer callbacks; the proxier takes the
  * names of changed Services and re-plans only those.
  */
 import type { V1Service } from '@kubernetes/client-node';
@@ -84,12 +84,12 @@ export class ServiceTracker {
     return this.services.get(name)?.refusals ?? NONE;
   }
 
-  /** Names changed since the last drain (kube-proxy: serviceChanges applied at sync start). */
-  drainChanges(): Set<ServiceName> {
-    return this.changes.drain();
+  /** Names changed since the last take (kube-proxy: serviceChanges applied at sync start). */
+  takeChanges(): Set<ServiceName> {
+    return this.changes.take();
   }
 
-  /** Services with a change not yet drained. */
+  /** Services with a change not yet taken. */
   get pendingChanges(): number {
     return this.changes.pending;
   }
