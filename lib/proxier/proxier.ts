@@ -8,7 +8,11 @@
  *  - a FULL sync (the first, every `syncPeriod`, after a socket failure or a config change)
  *    reads the kernel (one IPVS dump, the addresses, `ipset save`), re-plans everything and
  *    repairs whatever differs — drift made behind our back included — touching only what
- *    kube-ipvs owns (see `ownsVirtualServer`).
+ *    kube-ipvs owns (ownership.ts, full-sync.ts).
+ *
+ * This class only sequences a sync's phases and decides when a full one is due; each part
+ * owns its state (ipvs-applier, node-context, desired-state, bound-addresses, conntrack-cleanup,
+ * reports) and reports back what needs a full sync.
  *
  * Nothing is ever flushed: a refused op is logged with the op and its Service, the Service is
  * retried with backoff, and every other Service stays as programmed.
