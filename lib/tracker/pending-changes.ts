@@ -70,3 +70,26 @@ export class PendingChanges {
     return this.previous.size;
   }
 }
+
+/**
+ * What both trackers (Services, EndpointSlices) keep of their changes and show of them: the
+ * proxier takes the names at each sync, the metrics read the two counts.
+ */
+export abstract class ChangeTracker {
+  protected readonly changes = new PendingChanges();
+
+  /** Names changed since the last take (kube-proxy: the change trackers applied at sync start). */
+  takeChanges(): Set<string> {
+    return this.changes.take();
+  }
+
+  /** Services with a change not yet taken. */
+  get pendingChanges(): number {
+    return this.changes.pending;
+  }
+
+  /** Events that changed a Service, since start. */
+  get changesTotal(): number {
+    return this.changes.changesTotal;
+  }
+}

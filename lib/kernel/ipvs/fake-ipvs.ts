@@ -54,7 +54,8 @@ export interface FakeIpvsOptions {
 /**
  * In-memory twin of the kernel's IPVS table. It validates requests the way
  * net/netfilter/ipvs/ip_vs_ctl.c (Linux 6.1) does and refuses with the same errno; the VM
- * test spec/vm/ipvs-twin-parity.vm.test.ts pins each refusal to the real kernel's.
+ * test spec/vm/ipvs-netlink.vm.test.ts ("the twin/kernel refuses misuse with the kernel
+ * errno", "twin and kernel objects") pins each refusal and each listed object to the kernel's.
  */
 export class FakeIpvs implements Ipvs {
   private readonly services = new Map<string, ServiceState>();
