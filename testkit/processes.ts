@@ -198,6 +198,11 @@ export function e2eProxyConfig(o: { dir: string; node: string; ipvs: readonly st
     'nodePortAddresses: [192.0.2.0/24]',
     `healthzBindAddress: ${o.healthz ?? '127.0.0.1:10256'}`,
     `metricsBindAddress: ${o.metrics ?? '127.0.0.1:10249'}`,
+    // each VM test file runs in a network namespace of its own, where the kernel keeps
+    // nf_conntrack_max read-only: leave it alone, as kind's kube-proxy config does for the
+    // same reason (spec/vm/node-settings.vm.test.ts proves the setting in the host's namespace)
+    'conntrack:',
+    '  maxPerCore: 0',
     'ipvs:',
     ...o.ipvs.map((l) => `  ${l}`),
     '',

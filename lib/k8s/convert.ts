@@ -28,281 +28,42 @@
  * (served by another proxy; kube-proxy's informers filter them out with a label selector, this
  * check makes the converter safe without one).
  *
+ * The Service converter is convert-service.ts (one reader per field group); the names, the
+ * field readers and the refusal collector all three converters share are convert-fields.ts.
  * Types only from @kubernetes/client-node (erased at compile time: the package is ESM-only).
  */
-import type { V1EndpointSlice, V1Node, V1Service } from '@kubernetes/client-node';
-import { Endpoint, Protocol, Refusal, ServicePort } from '../model/service';
-import { parseCidr, parseCidrSloppy, parseIp } from '../model/parse-ip';
-import { specialAddressProblem } from '../model/address';
-import { IP_VS_SCHEDNAME_MAXLEN } from '../uapi/ip_vs';
+import type { V1EndpointSlice, V1Node } from '@kubernetes/client-node';
+import { Endpoint, Protocol, Refusal } from '../model/service';
+import { parseCidr, parseIp } from '../model/parse-ip';
 import { IpFamily } from '../model/ip-family';
 import { MalformedObjectError } from '../errors';
+import {
+  DNS_LABEL,
+  DNS_SUBDOMAIN,
+  HEADLESS_LABEL,
+  RefusalCollector,
+  SERVICE_NAME_LABEL,
+  SERVICE_PROXY_NAME_LABEL,
+  TO_BE_DELETED_TAINT,
+  ZONE_LABEL,
+  isObject,
+  isPort,
+  listOf,
+  parseProtocol,
+  sortUnique,
+  text,
+} from './convert-fields';
 
-export const SCHEDULER_ANNOTATION = 'kube-ipvs.io/scheduler';
-export const KUBE_ROUTER_SCHEDULER_ANNOTATION = 'kube-router.io/service.scheduler';
-export const SERVICE_PROXY_NAME_LABEL = 'service.kubernetes.io/service-proxy-name';
-export const HEADLESS_LABEL = 'service.kubernetes.io/headless';
-export const SERVICE_NAME_LABEL = 'kubernetes.io/service-name';
-export const ZONE_LABEL = 'topology.kubernetes.io/zone';
-export const TO_BE_DELETED_TAINT = 'ToBeDeletedByClusterAutoscaler';
-
-/** API default of sessionAffinityConfig.clientIP.timeoutSeconds (3 h); the API maximum is 1 day. */
-export const DEFAULT_STICKY_SECONDS = 10800;
-export const MAX_STICKY_SECONDS = 86400;
-
-const SCHEDULER_NAME = new RegExp(`^[a-z0-9]{1,${IP_VS_SCHEDNAME_MAXLEN - 1}}$`);
-/** RFC 1123 label: namespaces, Service names (a stricter 1035 label in the API) and port names. */
-const DNS_LABEL = /^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$/;
-/** RFC 1123 subdomain: EndpointSlice and Node names. */
-const DNS_SUBDOMAIN = /^(?=.{1,253}$)[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/;
-const TRAFFIC_DISTRIBUTIONS: ReadonlySet<string> = new Set(['PreferClose', 'PreferSameZone', 'PreferSameNode']);
-const SERVICE_TYPES: ReadonlySet<string> = new Set(['ClusterIP', 'NodePort', 'LoadBalancer', 'ExternalName']);
-
-export interface ConvertedService {
-  readonly ports: ServicePort[];
-  readonly refusals: Refusal[];
-}
-
-const FAMILIES: readonly IpFamily[] = ['ipv4', 'ipv6'];
-
-function text(v: unknown): string {
-  if (typeof v === 'string') return v;
-  try {
-    return JSON.stringify(v) ?? String(v);
-  } catch {
-    return String(v);
-  }
-}
-
-function isPort(v: unknown, min: number): v is number {
-  return typeof v === 'number' && Number.isInteger(v) && v >= min && v <= 65535;
-}
-
-function parseProtocol(v: unknown): Protocol | undefined {
-  if (v === undefined || v === null || v === '') return 'TCP';
-  return v === 'TCP' || v === 'UDP' || v === 'SCTP' ? v : undefined;
-}
-
-function sortUnique(values: Iterable<string>): string[] {
-  return [...new Set(values)].sort();
-}
-
-function isObject(v: unknown): v is Record<string, unknown> {
-  return typeof v === 'object' && v !== null && !Array.isArray(v);
-}
-
-/**
- * The elements of an optional list field: [] when absent (undefined or null); `undefined`
- * when it is something else than an array (type-confused JSON; the caller refuses it).
- */
-function listOf(v: unknown): readonly unknown[] | undefined {
-  if (v === undefined || v === null) return [];
-  return Array.isArray(v) ? v : undefined;
-}
-
-/** The Service's ports, one ServicePort per spec.ports[] per cluster IP family. */
-export function convertService(svc: V1Service): ConvertedService {
-  const namespace = svc.metadata?.namespace ?? '';
-  const name = svc.metadata?.name ?? '';
-  const refusals: Refusal[] = [];
-  const refuse = (field: string, value: unknown, reason: string): void => {
-    refusals.push({ kind: 'Service', namespace, name, field, value: text(value), reason });
-  };
-  const ports: ServicePort[] = [];
-
-  if (!DNS_LABEL.test(namespace)) {
-    refuse('metadata.namespace', namespace, 'not a DNS label; Service ignored');
-    return { ports, refusals };
-  }
-  if (!DNS_LABEL.test(name)) {
-    refuse('metadata.name', name, 'not a DNS label; Service ignored');
-    return { ports, refusals };
-  }
-  const labels = svc.metadata?.labels ?? {};
-  if (labels[SERVICE_PROXY_NAME_LABEL] !== undefined) return { ports, refusals };
-
-  const spec = svc.spec ?? {};
-  let type = spec.type ?? 'ClusterIP';
-  if (!SERVICE_TYPES.has(type)) {
-    refuse('spec.type', type, 'unknown type (ClusterIP, NodePort, LoadBalancer, ExternalName); treated as ClusterIP');
-    type = 'ClusterIP';
-  }
-  if (type === 'ExternalName') return { ports, refusals };
-  if (spec.clusterIP === 'None' || ((spec.clusterIP ?? '') === '' && (listOf(spec.clusterIPs) ?? []).length === 0)) {
-    return { ports, refusals };
-  }
-
-  // cluster IPs decide the families
-  const clusterIPs = new Map<IpFamily, string>();
-  const clusterIPList = listOf(spec.clusterIPs);
-  if (clusterIPList === undefined) refuse('spec.clusterIPs', spec.clusterIPs, 'not a list; spec.clusterIP used');
-  const ipsField = clusterIPList && clusterIPList.length > 0 ? 'spec.clusterIPs' : 'spec.clusterIP';
-  const ipList = clusterIPList && clusterIPList.length > 0 ? clusterIPList : [spec.clusterIP];
-  ipList.forEach((raw, i) => {
-    const field = ipsField === 'spec.clusterIPs' ? `spec.clusterIPs[${i}]` : 'spec.clusterIP';
-    if (raw === 'None') return;
-    const ip = parseIp(raw);
-    if (!ip.ok) return refuse(field, raw, `${ip.reason}; no virtual server for this family`);
-    if (clusterIPs.has(ip.family)) return refuse(field, raw, `a second ${ip.family} cluster IP (one per family); ignored`);
-    clusterIPs.set(ip.family, ip.value);
-  });
-  if (clusterIPs.size === 0) return { ports, refusals };
-
-  // per-family lists
-  const byFamily = (): Record<IpFamily, string[]> => ({ ipv4: [], ipv6: [] });
-  const externalIPs = byFamily();
-  const externalIPList = listOf(spec.externalIPs);
-  if (externalIPList === undefined) refuse('spec.externalIPs', spec.externalIPs, 'not a list; no externalIP');
-  (externalIPList ?? []).forEach((raw, i) => {
-    const ip = parseIp(raw);
-    if (!ip.ok) return refuse(`spec.externalIPs[${i}]`, raw, `${ip.reason}; ignored`);
-    const special = specialAddressProblem(ip.value);
-    if (special) return refuse(`spec.externalIPs[${i}]`, raw, `${special} is never a Service address; ignored`);
-    externalIPs[ip.family].push(ip.value);
-  });
-  const lbIPs = byFamily();
-  const ingressList = listOf(svc.status?.loadBalancer?.ingress);
-  if (ingressList === undefined) refuse('status.loadBalancer.ingress', svc.status?.loadBalancer?.ingress, 'not a list; no load-balancer IP');
-  (ingressList ?? []).forEach((raw, i) => {
-    if (!isObject(raw)) return refuse(`status.loadBalancer.ingress[${i}]`, raw, 'not an object; ingress ignored');
-    const ing = raw as { ip?: unknown; ipMode?: unknown };
-    if (ing.ip === undefined || ing.ip === null || ing.ip === '') return; // hostname-only ingress: nothing to program
-    const mode = ing.ipMode ?? 'VIP';
-    if (mode === 'Proxy') return; // the load balancer proxies: traffic arrives for the node, not the VIP
-    if (mode !== 'VIP') return refuse(`status.loadBalancer.ingress[${i}].ipMode`, mode, 'unknown ipMode (VIP or Proxy); ingress ignored');
-    const ip = parseIp(ing.ip);
-    if (!ip.ok) return refuse(`status.loadBalancer.ingress[${i}].ip`, ing.ip, `${ip.reason}; ingress ignored`);
-    const special = specialAddressProblem(ip.value);
-    if (special) return refuse(`status.loadBalancer.ingress[${i}].ip`, ing.ip, `${special} is never a Service address; ingress ignored`);
-    lbIPs[ip.family].push(ip.value);
-  });
-  // Source ranges fail closed: a range that cannot be read (kube-proxy would skip it) could
-  // be the one that was meant to keep the internet out, so the load balancer then admits
-  // nobody (a firewall with no range) rather than everybody.
-  let sourceRanges = byFamily();
-  let sourceRangesUnreadable = false;
-  const rangeList = listOf(spec.loadBalancerSourceRanges);
-  const closed = 'the load balancer admits no client until the ranges are fixed';
-  if (rangeList === undefined) {
-    refuse('spec.loadBalancerSourceRanges', spec.loadBalancerSourceRanges, `not a list; ${closed}`);
-    sourceRangesUnreadable = true;
-  }
-  (rangeList ?? []).forEach((raw, i) => {
-    // kube-proxy trims blanks around each range and reads it sloppily (leading zeros decimal)
-    const cidr = parseCidrSloppy(typeof raw === 'string' ? raw.trim() : raw);
-    if (!cidr.ok) {
-      sourceRangesUnreadable = true;
-      return refuse(`spec.loadBalancerSourceRanges[${i}]`, raw, `${cidr.reason}; ${closed}`);
-    }
-    sourceRanges[cidr.family].push(cidr.value);
-  });
-  if (sourceRangesUnreadable) sourceRanges = byFamily();
-
-  // session affinity
-  let stickyMaxAgeSeconds = 0;
-  const affinity = spec.sessionAffinity ?? 'None';
-  if (affinity === 'ClientIP') {
-    stickyMaxAgeSeconds = DEFAULT_STICKY_SECONDS;
-    const t = spec.sessionAffinityConfig?.clientIP?.timeoutSeconds;
-    if (t !== undefined && t !== null) {
-      if (typeof t === 'number' && Number.isInteger(t) && t >= 1 && t <= MAX_STICKY_SECONDS) stickyMaxAgeSeconds = t;
-      else refuse('spec.sessionAffinityConfig.clientIP.timeoutSeconds', t, `not an integer 1..${MAX_STICKY_SECONDS}; ${DEFAULT_STICKY_SECONDS} used`);
-    }
-  } else if (affinity !== 'None' && affinity !== '') {
-    refuse('spec.sessionAffinity', affinity, 'unknown session affinity (None or ClientIP); None used');
-  }
-
-  // traffic policies
-  const policy = (field: string, v: string | undefined): 'Cluster' | 'Local' => {
-    if (v === undefined || v === '' || v === 'Cluster') return 'Cluster';
-    if (v === 'Local') return 'Local';
-    refuse(field, v, 'unknown traffic policy (Cluster or Local); Cluster used');
-    return 'Cluster';
-  };
-  const etp = policy('spec.externalTrafficPolicy', spec.externalTrafficPolicy);
-  const itp = policy('spec.internalTrafficPolicy', spec.internalTrafficPolicy);
-  // kube-proxy apiservice.ExternallyAccessible: externalTrafficPolicy means something only then
-  const externallyAccessible =
-    type === 'LoadBalancer' || type === 'NodePort' || (type === 'ClusterIP' && (externalIPList ?? []).length > 0);
-  const externalPolicyLocal = externallyAccessible && etp === 'Local';
-
-  let trafficDistribution = spec.trafficDistribution ?? '';
-  if (trafficDistribution !== '' && !TRAFFIC_DISTRIBUTIONS.has(trafficDistribution)) {
-    refuse('spec.trafficDistribution', trafficDistribution, 'unknown traffic distribution (PreferClose, PreferSameZone, PreferSameNode); ignored');
-    trafficDistribution = '';
-  }
-
-  // kube-proxy apiservice.NeedsHealthCheck: LoadBalancer with externalTrafficPolicy Local
-  let healthCheckNodePort = 0;
-  if (type === 'LoadBalancer' && etp === 'Local' && spec.healthCheckNodePort !== undefined && spec.healthCheckNodePort !== 0) {
-    if (isPort(spec.healthCheckNodePort, 0)) healthCheckNodePort = spec.healthCheckNodePort;
-    else refuse('spec.healthCheckNodePort', spec.healthCheckNodePort, 'not a port 0..65535; no health check port');
-  }
-
-  const scheduler = schedulerAnnotation(svc.metadata?.annotations ?? {}, refuse);
-  // client-node's typed objects hold a Date, raw JSON a string
-  const created: unknown = svc.metadata?.creationTimestamp;
-  const creationTimestamp = created instanceof Date && !Number.isNaN(created.getTime()) ? created.toISOString() : typeof created === 'string' ? created : undefined;
-
-  const seenNames = new Set<string>();
-  const portList = listOf(spec.ports);
-  if (portList === undefined) refuse('spec.ports', spec.ports, 'not a list; no port');
-  (portList ?? []).forEach((raw, i) => {
-    if (!isObject(raw)) return refuse(`spec.ports[${i}]`, raw, 'not an object; port ignored');
-    const p = raw as { name?: unknown; port?: unknown; protocol?: unknown; nodePort?: unknown };
-    const portName = p.name ?? '';
-    if (typeof portName !== 'string') return refuse(`spec.ports[${i}].name`, portName, 'not a string; port ignored');
-    if (portName !== '' && !DNS_LABEL.test(portName)) return refuse(`spec.ports[${i}].name`, portName, 'not a DNS label; port ignored');
-    if (seenNames.has(portName)) return refuse(`spec.ports[${i}].name`, portName, 'duplicate port name; port ignored');
-    seenNames.add(portName);
-    if (!isPort(p.port, 1)) return refuse(`spec.ports[${i}].port`, p.port, 'not a port 1..65535; port ignored');
-    const protocol = parseProtocol(p.protocol);
-    if (!protocol) return refuse(`spec.ports[${i}].protocol`, p.protocol, 'not TCP, UDP or SCTP; port ignored');
-    let nodePort = 0;
-    if (p.nodePort !== undefined && p.nodePort !== null) {
-      if (isPort(p.nodePort, 0)) nodePort = p.nodePort;
-      else refuse(`spec.ports[${i}].nodePort`, p.nodePort, 'not a port 0..65535; no NodePort');
-    }
-    for (const family of FAMILIES) {
-      const clusterIP = clusterIPs.get(family);
-      if (!clusterIP) continue;
-      ports.push({
-        namespace,
-        name,
-        portName,
-        family,
-        protocol,
-        port: p.port,
-        nodePort,
-        clusterIP,
-        externalIPs: sortUnique(externalIPs[family]),
-        loadBalancerIPs: sortUnique(lbIPs[family]),
-        loadBalancerSourceRanges: sortUnique(sourceRanges[family]),
-        loadBalancerSourceRangesUnreadable: sourceRangesUnreadable,
-        stickyMaxAgeSeconds,
-        externalPolicyLocal,
-        internalPolicyLocal: itp === 'Local',
-        healthCheckNodePort,
-        trafficDistribution,
-        scheduler,
-        ...(creationTimestamp !== undefined ? { creationTimestamp } : {}),
-      });
-    }
-  });
-  return { ports, refusals };
-}
-
-function schedulerAnnotation(
-  annotations: Readonly<Record<string, string>>,
-  refuse: (field: string, value: unknown, reason: string) => void,
-): string {
-  const key = annotations[SCHEDULER_ANNOTATION] !== undefined ? SCHEDULER_ANNOTATION : KUBE_ROUTER_SCHEDULER_ANNOTATION;
-  const value = annotations[key];
-  if (value === undefined) return '';
-  if (typeof value === 'string' && SCHEDULER_NAME.test(value)) return value;
-  refuse(`metadata.annotations[${key}]`, value, 'not a scheduler name ([a-z0-9]{1,15}); the configured scheduler is used');
-  return '';
-}
+export {
+  HEADLESS_LABEL,
+  KUBE_ROUTER_SCHEDULER_ANNOTATION,
+  SCHEDULER_ANNOTATION,
+  SERVICE_NAME_LABEL,
+  SERVICE_PROXY_NAME_LABEL,
+  TO_BE_DELETED_TAINT,
+  ZONE_LABEL,
+} from './convert-fields';
+export { ConvertedService, DEFAULT_STICKY_SECONDS, MAX_STICKY_SECONDS, convertService } from './convert-service';
 
 /** One endpoint of a slice, before it is paired with a port. */
 export type EndpointAddress = Omit<Endpoint, 'port'>;
@@ -393,26 +154,23 @@ export function convertEndpointSlice(slice: V1EndpointSlice, nodeName: string): 
   if (shape) throw new MalformedObjectError(shape.field, text(shape.value), shape.reason);
   const namespace = slice.metadata?.namespace ?? '';
   const sliceName = slice.metadata?.name ?? '';
-  const refusals: Refusal[] = [];
-  const refuse = (field: string, value: unknown, reason: string): void => {
-    refusals.push({ kind: 'EndpointSlice', namespace, name: sliceName, field, value: text(value), reason });
-  };
-  const none = (): ConvertedEndpointSlice => ({ service: undefined, family: undefined, ports: [], endpoints: [], refusals });
+  const r = new RefusalCollector('EndpointSlice', namespace, sliceName);
+  const none = (): ConvertedEndpointSlice => ({ service: undefined, family: undefined, ports: [], endpoints: [], refusals: r.refusals });
 
   const labels = slice.metadata?.labels ?? {};
   const svcName = labels[SERVICE_NAME_LABEL];
   if (svcName === undefined || svcName === '') return none(); // not a Service's slice
   if (labels[SERVICE_PROXY_NAME_LABEL] !== undefined || labels[HEADLESS_LABEL] !== undefined) return none();
   if (!DNS_LABEL.test(namespace)) {
-    refuse('metadata.namespace', namespace, 'not a DNS label; slice ignored');
+    r.refuse('metadata.namespace', namespace, 'not a DNS label; slice ignored');
     return none();
   }
   if (!DNS_SUBDOMAIN.test(sliceName)) {
-    refuse('metadata.name', sliceName, 'not a DNS subdomain; slice ignored');
+    r.refuse('metadata.name', sliceName, 'not a DNS subdomain; slice ignored');
     return none();
   }
   if (!DNS_LABEL.test(svcName)) {
-    refuse(`metadata.labels[${SERVICE_NAME_LABEL}]`, svcName, 'not a Service name; slice ignored');
+    r.refuse(`metadata.labels[${SERVICE_NAME_LABEL}]`, svcName, 'not a Service name; slice ignored');
     return none();
   }
   const service = { namespace, name: svcName };
@@ -421,27 +179,27 @@ export function convertEndpointSlice(slice: V1EndpointSlice, nodeName: string): 
   if (slice.addressType === 'IPv4') family = 'ipv4';
   else if (slice.addressType === 'IPv6') family = 'ipv6';
   else {
-    if (slice.addressType !== 'FQDN') refuse('addressType', slice.addressType, 'unknown address type (IPv4, IPv6, FQDN); slice ignored');
-    return { service, family: undefined, ports: [], endpoints: [], refusals };
+    if (slice.addressType !== 'FQDN') r.refuse('addressType', slice.addressType, 'unknown address type (IPv4, IPv6, FQDN); slice ignored');
+    return { service, family: undefined, ports: [], endpoints: [], refusals: r.refusals };
   }
 
   const ports: SlicePort[] = [];
   (slice.ports ?? []).forEach((p, i) => {
     const name = p.name ?? '';
-    if (name !== '' && !DNS_LABEL.test(name)) return refuse(`ports[${i}].name`, name, 'not a DNS label; port ignored');
-    if (!isPort(p.port, 1)) return refuse(`ports[${i}].port`, p.port, 'not a port 1..65535; port ignored');
+    if (name !== '' && !DNS_LABEL.test(name)) return r.refuse(`ports[${i}].name`, name, 'not a DNS label; port ignored');
+    if (!isPort(p.port, 1)) return r.refuse(`ports[${i}].port`, p.port, 'not a port 1..65535; port ignored');
     const protocol = parseProtocol(p.protocol);
-    if (!protocol) return refuse(`ports[${i}].protocol`, p.protocol, 'not TCP, UDP or SCTP; port ignored');
+    if (!protocol) return r.refuse(`ports[${i}].protocol`, p.protocol, 'not TCP, UDP or SCTP; port ignored');
     ports.push({ name, protocol, port: p.port });
   });
 
   const endpoints: EndpointAddress[] = [];
   (slice.endpoints ?? []).forEach((e, i) => {
     const raw = e.addresses?.[0];
-    if (raw === undefined) return refuse(`endpoints[${i}].addresses`, e.addresses ?? null, 'no address; endpoint ignored');
+    if (raw === undefined) return r.refuse(`endpoints[${i}].addresses`, e.addresses ?? null, 'no address; endpoint ignored');
     const ip = parseIp(raw);
-    if (!ip.ok) return refuse(`endpoints[${i}].addresses[0]`, raw, `${ip.reason}; endpoint ignored`);
-    if (ip.family !== family) return refuse(`endpoints[${i}].addresses[0]`, raw, `not an ${slice.addressType} address; endpoint ignored`);
+    if (!ip.ok) return r.refuse(`endpoints[${i}].addresses[0]`, raw, `${ip.reason}; endpoint ignored`);
+    if (ip.family !== family) return r.refuse(`endpoints[${i}].addresses[0]`, raw, `not an ${slice.addressType} address; endpoint ignored`);
     const c = e.conditions ?? {};
     const ready = c.ready ?? true;
     const ep: { -readonly [K in keyof EndpointAddress]: EndpointAddress[K] } = {
@@ -457,7 +215,7 @@ export function convertEndpointSlice(slice: V1EndpointSlice, nodeName: string): 
     if (nodes) ep.nodeHints = nodes;
     endpoints.push(ep);
   });
-  return { service, family, ports, endpoints, refusals };
+  return { service, family, ports, endpoints, refusals: r.refusals };
 }
 
 function hintNames(list: readonly { name?: string }[] | undefined): string[] | undefined {
@@ -481,38 +239,35 @@ export interface NodeInfo {
 /** What the proxy uses from its own Node object. */
 export function nodeInfo(node: V1Node): NodeInfo {
   const name = node.metadata?.name ?? '';
-  const refusals: Refusal[] = [];
-  const refuse = (field: string, value: unknown, reason: string): void => {
-    refusals.push({ kind: 'Node', namespace: '', name, field, value: text(value), reason });
-  };
+  const r = new RefusalCollector('Node', '', name);
   const zone = node.metadata?.labels?.[ZONE_LABEL] ?? '';
 
   const nodeIPs: string[] = [];
   const addressList = listOf(node.status?.addresses);
-  if (addressList === undefined) refuse('status.addresses', node.status?.addresses, 'not a list; no node IP');
+  if (addressList === undefined) r.refuse('status.addresses', node.status?.addresses, 'not a list; no node IP');
   for (const type of ['InternalIP', 'ExternalIP']) {
     (addressList ?? []).forEach((raw, i) => {
-      if (!isObject(raw)) return type === 'InternalIP' ? refuse(`status.addresses[${i}]`, raw, 'not an object; ignored') : undefined;
+      if (!isObject(raw)) return type === 'InternalIP' ? r.refuse(`status.addresses[${i}]`, raw, 'not an object; ignored') : undefined;
       const a = raw as { type?: unknown; address?: unknown };
       if (a.type !== type) return;
       const ip = parseIp(a.address);
-      if (!ip.ok) return refuse(`status.addresses[${i}].address`, a.address, `${ip.reason}; ignored`);
+      if (!ip.ok) return r.refuse(`status.addresses[${i}].address`, a.address, `${ip.reason}; ignored`);
       if (!nodeIPs.includes(ip.value)) nodeIPs.push(ip.value);
     });
   }
 
   const podCIDRs: string[] = [];
   const podCIDRList = listOf(node.spec?.podCIDRs);
-  if (podCIDRList === undefined) refuse('spec.podCIDRs', node.spec?.podCIDRs, 'not a list; spec.podCIDR used');
+  if (podCIDRList === undefined) r.refuse('spec.podCIDRs', node.spec?.podCIDRs, 'not a list; spec.podCIDR used');
   const cidrField = podCIDRList && podCIDRList.length > 0 ? 'spec.podCIDRs' : 'spec.podCIDR';
   const cidrList: readonly unknown[] = cidrField === 'spec.podCIDRs' ? podCIDRList! : node.spec?.podCIDR ? [node.spec.podCIDR] : [];
   cidrList.forEach((raw, i) => {
     const cidr = parseCidr(raw);
-    if (!cidr.ok) return refuse(cidrField === 'spec.podCIDRs' ? `spec.podCIDRs[${i}]` : 'spec.podCIDR', raw, `${cidr.reason}; ignored`);
+    if (!cidr.ok) return r.refuse(cidrField === 'spec.podCIDRs' ? `spec.podCIDRs[${i}]` : 'spec.podCIDR', raw, `${cidr.reason}; ignored`);
     if (!podCIDRs.includes(cidr.value)) podCIDRs.push(cidr.value);
   });
 
   const deleting = node.metadata?.deletionTimestamp !== undefined && node.metadata.deletionTimestamp !== null;
   const tainted = (listOf(node.spec?.taints) ?? []).some((t) => isObject(t) && t.key === TO_BE_DELETED_TAINT);
-  return { name, zone, nodeIPs, podCIDRs, eligible: !deleting && !tainted, refusals };
+  return { name, zone, nodeIPs, podCIDRs, eligible: !deleting && !tainted, refusals: r.refusals };
 }

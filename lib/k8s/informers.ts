@@ -1,6 +1,7 @@
 /**
  * The daemon's watches of Services, EndpointSlices and its own Node: a list, then a watch
- * from its resourceVersion (an apiRequest streamed as client-node's Watch streams it), delivered to
+ * from its resourceVersion (an apiRequest streamed as client-node's Watch streams it,
+ * reporting-watch.ts), delivered to
  * kube-proxy-style handlers (pkg/proxy/config):
  * - restart on every error with exponential backoff (`initialMs` doubling to `maxMs`), reset
  *   once a list succeeds or a watch connects; never after stop(); a log line per failure
@@ -23,14 +24,10 @@
  * are never read.
  * Nothing here looks at `kind`: list items have none.
  */
-import { STATUS_CODES } from 'node:http';
-import { createInterface } from 'node:readline';
-import { Readable } from 'node:stream';
-import type { ReadableStream as WebReadableStream } from 'node:stream/web';
 import { KubeConfig, KubernetesObject, V1EndpointSlice, V1Node, V1Service } from '@kubernetes/client-node';
-import { apiRequest, statusMessage } from './api-request';
 import { LIST_PAGE_SIZE, listPaged } from './raw-list';
 import { prunedObject } from './prune';
+import { ReportingWatch } from './reporting-watch';
 
 export interface ServiceHandler {
   onServiceAdd(svc: V1Service): void;
@@ -85,14 +82,14 @@ export function startInformers(kc: KubeConfig, options: InformerOptions): Runnin
   const backoff = options.backoff ?? { initialMs: 200, maxMs: 30_000 };
   const pageSize = options.listPageSize ?? LIST_PAGE_SIZE;
   const running: { start(): void; stop(): Promise<void> }[] = [];
+  const informer = <T extends KubernetesObject>(spec: InformerSpec<T>) => new ResilientInformer<T>(kc, options.log, backoff, pageSize, spec);
   const { service, endpointSlice, node } = options.handlers;
   if (service) {
     running.push(
-      new ResilientInformer<V1Service>(kc, options.log, backoff, {
+      informer<V1Service>({
         resource: 'services',
         path: '/api/v1/services',
-        labelSelector: PROXY_LABEL_SELECTOR,
-        list: (onPage, onRestart) => listPaged<V1Service>(kc, '/api/v1/services', { labelSelector: PROXY_LABEL_SELECTOR }, onPage, onRestart, pageSize),
+        selector: { labelSelector: PROXY_LABEL_SELECTOR },
         onAdd: (o) => service.onServiceAdd(o),
         onUpdate: (a, b) => service.onServiceUpdate(a, b),
         onDelete: (o) => service.onServiceDelete(o),
@@ -103,11 +100,10 @@ export function startInformers(kc: KubeConfig, options: InformerOptions): Runnin
   }
   if (endpointSlice) {
     running.push(
-      new ResilientInformer<V1EndpointSlice>(kc, options.log, backoff, {
+      informer<V1EndpointSlice>({
         resource: 'endpointslices',
         path: '/apis/discovery.k8s.io/v1/endpointslices',
-        labelSelector: PROXY_LABEL_SELECTOR,
-        list: (onPage, onRestart) => listPaged<V1EndpointSlice>(kc, '/apis/discovery.k8s.io/v1/endpointslices', { labelSelector: PROXY_LABEL_SELECTOR }, onPage, onRestart, pageSize),
+        selector: { labelSelector: PROXY_LABEL_SELECTOR },
         onAdd: (o) => endpointSlice.onEndpointSliceAdd(o),
         onUpdate: (a, b) => endpointSlice.onEndpointSliceUpdate(a, b),
         onDelete: (o) => endpointSlice.onEndpointSliceDelete(o),
@@ -117,13 +113,11 @@ export function startInformers(kc: KubeConfig, options: InformerOptions): Runnin
     );
   }
   if (node) {
-    const fieldSelector = `metadata.name=${options.nodeName}`;
     running.push(
-      new ResilientInformer<V1Node>(kc, options.log, backoff, {
+      informer<V1Node>({
         resource: 'nodes',
         path: '/api/v1/nodes',
-        fieldSelector,
-        list: (onPage, onRestart) => listPaged<V1Node>(kc, '/api/v1/nodes', { fieldSelector }, onPage, onRestart, pageSize),
+        selector: { fieldSelector: `metadata.name=${options.nodeName}` },
         onAdd: (o) => node.onNodeAdd(o),
         onUpdate: (a, b) => node.onNodeUpdate(a, b),
         onDelete: (o) => node.onNodeDelete(o),
@@ -142,11 +136,9 @@ export function startInformers(kc: KubeConfig, options: InformerOptions): Runnin
 interface InformerSpec<T extends KubernetesObject> {
   /** plural, for log lines */
   readonly resource: string;
+  /** listed in pages (raw-list.ts listPaged), then watched, with `selector` */
   readonly path: string;
-  readonly labelSelector?: string;
-  readonly fieldSelector?: string;
-  /** lists in pages to `onPage`; `onRestart`: the pages so far are superseded; resolves to the resourceVersion */
-  readonly list: (onPage: (items: T[]) => void, onRestart: () => void) => Promise<string>;
+  readonly selector: { readonly labelSelector?: string; readonly fieldSelector?: string };
   readonly onAdd: (obj: T) => void;
   readonly onUpdate: (old: T, cur: T) => void;
   readonly onDelete: (obj: T) => void;
@@ -202,9 +194,10 @@ class ResilientInformer<T extends KubernetesObject> {
   private readonly retain: (obj: T) => T;
 
   constructor(
-    kc: KubeConfig,
+    private readonly kc: KubeConfig,
     private readonly log: InformerLog,
     private readonly backoff: { readonly initialMs: number; readonly maxMs: number },
+    private readonly pageSize: number,
     private readonly spec: InformerSpec<T>,
   ) {
     this.delayMs = backoff.initialMs;
@@ -232,7 +225,10 @@ class ResilientInformer<T extends KubernetesObject> {
       let present = new Set<string>();
       let version: string;
       try {
-        version = await this.spec.list(
+        version = await listPaged<T>(
+          this.kc,
+          this.spec.path,
+          this.spec.selector,
           (items) => {
             if (!current()) return;
             for (const item of items) {
@@ -242,6 +238,7 @@ class ResilientInformer<T extends KubernetesObject> {
             }
           },
           () => (present = new Set()),
+          this.pageSize,
         );
       } catch (e) {
         if (current()) this.failed(e);
@@ -260,8 +257,8 @@ class ResilientInformer<T extends KubernetesObject> {
     const query = {
       resourceVersion: this.resourceVersion,
       allowWatchBookmarks: true,
-      labelSelector: this.spec.labelSelector,
-      fieldSelector: this.spec.fieldSelector,
+      labelSelector: this.spec.selector.labelSelector,
+      fieldSelector: this.spec.selector.fieldSelector,
     };
     const startedAt = Date.now();
     const controller = await this.watch.watch(
@@ -351,101 +348,5 @@ class ResilientInformer<T extends KubernetesObject> {
       if (relist) this.resourceVersion = '';
       void this.run();
     }, delay);
-  }
-}
-
-interface WatchHooks {
-  /** the watch answered 200 */
-  readonly connected: () => void;
-  /** no new connection once this is true */
-  readonly stopped: () => boolean;
-}
-
-/** client-node's Watch timeout: no byte for this long (or no answer) ends the watch with a TimeoutError. */
-const WATCH_TIMEOUT_MS = 30_000;
-
-const timeoutError = () => new DOMException('The operation was aborted due to timeout', 'TimeoutError');
-
-/**
- * A watch stream as client-node's Watch reads it (newline-delimited JSON events, an
- * inactivity timeout, `done` called once), but sent through apiRequest (token file, 401
- * retry, metrics), reporting connections, and turning a throw before the request (e.g.
- * credentials that cannot be read) into the `done` error.
- */
-class ReportingWatch {
-  constructor(private readonly kc: KubeConfig, private readonly hooks: WatchHooks, private readonly timeoutMs = WATCH_TIMEOUT_MS) {}
-
-  async watch(
-    path: string,
-    queryParams: Record<string, string | number | boolean | undefined>,
-    callback: (phase: string, apiObj: unknown, watchObj?: unknown) => void,
-    done: (err: unknown) => void,
-  ): Promise<AbortController> {
-    const controller = new AbortController();
-    if (this.hooks.stopped()) {
-      const e = new Error('informer stopped');
-      e.name = 'AbortError';
-      done(e);
-      return controller;
-    }
-    let finished = false;
-    let timedOut = false;
-    let timer: NodeJS.Timeout | undefined;
-    const clearTimer = () => {
-      if (timer !== undefined) clearTimeout(timer);
-      timer = undefined;
-    };
-    const resetTimer = () => {
-      clearTimer();
-      timer = setTimeout(() => {
-        timedOut = true;
-        controller.abort(timeoutError());
-      }, this.timeoutMs);
-      timer.unref();
-    };
-    const finish = (err: unknown) => {
-      if (finished) return;
-      finished = true;
-      clearTimer();
-      controller.abort();
-      done(err && timedOut ? timeoutError() : err);
-    };
-    resetTimer();
-    try {
-      const res = await apiRequest(this.kc, { method: 'GET', path, query: { ...queryParams, watch: true }, signal: controller.signal }, true);
-      if (!res.stream?.body) {
-        const error = new Error(`${res.statusText || STATUS_CODES[res.status] || 'Error'}: ${statusMessage(res.body)}`) as Error & { statusCode: number };
-        error.statusCode = res.status;
-        throw error;
-      }
-      // the connect timeout is over; from here on it is an inactivity timeout
-      resetTimer();
-      const body = Readable.fromWeb(res.stream.body as WebReadableStream);
-      body.on('error', finish);
-      body.on('close', () => finish(null));
-      body.on('data', resetTimer);
-      const lines = createInterface(body);
-      lines.on('error', finish);
-      lines.on('line', (line) => {
-        let data: { type?: string; object?: unknown };
-        try {
-          data = JSON.parse(line) as { type?: string; object?: unknown };
-        } catch {
-          return; // as client-node: a line that is not JSON is skipped
-        }
-        callback(data.type ?? '', prunedObject(data.object as KubernetesObject), data);
-      });
-      lines.on('close', () => finish(null));
-    } catch (e) {
-      finish(e);
-      return controller;
-    }
-    // stopped while the request was in flight
-    if (this.hooks.stopped()) {
-      controller.abort();
-      return controller;
-    }
-    if (!finished) this.hooks.connected();
-    return controller;
   }
 }

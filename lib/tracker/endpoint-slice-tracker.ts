@@ -11,7 +11,7 @@ import { MalformedObjectError } from '../errors';
 import { hostPort } from '../model/ipvs';
 import { Endpoint, Protocol, Refusal, ServiceName, ServicePort } from '../model/service';
 import { AF_INET, AF_INET6 } from '../uapi/inet';
-import { PendingChanges, Snapshot } from './pending-changes';
+import { ChangeTracker, Snapshot } from './pending-changes';
 import { IpFamily } from '../model/ip-family';
 
 interface SliceState {
@@ -55,14 +55,15 @@ const sliceKeyOf = (s: V1EndpointSlice): string => `${s.metadata?.namespace ?? '
 const NONE: readonly never[] = [];
 const byString = (a: string, b: string): number => (a < b ? -1 : a > b ? 1 : 0);
 
-export class EndpointSliceTracker {
+export class EndpointSliceTracker extends ChangeTracker {
   private readonly slices = new Map<string, SliceState>();
   private readonly slicesOf = new Map<ServiceName, Set<string>>();
   private readonly merged = new Map<ServiceName, ServiceEndpoints>();
-  private readonly changes = new PendingChanges();
 
   /** `nodeName`: this node (an endpoint whose nodeName matches is local). */
-  constructor(private readonly nodeName: string) {}
+  constructor(private readonly nodeName: string) {
+    super();
+  }
 
   onAdd(slice: V1EndpointSlice): Set<ServiceName> {
     return this.apply(sliceKeyOf(slice), slice);
@@ -188,18 +189,5 @@ export class EndpointSliceTracker {
   /** Refusals in slices that name no Service (no kubernetes.io/service-name label, bad metadata). */
   unattributedRefusals(): readonly Refusal[] {
     return this.merged.get('')?.refusals ?? NONE;
-  }
-
-  /** Names whose endpoints changed since the last drain. */
-  drainChanges(): Set<ServiceName> {
-    return this.changes.drain();
-  }
-
-  get pendingChanges(): number {
-    return this.changes.pending;
-  }
-
-  get changesTotal(): number {
-    return this.changes.changesTotal;
   }
 }

@@ -1,7 +1,7 @@
 /**
- * Which services changed since the proxier last drained, with kube-proxy's change-tracker
+ * Which services changed since the proxier last took them, with kube-proxy's change-tracker
  * semantics (K8S pkg/proxy/servicechangetracker.go, endpointschangetracker.go): a service is
- * pending while its state differs from what it was at the last drain, so a change undone
+ * pending while its state differs from what it was at the last take, so a change undone
  * before the next sync (add then delete, update then update back) leaves nothing pending.
  * States are compared as snapshots: digests of the state (`stateSnapshot`), made only when two
  * states are compared (`Snapshot`).
@@ -39,7 +39,7 @@ function sameState(a: Snapshot | null, b: Snapshot | undefined): boolean {
 }
 
 export class PendingChanges {
-  /** name -> its state at the last drain (null: absent), for names changed since */
+  /** name -> its state at the last take (null: absent), for names changed since */
   private readonly previous = new Map<string, Snapshot | null>();
   /** events that changed a service's state (kubeproxy_sync_proxy_rules_*_changes_total) */
   changesTotal = 0;
@@ -58,8 +58,8 @@ export class PendingChanges {
     return true;
   }
 
-  /** The names pending since the last drain; clears them. */
-  drain(): Set<string> {
+  /** The names pending since the last take; clears them. */
+  take(): Set<string> {
     const out = new Set(this.previous.keys());
     this.previous.clear();
     return out;
@@ -68,5 +68,28 @@ export class PendingChanges {
   /** Services pending now (kubeproxy_sync_proxy_rules_*_changes_pending). */
   get pending(): number {
     return this.previous.size;
+  }
+}
+
+/**
+ * What both trackers (Services, EndpointSlices) keep of their changes and show of them: the
+ * proxier takes the names at each sync, the metrics read the two counts.
+ */
+export abstract class ChangeTracker {
+  protected readonly changes = new PendingChanges();
+
+  /** Names changed since the last take (kube-proxy: the change trackers applied at sync start). */
+  takeChanges(): Set<string> {
+    return this.changes.take();
+  }
+
+  /** Services with a change not yet taken. */
+  get pendingChanges(): number {
+    return this.changes.pending;
+  }
+
+  /** Events that changed a Service, since start. */
+  get changesTotal(): number {
+    return this.changes.changesTotal;
   }
 }

@@ -1,12 +1,12 @@
 /**
  * The current Services, converted and validated, by service port (kube-proxy's
- * ServiceChangeTracker + ServicePortMap). Fed by informer callbacks; the proxier drains the
+ * ServiceChangeTracker + ServicePortMap). Fed by informer callbacks; the proxier takes the
  * names of changed Services and re-plans only those.
  */
 import type { V1Service } from '@kubernetes/client-node';
 import { convertService } from '../k8s/convert';
 import { Refusal, ServiceName, ServicePort, ServicePortKey, servicePortKey } from '../model/service';
-import { PendingChanges, Snapshot } from './pending-changes';
+import { ChangeTracker, Snapshot } from './pending-changes';
 
 interface ServiceState {
   readonly ports: readonly ServicePort[];
@@ -20,10 +20,9 @@ export function serviceNameOf(obj: { metadata?: { namespace?: string; name?: str
 
 const NONE: readonly never[] = [];
 
-export class ServiceTracker {
+export class ServiceTracker extends ChangeTracker {
   private readonly services = new Map<ServiceName, ServiceState>();
   private readonly byKey = new Map<ServicePortKey, ServicePort>();
-  private readonly changes = new PendingChanges();
 
   /** A Service appeared. Returns the names whose state changed (empty or this one). */
   onAdd(svc: V1Service): Set<ServiceName> {
@@ -82,20 +81,5 @@ export class ServiceTracker {
   /** What the converter refused in this Service. */
   refusals(name: ServiceName): readonly Refusal[] {
     return this.services.get(name)?.refusals ?? NONE;
-  }
-
-  /** Names changed since the last drain (kube-proxy: serviceChanges applied at sync start). */
-  drainChanges(): Set<ServiceName> {
-    return this.changes.drain();
-  }
-
-  /** Services with a change not yet drained. */
-  get pendingChanges(): number {
-    return this.changes.pending;
-  }
-
-  /** Events that changed a Service, since start. */
-  get changesTotal(): number {
-    return this.changes.changesTotal;
   }
 }

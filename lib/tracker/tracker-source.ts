@@ -1,6 +1,6 @@
 /**
  * The two trackers seen as one source of Services and endpoints: the shape the proxier reads
- * (serviceNames, servicePorts, endpoints, refusals, drainChanges).
+ * (serviceNames, servicePorts, endpoints, refusals, takeChanges).
  */
 import { Endpoint, Refusal, ServiceName, ServicePort } from '../model/service';
 import { EndpointSliceTracker } from './endpoint-slice-tracker';
@@ -29,10 +29,10 @@ export class TrackerSource {
     return [...this.services.refusals(name), ...this.slices.refusals(name)];
   }
 
-  /** Services whose Service object or endpoints changed since the last drain. */
-  drainChanges(): Set<ServiceName> {
-    const out = this.services.drainChanges();
-    for (const n of this.slices.drainChanges()) out.add(n);
+  /** Services whose Service object or endpoints changed since the last take. */
+  takeChanges(): Set<ServiceName> {
+    const out = this.services.takeChanges();
+    for (const n of this.slices.takeChanges()) out.add(n);
     return out;
   }
 }

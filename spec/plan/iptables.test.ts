@@ -7,6 +7,7 @@ import { IptablesPlanInput, masqueradeMark, planIptables } from '../../lib/plan/
 import { SetKey } from '../../lib/model/names';
 import { JUMP_RULES } from '../../lib/model/iptables';
 import { formatIptablesRestore } from '../../lib/kernel/iptables/format-restore';
+import { FILTER_CHAINS, NAT_CHAINS, filterTail, natTail } from './iptables-golden';
 
 const ALL_SETS: SetKey[] = [
   'LOOP_BACK', 'CLUSTER_IP', 'EXTERNAL_IP', 'EXTERNAL_IP_LOCAL', 'LOAD_BALANCER', 'LOAD_BALANCER_LOCAL',
@@ -17,44 +18,13 @@ const ALL_SETS: SetKey[] = [
 
 const text = (s: string) => s.replace(/^\n/, '');
 
-const NAT_CHAINS = `*nat
-:KUBE-SERVICES - [0:0]
-:KUBE-POSTROUTING - [0:0]
-:KUBE-NODE-PORT - [0:0]
-:KUBE-LOAD-BALANCER - [0:0]
-:KUBE-MARK-MASQ - [0:0]
-`;
-const FILTER_CHAINS = `*filter
-:KUBE-FORWARD - [0:0]
-:KUBE-NODE-PORT - [0:0]
-:KUBE-PROXY-FIREWALL - [0:0]
-:KUBE-SOURCE-RANGES-FIREWALL - [0:0]
-:KUBE-IPVS-FILTER - [0:0]
-:KUBE-IPVS-OUT-FILTER - [0:0]
-`;
-
 /** Nothing in any set: only the unconditional rules. */
 const EMPTY_V4 = text(`
 ${NAT_CHAINS}-A KUBE-SERVICES -s 127.0.0.0/8 -j RETURN
 -A KUBE-SERVICES -m addrtype --dst-type LOCAL -j KUBE-NODE-PORT
 -A KUBE-LOAD-BALANCER -j KUBE-MARK-MASQ
--A KUBE-POSTROUTING -m mark ! --mark 0x004000/0x004000 -j RETURN
--A KUBE-POSTROUTING -j MARK --xor-mark 0x004000
--A KUBE-POSTROUTING -m comment --comment "kubernetes service traffic requiring SNAT" -j MASQUERADE --random-fully
--A KUBE-MARK-MASQ -j MARK --or-mark 0x004000
-COMMIT
-${FILTER_CHAINS}-A KUBE-SOURCE-RANGES-FIREWALL -j DROP
--A KUBE-FORWARD -m comment --comment "kubernetes forwarding rules" -m mark --mark 0x004000/0x004000 -j ACCEPT
--A KUBE-FORWARD -m comment --comment "kubernetes forwarding conntrack rule" -m conntrack --ctstate RELATED,ESTABLISHED -j ACCEPT
--A KUBE-NODE-PORT -m comment --comment "Kubernetes health check node port" -m set --match-set KUBE-HEALTH-CHECK-NODE-PORT dst -j ACCEPT
--A KUBE-IPVS-FILTER -m set --match-set KUBE-LOAD-BALANCER dst,dst -j RETURN
--A KUBE-IPVS-FILTER -m set --match-set KUBE-CLUSTER-IP dst,dst -j RETURN
--A KUBE-IPVS-FILTER -m set --match-set KUBE-EXTERNAL-IP dst,dst -j RETURN
--A KUBE-IPVS-FILTER -m set --match-set KUBE-EXTERNAL-IP-LOCAL dst,dst -j RETURN
--A KUBE-IPVS-FILTER -m set --match-set KUBE-HEALTH-CHECK-NODE-PORT dst -j RETURN
--A KUBE-IPVS-FILTER -m conntrack --ctstate NEW -m set --match-set KUBE-IPVS-IPS dst -j REJECT
-COMMIT
-`);
+${natTail(true)}${FILTER_CHAINS}-A KUBE-SOURCE-RANGES-FIREWALL -j DROP
+${filterTail('KUBE-')}`);
 
 /** Every set non-empty, cluster CIDR detector, two LB out-filter entries, no --random-fully. */
 const FULL_V4_CLUSTER_CIDR = text(`
@@ -78,28 +48,13 @@ ${NAT_CHAINS}-A KUBE-SERVICES -s 127.0.0.0/8 -j RETURN
 -A KUBE-LOAD-BALANCER -j KUBE-MARK-MASQ
 -A KUBE-SERVICES -m set --match-set KUBE-CLUSTER-IP dst,dst -j ACCEPT
 -A KUBE-SERVICES -m set --match-set KUBE-LOAD-BALANCER dst,dst -j ACCEPT
--A KUBE-POSTROUTING -m mark ! --mark 0x004000/0x004000 -j RETURN
--A KUBE-POSTROUTING -j MARK --xor-mark 0x004000
--A KUBE-POSTROUTING -m comment --comment "kubernetes service traffic requiring SNAT" -j MASQUERADE
--A KUBE-MARK-MASQ -j MARK --or-mark 0x004000
-COMMIT
-${FILTER_CHAINS}-A KUBE-PROXY-FIREWALL -m comment --comment "Kubernetes service load balancer ip + port for load balancer with sourceRange" -m set --match-set KUBE-LOAD-BALANCER-FW dst,dst -j KUBE-SOURCE-RANGES-FIREWALL
+${natTail(false)}${FILTER_CHAINS}-A KUBE-PROXY-FIREWALL -m comment --comment "Kubernetes service load balancer ip + port for load balancer with sourceRange" -m set --match-set KUBE-LOAD-BALANCER-FW dst,dst -j KUBE-SOURCE-RANGES-FIREWALL
 -A KUBE-SOURCE-RANGES-FIREWALL -m comment --comment "Kubernetes service load balancer ip + port + source cidr for packet filter purpose" -m set --match-set KUBE-LOAD-BALANCER-SOURCE-CIDR dst,dst,src -j RETURN
 -A KUBE-SOURCE-RANGES-FIREWALL -m comment --comment "Kubernetes service load balancer ip + port + source IP for packet filter purpose" -m set --match-set KUBE-LOAD-BALANCER-SOURCE-IP dst,dst,src -j RETURN
 -A KUBE-SOURCE-RANGES-FIREWALL -j DROP
 -A KUBE-IPVS-OUT-FILTER -s 203.0.113.7 -m ipvs --vaddr 203.0.113.7 --vproto tcp --vport 443 -j DROP
 -A KUBE-IPVS-OUT-FILTER -s 203.0.113.8 -m ipvs --vaddr 203.0.113.8 --vproto udp --vport 53 -j DROP
--A KUBE-FORWARD -m comment --comment "kubernetes forwarding rules" -m mark --mark 0x004000/0x004000 -j ACCEPT
--A KUBE-FORWARD -m comment --comment "kubernetes forwarding conntrack rule" -m conntrack --ctstate RELATED,ESTABLISHED -j ACCEPT
--A KUBE-NODE-PORT -m comment --comment "Kubernetes health check node port" -m set --match-set KUBE-HEALTH-CHECK-NODE-PORT dst -j ACCEPT
--A KUBE-IPVS-FILTER -m set --match-set KUBE-LOAD-BALANCER dst,dst -j RETURN
--A KUBE-IPVS-FILTER -m set --match-set KUBE-CLUSTER-IP dst,dst -j RETURN
--A KUBE-IPVS-FILTER -m set --match-set KUBE-EXTERNAL-IP dst,dst -j RETURN
--A KUBE-IPVS-FILTER -m set --match-set KUBE-EXTERNAL-IP-LOCAL dst,dst -j RETURN
--A KUBE-IPVS-FILTER -m set --match-set KUBE-HEALTH-CHECK-NODE-PORT dst -j RETURN
--A KUBE-IPVS-FILTER -m conntrack --ctstate NEW -m set --match-set KUBE-IPVS-IPS dst -j REJECT
-COMMIT
-`);
+${filterTail('KUBE-')}`);
 
 /** IPv6, cluster IPs only, no detector: KUBE-6- names, ::1/128, src,dst masquerade. */
 const CLUSTER_ONLY_V6 = text(`
@@ -108,24 +63,9 @@ ${NAT_CHAINS}-A KUBE-SERVICES -s ::1/128 -j RETURN
 -A KUBE-SERVICES -m addrtype --dst-type LOCAL -j KUBE-NODE-PORT
 -A KUBE-LOAD-BALANCER -j KUBE-MARK-MASQ
 -A KUBE-SERVICES -m set --match-set KUBE-6-CLUSTER-IP dst,dst -j ACCEPT
--A KUBE-POSTROUTING -m mark ! --mark 0x004000/0x004000 -j RETURN
--A KUBE-POSTROUTING -j MARK --xor-mark 0x004000
--A KUBE-POSTROUTING -m comment --comment "kubernetes service traffic requiring SNAT" -j MASQUERADE --random-fully
--A KUBE-MARK-MASQ -j MARK --or-mark 0x004000
-COMMIT
-${FILTER_CHAINS}-A KUBE-SOURCE-RANGES-FIREWALL -j DROP
+${natTail(true)}${FILTER_CHAINS}-A KUBE-SOURCE-RANGES-FIREWALL -j DROP
 -A KUBE-IPVS-OUT-FILTER -s fd00::7 -m ipvs --vaddr fd00::7 --vproto sctp --vport 9000 -j DROP
--A KUBE-FORWARD -m comment --comment "kubernetes forwarding rules" -m mark --mark 0x004000/0x004000 -j ACCEPT
--A KUBE-FORWARD -m comment --comment "kubernetes forwarding conntrack rule" -m conntrack --ctstate RELATED,ESTABLISHED -j ACCEPT
--A KUBE-NODE-PORT -m comment --comment "Kubernetes health check node port" -m set --match-set KUBE-6-HEALTH-CHECK-NODE-PORT dst -j ACCEPT
--A KUBE-IPVS-FILTER -m set --match-set KUBE-6-LOAD-BALANCER dst,dst -j RETURN
--A KUBE-IPVS-FILTER -m set --match-set KUBE-6-CLUSTER-IP dst,dst -j RETURN
--A KUBE-IPVS-FILTER -m set --match-set KUBE-6-EXTERNAL-IP dst,dst -j RETURN
--A KUBE-IPVS-FILTER -m set --match-set KUBE-6-EXTERNAL-IP-LOCAL dst,dst -j RETURN
--A KUBE-IPVS-FILTER -m set --match-set KUBE-6-HEALTH-CHECK-NODE-PORT dst -j RETURN
--A KUBE-IPVS-FILTER -m conntrack --ctstate NEW -m set --match-set KUBE-6-IPVS-IPS dst -j REJECT
-COMMIT
-`);
+${filterTail('KUBE-6-')}`);
 
 const CLUSTER_RULE_HEAD =
   '-A KUBE-SERVICES -m comment --comment "Kubernetes service cluster ip + port for masquerade purpose" -m set --match-set KUBE-CLUSTER-IP';

@@ -9,6 +9,7 @@ import { planServicePort } from '../../lib/plan/plan-service-port';
 import { IptablesOptions, PlanContext, ServicePortPlan } from '../../lib/plan/service-plan';
 import { makeService, svcPort } from '../../testkit/builders';
 import { formatIptablesRestore } from '../../lib/kernel/iptables/format-restore';
+import { FILTER_CHAINS, NAT_CHAINS, filterTail, natTail } from './iptables-golden';
 
 const CTX4: PlanContext = {
   family: 'ipv4',
@@ -56,13 +57,7 @@ const beta = planOf(
 
 const SERVICE_FLAGS = { fwmark: 0, scheduler: 'rr', flags: 0, timeout: 0, netmask: 0xffffffff };
 
-const RESTORE = `*nat
-:KUBE-SERVICES - [0:0]
-:KUBE-POSTROUTING - [0:0]
-:KUBE-NODE-PORT - [0:0]
-:KUBE-LOAD-BALANCER - [0:0]
-:KUBE-MARK-MASQ - [0:0]
--A KUBE-SERVICES -s 127.0.0.0/8 -j RETURN
+const RESTORE = `${NAT_CHAINS}-A KUBE-SERVICES -s 127.0.0.0/8 -j RETURN
 -A KUBE-POSTROUTING -m comment --comment "Kubernetes endpoints dst ip:port, source ip for solving hairpin purpose" -m set --match-set KUBE-LOOP-BACK dst,dst,src -j MASQUERADE
 -A KUBE-SERVICES -m comment --comment "Kubernetes service lb portal" -m set --match-set KUBE-LOAD-BALANCER dst,dst -j KUBE-LOAD-BALANCER
 -A KUBE-SERVICES -m comment --comment "Kubernetes service cluster ip + port for masquerade purpose" -m set --match-set KUBE-CLUSTER-IP dst,dst ! -s 10.244.0.0/16 -j KUBE-MARK-MASQ
@@ -73,33 +68,11 @@ const RESTORE = `*nat
 -A KUBE-LOAD-BALANCER -j KUBE-MARK-MASQ
 -A KUBE-SERVICES -m set --match-set KUBE-CLUSTER-IP dst,dst -j ACCEPT
 -A KUBE-SERVICES -m set --match-set KUBE-LOAD-BALANCER dst,dst -j ACCEPT
--A KUBE-POSTROUTING -m mark ! --mark 0x004000/0x004000 -j RETURN
--A KUBE-POSTROUTING -j MARK --xor-mark 0x004000
--A KUBE-POSTROUTING -m comment --comment "kubernetes service traffic requiring SNAT" -j MASQUERADE --random-fully
--A KUBE-MARK-MASQ -j MARK --or-mark 0x004000
-COMMIT
-*filter
-:KUBE-FORWARD - [0:0]
-:KUBE-NODE-PORT - [0:0]
-:KUBE-PROXY-FIREWALL - [0:0]
-:KUBE-SOURCE-RANGES-FIREWALL - [0:0]
-:KUBE-IPVS-FILTER - [0:0]
-:KUBE-IPVS-OUT-FILTER - [0:0]
--A KUBE-PROXY-FIREWALL -m comment --comment "Kubernetes service load balancer ip + port for load balancer with sourceRange" -m set --match-set KUBE-LOAD-BALANCER-FW dst,dst -j KUBE-SOURCE-RANGES-FIREWALL
+${natTail(true)}${FILTER_CHAINS}-A KUBE-PROXY-FIREWALL -m comment --comment "Kubernetes service load balancer ip + port for load balancer with sourceRange" -m set --match-set KUBE-LOAD-BALANCER-FW dst,dst -j KUBE-SOURCE-RANGES-FIREWALL
 -A KUBE-SOURCE-RANGES-FIREWALL -m comment --comment "Kubernetes service load balancer ip + port + source cidr for packet filter purpose" -m set --match-set KUBE-LOAD-BALANCER-SOURCE-CIDR dst,dst,src -j RETURN
 -A KUBE-SOURCE-RANGES-FIREWALL -j DROP
 -A KUBE-IPVS-OUT-FILTER -s 203.0.113.20 -m ipvs --vaddr 203.0.113.20 --vproto tcp --vport 80 -j DROP
--A KUBE-FORWARD -m comment --comment "kubernetes forwarding rules" -m mark --mark 0x004000/0x004000 -j ACCEPT
--A KUBE-FORWARD -m comment --comment "kubernetes forwarding conntrack rule" -m conntrack --ctstate RELATED,ESTABLISHED -j ACCEPT
--A KUBE-NODE-PORT -m comment --comment "Kubernetes health check node port" -m set --match-set KUBE-HEALTH-CHECK-NODE-PORT dst -j ACCEPT
--A KUBE-IPVS-FILTER -m set --match-set KUBE-LOAD-BALANCER dst,dst -j RETURN
--A KUBE-IPVS-FILTER -m set --match-set KUBE-CLUSTER-IP dst,dst -j RETURN
--A KUBE-IPVS-FILTER -m set --match-set KUBE-EXTERNAL-IP dst,dst -j RETURN
--A KUBE-IPVS-FILTER -m set --match-set KUBE-EXTERNAL-IP-LOCAL dst,dst -j RETURN
--A KUBE-IPVS-FILTER -m set --match-set KUBE-HEALTH-CHECK-NODE-PORT dst -j RETURN
--A KUBE-IPVS-FILTER -m conntrack --ctstate NEW -m set --match-set KUBE-IPVS-IPS dst -j REJECT
-COMMIT
-`;
+${filterTail('KUBE-')}`;
 
 describe('planFamilyState', () => {
   const state = planFamilyState([beta, alpha], 'ipv4', OPTS);

@@ -33,7 +33,7 @@ describe('EndpointSliceTracker', () => {
     ]);
     expect(t.endpointsFor('ns1/svc1', 'p80', 'TCP', 'ipv6')).toEqual([]);
     expect(t.endpointsFor('ns1/other', 'p80', 'TCP', 'ipv4')).toEqual([]);
-    expect(t.drainChanges()).toEqual(new Set(['ns1/svc1']));
+    expect(t.takeChanges()).toEqual(new Set(['ns1/svc1']));
   });
 
   it('the local copy of an endpoint listed twice wins, whatever the slice order', () => {
@@ -52,14 +52,14 @@ describe('EndpointSliceTracker', () => {
     const t = new EndpointSliceTracker('node-a');
     const v1 = slice('svc1', 'svc1-a', [{ addresses: ['10.244.1.1'] }, { addresses: ['10.244.2.1'] }]);
     t.onAdd(v1);
-    t.drainChanges();
+    t.takeChanges();
     const v2 = slice('svc1', 'svc1-a', [{ addresses: ['10.244.2.1'] }, { addresses: ['10.244.1.1'] }], '2');
     expect(t.onUpdate(v1, v2)).toEqual(new Set());
     expect(t.pendingChanges).toBe(0);
     expect(t.changesTotal).toBe(1);
     const v3 = slice('svc1', 'svc1-a', [{ addresses: ['10.244.2.1'] }, { addresses: ['10.244.1.1'], conditions: { ready: false } }], '3');
     expect(t.onUpdate(v2, v3)).toEqual(new Set(['ns1/svc1']));
-    expect(t.drainChanges()).toEqual(new Set(['ns1/svc1']));
+    expect(t.takeChanges()).toEqual(new Set(['ns1/svc1']));
   });
 
   it('deleting one slice keeps the others; a slice moving to another Service changes both', () => {
@@ -68,16 +68,16 @@ describe('EndpointSliceTracker', () => {
     const b = slice('svc1', 'svc1-b', [{ addresses: ['10.244.2.1'] }]);
     t.onAdd(a);
     t.onAdd(b);
-    t.drainChanges();
+    t.takeChanges();
     expect(t.onDelete(a)).toEqual(new Set(['ns1/svc1']));
     expect(t.endpointsFor('ns1/svc1', 'p80', 'TCP', 'ipv4')).toEqual([ready('10.244.2.1', 8080)]);
     const moved = slice('svc2', 'svc1-b', [{ addresses: ['10.244.2.1'] }]);
     expect(t.onUpdate(b, moved)).toEqual(new Set(['ns1/svc1', 'ns1/svc2']));
     expect(t.endpointsFor('ns1/svc1', 'p80', 'TCP', 'ipv4')).toEqual([]);
     expect(t.endpointsFor('ns1/svc2', 'p80', 'TCP', 'ipv4')).toEqual([ready('10.244.2.1', 8080)]);
-    expect(t.drainChanges()).toEqual(new Set(['ns1/svc1', 'ns1/svc2']));
+    expect(t.takeChanges()).toEqual(new Set(['ns1/svc1', 'ns1/svc2']));
     expect(t.onDelete(moved)).toEqual(new Set(['ns1/svc2']));
-    expect(t.drainChanges()).toEqual(new Set(['ns1/svc2']));
+    expect(t.takeChanges()).toEqual(new Set(['ns1/svc2']));
   });
 
   it("keeps each Service's slice refusals", () => {
@@ -94,7 +94,7 @@ describe('EndpointSliceTracker', () => {
 });
 
 describe('TrackerSource', () => {
-  it('joins both trackers: ports, endpoints per port, refusals, one drained set', () => {
+  it('joins both trackers: ports, endpoints per port, refusals, one taken set', () => {
     const src = new TrackerSource(new ServiceTracker(), new EndpointSliceTracker('node-a'));
     src.services.onAdd(makeService('ns1', 'svc1', (s) => (s.spec = { clusterIP: '10.96.0.10', ports: [svcPort('p80', 80)] })));
     src.slices.onAdd(slice('svc2', 'svc2-a', [{ addresses: ['10.244.9.9'] }]));
@@ -103,8 +103,8 @@ describe('TrackerSource', () => {
     const [sp] = src.servicePorts('ns1/svc1');
     expect(src.endpoints(sp!)).toEqual([ready('10.244.1.1', 8080)]);
     expect(src.refusals('ns1/svc1')).toEqual([]);
-    expect(src.drainChanges()).toEqual(new Set(['ns1/svc1', 'ns1/svc2']));
-    expect(src.drainChanges()).toEqual(new Set());
+    expect(src.takeChanges()).toEqual(new Set(['ns1/svc1', 'ns1/svc2']));
+    expect(src.takeChanges()).toEqual(new Set());
   });
 });
 
@@ -133,7 +133,7 @@ describe('EndpointSliceTracker: slices that are not the API shape (type-confused
     const t = new EndpointSliceTracker('node-a');
     const v1 = good();
     t.onAdd(v1);
-    t.drainChanges();
+    t.takeChanges();
     const before = t.endpointsFor('ns1/svc1', 'p80', 'TCP', 'ipv4');
     const v2 = confused(fn);
     expect(() => t.onUpdate(v1, v2)).not.toThrow();
@@ -142,7 +142,7 @@ describe('EndpointSliceTracker: slices that are not the API shape (type-confused
       expect.objectContaining({ kind: 'EndpointSlice', namespace: 'ns1', name: 'svc1-a', field, reason: expect.stringMatching(/slice refused whole, its previous version is kept$/) }),
     ]);
     // the refusal is a change (so it is reported); the endpoints are not
-    expect(t.drainChanges()).toEqual(new Set(['ns1/svc1']));
+    expect(t.takeChanges()).toEqual(new Set(['ns1/svc1']));
     // deleting the slice (the informer hands over the last object it has) removes its endpoints
     expect(t.onDelete(v2)).toEqual(new Set(['ns1/svc1']));
     expect(t.endpointsFor('ns1/svc1', 'p80', 'TCP', 'ipv4')).toEqual([]);

@@ -16,7 +16,7 @@ describe('PendingChanges', () => {
     const a = counted({ eps: ['10.0.0.1:80'] });
     expect(c.record('ns/a', undefined, a)).toBe(true);
     expect(a.reads).toBe(0);
-    expect(c.drain()).toEqual(new Set(['ns/a']));
+    expect(c.take()).toEqual(new Set(['ns/a']));
     expect(c.record('ns/a', a, undefined)).toBe(true);
     expect(a.reads).toBe(0);
     expect(c.pending).toBe(1);
@@ -35,13 +35,13 @@ describe('PendingChanges', () => {
     expect(c.changesTotal).toBe(1);
   });
 
-  it('a change undone before the drain leaves nothing pending: add then delete, update then back', () => {
+  it('a change undone before the take leaves nothing pending: add then delete, update then back', () => {
     const c = new PendingChanges();
     const a = counted({ eps: ['10.0.0.1:80'] });
     c.record('ns/a', undefined, a);
     c.record('ns/a', a, undefined);
     expect(c.pending).toBe(0);
-    expect(c.drain()).toEqual(new Set());
+    expect(c.take()).toEqual(new Set());
 
     const v1 = counted({ eps: ['10.0.0.1:80'] });
     const v2 = counted({ eps: ['10.0.0.2:80'] });
@@ -53,12 +53,12 @@ describe('PendingChanges', () => {
     expect(c.changesTotal).toBe(4);
   });
 
-  it('deleted, then added back different before the drain: still pending', () => {
+  it('deleted, then added back different before the take: still pending', () => {
     const c = new PendingChanges();
     const a = counted({ eps: ['10.0.0.1:80'] });
     const b = counted({ eps: ['10.0.0.9:80'] });
     c.record('ns/a', a, undefined);
     c.record('ns/a', undefined, b);
-    expect(c.drain()).toEqual(new Set(['ns/a']));
+    expect(c.take()).toEqual(new Set(['ns/a']));
   });
 });

@@ -56,8 +56,8 @@ export interface FakeIpvsOptions {
 /**
  * In-memory fake of the kernel's IPVS table. It validates requests the way
  * net/netfilter/ipvs/ip_vs_ctl.c (Linux 6.1) does and refuses with the same errno; the VM
- * test spec/vm/ipvs-netlink.vm.test.ts ('the fake / the kernel refuses misuse') pins each
- * refusal to the real kernel's.
+ * test spec/vm/ipvs-netlink.vm.test.ts ("the fake/kernel refuses misuse with the kernel
+ * errno", "fake and kernel objects") pins each refusal and each listed object to the kernel's.
  */
 export class FakeIpvs implements Ipvs {
   private readonly services = new Map<string, ServiceState>();

@@ -1,0 +1,72 @@
+/**
+ * What the converters (convert.ts, convert-service.ts) share: the names kube-ipvs reads, the
+ * small readers every object's fields go through, and the one refusal collector.
+ */
+import { Protocol, Refusal } from '../model/service';
+
+export const SCHEDULER_ANNOTATION = 'kube-ipvs.io/scheduler';
+export const KUBE_ROUTER_SCHEDULER_ANNOTATION = 'kube-router.io/service.scheduler';
+export const SERVICE_PROXY_NAME_LABEL = 'service.kubernetes.io/service-proxy-name';
+export const HEADLESS_LABEL = 'service.kubernetes.io/headless';
+export const SERVICE_NAME_LABEL = 'kubernetes.io/service-name';
+export const ZONE_LABEL = 'topology.kubernetes.io/zone';
+export const TO_BE_DELETED_TAINT = 'ToBeDeletedByClusterAutoscaler';
+
+/** RFC 1123 label: namespaces, Service names (a stricter 1035 label in the API) and port names. */
+export const DNS_LABEL = /^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$/;
+/** RFC 1123 subdomain: EndpointSlice and Node names. */
+export const DNS_SUBDOMAIN = /^(?=.{1,253}$)[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/;
+
+/**
+ * The refusals of one object, in the order its fields are read. Each converter makes one;
+ * every refusal carries the object's kind, namespace and name.
+ */
+export class RefusalCollector {
+  readonly refusals: Refusal[] = [];
+
+  constructor(
+    private readonly kind: 'Service' | 'EndpointSlice' | 'Node',
+    private readonly namespace: string,
+    private readonly name: string,
+  ) {}
+
+  refuse(field: string, value: unknown, reason: string): void {
+    this.refusals.push({ kind: this.kind, namespace: this.namespace, name: this.name, field, value: text(value), reason });
+  }
+}
+
+/** A field's value as a refusal shows it: strings as they are, anything else as JSON. */
+export function text(v: unknown): string {
+  if (typeof v === 'string') return v;
+  try {
+    return JSON.stringify(v) ?? String(v);
+  } catch {
+    return String(v);
+  }
+}
+
+export function isPort(v: unknown, min: number): v is number {
+  return typeof v === 'number' && Number.isInteger(v) && v >= min && v <= 65535;
+}
+
+export function parseProtocol(v: unknown): Protocol | undefined {
+  if (v === undefined || v === null || v === '') return 'TCP';
+  return v === 'TCP' || v === 'UDP' || v === 'SCTP' ? v : undefined;
+}
+
+export function sortUnique(values: Iterable<string>): string[] {
+  return [...new Set(values)].sort();
+}
+
+export function isObject(v: unknown): v is Record<string, unknown> {
+  return typeof v === 'object' && v !== null && !Array.isArray(v);
+}
+
+/**
+ * The elements of an optional list field: [] when absent (undefined or null); `undefined`
+ * when it is something else than an array (type-confused JSON; the caller refuses it).
+ */
+export function listOf(v: unknown): readonly unknown[] | undefined {
+  if (v === undefined || v === null) return [];
+  return Array.isArray(v) ? v : undefined;
+}

@@ -1,0 +1,106 @@
+/**
+ * The informers' watch stream (informers.ts): client-node's Watch, sent through apiRequest.
+ */
+import { STATUS_CODES } from 'node:http';
+import { createInterface } from 'node:readline';
+import { Readable } from 'node:stream';
+import type { ReadableStream as WebReadableStream } from 'node:stream/web';
+import { KubeConfig, KubernetesObject } from '@kubernetes/client-node';
+import { apiRequest, statusMessage } from './api-request';
+import { prunedObject } from './prune';
+
+export interface WatchHooks {
+  /** the watch answered 200 */
+  readonly connected: () => void;
+  /** no new connection once this is true */
+  readonly stopped: () => boolean;
+}
+
+/** client-node's Watch timeout: no byte for this long (or no answer) ends the watch with a TimeoutError. */
+const WATCH_TIMEOUT_MS = 30_000;
+
+const timeoutError = () => new DOMException('The operation was aborted due to timeout', 'TimeoutError');
+
+/**
+ * A watch stream as client-node's Watch reads it (newline-delimited JSON events, an
+ * inactivity timeout, `done` called once), but sent through apiRequest (token file, 401
+ * retry, metrics), reporting connections, and turning a throw before the request (e.g.
+ * credentials that cannot be read) into the `done` error.
+ */
+export class ReportingWatch {
+  constructor(private readonly kc: KubeConfig, private readonly hooks: WatchHooks, private readonly timeoutMs = WATCH_TIMEOUT_MS) {}
+
+  async watch(
+    path: string,
+    queryParams: Record<string, string | number | boolean | undefined>,
+    callback: (phase: string, apiObj: unknown, watchObj?: unknown) => void,
+    done: (err: unknown) => void,
+  ): Promise<AbortController> {
+    const controller = new AbortController();
+    if (this.hooks.stopped()) {
+      const e = new Error('informer stopped');
+      e.name = 'AbortError';
+      done(e);
+      return controller;
+    }
+    let finished = false;
+    let timedOut = false;
+    let timer: NodeJS.Timeout | undefined;
+    const clearTimer = () => {
+      if (timer !== undefined) clearTimeout(timer);
+      timer = undefined;
+    };
+    const resetTimer = () => {
+      clearTimer();
+      timer = setTimeout(() => {
+        timedOut = true;
+        controller.abort(timeoutError());
+      }, this.timeoutMs);
+      timer.unref();
+    };
+    const finish = (err: unknown) => {
+      if (finished) return;
+      finished = true;
+      clearTimer();
+      controller.abort();
+      done(err && timedOut ? timeoutError() : err);
+    };
+    resetTimer();
+    try {
+      const res = await apiRequest(this.kc, { method: 'GET', path, query: { ...queryParams, watch: true }, signal: controller.signal }, true);
+      if (!res.stream?.body) {
+        const error = new Error(`${res.statusText || STATUS_CODES[res.status] || 'Error'}: ${statusMessage(res.body)}`) as Error & { statusCode: number };
+        error.statusCode = res.status;
+        throw error;
+      }
+      // the connect timeout is over; from here on it is an inactivity timeout
+      resetTimer();
+      const body = Readable.fromWeb(res.stream.body as WebReadableStream);
+      body.on('error', finish);
+      body.on('close', () => finish(null));
+      body.on('data', resetTimer);
+      const lines = createInterface(body);
+      lines.on('error', finish);
+      lines.on('line', (line) => {
+        let data: { type?: string; object?: unknown };
+        try {
+          data = JSON.parse(line) as { type?: string; object?: unknown };
+        } catch {
+          return; // as client-node: a line that is not JSON is skipped
+        }
+        callback(data.type ?? '', prunedObject(data.object as KubernetesObject), data);
+      });
+      lines.on('close', () => finish(null));
+    } catch (e) {
+      finish(e);
+      return controller;
+    }
+    // stopped while the request was in flight
+    if (this.hooks.stopped()) {
+      controller.abort();
+      return controller;
+    }
+    if (!finished) this.hooks.connected();
+    return controller;
+  }
+}

@@ -1,0 +1,87 @@
+/**
+ * A full sync's IPVS phase: read the table, classify what was not seen before (ownership.ts),
+ * re-plan the Services a newly foreign (or gone) virtual server concerns, adopt the draining
+ * real servers the kernel shows, and diff the whole table against the plan, touching only what
+ * kube-ipvs owns.
+ */
+import { IpvsOp } from '../kernel/ipvs/ipvs';
+import { virtualServerKey } from '../model/ipvs';
+import { TableEntry, tableFromDump } from '../reconcile/ipvs-table';
+import { diffIpvsTable } from '../reconcile/diff-ipvs';
+import { DesiredState } from './desired-state';
+import { IpvsApplier } from './ipvs-applier';
+import { NodeContext } from './node-context';
+import { ownsVirtualServer } from './ownership';
+import { Reports } from './reports';
+import { SyncRun, driftOps } from './sync-run';
+
+/** The netfilter sync of this run: start it (once), and whether it has started. */
+export interface Netfilter {
+  readonly start: () => unknown;
+  readonly started: () => boolean;
+}
+
+export interface FullSyncParts {
+  readonly applier: IpvsApplier;
+  readonly node: NodeContext;
+  readonly desired: DesiredState;
+  readonly reports: Reports;
+}
+
+/** What the sequence hears from a full sync's IPVS phase, as it happens. */
+export interface FullSyncHooks {
+  /** Services to re-plan at the next sync, and whether one must come soon */
+  readonly later: (names: Set<string>, rerun: boolean) => void;
+  /** a full sync has run before: ops beyond what the tracked state says are drift */
+  readonly tracked: boolean;
+  /** the drift repaired (called before the table read replaces the applied one) */
+  readonly drift: (ops: IpvsOp[]) => void;
+}
+
+/** The ops of a full sync. */
+export async function fullSyncOps(
+  parts: FullSyncParts,
+  run: SyncRun,
+  netfilter: Netfilter,
+  hooks: FullSyncHooks,
+): Promise<IpvsOp[]> {
+  const { applier, node, desired, reports } = parts;
+  const dump = await applier.readTable(run.counts);
+  run.lap('ipvsRead');
+  let observed = tableFromDump(dump, desired.index.virtualServers());
+  const applied = applier.applied;
+  const { claimed, gone } = node.classifyTable(
+    observed,
+    (k) => applied.has(k),
+    (k) => applier.created(k, (f) => node.isForeign(f)),
+    (k) => desired.virtualServer(k) !== undefined,
+  );
+  applier.forgetUncertainCreates();
+  // claimed ones are refused now, before the netfilter sync starts; a gone one's
+  // claimants get it now when the netfilter sync has not started yet, else next sync
+  const now = netfilter.started() ? claimed : [...claimed, ...gone];
+  if (now.length > 0) {
+    for (const name of desired.claimantsOf(now)) desired.replan(name, run.touched);
+    reports.conflictsOf(desired.index, run.touched);
+    observed = tableFromDump(dump, desired.index.virtualServers());
+  }
+  if (netfilter.started()) {
+    // (claimed is empty here, as wantsUnknown() was false: were it not, the sets
+    // the netfilter sync in flight writes would be withdrawn by the next sync)
+    hooks.later(desired.claimantsOf(gone), claimed.length > 0);
+  }
+  netfilter.start();
+  const desiredVs = desired.index.virtualServers();
+  const facts = node.ownershipFacts();
+  const owned = (e: TableEntry) => ownsVirtualServer(virtualServerKey(e.vs), e.vs, facts);
+  const ops = diffIpvsTable(observed, desiredVs, owned);
+  if (ops.length > 0 && hooks.tracked) {
+    // drift: what the kernel needs beyond what the tracked state says it needs (a config
+    // change re-plans everything; those ops are not drift)
+    const drift = driftOps(ops, diffIpvsTable(applied, desiredVs, owned));
+    if (drift.length > 0) hooks.drift(drift);
+  }
+  applier.replaceApplied(observed);
+  applier.adoptDraining(desired.virtualServer, facts);
+  return ops;
+}
