@@ -364,7 +364,10 @@ describe('kube-ipvs daemon end to end (fake API server, real kernel, real traffi
     fs.writeFileSync(path.join(wrong, 'token'), 'sa-token-stale');
     fs.writeFileSync(path.join(wrong, 'kubeconfig'), shippedKubeconfig(`https://127.0.0.1:${API_PORT}`).replace(path.join(SA_DIR, 'token'), path.join(wrong, 'token')));
     fs.writeFileSync(path.join(wrong, 'config.conf'), e2eProxyConfig({ dir: wrong, node: NODE, ipvs: ['syncPeriod: 30s'], healthz: '127.0.0.1:10276', metrics: '' }));
-    const before = ipvsRules();
+    // the first daemon may still delete real servers left draining (weight 0) by the rolling
+    // update meanwhile: those lines are not compared
+    const serving = () => ipvsRules().filter((l) => !l.endsWith(' -w 0'));
+    const before = serving();
     const refused = (l: LogLine) => /API server refused the credentials \(401 Unauthorized\)/.test(l.message ?? '');
     const stale = startKubeIpvs(['--config', path.join(wrong, 'config.conf'), '--v=2']);
     try {
@@ -385,7 +388,7 @@ describe('kube-ipvs daemon end to end (fake API server, real kernel, real traffi
       await new Promise((r) => setTimeout(r, 5_000));
       expect(stale.lines.filter(refused)).toHaveLength(1);
       expect(stale.lines.filter(isSync)).toEqual([]);
-      expect(ipvsRules()).toEqual(before);
+      expect(serving()).toEqual(before);
     } finally {
       await stale.kill('SIGTERM');
     }
