@@ -18,6 +18,7 @@ import yaml from 'js-yaml';
 import { ApiClient, e2eProxyConfig, LoggedProcess, LogLine, startFakeApiServer, startKubeIpvs } from '../../testkit/processes';
 import { connect, deletePod, ip, makePod, run, startEchoServer, tryRun } from '../../testkit/netns';
 import { makeTestPki } from '../../testkit/test-pki';
+import { eventually } from '../../testkit/wait-for';
 
 const API_PORT = 16443;
 const SA_DIR = '/var/run/secrets/kubernetes.io/serviceaccount';
@@ -146,16 +147,6 @@ function ipsetMembers(set: string): string[] {
   return run('ipset', ['list', set]).split('Members:\n')[1]!.split('\n').filter(Boolean).sort();
 }
 
-async function eventually<T>(what: string, f: () => T, ok: (v: T) => boolean, timeoutMs = 120_000): Promise<T> {
-  const end = Date.now() + timeoutMs;
-  let last: T = f();
-  while (!ok(last)) {
-    if (Date.now() > end) throw new Error(`${what}: not reached within ${timeoutMs} ms; last value:\n${JSON.stringify(last, null, 1)}`);
-    await new Promise((r) => setTimeout(r, 250));
-    last = f();
-  }
-  return last;
-}
 
 const isSync = (l: LogLine) => l.message === 'sync done';
 

@@ -12,6 +12,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { LoggedProcess, LogLine, startFakeApiServer, startKubeIpvs } from '../../testkit/processes';
 import { addPodIpv6, connect, deletePod, makePod, run, startEchoServer, tryRun } from '../../testkit/netns';
+import { eventually } from '../../testkit/wait-for';
 
 const API_PORT = 16444;
 const NODE = 'node-a';
@@ -117,16 +118,6 @@ const bound6 = (): string[] =>
 const ipsetMembers = (set: string): string[] => run('ipset', ['list', set]).split('Members:\n')[1]!.split('\n').filter(Boolean).sort();
 const isSync = (l: LogLine) => l.message === 'sync done';
 
-async function eventually<T>(what: string, f: () => T, ok: (v: T) => boolean, timeoutMs = 120_000): Promise<T> {
-  const end = Date.now() + timeoutMs;
-  let last: T = f();
-  while (!ok(last)) {
-    if (Date.now() > end) throw new Error(`${what}: not reached within ${timeoutMs} ms; last value:\n${JSON.stringify(last, null, 1)}`);
-    await new Promise((r) => setTimeout(r, 250));
-    last = f();
-  }
-  return last;
-}
 
 describe('IPv6 and dual-stack end to end (clusterCIDR unset, real kernel, real traffic)', () => {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'kube-ipvs-dual-'));

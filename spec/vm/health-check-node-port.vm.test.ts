@@ -10,6 +10,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { ApiClient, e2eProxyConfig, LoggedProcess, LogLine, startFakeApiServer, startKubeIpvs } from '../../testkit/processes';
 import { deletePod, inNs, makePod, tryRun } from '../../testkit/netns';
+import { eventually as pollUntil } from '../../testkit/wait-for';
 
 const API_PORT = 16444;
 const NODE = 'node-a';
@@ -99,17 +100,8 @@ const answer = (name: string, n: number): Probe => ({
   body: expectedBody(name, n),
 });
 
-/** Polls `f` until `ok` (the daemon applies a change after its watch event and a sync). */
-async function eventually<T>(what: string, f: () => T, ok: (v: T) => boolean, timeoutMs = 60_000): Promise<T> {
-  const end = Date.now() + timeoutMs;
-  let last = f();
-  while (!ok(last)) {
-    if (Date.now() > end) throw new Error(`${what}: not reached within ${timeoutMs} ms; last value: ${JSON.stringify(last)}`);
-    await new Promise((r) => setTimeout(r, 200));
-    last = f();
-  }
-  return last;
-}
+/** The daemon applies a change after its watch event and a sync. */
+const eventually = <T>(what: string, f: () => T, ok: (v: T) => boolean, timeoutMs = 60_000) => pollUntil(what, f, ok, timeoutMs);
 
 const isSync = (l: LogLine) => l.message === 'sync done';
 const slicePath = (name: string) => `/apis/discovery.k8s.io/v1/namespaces/default/endpointslices/${name}`;
