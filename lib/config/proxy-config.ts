@@ -6,6 +6,7 @@
  * Built by lib/config/decode-config.ts (file) and lib/config/proxy-flags.ts (flags on top);
  * lib/config/load-config.ts does both.
  */
+import type { ConntrackSettings } from '../model/conntrack';
 import { LocalDetector } from '../plan/iptables';
 import type { LogFormat } from '../log';
 
@@ -37,21 +38,8 @@ export interface IpvsConfig {
  * field left null in the file takes kube-proxy's default; an explicit 0 means "leave the
  * kernel's value" (maxPerCore 0 also ignores min).
  */
-export interface ConntrackConfig {
-  /** nf_conntrack_max = max(maxPerCore x CPUs, min), raised only; default 32768 */
-  readonly maxPerCore: number;
-  /** default 131072 */
-  readonly min: number;
-  /** seconds (truncated, as kube-proxy's int(d / time.Second)); default 24h */
-  readonly tcpEstablishedTimeoutSec: number;
-  /** seconds; default 1h */
-  readonly tcpCloseWaitTimeoutSec: number;
-  /** nf_conntrack_tcp_be_liberal=1 when true (false leaves the kernel's value) */
-  readonly tcpBeLiberal: boolean;
-  /** seconds; 0 (the default) leaves the kernel's value */
-  readonly udpTimeoutSec: number;
-  readonly udpStreamTimeoutSec: number;
-}
+/** conntrack.* (seconds; the shape lives in model/, where the kernel's sysctl surface reads it too) */
+export type ConntrackConfig = ConntrackSettings;
 
 /** component-base LoggingConfiguration, the parts kube-ipvs honours; the logging flags win. */
 export interface LoggingConfig {

@@ -41,3 +41,20 @@ export function describeFlow(f: ConntrackFlow): string {
 export function flowKey(f: ConntrackFlow): string {
   return `${f.family}/${f.protocol}/${f.zone}/${hostPort(f.orig.src, f.orig.srcPort)}>${hostPort(f.orig.dst, f.orig.dstPort)}`;
 }
+
+/** KubeProxyConfiguration conntrack.*, as lib/config decodes it and lib/kernel/sysctl applies it. */
+export interface ConntrackSettings {
+  /** nf_conntrack_max = max(maxPerCore x CPUs, min), raised only; default 32768 */
+  readonly maxPerCore: number;
+  /** default 131072 */
+  readonly min: number;
+  /** seconds (truncated, as kube-proxy's int(d / time.Second)); default 24h */
+  readonly tcpEstablishedTimeoutSec: number;
+  /** seconds; default 1h */
+  readonly tcpCloseWaitTimeoutSec: number;
+  /** nf_conntrack_tcp_be_liberal=1 when true (false leaves the kernel's value) */
+  readonly tcpBeLiberal: boolean;
+  /** seconds; 0 (the default) leaves the kernel's value */
+  readonly udpTimeoutSec: number;
+  readonly udpStreamTimeoutSec: number;
+}

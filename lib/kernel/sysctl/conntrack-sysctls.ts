@@ -8,6 +8,7 @@
 //   nf_conntrack_tcp_be_liberal=1 when tcpBeLiberal. A zero or false leaves the kernel's value.
 // Every write is read-before-write (kube-proxy's setIntSysCtl writes only a differing value),
 // so a second run (the main container after an --init-only init container) writes nothing.
+import type { ConntrackSettings } from '../../model/conntrack';
 import { readFile } from 'node:fs/promises';
 import { availableParallelism } from 'node:os';
 import { Sysctl, SysctlError, ensureSysctl } from './sysctl';
@@ -28,18 +29,10 @@ export const CONNTRACK_HASHSIZE = 'nf_conntrack/parameters/hashsize';
 /** kube-proxy caps the scaled maximum (memory on many-core machines). */
 export const CONNTRACK_MAX_LIMIT = 1_048_576;
 
-/** ProxyConfig.conntrack's shape (lib/config/proxy-config.ts); seconds. */
-export interface ConntrackSettings {
-  readonly maxPerCore: number;
-  readonly min: number;
-  readonly tcpEstablishedTimeoutSec: number;
-  readonly tcpCloseWaitTimeoutSec: number;
-  readonly tcpBeLiberal: boolean;
-  readonly udpTimeoutSec: number;
-  readonly udpStreamTimeoutSec: number;
-}
 
 /** kube-proxy's getConntrackMax: 0 means "leave nf_conntrack_max alone". */
+export type { ConntrackSettings };
+
 export function conntrackMax(s: Pick<ConntrackSettings, 'maxPerCore' | 'min'>, numCPU: number): number {
   if (s.maxPerCore <= 0) return 0;
   const scaled = s.maxPerCore * numCPU;
