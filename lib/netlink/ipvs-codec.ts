@@ -6,7 +6,6 @@ import {
   IPVS_CMD_ATTR,
   IPVS_DEST_ATTR,
   IPVS_INFO_ATTR,
-  IPVS_STATS_ATTR,
   IPVS_SVC_ATTR,
   IP_VS_CONN_F,
   IP_VS_CONN_F_FWD_MASK,
@@ -21,7 +20,6 @@ import {
   RealServer,
   RealServerId,
   RealServerSpec,
-  Stats,
   VirtualServer,
   VirtualServerId,
   VirtualServerSpec,
@@ -30,6 +28,10 @@ import {
   bytesToAddress,
 } from '../model/ipvs';
 import { IpvsOp } from '../model/ipvs-op';
+import { Fields, ObservedRealServer, ObservedVirtualServer } from './ipvs-observed';
+
+// the fakes' constructors of observed objects, where importers have always found them
+export { observedRealServer, observedVirtualServer } from './ipvs-observed';
 
 /** Every IPVS request this client can make, as data: the table's changes and the reads. */
 export type IpvsRequest =
@@ -207,116 +209,14 @@ function asFamily(af: number, path: string): AddressFamily {
 }
 
 // Dumps decode 100,000+ of these, so the decoders below walk the attributes once with a
-// switch instead of building a table, and decode counters only when first read.
+// switch instead of building a table, and decode counters only when first read
+// (ipvs-observed.ts).
 
 type Attr = { type: number; at: number; len: number };
 
 function attrName(names: Readonly<Record<string, number>>, type: number): string {
   for (const [k, v] of Object.entries(names)) if (v === type) return k;
   return String(type);
-}
-
-
-const STATS_FIELDS = ['conns', 'inpkts', 'outpkts', 'inbytes', 'outbytes', 'cps', 'inpps', 'outpps', 'inbps', 'outbps'] as const;
-/** IPVS_STATS_ATTR_* type -> Stats field */
-const STATS_FIELD_OF: readonly (string | undefined)[] = (() => {
-  const t: (string | undefined)[] = [];
-  const byName: Record<string, string> = {
-    CONNS: 'conns', INPKTS: 'inpkts', OUTPKTS: 'outpkts', INBYTES: 'inbytes', OUTBYTES: 'outbytes',
-    CPS: 'cps', INPPS: 'inpps', OUTPPS: 'outpps', INBPS: 'inbps', OUTBPS: 'outbps',
-  };
-  for (const [name, type] of Object.entries(IPVS_STATS_ATTR)) t[type] = byName[name];
-  return t;
-})();
-
-/**
- * Decodes the payload of IPVS_*_ATTR_STATS64 (all u64) or, without it, IPVS_*_ATTR_STATS (u32
- * but bytes u64).
- */
-function decodeStats(payload: Buffer, is64: boolean, path: string): Stats {
-  const out: Record<string, bigint> = {};
-  for (const f of STATS_FIELDS) out[f] = 0n;
-  forEachAttr(payload, `${path}>${is64 ? 'STATS64' : 'STATS'}`, (type, at, len) => {
-    const field = STATS_FIELD_OF[type];
-    if (!field) return;
-    if (len === 8) out[field] = payload.readBigUInt64LE(at);
-    else if (len === 4) out[field] = BigInt(payload.readUInt32LE(at));
-    else throw new DecodeError(`counter of ${len} bytes`, `${path}>STATS>${field}`, at);
-  });
-  return out as unknown as Stats;
-}
-
-/**
- * Observed objects (decoded by the kernel client, or handed out by the fake) carry their
- * counters and decode them on first read of `stats`: a prototype getter costs nothing per
- * object, where a defined own property tripled the cost of decoding a real server. `stats`
- * is therefore not an own property: spread and JSON drop it, for the kernel's objects and the
- * fake's alike; read it explicitly.
- *
- * The counters' bytes are a copy (~120 bytes), never a view of the reply: a view would keep
- * the whole receive datagram alive as long as the object (a cache of observed state at 10,000
- * services would hold every datagram of the dump).
- */
-abstract class LazyStats {
-  #bytes: Buffer | undefined;
-  #is64: boolean;
-  #path: string;
-  #cached: Stats | undefined;
-
-  /** `bytes`: a copy of the STATS64 (is64) or STATS payload; or `stats` already known */
-  constructor(bytes: Buffer | undefined, is64: boolean, path: string, stats: Stats | undefined) {
-    this.#bytes = bytes;
-    this.#is64 = is64;
-    this.#path = path;
-    this.#cached = stats;
-  }
-
-  get stats(): Stats | undefined {
-    if (this.#cached === undefined && this.#bytes) {
-      this.#cached = decodeStats(this.#bytes, this.#is64, this.#path);
-      this.#bytes = undefined;
-    }
-    return this.#cached;
-  }
-}
-
-type Fields<T> = Omit<T, 'stats'>;
-
-// The fields are the model's (declaration merging); only the counters' getter is the class's.
-// eslint-disable-next-line @typescript-eslint/no-unsafe-declaration-merging
-interface ObservedVirtualServer extends Fields<VirtualServer> {}
-// eslint-disable-next-line @typescript-eslint/no-unsafe-declaration-merging
-class ObservedVirtualServer extends LazyStats implements VirtualServer {
-  constructor(f: Fields<VirtualServer>, bytes: Buffer | undefined, is64: boolean, stats: Stats | undefined) {
-    super(bytes, is64, 'IPVS_CMD_ATTR_SERVICE', stats);
-    Object.assign(this, f);
-  }
-}
-
-// eslint-disable-next-line @typescript-eslint/no-unsafe-declaration-merging
-interface ObservedRealServer extends Fields<RealServer> {}
-// eslint-disable-next-line @typescript-eslint/no-unsafe-declaration-merging
-class ObservedRealServer extends LazyStats implements RealServer {
-  constructor(f: Fields<RealServer>, bytes: Buffer | undefined, is64: boolean, stats: Stats | undefined) {
-    super(bytes, is64, 'IPVS_CMD_ATTR_DEST', stats);
-    Object.assign(this, f);
-  }
-}
-
-
-/**
- * A virtual server shaped as the kernel client returns it (own fields, `stats` through a
- * getter), for fakes: spread and JSON then behave the same for both. `stats` are not copied.
- */
-export function observedVirtualServer(vs: VirtualServer): VirtualServer {
-  const { stats, ...fields } = vs;
-  return new ObservedVirtualServer(fields, undefined, false, stats);
-}
-
-/** A real server shaped as the kernel client returns it; see observedVirtualServer. */
-export function observedRealServer(rs: RealServer): RealServer {
-  const { stats, ...fields } = rs;
-  return new ObservedRealServer(fields, undefined, false, stats);
 }
 
 // Where collect() found each attribute type of the message being decoded: offset and length

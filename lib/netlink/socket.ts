@@ -1,58 +1,13 @@
-// the raw socket module only: the package's index also loads its rtnetlink, nl80211 and
-// WireGuard layers (~50 ms of start-up, seconds in the VM), which the IPVS client never uses
-import { RawNetlinkSocket } from 'netlink/dist/raw';
 import { DecodeError, NetlinkTimeoutError, SocketError } from '../errors';
 import { AttrWriter } from './attr';
 import { NetlinkMessage, decodeAck, encodeGenlMessage, genlBody, splitMessages } from './nlmsg';
-import { GENL_HDRLEN, NETLINK_GENERIC, NLMSG, NLMSG_HDRLEN, NLM_F } from '../uapi/netlink';
-import { enableExtendedAck } from './ext-ack';
+import { GENL_HDRLEN, NLMSG, NLM_F } from '../uapi/netlink';
+import { NetlinkTransport } from './transport';
+import { writeBatchDatagrams } from './batch-datagrams';
 
-/**
- * The datagram transport under a GenlSocket: the `netlink` package's raw socket in
- * production, a ScriptedTransport in unit tests. One datagram may carry many messages.
- */
-export interface NetlinkTransport {
-  send(datagram: Buffer): Promise<void>;
-  onDatagram(cb: (datagram: Buffer) => void): void;
-  onError(cb: (err: Error) => void): void;
-  close(): void;
-}
-
-/**
- * NETLINK_GENERIC socket from the `netlink` package, with large buffers for pipelining and
- * NETLINK_EXT_ACK on (when the addon is built: ext-ack.ts).
- */
-export class RawTransport implements NetlinkTransport {
-  readonly raw: RawNetlinkSocket;
-  /** why the kernel's extended-ack messages are off on this socket; undefined when on */
-  readonly extAckProblem: string | undefined;
-
-  constructor(protocol = NETLINK_GENERIC, bufferSize = 4 << 20) {
-    // the kernel caps SO_RCVBUF at net.core.rmem_max (and doubles it); batch sizes below
-    // are chosen so even a batch where every op fails fits in the default cap
-    this.raw = new RawNetlinkSocket(protocol, { recvBufferSize: bufferSize, sendBufferSize: bufferSize });
-    this.extAckProblem = enableExtendedAck(this.raw, protocol);
-  }
-
-  send(datagram: Buffer): Promise<void> {
-    return new Promise((resolve, reject) => {
-      this.raw.send(datagram, {}, (err) =>
-        err ? reject(new SocketError(`netlink send: ${err.code ?? err.message}`, err.errno, { cause: err })) : resolve(),
-      );
-    });
-  }
-  onDatagram(cb: (datagram: Buffer) => void): void {
-    this.raw.on('message', (msg) => cb(msg));
-  }
-  onError(cb: (err: Error) => void): void {
-    this.raw.on('error', (err) =>
-      cb(new SocketError(`netlink receive: ${err.code ?? err.message}`, err.errno, { cause: err })),
-    );
-  }
-  close(): void {
-    this.raw.close();
-  }
-}
+// the transports live in transport.ts; importers have always found them here
+export { RawTransport } from './transport';
+export type { NetlinkTransport } from './transport';
 
 /** A reply message of a generic-netlink request: its genl cmd and attribute bytes. */
 export interface GenlReply {
@@ -318,30 +273,7 @@ export class GenlSocket {
   ): Promise<(GenlFailure | null)[]> {
     if (this.closed) throw new SocketError('netlink socket is closed');
     const results: (GenlFailure | null)[] = new Array(count).fill(null);
-    const datagrams: { datagram: Buffer; first: number; count: number; offsets: number[] }[] = [];
-    // one writer builds every datagram; each is kept as an exact-size copy (a batch is all
-    // written before the first send, and most datagrams are far below batchBytes)
-    const w = new AttrWriter(this.batchBytes + 512);
-    for (let i = 0; i < count; ) {
-      const first = i;
-      w.reset();
-      const offsets: number[] = [];
-      while (i < count && i - first < this.batchMessages) {
-        const at = w.skip(NLMSG_HDRLEN + extraHeader);
-        write(i, w, at);
-        if (i > first && w.length > this.batchBytes) {
-          // it goes first in the next datagram
-          w.truncate(at);
-          break;
-        }
-        const b = w.buffer;
-        b.writeUInt32LE(w.length - at, at);
-        b.writeUInt32LE(0, at + 12);
-        offsets.push(at);
-        i++;
-      }
-      datagrams.push({ datagram: Buffer.from(w.finish()), first, count: i - first, offsets });
-    }
+    const datagrams = writeBatchDatagrams(count, extraHeader, this.batchMessages, this.batchBytes, write);
     const inFlight = new Set<Promise<void>>();
     for (const d of datagrams) {
       const p = this.sendChunk(d.datagram, d.offsets, d.first, results);

@@ -33,7 +33,7 @@
  * and a Refusal (reason ForeignVirtualServer) naming the virtual server and why it is foreign.
  */
 import { AddressFamily, RealServerSpec, VirtualServerSpec, realServerKey, virtualServerKey } from '../model/ipvs';
-import { Endpoint, Refusal, ServicePort, servicePortKey } from '../model/service';
+import { Endpoint, Refusal, ServicePort, ServicePortKey, servicePortKey } from '../model/service';
 import { cidrContains, cidrMatcher } from '../model/address';
 import {
   AF_INET,
@@ -44,7 +44,7 @@ import {
 } from '../uapi/inet';
 import { IP_VS_CONN_F, IP_VS_SVC_F, IP_VS_SVC_F_SCHED_MH_PORT } from '../uapi/ip_vs';
 import { LbOutFilterEntry } from './iptables';
-import { categorizeEndpoints } from './categorize-endpoints';
+import { CategorizedEndpoints, categorizeEndpoints } from './categorize-endpoints';
 import { DesiredVirtualServer, IpsetEntry, PlanContext, ServicePortPlan } from './service-plan';
 import { SetKey } from '../model/names';
 import { entriesIpPortNet, entryIpPort, entryIpPortIp, entryPort, IpsetMember, IpsetProto } from '../model/ipset';
@@ -85,39 +85,46 @@ export function planServicePort(sp: ServicePort, endpoints: readonly Endpoint[],
   const key = servicePortKey(sp.namespace, sp.name, sp.portName, sp.family);
   const excluded = excludedMatcher(ctx.excludeClusterCIDRs);
   const eps = ctx.excludeClusterCIDRs.length === 0 ? endpoints : endpoints.filter((e) => !excluded(e.ip));
-  if (endpoints.length > 0 && eps.length === 0) {
-    return {
-      key,
-      family: sp.family,
-      virtualServers: [],
-      boundAddresses: [],
-      ipsetEntries: [],
-      lbOutFilter: [],
-      localEndpoints: 0,
-      noLocalEndpoints: { internal: false, external: false },
-      refusals: [],
-    };
-  }
+  if (endpoints.length > 0 && eps.length === 0) return emptyPlan(sp, key);
 
-  const af: AddressFamily = sp.family === 'ipv4' ? AF_INET : AF_INET6;
-  const proto = sp.protocol.toLowerCase() as IpsetProto;
-  const scheduler = sp.scheduler || ctx.scheduler || DEFAULT_SCHEDULER;
-  let flags = 0;
-  if (sp.stickyMaxAgeSeconds > 0) flags |= IP_VS_SVC_F.PERSISTENT;
-  if (scheduler === 'mh') flags |= IP_VS_SVC_F_SCHED_MH_PORT;
-  const vsSpec = (address: string, port: number): VirtualServerSpec => ({
-    af,
-    protocol: IPPROTO[sp.protocol],
-    address,
-    port,
-    fwmark: 0,
-    scheduler,
-    flags,
-    timeout: sp.stickyMaxAgeSeconds,
-    netmask: af === AF_INET ? 0xffffffff : 128,
-  });
+  const sel = selectRealServers(eps, sp, ctx);
+  const draft = new PlanDraft(sp, ctx, key);
+  // the frontends in kube-proxy's order: the refusals come out in this order too
+  planLoopBack(draft, eps);
+  planClusterIP(draft, sel.internalRs);
+  planExternalIPs(draft, sel.externalRs);
+  planLoadBalancerIPs(draft, sel.externalRs);
+  planNodePort(draft, sel.externalRs);
+  if (sp.healthCheckNodePort !== 0) draft.add('HEALTH_CHECK_NODE_PORT', entryPort(sp.healthCheckNodePort));
+  return finishPlan(draft, eps, sel);
+}
 
-  // endpoint selection (kube-proxy syncEndpoint + CategorizeEndpoints)
+/** Multi-CNI: every endpoint was inside excludeClusterCIDRs, another CNI's proxy serves the port. */
+function emptyPlan(sp: ServicePort, key: ServicePortKey): ServicePortPlan {
+  return {
+    key,
+    family: sp.family,
+    virtualServers: [],
+    boundAddresses: [],
+    ipsetEntries: [],
+    lbOutFilter: [],
+    localEndpoints: 0,
+    noLocalEndpoints: { internal: false, external: false },
+    refusals: [],
+  };
+}
+
+/** The endpoints each kind of frontend sends to (kube-proxy syncEndpoint + CategorizeEndpoints). */
+interface RealServerSelection {
+  readonly cat: CategorizedEndpoints;
+  readonly noLocal: boolean;
+  /** ClusterIP */
+  readonly internalRs: readonly RealServerSpec[];
+  /** externalIPs, load-balancer VIPs, NodePorts */
+  readonly externalRs: readonly RealServerSpec[];
+}
+
+function selectRealServers(eps: readonly Endpoint[], sp: ServicePort, ctx: PlanContext): RealServerSelection {
   const cat = categorizeEndpoints(eps, sp, ctx.nodeName, ctx.nodeZone);
   const noLocal = cat.local.length === 0;
   // iTP Local: local endpoints; with none, kube-proxy falls back to the cluster set too (which
@@ -126,142 +133,193 @@ export function planServicePort(sp: ServicePort, endpoints: readonly Endpoint[],
   // eTP Local without a local endpoint falls back to cluster endpoints (PR #97081: pods on
   // this node can still reach the service; external clients' replies are dropped)
   const externalEps = sp.externalPolicyLocal && !noLocal ? cat.local : cat.cluster;
-  const internalRs = realServers(internalEps);
-  const externalRs = realServers(externalEps);
+  return { cat, noLocal, internalRs: realServers(internalEps), externalRs: realServers(externalEps) };
+}
 
-  const vss = new Map<string, DesiredVirtualServer>();
-  const refusals: Refusal[] = [];
-  const bound = new Set<string>();
-  const entries = new Map<string, IpsetEntry>();
-  const add = (set: SetKey, member: IpsetMember): void => {
-    entries.set(`${set} ${member}`, { set, member });
-  };
-  const addVs = (vs: VirtualServerSpec, rs: readonly RealServerSpec[], field: string): boolean => {
+/** One service port's plan while it is built: the frontend helpers add to it, and refuse through it. */
+class PlanDraft {
+  readonly vss = new Map<string, DesiredVirtualServer>();
+  readonly refusals: Refusal[] = [];
+  readonly bound = new Set<string>();
+  readonly entries = new Map<string, IpsetEntry>();
+  readonly lbOutFilter: LbOutFilterEntry[] = [];
+  /** foreign virtual server keys this port wanted, each refused once */
+  readonly withheld: string[] = [];
+  readonly proto: IpsetProto;
+  private readonly af: AddressFamily;
+  private readonly scheduler: string;
+  private readonly flags: number;
+
+  constructor(
+    readonly sp: ServicePort,
+    readonly ctx: PlanContext,
+    readonly key: ServicePortKey,
+  ) {
+    this.af = sp.family === 'ipv4' ? AF_INET : AF_INET6;
+    this.proto = sp.protocol.toLowerCase() as IpsetProto;
+    this.scheduler = sp.scheduler || ctx.scheduler || DEFAULT_SCHEDULER;
+    let flags = 0;
+    if (sp.stickyMaxAgeSeconds > 0) flags |= IP_VS_SVC_F.PERSISTENT;
+    if (this.scheduler === 'mh') flags |= IP_VS_SVC_F_SCHED_MH_PORT;
+    this.flags = flags;
+  }
+
+  vsSpec(address: string, port: number): VirtualServerSpec {
+    return {
+      af: this.af,
+      protocol: IPPROTO[this.sp.protocol],
+      address,
+      port,
+      fwmark: 0,
+      scheduler: this.scheduler,
+      flags: this.flags,
+      timeout: this.sp.stickyMaxAgeSeconds,
+      netmask: this.af === AF_INET ? 0xffffffff : 128,
+    };
+  }
+
+  add(set: SetKey, member: IpsetMember): void {
+    this.entries.set(`${set} ${member}`, { set, member });
+  }
+
+  /** The one refusal collector: every part of the Service this port does not program. */
+  refuse(field: string, value: string, reason: string, eventReason?: string): void {
+    const { namespace, name } = this.sp;
+    this.refusals.push({ kind: 'Service', namespace, name, field, value, reason, ...(eventReason !== undefined ? { eventReason } : {}) });
+  }
+
+  /** false (and refused) when this port already planned the virtual server */
+  addVs(vs: VirtualServerSpec, rs: readonly RealServerSpec[], field: string): boolean {
     const k = virtualServerKey(vs);
-    if (vss.has(k)) {
-      refusals.push({
-        kind: 'Service',
-        namespace: sp.namespace,
-        name: sp.name,
-        field,
-        value: vs.address,
-        reason: `virtual server ${k} is already planned for this port; ignored`,
-      });
+    if (this.vss.has(k)) {
+      this.refuse(field, vs.address, `virtual server ${k} is already planned for this port; ignored`);
       return false;
     }
-    vss.set(k, { vs, realServers: rs, owner: key });
+    this.vss.set(k, { vs, realServers: rs, owner: this.key });
     return true;
-  };
+  }
 
-  const vipExcluded = (ip: string, field: string): boolean => {
-    const cidr = excludingCidr(ctx.excludeCIDRs, ip);
+  /** a VIP inside ipvs.excludeCIDRs: refused */
+  vipExcluded(ip: string, field: string): boolean {
+    const cidr = excludingCidr(this.ctx.excludeCIDRs, ip);
     if (cidr === undefined) return false;
-    refusals.push({
-      kind: 'Service',
-      namespace: sp.namespace,
-      name: sp.name,
+    const { protocol, port } = this.sp;
+    this.refuse(
       field,
-      value: ip,
-      reason: `inside ipvs.excludeCIDRs ${cidr}: kube-ipvs never creates, changes or deletes a virtual server there (port ${sp.protocol}/${sp.port} not programmed on it)`,
-      eventReason: VIP_IN_EXCLUDED_CIDR,
-    });
+      ip,
+      `inside ipvs.excludeCIDRs ${cidr}: kube-ipvs never creates, changes or deletes a virtual server there (port ${protocol}/${port} not programmed on it)`,
+      VIP_IN_EXCLUDED_CIDR,
+    );
     return true;
-  };
-  const foreignMap = ctx.foreignVirtualServers;
-  const withheld: string[] = [];
+  }
+
   /** a foreign virtual server at ip:port: refused, told (once per key) */
-  const vsForeign = (ip: string, port: number, field: string): boolean => {
+  vsForeign(ip: string, port: number, field: string): boolean {
+    const foreignMap = this.ctx.foreignVirtualServers;
     if (!foreignMap || foreignMap.size === 0) return false;
-    const k = virtualServerKey(vsSpec(ip, port));
+    const k = virtualServerKey(this.vsSpec(ip, port));
     const why = foreignMap.get(k);
     if (why === undefined) return false;
-    if (!withheld.includes(k)) {
-      withheld.push(k);
-      refusals.push({
-        kind: 'Service',
-        namespace: sp.namespace,
-        name: sp.name,
+    if (!this.withheld.includes(k)) {
+      this.withheld.push(k);
+      this.refuse(
         field,
-        value: ip,
-        reason: `virtual server ${k} exists in the kernel and is not kube-ipvs's (${why}): kube-ipvs never changes or deletes it, and programs nothing for it (port ${sp.protocol}/${port} not programmed on ${ip})`,
-        eventReason: FOREIGN_VIRTUAL_SERVER,
-      });
+        ip,
+        `virtual server ${k} exists in the kernel and is not kube-ipvs's (${why}): kube-ipvs never changes or deletes it, and programs nothing for it (port ${this.sp.protocol}/${port} not programmed on ${ip})`,
+        FOREIGN_VIRTUAL_SERVER,
+      );
     }
     return true;
-  };
-
-  // hairpin: every local endpoint, whatever its state
-  for (const e of eps) if (e.isLocal) add('LOOP_BACK', entryIpPortIp(e.ip, proto, e.port, e.ip));
-
-  // ClusterIP
-  if (!vipExcluded(sp.clusterIP, 'spec.clusterIPs') && !vsForeign(sp.clusterIP, sp.port, 'spec.clusterIPs')) {
-    add('CLUSTER_IP', entryIpPort(sp.clusterIP, proto, sp.port));
-    addVs(vsSpec(sp.clusterIP, sp.port), internalRs, 'spec.clusterIPs');
-    bound.add(sp.clusterIP);
   }
 
-  // externalIPs
+  /** a VIP this port may program at its own port: neither excluded nor foreign */
+  vipAllowed(ip: string, field: string): boolean {
+    return !this.vipExcluded(ip, field) && !this.vsForeign(ip, this.sp.port, field);
+  }
+}
+
+/** hairpin: every local endpoint, whatever its state */
+function planLoopBack(d: PlanDraft, eps: readonly Endpoint[]): void {
+  for (const e of eps) if (e.isLocal) d.add('LOOP_BACK', entryIpPortIp(e.ip, d.proto, e.port, e.ip));
+}
+
+function planClusterIP(d: PlanDraft, rs: readonly RealServerSpec[]): void {
+  const { clusterIP, port } = d.sp;
+  if (!d.vipAllowed(clusterIP, 'spec.clusterIPs')) return;
+  d.add('CLUSTER_IP', entryIpPort(clusterIP, d.proto, port));
+  d.addVs(d.vsSpec(clusterIP, port), rs, 'spec.clusterIPs');
+  d.bound.add(clusterIP);
+}
+
+function planExternalIPs(d: PlanDraft, rs: readonly RealServerSpec[]): void {
+  const { sp, ctx } = d;
   for (const ip of sp.externalIPs) {
-    if (vipExcluded(ip, 'spec.externalIPs') || vsForeign(ip, sp.port, 'spec.externalIPs')) continue;
-    add(sp.externalPolicyLocal ? 'EXTERNAL_IP_LOCAL' : 'EXTERNAL_IP', entryIpPort(ip, proto, sp.port));
-    if (addVs(vsSpec(ip, sp.port), externalRs, 'spec.externalIPs') && !ctx.localAddresses.has(ip)) bound.add(ip);
+    if (!d.vipAllowed(ip, 'spec.externalIPs')) continue;
+    d.add(sp.externalPolicyLocal ? 'EXTERNAL_IP_LOCAL' : 'EXTERNAL_IP', entryIpPort(ip, d.proto, sp.port));
+    if (d.addVs(d.vsSpec(ip, sp.port), rs, 'spec.externalIPs') && !ctx.localAddresses.has(ip)) d.bound.add(ip);
   }
+}
 
-  // load-balancer VIPs
-  const lbOutFilter: LbOutFilterEntry[] = [];
+function planLoadBalancerIPs(d: PlanDraft, rs: readonly RealServerSpec[]): void {
+  const { sp, ctx, proto } = d;
   // unreadable ranges: the firewall set holds the VIP and no range admits anybody
   const firewalled = sp.loadBalancerSourceRanges.length > 0 || sp.loadBalancerSourceRangesUnreadable;
   const nodeInRanges = sp.loadBalancerSourceRanges.length > 0 && ctx.nodeIPs.some(cidrMatcher(sp.loadBalancerSourceRanges));
   for (const ip of sp.loadBalancerIPs) {
-    if (vipExcluded(ip, 'status.loadBalancer.ingress') || vsForeign(ip, sp.port, 'status.loadBalancer.ingress')) continue;
+    if (!d.vipAllowed(ip, 'status.loadBalancer.ingress')) continue;
     const entry = entryIpPort(ip, proto, sp.port);
-    add('LOAD_BALANCER', entry);
-    if (sp.externalPolicyLocal) add('LOAD_BALANCER_LOCAL', entry);
+    d.add('LOAD_BALANCER', entry);
+    if (sp.externalPolicyLocal) d.add('LOAD_BALANCER_LOCAL', entry);
     if (firewalled) {
-      add('LOAD_BALANCER_FW', entry);
+      d.add('LOAD_BALANCER_FW', entry);
       // 0.0.0.0/0 and ::/0 are held as two half ranges (ipset refuses a /0 net)
-      for (const cidr of sp.loadBalancerSourceRanges) for (const m of entriesIpPortNet(ip, proto, sp.port, cidr)) add('LOAD_BALANCER_SOURCE_CIDR', m);
-      if (nodeInRanges) add('LOAD_BALANCER_SOURCE_IP', entryIpPortIp(ip, proto, sp.port, ip));
-      else lbOutFilter.push({ lbIP: ip, proto, port: sp.port });
+      for (const cidr of sp.loadBalancerSourceRanges) for (const m of entriesIpPortNet(ip, proto, sp.port, cidr)) d.add('LOAD_BALANCER_SOURCE_CIDR', m);
+      if (nodeInRanges) d.add('LOAD_BALANCER_SOURCE_IP', entryIpPortIp(ip, proto, sp.port, ip));
+      else d.lbOutFilter.push({ lbIP: ip, proto, port: sp.port });
     }
-    if (addVs(vsSpec(ip, sp.port), externalRs, 'status.loadBalancer.ingress') && !ctx.localAddresses.has(ip)) bound.add(ip);
+    if (d.addVs(d.vsSpec(ip, sp.port), rs, 'status.loadBalancer.ingress') && !ctx.localAddresses.has(ip)) d.bound.add(ip);
   }
+}
 
-  // NodePort
-  if (sp.nodePort !== 0) {
-    const local = sp.externalPolicyLocal;
-    let nodePortAddresses = ctx.excludeCIDRs.length === 0 ? ctx.nodePortAddresses : ctx.nodePortAddresses.filter((ip) => !excludedMatcher(ctx.excludeCIDRs)(ip));
-    if (foreignMap && foreignMap.size > 0) nodePortAddresses = nodePortAddresses.filter((ip) => !vsForeign(ip, sp.nodePort, 'spec.ports[].nodePort'));
-    if (sp.protocol === 'SCTP') {
-      for (const ip of nodePortAddresses) {
-        add('NODE_PORT_SCTP', entryIpPort(ip, proto, sp.nodePort));
-        if (local) add('NODE_PORT_LOCAL_SCTP', entryIpPort(ip, proto, sp.nodePort));
-      }
-    } else {
-      const tcp = sp.protocol === 'TCP';
-      add(tcp ? 'NODE_PORT_TCP' : 'NODE_PORT_UDP', entryPort(sp.nodePort));
-      if (local) add(tcp ? 'NODE_PORT_LOCAL_TCP' : 'NODE_PORT_LOCAL_UDP', entryPort(sp.nodePort));
+function planNodePort(d: PlanDraft, rs: readonly RealServerSpec[]): void {
+  const { sp, ctx, proto } = d;
+  if (sp.nodePort === 0) return;
+  const local = sp.externalPolicyLocal;
+  let nodePortAddresses =
+    ctx.excludeCIDRs.length === 0 ? ctx.nodePortAddresses : ctx.nodePortAddresses.filter((ip) => !excludedMatcher(ctx.excludeCIDRs)(ip));
+  const foreignMap = ctx.foreignVirtualServers;
+  if (foreignMap && foreignMap.size > 0) nodePortAddresses = nodePortAddresses.filter((ip) => !d.vsForeign(ip, sp.nodePort, 'spec.ports[].nodePort'));
+  if (sp.protocol === 'SCTP') {
+    for (const ip of nodePortAddresses) {
+      d.add('NODE_PORT_SCTP', entryIpPort(ip, proto, sp.nodePort));
+      if (local) d.add('NODE_PORT_LOCAL_SCTP', entryIpPort(ip, proto, sp.nodePort));
     }
-    for (const ip of nodePortAddresses) addVs(vsSpec(ip, sp.nodePort), externalRs, 'spec.ports[].nodePort');
+  } else {
+    const tcp = sp.protocol === 'TCP';
+    d.add(tcp ? 'NODE_PORT_TCP' : 'NODE_PORT_UDP', entryPort(sp.nodePort));
+    if (local) d.add(tcp ? 'NODE_PORT_LOCAL_TCP' : 'NODE_PORT_LOCAL_UDP', entryPort(sp.nodePort));
   }
+  for (const ip of nodePortAddresses) d.addVs(d.vsSpec(ip, sp.nodePort), rs, 'spec.ports[].nodePort');
+}
 
-  if (sp.healthCheckNodePort !== 0) add('HEALTH_CHECK_NODE_PORT', entryPort(sp.healthCheckNodePort));
-
-  const ipsetEntries: IpsetEntry[] = [...entries.keys()].sort(byString).map((k) => entries.get(k)!);
+/** The draft as the sorted plan the diff expects. */
+function finishPlan(d: PlanDraft, eps: readonly Endpoint[], sel: RealServerSelection): ServicePortPlan {
+  const { sp, vss, entries, withheld } = d;
+  const { cat, noLocal } = sel;
   const hasExternal = sp.externalIPs.length > 0 || sp.loadBalancerIPs.length > 0 || sp.nodePort !== 0;
   return {
-    key,
+    key: d.key,
     family: sp.family,
     virtualServers: [...vss.keys()].sort(byString).map((k) => vss.get(k)!),
-    boundAddresses: [...bound].sort(byString),
-    ipsetEntries,
-    lbOutFilter,
+    boundAddresses: [...d.bound].sort(byString),
+    ipsetEntries: [...entries.keys()].sort(byString).map((k) => entries.get(k)!),
+    lbOutFilter: d.lbOutFilter,
     localEndpoints: new Set(eps.filter((e) => e.isLocal && e.ready).map((e) => e.ip)).size,
     noLocalEndpoints: {
       internal: sp.internalPolicyLocal && cat.hasAny && noLocal,
       external: sp.externalPolicyLocal && hasExternal && cat.hasAny && noLocal,
     },
-    refusals,
+    refusals: d.refusals,
     ...(withheld.length > 0 ? { foreignVirtualServers: withheld.sort(byString) } : {}),
   };
 }
