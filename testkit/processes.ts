@@ -1,6 +1,7 @@
 // Test helpers that run kube-ipvs and the fake API server as real processes (the way a node
 // runs them) and read the daemon's JSON log lines as data.
 import { ChildProcess, spawn } from 'node:child_process';
+import fs from 'node:fs';
 import path from 'node:path';
 import { Agent, fetch as undiciFetch } from 'undici';
 import { KUBE_IPVS_NODE_FLAGS } from '../lib/cli/node-flags';
@@ -108,6 +109,18 @@ export function startKubeIpvs(args: readonly string[], env: NodeJS.ProcessEnv = 
   const format = args.some((a) => a.startsWith('--logging-format')) ? [] : ['--logging-format=json'];
   const child = spawn(process.execPath, [...KUBE_IPVS_NODE_FLAGS, KUBE_IPVS_BIN, ...format, ...args], { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, ...env } });
   return new LoggedProcess(child, 'kube-ipvs');
+}
+
+/**
+ * The fake API server over plain http on 127.0.0.1:`port`, serving `fixtures` (written to
+ * DIR/fixtures.json), with the kubeconfig that reaches it at DIR/kubeconfig (e2eProxyConfig's).
+ */
+export async function startFixtureApiServer(dir: string, port: number, fixtures: readonly unknown[]): Promise<LoggedProcess> {
+  fs.writeFileSync(path.join(dir, 'fixtures.json'), JSON.stringify(fixtures));
+  return startFakeApiServer([
+    '--port', String(port), '--host', '127.0.0.1',
+    '--fixtures', path.join(dir, 'fixtures.json'), '--kubeconfig-out', path.join(dir, 'kubeconfig'),
+  ]);
 }
 
 /** Starts the fake API server; resolves once it prints that it listens. */

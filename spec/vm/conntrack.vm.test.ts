@@ -28,7 +28,7 @@ import { FakeConntrack } from '../../lib/kernel/conntrack/fake-conntrack';
 import { Conntrack } from '../../lib/kernel/conntrack/conntrack';
 import { ConntrackFlow } from '../../lib/model/conntrack';
 import { staleConntrackFlows } from '../../lib/reconcile/stale-conntrack';
-import { ApiClient, e2eProxyConfig, LoggedProcess, LogLine, startFakeApiServer, startKubeIpvs } from '../../testkit/processes';
+import { ApiClient, e2eProxyConfig, LoggedProcess, LogLine, startFixtureApiServer, startKubeIpvs } from '../../testkit/processes';
 import { deletePod, makePod, run, tryRun } from '../../testkit/netns';
 
 const UDP = 17;
@@ -259,11 +259,7 @@ describe('conntrack: stale UDP flows and the real daemon', () => {
     run('ip', ['netns', 'exec', UPSTREAM.name, 'sysctl', '-qw', 'net.ipv4.ip_forward=0']);
     run('iptables', ['-t', 'nat', '-A', 'POSTROUTING', '-o', `veth-${UPSTREAM.name}`, '-j', 'MASQUERADE']);
     run('sysctl', ['-qw', 'net.netfilter.nf_conntrack_udp_timeout=600', 'net.netfilter.nf_conntrack_udp_timeout_stream=600']);
-    fs.writeFileSync(path.join(dir, 'fixtures.json'), JSON.stringify([nodeObj]));
-    apiserver = await startFakeApiServer([
-      '--port', String(API_PORT), '--host', '127.0.0.1',
-      '--fixtures', path.join(dir, 'fixtures.json'), '--kubeconfig-out', path.join(dir, 'kubeconfig'),
-    ]);
+    apiserver = await startFixtureApiServer(dir, API_PORT, [nodeObj]);
     fs.writeFileSync(
       path.join(dir, 'config.conf'),
       e2eProxyConfig({ dir, node: NODE, ipvs: ['syncPeriod: 10m'], healthz: '127.0.0.1:10266', metrics: '127.0.0.1:10259' }),

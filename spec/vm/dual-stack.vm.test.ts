@@ -10,7 +10,7 @@ import { ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { LoggedProcess, LogLine, startFakeApiServer, startKubeIpvs } from '../../testkit/processes';
+import { LoggedProcess, LogLine, startFixtureApiServer, startKubeIpvs } from '../../testkit/processes';
 import { addPodIpv6, connect, deletePod, makePod, run, startEchoServer, tryRun } from '../../testkit/netns';
 import { eventually } from '../../testkit/wait-for';
 
@@ -135,11 +135,7 @@ describe('IPv6 and dual-stack end to end (clusterCIDR unset, real kernel, real t
     }
     children.push(await startEchoServer(POD1.name, 'pod1', POD1.ip, 8080));
     children.push(await startEchoServer(POD1.name, 'pod1-v6', POD1.ip6, 8080));
-    fs.writeFileSync(path.join(dir, 'fixtures.json'), JSON.stringify(FIXTURES));
-    apiserver = await startFakeApiServer([
-      '--port', String(API_PORT), '--host', '127.0.0.1',
-      '--fixtures', path.join(dir, 'fixtures.json'), '--kubeconfig-out', path.join(dir, 'kubeconfig'),
-    ]);
+    apiserver = await startFixtureApiServer(dir, API_PORT, FIXTURES);
     fs.writeFileSync(path.join(dir, 'config.conf'), config(dir));
     daemon = startKubeIpvs(['--config', path.join(dir, 'config.conf'), '--v=2']);
   });

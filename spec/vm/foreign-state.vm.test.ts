@@ -16,7 +16,7 @@
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { ApiClient, e2eProxyConfig, LoggedProcess, LogLine, startFakeApiServer, startKubeIpvs } from '../../testkit/processes';
+import { ApiClient, e2eProxyConfig, LoggedProcess, LogLine, startFixtureApiServer, startKubeIpvs } from '../../testkit/processes';
 import { run, tryRun } from '../../testkit/netns';
 
 const API_PORT = 16444;
@@ -111,11 +111,7 @@ describe('foreign IPVS state under the real daemon (issue 18)', () => {
     run('ipvsadm', ['-a', '-t', '203.0.113.200:80', '-r', '198.51.100.7:80', '-m', '-w', '1']);
     run('ipvsadm', ['-a', '-t', '203.0.113.200:80', '-r', '198.51.100.8:80', '-m', '-w', '0']);
     before = foreignLines();
-    fs.writeFileSync(path.join(dir, 'fixtures.json'), JSON.stringify([node, dns, dnsSlice, tenant, tenantSlice, near, nearSlice, take, takeSlice, grab, grabSlice]));
-    apiserver = await startFakeApiServer([
-      '--port', String(API_PORT), '--host', '127.0.0.1',
-      '--fixtures', path.join(dir, 'fixtures.json'), '--kubeconfig-out', path.join(dir, 'kubeconfig'),
-    ]);
+    apiserver = await startFixtureApiServer(dir, API_PORT, [node, dns, dnsSlice, tenant, tenantSlice, near, nearSlice, take, takeSlice, grab, grabSlice]);
     const cfg = path.join(dir, 'config.conf');
     fs.writeFileSync(cfg, e2eProxyConfig({
       dir, node: NODE, ipvs: [`syncPeriod: ${SYNC_PERIOD}`, `excludeCIDRs: [${EXCLUDED}]`], healthz: '127.0.0.1:10356', metrics: '127.0.0.1:10349',

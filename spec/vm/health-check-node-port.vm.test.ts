@@ -8,7 +8,7 @@ import fs from 'node:fs';
 import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
-import { ApiClient, e2eProxyConfig, LoggedProcess, LogLine, startFakeApiServer, startKubeIpvs } from '../../testkit/processes';
+import { ApiClient, e2eProxyConfig, LoggedProcess, LogLine, startFixtureApiServer, startKubeIpvs } from '../../testkit/processes';
 import { deletePod, inNs, makePod, tryRun } from '../../testkit/netns';
 import { eventually as pollUntil } from '../../testkit/wait-for';
 
@@ -117,11 +117,7 @@ describe('HealthCheckNodePort end to end (kube-ipvs process, fake API server, pr
     makePod(PROBER.name, PROBER.ip, PROBER.gw);
     squatter = net.createServer((c) => c.end());
     await new Promise<void>((r) => squatter.listen(BUSY_HC_PORT, NODE_IP, r));
-    fs.writeFileSync(path.join(dir, 'fixtures.json'), JSON.stringify([node, web, webLocal, busy, busySlice]));
-    apiserver = await startFakeApiServer([
-      '--port', String(API_PORT), '--host', '127.0.0.1',
-      '--fixtures', path.join(dir, 'fixtures.json'), '--kubeconfig-out', path.join(dir, 'kubeconfig'),
-    ]);
+    apiserver = await startFixtureApiServer(dir, API_PORT, [node, web, webLocal, busy, busySlice]);
     fs.writeFileSync(path.join(dir, 'config.conf'), config(dir));
     daemon = startKubeIpvs(['--config', path.join(dir, 'config.conf'), '--v=2']);
   });

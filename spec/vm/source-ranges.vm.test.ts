@@ -15,7 +15,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { ChildProcess } from 'node:child_process';
-import { ApiClient, e2eProxyConfig, LoggedProcess, LogLine, startFakeApiServer, startKubeIpvs } from '../../testkit/processes';
+import { ApiClient, e2eProxyConfig, LoggedProcess, LogLine, startFixtureApiServer, startKubeIpvs } from '../../testkit/processes';
 import { connect, deletePod, makePod, run, startEchoServer, tryRun } from '../../testkit/netns';
 
 const API_PORT = 16444;
@@ -83,11 +83,7 @@ describe('loadBalancerSourceRanges fail closed (daemon, real kernel, real traffi
   beforeAll(async () => {
     for (const p of [POD, ...CLIENTS]) makePod(p.name, p.ip, p.gw);
     children.push(await startEchoServer(POD.name, 'pod', POD.ip, 8080));
-    fs.writeFileSync(path.join(dir, 'fixtures.json'), JSON.stringify(FIXTURES));
-    apiserver = await startFakeApiServer([
-      '--port', String(API_PORT), '--host', '127.0.0.1',
-      '--fixtures', path.join(dir, 'fixtures.json'), '--kubeconfig-out', path.join(dir, 'kubeconfig'),
-    ]);
+    apiserver = await startFixtureApiServer(dir, API_PORT, FIXTURES);
     const cfg = path.join(dir, 'config.conf');
     fs.writeFileSync(cfg, e2eProxyConfig({ dir, node: NODE, ipvs: ['scheduler: rr', 'syncPeriod: 10m'], healthz: '127.0.0.1:10266', metrics: '0.0.0.0:10259' }));
     daemon = startKubeIpvs(['--config', cfg, '--v=2']);

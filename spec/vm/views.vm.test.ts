@@ -9,7 +9,7 @@ import { execFile } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { e2eProxyConfig, KUBE_IPVS_BIN, LoggedProcess, LogLine, startFakeApiServer, startKubeIpvs } from '../../testkit/processes';
+import { e2eProxyConfig, KUBE_IPVS_BIN, LoggedProcess, LogLine, startFixtureApiServer, startKubeIpvs } from '../../testkit/processes';
 import { run, tryRun } from '../../testkit/netns';
 import { ServiceListResponse } from '../../lib/model/views';
 
@@ -76,11 +76,7 @@ describe('kube-ipvs service list / status / diff against the running daemon', ()
     run('ip', ['link', 'add', 'node0', 'type', 'dummy']);
     run('ip', ['addr', 'add', `${NODE_IP}/24`, 'dev', 'node0']);
     run('ip', ['link', 'set', 'node0', 'up']);
-    fs.writeFileSync(path.join(dir, 'fixtures.json'), JSON.stringify(FIXTURES));
-    apiserver = await startFakeApiServer([
-      '--port', String(API_PORT), '--host', '127.0.0.1',
-      '--fixtures', path.join(dir, 'fixtures.json'), '--kubeconfig-out', path.join(dir, 'kubeconfig'),
-    ]);
+    apiserver = await startFixtureApiServer(dir, API_PORT, FIXTURES);
     fs.writeFileSync(path.join(dir, 'config.conf'), config(dir));
     daemon = startKubeIpvs(['--config', path.join(dir, 'config.conf')]);
     // (loading @kubernetes/client-node takes tens of seconds in the TCG guest, minutes on a busy host)
