@@ -1,14 +1,15 @@
-// Churn: endpoint updates at a fixed rate across random Services, written into the fake API
-// server in this process (an HTTP client in the TCG guest could not send 1,000/s; the daemon
-// still receives every change through its watch), while the daemon runs. Each update replaces one endpoint of a random Service (a pod replaced) and
-// carries endpoints.kubernetes.io/last-change-trigger-time, so the daemon's own
+// Churn: endpoint updates at a fixed rate across random Services (churn-generator.ts, shared
+// with kube-proxy's pattern in peer-churn.ts), written into the fake API server in this process
+// (the daemon still receives every change through its watch), while the daemon runs. Each
+// update replaces one endpoint of a random Service (a pod replaced) and carries
+// endpoints.kubernetes.io/last-change-trigger-time, so the daemon's own
 // kubeproxy_network_programming_duration_seconds histogram times every change from the API
 // write to the end of the sync that applied it. Afterwards the kernel is compared with what
 // the API state implies (daemon-oracle.ts) until they match.
 import { Ipvs } from '../../lib/kernel/ipvs/ipvs';
 import { FakeApiServer } from '../../testkit/fake-apiserver';
 import { LogLine, LoggedProcess } from '../../testkit/processes';
-import { benchSlice } from './daemon-fixtures';
+import { generateChurn } from './churn-generator';
 import { compareKernel, desiredFromApi, TableComparison } from './daemon-oracle';
 import { histogramDelta, metric, rssBytes, scrape } from './process-memory';
 
@@ -76,23 +77,10 @@ export async function runChurn(o: ChurnOptions): Promise<ChurnResult> {
     }
   })();
 
-  // a fixed-seed generator: the same Services in the same order on every run
-  let seed = 12345;
-  const random = () => ((seed = (seed * 1103515245 + 12345) & 0x7fffffff) / 0x80000000);
-  let sent = 0;
-  const start = Date.now();
-  const end = start + o.seconds * 1000;
-  for (let now = start; now < end; now = Date.now()) {
-    // every write due by now, then yield (the watch streams to the daemon meanwhile)
-    const due = Math.floor(((now - start) * o.rate) / 1000);
-    for (; sent < due; sent++) {
-      const i = Math.floor(random() * o.services);
-      o.server.update(benchSlice(i, o.endpoints, ((o.firstGen + sent) % 65535) + 1, new Date()));
-    }
-    await sleep(1);
-  }
-  const lastWriteAt = Date.now();
-  const writingSeconds = (lastWriteAt - start) / 1000;
+  const written = await generateChurn(o);
+  const sent = written.updates;
+  const lastWriteAt = written.lastWriteAtMs;
+  const writingSeconds = written.seconds;
 
   const desired = desiredFromApi(o.server);
   const settleDeadline = Date.now() + (o.settleTimeoutMs ?? 300_000);

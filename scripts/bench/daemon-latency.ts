@@ -8,12 +8,19 @@
 //     write to the end of the daemon sync that applied it (its "sync done" log line);
 //  4. the periodic full check on an unchanged node (a live syncPeriod change triggers one);
 //  5. a rolling update of the 100-endpoint Service (daemon-rollout.ts);
-//  6. churn: endpoint updates at BENCH_CHURN_RATE/s for BENCH_CHURN_SECONDS across random
-//     Services, then the kernel checked against the planner's desired state (daemon-churn.ts);
+//  6. churn: endpoint updates across random Services (churn-generator.ts, a fixed seed), one
+//     segment of BENCH_CHURN_SECONDS per offered rate in BENCH_CHURN_RATES (default
+//     "100 300 1000"/s), each followed by the kernel checked against the planner's desired
+//     state (daemon-churn.ts);
 //  7. adopt: the daemon restarted against the same API state and kernel table;
 //  8. the peer's per-sync pattern replayed through our netlink client on the same table: dump
 //     every service, GET each service twice, dump each one's real servers, one request in
 //     flight at a time (what kube-proxy does for any change, however small, and every sync).
+//  9. the peer under churn: kube-proxy's sync loop (step 8's reads, then its writes for the
+//     changed Services: NEW_DEST, and GracefulDeleteRS's dest dump + DEL_DEST) back to back
+//     while the same generator runs the same segments (peer-churn.ts), in a fresh network
+//     namespace (its own table, loaded there first, and its own dest trash); lag per change
+//     from its API write to the end of the peer sync that applied it (BENCH_PEER_CHURN=0 skips).
 // Prints JSON lines; scripts/bench/report-daemon.ts turns them into tables.
 import { spawnSync } from 'node:child_process';
 import { appendFileSync, existsSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
@@ -32,8 +39,12 @@ const [servicesArg = '1000', endpointsArg = '10', changesArg = '1000'] = process
 const SERVICES = Number(servicesArg);
 const ENDPOINTS = Number(endpointsArg);
 const CHANGES = Number(changesArg);
-const CHURN_SECONDS = Number(process.env.BENCH_CHURN_SECONDS ?? 60);
-const CHURN_RATE = Number(process.env.BENCH_CHURN_RATE ?? 1000);
+/** seconds of writes per offered rate */
+const CHURN_SECONDS = Number(process.env.BENCH_CHURN_SECONDS ?? 30);
+/** offered churn rates (updates/s), one segment each, for the daemon and then the peer (BENCH_CHURN_RATE: one rate) */
+const CHURN_RATES = (process.env.BENCH_CHURN_RATES ?? process.env.BENCH_CHURN_RATE ?? '100 300 1000').split(/[\s,]+/).filter(Boolean).map(Number);
+/** BENCH_PEER_CHURN=0 skips the peer's churn */
+const PEER_CHURN = process.env.BENCH_PEER_CHURN !== '0';
 const MOBY_IPVS = process.env.BENCH_MOBY_IPVS ?? path.resolve(__dirname, 'peer', 'moby-ipvs-load');
 const PEER_RUNS = Number(process.env.BENCH_PEER_RUNS ?? 5);
 /** no-change full checks in a row (the median is reported) */
@@ -200,11 +211,16 @@ async function main(): Promise<void> {
   const ipvs = await openIpvs();
   record('rolling update', { ...(await runRollout(server, daemon, ipvs)) });
 
-  const churn = await runChurn({
-    server, daemon, ipvs, metricsUrl: METRICS, services: SERVICES, endpoints: ENDPOINTS,
-    rate: CHURN_RATE, seconds: CHURN_SECONDS, firstGen: CHANGES + 1,
-  });
-  record('churn', { ...churn });
+  // one churn segment per offered rate, lowest first (each waits for the kernel to match)
+  let gen = CHANGES + 1;
+  for (const rate of CHURN_RATES) {
+    const churn = await runChurn({
+      server, daemon, ipvs, metricsUrl: METRICS, services: SERVICES, endpoints: ENDPOINTS,
+      rate, seconds: CHURN_SECONDS, firstGen: gen,
+    });
+    gen += churn.updates;
+    record('churn', { ...churn });
+  }
   // the daemon's own lines so far (every sync's phases), for a look at where the churn went
   if (process.env.BENCH_DAEMON_LOG) writeFileSync(process.env.BENCH_DAEMON_LOG, daemon.text.join('\n') + '\n');
 
@@ -238,6 +254,37 @@ async function main(): Promise<void> {
   }
   ipvs.close();
   record('kube-proxy pattern, one change', { runs: peer.length, p50ms: pct(peer, 50), maxms: Math.max(...peer), requests });
+
+  if (PEER_CHURN) peerChurn();
+}
+
+/**
+ * kube-proxy's sync loop under the same churn (peer-churn.ts), in a fresh network namespace:
+ * its own IPVS table, loaded there first, and its own dest trash, empty as the daemon's was
+ * before its churn. Runs after the daemon has stopped (same boot).
+ */
+function peerChurn(): void {
+  const ns = 'bench-peer-churn';
+  const sh = (args: string[]) => {
+    const r = spawnSync(args[0]!, args.slice(1), { encoding: 'utf8' });
+    if (r.status !== 0) throw new Error(`${args.join(' ')}: ${r.stderr || r.error}`);
+  };
+  sh(['ip', 'netns', 'add', ns]);
+  try {
+    // a namespace whose loopback is down has no local routing table: NEW_DEST is EINVAL
+    sh(['ip', '-n', ns, 'link', 'set', 'lo', 'up']);
+    const args = [path.join(__dirname, 'peer-churn.js'), SERVICES, ENDPOINTS, CHANGES + 1, CHURN_SECONDS, ...CHURN_RATES].map(String);
+    const r = spawnSync('ip', ['netns', 'exec', ns, process.execPath, ...args], {
+      encoding: 'utf8', stdio: ['ignore', 'pipe', 'inherit'], timeout: 3_600_000, maxBuffer: 64 << 20,
+    });
+    if (r.status !== 0) throw new Error(`peer-churn.js: exit ${r.status} ${r.error ?? ''}`);
+    for (const line of r.stdout.split('\n').filter(Boolean)) {
+      const { what, ...value } = JSON.parse(line) as { what: string };
+      record(what === 'load' ? 'peer churn load' : 'peer churn', value);
+    }
+  } finally {
+    sh(['ip', 'netns', 'del', ns]);
+  }
 }
 
 main().then(

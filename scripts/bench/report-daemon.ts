@@ -14,6 +14,7 @@ interface Row {
 const rows: Row[] = readFileSync(process.argv[2]!, 'utf8').split('\n').filter(Boolean).map((l) => JSON.parse(l) as Row);
 const sizes = [...new Set(rows.map((r) => `${r.services}x${r.endpoints}`))];
 const of = (size: string, what: string) => rows.find((r) => `${r.services}x${r.endpoints}` === size && r.what === what);
+const allOf = (size: string, what: string) => rows.filter((r) => `${r.services}x${r.endpoints}` === size && r.what === what);
 const num = (r: Row | undefined, k: string): number | undefined => (r && typeof r[k] === 'number' ? (r[k] as number) : undefined);
 const s = (v: number | undefined, digits = 1) => (v === undefined ? '-' : `${v.toFixed(digits)} s`);
 const ms = (v: number | undefined) => (v === undefined ? '-' : `${v.toFixed(0)} ms`);
@@ -73,10 +74,10 @@ table(
 table(
   'churn: endpoint updates across random Services (lag: the daemon\'s kubeproxy_network_programming_duration_seconds, API write -> end of the applying sync; p99/max as histogram bucket bounds); then the kernel vs the planner\'s desired state from the API objects',
   ['services x endpoints', 'target/s', 'achieved/s', 'updates', 'lag mean', 'p99 <=', 'max <=', 'syncs', 'max batch', 'max pending', 'metrics late', 'writes', 'execs', 'all applied', 'matched after', 'RSS start', 'RSS end', 'RSS max'],
-  sizes.map((size) => {
-    const c = of(size, 'churn');
-    const lag = c?.lag as { meanSeconds: number; p99AtMostSeconds: number; maxAtMostSeconds: number } | undefined;
-    const fin = c?.final as { wrong: number; virtualServers: number; draining: number } | undefined;
+  sizes.flatMap((size) => allOf(size, 'churn')).map((c) => {
+    const size = `${c.services}x${c.endpoints}`;
+    const lag = c.lag as { meanSeconds: number; p99AtMostSeconds: number; maxAtMostSeconds: number } | undefined;
+    const fin = c.final as { wrong: number; virtualServers: number; draining: number } | undefined;
     return [
       size, n(c?.targetRate), num(c, 'achievedRate')?.toFixed(0) ?? '-', n(c?.updates),
       lag ? s(lag.meanSeconds, 2) : '-', lag ? s(lag.p99AtMostSeconds, 2) : '-', lag ? s(lag.maxAtMostSeconds, 2) : '-',
@@ -86,6 +87,44 @@ table(
     ];
   }),
 );
+
+type Lag = { meanSeconds: number; p99AtMostSeconds: number; p99Seconds?: number };
+const lagOf = (r: Row | undefined) => r?.lag as Lag | undefined;
+/** the highest offered rate whose mean lag stayed under 1 s, or "none of R/s" */
+const sustained = (segments: Row[]) => {
+  const ok = segments.filter((r) => (lagOf(r)?.meanSeconds ?? Infinity) < 1).map((r) => r.targetRate as number);
+  return ok.length ? `${Math.max(...ok)}/s` : `none of ${segments.map((r) => r.targetRate).join(', ')}/s`;
+};
+const peerLoads = sizes.map((size) => of(size, 'peer churn load')).filter(Boolean);
+table(
+  'churn: kube-ipvs vs kube-proxy\'s pattern, same boot (one segment per offered rate; lag: API write -> end of the sync that applied it; p99 as kube-proxy\'s histogram bucket bounds for both, the peer\'s exact p99 beside; the peer: its sync loop back to back, intake by callback, in a fresh netns after the daemon stopped, peer-churn.ts)',
+  ['services x endpoints', 'offered/s', 'ours mean', 'ours p99 <=', 'ours achieved/s', 'peer mean', 'peer p99 <=', 'peer p99', 'peer achieved/s', 'peer/ours mean', 'ours syncs', 'peer syncs', 'peer sync mean', 'ours writes', 'peer writes', 'peer all applied'],
+  sizes.flatMap((size) => {
+    const ours = allOf(size, 'churn');
+    const peer = allOf(size, 'peer churn');
+    const rates = [...new Set([...ours, ...peer].map((r) => r.targetRate as number))].sort((a, b) => a - b);
+    return rates.map((rate) => {
+      const o = ours.find((r) => r.targetRate === rate);
+      const p = peer.find((r) => r.targetRate === rate);
+      const ol = lagOf(o);
+      const pl = lagOf(p);
+      const fin = p?.final as { wrong: number } | undefined;
+      return [
+        size, String(rate), ol ? s(ol.meanSeconds, 2) : '-', ol ? s(ol.p99AtMostSeconds, 2) : '-', num(o, 'achievedRate')?.toFixed(0) ?? '-',
+        pl ? s(pl.meanSeconds, 2) : '-', pl ? s(pl.p99AtMostSeconds, 2) : '-', pl?.p99Seconds === undefined ? '-' : s(pl.p99Seconds, 2), num(p, 'achievedRate')?.toFixed(0) ?? '-',
+        ratio(pl?.meanSeconds, ol?.meanSeconds), n(o?.syncs), n(p?.syncs), ms(num(p, 'meanSyncMs')), n(o?.ipvsWrites), n(p?.ipvsWrites),
+        fin ? (fin.wrong === 0 ? 'yes' : `NO: ${fin.wrong} VS differ`) : '-',
+      ];
+    });
+  }),
+);
+for (const size of sizes) {
+  const ours = allOf(size, 'churn');
+  const peer = allOf(size, 'peer churn');
+  if (ours.length + peer.length === 0) continue;
+  console.log(`${size}: highest offered rate with mean lag < 1 s: kube-ipvs ${ours.length ? sustained(ours) : '-'}, kube-proxy's pattern ${peer.length ? sustained(peer) : '-'}`);
+}
+for (const l of peerLoads) console.log(`${l!.services}x${l!.endpoints}: the peer's table loaded in its netns in ${s(num(l, 'seconds'))} (${n(l!.ops)} ops, batched)`);
 
 // ipsets then iptables run beside ipvsRead, ipvsWrite and addresses (their own times); netfilterWait is
 // what the sync then waited for them
@@ -111,12 +150,13 @@ table(
 );
 
 table(
-  'memory of the daemon process: VmRSS and JS heap used (nodejs_heap_size_used_bytes) right after the cold start, after it idle for a while (settled), and after the churn',
+  'memory of the daemon process: VmRSS and JS heap used (nodejs_heap_size_used_bytes) right after the cold start, after it idle for a while (settled), and after the churn (its last segment)',
   ['services x endpoints', 'RSS after start', 'heap after start', 'settled after', 'RSS settled', 'heap settled', 'RSS after churn', 'heap after churn', 'RSS after adopt'],
   sizes.map((size) => {
     const c = of(size, 'cold start');
     const st = of(size, 'settled');
-    const ch = of(size, 'churn');
+    // after the last churn segment
+    const ch = allOf(size, 'churn').at(-1);
     const a = of(size, 'adopt');
     return [
       size, mb(num(c, 'rss')), mb(num(c, 'heap')), s(num(st, 'afterSeconds')), mb(num(st, 'rss')), mb(num(st, 'heap')),

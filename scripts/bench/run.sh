@@ -31,10 +31,12 @@ done
 if [ -s "$OUT/results.jsonl" ]; then node_modules/.bin/node dist/scripts/bench/report.js "$OUT/results.jsonl"; fi
 rm -rf "$OUT"
 # the daemon scenarios per size (BENCH_DAEMON_SIZES), each size in a fresh boot:
-# cold start, adopt, full check, single changes, rolling update, churn (BENCH_CHURN_RATE/s for
-# BENCH_CHURN_SECONDS), memory; peers: moby/ipvs's cold load (built above) and kube-proxy's
-# per-sync netlink pattern; sizes as SERVICESxENDPOINTS (a bare number means x10); 50000x2 is
-# the largest table
+# cold start, adopt, full check, single changes, rolling update, churn (one segment of
+# BENCH_CHURN_SECONDS per offered rate in BENCH_CHURN_RATES, default "100 300 1000"/s;
+# BENCH_CHURN_RATE=R runs one rate), memory; peers: moby/ipvs's cold load (built above),
+# kube-proxy's per-sync netlink pattern, and kube-proxy's sync loop under the same churn
+# segments in a netns of its own (scripts/bench/peer-churn.ts; BENCH_PEER_CHURN=0 skips it);
+# sizes as SERVICESxENDPOINTS (a bare number means x10); 50000x2 is the largest table
 DAEMON_SIZES=${BENCH_DAEMON_SIZES-1000x10 10000x10 50000x2}
 if [ -n "$DAEMON_SIZES" ]; then
   OUT=$(mktemp -d)
@@ -45,7 +47,8 @@ if [ -n "$DAEMON_SIZES" ]; then
     # 50,000 Services (BENCH_VM_MEM sets one size for all)
     mem=4G; [ "$n" -ge 50000 ] && mem=6G
     bash scripts/vm/run.sh -t 5400 -m "${BENCH_VM_MEM:-$mem}" -w "$OUT" -- \
-      env BENCH_OUT="$OUT/daemon.jsonl" BENCH_CHURN_SECONDS="${BENCH_CHURN_SECONDS:-60}" BENCH_CHURN_RATE="${BENCH_CHURN_RATE:-1000}" \
+      env BENCH_OUT="$OUT/daemon.jsonl" BENCH_CHURN_SECONDS="${BENCH_CHURN_SECONDS:-30}" BENCH_CHURN_RATES="${BENCH_CHURN_RATES:-${BENCH_CHURN_RATE:-100 300 1000}}" \
+      BENCH_PEER_CHURN="${BENCH_PEER_CHURN:-1}" \
       BENCH_PEER_GETS="${BENCH_PEER_GETS:-0}" BENCH_PEER_RUNS="${BENCH_PEER_RUNS:-5}" BENCH_CHECKS="${BENCH_CHECKS:-3}" BENCH_ONLY="${BENCH_ONLY:-}" BENCH_SETTLE_SECONDS="${BENCH_SETTLE_SECONDS:-30}" \
       node_modules/.bin/node dist/scripts/bench/daemon-latency.js "$n" "$e" "${BENCH_DAEMON_CHANGES:-1000}" >&2
   done
