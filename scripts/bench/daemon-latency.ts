@@ -18,19 +18,22 @@
 //     flight at a time (what kube-proxy does for any change, however small, and every sync).
 //  9. the peer under churn: kube-proxy's sync loop (step 8's reads, then its writes for the
 //     changed Services: NEW_DEST, and GracefulDeleteRS's dest dump + DEL_DEST) back to back
-//     while the same generator runs the same segments (peer-churn.ts), in a fresh network
-//     namespace (its own table, loaded there first, and its own dest trash); lag per change
-//     from its API write to the end of the peer sync that applied it (BENCH_PEER_CHURN=0 skips).
+//     in a process of its own in a fresh network namespace (its own table, loaded there
+//     first, and its own dest trash), while the same generator runs the same segments here
+//     and hands it each change over a pipe (peer-churn.ts); lag per change from its API
+//     write to the end of the peer sync that applied it (BENCH_PEER_CHURN=0 skips).
 // Prints JSON lines; scripts/bench/report-daemon.ts turns them into tables.
-import { spawnSync } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import { appendFileSync, existsSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import { createInterface } from 'node:readline';
 import { openIpvs } from '../../lib/kernel/ipvs/ipvs-netlink';
 import { FakeApiServer, kubeconfigFor } from '../../testkit/fake-apiserver';
 import { LogLine, LoggedProcess, logLineTimeMs, startKubeIpvs } from '../../testkit/processes';
 import { AF_INET, IPPROTO_TCP } from '../../lib/uapi/inet';
 import { benchObjects, benchSlice, clusterIP } from './daemon-fixtures';
+import { generateChurn } from './churn-generator';
 import { runChurn } from './daemon-churn';
 import { rolloutObjects, runRollout } from './daemon-rollout';
 import { metric, rssBytes, scrape } from './process-memory';
@@ -231,7 +234,6 @@ async function main(): Promise<void> {
   const adoptFailure = failureOf(daemon, adopt.first);
   record('adopt', { seconds: adopt.seconds, ...syncFigures(adopt.first), rss: rssBytes(daemon.child.pid!), ...(adoptFailure ? { failed: adoptFailure } : {}) });
   await daemon.kill('SIGTERM');
-  await server.close();
 
   // the peer: kube-proxy's per-sync netlink pattern, same table (with one change applied)
   const peer: number[] = [];
@@ -255,15 +257,18 @@ async function main(): Promise<void> {
   ipvs.close();
   record('kube-proxy pattern, one change', { runs: peer.length, p50ms: pct(peer, 50), maxms: Math.max(...peer), requests });
 
-  if (PEER_CHURN) peerChurn();
+  if (PEER_CHURN) await peerChurn(server, CHANGES + 1);
+  await server.close();
 }
 
 /**
- * kube-proxy's sync loop under the same churn (peer-churn.ts), in a fresh network namespace:
- * its own IPVS table, loaded there first, and its own dest trash, empty as the daemon's was
- * before its churn. Runs after the daemon has stopped (same boot).
+ * kube-proxy's sync loop under the same churn (peer-churn.ts), after the daemon has stopped
+ * (same boot): the generator writes into this process's fake API server, as for the daemon,
+ * and hands each change (Service, number, write time) to the peer over a pipe; the peer runs
+ * in a fresh network namespace: its own IPVS table, loaded there first, and its own dest
+ * trash, empty as the daemon's was before its churn.
  */
-function peerChurn(): void {
+async function peerChurn(server: FakeApiServer, firstGen: number): Promise<void> {
   const ns = 'bench-peer-churn';
   const sh = (args: string[]) => {
     const r = spawnSync(args[0]!, args.slice(1), { encoding: 'utf8' });
@@ -273,15 +278,33 @@ function peerChurn(): void {
   try {
     // a namespace whose loopback is down has no local routing table: NEW_DEST is EINVAL
     sh(['ip', '-n', ns, 'link', 'set', 'lo', 'up']);
-    const args = [path.join(__dirname, 'peer-churn.js'), SERVICES, ENDPOINTS, CHANGES + 1, CHURN_SECONDS, ...CHURN_RATES].map(String);
-    const r = spawnSync('ip', ['netns', 'exec', ns, process.execPath, ...args], {
-      encoding: 'utf8', stdio: ['ignore', 'pipe', 'inherit'], timeout: 3_600_000, maxBuffer: 64 << 20,
+    const child = spawn('ip', ['netns', 'exec', ns, process.execPath, path.join(__dirname, 'peer-churn.js'), String(SERVICES), String(ENDPOINTS)], {
+      stdio: ['pipe', 'pipe', 'inherit'],
     });
-    if (r.status !== 0) throw new Error(`peer-churn.js: exit ${r.status} ${r.error ?? ''}`);
-    for (const line of r.stdout.split('\n').filter(Boolean)) {
-      const { what, ...value } = JSON.parse(line) as { what: string };
-      record(what === 'load' ? 'peer churn load' : 'peer churn', value);
+    const exited = new Promise<number | null>((r) => child.on('exit', (code) => r(code)));
+    const lines = createInterface({ input: child.stdout! })[Symbol.asyncIterator]();
+    const next = async (): Promise<Record<string, unknown>> => {
+      const l = await Promise.race([lines.next(), exited.then((code) => { throw new Error(`peer-churn.js exited (${code})`); })]);
+      if (l.done) throw new Error('peer-churn.js ended its output');
+      return JSON.parse(l.value) as Record<string, unknown>;
+    };
+    const { what: _load, ...load } = await next();
+    record('peer churn load', load);
+    let gen = firstGen;
+    for (const rate of CHURN_RATES) {
+      child.stdin!.write(`start ${rate}\n`);
+      const w = await generateChurn({
+        server, services: SERVICES, endpoints: ENDPOINTS, rate, seconds: CHURN_SECONDS, firstGen: gen,
+        onWrite: (c) => child.stdin!.write(`w ${c.service} ${c.gen} ${c.atMs}\n`),
+      });
+      child.stdin!.write(`end ${w.updates} ${w.seconds} ${w.lastWriteAtMs}\n`);
+      const { what: _churn, ...r } = await next();
+      record('peer churn', r);
+      gen += w.updates;
     }
+    child.stdin!.end();
+    const code = await exited;
+    if (code !== 0) throw new Error(`peer-churn.js: exit ${code}`);
   } finally {
     sh(['ip', 'netns', 'del', ns]);
   }

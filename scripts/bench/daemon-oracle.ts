@@ -8,34 +8,20 @@ import { realServerKey, virtualServerKey } from '../../lib/model/ipvs';
 import { planFamilyState } from '../../lib/plan/plan-desired-state';
 import { planServicePort } from '../../lib/plan/plan-service-port';
 import { PlanContext, ServicePortPlan } from '../../lib/plan/service-plan';
-import { FakeApiServer, FakeObject } from '../../testkit/fake-apiserver';
+import { FakeApiServer } from '../../testkit/fake-apiserver';
 import { EndpointSliceTracker } from '../../lib/tracker/endpoint-slice-tracker';
 import { ServiceTracker } from '../../lib/tracker/service-tracker';
-import { NAMESPACE, NODE_IP, NODE_NAME } from './daemon-fixtures';
+import { NODE_IP, NODE_NAME } from './daemon-fixtures';
 
 /** virtualServerKey -> "scheduler" and the realServerKeys it should have (weight 1) */
 export type DesiredTable = Map<string, { scheduler: string; realServers: Set<string> }>;
 
 /** What the API server's Services and EndpointSlices imply for this node's IPv4 IPVS table. */
 export function desiredFromApi(server: FakeApiServer): DesiredTable {
-  return planned(server.list('v1', 'Service'), server.list('discovery.k8s.io/v1', 'EndpointSlice'));
-}
-
-/**
- * What one bench Service (benchServiceName(i): its slice is the one named `${name}-1`) implies,
- * planned alone: the virtual servers desiredFromApi would give it, for a per-Service diff.
- */
-export function desiredForService(server: FakeApiServer, name: string): DesiredTable {
-  const svc = server.get({ apiVersion: 'v1', kind: 'Service', namespace: NAMESPACE, name });
-  const slice = server.get({ apiVersion: 'discovery.k8s.io/v1', kind: 'EndpointSlice', namespace: NAMESPACE, name: `${name}-1` });
-  return planned(svc ? [svc] : [], slice ? [slice] : []);
-}
-
-function planned(services: readonly FakeObject[], slices: readonly FakeObject[]): DesiredTable {
   const st = new ServiceTracker();
   const et = new EndpointSliceTracker(NODE_NAME);
-  for (const s of services) st.onAdd(s as unknown as V1Service);
-  for (const s of slices) et.onAdd(s as unknown as V1EndpointSlice);
+  for (const s of server.list('v1', 'Service')) st.onAdd(s as unknown as V1Service);
+  for (const s of server.list('discovery.k8s.io/v1', 'EndpointSlice')) et.onAdd(s as unknown as V1EndpointSlice);
   const ctx: PlanContext = {
     family: 'ipv4', scheduler: '', nodeName: NODE_NAME, nodeZone: '', nodePortAddresses: [],
     localAddresses: new Set(), nodeIPs: [NODE_IP], excludeClusterCIDRs: [], excludeCIDRs: [],

@@ -1,42 +1,44 @@
 // The peer under churn: kube-proxy's IPVS sync loop, as its netlink requests, running back to
 // back (ipvs.minSyncPeriod 0, kube-proxy's default) while the same churn generator as the
-// daemon's (churn-generator.ts: same rate, same Services in the same order) writes into a fake
-// API server in this process.
+// daemon's (churn-generator.ts: same rates, same Services in the same order) writes into the
+// fake API server.
 //
 // Each sync, as kube-proxy's syncProxyRules does it:
 //  - takes the pending changes (the Services changed since the last sync began, with their
 //    write times): kube-proxy's endpointsMap.Update at the start of a sync;
-//  - plans the changed Services from the API objects as they are then (daemon-oracle.ts
-//    desiredForService: kube-ipvs's own planner, one Service at a time);
 //  - walks the whole table one request at a time: the service dump, then per virtual server
 //    GET (syncService), GET again and the dest dump (syncEndpoint), and for a changed one its
 //    writes: NEW_DEST per new real server; per removed one what GracefulDeleteRS does (K8S
 //    pkg/proxy/ipvs/graceful_termination.go): a dest dump (deleteRsFunc's GetRealServers),
 //    then DEL_DEST at once when the real server has no connections (none here: the bench
-//    carries no traffic), else SET_DEST to weight 0 for the minute check to delete later.
+//    carries no traffic), else SET_DEST to weight 0 for its minute check to delete later.
 // Lag per change: its API write -> the end of the first sync that began after it (the
 // daemon's kubeproxy_network_programming_duration_seconds counts the same way).
 //
-// What favours the peer: its intake is a callback from the generator (no watch, no JSON, no
-// informer cache), it plans only the changed Services (kube-proxy re-plans every Service each
-// sync, but writes only for the changed ones, as here), and it does none of the iptables/ipset
-// work a kube-proxy sync also does. What it shares with the daemon: the kernel (its own netns
-// here, with its own dest trash) and the guest's CPU (the generator runs in this process, as
-// it runs beside the daemon in the bench process).
+// What favours the peer: its intake is the generator's change log (Service, change number,
+// write time) over a pipe, not a watch (no JSON, no informer cache); it computes a changed
+// Service's real servers straight from the slice the change wrote (its ready endpoints; no
+// planner, no per-Service state), where kube-proxy also re-plans every Service each sync; and
+// it does none of the iptables/ipset work a kube-proxy sync also does. What it shares with
+// the daemon: the generator in the bench process (its own CPU, as beside the daemon), the
+// kernel (here in a network namespace of its own: its own table and dest trash) and the guest.
 //
-// Run as a script (daemon-latency.ts does, inside a fresh network namespace, after the daemon
-// has stopped): `peer-churn.js SERVICES ENDPOINTS FIRSTGEN SECONDS RATE...` loads the bench
-// table (daemon-fixtures.ts plus the rollout Service) through our client, then runs one churn
-// segment per rate; prints one JSON line for the load and one per rate.
+// Run as a script (daemon-latency.ts spawns it in a fresh netns after the daemon stopped):
+// `peer-churn.js SERVICES ENDPOINTS` loads the bench table (daemon-fixtures.ts plus the
+// rollout Service) through our client and prints {"what":"load",...}; then, per segment, reads
+// from stdin "start RATE", one "w SERVICE GEN WRITE_MS" per change, "end UPDATES SECONDS
+// LAST_WRITE_MS", and prints the segment's PeerChurnResult as one JSON line once every change
+// is applied.
+import { createInterface } from 'node:readline';
 import { Ipvs, IpvsOp } from '../../lib/kernel/ipvs/ipvs';
 import { openIpvs } from '../../lib/kernel/ipvs/ipvs-netlink';
 import { realServerKey, RealServer, virtualServerKey } from '../../lib/model/ipvs';
 import { NETWORK_PROGRAMMING_BUCKETS } from '../../lib/daemon/metrics';
 import { AF_INET, IPPROTO_TCP } from '../../lib/uapi/inet';
-import { FakeApiServer } from '../../testkit/fake-apiserver';
-import { ChurnWrite, generateChurn } from './churn-generator';
-import { benchObjects, benchServiceName } from './daemon-fixtures';
-import { compareKernel, DesiredTable, desiredForService, desiredFromApi, TableComparison } from './daemon-oracle';
+import { FakeApiServer, FakeObject } from '../../testkit/fake-apiserver';
+import { ChurnWrite, ChurnWritten, generateChurn } from './churn-generator';
+import { benchObjects, benchSlice, clusterIP } from './daemon-fixtures';
+import { compareKernel, DesiredTable, desiredFromApi, TableComparison } from './daemon-oracle';
 import { rolloutObjects } from './daemon-rollout';
 
 export interface PeerSyncCounts {
@@ -45,11 +47,8 @@ export interface PeerSyncCounts {
   readonly writes: number;
 }
 
-/** One sync of kube-proxy's pattern over the whole table, writing for the `changed` Services. */
-export async function peerSync(ipvs: Ipvs, server: FakeApiServer, changed: ReadonlySet<number>): Promise<PeerSyncCounts> {
-  // the changed Services as the API has them when the sync begins
-  const want: DesiredTable = new Map();
-  for (const i of changed) for (const [k, v] of desiredForService(server, benchServiceName(i))) want.set(k, v);
+/** One sync of kube-proxy's pattern over the whole table, writing where `want` (the changed virtual servers) differs. */
+export async function peerSync(ipvs: Ipvs, want: DesiredTable): Promise<PeerSyncCounts> {
   let reads = 0;
   let writes = 0;
   const all = await ipvs.listServices();
@@ -88,14 +87,18 @@ const splitHostPort = (k: string): [string, number] => {
   return [k.slice(0, at), Number(k.slice(at + 1))];
 };
 
-export interface PeerChurnOptions {
-  readonly server: FakeApiServer;
-  readonly ipvs: Ipvs;
-  readonly services: number;
-  readonly endpoints: number;
-  readonly rate: number;
-  readonly seconds: number;
-  readonly firstGen: number;
+/** Bench Service i's virtual server key (daemon-fixtures.ts: TCP port 80 on its ClusterIP). */
+export const benchVirtualServerKey = (i: number): string => `TCP/${clusterIP(i)}:80`;
+
+/** The real servers a bench slice asks for: its ready endpoints on its ports. */
+export function sliceRealServers(slice: FakeObject): Set<string> {
+  const out = new Set<string>();
+  const ports = (slice.ports as { port: number }[] | undefined) ?? [];
+  for (const e of (slice.endpoints as { addresses: string[]; conditions?: { ready?: boolean } }[] | undefined) ?? []) {
+    if (e.conditions?.ready === false) continue;
+    for (const a of e.addresses) for (const p of ports) out.add(`${a}:${p.port}`);
+  }
+  return out;
 }
 
 export interface PeerChurnResult {
@@ -120,71 +123,99 @@ export interface PeerChurnResult {
 /** The bucket bound at or above `v` (kube-proxy's network programming buckets; Infinity past the last). */
 const bucketOf = (v: number) => NETWORK_PROGRAMMING_BUCKETS.find((b) => v <= b) ?? Infinity;
 
-export async function runPeerChurn(o: PeerChurnOptions): Promise<PeerChurnResult> {
-  const pending: ChurnWrite[] = [];
-  let wake: (() => void) | undefined;
-  let writing = true;
-  const poke = () => {
-    const w = wake;
-    wake = undefined;
-    w?.();
-  };
-  const generated = generateChurn({
-    ...o,
-    onWrite: (w) => {
-      pending.push(w);
-      poke();
-    },
-  }).then((r) => {
-    writing = false;
-    poke();
-    return r;
-  });
+/** kube-proxy's sync loop over one table: the change log goes in through write(), a segment runs the loop until its writes are done and applied. */
+export class PeerLoop {
+  private pending: ChurnWrite[] = [];
+  private wake: (() => void) | undefined;
+  /** the newest change number per Service, for the final comparison */
+  private readonly latest = new Map<number, number>();
 
-  const lags: number[] = [];
-  const syncMs: number[] = [];
-  let maxBatch = 0;
-  let ipvsReads = 0;
-  let ipvsWrites = 0;
-  let lastSyncEnd = Date.now();
-  while (writing || pending.length > 0) {
-    if (pending.length === 0) {
-      await new Promise<void>((r) => (wake = r));
-      continue;
-    }
-    const batch = pending.splice(0);
-    const changed = new Set(batch.map((w) => w.service));
-    maxBatch = Math.max(maxBatch, changed.size);
-    const t0 = Date.now();
-    const c = await peerSync(o.ipvs, o.server, changed);
-    lastSyncEnd = Date.now();
-    syncMs.push(lastSyncEnd - t0);
-    ipvsReads += c.reads;
-    ipvsWrites += c.writes;
-    for (const w of batch) lags.push((lastSyncEnd - w.atMs) / 1000);
+  /** `loaded`: what the table was loaded with */
+  constructor(
+    private readonly ipvs: Ipvs,
+    private readonly endpoints: number,
+    private readonly loaded: DesiredTable,
+  ) {}
+
+  write(w: ChurnWrite): void {
+    this.pending.push(w);
+    this.latest.set(w.service, w.gen);
+    this.poke();
   }
-  const written = await generated;
-  const sorted = [...lags].sort((a, b) => a - b);
-  const at = (p: number) => sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil(p * sorted.length) - 1))] ?? 0;
-  return {
-    targetRate: o.rate,
-    seconds: written.seconds,
-    updates: written.updates,
-    achievedRate: written.updates / written.seconds,
-    lag: {
-      count: lags.length,
-      meanSeconds: lags.length ? lags.reduce((a, b) => a + b, 0) / lags.length : 0,
-      p99Seconds: at(0.99), maxSeconds: at(1), p99AtMostSeconds: bucketOf(at(0.99)), maxAtMostSeconds: bucketOf(at(1)),
-    },
-    syncs: syncMs.length,
-    maxBatch,
-    meanSyncMs: syncMs.length ? syncMs.reduce((a, b) => a + b, 0) / syncMs.length : 0,
-    maxSyncMs: Math.max(0, ...syncMs),
-    ipvsReads,
-    ipvsWrites,
-    settleSeconds: Math.max(0, (lastSyncEnd - written.lastWriteAtMs) / 1000),
-    final: await compareKernel(o.ipvs, desiredFromApi(o.server)),
-  };
+
+  private poke(): void {
+    const w = this.wake;
+    this.wake = undefined;
+    w?.();
+  }
+
+  /** Syncs back to back until `written` resolves (the generator stopped) and every change is applied. */
+  async segment(rate: number, written: Promise<ChurnWritten>): Promise<PeerChurnResult> {
+    let writing = true;
+    const done = written.then((r) => {
+      writing = false;
+      this.poke();
+      return r;
+    });
+    const lags: number[] = [];
+    const syncMs: number[] = [];
+    let maxBatch = 0;
+    let ipvsReads = 0;
+    let ipvsWrites = 0;
+    let lastSyncEnd = Date.now();
+    while (writing || this.pending.length > 0) {
+      if (this.pending.length === 0) {
+        await new Promise<void>((r) => (this.wake = r));
+        continue;
+      }
+      const t0 = Date.now();
+      const batch = this.pending;
+      this.pending = [];
+      // the changed Services' real servers as their newest slices ask
+      const want: DesiredTable = new Map();
+      for (const w of batch) want.set(benchVirtualServerKey(w.service), { scheduler: 'rr', realServers: this.realServersOf(w.service) });
+      maxBatch = Math.max(maxBatch, want.size);
+      const c = await peerSync(this.ipvs, want);
+      lastSyncEnd = Date.now();
+      syncMs.push(lastSyncEnd - t0);
+      ipvsReads += c.reads;
+      ipvsWrites += c.writes;
+      for (const w of batch) lags.push((lastSyncEnd - w.atMs) / 1000);
+    }
+    const w = await done;
+    const sorted = [...lags].sort((a, b) => a - b);
+    const at = (p: number) => sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil(p * sorted.length) - 1))] ?? 0;
+    return {
+      targetRate: rate,
+      seconds: w.seconds,
+      updates: w.updates,
+      achievedRate: w.updates / w.seconds,
+      lag: {
+        count: lags.length,
+        meanSeconds: lags.length ? lags.reduce((a, b) => a + b, 0) / lags.length : 0,
+        p99Seconds: at(0.99), maxSeconds: at(1), p99AtMostSeconds: bucketOf(at(0.99)), maxAtMostSeconds: bucketOf(at(1)),
+      },
+      syncs: syncMs.length,
+      maxBatch,
+      meanSyncMs: syncMs.length ? syncMs.reduce((a, b) => a + b, 0) / syncMs.length : 0,
+      maxSyncMs: Math.max(0, ...syncMs),
+      ipvsReads,
+      ipvsWrites,
+      settleSeconds: Math.max(0, (lastSyncEnd - w.lastWriteAtMs) / 1000),
+      final: await compareKernel(this.ipvs, this.desired()),
+    };
+  }
+
+  private realServersOf(service: number): Set<string> {
+    return sliceRealServers(benchSlice(service, this.endpoints, this.latest.get(service) ?? 0));
+  }
+
+  /** What the table should hold now: the loaded table with every changed Service's newest slice. */
+  desired(): DesiredTable {
+    const out: DesiredTable = new Map(this.loaded);
+    for (const i of this.latest.keys()) out.set(benchVirtualServerKey(i), { scheduler: 'rr', realServers: this.realServersOf(i) });
+    return out;
+  }
 }
 
 /** The IPVS ops that load what `desired` says (IPv4 TCP virtual servers, masquerading real servers at weight 1). */
@@ -204,27 +235,46 @@ export function loadOps(desired: DesiredTable): IpvsOp[] {
   return ops;
 }
 
-async function main(): Promise<void> {
-  const [services, endpoints, firstGen, seconds, ...rates] = process.argv.slice(2).map(Number);
-  if (!services || !endpoints || firstGen === undefined || !seconds || rates.length === 0) {
-    throw new Error('usage: peer-churn.js SERVICES ENDPOINTS FIRSTGEN SECONDS RATE...');
-  }
+/** The bench table as daemon-latency.ts's API server starts (bench Services plus the rollout one). */
+export function benchTable(services: number, endpoints: number): DesiredTable {
   const server = new FakeApiServer();
   for (const obj of benchObjects(services, endpoints, rolloutObjects())) server.create(obj);
+  return desiredFromApi(server);
+}
+
+/** One segment in this process: the generator writes into `server` and feeds the loop directly (unit tests). */
+export async function runPeerChurn(o: {
+  server: FakeApiServer; loop: PeerLoop; services: number; endpoints: number; rate: number; seconds: number; firstGen: number;
+}): Promise<PeerChurnResult> {
+  return o.loop.segment(o.rate, generateChurn({ ...o, onWrite: (w) => o.loop.write(w) }));
+}
+
+async function main(): Promise<void> {
+  const [services, endpoints] = process.argv.slice(2).map(Number);
+  if (!services || !endpoints) throw new Error('usage: peer-churn.js SERVICES ENDPOINTS (then the change log on stdin)');
+  const table = benchTable(services, endpoints);
   const ipvs = await openIpvs();
   try {
     const t = Date.now();
-    const ops = loadOps(desiredFromApi(server));
+    const ops = loadOps(table);
     for (let k = 0; k < ops.length; k += 10_000) {
       const failed = (await ipvs.run(ops.slice(k, k + 10_000))).find((r) => !r.ok);
       if (failed && !failed.ok) throw failed.error;
     }
     console.log(JSON.stringify({ what: 'load', seconds: (Date.now() - t) / 1000, ops: ops.length }));
-    let gen = firstGen;
-    for (const rate of rates) {
-      const r = await runPeerChurn({ server, ipvs, services, endpoints, rate: rate!, seconds, firstGen: gen });
-      gen += r.updates;
-      console.log(JSON.stringify({ what: 'churn', ...r }));
+    const loop = new PeerLoop(ipvs, endpoints, table);
+    let segment: Promise<void> = Promise.resolve();
+    let end: ((w: ChurnWritten) => void) | undefined;
+    for await (const line of createInterface({ input: process.stdin })) {
+      const [op, a, b, c] = line.split(' ');
+      if (op === 'w') loop.write({ service: Number(a), gen: Number(b), atMs: Number(c) });
+      else if (op === 'start') {
+        const written = new Promise<ChurnWritten>((r) => (end = r));
+        segment = loop.segment(Number(a), written).then((r) => console.log(JSON.stringify({ what: 'churn', ...r })));
+      } else if (op === 'end') {
+        end?.({ updates: Number(a), seconds: Number(b), lastWriteAtMs: Number(c), startMs: 0 });
+        await segment;
+      }
     }
   } finally {
     ipvs.close();
