@@ -214,7 +214,7 @@ async function main(): Promise<void> {
   const ipvs = await openIpvs();
   record('rolling update', { ...(await runRollout(server, daemon, ipvs)) });
 
-  // one churn segment per offered rate, lowest first (each waits for the kernel to match)
+  // one churn segment per offered rate, in the order given (each waits for the kernel to match)
   let gen = CHANGES + 1;
   for (const rate of CHURN_RATES) {
     const churn = await runChurn({
