@@ -5,6 +5,12 @@
 // SERVICES virtual servers; each round times SERVICES adds (one per virtual server) and their
 // deletes, then grows the trash by 4 x SERVICES more add+delete pairs. Flushes the table first
 // and last: run it in a throw-away VM (scripts/vm/run.sh -- node dist/scripts/bench/dest-trash.js).
+// Then, against the trash those rounds left, real servers whose address goes away and returns
+// (a readiness flap, a drain the address comes back to), one per virtual server, each pattern
+// run twice, alternating: deleted and re-added (DEL_DEST, NEW_DEST: the add finds it in the trash
+// and revives it) against set to weight 0 and back (SET_DEST twice: what the daemon does while
+// the real server drains); while they are away, SERVICES adds of new addresses (and their
+// deletes, untimed) walk the trash, which holds the away ones in the first pattern only.
 // Usage: node dist/scripts/bench/dest-trash.js [SERVICES] [ROUNDS]
 import { openIpvs } from '../../lib/kernel/ipvs/ipvs-netlink';
 import { IpvsOp } from '../../lib/kernel/ipvs/ipvs';
@@ -66,8 +72,46 @@ async function main(): Promise<void> {
       await timed(grow.dels);
     }
   }
+  await returning(vss, timed, () => next++, ROUNDS * (GROW + 1) * SERVICES);
   await ipvs.apply({ kind: 'flush' });
   ipvs.close();
+}
+
+type Pattern = 'delete + re-add' | 'weight 0 + back';
+
+/** Real servers whose address goes away and returns, one per virtual server: both patterns, alternating. */
+async function returning(
+  vss: readonly VirtualServerSpec[],
+  timed: (ops: IpvsOp[]) => Promise<number>,
+  fresh: () => number,
+  deletedBefore: number,
+): Promise<void> {
+  // the returning real servers: added once, kept (weight 1) between the runs
+  const stay = vss.map((vs) => ({ vs, rs: realServer(fresh()) }));
+  await timed(stay.map(({ vs, rs }): IpvsOp => ({ kind: 'newDest', vs, rs })));
+  let deleted = deletedBefore;
+  const rows: { pattern: Pattern; deleted: number; away: number; during: number; back: number }[] = [];
+  for (const pattern of ['weight 0 + back', 'delete + re-add', 'weight 0 + back', 'delete + re-add'] as Pattern[]) {
+    const at = deleted;
+    const away = await timed(stay.map(({ vs, rs }): IpvsOp => (pattern === 'delete + re-add' ? { kind: 'delDest', vs, rs } : { kind: 'setDest', vs, rs: { ...rs, weight: 0 } })));
+    // new addresses meanwhile (pods replaced elsewhere): each add walks the whole trash
+    const others = vss.map((vs) => ({ vs, rs: realServer(fresh()) }));
+    const during = await timed(others.map(({ vs, rs }): IpvsOp => ({ kind: 'newDest', vs, rs })));
+    await timed(others.map(({ vs, rs }): IpvsOp => ({ kind: 'delDest', vs, rs })));
+    const back = await timed(stay.map(({ vs, rs }): IpvsOp => (pattern === 'delete + re-add' ? { kind: 'newDest', vs, rs } : { kind: 'setDest', vs, rs })));
+    deleted += vss.length * (pattern === 'delete + re-add' ? 2 : 1);
+    rows.push({ pattern, deleted: at, away, during, back });
+  }
+  console.log(`\nAddresses that go away and return, ${vss.length} (one per virtual server), against the trash above: us per op\n`);
+  console.log(`${'pattern'.padEnd(16)}  ${'deleted before'.padStart(14)}  ${'going away'.padStart(10)}  ${'new adds meanwhile'.padStart(18)}  ${'returning'.padStart(9)}  ${'away+back vs weight 0'.padStart(21)}`);
+  console.log('-'.repeat(97));
+  for (let i = 0; i < rows.length; i++) {
+    const r = rows[i]!;
+    // against the other pattern's run next to it (the one before, the first against the second)
+    const peer = rows[r.pattern === 'weight 0 + back' ? i : i - 1]!;
+    const ratio = (r.away + r.back) / (peer.away + peer.back);
+    console.log(`${r.pattern.padEnd(16)}  ${String(r.deleted).padStart(14)}  ${r.away.toFixed(0).padStart(10)}  ${r.during.toFixed(0).padStart(18)}  ${r.back.toFixed(0).padStart(9)}  ${`${ratio.toFixed(2)}x`.padStart(21)}`);
+  }
 }
 
 main().catch((e: unknown) => {
