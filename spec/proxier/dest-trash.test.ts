@@ -16,10 +16,10 @@ const VIP = '10.96.0.10';
 const VS = { af: AF_INET, protocol: IPPROTO_TCP, address: VIP, port: 80, fwmark: 0 } as const;
 const rs = (address: string) => ({ af: AF_INET, address, port: 8080, fwdMethod: IP_VS_CONN_F.MASQ, weight: 1 }) as const;
 
-function web(protocol = 'TCP', annotations: Record<string, string> = {}): V1Service {
+function web(protocol = 'TCP', annotations: Record<string, string> = {}, port = 80): V1Service {
   return makeService('default', 'web', (s) => {
     s.metadata!.annotations = annotations;
-    s.spec = { type: 'ClusterIP', clusterIP: VIP, clusterIPs: [VIP], ports: [svcPort('http', 80, protocol)] };
+    s.spec = { type: 'ClusterIP', clusterIP: VIP, clusterIPs: [VIP], ports: [svcPort('http', port, protocol)] };
   });
 }
 function endpoints(protocol: string, ...ips: string[]): V1EndpointSlice {
@@ -140,5 +140,14 @@ describe('the dest trash: what the proxier deletes and re-adds', () => {
     await t.settle(FAKE_SETTINGS.syncPeriodMs); // and the full sync after it finds nothing to do
     expect(opsSince(t.ipvs, from)).toEqual([`setService ${VIP}:80`]);
     expect((await t.ipvs.listAll())[0]!.vs.scheduler).toBe('lc');
+  });
+
+  it('a Service port change: the new virtual server and its real servers first, the old one\'s DEL_SERVICE last (its real servers are not in the trash the adds walk)', async () => {
+    const t = await started('TCP', '10.244.1.2', '10.244.1.3');
+    const from = t.ipvs.applied.length;
+    t.services.onUpdate(web(), web('TCP', {}, 81));
+    t.proxier.sync();
+    await t.settle();
+    expect(opsSince(t.ipvs, from)).toEqual([`newService ${VIP}:81`, 'newDest 10.244.1.2 w1', 'newDest 10.244.1.3 w1', `delService ${VIP}:80`]);
   });
 });
