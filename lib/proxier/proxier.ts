@@ -301,10 +301,16 @@ export class Proxier {
     });
   }
 
-  /** A partial sync's IPVS ops: each touched virtual server diffed against what was applied. */
+  /**
+   * A partial sync's IPVS ops: each touched virtual server diffed against what was applied;
+   * the deleted virtual servers last, as in a full sync (a re-plan touches the old keys first):
+   * DEL_SERVICE puts every real server of it into the kernel's dest trash, which each NEW_DEST
+   * after it walks (a Service port or ClusterIP change re-adds them all under the new key).
+   */
   private partialSyncOps(run: SyncRun, startNetfilter: () => unknown): IpvsOp[] {
     startNetfilter();
     const ops: IpvsOp[] = [];
+    const deletes: IpvsOp[] = [];
     const applied = this.applier.applied;
     for (const k of run.touched) {
       const vs = this.desired.virtualServer(k)?.vs ?? applied.get(k)?.vs;
@@ -314,9 +320,10 @@ export class Proxier {
         this.deps.log.warn(`leaving virtual server ${describeVirtualServer(vs)} alone: inside ipvs.excludeCIDRs`, { virtualServer: k });
         continue;
       }
-      ops.push(...diffVirtualServer(applied.get(k), this.desired.virtualServer(k)));
+      const want = this.desired.virtualServer(k);
+      (want ? ops : deletes).push(...diffVirtualServer(applied.get(k), want));
     }
-    return ops;
+    return deletes.length > 0 ? ops.concat(deletes) : ops;
   }
 
   /** After the IPVS changes: the stale conntrack entries, the result and the figures. */
