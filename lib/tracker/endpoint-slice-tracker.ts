@@ -11,7 +11,7 @@ import { MalformedObjectError } from '../errors';
 import { hostPort } from '../model/ipvs';
 import { Endpoint, Protocol, Refusal, ServiceName, ServicePort } from '../model/service';
 import { AF_INET, AF_INET6 } from '../uapi/inet';
-import { ChangeTracker, Snapshot } from './pending-changes';
+import { ChangeTracker, sameStructure } from './pending-changes';
 import { IpFamily } from '../model/ip-family';
 
 interface SliceState {
@@ -40,8 +40,9 @@ interface ServiceEndpoints {
   /** portKey(name, protocol, family) -> endpoints sorted by ip:port */
   readonly byPort: ReadonlyMap<string, readonly Endpoint[]>;
   readonly refusals: readonly Refusal[];
-  readonly snapshot: Snapshot;
 }
+
+const sameEndpoints = (a: ServiceEndpoints, b: ServiceEndpoints): boolean => sameStructure(a.byPort, b.byPort) && sameStructure(a.refusals, b.refusals);
 
 const portKey = (portName: string, protocol: Protocol, family: IpFamily): string => `${portName}/${protocol}/${family}`;
 /** The Service a slice names by its label, read defensively ('' when none can be read). */
@@ -55,14 +56,14 @@ const sliceKeyOf = (s: V1EndpointSlice): string => `${s.metadata?.namespace ?? '
 const NONE: readonly never[] = [];
 const byString = (a: string, b: string): number => (a < b ? -1 : a > b ? 1 : 0);
 
-export class EndpointSliceTracker extends ChangeTracker {
+export class EndpointSliceTracker extends ChangeTracker<ServiceEndpoints> {
   private readonly slices = new Map<string, SliceState>();
   private readonly slicesOf = new Map<ServiceName, Set<string>>();
   private readonly merged = new Map<ServiceName, ServiceEndpoints>();
 
   /** `nodeName`: this node (an endpoint whose nodeName matches is local). */
   constructor(private readonly nodeName: string) {
-    super();
+    super(sameEndpoints);
   }
 
   onAdd(slice: V1EndpointSlice): Set<ServiceName> {
@@ -107,7 +108,7 @@ export class EndpointSliceTracker extends ChangeTracker {
       const next = this.merge(name);
       if (next) this.merged.set(name, next);
       else this.merged.delete(name);
-      if (name !== '' && this.changes.record(name, prev?.snapshot, next?.snapshot)) changed.add(name);
+      if (name !== '' && this.changes.record(name, prev, next)) changed.add(name);
     }
     return changed;
   }
@@ -168,7 +169,7 @@ export class EndpointSliceTracker extends ChangeTracker {
       const eps = byPort.get(pk)!;
       out.set(pk, [...eps.keys()].sort(byString).map((id) => eps.get(id)!));
     }
-    return { byPort: out, refusals, snapshot: new Snapshot(() => [[...out], refusals]) };
+    return { byPort: out, refusals };
   }
 
   /** The endpoints of one service port: sorted by ip:port, one per ip:port. */
