@@ -34,6 +34,11 @@ function sliceState(service: ServiceName, converted: ConvertedEndpointSlice): Sl
   const family = converted.family;
   if (family === undefined || converted.ports.length === 0) return { service, byPort: NO_PORTS, refusals: converted.refusals };
   const af = family === 'ipv4' ? AF_INET : AF_INET6;
+  if (converted.ports.length === 1) {
+    const port = converted.ports[0]!;
+    const list = converted.endpoints.map((e) => withPort(e, port.port));
+    return { service, byPort: new Map([[portKey(port.name, port.protocol, family), mergedList(af, [list])]]), refusals: converted.refusals };
+  }
   const lists = new Map<string, Endpoint[]>();
   for (const port of converted.ports) {
     const pk = portKey(port.name, port.protocol, family);
@@ -84,7 +89,30 @@ interface ServiceEndpoints {
   readonly refusals: readonly Refusal[];
 }
 
-const sameEndpoints = (a: ServiceEndpoints, b: ServiceEndpoints): boolean => sameStructure(a.byPort, b.byPort) && sameStructure(a.refusals, b.refusals);
+/** Two Services' endpoints compared field by field, bailing at the first difference (both sorted). */
+function sameEndpoints(a: ServiceEndpoints, b: ServiceEndpoints): boolean {
+  if (a.byPort !== b.byPort) {
+    if (a.byPort.size !== b.byPort.size) return false;
+    for (const [pk, la] of a.byPort) {
+      const lb = b.byPort.get(pk);
+      if (lb === undefined || !sameList(la, lb)) return false;
+    }
+  }
+  return sameStructure(a.refusals, b.refusals);
+}
+
+function sameList(a: readonly Endpoint[], b: readonly Endpoint[]): boolean {
+  if (a === b) return true;
+  if (a.length !== b.length) return false;
+  for (let i = 0; i < a.length; i++) {
+    const x = a[i]!;
+    const y = b[i]!;
+    if (x === y) continue;
+    if (x.ip !== y.ip || x.port !== y.port || x.ready !== y.ready || x.serving !== y.serving || x.terminating !== y.terminating || x.isLocal !== y.isLocal) return false;
+    if (!sameStructure(x.zoneHints, y.zoneHints) || !sameStructure(x.nodeHints, y.nodeHints)) return false;
+  }
+  return true;
+}
 
 const portKey = (portName: string, protocol: Protocol, family: IpFamily): string => `${portName}/${protocol}/${family}`;
 /** The Service a slice names by its label, read defensively ('' when none can be read). */
@@ -129,6 +157,11 @@ export class EndpointSliceTracker extends ChangeTracker<ServiceEndpoints> {
     // converted before anything is changed: a slice that cannot be converted leaves the
     // tracker as it was, but for the refusal that says so
     const after = slice ? this.convert(sliceKey, slice, before) : undefined;
+    if (before && after && before.service === after.service) {
+      // the common update: the slice stays with its Service
+      this.slices.set(sliceKey, after);
+      return this.remerged(new Set([after.service]), before, after);
+    }
     if (before) {
       touched.add(before.service);
       const set = this.slicesOf.get(before.service);
@@ -144,6 +177,11 @@ export class EndpointSliceTracker extends ChangeTracker<ServiceEndpoints> {
       set.add(sliceKey);
       touched.add(service);
     }
+    return this.remerged(touched, before, after);
+  }
+
+  /** Merges the `touched` Services again after a slice moved from `before` to `after`; the changed ones. */
+  private remerged(touched: Set<ServiceName>, before: SliceState | undefined, after: SliceState | undefined): Set<ServiceName> {
     const changed = new Set<ServiceName>();
     for (const name of touched) {
       const prev = this.merged.get(name);
