@@ -9,6 +9,8 @@
 //   changes every TAKE_EVERY events as the proxier's syncs would. CPU is this thread's alone
 //   (process.threadCpuUsage): the server's thread is not counted; wall time is from the first
 //   write to the last event handled (the server writes in batches as it goes).
+// - "stream, no tracker": the same, the handler without the tracker: what the HTTP path, the
+//   parse and the informer cost alone, the floor any tracker work adds to.
 // - The stages, fed the very lines the server sent (its watch events as JSON lines), in this
 //   thread: JSON.parse only (the in-run reference every other row is a ratio against), + prune
 //   (the watch's line handler), + convertEndpointSlice, + the tracker (onUpdate, changes taken
@@ -28,6 +30,7 @@ import { convertEndpointSlice } from '../../lib/k8s/convert';
 import { EndpointSliceTracker } from '../../lib/tracker/endpoint-slice-tracker';
 
 const TAKE_EVERY = 100;
+const STREAM = 'stream: HTTP -> informer -> tracker';
 const WRITE_BATCH = 500;
 
 interface ServerData {
@@ -49,7 +52,8 @@ async function serve(d: ServerData): Promise<void> {
     const batch = () => {
       for (const stop = Math.min(end, u + WRITE_BATCH); u < stop; u++) {
         const i = (u * 7919) % d.services;
-        const obj = server.update(benchSlice(i, d.endpoints, u, new Date()));
+        // change numbers past 65,535 wrap (replacementIP); the client counts every event
+        const obj = server.update(benchSlice(i, d.endpoints, ((u - 1) % 65_535) + 1, new Date()));
         lines.push(`{"type":"MODIFIED","object":${JSON.stringify(obj)}}`);
       }
       if (u < end) setImmediate(batch);
@@ -84,7 +88,6 @@ async function main(): Promise<void> {
   const endpoints = Number(process.argv[3] ?? 10);
   const events = Number(process.argv[4] ?? 20_000);
   const rounds = Number(process.argv[5] ?? 3);
-  if (events * rounds > 65_535) throw new Error('EVENTS x ROUNDS must stay <= 65535 (replacement addresses)');
 
   const worker = new Worker(__filename, { workerData: { services, endpoints } satisfies ServerData });
   const messages: FromServer[] = [];
@@ -111,6 +114,10 @@ async function main(): Promise<void> {
   kc.loadFromString(kubeconfigFor(url));
   const tracker = new EndpointSliceTracker(NODE_NAME);
   let seen = 0;
+  let sink = 0;
+  /** the floor rounds: the same stream and handler, no tracker */
+  let floor = false;
+  const none: ReadonlySet<string> = new Set();
   let target = Infinity;
   let onTarget: (() => void) | undefined;
   let synced: () => void = () => undefined;
@@ -120,7 +127,7 @@ async function main(): Promise<void> {
     // proxier-wiring.ts's trigger(): the trigger time parsed and noted
     const at = Date.parse(s.metadata?.annotations?.['endpoints.kubernetes.io/last-change-trigger-time'] ?? '');
     if (Number.isFinite(at)) triggers.push(at);
-    if (n.size === 0) return;
+    sink += n.size;
     if (++seen % TAKE_EVERY === 0) {
       tracker.takeChanges();
       triggers.length = 0;
@@ -133,7 +140,7 @@ async function main(): Promise<void> {
     handlers: {
       endpointSlice: {
         onEndpointSliceAdd: (s) => handled(s, tracker.onAdd(s)),
-        onEndpointSliceUpdate: (o, s) => handled(s, tracker.onUpdate(o, s)),
+        onEndpointSliceUpdate: (o, s) => handled(s, floor ? none : tracker.onUpdate(o, s)),
         onEndpointSliceDelete: (s) => handled(s, tracker.onDelete(s)),
         onEndpointSlicesSynced: () => synced(),
       },
@@ -150,18 +157,23 @@ async function main(): Promise<void> {
   const rows = new Map<string, Measure[]>();
   const note = (label: string, m: Measure) => rows.set(label, [...(rows.get(label) ?? []), m]);
   for (let round = 0; round < rounds; round++) {
-    seen = 0;
-    target = events;
-    const done = new Promise<void>((r) => (onTarget = r));
-    const c0 = cpuNow();
-    const w0 = performance.now();
-    worker.postMessage({ go: { first: 1 + round * events, count: events } } satisfies ToServer);
-    await done;
-    note('stream: HTTP -> informer -> tracker', { cpuMs: cpuNow() - c0, wallMs: performance.now() - w0 });
-    const { lines } = await next('lines');
+    const stream = async (label: string, first: number): Promise<string[]> => {
+      seen = 0;
+      target = events;
+      const done = new Promise<void>((r) => (onTarget = r));
+      const c0 = cpuNow();
+      const w0 = performance.now();
+      worker.postMessage({ go: { first, count: events } } satisfies ToServer);
+      await done;
+      note(label, { cpuMs: cpuNow() - c0, wallMs: performance.now() - w0 });
+      return (await next('lines')).lines;
+    };
+    const lines = await stream(STREAM, 1 + 2 * round * events);
+    floor = true;
+    await stream('stream, no tracker (the floor)', 1 + (2 * round + 1) * events);
+    floor = false;
     if (lines.length !== events) throw new Error(`server sent ${lines.length} lines, expected ${events}`);
 
-    let sink = 0;
     note('JSON.parse', timed(() => {
       for (const l of lines) sink += (JSON.parse(l) as { type: string }).type.length;
     }));
@@ -179,8 +191,8 @@ async function main(): Promise<void> {
         if (++k % TAKE_EVERY === 0) stageTracker.takeChanges();
       }
     }));
-    if (sink < 0) console.log(sink);
   }
+  if (sink < 0) console.log(sink);
   await informers.stop();
   await worker.terminate();
 
@@ -188,7 +200,7 @@ async function main(): Promise<void> {
   const perCpu = (ms: Measure[]) => median(ms.map((m) => events / (m.cpuMs / 1000)));
   const perWall = (ms: Measure[]) => median(ms.map((m) => events / (m.wallMs / 1000)));
   const parse = perCpu(rows.get('JSON.parse')!);
-  const stream = perCpu(rows.get('stream: HTTP -> informer -> tracker')!);
+  const stream = perCpu(rows.get(STREAM)!);
   console.log(`\nintake per EndpointSlice watch event (${process.env.BENCH_WHERE ?? 'host'}): ${services} Services x ${endpoints} endpoints, ${events} updates per round, median of ${rounds} rounds; CPU of this thread only\n`);
   const w = Math.max(...[...rows.keys()].map((l) => l.length));
   console.log(`${'stage'.padEnd(w)}  ${'events/CPU-s'.padStart(12)}  ${'events/wall-s'.padStart(13)}  ${'µs CPU/event'.padStart(12)}  ${'in parses'.padStart(9)}  ${'of stream'.padStart(9)}`);
