@@ -100,13 +100,16 @@ export function endpointSliceShapeProblem(slice: unknown): { field: string; valu
     for (const k of ['namespace', 'name'] as const) if (!optional(md[k], 'string')) return { field: `metadata.${k}`, value: md[k], reason: 'not a string' };
     if (md.labels !== undefined && md.labels !== null) {
       if (!isObject(md.labels)) return { field: 'metadata.labels', value: md.labels, reason: 'not an object' };
-      for (const [k, v] of Object.entries(md.labels)) if (typeof v !== 'string') return { field: `metadata.labels[${k}]`, value: v, reason: 'not a string' };
+      const labels = md.labels;
+      for (const k in labels) if (typeof labels[k] !== 'string') return { field: `metadata.labels[${k}]`, value: labels[k], reason: 'not a string' };
     }
   }
   if (!optional(slice.addressType, 'string')) return { field: 'addressType', value: slice.addressType, reason: 'not a string' };
   const ports = listOf(slice.ports);
   if (ports === undefined) return { field: 'ports', value: slice.ports, reason: 'not a list' };
-  for (const [i, p] of ports.entries()) {
+  // index loops, and a field's name made only when it is refused: this runs on every watch event
+  for (let i = 0; i < ports.length; i++) {
+    const p = ports[i];
     if (!isObject(p)) return { field: `ports[${i}]`, value: p, reason: 'not an object' };
     if (!optional(p.name, 'string')) return { field: `ports[${i}].name`, value: p.name, reason: 'not a string' };
     if (!optional(p.port, 'number')) return { field: `ports[${i}].port`, value: p.port, reason: 'not a number' };
@@ -114,26 +117,31 @@ export function endpointSliceShapeProblem(slice: unknown): { field: string; valu
   }
   const endpoints = listOf(slice.endpoints);
   if (endpoints === undefined) return { field: 'endpoints', value: slice.endpoints, reason: 'not a list' };
-  for (const [i, e] of endpoints.entries()) {
-    const at = `endpoints[${i}]`;
-    if (!isObject(e)) return { field: at, value: e, reason: 'not an object' };
+  for (let i = 0; i < endpoints.length; i++) {
+    const e = endpoints[i];
+    const at = () => `endpoints[${i}]`;
+    if (!isObject(e)) return { field: at(), value: e, reason: 'not an object' };
     const addresses = listOf(e.addresses);
-    if (addresses === undefined) return { field: `${at}.addresses`, value: e.addresses, reason: 'not a list' };
-    for (const [j, a] of addresses.entries()) if (typeof a !== 'string') return { field: `${at}.addresses[${j}]`, value: a, reason: 'not a string' };
-    if (!optional(e.nodeName, 'string')) return { field: `${at}.nodeName`, value: e.nodeName, reason: 'not a string' };
-    if (e.conditions !== undefined && e.conditions !== null) {
-      if (!isObject(e.conditions)) return { field: `${at}.conditions`, value: e.conditions, reason: 'not an object' };
-      for (const k of ['ready', 'serving', 'terminating'] as const) {
-        if (!optional(e.conditions[k], 'boolean')) return { field: `${at}.conditions.${k}`, value: e.conditions[k], reason: 'not a boolean' };
-      }
+    if (addresses === undefined) return { field: `${at()}.addresses`, value: e.addresses, reason: 'not a list' };
+    for (let j = 0; j < addresses.length; j++) {
+      if (typeof addresses[j] !== 'string') return { field: `${at()}.addresses[${j}]`, value: addresses[j], reason: 'not a string' };
+    }
+    if (!optional(e.nodeName, 'string')) return { field: `${at()}.nodeName`, value: e.nodeName, reason: 'not a string' };
+    const c = e.conditions;
+    if (c !== undefined && c !== null) {
+      if (!isObject(c)) return { field: `${at()}.conditions`, value: c, reason: 'not an object' };
+      if (!optional(c.ready, 'boolean')) return { field: `${at()}.conditions.ready`, value: c.ready, reason: 'not a boolean' };
+      if (!optional(c.serving, 'boolean')) return { field: `${at()}.conditions.serving`, value: c.serving, reason: 'not a boolean' };
+      if (!optional(c.terminating, 'boolean')) return { field: `${at()}.conditions.terminating`, value: c.terminating, reason: 'not a boolean' };
     }
     if (e.hints !== undefined && e.hints !== null) {
-      if (!isObject(e.hints)) return { field: `${at}.hints`, value: e.hints, reason: 'not an object' };
+      if (!isObject(e.hints)) return { field: `${at()}.hints`, value: e.hints, reason: 'not an object' };
       for (const k of ['forZones', 'forNodes'] as const) {
         const hints = listOf(e.hints[k]);
-        if (hints === undefined) return { field: `${at}.hints.${k}`, value: e.hints[k], reason: 'not a list' };
-        for (const [j, h] of hints.entries()) {
-          if (!isObject(h) || !optional(h.name, 'string')) return { field: `${at}.hints.${k}[${j}]`, value: h, reason: 'not an object with a string name' };
+        if (hints === undefined) return { field: `${at()}.hints.${k}`, value: e.hints[k], reason: 'not a list' };
+        for (let j = 0; j < hints.length; j++) {
+          const h = hints[j];
+          if (!isObject(h) || !optional(h.name, 'string')) return { field: `${at()}.hints.${k}[${j}]`, value: h, reason: 'not an object with a string name' };
         }
       }
     }
@@ -219,6 +227,7 @@ export function convertEndpointSlice(slice: V1EndpointSlice, nodeName: string): 
 }
 
 function hintNames(list: readonly { name?: string }[] | undefined): string[] | undefined {
+  if (list === undefined || list === null || list.length === 0) return undefined;
   const names = (list ?? []).map((h) => h.name).filter((n): n is string => typeof n === 'string' && n !== '');
   return names.length > 0 ? sortUnique(names) : undefined;
 }

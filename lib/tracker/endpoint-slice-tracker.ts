@@ -6,41 +6,112 @@
  * not depend on event order.
  */
 import type { V1EndpointSlice } from '@kubernetes/client-node';
-import { ConvertedEndpointSlice, SERVICE_NAME_LABEL, SlicePort, convertEndpointSlice } from '../k8s/convert';
+import { ConvertedEndpointSlice, SERVICE_NAME_LABEL, convertEndpointSlice } from '../k8s/convert';
 import { MalformedObjectError } from '../errors';
-import { hostPort } from '../model/ipvs';
+import { AddressFamily, hostPort } from '../model/ipvs';
 import { Endpoint, Protocol, Refusal, ServiceName, ServicePort } from '../model/service';
 import { AF_INET, AF_INET6 } from '../uapi/inet';
-import { ChangeTracker, Snapshot } from './pending-changes';
+import { ChangeTracker, sameStructure } from './pending-changes';
 import { IpFamily } from '../model/ip-family';
 
 interface SliceState {
   /** "ns/name" of the Service, '' when the slice belongs to none */
   readonly service: ServiceName;
-  readonly family: IpFamily | undefined;
-  /** the slice's endpoints as Endpoints of each of its ports (the merge reuses these objects) */
-  readonly ports: readonly { readonly port: SlicePort; readonly endpoints: readonly Endpoint[] }[];
+  /**
+   * The slice's own merge: portKey -> its endpoints as Endpoints of that port, sorted by
+   * ip:port, one per ip:port (the local copy, else the first), port keys in order. A Service
+   * with this slice alone has these as its merged endpoints (the same Map); a Service with
+   * several merges its slices' lists of a port, reusing these objects.
+   */
+  readonly byPort: ReadonlyMap<string, readonly Endpoint[]>;
   readonly refusals: readonly Refusal[];
 }
 
-/**
- * What the tracker keeps of a converted slice: its endpoints made Endpoints once per port, so
- * a Service's merged endpoints are these same objects (one per endpoint and port) and not
- * copies beside the converter's port-less ones.
- */
+const NO_PORTS: ReadonlyMap<string, readonly Endpoint[]> = new Map();
+
+/** What the tracker keeps of a converted slice: its endpoints made Endpoints once per port, merged. */
 function sliceState(service: ServiceName, converted: ConvertedEndpointSlice): SliceState {
-  const ports = converted.family === undefined ? [] : converted.ports.map((port) => ({
-    port,
-    endpoints: converted.endpoints.map((e): Endpoint => ({ ...e, port: port.port })),
-  }));
-  return { service, family: converted.family, ports, refusals: converted.refusals };
+  const family = converted.family;
+  if (family === undefined || converted.ports.length === 0) return { service, byPort: NO_PORTS, refusals: converted.refusals };
+  const af = family === 'ipv4' ? AF_INET : AF_INET6;
+  if (converted.ports.length === 1) {
+    const port = converted.ports[0]!;
+    const list = converted.endpoints.map((e) => withPort(e, port.port));
+    return { service, byPort: new Map([[portKey(port.name, port.protocol, family), mergedList(af, [list])]]), refusals: converted.refusals };
+  }
+  const lists = new Map<string, Endpoint[]>();
+  for (const port of converted.ports) {
+    const pk = portKey(port.name, port.protocol, family);
+    let list = lists.get(pk);
+    if (!list) lists.set(pk, (list = []));
+    // two ports of one slice with the same name and protocol merge, as two slices would
+    for (const e of converted.endpoints) list.push(withPort(e, port.port));
+  }
+  const byPort = new Map<string, readonly Endpoint[]>();
+  for (const pk of [...lists.keys()].sort(byString)) byPort.set(pk, mergedList(af, [lists.get(pk)!]));
+  return { service, byPort, refusals: converted.refusals };
 }
+
+/**
+ * One port's endpoints from lists in slice-name order (each in slice order): one per ip:port,
+ * the first local copy, else the first copy; sorted by ip:port. (A stable sort of the
+ * concatenation by ip:port, then the winner of each run of equal ones.)
+ */
+function mergedList(af: AddressFamily, lists: readonly (readonly Endpoint[])[]): readonly Endpoint[] {
+  const all = lists.length === 1 ? lists[0]! : lists.flat();
+  const n = all.length;
+  const ids = new Array<string>(n);
+  const order = new Array<number>(n);
+  for (let i = 0; i < n; i++) {
+    ids[i] = hostPort(af, all[i]!.ip, all[i]!.port);
+    order[i] = i;
+  }
+  order.sort((x, y) => (ids[x]! < ids[y]! ? -1 : ids[x]! > ids[y]! ? 1 : x - y));
+  const out: Endpoint[] = [];
+  for (let k = 0; k < n; ) {
+    const id = ids[order[k]!]!;
+    let winner = all[order[k++]!]!;
+    for (; k < n && ids[order[k]!] === id; k++) if (!winner.isLocal && all[order[k]!]!.isLocal) winner = all[order[k]!]!;
+    out.push(winner);
+  }
+  return out;
+}
+
+/** An endpoint of the converter's as an Endpoint of one port (keys in the order `{ ...e, port }` gives). */
+const withPort = (e: ConvertedEndpointSlice['endpoints'][number], port: number): Endpoint =>
+  e.zoneHints === undefined && e.nodeHints === undefined
+    ? { ip: e.ip, ready: e.ready, serving: e.serving, terminating: e.terminating, isLocal: e.isLocal, port }
+    : { ...e, port };
 
 interface ServiceEndpoints {
   /** portKey(name, protocol, family) -> endpoints sorted by ip:port */
   readonly byPort: ReadonlyMap<string, readonly Endpoint[]>;
   readonly refusals: readonly Refusal[];
-  readonly snapshot: Snapshot;
+}
+
+/** Two Services' endpoints compared field by field, bailing at the first difference (both sorted). */
+function sameEndpoints(a: ServiceEndpoints, b: ServiceEndpoints): boolean {
+  if (a.byPort !== b.byPort) {
+    if (a.byPort.size !== b.byPort.size) return false;
+    for (const [pk, la] of a.byPort) {
+      const lb = b.byPort.get(pk);
+      if (lb === undefined || !sameList(la, lb)) return false;
+    }
+  }
+  return sameStructure(a.refusals, b.refusals);
+}
+
+function sameList(a: readonly Endpoint[], b: readonly Endpoint[]): boolean {
+  if (a === b) return true;
+  if (a.length !== b.length) return false;
+  for (let i = 0; i < a.length; i++) {
+    const x = a[i]!;
+    const y = b[i]!;
+    if (x === y) continue;
+    if (x.ip !== y.ip || x.port !== y.port || x.ready !== y.ready || x.serving !== y.serving || x.terminating !== y.terminating || x.isLocal !== y.isLocal) return false;
+    if (!sameStructure(x.zoneHints, y.zoneHints) || !sameStructure(x.nodeHints, y.nodeHints)) return false;
+  }
+  return true;
 }
 
 const portKey = (portName: string, protocol: Protocol, family: IpFamily): string => `${portName}/${protocol}/${family}`;
@@ -55,14 +126,14 @@ const sliceKeyOf = (s: V1EndpointSlice): string => `${s.metadata?.namespace ?? '
 const NONE: readonly never[] = [];
 const byString = (a: string, b: string): number => (a < b ? -1 : a > b ? 1 : 0);
 
-export class EndpointSliceTracker extends ChangeTracker {
+export class EndpointSliceTracker extends ChangeTracker<ServiceEndpoints> {
   private readonly slices = new Map<string, SliceState>();
   private readonly slicesOf = new Map<ServiceName, Set<string>>();
   private readonly merged = new Map<ServiceName, ServiceEndpoints>();
 
   /** `nodeName`: this node (an endpoint whose nodeName matches is local). */
   constructor(private readonly nodeName: string) {
-    super();
+    super(sameEndpoints);
   }
 
   onAdd(slice: V1EndpointSlice): Set<ServiceName> {
@@ -86,6 +157,11 @@ export class EndpointSliceTracker extends ChangeTracker {
     // converted before anything is changed: a slice that cannot be converted leaves the
     // tracker as it was, but for the refusal that says so
     const after = slice ? this.convert(sliceKey, slice, before) : undefined;
+    if (before && after && before.service === after.service) {
+      // the common update: the slice stays with its Service
+      this.slices.set(sliceKey, after);
+      return this.remerged(new Set([after.service]), before, after);
+    }
     if (before) {
       touched.add(before.service);
       const set = this.slicesOf.get(before.service);
@@ -101,13 +177,18 @@ export class EndpointSliceTracker extends ChangeTracker {
       set.add(sliceKey);
       touched.add(service);
     }
+    return this.remerged(touched, before, after);
+  }
+
+  /** Merges the `touched` Services again after a slice moved from `before` to `after`; the changed ones. */
+  private remerged(touched: Set<ServiceName>, before: SliceState | undefined, after: SliceState | undefined): Set<ServiceName> {
     const changed = new Set<ServiceName>();
     for (const name of touched) {
       const prev = this.merged.get(name);
-      const next = this.merge(name);
+      const next = this.merge(name, prev, [before, after]);
       if (next) this.merged.set(name, next);
       else this.merged.delete(name);
-      if (name !== '' && this.changes.record(name, prev?.snapshot, next?.snapshot)) changed.add(name);
+      if (name !== '' && this.changes.record(name, prev, next)) changed.add(name);
     }
     return changed;
   }
@@ -136,39 +217,47 @@ export class EndpointSliceTracker extends ChangeTracker {
         reason: `${bad ? bad.reason : `cannot be converted (${e instanceof Error ? e.message : String(e)})`}; slice refused whole, ${kept}`,
       };
       if (before) return { ...before, refusals: [...before.refusals.filter((r) => !r.reason.includes('slice refused whole')), refusal] };
-      return { service: serviceOf(slice), family: undefined, ports: [], refusals: [refusal] };
+      return { service: serviceOf(slice), byPort: NO_PORTS, refusals: [refusal] };
     }
   }
 
-  private merge(name: ServiceName): ServiceEndpoints | undefined {
-    const keys = [...(this.slicesOf.get(name) ?? [])].sort(byString);
-    if (keys.length === 0) return undefined;
-    const byPort = new Map<string, Map<string, Endpoint>>();
+  /**
+   * The Service's endpoints after its slices `changed` (their states before and after the
+   * event, either side absent) moved from what made `prev`: a Service with one slice has that
+   * slice's own merge; with several, the ports no changed slice lists keep prev's lists, the
+   * others are merged again from every slice (name order).
+   */
+  private merge(name: ServiceName, prev: ServiceEndpoints | undefined, changed: readonly (SliceState | undefined)[]): ServiceEndpoints | undefined {
+    const set = this.slicesOf.get(name);
+    if (set === undefined || set.size === 0) return undefined;
+    if (set.size === 1) {
+      const only = this.slices.get(set.values().next().value!)!;
+      return { byPort: only.byPort, refusals: only.refusals };
+    }
+    const slices = [...set].sort(byString).map((k) => this.slices.get(k)!);
+    const redo = new Set<string>();
+    for (const c of changed) if (c !== undefined && c.service === name) for (const pk of c.byPort.keys()) redo.add(pk);
+    const keys = new Set<string>();
     const refusals: Refusal[] = [];
-    for (const k of keys) {
-      const slice = this.slices.get(k)!;
+    for (const slice of slices) {
       refusals.push(...slice.refusals);
-      const family = slice.family;
-      if (!family) continue;
-      const af = family === 'ipv4' ? AF_INET : AF_INET6;
-      for (const { port, endpoints } of slice.ports) {
-        const pk = portKey(port.name, port.protocol, family);
-        let eps = byPort.get(pk);
-        if (!eps) byPort.set(pk, (eps = new Map()));
-        for (const e of endpoints) {
-          const id = hostPort(af, e.ip, e.port);
-          const have = eps.get(id);
-          if (have && (have.isLocal || !e.isLocal)) continue;
-          eps.set(id, e);
-        }
+      for (const pk of slice.byPort.keys()) keys.add(pk);
+    }
+    const byPort = new Map<string, readonly Endpoint[]>();
+    for (const pk of [...keys].sort(byString)) {
+      const kept = prev === undefined || redo.has(pk) ? undefined : prev.byPort.get(pk);
+      if (kept !== undefined) {
+        byPort.set(pk, kept);
+        continue;
       }
+      const lists: (readonly Endpoint[])[] = [];
+      for (const slice of slices) {
+        const list = slice.byPort.get(pk);
+        if (list !== undefined) lists.push(list);
+      }
+      byPort.set(pk, mergedList(pk.endsWith('/ipv6') ? AF_INET6 : AF_INET, lists));
     }
-    const out = new Map<string, readonly Endpoint[]>();
-    for (const pk of [...byPort.keys()].sort(byString)) {
-      const eps = byPort.get(pk)!;
-      out.set(pk, [...eps.keys()].sort(byString).map((id) => eps.get(id)!));
-    }
-    return { byPort: out, refusals, snapshot: new Snapshot(() => [[...out], refusals]) };
+    return { byPort, refusals };
   }
 
   /** The endpoints of one service port: sorted by ip:port, one per ip:port. */

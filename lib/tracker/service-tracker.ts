@@ -6,13 +6,14 @@
 import type { V1Service } from '@kubernetes/client-node';
 import { convertService } from '../k8s/convert';
 import { Refusal, ServiceName, ServicePort, ServicePortKey, servicePortKey } from '../model/service';
-import { ChangeTracker, Snapshot } from './pending-changes';
+import { ChangeTracker, sameStructure } from './pending-changes';
 
 interface ServiceState {
   readonly ports: readonly ServicePort[];
   readonly refusals: readonly Refusal[];
-  readonly snapshot: Snapshot;
 }
+
+const sameService = (a: ServiceState, b: ServiceState): boolean => sameStructure(a.ports, b.ports) && sameStructure(a.refusals, b.refusals);
 
 export function serviceNameOf(obj: { metadata?: { namespace?: string; name?: string } }): ServiceName {
   return `${obj.metadata?.namespace ?? ''}/${obj.metadata?.name ?? ''}`;
@@ -20,9 +21,13 @@ export function serviceNameOf(obj: { metadata?: { namespace?: string; name?: str
 
 const NONE: readonly never[] = [];
 
-export class ServiceTracker extends ChangeTracker {
+export class ServiceTracker extends ChangeTracker<ServiceState> {
   private readonly services = new Map<ServiceName, ServiceState>();
   private readonly byKey = new Map<ServicePortKey, ServicePort>();
+
+  constructor() {
+    super(sameService);
+  }
 
   /** A Service appeared. Returns the names whose state changed (empty or this one). */
   onAdd(svc: V1Service): Set<ServiceName> {
@@ -49,8 +54,7 @@ export class ServiceTracker extends ChangeTracker {
     if (svc) {
       const c = convertService(svc);
       if (c.ports.length > 0 || c.refusals.length > 0) {
-        const { ports, refusals } = c;
-        after = { ports, refusals, snapshot: new Snapshot(() => [ports, refusals]) };
+        after = { ports: c.ports, refusals: c.refusals };
       }
     }
     if (before) for (const p of before.ports) this.byKey.delete(servicePortKey(p.namespace, p.name, p.portName, p.family));
@@ -60,7 +64,7 @@ export class ServiceTracker extends ChangeTracker {
     } else {
       this.services.delete(name);
     }
-    const changed = this.changes.record(name, before?.snapshot, after?.snapshot);
+    const changed = this.changes.record(name, before, after);
     return changed ? new Set([name]) : new Set();
   }
 

@@ -66,6 +66,16 @@ if [ "${BENCH_DEST_TRASH:-1}" = 1 ]; then
   echo ">> dest trash: fresh VM boot" >&2
   bash scripts/vm/run.sh -t 900 -- node_modules/.bin/node dist/scripts/bench/dest-trash.js
 fi
+# intake cost per EndpointSlice watch event (list/watch over loopback HTTP -> informer -> tracker,
+# and its stages against JSON.parse of the same lines): on the host (BENCH_INTAKE=0 skips), then
+# in a fresh boot (BENCH_INTAKE_GUEST=0 skips); BENCH_INTAKE_ARGS: SERVICES ENDPOINTS EVENTS ROUNDS
+if [ "${BENCH_INTAKE:-1}" = 1 ]; then
+  node_modules/.bin/node --max-semi-space-size=16 dist/scripts/bench/intake.js ${BENCH_INTAKE_ARGS:-10000 10 20000 3}
+fi
+if [ "${BENCH_INTAKE_GUEST:-1}" = 1 ]; then
+  echo ">> intake: fresh VM boot" >&2
+  bash scripts/vm/run.sh -t 900 -- env BENCH_WHERE=guest node_modules/.bin/node --max-semi-space-size=16 dist/scripts/bench/intake.js ${BENCH_INTAKE_GUEST_ARGS:-10000 10 5000 3}
+fi
 # retained JS heap over endpoint churn, on the host over the fakes (forced GC; BENCH_RETAINED=0
 # skips): whether kube-ipvs's own state grows, apart from garbage and client-node's cache
 if [ "${BENCH_RETAINED:-1}" = 1 ]; then

@@ -1,7 +1,10 @@
 // Merge semantics written from kube-proxy's endpointslicecache.go: many slices per Service,
 // one endpoint per ip:port of a service port, the local copy preferred.
 import type { V1Endpoint, V1EndpointSlice } from '@kubernetes/client-node';
-import { Endpoint } from '../../lib/model/service';
+import { convertEndpointSlice } from '../../lib/k8s/convert';
+import { hostPort } from '../../lib/model/ipvs';
+import { Endpoint, Refusal } from '../../lib/model/service';
+import { AF_INET, AF_INET6 } from '../../lib/uapi/inet';
 import { EndpointSliceTracker } from '../../lib/tracker/endpoint-slice-tracker';
 import { ServiceTracker } from '../../lib/tracker/service-tracker';
 import { TrackerSource } from '../../lib/tracker/tracker-source';
@@ -90,6 +93,107 @@ describe('EndpointSliceTracker', () => {
       },
     ]);
     expect(t.endpointsFor('ns1/svc1', 'p80', 'TCP', 'ipv4')).toEqual([ready('10.244.1.1', 8080)]);
+  });
+});
+
+/**
+ * The merge as first written (before the tracker kept each slice's own merge and merged only
+ * the ports a changed slice lists): every slice of the Service in name order, every port,
+ * one endpoint per ip:port, the first local copy, else the first; sorted.
+ */
+function mergeFromScratch(slices: readonly V1EndpointSlice[], nodeName: string): { byPort: Map<string, Endpoint[]>; refusals: Refusal[] } {
+  const sorted = [...slices].sort((a, b) => (a.metadata!.name! < b.metadata!.name! ? -1 : 1));
+  const byPort = new Map<string, Map<string, Endpoint>>();
+  const refusals: Refusal[] = [];
+  for (const s of sorted) {
+    const c = convertEndpointSlice(s, nodeName);
+    refusals.push(...c.refusals);
+    if (!c.family) continue;
+    for (const port of c.ports) {
+      const pk = `${port.name}/${port.protocol}/${c.family}`;
+      let eps = byPort.get(pk);
+      if (!eps) byPort.set(pk, (eps = new Map()));
+      for (const e of c.endpoints) {
+        const ep: Endpoint = { ...e, port: port.port };
+        const id = hostPort(c.family === 'ipv4' ? AF_INET : AF_INET6, ep.ip, ep.port);
+        const have = eps.get(id);
+        if (have && (have.isLocal || !ep.isLocal)) continue;
+        eps.set(id, ep);
+      }
+    }
+  }
+  const out = new Map<string, Endpoint[]>();
+  for (const [pk, eps] of byPort) out.set(pk, [...eps.keys()].sort().map((id) => eps.get(id)!));
+  return { byPort: out, refusals };
+}
+
+/** mulberry32: a seeded PRNG, so a failing sequence can be replayed */
+function prng(seed: number): () => number {
+  let a = seed >>> 0;
+  return () => {
+    a = (a + 0x6d2b79f5) >>> 0;
+    let t = Math.imul(a ^ (a >>> 15), 1 | a);
+    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+describe('EndpointSliceTracker: merged endpoints after any sequence of events equal a from-scratch merge', () => {
+  const SERVICES = ['svc1', 'svc2'];
+  const SLICES = ['s-a', 's-b', 's-c', 's-d'];
+  const PORTS = [
+    { name: 'p', port: 80, protocol: 'TCP' },
+    { name: 'p', port: 81, protocol: 'TCP' }, // the same service port twice in one slice
+    { name: 'q', port: 53, protocol: 'UDP' },
+    { name: '', port: 9, protocol: 'TCP' },
+  ];
+  const V4 = ['10.0.0.1', '10.0.0.2', '10.0.0.3', '10.0.0.10', '10.0.0.x'];
+  const V6 = ['fd00::1', 'fd00::2', 'fd00::a'];
+  const PORT_KEYS = ['p/TCP', 'q/UDP', '/TCP', 'p/UDP'].flatMap((k) => [`${k}/ipv4`, `${k}/ipv6`]);
+
+  it.each(Array.from({ length: 25 }, (_, i) => i + 1))('seed %i: 200 adds, updates, moves and deletes over 4 slices of 2 Services', (seed) => {
+    const rnd = prng(seed);
+    const pick = <T>(xs: readonly T[]): T => xs[Math.floor(rnd() * xs.length)]!;
+    const t = new EndpointSliceTracker('node-a');
+    const live = new Map<string, V1EndpointSlice>();
+    let rv = 0;
+    const make = (name: string): V1EndpointSlice => {
+      const v6 = rnd() < 0.25;
+      return makeEndpointSlice('ns1', pick(SERVICES), name, (s) => {
+        s.metadata!.resourceVersion = String(++rv);
+        s.addressType = v6 ? 'IPv6' : 'IPv4';
+        s.ports = PORTS.filter(() => rnd() < 0.5);
+        s.endpoints = Array.from({ length: Math.floor(rnd() * 5) }, () => ({
+          addresses: [pick(v6 ? V6 : V4)],
+          nodeName: pick(['node-a', 'node-b']),
+          conditions: { ready: rnd() < 0.8, terminating: rnd() < 0.2 },
+        }));
+      });
+    };
+    for (let step = 0; step < 200; step++) {
+      const name = pick(SLICES);
+      const old = live.get(name);
+      if (old === undefined) {
+        const s = make(name);
+        t.onAdd(s);
+        live.set(name, s);
+      } else if (rnd() < 0.2) {
+        t.onDelete(old);
+        live.delete(name);
+      } else {
+        const s = make(name);
+        t.onUpdate(old, s);
+        live.set(name, s);
+      }
+      for (const svc of SERVICES) {
+        const want = mergeFromScratch([...live.values()].filter((s) => s.metadata!.labels!['kubernetes.io/service-name'] === svc), 'node-a');
+        for (const pk of PORT_KEYS) {
+          const [portName, protocol, family] = pk.split('/') as [string, 'TCP' | 'UDP', 'ipv4' | 'ipv6'];
+          expect([step, pk, t.endpointsFor(`ns1/${svc}`, portName, protocol, family)]).toEqual([step, pk, want.byPort.get(pk) ?? []]);
+        }
+        expect(t.refusals(`ns1/${svc}`)).toEqual(want.refusals);
+      }
+    }
   });
 });
 
