@@ -28,10 +28,20 @@ interface SliceState {
  * a Service's merged endpoints are these same objects (one per endpoint and port) and not
  * copies beside the converter's port-less ones.
  */
+/**
+ * The endpoint with its port, the keys in the order `{ ...e, port }` gives them. Written out
+ * when there are no hints: a spread object gets its last key out of line (a separate
+ * property array, ~40 bytes per endpoint and port: 3.8 MB at 100,000 endpoints).
+ */
+function withPort(e: ConvertedEndpointSlice['endpoints'][number], port: number): Endpoint {
+  if (e.zoneHints !== undefined || e.nodeHints !== undefined) return { ...e, port };
+  return { ip: e.ip, ready: e.ready, serving: e.serving, terminating: e.terminating, isLocal: e.isLocal, port };
+}
+
 function sliceState(service: ServiceName, converted: ConvertedEndpointSlice): SliceState {
   const ports = converted.family === undefined ? [] : converted.ports.map((port) => ({
     port,
-    endpoints: converted.endpoints.map((e): Endpoint => ({ ...e, port: port.port })),
+    endpoints: converted.endpoints.map((e) => withPort(e, port.port)),
   }));
   return { service, family: converted.family, ports, refusals: converted.refusals };
 }
