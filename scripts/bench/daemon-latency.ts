@@ -128,11 +128,12 @@ async function main(): Promise<void> {
     const t0 = Date.now();
     const daemon = startKubeIpvs(['--config', cfg, '--v=2'], DAEMON_ENV);
     const first = await daemon.waitFor(isSync, what, 0, 3_600_000);
-    const at = (message: string) => {
-      const l = daemon.lines.find((x) => x.message === message || (typeof x.message === 'string' && x.message.startsWith(`${message}:`)));
-      return l ? (logLineTimeMs(l) - t0) / 1000 : undefined;
-    };
-    const phases = { startedSeconds: at('kube-ipvs starting'), listedSeconds: at('informers synced') };
+    const line = (message: string) => daemon.lines.find((x) => x.message === message || (typeof x.message === 'string' && x.message.startsWith(`${message}:`)));
+    const at = (l: LogLine | undefined) => (l ? (logLineTimeMs(l) - t0) / 1000 : undefined);
+    const starting = line('kube-ipvs starting');
+    // startedSinceStartMs: the same moment on the daemon's own clock (performance.now(), from
+    // its process start): the rest of startedSeconds is the spawn and Node's exec
+    const phases = { startedSeconds: at(starting), startedSinceStartMs: starting?.sinceStartMs as number | undefined, listedSeconds: at(line('informers synced')) };
     return { daemon, first, seconds: (logLineTimeMs(first) - t0) / 1000, phases };
   };
   const syncFigures = (l: LogLine) => ({
