@@ -107,7 +107,12 @@ async function startServers(deps: ServerDeps): Promise<http.Server[]> {
 export async function runDaemon(config: ProxyConfig, options: DaemonOptions): Promise<number> {
   const log = componentLog('daemon');
   const name = nodeName(config);
-  log.info(`kube-ipvs starting: node ${name}, scheduler ${config.ipvs.scheduler || 'rr'}`, { node: name, verbosity: options.verbosity });
+  log.info(`kube-ipvs starting: node ${name}, scheduler ${config.ipvs.scheduler || 'rr'}`, {
+    node: name,
+    verbosity: options.verbosity,
+    // ms since the process started: Node's own start and the module loading
+    sinceStartMs: Math.round(performance.now()),
+  });
 
   // ---- kernel and families ----
   const opened = await openIpvsAndLink(config, log);

@@ -18,7 +18,7 @@
 import { readFileSync } from 'node:fs';
 import { performance } from 'node:perf_hooks';
 import { fetch, type Response } from 'undici';
-import { HttpMethod, KubeConfig, RequestContext } from '@kubernetes/client-node';
+import { HttpMethod, KubeConfig, RequestContext } from './client-node';
 
 /** One HTTP request as client-go's rest_client metrics count it. */
 export interface ApiCall {

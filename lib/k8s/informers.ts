@@ -24,7 +24,7 @@
  * are never read.
  * Nothing here looks at `kind`: list items have none.
  */
-import { KubeConfig, KubernetesObject, V1EndpointSlice, V1Node, V1Service } from '@kubernetes/client-node';
+import type { KubeConfig, KubernetesObject, V1EndpointSlice, V1Node, V1Service } from '@kubernetes/client-node';
 import { LIST_PAGE_SIZE, listPaged } from './raw-list';
 import { prunedObject } from './prune';
 import { ReportingWatch } from './reporting-watch';

@@ -7,7 +7,8 @@
  */
 import { existsSync, readFileSync } from 'node:fs';
 import path from 'node:path';
-import { loadYaml, User } from '@kubernetes/client-node';
+import type { User } from '@kubernetes/client-node';
+import { load as loadYaml } from 'js-yaml';
 import { KubeIpvsError } from '../errors';
 import { ApiCallObserver, ApiKubeConfig, ApiLog, TokenFile } from './api-request';
 
@@ -120,7 +121,7 @@ interface RawTokens {
  */
 function rawTokens(file: string, user: User | null): RawTokens {
   if (!user) return {};
-  const doc = loadYaml<{ users?: { name?: string; user?: Record<string, unknown> }[] } | null>(readFileSync(file, 'utf8'));
+  const doc = loadYaml(readFileSync(file, 'utf8')) as { users?: { name?: string; user?: Record<string, unknown> }[] } | null | undefined;
   const raw = doc?.users?.find((u) => u?.name === user.name)?.user;
   const given = raw?.tokenFile ?? raw?.['token-file'];
   const token = typeof raw?.token === 'string' && raw.token !== '' ? raw.token : undefined;

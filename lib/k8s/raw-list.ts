@@ -6,7 +6,8 @@
  * The request is an apiRequest (api-request.ts): client-node's authentication of the
  * kubeconfig, the token file re-read, metrics.
  */
-import { ApiException, KubeConfig, KubernetesListObject, KubernetesObject } from '@kubernetes/client-node';
+import type { KubernetesListObject, KubernetesObject } from '@kubernetes/client-node';
+import { ApiException, KubeConfig } from './client-node';
 import { apiRequest, statusMessage } from './api-request';
 
 export interface ListQuery {

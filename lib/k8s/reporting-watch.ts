@@ -5,7 +5,7 @@ import { STATUS_CODES } from 'node:http';
 import { createInterface } from 'node:readline';
 import { Readable } from 'node:stream';
 import type { ReadableStream as WebReadableStream } from 'node:stream/web';
-import { KubeConfig, KubernetesObject } from '@kubernetes/client-node';
+import type { KubeConfig, KubernetesObject } from '@kubernetes/client-node';
 import { apiRequest, statusMessage } from './api-request';
 import { prunedObject } from './prune';
 

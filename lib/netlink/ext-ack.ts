@@ -11,7 +11,8 @@
  * (the kernel layer logs it once).
  */
 import * as path from 'node:path';
-import { RawNetlinkSocket } from 'netlink';
+// the one module (the package index also loads its nl80211 and wireguard codecs, 260 KB)
+import type { RawNetlinkSocket } from 'netlink/dist/raw';
 import { errnoName } from '../errors';
 
 interface SockoptAddon {

@@ -136,11 +136,19 @@ async function main(): Promise<void> {
     'clusterCIDR: 10.244.0.0/16', 'healthzBindAddress: 127.0.0.1:10266', 'metricsBindAddress: 127.0.0.1:10259',
     'ipvs: {syncPeriod: 1h}', '',
   ].join('\n'));
-  const start = async (what: string): Promise<{ daemon: LoggedProcess; first: LogLine; seconds: number }> => {
+  // the start-up phases, from the spawn: Node up and the modules loaded ("kube-ipvs starting"),
+  // the Service and EndpointSlice lists done ("informers synced"), the first sync done
+  const start = async (what: string): Promise<{ daemon: LoggedProcess; first: LogLine; seconds: number; phases: Record<string, number | undefined> }> => {
     const t0 = Date.now();
     const daemon = startKubeIpvs(['--config', cfg, '--v=2'], DAEMON_ENV);
     const first = await daemon.waitFor(isSync, what, 0, 3_600_000);
-    return { daemon, first, seconds: (logLineTimeMs(first) - t0) / 1000 };
+    const line = (message: string) => daemon.lines.find((x) => x.message === message || (typeof x.message === 'string' && x.message.startsWith(`${message}:`)));
+    const at = (l: LogLine | undefined) => (l ? (logLineTimeMs(l) - t0) / 1000 : undefined);
+    const starting = line('kube-ipvs starting');
+    // startedSinceStartMs: the same moment on the daemon's own clock (performance.now(), from
+    // its process start): the rest of startedSeconds is the spawn and Node's exec
+    const phases = { startedSeconds: at(starting), startedSinceStartMs: starting?.sinceStartMs as number | undefined, listedSeconds: at(line('informers synced')) };
+    return { daemon, first, seconds: (logLineTimeMs(first) - t0) / 1000, phases };
   };
   const syncFigures = (l: LogLine) => ({
     syncSeconds: (l.durationMs as number) / 1000, ipvsWrites: l.ipvsWrites, ipvsReads: l.ipvsReads, execs: l.execs, linkOps: l.linkOps, phasesMs: l.phasesMs,
@@ -150,7 +158,7 @@ async function main(): Promise<void> {
   let daemon = cold.daemon;
   const m0 = await scrape(METRICS);
   const coldFailure = failureOf(daemon, cold.first);
-  record('cold start', { seconds: cold.seconds, ...syncFigures(cold.first), ...memoryOf(daemon, m0), ...(coldFailure ? { failed: coldFailure } : {}) });
+  record('cold start', { seconds: cold.seconds, ...cold.phases, ...syncFigures(cold.first), ...memoryOf(daemon, m0), ...(coldFailure ? { failed: coldFailure } : {}) });
   // a failed sync is retried as a full one; the figures below would measure the retries
   if (coldFailure) throw new Error(`the cold-start sync failed: ${coldFailure}`);
   // the same process idle for a while: what an operator's `kubectl top` sees between syncs

@@ -38,15 +38,15 @@ function table(title: string, header: string[], body: string[][]): void {
 }
 
 table(
-  'kube-ipvs daemon: cold start and adopt (process start -> first sync done), each size in a fresh VM boot; peer: kube-proxy\'s cold load through moby/ipvs (one request at a time), same boot, fresh netns',
-  ['services x endpoints', 'cold start', 'first sync', 'writes', 'execs', 'moby/ipvs load', 'sync/moby', 'IPVS phase/moby', 'adopt', 'adopt sync', 'writes', 'reads', 'execs'],
+  'kube-ipvs daemon: cold start and adopt (process start -> first sync done; of it, process start -> modules loaded ("kube-ipvs starting") -> informers listed ("informers synced")), each size in a fresh VM boot; peer: kube-proxy\'s cold load through moby/ipvs (one request at a time), same boot, fresh netns',
+  ['services x endpoints', 'cold start', 'loaded', 'listed', 'first sync', 'writes', 'execs', 'moby/ipvs load', 'start/moby', 'sync/moby', 'IPVS phase/moby', 'adopt', 'adopt sync', 'writes', 'reads', 'execs'],
   sizes.map((size) => {
     const c = of(size, 'cold start');
     const a = of(size, 'adopt');
     const moby = of(size, 'moby/ipvs cold load');
     return [
-      size, c?.failed ? 'FAILED' : s(num(c, 'seconds')), s(num(c, 'syncSeconds')), n(c?.ipvsWrites), n(c?.execs),
-      moby?.skipped ? 'not built' : s(num(moby, 'seconds')), ratio(num(c, 'syncSeconds'), num(moby, 'seconds')),
+      size, c?.failed ? 'FAILED' : s(num(c, 'seconds')), s(num(c, 'startedSeconds')), s(num(c, 'listedSeconds')), s(num(c, 'syncSeconds')), n(c?.ipvsWrites), n(c?.execs),
+      moby?.skipped ? 'not built' : s(num(moby, 'seconds')), ratio(num(c, 'seconds'), num(moby, 'seconds')), ratio(num(c, 'syncSeconds'), num(moby, 'seconds')),
       // the same work as moby's load: the first sync's IPVS writes alone (its phase time)
       ratio(phase(c, 'ipvsWrite'), num(moby, 'seconds')),
       a?.failed ? 'FAILED' : s(num(a, 'seconds')), s(num(a, 'syncSeconds')), n(a?.ipvsWrites), n(a?.ipvsReads), n(a?.execs),

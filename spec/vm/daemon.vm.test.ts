@@ -245,6 +245,13 @@ describe('kube-ipvs daemon end to end (fake API server, real kernel, real traffi
     // the initial sync wrote each virtual server and real server once: one op per -A/-a line
     const writes = RR_TABLE.length;
     expect(first).toMatchObject({ full: true, ipvsWrites: writes, ipvsFailures: 0 });
+    // the start-up phases the bench reads: modules loaded, then both lists done once, before
+    // the first sync; each with its ms since the process started
+    const starting = daemon.lines.filter((l) => String(l.message).startsWith('kube-ipvs starting'));
+    const listed = daemon.lines.filter((l) => l.message === 'informers synced');
+    expect([starting.length, listed.length]).toEqual([1, 1]);
+    expect(daemon.lines.indexOf(listed[0]!)).toBeLessThan(daemon.lines.indexOf(first));
+    expect(listed[0]!.sinceStartMs as number).toBeGreaterThanOrEqual(starting[0]!.sinceStartMs as number);
   });
 
   it('carries real traffic: pod and node to ClusterIP, NodePort, LB with source ranges, eTP=Local external IP', () => {

@@ -1,4 +1,5 @@
-import { createNetlink, NetlinkSocket } from 'netlink';
+// its modules one by one: the package index also loads its nl80211 and wireguard codecs (260 KB)
+import { createNetlink, NetlinkSocket } from 'netlink/dist/netlink';
 import { NetlinkError, SocketError, errnoName } from '../../errors';
 import { decodeAck } from '../../netlink/nlmsg';
 import { enableExtendedAck } from '../../netlink/ext-ack';

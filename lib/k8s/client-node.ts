@@ -1,0 +1,60 @@
+/**
+ * The values kube-ipvs takes from @kubernetes/client-node, each from the one module that
+ * defines it. The package's index (and the generated API clients and models behind it) is
+ * never loaded: it took ~80 MB of RSS and ~0.4 s on the host before any state existed.
+ * The package has no "exports" map, so its dist/ modules can be required one by one; types
+ * come from '@kubernetes/client-node' with `import type` (erased at compile time).
+ *
+ * One module still reaches the whole generated code: dist/config.js (KubeConfig) imports
+ * `createConfiguration` and `ServerConfiguration` from './gen/index.js', which re-exports
+ * every API class and model, for its makeApiClient alone. slimClientNode() registers a
+ * resolve hook (node:module registerHooks, in-thread) that answers that one import, made by
+ * that one file, with a module re-exporting just those two names from the generated
+ * modules that define them (gen/configuration.js, gen/servers.js). KubeConfig is the same
+ * class with the same behaviour (makeApiClient included); any other import of
+ * './gen/index.js' (the package index, for instance) is untouched. Without registerHooks
+ * (Node < 22.15) or where it throws (jest's sandboxed loader refuses hooks), the full index
+ * loads as before.
+ */
+import { registerHooks } from 'node:module';
+import path from 'node:path';
+import { pathToFileURL } from 'node:url';
+
+let registered = false;
+
+/** Registers the resolve hook once; true when it is in place. */
+export function slimClientNode(): boolean {
+  if (registered) return true;
+  if (typeof registerHooks !== 'function') return false;
+  const dist = path.dirname(require.resolve('@kubernetes/client-node/dist/config.js'));
+  const configUrl = pathToFileURL(path.join(dist, 'config.js')).href;
+  const gen = pathToFileURL(path.join(dist, 'gen')).href;
+  const shim =
+    'data:text/javascript,' +
+    encodeURIComponent(
+      `export { createConfiguration } from ${JSON.stringify(`${gen}/configuration.js`)};\n` +
+        `export { ServerConfiguration } from ${JSON.stringify(`${gen}/servers.js`)};\n`,
+    );
+  try {
+    registerHooks({
+      resolve(specifier, context, next) {
+        if (specifier === './gen/index.js' && context.parentURL === configUrl) return { url: shim, format: 'module', shortCircuit: true };
+        return next(specifier, context);
+      },
+    });
+  } catch {
+    return false; // jest refuses hooks on its sandboxed loader
+  }
+  registered = true;
+  return true;
+}
+
+slimClientNode();
+
+export const { KubeConfig } = require('@kubernetes/client-node/dist/config.js') as typeof import('@kubernetes/client-node/dist/config.js');
+export type KubeConfig = import('@kubernetes/client-node/dist/config.js').KubeConfig;
+export const { HttpMethod, RequestContext } = require('@kubernetes/client-node/dist/gen/http/http.js') as typeof import('@kubernetes/client-node/dist/gen/http/http.js');
+export type HttpMethod = import('@kubernetes/client-node/dist/gen/http/http.js').HttpMethod;
+export type RequestContext = import('@kubernetes/client-node/dist/gen/http/http.js').RequestContext;
+export const { ApiException } = require('@kubernetes/client-node/dist/gen/apis/exception.js') as typeof import('@kubernetes/client-node/dist/gen/apis/exception.js');
+export type ApiException<T> = import('@kubernetes/client-node/dist/gen/apis/exception.js').ApiException<T>;
