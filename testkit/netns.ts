@@ -114,3 +114,15 @@ export function connect(ns: string, addr: string, port: number, timeoutSec = 5):
   if (r.status === CURLE.OPERATION_TIMEDOUT) return { outcome: 'timeout', reply: '' };
   return { outcome: 'error', reply: `curl exit ${r.status ?? r.signal}: ${r.stderr.trim()}` };
 }
+
+/** A TCP client in `ns` that keeps one connection open and pings every 200 ms. */
+export function longClient(ns: string, addr: string, port: number): { child: ChildProcess; out: string[] } {
+  const script =
+    `const s=require('net').connect(${port},${JSON.stringify(addr)});let n=0;` +
+    `s.on('data',()=>console.log('pong '+(++n)));s.on('close',()=>{console.log('closed');process.exit(0)});` +
+    `s.on('error',(e)=>console.log('error '+e.code));setInterval(()=>s.write('ping\\n'),200);`;
+  const child = spawn('ip', ['netns', 'exec', ns, process.execPath, '-e', script], { stdio: ['ignore', 'pipe', 'pipe'] });
+  const out: string[] = [];
+  child.stdout!.on('data', (d: Buffer) => out.push(...d.toString().split('\n').filter(Boolean)));
+  return { child, out };
+}

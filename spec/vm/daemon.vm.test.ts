@@ -16,7 +16,7 @@ import os from 'node:os';
 import path from 'node:path';
 import yaml from 'js-yaml';
 import { ApiClient, e2eProxyConfig, LoggedProcess, LogLine, startFakeApiServer, startKubeIpvs } from '../../testkit/processes';
-import { connect, deletePod, ip, makePod, run, startEchoServer, tryRun } from '../../testkit/netns';
+import { connect, deletePod, ip, longClient, makePod, run, startEchoServer, tryRun } from '../../testkit/netns';
 import { makeTestPki } from '../../testkit/test-pki';
 import { eventually } from '../../testkit/wait-for';
 
@@ -152,18 +152,6 @@ const isSync = (l: LogLine) => l.message === 'sync done';
 
 function config(dir: string, scheduler: string): string {
   return e2eProxyConfig({ dir, node: NODE, ipvs: [`scheduler: ${scheduler}`, 'syncPeriod: 10m', 'excludeClusterCIDRs: [10.250.0.0/16]'] });
-}
-
-/** A TCP client in `ns` that keeps one connection open and pings every 200 ms. */
-function longClient(ns: string, addr: string, port: number): { child: ChildProcess; out: string[] } {
-  const script =
-    `const s=require('net').connect(${port},${JSON.stringify(addr)});let n=0;` +
-    `s.on('data',()=>console.log('pong '+(++n)));s.on('close',()=>{console.log('closed');process.exit(0)});` +
-    `s.on('error',(e)=>console.log('error '+e.code));setInterval(()=>s.write('ping\\n'),200);`;
-  const child = spawn('ip', ['netns', 'exec', ns, process.execPath, '-e', script], { stdio: ['ignore', 'pipe', 'pipe'] });
-  const out: string[] = [];
-  child.stdout!.on('data', (d: Buffer) => out.push(...d.toString().split('\n').filter(Boolean)));
-  return { child, out };
 }
 
 /** A TCP echo server in `ns` on addr:port. */

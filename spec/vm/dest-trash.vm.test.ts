@@ -14,7 +14,8 @@ import { ensureIpvsSysctls } from '../../lib/kernel/sysctl/ipvs-sysctls';
 import { RealServer, RealServerSpec, VirtualServerId } from '../../lib/model/ipvs';
 import { AF_INET, IPPROTO_TCP } from '../../lib/uapi/inet';
 import { IP_VS_CONN_F } from '../../lib/uapi/ip_vs';
-import { connect, deletePod, ip, makePod, startEchoServer, tryRun } from '../../testkit/netns';
+import { connect, deletePod, ip, longClient, makePod, startEchoServer, tryRun } from '../../testkit/netns';
+import { eventually } from '../../testkit/wait-for';
 
 const VIP = '10.97.0.10';
 const LINK = 'trash-vip0';
@@ -23,31 +24,6 @@ const CLIENT = { name: 'trash-cl', ip: '10.244.32.2', gw: '10.244.32.1' };
 const HTTP: VirtualServerId = { af: AF_INET, protocol: IPPROTO_TCP, address: VIP, port: 80, fwmark: 0 };
 const LONG: VirtualServerId = { ...HTTP, port: 9000 };
 const rs = (address: string, port: number, weight = 1): RealServerSpec => ({ af: AF_INET, address, port, fwdMethod: IP_VS_CONN_F.MASQ, weight });
-
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-
-/** Polls `read` until `ok` (bounded: the TCG guest is slow, the rate estimator ticks every 2 s). */
-async function eventually<T>(what: string, read: () => Promise<T>, ok: (v: T) => boolean, tries = 300): Promise<T> {
-  let v = await read();
-  for (let i = 0; i < tries && !ok(v); i++) {
-    await sleep(200);
-    v = await read();
-  }
-  if (!ok(v)) throw new Error(`${what}: still ${JSON.stringify(v, (_k, x) => (typeof x === 'bigint' ? String(x) : x))}`);
-  return v;
-}
-
-/** A TCP client in `ns` that keeps one connection open and pings every 200 ms (counts the pongs). */
-function longClient(ns: string, addr: string, port: number): { child: ChildProcess; out: string[] } {
-  const script =
-    `const s=require('net').connect(${port},${JSON.stringify(addr)});let n=0;` +
-    `s.on('data',()=>console.log('pong '+(++n)));s.on('close',()=>{console.log('closed');process.exit(0)});` +
-    `s.on('error',(e)=>console.log('error '+e.code));setInterval(()=>s.write('ping\\n'),200);`;
-  const child = spawn('ip', ['netns', 'exec', ns, process.execPath, '-e', script], { stdio: ['ignore', 'pipe', 'pipe'] });
-  const out: string[] = [];
-  child.stdout!.on('data', (d: Buffer) => out.push(...d.toString().split('\n').filter(Boolean)));
-  return { child, out };
-}
 
 describe('the kernel\'s dest trash (6.1)', () => {
   let ipvs: Ipvs;
