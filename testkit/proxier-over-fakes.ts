@@ -9,7 +9,7 @@ import type { V1EndpointSlice, V1Service } from '@kubernetes/client-node';
 import { FakeIpvs } from '../lib/kernel/ipvs/fake-ipvs';
 import { FakeLink } from '../lib/kernel/link/fake-link';
 import { FakeIpset } from '../lib/kernel/ipset/fake-ipset';
-import { FakeIptables } from '../lib/kernel/iptables/fake-iptables';
+import { FakeIptables, FakeNftGeneration } from '../lib/kernel/iptables/fake-iptables';
 import { Conntrack } from '../lib/kernel/conntrack/conntrack';
 import { IpFamily } from '../lib/model/ip-family';
 import { ServiceTracker } from '../lib/tracker/service-tracker';
@@ -82,9 +82,11 @@ export async function proxierOverFakes(opts: ProxierOverFakesOptions = {}) {
   // one ipset fake serves every family, as one kernel does
   const ipsets: Partial<Record<IpFamily, FakeIpset>> = {};
   const iptablesByFamily: Partial<Record<IpFamily, FakeIptables>> = {};
+  // one network namespace: one nf_tables generation, moved by every family's commits
+  const netns = new FakeNftGeneration();
   for (const family of settings.families) {
     ipsets[family] = ipset;
-    iptablesByFamily[family] = new FakeIptables({ family, ipsets: ipset, readGeneration: opts.readGeneration ?? false });
+    iptablesByFamily[family] = new FakeIptables({ family, ipsets: ipset, readGeneration: opts.readGeneration ?? false, netns });
   }
   const services = new ServiceTracker();
   const node: NodeState = { name: FAKE_NODE, zone: '', nodeIPs: [FAKE_NODE_IP], podCIDRs: [], ...opts.node };

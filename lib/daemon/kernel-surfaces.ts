@@ -16,6 +16,7 @@ import { Execer } from '../kernel/exec';
 import { createIpset } from '../kernel/ipset/ipset-restore';
 import { listIpsets } from '../kernel/ipset/ipset-netlink';
 import { createIptables } from '../kernel/iptables/iptables-restore';
+import { GenerationPeers } from '../kernel/iptables/iptables-sync';
 import { LazyNftGeneration } from '../kernel/iptables/nft-generation';
 import { iptablesVersion, supportsRandomFully } from '../kernel/iptables/detect-backend';
 import { ProcSysctl } from '../kernel/sysctl/sysctl';
@@ -96,9 +97,13 @@ export function openKernelSurfaces(ipvs: Ipvs, link: Link, exec: Execer, log: Da
   // anything since the rules were proven ours. Read only when the backend is nft (the socket
   // opens on the first read); iptables-legacy has no generation or change notification (a
   // table is one blob swapped by setsockopt), so there the verify keeps reading the tables.
+  // Both families' commits move that one generation: a family whose restore moved it by
+  // exactly its own commits tells the other, whose proof then still holds (GenerationPeers);
+  // without that, the first periodic check after a dual-stack start reads IPv4's tables.
   const nftGeneration = new LazyNftGeneration();
+  const peers = new GenerationPeers();
   for (const f of ['ipv4', 'ipv6'] as IpFamily[]) {
-    iptables[f] = createIptables({ family: f, backend: 'auto', exec, generation: nftGeneration });
+    iptables[f] = createIptables({ family: f, backend: 'auto', exec, generation: nftGeneration, peers });
   }
   return {
     ipvs, link, exec, ipsets, iptables,

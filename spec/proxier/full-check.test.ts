@@ -73,4 +73,26 @@ describe('the full check over /proc/net/ip_vs', () => {
     expect(await fullCheck(t)).toEqual([]);
     expect(t.proxier.totals.driftRepairs).toBe(0);
   });
+
+  it('dual-stack on iptables-nft: the first check after the cold start runs no process', async () => {
+    // both families' restores move the namespace's one nf_tables generation; IPv6's tells IPv4
+    const t = await proxierOverFakes({
+      proc: 'newest-first',
+      readGeneration: true,
+      settings: { families: ['ipv4', 'ipv6'], clusterCIDRs: ['10.244.0.0/16', '2001:db8:244::/64'] },
+    });
+    t.add(service('web', '10.96.0.10'), slice('web', '10.244.1.1'));
+    await t.start();
+    expect(t.results[0]).toMatchObject({ full: true, execs: 8 });
+    for (let i = 0; i < 2; i++) {
+      expect(await fullCheck(t)).toEqual([]);
+      expect(t.proxier.lastResult).toMatchObject({ ipvsReads: 1, ipvsWrites: 0, execs: 0 });
+    }
+    // someone else's commit: both families read their tables once, and are proven again
+    t.iptablesByFamily.ipv6!.foreignCommit();
+    await fullCheck(t);
+    expect(t.proxier.lastResult).toMatchObject({ ipvsWrites: 0, execs: 4 });
+    await fullCheck(t);
+    expect(t.proxier.lastResult).toMatchObject({ ipvsWrites: 0, execs: 0 });
+  });
 });

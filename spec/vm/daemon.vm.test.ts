@@ -242,6 +242,21 @@ describe('kube-ipvs daemon end to end (fake API server, real kernel, real traffi
     expect(listed[0]!.sinceStartMs as number).toBeGreaterThanOrEqual(starting[0]!.sinceStartMs as number);
   });
 
+  it('the first periodic check after the dual-stack cold start: one IPVS read, no write, no process', async () => {
+    // both families on iptables-nft: their restores moved the namespace's one nf_tables
+    // generation in turn, IPv4's first (IPv6's restore tells IPv4 it was its own)
+    const backends = daemon.lines.filter((l) => String(l.message).startsWith('iptables backend')).map((l) => `${l.family} ${l.backend}`);
+    expect([...new Set(backends)].sort()).toEqual(['ipv4 nft', 'ipv6 nft']);
+    // a change of the sync period alone runs a full sync at once, re-planning nothing
+    const from = daemon.lines.length;
+    fs.writeFileSync(cfgFile, config(dir, 'rr').replace('syncPeriod: 10m', 'syncPeriod: 9m'));
+    const check = await daemon.waitFor((l) => isSync(l) && l.full === true, 'the first full check', from);
+    expect({ ipvsReads: check.ipvsReads, ipvsWrites: check.ipvsWrites, execs: check.execs, linkOps: check.linkOps })
+      .toEqual({ ipvsReads: 1, ipvsWrites: 0, execs: 0, linkOps: 3 });
+    fs.writeFileSync(cfgFile, config(dir, 'rr'));
+    await daemon.waitFor((l) => isSync(l) && l.full === true, 'the full sync of the restored config', daemon.lines.indexOf(check) + 1);
+  });
+
   it('carries real traffic: pod and node to ClusterIP, NodePort, LB with source ranges, eTP=Local external IP', () => {
     expect(connect(POD2.name, '10.96.0.10', 80)).toEqual({ outcome: 'ok', reply: `pod1 client=${POD2.ip}` });
     expect(connect('', '10.96.0.10', 80).outcome).toBe('ok');

@@ -19,7 +19,8 @@
  *   a chain created, flushed non-empty or deleted, a policy set), as each COMMIT is one
  *   nf_tables transaction and an empty one commits nothing; a failed block adds nothing, the
  *   blocks committed before it stay counted. `foreignCommit()` is someone else's commit
- *   elsewhere (another table, `nft`).
+ *   elsewhere (another table, `nft`). One counter per network namespace, as the kernel's:
+ *   FakeIptables of several families given one `FakeNftGeneration` (`netns`) all move it.
  * Not emulated: match/target option syntax, counters, rule-spec normalisation (save prints the
  * rule as written, not as iptables-save would spell it), `-R`, `-P`, `-Z`, `-E`.
  */
@@ -28,7 +29,7 @@ import { ExecResult, Execer } from '../exec';
 import type { FakeIpset } from '../ipset/fake-ipset';
 import { iptablesBinary } from './detect-backend';
 import { Iptables, IptablesBackend, IptablesRunner, IptablesSyncOptions, IptablesSyncResult } from './iptables';
-import { IptablesSync, genPlus } from './iptables-sync';
+import { GenerationPeers, IptablesSync, genPlus } from './iptables-sync';
 import { RulesetGeneration } from './nft-generation';
 import { RestoreLine, joinTokens, parseRestore } from './parse-restore';
 import { IpFamily } from '../../model/ip-family';
@@ -57,6 +58,30 @@ class Refusal {
   constructor(readonly message: string, readonly exitCode: number, readonly line: number) {}
 }
 
+/**
+ * One network namespace's nf_tables generation, shared by the FakeIptables of each family in
+ * it (every family's commits move it, as in the kernel), and the GenerationPeers their syncs
+ * share, as the daemon wires them (kernel-surfaces.ts).
+ */
+export class FakeNftGeneration {
+  /** the generation (starts at 1, as a fresh network namespace's) */
+  value = 1;
+  /** failure to raise on the next reads (errno set), for tests of the fallback */
+  error: Error | undefined;
+  /** reads of the generation */
+  reads = 0;
+  readonly peers = new GenerationPeers();
+  /** NFT_MSG_GETGEN */
+  readonly reader: RulesetGeneration = {
+    read: async () => {
+      this.reads++;
+      if (this.error) throw this.error;
+      return this.value;
+    },
+    close: () => undefined,
+  };
+}
+
 export interface FakeIptablesOptions {
   readonly family?: IpFamily;
   readonly flavor?: IptablesBackend;
@@ -67,6 +92,8 @@ export interface FakeIptablesOptions {
    * nft backend (default false: the verify reads the tables, as on legacy)
    */
   readonly readGeneration?: boolean;
+  /** the network namespace's generation, shared with the other families' fakes (default: its own) */
+  readonly netns?: FakeNftGeneration;
 }
 
 export class FakeIptables implements IptablesRunner, Iptables {
@@ -79,27 +106,37 @@ export class FakeIptables implements IptablesRunner, Iptables {
   readonly restores: string[] = [];
   /** number of save calls */
   saves = 0;
+  /** this network namespace's nf_tables generation (shared with the other families' fakes given the same) */
+  readonly netns: FakeNftGeneration;
   /** the nf_tables ruleset generation (starts at 1, as a fresh network namespace's) */
-  generation = 1;
+  get generation(): number {
+    return this.netns.value;
+  }
+  set generation(g: number) {
+    this.netns.value = g;
+  }
   /** failure to raise on the next generation reads (errno set), for tests of the fallback */
-  generationError: Error | undefined;
-  /** reads of the generation */
-  generationReads = 0;
-  /** NFT_MSG_GETGEN of this fake */
-  readonly rulesetGeneration: RulesetGeneration = {
-    read: async () => {
-      this.generationReads++;
-      if (this.generationError) throw this.generationError;
-      return this.generation;
-    },
-    close: () => undefined,
-  };
+  get generationError(): Error | undefined {
+    return this.netns.error;
+  }
+  set generationError(e: Error | undefined) {
+    this.netns.error = e;
+  }
+  /** reads of the generation (by any family of the namespace) */
+  get generationReads(): number {
+    return this.netns.reads;
+  }
+  /** NFT_MSG_GETGEN of this fake's network namespace */
+  get rulesetGeneration(): RulesetGeneration {
+    return this.netns.reader;
+  }
 
   constructor(opts: FakeIptablesOptions = {}) {
     this.family = opts.family ?? 'ipv4';
     this.flavor = opts.flavor ?? 'nft';
     this.ipsets = opts.ipsets;
-    this.sync_ = new IptablesSync(this, opts.readGeneration ? { generation: this.rulesetGeneration } : {});
+    this.netns = opts.netns ?? new FakeNftGeneration();
+    this.sync_ = new IptablesSync(this, opts.readGeneration ? { generation: this.netns.reader, peers: this.netns.peers } : {});
     this.ipsets?.addReferenceSource(() => this.referencedSets());
   }
 

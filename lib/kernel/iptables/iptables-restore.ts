@@ -3,7 +3,7 @@ import { componentLog } from '../../log';
 import { ChildProcessExec, Execer, checkExec } from '../exec';
 import { detectBackend, iptablesBinary } from './detect-backend';
 import { Iptables, IptablesBackend, IptablesBackendMode, IptablesRunner } from './iptables';
-import { IptablesSync } from './iptables-sync';
+import { GenerationPeers, IptablesSync } from './iptables-sync';
 import { RulesetGeneration } from './nft-generation';
 import { IpFamily } from '../../model/ip-family';
 import { Table } from '../../model/names';
@@ -27,6 +27,8 @@ export interface ExecIptablesOptions {
    * backend is nft, to skip the periodic verify's saves while nobody committed anything.
    */
   readonly generation?: RulesetGeneration;
+  /** the other families' IptablesSync of this network namespace (one GenerationPeers for all) */
+  readonly peers?: GenerationPeers;
 }
 
 export class ExecIptablesRunner implements IptablesRunner {
@@ -74,5 +76,8 @@ export class ExecIptablesRunner implements IptablesRunner {
 
 /** The production Iptables for one family. */
 export function createIptables(opts: ExecIptablesOptions): Iptables {
-  return new IptablesSync(new ExecIptablesRunner(opts), opts.generation ? { generation: opts.generation } : {});
+  return new IptablesSync(new ExecIptablesRunner(opts), {
+    ...(opts.generation ? { generation: opts.generation } : {}),
+    ...(opts.peers ? { peers: opts.peers } : {}),
+  });
 }

@@ -70,6 +70,34 @@ export interface IptablesSyncDeps {
    * nothing.
    */
   readonly generation?: RulesetGeneration;
+  /**
+   * The other families' IptablesSync in the same network namespace (one per namespace, shared
+   * by all of its families, as the generation is): see GenerationPeers.
+   */
+  readonly peers?: GenerationPeers;
+}
+
+/**
+ * The IptablesSync of each family in one network namespace. They share its one nf_tables
+ * generation: ip6tables-nft's commits (tables `ip6 nat`, `ip6 filter`) move it as iptables-nft's
+ * (`ip nat`, `ip filter`) do, so after a dual-stack cold start (IPv4 restore, then IPv6) the
+ * generation at which IPv4 proved its rules is already stale, and its first verify would read
+ * both tables although nobody else touched them. A sync whose restore moved the generation
+ * from `from` to `to` by exactly its own commits (so nobody else committed in between, and
+ * its commits touched only its own family's tables) tells the others: one whose rules were
+ * proven at `from` holds them unchanged at `to`.
+ */
+export class GenerationPeers {
+  private readonly members = new Set<IptablesSync>();
+
+  join(member: IptablesSync): void {
+    this.members.add(member);
+  }
+
+  /** `by`'s own commits, and nobody else's, moved the generation from `from` to `to` */
+  committedAlone(by: IptablesSync, from: number, to: number): void {
+    for (const m of this.members) if (m !== by) m.peerCommitted(from, to);
+  }
 }
 
 /** the generation `n` commits after `g` (the kernel skips 0 when it wraps) */
@@ -95,9 +123,23 @@ export class IptablesSync implements Iptables {
   /** a failed generation read was logged; reset by the next successful read */
   private genWarned = false;
   private readonly generation: RulesetGeneration | undefined;
+  private readonly peers: GenerationPeers | undefined;
 
   constructor(private readonly runner: IptablesRunner, opts: IptablesSyncDeps = {}) {
     this.generation = opts.generation;
+    this.peers = opts.peers;
+    this.peers?.join(this);
+  }
+
+  /**
+   * Another family's sync in this network namespace moved the generation from `from` to `to`
+   * by exactly its own commits, on its own family's tables only (GenerationPeers). Rules
+   * proven ours at `from` are still ours at `to`. Anything else is left alone: a sync of ours
+   * under way has cleared the record before its restore, and a verify under way records only
+   * when the generation did not move while it read.
+   */
+  peerCommitted(from: number, to: number): void {
+    if (this.verifiedGen === from) this.verifiedGen = to;
   }
 
   /**
@@ -212,12 +254,16 @@ export class IptablesSync implements Iptables {
     // one else committed in between) and the state at gen0 had the jumps: read in this sync,
     // so the inserted ones complete them, or proven at gen0 by an earlier record. Our
     // restore rewrites every KUBE-* chain of the plan whatever they held.
+    // Either way, a move by exactly our commits is news for the other families (GenerationPeers).
     const commits = restoreCommits(payload);
-    if (gen0 !== undefined && commits !== undefined && (jumpsReadAfterGen0 || provenAtGen0)) {
+    if (gen0 !== undefined && commits !== undefined && (jumpsReadAfterGen0 || provenAtGen0 || this.peers)) {
       const after = await this.readGeneration();
-      if (after === genPlus(gen0, commits)) {
-        this.verifiedGen = after;
-        this.verifiedJumps = jumpsKey;
+      if (after !== undefined && after === genPlus(gen0, commits)) {
+        if (jumpsReadAfterGen0 || provenAtGen0) {
+          this.verifiedGen = after;
+          this.verifiedJumps = jumpsKey;
+        }
+        this.peers?.committedAlone(this, gen0, after);
       }
     }
     return { execs, wrote: true, insertedJumps: missing, restoreText: payload, ...(opts.verify ? { repaired } : {}) };

@@ -1,6 +1,6 @@
 // IptablesSync's periodic verify step, over the fake: chains flushed, rules or jumps deleted
 // behind its back are noticed with one save per table and rewritten.
-import { FakeIptables } from '../../../lib/kernel/iptables/fake-iptables';
+import { FakeIptables, FakeNftGeneration } from '../../../lib/kernel/iptables/fake-iptables';
 import { planIptables } from '../../../lib/plan/iptables';
 import { SetKey } from '../../../lib/model/names';
 
@@ -63,7 +63,7 @@ async function syncedWithGeneration(flavor: 'nft' | 'legacy' = 'nft') {
 }
 
 /** an IptablesSync over the fake whose runner lets a test act between or inside its steps */
-function hooked(ipt: FakeIptables, hooks: { beforeRestore?: () => void; beforeSave?: () => void }) {
+function hooked(ipt: FakeIptables, hooks: { beforeRestore?: () => void; beforeSave?: () => void }, withPeers = false) {
   const runner: IptablesRunner = {
     family: ipt.family,
     backend: () => ipt.backend(),
@@ -76,7 +76,7 @@ function hooked(ipt: FakeIptables, hooks: { beforeRestore?: () => void; beforeSa
       return ipt.restore(text);
     },
   };
-  return new IptablesSync(runner, { generation: ipt.rulesetGeneration });
+  return new IptablesSync(runner, { generation: ipt.rulesetGeneration, ...(withPeers ? { peers: ipt.netns.peers } : {}) });
 }
 
 describe('Iptables.sync verify with the nf_tables generation', () => {
@@ -213,5 +213,122 @@ describe('Iptables.sync verify with the nf_tables generation', () => {
     } finally {
       log.remove(capture);
     }
+  });
+});
+
+// Both families in one network namespace: ip6tables-nft's commits move the one generation too
+// (spec/vm/nft-generation.vm.test.ts), so what one family proved at g0 is stale at g0+2 after
+// the other's restore, unless that restore tells it the move was its own (GenerationPeers).
+describe('Iptables.sync verify with the nf_tables generation, both families in one network namespace', () => {
+  const plan6 = planIptables({ family: 'ipv6', clusterCIDR: '2001:db8:244::/64', nonEmptySets: new Set(SETS), randomFully: true });
+  function dualStack() {
+    const netns = new FakeNftGeneration();
+    return {
+      netns,
+      ipt4: new FakeIptables({ family: 'ipv4', readGeneration: true, netns }),
+      ipt6: new FakeIptables({ family: 'ipv6', readGeneration: true, netns }),
+    };
+  }
+
+  it('the fake keeps one generation per namespace: either family\'s commit moves it', async () => {
+    const { netns, ipt4, ipt6 } = dualStack();
+    await ipt4.restore(formatIptablesRestore(plan));
+    await ipt6.restore(formatIptablesRestore(plan6));
+    expect([netns.value, ipt4.generation, ipt6.generation]).toEqual([5, 5, 5]);
+    ipt6.foreignCommit();
+    expect(ipt4.generation).toBe(6);
+  });
+
+  it('cold start of both families, then a verify of each: nothing read, check after check', async () => {
+    const { ipt4, ipt6 } = dualStack();
+    expect(await ipt4.sync(plan)).toMatchObject({ execs: 3, wrote: true });
+    expect(await ipt6.sync(plan6)).toMatchObject({ execs: 3, wrote: true });
+    const saves = ipt4.saves + ipt6.saves;
+    for (let i = 0; i < 2; i++) {
+      expect(await ipt4.sync(plan, { verify: true })).toMatchObject({ execs: 0, wrote: false });
+      expect(await ipt6.sync(plan6, { verify: true })).toMatchObject({ execs: 0, wrote: false });
+    }
+    expect(ipt4.saves + ipt6.saves).toBe(saves);
+    // a repair of one family keeps the other's proof too
+    await ipt6.restore('*nat\n-F KUBE-SERVICES\nCOMMIT\n');
+    expect(await ipt6.sync(plan6, { verify: true })).toMatchObject({ execs: 3, wrote: true });
+    expect(await ipt4.sync(plan, { verify: true })).toMatchObject({ execs: 2, wrote: false, repaired: [] });
+    expect(await ipt6.sync(plan6, { verify: true })).toMatchObject({ execs: 0 });
+    expect(await ipt4.sync(plan, { verify: true })).toMatchObject({ execs: 0 });
+  });
+
+  it('a changed plan of one family written without reading: the other stays proven', async () => {
+    const { ipt4, ipt6 } = dualStack();
+    await ipt4.sync(plan);
+    await ipt6.sync(plan6);
+    const plan6b = planIptables({ family: 'ipv6', clusterCIDR: '2001:db8:245::/64', nonEmptySets: new Set(SETS), randomFully: true });
+    expect(await ipt6.sync(plan6b)).toMatchObject({ execs: 1, wrote: true });
+    expect(await ipt4.sync(plan, { verify: true })).toMatchObject({ execs: 0 });
+    expect(await ipt6.sync(plan6b, { verify: true })).toMatchObject({ execs: 0 });
+  });
+
+  it('a foreign commit between the two restores: IPv4 reads and repairs what it did', async () => {
+    const { ipt4, ipt6 } = dualStack();
+    await ipt4.sync(plan);
+    const nat = await ipt4.save('nat');
+    // someone deletes IPv4's jump, then IPv6 starts: its restore is its own, but IPv4's proof is gone
+    ipt4.applyRestore(`*nat\n${OUTPUT_JUMP}\nCOMMIT\n`, true);
+    await ipt6.sync(plan6);
+    expect(await ipt6.sync(plan6, { verify: true })).toMatchObject({ execs: 0 });
+    expect(await ipt4.sync(plan, { verify: true })).toMatchObject({ execs: 3, wrote: true, repaired: ['nat OUTPUT: jump to KUBE-SERVICES missing'] });
+    expect(await ipt4.save('nat')).toBe(nat);
+    expect(await ipt4.sync(plan, { verify: true })).toMatchObject({ execs: 0 });
+    expect(await ipt6.sync(plan6, { verify: true })).toMatchObject({ execs: 0 });
+  });
+
+  it('a foreign commit after both restores: both read', async () => {
+    const { ipt4, ipt6 } = dualStack();
+    await ipt4.sync(plan);
+    await ipt6.sync(plan6);
+    ipt4.foreignCommit();
+    expect(await ipt4.sync(plan, { verify: true })).toMatchObject({ execs: 2, wrote: false, repaired: [] });
+    expect(await ipt6.sync(plan6, { verify: true })).toMatchObject({ execs: 2, wrote: false, repaired: [] });
+  });
+
+  it('someone commits while the other family\'s restore runs (the generation moves by 3): nobody is told; IPv4 reads and repairs', async () => {
+    const { ipt4, ipt6 } = dualStack();
+    await ipt4.sync(plan);
+    let race = true;
+    const sync6 = hooked(ipt6, {
+      beforeRestore: () => {
+        if (race) ipt4.applyRestore(`*nat\n${OUTPUT_JUMP}\nCOMMIT\n`, true);
+        race = false;
+      },
+    }, true);
+    const g = ipt4.generation;
+    await sync6.sync(plan6);
+    expect(ipt4.generation).toBe(g + 3);
+    // were IPv4 told g -> g+3, this verify would skip and its jump would stay missing
+    expect(await ipt4.sync(plan, { verify: true })).toMatchObject({ execs: 3, wrote: true, repaired: ['nat OUTPUT: jump to KUBE-SERVICES missing'] });
+  });
+
+  it('a family mid-write is not advanced: its restore clears its proof, and it records its own', async () => {
+    const { ipt4, ipt6 } = dualStack();
+    await ipt6.sync(plan6);
+    let inner: Promise<unknown> | undefined;
+    // IPv6 writes a new plan while IPv4's restore is under way: the generation moves by 4,
+    // so neither is proven by its own restore; IPv6 must not be advanced by IPv4 either
+    const plan6b = planIptables({ family: 'ipv6', clusterCIDR: '2001:db8:245::/64', nonEmptySets: new Set(SETS), randomFully: true });
+    const sync4 = hooked(ipt4, { beforeRestore: () => { inner ??= ipt6.sync(plan6b); } }, true);
+    await sync4.sync(plan);
+    await inner;
+    expect(await ipt6.sync(plan6b, { verify: true })).toMatchObject({ execs: 2, wrote: false });
+    expect(await sync4.sync(plan, { verify: true })).toMatchObject({ execs: 2, wrote: false });
+  });
+
+  it('legacy: nothing to tell, every verify reads', async () => {
+    const netns = new FakeNftGeneration();
+    const ipt4 = new FakeIptables({ family: 'ipv4', flavor: 'legacy', readGeneration: true, netns });
+    const ipt6 = new FakeIptables({ family: 'ipv6', flavor: 'legacy', readGeneration: true, netns });
+    await ipt4.sync(plan);
+    await ipt6.sync(plan6);
+    expect(await ipt4.sync(plan, { verify: true })).toMatchObject({ execs: 2 });
+    expect(await ipt6.sync(plan6, { verify: true })).toMatchObject({ execs: 2 });
+    expect(netns.reads).toBe(0);
   });
 });
