@@ -6,7 +6,7 @@ export PATH := $(CURDIR)/node_modules/.bin:$(PATH)
 JEST := node_modules/.bin/node --experimental-vm-modules --disable-warning=ExperimentalWarning node_modules/jest/bin/jest.js
 VM_TIMEOUT ?= 3000
 
-.PHONY: all deps build test unit vm vm-image image image-arm64 bench demo clean
+.PHONY: all deps build test unit vm vm-image image image-arm64 bench demo clean lab-up lab-down k8s
 
 all: build
 
@@ -53,9 +53,24 @@ test: deps build image
 unit: build
 	$(JEST) --selectProjects unit
 
-# VM tests only; narrow with e.g. `make vm FILTER=dist/spec/vm/ipset`
-vm: build vm-image
-	out=$$(mktemp -d) && bash scripts/vm/run.sh -t $(VM_TIMEOUT) -w $$out -- bash scripts/vm/guest-jest.sh $$out $(FILTER); rc=$$?; rm -rf $$out; exit $$rc
+# VM tests only; narrow with e.g. `make vm FILTER=dist/spec/vm/ipset`. The lab runs in LAB_DIR
+# (started if it is not up, left running for the next `make vm`; `make lab-down` stops it).
+vm: build vm-image k8s
+	. scripts/lab/vm-lab.sh && lab_up $(LAB_DIR) && out=$$(mktemp -d) && bash scripts/vm/run.sh -t $(VM_TIMEOUT) -w $$out "$${LAB_VM_ARGS[@]}" -- bash scripts/vm/guest-jest.sh $$out $(FILTER); rc=$$?; rm -rf $$out; exit $$rc
+
+# The real Kubernetes components (scripts/k8s/build.sh; nothing to do when built)
+k8s:
+	bash scripts/k8s/build.sh
+
+# A real control plane on this host's loopback as kubeadm sets it up (scripts/lab/lab.ts):
+# etcd, kube-apiserver with TLS, Node,RBAC and an audit log, kubeadm's kube-proxy objects.
+# Prints its ports and folders as JSON; idempotent. kubectl: .k8s/bin/kubectl --kubeconfig $(LAB_DIR)/admin.conf
+LAB_DIR ?= .lab/default
+lab-up: build k8s
+	node_modules/.bin/node dist/scripts/lab/lab.js up $(LAB_DIR)
+
+lab-down:
+	node_modules/.bin/node dist/scripts/lab/lab.js down $(LAB_DIR)
 
 bench: deps build
 	bash scripts/bench/run.sh

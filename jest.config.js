@@ -13,7 +13,14 @@ module.exports = {
       setupFiles: ['<rootDir>/dist/spec/setup/capture-log.js'],
       roots: ['<rootDir>/dist/spec'],
       testMatch: ['**/*.test.js'],
-      testPathIgnorePatterns: ['/dist/spec/vm/'],
+      testPathIgnorePatterns: ['/dist/spec/vm/', '/dist/spec/lab/'],
+    },
+    {
+      // on the host, against the lab's real kube-apiserver (KUBE_IPVS_LAB; scripts/test-all.sh)
+      displayName: 'lab',
+      testEnvironment: 'node',
+      roots: ['<rootDir>/dist/spec/lab'],
+      testMatch: ['**/*.lab.test.js'],
     },
     {
       displayName: 'vm',

@@ -9,7 +9,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PKGS=(qemu-system-x86 busybox-static kmod ipvsadm ipset iptables iproute2 curl xz-utils file make gcc libc6-dev
-  golang-go golang-github-docker-docker-dev openssl)
+  golang-go golang-github-docker-docker-dev openssl socat)
 missing=()
 for p in "${PKGS[@]}"; do dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p"); done
 if [ ${#missing[@]} -gt 0 ]; then
@@ -29,3 +29,6 @@ if [ ! -s .vm/kernel/vmlinux ] && ! apt-cache depends linux-image-amd64 2>/dev/n
   apt-get update -q
 fi
 bash scripts/vm/build-image.sh
+# the real Kubernetes components the lab tests run against (scripts/k8s/build.sh: kube-apiserver,
+# kubectl, kube-proxy and etcd from Go modules into .k8s/bin; nothing when already built)
+bash scripts/k8s/build.sh

@@ -31,6 +31,11 @@ export interface TestPkiOptions {
   readonly names?: readonly string[];
   /** the client certificate's subject CN (default kube-ipvs) */
   readonly clientName?: string;
+  /** the client certificate's subject O, the Kubernetes group (default system:nodes) */
+  readonly clientOrganization?: string;
+  /** the CA's and the server certificate's subject CN (defaults fake-apiserver-ca, fake-apiserver) */
+  readonly caName?: string;
+  readonly serverName?: string;
 }
 
 function openssl(args: readonly string[], cwd: string): void {
@@ -44,16 +49,16 @@ export function makeTestPki(dir: string, options: TestPkiOptions = {}): TestPki 
   if (!existsSync(f('client.crt'))) {
     const ec = ['-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes'];
     const serial = () => ['-set_serial', `0x${randomBytes(8).toString('hex')}`];
-    openssl(['req', '-x509', ...ec, '-keyout', 'ca.key', '-out', 'ca.crt', '-days', '3650', '-subj', '/CN=fake-apiserver-ca',
+    openssl(['req', '-x509', ...ec, '-keyout', 'ca.key', '-out', 'ca.crt', '-days', '3650', '-subj', `/CN=${options.caName ?? 'fake-apiserver-ca'}`,
       '-addext', 'basicConstraints=critical,CA:TRUE', '-addext', 'keyUsage=critical,keyCertSign,cRLSign'], dir);
     const ips = options.ips ?? ['127.0.0.1', '::1'];
     const names = options.names ?? ['localhost'];
     const san = [...ips.map((ip) => `IP:${ip}`), ...names.map((n) => `DNS:${n}`)].join(',');
     writeFileSync(f('server.ext'), `subjectAltName=${san}\nextendedKeyUsage=serverAuth\nkeyUsage=critical,digitalSignature,keyEncipherment\nbasicConstraints=CA:FALSE\n`);
     writeFileSync(f('client.ext'), 'extendedKeyUsage=clientAuth\nkeyUsage=critical,digitalSignature,keyEncipherment\nbasicConstraints=CA:FALSE\n');
-    openssl(['req', ...ec, '-keyout', 'server.key', '-out', 'server.csr', '-subj', '/CN=fake-apiserver'], dir);
+    openssl(['req', ...ec, '-keyout', 'server.key', '-out', 'server.csr', '-subj', `/CN=${options.serverName ?? 'fake-apiserver'}`], dir);
     openssl(['x509', '-req', '-in', 'server.csr', '-CA', 'ca.crt', '-CAkey', 'ca.key', ...serial(), '-days', '3650', '-extfile', 'server.ext', '-out', 'server.crt'], dir);
-    openssl(['req', ...ec, '-keyout', 'client.key', '-out', 'client.csr', '-subj', `/O=system:nodes/CN=${options.clientName ?? 'kube-ipvs'}`], dir);
+    openssl(['req', ...ec, '-keyout', 'client.key', '-out', 'client.csr', '-subj', `/O=${options.clientOrganization ?? 'system:nodes'}/CN=${options.clientName ?? 'kube-ipvs'}`], dir);
     openssl(['x509', '-req', '-in', 'client.csr', '-CA', 'ca.crt', '-CAkey', 'ca.key', ...serial(), '-days', '3650', '-extfile', 'client.ext', '-out', 'client.crt'], dir);
   }
   const read = (name: string) => readFileSync(f(name), 'utf8');

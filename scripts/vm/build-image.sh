@@ -92,7 +92,7 @@ NET_MODS="
   xt_multiport xt_statistic xt_ipvs xt_physdev xt_REDIRECT xt_NFLOG xt_limit xt_recent
   nf_tables nft_compat nft_chain_nat nft_ct nft_nat nft_masq nft_redir nft_reject_inet
   nft_limit nft_hash nft_numgen nft_fib_inet nft_fib_ipv4 nft_fib_ipv6
-  br_netfilter tun
+  br_netfilter tun virtio_net
 "
 
 echo ">> staging initramfs for $KVER"
@@ -126,12 +126,13 @@ KVER=$(cat /etc/kver)
 ts() { read -r up _ </proc/uptime; echo "ipvs-vm: [$up] $*" >/dev/ttyS0; }
 die() { echo "ipvs-vm init: $*" >/dev/ttyS0; echo "ipvs-vm init: $*" >/dev/ttyS1 2>/dev/null; poweroff -f; sleep 5; exit 1; }
 
-JOB= NRW=0 CACHE=loose
+JOB= NRW=0 NNET=0 CACHE=loose
 for arg in $(cat /proc/cmdline); do
   case $arg in
     ipvsvm.job=*) JOB=${arg#ipvsvm.job=} ;;
     ipvsvm.rw=*) NRW=${arg#ipvsvm.rw=} ;;
     ipvsvm.cache=*) CACHE=${arg#ipvsvm.cache=} ;;
+    ipvsvm.net=*) NNET=${arg#ipvsvm.net=} ;;
   esac
 done
 [ -n "$JOB" ] || die "no ipvsvm.job= on cmdline"
@@ -175,6 +176,10 @@ mount -t cgroup2 cgroup2 "$R/sys/fs/cgroup" 2>/dev/null
 mount -t bpf bpf "$R/sys/fs/bpf" 2>/dev/null
 hostname ipvs-vm
 ip link set lo up
+# QEMU's user network (run.sh -f): the guest is 10.0.2.15; the forwarded addresses are on-link
+if [ "$NNET" != 0 ]; then
+  { ip addr add 10.0.2.15/24 dev eth0 && ip link set eth0 up; } || echo "ipvs-vm: warn: eth0 not configured" >/dev/ttyS0
+fi
 busybox stty -F /dev/ttyS1 raw -echo 2>/dev/null   # no CR/LF mangling on the output channel
 
 ts "running job"

@@ -11,6 +11,10 @@
 #   -c CPUS           guest vCPUs (default 2)
 #   -w DIR            share DIR read-write at the same path (repeatable)
 #   -k                keep the job dir (console.log etc.) even on success
+#   -f IP:PORT        give the guest a network (QEMU user networking, restricted: nothing
+#                     else is reachable) where a TCP connection to IP:PORT reaches the host's
+#                     127.0.0.1:PORT (repeatable; the lab's API servers, scripts/lab/)
+#   -e NAME=VALUE     export NAME=VALUE in the guest command's environment (repeatable)
 # The command runs as root under bash in the current directory ($PWD), with the
 # host's PATH.  stdout+stderr stream back here (guest ttyS1 -> qemu stdio).
 # Guest kernel log + init timestamps: $JOB/console.log (tail printed on failure;
@@ -20,11 +24,13 @@
 set -euo pipefail
 
 VM_DIR=${VM_DIR:-$(cd "$(dirname "$0")/../.." && pwd)/.vm}
-ACCEL=auto TIMEOUT=600 MEM=2G CPUS=2 KEEP=0 RW=()
-while getopts "a:t:m:c:w:kh" o; do
+ACCEL=auto TIMEOUT=600 MEM=2G CPUS=2 KEEP=0 RW=() FWD=() GENV=()
+while getopts "a:t:m:c:w:f:e:kh" o; do
   case $o in
     a) ACCEL=$OPTARG ;; t) TIMEOUT=$OPTARG ;; m) MEM=$OPTARG ;; c) CPUS=$OPTARG ;;
     w) RW+=("$(realpath "$OPTARG")") ;; k) KEEP=1 ;;
+    f) [[ $OPTARG =~ ^[0-9.]+:[0-9]+$ ]] || { echo "-f wants IP:PORT, not $OPTARG" >&2; exit 2; }; FWD+=("$OPTARG") ;;
+    e) [[ $OPTARG =~ ^[A-Za-z_][A-Za-z0-9_]*= ]] || { echo "-e wants NAME=VALUE, not $OPTARG" >&2; exit 2; }; GENV+=("$OPTARG") ;;
     *) sed -n '2,20p' "$0"; exit 2 ;;
   esac
 done
@@ -70,6 +76,7 @@ trap cleanup EXIT
   printf 'export PATH=%q\n' "$PATH"
   printf 'export HOME=/root TERM=dumb LANG=C.UTF-8 IPVSVM=1\n'
   printf 'export IPVSVM_JOB=%q IPVSVM_CWD=%q\n' "$JOB" "$PWD"
+  for kv in "${GENV[@]+"${GENV[@]}"}"; do printf 'export %s=%q\n' "${kv%%=*}" "${kv#*=}"; done
 } > "$JOB/env.sh"
 printf '%s\n' "${RW[@]+"${RW[@]}"}" > "$JOB/rw-dirs"
 
@@ -83,9 +90,19 @@ for d in "${RW[@]+"${RW[@]}"}"; do
   i=$((i + 1))
 done
 
+# the guest's network: none, or QEMU's user network restricted to the forwarded addresses (a
+# socat per connection carries each to the host's loopback; the guest is 10.0.2.15)
+NET=(-nic none)
+if [ ${#FWD[@]} -gt 0 ]; then
+  command -v socat >/dev/null || { echo "apt-get install socat (scripts/install-deps.sh)" >&2; exit 2; }
+  nd=user,id=n0,restrict=on
+  for f in "${FWD[@]}"; do nd+=",guestfwd=tcp:$f-cmd:socat - TCP:127.0.0.1:${f##*:}"; done
+  NET=(-netdev "$nd" -device virtio-net-pci,netdev=n0)
+fi
+
 MODDIR=$VM_DIR/kernel/lib/modules/$KVER
 echo "$MODDIR" > "$JOB/moddir"
-APPEND="console=ttyS0 loglevel=4 panic=-1 ipvsvm.job=$JOB ipvsvm.rw=${#RW[@]} ${IPVSVM_APPEND:-}"
+APPEND="console=ttyS0 loglevel=4 panic=-1 ipvsvm.job=$JOB ipvsvm.rw=${#RW[@]} ipvsvm.net=${#FWD[@]} ${IPVSVM_APPEND:-}"
 
 T0=$(date +%s.%N)
 set +e
@@ -94,7 +111,7 @@ timeout --kill-after=10 "$TIMEOUT" "$QEMU" \
   -M pc "${ACCEL_ARGS[@]}" -smp "$CPUS" -m "$MEM" \
   -kernel "$KERNEL" -initrd "$INITRD" -append "$APPEND" \
   -serial "file:$JOB/console.log" -chardev stdio,id=out,signal=off -serial chardev:out \
-  -monitor none -nic none "${FS[@]}" </dev/null
+  -monitor none "${NET[@]}" "${FS[@]}" </dev/null
 QRC=$?
 set -e
 T1=$(date +%s.%N)
