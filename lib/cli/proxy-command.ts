@@ -17,6 +17,7 @@ import { ProxyConfig } from '../config/proxy-config';
 import { parseProxyFlags, ProxyFlags } from '../config/proxy-flags';
 import type { DaemonOptions } from '../daemon/daemon';
 import { runCleanup } from './cleanup';
+import { readPackageInfo, userAgent } from './version';
 import { formatTopHelp } from './top-help';
 
 interface Writer {
@@ -139,6 +140,7 @@ export async function proxyMain(argv: readonly string[], deps: ProxyCommandDeps)
   const options: DaemonOptions = {
     ...(flags.configFile !== undefined ? { configFile: flags.configFile, reloadConfig: load } : {}),
     verbosity: config.logging.verbosity,
+    userAgent: userAgent(readPackageInfo().version),
   };
   return deps.runDaemon(config, options);
 }

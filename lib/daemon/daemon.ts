@@ -35,6 +35,8 @@ export interface DaemonOptions {
   readonly reloadConfig?: () => Promise<ProxyConfig>;
   /** --v */
   readonly verbosity: number;
+  /** sent with every API request (lib/cli/version.ts userAgent) */
+  readonly userAgent?: string;
 }
 
 /**
@@ -135,6 +137,7 @@ export async function runDaemon(config: ProxyConfig, options: DaemonOptions): Pr
     ...(config.master ? { master: config.master } : {}),
     observer: (c) => metrics.recordApiCall(c),
     log: componentLog('api'),
+    ...(options.userAgent ? { userAgent: options.userAgent } : {}),
   });
   const recorder = new EventRecorder(kc, { nodeName: name, log: componentLog('events') });
   const events: EventSink = { warn: (ref, reason, message) => void recorder.warn(ref, reason, message) };

@@ -102,6 +102,7 @@ export class ApiKubeConfig extends KubeConfig {
   tokenFile: TokenFile | undefined;
   observer: ApiCallObserver | undefined;
   log: ApiLog | undefined;
+  userAgent: string | undefined;
   /** a refusal has been logged; cleared by the next success */
   private refusalLogged = false;
 
@@ -206,6 +207,7 @@ export async function apiRequest(kc: KubeConfig, req: ApiRequest, stream = false
     await kc.applySecurityAuthentication(ctx);
     const headers: Record<string, string> = { Accept: 'application/json', ...ctx.getHeaders() };
     if (req.body !== undefined) headers['Content-Type'] = req.contentType ?? 'application/json';
+    if (api?.userAgent) headers['User-Agent'] = api.userAgent;
     const started = performance.now();
     const observe = (code: string) => api?.observer?.({ method: req.method, host, code, seconds: (performance.now() - started) / 1000 });
     let res: Response;

@@ -34,6 +34,8 @@ export interface KubeConfigOptions {
   readonly log?: ApiLog;
   /** for TokenFile's period (tests; default Date.now) */
   readonly clock?: () => number;
+  /** the User-Agent header of every request (default: undici's) */
+  readonly userAgent?: string;
 }
 
 function checkMaster(master: string): URL {
@@ -53,6 +55,7 @@ export function loadKubeConfig(options: KubeConfigOptions): ApiKubeConfig {
   const kc = new ApiKubeConfig();
   kc.observer = options.observer;
   kc.log = options.log;
+  kc.userAgent = options.userAgent;
   const master = options.master || undefined;
   if (master) checkMaster(master);
   const env = options.env ?? process.env;
