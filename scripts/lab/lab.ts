@@ -288,8 +288,9 @@ function controlServer(lab: Lab): http.Server {
       if (req.method === 'GET' && url.pathname === '/ca.crt') return reply(200, lab.pki.ca);
       if (req.method === 'GET' && url.pathname === '/audit') {
         // the audit log from byte `offset` on (whole lines only), and the offset to ask for next
-        const offset = Number(url.searchParams.get('offset') ?? 0);
-        const text = fs.existsSync(lab.auditLog) ? fs.readFileSync(lab.auditLog).subarray(offset).toString('utf8') : '';
+        const log = fs.existsSync(lab.auditLog) ? fs.readFileSync(lab.auditLog) : Buffer.alloc(0);
+        const offset = Math.min(Number(url.searchParams.get('offset') ?? 0), log.length);
+        const text = log.subarray(offset).toString('utf8');
         const whole = text.slice(0, text.lastIndexOf('\n') + 1);
         return reply(200, { next: offset + Buffer.byteLength(whole), lines: whole.split('\n').filter(Boolean) });
       }
