@@ -28,6 +28,8 @@ export interface LabInfo {
 
 /** One audit event (audit.k8s.io/v1, level Metadata). */
 export interface AuditEvent {
+  /** one request's events (one per stage) share it */
+  auditID: string;
   stage: string;
   verb: string;
   requestURI: string;

@@ -13,6 +13,7 @@
 // 192.0.2.1, external clients 192.0.2.2 (allowed by the LB source range) and 198.51.100.2
 // (not), LB ingress 203.0.113.10, external IP 203.0.113.20. Service IPs are the API server's.
 import { ChildProcess } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -25,8 +26,13 @@ import { eventually } from '../../testkit/wait-for';
 const SA_DIR = '/var/run/secrets/kubernetes.io/serviceaccount';
 const SA_USER = 'system:serviceaccount:kube-system:kube-proxy';
 const MANIFEST = path.resolve(__dirname, '..', '..', '..', 'manifests', 'configmap.yaml');
-const NS = `cp-${process.pid}`;
-const NODE = `cp-node-${process.pid}`;
+// unique per run (the guest's pids repeat from boot to boot; a lab may outlive a run): no
+// controller manager runs, so a deleted namespace stays Terminating, refusing new objects
+const RUN = randomBytes(3).toString('hex');
+const NS = `cp-${RUN}`;
+const NODE = `cp-node-${RUN}`;
+/** on every object this file makes, so that a later run can delete what an interrupted one left */
+const FILE_LABEL = { 'e2e.kube-ipvs.io/file': 'control-plane' };
 const NODE_IP = '192.0.2.1';
 const NODE_IP6 = '2001:db8:1::1';
 const POD1 = { name: 'pod1', ip: '10.244.1.2', gw: '10.244.1.1', ip6: 'fd00:244:1::2', gw6: 'fd00:244:1::1' }; // on this node
@@ -48,7 +54,7 @@ function shippedKubeconfig(server: string): string {
 
 /** A selectorless Service as a user writes it: the API server allocates and defaults the rest. */
 function service(name: string, spec: Obj, annotations: Record<string, string> = {}): Obj {
-  return { apiVersion: 'v1', kind: 'Service', metadata: { namespace: NS, name, annotations }, spec: { ports: [{ name: 'http', port: 80, targetPort: 8080, protocol: 'TCP' }], ...spec } };
+  return { apiVersion: 'v1', kind: 'Service', metadata: { namespace: NS, name, annotations, labels: FILE_LABEL }, spec: { ports: [{ name: 'http', port: 80, targetPort: 8080, protocol: 'TCP' }], ...spec } };
 }
 
 interface Ep { ip: string; node?: string; ready?: boolean; serving?: boolean; terminating?: boolean; zone?: string }
@@ -59,7 +65,7 @@ function slice(svc: string, name: string, eps: Ep[], o: { port?: number; address
     metadata: {
       namespace: NS,
       name,
-      labels: { 'kubernetes.io/service-name': svc, 'endpointslice.kubernetes.io/managed-by': 'e2e.kube-ipvs.io' },
+      labels: { 'kubernetes.io/service-name': svc, 'endpointslice.kubernetes.io/managed-by': 'e2e.kube-ipvs.io', ...FILE_LABEL },
       annotations: { 'endpoints.kubernetes.io/last-change-trigger-time': (o.triggered ?? new Date()).toISOString().replace(/\.\d+Z$/, 'Z') },
     },
     addressType: o.addressType ?? 'IPv4',
@@ -100,9 +106,14 @@ describe('kube-ipvs against the real kube-apiserver (RBAC, bound token, kubectl-
     allocated.set(name, { clusterIP: s.spec.clusterIP, clusterIPs: s.spec.clusterIPs, ...(s.spec.ports[0]!.nodePort ? { nodePort: s.spec.ports[0]!.nodePort } : {}) });
   }
 
-  /** The daemon's own requests since the test began (told apart by its User-Agent). */
+  /**
+   * The daemon's own requests since the test began (told apart by its User-Agent), one per
+   * request: its last stage (ResponseComplete, or ResponseStarted for a watch still open).
+   */
   async function daemonRequests(): Promise<AuditEvent[]> {
-    return (await lab.audit(auditFrom)).filter((e) => e.userAgent?.startsWith('kube-ipvs/'));
+    const byId = new Map<string, AuditEvent>();
+    for (const e of await lab.audit(auditFrom)) if (e.userAgent?.startsWith('kube-ipvs/')) byId.set(e.auditID, e);
+    return [...byId.values()];
   }
 
   /** What we own in `ipvsadm -Sn`: lines that name one of this file's addresses. */
@@ -124,6 +135,8 @@ describe('kube-ipvs against the real kube-apiserver (RBAC, bound token, kubectl-
     children.push(await startEchoServer(POD1.name, 'pod1-v6', POD1.ip6, 8080));
     children.push(await startEchoServer(POD3.name, 'pod3', POD3.ip, 8080));
 
+    // what an earlier run in this lab left (its external IPs would compete with ours)
+    await lab.kubectl(['delete', 'services,endpointslices', '-A', '-l', 'e2e.kube-ipvs.io/file=control-plane', '--wait=false']);
     auditFrom = await lab.auditMark();
     // the node (as the kubelet would register it) and a namespace of this file's own
     await lab.apply([
@@ -178,6 +191,8 @@ describe('kube-ipvs against the real kube-apiserver (RBAC, bound token, kubectl-
     for (const c of children) c.kill('SIGKILL');
     for (const p of PODS) deletePod(p.name);
     tryRun('ipvsadm', ['-C']);
+    // the objects first: without the namespace controller the namespace itself never goes
+    await lab.kubectl(['delete', 'services,endpointslices', '-n', NS, '-l', 'e2e.kube-ipvs.io/file=control-plane', '--wait=false'], undefined, true);
     await lab.kubectl(['delete', 'namespace', NS, '--wait=false'], undefined, true);
     await lab.kubectl(['delete', 'node', NODE, '--wait=false'], undefined, true);
     await lab.kubectl(['delete', 'secret', '-n', 'kube-system', `kube-ipvs-${NS}`, '--wait=false'], undefined, true);
