@@ -10,7 +10,6 @@
  * Every part is a property of the claim, never of arrival order: the winner is the same on
  * every sync and after a restart.
  */
-import type { VirtualServerId } from '../model/ipvs';
 import type { ServicePort, ServicePortKey } from '../model/service';
 import type { FrontendType } from '../model/views';
 
@@ -24,18 +23,14 @@ export interface Claim {
   readonly createdAt: number;
 }
 
-/** What `sp` has at `vs`'s address:port (ExternalIP when `sp` does not say: the lowest rank). */
-export function claimKind(sp: ServicePort | undefined, vs: Pick<VirtualServerId, 'address' | 'port'>): FrontendType {
-  if (!sp) return 'ExternalIP';
-  if (vs.port === sp.port && vs.address === sp.clusterIP) return 'ClusterIP';
-  if (sp.nodePort !== 0 && vs.port === sp.nodePort) return 'NodePort';
-  if (vs.port === sp.port && sp.loadBalancerIPs.includes(vs.address)) return 'LoadBalancer';
-  return 'ExternalIP';
-}
-
-export function claimOf(key: ServicePortKey, sp: ServicePort | undefined, vs: Pick<VirtualServerId, 'address' | 'port'>): Claim {
+/**
+ * The claim `key` makes with the frontend `kind` that produced it (the planner says which:
+ * DesiredVirtualServer.kind), never guessed from the address or port: an externalIP on another
+ * Service's LB IP at a port equal to its own nodePort is an ExternalIP, not a NodePort.
+ */
+export function claimOf(key: ServicePortKey, sp: ServicePort | undefined, kind: FrontendType): Claim {
   const ms = sp?.creationTimestamp !== undefined ? Date.parse(sp.creationTimestamp) : NaN;
-  return { key, kind: claimKind(sp, vs), createdAt: Number.isNaN(ms) ? Infinity : ms };
+  return { key, kind, createdAt: Number.isNaN(ms) ? Infinity : ms };
 }
 
 /** < 0 when `a` keeps the virtual server over `b`. */

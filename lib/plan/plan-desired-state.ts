@@ -62,7 +62,7 @@ export function planFamilyState(
       virtualServers.set(k, list[0]!);
       continue;
     }
-    const ranked = list.map((v) => ({ v, claim: claimOf(v.owner, servicePorts.get(v.owner), v.vs) })).sort((a, b) => compareClaims(a.claim, b.claim));
+    const ranked = list.map((v) => ({ v, claim: claimOf(v.owner, servicePorts.get(v.owner), v.kind) })).sort((a, b) => compareClaims(a.claim, b.claim));
     const [winner, ...losers] = ranked;
     virtualServers.set(k, winner!.v);
     for (const l of losers) {

@@ -48,6 +48,7 @@ import { CategorizedEndpoints, categorizeEndpoints } from './categorize-endpoint
 import { DesiredVirtualServer, IpsetEntry, PlanContext, ServicePortPlan } from './service-plan';
 import { SetKey } from '../model/names';
 import { entriesIpPortNet, entryIpPort, entryIpPortIp, entryPort, IpsetMember, IpsetProto } from '../model/ipset';
+import type { FrontendType } from '../model/views';
 
 /** kube-proxy's defaultScheduler. */
 export const DEFAULT_SCHEDULER = 'rr';
@@ -189,13 +190,13 @@ class PlanDraft {
   }
 
   /** false (and refused) when this port already planned the virtual server */
-  addVs(vs: VirtualServerSpec, rs: readonly RealServerSpec[], field: string): boolean {
+  addVs(vs: VirtualServerSpec, rs: readonly RealServerSpec[], field: string, kind: FrontendType): boolean {
     const k = virtualServerKey(vs);
     if (this.vss.has(k)) {
       this.refuse(field, vs.address, `virtual server ${k} is already planned for this port; ignored`);
       return false;
     }
-    this.vss.set(k, { vs, realServers: rs, owner: this.key });
+    this.vss.set(k, { vs, realServers: rs, owner: this.key, kind });
     return true;
   }
 
@@ -247,7 +248,7 @@ function planClusterIP(d: PlanDraft, rs: readonly RealServerSpec[]): void {
   const { clusterIP, port } = d.sp;
   if (!d.vipAllowed(clusterIP, 'spec.clusterIPs')) return;
   d.add('CLUSTER_IP', entryIpPort(clusterIP, d.proto, port));
-  d.addVs(d.vsSpec(clusterIP, port), rs, 'spec.clusterIPs');
+  d.addVs(d.vsSpec(clusterIP, port), rs, 'spec.clusterIPs', 'ClusterIP');
   d.bound.add(clusterIP);
 }
 
@@ -256,7 +257,7 @@ function planExternalIPs(d: PlanDraft, rs: readonly RealServerSpec[]): void {
   for (const ip of sp.externalIPs) {
     if (!d.vipAllowed(ip, 'spec.externalIPs')) continue;
     d.add(sp.externalPolicyLocal ? 'EXTERNAL_IP_LOCAL' : 'EXTERNAL_IP', entryIpPort(ip, d.proto, sp.port));
-    if (d.addVs(d.vsSpec(ip, sp.port), rs, 'spec.externalIPs') && !ctx.localAddresses.has(ip)) d.bound.add(ip);
+    if (d.addVs(d.vsSpec(ip, sp.port), rs, 'spec.externalIPs', 'ExternalIP') && !ctx.localAddresses.has(ip)) d.bound.add(ip);
   }
 }
 
@@ -277,7 +278,7 @@ function planLoadBalancerIPs(d: PlanDraft, rs: readonly RealServerSpec[]): void 
       if (nodeInRanges) d.add('LOAD_BALANCER_SOURCE_IP', entryIpPortIp(ip, proto, sp.port, ip));
       else d.lbOutFilter.push({ lbIP: ip, proto, port: sp.port });
     }
-    if (d.addVs(d.vsSpec(ip, sp.port), rs, 'status.loadBalancer.ingress') && !ctx.localAddresses.has(ip)) d.bound.add(ip);
+    if (d.addVs(d.vsSpec(ip, sp.port), rs, 'status.loadBalancer.ingress', 'LoadBalancer') && !ctx.localAddresses.has(ip)) d.bound.add(ip);
   }
 }
 
@@ -299,7 +300,7 @@ function planNodePort(d: PlanDraft, rs: readonly RealServerSpec[]): void {
     d.add(tcp ? 'NODE_PORT_TCP' : 'NODE_PORT_UDP', entryPort(sp.nodePort));
     if (local) d.add(tcp ? 'NODE_PORT_LOCAL_TCP' : 'NODE_PORT_LOCAL_UDP', entryPort(sp.nodePort));
   }
-  for (const ip of nodePortAddresses) d.addVs(d.vsSpec(ip, sp.nodePort), rs, 'spec.ports[].nodePort');
+  for (const ip of nodePortAddresses) d.addVs(d.vsSpec(ip, sp.nodePort), rs, 'spec.ports[].nodePort', 'NodePort');
 }
 
 /** The draft as the sorted plan the diff expects. */

@@ -13,6 +13,7 @@ import { IpFamily } from '../model/ip-family';
 import { SetKey } from '../model/names';
 import { DesiredIpsets, IpsetMember } from '../model/ipset';
 import { IptablesPlan } from '../model/iptables';
+import type { FrontendType } from '../model/views';
 
 /** A virtual server with the real servers it should have (weight 1, masquerade). */
 export interface DesiredVirtualServer {
@@ -22,6 +23,8 @@ export interface DesiredVirtualServer {
   readonly realServers: readonly RealServerSpec[];
   /** the service port it comes from */
   readonly owner: ServicePortKey;
+  /** the frontend of that port that made it (ranks two claims on one key, plan/claim-rank.ts) */
+  readonly kind: FrontendType;
 }
 
 /** One ipset member, in ipset's spelling (only the entry* helpers of model/ipset.ts make one). */

@@ -191,7 +191,7 @@ export class DesiredIndex {
   }
 
   private ranked(c: ReadonlyMap<string, DesiredVirtualServer>): Claim[] {
-    return [...c].map(([k, v]) => claimOf(k, this.ports.get(k), v.vs)).sort(compareClaims);
+    return [...c].map(([k, v]) => claimOf(k, this.ports.get(k), v.kind)).sort(compareClaims);
   }
 
   /** Did the set of wanted kube-ipvs0 addresses change since the last call? (Then clears the mark.) */

@@ -1,7 +1,9 @@
 // Which of two service ports claiming one virtual server keeps it (plan/claim-rank.ts).
 // Addresses (testkit/builders.ts): ClusterIPs 10.96.0.0/12, external/LB IPs 203.0.113.0/24,
 // this node 192.0.2.1.
-import { Claim, claimKind, claimOf, compareClaims, whyWins } from '../../lib/plan/claim-rank';
+import { Claim, claimOf, compareClaims, whyWins } from '../../lib/plan/claim-rank';
+import { planServicePort } from '../../lib/plan/plan-service-port';
+import { PlanContext } from '../../lib/plan/service-plan';
 import { ServicePort } from '../../lib/model/service';
 
 const sp = (o: Partial<ServicePort> = {}): ServicePort => ({
@@ -11,19 +13,29 @@ const sp = (o: Partial<ServicePort> = {}): ServicePort => ({
   trafficDistribution: '', scheduler: '', ...o,
 });
 
-describe('claimKind', () => {
-  it.each<[string, Partial<ServicePort>, string, number, string]>([
-    ['the ClusterIP', {}, '10.96.0.10', 80, 'ClusterIP'],
-    ['a NodePort on a node address', { nodePort: 30080 }, '192.0.2.1', 30080, 'NodePort'],
-    ['a load-balancer IP', { loadBalancerIPs: ['203.0.113.5'] }, '203.0.113.5', 80, 'LoadBalancer'],
-    ['an externalIP', { externalIPs: ['203.0.113.6'] }, '203.0.113.6', 80, 'ExternalIP'],
-    ['an externalIP equal to another Service\'s ClusterIP', { clusterIP: '10.96.0.30', externalIPs: ['10.96.0.10'] }, '10.96.0.10', 80, 'ExternalIP'],
-  ])('%s', (_name, o, address, port, want) => {
-    expect(claimKind(sp(o), { address, port })).toBe(want);
+describe('the kind of a claim is the frontend that made it (issue 25 item 3)', () => {
+  const ctx: PlanContext = {
+    family: 'ipv4', scheduler: 'rr', nodeName: 'node-a', nodeZone: '', nodePortAddresses: ['192.0.2.1'], localAddresses: new Set(['192.0.2.1']),
+    nodeIPs: ['192.0.2.1'], excludeClusterCIDRs: [], excludeCIDRs: [],
+  };
+  const kinds = (o: Partial<ServicePort>) =>
+    Object.fromEntries(planServicePort(sp(o), [], ctx).virtualServers.map((v) => [`${v.vs.address}:${v.vs.port}`, v.kind]));
+
+  it.each<[string, Partial<ServicePort>, Record<string, string>]>([
+    ['the ClusterIP', {}, { '10.96.0.10:80': 'ClusterIP' }],
+    ['a NodePort on a node address', { nodePort: 30080 }, { '10.96.0.10:80': 'ClusterIP', '192.0.2.1:30080': 'NodePort' }],
+    ['a load-balancer IP', { loadBalancerIPs: ['203.0.113.5'] }, { '10.96.0.10:80': 'ClusterIP', '203.0.113.5:80': 'LoadBalancer' }],
+    ['an externalIP', { externalIPs: ['203.0.113.6'] }, { '10.96.0.10:80': 'ClusterIP', '203.0.113.6:80': 'ExternalIP' }],
+    ["an externalIP equal to another Service's ClusterIP", { clusterIP: '10.96.0.30', externalIPs: ['10.96.0.10'] }, { '10.96.0.30:80': 'ClusterIP', '10.96.0.10:80': 'ExternalIP' }],
+    // the port equal to its own nodePort does not make an externalIP a NodePort
+    ["an externalIP on another Service's LB IP, at a port equal to its own nodePort", { port: 30443, nodePort: 30443, externalIPs: ['203.0.113.5'] },
+      { '10.96.0.10:30443': 'ClusterIP', '203.0.113.5:30443': 'ExternalIP', '192.0.2.1:30443': 'NodePort' }],
+  ])('%s', (_name, o, want) => {
+    expect(kinds(o)).toEqual(want);
   });
 
-  it('no service port known: the lowest rank', () => {
-    expect(claimKind(undefined, { address: '10.96.0.10', port: 80 })).toBe('ExternalIP');
+  it('claimOf keeps the kind it is given', () => {
+    expect(claimOf('ns/svc:p/ipv4', sp({ nodePort: 30443, port: 30443 }), 'ExternalIP').kind).toBe('ExternalIP');
   });
 });
 
@@ -41,10 +53,10 @@ describe('compareClaims', () => {
   });
 
   it('claimOf reads creationTimestamp; an unreadable one counts as newest', () => {
-    expect(claimOf('ns/svc:p/ipv4', sp({ creationTimestamp: '2024-01-01T00:00:00Z' }), { address: '10.96.0.10', port: 80 })).toEqual({
+    expect(claimOf('ns/svc:p/ipv4', sp({ creationTimestamp: '2024-01-01T00:00:00Z' }), 'ClusterIP')).toEqual({
       key: 'ns/svc:p/ipv4', kind: 'ClusterIP', createdAt: Date.UTC(2024, 0, 1),
     });
-    expect(claimOf('ns/svc:p/ipv4', sp({ creationTimestamp: 'yesterday' }), { address: '10.96.0.10', port: 80 }).createdAt).toBe(Infinity);
+    expect(claimOf('ns/svc:p/ipv4', sp({ creationTimestamp: 'yesterday' }), 'ClusterIP').createdAt).toBe(Infinity);
   });
 
   it('whyWins says which rule decided', () => {

@@ -85,18 +85,20 @@ describe('planFamilyState', () => {
           vs: { af: 2, protocol: 6, address: '10.96.0.10', port: 80, ...SERVICE_FLAGS },
           realServers: [{ af: 2, address: '10.244.1.1', port: 8080, fwdMethod: 0, weight: 1 }],
           owner: 'ns1/alpha:p80/ipv4',
+          kind: 'ClusterIP',
         },
       ],
-      ['TCP/10.96.0.11:80', { vs: { af: 2, protocol: 6, address: '10.96.0.11', port: 80, ...SERVICE_FLAGS }, realServers: [], owner: 'ns1/beta:p80/ipv4' }],
+      ['TCP/10.96.0.11:80', { vs: { af: 2, protocol: 6, address: '10.96.0.11', port: 80, ...SERVICE_FLAGS }, realServers: [], owner: 'ns1/beta:p80/ipv4', kind: 'ClusterIP' }],
       [
         'TCP/203.0.113.10:80',
         {
           vs: { af: 2, protocol: 6, address: '203.0.113.10', port: 80, ...SERVICE_FLAGS },
           realServers: [{ af: 2, address: '10.244.1.1', port: 8080, fwdMethod: 0, weight: 1 }],
           owner: 'ns1/alpha:p80/ipv4',
+          kind: 'ExternalIP',
         },
       ],
-      ['TCP/203.0.113.20:80', { vs: { af: 2, protocol: 6, address: '203.0.113.20', port: 80, ...SERVICE_FLAGS }, realServers: [], owner: 'ns1/beta:p80/ipv4' }],
+      ['TCP/203.0.113.20:80', { vs: { af: 2, protocol: 6, address: '203.0.113.20', port: 80, ...SERVICE_FLAGS }, realServers: [], owner: 'ns1/beta:p80/ipv4', kind: 'LoadBalancer' }],
     ]);
     expect(state.conflicts).toEqual([
       {

@@ -30,7 +30,7 @@ function setup() {
     retryAfter: (ms) => retries.push(ms),
     markForeign: (k) => foreign.push(k),
   });
-  const desired = (k: string): DesiredVirtualServer | undefined => (k === KEY ? { vs: VS, realServers: [RS], owner: OWNER } : undefined);
+  const desired = (k: string): DesiredVirtualServer | undefined => (k === KEY ? { vs: VS, realServers: [RS], owner: OWNER, kind: 'ClusterIP' } : undefined);
   return { ipvs, clock, retries, foreign, events, applier, desired };
 }
 

@@ -24,6 +24,7 @@ function udpVs(...backends: string[]): DesiredVirtualServer {
     vs: { af: AF_INET, protocol: IPPROTO_UDP, address: '10.96.0.10', port: 53, fwmark: 0, scheduler: 'rr' },
     realServers: backends.map((address) => ({ af: AF_INET, address, port: 5353, fwdMethod: IP_VS_CONN_F.MASQ, weight: 1 })),
     owner: 'kube-system/dns:dns',
+    kind: 'ClusterIP',
   };
 }
 function plan(vss: DesiredVirtualServer[], extra: Partial<ServicePortPlan> = {}): ServicePortPlan {

@@ -12,7 +12,7 @@ const vs = (address: string, port = 80, extra: Partial<VirtualServerSpec> = {}):
   af: AF_INET, protocol: IPPROTO_TCP, address, port, fwmark: 0, scheduler: 'rr', flags: 0, timeout: 0, netmask: 0xffffffff, peName: '', ...extra,
 });
 const rs = (address: string, weight = 1): RealServerSpec => ({ af: AF_INET, address, port: 8080, fwdMethod: 0, weight });
-const desired = (v: VirtualServerSpec, ...dests: RealServerSpec[]): DesiredVirtualServer => ({ vs: v, realServers: dests, owner: 'default/web:/ipv4' });
+const desired = (v: VirtualServerSpec, ...dests: RealServerSpec[]): DesiredVirtualServer => ({ vs: v, realServers: dests, owner: 'default/web:/ipv4', kind: 'ClusterIP' });
 const entry = (v: VirtualServerSpec, ...dests: [RealServerSpec, number?][]): TableEntry =>
   new TableEntry(v, new Map(dests.map(([d, active = 0]) => [realServerKey(d), { ...d, activeConns: active, inactConns: 0 }])));
 const line = (op: ReturnType<typeof diffVirtualServer>[number]) =>

@@ -81,6 +81,7 @@ const dvs = (protocol: number, address: string, port: number, rs: string[], fwma
   vs: { af: address.includes(':') ? 10 : 2, protocol, address, port, fwmark, scheduler: 'rr' },
   realServers: rs.map((r) => ({ af: address.includes(':') ? 10 : 2, address: r, port: 53, weight: 1, fwdMethod: 0 })),
   owner: 'ns/svc:dns/ipv4',
+  kind: 'ClusterIP',
 });
 
 describe('conntrackFrontends', () => {
