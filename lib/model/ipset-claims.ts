@@ -7,7 +7,7 @@ import { isIPv4 } from 'node:net';
 import { IpFamily } from './ip-family';
 import { ipsetAddress } from './ipset';
 import { PROTOCOL_NAMES, VirtualServerId } from './ipvs';
-import { SetName, ipsetName } from './names';
+import { KUBE_SET_NAMES, SetName, ipsetName } from './names';
 import type { FrontendType } from './views';
 
 /** Sets by kernel name with their members in ipset's spelling (kernel/ipset IpsetState fits). */
@@ -32,4 +32,43 @@ export function frontendTypeFromIpsets(sets: SetMembers, vs: VirtualServerId): F
   if (proto === 'udp' && has(SetName.NODE_PORT_UDP, port)) return 'NodePort';
   if (proto === 'sctp' && has(SetName.NODE_PORT_SCTP, member)) return 'NodePort';
   return null;
+}
+
+/** Whether any KUBE-* set (kube-proxy's 17 or kube-ipvs's record, either family) exists. */
+export function hasKubeSets(sets: SetMembers): boolean {
+  for (const name of sets.keys()) if (KUBE_SET_NAMES.has(name)) return true;
+  return false;
+}
+
+/**
+ * At the adoption read (kube-ipvs's first full sync: after a restart, or after kube-proxy), why
+ * the sets as first read do not make a virtual server kube-ipvs's; null when they do:
+ *  - kube-ipvs's record KUBE-IPVS-OWNED names its exact ip,proto:port (kube-ipvs programmed it);
+ *  - a kube-proxy set naming an exact ip,proto:port names it (CLUSTER-IP, LOAD-BALANCER,
+ *    EXTERNAL-IP(-LOCAL), NODE-PORT-SCTP-HASH): kube-proxy (or kube-ipvs) programmed it;
+ *  - only when the family has no record (kube-proxy ran here, or a kube-ipvs without one): the
+ *    port-only KUBE-NODE-PORT-TCP/UDP hold its port AND its address is one of this node's
+ *    NodePort addresses (`nodePortAddresses`), where kube-proxy makes its NodePorts. With a
+ *    record, a port-only set vouches for nothing: a NodePort frontend kube-ipvs refused as
+ *    foreign (keepalived on a node IP) is absent from the record, its port in the set.
+ */
+export function adoptionReason(sets: SetMembers, vs: VirtualServerId, nodePortAddresses: ReadonlySet<string>): string | null {
+  if (vs.fwmark > 0) return 'a fwmark service';
+  const family: IpFamily = isIPv4(vs.address) ? 'ipv4' : 'ipv6';
+  const proto = (PROTOCOL_NAMES[vs.protocol] ?? '').toLowerCase();
+  const member = `${ipsetAddress(vs.address)},${proto}:${vs.port}`;
+  const set = (base: (typeof SetName)[keyof typeof SetName]) => sets.get(ipsetName(base, family));
+  const has = (base: (typeof SetName)[keyof typeof SetName], m: string) => set(base)?.members.has(m) ?? false;
+  const record = set(SetName.IPVS_OWNED);
+  if (record?.members.has(member)) return null;
+  const exact = [SetName.CLUSTER_IP, SetName.LOAD_BALANCER, SetName.EXTERNAL_IP, SetName.EXTERNAL_IP_LOCAL, SetName.NODE_PORT_SCTP] as const;
+  if (exact.some((b) => has(b, member))) return null;
+  const port = String(vs.port);
+  const portOnly = (proto === 'tcp' && has(SetName.NODE_PORT_TCP, port)) || (proto === 'udp' && has(SetName.NODE_PORT_UDP, port));
+  if (record) {
+    return `found when kube-ipvs started, not in its record of the frontends it programmed (${ipsetName(SetName.IPVS_OWNED, family)})${portOnly ? `, though a KUBE-NODE-PORT set holds port ${port}` : ''}`;
+  }
+  if (portOnly && nodePortAddresses.has(vs.address)) return null;
+  if (portOnly) return `found when kube-ipvs started: a KUBE-NODE-PORT set holds port ${port}, but ${vs.address} is not one of this node's NodePort addresses`;
+  return 'found when kube-ipvs started, in no kube-proxy ipset';
 }

@@ -10,7 +10,7 @@
  */
 import { InvalidIpsetEntryError, quoteIfOdd } from '../errors';
 import { ParsedAddress, parseAddress, parseCidr } from './address';
-import { canonicalAddress } from './ipvs';
+import { PROTOCOL_NAMES, VirtualServerId, canonicalAddress } from './ipvs';
 import { IpFamily } from './ip-family';
 import { SetBaseName, SetKey, SetName } from './names';
 
@@ -35,7 +35,7 @@ export interface IpsetInfo {
   readonly comment: string;
 }
 
-/** In kube-proxy's `ipsetInfo` order. */
+/** In kube-proxy's `ipsetInfo` order, then kube-ipvs's own record (KUBE-IPVS-OWNED). */
 export const IPSET_INFO: readonly IpsetInfo[] = [
   { key: 'LOOP_BACK', name: SetName.LOOP_BACK, type: IpsetType.HASH_IP_PORT_IP, comment: 'Kubernetes endpoints dst ip:port, source ip for solving hairpin purpose' },
   { key: 'CLUSTER_IP', name: SetName.CLUSTER_IP, type: IpsetType.HASH_IP_PORT, comment: 'Kubernetes service cluster ip + port for masquerade purpose' },
@@ -54,6 +54,8 @@ export const IPSET_INFO: readonly IpsetInfo[] = [
   { key: 'NODE_PORT_LOCAL_SCTP', name: SetName.NODE_PORT_LOCAL_SCTP, type: IpsetType.HASH_IP_PORT, comment: "Kubernetes nodeport SCTP port with externalTrafficPolicy=local with type 'hash ip:port'" },
   { key: 'HEALTH_CHECK_NODE_PORT', name: SetName.HEALTH_CHECK_NODE_PORT, type: IpsetType.BITMAP_PORT, comment: 'Kubernetes health check node port' },
   { key: 'IPVS_IPS', name: SetName.IPVS_IPS, type: IpsetType.HASH_IP, comment: 'Addresses on the ipvs interface' },
+  // kube-ipvs's own (not kube-proxy's): no iptables rule names it
+  { key: 'IPVS_OWNED', name: SetName.IPVS_OWNED, type: IpsetType.HASH_IP_PORT, comment: 'kube-ipvs: every frontend it programmed, for ownership across restarts' },
 ];
 
 const INFO_BY_KEY: ReadonlyMap<SetKey, IpsetInfo> = new Map(IPSET_INFO.map((i) => [i.key, i]));
@@ -168,6 +170,14 @@ export function entriesIpPortNet(ip: string, proto: IpsetProto, port: number, ne
   }
   return [(head + (n.prefix === n.bits ? n.address : `${n.address}/${n.prefix}`)) as IpsetMember];
 }
+/**
+ * KUBE-IPVS-OWNED's member for a virtual server (not fwmark): `10.96.0.10,tcp:80`. Throws
+ * InvalidIpsetEntryError (a protocol ipset cannot hold).
+ */
+export function entryFrontend(vs: Pick<VirtualServerId, 'address' | 'protocol' | 'port'>): IpsetMember {
+  return entryIpPort(vs.address, (PROTOCOL_NAMES[vs.protocol] ?? String(vs.protocol)).toLowerCase() as IpsetProto, vs.port);
+}
+
 /** bitmap:port entry: `30080`. Throws InvalidIpsetEntryError. */
 export function entryPort(p: number): IpsetMember {
   return String(port(p, () => asked(p))) as IpsetMember;

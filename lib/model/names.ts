@@ -33,7 +33,12 @@ export type BuiltinChainName = (typeof BuiltinChain)[keyof typeof BuiltinChain];
 
 export type Table = 'nat' | 'filter';
 
-/** The 17 sets' IPv4 names (kube-proxy ipset.go constants). */
+/**
+ * The 17 sets' IPv4 names (kube-proxy ipset.go constants), and kube-ipvs's own record
+ * KUBE-IPVS-OWNED (hash:ip,port): every frontend (ip,proto:port) kube-ipvs programmed, kept in
+ * step with each sync, so that ownership survives a restart (lib/proxier/ownership.ts).
+ * kube-proxy ignores a set it does not know; `kube-ipvs cleanup` destroys it with the 17.
+ */
 export const SetName = {
   LOOP_BACK: 'KUBE-LOOP-BACK',
   CLUSTER_IP: 'KUBE-CLUSTER-IP',
@@ -52,6 +57,7 @@ export const SetName = {
   NODE_PORT_LOCAL_SCTP: 'KUBE-NODE-PORT-LOCAL-SCTP-HASH',
   HEALTH_CHECK_NODE_PORT: 'KUBE-HEALTH-CHECK-NODE-PORT',
   IPVS_IPS: 'KUBE-IPVS-IPS',
+  IPVS_OWNED: 'KUBE-IPVS-OWNED',
 } as const;
 export type SetKey = keyof typeof SetName;
 export type SetBaseName = (typeof SetName)[SetKey];
@@ -68,3 +74,8 @@ export function ipsetName(base: SetBaseName, family: IpFamily): string {
   if (family === 'ipv4') return base;
   return ('KUBE-6-' + base.slice('KUBE-'.length)).slice(0, IPSET_MAX_NAME_LENGTH);
 }
+
+/** Every kernel name of a KUBE-* set kube-proxy or kube-ipvs makes, both families. */
+export const KUBE_SET_NAMES: ReadonlySet<string> = new Set(
+  (['ipv4', 'ipv6'] as const).flatMap((f) => Object.values(SetName).map((base) => ipsetName(base, f))),
+);

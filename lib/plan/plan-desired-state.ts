@@ -16,7 +16,7 @@ import {
 } from './service-plan';
 import { IpFamily } from '../model/ip-family';
 import { SetKey } from '../model/names';
-import { entryIp, IpsetMember } from '../model/ipset';
+import { entryFrontend, entryIp, IpsetMember } from '../model/ipset';
 
 const byString = (a: string, b: string): number => (a < b ? -1 : a > b ? 1 : 0);
 
@@ -25,7 +25,7 @@ const byString = (a: string, b: string): number => (a < b ? -1 : a > b ? 1 : 0);
  *  - virtual servers by virtualServerKey; when two service ports claim the same key the best
  *    claim keeps it (claim-rank.ts, over `servicePorts`: the ServicePort each plan came from)
  *    and every other gets a conflict entry;
- *  - bound addresses; KUBE-IPVS-IPS holds exactly them;
+ *  - bound addresses; KUBE-IPVS-IPS holds exactly them; KUBE-IPVS-OWNED every virtual server;
  *  - every set's members (planIpsets: all 17 sets, empty ones too);
  *  - iptables (planIptables) with the non-empty sets and the LB out-filter entries.
  * The result does not depend on the order of `plans`.
@@ -84,6 +84,8 @@ export function planFamilyState(
 
   const boundAddresses = new Set([...bound].sort(byString));
   members.IPVS_IPS = new Set([...boundAddresses].map(entryIp));
+  // kube-ipvs's record of what it programs: exactly the virtual servers planned (ownership.ts)
+  members.IPVS_OWNED = new Set([...virtualServers.values()].filter((v) => v.vs.fwmark === 0).map((v) => entryFrontend(v.vs)));
   const ipsets = planIpsets(family, members);
   const iptables = planIptables({
     family,

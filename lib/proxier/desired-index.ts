@@ -16,7 +16,7 @@ import { LbOutFilterEntry, planIptables } from '../plan/iptables';
 import { DesiredVirtualServer, IptablesOptions, ServicePortPlan } from '../plan/service-plan';
 import { IpFamily } from '../model/ip-family';
 import { SetKey, ipsetName } from '../model/names';
-import { DesiredIpsets, DesiredSet, IPSET_INFO } from '../model/ipset';
+import { DesiredIpsets, DesiredSet, IPSET_INFO, entryFrontend } from '../model/ipset';
 import { IptablesPlan } from '../model/iptables';
 import { ServicePort, ServicePortKey } from '../model/service';
 import { Claim, claimOf, compareClaims } from '../plan/claim-rank';
@@ -54,6 +54,8 @@ interface FamilyIndex {
   readonly memberCounts: Map<string, Counted<Member>>;
   readonly nameOf: Map<SetKey, string>;
   readonly ipvsIps: string;
+  /** KUBE-IPVS-OWNED: one member per claimed virtual server key */
+  readonly owned: string;
   readonly lbOutFilter: Counted<string>;
 }
 
@@ -79,7 +81,7 @@ export class DesiredIndex {
         memberCounts.set(name, new Counted());
         nameOf.set(info.key, name);
       }
-      this.families.set(family, { sets, memberCounts, nameOf, ipvsIps: nameOf.get('IPVS_IPS')!, lbOutFilter: new Counted() });
+      this.families.set(family, { sets, memberCounts, nameOf, ipvsIps: nameOf.get('IPVS_IPS')!, owned: nameOf.get('IPVS_OWNED')!, lbOutFilter: new Counted() });
     }
   }
 
@@ -136,6 +138,8 @@ export class DesiredIndex {
       const name = fam.nameOf.get(e.set);
       if (name) this.member(fam, name, e.member as unknown as Member, sign);
     }
+    // KUBE-IPVS-OWNED: every virtual server some plan claims (counted: claimants share a key)
+    for (const v of p.virtualServers) if (v.vs.fwmark === 0) this.member(fam, fam.owned, entryFrontend(v.vs) as unknown as Member, sign);
     for (const e of p.lbOutFilter) {
       const k = JSON.stringify([e.lbIP, e.proto, e.port]);
       if (sign > 0) fam.lbOutFilter.add(k);

@@ -124,7 +124,8 @@ export class NodeContext {
     this.localAddressesNow = local;
     const contextsChanged = this.rebuildContexts();
     const families = this.settingsNow.families;
-    if (!this.adopted && !this.adoptionFacts && !ipsets[families[0] ?? 'ipv4']) this.adoptionFacts = { ipsets: undefined, bound };
+    const nodePortAddresses = this.nodePortAddresses();
+    if (!this.adopted && !this.adoptionFacts && !ipsets[families[0] ?? 'ipv4']) this.adoptionFacts = { ipsets: undefined, bound, nodePortAddresses };
     // the ipset state that says which NodePorts / external VIPs kube-proxy or kube-ipvs programmed
     const fam = families[0];
     const ipset = fam ? ipsets[fam] : undefined;
@@ -133,7 +134,7 @@ export class NodeContext {
       this.observedIpsets = observed.state;
       counts.execs += observed.execs;
       // the adoption read classifies by the sets as first read: later, kube-ipvs wrote them
-      if (!this.adopted && !this.adoptionFacts) this.adoptionFacts = { ipsets: observed.state, bound };
+      if (!this.adopted && !this.adoptionFacts) this.adoptionFacts = { ipsets: observed.state, bound, nodePortAddresses };
       // another family's instance (if it is another one) must not sync against an old baseline
       for (const f of families.slice(1)) if (ipsets[f] !== ipset) ipsets[f]?.invalidate();
     }
@@ -247,7 +248,12 @@ export class NodeContext {
   firstSightFacts(created: (vsKey: string) => boolean, bound?: Set<string>): FirstSightFacts {
     if (this.adopted) return { created };
     if (bound === undefined) return { created, adoption: this.adoptionFacts };
-    return { created, adoption: { ipsets: this.observedIpsets, bound } };
+    return { created, adoption: { ipsets: this.observedIpsets, bound, nodePortAddresses: this.nodePortAddresses() } };
+  }
+
+  /** This node's NodePort addresses now, every family it runs (from the plan contexts). */
+  private nodePortAddresses(): Set<string> {
+    return new Set([...this.contextsNow.values()].flatMap((c) => c.nodePortAddresses));
   }
 
   /**

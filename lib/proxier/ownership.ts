@@ -7,10 +7,12 @@
  * (firstSightReason), and remembered for as long as it exists there:
  *  - ours when kube-ipvs created it (its own op went through, or its result was lost);
  *  - at the adoption read (kube-ipvs's first, after a restart or after kube-proxy), ours when
- *    an ip:port in KUBE-CLUSTER-IP / EXTERNAL-IP / LOAD-BALANCER or a port in a
- *    KUBE-NODE-PORT-* set names it, as those sets were first read (what kube-proxy or an
- *    earlier kube-ipvs programmed); only when the sets could not be read, a VIP bound on
- *    kube-ipvs0 (kube-proxy binds every ClusterIP, external and LB VIP there);
+ *    the sets as first read vouch for its exact ip,proto:port (model/ipset-claims.ts
+ *    adoptionReason): kube-ipvs's own record KUBE-IPVS-OWNED of every frontend it programmed,
+ *    or a kube-proxy set naming an ip:port; a port-only KUBE-NODE-PORT-TCP/UDP only on a node
+ *    with no record (kube-proxy's), and only for this node's NodePort addresses. Only when no
+ *    KUBE-* set exists at all (or the sets could not be read), a VIP bound on kube-ipvs0
+ *    (kube-proxy's own rule: it binds every ClusterIP, external and LB VIP there);
  *  - foreign otherwise — keepalived's services on node IPs, an admin's — even when a Service
  *    wants its ip:port: "a Service wants it" never makes it ours (a tenant's externalIP would
  *    take it over). kube-ipvs writes the sets and kube-ipvs0 itself, so only the adoption read's
@@ -19,7 +21,7 @@
  * refused that frontend (plan-service-port.ts, ForeignVirtualServer).
  */
 import { VirtualServerId, realServerKey } from '../model/ipvs';
-import { SetMembers, frontendTypeFromIpsets } from '../model/ipset-claims';
+import { SetMembers, adoptionReason, hasKubeSets } from '../model/ipset-claims';
 import { needsGracefulTermination } from '../reconcile/diff-ipvs';
 import type { IpvsTable } from '../reconcile/ipvs-table';
 import type { DesiredVirtualServer } from '../plan/service-plan';
@@ -46,8 +48,11 @@ export function ownsVirtualServer(vsKey: string, vs: VirtualServerId, facts: Own
 export interface FirstSightFacts {
   /** kube-ipvs created it (its newService went through, or the socket failed before the answer) */
   readonly created: (vsKey: string) => boolean;
-  /** at the adoption read only: the kube-proxy sets (undefined: not read) and kube-ipvs0's addresses as first read */
-  readonly adoption?: { readonly ipsets: SetMembers | undefined; readonly bound: ReadonlySet<string> };
+  /**
+   * at the adoption read only: the KUBE-* sets (undefined: not read), kube-ipvs0's addresses
+   * and this node's NodePort addresses (both families), as first read
+   */
+  readonly adoption?: { readonly ipsets: SetMembers | undefined; readonly bound: ReadonlySet<string>; readonly nodePortAddresses: ReadonlySet<string> };
 }
 
 /** Why a virtual server seen for the first time is foreign, in words; null when it is kube-ipvs's. */
@@ -56,10 +61,13 @@ export function firstSightReason(vsKey: string, vs: VirtualServerId, facts: Firs
   const a = facts.adoption;
   if (!a) return 'it appeared in the kernel after kube-ipvs adopted the table, and kube-ipvs did not create it';
   // the sets name ip,proto:port; kube-ipvs0 only the address, which a tenant's externalIP on a
-  // foreign VIP (another port) would put there: bound counts only when no sets were read
-  if (a.ipsets === undefined) return a.bound.has(vs.address) ? null : 'found when kube-ipvs started, its address not bound on kube-ipvs0';
-  if (frontendTypeFromIpsets(a.ipsets, vs) !== null) return null;
-  return 'found when kube-ipvs started, in no kube-proxy ipset';
+  // foreign VIP (another port) would put there: bound counts only when no KUBE-* set exists
+  // (kube-proxy and kube-ipvs create them all on every sync, so with none, neither did that)
+  if (a.ipsets === undefined || !hasKubeSets(a.ipsets)) {
+    if (a.bound.has(vs.address)) return null;
+    return a.ipsets === undefined ? 'found when kube-ipvs started, its address not bound on kube-ipvs0' : 'found when kube-ipvs started, no KUBE-* ipset in the kernel and its address not bound on kube-ipvs0';
+  }
+  return adoptionReason(a.ipsets, vs, a.nodePortAddresses);
 }
 
 export interface AdoptedDrains {

@@ -63,6 +63,17 @@ describe('cleanup on fakes seeded as a kube-proxy node', () => {
     expect(n.ipt4.restores.length + n.ipt6.restores.length + n.ipset.restores.length).toBe(restores);
   });
 
+  it("destroys kube-ipvs's own record (KUBE-IPVS-OWNED, KUBE-6-IPVS-OWNED) with kube-proxy's sets", async () => {
+    const n = await kubeProxyNode();
+    await n.ipset.restore('create KUBE-IPVS-OWNED hash:ip,port family inet hashsize 1024 maxelem 65536\nadd KUBE-IPVS-OWNED 10.96.0.10,tcp:80\ncreate KUBE-6-IPVS-OWNED hash:ip,port family inet6 hashsize 1024 maxelem 65536\n');
+    const r = await cleanup(n.deps);
+    expect(r.failures).toEqual([]);
+    expect(r.setsDestroyed).toEqual(expect.arrayContaining(['KUBE-IPVS-OWNED', 'KUBE-6-IPVS-OWNED']));
+    expect(n.ipset.has('KUBE-IPVS-OWNED')).toBe(false);
+    expect(n.ipset.has('KUBE-6-IPVS-OWNED')).toBe(false);
+    expect(n.ipset.has(FOREIGN.SET)).toBe(true);
+  });
+
   it('a clean node: nothing to do', async () => {
     const ipset = new FakeIpset();
     const r = await cleanup({ ipvs: new FakeIpvs(), link: new FakeLink(), ipset, iptables: [new FakeIptables({ ipsets: ipset })] });

@@ -4,7 +4,7 @@ import { nonEmptySetKeys, planIpsets } from '../../lib/plan/ipsets';
 import { SetName, ipsetName } from '../../lib/model/names';
 import { IPSET_INFO, IpsetProto, entriesIpPortNet, entryIp, entryIpPort, entryIpPortIp, entryIpPortNet, entryPort, ipsetMemberMismatch } from '../../lib/model/ipset';
 
-describe('the 17 kube-proxy ipsets', () => {
+describe("the 17 kube-proxy ipsets and kube-ipvs's record", () => {
   it('have kube-proxy names and types', () => {
     expect(IPSET_INFO.map((i) => `${i.name} ${i.type}`)).toEqual([
       'KUBE-LOOP-BACK hash:ip,port,ip',
@@ -24,6 +24,8 @@ describe('the 17 kube-proxy ipsets', () => {
       'KUBE-NODE-PORT-LOCAL-SCTP-HASH hash:ip,port',
       'KUBE-HEALTH-CHECK-NODE-PORT bitmap:port',
       'KUBE-IPVS-IPS hash:ip',
+      // kube-ipvs's own: every frontend it programmed (ownership across restarts)
+      'KUBE-IPVS-OWNED hash:ip,port',
     ]);
   });
 
@@ -47,8 +49,9 @@ describe('the 17 kube-proxy ipsets', () => {
       'KUBE-6-NODE-PORT-LOCAL-SCTP-HAS',
       'KUBE-6-HEALTH-CHECK-NODE-PORT',
       'KUBE-6-IPVS-IPS',
+      'KUBE-6-IPVS-OWNED',
     ]);
-    expect(new Set(v6).size).toBe(17);
+    expect(new Set(v6).size).toBe(18);
     expect(ipsetName(SetName.CLUSTER_IP, 'ipv4')).toBe('KUBE-CLUSTER-IP');
   });
 
@@ -66,9 +69,9 @@ describe('the 17 kube-proxy ipsets', () => {
     expect(got).toBe(want);
   });
 
-  it('planIpsets gives all 17 sets, empty ones included, and nonEmptySetKeys finds the filled ones', () => {
+  it('planIpsets gives all 18 sets, empty ones included, and nonEmptySetKeys finds the filled ones', () => {
     const plan = planIpsets('ipv6', { CLUSTER_IP: [entryIpPort('fd00::a', 'tcp', 80)], NODE_PORT_TCP: [entryPort(30080)] });
-    expect(plan.size).toBe(17);
+    expect(plan.size).toBe(18);
     expect(plan.get('KUBE-6-CLUSTER-IP')).toEqual({ type: 'hash:ip,port', family: 'ipv6', members: new Set(['fd00::a,tcp:80']) });
     expect(plan.get('KUBE-6-IPVS-IPS')!.members.size).toBe(0);
     expect([...nonEmptySetKeys('ipv6', plan)].sort()).toEqual(['CLUSTER_IP', 'NODE_PORT_TCP']);

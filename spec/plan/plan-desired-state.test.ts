@@ -115,9 +115,9 @@ describe('planFamilyState', () => {
     ]);
   });
 
-  it('bound addresses, and KUBE-IPVS-IPS holding exactly them; all 17 sets present', () => {
+  it('bound addresses, and KUBE-IPVS-IPS holding exactly them, KUBE-IPVS-OWNED every virtual server; all 18 sets present', () => {
     expect([...state.boundAddresses]).toEqual(['10.96.0.10', '10.96.0.11', '203.0.113.10', '203.0.113.20']);
-    expect(state.ipsets.size).toBe(17);
+    expect(state.ipsets.size).toBe(18);
     const nonEmpty = Object.fromEntries(
       [...state.ipsets].filter(([, s]) => s.members.size > 0).map(([name, s]) => [name, [...s.members].sort()]),
     );
@@ -129,6 +129,7 @@ describe('planFamilyState', () => {
       'KUBE-LOAD-BALANCER-FW': ['203.0.113.20,tcp:80'],
       'KUBE-LOAD-BALANCER-SOURCE-CIDR': ['203.0.113.20,tcp:80,198.51.100.0/24'],
       'KUBE-IPVS-IPS': ['10.96.0.10', '10.96.0.11', '203.0.113.10', '203.0.113.20'],
+      'KUBE-IPVS-OWNED': ['10.96.0.10,tcp:80', '10.96.0.11,tcp:80', '203.0.113.10,tcp:80', '203.0.113.20,tcp:80'],
     });
   });
 

@@ -101,11 +101,11 @@ describe('listIpsets against the kernel', () => {
     const ipset = createIpset();
     await ipset.observe();
     const r = await ipset.sync(desired);
-    expect(r.created.length).toBe(34);
+    expect(r.created.length).toBe(36);
     await sh('ipset restore -exist', FOREIGN);
 
     const saved = await save();
-    expect(saved.size).toBe(34 + 12);
+    expect(saved.size).toBe(36 + 12);
     expect(plain(await listIpsets())).toEqual(plain(saved));
     // protocol 7 (what ipset 7.17 sends on this kernel) reads the same
     expect(plain(await listIpsets({ protocol: 7 }))).toEqual(plain(saved));

@@ -40,7 +40,7 @@ describe('Ipset against the kernel', () => {
   beforeAll(destroyKubeSets);
   afterAll(destroyKubeSets);
 
-  it('creates all 17 sets per family with kube-proxy types and headers, and the members', async () => {
+  it("creates all 17 sets per family with kube-proxy types and headers, kube-ipvs's record too, and the members", async () => {
     const exec = new CountingExec(new ChildProcessExec());
     const ipset = createIpset(exec);
     await ipset.observe();
@@ -48,7 +48,7 @@ describe('Ipset against the kernel', () => {
     const desired = new Map([...planIpsets('ipv4', members()), ...v6]);
     const r = await ipset.sync(desired);
     expect(exec.count).toBe(2); // save + restore
-    expect(r.created.length).toBe(34);
+    expect(r.created.length).toBe(36);
 
     // `ipset list -t`: type and header of each set, as kube-proxy's create options give them
     const list = await sh('ipset list -t');
@@ -67,7 +67,9 @@ describe('Ipset against the kernel', () => {
     expect(headers.get('KUBE-HEALTH-CHECK-NODE-PORT')).toBe('bitmap:port range 0-65535');
     expect(headers.get('KUBE-6-LOAD-BALANCER-SOURCE-CID')).toBe('hash:ip,port,net family inet6 hashsize 1024 maxelem 65536');
     expect(headers.get('KUBE-6-NODE-PORT-LOCAL-SCTP-HAS')).toBe('hash:ip,port family inet6 hashsize 1024 maxelem 65536');
-    expect(headers.size).toBe(34);
+    expect(headers.get('KUBE-IPVS-OWNED')).toBe('hash:ip,port family inet hashsize 1024 maxelem 65536');
+    expect(headers.get('KUBE-6-IPVS-OWNED')).toBe('hash:ip,port family inet6 hashsize 1024 maxelem 65536');
+    expect(headers.size).toBe(36);
 
     // members exactly as `ipset save` spells them = our entry strings
     const saved = parseIpsetSave(await sh('ipset save'));
@@ -162,7 +164,7 @@ describe('one bad entry never stalls the ipsets (the kernel decides)', () => {
     expect(logged).toEqual([expect.stringContaining(`ipset KUBE-LOAD-BALANCER-SOURCE-CIDR: member ${bad} quarantined`)]);
     expect(await kernelMembers('KUBE-NODE-PORT-TCP')).toEqual(['30080']);
     expect(await kernelMembers('KUBE-LOAD-BALANCER-SOURCE-CIDR')).toEqual(['203.0.113.7,tcp:443,192.0.2.0/24', '203.0.113.7,tcp:443,198.51.100.0/24']);
-    expect((await parseIpsetSave(await sh('ipset save'))).size).toBe(17);
+    expect((await parseIpsetSave(await sh('ipset save'))).size).toBe(18);
     exec.reset();
     expect((await ipset.sync(desired())).execs).toBe(0);
     expect(exec.count).toBe(0);
