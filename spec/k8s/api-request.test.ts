@@ -157,6 +157,19 @@ describe('API authentication and rest_client observations', () => {
       expect(auths()).toEqual(['Bearer sa-token-1 ok', 'Bearer sa-token-1 401', 'Bearer sa-token-2 ok']);
     });
 
+    it('an exec plugin whose every credential is refused: one retry after the 401, never more (the caller\'s backoff does the rest)', async () => {
+      await secureServer({ tokens: ['the-right-one'] });
+      const plugin = path.join(dir, 'plugin-wrong.js');
+      writeFileSync(plugin, `process.stdout.write(JSON.stringify({apiVersion:'client.authentication.k8s.io/v1',kind:'ExecCredential',status:{token:'not-it'}}))`);
+      const kc = loadKubeConfig({
+        kubeconfig: kubeconfig(server!.url, [`certificate-authority: ${pki.caFile}`], [
+          'exec:', '  apiVersion: client.authentication.k8s.io/v1', `  command: ${process.execPath}`, '  args:', `  - ${plugin}`, '  interactiveMode: Never',
+        ]),
+      });
+      await expect(list(kc)).rejects.toMatchObject({ code: 401 });
+      expect(auths()).toEqual(['Bearer not-it 401', 'Bearer not-it 401']);
+    });
+
     it('in-cluster config: the service account\'s CA and token, the token file rotated like any other', async () => {
       const s = await secureServer({ tokenFile: tokenPath });
       const sa = path.join(dir, 'root', 'var/run/secrets/kubernetes.io/serviceaccount');

@@ -192,6 +192,27 @@ describe('graceful termination (issue 18 mutation: drained = true)', () => {
   });
 });
 
+describe('graceful termination counts InActConn too (issue 25 item 4)', () => {
+  it('a draining real server with only inactive connections (ActiveConn 0) is kept until they end, then deleted', async () => {
+    const t = await setup();
+    t.add(service('default', 'web', { clusterIP: '10.96.0.10' }), slice('default', 'web', 8080, 'TCP', '10.244.1.2', '10.244.1.3'));
+    await t.start();
+    const web: VirtualServerId = { af: AF_INET, protocol: IPPROTO_TCP, address: '10.96.0.10', port: 80, fwmark: 0 };
+    const gone = { af: AF_INET, address: '10.244.1.3', port: 8080 } as const;
+    // FIN_WAIT / TIME_WAIT: the kernel counts them as InActConn
+    t.ipvs.setConnections(web, gone, { active: 0, inactive: 3 });
+    t.slices.onUpdate(slice('default', 'web', 8080, 'TCP', '10.244.1.2', '10.244.1.3'), slice('default', 'web', 8080, 'TCP', '10.244.1.2'));
+    t.proxier.sync();
+    await t.settle();
+    for (let i = 0; i < 4; i++) await t.settle(15_000);
+    expect(formatRestore(await t.ipvs.listAll())).toContain('-a -t 10.96.0.10:80 -r 10.244.1.3:8080 -m -w 0');
+    expect(t.ipvs.applied.filter((op) => op.kind === 'delDest')).toEqual([]);
+    t.ipvs.setConnections(web, gone, { active: 0, inactive: 0 });
+    await t.settle(15_000);
+    expect(t.ipvs.applied.filter((op) => op.kind === 'delDest')).toEqual([expect.objectContaining({ rs: expect.objectContaining({ address: '10.244.1.3' }) })]);
+  });
+});
+
 describe('one Service refused by IPVS fails only that Service (issue 18 mutation: failure thrown out of the sync)', () => {
   it('the next syncs stay partial; health check servers are fed and real servers drained node-wide', async () => {
     const sink = new RecordingSink();
