@@ -7,6 +7,10 @@ import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics, exponential
 import type { SyncResult } from '../proxier/proxier';
 import type { ExecObservation } from '../kernel/exec';
 import type { ApiCall } from '../k8s/api-request';
+import type { RefusedFrontend } from '../model/views';
+
+/** The refusals of a Service's frontend, each a Warning Event of this reason: always exported, 0 when none. */
+export const REFUSAL_REASONS: readonly string[] = ['ForeignVirtualServer', 'VIPInExcludedCIDR', 'VirtualServerConflict'];
 
 /** client-go's rest_client_request_duration_seconds buckets (component-base/metrics/prometheus/restclient). */
 export const REST_CLIENT_DURATION_BUCKETS: readonly number[] = [0.005, 0.025, 0.1, 0.25, 0.5, 1, 2, 4, 8, 15, 30, 60];
@@ -48,6 +52,7 @@ export class ProxyMetrics {
   readonly virtualServers: Gauge;
   readonly realServers: Gauge;
   readonly draining: Gauge;
+  readonly refused: Gauge<'reason'>;
   readonly conntrackSyncDuration: Histogram;
   readonly conntrackDeleted: Counter;
   readonly restClientRequests: Counter<'code' | 'host' | 'method'>;
@@ -115,8 +120,21 @@ export class ProxyMetrics {
       name: 'kube_ipvs_draining_real_servers', help: 'Real servers at weight 0 waiting for their connections to end', registers,
       collect: counted((c) => c.draining),
     });
+    const refusedNow = () => this.refusedFrontends?.() ?? [];
+    this.refused = new Gauge({
+      name: 'kube_ipvs_refused_frontends', help: "Frontends Services ask for that kube-ipvs does not program, by the refusal's Event reason", labelNames: ['reason'], registers,
+      collect(this: Gauge<'reason'>) {
+        const by = new Map<string, number>(REFUSAL_REASONS.map((r) => [r, 0]));
+        for (const f of refusedNow()) by.set(f.reason, (by.get(f.reason) ?? 0) + 1);
+        this.reset();
+        for (const [reason, n] of by) this.set({ reason }, n);
+      },
+    });
     collectDefaultMetrics({ register: this.registry });
   }
+
+  /** What kube_ipvs_refused_frontends shows, asked at each scrape. */
+  refusedFrontends: (() => readonly RefusedFrontend[]) | undefined;
 
   /**
    * One external command: kube_ipvs_execs_total{program,result}; a failed iptables-restore

@@ -94,6 +94,7 @@ export function wireProxier(deps: ProxierWiringDeps): ProxierWiring {
     node,
   );
   metrics.tableCounts = () => proxier.counts();
+  metrics.refusedFrontends = () => proxier.refusedFrontends();
   const trigger = (slice: { metadata?: { annotations?: Record<string, string> } }) => {
     const at = Date.parse(slice.metadata?.annotations?.[LAST_CHANGE_TRIGGER_TIME] ?? '');
     if (Number.isFinite(at)) triggers.push({ triggeredAt: at, receivedAt: Date.now() });

@@ -25,11 +25,13 @@ import { ProxyConfig } from '../config/proxy-config';
 import { formatDurationMs } from '../config/duration';
 import { NotSyncedError } from '../errors';
 import type { IpvsOp } from '../kernel/ipvs/ipvs';
-import { DiffResponse, Frontend, ServiceListResponse, StatusResponse, TableChange, VIEW_PATHS, ViewError } from '../model/views';
+import { DiffResponse, Frontend, RefusedFrontend, ServiceListResponse, StatusResponse, TableChange, VIEW_PATHS, ViewError } from '../model/views';
 
 /** What the views read: the Proxier. */
 export interface ViewsSource {
   serviceList(): Frontend[];
+  /** the frontends Services asked for that are not programmed now */
+  refusedFrontends?(): RefusedFrontend[];
   status(): Promise<Omit<StatusResponse, 'mode' | 'config'>>;
   dryRunFullSync(): Promise<IpvsOp[]>;
 }
@@ -121,7 +123,7 @@ export function createViewsHandler(source: ViewsSource, config: () => ProxyConfi
     }
     switch (path) {
       case VIEW_PATHS.services:
-        answer(res, async (): Promise<ServiceListResponse> => ({ source: 'daemon', frontends: source.serviceList() }));
+        answer(res, async (): Promise<ServiceListResponse> => ({ source: 'daemon', frontends: source.serviceList(), refused: source.refusedFrontends?.() ?? [] }));
         return true;
       case VIEW_PATHS.status:
         answer(res, async (): Promise<StatusResponse> => ({ mode: 'ipvs', ...(await source.status()), config: statusConfig(config()) }));

@@ -60,11 +60,32 @@ export interface Frontend {
   readonly backends: readonly Backend[];
 }
 
+/**
+ * A frontend of a Service that kube-ipvs does not program, now: a foreign virtual server at its
+ * ip:port (ForeignVirtualServer), a VIP inside ipvs.excludeCIDRs (VIPInExcludedCIDR), or a
+ * virtual server another Service keeps (VirtualServerConflict). Each is also a Warning Event, a
+ * log line and kube_ipvs_refused_frontends{reason}.
+ */
+export interface RefusedFrontend {
+  /** "namespace/name" */
+  readonly service: string;
+  /** "spec.externalIPs", "spec.ports[].nodePort", "spec.ports[p]" */
+  readonly field: string;
+  /** the address, or the virtual server ("TCP/192.0.2.1:30443") */
+  readonly value: string;
+  /** the Event's reason */
+  readonly reason: string;
+  /** why, in words (the Event's message) */
+  readonly message: string;
+}
+
 export interface ServiceListResponse {
   /** daemon: names and states from the running daemon; kernel: the IPVS table and ipsets alone */
   readonly source: 'daemon' | 'kernel';
   /** sorted by family, protocol, address, port */
   readonly frontends: readonly Frontend[];
+  /** daemon only: the frontends Services asked for that are not programmed, sorted by service */
+  readonly refused?: readonly RefusedFrontend[];
 }
 
 /** What one sync did, when (status). */
@@ -98,6 +119,8 @@ export interface StatusResponse {
   readonly lastFullSync: SyncSummary | null;
   readonly lastPartialSync: SyncSummary | null;
   readonly driftRepairs: number;
+  /** frontends Services asked for that kube-ipvs does not program, sorted by service */
+  readonly refusedFrontends: readonly RefusedFrontend[];
   readonly counts: {
     readonly services: number;
     readonly servicePorts: number;

@@ -20,7 +20,7 @@
 import { IpvsOp } from '../kernel/ipvs/ipvs';
 import { describeVirtualServer } from '../model/ipvs';
 import { diffVirtualServer } from '../reconcile/diff-ipvs';
-import { Frontend, StatusResponse } from '../model/views';
+import { Frontend, RefusedFrontend, StatusResponse } from '../model/views';
 import { BoundedFrequencyRunner } from './runner';
 import { FrontendIds } from './service-list';
 import { NodeContext } from './node-context';
@@ -376,7 +376,13 @@ export class Proxier {
       get plans() { return self.desired.plans; },
       get initialized() { return self.isInitialized(); },
       counts: () => this.counts(),
+      refused: () => this.reports.refusedFrontends(),
     };
+  }
+
+  /** The frontends Services asked for that kube-ipvs does not program now (status, service list, metrics). */
+  refusedFrontends(): RefusedFrontend[] {
+    return this.reports.refusedFrontends();
   }
 
   /** `kube-ipvs service list`: every desired virtual server with its backends' states. */

@@ -5,6 +5,7 @@
  */
 import type winston from 'winston';
 import { Refusal, parseServicePortKey } from '../model/service';
+import type { RefusedFrontend } from '../model/views';
 import { whyWins } from '../plan/claim-rank';
 import { DesiredIndex } from './desired-index';
 import { EventSink } from './types';
@@ -14,6 +15,9 @@ export class Reports {
   private readonly conflicts = new Map<string, { winner: string; losers: ReadonlySet<string> }>();
   /** refusals already reported, per service (reported again only when they change) */
   private readonly refusals = new Map<string, string>();
+  /** the refused frontends now: per service (its plans' refusals), per contested virtual server (its losers) */
+  private readonly refusedByService = new Map<string, RefusedFrontend[]>();
+  private readonly refusedByConflict = new Map<string, RefusedFrontend[]>();
 
   constructor(private readonly deps: { readonly log: winston.Logger; readonly events?: EventSink }) {}
 
@@ -27,6 +31,16 @@ export class Reports {
     for (const key of touched) {
       const c = index.conflict(key);
       const before = this.conflicts.get(key);
+      if (!c) this.refusedByConflict.delete(key);
+      else {
+        this.refusedByConflict.set(key, c.losers.map((l) => {
+          const { namespace, name, portName } = parseServicePortKey(l.key);
+          return {
+            service: `${namespace}/${name}`, field: `spec.ports[${portName}]`, value: key, reason: 'VirtualServerConflict',
+            message: `virtual server ${key} (this Service's ${l.kind}) is kept by ${c.winner.key}: ${whyWins(c.winner, l)}`,
+          };
+        }));
+      }
       if (!c) {
         if (before) {
           this.conflicts.delete(key);
@@ -52,6 +66,11 @@ export class Reports {
   /** A Service's refusals now (the converters' and its plans'): said when they changed. */
   refusalsOf(name: string, refusals: readonly Refusal[]): void {
     const { log, events } = this.deps;
+    const frontends = refusals
+      .filter((r) => r.eventReason !== undefined && FRONTEND_REASONS.has(r.eventReason))
+      .map((r): RefusedFrontend => ({ service: `${r.namespace}/${r.name}`, field: r.field, value: r.value, reason: r.eventReason!, message: r.reason }));
+    if (frontends.length > 0) this.refusedByService.set(name, frontends);
+    else this.refusedByService.delete(name);
     const text = refusals.map((r) => `${r.field}=${r.value}: ${r.reason}`).join('; ');
     if ((this.refusals.get(name) ?? '') === text) return;
     if (text) this.refusals.set(name, text);
@@ -65,4 +84,13 @@ export class Reports {
       events?.warn({ kind: r.kind, namespace: r.namespace, name: r.name }, r.eventReason ?? 'InvalidField', `kube-ipvs ignored ${r.field} '${r.value}': ${r.reason}`);
     }
   }
+
+  /** Every frontend a Service asked for that is not programmed now, sorted by service, then value. */
+  refusedFrontends(): RefusedFrontend[] {
+    const all = [...this.refusedByService.values(), ...this.refusedByConflict.values()].flat();
+    return all.sort((a, b) => (a.service < b.service ? -1 : a.service > b.service ? 1 : a.value < b.value ? -1 : a.value > b.value ? 1 : 0));
+  }
 }
+
+/** The Event reasons that refuse a Service one of its frontends (the rest refuse a field). */
+const FRONTEND_REASONS: ReadonlySet<string> = new Set(['ForeignVirtualServer', 'VIPInExcludedCIDR']);

@@ -8,7 +8,7 @@ import { KUBE_IPVS0, Link } from '../kernel/link/link';
 import { selectNodePortAddresses } from '../kernel/link/node-addresses';
 import { virtualServerKey } from '../model/ipvs';
 import { ServicePort, servicePortKey } from '../model/service';
-import { Frontend, StatusResponse } from '../model/views';
+import { Frontend, RefusedFrontend, StatusResponse } from '../model/views';
 import { IP_VS_SVC_F } from '../uapi/ip_vs';
 import { ServicePortPlan } from '../plan/service-plan';
 import { TableEntry, tableFromDump } from '../reconcile/ipvs-table';
@@ -37,6 +37,8 @@ export interface ProxierSnapshot {
   readonly initialized: boolean;
   readonly figures: SyncFigures;
   readonly counts: () => { virtualServers: number; realServers: number; draining: number; boundAddresses: number };
+  /** the frontends Services asked for that are not programmed now */
+  readonly refused: () => RefusedFrontend[];
 }
 
 /** The Service port a plan key names, as the trackers hold it now. */
@@ -115,6 +117,7 @@ export async function status(s: ProxierSnapshot): Promise<Omit<StatusResponse, '
     lastFullSync: s.figures.lastFull,
     lastPartialSync: s.figures.lastPartial,
     driftRepairs: t.driftRepairs,
+    refusedFrontends: s.refused(),
     counts: { services: s.plans.size, servicePorts, ...c },
     totals: { syncs: t.syncs, fullSyncs: t.fullSyncs, ipvsWrites: t.ipvsWrites, ipvsFailures: t.ipvsFailures, execs: t.execs },
   };

@@ -120,4 +120,23 @@ describe('ProxyMetrics: kube-proxy IPVS mode series', () => {
     const bounds = ((await m.restClientDuration.get()).values as { labels: { le?: number | string } }[]).map((v) => v.labels.le).filter((le) => typeof le === 'number');
     expect([...new Set(bounds)]).toEqual(REST_CLIENT_DURATION_BUCKETS);
   });
+
+  it('kube_ipvs_refused_frontends{reason}: every refused frontend of a Service now, each reason exported, 0 when none (issue 25 item 2)', async () => {
+    const m = new ProxyMetrics();
+    let refused = [
+      { service: 'aaa/np', field: 'spec.ports[].nodePort', value: '192.0.2.1', reason: 'ForeignVirtualServer', message: 'm' },
+      { service: 'aaa/t', field: 'spec.externalIPs', value: '203.0.113.200', reason: 'VIPInExcludedCIDR', message: 'm' },
+      { service: 'aaa/u', field: 'spec.externalIPs', value: '203.0.113.201', reason: 'VIPInExcludedCIDR', message: 'm' },
+    ];
+    m.refusedFrontends = () => refused;
+    expect((await families(m)).get('kube_ipvs_refused_frontends')).toEqual({ type: 'gauge', labels: ['reason'] });
+    let text = await m.registry.metrics();
+    expect(text).toContain('kube_ipvs_refused_frontends{reason="ForeignVirtualServer"} 1');
+    expect(text).toContain('kube_ipvs_refused_frontends{reason="VIPInExcludedCIDR"} 2');
+    expect(text).toContain('kube_ipvs_refused_frontends{reason="VirtualServerConflict"} 0');
+    refused = [];
+    text = await m.registry.metrics();
+    expect(text).toContain('kube_ipvs_refused_frontends{reason="ForeignVirtualServer"} 0');
+  });
 });
+

@@ -71,7 +71,7 @@ describe('/kube-ipvs/ views on the metrics server', () => {
   it('services: the proxier rows as the contract', async () => {
     const s = await started();
     const list = await s.fetch<ServiceListResponse>(VIEW_PATHS.services);
-    expect(list).toEqual({ source: 'daemon', frontends: JSON.parse(JSON.stringify(s.proxier.serviceList())) });
+    expect(list).toEqual({ source: 'daemon', frontends: JSON.parse(JSON.stringify(s.proxier.serviceList())), refused: [] });
     expect(list.frontends.map((f) => [f.frontend, f.type, f.service, f.backends.length])).toEqual([['10.96.0.10:80/TCP', 'ClusterIP', 'default/web:http', 2]]);
   });
 

@@ -143,6 +143,10 @@ describe('a port-only set never vouches for an address across a restart (issue 2
     expect(of(await again.table(), '192.0.2.1', 30443)).toEqual(before);
     expect(again.opsOn('192.0.2.1')).toEqual([]);
     expect(again.events).toEqual([expect.stringMatching(/^aaa\/np ForeignVirtualServer: .*TCP\/192\.0\.2\.1:30443/)]);
+    // loud (item 2): status and service list show the refused frontend, which the metric counts
+    const refused = [{ service: 'aaa/np', field: 'spec.ports[].nodePort', value: '192.0.2.1', reason: 'ForeignVirtualServer', message: expect.stringContaining('TCP/192.0.2.1:30443') }];
+    expect((await again.proxier.status()).refusedFrontends).toEqual(refused);
+    expect(again.proxier.refusedFrontends()).toEqual(refused);
     again.proxier.stop();
   });
 
@@ -192,6 +196,7 @@ describe('kube-ipvs0 vouches only when no KUBE-* set exists at all (issue 25 ite
     await t.run();
     expect(t.events).toEqual([]);
     expect(await t.bound()).toEqual(['10.96.0.10', '10.96.0.11']);
+    expect(t.proxier.refusedFrontends()).toEqual([]);
     expect(of(await t.table(), '10.96.0.10', 80)).toEqual(['TCP/10.96.0.10:80 -> 10.244.1.2:8080 w1', 'TCP/10.96.0.10:80 rr']);
     expect(of(await t.table(), '10.96.0.11', 80)).toEqual(['TCP/10.96.0.11:80 -> 10.244.1.3:8080 w1', 'TCP/10.96.0.11:80 rr']);
     t.proxier.stop();
@@ -251,6 +256,9 @@ describe('claims are ranked by the frontend that made them (issue 25 item 3)', (
     await t.run(1);
     expect(of(await t.table(), '203.0.113.5', 30443)).toEqual(['TCP/203.0.113.5:30443 -> 10.244.8.1:8443 w1', 'TCP/203.0.113.5:30443 rr']);
     expect(t.events).toEqual([expect.stringMatching(/^aaa\/grab VirtualServerConflict: .*203\.0\.113\.5:30443 \(this Service's ExternalIP\).*bbb\/lb.*a LoadBalancer outranks an ExternalIP/)]);
+    expect((await t.proxier.status()).refusedFrontends).toEqual([
+      { service: 'aaa/grab', field: 'spec.ports[p]', value: 'TCP/203.0.113.5:30443', reason: 'VirtualServerConflict', message: expect.stringContaining('bbb/lb') },
+    ]);
     // the tenant's own NodePort on the node address is still its NodePort
     expect(of(await t.table(), '192.0.2.1', 30443)).toEqual(['TCP/192.0.2.1:30443 -> 10.244.9.9:8443 w1', 'TCP/192.0.2.1:30443 rr']);
     t.proxier.stop();

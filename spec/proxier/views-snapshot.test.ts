@@ -38,6 +38,7 @@ async function setup(initialized = true) {
     node, applier, bound, source, link, frontendIds: new FrontendIds(), figures: new SyncFigures(),
     index: desired.index, plans: desired.plans, initialized,
     counts: () => ({ virtualServers: 0, realServers: 0, draining: 0, boundAddresses: bound.size }),
+    refused: () => [],
   };
   return { ipvs, applier, snap };
 }

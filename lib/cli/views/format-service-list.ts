@@ -30,5 +30,10 @@ export function formatServiceList(r: ServiceListResponse): string {
     out += `${pad(rows[n]!)}${backends[0]}\n`;
     for (const b of backends.slice(1)) out += `${blank}${b}\n`;
   });
+  const refused = r.refused ?? [];
+  if (refused.length > 0) {
+    out += `\nRefused frontends (not programmed):\n`;
+    for (const f of refused) out += `  ${f.service} ${f.field} ${f.value}: ${f.reason}: ${f.message}\n`;
+  }
   return out;
 }

@@ -66,6 +66,9 @@ export function formatStatus(s: StatusResponse, opts: { verbose: boolean; now: n
   kv('Last full sync', sync(s.lastFullSync, opts.now));
   kv('Last partial sync', sync(s.lastPartialSync, opts.now));
   kv('Drift repairs', String(s.driftRepairs));
+  const refused = s.refusedFrontends ?? [];
+  kv('Refused frontends', refused.length === 0 ? 'none' : `${refused.length} (not programmed)`);
+  for (const f of refused) lines.push(`  ${f.service} ${f.field} ${f.value}: ${f.reason}${verbose ? `: ${f.message}` : ''}`);
   kv(
     'Counts',
     `${plural(c.services, 'Service')}, ${plural(c.servicePorts, 'service port')}, ${plural(c.virtualServers, 'virtual server')}, ` +

@@ -101,6 +101,7 @@ const STATUS: StatusResponse = {
   lastFullSync: { at: '2026-11-23T11:58:00.000Z', durationMs: 12, ipvsWrites: 14, ipvsFailures: 0, execs: 2 },
   lastPartialSync: null,
   driftRepairs: 2,
+  refusedFrontends: [],
   counts: { services: 2, servicePorts: 3, virtualServers: 5, realServers: 9, draining: 1, boundAddresses: 2 },
   totals: { syncs: 7, fullSyncs: 2, ipvsWrites: 20, ipvsFailures: 1, execs: 4 },
   config: {
@@ -129,6 +130,7 @@ describe('formatStatus', () => {
         'Last full sync:         2026-11-23T11:58:00.000Z, 2m ago (took 12 ms, 14 IPVS writes, 2 execs)',
         'Last partial sync:      never',
         'Drift repairs:          2',
+        'Refused frontends:      none',
         'Counts:                 2 Services, 3 service ports, 5 virtual servers, 9 real servers (1 draining), 2 addresses on kube-ipvs0',
         '',
       ].join('\n'),
@@ -151,6 +153,20 @@ describe('formatStatus', () => {
       expect(text.split('\n')).toContain(line);
     }
     expect(formatStatus(STATUS, { verbose: false, now: NOW })).not.toContain('Totals');
+  });
+
+  it('refused frontends (issue 25 item 2): counted, then one line each; --verbose adds why', () => {
+    const refused = { service: 'aaa/np', field: 'spec.ports[].nodePort', value: '192.0.2.1', reason: 'ForeignVirtualServer', message: 'virtual server TCP/192.0.2.1:30443 exists' };
+    const short = formatStatus({ ...STATUS, refusedFrontends: [refused] }, { verbose: false, now: NOW }).split('\n');
+    expect(short).toContain('Refused frontends:      1 (not programmed)');
+    expect(short).toContain('  aaa/np spec.ports[].nodePort 192.0.2.1: ForeignVirtualServer');
+    expect(formatStatus({ ...STATUS, refusedFrontends: [refused] }, { verbose: true, now: NOW }).split('\n')).toContain(
+      '  aaa/np spec.ports[].nodePort 192.0.2.1: ForeignVirtualServer: virtual server TCP/192.0.2.1:30443 exists',
+    );
+    expect(formatServiceList({ source: 'daemon', frontends: [], refused: [refused] })).toBe(
+      'ID   Frontend   Service Type   Service   Scheduler   Affinity   Backend\n\nRefused frontends (not programmed):\n' +
+        '  aaa/np spec.ports[].nodePort 192.0.2.1: ForeignVirtualServer: virtual server TCP/192.0.2.1:30443 exists\n',
+    );
   });
 
   it('ages', () => {
