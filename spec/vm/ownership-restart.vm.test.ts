@@ -116,8 +116,8 @@ describe('keepalived across a restart of the real daemon (issue 25 item 1)', () 
     expect(ipvsRules().filter((l) => l.includes('10.244.7.70'))).toEqual(['-a -t 10.96.0.70:443 -r 10.244.7.70:8443 -m -w 1']);
     const msgs = daemon.lines.map((l) => String(l.message));
     // the adoption read found both foreign, by the record
-    expect(msgs.filter((m) => m.includes('TCP 198.51.100.100:30443') && m.includes("not kube-ipvs's") && m.includes('KUBE-IPVS-OWNED'))).toHaveLength(1);
-    expect(msgs.filter((m) => m.includes('TCP 192.0.2.1:30443') && m.includes("not kube-ipvs's") && m.includes('KUBE-IPVS-OWNED'))).toHaveLength(1);
+    expect(msgs.filter((m) => m.startsWith("virtual server TCP 198.51.100.100:30443 is not kube-ipvs's") && m.includes('KUBE-IPVS-OWNED'))).toHaveLength(1);
+    expect(msgs.filter((m) => m.startsWith("virtual server TCP 192.0.2.1:30443 is not kube-ipvs's") && m.includes('KUBE-IPVS-OWNED'))).toHaveLength(1);
   }, 600_000);
 
   it('`kube-ipvs cleanup` destroys the record with the KUBE-* sets', async () => {
