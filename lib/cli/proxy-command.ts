@@ -16,7 +16,7 @@ import { loadProxyConfig, ReadConfigFile } from '../config/load-config';
 import { ProxyConfig } from '../config/proxy-config';
 import { parseProxyFlags, ProxyFlags } from '../config/proxy-flags';
 import type { DaemonOptions } from '../daemon/daemon';
-import { runCleanup } from './cleanup';
+import { runCleanup, splitCleanupArgv } from './cleanup';
 import { readPackageInfo, userAgent } from './version';
 import { formatTopHelp } from './top-help';
 
@@ -61,9 +61,10 @@ export const defaultProxyCommandDeps = (): ProxyCommandDeps => ({
 });
 
 /**
- * `--cleanup` (or `--cleanup=true`) before any `--`: kube-proxy's cleanup mode. Checked before
- * the strict flag parse so `kube-ipvs --cleanup` keeps taking runCleanup's own flags
- * (`--iptables-backend`, `--families`) as it always did.
+ * `--cleanup` (or `--cleanup=true`) before any `--`: kube-proxy's cleanup mode. runCleanup's
+ * own options (`--iptables-backend`, `--families`, `--dry-run`) are taken out; the rest must
+ * parse as kube-proxy's flags (an unknown or bad one exits 2 before anything is cleaned, as
+ * kube-proxy's parse does) and is otherwise ignored.
  */
 function cleanupArgv(argv: readonly string[]): string[] | undefined {
   const end = argv.indexOf('--');
@@ -76,7 +77,17 @@ function cleanupArgv(argv: readonly string[]): string[] | undefined {
 /** Runs the proxy; argv is what follows the program name. Resolves to the exit code. */
 export async function proxyMain(argv: readonly string[], deps: ProxyCommandDeps): Promise<number> {
   const cleanup = cleanupArgv(argv);
-  if (cleanup) return (deps.runCleanup ?? runCleanup)(cleanup);
+  if (cleanup) {
+    const { own, rest } = splitCleanupArgv(cleanup);
+    try {
+      parseProxyFlags(rest);
+    } catch (e) {
+      if (!(e instanceof UsageError)) throw e;
+      deps.stderr.write(`kube-ipvs: ${e.message}\nRun 'kube-ipvs --help' for usage.\n`);
+      return 2;
+    }
+    return (deps.runCleanup ?? runCleanup)(own);
+  }
 
   let flags: ProxyFlags;
   try {

@@ -216,13 +216,24 @@ describe('proxyMain', () => {
   it.each<[string[], string[]]>([
     [['--cleanup'], ['--cleanup']],
     [['--cleanup=true', '--iptables-backend=nft'], ['--cleanup', '--iptables-backend=nft']],
-    [[`--config=${FILE}`, '--cleanup', '--v=2'], [`--config=${FILE}`, '--cleanup', '--v=2']],
-  ])('%j runs cleanup with the whole command line, never the daemon', async (argv, cleanupArgv) => {
+    [[`--config=${FILE}`, '--cleanup', '--v=2'], ['--cleanup']],
+    [['--cleanup', '--dry-run', '--families', 'ipv4', '--hostname-override=n1'], ['--cleanup', '--dry-run', '--families', 'ipv4']],
+  ])('%j runs cleanup with its own options, never the daemon', async (argv, cleanupArgv) => {
     const h = harness();
     expect(await proxyMain(argv, h.deps)).toBe(0);
     expect(h.cleanupCalls).toEqual([cleanupArgv]);
     expect(h.daemonCalls).toEqual([]);
   });
+
+  it.each([[['--cleanup', '--bogus']], [['--cleanup', 'extra-argument']], [['--cleanup', '--v=notanumber']]])(
+    '%j: an unknown or bad kube-proxy flag with --cleanup exits 2 and cleans nothing',
+    async (argv) => {
+      const h = harness();
+      expect(await proxyMain(argv, h.deps)).toBe(2);
+      expect(h.cleanupCalls).toEqual([]);
+      expect(h.stderr()).toMatch(/^kube-ipvs: /);
+    },
+  );
 
   it('--cleanup=false runs the proxy', async () => {
     const h = harness();
