@@ -39,6 +39,11 @@ export interface ProxyCommandDeps {
   readonly setVerbosity?: (v: number) => void;
   /** applies --logging-format, text when not given (default: lib/log.ts setLogFormat) */
   readonly setLogFormat?: (format: LogFormat) => void;
+  /**
+   * loads and checks the kubeconfig before the daemon starts (default: lib/daemon/api-config.ts);
+   * throws KubeConfigError for one that cannot be used
+   */
+  readonly loadKubeConfig?: (config: ProxyConfig, userAgent: string) => DaemonOptions['kubeConfig'];
   /** `--init-only`: the privileged setup; resolves to the exit code (default: runInitOnly) */
   readonly runInit?: (config: ProxyConfig) => Promise<number>;
 }
@@ -73,6 +78,10 @@ function cleanupArgv(argv: readonly string[]): string[] | undefined {
   if (!head.some((a) => truthy.includes(a))) return undefined;
   return argv.map((a) => (truthy.includes(a) ? '--cleanup' : a));
 }
+
+// loaded only when the proxy runs (client-node)
+const defaultLoadKubeConfig = (config: ProxyConfig, agent: string): DaemonOptions['kubeConfig'] =>
+  (require('../daemon/api-config') as typeof import('../daemon/api-config')).loadDaemonKubeConfig(config, agent);
 
 /** Runs the proxy; argv is what follows the program name. Resolves to the exit code. */
 export async function proxyMain(argv: readonly string[], deps: ProxyCommandDeps): Promise<number> {
@@ -148,10 +157,23 @@ export async function proxyMain(argv: readonly string[], deps: ProxyCommandDeps)
   }
   if (flags.initOnly) return (deps.runInit ?? ((c) => runInitOnly(c, deps.stderr)))(config);
 
+  // the kubeconfig before the daemon: one that cannot be used stops the start with one line,
+  // before anything touches the kernel (sysctls, conntrack, oom_score_adj)
+  const agent = userAgent(readPackageInfo().version);
+  let kubeConfig: DaemonOptions['kubeConfig'];
+  try {
+    kubeConfig = (deps.loadKubeConfig ?? defaultLoadKubeConfig)(config, agent);
+  } catch (e) {
+    if ((e as { code?: unknown })?.code !== 'KIPVS_KUBECONFIG') throw e;
+    deps.stderr.write(`kube-ipvs: ${(e as Error).message}\n`);
+    return 1;
+  }
+
   const options: DaemonOptions = {
     ...(flags.configFile !== undefined ? { configFile: flags.configFile, reloadConfig: load } : {}),
     verbosity: config.logging.verbosity,
-    userAgent: userAgent(readPackageInfo().version),
+    userAgent: agent,
+    ...(kubeConfig ? { kubeConfig } : {}),
   };
   return deps.runDaemon(config, options);
 }

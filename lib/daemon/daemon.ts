@@ -16,7 +16,8 @@ import { componentLog } from '../log';
 import { ChildProcessExec, ObservedExec } from '../kernel/exec';
 import { EventSink, Proxier, ProxierSettings } from '../proxier/proxier';
 import { systemClock } from '../proxier/clock';
-import { loadKubeConfig } from '../k8s/kubeconfig';
+import type { ApiKubeConfig } from '../k8s/api-request';
+import { KubeConfigError, loadDaemonKubeConfig } from './api-config';
 import { EventRecorder } from '../k8s/event-recorder';
 import { IpFamily } from '../model/ip-family';
 import { createHealthServer, listen } from './health-server';
@@ -37,6 +38,8 @@ export interface DaemonOptions {
   readonly verbosity: number;
   /** sent with every API request (lib/cli/version.ts userAgent) */
   readonly userAgent?: string;
+  /** the kubeconfig, already loaded and checked (lib/daemon/api-config.ts); else loaded first thing */
+  readonly kubeConfig?: ApiKubeConfig;
 }
 
 /**
@@ -116,10 +119,21 @@ export async function runDaemon(config: ProxyConfig, options: DaemonOptions): Pr
     sinceStartMs: Math.round(performance.now()),
   });
 
+  // ---- API configuration, before anything touches the kernel ----
+  let kc: ApiKubeConfig;
+  try {
+    kc = options.kubeConfig ?? loadDaemonKubeConfig(config, options.userAgent);
+  } catch (e) {
+    if (!(e instanceof KubeConfigError)) throw e;
+    log.error(e.message);
+    return 1;
+  }
+  const metrics = new ProxyMetrics();
+  kc.observer = (c) => metrics.recordApiCall(c);
+
   // ---- kernel and families ----
   const opened = await openIpvsAndLink(config, log);
   if (!opened) return 1;
-  const metrics = new ProxyMetrics();
   const exec = new ObservedExec(new ChildProcessExec(), (o) => metrics.recordExec(o));
   const kernel = openKernelSurfaces(opened.ipvs, opened.link, exec, log);
   const families = await chooseDaemonFamilies(kernel, config, log);
@@ -132,13 +146,6 @@ export async function runDaemon(config: ProxyConfig, options: DaemonOptions): Pr
   families.logDetectLocal();
 
   // ---- API ----
-  const kc = loadKubeConfig({
-    ...(config.clientConnection.kubeconfig ? { kubeconfig: config.clientConnection.kubeconfig } : {}),
-    ...(config.master ? { master: config.master } : {}),
-    observer: (c) => metrics.recordApiCall(c),
-    log: componentLog('api'),
-    ...(options.userAgent ? { userAgent: options.userAgent } : {}),
-  });
   const recorder = new EventRecorder(kc, { nodeName: name, log: componentLog('events') });
   const events: EventSink = { warn: (ref, reason, message) => void recorder.warn(ref, reason, message) };
 

@@ -63,10 +63,11 @@ export function loadKubeConfig(options: KubeConfigOptions): ApiKubeConfig {
   if (options.kubeconfig) {
     try {
       kc.loadFromFile(options.kubeconfig);
+      checkCurrentUser(kc);
       kc.origin = `kubeconfig ${options.kubeconfig}`;
       useTokenFile(kc, rawTokens(options.kubeconfig, kc.getCurrentUser()), options);
     } catch (e) {
-      throw new KubeConfigError(`kubeconfig ${options.kubeconfig}: ${(e as Error).message}`, { cause: e });
+      throw new KubeConfigError(`kubeconfig ${options.kubeconfig}: ${loadErrorText(e)}`);
     }
   } else if (master) {
     // kube-proxy with --master and no kubeconfig: that server, no credentials; plain http
@@ -90,11 +91,12 @@ export function loadKubeConfig(options: KubeConfigOptions): ApiKubeConfig {
   } else {
     try {
       kc.loadFromDefault();
+      checkCurrentUser(kc);
       const file = defaultKubeconfigFile(env);
       kc.origin = file ? `kubeconfig ${file}` : 'default kubeconfig (KUBECONFIG, ~/.kube/config, in-cluster)';
       useTokenFile(kc, file ? rawTokens(file, kc.getCurrentUser()) : {}, options);
     } catch (e) {
-      throw new KubeConfigError(`default kubeconfig (KUBECONFIG, ~/.kube/config): ${(e as Error).message}`, { cause: e });
+      throw new KubeConfigError(`default kubeconfig (KUBECONFIG, ~/.kube/config): ${loadErrorText(e)}`);
     }
   }
   const cluster = kc.getCurrentCluster();
@@ -109,6 +111,34 @@ export function loadKubeConfig(options: KubeConfigOptions): ApiKubeConfig {
     kc.clusters = kc.clusters.map((c) => (c.name === cluster.name ? { ...c, skipTLSVerify: true } : c));
   }
   return kc;
+}
+
+/**
+ * What a failed load says, in one line and without the file's text: js-yaml's message quotes
+ * the lines around the error (a token, a client key: a secret in the log), so a YAML error is
+ * its reason with the line and column (1-based) only. The cause is not kept either: a logger
+ * that prints causes would print the quote.
+ */
+function loadErrorText(e: unknown): string {
+  const y = e as { name?: unknown; reason?: unknown; mark?: { line?: unknown; column?: unknown } };
+  if (y?.name === 'YAMLException' && typeof y.mark?.line === 'number' && typeof y.mark.column === 'number') {
+    return `YAML error at line ${y.mark.line + 1}, column ${y.mark.column + 1}: ${String(y.reason ?? 'malformed')}`;
+  }
+  if (y?.name === 'YAMLException') return `YAML error: ${String(y.reason ?? 'malformed')}`;
+  const text = e instanceof Error ? e.message : String(e);
+  return text.split('\n')[0]!;
+}
+
+/**
+ * The current context's user must be in the file, as client-go's validation requires
+ * (client-node would send requests without credentials).
+ */
+function checkCurrentUser(kc: ApiKubeConfig): void {
+  const name = kc.getCurrentContext();
+  const context = kc.getContextObject(name);
+  if (context?.user && !kc.users.some((u) => u.name === context.user)) {
+    throw new Error(`user ${JSON.stringify(context.user)} of context ${JSON.stringify(name)} was not found`);
+  }
 }
 
 /** The current user's bearer token file and static token as the kubeconfig writes them. */

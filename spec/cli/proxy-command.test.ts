@@ -1,3 +1,6 @@
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { ConfigError } from '../../lib/errors';
 import { DaemonOptions } from '../../lib/daemon/daemon';
 import { decodeProxyConfig } from '../../lib/config/decode-config';
@@ -47,6 +50,8 @@ function harness(daemonExit = 0): Harness {
       h.daemonCalls.push({ config, options });
       return daemonExit;
     },
+    // the kubeconfig check is its own test below (the real loader)
+    loadKubeConfig: () => undefined,
     runCleanup: async (argv) => {
       h.cleanupCalls.push(argv);
       return 0;
@@ -234,6 +239,25 @@ describe('proxyMain', () => {
       expect(h.stderr()).toMatch(/^kube-ipvs: /);
     },
   );
+
+  it.each([
+    ['a tokenFile that is not there', (dir: string) => `apiVersion: v1\nkind: Config\nclusters:\n- name: c\n  cluster:\n    server: https://10.0.0.1:6443\nusers:\n- name: u\n  user:\n    tokenFile: ${dir}/nope\ncontexts:\n- name: x\n  context: {cluster: c, user: u}\ncurrent-context: x\n`],
+    ['bad YAML', () => `apiVersion: v1\nusers:\n- name: u\n  user:\n    token: s3cret\n\tbad: [\n`],
+    ['an unknown user', () => `apiVersion: v1\nkind: Config\nclusters:\n- name: c\n  cluster:\n    server: https://10.0.0.1:6443\nusers: []\ncontexts:\n- name: x\n  context: {cluster: c, user: u}\ncurrent-context: x\n`],
+  ])('a kubeconfig that cannot be used (%s): exit 1 with one line, before the daemon (and the kernel) starts (issue 25 item 9)', async (_what, text) => {
+    const dir = mkdtempSync(join(tmpdir(), 'kc-'));
+    try {
+      writeFileSync(join(dir, 'kubeconfig'), text(dir));
+      const h = harness();
+      h.files.set(FILE, GOOD + `clientConnection:\n  kubeconfig: ${join(dir, 'kubeconfig')}\n`);
+      expect(await proxyMain([`--config=${FILE}`], { ...h.deps, loadKubeConfig: undefined })).toBe(1);
+      expect(h.daemonCalls).toEqual([]);
+      expect(h.stderr()).toMatch(new RegExp(`^kube-ipvs: kubeconfig ${join(dir, 'kubeconfig')}: [^\n]+\n$`));
+      expect(h.stderr()).not.toMatch(/s3cret|\bat \S+:\d+/);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
 
   it('--cleanup=false runs the proxy', async () => {
     const h = harness();
