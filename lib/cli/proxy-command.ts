@@ -159,7 +159,8 @@ export async function proxyMain(argv: readonly string[], deps: ProxyCommandDeps)
 
   // the kubeconfig before the daemon: one that cannot be used stops the start with one line,
   // before anything touches the kernel (sysctls, conntrack, oom_score_adj)
-  const agent = userAgent(readPackageInfo().version);
+  const { version } = readPackageInfo();
+  const agent = userAgent(version);
   let kubeConfig: DaemonOptions['kubeConfig'];
   try {
     kubeConfig = (deps.loadKubeConfig ?? defaultLoadKubeConfig)(config, agent);
@@ -173,6 +174,7 @@ export async function proxyMain(argv: readonly string[], deps: ProxyCommandDeps)
     ...(flags.configFile !== undefined ? { configFile: flags.configFile, reloadConfig: load } : {}),
     verbosity: config.logging.verbosity,
     userAgent: agent,
+    version,
     ...(kubeConfig ? { kubeConfig } : {}),
   };
   return deps.runDaemon(config, options);

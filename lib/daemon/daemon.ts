@@ -38,6 +38,8 @@ export interface DaemonOptions {
   readonly verbosity: number;
   /** sent with every API request (lib/cli/version.ts userAgent) */
   readonly userAgent?: string;
+  /** package.json's version, for kubernetes_build_info (default 0.0.0) */
+  readonly version?: string;
   /** the kubeconfig, already loaded and checked (lib/daemon/api-config.ts); else loaded first thing */
   readonly kubeConfig?: ApiKubeConfig;
 }
@@ -128,7 +130,7 @@ export async function runDaemon(config: ProxyConfig, options: DaemonOptions): Pr
     log.error(e.message);
     return 1;
   }
-  const metrics = new ProxyMetrics();
+  const metrics = new ProxyMetrics(options.version !== undefined ? { version: options.version, platform: `${process.platform}/${process.arch === 'x64' ? 'amd64' : process.arch}` } : undefined);
   kc.observer = (c) => metrics.recordApiCall(c);
 
   // ---- kernel and families ----
