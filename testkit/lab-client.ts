@@ -169,8 +169,6 @@ export function writeProjectedVolume(dir: string, files: Record<string, string>)
 }
 
 const ROOT_NS = ['nsenter', '--net=/proc/1/ns/net', '--'];
-const LINK_ROOT = '169.254.123.1';
-const LINK_NODE = '169.254.123.2';
 
 function sh(argv: readonly string[], allowFail = false): void {
   try {
@@ -181,20 +179,26 @@ function sh(argv: readonly string[], allowFail = false): void {
 }
 
 /**
- * In the guest: routes this process's network namespace (a VM test file's own, a node) to
- * the lab's API servers: a veth pair to the guest's root namespace, which forwards and
- * masquerades it out of eth0 (QEMU's user network; only the forwarded addresses answer).
+ * In the guest: routes a network namespace (a node) to the lab's API servers: a veth pair to
+ * the guest's root namespace, which forwards and masquerades it out of eth0 (QEMU's user
+ * network; only the forwarded addresses answer). `ns` '' is this process's own namespace (a VM
+ * test file's), else a named one (ip netns); `slot` 0..63 picks the /30 of 169.254.123.0/24
+ * the pair uses, one per node namespace connected at a time.
  */
-export function connectToLab(): void {
+export function connectToLab(ns = '', slot = 0): void {
   if (!inGuest()) return;
-  const peer = `lab-${process.pid}`.slice(0, 15);
-  sh(['ip', 'link', 'del', 'lab0'], true);
-  sh(['ip', 'link', 'add', 'lab0', 'type', 'veth', 'peer', 'name', peer, 'netns', '1']);
-  sh([...ROOT_NS, 'ip', 'addr', 'add', `${LINK_ROOT}/30`, 'dev', peer]);
+  const inNs = (argv: string[]) => (ns ? ['ip', 'netns', 'exec', ns, ...argv] : argv);
+  const peer = `lab-${process.pid}-${slot}`.slice(0, 15);
+  const rootAddr = `169.254.123.${slot * 4 + 1}`;
+  const nodeAddr = `169.254.123.${slot * 4 + 2}`;
+  sh(inNs(['ip', 'link', 'del', 'lab0']), true);
+  sh([...ROOT_NS, 'ip', 'link', 'del', peer], true);
+  sh(inNs(['ip', 'link', 'add', 'lab0', 'type', 'veth', 'peer', 'name', peer, 'netns', '1']));
+  sh([...ROOT_NS, 'ip', 'addr', 'add', `${rootAddr}/30`, 'dev', peer]);
   sh([...ROOT_NS, 'ip', 'link', 'set', peer, 'up']);
   sh([...ROOT_NS, 'sysctl', '-qw', 'net.ipv4.ip_forward=1']);
   sh([...ROOT_NS, 'sh', '-c', 'iptables -t nat -C POSTROUTING -o eth0 -j MASQUERADE 2>/dev/null || iptables -t nat -A POSTROUTING -o eth0 -j MASQUERADE']);
-  sh(['ip', 'addr', 'add', `${LINK_NODE}/30`, 'dev', 'lab0']);
-  sh(['ip', 'link', 'set', 'lab0', 'up']);
-  sh(['ip', 'route', 'add', '10.0.2.0/24', 'via', LINK_ROOT, 'dev', 'lab0']);
+  sh(inNs(['ip', 'addr', 'add', `${nodeAddr}/30`, 'dev', 'lab0']));
+  sh(inNs(['ip', 'link', 'set', 'lab0', 'up']));
+  sh(inNs(['ip', 'route', 'add', '10.0.2.0/24', 'via', rootAddr, 'dev', 'lab0']));
 }
