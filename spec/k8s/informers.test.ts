@@ -80,18 +80,21 @@ describe('startInformers', () => {
   it('delivers the initial list as adds, then Synced once; skips what kube-proxy skips', async () => {
     server.create(service('s1'));
     server.create(service('s2'));
-    server.create(service('headless', { 'service.kubernetes.io/headless': '' }));
+    // kube-proxy v1.37 proxies a Service labelled headless that has a cluster IP; a
+    // clusterIP None one, and one of another proxy, it never receives
+    server.create(service('labelled', { 'service.kubernetes.io/headless': '' }));
+    server.create(service('headless', undefined, 'None'));
     server.create(service('other-proxy', { 'service.kubernetes.io/service-proxy-name': 'x' }));
     const rec = start({ service: new Recorder() });
     await waitFor('synced', () => rec.has('synced'));
     await waitFor('the watch', () => server.openWatches === 1);
     server.create(service('s3'));
     await waitFor('add s3', () => rec.has('add demo/s3'));
-    expect(rec.calls).toEqual(['add demo/s1', 'add demo/s2', 'synced', 'add demo/s3']);
+    expect(rec.calls).toEqual(['add demo/labelled', 'add demo/s1', 'add demo/s2', 'synced', 'add demo/s3']);
     // list items carry no kind; the handler got them all the same
     expect(rec.objects[0].kind).toBeUndefined();
     const list = server.requests.find((r) => r.verb === 'list')!;
-    expect(list.query.labelSelector).toBe('!service.kubernetes.io/service-proxy-name,!service.kubernetes.io/headless');
+    expect([list.query.labelSelector, list.query.fieldSelector]).toEqual(['!service.kubernetes.io/service-proxy-name', 'spec.clusterIP!=None']);
     expect(log.lines).toEqual([]);
   });
 
@@ -121,7 +124,7 @@ describe('startInformers', () => {
     await waitFor('the watch', () => rec.has('synced') && server.openWatches === 1);
     server.patch(svcRef('s1'), { spec: { clusterIP: '10.96.0.11' } });
     server.delete(svcRef('s2'));
-    server.patch(svcRef('s1'), { metadata: { labels: { 'service.kubernetes.io/headless': '' } } });
+    server.patch(svcRef('s1'), { metadata: { labels: { 'service.kubernetes.io/service-proxy-name': 'other' } } });
     await waitFor('3 events after sync', () => rec.calls.length >= 5);
     expect(rec.calls.slice(3)).toEqual(['update demo/s1 ->10.96.0.11', 'delete demo/s2', 'delete demo/s1']);
     // a Service's previous object is kept by its metadata only: its name and version

@@ -14,7 +14,7 @@ import path from 'node:path';
 import { ApiException, KubeConfig } from '../../lib/k8s/client-node';
 import { apiRequest } from '../../lib/k8s/api-request';
 import { EventRecorder } from '../../lib/k8s/event-recorder';
-import { PROXY_LABEL_SELECTOR } from '../../lib/k8s/informers';
+import { ENDPOINT_SLICE_SELECTOR, SERVICE_SELECTOR } from '../../lib/k8s/informers';
 import { listPaged, listRaw } from '../../lib/k8s/raw-list';
 import { ReportingWatch } from '../../lib/k8s/reporting-watch';
 import { FakeApiServer, FakeObject, KUBE_PROXY_USER, NODE_PROXIER_RULES } from '../../testkit/fake-apiserver';
@@ -60,11 +60,11 @@ function kubeconfig(server: string, ca: string, user: Json): KubeConfig {
   return kc;
 }
 
-const service = (name: string, labels: Record<string, string> = {}): FakeObject => ({
+const service = (name: string, labels: Record<string, string> = {}, clusterIP?: 'None'): FakeObject => ({
   apiVersion: 'v1',
   kind: 'Service',
   metadata: { name, namespace: ns, labels: { app: name, ...labels } },
-  spec: { ports: [{ name: 'http', protocol: 'TCP', port: 80, targetPort: 8080 }], selector: { app: name } },
+  spec: { ports: [{ name: 'http', protocol: 'TCP', port: 80, targetPort: 8080 }], selector: { app: name }, ...(clusterIP ? { clusterIP } : {}) },
 });
 
 const slice = (name: string, svc: string, labels: Record<string, string> = {}): FakeObject => ({
@@ -76,11 +76,11 @@ const slice = (name: string, svc: string, labels: Record<string, string> = {}): 
   ports: [{ name: 'http', protocol: 'TCP', port: 8080 }],
 });
 
-/** The objects both servers hold: 5 proxied Services, one headless and one for another proxy (the daemon's selector leaves both out). */
+/** The objects both servers hold: 5 proxied Services, one headless (clusterIP None) and one for another proxy (the daemon's selectors leave both out). */
 const OBJECTS: FakeObject[] = [
   { apiVersion: 'v1', kind: 'Node', metadata: { name: nodeName, labels: { 'kubernetes.io/hostname': nodeName } } },
   ...['s-0', 's-1', 's-2', 's-3', 's-4'].map((n) => service(n)),
-  service('headless', { 'service.kubernetes.io/headless': '' }),
+  service('headless', { 'service.kubernetes.io/headless': '' }, 'None'),
   service('other-proxy', { 'service.kubernetes.io/service-proxy-name': 'other' }),
   slice('s-0-abc', 's-0'),
   slice('s-1-abc', 's-1'),
@@ -228,13 +228,13 @@ describe('the fake API server answers the daemon\'s requests as kube-apiserver d
 
   describe('lists (listRaw, the informers\' selectors, as kube-proxy\'s ServiceAccount)', () => {
     it('Services with the proxy label selector: a ServiceList whose items carry no kind or apiVersion', async () => {
-      const r = await both(async (s) => listShape(await listRaw(s.sa, '/api/v1/services', { labelSelector: PROXY_LABEL_SELECTOR })));
+      const r = await both(async (s) => listShape(await listRaw(s.sa, '/api/v1/services', SERVICE_SELECTOR)));
       expect(r.real).toMatchObject({ kind: 'ServiceList', apiVersion: 'v1', names: ['s-0', 's-1', 's-2', 's-3', 's-4'], itemKinds: ['undefined/undefined'] });
       expect(r.fake).toEqual(r.real);
     });
 
     it('EndpointSlices with the proxy label selector', async () => {
-      const r = await both(async (s) => listShape(await listRaw(s.sa, '/apis/discovery.k8s.io/v1/endpointslices', { labelSelector: PROXY_LABEL_SELECTOR })));
+      const r = await both(async (s) => listShape(await listRaw(s.sa, '/apis/discovery.k8s.io/v1/endpointslices', ENDPOINT_SLICE_SELECTOR)));
       expect(r.real).toMatchObject({ kind: 'EndpointSliceList', apiVersion: 'discovery.k8s.io/v1', names: ['s-0-abc', 's-1-abc'] });
       expect(r.fake).toEqual(r.real);
     });
@@ -250,11 +250,11 @@ describe('the fake API server answers the daemon\'s requests as kube-apiserver d
     it('listPaged in pages of 2: continue on all but the last page; remainingItemCount only without a selector', async () => {
       const r = await both(async (s) => {
         const p = `/api/v1/namespaces/${ns}/services`;
-        const first = await listRaw<Json>(s.sa, p, { labelSelector: PROXY_LABEL_SELECTOR, limit: 2 });
+        const first = await listRaw<Json>(s.sa, p, { ...SERVICE_SELECTOR, limit: 2 });
         const unselected = await listRaw<Json>(s.sa, p, { limit: 2 });
         const pages: string[][] = [];
         let restarts = 0;
-        const version = await listPaged<Json>(s.sa, p, { labelSelector: PROXY_LABEL_SELECTOR }, (items) => pages.push(items.map((i) => i.metadata.name)), () => restarts++, 2);
+        const version = await listPaged<Json>(s.sa, p, SERVICE_SELECTOR, (items) => pages.push(items.map((i) => i.metadata.name)), () => restarts++, 2);
         return {
           firstMetadataKeys: Object.keys(first.metadata!).sort(),
           remaining: (first.metadata as Json).remainingItemCount ?? null,
@@ -280,10 +280,10 @@ describe('the fake API server answers the daemon\'s requests as kube-apiserver d
     it('a Service list continued after a write and etcd\'s compaction: still the first page\'s snapshot (the watch cache serves it)', async () => {
       const r = await both(async (s) => {
         const p = `/api/v1/namespaces/${ns}/services`;
-        const first = await listRaw<Json>(s.sa, p, { labelSelector: PROXY_LABEL_SELECTOR, limit: 2 });
+        const first = await listRaw<Json>(s.sa, p, { ...SERVICE_SELECTOR, limit: 2 });
         await s.create([service(`late-${s.name}`)]);
         await s.compact();
-        const rest = await listRaw<Json>(s.sa, p, { labelSelector: PROXY_LABEL_SELECTOR, continue: (first.metadata as Json).continue as string });
+        const rest = await listRaw<Json>(s.sa, p, { ...SERVICE_SELECTOR, continue: (first.metadata as Json).continue as string });
         await s.deleteService(ns, `late-${s.name}`);
         return { sameVersion: rest.metadata?.resourceVersion === first.metadata?.resourceVersion, names: rest.items.map((i) => i.metadata.name) };
       });
@@ -324,8 +324,8 @@ describe('the fake API server answers the daemon\'s requests as kube-apiserver d
   describe('watch (ReportingWatch with the informers\' query)', () => {
     it('from the list\'s resourceVersion with allowWatchBookmarks: ADDED, MODIFIED, DELETED with kind and apiVersion on each object', async () => {
       const r = await both(async (s) => {
-        const list = await listRaw(s.sa, '/api/v1/services', { labelSelector: PROXY_LABEL_SELECTOR });
-        const w = await watch(s.sa, '/api/v1/services', { resourceVersion: list.metadata!.resourceVersion, allowWatchBookmarks: true, labelSelector: PROXY_LABEL_SELECTOR });
+        const list = await listRaw(s.sa, '/api/v1/services', SERVICE_SELECTOR);
+        const w = await watch(s.sa, '/api/v1/services', { resourceVersion: list.metadata!.resourceVersion, allowWatchBookmarks: true, ...SERVICE_SELECTOR });
         const name = `w-${s.name}`;
         await s.create([service(name)]);
         await s.label(ns, name, 'changed', 'yes');
@@ -341,10 +341,10 @@ describe('the fake API server answers the daemon\'s requests as kube-apiserver d
 
     it('a label change out of the selector reaches the watch as DELETED', async () => {
       const r = await both(async (s) => {
-        const list = await listRaw(s.sa, '/api/v1/services', { labelSelector: PROXY_LABEL_SELECTOR });
+        const list = await listRaw(s.sa, '/api/v1/services', SERVICE_SELECTOR);
         const name = `out-${s.name}`;
         await s.create([service(name)]);
-        const w = await watch(s.sa, '/api/v1/services', { resourceVersion: list.metadata!.resourceVersion, allowWatchBookmarks: true, labelSelector: PROXY_LABEL_SELECTOR });
+        const w = await watch(s.sa, '/api/v1/services', { resourceVersion: list.metadata!.resourceVersion, allowWatchBookmarks: true, ...SERVICE_SELECTOR });
         await s.label(ns, name, 'service.kubernetes.io/service-proxy-name', 'other');
         const mine = () => w.events.filter((e) => e.object?.metadata?.name === name);
         await until(`${s.name}: the DELETED of ${name}`, () => mine().some((e) => e.type === 'DELETED'));
@@ -374,9 +374,9 @@ describe('the fake API server answers the daemon\'s requests as kube-apiserver d
 
     it('from a resourceVersion the store has not reached (an etcd restore): HTTP 200 and nothing, not even the writes meanwhile', async () => {
       const r = await both(async (s) => {
-        const list = await listRaw(s.sa, `/api/v1/services`, { labelSelector: PROXY_LABEL_SELECTOR });
+        const list = await listRaw(s.sa, `/api/v1/services`, SERVICE_SELECTOR);
         const ahead = String(Number(list.metadata!.resourceVersion) + 1_000_000);
-        const w = await watch(s.sa, '/api/v1/services', { resourceVersion: ahead, allowWatchBookmarks: true, labelSelector: PROXY_LABEL_SELECTOR });
+        const w = await watch(s.sa, '/api/v1/services', { resourceVersion: ahead, allowWatchBookmarks: true, ...SERVICE_SELECTOR });
         await s.create([service(`ahead-${s.name}`)]);
         await sleep(4000);
         w.stop();
@@ -392,7 +392,7 @@ describe('the fake API server answers the daemon\'s requests as kube-apiserver d
         const p = `/api/v1/namespaces/${ns}/services`;
         const out: Record<string, string[]> = {};
         for (const [label, query] of Object.entries({ bookmarks: { resourceVersion: '0', allowWatchBookmarks: true }, plain: { resourceVersion: '0' } })) {
-          const w = await watch(s.sa, p, { ...query, labelSelector: PROXY_LABEL_SELECTOR });
+          const w = await watch(s.sa, p, { ...query, ...SERVICE_SELECTOR });
           await until(`${s.name}: the initial events`, () => w.events.filter((e) => e.type === 'ADDED').length >= 5);
           await sleep(1500);
           w.stop();
@@ -425,7 +425,7 @@ describe('the fake API server answers the daemon\'s requests as kube-apiserver d
     });
 
     it('no credentials: system:anonymous, 403', async () => {
-      const r = await both((s) => request(s.anonymous, 'GET', '/api/v1/services', undefined, { labelSelector: PROXY_LABEL_SELECTOR }));
+      const r = await both((s) => request(s.anonymous, 'GET', '/api/v1/services', undefined, SERVICE_SELECTOR));
       expect(r.real).toMatchObject({ status: 403, body: { reason: 'Forbidden', message: expect.stringContaining('"system:anonymous"') } });
       expect(r.fake).toEqual(r.real);
     });
