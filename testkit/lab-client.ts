@@ -8,6 +8,7 @@
 import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
+import { Agent, fetch } from 'undici';
 
 /** Where the guest reaches each API server (and, on a's address, the control API). */
 export const LAB_GUEST_IPS = { a: '10.0.2.100', b: '10.0.2.101' } as const;
@@ -51,6 +52,11 @@ const inGuest = () => process.env.IPVSVM === '1';
 
 export class LabClient {
   private infoCache: LabInfo | undefined;
+  /**
+   * A connection per call: in the guest every connection is a socat of QEMU's guestfwd, and a
+   * kept-alive one the control server closed as it idled was reused ("other side closed")
+   */
+  private readonly dispatcher = new Agent({ pipelining: 0, headersTimeout: 0, bodyTimeout: 0 });
 
   constructor(readonly control: string) {}
 
@@ -59,6 +65,7 @@ export class LabClient {
       method,
       ...(body === undefined ? {} : { body: JSON.stringify(body), headers: { 'content-type': 'application/json' } }),
       signal: AbortSignal.timeout(600_000),
+      dispatcher: this.dispatcher,
     });
     const text = await r.text();
     if (!r.ok) throw new Error(`lab ${method} ${p}: HTTP ${r.status}: ${text}`);

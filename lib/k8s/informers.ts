@@ -53,6 +53,7 @@ export interface NodeHandler {
 
 /** What the informers log through (a winston logger fits). */
 export interface InformerLog {
+  info(message: string, meta?: object): unknown;
   warn(message: string, meta?: object): unknown;
   error(message: string, meta?: object): unknown;
   debug(message: string, meta?: object): unknown;
@@ -280,8 +281,17 @@ class ResilientInformer<T extends KubernetesObject> {
 
   private event(phase: string, obj: T): void {
     if (phase === 'ERROR') {
-      // 410 Gone: the version is compacted away; the stream ends next and the restart relists
-      if ((obj as { code?: number }).code === 410) this.resourceVersion = '';
+      // 410 Gone: the version is compacted away (or older than a restarted API server's
+      // watch cache); the stream ends next and the restart relists: one line, since a relist
+      // of every Service or EndpointSlice is the costly way back
+      const status = obj as { code?: number; message?: string };
+      if (status.code === 410) {
+        this.log.info(`${this.spec.resource} informer: watch from resourceVersion ${this.resourceVersion} expired (410 Gone: ${status.message ?? ''}); relisting`, {
+          resource: this.spec.resource,
+          resourceVersion: this.resourceVersion,
+        });
+        this.resourceVersion = '';
+      }
       return;
     }
     const version = obj?.metadata?.resourceVersion;

@@ -50,6 +50,7 @@ class Recorder implements ServiceHandler, EndpointSliceHandler, NodeHandler {
 
 class Log {
   readonly lines: { level: string; message: string }[] = [];
+  info = (message: string) => this.lines.push({ level: 'info', message });
   warn = (message: string) => this.lines.push({ level: 'warn', message });
   error = (message: string) => this.lines.push({ level: 'error', message });
   debug = (message: string) => this.lines.push({ level: 'debug', message });
@@ -239,6 +240,8 @@ describe('startInformers', () => {
     expect(rec.calls.slice(4).sort()).toEqual(['add demo/s4', 'delete demo/s2', 'update demo/s3 ->10.96.0.13']);
     expect(rec.calls.filter((c) => c === 'synced')).toHaveLength(1);
     expect(count('list')).toBe(2);
+    // one line says why the informer lists everything again
+    expect(log.lines.filter((l) => /^services informer: watch from resourceVersion \d+ expired \(410 Gone: .*\); relisting$/.test(l.message))).toHaveLength(1);
   });
 
   // kube-apiserver v1.37 does not refuse such a watch: it answers 200 and stays silent until its
