@@ -19,6 +19,7 @@ import { systemClock } from '../proxier/clock';
 import { loadKubeConfig } from '../k8s/kubeconfig';
 import { EventRecorder } from '../k8s/event-recorder';
 import { IpFamily } from '../model/ip-family';
+import type { RunningInformers } from '../k8s/informers';
 import { createHealthServer, listen } from './health-server';
 import { ProxyMetrics } from './metrics';
 import { createMetricsServer } from './metrics-server';
@@ -73,6 +74,7 @@ interface ServerDeps {
   readonly proxier: Proxier;
   readonly metrics: ProxyMetrics;
   readonly node: NodeEligibility;
+  readonly informers: RunningInformers;
   readonly log: DaemonLog;
 }
 
@@ -96,6 +98,7 @@ async function startServers(deps: ServerDeps): Promise<http.Server[]> {
       timeoutMs: healthTimeoutMs(config),
       clock: systemClock,
       nodeEligible: () => deps.node.eligible,
+      notWatching: () => deps.informers.notWatching(),
       onRequest: (p, code) => (p === 'healthz' ? metrics.healthzTotal : metrics.livezTotal).inc({ code: String(code) }),
     }),
     config.healthzBindAddress,
@@ -150,7 +153,7 @@ export async function runDaemon(config: ProxyConfig, options: DaemonOptions): Pr
 
   // ---- servers ----
   const running: RunningConfig = { current: config };
-  const servers = await startServers({ config, running, proxier, metrics, node, log });
+  const servers = await startServers({ config, running, proxier, metrics, node, informers, log });
 
   // ---- live configuration ----
   const watcher =
