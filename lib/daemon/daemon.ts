@@ -141,6 +141,9 @@ export async function runDaemon(config: ProxyConfig, options: DaemonOptions): Pr
     observer: (c) => metrics.recordApiCall(c),
     log: componentLog('api'),
     ...(options.userAgent ? { userAgent: options.userAgent } : {}),
+    // client-go's token bucket (kube-proxy's defaults, qps 5 burst 10, come from the config)
+    qps: config.clientConnection.qps,
+    burst: config.clientConnection.burst,
   });
   const recorder = new EventRecorder(kc, { nodeName: name, log: componentLog('events') });
   const events: EventSink = { warn: (ref, reason, message) => void recorder.warn(ref, reason, message) };

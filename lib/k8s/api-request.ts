@@ -127,6 +127,8 @@ export class ApiKubeConfig extends KubeConfig {
   observer: ApiCallObserver | undefined;
   log: ApiLog | undefined;
   userAgent: string | undefined;
+  /** client-go's client-side rate limit (clientConnection.qps/burst): every attempt waits for a token before its deadline starts */
+  rateLimiter: { wait(): Promise<void> } | undefined;
   /** each request's deadline (credentials and answer), unless the request names its own */
   requestTimeoutMs = REQUEST_TIMEOUT_MS;
   /** a refusal has been logged; cleared by the next success */
@@ -230,6 +232,7 @@ export async function apiRequest(kc: KubeConfig, req: ApiRequest, stream = false
   for (const [k, v] of Object.entries(req.query ?? {})) if (v !== undefined && v !== '') url.searchParams.set(k, String(v));
   const api = kc instanceof ApiKubeConfig ? kc : undefined;
   const host = hostOf(cluster.server);
+  await api?.rateLimiter?.wait();
   const timeoutMs = req.timeoutMs ?? api?.requestTimeoutMs ?? REQUEST_TIMEOUT_MS;
   const deadline = new AbortController();
   let waitingFor = 'the credentials';
