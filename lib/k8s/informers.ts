@@ -3,7 +3,9 @@
  * from its resourceVersion (an apiRequest streamed as client-node's Watch streams it,
  * reporting-watch.ts), delivered to
  * kube-proxy-style handlers (pkg/proxy/config):
- * - restart on every error with exponential backoff (`initialMs` doubling to `maxMs`), reset
+ * - restart on every error with exponential backoff (`initialMs` doubling to `maxMs`, each
+ *   wait stretched by up to as much again at random, client-go's reflector jitter 1.0, so
+ *   every node's informers do not relist together after an API server outage), reset
  *   once a list succeeds or a watch connects; never after stop(); a log line per failure
  *   naming the resource and the error (at debug for a 401/403: apiRequest logs the refused
  *   credential once, with the kubeconfig and user to fix);
@@ -72,6 +74,8 @@ export interface InformerOptions {
   readonly listPageSize?: number;
   /** restart delays (default 200 ms doubling to 30 s) */
   readonly backoff?: { readonly initialMs: number; readonly maxMs: number };
+  /** [0, 1): the backoff's jitter (default Math.random) */
+  readonly random?: () => number;
   /** a watch's deadline for its answer, then for each byte (default client-node's 30 s) */
   readonly watchTimeoutMs?: number;
 }
@@ -98,7 +102,7 @@ export function startInformers(kc: KubeConfig, options: InformerOptions): Runnin
   const pageSize = options.listPageSize ?? LIST_PAGE_SIZE;
   const running: { start(): void; stop(): Promise<void>; readonly resource: string; readonly downSinceMs: number | undefined }[] = [];
   const informer = <T extends KubernetesObject>(spec: InformerSpec<T>) =>
-    new ResilientInformer<T>(kc, options.log, backoff, pageSize, spec, options.watchTimeoutMs ?? WATCH_TIMEOUT_MS);
+    new ResilientInformer<T>(kc, options.log, backoff, pageSize, spec, options.watchTimeoutMs ?? WATCH_TIMEOUT_MS, options.random ?? Math.random);
   const { service, endpointSlice, node } = options.handlers;
   if (service) {
     running.push(
@@ -223,6 +227,7 @@ class ResilientInformer<T extends KubernetesObject> {
     private readonly pageSize: number,
     private readonly spec: InformerSpec<T>,
     watchTimeoutMs: number,
+    private readonly random: () => number,
   ) {
     this.delayMs = backoff.initialMs;
     this.retain = spec.retain ?? ((o) => o);
@@ -365,20 +370,26 @@ class ResilientInformer<T extends KubernetesObject> {
     if (this.stopped || this.timer) return;
     const status = httpStatusOf(e);
     const level = status === 401 || status === 403 ? 'debug' : 'warn';
-    this.log[level](`${this.spec.resource} informer failed: ${describeError(e)}; restarting in ${this.delayMs} ms`, {
+    const delay = this.nextDelay();
+    this.log[level](`${this.spec.resource} informer failed: ${describeError(e)}; restarting in ${delay} ms`, {
       resource: this.spec.resource,
       error: describeError(e),
-      retryInMs: this.delayMs,
+      retryInMs: delay,
     });
     // an HTTP error (e.g. 504 "Too large resource version" after an etcd restore) would come
     // back when resuming from the same version: relist from scratch
-    this.restartAfterBackoff(httpStatusOf(e) !== undefined);
+    this.restartAfterBackoff(httpStatusOf(e) !== undefined, delay);
   }
 
-  private restartAfterBackoff(relist: boolean): void {
-    this.generation++;
-    const delay = this.delayMs;
+  /** The next wait, jittered (client-go's wait.Jitter(d, 1.0): d to 2d), and the backoff doubled. */
+  private nextDelay(): number {
+    const delay = Math.round(this.delayMs * (1 + this.random()));
     this.delayMs = Math.min(this.delayMs * 2, this.backoff.maxMs);
+    return delay;
+  }
+
+  private restartAfterBackoff(relist: boolean, delay = this.nextDelay()): void {
+    this.generation++;
     this.timer = setTimeout(() => {
       this.timer = undefined;
       if (this.stopped) return;

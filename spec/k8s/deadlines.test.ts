@@ -168,3 +168,25 @@ describe('deadlines (issue 25 item 6)', () => {
     }
   });
 });
+
+describe('informer backoff jitter (issue 25 item 7)', () => {
+  it("each wait is stretched at random by up to as much again (client-go's reflector jitter 1.0), so nodes do not retry in step", async () => {
+    const hung = new HungServer();
+    const url = await hung.listen();
+    const log = new Log();
+    const kc = loadKubeConfig({ master: url });
+    (kc as { requestTimeoutMs?: number }).requestTimeoutMs = 50;
+    const draws = [0.5, 0.25, 0.75];
+    const r = startInformers(kc, {
+      nodeName: 'n', handlers: { service: noop }, log, backoff: { initialMs: 100, maxMs: 1000 },
+      random: () => draws.shift() ?? 0,
+    } as Parameters<typeof startInformers>[1]);
+    try {
+      await waitFor('three failures logged', () => log.lines.length >= 3, 5000);
+      expect(log.lines.slice(0, 3).map((l) => /restarting in (\d+) ms/.exec(l.message)?.[1])).toEqual(['150', '250', '700']);
+    } finally {
+      await r.stop();
+      await hung.close();
+    }
+  });
+});
