@@ -7,6 +7,7 @@ import { TokenBucketRateLimiter } from '../../lib/k8s/rate-limit';
 import { listRaw } from '../../lib/k8s/raw-list';
 import { FakeApiServer } from '../../testkit/fake-apiserver';
 import { FakeClock, flushPromises } from '../../testkit/fake-clock';
+import { waitFor } from '../../testkit/wait-for';
 
 describe('TokenBucketRateLimiter (client-go flowcontrol)', () => {
   it('burst at once, then one per 1/qps s, in arrival order', async () => {
@@ -42,14 +43,21 @@ describe('kubeconfig qps/burst', () => {
   });
   afterEach(() => server.close());
 
-  it('qps 5 burst 10: 12 lists at once reach the server 10 at once, the rest at 5 a second', async () => {
+  it('qps 5 burst 10: the kubeconfig gets the bucket, and 12 lists at once reach the server 10 at once, the rest at 5 a second', async () => {
     const kc = loadKubeConfig({ master: server.url, qps: 5, burst: 10 } as Parameters<typeof loadKubeConfig>[0]);
+    expect(kc.rateLimiter).toMatchObject({ qps: 5, burst: 10 });
+    // the same bucket on a fake clock, so the test waits for states, not for time
+    const clock = new FakeClock(0);
+    kc.rateLimiter = new TokenBucketRateLimiter(5, 10, clock);
     const lists = () => server.requests.filter((r) => r.verb === 'list').length;
-    const all = Array.from({ length: 12 }, () => listRaw(kc, '/api/v1/services'));
-    await new Promise((r) => setTimeout(r, 100));
+    const all = Array.from({ length: 12 }, () => listRaw(kc, '/api/v1/services').then(() => 'ok', (e: Error) => e.message));
+    await waitFor('ten lists', () => lists() === 10);
+    await new Promise((r) => setTimeout(r, 50));
     expect(lists()).toBe(10);
-    await Promise.all(all);
-    expect(lists()).toBe(12);
+    await clock.advance(200);
+    await waitFor('the eleventh list', () => lists() === 11);
+    await clock.advance(200);
+    expect(await Promise.all(all)).toEqual(Array(12).fill('ok'));
   });
 
   it('no qps: no limit (a kubeconfig for the CLI, tests)', async () => {
