@@ -15,5 +15,8 @@ export function loadDaemonKubeConfig(config: ProxyConfig, userAgent?: string): A
     ...(config.master ? { master: config.master } : {}),
     log: componentLog('api'),
     ...(userAgent ? { userAgent } : {}),
+    // client-go's token bucket (kube-proxy's defaults, qps 5 burst 10, come from the config)
+    qps: config.clientConnection.qps,
+    burst: config.clientConnection.burst,
   });
 }

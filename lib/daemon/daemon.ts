@@ -20,6 +20,7 @@ import type { ApiKubeConfig } from '../k8s/api-request';
 import { KubeConfigError, loadDaemonKubeConfig } from './api-config';
 import { EventRecorder } from '../k8s/event-recorder';
 import { IpFamily } from '../model/ip-family';
+import type { RunningInformers } from '../k8s/informers';
 import { createHealthServer, listen } from './health-server';
 import { ProxyMetrics } from './metrics';
 import { createMetricsServer } from './metrics-server';
@@ -78,6 +79,7 @@ interface ServerDeps {
   readonly proxier: Proxier;
   readonly metrics: ProxyMetrics;
   readonly node: NodeEligibility;
+  readonly informers: RunningInformers;
   readonly log: DaemonLog;
 }
 
@@ -101,6 +103,7 @@ async function startServers(deps: ServerDeps): Promise<http.Server[]> {
       timeoutMs: healthTimeoutMs(config),
       clock: systemClock,
       nodeEligible: () => deps.node.eligible,
+      notWatching: () => deps.informers.notWatching(),
       onRequest: (p, code) => (p === 'healthz' ? metrics.healthzTotal : metrics.livezTotal).inc({ code: String(code) }),
     }),
     config.healthzBindAddress,
@@ -159,7 +162,7 @@ export async function runDaemon(config: ProxyConfig, options: DaemonOptions): Pr
 
   // ---- servers ----
   const running: RunningConfig = { current: config };
-  const servers = await startServers({ config, running, proxier, metrics, node, log });
+  const servers = await startServers({ config, running, proxier, metrics, node, informers, log });
 
   // ---- live configuration ----
   const watcher =

@@ -11,6 +11,7 @@ import type { User } from '@kubernetes/client-node';
 import { load as loadYaml } from 'js-yaml';
 import { KubeIpvsError } from '../errors';
 import { ApiCallObserver, ApiKubeConfig, ApiLog, TokenFile } from './api-request';
+import { TokenBucketRateLimiter } from './rate-limit';
 
 /** The kubeconfig or --master cannot be used; names the file or URL. */
 export class KubeConfigError extends KubeIpvsError {
@@ -36,6 +37,9 @@ export interface KubeConfigOptions {
   readonly clock?: () => number;
   /** the User-Agent header of every request (default: undici's) */
   readonly userAgent?: string;
+  /** clientConnection.qps / burst: client-go's token bucket on every request start (none when qps is 0 or absent) */
+  readonly qps?: number;
+  readonly burst?: number;
 }
 
 function checkMaster(master: string): URL {
@@ -56,6 +60,7 @@ export function loadKubeConfig(options: KubeConfigOptions): ApiKubeConfig {
   kc.observer = options.observer;
   kc.log = options.log;
   kc.userAgent = options.userAgent;
+  if (options.qps && options.qps > 0) kc.rateLimiter = new TokenBucketRateLimiter(options.qps, Math.max(1, options.burst ?? 1));
   const master = options.master || undefined;
   if (master) checkMaster(master);
   const env = options.env ?? process.env;

@@ -73,7 +73,7 @@ describe('startInformers', () => {
 
   function start(handlers: Parameters<typeof startInformers>[1]['handlers'], nodeName = 'node-a', initialMs = 10, listPageSize?: number): Recorder {
     const kc = loadKubeConfig({ master: server.url });
-    running.push(startInformers(kc, { nodeName, handlers, log, backoff: { initialMs, maxMs: 100 }, ...(listPageSize ? { listPageSize } : {}) }));
+    running.push(startInformers(kc, { nodeName, handlers, log, backoff: { initialMs, maxMs: 100 }, random: () => 0, ...(listPageSize ? { listPageSize } : {}) }));
     return handlers.service as Recorder;
   }
   const count = (verb: string, resource = 'v1/services') => server.requests.filter((r) => r.verb === verb && r.resource === resource).length;
@@ -268,7 +268,7 @@ describe('startInformers', () => {
     await server.close();
     const kc = loadKubeConfig({ master: url });
     const rec = new Recorder();
-    running.push(startInformers(kc, { nodeName: 'n', handlers: { service: rec }, log, backoff: { initialMs: 5, maxMs: 20 } }));
+    running.push(startInformers(kc, { nodeName: 'n', handlers: { service: rec }, log, backoff: { initialMs: 5, maxMs: 20 }, random: () => 0 }));
     await waitFor('two failures logged', () => log.lines.length >= 2);
     server.create(service('s1'));
     await server.listen(Number(new URL(url).port));
