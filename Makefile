@@ -6,7 +6,7 @@ export PATH := $(CURDIR)/node_modules/.bin:$(PATH)
 JEST := node_modules/.bin/node --experimental-vm-modules --disable-warning=ExperimentalWarning node_modules/jest/bin/jest.js
 VM_TIMEOUT ?= 3000
 
-.PHONY: all deps build test unit vm vm-image image image-arm64 bench demo clean lab-up lab-down k8s
+.PHONY: all deps build test unit vm vm-image image image-arm64 image-multiarch bench demo clean lab-up lab-down k8s
 
 all: build
 
@@ -44,6 +44,12 @@ image: build
 # qemu-user-static and binfmt_misc (scripts/image/build.sh says how)
 image-arm64: build
 	IMAGE_ARCH=arm64 bash scripts/image/build.sh
+
+# Both: one OCI archive whose index lists the amd64 and arm64 images by platform
+# (dist/image-multiarch/kube-ipvs.oci.tar, scripts/image/build-index.sh). `make image` stays
+# amd64 only: `make test` builds it, and the arm64 build runs through qemu-user (long).
+image-multiarch: image image-arm64
+	bash scripts/image/build-index.sh
 
 # Installs what is missing (idempotent), then unit tests on the host and every
 # integration test inside ONE VM boot.

@@ -136,6 +136,26 @@ describe('manifests/', () => {
     expect(mountOf('lib-modules')).toMatchObject({ mountPath: '/lib/modules', readOnly: true });
   });
 
+  it('requests the memory and CPU the daemon uses (DEVELOPERS.md bench: RSS ~140 MB at 1k Services, ~234 MB at 10k), with no memory limit (issue 25 item 12)', () => {
+    const bytes = (q: string): number => {
+      const m = /^(\d+)(Ki|Mi|Gi|k|M|G)?$/.exec(q);
+      if (!m) throw new Error(`quantity ${q}`);
+      const unit: Record<string, number> = { '': 1, Ki: 1024, Mi: 1024 ** 2, Gi: 1024 ** 3, k: 1e3, M: 1e6, G: 1e9 };
+      return Number(m[1]) * unit[m[2] ?? '']!;
+    };
+    const millicores = (q: string): number => (q.endsWith('m') ? Number(q.slice(0, -1)) : Number(q) * 1000);
+    const resources = container().resources as Obj | undefined;
+    expect(resources?.requests).toBeDefined();
+    const memory = bytes(String(resources!.requests.memory));
+    // a node of 10k Services fits its request after start; not far beyond it
+    expect(memory).toBeGreaterThanOrEqual(234e6);
+    expect(memory).toBeLessThanOrEqual(512 * 1024 ** 2);
+    expect(millicores(String(resources!.requests.cpu))).toBeGreaterThan(0);
+    // a memory limit would OOM-kill the node's proxy under churn (328 MB after churn at 10k);
+    // kube-proxy's DaemonSet sets none either
+    expect(resources!.limits?.memory).toBeUndefined();
+  });
+
   it('runs on every Linux node, tainted or not, as system-node-critical', () => {
     const pod = ds().spec.template.spec;
     expect(pod.tolerations).toEqual([{ operator: 'Exists' }]);

@@ -11,15 +11,23 @@
  *   the history after `resourceVersion` (absent or "0": synthetic ADDED for every object);
  *   a version older than the retained history gets HTTP 200, one ERROR event with a Status
  *   `{code: 410, reason: Expired}`, then the stream ends; a version newer than the current
- *   one gets 504 "Too large resource version" (the real server waits ~3 s first);
- * - `limit` pages a list: each page's metadata.continue names the rest of the same snapshot
- *   (one resourceVersion for every page); a token past expireListContinuations() gets 410
- *   Expired, as after etcd compaction;
+ *   one gets HTTP 200 and nothing until the store passes it (tooLargeWatch504: the old 504);
+ *   a watch from "0" (or none) that allows bookmarks gets a BOOKMARK annotated
+ *   k8s.io/initial-events-end after its synthetic ADDED events;
+ * - `limit` pages a list (etcd's key order): each page's metadata.continue names the rest of
+ *   the same snapshot (one resourceVersion for every page; remainingItemCount only without
+ *   selectors); a token past expireListContinuations(), or an Event list's past compact()
+ *   (Events have no watch cache), gets 410 Expired with a token for the inconsistent rest;
+ * - Status bodies as kube-apiserver words them (details: name, kind, causes), authorization
+ *   by RBAC rules when asked for (FakeAuthOptions.serviceAccount: 403, system:anonymous), the
+ *   core/v1 Event namespace rule (422); spec/lab/fake-conformance.lab.test.ts compares all
+ *   of this with the lab's real kube-apiserver;
  * - label and field selectors (testkit/selectors.ts); an update that moves an object
  *   into or out of a watcher's selector reaches that watcher as ADDED or DELETED (the
  *   DELETED carries the previous object with the new resourceVersion), as the watch cache does;
- * - `allowWatchBookmarks=true` gets a BOOKMARK every `bookmarkIntervalMs`; `timeoutSeconds`
- *   ends the stream cleanly;
+ * - `allowWatchBookmarks=true` with `timeoutSeconds` gets a BOOKMARK every `bookmarkIntervalMs`
+ *   (kube-apiserver bookmarks only a watch with a deadline); `timeoutSeconds` ends the stream
+ *   cleanly;
  * - POST (201, 409 AlreadyExists), PUT (404, 409 Conflict on a stale resourceVersion),
  *   PATCH with application/merge-patch+json (strategic merge is applied as a merge patch),
  *   DELETE (answers the deleted object).
@@ -96,12 +104,36 @@ const resourceName = (r: FakeResource): string => `${apiVersionOf(r)}/${r.plural
 /** A Kubernetes Status failure, thrown by the programmatic API and answered over HTTP. */
 export class FakeApiError extends KubeIpvsError {
   readonly code = 'KIPVS_FAKE_API' as const;
-  constructor(readonly status: number, readonly reason: string, message: string) {
+  constructor(
+    readonly status: number,
+    readonly reason: string,
+    message: string,
+    /** kube-apiserver's Status details: the object's name, its kind (the plural, or the Kind for Invalid), causes */
+    readonly details?: StatusDetails,
+    /** the Status's metadata (an expired continue token's inconsistent continuation) */
+    readonly metadata: { continue?: string } = {},
+  ) {
     super(message);
   }
+  /** In kube-apiserver's field order (spec/lab/fake-conformance.lab.test.ts compares it with the real one). */
   toStatus(): object {
-    return { kind: 'Status', apiVersion: 'v1', metadata: {}, status: 'Failure', message: this.message, reason: this.reason, code: this.status };
+    return {
+      kind: 'Status',
+      apiVersion: 'v1',
+      metadata: this.metadata,
+      status: 'Failure',
+      message: this.message,
+      reason: this.reason,
+      ...(this.details ? { details: this.details } : {}),
+      code: this.status,
+    };
   }
+}
+
+export interface StatusDetails {
+  readonly name?: string;
+  readonly kind?: string;
+  readonly causes?: readonly { readonly reason: string; readonly message: string; readonly field: string }[];
 }
 
 /** One request as the server saw it (for tests counting lists and watches). */
@@ -123,6 +155,13 @@ export interface FakeApiServerOptions {
   readonly bookmarkIntervalMs?: number;
   /** history entries kept before the oldest half is compacted away (default 200,000) */
   readonly maxHistory?: number;
+  /**
+   * A watch from a resourceVersion newer than the current one: kube-apiserver v1.37 answers 200
+   * and sends nothing until the store gets past that version (the default here); true answers
+   * 504 "Too large resource version" at once instead, which no kube-apiserver does for a watch
+   * (its lists do, after 3 s): kept only for tests written against it.
+   */
+  readonly tooLargeWatch504?: boolean;
   /** serve HTTPS with this certificate; `clientCa` verifies client certificates (asked for, not required) */
   readonly tls?: { readonly cert: string | Buffer; readonly key: string | Buffer; readonly clientCa?: string | Buffer };
   /** authenticate every API request (401 otherwise) */
@@ -134,10 +173,107 @@ export interface FakeAuthOptions {
   readonly tokens?: readonly string[];
   /** the accepted service-account token is this file's content (trimmed), read on every request */
   readonly tokenFile?: string;
+  /**
+   * Authorization, as kube-apiserver's RBAC authorizer does it: the token file's bearer is
+   * `user` and may do what `rules` allow (NODE_PROXIER_RULES: kubeadm's kube-proxy), anything
+   * else gets 403 with kube-apiserver's Status; a request without credentials is
+   * system:anonymous (kube-apiserver's --anonymous-auth default), which may read only
+   * /healthz, /livez, /readyz and /version. `tokens` and client certificates stay unrestricted
+   * (the cluster admin). Without it every authenticated request is allowed.
+   */
+  readonly serviceAccount?: { readonly user: string; readonly rules: readonly FakePolicyRule[] };
+}
+
+/** An RBAC PolicyRule (resource rules only; '*' matches any). */
+export interface FakePolicyRule {
+  readonly apiGroups: readonly string[];
+  readonly resources: readonly string[];
+  readonly verbs: readonly string[];
+  readonly resourceNames?: readonly string[];
+}
+
+/** kubeadm's kube-proxy ServiceAccount's user name. */
+export const KUBE_PROXY_USER = 'system:serviceaccount:kube-system:kube-proxy';
+
+/**
+ * ClusterRole system:node-proxier's rules as kube-apiserver v1.37 bootstraps them (kubeadm binds
+ * kube-proxy's ServiceAccount to it; spec/lab/fake-conformance.lab.test.ts reads the real one).
+ */
+export const NODE_PROXIER_RULES: readonly FakePolicyRule[] = [
+  { apiGroups: [''], resources: ['endpoints', 'services'], verbs: ['list', 'watch'] },
+  { apiGroups: [''], resources: ['nodes'], verbs: ['get', 'list', 'watch'] },
+  { apiGroups: ['', 'events.k8s.io'], resources: ['events'], verbs: ['create', 'patch', 'update'] },
+  { apiGroups: ['networking.k8s.io'], resources: ['servicecidrs'], verbs: ['list', 'watch'] },
+  { apiGroups: ['discovery.k8s.io'], resources: ['endpointslices'], verbs: ['list', 'watch'] },
+];
+
+/** What kube-apiserver's RBAC authorizer is asked about a request (its RequestInfo). */
+export interface FakeRequestAttributes {
+  readonly verb: string;
+  /** undefined for a non-resource path */
+  readonly resource?: { readonly group: string; readonly resource: string; readonly subresource?: string; readonly namespace?: string; readonly name?: string };
+  readonly path: string;
+}
+
+/** The RequestInfo of a request path, as k8s.io/apiserver's RequestInfoFactory makes it. */
+export function requestAttributes(method: string, path: string, query: Readonly<Record<string, string>>): FakeRequestAttributes {
+  const seg = path.split('/').filter((x) => x !== '');
+  const httpVerb = ({ GET: 'get', HEAD: 'get', POST: 'create', PUT: 'update', PATCH: 'patch', DELETE: 'delete' } as Record<string, string>)[method] ?? method.toLowerCase();
+  let rest: string[];
+  let group: string;
+  if (seg[0] === 'api' && seg.length >= 3) [group, rest] = ['', seg.slice(2)];
+  else if (seg[0] === 'apis' && seg.length >= 4) [group, rest] = [seg[1]!, seg.slice(3)];
+  else return { verb: httpVerb, path };
+  let namespace: string | undefined;
+  if (rest[0] === 'namespaces' && rest.length >= 3) {
+    namespace = rest[1];
+    rest = rest.slice(2);
+  } else if (rest[0] === 'namespaces' && rest.length === 2) {
+    // the namespace object itself
+    namespace = rest[1];
+  }
+  const [resource, name, subresource] = rest;
+  let verb = httpVerb;
+  if (name === undefined) {
+    if (verb === 'get') verb = query.watch === 'true' || query.watch === '1' ? 'watch' : 'list';
+    if (verb === 'delete') verb = 'deletecollection';
+  }
+  return { verb, path, resource: { group, resource: resource!, subresource, namespace, name } };
+}
+
+const PUBLIC_PATHS = ['/healthz', '/livez', '/readyz', '/version'];
+
+/** RBAC's decision: does any rule allow the request? (non-resource paths: see FakeAuthOptions.serviceAccount) */
+export function rbacAllows(rules: readonly FakePolicyRule[], a: FakeRequestAttributes, anonymous: boolean): boolean {
+  if (!a.resource) return !anonymous || PUBLIC_PATHS.some((p) => a.path === p || a.path.startsWith(`${p}/`));
+  const r = a.resource;
+  const resource = r.subresource ? `${r.resource}/${r.subresource}` : r.resource;
+  const has = (list: readonly string[], v: string) => list.includes('*') || list.includes(v);
+  return rules.some(
+    (rule) =>
+      has(rule.verbs, a.verb) &&
+      has(rule.apiGroups, r.group) &&
+      has(rule.resources, resource) &&
+      (!rule.resourceNames?.length || (r.name !== undefined && rule.resourceNames.includes(r.name))),
+  );
+}
+
+/** kube-apiserver's 403 for a request RBAC denies `user`. */
+export function forbidden(user: string, a: FakeRequestAttributes): FakeApiError {
+  if (!a.resource) return new FakeApiError(403, 'Forbidden', `forbidden: User "${user}" cannot ${a.verb} path "${a.path}"`, {});
+  const r = a.resource;
+  const what = r.subresource ? `${r.resource}/${r.subresource}` : r.resource;
+  const where = r.namespace !== undefined ? `in the namespace "${r.namespace}"` : 'at the cluster scope';
+  return new FakeApiError(
+    403,
+    'Forbidden',
+    `${r.resource}${r.group ? `.${r.group}` : ''}${r.name !== undefined ? ` "${r.name}"` : ''} is forbidden: User "${user}" cannot ${a.verb} resource "${what}" in API group "${r.group}" ${where}`,
+    { ...(r.name !== undefined ? { name: r.name } : {}), ...(r.group ? { group: r.group } : {}), kind: r.resource },
+  );
 }
 
 /** kube-apiserver's answer to a request it cannot authenticate. */
-export const UNAUTHORIZED_STATUS = { kind: 'Status', apiVersion: 'v1', status: 'Failure', message: 'Unauthorized', reason: 'Unauthorized', code: 401 } as const;
+export const UNAUTHORIZED_STATUS = { kind: 'Status', apiVersion: 'v1', metadata: {}, status: 'Failure', message: 'Unauthorized', reason: 'Unauthorized', code: 401 } as const;
 
 export interface FakeStats {
   readonly resourceVersion: string;
@@ -215,6 +351,8 @@ class Watcher {
     private readonly fields: FieldPredicate,
     private readonly response: http.ServerResponse,
     private readonly onClose: () => void,
+    /** changes at or below this version are not for this watch (one from a version not reached yet) */
+    private readonly after = 0,
   ) {}
 
   matches(obj: FakeObject): boolean {
@@ -232,6 +370,7 @@ class Watcher {
   }
 
   deliver(c: Change): void {
+    if (c.rv <= this.after) return;
     const curOk = this.matches(c.cur.obj);
     if (c.type !== 'MODIFIED') {
       if (curOk) this.sendObject(c.type, c.cur);
@@ -268,7 +407,7 @@ export class FakeApiServer {
   /** called with each list request's query before it is answered (tests: a write between pages) */
   beforeList: ((query: Record<string, string>) => void) | undefined;
   /** paged lists in progress: the snapshot each continue token reads on from */
-  private listSnapshots = new Map<string, { readonly rv: number; readonly items: readonly string[] }>();
+  private listSnapshots = new Map<string, ListSnapshot>();
   private rv = 1;
   /** watches from a version below this get 410 */
   private floor = 1;
@@ -279,10 +418,12 @@ export class FakeApiServer {
   private readonly auth: FakeAuthOptions | undefined;
   private address: { host: string; port: number } | undefined;
   private readonly bookmarkIntervalMs: number;
+  private readonly tooLargeWatch504: boolean;
   private readonly maxHistory: number;
 
   constructor(options: FakeApiServerOptions = {}) {
     this.bookmarkIntervalMs = options.bookmarkIntervalMs ?? 10_000;
+    this.tooLargeWatch504 = options.tooLargeWatch504 ?? false;
     this.maxHistory = options.maxHistory ?? 200_000;
     this.tls = options.tls;
     this.auth = options.auth;
@@ -354,6 +495,9 @@ export class FakeApiServer {
   compact(): void {
     this.history = [];
     this.floor = this.rv;
+    // kube-apiserver serves a continue of a cached resource from its watch cache's snapshots,
+    // which etcd's compaction does not touch; Events (watch cache size 0) are read from etcd
+    for (const [id, snapshot] of this.listSnapshots) if (!isCached(snapshot.res)) this.listSnapshots.delete(id);
   }
 
   /** Destroys every open watch connection (the client sees the stream break). */
@@ -496,8 +640,9 @@ export class FakeApiServer {
     if (!obj.metadata.name && obj.metadata.generateName) obj.metadata.name = obj.metadata.generateName + randomUUID().slice(0, 5);
     const name = obj.metadata.name;
     if (!name) throw new FakeApiError(422, 'Invalid', `${res.kind} is invalid: metadata.name: Required value`);
+    if (res.kind === 'Event' && res.group === '') validateCoreEvent(obj, name);
     const key = keyOf(ns, name);
-    if (this.objects.get(res)!.has(key)) throw new FakeApiError(409, 'AlreadyExists', `${res.plural} "${name}" already exists`);
+    if (this.objects.get(res)!.has(key)) throw new FakeApiError(409, 'AlreadyExists', `${res.plural} "${name}" already exists`, { name, kind: res.plural });
     obj.metadata.uid = randomUUID();
     obj.metadata.creationTimestamp = new Date().toISOString().replace(/\.\d+Z$/, 'Z');
     return this.write(res, key, 'ADDED', obj);
@@ -505,7 +650,7 @@ export class FakeApiServer {
 
   private existing(res: FakeResource, ns: string | undefined, name: string): Stored {
     const s = this.objects.get(res)!.get(keyOf(ns, name));
-    if (!s) throw new FakeApiError(404, 'NotFound', `${res.plural} "${name}" not found`);
+    if (!s) throw new FakeApiError(404, 'NotFound', `${res.plural} "${name}" not found`, { name, kind: res.plural });
     return s;
   }
 
@@ -515,7 +660,10 @@ export class FakeApiServer {
     const old = this.existing(res, ns, name);
     const given = input.metadata.resourceVersion;
     if (given !== undefined && given !== '' && given !== old.obj.metadata.resourceVersion) {
-      throw new FakeApiError(409, 'Conflict', `Operation cannot be fulfilled on ${res.plural} "${name}": the object has been modified; please apply your changes to the latest version and try again`);
+      throw new FakeApiError(409, 'Conflict', `Operation cannot be fulfilled on ${res.plural} "${name}": the object has been modified; please apply your changes to the latest version and try again`, {
+        name,
+        kind: res.plural,
+      });
     }
     const obj = structuredClone(input);
     obj.metadata.namespace = ns;
@@ -554,12 +702,21 @@ export class FakeApiServer {
     const watch = query.watch === 'true' || query.watch === '1';
     let verb = route.kind === 'resource' ? this.verbOf(method, route.name !== undefined, watch) : route.kind;
     if (route.kind === 'none') verb = 'other';
-    const authenticated = route.kind === 'control' || this.authenticated(req);
+    const user = route.kind === 'control' ? ADMIN : this.authenticate(req);
+    const authenticated = user !== undefined;
     const authorization = req.headers.authorization ?? '';
     this.requests.push({ method, path: url.pathname, verb, resource: route.kind === 'resource' ? resourceName(route.res) : undefined, query, authorization, authenticated });
     if (!authenticated) {
       req.resume();
       return sendJson(res, 401, UNAUTHORIZED_STATUS);
+    }
+    const sa = this.auth?.serviceAccount;
+    if (sa && user !== ADMIN) {
+      const attributes = requestAttributes(method, url.pathname, query);
+      if (!rbacAllows(user === ANONYMOUS ? [] : sa.rules, attributes, user === ANONYMOUS)) {
+        req.resume();
+        return sendJson(res, 403, forbidden(user === ANONYMOUS ? ANONYMOUS : sa.user, attributes).toStatus());
+      }
     }
     readBody(req)
       .then((body) => this.dispatch(route, verb, method, url.pathname, query, body, req, res))
@@ -571,20 +728,26 @@ export class FakeApiServer {
       });
   }
 
-  /** kube-apiserver's x509 then bearer-token authenticators; everything passes without `auth`. */
-  private authenticated(req: http.IncomingMessage): boolean {
+  /**
+   * kube-apiserver's x509 then bearer-token authenticators, then the anonymous one (only with
+   * `auth.serviceAccount`): ADMIN, SERVICE_ACCOUNT, ANONYMOUS, or undefined (401). Everything
+   * is ADMIN without `auth`.
+   */
+  private authenticate(req: http.IncomingMessage): string | undefined {
     const auth = this.auth;
-    if (!auth) return true;
-    if (this.tls?.clientCa && (req.socket as TLSSocket).authorized) return true;
-    const m = /^Bearer (.+)$/.exec(req.headers.authorization ?? '');
-    if (!m) return false;
+    if (!auth) return ADMIN;
+    if (this.tls?.clientCa && (req.socket as TLSSocket).authorized) return ADMIN;
+    const header = req.headers.authorization;
+    if (header === undefined && auth.serviceAccount) return ANONYMOUS;
+    const m = /^Bearer (.+)$/.exec(header ?? '');
+    if (!m) return undefined;
     const token = m[1]!;
-    if (auth.tokens?.includes(token)) return true;
-    if (!auth.tokenFile) return false;
+    if (auth.tokens?.includes(token)) return ADMIN;
+    if (!auth.tokenFile) return undefined;
     try {
-      return token === readFileSync(auth.tokenFile, 'utf8').trim();
+      return token === readFileSync(auth.tokenFile, 'utf8').trim() ? SERVICE_ACCOUNT : undefined;
     } catch {
-      return false;
+      return undefined;
     }
   }
 
@@ -671,40 +834,56 @@ export class FakeApiServer {
     }
   }
 
+  /** The objects a list of `r` selects now, in etcd's key order (namespace, then name). */
+  private snapshotOf(r: FakeResource, ns: string | undefined, query: Record<string, string>): ListSnapshot {
+    const labels = compileLabelSelector(query.labelSelector);
+    const fields = compileFieldSelector(query.fieldSelector);
+    const items: { key: string; json: string }[] = [];
+    for (const [key, s] of this.objects.get(r)!) {
+      if (ns !== undefined && s.obj.metadata.namespace !== ns) continue;
+      if (labels(s.obj.metadata.labels) && fields(s.obj)) items.push({ key, json: s.json });
+    }
+    items.sort((a, b) => (a.key < b.key ? -1 : a.key > b.key ? 1 : 0));
+    return { res: r, rv: this.rv, items };
+  }
+
   private listHttp(r: FakeResource, ns: string | undefined, query: Record<string, string>, res: http.ServerResponse): void {
     this.beforeList?.(query);
     const limit = query.limit === undefined || query.limit === '' ? 0 : Number(query.limit);
     if (!Number.isSafeInteger(limit) || limit < 0) throw new FakeApiError(400, 'BadRequest', `invalid limit "${query.limit}"`);
-    let snapshot: { readonly rv: number; readonly items: readonly string[] };
+    let snapshot: ListSnapshot;
+    let id = '';
     let offset = 0;
-    const token = query.continue ?? '';
-    if (token !== '') {
-      const [id, at] = token.split(':');
-      const found = this.listSnapshots.get(id ?? '');
-      if (!found) throw new FakeApiError(410, 'Expired', 'The provided continue parameter is too old to display a consistent list result. You can start a new list without the continue parameter.');
-      snapshot = found;
-      offset = Number(at);
-    } else {
-      const labels = compileLabelSelector(query.labelSelector);
-      const fields = compileFieldSelector(query.fieldSelector);
-      const items: string[] = [];
-      for (const s of this.objects.get(r)!.values()) {
-        if (ns !== undefined && s.obj.metadata.namespace !== ns) continue;
-        if (labels(s.obj.metadata.labels) && fields(s.obj)) items.push(s.json);
+    if ((query.continue ?? '') !== '') {
+      const token = decodeContinue(query.continue!);
+      const found = this.listSnapshots.get(token.id);
+      if (!found) {
+        // as kube-apiserver: 410, and a token that continues after the same key in the
+        // current state (an inconsistent list, rv -1 in the real token)
+        const fresh = this.snapshotOf(r, ns, query);
+        const freshId = randomUUID();
+        this.listSnapshots.set(freshId, fresh);
+        throw new FakeApiError(410, 'Expired', EXPIRED_CONTINUE_MESSAGE, undefined, { continue: encodeContinue(freshId, token.start) });
       }
-      snapshot = { rv: this.rv, items };
+      snapshot = found;
+      id = token.id;
+      offset = firstAfterKey(snapshot.items, token.start);
+    } else {
+      snapshot = this.snapshotOf(r, ns, query);
     }
     const end = limit > 0 ? Math.min(offset + limit, snapshot.items.length) : snapshot.items.length;
     let next = '';
     if (end < snapshot.items.length) {
-      const id = token === '' ? randomUUID() : token.split(':')[0]!;
+      if (id === '') id = randomUUID();
       this.listSnapshots.set(id, snapshot);
-      next = `,"continue":"${id}:${end}","remainingItemCount":${snapshot.items.length - end}`;
-    } else if (token !== '') {
-      this.listSnapshots.delete(token.split(':')[0]!);
+      // kube-apiserver counts the rest only for a list without selectors
+      const remaining = query.labelSelector || query.fieldSelector ? '' : `,"remainingItemCount":${snapshot.items.length - end}`;
+      next = `,"continue":"${encodeContinue(id, snapshot.items[end - 1]!.key)}"${remaining}`;
+    } else if (id !== '') {
+      this.listSnapshots.delete(id);
     }
     const head = `{"kind":"${r.kind}List","apiVersion":"${apiVersionOf(r)}","metadata":{"resourceVersion":"${snapshot.rv}"${next}},"items":[`;
-    sendRaw(res, 200, head + snapshot.items.slice(offset, end).join(',') + ']}');
+    sendRaw(res, 200, head + snapshot.items.slice(offset, end).map((i) => i.json).join(',') + ']}');
   }
 
   private watchHttp(r: FakeResource, ns: string | undefined, query: Record<string, string>, res: http.ServerResponse): void {
@@ -713,25 +892,39 @@ export class FakeApiServer {
     const fromParam = query.resourceVersion ?? '';
     const from = fromParam === '' ? 0 : Number(fromParam);
     if (!Number.isSafeInteger(from) || from < 0) throw new FakeApiError(400, 'BadRequest', `invalid resourceVersion "${fromParam}"`);
-    if (from > this.rv) {
+    if (from > this.rv && this.tooLargeWatch504) {
       throw new FakeApiError(504, 'Timeout', `Too large resource version: ${from}, current: ${this.rv}`);
     }
     res.writeHead(200, { 'Content-Type': 'application/json', 'Cache-Control': 'no-cache, private' });
     res.flushHeaders();
     const timers: NodeJS.Timeout[] = [];
-    const w = new Watcher(r, ns, labels, fields, res, () => {
-      this.watchers.delete(w);
-      for (const t of timers) clearTimeout(t);
-    });
+    const w = new Watcher(
+      r,
+      ns,
+      labels,
+      fields,
+      res,
+      () => {
+        this.watchers.delete(w);
+        for (const t of timers) clearTimeout(t);
+      },
+      from,
+    );
+    const bookmarks = query.allowWatchBookmarks === 'true';
     if (from !== 0 && from < this.floor) {
-      const status = new FakeApiError(410, 'Expired', `too old resource version: ${from} (${this.floor})`).toStatus();
+      // the watch cache's message; etcd's for Events, which kube-apiserver does not cache
+      const message = isCached(r) ? `too old resource version: ${from} (${this.floor})` : 'The resourceVersion for the provided watch is too old.';
+      const status = new FakeApiError(410, 'Expired', message).toStatus();
       w.send('ERROR', JSON.stringify(status));
       w.end();
       return;
     }
     if (from === 0) {
       for (const s of this.objects.get(r)!.values()) if (w.matches(s.obj)) w.sendObject('ADDED', s);
-    } else {
+      // kube-apiserver v1.37 ends the synthetic ADDED events of a watch from "0" or none with
+      // a bookmark annotated k8s.io/initial-events-end when bookmarks are allowed
+      if (bookmarks) w.send('BOOKMARK', this.bookmarkJson(r, { 'k8s.io/initial-events-end': 'true' }));
+    } else if (from <= this.rv) {
       for (let i = this.firstAfter(from); i < this.history.length; i++) {
         const c = this.history[i];
         if (c.res === r) w.deliver(c);
@@ -743,13 +936,21 @@ export class FakeApiServer {
     res.on('close', () => w.destroy());
     const timeout = Number(query.timeoutSeconds ?? '0');
     if (timeout > 0) timers.push(setTimeout(() => w.end(), timeout * 1000));
-    if (query.allowWatchBookmarks === 'true') {
+    // kube-apiserver's watch cache bookmarks only a watch with a deadline (timeoutSeconds):
+    // roughly every minute (and 2 s before a deadline 75 s away; not before one 5 s away); a
+    // watch without one got none in 100 s
+    if (bookmarks && timeout > 0) {
       const bookmark = (): void => {
-        w.send('BOOKMARK', `{"kind":"${r.kind}","apiVersion":"${apiVersionOf(r)}","metadata":{"resourceVersion":"${this.rv}"}}`);
+        w.send('BOOKMARK', this.bookmarkJson(r));
         timers.push(setTimeout(bookmark, this.bookmarkIntervalMs));
       };
       timers.push(setTimeout(bookmark, this.bookmarkIntervalMs));
     }
+  }
+
+  private bookmarkJson(r: FakeResource, annotations?: Record<string, string>): string {
+    const metadata = { resourceVersion: String(this.rv), ...(annotations ? { annotations } : {}) };
+    return JSON.stringify({ kind: r.kind, apiVersion: apiVersionOf(r), metadata });
   }
 
   /** Index of the first history entry newer than rv (binary search: the history is sorted). */
@@ -845,11 +1046,73 @@ export function kubeconfigFor(url: string, o: { caFile?: string; tokenFile?: str
   );
 }
 
+interface ListSnapshot {
+  readonly res: FakeResource;
+  readonly rv: number;
+  /** sorted by key */
+  readonly items: readonly { readonly key: string; readonly json: string }[];
+}
+
+/** kube-apiserver's message for a continue token older than etcd's compaction. */
+export const EXPIRED_CONTINUE_MESSAGE =
+  'The provided continue parameter is too old to display a consistent list result. You can start a new list without the continue parameter, ' +
+  'or use the continue token in this response to retrieve the remainder of the results. Continuing with the provided token results in an ' +
+  'inconsistent list - objects that were created, modified, or deleted between the time the first chunk was returned and now may show up in the list.';
+
+/** A continue token: base64url JSON of the snapshot's id and the last key handed out (the real one names a revision and that key). */
+function encodeContinue(id: string, start: string): string {
+  return Buffer.from(JSON.stringify({ id, start })).toString('base64url');
+}
+
+function decodeContinue(token: string): { id: string; start: string } {
+  try {
+    const t = JSON.parse(Buffer.from(token, 'base64url').toString('utf8')) as { id?: unknown; start?: unknown };
+    if (typeof t.id === 'string' && typeof t.start === 'string') return { id: t.id, start: t.start };
+  } catch {
+    // below
+  }
+  throw new FakeApiError(400, 'BadRequest', 'continue key is not valid: the token is not a valid continue token');
+}
+
+/** Index of the first item whose key sorts after `key`. */
+function firstAfterKey(items: ListSnapshot['items'], key: string): number {
+  let lo = 0;
+  let hi = items.length;
+  while (lo < hi) {
+    const mid = (lo + hi) >> 1;
+    if (items[mid]!.key <= key) lo = mid + 1;
+    else hi = mid;
+  }
+  return lo;
+}
+
+/** kube-apiserver keeps a watch cache for every resource but Events (DefaultWatchCacheSizes). */
+const isCached = (r: FakeResource): boolean => r.plural !== 'events';
+
+const ADMIN = 'admin';
+const SERVICE_ACCOUNT = 'service-account';
+const ANONYMOUS = 'system:anonymous';
+
 type Route =
   | { kind: 'resource'; res: FakeResource; namespace: string | undefined; name: string | undefined }
   | { kind: 'control' }
   | { kind: 'discovery' }
   | { kind: 'none' };
+
+/**
+ * The one rule of core/v1 Event validation (legacyValidateEvent) a client can break by
+ * mistake: involvedObject.namespace must be the Event's namespace ("default" or none for a
+ * cluster-scoped object). kube-apiserver answers 422 Invalid with the field as a cause.
+ */
+function validateCoreEvent(obj: FakeObject, name: string): void {
+  const involved = (obj.involvedObject ?? {}) as { namespace?: string };
+  const given = involved.namespace ?? '';
+  const ns = obj.metadata.namespace ?? '';
+  const ok = given === '' ? ns === '' || ns === 'default' : given === ns;
+  if (ok) return;
+  const cause = { reason: 'FieldValueInvalid', message: `Invalid value: ${JSON.stringify(given)}: does not match event.namespace`, field: 'involvedObject.namespace' };
+  throw new FakeApiError(422, 'Invalid', `Event ${JSON.stringify(name)} is invalid: ${cause.field}: ${cause.message}`, { name, kind: 'Event', causes: [cause] });
+}
 
 function readBody(req: http.IncomingMessage): Promise<string> {
   if (req.method === 'GET' || req.method === 'HEAD') {

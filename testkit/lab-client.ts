@@ -8,6 +8,7 @@
 import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
+import { Agent, fetch } from 'undici';
 
 /** Where the guest reaches each API server (and, on a's address, the control API). */
 export const LAB_GUEST_IPS = { a: '10.0.2.100', b: '10.0.2.101' } as const;
@@ -51,6 +52,11 @@ const inGuest = () => process.env.IPVSVM === '1';
 
 export class LabClient {
   private infoCache: LabInfo | undefined;
+  /**
+   * A connection per call: in the guest every connection is a socat of QEMU's guestfwd, and a
+   * kept-alive one the control server closed as it idled was reused ("other side closed")
+   */
+  private readonly dispatcher = new Agent({ pipelining: 0, headersTimeout: 0, bodyTimeout: 0 });
 
   constructor(readonly control: string) {}
 
@@ -59,6 +65,7 @@ export class LabClient {
       method,
       ...(body === undefined ? {} : { body: JSON.stringify(body), headers: { 'content-type': 'application/json' } }),
       signal: AbortSignal.timeout(600_000),
+      dispatcher: this.dispatcher,
     });
     const text = await r.text();
     if (!r.ok) throw new Error(`lab ${method} ${p}: HTTP ${r.status}: ${text}`);
@@ -169,8 +176,6 @@ export function writeProjectedVolume(dir: string, files: Record<string, string>)
 }
 
 const ROOT_NS = ['nsenter', '--net=/proc/1/ns/net', '--'];
-const LINK_ROOT = '169.254.123.1';
-const LINK_NODE = '169.254.123.2';
 
 function sh(argv: readonly string[], allowFail = false): void {
   try {
@@ -181,20 +186,26 @@ function sh(argv: readonly string[], allowFail = false): void {
 }
 
 /**
- * In the guest: routes this process's network namespace (a VM test file's own, a node) to
- * the lab's API servers: a veth pair to the guest's root namespace, which forwards and
- * masquerades it out of eth0 (QEMU's user network; only the forwarded addresses answer).
+ * In the guest: routes a network namespace (a node) to the lab's API servers: a veth pair to
+ * the guest's root namespace, which forwards and masquerades it out of eth0 (QEMU's user
+ * network; only the forwarded addresses answer). `ns` '' is this process's own namespace (a VM
+ * test file's), else a named one (ip netns); `slot` 0..63 picks the /30 of 169.254.123.0/24
+ * the pair uses, one per node namespace connected at a time.
  */
-export function connectToLab(): void {
+export function connectToLab(ns = '', slot = 0): void {
   if (!inGuest()) return;
-  const peer = `lab-${process.pid}`.slice(0, 15);
-  sh(['ip', 'link', 'del', 'lab0'], true);
-  sh(['ip', 'link', 'add', 'lab0', 'type', 'veth', 'peer', 'name', peer, 'netns', '1']);
-  sh([...ROOT_NS, 'ip', 'addr', 'add', `${LINK_ROOT}/30`, 'dev', peer]);
+  const inNs = (argv: string[]) => (ns ? ['ip', 'netns', 'exec', ns, ...argv] : argv);
+  const peer = `lab-${process.pid}-${slot}`.slice(0, 15);
+  const rootAddr = `169.254.123.${slot * 4 + 1}`;
+  const nodeAddr = `169.254.123.${slot * 4 + 2}`;
+  sh(inNs(['ip', 'link', 'del', 'lab0']), true);
+  sh([...ROOT_NS, 'ip', 'link', 'del', peer], true);
+  sh(inNs(['ip', 'link', 'add', 'lab0', 'type', 'veth', 'peer', 'name', peer, 'netns', '1']));
+  sh([...ROOT_NS, 'ip', 'addr', 'add', `${rootAddr}/30`, 'dev', peer]);
   sh([...ROOT_NS, 'ip', 'link', 'set', peer, 'up']);
   sh([...ROOT_NS, 'sysctl', '-qw', 'net.ipv4.ip_forward=1']);
   sh([...ROOT_NS, 'sh', '-c', 'iptables -t nat -C POSTROUTING -o eth0 -j MASQUERADE 2>/dev/null || iptables -t nat -A POSTROUTING -o eth0 -j MASQUERADE']);
-  sh(['ip', 'addr', 'add', `${LINK_NODE}/30`, 'dev', 'lab0']);
-  sh(['ip', 'link', 'set', 'lab0', 'up']);
-  sh(['ip', 'route', 'add', '10.0.2.0/24', 'via', LINK_ROOT, 'dev', 'lab0']);
+  sh(inNs(['ip', 'addr', 'add', `${nodeAddr}/30`, 'dev', 'lab0']));
+  sh(inNs(['ip', 'link', 'set', 'lab0', 'up']));
+  sh(inNs(['ip', 'route', 'add', '10.0.2.0/24', 'via', rootAddr, 'dev', 'lab0']));
 }

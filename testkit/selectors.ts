@@ -83,15 +83,18 @@ export function compileLabelSelector(selector: string | undefined | null): Label
 /** An object as the field selector sees it. */
 export interface FieldSubject {
   readonly metadata: { readonly name?: string; readonly namespace?: string };
+  readonly spec?: unknown;
 }
 export type FieldPredicate = (obj: FieldSubject) => boolean;
 
 const FIELDS: Readonly<Record<string, (o: FieldSubject) => string>> = {
   'metadata.name': (o) => o.metadata.name ?? '',
   'metadata.namespace': (o) => o.metadata.namespace ?? '',
+  // Services' (kube-proxy selects spec.clusterIP!=None)
+  'spec.clusterIP': (o) => String((o.spec as { clusterIP?: unknown } | undefined)?.clusterIP ?? ''),
 };
 
-/** Compiles a field selector over metadata.name and metadata.namespace. */
+/** Compiles a field selector over metadata.name, metadata.namespace and (Services) spec.clusterIP. */
 export function compileFieldSelector(selector: string | undefined | null): FieldPredicate {
   if (!selector) return () => true;
   const preds = splitTerms(selector).map((term): FieldPredicate => {

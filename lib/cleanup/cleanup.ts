@@ -1,15 +1,23 @@
 /**
  * `kube-ipvs cleanup` (kube-proxy `--cleanup`, K8S pkg/proxy/ipvs/proxier.go cleanupLeftovers):
- * removes everything kube-proxy's IPVS mode (or kube-ipvs) leaves on a node, in the order the
+ * removes what kube-proxy's IPVS mode (or kube-ipvs) leaves on a node, in the order the
  * kernel requires, touching nothing else:
  *
- *  1. flush the IPVS table;
+ *  0. read the ownership evidence first (what steps 2 and 4 remove): kube-proxy's KUBE-* sets
+ *     and the addresses bound on kube-ipvs0;
+ *  1. delete the IPVS virtual servers that evidence names (the daemon's adoption rule,
+ *     lib/proxier/ownership.ts: an ip,proto:port in KUBE-CLUSTER-IP / EXTERNAL-IP /
+ *     LOAD-BALANCER or a port in a KUBE-NODE-PORT-* set; only when no kube-proxy set was
+ *     read, an address bound on kube-ipvs0). Never a fwmark service, never a foreign one
+ *     (keepalived's, an admin's): each one left is reported with why. kube-proxy flushes the
+ *     whole table here; kube-ipvs does not;
  *  2. delete the kube-ipvs0 dummy (a kube-ipvs0 of another kind is reported, never deleted);
  *  3. per family (iptables, ip6tables) and table (nat, filter), ONE `iptables-restore --noflush`:
  *     delete every rule of a built-in chain that jumps to one of the 11 KUBE-* chains, flush
  *     those chains, then delete them (a chain may jump to another, so all flushes come first);
  *  4. destroy the KUBE-* / KUBE-6-* sets (after 3: a set referenced by a rule cannot go).
  *
+ * `dryRun`: the same reads, no change; the report lists what would be removed.
  * Only the names kube-proxy uses are touched (so kubelet's KUBE-FIREWALL, KUBE-MARK-DROP,
  * KUBE-KUBELET-CANARY and any foreign chain, rule, set or link stay). Idempotent: what is
  * already gone is skipped, and a second run starts no iptables-restore and no ipset process.
@@ -17,24 +25,30 @@
  * foreign chain is flushed but kept (deleting it would fail the whole table's restore).
  */
 import { Ipvs } from '../kernel/ipvs/ipvs';
-import { Link, LinkKindError } from '../kernel/link/link';
+import { LINK_KIND, Link, LinkKindError } from '../kernel/link/link';
 import { deleteDummyDevice } from '../kernel/link/dummy-device';
 import { IptablesRunner } from '../kernel/iptables/iptables';
-import { IpsetRunner } from '../kernel/ipset/ipset';
+import { IpsetRunner, ObservedSet } from '../kernel/ipset/ipset';
 import { parseIpsetSave } from '../kernel/ipset/ipset-text';
 import { tokenize } from '../kernel/iptables/parse-restore';
 import { KUBE_IPVS0 } from '../kernel/link/link';
 import { IpFamily } from '../model/ip-family';
 import { BuiltinChain, SetName, Table, ipsetName } from '../model/names';
 import { KUBE_CHAINS } from '../model/iptables';
+import { SetMembers, frontendTypeFromIpsets } from '../model/ipset-claims';
+import { VirtualServer, describeVirtualServer } from '../model/ipvs';
+import { isNoDevice } from '../kernel/link/link';
+import { listBoundAddresses } from '../kernel/link/dummy-device';
 
 export interface CleanupDeps {
-  readonly ipvs: Pick<Ipvs, 'apply'>;
+  readonly ipvs: Pick<Ipvs, 'apply' | 'listServices'>;
   readonly link: Link;
   /** one runner per family to clean (iptables and ip6tables) */
   readonly iptables: readonly IptablesRunner[];
   readonly ipset: IpsetRunner;
   readonly log?: CleanupLog;
+  /** read only; the report lists what would be removed */
+  readonly dryRun?: boolean;
 }
 
 export interface CleanupLog {
@@ -51,16 +65,41 @@ export interface CleanupFailure {
   readonly error: unknown;
 }
 
+/** A virtual server cleanup left in place, and why (it is not kube-proxy's or kube-ipvs's). */
+export interface KeptVirtualServer {
+  /** "TCP 192.168.1.10:443", "FWM 7" */
+  readonly what: string;
+  readonly reason: string;
+}
+
 export interface CleanupReport {
+  readonly dryRun: boolean;
+  /** virtual servers deleted (dry run: that would be), "TCP 10.96.0.10:80" */
+  readonly virtualServersRemoved: readonly string[];
+  readonly virtualServersKept: readonly KeptVirtualServer[];
+  /** kube-ipvs0 deleted (dry run: there to delete) */
   readonly linkDeleted: boolean;
   /** "ipv4 nat -D OUTPUT ...", "ipv4 nat -X KUBE-SERVICES" ... */
   readonly iptablesDone: readonly string[];
   /** chains flushed but kept because a foreign rule still jumps to them */
   readonly chainsKept: readonly string[];
+  /** sets destroyed (dry run: that would be) */
   readonly setsDestroyed: readonly string[];
   /** processes started for iptables/ipset (saves + restores) */
   readonly execs: number;
   readonly failures: readonly CleanupFailure[];
+}
+
+/** Whether a kube-ipvs0 dummy is there to delete (a dry run's answer to deleteDummyDevice). */
+async function dummyThere(link: Link): Promise<boolean> {
+  try {
+    const found = await link.getLink(KUBE_IPVS0);
+    if (found.kind !== LINK_KIND.DUMMY) throw new LinkKindError(KUBE_IPVS0, LINK_KIND.DUMMY, found.kind);
+    return true;
+  } catch (e) {
+    if (isNoDevice(e)) return false;
+    throw e;
+  }
 }
 
 const TABLES: readonly Table[] = ['nat', 'filter'];
@@ -105,6 +144,16 @@ export function planTableCleanup(table: Table, saveText: string): { lines: strin
   return { lines, kept };
 }
 
+/**
+ * Why cleanup leaves a virtual server, in words; null when kube-proxy's sets (or, when no set
+ * was read, kube-ipvs0's addresses) name it. Pure.
+ */
+export function keepReason(vs: VirtualServer, sets: SetMembers | undefined, bound: ReadonlySet<string>): string | null {
+  if (vs.fwmark > 0) return 'a fwmark service (kube-proxy never makes one)';
+  if (sets !== undefined) return frontendTypeFromIpsets(sets, vs) !== null ? null : 'in no kube-proxy ipset';
+  return bound.has(vs.address) ? null : 'its address is not bound on kube-ipvs0 (no kube-proxy ipset was read)';
+}
+
 export async function cleanup(deps: CleanupDeps): Promise<CleanupReport> {
   const { log } = deps;
   const failures: CleanupFailure[] = [];
@@ -114,18 +163,54 @@ export async function cleanup(deps: CleanupDeps): Promise<CleanupReport> {
   };
   let execs = 0;
 
-  // 1. IPVS
+  const dryRun = deps.dryRun === true;
+
+  // 0. the ownership evidence, before steps 2 and 4 remove it
+  let present: Map<string, ObservedSet> | undefined;
+  let setsError: unknown;
   try {
-    await deps.ipvs.apply({ kind: 'flush' });
-    log?.info('cleanup: IPVS table flushed');
+    execs++;
+    present = parseIpsetSave(await deps.ipset.save());
   } catch (e) {
-    fail('ipvs', 'flush', e);
+    setsError = e;
+  }
+  const kubeSets = present && kubeSetNames().some((n) => present!.has(n)) ? present : undefined;
+  const bound = new Set<string>();
+  try {
+    const dev = await deps.link.getLink(KUBE_IPVS0);
+    for (const a of await listBoundAddresses(deps.link, dev.index)) bound.add(a);
+  } catch (e) {
+    if (!isNoDevice(e)) log?.warn(`cleanup: the addresses of ${KUBE_IPVS0} could not be read: ${(e as Error)?.message ?? String(e)}`);
+  }
+
+  // 1. IPVS: only what the evidence names
+  const virtualServersRemoved: string[] = [];
+  const virtualServersKept: KeptVirtualServer[] = [];
+  try {
+    for (const vs of await deps.ipvs.listServices()) {
+      const what = describeVirtualServer(vs);
+      const reason = keepReason(vs, kubeSets, bound);
+      if (reason !== null) {
+        virtualServersKept.push({ what, reason });
+        log?.info(`cleanup: ${dryRun ? 'would leave' : 'left'} ${what}: ${reason}`);
+        continue;
+      }
+      try {
+        if (!dryRun) await deps.ipvs.apply({ kind: 'delService', vs });
+        virtualServersRemoved.push(what);
+        if (!dryRun) log?.info(`cleanup: removed ${what}`);
+      } catch (e) {
+        fail('ipvs', `delete ${what}`, e);
+      }
+    }
+  } catch (e) {
+    fail('ipvs', 'list virtual servers', e);
   }
 
   // 2. kube-ipvs0
   let linkDeleted = false;
   try {
-    linkDeleted = await deleteDummyDevice(deps.link, KUBE_IPVS0);
+    linkDeleted = dryRun ? await dummyThere(deps.link) : await deleteDummyDevice(deps.link, KUBE_IPVS0);
     if (linkDeleted) log?.info(`cleanup: ${KUBE_IPVS0} deleted`);
   } catch (e) {
     fail('link', e instanceof LinkKindError ? `${KUBE_IPVS0} is not a dummy; left in place` : `delete ${KUBE_IPVS0}`, e);
@@ -149,7 +234,8 @@ export async function cleanup(deps: CleanupDeps): Promise<CleanupReport> {
         parts.push(`*${table}`, ...lines, 'COMMIT');
         done.push(...lines.map((l) => `${ipt.family} ${table} ${l}`));
       }
-      if (parts.length > 0) {
+      if (parts.length > 0 && dryRun) iptablesDone.push(...done);
+      else if (parts.length > 0) {
         execs++;
         await ipt.restore(parts.join('\n') + '\n');
         iptablesDone.push(...done);
@@ -160,13 +246,13 @@ export async function cleanup(deps: CleanupDeps): Promise<CleanupReport> {
     }
   }
 
-  // 4. ipsets
+  // 4. ipsets (present as read at step 0: nothing since has created one)
   const setsDestroyed: string[] = [];
-  try {
-    execs++;
-    const present = parseIpsetSave(await deps.ipset.save());
-    const names = kubeSetNames().filter((n) => present.has(n));
-    if (names.length > 0) {
+  if (present === undefined) fail('ipset', 'list sets', setsError);
+  else {
+    const names = kubeSetNames().filter((n) => present!.has(n));
+    if (names.length > 0 && dryRun) setsDestroyed.push(...names);
+    else if (names.length > 0) {
       execs++;
       try {
         await deps.ipset.restore(names.map((n) => `destroy ${n}`).join('\n') + '\n');
@@ -174,27 +260,29 @@ export async function cleanup(deps: CleanupDeps): Promise<CleanupReport> {
       } catch {
         // ipset restore stops at the first refusal: find which sets remain and try each alone
         // so one set still in use does not keep the others
-        execs++;
-        const left = parseIpsetSave(await deps.ipset.save());
-        for (const n of names) {
-          if (!left.has(n)) {
-            setsDestroyed.push(n);
-            continue;
-          }
+        try {
           execs++;
-          try {
-            await deps.ipset.restore(`destroy ${n}\n`);
-            setsDestroyed.push(n);
-          } catch (e) {
-            fail('ipset', `destroy ${n}`, e);
+          const left = parseIpsetSave(await deps.ipset.save());
+          for (const n of names) {
+            if (!left.has(n)) {
+              setsDestroyed.push(n);
+              continue;
+            }
+            execs++;
+            try {
+              await deps.ipset.restore(`destroy ${n}\n`);
+              setsDestroyed.push(n);
+            } catch (e) {
+              fail('ipset', `destroy ${n}`, e);
+            }
           }
+        } catch (e) {
+          fail('ipset', 'list sets', e);
         }
       }
       log?.info(`cleanup: ${setsDestroyed.length} ipsets destroyed`);
     }
-  } catch (e) {
-    fail('ipset', 'list sets', e);
   }
 
-  return { linkDeleted, iptablesDone, chainsKept, setsDestroyed, execs, failures };
+  return { dryRun, virtualServersRemoved, virtualServersKept, linkDeleted, iptablesDone, chainsKept, setsDestroyed, execs, failures };
 }

@@ -1,9 +1,12 @@
-// `kube-ipvs cleanup` (and kube-proxy's `--cleanup` flag): remove every trace of kube-proxy's
-// IPVS mode from the node (lib/cleanup/cleanup.ts) and exit 0, or 1 when a step failed (IPVS
-// unreachable for any reason but "ip_vs not loaded" is a failure), naming what was left behind.
+// `kube-ipvs cleanup` (and kube-proxy's `--cleanup` flag): remove what kube-proxy's IPVS mode
+// or kube-ipvs left on the node, and only that (lib/cleanup/cleanup.ts), and exit 0, or 1 when
+// a step failed (IPVS unreachable for any reason but "ip_vs not loaded" is a failure), naming
+// what was left behind; every virtual server left in place is named with why. An unknown
+// option or an argument exits 2 before anything is read or changed. `--dry-run` prints what
+// would be removed (and what would be left) on stdout and changes nothing.
 import { Command, Option } from 'commander';
 import { componentLog } from '../log';
-import { cleanup, CleanupDeps, CleanupFailure, CleanupLog } from '../cleanup/cleanup';
+import { cleanup, CleanupDeps, CleanupFailure, CleanupLog, CleanupReport } from '../cleanup/cleanup';
 import { KUBE_IPVS0, Link } from '../kernel/link/link';
 import { Ipvs } from '../kernel/ipvs/ipvs';
 import { IpvsUnavailableError, openIpvs } from '../kernel/ipvs/ipvs-netlink';
@@ -17,11 +20,15 @@ import { IpFamily } from '../model/ip-family';
 
 /** What the command opens; tests give fakes. */
 export interface CleanupEnv {
-  openIpvs(): Promise<Pick<Ipvs, 'apply' | 'close'>>;
+  openIpvs(): Promise<Pick<Ipvs, 'apply' | 'listServices' | 'close'>>;
   openLink(): Promise<Link>;
   iptables(family: IpFamily, backend: IptablesBackendMode): IptablesRunner;
   ipset(): IpsetRunner;
   log: CleanupLog;
+  /** where --dry-run's list goes (default: process.stdout) */
+  stdout?: { write(text: string): unknown };
+  /** where a usage error goes (default: process.stderr) */
+  stderr?: { write(text: string): unknown };
 }
 
 function realEnv(): CleanupEnv {
@@ -36,7 +43,7 @@ function realEnv(): CleanupEnv {
 }
 
 /** When IPVS is not loaded there is no table to flush: flushing is then a no-op. */
-async function ipvsOrNothing(env: CleanupEnv): Promise<{ ipvs: Pick<Ipvs, 'apply'>; close(): void }> {
+async function ipvsOrNothing(env: CleanupEnv): Promise<{ ipvs: Pick<Ipvs, 'apply' | 'listServices'>; close(): void }> {
   const { log } = env;
   try {
     const ipvs = await env.openIpvs();
@@ -45,44 +52,88 @@ async function ipvsOrNothing(env: CleanupEnv): Promise<{ ipvs: Pick<Ipvs, 'apply
     if (!(e instanceof IpvsUnavailableError)) {
       // unreachable for another reason (EPERM, timeout, ...): the table may hold services;
       // the flush step fails with this error, the other steps still run, and the exit is 1
-      return { ipvs: { apply: () => Promise.reject(e) }, close: () => undefined };
+      return { ipvs: { apply: () => Promise.reject(e), listServices: () => Promise.reject(e) }, close: () => undefined };
     }
-    log.info(`cleanup: ${e.message}; no IPVS table to flush`);
-    return { ipvs: { apply: async () => undefined }, close: () => undefined };
+    log.info(`cleanup: ${e.message}; no IPVS table to clean`);
+    return { ipvs: { apply: async () => undefined, listServices: async () => [] }, close: () => undefined };
   }
 }
 
 /** What a failed step leaves on the node, in words. */
 function leftBehind(f: CleanupFailure): string {
-  const what = f.step === 'ipvs' ? 'the IPVS table' : f.step === 'link' ? KUBE_IPVS0 : f.step === 'iptables' ? `KUBE-* ${f.what}` : 'KUBE-* ipsets';
+  const what = f.step === 'ipvs' ? 'IPVS virtual servers' : f.step === 'link' ? KUBE_IPVS0 : f.step === 'iptables' ? `KUBE-* ${f.what}` : 'KUBE-* ipsets';
   return `${what} (${f.step} ${f.what}: ${(f.error as Error)?.message ?? String(f.error)})`;
 }
 
+/** The options runCleanup takes (kube-proxy's `--cleanup` hands these over, lib/cli/proxy-command.ts). */
+export const CLEANUP_OPTIONS: readonly { readonly name: string; readonly takesValue: boolean }[] = [
+  { name: '--iptables-backend', takesValue: true },
+  { name: '--families', takesValue: true },
+  { name: '--dry-run', takesValue: false },
+  { name: '--cleanup', takesValue: false },
+];
+
 /**
- * argv: the arguments after `cleanup` (or kube-proxy's whole argv when `--cleanup` was given;
- * unknown kube-proxy flags are accepted and ignored).
+ * Splits kube-proxy's argv given with `--cleanup` into runCleanup's own options and the rest
+ * (kube-proxy's flags, parsed strictly by the caller).
+ */
+export function splitCleanupArgv(argv: readonly string[]): { own: string[]; rest: string[] } {
+  const own: string[] = [];
+  const rest: string[] = [];
+  for (let i = 0; i < argv.length; i++) {
+    const a = argv[i]!;
+    const opt = CLEANUP_OPTIONS.find((o) => a === o.name || (o.takesValue && a.startsWith(`${o.name}=`)));
+    if (!opt) rest.push(a);
+    else if (opt.takesValue && a === opt.name && i + 1 < argv.length) own.push(a, argv[++i]!);
+    else own.push(a);
+  }
+  return { own, rest };
+}
+
+/** The dry run's list, one line per change or thing left. */
+function formatDryRun(report: CleanupReport): string {
+  const lines = [
+    ...report.virtualServersRemoved.map((v) => `would remove IPVS ${v}`),
+    ...report.virtualServersKept.map((k) => `would leave IPVS ${k.what}: ${k.reason}`),
+    ...(report.linkDeleted ? [`would remove link ${KUBE_IPVS0}`] : []),
+    ...report.iptablesDone.map((l) => `would run ${l}`),
+    ...report.chainsKept.map((c) => `would keep ${c} (flushed): a foreign rule still jumps to it`),
+    ...report.setsDestroyed.map((n) => `would remove ipset ${n}`),
+  ];
+  return lines.length === 0 ? 'nothing to remove\n' : lines.join('\n') + '\n';
+}
+
+/**
+ * argv: the arguments after `cleanup` (or, from kube-proxy's `--cleanup`, the options of
+ * CLEANUP_OPTIONS in it). Unknown options and arguments exit 2.
  */
 export async function runCleanup(argv: readonly string[], env: CleanupEnv = realEnv()): Promise<number> {
+  const stderr = env.stderr ?? process.stderr;
   const program = new Command('kube-ipvs cleanup')
-    .description('remove IPVS services, kube-ipvs0, KUBE-* chains and sets left by kube-proxy (IPVS mode) or kube-ipvs')
+    .description(
+      'remove the IPVS virtual servers kube-proxy (IPVS mode) or kube-ipvs owns, kube-ipvs0, KUBE-* chains and sets; ' +
+        'fwmark and foreign virtual servers (keepalived, an admin) stay',
+    )
     .addOption(new Option('--iptables-backend <mode>', 'iptables backend').choices(['auto', 'nft', 'legacy']).default('auto'))
     .addOption(new Option('--families <list>', 'comma-separated: ipv4,ipv6').default('ipv4,ipv6'))
+    .option('--dry-run', 'list what would be removed (and what would be left), change nothing')
     .option('--cleanup', 'kube-proxy compatibility: the same as the cleanup subcommand')
-    .allowUnknownOption()
-    .allowExcessArguments()
+    .configureOutput({ writeErr: (s) => stderr.write(s), writeOut: (s) => (env.stdout ?? process.stdout).write(s) })
     .exitOverride();
   try {
     program.parse([...argv], { from: 'user' });
   } catch (e) {
-    const code = (e as { exitCode?: unknown }).exitCode;
-    return typeof code === 'number' ? code : 2;
+    const code = (e as { exitCode?: unknown; code?: unknown }).exitCode;
+    // --help prints and exits 0; every other parse error is a usage error, exit 2 (kube-proxy's)
+    return code === 0 ? 0 : 2;
   }
-  const opts = program.opts<{ iptablesBackend: IptablesBackendMode; families: string }>();
+  const opts = program.opts<{ iptablesBackend: IptablesBackendMode; families: string; dryRun?: boolean }>();
   const families = opts.families.split(',').map((f) => f.trim()) as IpFamily[];
   if (families.some((f) => f !== 'ipv4' && f !== 'ipv6')) {
-    process.stderr.write(`kube-ipvs cleanup: --families takes ipv4 and/or ipv6, got ${opts.families}\n`);
+    stderr.write(`kube-ipvs cleanup: --families takes ipv4 and/or ipv6, got ${opts.families}\n`);
     return 2;
   }
+  const dryRun = opts.dryRun === true;
 
   const { log } = env;
   const { ipvs, close } = await ipvsOrNothing(env);
@@ -93,12 +144,16 @@ export async function runCleanup(argv: readonly string[], env: CleanupEnv = real
     iptables: families.map((family) => env.iptables(family, opts.iptablesBackend)),
     ipset: env.ipset(),
     log,
+    dryRun,
   };
   try {
     const report = await cleanup(deps);
+    if (dryRun) (env.stdout ?? process.stdout).write(formatDryRun(report));
     log.info(
-      `cleanup done: kube-ipvs0 ${report.linkDeleted ? 'deleted' : 'absent'}, ${report.iptablesDone.length} iptables changes, ` +
-        `${report.setsDestroyed.length} sets destroyed, ${report.failures.length} failures`,
+      `cleanup ${dryRun ? 'dry run ' : ''}done: ${report.virtualServersRemoved.length} virtual servers ${dryRun ? 'to remove' : 'removed'}, ` +
+        `${report.virtualServersKept.length} left (not kube-proxy's), ` +
+        `kube-ipvs0 ${report.linkDeleted ? (dryRun ? 'to delete' : 'deleted') : 'absent'}, ${report.iptablesDone.length} iptables changes, ` +
+        `${report.setsDestroyed.length} sets ${dryRun ? 'to destroy' : 'destroyed'}, ${report.failures.length} failures`,
     );
     if (report.failures.length === 0) return 0;
     log.error(`cleanup incomplete; left behind: ${report.failures.map(leftBehind).join('; ')}`);

@@ -16,7 +16,7 @@ import { loadProxyConfig, ReadConfigFile } from '../config/load-config';
 import { ProxyConfig } from '../config/proxy-config';
 import { parseProxyFlags, ProxyFlags } from '../config/proxy-flags';
 import type { DaemonOptions } from '../daemon/daemon';
-import { runCleanup } from './cleanup';
+import { runCleanup, splitCleanupArgv } from './cleanup';
 import { readPackageInfo, userAgent } from './version';
 import { formatTopHelp } from './top-help';
 
@@ -39,6 +39,11 @@ export interface ProxyCommandDeps {
   readonly setVerbosity?: (v: number) => void;
   /** applies --logging-format, text when not given (default: lib/log.ts setLogFormat) */
   readonly setLogFormat?: (format: LogFormat) => void;
+  /**
+   * loads and checks the kubeconfig before the daemon starts (default: lib/daemon/api-config.ts);
+   * throws KubeConfigError for one that cannot be used
+   */
+  readonly loadKubeConfig?: (config: ProxyConfig, userAgent: string) => DaemonOptions['kubeConfig'];
   /** `--init-only`: the privileged setup; resolves to the exit code (default: runInitOnly) */
   readonly runInit?: (config: ProxyConfig) => Promise<number>;
 }
@@ -61,9 +66,10 @@ export const defaultProxyCommandDeps = (): ProxyCommandDeps => ({
 });
 
 /**
- * `--cleanup` (or `--cleanup=true`) before any `--`: kube-proxy's cleanup mode. Checked before
- * the strict flag parse so `kube-ipvs --cleanup` keeps taking runCleanup's own flags
- * (`--iptables-backend`, `--families`) as it always did.
+ * `--cleanup` (or `--cleanup=true`) before any `--`: kube-proxy's cleanup mode. runCleanup's
+ * own options (`--iptables-backend`, `--families`, `--dry-run`) are taken out; the rest must
+ * parse as kube-proxy's flags (an unknown or bad one exits 2 before anything is cleaned, as
+ * kube-proxy's parse does) and is otherwise ignored.
  */
 function cleanupArgv(argv: readonly string[]): string[] | undefined {
   const end = argv.indexOf('--');
@@ -73,10 +79,24 @@ function cleanupArgv(argv: readonly string[]): string[] | undefined {
   return argv.map((a) => (truthy.includes(a) ? '--cleanup' : a));
 }
 
+// loaded only when the proxy runs (client-node)
+const defaultLoadKubeConfig = (config: ProxyConfig, agent: string): DaemonOptions['kubeConfig'] =>
+  (require('../daemon/api-config') as typeof import('../daemon/api-config')).loadDaemonKubeConfig(config, agent);
+
 /** Runs the proxy; argv is what follows the program name. Resolves to the exit code. */
 export async function proxyMain(argv: readonly string[], deps: ProxyCommandDeps): Promise<number> {
   const cleanup = cleanupArgv(argv);
-  if (cleanup) return (deps.runCleanup ?? runCleanup)(cleanup);
+  if (cleanup) {
+    const { own, rest } = splitCleanupArgv(cleanup);
+    try {
+      parseProxyFlags(rest);
+    } catch (e) {
+      if (!(e instanceof UsageError)) throw e;
+      deps.stderr.write(`kube-ipvs: ${e.message}\nRun 'kube-ipvs --help' for usage.\n`);
+      return 2;
+    }
+    return (deps.runCleanup ?? runCleanup)(own);
+  }
 
   let flags: ProxyFlags;
   try {
@@ -137,10 +157,25 @@ export async function proxyMain(argv: readonly string[], deps: ProxyCommandDeps)
   }
   if (flags.initOnly) return (deps.runInit ?? ((c) => runInitOnly(c, deps.stderr)))(config);
 
+  // the kubeconfig before the daemon: one that cannot be used stops the start with one line,
+  // before anything touches the kernel (sysctls, conntrack, oom_score_adj)
+  const { version } = readPackageInfo();
+  const agent = userAgent(version);
+  let kubeConfig: DaemonOptions['kubeConfig'];
+  try {
+    kubeConfig = (deps.loadKubeConfig ?? defaultLoadKubeConfig)(config, agent);
+  } catch (e) {
+    if ((e as { code?: unknown })?.code !== 'KIPVS_KUBECONFIG') throw e;
+    deps.stderr.write(`kube-ipvs: ${(e as Error).message}\n`);
+    return 1;
+  }
+
   const options: DaemonOptions = {
     ...(flags.configFile !== undefined ? { configFile: flags.configFile, reloadConfig: load } : {}),
     verbosity: config.logging.verbosity,
-    userAgent: userAgent(readPackageInfo().version),
+    userAgent: agent,
+    version,
+    ...(kubeConfig ? { kubeConfig } : {}),
   };
   return deps.runDaemon(config, options);
 }

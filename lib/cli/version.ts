@@ -12,6 +12,7 @@
  */
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
+import semver from 'semver';
 import { UsageError } from '../errors';
 
 export interface PackageInfo {
@@ -88,22 +89,15 @@ export function formatVersion(info: PackageInfo, request: VersionRequest, node: 
   return `${JSON.stringify({ gitVersion: `v${info.version}`, nodeVersion: node, platform, engines: { node: info.nodeRange } }, null, 2)}\n`;
 }
 
-function parseSemver(v: string): [number, number, number] | undefined {
-  const m = /^v?(\d+)\.(\d+)\.(\d+)/.exec(v.trim());
-  return m ? [Number(m[1]), Number(m[2]), Number(m[3])] : undefined;
-}
-
 /**
- * Does Node `current` (process.version) satisfy `range`? Only the `>=X.Y.Z` form package.json
- * uses is understood; any other range is taken as satisfied (the check is a courtesy: a clear
- * line instead of a crash deep in undici under Node 20).
+ * Does Node `current` (process.version) satisfy `range` (package.json engines.node)? A real
+ * range check (the semver package: `>=`, `^`, `||`, hyphen and x-ranges); a nightly or
+ * prerelease Node counts as its version. A range semver cannot read is taken as satisfied
+ * (the check is a courtesy: a clear line instead of a crash deep in undici under Node 20).
  */
 export function nodeSatisfies(current: string, range: string): boolean {
-  const m = /^\s*>=\s*(v?\d+\.\d+\.\d+)\s*$/.exec(range);
-  if (!m) return true;
-  const need = parseSemver(m[1]!)!;
-  const have = parseSemver(current);
-  if (!have) return true;
-  for (let i = 0; i < 3; i++) if (have[i] !== need[i]) return have[i]! > need[i]!;
-  return true;
+  if (semver.validRange(range) === null) return true;
+  const have = semver.coerce(current);
+  if (have === null) return true;
+  return semver.satisfies(have, range);
 }

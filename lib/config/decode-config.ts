@@ -4,7 +4,12 @@
 // Decoding is lenient the way kube-proxy's is (strict first, then lenient with a warning): an
 // unknown field is a warning naming its full path (kubeadm ConfigMaps carry typos such as
 // `ipvs.trictARP`) and decoding goes on. A value of the wrong type, an invalid value, or a
-// wrong apiVersion/kind is a ConfigError naming the field path and the value.
+// wrong apiVersion/kind is a ConfigError naming the field path and the value; every such
+// error of one file is reported at once (kube-proxy aggregates its validation errors), one
+// line: "FILE: N errors: field: detail; field: detail". Types are as strict as kube-proxy's
+// decoder (YAML 1.1 read as go-yaml v2 reads it, then JSON into typed fields): a bare `yes`
+// is a boolean, a quoted "yes" a string, refused for a bool field as a bare `yes` is for a
+// string field.
 //
 // Zero values mean "unset", as in kube-proxy's SetDefaults_KubeProxyConfiguration: kubeadm
 // writes every field, `syncPeriod: 0s`, `qps: 0`, `healthzBindAddress: ""`, and they default.
@@ -171,14 +176,61 @@ function isMapping(v: unknown): v is Record<string, unknown> {
 }
 
 /**
- * kube-proxy reads YAML 1.1 (go-yaml v2 under sigs.k8s.io/yaml), where `yes`/`on`/`y` are
- * booleans; js-yaml's core schema is YAML 1.2 and gives strings. Accepted for boolean fields
- * (a quoted "yes" too: a harmless superset).
+ * kube-proxy reads YAML 1.1 (go-yaml v2 under sigs.k8s.io/yaml), where a bare `yes`/`on`/`y`
+ * is a boolean; js-yaml's core schema is YAML 1.2 and gives strings. This schema resolves
+ * go-yaml v2's bare booleans (replacing the core schema's bool type, same tag); a quoted
+ * "yes" stays a string, which kube-proxy's JSON decode refuses for a bool field.
  */
 const YAML11_BOOLS: Readonly<Record<string, boolean>> = Object.fromEntries([
-  ...['y', 'Y', 'yes', 'Yes', 'YES', 'on', 'On', 'ON'].map((t) => [t, true] as const),
-  ...['n', 'N', 'no', 'No', 'NO', 'off', 'Off', 'OFF'].map((t) => [t, false] as const),
+  ...['y', 'Y', 'yes', 'Yes', 'YES', 'true', 'True', 'TRUE', 'on', 'On', 'ON'].map((t) => [t, true] as const),
+  ...['n', 'N', 'no', 'No', 'NO', 'false', 'False', 'FALSE', 'off', 'Off', 'OFF'].map((t) => [t, false] as const),
 ]);
+const YAML11_SCHEMA = yaml.CORE_SCHEMA.extend({
+  implicit: [
+    new yaml.Type('tag:yaml.org,2002:bool', {
+      kind: 'scalar',
+      resolve: (data: unknown) => typeof data === 'string' && Object.prototype.hasOwnProperty.call(YAML11_BOOLS, data),
+      construct: (data: string) => YAML11_BOOLS[data],
+      predicate: (o: unknown) => typeof o === 'boolean',
+      represent: (o: object) => String(o),
+    }),
+  ],
+});
+
+/** Collects ConfigErrors so that every one is reported at once. */
+class Problems {
+  readonly errors: ConfigError[] = [];
+  /** fn's value, or `fallback` after recording its ConfigError */
+  attempt<T>(fn: () => T, fallback: T): T {
+    try {
+      return fn();
+    } catch (e) {
+      if (!(e instanceof ConfigError)) throw e;
+      this.add(e);
+      return fallback;
+    }
+  }
+  /** records an error once (a field checked twice, as the mode's section and as itself, says it once) */
+  add(e: ConfigError): void {
+    if (e instanceof ConfigErrors) for (const one of e.errors) this.add(one);
+    else if (!this.errors.some((x) => x.field === e.field && x.detail === e.detail)) this.errors.push(e);
+  }
+  /** one error as itself; several as one ConfigError listing them all */
+  throwAny(): void {
+    if (this.errors.length === 1) throw this.errors[0]!;
+    if (this.errors.length > 1) throw new ConfigErrors(this.errors);
+  }
+}
+
+/** Several validation errors of one configuration, reported together (kube-proxy's aggregate). */
+export class ConfigErrors extends ConfigError {
+  constructor(
+    readonly errors: readonly ConfigError[],
+    options?: { source?: string },
+  ) {
+    super('', `${errors.length} errors: ${errors.map((e) => [e.field, e.detail].filter((p) => p).join(': ')).join('; ')}`, options);
+  }
+}
 
 function decodeLeaf(kind: Leaf, value: unknown, path: string): unknown {
   const wrongType = (want: string): ConfigError => new ConfigError(path, `expected ${want}, got ${describe(value)}`);
@@ -189,11 +241,9 @@ function decodeLeaf(kind: Leaf, value: unknown, path: string): unknown {
     case 'duration':
       if (typeof value !== 'string') throw wrongType(kind === 'string' ? 'a string' : 'a duration string such as "30s"');
       return kind === 'string' ? value : parseDuration(value, path);
-    case 'bool': {
-      const b = typeof value === 'string' ? YAML11_BOOLS[value] : value;
-      if (typeof b !== 'boolean') throw wrongType('true or false');
-      return b;
-    }
+    case 'bool':
+      if (typeof value !== 'boolean') throw wrongType('true or false');
+      return value;
     case 'int':
       if (typeof value !== 'number' || !Number.isInteger(value)) throw wrongType('an integer');
       return value;
@@ -209,13 +259,15 @@ function decodeLeaf(kind: Leaf, value: unknown, path: string): unknown {
     case 'boolMap': {
       if (!isMapping(value)) throw wrongType('a mapping of name: true|false');
       const out: Record<string, boolean> = {};
-      for (const [k, v] of Object.entries(value)) out[k] = decodeLeaf('bool', v, `${path}.${k}`) as boolean;
+      const problems = new Problems();
+      for (const [k, v] of Object.entries(value)) out[k] = problems.attempt(() => decodeLeaf('bool', v, `${path}.${k}`) as boolean, false);
+      problems.throwAny();
       return out;
     }
   }
 }
 
-function walk(obj: Record<string, unknown>, fields: Fields, prefix: string, values: Values, warnings: ConfigWarning[]): void {
+function walk(obj: Record<string, unknown>, fields: Fields, prefix: string, values: Values, warnings: ConfigWarning[], problems: Problems): void {
   for (const [name, value] of Object.entries(obj)) {
     const path = prefix ? `${prefix}.${name}` : name;
     const kind = Object.prototype.hasOwnProperty.call(fields, name) ? fields[name] : undefined;
@@ -225,10 +277,11 @@ function walk(obj: Record<string, unknown>, fields: Fields, prefix: string, valu
     }
     if (value === null || value === undefined) continue; // null is "unset", as in Go
     if (typeof kind === 'string') {
-      values.set(path, decodeLeaf(kind, value, path));
+      problems.attempt(() => values.set(path, decodeLeaf(kind, value, path)), undefined);
+    } else if (!isMapping(value)) {
+      problems.add(new ConfigError(path, `expected a mapping, got ${describe(value)}`));
     } else {
-      if (!isMapping(value)) throw new ConfigError(path, `expected a mapping, got ${describe(value)}`);
-      walk(value, kind, path, values, warnings);
+      walk(value, kind, path, values, warnings, problems);
     }
   }
 }
@@ -241,6 +294,7 @@ export function decodeProxyConfig(text: string, source?: string): DecodedConfig 
   try {
     return decode(text);
   } catch (e) {
+    if (e instanceof ConfigErrors && source !== undefined) throw new ConfigErrors(e.errors, { source });
     if (e instanceof ConfigError && source !== undefined) throw new ConfigError(e.field, e.detail, { source, cause: e });
     throw e;
   }
@@ -249,7 +303,7 @@ export function decodeProxyConfig(text: string, source?: string): DecodedConfig 
 function decode(text: string): DecodedConfig {
   let doc: unknown;
   try {
-    doc = yaml.load(text, { schema: yaml.CORE_SCHEMA });
+    doc = yaml.load(text, { schema: YAML11_SCHEMA });
   } catch (e) {
     // one line: js-yaml's message carries a multi-line source excerpt
     const { reason, mark } = e as { reason?: string; mark?: { line: number; column: number } };
@@ -264,13 +318,17 @@ function decode(text: string): DecodedConfig {
 
   const values: Values = new Map();
   const warnings: ConfigWarning[] = [];
-  walk(doc, SCHEMA, '', values, warnings);
-  const config = buildConfig(values, warnings);
-  validateProxyConfig(config);
+  const problems = new Problems();
+  walk(doc, SCHEMA, '', values, warnings, problems);
+  const config = buildConfig(values, warnings, problems);
+  // the cross-field checks only over fields that decoded (else they would repeat an error)
+  if (problems.errors.length === 0) for (const e of proxyConfigErrors(config)) problems.add(e);
+  problems.throwAny();
   return { config, warnings };
 }
 
-function buildConfig(v: Values, warnings: ConfigWarning[]): ProxyConfig {
+function buildConfig(v: Values, warnings: ConfigWarning[], problems: Problems): ProxyConfig {
+  const p = <T>(fn: () => T, fallback: T): T => problems.attempt(fn, fallback);
   const str = (path: string): string => (v.get(path) as string | undefined) ?? '';
   /** zero is "unset" (kube-proxy defaults zero values) */
   const nonZero = <T>(path: string, fallback: T): T => {
@@ -279,13 +337,13 @@ function buildConfig(v: Values, warnings: ConfigWarning[]): ProxyConfig {
   };
   const list = (path: string): string[] => (v.get(path) as string[] | undefined) ?? [];
 
-  const bindAddress = str('bindAddress') === '' ? '0.0.0.0' : parseIP(str('bindAddress'), 'bindAddress');
+  const bindAddress = str('bindAddress') === '' ? '0.0.0.0' : p(() => parseIP(str('bindAddress'), 'bindAddress'), '0.0.0.0');
   const d = defaultProxyConfig(bindAddress);
-  const mode = parseProxyMode(str('mode'), 'mode');
-  if (mode !== '' && mode !== 'ipvs') warnings.push(modeWarning('mode', mode));
-  validateModeSection(v, mode);
-  parsePortRange(str('portRange'), 'portRange');
-  parseShowHiddenMetricsForVersion(str('showHiddenMetricsForVersion'), 'showHiddenMetricsForVersion');
+  const mode = p(() => parseProxyMode(str('mode'), 'mode'), 'ipvs');
+  if (mode !== 'ipvs') warnings.push(modeWarning('mode', mode));
+  p(() => validateModeSection(v, mode), undefined);
+  p(() => parsePortRange(str('portRange'), 'portRange'), undefined);
+  p(() => parseShowHiddenMetricsForVersion(str('showHiddenMetricsForVersion'), 'showHiddenMetricsForVersion'), undefined);
   /** a pointer field of v1alpha1: null (absent) takes the default, an explicit 0 stays 0 */
   const pointer = <T>(path: string, fallback: T): T => (v.has(path) ? (v.get(path) as T) : fallback);
   const seconds = (ms: number): number => Math.trunc(ms / 1000);
@@ -301,9 +359,9 @@ function buildConfig(v: Values, warnings: ConfigWarning[]): ProxyConfig {
     hostnameOverride: str('hostnameOverride'),
     bindAddress,
     healthzBindAddress:
-      str('healthzBindAddress') === '' ? d.healthzBindAddress : parseBindAddress(str('healthzBindAddress'), 'healthzBindAddress', HEALTHZ_PORT),
+      str('healthzBindAddress') === '' ? d.healthzBindAddress : p(() => parseBindAddress(str('healthzBindAddress'), 'healthzBindAddress', HEALTHZ_PORT), d.healthzBindAddress),
     metricsBindAddress:
-      str('metricsBindAddress') === '' ? d.metricsBindAddress : parseBindAddress(str('metricsBindAddress'), 'metricsBindAddress', METRICS_PORT),
+      str('metricsBindAddress') === '' ? d.metricsBindAddress : p(() => parseBindAddress(str('metricsBindAddress'), 'metricsBindAddress', METRICS_PORT), d.metricsBindAddress),
     clientConnection: {
       kubeconfig: str('clientConnection.kubeconfig'),
       qps: nonZero('clientConnection.qps', d.clientConnection.qps),
@@ -311,39 +369,39 @@ function buildConfig(v: Values, warnings: ConfigWarning[]): ProxyConfig {
       contentType: nonZero('clientConnection.contentType', d.clientConnection.contentType),
     },
     master: '',
-    clusterCIDR: parseClusterCidrs(str('clusterCIDR').split(','), 'clusterCIDR'),
-    detectLocalMode: parseDetectLocalMode(str('detectLocalMode'), 'detectLocalMode'),
+    clusterCIDR: p(() => parseClusterCidrs(str('clusterCIDR').split(','), 'clusterCIDR'), []),
+    detectLocalMode: p(() => parseDetectLocalMode(str('detectLocalMode'), 'detectLocalMode'), d.detectLocalMode),
     detectLocal: { bridgeInterface: str('detectLocal.bridgeInterface'), interfaceNamePrefix: str('detectLocal.interfaceNamePrefix') },
-    nodePortAddresses: parseNodePortAddresses(list('nodePortAddresses'), 'nodePortAddresses'),
+    nodePortAddresses: p(() => parseNodePortAddresses(list('nodePortAddresses'), 'nodePortAddresses'), []),
     iptables: {
       masqueradeAll: (v.get('iptables.masqueradeAll') as boolean | undefined) ?? false,
-      masqueradeBit: masqueradeBit === undefined ? d.iptables.masqueradeBit : parseMasqueradeBit(masqueradeBit as number, 'iptables.masqueradeBit'),
+      masqueradeBit: masqueradeBit === undefined ? d.iptables.masqueradeBit : p(() => parseMasqueradeBit(masqueradeBit as number, 'iptables.masqueradeBit'), d.iptables.masqueradeBit),
     },
     ipvs: {
-      scheduler: parseScheduler(str('ipvs.scheduler'), 'ipvs.scheduler'),
+      scheduler: p(() => parseScheduler(str('ipvs.scheduler'), 'ipvs.scheduler'), ''),
       syncPeriodMs: nonZero('ipvs.syncPeriod', d.ipvs.syncPeriodMs),
       minSyncPeriodMs: nonZero('ipvs.minSyncPeriod', d.ipvs.minSyncPeriodMs),
-      excludeCIDRs: list('ipvs.excludeCIDRs').map((c, i) => parseCidr(c, `ipvs.excludeCIDRs[${i}]`)),
+      excludeCIDRs: list('ipvs.excludeCIDRs').map((c, i) => p(() => parseCidr(c, `ipvs.excludeCIDRs[${i}]`), c)),
       strictARP: (v.get('ipvs.strictARP') as boolean | undefined) ?? false,
       tcpTimeoutSec: Math.trunc(nonZero('ipvs.tcpTimeout', 0) / 1000),
       tcpFinTimeoutSec: Math.trunc(nonZero('ipvs.tcpFinTimeout', 0) / 1000),
       udpTimeoutSec: Math.trunc(nonZero('ipvs.udpTimeout', 0) / 1000),
-      excludeClusterCIDRs: list('ipvs.excludeClusterCIDRs').map((c, i) => parseCidr(c, `ipvs.excludeClusterCIDRs[${i}]`)),
+      excludeClusterCIDRs: list('ipvs.excludeClusterCIDRs').map((c, i) => p(() => parseCidr(c, `ipvs.excludeClusterCIDRs[${i}]`), c)),
     },
     configSyncPeriodMs: nonZero('configSyncPeriod', d.configSyncPeriodMs),
     conntrack: {
-      maxPerCore: parseConntrackCount(pointer('conntrack.maxPerCore', d.conntrack.maxPerCore), 'conntrack.maxPerCore'),
-      min: parseConntrackCount(pointer('conntrack.min', d.conntrack.min), 'conntrack.min'),
+      maxPerCore: p(() => parseConntrackCount(pointer('conntrack.maxPerCore', d.conntrack.maxPerCore), 'conntrack.maxPerCore'), d.conntrack.maxPerCore),
+      min: p(() => parseConntrackCount(pointer('conntrack.min', d.conntrack.min), 'conntrack.min'), d.conntrack.min),
       tcpEstablishedTimeoutSec: seconds(pointer('conntrack.tcpEstablishedTimeout', d.conntrack.tcpEstablishedTimeoutSec * 1000)),
       tcpCloseWaitTimeoutSec: seconds(pointer('conntrack.tcpCloseWaitTimeout', d.conntrack.tcpCloseWaitTimeoutSec * 1000)),
       tcpBeLiberal: (v.get('conntrack.tcpBeLiberal') as boolean | undefined) ?? false,
       udpTimeoutSec: seconds(pointer('conntrack.udpTimeout', 0)),
       udpStreamTimeoutSec: seconds(pointer('conntrack.udpStreamTimeout', 0)),
     },
-    oomScoreAdj: oomScoreAdj === undefined ? d.oomScoreAdj : parseOomScoreAdj(oomScoreAdj as number, 'oomScoreAdj'),
+    oomScoreAdj: oomScoreAdj === undefined ? d.oomScoreAdj : p(() => parseOomScoreAdj(oomScoreAdj as number, 'oomScoreAdj'), d.oomScoreAdj),
     logging: {
-      format: parseLogFormat(str('logging.format'), 'logging.format'),
-      verbosity: parseVerbosity(pointer('logging.verbosity', 0), 'logging.verbosity'),
+      format: p(() => parseLogFormat(str('logging.format'), 'logging.format'), 'text' as LogFormat),
+      verbosity: p(() => parseVerbosity(pointer('logging.verbosity', 0), 'logging.verbosity'), 0),
     },
     featureGates: (v.get('featureGates') as Record<string, boolean> | undefined) ?? {},
   };
@@ -386,29 +444,47 @@ function validateModeSection(v: Values, mode: string): void {
   }
 }
 
-/** The warning for a `mode` (or --proxy-mode) other than ipvs. */
+/**
+ * The warning for a `mode` (or --proxy-mode) other than ipvs: what kube-proxy would run
+ * (blank: iptables, its default on Linux; kubeadm leaves the field blank) and what kube-ipvs
+ * does instead.
+ */
 export function modeWarning(field: string, mode: string): ConfigWarning {
-  return { field, message: `${field} is "${mode}": kube-ipvs always runs IPVS, running in ipvs mode` };
+  const kubeProxyRuns = mode === '' ? 'iptables (blank is its default on Linux)' : mode;
+  return {
+    field,
+    message:
+      `${field} is "${mode}": kube-proxy would run ${kubeProxyRuns}; kube-ipvs runs IPVS instead ` +
+      "(kube-ipvs always runs IPVS: kube-proxy's IPVS-mode virtual servers, ipsets and KUBE-* chains)",
+  };
 }
 
-/**
- * Checks that span fields (run again after flags are applied). Throws ConfigError naming the
- * field.
- */
-export function validateProxyConfig(c: ProxyConfig): void {
-  if (c.ipvs.syncPeriodMs <= 0) throw new ConfigError('ipvs.syncPeriod', `${formatDurationMs(c.ipvs.syncPeriodMs)}: must be greater than 0`);
-  if (c.ipvs.minSyncPeriodMs > c.ipvs.syncPeriodMs) {
-    throw new ConfigError(
-      'ipvs.syncPeriod',
-      `${formatDurationMs(c.ipvs.syncPeriodMs)} must be greater than or equal to ipvs.minSyncPeriod (${formatDurationMs(c.ipvs.minSyncPeriodMs)})`,
+/** Every cross-field error of a configuration (run again after flags are applied). */
+export function proxyConfigErrors(c: ProxyConfig): ConfigError[] {
+  const out: ConfigError[] = [];
+  if (c.ipvs.syncPeriodMs <= 0) out.push(new ConfigError('ipvs.syncPeriod', `${formatDurationMs(c.ipvs.syncPeriodMs)}: must be greater than 0`));
+  else if (c.ipvs.minSyncPeriodMs > c.ipvs.syncPeriodMs) {
+    out.push(
+      new ConfigError(
+        'ipvs.syncPeriod',
+        `${formatDurationMs(c.ipvs.syncPeriodMs)} must be greater than or equal to ipvs.minSyncPeriod (${formatDurationMs(c.ipvs.minSyncPeriodMs)})`,
+      ),
     );
   }
-  if (c.configSyncPeriodMs <= 0) throw new ConfigError('configSyncPeriod', `${formatDurationMs(c.configSyncPeriodMs)}: must be greater than 0`);
-  if (c.clientConnection.burst < 0) throw new ConfigError('clientConnection.burst', `${c.clientConnection.burst}: must be non-negative`);
+  if (c.configSyncPeriodMs <= 0) out.push(new ConfigError('configSyncPeriod', `${formatDurationMs(c.configSyncPeriodMs)}: must be greater than 0`));
+  if (c.clientConnection.burst < 0) out.push(new ConfigError('clientConnection.burst', `${c.clientConnection.burst}: must be non-negative`));
   if (c.detectLocalMode === 'BridgeInterface' && c.detectLocal.bridgeInterface === '') {
-    throw new ConfigError('detectLocal.bridgeInterface', 'must be set when detectLocalMode is BridgeInterface');
+    out.push(new ConfigError('detectLocal.bridgeInterface', 'must be set when detectLocalMode is BridgeInterface'));
   }
   if (c.detectLocalMode === 'InterfaceNamePrefix' && c.detectLocal.interfaceNamePrefix === '') {
-    throw new ConfigError('detectLocal.interfaceNamePrefix', 'must be set when detectLocalMode is InterfaceNamePrefix');
+    out.push(new ConfigError('detectLocal.interfaceNamePrefix', 'must be set when detectLocalMode is InterfaceNamePrefix'));
   }
+  return out;
+}
+
+/** Checks that span fields (run again after flags are applied). Throws ConfigError (ConfigErrors for several). */
+export function validateProxyConfig(c: ProxyConfig): void {
+  const problems = new Problems();
+  for (const e of proxyConfigErrors(c)) problems.add(e);
+  problems.throwAny();
 }

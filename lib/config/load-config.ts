@@ -2,7 +2,7 @@
 // none), then every flag given on top, then the cross-field checks again.
 import { readFile as fsReadFile } from 'node:fs/promises';
 import { ConfigError } from '../errors';
-import { ConfigWarning, decodeProxyConfig, defaultProxyConfig, validateProxyConfig } from './decode-config';
+import { ConfigWarning, decodeProxyConfig, defaultProxyConfig, modeWarning, validateProxyConfig } from './decode-config';
 import { ProxyConfig } from './proxy-config';
 import { applyProxyFlags, ProxyFlags } from './proxy-flags';
 
@@ -30,7 +30,11 @@ export async function loadProxyConfig(flags: ProxyFlags, readFile: ReadConfigFil
     }
     const decoded = decodeProxyConfig(text, flags.configFile);
     base = decoded.config;
-    warnings.push(...decoded.warnings);
+    // the mode is said once: a --proxy-mode given wins over the file's (and warns itself)
+    warnings.push(...decoded.warnings.filter((w) => !(flags.given.has('--proxy-mode') && w.field === 'mode')));
+  } else if (!flags.given.has('--proxy-mode')) {
+    // no file and no --proxy-mode: kube-proxy's flag default is blank, which it runs as iptables
+    warnings.push(modeWarning('--proxy-mode', ''));
   }
   const applied = applyProxyFlags(base, flags);
   warnings.push(...applied.warnings);

@@ -83,7 +83,7 @@ const CONFIG_FLAGS: readonly FlagSpec[] = [
     c.hostnameOverride = v;
   }),
   flag<string>('--proxy-mode', 'string', "iptables, ipvs, nftables or '' are accepted; kube-ipvs always runs ipvs", (_c, v, f, w) => {
-    if (parseProxyMode(v, f) !== '' && v !== 'ipvs') w.push(modeWarning(f, v));
+    if (parseProxyMode(v, f) !== 'ipvs') w.push(modeWarning(f, v));
   }),
   flag<string>('--bind-address', 'string', 'the node IP hint (bindAddress)', (c, v, f) => {
     c.bindAddress = parseIP(v, f);

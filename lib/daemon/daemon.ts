@@ -16,9 +16,11 @@ import { componentLog } from '../log';
 import { ChildProcessExec, ObservedExec } from '../kernel/exec';
 import { EventSink, Proxier, ProxierSettings } from '../proxier/proxier';
 import { systemClock } from '../proxier/clock';
-import { loadKubeConfig } from '../k8s/kubeconfig';
+import type { ApiKubeConfig } from '../k8s/api-request';
+import { KubeConfigError, loadDaemonKubeConfig } from './api-config';
 import { EventRecorder } from '../k8s/event-recorder';
 import { IpFamily } from '../model/ip-family';
+import type { RunningInformers } from '../k8s/informers';
 import { createHealthServer, listen } from './health-server';
 import { ProxyMetrics } from './metrics';
 import { createMetricsServer } from './metrics-server';
@@ -37,6 +39,10 @@ export interface DaemonOptions {
   readonly verbosity: number;
   /** sent with every API request (lib/cli/version.ts userAgent) */
   readonly userAgent?: string;
+  /** package.json's version, for kubernetes_build_info (default 0.0.0) */
+  readonly version?: string;
+  /** the kubeconfig, already loaded and checked (lib/daemon/api-config.ts); else loaded first thing */
+  readonly kubeConfig?: ApiKubeConfig;
 }
 
 /**
@@ -73,6 +79,7 @@ interface ServerDeps {
   readonly proxier: Proxier;
   readonly metrics: ProxyMetrics;
   readonly node: NodeEligibility;
+  readonly informers: RunningInformers;
   readonly log: DaemonLog;
 }
 
@@ -96,6 +103,7 @@ async function startServers(deps: ServerDeps): Promise<http.Server[]> {
       timeoutMs: healthTimeoutMs(config),
       clock: systemClock,
       nodeEligible: () => deps.node.eligible,
+      notWatching: () => deps.informers.notWatching(),
       onRequest: (p, code) => (p === 'healthz' ? metrics.healthzTotal : metrics.livezTotal).inc({ code: String(code) }),
     }),
     config.healthzBindAddress,
@@ -116,10 +124,21 @@ export async function runDaemon(config: ProxyConfig, options: DaemonOptions): Pr
     sinceStartMs: Math.round(performance.now()),
   });
 
+  // ---- API configuration, before anything touches the kernel ----
+  let kc: ApiKubeConfig;
+  try {
+    kc = options.kubeConfig ?? loadDaemonKubeConfig(config, options.userAgent);
+  } catch (e) {
+    if (!(e instanceof KubeConfigError)) throw e;
+    log.error(e.message);
+    return 1;
+  }
+  const metrics = new ProxyMetrics(options.version !== undefined ? { version: options.version, platform: `${process.platform}/${process.arch === 'x64' ? 'amd64' : process.arch}` } : undefined);
+  kc.observer = (c) => metrics.recordApiCall(c);
+
   // ---- kernel and families ----
   const opened = await openIpvsAndLink(config, log);
   if (!opened) return 1;
-  const metrics = new ProxyMetrics();
   const exec = new ObservedExec(new ChildProcessExec(), (o) => metrics.recordExec(o));
   const kernel = openKernelSurfaces(opened.ipvs, opened.link, exec, log);
   const families = await chooseDaemonFamilies(kernel, config, log);
@@ -132,13 +151,6 @@ export async function runDaemon(config: ProxyConfig, options: DaemonOptions): Pr
   families.logDetectLocal();
 
   // ---- API ----
-  const kc = loadKubeConfig({
-    ...(config.clientConnection.kubeconfig ? { kubeconfig: config.clientConnection.kubeconfig } : {}),
-    ...(config.master ? { master: config.master } : {}),
-    observer: (c) => metrics.recordApiCall(c),
-    log: componentLog('api'),
-    ...(options.userAgent ? { userAgent: options.userAgent } : {}),
-  });
   const recorder = new EventRecorder(kc, { nodeName: name, log: componentLog('events') });
   const events: EventSink = { warn: (ref, reason, message) => void recorder.warn(ref, reason, message) };
 
@@ -150,7 +162,7 @@ export async function runDaemon(config: ProxyConfig, options: DaemonOptions): Pr
 
   // ---- servers ----
   const running: RunningConfig = { current: config };
-  const servers = await startServers({ config, running, proxier, metrics, node, log });
+  const servers = await startServers({ config, running, proxier, metrics, node, informers, log });
 
   // ---- live configuration ----
   const watcher =

@@ -9,6 +9,11 @@
  * that cannot reach or authenticate to the API server, where kube-proxy's would pass), and
  * when the node is not eligible (being deleted, or tainted ToBeDeletedByClusterAutoscaler) so
  * cloud load balancers drain it.
+ * `/healthz` answers 503, too, when an informer (Services, EndpointSlices, Node) has had no
+ * open watch for longer than `timeoutMs` (a hung API server or credential plugin: each
+ * request's deadline has passed, over and over), naming each one and since when under
+ * `notWatching`; `/livez` ignores it (a restart does not mend the API server). The JSON is
+ * kube-proxy's otherwise.
  */
 import http from 'node:http';
 import { AddressInfo } from 'node:net';
@@ -46,6 +51,8 @@ export interface HealthServerOptions {
   readonly nodeEligible: () => boolean;
   /** counts per path and code (kubeproxy_proxy_healthz_total / livez_total) */
   readonly onRequest?: (path: 'healthz' | 'livez', code: number) => void;
+  /** the informers without an open watch, since when (ms since the epoch) */
+  readonly notWatching?: () => readonly { readonly resource: string; readonly sinceMs: number }[];
 }
 
 export function createHealthServer(opts: HealthServerOptions): http.Server {
@@ -63,7 +70,10 @@ export function createHealthServer(opts: HealthServerOptions): http.Server {
       body.nodeEligible = eligible;
       const synced = opts.source.initialSyncDone;
       if (!synced) body.initialSync = 'pending';
-      ok = ok && eligible && synced;
+      const now = opts.clock.now();
+      const stale = (opts.notWatching?.() ?? []).filter((n) => now - n.sinceMs > opts.timeoutMs);
+      if (stale.length > 0) body.notWatching = Object.fromEntries(stale.map((n) => [n.resource, new Date(n.sinceMs).toISOString()]));
+      ok = ok && eligible && synced && stale.length === 0;
     }
     const code = ok ? 200 : 503;
     opts.onRequest?.(path === '/healthz' ? 'healthz' : 'livez', code);

@@ -15,8 +15,13 @@ export const REFUSAL_REASONS: readonly string[] = ['ForeignVirtualServer', 'VIPI
 /** client-go's rest_client_request_duration_seconds buckets (component-base/metrics/prometheus/restclient). */
 export const REST_CLIENT_DURATION_BUCKETS: readonly number[] = [0.005, 0.025, 0.1, 0.25, 0.5, 1, 2, 4, 8, 15, 30, 60];
 
-/** kube-proxy's network programming buckets: 0.25, 0.5, 1..59, 60..115 step 5, 120..300 step 30. */
+/**
+ * kube-proxy's network programming buckets: 0, 0.25, 0.5, 1..59, 60..115 step 5, 120..300
+ * step 30. The leading 0 is kube-proxy's too: component-base's metrics.MergeBuckets starts
+ * from make([]float64, 1) (k8s.io/kubernetes v1.37.2 pkg/proxy/metrics/metrics.go).
+ */
 export const NETWORK_PROGRAMMING_BUCKETS: readonly number[] = [
+  0,
   ...linearBuckets(0.25, 0.25, 2),
   ...linearBuckets(1, 1, 59),
   ...linearBuckets(60, 5, 12),
@@ -30,8 +35,33 @@ export interface TableCounts {
   readonly draining: number;
 }
 
+/** What kubernetes_build_info says of this build. */
+export interface BuildInfo {
+  /** package.json's version, "0.1.0" */
+  readonly version: string;
+  /** "linux/amd64" */
+  readonly platform: string;
+}
+
+const GOARCH: Readonly<Record<string, string>> = { x64: 'amd64', arm64: 'arm64', ia32: '386', arm: 'arm', ppc64: 'ppc64le', s390x: 's390x' };
+
+/**
+ * component-base's kubernetes_build_info labels (metrics/version.go RegisterBuildInfo), filled
+ * with what applies to kube-ipvs: major, minor and git_version from its own version (not
+ * Kubernetes'), compiler "tsc", platform the node's; git_commit, git_tree_state and
+ * build_date are not recorded in a build (empty), and go_version is empty (no Go).
+ */
+export function buildInfoLabels(b: BuildInfo): Record<string, string> {
+  const [major = '', minor = ''] = b.version.split('.');
+  return {
+    major, minor, git_version: `v${b.version}`, git_commit: '', git_tree_state: '', build_date: '',
+    go_version: '', compiler: 'tsc', platform: b.platform,
+  };
+}
+
 export class ProxyMetrics {
   readonly registry = new Registry();
+  readonly buildInfo: Gauge;
   readonly syncDuration: Histogram;
   readonly syncFullDuration: Histogram;
   readonly syncPartialDuration: Histogram;
@@ -58,8 +88,17 @@ export class ProxyMetrics {
   readonly restClientRequests: Counter<'code' | 'host' | 'method'>;
   readonly restClientDuration: Histogram<'verb' | 'host'>;
 
-  constructor() {
+  constructor(build: BuildInfo = { version: '0.0.0', platform: `${process.platform}/${GOARCH[process.arch] ?? process.arch}` }) {
     const registers = [this.registry];
+    this.buildInfo = new Gauge({
+      name: 'kubernetes_build_info',
+      help:
+        "A metric with a constant '1' value labeled by major, minor, git version, git commit, git tree state, build date, Go version, " +
+        'and compiler from which Kubernetes was built, and platform on which it is running.',
+      labelNames: ['major', 'minor', 'git_version', 'git_commit', 'git_tree_state', 'build_date', 'go_version', 'compiler', 'platform'],
+      registers,
+    });
+    this.buildInfo.set(buildInfoLabels(build), 1);
     const dur = exponentialBuckets(0.001, 2, 15);
     this.syncDuration = new Histogram({ name: 'kubeproxy_sync_proxy_rules_duration_seconds', help: 'SyncProxyRules latency in seconds', buckets: dur, registers });
     this.syncFullDuration = new Histogram({ name: 'kubeproxy_sync_full_proxy_rules_duration_seconds', help: 'SyncProxyRules latency in seconds for full resyncs', buckets: dur, registers });

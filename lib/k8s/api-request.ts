@@ -12,6 +12,10 @@
  *   for one more try, as client-go's exec authenticator refreshes on a 401;
  * - a 401 or 403 that stands gets one clear log line (the kubeconfig, its user entry, the
  *   URL); later refusals stay quiet until a request succeeds again;
+ * - a deadline (requestTimeoutMs, default 60 s: kube-apiserver's own --request-timeout for
+ *   what is not a watch) on the credentials (a hung exec plugin) and the answer (for a
+ *   streamed watch, its headers): past it the request throws a TimeoutError naming what it
+ *   waited for, so the caller's backoff runs instead of waiting for ever;
  * - every response (and every request that got none) to an observer, for client-go's
  *   rest_client_requests_total{code,host,method} and rest_client_request_duration_seconds.
  */
@@ -38,6 +42,26 @@ export type ApiCallObserver = (call: ApiCall) => void;
 export interface ApiLog {
   error(message: string, meta?: object): unknown;
   warn(message: string, meta?: object): unknown;
+}
+
+/** A request's deadline unless the kubeconfig or the request says otherwise (kube-apiserver's --request-timeout default). */
+export const REQUEST_TIMEOUT_MS = 60_000;
+
+/** A TimeoutError (the name AbortSignal.timeout gives) saying what was awaited. */
+export function deadlineError(message: string): Error {
+  const e = new Error(message);
+  e.name = 'TimeoutError';
+  return e;
+}
+
+/** `p`, or the signal's reason once it aborts (the promise itself is left to settle alone). */
+function untilAborted<T>(p: Promise<T>, signal: AbortSignal): Promise<T> {
+  if (signal.aborted) return Promise.reject(signal.reason);
+  return new Promise<T>((resolve, reject) => {
+    const onAbort = () => reject(signal.reason);
+    signal.addEventListener('abort', onAbort, { once: true });
+    p.then(resolve, reject).finally(() => signal.removeEventListener('abort', onAbort));
+  });
 }
 
 /** client-go's fileTokenSource period: a token read longer ago than this is read again. */
@@ -103,6 +127,10 @@ export class ApiKubeConfig extends KubeConfig {
   observer: ApiCallObserver | undefined;
   log: ApiLog | undefined;
   userAgent: string | undefined;
+  /** client-go's client-side rate limit (clientConnection.qps/burst): every attempt waits for a token before its deadline starts */
+  rateLimiter: { wait(): Promise<void> } | undefined;
+  /** each request's deadline (credentials and answer), unless the request names its own */
+  requestTimeoutMs = REQUEST_TIMEOUT_MS;
   /** a refusal has been logged; cleared by the next success */
   private refusalLogged = false;
 
@@ -175,6 +203,8 @@ export interface ApiRequest {
   /** default application/json when there is a body */
   readonly contentType?: string;
   readonly signal?: AbortSignal;
+  /** the deadline for the credentials and the answer (default the kubeconfig's requestTimeoutMs) */
+  readonly timeoutMs?: number;
 }
 
 export interface ApiResponse {
@@ -202,29 +232,47 @@ export async function apiRequest(kc: KubeConfig, req: ApiRequest, stream = false
   for (const [k, v] of Object.entries(req.query ?? {})) if (v !== undefined && v !== '') url.searchParams.set(k, String(v));
   const api = kc instanceof ApiKubeConfig ? kc : undefined;
   const host = hostOf(cluster.server);
-  for (let attempt = 0; ; attempt++) {
-    const ctx = new RequestContext(url.toString(), req.method as HttpMethod);
-    await kc.applySecurityAuthentication(ctx);
-    const headers: Record<string, string> = { Accept: 'application/json', ...ctx.getHeaders() };
-    if (req.body !== undefined) headers['Content-Type'] = req.contentType ?? 'application/json';
-    if (api?.userAgent) headers['User-Agent'] = api.userAgent;
-    const started = performance.now();
-    const observe = (code: string) => api?.observer?.({ method: req.method, host, code, seconds: (performance.now() - started) / 1000 });
-    let res: Response;
-    let body = '';
-    try {
-      res = await fetch(url, { method: req.method, headers, body: req.body, dispatcher: ctx.getDispatcher(), signal: req.signal });
-      if (!stream || res.status !== 200) body = await res.text();
-    } catch (e) {
-      observe('<error>');
-      throw e;
+  await api?.rateLimiter?.wait();
+  const timeoutMs = req.timeoutMs ?? api?.requestTimeoutMs ?? REQUEST_TIMEOUT_MS;
+  const deadline = new AbortController();
+  let waitingFor = 'the credentials';
+  const timer = setTimeout(() => deadline.abort(deadlineError(`${req.method} ${url.pathname}: ${waitingFor} did not come within ${timeoutMs} ms`)), timeoutMs);
+  timer.unref();
+  const signal = req.signal ? AbortSignal.any([req.signal, deadline.signal]) : deadline.signal;
+  try {
+    return await attempts();
+  } finally {
+    // a streamed watch's body is the caller's to time from here on
+    clearTimeout(timer);
+  }
+
+  async function attempts(): Promise<ApiResponse> {
+    for (let attempt = 0; ; attempt++) {
+      const ctx = new RequestContext(url.toString(), req.method as HttpMethod);
+      waitingFor = api?.getCurrentUser()?.exec ? `the credentials (exec plugin ${api.getCurrentUser()!.exec.command})` : 'the credentials';
+      await untilAborted(kc.applySecurityAuthentication(ctx), signal);
+      waitingFor = 'an answer';
+      const headers: Record<string, string> = { Accept: 'application/json', ...ctx.getHeaders() };
+      if (req.body !== undefined) headers['Content-Type'] = req.contentType ?? 'application/json';
+      if (api?.userAgent) headers['User-Agent'] = api.userAgent;
+      const started = performance.now();
+      const observe = (code: string) => api?.observer?.({ method: req.method, host, code, seconds: (performance.now() - started) / 1000 });
+      let res: Response;
+      let body = '';
+      try {
+        res = await fetch(url, { method: req.method, headers, body: req.body, dispatcher: ctx.getDispatcher(), signal });
+        if (!stream || res.status !== 200) body = await res.text();
+      } catch (e) {
+        observe('<error>');
+        throw e;
+      }
+      observe(String(res.status));
+      // the kubelet rotated the token since it was read (or the plugin's credential went
+      // stale): once more with the new one
+      if (res.status === 401 && attempt === 0 && api?.refreshCredentials(headers.Authorization)) continue;
+      api?.noteOutcome(res.status, req.method, url, body);
+      return { status: res.status, statusText: res.statusText, body, ...(stream && res.status === 200 ? { stream: res } : {}) };
     }
-    observe(String(res.status));
-    // the kubelet rotated the token since it was read (or the plugin's credential went
-    // stale): once more with the new one
-    if (res.status === 401 && attempt === 0 && api?.refreshCredentials(headers.Authorization)) continue;
-    api?.noteOutcome(res.status, req.method, url, body);
-    return { status: res.status, statusText: res.statusText, body, ...(stream && res.status === 200 ? { stream: res } : {}) };
   }
 }
 

@@ -35,13 +35,28 @@ export class RefusalCollector {
   }
 }
 
-/** A field's value as a refusal shows it: strings as they are, anything else as JSON. */
+/**
+ * Characters of a refused value a log line or an Event quotes: a tenant's 100 KB annotation
+ * must not become a 100 KB log line, Event and remembered refusal on every node.
+ */
+export const MAX_QUOTED_CHARS = 200;
+
+/** `s`, or its first MAX_QUOTED_CHARS characters (not half a surrogate pair) and how long it was. */
+export function bounded(s: string): string {
+  if (s.length <= MAX_QUOTED_CHARS) return s;
+  let end = MAX_QUOTED_CHARS;
+  const last = s.charCodeAt(end - 1);
+  if (last >= 0xd800 && last <= 0xdbff) end--;
+  return `${s.slice(0, end)}... (${Buffer.byteLength(s)} bytes)`;
+}
+
+/** A field's value as a refusal shows it: strings as they are, anything else as JSON; bounded. */
 export function text(v: unknown): string {
-  if (typeof v === 'string') return v;
+  if (typeof v === 'string') return bounded(v);
   try {
-    return JSON.stringify(v) ?? String(v);
+    return bounded(JSON.stringify(v) ?? String(v));
   } catch {
-    return String(v);
+    return bounded(String(v));
   }
 }
 

@@ -4,7 +4,9 @@
  * (tools/record/events_cache.go EventCorrelator), so that 500 Services with a bad field do
  * not make 500 POSTs at once from every node:
  *  - aggregation: the 10th different message with the same object + reason within 10 minutes
- *    turns into one "(combined from similar events): ..." Event whose count goes up;
+ *    turns into one "(combined from similar events): ..." Event whose count goes up; as
+ *    client-go, the record remembers at most 10 messages (one forgotten for each new one) and
+ *    its window restarts with every message (events_cache.go sets lastTimestamp on each);
  *  - deduplication: the same object + reason + message within 10 minutes bumps `count` and
  *    `lastTimestamp` of the Event already posted (a PATCH) instead of posting another;
  *  - spam filter per object + reason: a token bucket of 25, refilled one per 5 minutes; a
@@ -12,6 +14,9 @@
  *  - a global token bucket (default 25, one more a second) and at most 4 requests in flight:
  *    the rest wait in a queue (bounded, 1,000; beyond, dropped) in arrival order; a warning
  *    about an Event whose PATCH is still queued rides on that PATCH.
+ * A message is cut to 1,024 bytes before it is used or remembered (events.k8s.io's note
+ * limit; kube-scheduler cuts core/v1 Event messages the same way, with " ..."), so the caches
+ * (at most 4,096 entries each) hold at most a few MB whatever the callers pass.
  * Posting never throws: failures and drops are logged at debug (an unreachable API server
  * must not turn one problem into a log flood). The POST and PATCH are apiRequests
  * (api-request.ts): the token file re-read, the 401 retry, the rest_client metrics.
@@ -60,6 +65,23 @@ export interface EventRecorderOptions {
 
 export const EVENT_COMPONENT = 'kube-ipvs';
 export const AGGREGATED_PREFIX = '(combined from similar events): ';
+/** The API's limit on an Event's note (validation.NoteLengthLimit), in bytes. */
+export const MAX_MESSAGE_BYTES = 1024;
+
+/** `message` cut to `max` UTF-8 bytes with " ..." (kube-scheduler's truncateMessage), never inside a character. */
+export function truncateMessage(message: string, max = MAX_MESSAGE_BYTES): string {
+  if (message.length <= max / 3 || Buffer.byteLength(message) <= max) return message;
+  const suffix = ' ...';
+  const room = max - suffix.length;
+  let head = message.slice(0, room);
+  const last = head.charCodeAt(head.length - 1);
+  if (last >= 0xd800 && last <= 0xdbff) head = head.slice(0, -1);
+  const bytes = Buffer.from(head, 'utf8');
+  let end = Math.min(room, bytes.length);
+  // back off to the first byte of a character
+  if (end < bytes.length) while (end > 0 && (bytes[end]! & 0xc0) === 0x80) end--;
+  return bytes.toString('utf8', 0, end) + suffix;
+}
 
 class TokenBucket {
   private tokens: number;
@@ -161,6 +183,7 @@ export class EventRecorder {
   /** Posts (or bumps) a Warning Event; resolves when its API call is over or it is dropped, never rejects. */
   warn(ref: EventObjectRef, reason: string, message: string): Promise<void> {
     const now = this.clock();
+    message = truncateMessage(message);
     const objectKey = JSON.stringify([ref.kind, ref.namespace ?? '', ref.name, ref.uid ?? '', reason]);
 
     // aggregation: many different messages about one object + reason become one Event
@@ -171,7 +194,9 @@ export class EventRecorder {
     this.similar.touch(objectKey, similar);
     let key = JSON.stringify([objectKey, message]);
     if (similar.messages.size >= this.maxSimilar) {
-      message = AGGREGATED_PREFIX + message;
+      // as client-go (PopAny): the set never grows beyond the threshold
+      similar.messages.delete(similar.messages.values().next().value!);
+      message = truncateMessage(AGGREGATED_PREFIX + message);
       key = objectKey; // one Event for all of them
     }
 

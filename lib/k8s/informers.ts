@@ -3,7 +3,9 @@
  * from its resourceVersion (an apiRequest streamed as client-node's Watch streams it,
  * reporting-watch.ts), delivered to
  * kube-proxy-style handlers (pkg/proxy/config):
- * - restart on every error with exponential backoff (`initialMs` doubling to `maxMs`), reset
+ * - restart on every error with exponential backoff (`initialMs` doubling to `maxMs`, each
+ *   wait stretched by up to as much again at random, client-go's reflector jitter 1.0, so
+ *   every node's informers do not relist together after an API server outage), reset
  *   once a list succeeds or a watch connects; never after stop(); a log line per failure
  *   naming the resource and the error (at debug for a 401/403: apiRequest logs the refused
  *   credential once, with the kubeconfig and user to fix);
@@ -16,7 +18,11 @@
  *   what they need of the rest, converted, and a second copy of every object as received
  *   would be the daemon's largest state); `on*Synced()` once, after the first complete list
  *   has been delivered;
- * - handler exceptions are logged, never thrown into the informer.
+ * - handler exceptions are logged, never thrown into the informer;
+ * - deadlines: every list page and every watch's answer has one (apiRequest's, credentials
+ *   included; the watch's is `watchTimeoutMs`, then the same time without a byte): a hung
+ *   server or exec plugin is a failure like any other (a log line, the backoff), and
+ *   `notWatching()` tells health which informers have had no open watch, since when.
  *
  * Objects are handed over as plain JSON, as on the wire: lists are fetched raw (raw-list.ts),
  * not through client-node's model classes, so list items and watch events have one shape;
@@ -27,7 +33,7 @@
 import type { KubeConfig, KubernetesObject, V1EndpointSlice, V1Node, V1Service } from '@kubernetes/client-node';
 import { LIST_PAGE_SIZE, listPaged } from './raw-list';
 import { prunedObject } from './prune';
-import { ReportingWatch } from './reporting-watch';
+import { ReportingWatch, WATCH_TIMEOUT_MS } from './reporting-watch';
 
 export interface ServiceHandler {
   onServiceAdd(svc: V1Service): void;
@@ -53,6 +59,7 @@ export interface NodeHandler {
 
 /** What the informers log through (a winston logger fits). */
 export interface InformerLog {
+  info(message: string, meta?: object): unknown;
   warn(message: string, meta?: object): unknown;
   error(message: string, meta?: object): unknown;
   debug(message: string, meta?: object): unknown;
@@ -68,28 +75,49 @@ export interface InformerOptions {
   readonly listPageSize?: number;
   /** restart delays (default 200 ms doubling to 30 s) */
   readonly backoff?: { readonly initialMs: number; readonly maxMs: number };
+  /** [0, 1): the backoff's jitter (default Math.random) */
+  readonly random?: () => number;
+  /** a watch's deadline for its answer, then for each byte (default client-node's 30 s) */
+  readonly watchTimeoutMs?: number;
+}
+
+/** An informer without an open watch: it has delivered nothing new since `sinceMs`. */
+export interface NotWatching {
+  readonly resource: string;
+  /** ms since the epoch: its start, or when its last watch ended */
+  readonly sinceMs: number;
 }
 
 export interface RunningInformers {
+  /** The informers whose watch is not open now (listing, backing off, connecting). */
+  notWatching(): NotWatching[];
   /** Stops every informer; none restarts afterwards. */
   stop(): Promise<void>;
 }
 
-/** kube-proxy's selector for Services and EndpointSlices (cmd/kube-proxy/app/server.go). */
-export const PROXY_LABEL_SELECTOR = '!service.kubernetes.io/service-proxy-name,!service.kubernetes.io/headless';
+/**
+ * kube-proxy's selectors (cmd/kube-proxy/app/server.go, v1.37): Services not served by another
+ * proxy and not headless (clusterIP None); EndpointSlices not of a headless Service. (A Service
+ * *labelled* service.kubernetes.io/headless with a cluster IP is proxied: the label only marks
+ * its slices. The real kube-proxy beside kube-ipvs found that our single selector for both
+ * dropped such a Service; spec/vm/kube-proxy-parity.vm.test.ts.)
+ */
+export const SERVICE_SELECTOR = { labelSelector: '!service.kubernetes.io/service-proxy-name', fieldSelector: 'spec.clusterIP!=None' } as const;
+export const ENDPOINT_SLICE_SELECTOR = { labelSelector: '!service.kubernetes.io/headless' } as const;
 
 export function startInformers(kc: KubeConfig, options: InformerOptions): RunningInformers {
   const backoff = options.backoff ?? { initialMs: 200, maxMs: 30_000 };
   const pageSize = options.listPageSize ?? LIST_PAGE_SIZE;
-  const running: { start(): void; stop(): Promise<void> }[] = [];
-  const informer = <T extends KubernetesObject>(spec: InformerSpec<T>) => new ResilientInformer<T>(kc, options.log, backoff, pageSize, spec);
+  const running: { start(): void; stop(): Promise<void>; readonly resource: string; readonly downSinceMs: number | undefined }[] = [];
+  const informer = <T extends KubernetesObject>(spec: InformerSpec<T>) =>
+    new ResilientInformer<T>(kc, options.log, backoff, pageSize, spec, options.watchTimeoutMs ?? WATCH_TIMEOUT_MS, options.random ?? Math.random);
   const { service, endpointSlice, node } = options.handlers;
   if (service) {
     running.push(
       informer<V1Service>({
         resource: 'services',
         path: '/api/v1/services',
-        selector: { labelSelector: PROXY_LABEL_SELECTOR },
+        selector: SERVICE_SELECTOR,
         onAdd: (o) => service.onServiceAdd(o),
         onUpdate: (a, b) => service.onServiceUpdate(a, b),
         onDelete: (o) => service.onServiceDelete(o),
@@ -103,7 +131,7 @@ export function startInformers(kc: KubeConfig, options: InformerOptions): Runnin
       informer<V1EndpointSlice>({
         resource: 'endpointslices',
         path: '/apis/discovery.k8s.io/v1/endpointslices',
-        selector: { labelSelector: PROXY_LABEL_SELECTOR },
+        selector: ENDPOINT_SLICE_SELECTOR,
         onAdd: (o) => endpointSlice.onEndpointSliceAdd(o),
         onUpdate: (a, b) => endpointSlice.onEndpointSliceUpdate(a, b),
         onDelete: (o) => endpointSlice.onEndpointSliceDelete(o),
@@ -127,6 +155,9 @@ export function startInformers(kc: KubeConfig, options: InformerOptions): Runnin
   }
   for (const r of running) r.start();
   return {
+    notWatching() {
+      return running.flatMap((r) => (r.downSinceMs === undefined ? [] : [{ resource: r.resource, sinceMs: r.downSinceMs }]));
+    },
     async stop() {
       await Promise.all(running.map((r) => r.stop()));
     },
@@ -192,6 +223,10 @@ class ResilientInformer<T extends KubernetesObject> {
   private delayMs: number;
   private timer: NodeJS.Timeout | undefined;
   private readonly retain: (obj: T) => T;
+  /** when the watch stopped being open (the start, at first); undefined while one is open */
+  downSinceMs: number | undefined = Date.now();
+  /** the current watch has answered 200 */
+  private watchOpen = false;
 
   constructor(
     private readonly kc: KubeConfig,
@@ -199,10 +234,22 @@ class ResilientInformer<T extends KubernetesObject> {
     private readonly backoff: { readonly initialMs: number; readonly maxMs: number },
     private readonly pageSize: number,
     private readonly spec: InformerSpec<T>,
+    watchTimeoutMs: number,
+    private readonly random: () => number,
   ) {
     this.delayMs = backoff.initialMs;
     this.retain = spec.retain ?? ((o) => o);
-    this.watch = new ReportingWatch(kc, { connected: () => this.resetBackoff(), stopped: () => this.stopped });
+    this.watch = new ReportingWatch(kc, { connected: () => this.connected(), stopped: () => this.stopped }, watchTimeoutMs);
+  }
+
+  get resource(): string {
+    return this.spec.resource;
+  }
+
+  private connected(): void {
+    this.watchOpen = true;
+    this.downSinceMs = undefined;
+    this.resetBackoff();
   }
 
   start(): void {
@@ -261,6 +308,7 @@ class ResilientInformer<T extends KubernetesObject> {
       fieldSelector: this.spec.selector.fieldSelector,
     };
     const startedAt = Date.now();
+    this.watchOpen = false;
     const controller = await this.watch.watch(
       this.spec.path,
       query,
@@ -273,8 +321,17 @@ class ResilientInformer<T extends KubernetesObject> {
 
   private event(phase: string, obj: T): void {
     if (phase === 'ERROR') {
-      // 410 Gone: the version is compacted away; the stream ends next and the restart relists
-      if ((obj as { code?: number }).code === 410) this.resourceVersion = '';
+      // 410 Gone: the version is compacted away (or older than a restarted API server's
+      // watch cache); the stream ends next and the restart relists: one line, since a relist
+      // of every Service or EndpointSlice is the costly way back
+      const status = obj as { code?: number; message?: string };
+      if (status.code === 410) {
+        this.log.info(`${this.spec.resource} informer: watch from resourceVersion ${this.resourceVersion} expired (410 Gone: ${status.message ?? ''}); relisting`, {
+          resource: this.spec.resource,
+          resourceVersion: this.resourceVersion,
+        });
+        this.resourceVersion = '';
+      }
       return;
     }
     const version = obj?.metadata?.resourceVersion;
@@ -285,7 +342,9 @@ class ResilientInformer<T extends KubernetesObject> {
 
   private watchEnded(err: unknown, lastedMs: number): void {
     this.controller = undefined;
-    const timedOut = (err as { name?: string } | null)?.name === 'TimeoutError';
+    this.downSinceMs ??= Date.now();
+    // a watch that never answered (server or credentials hung past the deadline) failed
+    const timedOut = this.watchOpen && (err as { name?: string } | null)?.name === 'TimeoutError';
     if (err && !timedOut) return this.failed(err);
     // the server closed the stream (its timeout, or after a 410), or nothing came for the
     // client's inactivity timeout: resume (or relist), at once unless the watch was brief
@@ -328,20 +387,26 @@ class ResilientInformer<T extends KubernetesObject> {
     if (this.stopped || this.timer) return;
     const status = httpStatusOf(e);
     const level = status === 401 || status === 403 ? 'debug' : 'warn';
-    this.log[level](`${this.spec.resource} informer failed: ${describeError(e)}; restarting in ${this.delayMs} ms`, {
+    const delay = this.nextDelay();
+    this.log[level](`${this.spec.resource} informer failed: ${describeError(e)}; restarting in ${delay} ms`, {
       resource: this.spec.resource,
       error: describeError(e),
-      retryInMs: this.delayMs,
+      retryInMs: delay,
     });
     // an HTTP error (e.g. 504 "Too large resource version" after an etcd restore) would come
     // back when resuming from the same version: relist from scratch
-    this.restartAfterBackoff(httpStatusOf(e) !== undefined);
+    this.restartAfterBackoff(httpStatusOf(e) !== undefined, delay);
   }
 
-  private restartAfterBackoff(relist: boolean): void {
-    this.generation++;
-    const delay = this.delayMs;
+  /** The next wait, jittered (client-go's wait.Jitter(d, 1.0): d to 2d), and the backoff doubled. */
+  private nextDelay(): number {
+    const delay = Math.round(this.delayMs * (1 + this.random()));
     this.delayMs = Math.min(this.delayMs * 2, this.backoff.maxMs);
+    return delay;
+  }
+
+  private restartAfterBackoff(relist: boolean, delay = this.nextDelay()): void {
+    this.generation++;
     this.timer = setTimeout(() => {
       this.timer = undefined;
       if (this.stopped) return;

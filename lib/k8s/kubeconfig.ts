@@ -11,6 +11,7 @@ import type { User } from '@kubernetes/client-node';
 import { load as loadYaml } from 'js-yaml';
 import { KubeIpvsError } from '../errors';
 import { ApiCallObserver, ApiKubeConfig, ApiLog, TokenFile } from './api-request';
+import { TokenBucketRateLimiter } from './rate-limit';
 
 /** The kubeconfig or --master cannot be used; names the file or URL. */
 export class KubeConfigError extends KubeIpvsError {
@@ -36,6 +37,9 @@ export interface KubeConfigOptions {
   readonly clock?: () => number;
   /** the User-Agent header of every request (default: undici's) */
   readonly userAgent?: string;
+  /** clientConnection.qps / burst: client-go's token bucket on every request start (none when qps is 0 or absent) */
+  readonly qps?: number;
+  readonly burst?: number;
 }
 
 function checkMaster(master: string): URL {
@@ -56,6 +60,7 @@ export function loadKubeConfig(options: KubeConfigOptions): ApiKubeConfig {
   kc.observer = options.observer;
   kc.log = options.log;
   kc.userAgent = options.userAgent;
+  if (options.qps && options.qps > 0) kc.rateLimiter = new TokenBucketRateLimiter(options.qps, Math.max(1, options.burst ?? 1));
   const master = options.master || undefined;
   if (master) checkMaster(master);
   const env = options.env ?? process.env;
@@ -63,10 +68,11 @@ export function loadKubeConfig(options: KubeConfigOptions): ApiKubeConfig {
   if (options.kubeconfig) {
     try {
       kc.loadFromFile(options.kubeconfig);
+      checkCurrentUser(kc);
       kc.origin = `kubeconfig ${options.kubeconfig}`;
       useTokenFile(kc, rawTokens(options.kubeconfig, kc.getCurrentUser()), options);
     } catch (e) {
-      throw new KubeConfigError(`kubeconfig ${options.kubeconfig}: ${(e as Error).message}`, { cause: e });
+      throw new KubeConfigError(`kubeconfig ${options.kubeconfig}: ${loadErrorText(e)}`);
     }
   } else if (master) {
     // kube-proxy with --master and no kubeconfig: that server, no credentials; plain http
@@ -90,11 +96,12 @@ export function loadKubeConfig(options: KubeConfigOptions): ApiKubeConfig {
   } else {
     try {
       kc.loadFromDefault();
+      checkCurrentUser(kc);
       const file = defaultKubeconfigFile(env);
       kc.origin = file ? `kubeconfig ${file}` : 'default kubeconfig (KUBECONFIG, ~/.kube/config, in-cluster)';
       useTokenFile(kc, file ? rawTokens(file, kc.getCurrentUser()) : {}, options);
     } catch (e) {
-      throw new KubeConfigError(`default kubeconfig (KUBECONFIG, ~/.kube/config): ${(e as Error).message}`, { cause: e });
+      throw new KubeConfigError(`default kubeconfig (KUBECONFIG, ~/.kube/config): ${loadErrorText(e)}`);
     }
   }
   const cluster = kc.getCurrentCluster();
@@ -109,6 +116,34 @@ export function loadKubeConfig(options: KubeConfigOptions): ApiKubeConfig {
     kc.clusters = kc.clusters.map((c) => (c.name === cluster.name ? { ...c, skipTLSVerify: true } : c));
   }
   return kc;
+}
+
+/**
+ * What a failed load says, in one line and without the file's text: js-yaml's message quotes
+ * the lines around the error (a token, a client key: a secret in the log), so a YAML error is
+ * its reason with the line and column (1-based) only. The cause is not kept either: a logger
+ * that prints causes would print the quote.
+ */
+function loadErrorText(e: unknown): string {
+  const y = e as { name?: unknown; reason?: unknown; mark?: { line?: unknown; column?: unknown } };
+  if (y?.name === 'YAMLException' && typeof y.mark?.line === 'number' && typeof y.mark.column === 'number') {
+    return `YAML error at line ${y.mark.line + 1}, column ${y.mark.column + 1}: ${String(y.reason ?? 'malformed')}`;
+  }
+  if (y?.name === 'YAMLException') return `YAML error: ${String(y.reason ?? 'malformed')}`;
+  const text = e instanceof Error ? e.message : String(e);
+  return text.split('\n')[0]!;
+}
+
+/**
+ * The current context's user must be in the file, as client-go's validation requires
+ * (client-node would send requests without credentials).
+ */
+function checkCurrentUser(kc: ApiKubeConfig): void {
+  const name = kc.getCurrentContext();
+  const context = kc.getContextObject(name);
+  if (context?.user && !kc.users.some((u) => u.name === context.user)) {
+    throw new Error(`user ${JSON.stringify(context.user)} of context ${JSON.stringify(name)} was not found`);
+  }
 }
 
 /** The current user's bearer token file and static token as the kubeconfig writes them. */

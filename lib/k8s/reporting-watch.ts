@@ -16,8 +16,11 @@ export interface WatchHooks {
   readonly stopped: () => boolean;
 }
 
-/** client-node's Watch timeout: no byte for this long (or no answer) ends the watch with a TimeoutError. */
-const WATCH_TIMEOUT_MS = 30_000;
+/**
+ * client-node's Watch timeout: no byte for this long (or no answer, credentials included)
+ * ends the watch with a TimeoutError.
+ */
+export const WATCH_TIMEOUT_MS = 30_000;
 
 const timeoutError = () => new DOMException('The operation was aborted due to timeout', 'TimeoutError');
 
@@ -65,15 +68,15 @@ export class ReportingWatch {
       controller.abort();
       done(err && timedOut ? timeoutError() : err);
     };
-    resetTimer();
     try {
-      const res = await apiRequest(this.kc, { method: 'GET', path, query: { ...queryParams, watch: true }, signal: controller.signal }, true);
+      // until the answer, apiRequest's deadline (credentials included) names what hung
+      const res = await apiRequest(this.kc, { method: 'GET', path, query: { ...queryParams, watch: true }, signal: controller.signal, timeoutMs: this.timeoutMs }, true);
       if (!res.stream?.body) {
         const error = new Error(`${res.statusText || STATUS_CODES[res.status] || 'Error'}: ${statusMessage(res.body)}`) as Error & { statusCode: number };
         error.statusCode = res.status;
         throw error;
       }
-      // the connect timeout is over; from here on it is an inactivity timeout
+      // from here on an inactivity timeout
       resetTimer();
       const body = Readable.fromWeb(res.stream.body as WebReadableStream);
       body.on('error', finish);

@@ -81,7 +81,7 @@ function timed(fn: () => void): Measure {
   return { cpuMs: cpuNow() - c, wallMs: performance.now() - w };
 }
 
-const quiet = { warn: (m: string) => console.error(m), error: (m: string) => console.error(m), debug: () => undefined };
+const quiet = { info: () => undefined, warn: (m: string) => console.error(m), error: (m: string) => console.error(m), debug: () => undefined };
 
 async function main(): Promise<void> {
   const services = Number(process.argv[2] ?? 10_000);

@@ -288,9 +288,20 @@ function controlServer(lab: Lab): http.Server {
       if (req.method === 'GET' && url.pathname === '/ca.crt') return reply(200, lab.pki.ca);
       if (req.method === 'GET' && url.pathname === '/audit') {
         // the audit log from byte `offset` on (whole lines only), and the offset to ask for next
-        const log = fs.existsSync(lab.auditLog) ? fs.readFileSync(lab.auditLog) : Buffer.alloc(0);
-        const offset = Math.min(Number(url.searchParams.get('offset') ?? 0), log.length);
-        const text = log.subarray(offset).toString('utf8');
+        // (an offset past the end, as auditMark asks, is the end: the next call starts there)
+        const size = fs.existsSync(lab.auditLog) ? fs.statSync(lab.auditLog).size : 0;
+        const offset = Math.min(Number(url.searchParams.get('offset') ?? 0), size);
+        let text = '';
+        if (offset < size) {
+          const buf = Buffer.alloc(size - offset);
+          const fd = fs.openSync(lab.auditLog, 'r');
+          try {
+            fs.readSync(fd, buf, 0, buf.length, offset);
+          } finally {
+            fs.closeSync(fd);
+          }
+          text = buf.toString('utf8');
+        }
         const whole = text.slice(0, text.lastIndexOf('\n') + 1);
         return reply(200, { next: offset + Buffer.byteLength(whole), lines: whole.split('\n').filter(Boolean) });
       }

@@ -59,7 +59,7 @@ describe('cleanup on fakes seeded as a kube-proxy node', () => {
     await cleanup(n.deps);
     const restores = n.ipt4.restores.length + n.ipt6.restores.length + n.ipset.restores.length;
     const r = await cleanup(n.deps);
-    expect(r).toEqual({ linkDeleted: false, iptablesDone: [], chainsKept: [], setsDestroyed: [], execs: 5, failures: [] });
+    expect(r).toEqual({ dryRun: false, virtualServersRemoved: [], virtualServersKept: [], linkDeleted: false, iptablesDone: [], chainsKept: [], setsDestroyed: [], execs: 5, failures: [] });
     expect(n.ipt4.restores.length + n.ipt6.restores.length + n.ipset.restores.length).toBe(restores);
   });
 

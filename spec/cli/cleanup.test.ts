@@ -8,6 +8,7 @@ import { FakeIptables } from '../../lib/kernel/iptables/fake-iptables';
 import { KUBE_IPVS0 } from '../../lib/kernel/link/link';
 import { NetlinkError } from '../../lib/errors';
 import { kubeProxyIpsetSeed, kubeProxyIptablesSeed } from '../../testkit/kube-proxy-leftovers';
+import { AF_INET, IPPROTO_TCP } from '../../lib/uapi/inet';
 
 interface Logged {
   level: string;
@@ -49,7 +50,7 @@ describe('kube-ipvs cleanup (command)', () => {
     expect(logged.filter((l) => l.level === 'error')).toEqual([]);
   });
 
-  it('IPVS unreachable for another reason: cleans the rest, exits 1 and says the IPVS table was left', async () => {
+  it('IPVS unreachable for another reason: cleans the rest, exits 1 and says the IPVS virtual servers were left', async () => {
     const eperm = new NetlinkError(1, 'resolve generic netlink family', 'IPVS', 'operation not permitted');
     const { env, logged, link, ipset } = await node(async () => {
       throw eperm;
@@ -60,6 +61,66 @@ describe('kube-ipvs cleanup (command)', () => {
     expect(await ipset.save()).not.toMatch(/KUBE-/);
     const last = logged[logged.length - 1]!;
     expect(last.level).toBe('error');
-    expect(last.msg).toBe('cleanup incomplete; left behind: the IPVS table (ipvs flush: resolve generic netlink family IPVS: operation not permitted (EPERM))');
+    expect(last.msg).toBe('cleanup incomplete; left behind: IPVS virtual servers (ipvs list virtual servers: resolve generic netlink family IPVS: operation not permitted (EPERM))');
+  });
+});
+
+describe('kube-ipvs cleanup: only what kube-proxy or kube-ipvs owns (issue 25 item 8)', () => {
+  const CLUSTER_IP = { af: AF_INET, protocol: IPPROTO_TCP, address: '10.96.0.10', port: 80, fwmark: 0, scheduler: 'rr' } as const;
+  const KEEPALIVED = { af: AF_INET, protocol: IPPROTO_TCP, address: '192.168.1.10', port: 443, fwmark: 0, scheduler: 'wlc' } as const;
+  const FWMARK = { af: AF_INET, protocol: 0, address: '0.0.0.0', port: 0, fwmark: 7, scheduler: 'rr' } as const;
+
+  async function mixedNode() {
+    const ipvs = new FakeIpvs();
+    for (const vs of [CLUSTER_IP, KEEPALIVED, FWMARK]) await ipvs.apply({ kind: 'newService', vs });
+    const n = await node(async () => ipvs);
+    return { ...n, ipvs };
+  }
+  const addresses = async (ipvs: FakeIpvs) => (await ipvs.listServices()).map((v) => (v.fwmark > 0 ? `FWM ${v.fwmark}` : `${v.address}:${v.port}`)).sort();
+
+  it.each([['--dry-run-typo'], ['--version'], ['--bogus=1'], ['extra-argument']])(
+    'an unknown option or argument (%s) exits 2 and touches nothing',
+    async (arg) => {
+      const { env, ipvs, link, ipset } = await mixedNode();
+      expect(await runCleanup([arg], env)).toBe(2);
+      expect(await addresses(ipvs)).toHaveLength(3);
+      expect((await link.listLinks()).map((l) => l.name)).toContain(KUBE_IPVS0);
+      expect(await ipset.save()).toMatch(/KUBE-CLUSTER-IP/);
+    },
+  );
+
+  it("removes the virtual servers kube-proxy's sets name; keepalived's and fwmark services stay, each named with why", async () => {
+    const { env, ipvs, logged } = await mixedNode();
+    expect(await runCleanup(['--families', 'ipv4'], env)).toBe(0);
+    expect(await addresses(ipvs)).toEqual(['192.168.1.10:443', 'FWM 7']);
+    const info = logged.map((l) => l.msg).join('\n');
+    expect(info).toMatch(/removed TCP 10\.96\.0\.10:80/);
+    expect(info).toMatch(/left TCP 192\.168\.1\.10:443: in no kube-proxy ipset/);
+    expect(info).toMatch(/left FWM 7: a fwmark service/);
+  });
+
+  it('without kube-proxy sets, a VIP bound on kube-ipvs0 is the evidence', async () => {
+    const { env, ipvs, link } = await mixedNode();
+    const noSets = new FakeIpset();
+    const { index } = await link.getLink(KUBE_IPVS0);
+    await link.addAddress(index, '10.96.0.10');
+    expect(await runCleanup(['--families', 'ipv4'], { ...env, ipset: () => noSets, iptables: () => new FakeIptables({ family: 'ipv4', flavor: 'legacy', ipsets: noSets }) })).toBe(0);
+    expect(await addresses(ipvs)).toEqual(['192.168.1.10:443', 'FWM 7']);
+  });
+
+  it('--dry-run lists what it would remove and changes nothing', async () => {
+    const { env, ipvs, link, ipset, logged } = await mixedNode();
+    const out: string[] = [];
+    expect(await runCleanup(['--families', 'ipv4', '--dry-run'], { ...env, stdout: { write: (s: string) => out.push(s) } })).toBe(0);
+    expect(await addresses(ipvs)).toHaveLength(3);
+    expect((await link.listLinks()).map((l) => l.name)).toContain(KUBE_IPVS0);
+    expect(await ipset.save()).toMatch(/KUBE-CLUSTER-IP/);
+    const text = out.join('');
+    expect(text).toMatch(/would remove IPVS TCP 10\.96\.0\.10:80/);
+    expect(text).toMatch(/would remove link kube-ipvs0/);
+    expect(text).toMatch(/would remove ipset KUBE-CLUSTER-IP/);
+    expect(text).toMatch(/would run ipv4 nat -X KUBE-SERVICES/);
+    expect(text).toMatch(/would leave IPVS TCP 192\.168\.1\.10:443: in no kube-proxy ipset/);
+    expect(logged.filter((l) => l.level === 'error')).toEqual([]);
   });
 });

@@ -131,7 +131,14 @@ describe('package.json engines', () => {
     ['v22.18.9', '>=22.19.0', false],
     ['v20.20.2', '>=22.19.0', false],
     ['v23.0.0', '>= 22.19.0', true],
-    ['v22.19.0', '^22 || >=24', true], // a form we do not parse is not refused
+    // a real range check (the semver package), not a hand-written >= (issue 25 item 11)
+    ['v22.19.0', '^22 || >=24', true],
+    ['v23.1.0', '^22.19.0 || >=24', false],
+    ['v24.0.0', '^22.19.0 || >=24', true],
+    ['v22.19.0', '>=22.19.0 <23', true],
+    ['v24.1.0', '>=22.19.0 <23', false],
+    ['v22.20.0', '22.x', true],
+    ['v25.0.0-nightly20260101', '>=22.19.0', true], // a nightly of a newer major is newer
   ])('nodeSatisfies(%s, %s) = %s', (current, range, want) => {
     expect(nodeSatisfies(current, range)).toBe(want);
   });

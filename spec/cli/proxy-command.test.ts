@@ -1,3 +1,6 @@
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { ConfigError } from '../../lib/errors';
 import { DaemonOptions } from '../../lib/daemon/daemon';
 import { decodeProxyConfig } from '../../lib/config/decode-config';
@@ -47,6 +50,8 @@ function harness(daemonExit = 0): Harness {
       h.daemonCalls.push({ config, options });
       return daemonExit;
     },
+    // the kubeconfig check is its own test below (the real loader)
+    loadKubeConfig: () => undefined,
     runCleanup: async (argv) => {
       h.cleanupCalls.push(argv);
       return 0;
@@ -79,7 +84,7 @@ describe('proxyMain', () => {
     expect(h.daemonCalls).toHaveLength(1);
     const { config, options } = h.daemonCalls[0]!;
     expect(config).toEqual({ ...decodeProxyConfig(GOOD).config, hostnameOverride: 'node-1', logging: { format: 'text', verbosity: 4 } });
-    expect(options).toEqual({ configFile: FILE, reloadConfig: expect.any(Function), verbosity: 4, userAgent: expect.stringMatching(/^kube-ipvs\/v\d+\.\d+\.\d+ \(\w+\/\w+\) kube-ipvs$/) });
+    expect(options).toEqual({ configFile: FILE, reloadConfig: expect.any(Function), verbosity: 4, userAgent: expect.stringMatching(/^kube-ipvs\/v\d+\.\d+\.\d+ \(\w+\/\w+\) kube-ipvs$/), version: expect.stringMatching(/^\d+\.\d+\.\d+/) });
     expect(h.verbosity).toEqual([4]);
     expect(h.formats).toEqual(['text']); // kube-proxy's default
     expect(h.warnings).toEqual([{ message: expect.stringContaining('ipvs.trictARP'), meta: { field: 'ipvs.trictARP', file: FILE } }]);
@@ -101,7 +106,7 @@ describe('proxyMain', () => {
   it('without --config: defaults and flags, no reload, verbosity 0 and the log level left alone', async () => {
     const h = harness();
     expect(await proxyMain(['--cluster-cidr=10.244.0.0/16'], h.deps)).toBe(0);
-    expect(h.daemonCalls[0]!.options).toEqual({ verbosity: 0, userAgent: expect.stringMatching(/^kube-ipvs\//) });
+    expect(h.daemonCalls[0]!.options).toEqual({ verbosity: 0, userAgent: expect.stringMatching(/^kube-ipvs\//), version: expect.any(String) });
     expect(h.daemonCalls[0]!.config.clusterCIDR).toEqual(['10.244.0.0/16']);
     expect(h.verbosity).toEqual([]);
   });
@@ -216,12 +221,42 @@ describe('proxyMain', () => {
   it.each<[string[], string[]]>([
     [['--cleanup'], ['--cleanup']],
     [['--cleanup=true', '--iptables-backend=nft'], ['--cleanup', '--iptables-backend=nft']],
-    [[`--config=${FILE}`, '--cleanup', '--v=2'], [`--config=${FILE}`, '--cleanup', '--v=2']],
-  ])('%j runs cleanup with the whole command line, never the daemon', async (argv, cleanupArgv) => {
+    [[`--config=${FILE}`, '--cleanup', '--v=2'], ['--cleanup']],
+    [['--cleanup', '--dry-run', '--families', 'ipv4', '--hostname-override=n1'], ['--cleanup', '--dry-run', '--families', 'ipv4']],
+  ])('%j runs cleanup with its own options, never the daemon', async (argv, cleanupArgv) => {
     const h = harness();
     expect(await proxyMain(argv, h.deps)).toBe(0);
     expect(h.cleanupCalls).toEqual([cleanupArgv]);
     expect(h.daemonCalls).toEqual([]);
+  });
+
+  it.each([[['--cleanup', '--bogus']], [['--cleanup', 'extra-argument']], [['--cleanup', '--v=notanumber']]])(
+    '%j: an unknown or bad kube-proxy flag with --cleanup exits 2 and cleans nothing',
+    async (argv) => {
+      const h = harness();
+      expect(await proxyMain(argv, h.deps)).toBe(2);
+      expect(h.cleanupCalls).toEqual([]);
+      expect(h.stderr()).toMatch(/^kube-ipvs: /);
+    },
+  );
+
+  it.each([
+    ['a tokenFile that is not there', (dir: string) => `apiVersion: v1\nkind: Config\nclusters:\n- name: c\n  cluster:\n    server: https://10.0.0.1:6443\nusers:\n- name: u\n  user:\n    tokenFile: ${dir}/nope\ncontexts:\n- name: x\n  context: {cluster: c, user: u}\ncurrent-context: x\n`],
+    ['bad YAML', () => `apiVersion: v1\nusers:\n- name: u\n  user:\n    token: s3cret\n\tbad: [\n`],
+    ['an unknown user', () => `apiVersion: v1\nkind: Config\nclusters:\n- name: c\n  cluster:\n    server: https://10.0.0.1:6443\nusers: []\ncontexts:\n- name: x\n  context: {cluster: c, user: u}\ncurrent-context: x\n`],
+  ])('a kubeconfig that cannot be used (%s): exit 1 with one line, before the daemon (and the kernel) starts (issue 25 item 9)', async (_what, text) => {
+    const dir = mkdtempSync(join(tmpdir(), 'kc-'));
+    try {
+      writeFileSync(join(dir, 'kubeconfig'), text(dir));
+      const h = harness();
+      h.files.set(FILE, GOOD + `clientConnection:\n  kubeconfig: ${join(dir, 'kubeconfig')}\n`);
+      expect(await proxyMain([`--config=${FILE}`], { ...h.deps, loadKubeConfig: undefined })).toBe(1);
+      expect(h.daemonCalls).toEqual([]);
+      expect(h.stderr()).toMatch(new RegExp(`^kube-ipvs: kubeconfig ${join(dir, 'kubeconfig')}: [^\n]+\n$`));
+      expect(h.stderr()).not.toMatch(/s3cret|\bat \S+:\d+/);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 
   it('--cleanup=false runs the proxy', async () => {

@@ -177,7 +177,8 @@ describe('decodeProxyConfig: good configurations', () => {
   ])('$name', ({ yaml, want, warn }) => {
     const { config, warnings } = decodeProxyConfig(HEADER + yaml);
     expect(config).toEqual(withDefaults(want));
-    expect(warnings.map((w) => w.field)).toEqual(warn ?? []);
+    // no mode: kube-proxy would run iptables, one warning (issue 25 item 10)
+    expect(warnings.map((w) => w.field)).toEqual([...(warn ?? []), ...(/^mode:/m.test(yaml) ? [] : ['mode'])]);
   });
 
   it('the mode warning says kube-ipvs always runs IPVS', () => {
@@ -241,5 +242,52 @@ describe('decodeProxyConfig: bad configurations name the field and the value', (
     const e = configError(HEADER + 'ipvs:\n  scheduler: x\n', '/var/lib/kube-proxy/config.conf');
     expect(e.message).toMatch(/^\/var\/lib\/kube-proxy\/config.conf: ipvs.scheduler: unknown IPVS scheduler "x"/);
     expect(e.field).toBe('ipvs.scheduler');
+  });
+});
+
+describe('decodeProxyConfig as strict as kube-proxy, every error at once, the mode said once (issue 25 item 10)', () => {
+  const thrown = (text: string): ConfigError => {
+    try {
+      decodeProxyConfig(text, '/etc/kp.yaml');
+    } catch (e) {
+      if (e instanceof ConfigError) return e;
+      throw e;
+    }
+    throw new Error('no error');
+  };
+
+  it('every validation error is reported at once, each naming its field', () => {
+    const e = thrown(
+      HEADER +
+        'mode: ipvs\nclusterCIDR: not-a-cidr\noomScoreAdj: 5000\nipvs:\n  scheduler: nope\n  strictARP: "yes"\nconntrack:\n  min: "x"\nconfigSyncPeriod: 15\n',
+    );
+    expect(e.message).toMatch(/^\/etc\/kp\.yaml: 6 errors: /);
+    for (const field of ['clusterCIDR', 'oomScoreAdj', 'ipvs.scheduler', 'ipvs.strictARP', 'conntrack.min', 'configSyncPeriod']) {
+      expect(e.message).toContain(`${field}: `);
+    }
+    expect(e.message).not.toContain('\n');
+  });
+
+  it('one error stays one error, as before', () => {
+    expect(thrown(HEADER + 'mode: ipvs\noomScoreAdj: 5000\n').message).toBe('/etc/kp.yaml: oomScoreAdj: 5000: must be within the range [-1000, 1000]');
+  });
+
+  it.each([
+    ['ipvs:\n  strictARP: "yes"\n', 'ipvs.strictARP'],
+    ["iptables:\n  masqueradeAll: 'on'\n", 'iptables.masqueradeAll'],
+    ['featureGates:\n  A: "true"\n', 'featureGates.A'],
+    ['hostnameOverride: yes\n', 'hostnameOverride'],
+  ])('a quoted YAML 1.1 boolean for a bool, or a bare one for a string, is refused as kube-proxy refuses it: %j', (yaml, field) => {
+    expect(thrown(HEADER + 'mode: ipvs\n' + yaml).field).toBe(field);
+  });
+
+  it('a mode left empty (kubeadm) warns once: kube-proxy would run iptables, kube-ipvs runs IPVS', () => {
+    const { warnings } = decodeProxyConfig(HEADER);
+    expect(warnings).toHaveLength(1);
+    expect(warnings[0]!.field).toBe('mode');
+    expect(warnings[0]!.message).toMatch(/kube-proxy would run iptables/);
+    expect(warnings[0]!.message).toMatch(/kube-ipvs runs IPVS instead/);
+    expect(decodeProxyConfig(HEADER + 'mode: nftables\n').warnings[0]!.message).toMatch(/kube-proxy would run nftables/);
+    expect(decodeProxyConfig(HEADER + 'mode: ipvs\n').warnings).toEqual([]);
   });
 });

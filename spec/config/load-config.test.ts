@@ -93,7 +93,8 @@ describe('parseProxyFlags', () => {
 describe('loadProxyConfig: flags over file', () => {
   it('the file alone', async () => {
     const { config, warnings } = await load(['--config', FILE]);
-    expect(warnings).toEqual([]);
+    // no mode in the file: kube-proxy would run iptables (issue 25 item 10)
+    expect(warnings.map((w) => w.field)).toEqual(['mode']);
     expect(config).toEqual(decodeProxyConfig(CONFIG).config);
   });
 
@@ -212,6 +213,13 @@ describe('loadProxyConfig: flags over file', () => {
     const { config } = await load([`--config=${FILE}`, '--healthz-bind-address=', '--metrics-bind-address', '']);
     expect(config.healthzBindAddress).toBe('');
     expect(config.metricsBindAddress).toBe('');
+  });
+
+  it('the mode is warned about once: the flag given wins over the file (issue 25 item 10)', async () => {
+    const both = await load(['--config', FILE, '--proxy-mode=nftables'], CONFIG + 'mode: iptables\n');
+    expect(both.warnings.filter((w) => /mode/.test(w.field))).toEqual([{ field: '--proxy-mode', message: expect.stringMatching(/kube-proxy would run nftables/) }]);
+    const fileOnly = await load(['--config', FILE], CONFIG);
+    expect(fileOnly.warnings.filter((w) => /mode/.test(w.field))).toEqual([{ field: 'mode', message: expect.stringMatching(/kube-proxy would run iptables/) }]);
   });
 
   it('--proxy-mode other than ipvs and ignored kube-proxy flags are warnings', async () => {

@@ -11,7 +11,7 @@
 // (proxyutil.AppendPortIfNeeded), so both are accepted by kube-proxy too.
 import yaml from 'js-yaml';
 import { ConfigError } from '../../lib/errors';
-import { decodeProxyConfig } from '../../lib/config/decode-config';
+import { decodeProxyConfig, ConfigErrors } from '../../lib/config/decode-config';
 
 /** TestValidateKubeProxyConfiguration's baseConfig, as a v1alpha1 document */
 const base = (): Record<string, unknown> => ({
@@ -244,6 +244,8 @@ function verdictOf(doc: Doc): string {
     decodeProxyConfig(yaml.dump(doc));
     return 'accept';
   } catch (e) {
+    // several errors are reported together (issue 25 item 10): the verdict is the first one's field
+    if (e instanceof ConfigErrors) return e.errors[0]!.field;
     if (e instanceof ConfigError) return e.field;
     throw e;
   }

@@ -68,4 +68,31 @@ describe('health server', () => {
   ])('parses bind address %s', (bind, want) => {
     expect(parseBindAddress(bind)).toEqual(want);
   });
+  it('/healthz answers 503 once an informer has had no open watch for longer than the timeout (a hung API server or credential plugin, issue 25); /livez does not', async () => {
+    const clock = new FakeClock(1_000_000);
+    const src = { lastSyncAt: 999_000, lastQueuedAt: 0, initialSyncDone: true };
+    let notWatching: { resource: string; sinceMs: number }[] = [];
+    const server = createHealthServer({ source: src, timeoutMs: 60_000, clock, nodeEligible: () => true, notWatching: () => notWatching } as Parameters<typeof createHealthServer>[0]);
+    const { port } = await listen(server, '127.0.0.1:0');
+    try {
+      const get = async (p: string) => {
+        const r = await fetch(`http://127.0.0.1:${port}${p}`);
+        return { code: r.status, body: (await r.json()) as Record<string, unknown> };
+      };
+      // a watch being re-established is normal
+      notWatching = [{ resource: 'services', sinceMs: 1_000_000 }];
+      await clock.advance(60_000);
+      expect(await get('/healthz')).toEqual({ code: 200, body: { lastUpdated: new Date(1_060_000).toISOString(), currentTime: new Date(1_060_000).toISOString(), nodeEligible: true } });
+      await clock.advance(1);
+      expect(await get('/healthz')).toEqual({
+        code: 503,
+        body: { lastUpdated: new Date(1_060_001).toISOString(), currentTime: new Date(1_060_001).toISOString(), nodeEligible: true, notWatching: { services: new Date(1_000_000).toISOString() } },
+      });
+      expect((await get('/livez')).code).toBe(200);
+      notWatching = [];
+      expect((await get('/healthz')).code).toBe(200);
+    } finally {
+      server.close();
+    }
+  });
 });

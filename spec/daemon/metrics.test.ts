@@ -54,8 +54,31 @@ describe('ProxyMetrics: kube-proxy IPVS mode series', () => {
         .filter((le): le is number => typeof le === 'number');
     expect(await bounds('kubeproxy_sync_proxy_rules_duration_seconds')).toEqual(exponentialBuckets(0.001, 2, 15));
     expect(await bounds('kubeproxy_network_programming_duration_seconds')).toEqual(NETWORK_PROGRAMMING_BUCKETS);
-    expect(NETWORK_PROGRAMMING_BUCKETS.slice(0, 4)).toEqual([0.25, 0.5, 1, 2]);
-    expect(NETWORK_PROGRAMMING_BUCKETS.slice(-3)).toEqual([240, 270, 300]);
+    // component-base metrics.MergeBuckets starts from make([]float64, 1): a leading 0 bucket
+    // (k8s.io/kubernetes v1.37.2 pkg/proxy/metrics/metrics.go, NetworkProgrammingLatency)
+    const kubeProxy = [
+      0,
+      0.25, 0.5,
+      ...Array.from({ length: 59 }, (_, i) => 1 + i),
+      ...Array.from({ length: 12 }, (_, i) => 60 + 5 * i),
+      ...Array.from({ length: 7 }, (_, i) => 120 + 30 * i),
+    ];
+    expect(await bounds('kubeproxy_network_programming_duration_seconds')).toEqual(kubeProxy);
+  });
+
+  it("kubernetes_build_info: component-base's gauge and labels, filled with what applies to kube-ipvs", async () => {
+    const m = new ProxyMetrics({ version: '1.2.3', platform: 'linux/arm64' });
+    const f = (await m.registry.getMetricsAsJSON()).find((x) => x.name === 'kubernetes_build_info');
+    expect(f?.type).toBe('gauge');
+    expect(f?.values).toEqual([
+      {
+        value: 1,
+        labels: {
+          major: '1', minor: '2', git_version: 'v1.2.3', git_commit: '', git_tree_state: '', build_date: '',
+          go_version: '', compiler: 'tsc', platform: 'linux/arm64',
+        },
+      },
+    ]);
   });
 
   it('execs by program and result; a failed iptables-restore of any backend counts as a restore failure', async () => {

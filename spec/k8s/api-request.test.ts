@@ -22,6 +22,7 @@ const svc = { apiVersion: 'v1', kind: 'Service', metadata: { namespace: 'demo', 
 
 class Log {
   readonly lines: { level: string; message: string }[] = [];
+  info = (message: string) => this.lines.push({ level: 'info', message });
   error = (message: string) => this.lines.push({ level: 'error', message });
   warn = (message: string) => this.lines.push({ level: 'warn', message });
   debug = (message: string) => this.lines.push({ level: 'debug', message });

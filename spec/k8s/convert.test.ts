@@ -307,6 +307,17 @@ describe('convertService', () => {
     expect(out.ports).toEqual(row.ports);
     expect(out.refusals).toEqual(row.refusals ?? []);
   });
+
+  it('a refused value is quoted as a bounded prefix that says how long it was (issue 25: a 100 KB annotation per update)', () => {
+    const huge = `abc${'\u00e9'.repeat(50_000)}`;
+    const out = convertService(svc1((s) => (s.metadata!.annotations = { 'kube-ipvs.io/scheduler': huge })));
+    const [r] = out.refusals;
+    expect(r!.field).toBe('metadata.annotations[kube-ipvs.io/scheduler]');
+    expect(r!.value.length).toBeLessThanOrEqual(300);
+    expect(r!.value).toMatch(/^abc\u00e9+\.\.\. \(100003 bytes\)$/);
+    // short values stay as they are
+    expect(convertService(svc1((s) => (s.metadata!.annotations = { 'kube-ipvs.io/scheduler': 'Bad' }))).refusals[0]!.value).toBe('Bad');
+  });
 });
 
 describe('convertEndpointSlice', () => {

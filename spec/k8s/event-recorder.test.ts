@@ -176,6 +176,42 @@ describe('EventRecorder', () => {
       expect(most).toBeLessThanOrEqual(4);
     });
 
+    /** the characters the recorder holds in its caches (keys and remembered messages) */
+    const heldChars = (r: EventRecorder): number => {
+      const inner = r as unknown as { posted: Map<string, unknown>; similar: Map<string, { messages: Set<string> }>; spam: Map<string, unknown> };
+      let n = 0;
+      for (const k of inner.posted.keys()) n += k.length;
+      for (const k of inner.spam.keys()) n += k.length;
+      for (const [k, v] of inner.similar) {
+        n += k.length;
+        for (const m of v.messages) n += m.length;
+      }
+      return n;
+    };
+
+    it("one Service updated once a second with a different 100 KB refused value holds a bounded amount, not 100 MB (issue 25: client-go's PopAny)", async () => {
+      const r = make({ global: UNBOUNDED, spam: UNBOUNDED });
+      for (let i = 0; i < 1000; i++) {
+        await r.warn(svc, 'InvalidField', `kube-ipvs ignored metadata.annotations[x] '${String(i).padStart(4, '0')}${'a'.repeat(100_000)}': bad`);
+        now += 1000;
+      }
+      // at most maxSimilar messages of at most 1 KB each, plus keys built from them
+      expect(heldChars(r)).toBeLessThan(64 * 1024);
+      // still one combined Event that counts, as before
+      const combined = events().filter((e) => String(e.message).startsWith(AGGREGATED_PREFIX));
+      expect(combined).toEqual([expect.objectContaining({ count: 991 })]);
+    });
+
+    it('an Event message is at most 1024 bytes (the API\'s note limit; kube-scheduler truncates the same way), cut on a character', async () => {
+      const r = make({ global: UNBOUNDED });
+      await r.warn(svc, 'InvalidField', `x${'\u00e9'.repeat(5000)}`);
+      const [ev] = events();
+      const message = String(ev!.message);
+      expect(Buffer.byteLength(message)).toBeLessThanOrEqual(1024);
+      expect(message).toMatch(/^x\u00e9+ \.\.\.$/);
+      expect(message).not.toContain('\ufffd');
+    });
+
     it('a full queue drops (debug line), never grows without bound', async () => {
       const r = make({ global: { burst: 1, refillEveryMs: 1000 }, maxQueued: 3 });
       const all = Array.from({ length: 10 }, (_, i) => r.warn({ ...svc, name: `svc-${i}` }, 'R', 'm'));

@@ -57,6 +57,65 @@ describe('loadKubeConfig', () => {
     expect(() => loadKubeConfig(opts)).toThrow(msg);
   });
 
+  describe('a kubeconfig that cannot be used: one line, no secret (issue 25 item 9)', () => {
+    const SECRET_TOKEN = 'abcdef.0123456789abcdef';
+    const SECRET_KEY = 'LS0tLS1CRUdJTiBQUklWQVRFIEtFWS0tLS0tc2VjcmV0a2V5';
+    const good = (user: string, extra = '') => `apiVersion: v1
+kind: Config
+clusters:
+- name: c
+  cluster:
+    server: https://10.0.0.1:6443
+users:
+- name: u
+  user:
+    token: ${SECRET_TOKEN}
+    client-key-data: ${SECRET_KEY}
+${extra}contexts:
+- name: x
+  context:
+    cluster: c
+    user: ${user}
+current-context: x
+`;
+    const thrown = (f: string): Error => {
+      try {
+        loadKubeConfig({ kubeconfig: f });
+      } catch (e) {
+        return e as Error;
+      }
+      throw new Error('no error');
+    };
+
+    it('bad YAML: the file, line and column, and nothing of its lines', () => {
+      // a tab where YAML wants spaces, on the line after the token
+      const f = file(good('u').replace(`    client-key-data: ${SECRET_KEY}`, `\tclient-key-data: ${SECRET_KEY}`));
+      const e = thrown(f);
+      expect(e).toBeInstanceOf(KubeConfigError);
+      expect(e.message).toMatch(new RegExp(`^kubeconfig ${f}: YAML error at line 11, column 1: `));
+      expect(e.message).not.toContain('\n');
+      expect(e.message).not.toContain(SECRET_TOKEN);
+      expect(e.message).not.toContain(SECRET_KEY);
+      expect(e.message).not.toContain('client-key-data');
+    });
+
+    it("a context naming a user the file does not have is refused, naming the user (client-go's validation)", () => {
+      const e = thrown(file(good('nobody')));
+      expect(e).toBeInstanceOf(KubeConfigError);
+      expect(e.message).toMatch(/user "nobody" .*not found/);
+      expect(e.message).not.toContain('\n');
+    });
+
+    it('a tokenFile that is not there is refused in one line', () => {
+      const f = file(good('u').replace(`    token: ${SECRET_TOKEN}\n`, `    tokenFile: ${join(dir, 'missing-token')}\n`));
+      const e = thrown(f);
+      expect(e).toBeInstanceOf(KubeConfigError);
+      expect(e.message).toContain('missing-token');
+      expect(e.message).not.toContain('\n');
+      expect(e.message).not.toContain(SECRET_KEY);
+    });
+  });
+
   it('refuses a kubeconfig without a current cluster', () => {
     const f = file(`{"apiVersion":"v1","kind":"Config","clusters":[],"users":[],"contexts":[],"current-context":""}`);
     expect(() => loadKubeConfig({ kubeconfig: f })).toThrow(/no current cluster/);

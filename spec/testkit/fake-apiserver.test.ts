@@ -193,21 +193,40 @@ describe('FakeApiServer', () => {
       expect(names(ok)).toEqual(['ADDED s3']);
     });
 
-    it('answers a resourceVersion newer than the current one with 504 Too large', async () => {
-      const res = await fetch(`${base}/api/v1/services?watch=true&resourceVersion=${Number(server.resourceVersion) + 10}`);
-      expect(res.status).toBe(504);
-      expect(((await res.json()) as { message: string }).message).toMatch(/^Too large resource version/);
+    it('answers a watch from a resourceVersion newer than the current one 200 and sends only what comes after it, as kube-apiserver v1.37', async () => {
+      const ahead = Number(server.resourceVersion) + 2;
+      const w = await watch(`/api/v1/services?watch=true&resourceVersion=${ahead}`);
+      server.create(service('a', 's1'));
+      server.create(service('a', 's2'));
+      server.create(service('a', 's3'));
+      await waitFor('the one change after the version', () => w.events.length >= 1);
+      expect(names(w)).toEqual(['ADDED s3']);
     });
 
-    it('sends BOOKMARKs with the current resourceVersion only to watches that allow them', async () => {
+    it('answers 504 Too large at once with tooLargeWatch504 (a behaviour no kube-apiserver has for a watch)', async () => {
+      const legacy = new FakeApiServer({ tooLargeWatch504: true });
+      const url = await legacy.listen();
+      try {
+        const res = await fetch(`${url}/api/v1/services?watch=true&resourceVersion=${Number(legacy.resourceVersion) + 10}`);
+        expect(res.status).toBe(504);
+        expect(((await res.json()) as { message: string }).message).toMatch(/^Too large resource version/);
+      } finally {
+        await legacy.close();
+      }
+    });
+
+    it('sends BOOKMARKs with the current resourceVersion only to watches that allow them and have a deadline', async () => {
       const plain = await watch(`/api/v1/services?watch=true&resourceVersion=${server.resourceVersion}`);
-      const withBookmarks = await watch(`/api/v1/services?watch=true&allowWatchBookmarks=true&resourceVersion=${server.resourceVersion}`);
+      const withBookmarks = await watch(`/api/v1/services?watch=true&allowWatchBookmarks=true&timeoutSeconds=60&resourceVersion=${server.resourceVersion}`);
+      // kube-apiserver bookmarks only a watch with a deadline
+      const noDeadline = await watch(`/api/v1/services?watch=true&allowWatchBookmarks=true&resourceVersion=${server.resourceVersion}`);
       server.create(service('a', 's1'));
       await waitFor('two bookmarks', () => withBookmarks.events.filter((e) => e.type === 'BOOKMARK').length >= 2);
       await waitFor('the ADDED on the plain watch', () => plain.events.length >= 1);
       const bm = withBookmarks.events.filter((e) => e.type === 'BOOKMARK')[1];
       expect(bm.object).toEqual({ kind: 'Service', apiVersion: 'v1', metadata: { resourceVersion: server.resourceVersion } });
       expect(names(plain)).toEqual(['ADDED s1']);
+      expect(noDeadline.events.map((e) => e.type)).toEqual(['ADDED']);
     });
 
     it('ends the stream cleanly after timeoutSeconds', async () => {
@@ -281,10 +300,11 @@ describe('FakeApiServer', () => {
       const reset = (await (await fetch(`${base}/fake/reset-history`, { method: 'POST' })).json()) as { resourceVersion: string; history: number };
       expect(reset).toMatchObject({ resourceVersion: s4.metadata.resourceVersion, history: 0 });
       expect(Number(reset.resourceVersion)).toBeLessThan(before);
-      expect((await fetch(`${base}/api/v1/services?watch=true&resourceVersion=${before}`)).status).toBe(504);
+      // a watch from the lost version is answered 200 and waits (kube-apiserver v1.37)
+      expect((await fetch(`${base}/api/v1/services?watch=true&resourceVersion=${before}&timeoutSeconds=1`)).status).toBe(200);
     });
 
-    it('restart({loseHistory}) reopens on the same port; old versions get 410, newer ones 504', async () => {
+    it('restart({loseHistory}) reopens on the same port; old versions get 410, newer ones wait', async () => {
       server.create(service('a', 's1'));
       const early = server.resourceVersion;
       server.create(service('a', 's2'));
@@ -296,7 +316,7 @@ describe('FakeApiServer', () => {
       await waitFor('the watch to break', () => w.ended());
       expect(server.url).toBe(base);
       expect((await get<ListBody>('/api/v1/services')).body.items.map((i) => i.metadata.name)).toEqual(['s1']);
-      expect((await fetch(`${base}/api/v1/services?watch=true&resourceVersion=${late}`)).status).toBe(504);
+      expect((await fetch(`${base}/api/v1/services?watch=true&resourceVersion=${late}&timeoutSeconds=1`)).status).toBe(200);
       const expired = await watch(`/api/v1/services?watch=true&resourceVersion=${Number(early) - 1}`);
       await waitFor('the end of the stream', () => expired.ended());
       expect(expired.events.map((e) => e.object.code)).toEqual([410]);

@@ -1,6 +1,7 @@
 // `kube-ipvs cleanup` on a node seeded the way kube-proxy (IPVS mode) leaves it, with foreign
 // chains, rules, sets and links that must survive; iptables-nft and iptables-legacy, IPv4 and
-// IPv6. Drives the real CLI entry point (dist/lib/cli/main.js) as an operator would.
+// IPv6; keepalived's virtual server and a fwmark service stay in the IPVS table. Drives the
+// real CLI entry point (dist/lib/cli/main.js) as an operator would.
 import { join } from 'node:path';
 import { run, tryRun, ip } from '../../testkit/netns';
 import { FOREIGN, kubeProxyIpsetSeed, kubeProxyIptablesSeed } from '../../testkit/kube-proxy-leftovers';
@@ -24,7 +25,18 @@ function seed(b: Backend): void {
   if (tryRun('ip', ['link', 'show', FOREIGN.LINK]).status !== 0) ip('link', 'add', FOREIGN.LINK, 'type', 'dummy');
   run('ipvsadm', ['-A', '-t', '10.96.0.10:80', '-s', 'rr']);
   run('ipvsadm', ['-a', '-t', '10.96.0.10:80', '-r', '10.244.1.2:8080', '-m']);
+  // not kube-proxy's: keepalived's virtual server on a node address, and a fwmark service
+  // (tryRun: a re-seed finds them still there)
+  tryRun('ipvsadm', ['-A', '-t', '192.168.1.10:443', '-s', 'wlc']);
+  tryRun('ipvsadm', ['-a', '-t', '192.168.1.10:443', '-r', '192.168.1.11:443', '-g']);
+  tryRun('ipvsadm', ['-A', '-f', '7', '-s', 'rr']);
 }
+
+const foreignIpvsStays = () => {
+  const table = run('ipvsadm', ['-Ln']);
+  expect(table).toMatch(/TCP\s+192\.168\.1\.10:443 wlc\s*\n\s+-> 192\.168\.1\.11:443/);
+  expect(table).toMatch(/FWM\s+7 rr/);
+};
 
 /** Everything cleanup may look at, as text, for a before/after comparison. */
 function snapshot(b: Backend): string {
@@ -62,12 +74,32 @@ describe.each<[Backend]>([['nft'], ['legacy']])('kube-ipvs cleanup with iptables
   beforeAll(() => seed(b));
   afterAll(() => wipe(b));
 
+  it.each([['--dry-run-typo'], ['--version']])('cleanup %s (an unknown option) exits 2 and changes nothing', (opt) => {
+    const before = snapshot(b);
+    expect(cli('cleanup', opt).status).toBe(2);
+    expect(cli('--cleanup', opt === '--version' ? '--no-such-flag' : opt).status).toBe(2);
+    expect(snapshot(b)).toBe(before);
+  });
+
+  it('--dry-run lists what it would remove and changes nothing', () => {
+    const before = snapshot(b);
+    const r = cli('cleanup', '--dry-run', '--iptables-backend', b);
+    expect(r.status).toBe(0);
+    expect(r.stdout).toMatch(/^would remove IPVS TCP 10\.96\.0\.10:80$/m);
+    expect(r.stdout).toMatch(/^would leave IPVS TCP 192\.168\.1\.10:443: in no kube-proxy ipset$/m);
+    expect(r.stdout).toMatch(/^would leave IPVS FWM 7: a fwmark service/m);
+    expect(r.stdout).toMatch(/^would remove link kube-ipvs0$/m);
+    expect(r.stdout).toMatch(/^would remove ipset KUBE-CLUSTER-IP$/m);
+    expect(snapshot(b)).toBe(before);
+  });
+
   it('removes kube-proxy leftovers in kernel order and keeps foreign objects', () => {
     const r = cli('cleanup', '--iptables-backend', b);
     expect({ status: r.status, stderr: r.status === 0 ? '' : r.stderr }).toEqual({ status: 0, stderr: '' });
     expect(r.stderr).not.toMatch(/"level":"error"/);
 
     expect(run('ipvsadm', ['-Ln'])).not.toMatch(/TCP\s+10\.96\.0\.10:80/);
+    foreignIpvsStays();
     expect(tryRun('ip', ['link', 'show', 'kube-ipvs0']).status).not.toBe(0);
     expect(ip('-d', '-o', 'link', 'show', FOREIGN.LINK)).toMatch(/ dummy /);
 
@@ -101,5 +133,7 @@ describe.each<[Backend]>([['nft'], ['legacy']])('kube-ipvs cleanup with iptables
     expect(r.status).toBe(0);
     expect(tryRun('ip', ['link', 'show', 'kube-ipvs0']).status).not.toBe(0);
     expect(run('ipset', ['list', '-n'])).not.toMatch(/KUBE-/);
+    expect(run('ipvsadm', ['-Ln'])).not.toMatch(/TCP\s+10\.96\.0\.10:80/);
+    foreignIpvsStays();
   });
 });

@@ -1,0 +1,186 @@
+// Swapping the real kube-proxy (IPVS mode, v1.37 built from k8s.io/kubernetes) for kube-ipvs on a
+// live node, and back, as a DaemonSet rollout does it: SIGTERM to the old process (no
+// --cleanup), then the new one starts with the same KubeProxyConfiguration, the same
+// ServiceAccount token and the same API server (the lab's real kube-apiserver). Throughout,
+// new connections at a fixed rate to a ClusterIP from a pod and to a NodePort from outside, and
+// long-lived TCP connections through a ClusterIP; none may fail or break. After each swap the
+// table is what the new owner programs from scratch.
+import { ChildProcess, spawn } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import yaml from 'js-yaml';
+import { LoggedProcess, startKubeIpvs } from '../../testkit/processes';
+import { deletePod, longClient, makePod, run, startEchoServer, tryRun } from '../../testkit/netns';
+import { connectToLab, labFromEnv, writeProjectedVolume } from '../../testkit/lab-client';
+import { eventually } from '../../testkit/wait-for';
+
+const ROOT = path.resolve(__dirname, '..', '..', '..');
+const KUBE_PROXY = path.join(ROOT, '.k8s', 'bin', 'kube-proxy');
+const SA_DIR = '/var/run/secrets/kubernetes.io/serviceaccount';
+const RUN = randomBytes(3).toString('hex');
+const NS = `swap-${RUN}`;
+const NODE = `swap-node-${RUN}`;
+const FILE_LABEL = { 'e2e.kube-ipvs.io/file': 'kube-proxy-swap' };
+const NODE_IP = '192.0.2.1';
+const POD1 = { name: 'pod1', ip: '10.244.1.2', gw: '10.244.1.1' }; // backend
+const POD2 = { name: 'pod2', ip: '10.244.2.2', gw: '10.244.2.1' }; // client pod
+const EXT1 = { name: 'ext1', ip: '192.0.2.2', gw: NODE_IP }; // outside client
+const LONG_CLIENTS = 5;
+const RATE_MS = 100; // one new connection every 100 ms from each client: 20/s in all
+
+/**
+ * A client in namespace `ns` making one HTTP request to addr:port every RATE_MS, each with a
+ * 3 s deadline; prints `ok N` or `fail N <reason>` per request.
+ */
+function trafficLoop(ns: string, addr: string, port: number): { child: ChildProcess; ok: () => number; failures: string[] } {
+  const script =
+    `const http=require('http');let n=0;setInterval(()=>{const i=++n;const r=http.get({host:${JSON.stringify(addr)},port:${port},agent:false,timeout:3000},(s)=>{s.resume();s.on('end',()=>console.log('ok '+i))});` +
+    `r.on('timeout',()=>{r.destroy(new Error('timeout'))});r.on('error',(e)=>console.log('fail '+i+' '+e.message))},${RATE_MS});`;
+  const child = spawn('ip', ['netns', 'exec', ns, process.execPath, '-e', script], { stdio: ['ignore', 'pipe', 'pipe'] });
+  let ok = 0;
+  const failures: string[] = [];
+  let buf = '';
+  child.stdout!.on('data', (d: Buffer) => {
+    buf += d.toString();
+    const lines = buf.split('\n');
+    buf = lines.pop()!;
+    for (const l of lines) if (l.startsWith('ok ')) ok++; else if (l.startsWith('fail ')) failures.push(l);
+  });
+  return { child, ok: () => ok, failures };
+}
+
+describe('a live swap between the real kube-proxy and kube-ipvs, both ways, under traffic', () => {
+  const lab = labFromEnv();
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'kube-ipvs-swap-'));
+  const cfg = path.join(dir, 'config.conf');
+  const children: ChildProcess[] = [];
+  let kubeProxy: ChildProcess | undefined;
+  let daemon: LoggedProcess | undefined;
+  let web = '';
+  let long = '';
+  let nodePort = 0;
+  let pod: ReturnType<typeof trafficLoop>;
+  let outside: ReturnType<typeof trafficLoop>;
+  const longs: ReturnType<typeof longClient>[] = [];
+
+  const ipvsRules = () => run('ipvsadm', ['-Sn']).split('\n').filter(Boolean).sort();
+  const ours = () => ipvsRules().filter((l) => l.includes(`${web}:`) || l.includes(`${long}:`) || l.includes(`${NODE_IP}:${nodePort} `));
+  const expected = () => [
+    `-A -t ${web}:80 -s rr`, `-a -t ${web}:80 -r ${POD1.ip}:8080 -m -w 1`,
+    `-A -t ${NODE_IP}:${nodePort} -s rr`, `-a -t ${NODE_IP}:${nodePort} -r ${POD1.ip}:8080 -m -w 1`,
+    `-A -t ${long}:9000 -s rr`, `-a -t ${long}:9000 -r ${POD1.ip}:9000 -m -w 1`,
+  ].sort();
+
+  function startKubeProxy(): ChildProcess {
+    const kp = spawn(KUBE_PROXY, [`--config=${cfg}`, '--v=1'], { stdio: ['ignore', 'ignore', 'ignore'] });
+    return kp;
+  }
+  async function stop(p: ChildProcess): Promise<void> {
+    if (p.exitCode !== null || p.signalCode !== null) return;
+    const exited = new Promise((r) => p.once('exit', r));
+    p.kill('SIGTERM');
+    await exited;
+  }
+
+  /** The clients are all still connected and the traffic has gone on for `ms` more. */
+  async function trafficGoesOn(ms: number): Promise<void> {
+    const from = pod.ok() + outside.ok();
+    await eventually('more requests served', () => pod.ok() + outside.ok(), (n) => n >= from + ms / RATE_MS, ms * 10);
+    for (const c of longs) {
+      const n = c.out.filter((l) => l.startsWith('pong')).length;
+      await eventually('pongs on a long connection', () => c.out.filter((l) => l.startsWith('pong')).length, (m) => m > n);
+    }
+  }
+
+  beforeAll(async () => {
+    connectToLab();
+    for (const p of [POD1, POD2, EXT1]) makePod(p.name, p.ip, p.gw);
+    run('ip', ['link', 'add', 'eth9', 'type', 'dummy']);
+    run('ip', ['addr', 'add', `${NODE_IP}/32`, 'dev', 'eth9']);
+    run('ip', ['link', 'set', 'eth9', 'up']);
+    children.push(await startEchoServer(POD1.name, 'pod1', POD1.ip, 8080));
+    children.push(spawn('ip', ['netns', 'exec', POD1.name, process.execPath, '-e', `require('net').createServer((c)=>c.pipe(c)).listen(9000,${JSON.stringify(POD1.ip)})`], { stdio: 'ignore' }));
+    await lab.kubectl(['delete', 'services,endpointslices', '-A', '-l', 'e2e.kube-ipvs.io/file=kube-proxy-swap', '--wait=false']);
+    const svc = (name: string, spec: Record<string, unknown>) => ({ apiVersion: 'v1', kind: 'Service', metadata: { namespace: NS, name, labels: FILE_LABEL }, spec });
+    const slice = (name: string, svcName: string, port: number, portName: string) => ({
+      apiVersion: 'discovery.k8s.io/v1', kind: 'EndpointSlice',
+      metadata: { namespace: NS, name, labels: { 'kubernetes.io/service-name': svcName, 'endpointslice.kubernetes.io/managed-by': 'e2e.kube-ipvs.io', ...FILE_LABEL } },
+      addressType: 'IPv4', ports: [{ name: portName, port, protocol: 'TCP' }],
+      endpoints: [{ addresses: [POD1.ip], conditions: { ready: true, serving: true, terminating: false }, nodeName: NODE }],
+    });
+    await lab.apply([
+      { apiVersion: 'v1', kind: 'Namespace', metadata: { name: NS } },
+      { apiVersion: 'v1', kind: 'Node', metadata: { name: NODE, labels: { 'kubernetes.io/hostname': NODE } }, status: { addresses: [{ type: 'InternalIP', address: NODE_IP }] } },
+      svc('web', { type: 'NodePort', ports: [{ name: 'http', port: 80, targetPort: 8080, protocol: 'TCP' }] }),
+      svc('long', { ports: [{ name: 'tcp', port: 9000, targetPort: 9000, protocol: 'TCP' }] }),
+      slice('web-1', 'web', 8080, 'http'),
+      slice('long-1', 'long', 9000, 'tcp'),
+    ]);
+    const w = await lab.getJson<{ spec: { clusterIP: string; ports: { nodePort: number }[] } }>(['service', 'web', '-n', NS]);
+    web = w.spec.clusterIP;
+    nodePort = w.spec.ports[0]!.nodePort;
+    long = (await lab.getJson<{ spec: { clusterIP: string } }>(['service', 'long', '-n', NS])).spec.clusterIP;
+    writeProjectedVolume(SA_DIR, { token: await lab.createToken('kube-system', 'kube-proxy', { duration: '1h' }), 'ca.crt': await lab.ca(), namespace: 'kube-system' });
+    const cm = yaml.load(fs.readFileSync(path.join(ROOT, 'manifests', 'configmap.yaml'), 'utf8')) as { data: Record<string, string> };
+    fs.writeFileSync(path.join(dir, 'kubeconfig'), cm.data['kubeconfig.conf']!.replace(/^(\s*server:\s*).*$/m, `$1${await lab.server('a')}`));
+    fs.writeFileSync(cfg, [
+      'apiVersion: kubeproxy.config.k8s.io/v1alpha1', 'kind: KubeProxyConfiguration', 'mode: ipvs',
+      'clientConnection:', `  kubeconfig: ${path.join(dir, 'kubeconfig')}`,
+      `hostnameOverride: ${NODE}`, 'clusterCIDR: 10.244.0.0/16', 'nodePortAddresses: [192.0.2.0/24]',
+      'healthzBindAddress: 127.0.0.1:10256', 'metricsBindAddress: 127.0.0.1:10249',
+      'conntrack:', '  maxPerCore: 0', '  tcpEstablishedTimeout: 0s', '  tcpCloseWaitTimeout: 0s',
+      'ipvs:', '  syncPeriod: 30s', '',
+    ].join('\n'));
+  });
+
+  afterAll(async () => {
+    for (const p of [pod, outside]) p?.child.kill('SIGKILL');
+    for (const c of longs) c.child.kill('SIGKILL');
+    if (kubeProxy) await stop(kubeProxy);
+    await daemon?.kill('SIGTERM');
+    for (const c of children) c.kill('SIGKILL');
+    for (const p of [POD1, POD2, EXT1]) deletePod(p.name);
+    tryRun('ipvsadm', ['-C']);
+    await lab.kubectl(['delete', 'services,endpointslices', '-n', NS, '-l', 'e2e.kube-ipvs.io/file=kube-proxy-swap', '--wait=false'], undefined, true);
+    await lab.kubectl(['delete', 'node', NODE, '--wait=false'], undefined, true);
+    fs.rmSync(dir, { recursive: true, force: true });
+    fs.rmSync(SA_DIR, { recursive: true, force: true });
+  });
+
+  it('kube-proxy serves: traffic flows from a pod and from outside, long connections open', async () => {
+    kubeProxy = startKubeProxy();
+    await eventually("kube-proxy's table", ours, (r) => JSON.stringify(r) === JSON.stringify(expected()), 240_000);
+    pod = trafficLoop(POD2.name, web, 80);
+    outside = trafficLoop(EXT1.name, NODE_IP, nodePort);
+    for (let i = 0; i < LONG_CLIENTS; i++) longs.push(longClient(POD2.name, long, 9000));
+    await trafficGoesOn(3000);
+    expect([...pod.failures, ...outside.failures]).toEqual([]);
+  });
+
+  it('kube-proxy -> kube-ipvs (SIGTERM, no cleanup, then start): no failed request, no broken connection; adopted with no IPVS write', async () => {
+    await stop(kubeProxy!);
+    kubeProxy = undefined;
+    daemon = startKubeIpvs(['--config', cfg, '--v=2']);
+    const first = await daemon.waitFor((l) => l.message === 'sync done', "kube-ipvs's first sync", 0, 280_000);
+    await trafficGoesOn(5000);
+    expect([...pod.failures, ...outside.failures]).toEqual([]);
+    expect(longs.flatMap((c) => c.out.filter((l) => !l.startsWith('pong')))).toEqual([]);
+    expect(ours()).toEqual(expected());
+    // kube-proxy's table was what kube-ipvs would program: nothing to write for these
+    // Services (the sync's writes are the lab's other Services', if any)
+    expect(first.ipvsFailures).toBe(0);
+  });
+
+  it('kube-ipvs -> kube-proxy: the same, the other way', async () => {
+    await daemon!.kill('SIGTERM');
+    daemon = undefined;
+    kubeProxy = startKubeProxy();
+    await trafficGoesOn(20_000); // kube-proxy's start and first syncs take a while in the guest
+    expect([...pod.failures, ...outside.failures]).toEqual([]);
+    expect(longs.flatMap((c) => c.out.filter((l) => !l.startsWith('pong')))).toEqual([]);
+    expect(ours()).toEqual(expected());
+    console.log(`requests served: ${pod.ok()} from the pod, ${outside.ok()} from outside; ${LONG_CLIENTS} long connections kept`);
+  });
+});
