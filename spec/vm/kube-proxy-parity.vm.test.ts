@@ -37,7 +37,9 @@ const SYSCTLS = [
  * Differences docs/kube-proxy-parity.md explains: a line that only one side has and that
  * matches `line` on that `side` of `surface`. `why` names the section.
  */
-const EXPLAINED: readonly { surface: string; side: 'kube-proxy' | 'kube-ipvs'; line: RegExp; why: string }[] = [];
+const EXPLAINED: readonly { surface: string; side: 'kube-proxy' | 'kube-ipvs'; line: RegExp; why: string }[] = [
+  { surface: 'ipset', side: 'kube-ipvs', line: /^(create|add) KUBE-(6-)?IPVS-OWNED /, why: 'kube-ipvs\'s ownership record' },
+];
 
 type Obj = Record<string, unknown>;
 type Snapshot = Record<string, string[]>;
