@@ -31,7 +31,7 @@
  * Nothing here looks at `kind`: list items have none.
  */
 import type { KubeConfig, KubernetesObject, V1EndpointSlice, V1Node, V1Service } from '@kubernetes/client-node';
-import { LIST_PAGE_SIZE, listPaged } from './raw-list';
+import { LIST_PAGE_SIZE, listPaged, listRaw } from './raw-list';
 import { prunedObject } from './prune';
 import { ReportingWatch, WATCH_TIMEOUT_MS } from './reporting-watch';
 
@@ -215,6 +215,8 @@ class ResilientInformer<T extends KubernetesObject> {
   private readonly watch: ReportingWatch;
   /** where the next watch resumes; '' lists first */
   private resourceVersion = '';
+  /** the last attempt failed without an HTTP answer: check the server's history before resuming */
+  private checkHistory = false;
   /** bumped by every (re)start: callbacks of an older list or watch are ignored */
   private generation = 0;
   private controller: AbortController | undefined;
@@ -268,6 +270,18 @@ class ResilientInformer<T extends KubernetesObject> {
   private async run(): Promise<void> {
     const generation = ++this.generation;
     const current = () => generation === this.generation && !this.stopped;
+    if (this.resourceVersion !== '' && this.checkHistory) {
+      let rewound: boolean;
+      try {
+        rewound = await this.historyRewound();
+      } catch (e) {
+        if (current()) this.failed(e);
+        return;
+      }
+      if (!current()) return;
+      this.checkHistory = false;
+      if (rewound) this.resourceVersion = '';
+    }
     if (this.resourceVersion === '') {
       let present = new Set<string>();
       let version: string;
@@ -340,6 +354,28 @@ class ResilientInformer<T extends KubernetesObject> {
     if (version) this.resourceVersion = version;
   }
 
+  /**
+   * After the connection failed (an API server restarted, or another behind the same address):
+   * is the server's current resourceVersion older than the last one seen? Then its store was
+   * rewound (etcd restored from a backup) and a watch resumed from ours would wait, silently,
+   * for versions the store will not reach for a long time: the real kube-apiserver answers such
+   * a watch 200 and sends nothing (spec/lab/fake-conformance.lab.test.ts). One small list
+   * (limit 1, a consistent read) tells; the versions are etcd revisions, compared only when
+   * both are decimal (the API calls them opaque: anything else resumes as before).
+   */
+  private async historyRewound(): Promise<boolean> {
+    const page = await listRaw<T>(this.kc, this.spec.path, { ...this.spec.selector, limit: 1 });
+    const now = page.metadata?.resourceVersion ?? '';
+    const ours = this.resourceVersion;
+    if (!/^\d+$/.test(now) || !/^\d+$/.test(ours) || BigInt(now) >= BigInt(ours)) return false;
+    this.log.info(`${this.spec.resource} informer: the API server's resourceVersion ${now} is older than the last one seen, ${ours} (its store was restored?); relisting`, {
+      resource: this.spec.resource,
+      resourceVersion: ours,
+      serverResourceVersion: now,
+    });
+    return true;
+  }
+
   private watchEnded(err: unknown, lastedMs: number): void {
     this.controller = undefined;
     this.downSinceMs ??= Date.now();
@@ -394,7 +430,9 @@ class ResilientInformer<T extends KubernetesObject> {
       retryInMs: delay,
     });
     // an HTTP error (e.g. 504 "Too large resource version" after an etcd restore) would come
-    // back when resuming from the same version: relist from scratch
+    // back when resuming from the same version: relist from scratch; no answer at all (the
+    // server went away): check its history before resuming (historyRewound)
+    if (httpStatusOf(e) === undefined) this.checkHistory = true;
     this.restartAfterBackoff(httpStatusOf(e) !== undefined, delay);
   }
 

@@ -144,7 +144,8 @@ describe('startInformers', () => {
     server.patch(svcRef('s1'), { spec: { clusterIP: '10.96.0.12' } });
     await waitFor('the update', () => rec.calls.length >= 4);
     expect(rec.calls).toEqual(['add demo/s1', 'synced', 'add demo/s2', 'update demo/s1 ->10.96.0.12']);
-    expect(count('list')).toBe(1);
+    // the list, and one page of one to check the server's history before resuming
+    expect(server.requests.filter((r) => r.verb === 'list').map((r) => r.query.limit ?? '')).toEqual(['500', '1']);
     expect(log.lines).toHaveLength(1);
     expect(log.lines[0]).toMatchObject({ level: 'warn', message: expect.stringMatching(/^services informer failed: .*terminated.*; restarting in 10 ms$/) });
   });
@@ -187,7 +188,7 @@ describe('startInformers', () => {
     };
     await waitFor('the relist to be delivered', () => rec.has('delete demo/s5') && rec.has('delete demo/s1'));
     expect(rec.calls.slice(6).sort()).toEqual(['delete demo/s1', 'delete demo/s5']);
-    expect(server.requests.filter((r) => r.verb === 'list').map((r) => `${r.query.limit ?? ''}${r.query.continue ? '+' : ''}`)).toEqual(['2', '2+', '2+', '2', '2+', '']);
+    expect(server.requests.filter((r) => r.verb === 'list').map((r) => `${r.query.limit ?? ''}${r.query.continue ? '+' : ''}`)).toEqual(['2', '2+', '2+', '1', '2', '2+', '']); // ('1': the history check after the drop)
     expect(rec.calls.filter((c) => c === 'synced')).toHaveLength(1);
   });
 
@@ -239,7 +240,8 @@ describe('startInformers', () => {
     await waitFor('the relist to be delivered', () => rec.has('add demo/s4') && rec.has('delete demo/s2'));
     expect(rec.calls.slice(4).sort()).toEqual(['add demo/s4', 'delete demo/s2', 'update demo/s3 ->10.96.0.13']);
     expect(rec.calls.filter((c) => c === 'synced')).toHaveLength(1);
-    expect(count('list')).toBe(2);
+    // the first list and the relist (besides the history check's page of one after the drop)
+    expect(server.requests.filter((r) => r.verb === 'list' && r.query.limit !== '1')).toHaveLength(2);
     // one line says why the informer lists everything again
     expect(log.lines.filter((l) => /^services informer: watch from resourceVersion \d+ expired \(410 Gone: .*\); relisting$/.test(l.message))).toHaveLength(1);
   });
@@ -248,7 +250,7 @@ describe('startInformers', () => {
   // store passes the version (spec/lab/fake-conformance.lab.test.ts), as the default fake does,
   // so neither kube-proxy nor the daemon notices the rewind. This pins the daemon's handling of
   // the 504 that older fakes answered (FakeApiServerOptions.tooLargeWatch504).
-  it('a watch refused with 504 Too large resourceVersion (tooLargeWatch504) relists and reports the vanished objects', async () => {
+  it('a server that would refuse the watch with 504 Too large resourceVersion (tooLargeWatch504): the history check relists first and reports the vanished objects', async () => {
     await server.close();
     server = new FakeApiServer({ tooLargeWatch504: true });
     await server.listen();
@@ -260,7 +262,22 @@ describe('startInformers', () => {
     server.create(service('s5'));
     await waitFor('the relist to be delivered', () => rec.has('add demo/s5') && rec.has('delete demo/s2'));
     expect(rec.calls.slice(3).sort()).toEqual(['add demo/s5', 'delete demo/s1', 'delete demo/s2']);
-    expect(log.lines.some((l) => /^services informer failed: HTTP 504/.test(l.message))).toBe(true);
+    expect(log.lines.some((l) => /older than the last one seen/.test(l.message))).toBe(true);
+  });
+
+  it('an API server back with its store rewound (etcd restored): the watch it would answer silently is not resumed; relist, vanished objects deleted', async () => {
+    server.create(service('s1'));
+    server.create(service('s2'));
+    server.create(service('s3'));
+    const rec = start({ service: new Recorder() });
+    await waitFor('the watch', () => rec.has('synced') && server.openWatches === 1);
+    server.patch(svcRef('s3'), { spec: { clusterIP: '10.96.0.13' } });
+    await waitFor('the update', () => rec.has('update demo/s3 ->10.96.0.13'));
+    await server.restart({ loseHistory: true, clearObjects: true });
+    server.create(service('s5'));
+    await waitFor('the relist to be delivered', () => rec.has('add demo/s5') && rec.has('delete demo/s3'));
+    expect(rec.calls.slice(5).sort()).toEqual(['add demo/s5', 'delete demo/s1', 'delete demo/s2', 'delete demo/s3']);
+    expect(log.lines.filter((l) => /^services informer: the API server's resourceVersion \d+ is older than the last one seen, \d+ .*; relisting$/.test(l.message))).toHaveLength(1);
   });
 
   it('restarts after a failed initial list (server down) with backoff and syncs once it is up', async () => {
@@ -353,7 +370,7 @@ describe('startInformers', () => {
     server.create(service('s2'));
     await waitFor('the sentinel to restart and see s2', () => sentinel.has('add demo/s2'));
     expect(stopped.calls).toEqual(['add demo/s1', 'synced']);
-    expect(server.requests.slice(requestsAtStop).map((r) => r.verb)).toEqual(['list', 'watch', 'watch']);
+    expect(server.requests.slice(requestsAtStop).map((r) => r.verb)).toEqual(['list', 'watch', 'list', 'watch']); // (the sentinel's history check)
     // stopping is not a failure: the only log line is the sentinel's dropped watch
     expect(log.lines).toHaveLength(1);
   });
