@@ -97,7 +97,7 @@ if [ ${#FWD[@]} -gt 0 ]; then
   command -v socat >/dev/null || { echo "apt-get install socat (scripts/install-deps.sh)" >&2; exit 2; }
   nd=user,id=n0,restrict=on
   for f in "${FWD[@]}"; do nd+=",guestfwd=tcp:$f-cmd:socat - TCP:127.0.0.1:${f##*:}"; done
-  NET=(-netdev "$nd" -device virtio-net-pci,netdev=n0)
+  NET=(-netdev "$nd" -device virtio-net-pci,netdev=n0,romfile=)   # no iPXE option ROM: nothing boots from it
 fi
 
 MODDIR=$VM_DIR/kernel/lib/modules/$KVER
