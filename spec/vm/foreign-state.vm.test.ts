@@ -157,7 +157,8 @@ describe('foreign IPVS state under the real daemon (issue 18)', () => {
     expect(rules).toEqual(expect.arrayContaining(['-A -t 10.96.0.22:443 -s rr', '-a -t 10.96.0.22:443 -r 10.244.7.9:8443 -m -w 1']));
     expect(rules.filter((l) => l.includes('10.244.7.9'))).toEqual(['-a -t 10.96.0.22:443 -r 10.244.7.9:8443 -m -w 1']);
     expect(setLines('192.0.2.100,tcp:443')).toEqual([]);
-    expect(setLines('192.0.2.100,tcp:8443')).toEqual(['add KUBE-EXTERNAL-IP 192.0.2.100,tcp:8443']);
+    // (and in kube-ipvs's own record of what it programmed, which the refused :443 is not in)
+    expect(setLines('192.0.2.100,tcp:8443')).toEqual(['add KUBE-EXTERNAL-IP 192.0.2.100,tcp:8443', 'add KUBE-IPVS-OWNED 192.0.2.100,tcp:8443']);
     // kube-dns keeps its ClusterIP: grab's endpoint is not on it
     expect(rules.filter((l) => l.includes('10.244.9.9'))).toEqual(['-a -u 10.96.0.30:53 -r 10.244.9.9:5353 -m -w 1']);
 
