@@ -11,7 +11,7 @@
  *   the history after `resourceVersion` (absent or "0": synthetic ADDED for every object);
  *   a version older than the retained history gets HTTP 200, one ERROR event with a Status
  *   `{code: 410, reason: Expired}`, then the stream ends; a version newer than the current
- *   one gets HTTP 200 and nothing until the store passes it (tooLargeWatch504: the old 504);
+ *   one gets HTTP 200 and nothing until the store passes it, as kube-apiserver's;
  *   a watch from "0" (or none) that allows bookmarks gets a BOOKMARK annotated
  *   k8s.io/initial-events-end after its synthetic ADDED events;
  * - `limit` pages a list (etcd's key order): each page's metadata.continue names the rest of
@@ -155,13 +155,6 @@ export interface FakeApiServerOptions {
   readonly bookmarkIntervalMs?: number;
   /** history entries kept before the oldest half is compacted away (default 200,000) */
   readonly maxHistory?: number;
-  /**
-   * A watch from a resourceVersion newer than the current one: kube-apiserver v1.37 answers 200
-   * and sends nothing until the store gets past that version (the default here); true answers
-   * 504 "Too large resource version" at once instead, which no kube-apiserver does for a watch
-   * (its lists do, after 3 s): kept only for tests written against it.
-   */
-  readonly tooLargeWatch504?: boolean;
   /** serve HTTPS with this certificate; `clientCa` verifies client certificates (asked for, not required) */
   readonly tls?: { readonly cert: string | Buffer; readonly key: string | Buffer; readonly clientCa?: string | Buffer };
   /** authenticate every API request (401 otherwise) */
@@ -406,6 +399,8 @@ export class FakeApiServer {
   private history: Change[] = [];
   /** called with each list request's query before it is answered (tests: a write between pages) */
   beforeList: ((query: Record<string, string>) => void) | undefined;
+  /** likewise before each watch is answered; a FakeApiError thrown is the answer (tests: a watch refused) */
+  beforeWatch: ((query: Record<string, string>) => void) | undefined;
   /** paged lists in progress: the snapshot each continue token reads on from */
   private listSnapshots = new Map<string, ListSnapshot>();
   private rv = 1;
@@ -418,12 +413,10 @@ export class FakeApiServer {
   private readonly auth: FakeAuthOptions | undefined;
   private address: { host: string; port: number } | undefined;
   private readonly bookmarkIntervalMs: number;
-  private readonly tooLargeWatch504: boolean;
   private readonly maxHistory: number;
 
   constructor(options: FakeApiServerOptions = {}) {
     this.bookmarkIntervalMs = options.bookmarkIntervalMs ?? 10_000;
-    this.tooLargeWatch504 = options.tooLargeWatch504 ?? false;
     this.maxHistory = options.maxHistory ?? 200_000;
     this.tls = options.tls;
     this.auth = options.auth;
@@ -892,9 +885,7 @@ export class FakeApiServer {
     const fromParam = query.resourceVersion ?? '';
     const from = fromParam === '' ? 0 : Number(fromParam);
     if (!Number.isSafeInteger(from) || from < 0) throw new FakeApiError(400, 'BadRequest', `invalid resourceVersion "${fromParam}"`);
-    if (from > this.rv && this.tooLargeWatch504) {
-      throw new FakeApiError(504, 'Timeout', `Too large resource version: ${from}, current: ${this.rv}`);
-    }
+    this.beforeWatch?.(query);
     res.writeHead(200, { 'Content-Type': 'application/json', 'Cache-Control': 'no-cache, private' });
     res.flushHeaders();
     const timers: NodeJS.Timeout[] = [];

@@ -246,23 +246,21 @@ describe('startInformers', () => {
     expect(log.lines.filter((l) => /^services informer: watch from resourceVersion \d+ expired \(410 Gone: .*\); relisting$/.test(l.message))).toHaveLength(1);
   });
 
-  // kube-apiserver v1.37 does not refuse such a watch: it answers 200 and stays silent until its
-  // store passes the version (spec/lab/fake-conformance.lab.test.ts), as the default fake does,
-  // so neither kube-proxy nor the daemon notices the rewind. This pins the daemon's handling of
-  // the 504 that older fakes answered (FakeApiServerOptions.tooLargeWatch504).
-  it('a server that would refuse the watch with 504 Too large resourceVersion (tooLargeWatch504): the history check relists first and reports the vanished objects', async () => {
-    await server.close();
-    server = new FakeApiServer({ tooLargeWatch504: true });
-    await server.listen();
+  it('a watch refused with an HTTP error (403, as after the ClusterRoleBinding is deleted) is not resumed: the informer relists once allowed', async () => {
     server.create(service('s1'));
     server.create(service('s2'));
     const rec = start({ service: new Recorder() });
     await waitFor('the watch', () => rec.has('synced') && server.openWatches === 1);
-    await server.restart({ loseHistory: true, clearObjects: true });
-    server.create(service('s5'));
-    await waitFor('the relist to be delivered', () => rec.has('add demo/s5') && rec.has('delete demo/s2'));
-    expect(rec.calls.slice(3).sort()).toEqual(['add demo/s5', 'delete demo/s1', 'delete demo/s2']);
-    expect(log.lines.some((l) => /older than the last one seen/.test(l.message))).toBe(true);
+    let refused = 0;
+    server.beforeWatch = () => {
+      if (++refused === 1) throw new FakeApiError(403, 'Forbidden', 'services is forbidden: User "system:serviceaccount:kube-system:kube-proxy" cannot watch resource "services"');
+    };
+    server.dropWatches();
+    server.delete(svcRef('s2'));
+    await waitFor('the delete after the relist', () => rec.has('delete demo/s2') && server.openWatches === 1);
+    // the first list, then (the history check's page of one after the drop) one full relist after the 403
+    expect(server.requests.filter((r) => r.verb === 'list').map((r) => r.query.limit)).toEqual(['500', '1', '500']);
+    expect(log.lines.filter((l) => /^services informer failed: .*403/.test(l.message)).length).toBeGreaterThanOrEqual(1);
   });
 
   it('an API server back with its store rewound (etcd restored): the watch it would answer silently is not resumed; relist, vanished objects deleted', async () => {

@@ -203,18 +203,6 @@ describe('FakeApiServer', () => {
       expect(names(w)).toEqual(['ADDED s3']);
     });
 
-    it('answers 504 Too large at once with tooLargeWatch504 (a behaviour no kube-apiserver has for a watch)', async () => {
-      const legacy = new FakeApiServer({ tooLargeWatch504: true });
-      const url = await legacy.listen();
-      try {
-        const res = await fetch(`${url}/api/v1/services?watch=true&resourceVersion=${Number(legacy.resourceVersion) + 10}`);
-        expect(res.status).toBe(504);
-        expect(((await res.json()) as { message: string }).message).toMatch(/^Too large resource version/);
-      } finally {
-        await legacy.close();
-      }
-    });
-
     it('sends BOOKMARKs with the current resourceVersion only to watches that allow them and have a deadline', async () => {
       const plain = await watch(`/api/v1/services?watch=true&resourceVersion=${server.resourceVersion}`);
       const withBookmarks = await watch(`/api/v1/services?watch=true&allowWatchBookmarks=true&timeoutSeconds=60&resourceVersion=${server.resourceVersion}`);
