@@ -5,10 +5,11 @@
  * `KUBE_IPVS_LAB` names the lab's control API (host:port as this process reaches it):
  * scripts/test-all.sh and `make vm` set it after `lab up`, scripts/vm/run.sh passes it on.
  */
-import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { Agent, fetch } from 'undici';
+import { inNs, run, tryRun } from './netns';
+import { SERVICE_ACCOUNT_DIR, shippedKubeconfig } from './processes';
 
 /** Where the guest reaches each API server (and, on a's address, the control API). */
 export const LAB_GUEST_IPS = { a: '10.0.2.100', b: '10.0.2.101' } as const;
@@ -175,16 +176,6 @@ export function writeProjectedVolume(dir: string, files: Record<string, string>)
   if (previous && previous !== stamp) fs.rmSync(path.join(dir, previous), { recursive: true, force: true });
 }
 
-const ROOT_NS = ['nsenter', '--net=/proc/1/ns/net', '--'];
-
-function sh(argv: readonly string[], allowFail = false): void {
-  try {
-    execFileSync(argv[0]!, argv.slice(1), { stdio: ['ignore', 'ignore', 'pipe'], timeout: 60_000 });
-  } catch (e) {
-    if (!allowFail) throw new Error(`${argv.join(' ')}: ${(e as { stderr?: Buffer }).stderr?.toString() ?? e}`);
-  }
-}
-
 /**
  * In the guest: routes a network namespace (a node) to the lab's API servers: a veth pair to
  * the guest's root namespace, which forwards and masquerades it out of eth0 (QEMU's user
@@ -194,18 +185,34 @@ function sh(argv: readonly string[], allowFail = false): void {
  */
 export function connectToLab(ns = '', slot = 0): void {
   if (!inGuest()) return;
-  const inNs = (argv: string[]) => (ns ? ['ip', 'netns', 'exec', ns, ...argv] : argv);
+  const node = (...argv: string[]) => inNs(ns, argv);
+  const root = (...argv: string[]) => ({ cmd: 'nsenter', args: ['--net=/proc/1/ns/net', '--', ...argv] });
+  const sh = ({ cmd, args }: { cmd: string; args: string[] }) => run(cmd, args);
   const peer = `lab-${process.pid}-${slot}`.slice(0, 15);
   const rootAddr = `169.254.123.${slot * 4 + 1}`;
   const nodeAddr = `169.254.123.${slot * 4 + 2}`;
-  sh(inNs(['ip', 'link', 'del', 'lab0']), true);
-  sh([...ROOT_NS, 'ip', 'link', 'del', peer], true);
-  sh(inNs(['ip', 'link', 'add', 'lab0', 'type', 'veth', 'peer', 'name', peer, 'netns', '1']));
-  sh([...ROOT_NS, 'ip', 'addr', 'add', `${rootAddr}/30`, 'dev', peer]);
-  sh([...ROOT_NS, 'ip', 'link', 'set', peer, 'up']);
-  sh([...ROOT_NS, 'sysctl', '-qw', 'net.ipv4.ip_forward=1']);
-  sh([...ROOT_NS, 'sh', '-c', 'iptables -t nat -C POSTROUTING -o eth0 -j MASQUERADE 2>/dev/null || iptables -t nat -A POSTROUTING -o eth0 -j MASQUERADE']);
-  sh(inNs(['ip', 'addr', 'add', `${nodeAddr}/30`, 'dev', 'lab0']));
-  sh(inNs(['ip', 'link', 'set', 'lab0', 'up']));
-  sh(inNs(['ip', 'route', 'add', '10.0.2.0/24', 'via', rootAddr, 'dev', 'lab0']));
+  for (const { cmd, args } of [node('ip', 'link', 'del', 'lab0'), root('ip', 'link', 'del', peer)]) tryRun(cmd, args);
+  sh(node('ip', 'link', 'add', 'lab0', 'type', 'veth', 'peer', 'name', peer, 'netns', '1'));
+  sh(root('ip', 'addr', 'add', `${rootAddr}/30`, 'dev', peer));
+  sh(root('ip', 'link', 'set', peer, 'up'));
+  sh(root('sysctl', '-qw', 'net.ipv4.ip_forward=1'));
+  sh(root('sh', '-c', 'iptables -t nat -C POSTROUTING -o eth0 -j MASQUERADE 2>/dev/null || iptables -t nat -A POSTROUTING -o eth0 -j MASQUERADE'));
+  sh(node('ip', 'addr', 'add', `${nodeAddr}/30`, 'dev', 'lab0'));
+  sh(node('ip', 'link', 'set', 'lab0', 'up'));
+  sh(node('ip', 'route', 'add', '10.0.2.0/24', 'via', rootAddr, 'dev', 'lab0'));
+}
+
+/**
+ * kube-proxy's identity as kubeadm's DaemonSet pod gets it from the kubelet: a bound token of
+ * kube-system/kube-proxy from the TokenRequest API (bound to Secret `boundSecret` when given)
+ * and the lab's CA in the projected volume at SERVICE_ACCOUNT_DIR, and kubeadm's
+ * kubeconfig.conf (reading them from there) pointed at API server a, written to DIR/kubeconfig.
+ * Returns the kubeconfig's path.
+ */
+export async function kubeProxyIdentity(lab: LabClient, dir: string, o: { duration?: string; boundSecret?: string } = {}): Promise<string> {
+  const token = await lab.createToken('kube-system', 'kube-proxy', o);
+  writeProjectedVolume(SERVICE_ACCOUNT_DIR, { token, 'ca.crt': await lab.ca(), namespace: 'kube-system' });
+  const file = path.join(dir, 'kubeconfig');
+  fs.writeFileSync(file, shippedKubeconfig(await lab.server('a')));
+  return file;
 }

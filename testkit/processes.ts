@@ -3,6 +3,7 @@
 import { ChildProcess, spawn } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
+import yaml from 'js-yaml';
 import { Agent, fetch as undiciFetch } from 'undici';
 import { KUBE_IPVS_NODE_FLAGS } from '../lib/cli/node-flags';
 
@@ -111,6 +112,13 @@ export function startKubeIpvs(args: readonly string[], env: NodeJS.ProcessEnv = 
   return new LoggedProcess(child, 'kube-ipvs');
 }
 
+/** The real kube-proxy (.k8s/bin, built by scripts/k8s/build.sh), run in namespace `ns` ('' = this one). */
+export const KUBE_PROXY_BIN = path.join(ROOT, '.k8s', 'bin', 'kube-proxy');
+export function startKubeProxy(args: readonly string[], ns = ''): LoggedProcess {
+  const argv = ns ? ['ip', 'netns', 'exec', ns, KUBE_PROXY_BIN, ...args] : [KUBE_PROXY_BIN, ...args];
+  return new LoggedProcess(spawn(argv[0]!, argv.slice(1), { stdio: ['ignore', 'pipe', 'pipe'] }), 'kube-proxy');
+}
+
 /**
  * The fake API server over plain http on 127.0.0.1:`port`, serving `fixtures` (written to
  * DIR/fixtures.json), with the kubeconfig that reaches it at DIR/kubeconfig (e2eProxyConfig's).
@@ -199,7 +207,22 @@ export class ApiClient {
  * The end-to-end daemons' KubeProxyConfiguration: node `node`, the fake API server's kubeconfig
  * in `dir`, cluster 10.244.0.0/16, NodePorts on 192.0.2.0/24, and the given `ipvs:` lines.
  */
-export function e2eProxyConfig(o: { dir: string; node: string; ipvs: readonly string[]; healthz?: string; metrics?: string }): string {
+export function e2eProxyConfig(o: {
+  dir: string;
+  node: string;
+  ipvs: readonly string[];
+  healthz?: string;
+  metrics?: string;
+  /** default 10.244.0.0/16 */
+  clusterCIDR?: string;
+  /** default [192.0.2.0/24] */
+  nodePortAddresses?: readonly string[];
+  /**
+   * the real kube-proxy reads this file too (spec/vm/kube-proxy-*): it also needs the TCP
+   * conntrack timeouts left alone, which a network namespace cannot set
+   */
+  forKubeProxy?: boolean;
+}): string {
   return [
     'apiVersion: kubeproxy.config.k8s.io/v1alpha1',
     'kind: KubeProxyConfiguration',
@@ -207,8 +230,8 @@ export function e2eProxyConfig(o: { dir: string; node: string; ipvs: readonly st
     'clientConnection:',
     `  kubeconfig: ${path.join(o.dir, 'kubeconfig')}`,
     `hostnameOverride: ${o.node}`,
-    'clusterCIDR: 10.244.0.0/16',
-    'nodePortAddresses: [192.0.2.0/24]',
+    `clusterCIDR: ${o.clusterCIDR ?? '10.244.0.0/16'}`,
+    `nodePortAddresses: [${(o.nodePortAddresses ?? ['192.0.2.0/24']).map((c) => (c.includes(':') ? JSON.stringify(c) : c)).join(', ')}]`,
     `healthzBindAddress: ${o.healthz ?? '127.0.0.1:10256'}`,
     `metricsBindAddress: ${o.metrics ?? '127.0.0.1:10249'}`,
     // each VM test file runs in a network namespace of its own, where the kernel keeps
@@ -216,10 +239,29 @@ export function e2eProxyConfig(o: { dir: string; node: string; ipvs: readonly st
     // same reason (spec/vm/node-settings.vm.test.ts proves the setting in the host's namespace)
     'conntrack:',
     '  maxPerCore: 0',
+    ...(o.forKubeProxy ? ['  tcpEstablishedTimeout: 0s', '  tcpCloseWaitTimeout: 0s'] : []),
     'ipvs:',
     ...o.ipvs.map((l) => `  ${l}`),
     '',
   ].join('\n');
+}
+
+/** Where the kubelet projects a pod's service-account token, CA and namespace. */
+export const SERVICE_ACCOUNT_DIR = '/var/run/secrets/kubernetes.io/serviceaccount';
+const CONFIGMAP = path.join(ROOT, 'manifests', 'configmap.yaml');
+
+/** kubeadm's kubeconfig.conf from the shipped ConfigMap (manifests/configmap.yaml), pointed at `server`. */
+export function shippedKubeconfig(server: string): string {
+  const cm = yaml.load(fs.readFileSync(CONFIGMAP, 'utf8')) as { data: Record<string, string> };
+  const text = cm.data['kubeconfig.conf']!;
+  const replaced = withServer(text, server);
+  if (replaced === text) throw new Error(`${CONFIGMAP}: kubeconfig.conf has no server line`);
+  return replaced;
+}
+
+/** A kubeconfig's (the first) `server:` line set to `server`. */
+export function withServer(kubeconfig: string, server: string): string {
+  return kubeconfig.replace(/^(\s*server:\s*).*$/m, `$1${server}`);
 }
 
 /** When the daemon wrote a JSON log line, in ms since the epoch (klog's `ts` is in seconds). */

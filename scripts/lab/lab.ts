@@ -15,13 +15,15 @@
  * run kubectl as the cluster admin, stop and start an API server, compact etcd, read the audit
  * log. Ports are picked free at start, so two labs (two DIRs) never share one.
  */
-import { ChildProcess, execFile, spawn, spawnSync } from 'node:child_process';
+import { ChildProcess, execFile, spawn } from 'node:child_process';
 import fs from 'node:fs';
 import http from 'node:http';
 import https from 'node:https';
 import net from 'node:net';
 import path from 'node:path';
 import { makeTestPki } from '../../testkit/test-pki';
+import { run } from '../../testkit/netns';
+import { withServer } from '../../testkit/processes';
 import { LabInfo, LAB_GUEST_IPS } from '../../testkit/lab-client';
 
 const ROOT = path.resolve(__dirname, '..', '..', '..');
@@ -126,8 +128,8 @@ class Lab {
     });
     const sa = path.join(dir, 'pki', 'sa.key');
     if (!fs.existsSync(sa)) {
-      execFileSyncQuiet('openssl', ['ecparam', '-name', 'prime256v1', '-genkey', '-noout', '-out', sa]);
-      execFileSyncQuiet('openssl', ['ec', '-in', sa, '-pubout', '-out', path.join(dir, 'pki', 'sa.pub')]);
+      run('openssl', ['ecparam', '-name', 'prime256v1', '-genkey', '-noout', '-out', sa]);
+      run('openssl', ['ec', '-in', sa, '-pubout', '-out', path.join(dir, 'pki', 'sa.pub')]);
     }
     this.auditLog = path.join(dir, 'audit.log');
     fs.writeFileSync(
@@ -249,7 +251,7 @@ class Lab {
   async applyKubeadmObjects(): Promise<void> {
     const server = `https://${LAB_GUEST_IPS.a}:${this.info.apiservers.a.port}`;
     const docs = KUBEADM_OBJECTS.map((f) => fs.readFileSync(path.join(MANIFESTS, f), 'utf8'))
-      .map((text) => text.replace(/^(\s*server:\s*).*$/m, `$1${server}`));
+      .map((text) => withServer(text, server));
     const r = await this.kubectl(['apply', '-f', '-'], docs.join('\n---\n'));
     if (r.status !== 0) throw new Error(`kubectl apply of kubeadm's objects failed: ${r.stderr}`);
   }
@@ -258,11 +260,6 @@ class Lab {
     for (const m of this.apiservers.values()) await m.stop();
     await this.etcd.stop();
   }
-}
-
-function execFileSyncQuiet(cmd: string, args: readonly string[]): void {
-  const r = spawnSync(cmd, args, { stdio: ['ignore', 'ignore', 'pipe'], encoding: 'utf8' });
-  if (r.status !== 0) throw new Error(`${cmd} ${args.join(' ')}: ${r.stderr}`);
 }
 
 function readBody(req: http.IncomingMessage): Promise<string> {

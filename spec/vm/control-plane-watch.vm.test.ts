@@ -20,17 +20,15 @@ import { ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import yaml from 'js-yaml';
 import { Agent, fetch as undiciFetch } from 'undici';
-import { AuditEvent, connectToLab, LabClient, labFromEnv, writeProjectedVolume } from '../../testkit/lab-client';
-import { e2eProxyConfig, LoggedProcess, LogLine, startKubeIpvs } from '../../testkit/processes';
+import { AuditEvent, connectToLab, kubeProxyIdentity, LabClient, labFromEnv, writeProjectedVolume } from '../../testkit/lab-client';
+import { labNode, labService, labSlice } from '../../testkit/lab-objects';
+import { e2eProxyConfig, LoggedProcess, LogLine, SERVICE_ACCOUNT_DIR as SA_DIR, startKubeIpvs } from '../../testkit/processes';
 import { connect, deletePod, makePod, run, startEchoServer, tryRun } from '../../testkit/netns';
 import { eventually } from '../../testkit/wait-for';
 
 const ROOT = path.resolve(__dirname, '..', '..', '..');
-const CONFIGMAP = path.join(ROOT, 'manifests', 'configmap.yaml');
 const CRB_MANIFEST = path.join(ROOT, 'manifests', 'cluster-role-binding.yaml');
-const SA_DIR = '/var/run/secrets/kubernetes.io/serviceaccount';
 const SA_USER = 'system:serviceaccount:kube-system:kube-proxy';
 
 const NS = 'cpw';
@@ -46,53 +44,13 @@ const SECRET2 = 'cpw-s2';
 /** the test's own requests to the API server say so: they are not the daemon's */
 const PROBE_AGENT = 'kube-ipvs-e2e-probe';
 
-/** kubeadm's kubeconfig.conf from the shipped ConfigMap, pointed at `server`. */
-function shippedKubeconfig(server: string): string {
-  const cm = yaml.load(fs.readFileSync(CONFIGMAP, 'utf8')) as { data: Record<string, string> };
-  const text = cm.data['kubeconfig.conf']!;
-  const replaced = text.replace(/^(\s*server:\s*).*$/m, `$1${server}`);
-  if (replaced === text) throw new Error(`${CONFIGMAP}: kubeconfig.conf has no server line`);
-  return replaced;
-}
-
 // ---- objects ----
 
-type Obj = Record<string, unknown>;
-
 /** A selectorless ClusterIP Service: port 80 -> 8080; the API server allocates its ClusterIP. */
-function service(name: string, ns = NS): Obj {
-  return {
-    apiVersion: 'v1',
-    kind: 'Service',
-    metadata: { namespace: ns, name },
-    spec: { type: 'ClusterIP', ports: [{ name: 'http', port: 80, targetPort: 8080, protocol: 'TCP' }] },
-  };
-}
-
+const service = (name: string, ns = NS) => labService(ns, name, { type: 'ClusterIP' });
 /** The EndpointSlice an e2e controller would write for Service `svc`: `ips` ready on port 8080. */
-function slice(svc: string, ips: readonly string[]): Obj {
-  return {
-    apiVersion: 'discovery.k8s.io/v1',
-    kind: 'EndpointSlice',
-    metadata: {
-      namespace: NS,
-      name: `${svc}-1`,
-      labels: { 'kubernetes.io/service-name': svc, 'endpointslice.kubernetes.io/managed-by': 'e2e.kube-ipvs.io' },
-      annotations: { 'endpoints.kubernetes.io/last-change-trigger-time': new Date().toISOString() },
-    },
-    addressType: 'IPv4',
-    ports: [{ name: 'http', port: 8080, protocol: 'TCP' }],
-    endpoints: ips.map((ip) => ({ addresses: [ip], conditions: { ready: true, serving: true, terminating: false }, nodeName: NODE })),
-  };
-}
-
-const node: Obj = {
-  apiVersion: 'v1',
-  kind: 'Node',
-  metadata: { name: NODE, labels: { 'kubernetes.io/hostname': NODE } },
-  spec: { podCIDR: '10.244.0.0/24', podCIDRs: ['10.244.0.0/24'] },
-  status: { addresses: [{ type: 'InternalIP', address: NODE_IP }, { type: 'Hostname', address: NODE }] },
-};
+const slice = (svc: string, ips: readonly string[]) => labSlice(NS, svc, `${svc}-1`, ips.map((ip) => ({ ip, node: NODE })));
+const node = labNode(NODE, [NODE_IP]);
 
 // ---- kernel views ----
 
@@ -197,9 +155,7 @@ describe('kube-ipvs against the real kube-apiserver: restarts, compaction, pagin
     for (const ns of [NS, BULK_NS]) await lab.kubectl(['create', 'namespace', ns], undefined, true);
     await lab.kubectl(['-n', 'kube-system', 'create', 'secret', 'generic', SECRET1]);
     await lab.apply([node]);
-    const token = await lab.createToken('kube-system', 'kube-proxy', { duration: '1h', boundSecret: SECRET1 });
-    writeProjectedVolume(SA_DIR, { token, 'ca.crt': ca, namespace: 'kube-system' });
-    fs.writeFileSync(path.join(dir, 'kubeconfig'), shippedKubeconfig(await lab.server('a')));
+    await kubeProxyIdentity(lab, dir, { duration: '1h', boundSecret: SECRET1 });
     fs.writeFileSync(path.join(dir, 'config.conf'), e2eProxyConfig({ dir, node: NODE, ipvs: ['scheduler: rr', 'syncPeriod: 1m'] }));
 
     for (const p of [P1, P2, CLIENT]) makePod(p.name, p.ip, p.gw);

@@ -17,15 +17,13 @@ import { randomBytes } from 'node:crypto';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import yaml from 'js-yaml';
-import { e2eProxyConfig, LoggedProcess, LogLine, startKubeIpvs } from '../../testkit/processes';
+import { e2eProxyConfig, LoggedProcess, LogLine, SERVICE_ACCOUNT_DIR, startKubeIpvs } from '../../testkit/processes';
 import { addPodIpv6, connect, deletePod, makePod, run, startEchoServer, tryRun } from '../../testkit/netns';
-import { AuditEvent, connectToLab, labFromEnv, writeProjectedVolume } from '../../testkit/lab-client';
+import { AuditEvent, connectToLab, kubeProxyIdentity, labFromEnv } from '../../testkit/lab-client';
+import { LabEndpoint, labNode, labService, labSlice } from '../../testkit/lab-objects';
 import { eventually } from '../../testkit/wait-for';
 
-const SA_DIR = '/var/run/secrets/kubernetes.io/serviceaccount';
 const SA_USER = 'system:serviceaccount:kube-system:kube-proxy';
-const MANIFEST = path.resolve(__dirname, '..', '..', '..', 'manifests', 'configmap.yaml');
 // unique per run (the guest's pids repeat from boot to boot; a lab may outlive a run): no
 // controller manager runs, so a deleted namespace stays Terminating, refusing new objects
 const RUN = randomBytes(3).toString('hex');
@@ -46,38 +44,10 @@ const EXT_IP = '203.0.113.20';
 
 type Obj = Record<string, unknown>;
 
-/** kubeadm's kubeconfig.conf from the shipped ConfigMap, pointed at `server`. */
-function shippedKubeconfig(server: string): string {
-  const cm = yaml.load(fs.readFileSync(MANIFEST, 'utf8')) as { data: Record<string, string> };
-  return cm.data['kubeconfig.conf']!.replace(/^(\s*server:\s*).*$/m, `$1${server}`);
-}
-
-/** A selectorless Service as a user writes it: the API server allocates and defaults the rest. */
-function service(name: string, spec: Obj, annotations: Record<string, string> = {}): Obj {
-  return { apiVersion: 'v1', kind: 'Service', metadata: { namespace: NS, name, annotations, labels: FILE_LABEL }, spec: { ports: [{ name: 'http', port: 80, targetPort: 8080, protocol: 'TCP' }], ...spec } };
-}
-
-interface Ep { ip: string; node?: string; ready?: boolean; serving?: boolean; terminating?: boolean; zone?: string }
-function slice(svc: string, name: string, eps: Ep[], o: { port?: number; addressType?: string; protocol?: string; portName?: string; triggered?: Date } = {}): Obj {
-  return {
-    apiVersion: 'discovery.k8s.io/v1',
-    kind: 'EndpointSlice',
-    metadata: {
-      namespace: NS,
-      name,
-      labels: { 'kubernetes.io/service-name': svc, 'endpointslice.kubernetes.io/managed-by': 'e2e.kube-ipvs.io', ...FILE_LABEL },
-      annotations: { 'endpoints.kubernetes.io/last-change-trigger-time': (o.triggered ?? new Date()).toISOString().replace(/\.\d+Z$/, 'Z') },
-    },
-    addressType: o.addressType ?? 'IPv4',
-    ports: [{ name: o.portName ?? 'http', port: o.port ?? 8080, protocol: o.protocol ?? 'TCP' }],
-    endpoints: eps.map((e) => ({
-      addresses: [e.ip],
-      conditions: { ready: e.ready ?? true, serving: e.serving ?? e.ready ?? true, terminating: e.terminating ?? false },
-      nodeName: e.node ?? NODE,
-      ...(e.zone ? { zone: e.zone, hints: { forZones: [{ name: e.zone }] } } : {}),
-    })),
-  };
-}
+const service = (name: string, spec: Obj, annotations: Record<string, string> = {}) => labService(NS, name, spec, { labels: FILE_LABEL, annotations });
+type Ep = Omit<LabEndpoint, 'node'> & { node?: string };
+const slice = (svc: string, name: string, eps: Ep[], o: Parameters<typeof labSlice>[4] = {}) =>
+  labSlice(NS, svc, name, eps.map((e) => ({ node: NODE, ...e })), { ...o, labels: FILE_LABEL });
 
 const ipvsRules = (): string[] => run('ipvsadm', ['-Sn']).split('\n').filter(Boolean).sort();
 const isSync = (l: LogLine) => l.message === 'sync done';
@@ -141,12 +111,7 @@ describe('kube-ipvs against the real kube-apiserver (RBAC, bound token, kubectl-
     // the node (as the kubelet would register it) and a namespace of this file's own
     await lab.apply([
       { apiVersion: 'v1', kind: 'Namespace', metadata: { name: NS } },
-      {
-        apiVersion: 'v1', kind: 'Node',
-        metadata: { name: NODE, labels: { 'kubernetes.io/hostname': NODE, 'topology.kubernetes.io/zone': 'zone-a' } },
-        spec: { podCIDR: '10.244.0.0/24', podCIDRs: ['10.244.0.0/24'] },
-        status: { addresses: [{ type: 'InternalIP', address: NODE_IP }, { type: 'InternalIP', address: NODE_IP6 }, { type: 'Hostname', address: NODE }] },
-      },
+      labNode(NODE, [NODE_IP, NODE_IP6], { 'topology.kubernetes.io/zone': 'zone-a' }),
       // the Secret the daemon's token is bound to (deleting it would revoke the token)
       { apiVersion: 'v1', kind: 'Secret', metadata: { namespace: 'kube-system', name: `kube-ipvs-${NS}` }, type: 'Opaque' },
     ]);
@@ -179,10 +144,8 @@ describe('kube-ipvs against the real kube-apiserver (RBAC, bound token, kubectl-
     ]);
 
     // the kubelet's projected service-account volume: a bound token, the CA, the namespace
-    const token = await lab.createToken('kube-system', 'kube-proxy', { duration: '10m', boundSecret: `kube-ipvs-${NS}` });
-    writeProjectedVolume(SA_DIR, { token, 'ca.crt': await lab.ca(), namespace: 'kube-system' });
-    fs.writeFileSync(path.join(dir, 'kubeconfig'), shippedKubeconfig(await lab.server('a')));
-    fs.writeFileSync(cfgFile, e2eProxyConfig({ dir, node: NODE, ipvs: ['scheduler: rr', 'syncPeriod: 10m'] }).replace('nodePortAddresses: [192.0.2.0/24]', 'nodePortAddresses: [192.0.2.0/24, "2001:db8:1::/64"]'));
+    await kubeProxyIdentity(lab, dir, { duration: '10m', boundSecret: `kube-ipvs-${NS}` });
+    fs.writeFileSync(cfgFile, e2eProxyConfig({ dir, node: NODE, ipvs: ['scheduler: rr', 'syncPeriod: 10m'], nodePortAddresses: ['192.0.2.0/24', '2001:db8:1::/64'] }));
     daemon = startKubeIpvs(['--config', cfgFile, '--v=2']);
   });
 
@@ -197,7 +160,7 @@ describe('kube-ipvs against the real kube-apiserver (RBAC, bound token, kubectl-
     await lab.kubectl(['delete', 'node', NODE, '--wait=false'], undefined, true);
     await lab.kubectl(['delete', 'secret', '-n', 'kube-system', `kube-ipvs-${NS}`, '--wait=false'], undefined, true);
     fs.rmSync(dir, { recursive: true, force: true });
-    fs.rmSync(SA_DIR, { recursive: true, force: true });
+    fs.rmSync(SERVICE_ACCOUNT_DIR, { recursive: true, force: true });
   });
 
   it('programs every Service shape as the real API server allocated and defaulted it', async () => {

@@ -14,25 +14,14 @@ import { ChildProcess, spawn } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import yaml from 'js-yaml';
-import { ApiClient, e2eProxyConfig, LoggedProcess, LogLine, startFakeApiServer, startKubeIpvs } from '../../testkit/processes';
+import { ApiClient, e2eProxyConfig, LoggedProcess, LogLine, SERVICE_ACCOUNT_DIR as SA_DIR, shippedKubeconfig, startFakeApiServer, startKubeIpvs } from '../../testkit/processes';
 import { connect, deletePod, ip, longClient, makePod, run, startEchoServer, tryRun } from '../../testkit/netns';
 import { makeTestPki } from '../../testkit/test-pki';
 import { eventually } from '../../testkit/wait-for';
 
 const API_PORT = 16443;
-const SA_DIR = '/var/run/secrets/kubernetes.io/serviceaccount';
 const ADMIN_TOKEN = 'e2e-admin-token';
-const MANIFEST = path.resolve(__dirname, '..', '..', '..', 'manifests', 'configmap.yaml');
 
-/** kubeadm's kubeconfig.conf from the shipped ConfigMap, pointed at `server`. */
-function shippedKubeconfig(server: string): string {
-  const cm = yaml.load(fs.readFileSync(MANIFEST, 'utf8')) as { data: Record<string, string> };
-  const text = cm.data['kubeconfig.conf']!;
-  const replaced = text.replace(/^(\s*server:\s*).*$/m, `$1${server}`);
-  if (replaced === text) throw new Error(`${MANIFEST}: kubeconfig.conf has no server line`);
-  return replaced;
-}
 const NODE = 'node-a';
 const NODE_IP = '192.0.2.1';
 const POD1 = { name: 'pod1', ip: '10.244.1.2', gw: '10.244.1.1' }; // backend on this node

@@ -6,20 +6,16 @@
 // `ipset save`, `iptables-save` / `ip6tables-save` nat and filter, the addresses on kube-ipvs0,
 // and the sysctls either sets. Every difference must be one that docs/kube-proxy-parity.md
 // explains (EXPLAINED below, each with its section there); anything else fails the test.
-import { ChildProcess, spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import yaml from 'js-yaml';
-import { LoggedProcess, startKubeIpvs } from '../../testkit/processes';
+import { e2eProxyConfig, LoggedProcess, SERVICE_ACCOUNT_DIR, startKubeIpvs, startKubeProxy } from '../../testkit/processes';
 import { run, tryRun } from '../../testkit/netns';
-import { connectToLab, labFromEnv, writeProjectedVolume } from '../../testkit/lab-client';
+import { connectToLab, kubeProxyIdentity, labFromEnv } from '../../testkit/lab-client';
+import { LabEndpoint, labNode, labService, labSlice } from '../../testkit/lab-objects';
 import { eventually } from '../../testkit/wait-for';
 
-const ROOT = path.resolve(__dirname, '..', '..', '..');
-const KUBE_PROXY = path.join(ROOT, '.k8s', 'bin', 'kube-proxy');
-const SA_DIR = '/var/run/secrets/kubernetes.io/serviceaccount';
 const RUN = randomBytes(3).toString('hex');
 const NS = `parity-${RUN}`;
 const NODE = `parity-node-${RUN}`;
@@ -84,25 +80,10 @@ function differences(kp: Snapshot, ours: Snapshot): Difference[] {
 const unexplained = (d: readonly Difference[]) =>
   d.filter((x) => !EXPLAINED.some((e) => e.surface === x.surface && e.side === x.side && e.line.test(x.line)));
 
-function service(name: string, spec: Obj, annotations: Record<string, string> = {}): Obj {
-  return { apiVersion: 'v1', kind: 'Service', metadata: { namespace: NS, name, annotations, labels: FILE_LABEL }, spec: { ports: [{ name: 'http', port: 80, targetPort: 8080, protocol: 'TCP' }], ...spec } };
-}
-
-interface Ep { ip: string; node?: string; ready?: boolean; serving?: boolean; terminating?: boolean; zone?: string }
-function slice(svc: string, name: string, eps: Ep[], o: { port?: number; addressType?: string; protocol?: string; portName?: string } = {}): Obj {
-  return {
-    apiVersion: 'discovery.k8s.io/v1', kind: 'EndpointSlice',
-    metadata: { namespace: NS, name, labels: { 'kubernetes.io/service-name': svc, 'endpointslice.kubernetes.io/managed-by': 'e2e.kube-ipvs.io', ...FILE_LABEL } },
-    addressType: o.addressType ?? 'IPv4',
-    ports: [{ name: o.portName ?? 'http', port: o.port ?? 8080, protocol: o.protocol ?? 'TCP' }],
-    endpoints: eps.map((e) => ({
-      addresses: [e.ip],
-      conditions: { ready: e.ready ?? true, serving: e.serving ?? e.ready ?? true, terminating: e.terminating ?? false },
-      nodeName: e.node ?? NODE,
-      ...(e.zone ? { zone: e.zone, hints: { forZones: [{ name: e.zone }] } } : {}),
-    })),
-  };
-}
+const service = (name: string, spec: Obj) => labService(NS, name, spec, { labels: FILE_LABEL });
+type Ep = Omit<LabEndpoint, 'node'> & { node?: string };
+const slice = (svc: string, name: string, eps: Ep[], o: Parameters<typeof labSlice>[4] = {}) =>
+  labSlice(NS, svc, name, eps.map((e) => ({ node: NODE, ...e })), { ...o, labels: FILE_LABEL });
 
 function nodeNetwork(ns: string): void {
   const x = (args: string[]) => (ns ? run('ip', ['-n', ns, ...args]) : run('ip', args));
@@ -117,8 +98,7 @@ describe('the same table as the real kube-proxy --proxy-mode=ipvs', () => {
   const lab = labFromEnv();
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'kube-ipvs-parity-'));
   let daemon: LoggedProcess;
-  let kubeProxy: ChildProcess;
-  const kpLog: string[] = [];
+  let kubeProxy: LoggedProcess;
 
   /** Both sides read until each is the same twice in a row (each has synced what it saw), and `ready` holds of ours. */
   async function settled(ready: (s: Snapshot) => boolean): Promise<{ kp: Snapshot; ours: Snapshot }> {
@@ -142,41 +122,27 @@ describe('the same table as the real kube-proxy --proxy-mode=ipvs', () => {
     await lab.kubectl(['delete', 'services,endpointslices', '-A', '-l', 'e2e.kube-ipvs.io/file=kube-proxy-parity', '--wait=false']);
     await lab.apply([
       { apiVersion: 'v1', kind: 'Namespace', metadata: { name: NS } },
-      {
-        apiVersion: 'v1', kind: 'Node',
-        metadata: { name: NODE, labels: { 'kubernetes.io/hostname': NODE, 'topology.kubernetes.io/zone': 'zone-a' } },
-        spec: { podCIDR: '10.244.0.0/24', podCIDRs: ['10.244.0.0/24'] },
-        status: { addresses: [{ type: 'InternalIP', address: NODE_IP }, { type: 'InternalIP', address: NODE_IP6 }, { type: 'Hostname', address: NODE }] },
-      },
+      labNode(NODE, [NODE_IP, NODE_IP6], { 'topology.kubernetes.io/zone': 'zone-a' }),
     ]);
-    const token = await lab.createToken('kube-system', 'kube-proxy', { duration: '1h' });
-    writeProjectedVolume(SA_DIR, { token, 'ca.crt': await lab.ca(), namespace: 'kube-system' });
-    const cm = yaml.load(fs.readFileSync(path.join(ROOT, 'manifests', 'configmap.yaml'), 'utf8')) as { data: Record<string, string> };
-    fs.writeFileSync(path.join(dir, 'kubeconfig'), cm.data['kubeconfig.conf']!.replace(/^(\s*server:\s*).*$/m, `$1${await lab.server('a')}`));
-    // one KubeProxyConfiguration for both (conntrack settings a network namespace cannot write, left alone)
-    fs.writeFileSync(path.join(dir, 'config.conf'), [
-      'apiVersion: kubeproxy.config.k8s.io/v1alpha1', 'kind: KubeProxyConfiguration', 'mode: ipvs',
-      'clientConnection:', `  kubeconfig: ${path.join(dir, 'kubeconfig')}`,
-      `hostnameOverride: ${NODE}`, 'clusterCIDR: 10.244.0.0/16,fd00:244::/48',
-      `nodePortAddresses: [192.0.2.0/24, "2001:db8:1::/64"]`,
-      'healthzBindAddress: 127.0.0.1:10256', 'metricsBindAddress: 127.0.0.1:10249',
-      'conntrack:', '  maxPerCore: 0', '  tcpEstablishedTimeout: 0s', '  tcpCloseWaitTimeout: 0s',
-      'ipvs:', '  syncPeriod: 30s', '',
-    ].join('\n'));
-    kubeProxy = spawn('ip', ['netns', 'exec', KP_NS, KUBE_PROXY, `--config=${path.join(dir, 'config.conf')}`, '--v=1'], { stdio: ['ignore', 'pipe', 'pipe'] });
-    for (const s of [kubeProxy.stdout!, kubeProxy.stderr!]) s.on('data', (d: Buffer) => kpLog.push(...d.toString().split('\n').filter(Boolean)));
+    await kubeProxyIdentity(lab, dir, { duration: '1h' });
+    // one KubeProxyConfiguration for both
+    fs.writeFileSync(path.join(dir, 'config.conf'), e2eProxyConfig({
+      dir, node: NODE, ipvs: ['syncPeriod: 30s'], forKubeProxy: true,
+      clusterCIDR: '10.244.0.0/16,fd00:244::/48', nodePortAddresses: ['192.0.2.0/24', '2001:db8:1::/64'],
+    }));
+    kubeProxy = startKubeProxy([`--config=${path.join(dir, 'config.conf')}`, '--v=1'], KP_NS);
     daemon = startKubeIpvs(['--config', path.join(dir, 'config.conf'), '--v=1']);
   });
 
   afterAll(async () => {
-    kubeProxy?.kill('SIGTERM');
+    await kubeProxy?.kill('SIGTERM');
     await daemon?.kill('SIGTERM');
     await lab.kubectl(['delete', 'services,endpointslices', '-n', NS, '-l', 'e2e.kube-ipvs.io/file=kube-proxy-parity', '--wait=false'], undefined, true);
     await lab.kubectl(['delete', 'node', NODE, '--wait=false'], undefined, true);
     tryRun('ip', ['netns', 'del', KP_NS]);
     tryRun('ipvsadm', ['-C']);
     fs.rmSync(dir, { recursive: true, force: true });
-    fs.rmSync(SA_DIR, { recursive: true, force: true });
+    fs.rmSync(SERVICE_ACCOUNT_DIR, { recursive: true, force: true });
   });
 
   const clusterIPs = new Map<string, string[]>();
@@ -246,6 +212,6 @@ describe('the same table as the real kube-proxy --proxy-mode=ipvs', () => {
     for (const n of ['lb', 'multi', 'dual']) clusterIPs.delete(n);
     await compare('step 3');
     // kube-proxy had no error but its own deprecation notice (KEP-5495), logged at error level
-    expect(kpLog.filter((l) => /^E\d{4}/.test(l) && !l.includes('The ipvs proxier has been deprecated')).slice(0, 5)).toEqual([]);
+    expect(kubeProxy.text.filter((l) => /^E\d{4}/.test(l) && !l.includes('The ipvs proxier has been deprecated')).slice(0, 5)).toEqual([]);
   });
 });
