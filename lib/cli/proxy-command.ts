@@ -17,7 +17,8 @@ import { ProxyConfig } from '../config/proxy-config';
 import { parseProxyFlags, ProxyFlags } from '../config/proxy-flags';
 import type { DaemonOptions } from '../daemon/daemon';
 import { runCleanup, splitCleanupArgv } from './cleanup';
-import { readPackageInfo, userAgent } from './version';
+import { readPackageInfo } from './version';
+import { BuildInfo, goPlatform } from '../model/build-info';
 import { formatTopHelp } from './top-help';
 
 interface Writer {
@@ -43,7 +44,7 @@ export interface ProxyCommandDeps {
    * loads and checks the kubeconfig before the daemon starts (default: lib/daemon/api-config.ts);
    * throws KubeConfigError for one that cannot be used
    */
-  readonly loadKubeConfig?: (config: ProxyConfig, userAgent: string) => DaemonOptions['kubeConfig'];
+  readonly loadKubeConfig?: (config: ProxyConfig, build: BuildInfo) => DaemonOptions['kubeConfig'];
   /** `--init-only`: the privileged setup; resolves to the exit code (default: runInitOnly) */
   readonly runInit?: (config: ProxyConfig) => Promise<number>;
 }
@@ -80,8 +81,8 @@ function cleanupArgv(argv: readonly string[]): string[] | undefined {
 }
 
 // loaded only when the proxy runs (client-node)
-const defaultLoadKubeConfig = (config: ProxyConfig, agent: string): DaemonOptions['kubeConfig'] =>
-  (require('../daemon/api-config') as typeof import('../daemon/api-config')).loadDaemonKubeConfig(config, agent);
+const defaultLoadKubeConfig = (config: ProxyConfig, build: BuildInfo): DaemonOptions['kubeConfig'] =>
+  (require('../daemon/api-config') as typeof import('../daemon/api-config')).loadDaemonKubeConfig(config, build);
 
 /** Runs the proxy; argv is what follows the program name. Resolves to the exit code. */
 export async function proxyMain(argv: readonly string[], deps: ProxyCommandDeps): Promise<number> {
@@ -159,11 +160,10 @@ export async function proxyMain(argv: readonly string[], deps: ProxyCommandDeps)
 
   // the kubeconfig before the daemon: one that cannot be used stops the start with one line,
   // before anything touches the kernel (sysctls, conntrack, oom_score_adj)
-  const { version } = readPackageInfo();
-  const agent = userAgent(version);
+  const build: BuildInfo = { version: readPackageInfo().version, platform: goPlatform() };
   let kubeConfig: DaemonOptions['kubeConfig'];
   try {
-    kubeConfig = (deps.loadKubeConfig ?? defaultLoadKubeConfig)(config, agent);
+    kubeConfig = (deps.loadKubeConfig ?? defaultLoadKubeConfig)(config, build);
   } catch (e) {
     if ((e as { code?: unknown })?.code !== 'KIPVS_KUBECONFIG') throw e;
     deps.stderr.write(`kube-ipvs: ${(e as Error).message}\n`);
@@ -173,8 +173,7 @@ export async function proxyMain(argv: readonly string[], deps: ProxyCommandDeps)
   const options: DaemonOptions = {
     ...(flags.configFile !== undefined ? { configFile: flags.configFile, reloadConfig: load } : {}),
     verbosity: config.logging.verbosity,
-    userAgent: agent,
-    version,
+    build,
     ...(kubeConfig ? { kubeConfig } : {}),
   };
   return deps.runDaemon(config, options);

@@ -34,17 +34,6 @@ export function readPackageInfo(file: string = PACKAGE_JSON): PackageInfo {
 
 export type VersionRequest = 'print' | 'raw';
 
-const GOARCH: Readonly<Record<string, string>> = { x64: 'amd64', arm64: 'arm64', ia32: '386', arm: 'arm', ppc64: 'ppc64le', s390x: 's390x' };
-
-/**
- * The User-Agent of every API request, in client-go's shape (`kube-proxy/v1.37.2 (linux/amd64)
- * kubernetes/<commit>`): an API server's audit log and metrics tell kube-ipvs from kube-proxy
- * and from any other Node.js client (undici's own is `node`).
- */
-export function userAgent(version: string, platform: string = process.platform, arch: string = process.arch): string {
-  return `kube-ipvs/v${version} (${platform}/${GOARCH[arch] ?? arch}) kube-ipvs`;
-}
-
 /**
  * What --version asks for in argv (after the program name; flags after `--` are not flags).
  * undefined when absent or false; the last one given wins, as pflag's does. Throws UsageError

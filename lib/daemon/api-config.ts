@@ -5,16 +5,17 @@ import { ProxyConfig } from '../config/proxy-config';
 import type { ApiKubeConfig } from '../k8s/api-request';
 import { loadKubeConfig } from '../k8s/kubeconfig';
 import { componentLog } from '../log';
+import { BuildInfo, userAgent } from '../model/build-info';
 
 export { KubeConfigError } from '../k8s/kubeconfig';
 
 /** clientConnection.kubeconfig / --master as kube-proxy reads them; throws KubeConfigError. */
-export function loadDaemonKubeConfig(config: ProxyConfig, userAgent?: string): ApiKubeConfig {
+export function loadDaemonKubeConfig(config: ProxyConfig, build?: BuildInfo): ApiKubeConfig {
   return loadKubeConfig({
     ...(config.clientConnection.kubeconfig ? { kubeconfig: config.clientConnection.kubeconfig } : {}),
     ...(config.master ? { master: config.master } : {}),
     log: componentLog('api'),
-    ...(userAgent ? { userAgent } : {}),
+    ...(build ? { userAgent: userAgent(build) } : {}),
     // client-go's token bucket (kube-proxy's defaults, qps 5 burst 10, come from the config)
     qps: config.clientConnection.qps,
     burst: config.clientConnection.burst,

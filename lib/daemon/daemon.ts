@@ -20,6 +20,7 @@ import type { ApiKubeConfig } from '../k8s/api-request';
 import { KubeConfigError, loadDaemonKubeConfig } from './api-config';
 import { EventRecorder } from '../k8s/event-recorder';
 import { IpFamily } from '../model/ip-family';
+import type { BuildInfo } from '../model/build-info';
 import type { RunningInformers } from '../k8s/informers';
 import { createHealthServer, listen } from './health-server';
 import { ProxyMetrics } from './metrics';
@@ -37,10 +38,8 @@ export interface DaemonOptions {
   readonly reloadConfig?: () => Promise<ProxyConfig>;
   /** --v */
   readonly verbosity: number;
-  /** sent with every API request (lib/cli/version.ts userAgent) */
-  readonly userAgent?: string;
-  /** package.json's version, for kubernetes_build_info (default 0.0.0) */
-  readonly version?: string;
+  /** kubernetes_build_info's and the User-Agent's (default 0.0.0 on this platform) */
+  readonly build?: BuildInfo;
   /** the kubeconfig, already loaded and checked (lib/daemon/api-config.ts); else loaded first thing */
   readonly kubeConfig?: ApiKubeConfig;
 }
@@ -127,13 +126,13 @@ export async function runDaemon(config: ProxyConfig, options: DaemonOptions): Pr
   // ---- API configuration, before anything touches the kernel ----
   let kc: ApiKubeConfig;
   try {
-    kc = options.kubeConfig ?? loadDaemonKubeConfig(config, options.userAgent);
+    kc = options.kubeConfig ?? loadDaemonKubeConfig(config, options.build);
   } catch (e) {
     if (!(e instanceof KubeConfigError)) throw e;
     log.error(e.message);
     return 1;
   }
-  const metrics = new ProxyMetrics(options.version !== undefined ? { version: options.version, platform: `${process.platform}/${process.arch === 'x64' ? 'amd64' : process.arch}` } : undefined);
+  const metrics = new ProxyMetrics(options.build);
   kc.observer = (c) => metrics.recordApiCall(c);
 
   // ---- kernel and families ----

@@ -4,6 +4,7 @@
  * working, plus kube-ipvs's own `kube_ipvs_*` series. One registry per daemon.
  */
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics, exponentialBuckets, linearBuckets } from 'prom-client';
+import { BuildInfo, goPlatform } from '../model/build-info';
 import type { SyncResult } from '../proxier/proxier';
 import type { ExecObservation } from '../kernel/exec';
 import type { ApiCall } from '../k8s/api-request';
@@ -34,16 +35,6 @@ export interface TableCounts {
   readonly realServers: number;
   readonly draining: number;
 }
-
-/** What kubernetes_build_info says of this build. */
-export interface BuildInfo {
-  /** package.json's version, "0.1.0" */
-  readonly version: string;
-  /** "linux/amd64" */
-  readonly platform: string;
-}
-
-const GOARCH: Readonly<Record<string, string>> = { x64: 'amd64', arm64: 'arm64', ia32: '386', arm: 'arm', ppc64: 'ppc64le', s390x: 's390x' };
 
 /**
  * component-base's kubernetes_build_info labels (metrics/version.go RegisterBuildInfo), filled
@@ -88,7 +79,7 @@ export class ProxyMetrics {
   readonly restClientRequests: Counter<'code' | 'host' | 'method'>;
   readonly restClientDuration: Histogram<'verb' | 'host'>;
 
-  constructor(build: BuildInfo = { version: '0.0.0', platform: `${process.platform}/${GOARCH[process.arch] ?? process.arch}` }) {
+  constructor(build: BuildInfo = { version: '0.0.0', platform: goPlatform() }) {
     const registers = [this.registry];
     this.buildInfo = new Gauge({
       name: 'kubernetes_build_info',

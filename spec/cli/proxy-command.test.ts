@@ -84,7 +84,7 @@ describe('proxyMain', () => {
     expect(h.daemonCalls).toHaveLength(1);
     const { config, options } = h.daemonCalls[0]!;
     expect(config).toEqual({ ...decodeProxyConfig(GOOD).config, hostnameOverride: 'node-1', logging: { format: 'text', verbosity: 4 } });
-    expect(options).toEqual({ configFile: FILE, reloadConfig: expect.any(Function), verbosity: 4, userAgent: expect.stringMatching(/^kube-ipvs\/v\d+\.\d+\.\d+ \(\w+\/\w+\) kube-ipvs$/), version: expect.stringMatching(/^\d+\.\d+\.\d+/) });
+    expect(options).toEqual({ configFile: FILE, reloadConfig: expect.any(Function), verbosity: 4, build: { version: expect.stringMatching(/^\d+\.\d+\.\d+/), platform: expect.stringMatching(/^\w+\/\w+$/) } });
     expect(h.verbosity).toEqual([4]);
     expect(h.formats).toEqual(['text']); // kube-proxy's default
     expect(h.warnings).toEqual([{ message: expect.stringContaining('ipvs.trictARP'), meta: { field: 'ipvs.trictARP', file: FILE } }]);
@@ -106,7 +106,7 @@ describe('proxyMain', () => {
   it('without --config: defaults and flags, no reload, verbosity 0 and the log level left alone', async () => {
     const h = harness();
     expect(await proxyMain(['--cluster-cidr=10.244.0.0/16'], h.deps)).toBe(0);
-    expect(h.daemonCalls[0]!.options).toEqual({ verbosity: 0, userAgent: expect.stringMatching(/^kube-ipvs\//), version: expect.any(String) });
+    expect(h.daemonCalls[0]!.options).toEqual({ verbosity: 0, build: { version: expect.any(String), platform: expect.any(String) } });
     expect(h.daemonCalls[0]!.config.clusterCIDR).toEqual(['10.244.0.0/16']);
     expect(h.verbosity).toEqual([]);
   });

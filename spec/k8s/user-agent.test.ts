@@ -5,15 +5,15 @@
  */
 import http from 'node:http';
 import { AddressInfo } from 'node:net';
-import { userAgent } from '../../lib/cli/version';
+import { goPlatform, userAgent } from '../../lib/model/build-info';
 import { apiRequest } from '../../lib/k8s/api-request';
 import { loadKubeConfig } from '../../lib/k8s/kubeconfig';
 import { listRaw } from '../../lib/k8s/raw-list';
 
 describe('User-Agent', () => {
   it("is client-go's shape with Go's architecture names", () => {
-    expect(userAgent('0.1.0', 'linux', 'x64')).toBe('kube-ipvs/v0.1.0 (linux/amd64) kube-ipvs');
-    expect(userAgent('1.2.3', 'linux', 'arm64')).toBe('kube-ipvs/v1.2.3 (linux/arm64) kube-ipvs');
+    expect(userAgent({ version: '0.1.0', platform: goPlatform('linux', 'x64') })).toBe('kube-ipvs/v0.1.0 (linux/amd64) kube-ipvs');
+    expect(userAgent({ version: '1.2.3', platform: goPlatform('linux', 'arm64') })).toBe('kube-ipvs/v1.2.3 (linux/arm64) kube-ipvs');
   });
 
   it('is sent with a list and a watch when the kubeconfig was loaded with one; absent, the HTTP stack picks its own', async () => {
@@ -26,7 +26,7 @@ describe('User-Agent', () => {
     await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
     const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
     try {
-      const kc = loadKubeConfig({ master: url, userAgent: userAgent('0.1.0', 'linux', 'x64') });
+      const kc = loadKubeConfig({ master: url, userAgent: userAgent({ version: '0.1.0', platform: 'linux/amd64' }) });
       await listRaw(kc, '/api/v1/services');
       const w = await apiRequest(kc, { method: 'GET', path: '/api/v1/services', query: { watch: true } }, true);
       await w.stream?.text();
