@@ -11,8 +11,9 @@
  *   credential once, with the kubeconfig and user to fix);
  * - a restart resumes the watch from the last resourceVersion (cheap); an expired version
  *   (410) relists and reports objects gone meanwhile as deletes. After an HTTP error on the
- *   watch itself (e.g. 504 "Too large resource version" after an etcd restore) resuming
- *   would fail again, so the restart relists from scratch, the same way;
+ *   watch itself (a 403 once RBAC is restored, a 5xx) the restart relists from scratch, the
+ *   same way; after no answer at all (the server went away) one page of one first checks
+ *   that the server's store was not rewound (historyRewound);
  * - `onUpdate(old, cur)` with the previous object as kept: the Node whole, a Service or an
  *   EndpointSlice by its metadata only (namespace, name, resourceVersion; the trackers keep
  *   what they need of the rest, converted, and a second copy of every object as received
@@ -429,9 +430,8 @@ class ResilientInformer<T extends KubernetesObject> {
       error: describeError(e),
       retryInMs: delay,
     });
-    // an HTTP error (e.g. 504 "Too large resource version" after an etcd restore) would come
-    // back when resuming from the same version: relist from scratch; no answer at all (the
-    // server went away): check its history before resuming (historyRewound)
+    // an HTTP error: relist from scratch; no answer at all (the server went away): check its
+    // history before resuming (historyRewound)
     if (httpStatusOf(e) === undefined) this.checkHistory = true;
     this.restartAfterBackoff(httpStatusOf(e) !== undefined, delay);
   }
