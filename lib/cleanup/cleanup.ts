@@ -35,10 +35,11 @@ import { KUBE_IPVS0 } from '../kernel/link/link';
 import { IpFamily } from '../model/ip-family';
 import { BuiltinChain, SetName, Table, ipsetName } from '../model/names';
 import { KUBE_CHAINS } from '../model/iptables';
-import { SetMembers, frontendTypeFromIpsets } from '../model/ipset-claims';
+import { OwnershipEvidence, unownedReason } from '../model/ipset-claims';
 import { VirtualServer, describeVirtualServer } from '../model/ipvs';
 import { isNoDevice } from '../kernel/link/link';
-import { listBoundAddresses } from '../kernel/link/dummy-device';
+import { listBoundAddresses, listLocalAddresses } from '../kernel/link/dummy-device';
+import { selectNodePortAddresses } from '../kernel/link/node-addresses';
 
 export interface CleanupDeps {
   readonly ipvs: Pick<Ipvs, 'apply' | 'listServices'>;
@@ -145,13 +146,20 @@ export function planTableCleanup(table: Table, saveText: string): { lines: strin
 }
 
 /**
- * Why cleanup leaves a virtual server, in words; null when kube-proxy's sets (or, when no set
- * was read, kube-ipvs0's addresses) name it. Pure.
+ * Why cleanup leaves a virtual server, in words; null when the evidence makes it kube-proxy's
+ * or kube-ipvs's, by the daemon's own adoption rule (model/ipset-claims.ts unownedReason). Pure.
  */
-export function keepReason(vs: VirtualServer, sets: SetMembers | undefined, bound: ReadonlySet<string>): string | null {
+export function keepReason(vs: VirtualServer, evidence: OwnershipEvidence): string | null {
   if (vs.fwmark > 0) return 'a fwmark service (kube-proxy never makes one)';
-  if (sets !== undefined) return frontendTypeFromIpsets(sets, vs) !== null ? null : 'in no kube-proxy ipset';
-  return bound.has(vs.address) ? null : 'its address is not bound on kube-ipvs0 (no kube-proxy ipset was read)';
+  return unownedReason(evidence, vs);
+}
+
+/**
+ * kube-proxy's NodePort addresses when no configuration says otherwise (cleanup reads none):
+ * every local address but kube-ipvs0's, loopback and IPv6 link-local ones.
+ */
+async function defaultNodePortAddresses(link: Link, exceptIndex: number | undefined): Promise<Set<string>> {
+  return new Set(selectNodePortAddresses(await listLocalAddresses(link, exceptIndex), []));
 }
 
 export async function cleanup(deps: CleanupDeps): Promise<CleanupReport> {
@@ -174,14 +182,22 @@ export async function cleanup(deps: CleanupDeps): Promise<CleanupReport> {
   } catch (e) {
     setsError = e;
   }
-  const kubeSets = present && kubeSetNames().some((n) => present!.has(n)) ? present : undefined;
   const bound = new Set<string>();
+  let dummyIndex: number | undefined;
   try {
-    const dev = await deps.link.getLink(KUBE_IPVS0);
-    for (const a of await listBoundAddresses(deps.link, dev.index)) bound.add(a);
+    dummyIndex = (await deps.link.getLink(KUBE_IPVS0)).index;
+    for (const a of await listBoundAddresses(deps.link, dummyIndex)) bound.add(a);
   } catch (e) {
     if (!isNoDevice(e)) log?.warn(`cleanup: the addresses of ${KUBE_IPVS0} could not be read: ${(e as Error)?.message ?? String(e)}`);
   }
+  let nodePortAddresses = new Set<string>();
+  try {
+    nodePortAddresses = await defaultNodePortAddresses(deps.link, dummyIndex);
+  } catch (e) {
+    // no NodePort address: a port-only set then vouches for nothing (kept, not deleted)
+    log?.warn(`cleanup: the node's addresses could not be read: ${(e as Error)?.message ?? String(e)}`);
+  }
+  const evidence: OwnershipEvidence = { ipsets: present, bound, nodePortAddresses };
 
   // 1. IPVS: only what the evidence names
   const virtualServersRemoved: string[] = [];
@@ -189,7 +205,7 @@ export async function cleanup(deps: CleanupDeps): Promise<CleanupReport> {
   try {
     for (const vs of await deps.ipvs.listServices()) {
       const what = describeVirtualServer(vs);
-      const reason = keepReason(vs, kubeSets, bound);
+      const reason = keepReason(vs, evidence);
       if (reason !== null) {
         virtualServersKept.push({ what, reason });
         log?.info(`cleanup: ${dryRun ? 'would leave' : 'left'} ${what}: ${reason}`);

@@ -52,7 +52,7 @@ export function hasKubeSets(sets: SetMembers): boolean {
  *    record, a port-only set vouches for nothing: a NodePort frontend kube-ipvs refused as
  *    foreign (keepalived on a node IP) is absent from the record, its port in the set.
  */
-export function adoptionReason(sets: SetMembers, vs: VirtualServerId, nodePortAddresses: ReadonlySet<string>): string | null {
+function adoptionReason(sets: SetMembers, vs: VirtualServerId, nodePortAddresses: ReadonlySet<string>): string | null {
   if (vs.fwmark > 0) return 'a fwmark service';
   const family: IpFamily = isIPv4(vs.address) ? 'ipv4' : 'ipv6';
   const proto = (PROTOCOL_NAMES[vs.protocol] ?? '').toLowerCase();
@@ -66,9 +66,36 @@ export function adoptionReason(sets: SetMembers, vs: VirtualServerId, nodePortAd
   const port = String(vs.port);
   const portOnly = (proto === 'tcp' && has(SetName.NODE_PORT_TCP, port)) || (proto === 'udp' && has(SetName.NODE_PORT_UDP, port));
   if (record) {
-    return `found when kube-ipvs started, not in its record of the frontends it programmed (${ipsetName(SetName.IPVS_OWNED, family)})${portOnly ? `, though a KUBE-NODE-PORT set holds port ${port}` : ''}`;
+    return `not in kube-ipvs's record of the frontends it programmed (${ipsetName(SetName.IPVS_OWNED, family)})${portOnly ? `, though a KUBE-NODE-PORT set holds port ${port}` : ''}`;
   }
   if (portOnly && nodePortAddresses.has(vs.address)) return null;
-  if (portOnly) return `found when kube-ipvs started: a KUBE-NODE-PORT set holds port ${port}, but ${vs.address} is not one of this node's NodePort addresses`;
-  return 'found when kube-ipvs started, in no kube-proxy ipset';
+  if (portOnly) return `a KUBE-NODE-PORT set holds port ${port}, but ${vs.address} is not one of this node's NodePort addresses`;
+  return 'in no kube-proxy ipset';
+}
+
+/** What the kernel says of who programmed a virtual server, as read before anything changes it. */
+export interface OwnershipEvidence {
+  /** the KUBE-* sets (undefined: they could not be read) */
+  readonly ipsets: SetMembers | undefined;
+  /** the addresses bound on kube-ipvs0 */
+  readonly bound: ReadonlySet<string>;
+  /** this node's NodePort addresses, both families */
+  readonly nodePortAddresses: ReadonlySet<string>;
+}
+
+/**
+ * Why the evidence does not make `vs` kube-proxy's or kube-ipvs's, in words; null when it does:
+ * the sets (adoptionReason), or, only when no KUBE-* set exists at all (or they could not be
+ * read), an address bound on kube-ipvs0 (kube-proxy's own rule: it binds every ClusterIP,
+ * external and LB VIP there). kube-proxy and kube-ipvs create every set on every sync, so with
+ * one present, kube-ipvs0 vouches for nothing: a tenant's externalIP on a foreign VIP would
+ * have put that address there. The daemon's adoption read (proxier/ownership.ts) and
+ * `kube-ipvs cleanup` decide by this one rule.
+ */
+export function unownedReason(e: OwnershipEvidence, vs: VirtualServerId): string | null {
+  if (e.ipsets === undefined || !hasKubeSets(e.ipsets)) {
+    if (e.bound.has(vs.address)) return null;
+    return e.ipsets === undefined ? 'its address not bound on kube-ipvs0 (the ipsets could not be read)' : 'no KUBE-* ipset in the kernel and its address not bound on kube-ipvs0';
+  }
+  return adoptionReason(e.ipsets, vs, e.nodePortAddresses);
 }

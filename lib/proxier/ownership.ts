@@ -21,7 +21,7 @@
  * refused that frontend (plan-service-port.ts, ForeignVirtualServer).
  */
 import { VirtualServerId, realServerKey } from '../model/ipvs';
-import { SetMembers, adoptionReason, hasKubeSets } from '../model/ipset-claims';
+import { OwnershipEvidence, unownedReason } from '../model/ipset-claims';
 import { needsGracefulTermination } from '../reconcile/diff-ipvs';
 import type { IpvsTable } from '../reconcile/ipvs-table';
 import type { DesiredVirtualServer } from '../plan/service-plan';
@@ -52,7 +52,7 @@ export interface FirstSightFacts {
    * at the adoption read only: the KUBE-* sets (undefined: not read), kube-ipvs0's addresses
    * and this node's NodePort addresses (both families), as first read
    */
-  readonly adoption?: { readonly ipsets: SetMembers | undefined; readonly bound: ReadonlySet<string>; readonly nodePortAddresses: ReadonlySet<string> };
+  readonly adoption?: OwnershipEvidence;
 }
 
 /** Why a virtual server seen for the first time is foreign, in words; null when it is kube-ipvs's. */
@@ -60,14 +60,8 @@ export function firstSightReason(vsKey: string, vs: VirtualServerId, facts: Firs
   if (facts.created(vsKey)) return null;
   const a = facts.adoption;
   if (!a) return 'it appeared in the kernel after kube-ipvs adopted the table, and kube-ipvs did not create it';
-  // the sets name ip,proto:port; kube-ipvs0 only the address, which a tenant's externalIP on a
-  // foreign VIP (another port) would put there: bound counts only when no KUBE-* set exists
-  // (kube-proxy and kube-ipvs create them all on every sync, so with none, neither did that)
-  if (a.ipsets === undefined || !hasKubeSets(a.ipsets)) {
-    if (a.bound.has(vs.address)) return null;
-    return a.ipsets === undefined ? 'found when kube-ipvs started, its address not bound on kube-ipvs0' : 'found when kube-ipvs started, no KUBE-* ipset in the kernel and its address not bound on kube-ipvs0';
-  }
-  return adoptionReason(a.ipsets, vs, a.nodePortAddresses);
+  const why = unownedReason(a, vs);
+  return why === null ? null : `found when kube-ipvs started: ${why}`;
 }
 
 export interface AdoptedDrains {

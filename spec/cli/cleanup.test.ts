@@ -99,6 +99,30 @@ describe('kube-ipvs cleanup: only what kube-proxy or kube-ipvs owns (issue 25 it
     expect(info).toMatch(/left FWM 7: a fwmark service/);
   });
 
+  it("a port in KUBE-NODE-PORT-TCP vouches only for this node's addresses, and not at all once kube-ipvs's record exists: keepalived's VIP at a NodePort number stays", async () => {
+    const at = (address: string) => ({ af: AF_INET, protocol: IPPROTO_TCP, address, port: 30443, fwmark: 0, scheduler: 'rr' }) as const;
+    const { env, ipvs, link, ipset } = await mixedNode();
+    await link.addDummy('eth0');
+    await link.addAddress((await link.getLink('eth0')).index, '192.0.2.1');
+    for (const vs of [at('192.0.2.1'), at('198.51.100.100')]) await ipvs.apply({ kind: 'newService', vs });
+    await ipset.restore('add KUBE-NODE-PORT-TCP 30443\n');
+    const dry = async () => {
+      const out: string[] = [];
+      expect(await runCleanup(['--families', 'ipv4', '--dry-run'], { ...env, stdout: { write: (s: string) => out.push(s) } })).toBe(0);
+      return out.join('');
+    };
+    // kube-proxy's node (no record): its NodePort on the node's address goes, keepalived's VIP stays
+    let text = await dry();
+    expect(text).toMatch(/would remove IPVS TCP 192\.0\.2\.1:30443/);
+    expect(text).toMatch(/would leave IPVS TCP 198\.51\.100\.100:30443: a KUBE-NODE-PORT set holds port 30443, but 198\.51\.100\.100 is not one of this node's NodePort addresses/);
+    // kube-ipvs's node: its record names what it programmed; the NodePort on the node IP is not in it
+    await ipset.restore('create KUBE-IPVS-OWNED hash:ip,port family inet hashsize 1024 maxelem 65536\nadd KUBE-IPVS-OWNED 10.96.0.10,tcp:80\n');
+    text = await dry();
+    expect(text).toMatch(/would remove IPVS TCP 10\.96\.0\.10:80/);
+    expect(text).toMatch(/would leave IPVS TCP 192\.0\.2\.1:30443: not in kube-ipvs's record/);
+    expect(text).toMatch(/would leave IPVS TCP 198\.51\.100\.100:30443/);
+  });
+
   it('without kube-proxy sets, a VIP bound on kube-ipvs0 is the evidence', async () => {
     const { env, ipvs, link } = await mixedNode();
     const noSets = new FakeIpset();

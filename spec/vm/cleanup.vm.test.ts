@@ -30,12 +30,22 @@ function seed(b: Backend): void {
   tryRun('ipvsadm', ['-A', '-t', '192.168.1.10:443', '-s', 'wlc']);
   tryRun('ipvsadm', ['-a', '-t', '192.168.1.10:443', '-r', '192.168.1.11:443', '-g']);
   tryRun('ipvsadm', ['-A', '-f', '7', '-s', 'rr']);
+  // a NodePort kube-proxy made on the node's address, and keepalived's VIP on another address at
+  // the same port number: a port in KUBE-NODE-PORT-TCP vouches only for the node's addresses
+  if (tryRun('ip', ['link', 'show', 'node0']).status !== 0) {
+    ip('link', 'add', 'node0', 'type', 'dummy');
+    ip('addr', 'add', '192.0.2.1/24', 'dev', 'node0');
+  }
+  run('ipset', ['add', '-exist', 'KUBE-NODE-PORT-TCP', '30443']);
+  tryRun('ipvsadm', ['-A', '-t', '192.0.2.1:30443', '-s', 'rr']);
+  tryRun('ipvsadm', ['-A', '-t', '198.51.100.100:30443', '-s', 'wlc']);
 }
 
 const foreignIpvsStays = () => {
   const table = run('ipvsadm', ['-Ln']);
   expect(table).toMatch(/TCP\s+192\.168\.1\.10:443 wlc\s*\n\s+-> 192\.168\.1\.11:443/);
   expect(table).toMatch(/FWM\s+7 rr/);
+  expect(table).toMatch(/TCP\s+198\.51\.100\.100:30443 wlc/);
 };
 
 /** Everything cleanup may look at, as text, for a before/after comparison. */
@@ -58,6 +68,7 @@ function snapshot(b: Backend): string {
 
 function wipe(b: Backend): void {
   tryRun('ip', ['link', 'del', FOREIGN.LINK]);
+  tryRun('ip', ['link', 'del', 'node0']);
   tryRun('ip', ['link', 'del', 'kube-ipvs0']);
   tryRun('ipvsadm', ['-C']);
   for (const f of ['ipv4', 'ipv6'] as const) {
@@ -88,6 +99,8 @@ describe.each<[Backend]>([['nft'], ['legacy']])('kube-ipvs cleanup with iptables
     expect(r.stdout).toMatch(/^would remove IPVS TCP 10\.96\.0\.10:80$/m);
     expect(r.stdout).toMatch(/^would leave IPVS TCP 192\.168\.1\.10:443: in no kube-proxy ipset$/m);
     expect(r.stdout).toMatch(/^would leave IPVS FWM 7: a fwmark service/m);
+    expect(r.stdout).toMatch(/^would remove IPVS TCP 192\.0\.2\.1:30443$/m);
+    expect(r.stdout).toMatch(/^would leave IPVS TCP 198\.51\.100\.100:30443: a KUBE-NODE-PORT set holds port 30443, but 198\.51\.100\.100 is not one of this node's NodePort addresses$/m);
     expect(r.stdout).toMatch(/^would remove link kube-ipvs0$/m);
     expect(r.stdout).toMatch(/^would remove ipset KUBE-CLUSTER-IP$/m);
     expect(snapshot(b)).toBe(before);
@@ -99,6 +112,7 @@ describe.each<[Backend]>([['nft'], ['legacy']])('kube-ipvs cleanup with iptables
     expect(r.stderr).not.toMatch(/"level":"error"/);
 
     expect(run('ipvsadm', ['-Ln'])).not.toMatch(/TCP\s+10\.96\.0\.10:80/);
+    expect(run('ipvsadm', ['-Ln'])).not.toMatch(/TCP\s+192\.0\.2\.1:30443/);
     foreignIpvsStays();
     expect(tryRun('ip', ['link', 'show', 'kube-ipvs0']).status).not.toBe(0);
     expect(ip('-d', '-o', 'link', 'show', FOREIGN.LINK)).toMatch(/ dummy /);
