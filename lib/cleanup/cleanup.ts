@@ -3,12 +3,14 @@
  * removes what kube-proxy's IPVS mode (or kube-ipvs) leaves on a node, in the order the
  * kernel requires, touching nothing else:
  *
- *  0. read the ownership evidence first (what steps 2 and 4 remove): kube-proxy's KUBE-* sets
- *     and the addresses bound on kube-ipvs0;
- *  1. delete the IPVS virtual servers that evidence names (the daemon's adoption rule,
- *     lib/proxier/ownership.ts: an ip,proto:port in KUBE-CLUSTER-IP / EXTERNAL-IP /
- *     LOAD-BALANCER or a port in a KUBE-NODE-PORT-* set; only when no kube-proxy set was
- *     read, an address bound on kube-ipvs0). Never a fwmark service, never a foreign one
+ *  0. read the ownership evidence first (what steps 2 and 4 remove): the KUBE-* sets, the
+ *     addresses bound on kube-ipvs0, and the node's addresses;
+ *  1. delete the IPVS virtual servers that evidence names, by the daemon's adoption rule
+ *     (model/ipset-claims.ts unownedReason: kube-ipvs's record or a kube-proxy set naming the
+ *     exact ip,proto:port; without a record, a port in KUBE-NODE-PORT-TCP/UDP for one of the
+ *     node's addresses; with no KUBE-* set at all, an address bound on kube-ipvs0; cleanup has
+ *     no configuration, so the node's addresses are kube-proxy's default nodePortAddresses,
+ *     every local one). Never a fwmark service, never a foreign one
  *     (keepalived's, an admin's): each one left is reported with why. kube-proxy flushes the
  *     whole table here; kube-ipvs does not;
  *  2. delete the kube-ipvs0 dummy (a kube-ipvs0 of another kind is reported, never deleted);
