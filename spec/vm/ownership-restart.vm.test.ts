@@ -126,4 +126,24 @@ describe('keepalived across a restart of the real daemon (issue 25 item 1)', () 
     expect(r.status).toBe(0);
     expect(run('ipset', ['list', '-n']).split('\n').filter((n) => n.startsWith('KUBE-'))).toEqual([]);
   }, 300_000);
+
+  it("no KUBE-* set at all, the VIP bound on kube-ipvs0 (issue 25 item 2): the tenant's virtual server is adopted, not refused; keepalived still untouched", async () => {
+    // what kube-proxy leaves when its sets are gone: the ClusterIP's virtual server and its
+    // address on kube-ipvs0 (cleanup above removed the sets, kube-ipvs0 and what they named)
+    expect(run('ipset', ['list', '-n']).split('\n').filter((n) => n.startsWith('KUBE-'))).toEqual([]);
+    ip('link', 'add', 'kube-ipvs0', 'type', 'dummy');
+    ip('addr', 'add', '10.96.0.70/32', 'dev', 'kube-ipvs0');
+    run('ipvsadm', ['-A', '-t', '10.96.0.70:443', '-s', 'rr']);
+    run('ipvsadm', ['-a', '-t', '10.96.0.70:443', '-r', '10.244.7.70:8443', '-m', '-w', '1']);
+    daemon = startKubeIpvs(['--config', cfg, '--v=2']);
+    await fullSyncs(1);
+    const msgs = daemon.lines.map((l) => String(l.message));
+    expect(msgs.filter((m) => m.includes('10.96.0.70:443') && m.includes("not kube-ipvs's"))).toEqual([]);
+    expect(ipvsRules().filter((l) => l.includes('10.96.0.70:443'))).toEqual(['-A -t 10.96.0.70:443 -s rr', '-a -t 10.96.0.70:443 -r 10.244.7.70:8443 -m -w 1']);
+    expect(run('ip', ['-o', '-4', 'addr', 'show', 'dev', 'kube-ipvs0'])).toContain('10.96.0.70/32');
+    // keepalived's addresses are not on kube-ipvs0: still foreign, still byte-identical
+    expect(foreignLines()).toEqual(before);
+    // and the record now names the adopted frontend
+    expect(setLines('KUBE-IPVS-OWNED')).toEqual(['add KUBE-IPVS-OWNED 10.96.0.70,tcp:443']);
+  }, 600_000);
 });
