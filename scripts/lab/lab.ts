@@ -36,15 +36,40 @@ const READY_TIMEOUT_MS = 180_000;
 
 type ApiserverName = keyof typeof LAB_GUEST_IPS;
 
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
+/** Whether `port` can be bound on loopback now. */
+function bindable(port: number): Promise<boolean> {
+  return new Promise((resolve) => {
     const s = net.createServer();
-    s.once('error', reject);
-    s.listen(0, '127.0.0.1', () => {
-      const { port } = s.address() as net.AddressInfo;
-      s.close(() => resolve(port));
-    });
+    s.once('error', () => resolve(false));
+    s.listen(port, '127.0.0.1', () => s.close(() => resolve(true)));
   });
+}
+
+/** The kernel's range of ephemeral ports (the local ports of outgoing connections). */
+function ephemeralRange(): [number, number] {
+  try {
+    const [lo, hi] = fs.readFileSync('/proc/sys/net/ipv4/ip_local_port_range', 'utf8').trim().split(/\s+/).map(Number);
+    if (lo! > 0 && hi! >= lo!) return [lo!, hi!];
+  } catch {
+    // not Linux: the default range
+  }
+  return [32768, 60999];
+}
+
+/**
+ * A port free now, below the ephemeral range: a port the kernel hands out (listen on 0) is
+ * released before its user binds it seconds later, and meanwhile an outgoing connection (the
+ * API server's to etcd) may take it as its local port: one `make test` lost its lab to
+ * EADDRINUSE that way. `taken` are the ports already chosen for this lab.
+ */
+async function freePort(taken: readonly number[] = []): Promise<number> {
+  const [lo, hi] = ephemeralRange();
+  const [from, to] = lo > 20_000 ? [10_000, lo - 1] : [hi + 1, 65_535];
+  for (let i = 0; i < 1000; i++) {
+    const port = from + Math.floor(Math.random() * (to - from + 1));
+    if (!taken.includes(port) && (await bindable(port))) return port;
+  }
+  throw new Error(`no free port in ${from}-${to}`);
 }
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -321,13 +346,16 @@ function controlServer(lab: Lab): http.Server {
 }
 
 async function serve(dir: string): Promise<void> {
+  const ports: number[] = [];
+  for (let i = 0; i < 5; i++) ports.push(await freePort(ports));
+  const [controlPort, clientPort, peerPort, portA, portB] = ports as [number, number, number, number, number];
   const info: LabInfo = {
     pid: process.pid,
     dir,
     version: fs.readFileSync(path.join(BIN, 'VERSION'), 'utf8').trim(),
-    controlPort: await freePort(),
-    etcd: { clientPort: await freePort(), peerPort: await freePort() },
-    apiservers: { a: { port: await freePort() }, b: { port: await freePort() } },
+    controlPort,
+    etcd: { clientPort, peerPort },
+    apiservers: { a: { port: portA }, b: { port: portB } },
     guest: LAB_GUEST_IPS,
     ready: false,
   };

@@ -170,12 +170,13 @@ describeBuilt('the kube-ipvs image, run as the DaemonSet runs it', () => {
   it("programs the node's kernel from the image: the Service's virtual server, seen from the host", async () => {
     const rules = await eventually('the virtual server', () => tryRun('ipvsadm', ['-Sn']).stdout.split('\n').filter(Boolean).sort(), (r) => r.length >= 2, daemon);
     expect(rules).toEqual(['-A -t 10.96.7.10:80 -s rr', `-a -t 10.96.7.10:80 -r ${POD.ip}:8080 -m -w 1`]);
-    expect(connect('', '10.96.7.10', 80).reply).toMatch(/^imgpod client=/);
     // kube-proxy's default log format (klog text), and the image carries the netlink addon
     // (without it the daemon warns that kernel error messages are off)
-    // (the virtual server is there before the sync that made it logs its end: wait for the line)
+    // (the virtual server is there before the sync that made it has written its ipsets and
+    // iptables rules and logged its end: wait for the line, then connect)
     const isSyncDone = (l: string) => /^I\d{4} [\d:.]+ +\d+ proxier\] "sync done" full=true /.test(l);
     await eventually('the first "sync done" line, klog text', () => daemon.text.filter(isSyncDone), (l) => l.length > 0, daemon);
+    expect(connect('', '10.96.7.10', 80).reply).toMatch(/^imgpod client=/);
     expect(daemon.text.filter((l) => l.includes('extended ack'))).toEqual([]);
   }, 600_000);
 
