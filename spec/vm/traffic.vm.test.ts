@@ -82,6 +82,8 @@ describe.each<['nft' | 'legacy']>([['nft'], ['legacy']])('traffic through kube-i
       LOAD_BALANCER_FW: [entryIpPort(LB_IP, 'tcp', 80)],
       LOAD_BALANCER_SOURCE_CIDR: [entryIpPortNet(LB_IP, 'tcp', 80, '192.0.2.0/24')],
       IPVS_IPS: [entryIp(CLUSTER_IP), entryIp(LB_IP)],
+      // the daemon records every frontend it programs; with a record, cleanup trusts nothing else
+      IPVS_OWNED: [entryIpPort(CLUSTER_IP, 'tcp', 80), entryIpPort(LB_IP, 'tcp', 80), entryIpPort(NODE_IP, 'tcp', NODE_PORT)],
     });
     await createIpset().sync(sets);
     await createIptables({ family: 'ipv4', backend }).sync(
@@ -141,6 +143,8 @@ describe.each<['nft' | 'legacy']>([['nft'], ['legacy']])('traffic through kube-i
       ipset: new ExecIpsetRunner(exec),
     });
     expect(report.failures).toEqual([]);
+    expect(report.virtualServersKept).toEqual([]);
+    expect(await ipvs.listServices()).toEqual([]);
     expect(connect(POD2.name, CLUSTER_IP, 80, 3).outcome).not.toBe('ok');
     expect(run(`iptables-${backend}-save`, ['-t', 'filter'])).toContain(`-A INPUT -p tcp -m tcp --dport 2 -j ${FOREIGN.chain}`);
     expect(run(`iptables-${backend}-save`, ['-t', 'filter'])).toContain(`-A ${FOREIGN.chain} -j RETURN`);
