@@ -4,12 +4,13 @@
 # ipset, iptables), a C compiler (native/: one Node-API addon), Go and moby/ipvs for make
 # bench's peer (kube-proxy's IPVS library, built offline from Debian's source packages),
 # openssl (the fake API server's test CA and certificates, testkit/test-pki.ts),
+# nftables (`nft`: the real kube-proxy runs it in nftables mode, which the migration tests start from),
 # node modules (Node 24 comes from the `node` npm package),
 # and the VM image (Debian's stock kernel, downloaded and unpacked, never installed).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PKGS=(qemu-system-x86 busybox-static kmod ipvsadm ipset iptables iproute2 curl xz-utils file make gcc libc6-dev
-  golang-go golang-github-docker-docker-dev openssl socat)
+  golang-go golang-github-docker-docker-dev openssl socat nftables)
 missing=()
 for p in "${PKGS[@]}"; do dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p"); done
 if [ ${#missing[@]} -gt 0 ]; then
