@@ -32,10 +32,10 @@ import { deleteDummyDevice } from '../kernel/link/dummy-device';
 import { IptablesRunner } from '../kernel/iptables/iptables';
 import { IpsetRunner, ObservedSet } from '../kernel/ipset/ipset';
 import { parseIpsetSave } from '../kernel/ipset/ipset-text';
-import { tokenize } from '../kernel/iptables/parse-restore';
+import { planChainRemoval } from '../kernel/iptables/chain-removal';
 import { KUBE_IPVS0 } from '../kernel/link/link';
 import { IpFamily } from '../model/ip-family';
-import { BuiltinChain, SetName, Table, ipsetName } from '../model/names';
+import { SetName, Table, ipsetName } from '../model/names';
 import { KUBE_CHAINS } from '../model/iptables';
 import { OwnershipEvidence, unownedReason } from '../model/ipset-claims';
 import { VirtualServer, describeVirtualServer } from '../model/ipvs';
@@ -106,7 +106,6 @@ async function dummyThere(link: Link): Promise<boolean> {
 }
 
 const TABLES: readonly Table[] = ['nat', 'filter'];
-const BUILTINS: ReadonlySet<string> = new Set(Object.values(BuiltinChain));
 
 /** Every set name kube-proxy's IPVS mode may have created: the 17, IPv4 and KUBE-6- IPv6. */
 export function kubeSetNames(): string[] {
@@ -118,33 +117,7 @@ export function kubeSetNames(): string[] {
 /** What one table's cleanup restore must do, computed from its `iptables-save -t` text. Pure. */
 export function planTableCleanup(table: Table, saveText: string): { lines: string[]; kept: string[] } {
   const ours = new Set<string>(KUBE_CHAINS[table]);
-  const existing = new Set<string>();
-  const jumps: string[] = [];
-  const foreignRefs = new Set<string>();
-  for (const raw of saveText.split('\n')) {
-    const line = raw.trim();
-    if (line.startsWith(':')) {
-      const name = line.slice(1).split(/\s+/)[0]!;
-      if (ours.has(name)) existing.add(name);
-      continue;
-    }
-    if (!line.startsWith('-A ')) continue;
-    const t = tokenize(line);
-    const chain = t[1]!;
-    let target: string | undefined;
-    for (let i = 2; i < t.length - 1; i++) if (t[i] === '-j' || t[i] === '-g' || t[i] === '--jump' || t[i] === '--goto') target = t[i + 1];
-    if (target === undefined || !ours.has(target) || ours.has(chain)) continue;
-    if (BUILTINS.has(chain)) jumps.push(`-D ${chain} ${line.slice(3 + chain.length + 1)}`);
-    else foreignRefs.add(target);
-  }
-  const chains = KUBE_CHAINS[table].filter((c) => existing.has(c));
-  const kept = chains.filter((c) => foreignRefs.has(c));
-  const lines = [
-    ...jumps,
-    ...chains.map((c) => `-F ${c}`),
-    ...chains.filter((c) => !foreignRefs.has(c)).map((c) => `-X ${c}`),
-  ];
-  return { lines, kept };
+  return planChainRemoval(saveText, { remove: (c) => ours.has(c), order: KUBE_CHAINS[table] });
 }
 
 /**

@@ -50,3 +50,33 @@ export interface IptablesPlan {
 export function jumpRuleSpec(j: JumpRule): string {
   return `-m comment --comment "${j.comment}" -j ${j.to}`;
 }
+
+/**
+ * What kube-proxy's iptables mode (K8S pkg/proxy/iptables/proxier.go) leaves that IPVS mode
+ * never writes: its own chains per table (nat KUBE-SERVICES, KUBE-POSTROUTING and
+ * KUBE-MARK-MASQ, and filter KUBE-FORWARD and KUBE-PROXY-FIREWALL, are IPVS mode's too, and
+ * are rewritten by the first sync), its per-Service chains (`isServiceChainName`), and its
+ * jump into the shared KUBE-PROXY-FIREWALL under another comment. Left in place after a switch
+ * to IPVS, filter KUBE-SERVICES and KUBE-EXTERNAL-SERVICES keep REJECTing every Service that
+ * had no endpoints at the switch, for good, whatever endpoints it gets later.
+ */
+export const IPTABLES_MODE_CHAINS: { readonly [T in Table]: readonly string[] } = {
+  nat: ['KUBE-NODEPORTS', 'KUBE-PROXY-CANARY'],
+  filter: ['KUBE-SERVICES', 'KUBE-EXTERNAL-SERVICES', 'KUBE-NODEPORTS', 'KUBE-PROXY-CANARY'],
+};
+/** nat: KUBE-SVC-/SVL- (per Service), KUBE-SEP- (per endpoint), KUBE-FW-/EXT- (firewall, external) */
+export const IPTABLES_MODE_CHAIN_PREFIXES: readonly string[] = ['KUBE-SVC-', 'KUBE-SVL-', 'KUBE-SEP-', 'KUBE-FW-', 'KUBE-EXT-'];
+/** iptables mode's comment on its INPUT/OUTPUT/FORWARD jumps to KUBE-PROXY-FIREWALL */
+export const IPTABLES_MODE_FIREWALL_COMMENT = 'kubernetes load balancer firewall';
+
+/** Whether `chain` in `table` is one only kube-proxy's iptables mode makes. */
+export function isIptablesModeChain(table: Table, chain: string): boolean {
+  return IPTABLES_MODE_CHAINS[table].includes(chain) || (table === 'nat' && IPTABLES_MODE_CHAIN_PREFIXES.some((p) => chain.startsWith(p)));
+}
+
+/** Whether a built-in rule's tokens are iptables mode's jump to the shared KUBE-PROXY-FIREWALL. */
+export function isIptablesModeFirewallJump(tokens: readonly string[]): boolean {
+  const comment = tokens.indexOf('--comment');
+  const jump = tokens.indexOf('-j');
+  return comment >= 0 && tokens[comment + 1] === IPTABLES_MODE_FIREWALL_COMMENT && jump >= 0 && tokens[jump + 1] === Chain.PROXY_FIREWALL;
+}

@@ -5,8 +5,9 @@ import { Iptables, IptablesBackend, IptablesRunner, IptablesSyncOptions, Iptable
 import { joinTokens, parseSaveRules, tokenize } from './parse-restore';
 import { IpFamily } from '../../model/ip-family';
 import { Table } from '../../model/names';
-import { IptablesPlan, JumpRule, jumpRuleSpec } from '../../model/iptables';
+import { IptablesPlan, JumpRule, isIptablesModeChain, isIptablesModeFirewallJump, jumpRuleSpec } from '../../model/iptables';
 import { formatIptablesRestore } from './format-restore';
+import { planChainRemoval } from './chain-removal';
 
 const TABLES = ['nat', 'filter'] as const;
 
@@ -205,6 +206,8 @@ export class IptablesSync implements Iptables {
     const repaired: string[] = [];
     /** the jump rules were read in this sync, after gen0 */
     let jumpsReadAfterGen0 = false;
+    /** kube-proxy's iptables-mode leftovers in the tables read: `*table` blocks of restore lines */
+    const leftovers: string[] = [];
     if (opts.force || opts.verify || !this.jumpsChecked) {
       jumpsReadAfterGen0 = true;
       const existing = new Map<Table, Map<string, string[]>>();
@@ -215,6 +218,7 @@ export class IptablesSync implements Iptables {
         const save = await this.runner.save(table);
         const rules = parseSaveRules(save);
         existing.set(table, rules);
+        leftovers.push(...iptablesModeLeftovers(plan, table, save));
         // drift matters only for text we believe is in place; a changed text is written anyway
         if (opts.verify && unchanged) repaired.push(...chainDrift(plan, table, save, rules));
       }
@@ -224,6 +228,10 @@ export class IptablesSync implements Iptables {
       });
       if (opts.verify && unchanged) repaired.push(...missing.map((j) => `${j.table} ${j.from}: jump to ${j.to} missing`));
       if (!opts.force && unchanged && repaired.length === 0) {
+        if (leftovers.length > 0) {
+          const removed = await this.removeLeftovers(leftovers);
+          return { execs: execs + 1, wrote: false, insertedJumps: [], restoreText: '', repaired, ...removed };
+        }
         // (a verify: `unchanged` without verify returned above.) Proven only when nobody
         // committed while the saves ran: then they read the state at gen0.
         if (gen0 !== undefined && (await this.readGeneration()) === gen0) {
@@ -266,6 +274,60 @@ export class IptablesSync implements Iptables {
         this.peers?.committedAlone(this, gen0, after);
       }
     }
-    return { execs, wrote: true, insertedJumps: missing, restoreText: payload, ...(opts.verify ? { repaired } : {}) };
+    // after our own restore: nat KUBE-SERVICES no longer jumps to the KUBE-SVC-* chains
+    const removed = leftovers.length > 0 ? await this.removeLeftovers(leftovers) : {};
+    if (leftovers.length > 0) execs++;
+    return { execs, wrote: true, insertedJumps: missing, restoreText: payload, ...(opts.verify ? { repaired } : {}), ...removed };
   }
+
+  /**
+   * One more restore removing kube-proxy's iptables-mode leftovers (model/iptables.ts), after
+   * ours: a refusal is logged and never fails the sync (the rules of ours are in place); the
+   * next check that reads the tables finds them again.
+   */
+  private async removeLeftovers(blocks: readonly string[]): Promise<{ leftoversRemoved?: readonly string[] }> {
+    const log = componentLog('iptables');
+    const lines = blocks.flatMap((b) => {
+      const [head, ...rest] = b.split('\n');
+      return rest.map((l) => `${head!.slice(1)} ${l}`);
+    });
+    // our own commits moved the generation; the next verify reads the tables
+    this.verifiedGen = undefined;
+    try {
+      await this.runner.restore(blocks.map((b) => `${b}\nCOMMIT\n`).join(''));
+    } catch (e) {
+      log.warn(`${this.family}: kube-proxy's iptables-mode chains could not be removed (${(e as Error).message}); retried at the next check`, {
+        family: this.family,
+      });
+      return {};
+    }
+    const chains = lines.filter((l) => / -X /.test(l)).length;
+    log.info(`${this.family}: removed kube-proxy's iptables-mode leftovers: ${chains} chains, ${lines.filter((l) => / -D /.test(l)).length} jump rules (kube-proxy leaves them when a node moves to IPVS mode; its stale REJECTs would refuse Services)`, {
+      family: this.family,
+      removed: lines,
+    });
+    return { leftoversRemoved: lines };
+  }
+}
+
+/**
+ * A `*table` block (without COMMIT) removing kube-proxy's iptables-mode chains and jumps found
+ * in `save`, or nothing. The plan's chains are rewritten by our restore first, so their old
+ * rules (nat KUBE-SERVICES jumping to KUBE-SVC-*) do not keep a chain.
+ */
+function iptablesModeLeftovers(plan: IptablesPlan, table: Table, save: string): string[] {
+  const { lines, kept } = planChainRemoval(save, {
+    remove: (c) => isIptablesModeChain(table, c),
+    alsoDelete: isIptablesModeFirewallJump,
+    rewritten: new Set(plan[table].chains),
+  });
+  // a kept chain already flushed is as clean as it gets: no restore, no warning, every check
+  const rules = parseSaveRules(save);
+  const flushed = new Set(kept.filter((c) => (rules.get(c)?.length ?? 0) === 0));
+  const todo = lines.filter((l) => !(l.startsWith('-F ') && flushed.has(l.slice(3))));
+  if (todo.length === 0) return [];
+  if (kept.length > flushed.size) {
+    componentLog('iptables').warn(`${plan.family} ${table}: kube-proxy's iptables-mode chains ${kept.join(', ')} are still jumped to by a foreign rule: flushed, not deleted`);
+  }
+  return [[`*${table}`, ...todo].join('\n')];
 }

@@ -25,6 +25,12 @@ export interface IptablesSyncResult {
    * 0 of 4 rules", "filter KUBE-FORWARD: missing", "nat OUTPUT: jump to KUBE-SERVICES missing")
    */
   readonly repaired?: readonly string[];
+  /**
+   * kube-proxy's iptables-mode leftovers found in the tables this sync read and removed by
+   * one more restore after its own ("nat -X KUBE-SVC-...", "filter -D OUTPUT ..."); absent
+   * when there were none
+   */
+  readonly leftoversRemoved?: readonly string[];
 }
 
 export interface IptablesSyncOptions {

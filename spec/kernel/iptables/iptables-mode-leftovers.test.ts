@@ -1,0 +1,176 @@
+// A node kube-proxy's iptables mode ran on: the first sync of kube-ipvs leaves its tables as a
+// node that never ran it would hold them (kube-proxy's IPVS mode does not: its filter
+// KUBE-SERVICES REJECTs stay), and touches nothing that is not kube-proxy's.
+import { FakeIptables } from '../../../lib/kernel/iptables/fake-iptables';
+import { planIptables } from '../../../lib/plan/iptables';
+import { planChainRemoval } from '../../../lib/kernel/iptables/chain-removal';
+import { isIptablesModeChain, isIptablesModeFirewallJump } from '../../../lib/model/iptables';
+import { SetKey } from '../../../lib/model/names';
+
+const SETS: SetKey[] = ['CLUSTER_IP', 'NODE_PORT_TCP', 'LOAD_BALANCER'];
+const plan = planIptables({ family: 'ipv4', clusterCIDR: '10.244.0.0/16', nonEmptySets: new Set(SETS), randomFully: true });
+
+// what an admin and the kubelet keep there, and no kube-proxy mode touches
+const FOREIGN = [
+  '*filter',
+  ':KUBE-FIREWALL - [0:0]',
+  '-A INPUT -p tcp -m tcp --dport 22 -j ACCEPT',
+  '-A INPUT -j KUBE-FIREWALL',
+  '-A KUBE-FIREWALL ! -s 127.0.0.0/8 -d 127.0.0.0/8 -m comment --comment "block incoming localnet connections" -m conntrack ! --ctstate RELATED,ESTABLISHED,DNAT -j DROP',
+  'COMMIT',
+].join('\n') + '\n';
+
+// kube-proxy v1.37 iptables mode, one Service with an endpoint and one without
+const IPTABLES_MODE = [
+  '*nat',
+  ':KUBE-SERVICES - [0:0]',
+  ':KUBE-POSTROUTING - [0:0]',
+  ':KUBE-MARK-MASQ - [0:0]',
+  ':KUBE-NODEPORTS - [0:0]',
+  ':KUBE-PROXY-CANARY - [0:0]',
+  ':KUBE-SVC-ERIFXISQEP7F7OF4 - [0:0]',
+  ':KUBE-SEP-IT2ZTR26TO4XFPTO - [0:0]',
+  ':KUBE-EXT-ERIFXISQEP7F7OF4 - [0:0]',
+  '-A PREROUTING -m comment --comment "kubernetes service portals" -j KUBE-SERVICES',
+  '-A OUTPUT -m comment --comment "kubernetes service portals" -j KUBE-SERVICES',
+  '-A POSTROUTING -m comment --comment "kubernetes postrouting rules" -j KUBE-POSTROUTING',
+  '-A KUBE-MARK-MASQ -j MARK --set-xmark 0x4000/0x4000',
+  '-A KUBE-SERVICES -d 10.96.0.10/32 -p tcp -m comment --comment "default/web:http cluster IP" -m tcp --dport 80 -j KUBE-SVC-ERIFXISQEP7F7OF4',
+  '-A KUBE-SERVICES -m comment --comment "kubernetes service nodeports; NOTE: this must be the last rule in this chain" -m addrtype --dst-type LOCAL -j KUBE-NODEPORTS',
+  '-A KUBE-NODEPORTS -p tcp -m comment --comment "default/web:http" -m tcp --dport 30080 -j KUBE-EXT-ERIFXISQEP7F7OF4',
+  '-A KUBE-EXT-ERIFXISQEP7F7OF4 -j KUBE-SVC-ERIFXISQEP7F7OF4',
+  '-A KUBE-SVC-ERIFXISQEP7F7OF4 -m comment --comment "default/web:http -> 10.244.1.2:8080" -j KUBE-SEP-IT2ZTR26TO4XFPTO',
+  '-A KUBE-SEP-IT2ZTR26TO4XFPTO -p tcp -m comment --comment "default/web:http" -m tcp -j DNAT --to-destination 10.244.1.2:8080',
+  'COMMIT',
+  '*filter',
+  ':KUBE-SERVICES - [0:0]',
+  ':KUBE-EXTERNAL-SERVICES - [0:0]',
+  ':KUBE-NODEPORTS - [0:0]',
+  ':KUBE-PROXY-FIREWALL - [0:0]',
+  ':KUBE-FORWARD - [0:0]',
+  ':KUBE-PROXY-CANARY - [0:0]',
+  '-A INPUT -m conntrack --ctstate NEW -m comment --comment "kubernetes load balancer firewall" -j KUBE-PROXY-FIREWALL',
+  '-A INPUT -m comment --comment "kubernetes health check service ports" -j KUBE-NODEPORTS',
+  '-A INPUT -m conntrack --ctstate NEW -m comment --comment "kubernetes externally-visible service portals" -j KUBE-EXTERNAL-SERVICES',
+  '-A FORWARD -m conntrack --ctstate NEW -m comment --comment "kubernetes load balancer firewall" -j KUBE-PROXY-FIREWALL',
+  '-A FORWARD -m comment --comment "kubernetes forwarding rules" -j KUBE-FORWARD',
+  '-A FORWARD -m conntrack --ctstate NEW -m comment --comment "kubernetes service portals" -j KUBE-SERVICES',
+  '-A FORWARD -m conntrack --ctstate NEW -m comment --comment "kubernetes externally-visible service portals" -j KUBE-EXTERNAL-SERVICES',
+  '-A OUTPUT -m conntrack --ctstate NEW -m comment --comment "kubernetes load balancer firewall" -j KUBE-PROXY-FIREWALL',
+  '-A OUTPUT -m conntrack --ctstate NEW -m comment --comment "kubernetes service portals" -j KUBE-SERVICES',
+  '-A KUBE-SERVICES -d 10.96.0.20/32 -p tcp -m comment --comment "default/empty:http has no endpoints" -m tcp --dport 80 -j REJECT --reject-with icmp-port-unreachable',
+  '-A KUBE-EXTERNAL-SERVICES -p tcp -m comment --comment "default/empty:http has no endpoints" -m addrtype --dst-type LOCAL -m tcp --dport 30081 -j REJECT --reject-with icmp-port-unreachable',
+  '-A KUBE-FORWARD -m conntrack --ctstate INVALID -m nfacct --nfacct-name ct_state_invalid_dropped_pkts -j DROP',
+  'COMMIT',
+].join('\n') + '\n';
+
+async function node(...payloads: string[]): Promise<FakeIptables> {
+  const ipt = new FakeIptables({ family: 'ipv4' });
+  for (const p of payloads) await ipt.restore(p);
+  return ipt;
+}
+
+describe("kube-proxy's iptables-mode leftovers at the first sync", () => {
+  it('removed after our restore: the tables are those of a node that never ran iptables mode; foreign rules stay', async () => {
+    const ipt = await node(FOREIGN, IPTABLES_MODE);
+    const r = await ipt.sync(plan);
+    // 2 saves, our restore, the leftovers' restore
+    expect(r).toMatchObject({ execs: 4, wrote: true });
+    expect(r.leftoversRemoved).toEqual(expect.arrayContaining([
+      'nat -X KUBE-SVC-ERIFXISQEP7F7OF4',
+      'nat -X KUBE-SEP-IT2ZTR26TO4XFPTO',
+      'nat -X KUBE-NODEPORTS',
+      'filter -D OUTPUT -m conntrack --ctstate NEW -m comment --comment "kubernetes service portals" -j KUBE-SERVICES',
+      'filter -D INPUT -m conntrack --ctstate NEW -m comment --comment "kubernetes load balancer firewall" -j KUBE-PROXY-FIREWALL',
+      'filter -X KUBE-SERVICES',
+      'filter -X KUBE-EXTERNAL-SERVICES',
+    ]));
+
+    const clean = await node(FOREIGN);
+    await clean.sync(plan);
+    expect(await ipt.save('nat')).toBe(await clean.save('nat'));
+    expect(await ipt.save('filter')).toBe(await clean.save('filter'));
+    expect(await ipt.save('filter')).not.toMatch(/has no endpoints|load balancer firewall/);
+
+    // nothing left to find
+    const again = await ipt.sync(plan, { verify: true });
+    expect(again).toMatchObject({ execs: 2, wrote: false, repaired: [] });
+    expect(again.leftoversRemoved).toBeUndefined();
+  });
+
+  it('a clean node: no extra restore', async () => {
+    const r = await (await node(FOREIGN)).sync(plan);
+    expect(r).toMatchObject({ execs: 3, wrote: true });
+    expect(r.leftoversRemoved).toBeUndefined();
+  });
+
+  it('found by a later verify (tables read then): removed without rewriting ours', async () => {
+    const ipt = await node(FOREIGN);
+    await ipt.sync(plan);
+    const ours = await ipt.save('nat');
+    await ipt.restore('*filter\n:KUBE-SERVICES - [0:0]\n-A OUTPUT -m conntrack --ctstate NEW -m comment --comment "kubernetes service portals" -j KUBE-SERVICES\n-A KUBE-SERVICES -d 10.96.0.20/32 -p tcp -m tcp --dport 80 -j REJECT --reject-with icmp-port-unreachable\nCOMMIT\n');
+    const r = await ipt.sync(plan, { verify: true });
+    expect(r).toMatchObject({ execs: 3, wrote: false, repaired: [] });
+    expect(r.leftoversRemoved).toEqual([
+      'filter -D OUTPUT -m conntrack --ctstate NEW -m comment --comment "kubernetes service portals" -j KUBE-SERVICES',
+      'filter -F KUBE-SERVICES',
+      'filter -X KUBE-SERVICES',
+    ]);
+    expect(await ipt.save('nat')).toBe(ours);
+    expect(await ipt.save('filter')).not.toMatch(/KUBE-SERVICES/);
+  });
+
+  it('a chain a foreign chain still jumps to is flushed, kept, and not touched again', async () => {
+    const ipt = await node(FOREIGN, IPTABLES_MODE, '*nat\n:ADMIN - [0:0]\n-A ADMIN -j KUBE-SVC-ERIFXISQEP7F7OF4\nCOMMIT\n');
+    const r = await ipt.sync(plan);
+    expect(r.leftoversRemoved).toContain('nat -F KUBE-SVC-ERIFXISQEP7F7OF4');
+    expect(r.leftoversRemoved).not.toContain('nat -X KUBE-SVC-ERIFXISQEP7F7OF4');
+    expect(r.leftoversRemoved).toContain('nat -X KUBE-SEP-IT2ZTR26TO4XFPTO');
+    const nat = await ipt.save('nat');
+    expect(nat).toContain(':KUBE-SVC-ERIFXISQEP7F7OF4');
+    expect(nat).toContain('-A ADMIN -j KUBE-SVC-ERIFXISQEP7F7OF4');
+    expect(nat).not.toMatch(/^-A KUBE-SVC-/m);
+    const again = await ipt.sync(plan, { verify: true });
+    expect(again).toMatchObject({ execs: 2, wrote: false });
+  });
+
+  it('a refused removal does not fail the sync: ours are in place, the next verify retries', async () => {
+    const ipt = await node(FOREIGN, IPTABLES_MODE);
+    const restore = ipt.restore.bind(ipt);
+    let calls = 0;
+    ipt.restore = async (text: string) => {
+      if (++calls === 2) throw new Error('iptables-restore: line 3 failed');
+      return restore(text);
+    };
+    const r = await ipt.sync(plan);
+    expect(r).toMatchObject({ execs: 4, wrote: true });
+    expect(r.leftoversRemoved).toBeUndefined();
+    expect(await ipt.save('filter')).toMatch(/has no endpoints/);
+    const again = await ipt.sync(plan, { verify: true });
+    expect(again.leftoversRemoved).toContain('filter -X KUBE-SERVICES');
+    expect(await ipt.save('filter')).not.toMatch(/has no endpoints/);
+  });
+});
+
+describe('iptables-mode chain names', () => {
+  it.each<[string, string, boolean]>([
+    ['nat', 'KUBE-SVC-ERIFXISQEP7F7OF4', true],
+    ['nat', 'KUBE-SEP-IT2ZTR26TO4XFPTO', true],
+    ['nat', 'KUBE-NODEPORTS', true],
+    ['nat', 'KUBE-NODE-PORT', false], // IPVS mode's
+    ['nat', 'KUBE-SERVICES', false], // shared, rewritten
+    ['filter', 'KUBE-SERVICES', true],
+    ['filter', 'KUBE-SVC-ERIFXISQEP7F7OF4', false], // iptables mode makes those in nat only
+    ['filter', 'KUBE-PROXY-FIREWALL', false], // shared
+    ['filter', 'KUBE-FIREWALL', false], // the kubelet's
+  ])('%s %s: %s', (table, chain, expected) => {
+    expect(isIptablesModeChain(table as 'nat' | 'filter', chain)).toBe(expected);
+  });
+
+  it('only the firewall jump under iptables mode\'s comment is its own', () => {
+    const plan = (save: string) => planChainRemoval(save, { remove: () => false, alsoDelete: isIptablesModeFirewallJump }).lines;
+    expect(plan('-A INPUT -m conntrack --ctstate NEW -m comment --comment "kubernetes load balancer firewall" -j KUBE-PROXY-FIREWALL\n'))
+      .toEqual(['-D INPUT -m conntrack --ctstate NEW -m comment --comment "kubernetes load balancer firewall" -j KUBE-PROXY-FIREWALL']);
+    expect(plan('-A INPUT -m comment --comment "kube-proxy firewall rules" -j KUBE-PROXY-FIREWALL\n')).toEqual([]);
+  });
+});
