@@ -222,11 +222,13 @@ export function e2eProxyConfig(o: {
    * conntrack timeouts left alone, which a network namespace cannot set
    */
   forKubeProxy?: boolean;
+  /** default ipvs; '' is kubeadm's (kube-proxy then runs iptables) */
+  mode?: string;
 }): string {
   return [
     'apiVersion: kubeproxy.config.k8s.io/v1alpha1',
     'kind: KubeProxyConfiguration',
-    'mode: ipvs',
+    `mode: ${JSON.stringify(o.mode ?? 'ipvs')}`,
     'clientConnection:',
     `  kubeconfig: ${path.join(o.dir, 'kubeconfig')}`,
     `hostnameOverride: ${o.node}`,

@@ -12,6 +12,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { e2eProxyConfig, LoggedProcess, SERVICE_ACCOUNT_DIR, startKubeIpvs, startKubeProxy } from '../../testkit/processes';
 import { run, tryRun } from '../../testkit/netns';
+import { Difference, Snapshot, differences, snapshot } from '../../testkit/node-snapshot';
 import { connectToLab, kubeProxyIdentity, labFromEnv } from '../../testkit/lab-client';
 import { LabEndpoint, labNode, labService, labSlice } from '../../testkit/lab-objects';
 import { eventually } from '../../testkit/wait-for';
@@ -23,12 +24,6 @@ const KP_NS = 'kube-proxy-node';
 const NODE_IP = '192.0.2.1';
 const NODE_IP6 = '2001:db8:1::1';
 const FILE_LABEL = { 'e2e.kube-ipvs.io/file': 'kube-proxy-parity' };
-const SYSCTLS = [
-  'net/ipv4/vs/conntrack', 'net/ipv4/vs/conn_reuse_mode', 'net/ipv4/vs/expire_nodest_conn',
-  'net/ipv4/vs/expire_quiescent_template', 'net/ipv4/ip_forward', 'net/ipv4/conf/all/arp_ignore',
-  'net/ipv4/conf/all/arp_announce', 'net/ipv4/conf/all/route_localnet', 'net/ipv4/vs/sloppy_tcp',
-];
-
 /**
  * Differences docs/kube-proxy-parity.md explains: a line that only one side has and that
  * matches `line` on that `side` of `surface`. `why` names the section.
@@ -38,44 +33,6 @@ const EXPLAINED: readonly { surface: string; side: 'kube-proxy' | 'kube-ipvs'; l
 ];
 
 type Obj = Record<string, unknown>;
-type Snapshot = Record<string, string[]>;
-
-function inNs(ns: string, cmd: string, args: readonly string[]): string {
-  return ns ? run('ip', ['netns', 'exec', ns, cmd, ...args]) : run(cmd, args);
-}
-
-/** One side's kernel state, normalised: sorted lines, no counters, no comment lines. */
-function snapshot(ns: string): Snapshot {
-  // (ipset's initval is each set's random hash seed)
-  const lines = (text: string) => text.replace(/ initval 0x[0-9a-f]+/g, '').split('\n').filter((l) => l !== '' && !l.startsWith('#')).sort();
-  const tables = (cmd: string, table: string) =>
-    lines(inNs(ns, cmd, ['-t', table]).replace(/ \[\d+:\d+\]$/gm, '').replace(/^(:\S+ \S+) \[\d+:\d+\]$/gm, '$1'));
-  const sysctls = SYSCTLS.map((k) => `${k} = ${inNs(ns, 'cat', [`/proc/sys/${k}`]).trim()}`);
-  const addrs = tryRun('ip', ns ? ['-n', ns, '-o', 'addr', 'show', 'dev', 'kube-ipvs0'] : ['-o', 'addr', 'show', 'dev', 'kube-ipvs0']);
-  return {
-    ipvs: lines(inNs(ns, 'ipvsadm', ['-Sn'])),
-    ipset: lines(inNs(ns, 'ipset', ['save'])),
-    'iptables nat': tables('iptables-save', 'nat'),
-    'iptables filter': tables('iptables-save', 'filter'),
-    'ip6tables nat': tables('ip6tables-save', 'nat'),
-    'ip6tables filter': tables('ip6tables-save', 'filter'),
-    'kube-ipvs0': lines(addrs.stdout.split('\n').map((l) => l.split(/\s+/)[3] ?? '').join('\n')),
-    sysctls,
-  };
-}
-
-interface Difference { surface: string; side: 'kube-proxy' | 'kube-ipvs'; line: string }
-
-function differences(kp: Snapshot, ours: Snapshot): Difference[] {
-  const out: Difference[] = [];
-  for (const surface of Object.keys(kp)) {
-    const a = new Set(kp[surface]);
-    const b = new Set(ours[surface]);
-    for (const line of a) if (!b.has(line)) out.push({ surface, side: 'kube-proxy', line });
-    for (const line of b) if (!a.has(line)) out.push({ surface, side: 'kube-ipvs', line });
-  }
-  return out;
-}
 
 const unexplained = (d: readonly Difference[]) =>
   d.filter((x) => !EXPLAINED.some((e) => e.surface === x.surface && e.side === x.side && e.line.test(x.line)));

@@ -11,7 +11,8 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { e2eProxyConfig, LoggedProcess, SERVICE_ACCOUNT_DIR, startKubeIpvs, startKubeProxy } from '../../testkit/processes';
-import { deletePod, longClient, makePod, run, startEchoServer, tryRun } from '../../testkit/netns';
+import { deletePod, makePod, run, startEchoServer, tryRun } from '../../testkit/netns';
+import { SwapTraffic } from '../../testkit/swap-traffic';
 import { connectToLab, kubeProxyIdentity, labFromEnv } from '../../testkit/lab-client';
 import { labNode, labService, labSlice } from '../../testkit/lab-objects';
 import { eventually } from '../../testkit/wait-for';
@@ -25,28 +26,6 @@ const POD1 = { name: 'pod1', ip: '10.244.1.2', gw: '10.244.1.1' }; // backend
 const POD2 = { name: 'pod2', ip: '10.244.2.2', gw: '10.244.2.1' }; // client pod
 const EXT1 = { name: 'ext1', ip: '192.0.2.2', gw: NODE_IP }; // outside client
 const LONG_CLIENTS = 5;
-const RATE_MS = 100; // one new connection every 100 ms from each client: 20/s in all
-
-/**
- * A client in namespace `ns` making one HTTP request to addr:port every RATE_MS, each with a
- * 3 s deadline; prints `ok N` or `fail N <reason>` per request.
- */
-function trafficLoop(ns: string, addr: string, port: number): { child: ChildProcess; ok: () => number; failures: string[] } {
-  const script =
-    `const http=require('http');let n=0;setInterval(()=>{const i=++n;const r=http.get({host:${JSON.stringify(addr)},port:${port},agent:false,timeout:3000},(s)=>{s.resume();s.on('end',()=>console.log('ok '+i))});` +
-    `r.on('timeout',()=>{r.destroy(new Error('timeout'))});r.on('error',(e)=>console.log('fail '+i+' '+e.message))},${RATE_MS});`;
-  const child = spawn('ip', ['netns', 'exec', ns, process.execPath, '-e', script], { stdio: ['ignore', 'pipe', 'pipe'] });
-  let ok = 0;
-  const failures: string[] = [];
-  let buf = '';
-  child.stdout!.on('data', (d: Buffer) => {
-    buf += d.toString();
-    const lines = buf.split('\n');
-    buf = lines.pop()!;
-    for (const l of lines) if (l.startsWith('ok ')) ok++; else if (l.startsWith('fail ')) failures.push(l);
-  });
-  return { child, ok: () => ok, failures };
-}
 
 describe('a live swap between the real kube-proxy and kube-ipvs, both ways, under traffic', () => {
   const lab = labFromEnv();
@@ -58,9 +37,8 @@ describe('a live swap between the real kube-proxy and kube-ipvs, both ways, unde
   let web = '';
   let long = '';
   let nodePort = 0;
-  let pod: ReturnType<typeof trafficLoop>;
-  let outside: ReturnType<typeof trafficLoop>;
-  const longs: ReturnType<typeof longClient>[] = [];
+  // one new connection every 100 ms from each client: 20/s in all
+  const traffic = new SwapTraffic(100);
 
   const ipvsRules = () => run('ipvsadm', ['-Sn']).split('\n').filter(Boolean).sort();
   const ours = () => ipvsRules().filter((l) => l.includes(`${web}:`) || l.includes(`${long}:`) || l.includes(`${NODE_IP}:${nodePort} `));
@@ -70,16 +48,6 @@ describe('a live swap between the real kube-proxy and kube-ipvs, both ways, unde
     `-A -t ${long}:9000 -s rr`, `-a -t ${long}:9000 -r ${POD1.ip}:9000 -m -w 1`,
   ].sort();
 
-
-  /** The clients are all still connected and the traffic has gone on for `ms` more. */
-  async function trafficGoesOn(ms: number): Promise<void> {
-    const from = pod.ok() + outside.ok();
-    await eventually('more requests served', () => pod.ok() + outside.ok(), (n) => n >= from + ms / RATE_MS, ms * 10);
-    for (const c of longs) {
-      const n = c.out.filter((l) => l.startsWith('pong')).length;
-      await eventually('pongs on a long connection', () => c.out.filter((l) => l.startsWith('pong')).length, (m) => m > n);
-    }
-  }
 
   beforeAll(async () => {
     connectToLab();
@@ -108,8 +76,7 @@ describe('a live swap between the real kube-proxy and kube-ipvs, both ways, unde
   });
 
   afterAll(async () => {
-    for (const p of [pod, outside]) p?.child.kill('SIGKILL');
-    for (const c of longs) c.child.kill('SIGKILL');
+    traffic.stop();
     await kubeProxy?.kill('SIGTERM');
     await daemon?.kill('SIGTERM');
     for (const c of children) c.kill('SIGKILL');
@@ -129,25 +96,23 @@ describe('a live swap between the real kube-proxy and kube-ipvs, both ways, unde
     await eventually("kube-proxy's sets and rules", () => run('ipset', ['save']) + run('iptables-save', ['-t', 'nat']),
       (t) => t.includes(`add KUBE-CLUSTER-IP ${web},tcp:80`) && t.includes(`add KUBE-NODE-PORT-TCP ${nodePort}`) && t.includes('-A KUBE-SERVICES') && t.includes('KUBE-NODE-PORT'), 240_000);
     await new Promise((r) => setTimeout(r, 3000));
-    pod = trafficLoop(POD2.name, web, 80);
-    outside = trafficLoop(EXT1.name, NODE_IP, nodePort);
-    for (let i = 0; i < LONG_CLIENTS; i++) longs.push(longClient(POD2.name, long, 9000));
-    await trafficGoesOn(3000);
-    expect([...pod.failures, ...outside.failures]).toEqual([]);
+    traffic.requests(POD2.name, web, 80).requests(EXT1.name, NODE_IP, nodePort).connections(POD2.name, long, 9000, LONG_CLIENTS);
+    await traffic.goesOn(3000);
+    expect(traffic.failures()).toEqual([]);
   });
 
   /** The failures since `from` (each phase is judged on its own). */
-  const failedSince = (from: number) => [...pod.failures, ...outside.failures].slice(from);
+  const failedSince = (from: number) => traffic.failures().slice(from);
 
   it('kube-proxy -> kube-ipvs (SIGTERM, no cleanup, then start): no failed request, no broken connection; adopted with no IPVS write', async () => {
-    const from = pod.failures.length + outside.failures.length;
+    const from = traffic.failures().length;
     await kubeProxy!.kill('SIGTERM');
     kubeProxy = undefined;
     daemon = startKubeIpvs(['--config', cfg, '--v=2']);
     const first = await daemon.waitFor((l) => l.message === 'sync done', "kube-ipvs's first sync", 0, 280_000);
-    await trafficGoesOn(5000);
+    await traffic.goesOn(5000);
     expect(failedSince(from)).toEqual([]);
-    expect(longs.flatMap((c) => c.out.filter((l) => !l.startsWith('pong')))).toEqual([]);
+    expect(traffic.broken()).toEqual([]);
     expect(ours()).toEqual(expected());
     // kube-proxy's table (every Service of the lab's, not only these) was what kube-ipvs
     // would program: adopted, nothing written
@@ -155,14 +120,14 @@ describe('a live swap between the real kube-proxy and kube-ipvs, both ways, unde
   });
 
   it('kube-ipvs -> kube-proxy: the same, the other way', async () => {
-    const from = pod.failures.length + outside.failures.length;
+    const from = traffic.failures().length;
     await daemon!.kill('SIGTERM');
     daemon = undefined;
     kubeProxy = startKubeProxy([`--config=${cfg}`, '--v=1']);
-    await trafficGoesOn(20_000); // kube-proxy's start and first syncs take a while in the guest
+    await traffic.goesOn(20_000); // kube-proxy's start and first syncs take a while in the guest
     expect(failedSince(from)).toEqual([]);
-    expect(longs.flatMap((c) => c.out.filter((l) => !l.startsWith('pong')))).toEqual([]);
+    expect(traffic.broken()).toEqual([]);
     expect(ours()).toEqual(expected());
-    console.log(`requests served: ${pod.ok()} from the pod, ${outside.ok()} from outside; ${LONG_CLIENTS} long connections kept`);
+    console.log(`requests served: ${traffic.served()}; ${LONG_CLIENTS} long connections kept`);
   });
 });

@@ -1,0 +1,166 @@
+// From the real kube-proxy in iptables mode (kubeadm's default config: `mode: ""`) and in
+// nftables mode to kube-ipvs on a live node, as a DaemonSet rollout does it: SIGTERM to
+// kube-proxy (no --cleanup), then kube-ipvs starts with the same KubeProxyConfiguration, token
+// and API server (the lab's real kube-apiserver). Under traffic (new connections to a ClusterIP
+// from a pod and to a NodePort from outside, long-lived TCP connections through a ClusterIP):
+// no request may fail and no connection break. kube-ipvs removes what the old mode leaves that
+// would still steer or refuse traffic (kube-proxy's nftables tables, as kube-proxy itself does
+// when it starts in IPVS mode; its iptables-mode chains, which kube-proxy's IPVS mode leaves),
+// and the node ends up as kube-ipvs programs it from scratch.
+import { ChildProcess, spawn } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { e2eProxyConfig, KUBE_IPVS_BIN, LoggedProcess, SERVICE_ACCOUNT_DIR, startKubeIpvs, startKubeProxy } from '../../testkit/processes';
+import { connect, deletePod, makePod, run, startEchoServer, tryRun } from '../../testkit/netns';
+import { connectToLab, kubeProxyIdentity, labFromEnv } from '../../testkit/lab-client';
+import { labNode, labService, labSlice } from '../../testkit/lab-objects';
+import { differences, snapshot } from '../../testkit/node-snapshot';
+import { SwapTraffic } from '../../testkit/swap-traffic';
+import { eventually } from '../../testkit/wait-for';
+
+const RUN = randomBytes(3).toString('hex');
+const FILE_LABEL = { 'e2e.kube-ipvs.io/file': 'kube-proxy-migration' };
+const NODE_IP = '192.0.2.1';
+const POD1 = { name: 'pod1', ip: '10.244.1.2', gw: '10.244.1.1' }; // backend
+const POD2 = { name: 'pod2', ip: '10.244.2.2', gw: '10.244.2.1' }; // client pod
+const EXT1 = { name: 'ext1', ip: '192.0.2.2', gw: NODE_IP }; // outside client
+const LONG_CLIENTS = 5;
+
+/** what only kube-proxy's iptables mode writes in nat and filter (model/iptables.ts) */
+const IPTABLES_MODE_LINE = /KUBE-(SVC|SVL|SEP|EXT|FW)-|KUBE-NODEPORTS|KUBE-EXTERNAL-SERVICES|KUBE-PROXY-CANARY|kubernetes load balancer firewall|has no endpoints/;
+
+describe.each<[string, string]>([
+  ['iptables', ''],
+  ['nftables', 'nftables'],
+])('from the real kube-proxy in %s mode to kube-ipvs, under traffic', (modeName, mode) => {
+  const lab = labFromEnv();
+  const ns = `migrate-${modeName}-${RUN}`;
+  const nodeName = `migrate-${modeName}-node-${RUN}`;
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), `kube-ipvs-migrate-${modeName}-`));
+  const cfg = path.join(dir, 'config.conf');
+  const children: ChildProcess[] = [];
+  const traffic = new SwapTraffic(100);
+  let kubeProxy: LoggedProcess | undefined;
+  let daemon: LoggedProcess | undefined;
+  let web = '';
+  let long = '';
+  let empty = '';
+  let nodePort = 0;
+
+  const ours = () =>
+    run('ipvsadm', ['-Sn']).split('\n').filter((l) => [`${web}:`, `${long}:`, `${empty}:`, `${NODE_IP}:${nodePort} `].some((k) => l.includes(k))).sort();
+  const expected = (emptyServed: boolean) => [
+    `-A -t ${web}:80 -s rr`, `-a -t ${web}:80 -r ${POD1.ip}:8080 -m -w 1`,
+    `-A -t ${NODE_IP}:${nodePort} -s rr`, `-a -t ${NODE_IP}:${nodePort} -r ${POD1.ip}:8080 -m -w 1`,
+    `-A -t ${long}:9000 -s rr`, `-a -t ${long}:9000 -r ${POD1.ip}:9000 -m -w 1`,
+    `-A -t ${empty}:80 -s rr`, ...(emptyServed ? [`-a -t ${empty}:80 -r ${POD1.ip}:8080 -m -w 1`] : []),
+  ].sort();
+  const netfilter = () => run('iptables-save', ['-t', 'nat']) + run('iptables-save', ['-t', 'filter']);
+  const nftTables = () => run('nft', ['list', 'tables']).split('\n').filter(Boolean);
+  const slice = (svc: string, port = 8080, portName = 'http') =>
+    labSlice(ns, svc, `${svc}-1`, [{ ip: POD1.ip, node: nodeName }], { port, portName, labels: FILE_LABEL });
+
+  beforeAll(async () => {
+    connectToLab();
+    // as on every node (the CNI and the kubelet need it): iptables and nftables mode DNAT and
+    // forward, where IPVS sends from LOCAL_IN
+    fs.writeFileSync('/proc/sys/net/ipv4/ip_forward', '1');
+    for (const p of [POD1, POD2, EXT1]) makePod(p.name, p.ip, p.gw);
+    run('ip', ['link', 'add', 'eth9', 'type', 'dummy']);
+    run('ip', ['addr', 'add', `${NODE_IP}/32`, 'dev', 'eth9']);
+    run('ip', ['link', 'set', 'eth9', 'up']);
+    children.push(await startEchoServer(POD1.name, 'pod1', POD1.ip, 8080));
+    children.push(spawn('ip', ['netns', 'exec', POD1.name, process.execPath, '-e', `require('net').createServer((c)=>c.pipe(c)).listen(9000,${JSON.stringify(POD1.ip)})`], { stdio: 'ignore' }));
+    await lab.apply([
+      { apiVersion: 'v1', kind: 'Namespace', metadata: { name: ns } },
+      labNode(nodeName, [NODE_IP]),
+      labService(ns, 'web', { type: 'NodePort' }, { labels: FILE_LABEL }),
+      labService(ns, 'long', { ports: [{ name: 'tcp', port: 9000, targetPort: 9000, protocol: 'TCP' }] }, { labels: FILE_LABEL }),
+      // no endpoints until after the switch
+      labService(ns, 'empty', {}, { labels: FILE_LABEL }),
+      slice('web'),
+      slice('long', 9000, 'tcp'),
+    ]);
+    const w = await lab.getJson<{ spec: { clusterIP: string; ports: { nodePort: number }[] } }>(['service', 'web', '-n', ns]);
+    web = w.spec.clusterIP;
+    nodePort = w.spec.ports[0]!.nodePort;
+    const ip = async (svc: string) => (await lab.getJson<{ spec: { clusterIP: string } }>(['service', svc, '-n', ns])).spec.clusterIP;
+    long = await ip('long');
+    empty = await ip('empty');
+    await kubeProxyIdentity(lab, dir, { duration: '1h' });
+    fs.writeFileSync(cfg, e2eProxyConfig({ dir, node: nodeName, ipvs: ['syncPeriod: 30s'], forKubeProxy: true, mode }));
+  });
+
+  afterAll(async () => {
+    traffic.stop();
+    await kubeProxy?.kill('SIGTERM');
+    await daemon?.kill('SIGTERM');
+    for (const c of children) c.kill('SIGKILL');
+    for (const p of [POD1, POD2, EXT1]) deletePod(p.name);
+    tryRun('ip', ['link', 'del', 'eth9']);
+    // the next mode starts from a clean node
+    tryRun(process.execPath, [KUBE_IPVS_BIN, 'cleanup']);
+    tryRun('nft', ['flush', 'ruleset']);
+    await lab.kubectl(['delete', 'services,endpointslices', '-n', ns, '-l', 'e2e.kube-ipvs.io/file=kube-proxy-migration', '--wait=false'], undefined, true);
+    await lab.kubectl(['delete', 'node', nodeName, '--wait=false'], undefined, true);
+    fs.rmSync(dir, { recursive: true, force: true });
+    fs.rmSync(SERVICE_ACCOUNT_DIR, { recursive: true, force: true });
+  });
+
+  it(`kube-proxy (${modeName} mode) serves; the Service without endpoints is refused`, async () => {
+    kubeProxy = startKubeProxy([`--config=${cfg}`, '--v=1']);
+    if (mode === 'nftables') {
+      await eventually("kube-proxy's nftables table", () => tryRun('nft', ['list', 'table', 'ip', 'kube-proxy']).stdout,
+        (t) => t.includes(`${web} . tcp . 80`) && t.includes(`${empty} . tcp . 80`) && t.includes(`tcp . ${nodePort}`), 240_000);
+    } else {
+      await eventually("kube-proxy's iptables rules", netfilter,
+        (t) => t.includes(`-d ${web}/32`) && t.includes(`-d ${empty}/32`) && t.includes('has no endpoints') && t.includes(`--dport ${nodePort}`), 240_000);
+    }
+    await new Promise((r) => setTimeout(r, 3000));
+    expect(ours()).toEqual([]);
+    expect(connect('', empty, 80, 3).outcome).toBe('refused');
+    traffic.requests(POD2.name, web, 80).requests(EXT1.name, NODE_IP, nodePort).connections(POD2.name, long, 9000, LONG_CLIENTS);
+    await traffic.goesOn(3000);
+    expect(traffic.failures()).toEqual([]);
+  });
+
+  it(`kube-proxy (${modeName} mode) -> kube-ipvs (SIGTERM, no cleanup, then start): no failed request, no broken connection; the old mode's rules are gone`, async () => {
+    const from = traffic.failures().length;
+    await kubeProxy!.kill('SIGTERM');
+    kubeProxy = undefined;
+    daemon = startKubeIpvs(['--config', cfg, '--v=2']);
+    await daemon.waitFor((l) => l.message === 'sync done', "kube-ipvs's first sync", 0, 280_000);
+    await traffic.goesOn(5000);
+    expect(traffic.failures().slice(from)).toEqual([]);
+    expect(traffic.broken()).toEqual([]);
+    expect(ours()).toEqual(expected(false));
+    // kube-proxy's own leftovers of that mode: none in the tables, one log line saying so
+    expect(netfilter().split('\n').filter((l) => IPTABLES_MODE_LINE.test(l))).toEqual([]);
+    expect(nftTables().filter((t) => / kube-proxy$/.test(t))).toEqual([]);
+    const removed = daemon.lines.filter((l) => /^(ipv4: )?removed kube-proxy's/.test(String(l.message)));
+    expect(removed.length).toBeGreaterThan(0);
+  });
+
+  it('the Service that had no endpoints at the switch answers once it has one (the old mode refused it)', async () => {
+    await lab.apply([slice('empty')]);
+    await eventually('the empty Service served', ours, (r) => JSON.stringify(r) === JSON.stringify(expected(true)), 60_000);
+    // from the node: OUTPUT is where iptables mode's filter KUBE-SERVICES REJECTed it
+    expect(connect('', empty, 80, 5)).toMatchObject({ outcome: 'ok' });
+    expect(connect(POD2.name, empty, 80, 5)).toMatchObject({ outcome: 'ok' });
+    await traffic.goesOn(2000);
+    expect(traffic.broken()).toEqual([]);
+  });
+
+  it('the node is what kube-ipvs programs from scratch (after kube-ipvs cleanup, a fresh start)', async () => {
+    const migrated = snapshot('');
+    traffic.stop();
+    await daemon!.kill('SIGTERM');
+    expect(tryRun(process.execPath, [KUBE_IPVS_BIN, 'cleanup'])).toMatchObject({ status: 0 });
+    daemon = startKubeIpvs(['--config', cfg, '--v=2']);
+    await daemon.waitFor((l) => l.message === 'sync done', "kube-ipvs's first sync from scratch", 0, 280_000);
+    expect(differences(migrated, snapshot(''))).toEqual([]);
+    console.log(`${modeName} mode -> kube-ipvs: ${traffic.served()} requests served, ${LONG_CLIENTS} long connections kept`);
+  });
+});

@@ -1,0 +1,59 @@
+/**
+ * A node's Service-proxy kernel state, read with the kernel's own tools and normalised
+ * (sorted lines, no counters, no comment lines, no ipset hash seed), and the lines two such
+ * snapshots do not share: the real kube-proxy beside kube-ipvs (spec/vm/kube-proxy-parity),
+ * a node after a migration beside one kube-ipvs programmed from scratch (kube-proxy-migration).
+ */
+import { run, tryRun } from './netns';
+
+export type Snapshot = Record<string, string[]>;
+
+/** the sysctls kube-proxy (either mode) or kube-ipvs set */
+export const PROXY_SYSCTLS = [
+  'net/ipv4/vs/conntrack', 'net/ipv4/vs/conn_reuse_mode', 'net/ipv4/vs/expire_nodest_conn',
+  'net/ipv4/vs/expire_quiescent_template', 'net/ipv4/ip_forward', 'net/ipv4/conf/all/arp_ignore',
+  'net/ipv4/conf/all/arp_announce', 'net/ipv4/conf/all/route_localnet', 'net/ipv4/vs/sloppy_tcp',
+];
+
+function readIn(ns: string, cmd: string, args: readonly string[]): string {
+  return ns ? run('ip', ['netns', 'exec', ns, cmd, ...args]) : run(cmd, args);
+}
+
+/** The state in network namespace `ns` ('' for the current one). */
+export function snapshot(ns: string): Snapshot {
+  // (ipset's initval is each set's random hash seed)
+  const lines = (text: string) => text.replace(/ initval 0x[0-9a-f]+/g, '').split('\n').filter((l) => l !== '' && !l.startsWith('#')).sort();
+  const tables = (cmd: string, table: string) =>
+    lines(readIn(ns, cmd, ['-t', table]).replace(/ \[\d+:\d+\]$/gm, '').replace(/^(:\S+ \S+) \[\d+:\d+\]$/gm, '$1'));
+  const sysctls = PROXY_SYSCTLS.map((k) => `${k} = ${readIn(ns, 'cat', [`/proc/sys/${k}`]).trim()}`);
+  const addrs = tryRun('ip', ns ? ['-n', ns, '-o', 'addr', 'show', 'dev', 'kube-ipvs0'] : ['-o', 'addr', 'show', 'dev', 'kube-ipvs0']);
+  return {
+    ipvs: lines(readIn(ns, 'ipvsadm', ['-Sn'])),
+    ipset: lines(readIn(ns, 'ipset', ['save'])),
+    'iptables nat': tables('iptables-save', 'nat'),
+    'iptables filter': tables('iptables-save', 'filter'),
+    'ip6tables nat': tables('ip6tables-save', 'nat'),
+    'ip6tables filter': tables('ip6tables-save', 'filter'),
+    'kube-ipvs0': lines(addrs.stdout.split('\n').map((l) => l.split(/\s+/)[3] ?? '').join('\n')),
+    sysctls,
+  };
+}
+
+export interface Difference {
+  surface: string;
+  /** the side that holds the line: `a` is labelled kube-proxy, `b` kube-ipvs */
+  side: 'kube-proxy' | 'kube-ipvs';
+  line: string;
+}
+
+/** The lines only one side holds, per surface; `a` is kube-proxy's side, `b` kube-ipvs's. */
+export function differences(a: Snapshot, b: Snapshot): Difference[] {
+  const out: Difference[] = [];
+  for (const surface of Object.keys(a)) {
+    const x = new Set(a[surface]);
+    const y = new Set(b[surface]);
+    for (const line of x) if (!y.has(line)) out.push({ surface, side: 'kube-proxy', line });
+    for (const line of y) if (!x.has(line)) out.push({ surface, side: 'kube-ipvs', line });
+  }
+  return out;
+}
