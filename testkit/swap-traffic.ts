@@ -5,7 +5,7 @@
  * broken connections since it began.
  */
 import { ChildProcess, spawn } from 'node:child_process';
-import { longClient } from './netns';
+import { deletePod, longClient, makePod, run, startEchoServer, tryRun } from './netns';
 import { eventually } from './wait-for';
 
 interface TrafficLoop {
@@ -85,4 +85,47 @@ export class SwapTraffic {
     for (const l of this.loops) l.child.kill('SIGKILL');
     for (const c of this.longs) c.child.kill('SIGKILL');
   }
+}
+
+/**
+ * The node the swaps run on (in the test file's network namespace): its address on a dummy
+ * eth9, a backend pod with an HTTP echo server on 8080 and a TCP echo on 9000, a client pod
+ * and an outside client routed through the node address.
+ */
+export const SWAP_NODE = {
+  NODE_IP: '192.0.2.1',
+  POD1: { name: 'pod1', ip: '10.244.1.2', gw: '10.244.1.1' }, // backend
+  POD2: { name: 'pod2', ip: '10.244.2.2', gw: '10.244.2.1' }, // client pod
+  EXT1: { name: 'ext1', ip: '192.0.2.2', gw: '192.0.2.1' }, // outside client
+} as const;
+
+const PODS = [SWAP_NODE.POD1, SWAP_NODE.POD2, SWAP_NODE.EXT1];
+
+/** Sets SWAP_NODE up; returns the echo servers, for removeSwapNode. */
+export async function makeSwapNode(): Promise<ChildProcess[]> {
+  const { NODE_IP, POD1 } = SWAP_NODE;
+  for (const p of PODS) makePod(p.name, p.ip, p.gw);
+  run('ip', ['link', 'add', 'eth9', 'type', 'dummy']);
+  run('ip', ['addr', 'add', `${NODE_IP}/32`, 'dev', 'eth9']);
+  run('ip', ['link', 'set', 'eth9', 'up']);
+  return [
+    await startEchoServer(POD1.name, 'pod1', POD1.ip, 8080),
+    spawn('ip', ['netns', 'exec', POD1.name, process.execPath, '-e', `require('net').createServer((c)=>c.pipe(c)).listen(9000,${JSON.stringify(POD1.ip)})`], { stdio: 'ignore' }),
+  ];
+}
+
+export function removeSwapNode(servers: readonly ChildProcess[]): void {
+  for (const c of servers) c.kill('SIGKILL');
+  for (const p of PODS) deletePod(p.name);
+  tryRun('ip', ['link', 'del', 'eth9']);
+}
+
+/** `ipvsadm -Sn` lines of the swaps' Services: web (NodePort) and long, served by POD1. */
+export function swapTable(web: string, nodePort: number, long: string): string[] {
+  const { NODE_IP, POD1 } = SWAP_NODE;
+  return [
+    `-A -t ${web}:80 -s rr`, `-a -t ${web}:80 -r ${POD1.ip}:8080 -m -w 1`,
+    `-A -t ${NODE_IP}:${nodePort} -s rr`, `-a -t ${NODE_IP}:${nodePort} -r ${POD1.ip}:8080 -m -w 1`,
+    `-A -t ${long}:9000 -s rr`, `-a -t ${long}:9000 -r ${POD1.ip}:9000 -m -w 1`,
+  ];
 }

@@ -7,25 +7,22 @@
 // would still steer or refuse traffic (kube-proxy's nftables tables, as kube-proxy itself does
 // when it starts in IPVS mode; its iptables-mode chains, which kube-proxy's IPVS mode leaves),
 // and the node ends up as kube-ipvs programs it from scratch.
-import { ChildProcess, spawn } from 'node:child_process';
+import { ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { e2eProxyConfig, KUBE_IPVS_BIN, LoggedProcess, SERVICE_ACCOUNT_DIR, startKubeIpvs, startKubeProxy } from '../../testkit/processes';
-import { connect, deletePod, makePod, run, startEchoServer, tryRun } from '../../testkit/netns';
+import { connect, run, tryRun } from '../../testkit/netns';
 import { connectToLab, kubeProxyIdentity, labFromEnv } from '../../testkit/lab-client';
 import { labNode, labService, labSlice } from '../../testkit/lab-objects';
 import { differences, snapshot } from '../../testkit/node-snapshot';
-import { SwapTraffic } from '../../testkit/swap-traffic';
+import { SWAP_NODE, SwapTraffic, makeSwapNode, removeSwapNode, swapTable } from '../../testkit/swap-traffic';
 import { eventually } from '../../testkit/wait-for';
 
 const RUN = randomBytes(3).toString('hex');
 const FILE_LABEL = { 'e2e.kube-ipvs.io/file': 'kube-proxy-migration' };
-const NODE_IP = '192.0.2.1';
-const POD1 = { name: 'pod1', ip: '10.244.1.2', gw: '10.244.1.1' }; // backend
-const POD2 = { name: 'pod2', ip: '10.244.2.2', gw: '10.244.2.1' }; // client pod
-const EXT1 = { name: 'ext1', ip: '192.0.2.2', gw: NODE_IP }; // outside client
+const { NODE_IP, POD1, POD2, EXT1 } = SWAP_NODE;
 const LONG_CLIENTS = 5;
 
 /** what only kube-proxy's iptables mode writes in nat and filter (model/iptables.ts) */
@@ -51,13 +48,9 @@ describe.each<[string, string]>([
 
   const ours = () =>
     run('ipvsadm', ['-Sn']).split('\n').filter((l) => [`${web}:`, `${long}:`, `${empty}:`, `${NODE_IP}:${nodePort} `].some((k) => l.includes(k))).sort();
-  const expected = (emptyServed: boolean) => [
-    `-A -t ${web}:80 -s rr`, `-a -t ${web}:80 -r ${POD1.ip}:8080 -m -w 1`,
-    `-A -t ${NODE_IP}:${nodePort} -s rr`, `-a -t ${NODE_IP}:${nodePort} -r ${POD1.ip}:8080 -m -w 1`,
-    `-A -t ${long}:9000 -s rr`, `-a -t ${long}:9000 -r ${POD1.ip}:9000 -m -w 1`,
-    `-A -t ${empty}:80 -s rr`, ...(emptyServed ? [`-a -t ${empty}:80 -r ${POD1.ip}:8080 -m -w 1`] : []),
-  ].sort();
-  const netfilter = () => run('iptables-save', ['-t', 'nat']) + run('iptables-save', ['-t', 'filter']);
+  const expected = (emptyServed: boolean) =>
+    [...swapTable(web, nodePort, long), `-A -t ${empty}:80 -s rr`, ...(emptyServed ? [`-a -t ${empty}:80 -r ${POD1.ip}:8080 -m -w 1`] : [])].sort();
+  const netfilter = () => ['iptables-save', 'ip6tables-save'].map((c) => run(c, ['-t', 'nat']) + run(c, ['-t', 'filter'])).join('');
   const nftTables = () => run('nft', ['list', 'tables']).split('\n').filter(Boolean);
   const slice = (svc: string, port = 8080, portName = 'http') =>
     labSlice(ns, svc, `${svc}-1`, [{ ip: POD1.ip, node: nodeName }], { port, portName, labels: FILE_LABEL });
@@ -67,12 +60,7 @@ describe.each<[string, string]>([
     // as on every node (the CNI and the kubelet need it): iptables and nftables mode DNAT and
     // forward, where IPVS sends from LOCAL_IN
     fs.writeFileSync('/proc/sys/net/ipv4/ip_forward', '1');
-    for (const p of [POD1, POD2, EXT1]) makePod(p.name, p.ip, p.gw);
-    run('ip', ['link', 'add', 'eth9', 'type', 'dummy']);
-    run('ip', ['addr', 'add', `${NODE_IP}/32`, 'dev', 'eth9']);
-    run('ip', ['link', 'set', 'eth9', 'up']);
-    children.push(await startEchoServer(POD1.name, 'pod1', POD1.ip, 8080));
-    children.push(spawn('ip', ['netns', 'exec', POD1.name, process.execPath, '-e', `require('net').createServer((c)=>c.pipe(c)).listen(9000,${JSON.stringify(POD1.ip)})`], { stdio: 'ignore' }));
+    children.push(...(await makeSwapNode()));
     await lab.apply([
       { apiVersion: 'v1', kind: 'Namespace', metadata: { name: ns } },
       labNode(nodeName, [NODE_IP]),
@@ -97,9 +85,7 @@ describe.each<[string, string]>([
     traffic.stop();
     await kubeProxy?.kill('SIGTERM');
     await daemon?.kill('SIGTERM');
-    for (const c of children) c.kill('SIGKILL');
-    for (const p of [POD1, POD2, EXT1]) deletePod(p.name);
-    tryRun('ip', ['link', 'del', 'eth9']);
+    removeSwapNode(children);
     // the next mode starts from a clean node
     tryRun(process.execPath, [KUBE_IPVS_BIN, 'cleanup']);
     tryRun('nft', ['flush', 'ruleset']);

@@ -5,14 +5,14 @@
 // new connections at a fixed rate to a ClusterIP from a pod and to a NodePort from outside, and
 // long-lived TCP connections through a ClusterIP; none may fail or break. After each swap the
 // table is what the new owner programs from scratch.
-import { ChildProcess, spawn } from 'node:child_process';
+import { ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { e2eProxyConfig, LoggedProcess, SERVICE_ACCOUNT_DIR, startKubeIpvs, startKubeProxy } from '../../testkit/processes';
-import { deletePod, makePod, run, startEchoServer, tryRun } from '../../testkit/netns';
-import { SwapTraffic } from '../../testkit/swap-traffic';
+import { run, tryRun } from '../../testkit/netns';
+import { SWAP_NODE, SwapTraffic, makeSwapNode, removeSwapNode, swapTable } from '../../testkit/swap-traffic';
 import { connectToLab, kubeProxyIdentity, labFromEnv } from '../../testkit/lab-client';
 import { labNode, labService, labSlice } from '../../testkit/lab-objects';
 import { eventually } from '../../testkit/wait-for';
@@ -21,10 +21,7 @@ const RUN = randomBytes(3).toString('hex');
 const NS = `swap-${RUN}`;
 const NODE = `swap-node-${RUN}`;
 const FILE_LABEL = { 'e2e.kube-ipvs.io/file': 'kube-proxy-swap' };
-const NODE_IP = '192.0.2.1';
-const POD1 = { name: 'pod1', ip: '10.244.1.2', gw: '10.244.1.1' }; // backend
-const POD2 = { name: 'pod2', ip: '10.244.2.2', gw: '10.244.2.1' }; // client pod
-const EXT1 = { name: 'ext1', ip: '192.0.2.2', gw: NODE_IP }; // outside client
+const { NODE_IP, POD1, POD2, EXT1 } = SWAP_NODE;
 const LONG_CLIENTS = 5;
 
 describe('a live swap between the real kube-proxy and kube-ipvs, both ways, under traffic', () => {
@@ -42,21 +39,12 @@ describe('a live swap between the real kube-proxy and kube-ipvs, both ways, unde
 
   const ipvsRules = () => run('ipvsadm', ['-Sn']).split('\n').filter(Boolean).sort();
   const ours = () => ipvsRules().filter((l) => l.includes(`${web}:`) || l.includes(`${long}:`) || l.includes(`${NODE_IP}:${nodePort} `));
-  const expected = () => [
-    `-A -t ${web}:80 -s rr`, `-a -t ${web}:80 -r ${POD1.ip}:8080 -m -w 1`,
-    `-A -t ${NODE_IP}:${nodePort} -s rr`, `-a -t ${NODE_IP}:${nodePort} -r ${POD1.ip}:8080 -m -w 1`,
-    `-A -t ${long}:9000 -s rr`, `-a -t ${long}:9000 -r ${POD1.ip}:9000 -m -w 1`,
-  ].sort();
+  const expected = () => swapTable(web, nodePort, long).sort();
 
 
   beforeAll(async () => {
     connectToLab();
-    for (const p of [POD1, POD2, EXT1]) makePod(p.name, p.ip, p.gw);
-    run('ip', ['link', 'add', 'eth9', 'type', 'dummy']);
-    run('ip', ['addr', 'add', `${NODE_IP}/32`, 'dev', 'eth9']);
-    run('ip', ['link', 'set', 'eth9', 'up']);
-    children.push(await startEchoServer(POD1.name, 'pod1', POD1.ip, 8080));
-    children.push(spawn('ip', ['netns', 'exec', POD1.name, process.execPath, '-e', `require('net').createServer((c)=>c.pipe(c)).listen(9000,${JSON.stringify(POD1.ip)})`], { stdio: 'ignore' }));
+    children.push(...(await makeSwapNode()));
     await lab.kubectl(['delete', 'services,endpointslices', '-A', '-l', 'e2e.kube-ipvs.io/file=kube-proxy-swap', '--wait=false']);
     const pod1 = [{ ip: POD1.ip, node: NODE }];
     await lab.apply([
@@ -79,8 +67,7 @@ describe('a live swap between the real kube-proxy and kube-ipvs, both ways, unde
     traffic.stop();
     await kubeProxy?.kill('SIGTERM');
     await daemon?.kill('SIGTERM');
-    for (const c of children) c.kill('SIGKILL');
-    for (const p of [POD1, POD2, EXT1]) deletePod(p.name);
+    removeSwapNode(children);
     tryRun('ipvsadm', ['-C']);
     await lab.kubectl(['delete', 'services,endpointslices', '-n', NS, '-l', 'e2e.kube-ipvs.io/file=kube-proxy-swap', '--wait=false'], undefined, true);
     await lab.kubectl(['delete', 'node', NODE, '--wait=false'], undefined, true);
