@@ -20,6 +20,7 @@ import { GenerationPeers } from '../kernel/iptables/iptables-sync';
 import { LazyNftGeneration } from '../kernel/iptables/nft-generation';
 import { NftTables } from '../kernel/nftables/nftables';
 import { LazyNftTables } from '../kernel/nftables/nftables-netlink';
+import { PeerNftTables } from '../kernel/nftables/peer-nftables';
 import { iptablesVersion, supportsRandomFully } from '../kernel/iptables/detect-backend';
 import { ProcSysctl } from '../kernel/sysctl/sysctl';
 import { ensureIpvsSysctls } from '../kernel/sysctl/ipvs-sysctls';
@@ -109,8 +110,9 @@ export function openKernelSurfaces(ipvs: Ipvs, link: Link, exec: Execer, log: Da
   for (const f of ['ipv4', 'ipv6'] as IpFamily[]) {
     iptables[f] = createIptables({ family: f, backend: 'auto', exec, generation: nftGeneration, peers });
   }
-  // kube-proxy's nftables-mode tables go after the first full sync (proxier/nftables-leftovers.ts)
-  const nftables = new LazyNftTables();
+  // kube-proxy's nftables-mode tables go after the first full sync (proxier/nftables-leftovers.ts);
+  // that transaction touches no iptables table: the syncs' proof survives it (PeerNftTables)
+  const nftables = new PeerNftTables(new LazyNftTables(), nftGeneration, peers);
   return {
     ipvs, link, exec, ipsets, iptables, nftables,
     ...(conntrack ? { conntrack } : {}),

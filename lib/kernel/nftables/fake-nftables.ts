@@ -1,6 +1,8 @@
 import { constants as osConstants } from 'node:os';
 import { NetlinkError, errnoName } from '../../errors';
 import { NftTable, describeNftTable } from '../../model/nft-table';
+import { FakeNftGeneration } from '../iptables/fake-iptables';
+import { genPlus } from '../iptables/iptables-sync';
 import { NftTables } from './nftables';
 
 const E = osConstants.errno;
@@ -12,12 +14,12 @@ const same = (a: NftTable, b: NftTable): boolean => a.family === b.family && a.n
  * the kernel). Answers as Linux 6.1 does: a listing in creation order; a deletion is one
  * transaction, refused whole with ENOENT when a table is absent or named twice; without
  * CAP_NET_ADMIN (`privileged` false) every request fails with EPERM. Counts what the kernel
- * counts: `generation` moves by one per committed transaction.
+ * counts: `generation` (the namespace's, `netns`) moves by one per committed transaction.
  */
 export class FakeNftTables implements NftTables {
   private readonly tables: NftTable[] = [];
-  /** the nf_tables ruleset generation (never 0) */
-  generation = 1;
+  /** the network namespace's generation, shared with the FakeIptables of the same namespace */
+  readonly netns: FakeNftGeneration;
   /** listTables calls (one dump each) */
   dumps = 0;
   /** deleteTables calls that sent a transaction */
@@ -26,11 +28,24 @@ export class FakeNftTables implements NftTables {
   privileged = true;
   closed = false;
 
+  constructor(opts: { readonly netns?: FakeNftGeneration } = {}) {
+    this.netns = opts.netns ?? new FakeNftGeneration();
+  }
+
+  /** the nf_tables ruleset generation (never 0) */
+  get generation(): number {
+    return this.netns.value;
+  }
+
+  private commit(): void {
+    this.netns.value = genPlus(this.netns.value, 1);
+  }
+
   /** Adds a table, one transaction, as `nft add table FAMILY NAME` does (nothing when it is there). */
   addTable(t: NftTable): void {
     if (this.tables.some((x) => same(x, t))) return;
     this.tables.push({ family: t.family, name: t.name });
-    this.generation++;
+    this.commit();
   }
 
   /** Every table (for assertions). */
@@ -59,7 +74,7 @@ export class FakeNftTables implements NftTables {
       left.splice(i, 1);
     }
     this.tables.splice(0, this.tables.length, ...left);
-    this.generation++;
+    this.commit();
   }
 
   close(): void {
