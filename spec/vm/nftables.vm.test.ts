@@ -4,7 +4,8 @@
 // (the nf_tables generation moves by exactly 1), ENOENT for a table not there (or named twice)
 // with nothing deleted, and every other table (inet kube-proxy, ip foreign) left as it was.
 // The tables are made with `nft -f -` as kube-proxy's nftables mode makes its own: a map of
-// service verdicts, DNAT chains hooked at prerouting and output, a filter chain that rejects.
+// service verdicts, DNAT chains hooked at prerouting and output, a filter chain that rejects
+// (testkit/kube-proxy-leftovers.ts).
 // Addresses: 10.96.0.0/12 cluster IPs, 10.244.0.0/16 pods, fd00::/8 (IPv6).
 import { ChildProcessExec, checkExec } from '../../lib/kernel/exec';
 import { NftTablesNetlink, openNftTables } from '../../lib/kernel/nftables/nftables-netlink';
@@ -12,53 +13,20 @@ import { FakeNftTables } from '../../lib/kernel/nftables/fake-nftables';
 import { NftGenerationNetlink, openNftGeneration } from '../../lib/kernel/iptables/nft-generation';
 import { NetlinkError } from '../../lib/errors';
 import { NftTable } from '../../lib/model/nft-table';
+import { INET_KUBE_PROXY_NFT_TABLE, kubeProxyNftTable } from '../../testkit/kube-proxy-leftovers';
 
 const exec0 = new ChildProcessExec();
 const sh = async (script: string, stdin?: string) => checkExec('bash', ['-c', script], await exec0.run('bash', ['-c', script], stdin)).stdout;
 
-/** a table as kube-proxy's nftables mode writes it (abridged: one Service, one endpoint) */
-function kubeProxyLike(family: 'ip' | 'ip6'): string {
-  const [addr, vip, pod] = family === 'ip' ? ['ipv4_addr', '10.96.0.10', '10.244.1.2:8080'] : ['ipv6_addr', 'fd00::a', '[fd00:244::2]:8080'];
-  return `
-table ${family} kube-proxy {
-  comment "rules for kube-proxy"
-  map service-ips {
-    type ${addr} . inet_proto . inet_service : verdict
-    elements = { ${vip} . tcp . 80 : goto service-web }
-  }
-  chain nat-prerouting {
-    type nat hook prerouting priority dstnat; policy accept;
-    jump services
-  }
-  chain nat-output {
-    type nat hook output priority -100; policy accept;
-    jump services
-  }
-  chain services {
-    ${family} daddr . meta l4proto . th dport vmap @service-ips
-  }
-  chain service-web {
-    meta l4proto tcp dnat to ${pod}
-  }
-  chain filter-forward {
-    type filter hook forward priority -110; policy accept;
-    ct state new ${family} daddr ${vip} tcp dport 81 reject
-  }
-}
-`;
-}
-const OTHERS = `
-table inet kube-proxy {
-  chain input {
-    type filter hook input priority 0; policy accept;
-  }
-}
+const OTHERS = `${INET_KUBE_PROXY_NFT_TABLE}
 table ip foreign {
   chain prerouting {
     type nat hook prerouting priority dstnat; policy accept;
   }
 }
 `;
+const kubeProxyLike = (family: 'ip' | 'ip6') =>
+  kubeProxyNftTable(family, family === 'ip' ? { vip: '10.96.0.10', port: 80, endpoint: '10.244.1.2:8080' } : { vip: 'fd00::a', port: 80, endpoint: 'fd00:244::2:8080' });
 
 const ip = { family: 2, name: 'kube-proxy' };
 const ip6 = { family: 10, name: 'kube-proxy' };
