@@ -142,3 +142,14 @@ export async function proxierOverFakes(opts: ProxierOverFakesOptions = {}) {
   const iptables = iptablesByFamily[settings.families[0]!]!;
   return { clock, ipvs, link, ipset, iptables, iptablesByFamily, services, slices, proxier, events, results, settle, add, remove, replaceSlice, start };
 }
+
+/** Full syncs over `ipvs` fail (its table read throws, as over a closed socket) while `reads.broken` is true. */
+export function breakIpvsReads(ipvs: FakeIpvs): { broken: boolean } {
+  const reads = { broken: true };
+  const listAll = ipvs.listAll.bind(ipvs);
+  ipvs.listAll = async () => {
+    if (reads.broken) throw new Error('netlink socket closed');
+    return listAll();
+  };
+  return reads;
+}

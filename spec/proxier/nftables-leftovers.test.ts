@@ -5,7 +5,7 @@
 // Addresses: ClusterIPs 10.96.0.0/12, pods 10.244.0.0/16, this node 192.0.2.1.
 import { FakeNftTables } from '../../lib/kernel/nftables/fake-nftables';
 import { NftTable } from '../../lib/model/nft-table';
-import { FAKE_SETTINGS, proxierOverFakes } from '../../testkit/proxier-over-fakes';
+import { FAKE_SETTINGS, breakIpvsReads, proxierOverFakes } from '../../testkit/proxier-over-fakes';
 import { recordingLogger } from '../../testkit/log-lines';
 import { makeEndpointSlice, makeService, svcPort } from '../../testkit/builders';
 
@@ -50,12 +50,7 @@ describe("kube-proxy's nftables-mode tables", () => {
       ipvsAtDelete = (await t.ipvs.listAll()).map((e) => `${e.vs.address}:${e.vs.port} -> ${e.dests.map((d) => d.address).join()}`);
       return deleteTables(tables);
     };
-    const listAll = t.ipvs.listAll.bind(t.ipvs);
-    let broken = true;
-    t.ipvs.listAll = async () => {
-      if (broken) throw new Error('netlink socket closed');
-      return listAll();
-    };
+    const reads = breakIpvsReads(t.ipvs);
     t.add(web, webSlice);
     await t.settle(10 * SYNC_PERIOD_MS);
     // informers not synced: no sync, the tables untouched
@@ -68,7 +63,7 @@ describe("kube-proxy's nftables-mode tables", () => {
     expect(nft.all()).toEqual([ip, inet, foreign, ip6]);
     expect(nft.dumps).toBe(0);
 
-    broken = false;
+    reads.broken = false;
     await t.settle(SYNC_PERIOD_MS);
     expect(t.proxier.initialSyncDone).toBe(true);
     expect(ipvsAtDelete).toEqual(['10.96.0.10:80 -> 10.244.1.2']);
