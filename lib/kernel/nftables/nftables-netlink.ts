@@ -9,7 +9,8 @@ import { constants as osConstants } from 'node:os';
 import { NetlinkError, SocketError, errnoName, withOperation } from '../../errors';
 import { NftTable, describeNftTable } from '../../model/nft-table';
 import { decodeNewTable, encodeDeleteTables, encodeGetTables } from '../../netlink/nft-table-codec';
-import { GenlSocket, GenlSocketOptions, NetlinkTransport, RawTransport, isGenlFailure } from '../../netlink/socket';
+import { GenlSocket, GenlSocketOptions, NetlinkTransport, isGenlFailure } from '../../netlink/socket';
+import { openRawTransport } from '../../netlink/transport';
 import { NETLINK_NETFILTER, NFNETLINK_V0 } from '../../uapi/nfnetlink_conntrack';
 import { NftTables } from './nftables';
 
@@ -76,14 +77,7 @@ export class NftTablesNetlink implements NftTables {
 
 /** Opens a NETLINK_NETFILTER socket for the tables; throws SocketError (with its errno) when it cannot. */
 export function openNftTables(options: GenlSocketOptions = {}): NftTablesNetlink {
-  let transport: NetlinkTransport;
-  try {
-    transport = new RawTransport(NETLINK_NETFILTER, 256 << 10);
-  } catch (e) {
-    const errno = (e as { errno?: number }).errno;
-    throw new SocketError(`NETLINK_NETFILTER socket for nftables tables: ${(e as Error).message}`, errno, { cause: e });
-  }
-  return new NftTablesNetlink(transport, options);
+  return new NftTablesNetlink(openRawTransport(NETLINK_NETFILTER, 256 << 10, 'NETLINK_NETFILTER socket for nftables tables'), options);
 }
 
 /**
