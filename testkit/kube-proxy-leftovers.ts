@@ -1,5 +1,6 @@
 // What a node looks like after kube-proxy (IPVS mode) ran on it, plus foreign objects that
-// cleanup must leave alone: iptables-restore and ipset-restore text, for fakes and the VM.
+// cleanup must leave alone: iptables-restore and ipset-restore text, for fakes and the VM; and
+// what its nftables mode leaves: `nft -f` text.
 import { IpFamily } from '../lib/model/ip-family';
 import { SetName, ipsetName } from '../lib/model/names';
 
@@ -99,3 +100,56 @@ export function kubeProxyIpsetSeed(): string {
   );
   return lines.join('\n') + '\n';
 }
+
+/** One Service as kube-proxy's nftables mode programs it: its ClusterIP, TCP port and endpoint ("ip:port"). */
+export interface NftService {
+  readonly vip: string;
+  readonly port: number;
+  readonly endpoint: string;
+}
+
+/**
+ * `nft -f` text of a table as kube-proxy's nftables mode writes it (abridged: one Service): a
+ * map of service verdicts, DNAT chains hooked at prerouting and output, a filter chain that
+ * rejects. Left behind, it keeps sending `svc.vip` to `svc.endpoint`.
+ */
+export function kubeProxyNftTable(family: 'ip' | 'ip6', svc: NftService): string {
+  const addr = family === 'ip' ? 'ipv4_addr' : 'ipv6_addr';
+  const endpoint = family === 'ip' ? svc.endpoint : svc.endpoint.replace(/^(.*):(\d+)$/, '[$1]:$2');
+  return `
+table ${family} kube-proxy {
+  comment "rules for kube-proxy"
+  map service-ips {
+    type ${addr} . inet_proto . inet_service : verdict
+    elements = { ${svc.vip} . tcp . ${svc.port} : goto service-web }
+  }
+  chain nat-prerouting {
+    type nat hook prerouting priority dstnat; policy accept;
+    jump services
+  }
+  chain nat-output {
+    type nat hook output priority -100; policy accept;
+    jump services
+  }
+  chain services {
+    ${family} daddr . meta l4proto . th dport vmap @service-ips
+  }
+  chain service-web {
+    meta l4proto tcp dnat to ${endpoint}
+  }
+  chain filter-forward {
+    type filter hook forward priority -110; policy accept;
+    ct state new ${family} daddr ${svc.vip} tcp dport ${svc.port + 1} reject
+  }
+}
+`;
+}
+
+/** A table of someone else's named like kube-proxy's, in the inet family: never kube-proxy's. */
+export const INET_KUBE_PROXY_NFT_TABLE = `
+table inet kube-proxy {
+  chain input {
+    type filter hook input priority 0; policy accept;
+  }
+}
+`;

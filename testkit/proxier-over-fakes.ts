@@ -11,6 +11,7 @@ import { FakeLink } from '../lib/kernel/link/fake-link';
 import { FakeIpset } from '../lib/kernel/ipset/fake-ipset';
 import { FakeIptables, FakeNftGeneration } from '../lib/kernel/iptables/fake-iptables';
 import { Conntrack } from '../lib/kernel/conntrack/conntrack';
+import { NftTables } from '../lib/kernel/nftables/nftables';
 import { IpFamily } from '../lib/model/ip-family';
 import { ServiceTracker } from '../lib/tracker/service-tracker';
 import { EndpointSliceTracker } from '../lib/tracker/endpoint-slice-tracker';
@@ -63,6 +64,8 @@ export interface ProxierOverFakesOptions {
   readonly planner?: Planner;
   readonly serviceHealth?: ServiceHealthSink;
   readonly conntrack?: Conntrack;
+  /** nf_tables, for kube-proxy's nftables-mode tables (default: none, left alone) */
+  readonly nftables?: NftTables;
   /** the proxier's logger (default: silent) */
   readonly log?: winston.Logger;
 }
@@ -108,6 +111,7 @@ export async function proxierOverFakes(opts: ProxierOverFakesOptions = {}) {
       ...(readProcIpVs ? { readProcIpVs } : {}),
       ...(opts.serviceHealth ? { serviceHealth: opts.serviceHealth } : {}),
       ...(opts.conntrack ? { conntrack: opts.conntrack } : {}),
+      ...(opts.nftables ? { nftables: opts.nftables } : {}),
     },
     settings,
     node,
@@ -137,4 +141,15 @@ export async function proxierOverFakes(opts: ProxierOverFakesOptions = {}) {
   };
   const iptables = iptablesByFamily[settings.families[0]!]!;
   return { clock, ipvs, link, ipset, iptables, iptablesByFamily, services, slices, proxier, events, results, settle, add, remove, replaceSlice, start };
+}
+
+/** Full syncs over `ipvs` fail (its table read throws, as over a closed socket) while `reads.broken` is true. */
+export function breakIpvsReads(ipvs: FakeIpvs): { broken: boolean } {
+  const reads = { broken: true };
+  const listAll = ipvs.listAll.bind(ipvs);
+  ipvs.listAll = async () => {
+    if (reads.broken) throw new Error('netlink socket closed');
+    return listAll();
+  };
+  return reads;
 }

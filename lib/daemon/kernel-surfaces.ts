@@ -18,6 +18,9 @@ import { listIpsets } from '../kernel/ipset/ipset-netlink';
 import { createIptables } from '../kernel/iptables/iptables-restore';
 import { GenerationPeers } from '../kernel/iptables/iptables-sync';
 import { LazyNftGeneration } from '../kernel/iptables/nft-generation';
+import { NftTables } from '../kernel/nftables/nftables';
+import { LazyNftTables } from '../kernel/nftables/nftables-netlink';
+import { PeerNftTables } from '../kernel/nftables/peer-nftables';
 import { iptablesVersion, supportsRandomFully } from '../kernel/iptables/detect-backend';
 import { ProcSysctl } from '../kernel/sysctl/sysctl';
 import { ensureIpvsSysctls } from '../kernel/sysctl/ipvs-sysctls';
@@ -35,6 +38,8 @@ export interface KernelSurfaces {
   readonly conntrack?: Conntrack;
   readonly ipsets: Partial<Record<IpFamily, Ipset>>;
   readonly iptables: Partial<Record<IpFamily, Iptables>>;
+  /** nf_tables' tables, for kube-proxy's nftables-mode leftovers (the socket opens on first use) */
+  readonly nftables: NftTables;
   close(): void;
 }
 
@@ -78,7 +83,7 @@ export async function openIpvsAndLink(config: ProxyConfig, log: DaemonLog): Prom
   return { ipvs, link };
 }
 
-/** ctnetlink, ipset and iptables (both families) over the opened IPVS and rtnetlink sockets. */
+/** ctnetlink, ipset, iptables (both families) and nf_tables over the opened IPVS and rtnetlink sockets. */
 export function openKernelSurfaces(ipvs: Ipvs, link: Link, exec: Execer, log: DaemonLog): KernelSurfaces {
   // stale UDP/SCTP conntrack cleanup over ctnetlink; without ctnetlink the proxy runs without the cleanup
   let conntrack: Conntrack | undefined;
@@ -105,14 +110,18 @@ export function openKernelSurfaces(ipvs: Ipvs, link: Link, exec: Execer, log: Da
   for (const f of ['ipv4', 'ipv6'] as IpFamily[]) {
     iptables[f] = createIptables({ family: f, backend: 'auto', exec, generation: nftGeneration, peers });
   }
+  // kube-proxy's nftables-mode tables go after the first full sync (proxier/nftables-leftovers.ts);
+  // that transaction touches no iptables table: the syncs' proof survives it (PeerNftTables)
+  const nftables = new PeerNftTables(new LazyNftTables(), nftGeneration, peers);
   return {
-    ipvs, link, exec, ipsets, iptables,
+    ipvs, link, exec, ipsets, iptables, nftables,
     ...(conntrack ? { conntrack } : {}),
     close: () => {
       ipvs.close();
       link.close();
       conntrack?.close();
       nftGeneration.close();
+      nftables.close();
     },
   };
 }

@@ -63,10 +63,10 @@ export function wireProxier(deps: ProxierWiringDeps): ProxierWiring {
     log: componentLog('healthcheck'),
     proxyHealthy: (): boolean => proxyHealth(proxier, systemClock.now(), timeoutMs).healthy,
   });
-  const { ipvs, link, ipsets, iptables, conntrack } = kernel;
+  const { ipvs, link, ipsets, iptables, conntrack, nftables } = kernel;
   const proxier: Proxier = new Proxier(
     {
-      ipvs, link, ipsets, iptables, source, events, randomFully: deps.randomFully,
+      ipvs, link, ipsets, iptables, nftables, source, events, randomFully: deps.randomFully,
       // a full sync reads every real server from here: one read, not one dump per service
       readProcIpVs: async () => readProcText(), serviceHealth,
       ...(conntrack ? { conntrack } : {}),

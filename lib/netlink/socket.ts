@@ -66,10 +66,30 @@ interface Chunk {
   readonly firstSeq: number;
   readonly first: number;
   readonly count: number;
+  /** the message whose answer completes the datagram (the last one, or a transaction's last acked) */
+  readonly last: number;
+  /** an nfnetlink transaction: an error answering its first message completes it too */
+  readonly transaction: boolean;
   readonly results: (GenlFailure | null)[];
   readonly done: () => void;
   readonly fail: (e: Error) => void;
   timer: NodeJS.Timeout | undefined;
+}
+
+/** batchRaw's options */
+export interface RawBatchOptions {
+  /**
+   * The messages are one nfnetlink transaction (NFNL_MSG_BATCH_BEGIN first, the members,
+   * NFNL_MSG_BATCH_END last): they go in one datagram (RangeError, nothing sent, when they do
+   * not fit one) and no NLM_F_ACK is added. Linux 6.1 answers neither BATCH_BEGIN nor
+   * BATCH_END (later kernels ack them only when they ask, which these do not), and delivers
+   * the members' errors and acks after the whole batch ran; so the members that want an answer
+   * carry NLM_F_ACK themselves (`write` sets it; at least one must), and the batch completes at
+   * the answer of the last of them. An error answering the first message (BATCH_BEGIN) ends it
+   * too: the kernel refused the batch as a whole (EPERM, no subsystem, ENOMEM, a failed commit)
+   * and may answer nothing else.
+   */
+  readonly transaction?: boolean;
 }
 
 export const DEFAULT_REQUEST_TIMEOUT_MS = 30_000;
@@ -251,32 +271,51 @@ export class GenlSocket {
    * batch() for messages of the transport's own protocol, which need not be generic netlink
    * (e.g. RTM_NEWADDR over NETLINK_ROUTE): `write(i, w)` appends everything of message i after
    * struct nlmsghdr and returns its nlmsg_type and flags (NLM_F_REQUEST is added, and
-   * NLM_F_ACK to the last message of each datagram). Only acks are read: no dumps or GETs.
+   * NLM_F_ACK to the last message of each datagram, but for a transaction: RawBatchOptions).
+   * Only acks are read: no dumps or GETs.
    */
-  batchRaw(count: number, write: (i: number, w: AttrWriter) => { readonly type: number; readonly flags: number }): Promise<(GenlFailure | null)[]> {
-    return this.batchFramed(count, 0, (i, w, at) => {
-      const { type, flags } = write(i, w);
-      w.buffer.writeUInt16LE(type, at + 4);
-      w.buffer.writeUInt16LE(NLM_F.REQUEST | flags, at + 6);
-    });
+  batchRaw(
+    count: number,
+    write: (i: number, w: AttrWriter) => { readonly type: number; readonly flags: number },
+    options: RawBatchOptions = {},
+  ): Promise<(GenlFailure | null)[]> {
+    return this.batchFramed(
+      count,
+      0,
+      (i, w, at) => {
+        const { type, flags } = write(i, w);
+        w.buffer.writeUInt16LE(type, at + 4);
+        w.buffer.writeUInt16LE(NLM_F.REQUEST | flags, at + 6);
+      },
+      options.transaction ?? false,
+    );
   }
 
   /**
    * Writes `count` messages into datagrams and sends them pipelined. `write(i, w, at)` appends
    * message i's body after its nlmsghdr (at `at`) and the `extraHeader` bytes after it, and
-   * sets the header's type and flags; length and sequence number are set here.
+   * sets the header's type and flags; length and sequence number are set here. A transaction
+   * (RawBatchOptions) is one datagram, acked where `write` asked.
    */
   private async batchFramed(
     count: number,
     extraHeader: number,
     write: (i: number, w: AttrWriter, at: number) => void,
+    transaction = false,
   ): Promise<(GenlFailure | null)[]> {
     if (this.closed) throw new SocketError('netlink socket is closed');
     const results: (GenlFailure | null)[] = new Array(count).fill(null);
-    const datagrams = writeBatchDatagrams(count, extraHeader, this.batchMessages, this.batchBytes, write);
+    const datagrams = writeBatchDatagrams(count, extraHeader, transaction ? count : this.batchMessages, this.batchBytes, write);
+    let ackAt: number | undefined;
+    if (transaction) {
+      const d = datagrams[0];
+      if (datagrams.length !== 1 || !d) throw new RangeError(`an nfnetlink transaction of ${count} messages does not fit one datagram of ${this.batchBytes} bytes`);
+      ackAt = d.offsets.findLastIndex((at) => (d.datagram.readUInt16LE(at + 6) & NLM_F.ACK) !== 0);
+      if (ackAt < 0) throw new RangeError('an nfnetlink transaction needs NLM_F_ACK on one of its members at least');
+    }
     const inFlight = new Set<Promise<void>>();
     for (const d of datagrams) {
-      const p = this.sendChunk(d.datagram, d.offsets, d.first, results);
+      const p = this.sendChunk(d.datagram, d.offsets, d.first, results, ackAt);
       inFlight.add(p);
       void p.finally(() => inFlight.delete(p)).catch(() => undefined);
       if (inFlight.size >= this.batchWindow) await Promise.race(inFlight);
@@ -285,19 +324,26 @@ export class GenlSocket {
     return results;
   }
 
-  /** Sends one written datagram (messages at `offsets`), numbering its messages now. */
-  private sendChunk(datagram: Buffer, offsets: readonly number[], first: number, results: (GenlFailure | null)[]): Promise<void> {
+  /**
+   * Sends one written datagram (messages at `offsets`), numbering its messages now. `ackAt`:
+   * a transaction's last message with NLM_F_ACK; else the last message gets it.
+   */
+  private sendChunk(datagram: Buffer, offsets: readonly number[], first: number, results: (GenlFailure | null)[], ackAt?: number): Promise<void> {
     return new Promise<void>((resolve, reject) => {
       const count = offsets.length;
       const firstSeq = this.reserveSeqs(count);
       for (let k = 0; k < count; k++) datagram.writeUInt32LE((firstSeq + k) >>> 0, offsets[k]! + 8);
-      // only the last message asks for an ack (see the class comment)
-      const last = offsets[count - 1]! + 6;
-      datagram.writeUInt16LE(datagram.readUInt16LE(last) | NLM_F.ACK, last);
+      if (ackAt === undefined) {
+        // only the last message asks for an ack (see the class comment)
+        const flagsAt = offsets[count - 1]! + 6;
+        datagram.writeUInt16LE(datagram.readUInt16LE(flagsAt) | NLM_F.ACK, flagsAt);
+      }
       const chunk: Chunk = {
         firstSeq,
         first,
         count,
+        last: ackAt ?? count - 1,
+        transaction: ackAt !== undefined,
         results,
         done: () => {
           this.chunks.delete(chunk);
@@ -388,13 +434,14 @@ export class GenlSocket {
     p.lastAt = Date.now();
   }
 
-  // A refusal of any member, or the ack (or refusal) of the datagram's last message; the
-  // kernel answers in order, so the last one's answer means every other member has had its say.
+  // A refusal of any member, or the ack (or refusal) of the datagram's last message (a
+  // transaction's last acked one); the kernel answers in order, so the last one's answer means
+  // every other member has had its say. A transaction refused at its BATCH_BEGIN ends there.
   private handleChunkAck(c: Chunk, m: NetlinkMessage): void {
     const ack = decodeAck(m);
     const k = (m.seq - c.firstSeq) >>> 0;
     if (ack.errno !== 0) c.results[c.first + k] = ack.extack ? { errno: ack.errno, extack: ack.extack } : { errno: ack.errno };
-    if (k === c.count - 1) c.done();
+    if (k === c.last || (c.transaction && k === 0 && ack.errno !== 0)) c.done();
     else this.armChunk(c);
   }
 

@@ -51,3 +51,16 @@ export class RawTransport implements NetlinkTransport {
     this.raw.close();
   }
 }
+
+/**
+ * A RawTransport of `protocol`; when the socket cannot be opened, a SocketError naming `what`
+ * with the errno (EPROTONOSUPPORT: the kernel has no such netlink protocol).
+ */
+export function openRawTransport(protocol: number, bufferSize: number, what: string): RawTransport {
+  try {
+    return new RawTransport(protocol, bufferSize);
+  } catch (e) {
+    const errno = (e as { errno?: number }).errno;
+    throw new SocketError(`${what}: ${(e as Error).message}`, errno, { cause: e });
+  }
+}

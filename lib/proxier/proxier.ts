@@ -12,7 +12,7 @@
  *
  * This class only sequences a sync's phases and decides when a full one is due; each part
  * owns its state (ipvs-applier, node-context, desired-state, bound-addresses, conntrack-cleanup,
- * reports) and reports back what needs a full sync.
+ * reports, nftables-leftovers) and reports back what needs a full sync.
  *
  * Nothing is ever flushed: a refused op is logged with the op and its Service, the Service is
  * retried with backoff, and every other Service stays as programmed.
@@ -27,6 +27,7 @@ import { NodeContext } from './node-context';
 import { IpvsApplier } from './ipvs-applier';
 import { BoundAddresses } from './bound-addresses';
 import { ConntrackCleanup } from './conntrack-cleanup';
+import { NftablesLeftovers } from './nftables-leftovers';
 import { Reports } from './reports';
 import { DesiredState } from './desired-state';
 import { SyncFigures, SyncRun, newSyncRun, opKey, syncNetfilter } from './sync-run';
@@ -49,6 +50,8 @@ export class Proxier {
   private readonly bound: BoundAddresses;
   private readonly conntrack: ConntrackCleanup;
   private readonly reports: Reports;
+  /** kube-proxy's nftables-mode tables, removed after the first full sync that succeeded */
+  private readonly nftLeftovers: NftablesLeftovers | undefined;
 
   /** plans, their index, health check ports, no-local counts */
   private readonly desired: DesiredState;
@@ -84,6 +87,7 @@ export class Proxier {
     this.bound = new BoundAddresses(deps);
     this.conntrack = new ConntrackCleanup(deps);
     this.reports = new Reports(deps);
+    this.nftLeftovers = deps.nftables ? new NftablesLeftovers({ nftables: deps.nftables, log: deps.log }) : undefined;
     this.desired = new DesiredState({
       planService: (name) => this.nodeCtx.planService(name),
       replanned: (name, before, after) => {
@@ -212,7 +216,11 @@ export class Proxier {
       });
       this.runner.retryAfter(delay);
     }
-    return this.endRun(run, succeeded);
+    const result = await this.endRun(run, succeeded);
+    // after the sync and its figures (its one dump and one transaction are no sync's work):
+    // everything kube-ipvs programs is in place, so kube-proxy's nftables DNAT may go
+    if (succeeded && run.full) await this.nftLeftovers?.afterFullSync();
+    return result;
   }
 
   /** Re-plans the changed Services (every one when the contexts changed); fills run.touched. */

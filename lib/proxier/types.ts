@@ -8,6 +8,7 @@ import type { Ipset } from '../kernel/ipset/ipset';
 import type { Iptables } from '../kernel/iptables/iptables';
 import type { Link } from '../kernel/link/link';
 import type { Conntrack } from '../kernel/conntrack/conntrack';
+import type { NftTables } from '../kernel/nftables/nftables';
 import type { Endpoint, Refusal, ServicePort } from '../model/service';
 import type { IpFamily } from '../model/ip-family';
 import type { LocalDetector } from '../plan/iptables';
@@ -91,6 +92,11 @@ export interface ProxierDeps {
    * (or got its first one), its stale entries are deleted. None: no conntrack cleanup.
    */
   readonly conntrack?: Conntrack;
+  /**
+   * nf_tables: kube-proxy's nftables-mode tables (ip and ip6 kube-proxy) are deleted once,
+   * after the first full sync that succeeded (nftables-leftovers.ts). None: left alone.
+   */
+  readonly nftables?: NftTables;
   /** called after every sync (metrics) */
   readonly onSync?: (result: SyncResult, driftRepaired: boolean) => void;
 }

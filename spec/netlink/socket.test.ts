@@ -177,6 +177,80 @@ describe('GenlSocket.batch', () => {
     expect(s.pendingCount).toBe(0);
   });
 
+  describe('batchRaw as an nfnetlink transaction', () => {
+    // Linux 6.1's nfnetlink_rcv_batch: BATCH_BEGIN (0x10) and BATCH_END (0x11) are never answered;
+    // a member is answered when it failed or asked for NLM_F_ACK, all after the whole batch ran
+    const BEGIN = 0x10;
+    const END = 0x11;
+    const MEMBER = 0x0a02;
+    /** the kernel's answers to one batch: refused whole at BEGIN, or per member */
+    function nfnlBatch(opts: { fail?: Map<number, number>; refuse?: number; commitFails?: number } = {}) {
+      return (msgs: SeenMessage[]) => {
+        const begin = msgs[0]!;
+        if (opts.refuse) return [nlError(opts.refuse, begin)];
+        const out: Buffer[] = [];
+        if (opts.commitFails) out.push(nlError(opts.commitFails, begin));
+        for (const m of msgs) {
+          if (m.type !== MEMBER) continue;
+          const errno = opts.fail?.get(m.attrs.readUInt32LE(4)) ?? 0;
+          if (errno || m.flags & ACK) out.push(nlError(errno, m));
+        }
+        return out.length ? [Buffer.concat(out)] : [];
+      };
+    }
+    // a transaction of n members: BEGIN, members 1..n (NLM_F_ACK on those `acked` says), END
+    const transaction = (s: GenlSocket, n: number, acked = (_i: number) => true) =>
+      s.batchRaw(n + 2, (i, w) => {
+        w.raw(Buffer.from([0, 0, 0, 10]));
+        if (i === 0 || i === n + 1) return { type: i === 0 ? BEGIN : END, flags: 0 };
+        w.u32(1, i);
+        return { type: MEMBER, flags: acked(i) ? ACK : 0 };
+      }, { transaction: true });
+
+    it('one datagram whatever batchMessages says; no NLM_F_ACK added; done at the last acked member, failures where they belong', async () => {
+      const t = new ScriptedTransport(nfnlBatch({ fail: new Map([[2, 2]]) }));
+      const s = new GenlSocket(t, 0, 0, { batchMessages: 2, requestTimeoutMs: 60_000 });
+      const results = await transaction(s, 3);
+      expect(results.map((r) => r?.errno ?? 0)).toEqual([0, 0, 2, 0, 0]);
+      expect(t.sent).toHaveLength(1);
+      expect(t.sent[0]!.map((m) => [m.type, m.flags])).toEqual([[BEGIN, 0x1], [MEMBER, 0x1 | ACK], [MEMBER, 0x1 | ACK], [MEMBER, 0x1 | ACK], [END, 0x1]]);
+      expect(s.pendingCount).toBe(0);
+    });
+
+    it('only the last member acked: a failure of an earlier one is still its own result', async () => {
+      const t = new ScriptedTransport(nfnlBatch({ fail: new Map([[1, 1]]) }));
+      const s = new GenlSocket(t, 0, 0, { requestTimeoutMs: 60_000 });
+      const results = await transaction(s, 3, (i) => i === 3);
+      expect(results.map((r) => r?.errno ?? 0)).toEqual([0, 1, 0, 0, 0]);
+      expect(t.sent[0]!.map((m) => m.flags & ACK)).toEqual([0, 0, 0, ACK, 0]);
+    });
+
+    it('refused whole at BATCH_BEGIN (nothing else answered): done at once with that error, no timeout', async () => {
+      const t = new ScriptedTransport(nfnlBatch({ refuse: 1 /* EPERM */ }));
+      const s = new GenlSocket(t, 0, 0, { requestTimeoutMs: 60_000 });
+      expect((await transaction(s, 2)).map((r) => r?.errno ?? 0)).toEqual([1, 0, 0, 0]);
+      expect(s.pendingCount).toBe(0);
+    });
+
+    it('a failed commit (its error on BATCH_BEGIN, the members acked after it): the error is the result; the late acks are strays', async () => {
+      const t = new ScriptedTransport(nfnlBatch({ commitFails: 12 /* ENOMEM */ }));
+      const strays: number[] = [];
+      const s = new GenlSocket(t, 0, 0, { onStray: (m) => strays.push(m.seq) });
+      expect((await transaction(s, 2)).map((r) => r?.errno ?? 0)).toEqual([12, 0, 0, 0]);
+      expect(strays).toHaveLength(2);
+      expect(s.pendingCount).toBe(0);
+    });
+
+    it('no member asks for an ack, or too big for one datagram: RangeError with nothing sent', async () => {
+      const t = new ScriptedTransport(nfnlBatch());
+      const s = new GenlSocket(t, 0, 0, { batchBytes: 200 });
+      await expect(transaction(s, 2, () => false)).rejects.toThrow(/NLM_F_ACK on one of its members/);
+      await expect(transaction(s, 20)).rejects.toThrow(/22 messages does not fit one datagram of 200 bytes/);
+      expect(t.sent).toEqual([]);
+      expect(s.pendingCount).toBe(0);
+    });
+  });
+
   it('an empty batch sends nothing', async () => {
     const t = new ScriptedTransport(() => []);
     expect(await new GenlSocket(t, FAMILY, 1).batch([])).toEqual([]);

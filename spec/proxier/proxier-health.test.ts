@@ -2,7 +2,7 @@
 // changes count as queued only once the informers have synced, a failed sync is no update,
 // and /healthz's "initial sync done" waits for a full sync that went through.
 import { proxyHealth } from '../../lib/daemon/health-server';
-import { proxierOverFakes } from '../../testkit/proxier-over-fakes';
+import { breakIpvsReads, proxierOverFakes } from '../../testkit/proxier-over-fakes';
 import { makeEndpointSlice, makeService, svcPort } from '../../testkit/builders';
 
 const TIMEOUT_MS = 60_000;
@@ -36,12 +36,7 @@ describe('Proxier health bookkeeping', () => {
 
   it('a failed full sync is neither the initial sync nor an update: a change queued behind it makes /livez fail after the timeout', async () => {
     const t = await proxierOverFakes();
-    const listAll = t.ipvs.listAll.bind(t.ipvs);
-    let broken = true;
-    t.ipvs.listAll = async () => {
-      if (broken) throw new Error('netlink socket closed');
-      return listAll();
-    };
+    const reads = breakIpvsReads(t.ipvs);
     t.add(web, webSlice);
     await t.start();
     expect(t.proxier.initialSyncDone).toBe(false);
@@ -54,7 +49,7 @@ describe('Proxier health bookkeeping', () => {
     expect(t.proxier.initialSyncDone).toBe(false);
     expect(proxyHealth(t.proxier, t.clock.now(), TIMEOUT_MS).healthy).toBe(false);
 
-    broken = false;
+    reads.broken = false;
     await t.settle(TIMEOUT_MS); // the retry backoff is well under a minute
     expect(t.proxier.initialSyncDone).toBe(true);
     expect(t.proxier.lastSyncAt).toBeGreaterThan(queuedAt);

@@ -17,6 +17,7 @@ import path from 'node:path';
 import { ApiClient, e2eProxyConfig, LoggedProcess, LogLine, SERVICE_ACCOUNT_DIR as SA_DIR, shippedKubeconfig, startFakeApiServer, startKubeIpvs } from '../../testkit/processes';
 import { connect, deletePod, ip, longClient, makePod, run, startEchoServer, tryRun } from '../../testkit/netns';
 import { makeTestPki } from '../../testkit/test-pki';
+import { INET_KUBE_PROXY_NFT_TABLE, kubeProxyNftTable } from '../../testkit/kube-proxy-leftovers';
 import { eventually } from '../../testkit/wait-for';
 
 const API_PORT = 16443;
@@ -175,6 +176,10 @@ describe('kube-ipvs daemon end to end (fake API server, real kernel, real traffi
     apiserver = await startFakeApiServer(apiserverArgs('fixtures.json'));
     fs.writeFileSync(path.join(dir, 'kubeconfig'), shippedKubeconfig(`https://127.0.0.1:${API_PORT}`));
     fs.writeFileSync(cfgFile, config(dir, 'rr'));
+    // kube-proxy ran here in nftables mode before: its tables send web's ClusterIP to an
+    // endpoint long gone (pod 9); someone's inet kube-proxy table is not its
+    run('nft', ['-f', '-'], kubeProxyNftTable('ip', { vip: '10.96.0.10', port: 80, endpoint: '10.244.9.2:8080' }) +
+      kubeProxyNftTable('ip6', { vip: 'fd00:96::10', port: 80, endpoint: 'fd00:244:9::2:8080' }) + INET_KUBE_PROXY_NFT_TABLE);
     daemon = startKubeIpvs(['--config', cfgFile, '--v=2']);
   });
 
@@ -184,6 +189,7 @@ describe('kube-ipvs daemon end to end (fake API server, real kernel, real traffi
     for (const c of children) c.kill('SIGKILL');
     for (const p of [POD1, POD2, POD3, EXT1, EXT2]) deletePod(p.name);
     tryRun('ipvsadm', ['-C']);
+    tryRun('nft', ['delete', 'table', 'inet', 'kube-proxy']);
     fs.rmSync(dir, { recursive: true, force: true });
     fs.rmSync(SA_DIR, { recursive: true, force: true });
   });
@@ -229,6 +235,21 @@ describe('kube-ipvs daemon end to end (fake API server, real kernel, real traffi
     expect([starting.length, listed.length]).toEqual([1, 1]);
     expect(daemon.lines.indexOf(listed[0]!)).toBeLessThan(daemon.lines.indexOf(first));
     expect(listed[0]!.sinceStartMs as number).toBeGreaterThanOrEqual(starting[0]!.sinceStartMs as number);
+  });
+
+  it("kube-proxy's nftables-mode tables are gone after the first sync, one info line each; the inet kube-proxy table stays", async () => {
+    const first = daemon.lines.findIndex(isSync);
+    const removed = (family: string) => `removed kube-proxy's nftables-mode table ${family} kube-proxy (kube-proxy deletes it too when it starts in ipvs mode)`;
+    const ip6 = await daemon.waitFor((l) => l.message === removed('ip6'), 'the ip6 kube-proxy table removed', first);
+    const lines = daemon.lines.filter((l) => String(l.message).startsWith("removed kube-proxy's"));
+    expect(lines.map((l) => `${l.level} ${l.message}`)).toEqual([`info ${removed('ip')}`, `info ${removed('ip6')}`]);
+    expect(daemon.lines.indexOf(lines[0]!)).toBeGreaterThan(first);
+    expect(daemon.lines.indexOf(ip6)).toBe(daemon.lines.indexOf(lines[0]!) + 1);
+    const tables = run('nft', ['list', 'tables']).split('\n').filter(Boolean);
+    expect(tables).toContain('table inet kube-proxy');
+    expect(tables.filter((t) => /^table ip6? kube-proxy$/.test(t))).toEqual([]);
+    // its stale DNAT is gone with it: the traffic test below reaches pod1 through 10.96.0.10
+    expect(daemon.lines.filter((l) => String(l.message).startsWith("removing kube-proxy's nftables-mode tables failed"))).toEqual([]);
   });
 
   it('the first periodic check after the dual-stack cold start: one IPVS read, no write, no process', async () => {

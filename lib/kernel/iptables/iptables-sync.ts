@@ -95,8 +95,12 @@ export class GenerationPeers {
     this.members.add(member);
   }
 
-  /** `by`'s own commits, and nobody else's, moved the generation from `from` to `to` */
-  committedAlone(by: IptablesSync, from: number, to: number): void {
+  /**
+   * `by`'s own commits, and nobody else's, moved the generation from `from` to `to`; `by`
+   * undefined: commits of kube-ipvs's outside the iptables syncs, on tables none of them
+   * writes (kube-proxy's nftables-mode tables deleted: kernel/nftables/peer-nftables.ts)
+   */
+  committedAlone(by: IptablesSync | undefined, from: number, to: number): void {
     for (const m of this.members) if (m !== by) m.peerCommitted(from, to);
   }
 }

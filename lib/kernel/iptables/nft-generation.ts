@@ -13,7 +13,8 @@
  */
 import { NetlinkError, SocketError, errnoName, withOperation } from '../../errors';
 import { decodeNewGen, encodeGetGen } from '../../netlink/nft-gen-codec';
-import { GenlSocket, GenlSocketOptions, NetlinkTransport, RawTransport, isGenlFailure } from '../../netlink/socket';
+import { GenlSocket, GenlSocketOptions, NetlinkTransport, isGenlFailure } from '../../netlink/socket';
+import { openRawTransport } from '../../netlink/transport';
 import { NETLINK_NETFILTER, NFNETLINK_V0 } from '../../uapi/nfnetlink_conntrack';
 
 /** Reads the current ruleset generation (a u32, never 0). */
@@ -58,14 +59,7 @@ export class NftGenerationNetlink implements RulesetGeneration {
 
 /** Opens a NETLINK_NETFILTER socket for the generation; throws SocketError when it cannot. */
 export function openNftGeneration(options: GenlSocketOptions = {}): NftGenerationNetlink {
-  let transport: NetlinkTransport;
-  try {
-    transport = new RawTransport(NETLINK_NETFILTER, 64 << 10);
-  } catch (e) {
-    const errno = (e as { errno?: number }).errno;
-    throw new SocketError(`NETLINK_NETFILTER socket for the nf_tables generation: ${(e as Error).message}`, errno, { cause: e });
-  }
-  return new NftGenerationNetlink(transport, options);
+  return new NftGenerationNetlink(openRawTransport(NETLINK_NETFILTER, 64 << 10, 'NETLINK_NETFILTER socket for the nf_tables generation'), options);
 }
 
 /**
