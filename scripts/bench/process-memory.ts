@@ -46,16 +46,30 @@ export function metric(s: Scrape, series: string): number {
   return v;
 }
 
-/** What a histogram observed between two scrapes: count, mean, and the bucket bounds of p99 and max. */
+/** The sum of every series of `name` whatever its labels (kube-proxy labels its series by ip_family; kube-ipvs does not). */
+export function sumSeries(s: Scrape, name: string): number | undefined {
+  let sum: number | undefined;
+  for (const [k, v] of s) if (k === name || k.startsWith(`${name}{`)) sum = (sum ?? 0) + v;
+  return sum;
+}
+
+/**
+ * What a histogram observed between two scrapes: count, mean, and the bucket bounds of p99 and
+ * max; series of the same bucket under other labels (kube-proxy's ip_family) are added up.
+ */
 export function histogramDelta(before: Scrape, after: Scrape, name: string): { count: number; meanSeconds: number; p99AtMostSeconds: number; maxAtMostSeconds: number } {
-  const buckets: { le: number; n: number }[] = [];
+  const byLe = new Map<number, number>();
   for (const [k, v] of after) {
-    const m = new RegExp(`^${name}_bucket\\{le="([^"]+)"\\}$`).exec(k);
-    if (m) buckets.push({ le: m[1] === '+Inf' ? Infinity : Number(m[1]), n: v - (before.get(k) ?? 0) });
+    const m = new RegExp(`^${name}_bucket\\{(?:.*,)?le="([^"]+)"`).exec(k);
+    if (!m) continue;
+    const le = m[1] === '+Inf' ? Infinity : Number(m[1]);
+    byLe.set(le, (byLe.get(le) ?? 0) + v - (before.get(k) ?? 0));
   }
-  buckets.sort((a, b) => a.le - b.le);
-  const count = metric(after, `${name}_count`) - (before.get(`${name}_count`) ?? 0);
-  const sum = metric(after, `${name}_sum`) - (before.get(`${name}_sum`) ?? 0);
+  const buckets = [...byLe].map(([le, n]) => ({ le, n })).sort((a, b) => a.le - b.le);
+  const total = (s: Scrape, series: string) => sumSeries(s, series) ?? 0;
+  if (sumSeries(after, `${name}_count`) === undefined) throw new Error(`the /metrics scraped has no ${name}_count`);
+  const count = total(after, `${name}_count`) - total(before, `${name}_count`);
+  const sum = total(after, `${name}_sum`) - total(before, `${name}_sum`);
   const first = (n: number) => buckets.find((b) => b.n >= n)?.le ?? Infinity;
   return { count, meanSeconds: count ? sum / count : 0, p99AtMostSeconds: first(Math.ceil(count * 0.99)), maxAtMostSeconds: first(count) };
 }
