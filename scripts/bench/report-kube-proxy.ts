@@ -83,14 +83,21 @@ console.log(line(header));
 console.log('-'.repeat(w.reduce((a, b) => a + b + 2, -2)));
 for (const r of body) console.log(line(r));
 
-// what the churn's writers met: the cap of writes in flight, the API server's answer time, this process's CPU
+// what bounded the churn's writes (lab-writer.ts, on the host): the cap of writes in flight, the
+// API server's answer time, and the kube-apiserver's, etcd's and the writer's CPU on the host
+const f2 = (v: unknown) => (typeof v === 'number' ? v.toFixed(2) : '-');
 for (const size of sizes) {
   for (const side of ['kube-ipvs', 'kube-proxy']) {
     const segs = pick(size, side, 'churn');
     if (!segs.length) continue;
-    console.log(`${size} ${side} churn writes: ${segs.map((r) => `${r.targetRate}/s offered: ${(r.achievedRate as number).toFixed(0)}/s taken, ${r.failed} failed, ${r.notSent} not sent, in-flight cap (${r.writers ?? ''}) reached at ${((r.capShare as number) * 100).toFixed(0)}% of ticks, write answered in ${(r.writeMeanMs as number).toFixed(0)} ms mean, writer CPU ${(r.writerCpu as number).toFixed(2)} s/s`).join('; ')}`);
+    console.log(`${size}, beside ${side}, churn writes from the host:`);
+    for (const r of segs) {
+      console.log(`  ${r.targetRate}/s offered: ${(r.achievedRate as number).toFixed(0)}/s taken (${r.ok} ok, ${r.failed} failed, ${r.notSent} not sent), ` +
+        `${r.writers} in flight at ${((r.capShare as number) * 100).toFixed(0)}% of ticks, answered in ${(r.writeMeanMs as number).toFixed(0)} ms mean; ` +
+        `CPU s/s: kube-apiserver ${f2(r.apiserverCpu)}, etcd ${f2(r.etcdCpu)}, writer ${f2(r.writerCpu)}; host ${r.hostCpus} CPUs, load ${f2(r.hostLoad)}`);
+    }
   }
 }
 for (const l of rows.filter((r) => r.what === 'load')) {
-  console.log(`${l.services}x${l.endpoints} load on the host: ${l.created} created, ${l.deleted} deleted, ${l.resized} rewritten in ${(l.seconds as number).toFixed(1)} s (${(l.perSecond as number).toFixed(0)} writes/s, ${l.parallel ?? ''} in flight)`);
+  console.log(`${l.services}x${l.endpoints} load on the host: ${l.created} created, ${l.deleted} deleted, ${l.resized} rewritten in ${(l.seconds as number).toFixed(1)} s (${(l.perSecond as number).toFixed(0)} writes/s)`);
 }
