@@ -44,7 +44,7 @@
 //   node dist/scripts/bench/kube-proxy-peer.js SERVICES ENDPOINTS   (in the VM, KUBE_IPVS_LAB
 //   and BENCH_WRITER set: scripts/bench/run.sh's kube-proxy step)
 import { ChildProcess, spawn, spawnSync } from 'node:child_process';
-import { appendFileSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { appendFileSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { createInterface } from 'node:readline';
@@ -56,7 +56,7 @@ import { replacementIP } from './daemon-fixtures';
 import { Agent, fetch } from 'undici';
 import { labClusterIP, NODE_IP, NODE_NAME } from './lab-bench-objects';
 import type { ChurnWrites } from './lab-writer';
-import { histogramDelta, rssBytes, Scrape, scrape, sumSeries } from './process-memory';
+import { cpuSeconds, histogramDelta, median, rssBytes, Scrape, scrape, sumSeries } from './process-memory';
 
 type Side = 'kube-proxy' | 'kube-ipvs';
 
@@ -82,10 +82,6 @@ const nsOf = (side: Side) => `bench-${side}`;
 const CLK_TCK = Number(spawnSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).stdout.trim()) || 100;
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-const median = (xs: readonly number[]) => {
-  const s = [...xs].sort((a, b) => a - b);
-  return s.length ? (s.length % 2 ? s[s.length >> 1]! : (s[s.length / 2 - 1]! + s[s.length / 2]!) / 2) : undefined;
-};
 
 function record(side: Side | undefined, what: string, value: Record<string, unknown>): void {
   const line = JSON.stringify({ bench: 'kube-proxy', services: SERVICES, endpoints: ENDPOINTS, ...(side ? { side } : {}), what, ...value });
@@ -93,13 +89,7 @@ function record(side: Side | undefined, what: string, value: Record<string, unkn
   if (process.env.BENCH_OUT) appendFileSync(process.env.BENCH_OUT, line + '\n');
 }
 
-/** CPU ticks of `pid` from /proc/PID/stat, as seconds: its own (utime + stime) and the children it reaped (cutime + cstime). */
-function cpuSeconds(pid: number): { self: number; children: number } {
-  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-  // the fields after the command name (which may hold spaces) in parentheses: state is field 3
-  const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ').map(Number);
-  return { self: (f[11]! + f[12]!) / CLK_TCK, children: (f[13]! + f[14]!) / CLK_TCK };
-}
+const cpuOf = (pid: number) => cpuSeconds(pid, CLK_TCK);
 
 /** A fresh node namespace for `side`: routed to the lab, the node's address on a dummy eth9, lo up. */
 function freshNamespace(side: Side): void {
@@ -292,10 +282,10 @@ async function measure(side: Side, dir: string, writer: Writer): Promise<void> {
     // 2. idle CPU
     const rssStart = rssBytes(pid);
     await sleep(SETTLE_SECONDS * 1000);
-    const c0 = cpuSeconds(pid);
+    const c0 = cpuOf(pid);
     const w0 = Date.now();
     await sleep(IDLE_SECONDS * 1000);
-    const c1 = cpuSeconds(pid);
+    const c1 = cpuOf(pid);
     const minutes = (Date.now() - w0) / 60_000;
     record(side, 'idle', {
       rssAfterStart: rssStart, rssIdle: rssBytes(pid), seconds: minutes * 60,

@@ -1,7 +1,7 @@
 // The lab's kube-apiserver as its admin (scripts/lab/lab.ts's client certificate, system:masters),
-// over a pool of kept-alive HTTPS connections: the kube-proxy bench loads its objects with it on
-// the host (lab-load.ts) and writes its endpoint changes with it in the guest
-// (kube-proxy-peer.ts), many requests in flight, where kubectl would take one process each.
+// over a pool of kept-alive HTTPS connections: the kube-proxy bench loads its objects with it
+// (lab-load.ts) and writes its endpoint changes with it (lab-writer.ts), both on the host, many
+// requests in flight, where kubectl would take one process each.
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { Agent, request } from 'undici';

@@ -26,10 +26,10 @@ import path from 'node:path';
 import { LabInfo } from '../../testkit/lab-client';
 import { churnGen, churnServices } from './churn-generator';
 import { LabApi } from './lab-api';
+import { cpuSeconds } from './process-memory';
 import { labBenchSlice, labBenchSliceName, NAMESPACE } from './lab-bench-objects';
 
 const SLICES = `/apis/discovery.k8s.io/v1/namespaces/${NAMESPACE}/endpointslices`;
-const CLK_TCK = 100;
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 export interface ChurnWrites {
@@ -72,9 +72,7 @@ function pidWith(arg: string): number | undefined {
 function cpuOf(pid: number | undefined): number | undefined {
   if (pid === undefined) return undefined;
   try {
-    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-    const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ').map(Number);
-    return (f[11]! + f[12]!) / CLK_TCK;
+    return cpuSeconds(pid).self;
   } catch {
     return undefined;
   }

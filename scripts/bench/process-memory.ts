@@ -9,6 +9,20 @@ export function rssBytes(pid: number): number {
   return Number(m[1]) * 1024;
 }
 
+/** CPU seconds of process `pid` from /proc/PID/stat: its own (utime + stime) and the children it reaped (cutime + cstime). */
+export function cpuSeconds(pid: number, clockTicks = 100): { self: number; children: number } {
+  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+  // the fields after the command name (which may hold spaces) in parentheses: state is field 3
+  const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ').map(Number);
+  return { self: (f[11]! + f[12]!) / clockTicks, children: (f[13]! + f[14]!) / clockTicks };
+}
+
+/** The median of `xs` (the mean of the middle two of an even count); undefined when empty. */
+export function median(xs: readonly number[]): number | undefined {
+  const s = [...xs].sort((a, b) => a - b);
+  return s.length ? (s.length % 2 ? s[s.length >> 1]! : (s[s.length / 2 - 1]! + s[s.length / 2]!) / 2) : undefined;
+}
+
 /** One scrape: series text (name plus labels, as exposed) -> value. */
 export type Scrape = Map<string, number>;
 

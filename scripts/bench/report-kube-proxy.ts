@@ -4,6 +4,7 @@
 //
 //   node dist/scripts/bench/report-kube-proxy.js RESULTS.jsonl
 import { readFileSync } from 'node:fs';
+import { median } from './process-memory';
 
 interface Row {
   services: number;
@@ -18,10 +19,6 @@ const rows: Row[] = readFileSync(process.argv[2]!, 'utf8').split('\n').filter(Bo
 const sizes = [...new Set(rows.filter((r) => r.what !== 'load').map((r) => `${r.services}x${r.endpoints}`))];
 const pick = (size: string, side: string, what: string) => rows.filter((r) => `${r.services}x${r.endpoints}` === size && r.side === side && r.what === what);
 const num = (r: Row | undefined, k: string): number | undefined => (r && typeof r[k] === 'number' ? (r[k] as number) : undefined);
-const median = (xs: readonly number[]) => {
-  const s = [...xs].sort((a, b) => a - b);
-  return s.length ? (s.length % 2 ? s[s.length >> 1]! : (s[s.length / 2 - 1]! + s[s.length / 2]!) / 2) : undefined;
-};
 
 type Fmt = (v: number) => string;
 const sec: Fmt = (v) => `${v.toFixed(v < 10 ? 2 : 1)} s`;
