@@ -104,11 +104,13 @@ export class LoggedProcess {
   }
 }
 
-/** Starts the daemon as the image does (KUBE_IPVS_NODE_FLAGS). */
-export function startKubeIpvs(args: readonly string[], env: NodeJS.ProcessEnv = {}): LoggedProcess {
+/** Starts the daemon as the image does (KUBE_IPVS_NODE_FLAGS), in namespace `ns` ('' = this one; `ip netns exec` execs it: same pid). */
+export function startKubeIpvs(args: readonly string[], env: NodeJS.ProcessEnv = {}, ns = ''): LoggedProcess {
   // JSON lines, so the test reads every field (the proxy's default is klog text)
   const format = args.some((a) => a.startsWith('--logging-format')) ? [] : ['--logging-format=json'];
-  const child = spawn(process.execPath, [...KUBE_IPVS_NODE_FLAGS, KUBE_IPVS_BIN, ...format, ...args], { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, ...env } });
+  const argv = [process.execPath, ...KUBE_IPVS_NODE_FLAGS, KUBE_IPVS_BIN, ...format, ...args];
+  const full = ns ? ['ip', 'netns', 'exec', ns, ...argv] : argv;
+  const child = spawn(full[0]!, full.slice(1), { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, ...env } });
   return new LoggedProcess(child, 'kube-ipvs');
 }
 

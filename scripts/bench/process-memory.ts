@@ -9,6 +9,20 @@ export function rssBytes(pid: number): number {
   return Number(m[1]) * 1024;
 }
 
+/** CPU seconds of process `pid` from /proc/PID/stat: its own (utime + stime) and the children it reaped (cutime + cstime). */
+export function cpuSeconds(pid: number, clockTicks = 100): { self: number; children: number } {
+  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+  // the fields after the command name (which may hold spaces) in parentheses: state is field 3
+  const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ').map(Number);
+  return { self: (f[11]! + f[12]!) / clockTicks, children: (f[13]! + f[14]!) / clockTicks };
+}
+
+/** The median of `xs` (the mean of the middle two of an even count); undefined when empty. */
+export function median(xs: readonly number[]): number | undefined {
+  const s = [...xs].sort((a, b) => a - b);
+  return s.length ? (s.length % 2 ? s[s.length >> 1]! : (s[s.length / 2 - 1]! + s[s.length / 2]!) / 2) : undefined;
+}
+
 /** One scrape: series text (name plus labels, as exposed) -> value. */
 export type Scrape = Map<string, number>;
 
@@ -46,16 +60,30 @@ export function metric(s: Scrape, series: string): number {
   return v;
 }
 
-/** What a histogram observed between two scrapes: count, mean, and the bucket bounds of p99 and max. */
+/** The sum of every series of `name` whatever its labels (kube-proxy labels its series by ip_family; kube-ipvs does not). */
+export function sumSeries(s: Scrape, name: string): number | undefined {
+  let sum: number | undefined;
+  for (const [k, v] of s) if (k === name || k.startsWith(`${name}{`)) sum = (sum ?? 0) + v;
+  return sum;
+}
+
+/**
+ * What a histogram observed between two scrapes: count, mean, and the bucket bounds of p99 and
+ * max; series of the same bucket under other labels (kube-proxy's ip_family) are added up.
+ */
 export function histogramDelta(before: Scrape, after: Scrape, name: string): { count: number; meanSeconds: number; p99AtMostSeconds: number; maxAtMostSeconds: number } {
-  const buckets: { le: number; n: number }[] = [];
+  const byLe = new Map<number, number>();
   for (const [k, v] of after) {
-    const m = new RegExp(`^${name}_bucket\\{le="([^"]+)"\\}$`).exec(k);
-    if (m) buckets.push({ le: m[1] === '+Inf' ? Infinity : Number(m[1]), n: v - (before.get(k) ?? 0) });
+    const m = new RegExp(`^${name}_bucket\\{(?:.*,)?le="([^"]+)"`).exec(k);
+    if (!m) continue;
+    const le = m[1] === '+Inf' ? Infinity : Number(m[1]);
+    byLe.set(le, (byLe.get(le) ?? 0) + v - (before.get(k) ?? 0));
   }
-  buckets.sort((a, b) => a.le - b.le);
-  const count = metric(after, `${name}_count`) - (before.get(`${name}_count`) ?? 0);
-  const sum = metric(after, `${name}_sum`) - (before.get(`${name}_sum`) ?? 0);
+  const buckets = [...byLe].map(([le, n]) => ({ le, n })).sort((a, b) => a.le - b.le);
+  const total = (s: Scrape, series: string) => sumSeries(s, series) ?? 0;
+  if (sumSeries(after, `${name}_count`) === undefined) throw new Error(`the /metrics scraped has no ${name}_count`);
+  const count = total(after, `${name}_count`) - total(before, `${name}_count`);
+  const sum = total(after, `${name}_sum`) - total(before, `${name}_sum`);
   const first = (n: number) => buckets.find((b) => b.n >= n)?.le ?? Infinity;
   return { count, meanSeconds: count ? sum / count : 0, p99AtMostSeconds: first(Math.ceil(count * 0.99)), maxAtMostSeconds: first(count) };
 }

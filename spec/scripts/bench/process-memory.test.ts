@@ -16,6 +16,17 @@ describe('histogramDelta', () => {
     expect(histogramDelta(s, s, 'lag')).toEqual({ count: 0, meanSeconds: 0, p99AtMostSeconds: 0.25, maxAtMostSeconds: 0.25 });
   });
 
+  it('adds up the series of each bucket across other labels (kube-proxy\'s ip_family)', () => {
+    const fam = (f: string, counts: [string, number][], sum: number): [string, number][] => [
+      ...counts.map(([le, n]): [string, number] => [`lag_bucket{ip_family="${f}",le="${le}"}`, n]),
+      [`lag_sum{ip_family="${f}"}`, sum], [`lag_count{ip_family="${f}"}`, counts[counts.length - 1]![1]],
+    ];
+    const before = new Map([...fam('IPv4', [['1', 0], ['+Inf', 0]], 0), ...fam('IPv6', [['1', 0], ['+Inf', 0]], 0)]);
+    // IPv4: 3 under 1 s, 1 over; IPv6: 1 under 1 s
+    const after = new Map([...fam('IPv4', [['1', 3], ['+Inf', 4]], 6), ...fam('IPv6', [['1', 1], ['+Inf', 1]], 0.5)]);
+    expect(histogramDelta(before, after, 'lag')).toEqual({ count: 5, meanSeconds: 1.3, p99AtMostSeconds: Infinity, maxAtMostSeconds: Infinity });
+  });
+
   it('fails naming the series when the histogram is not exposed', () => {
     expect(() => histogramDelta(new Map(), new Map(), 'lag')).toThrow('no lag_count');
   });

@@ -1,0 +1,350 @@
+// make bench, kube-ipvs against the real kube-proxy v1.37 in IPVS mode (.k8s/bin/kube-proxy, built
+// by scripts/k8s/build.sh), in one VM boot per size, against the lab's real kube-apiserver + etcd
+// (scripts/lab/lab.ts) holding the same objects: N selectorless Services x one EndpointSlice of E
+// endpoints (lab-bench-objects.ts), loaded on the host before the boot (lab-load.ts). Each side
+// runs in a network namespace of its own (a fresh one per start: its own IPVS table, ipsets,
+// iptables and kube-ipvs0), routed to the lab (testkit connectToLab), with the same
+// KubeProxyConfiguration (e2eProxyConfig forKubeProxy; only its metrics and healthz address,
+// the side's own namespace address, differ), the same kube-proxy ServiceAccount token and the
+// same node name; one side after the other, never both at once. Per side:
+//  1. first sync: process start -> the end of its first full sync, BENCH_PEER_STARTS times
+//     (default 3) where cheap (a side whose first start took over BENCH_PEER_CHEAP_SECONDS,
+//     default 60, starts once), each in a fresh namespace. kube-ipvs: its
+//     `sync done` log line (full: true), stamped when logged. kube-proxy: the value of its gauge
+//     kubeproxy_sync_proxy_rules_last_timestamp_seconds, which its IPVS proxier sets to the
+//     time (float seconds) at the end of a successful syncProxyRules, after the IPVS writes, the
+//     iptables restore and the address cleanup, per IP family; the latest of its families, once
+//     each family that queued a sync has one. Exact whatever the scrape period (the gauge holds
+//     the time, not the scrape), where its only log line of a sync's end is at --v=4;
+//  2. RSS after the start, then CPU over BENCH_PEER_IDLE_SECONDS (default 60) with nothing
+//     changing (utime+stime of /proc/PID/stat, and with the children it reaped: ipset and
+//     iptables-restore), scaled to a minute;
+// Every write comes from lab-writer.ts on the host (BENCH_WRITER: its address as the guest
+// reaches it), natively: from this TCG guest a write cost 50 ms of the CPUs the side under
+// test uses, and the side set the rate it was offered (12/s beside kube-proxy, 44/s beside
+// kube-ipvs); times are on this guest's clock (the writer is told the clocks' difference).
+//  3. single endpoint changes (BENCH_PEER_CHANGES, default 10 up to 1,000 Services, else 5),
+//     one at a time: a PUT of one EndpointSlice (endpoint 0 replaced, with
+//     endpoints.kubernetes.io/last-change-trigger-time set to the write's start, ms precision:
+//     both read it as RFC 3339 and observe kubeproxy_network_programming_duration_seconds)
+//     timed from the write's start to the new real server at weight > 0 in the side's kernel
+//     (ipvs-probe.ts polls that one virtual server in the side's namespace every 5 ms), with
+//     the side's own histogram observation of the same change beside it;
+//  4. churn: one segment of BENCH_PEER_CHURN_SECONDS (default 20) per rate in
+//     BENCH_PEER_CHURN_RATES (default "100 300 1000"/s): the same fixed-seed sequence of
+//     Services (churn-generator.ts) for both sides, PUTs from the writer with at most 32 in
+//     flight (lab-writer.ts): the achieved rate is what the API server took, with its CPU and
+//     etcd's over the segment. Lag: the side's own
+//     kubeproxy_network_programming_duration_seconds over the segment (trigger time -> end of
+//     the sync that applied it; mean exact, p99 as bucket bound), once it has observed every
+//     write; and the last write's real server in the kernel, from that write's start;
+//  5. RSS after the churn.
+// Prints JSON lines; scripts/bench/report-kube-proxy.ts turns them into a table.
+//
+//   node dist/scripts/bench/kube-proxy-peer.js SERVICES ENDPOINTS   (in the VM, KUBE_IPVS_LAB
+//   and BENCH_WRITER set: scripts/bench/run.sh's kube-proxy step)
+import { ChildProcess, spawn, spawnSync } from 'node:child_process';
+import { appendFileSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { createInterface } from 'node:readline';
+import { connectToLab, kubeProxyIdentity, labFromEnv } from '../../testkit/lab-client';
+import { run, tryRun } from '../../testkit/netns';
+import { e2eProxyConfig, LogLine, LoggedProcess, logLineTimeMs, SERVICE_ACCOUNT_DIR, startKubeIpvs, startKubeProxy } from '../../testkit/processes';
+import { churnGen } from './churn-generator';
+import { replacementIP } from './daemon-fixtures';
+import { Agent, fetch } from 'undici';
+import { labClusterIP, NODE_IP, NODE_NAME } from './lab-bench-objects';
+import type { ChurnWrites } from './lab-writer';
+import { cpuSeconds, histogramDelta, median, rssBytes, Scrape, scrape, sumSeries } from './process-memory';
+
+type Side = 'kube-proxy' | 'kube-ipvs';
+
+const [servicesArg = '1000', endpointsArg = '10'] = process.argv.slice(2);
+const SERVICES = Number(servicesArg);
+const ENDPOINTS = Number(endpointsArg);
+const env = (name: string, fallback: string) => process.env[name] || fallback;
+const SIDES = env('BENCH_PEER_SIDES', 'kube-proxy kube-ipvs').split(/\s+/).filter(Boolean) as Side[];
+const STARTS = Number(env('BENCH_PEER_STARTS', '3'));
+const CHEAP_SECONDS = Number(env('BENCH_PEER_CHEAP_SECONDS', '60'));
+const CHANGES = Number(env('BENCH_PEER_CHANGES', SERVICES <= 1000 ? '10' : '5'));
+const IDLE_SECONDS = Number(env('BENCH_PEER_IDLE_SECONDS', '60'));
+const SETTLE_SECONDS = Number(env('BENCH_PEER_SETTLE_SECONDS', '10'));
+const CHURN_SECONDS = Number(env('BENCH_PEER_CHURN_SECONDS', '20'));
+const CHURN_RATES = env('BENCH_PEER_CHURN_RATES', '100 300 1000').split(/[\s,]+/).filter(Boolean).map(Number);
+const WRITER = process.env.BENCH_WRITER ?? '';
+const HISTOGRAM = 'kubeproxy_network_programming_duration_seconds';
+/** each side's namespace and its /30 to the lab (connectToLab's slot): its address there serves its metrics */
+const SLOTS: Record<Side, number> = { 'kube-proxy': 1, 'kube-ipvs': 2 };
+const nodeAddress = (side: Side) => `169.254.123.${SLOTS[side] * 4 + 2}`;
+const metricsUrl = (side: Side) => `http://${nodeAddress(side)}:10249/metrics`;
+const nsOf = (side: Side) => `bench-${side}`;
+const CLK_TCK = Number(spawnSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).stdout.trim()) || 100;
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+function record(side: Side | undefined, what: string, value: Record<string, unknown>): void {
+  const line = JSON.stringify({ bench: 'kube-proxy', services: SERVICES, endpoints: ENDPOINTS, ...(side ? { side } : {}), what, ...value });
+  console.log(line);
+  if (process.env.BENCH_OUT) appendFileSync(process.env.BENCH_OUT, line + '\n');
+}
+
+const cpuOf = (pid: number) => cpuSeconds(pid, CLK_TCK);
+
+/** A fresh node namespace for `side`: routed to the lab, the node's address on a dummy eth9, lo up. */
+function freshNamespace(side: Side): void {
+  const ns = nsOf(side);
+  tryRun('ip', ['netns', 'del', ns]);
+  run('ip', ['netns', 'add', ns]);
+  connectToLab(ns, SLOTS[side]);
+  const x = (...args: string[]) => run('ip', ['-n', ns, ...args]);
+  x('link', 'add', 'eth9', 'type', 'dummy');
+  x('addr', 'add', `${NODE_IP}/24`, 'dev', 'eth9');
+  x('link', 'set', 'eth9', 'up');
+  x('link', 'set', 'lo', 'up');
+}
+
+/** The side's view of one virtual server's real servers, from inside its namespace (ipvs-probe.ts). */
+class Probe {
+  private readonly child: ChildProcess;
+  private readonly lines: AsyncIterator<string>;
+  private id = 0;
+
+  constructor(side: Side) {
+    this.child = spawn('ip', ['netns', 'exec', nsOf(side), process.execPath, path.join(__dirname, 'ipvs-probe.js'), '5'], { stdio: ['pipe', 'pipe', 'inherit'] });
+    this.lines = createInterface({ input: this.child.stdout! })[Symbol.asyncIterator]();
+  }
+
+  /** Asks for real server `rs`:8080 of `vip`:80; resolves with when it was seen (Date.now()), undefined on timeout. */
+  wait(vip: string, rs: string, timeoutMs: number): Promise<number | undefined> {
+    const id = ++this.id;
+    this.child.stdin!.write(`wait ${id} ${vip} 80 ${rs} 8080 ${timeoutMs}\n`);
+    return this.lines.next().then((l) => {
+      if (l.done) throw new Error('ipvs-probe ended');
+      const a = JSON.parse(l.value) as { id: string; seenMs?: number };
+      if (Number(a.id) !== id) throw new Error(`ipvs-probe answered ${a.id}, not ${id}`);
+      return a.seenMs;
+    });
+  }
+
+  close(): void {
+    this.child.stdin!.end();
+  }
+}
+
+/** lab-writer.ts on the host, over a connection per call (each is a socat of QEMU's guestfwd). */
+class Writer {
+  private readonly dispatcher = new Agent({ pipelining: 0, headersTimeout: 0, bodyTimeout: 0 });
+
+  constructor(readonly address: string) {}
+
+  async call<T>(method: 'GET' | 'POST', p: string, body?: unknown): Promise<T> {
+    const r = await fetch(`http://${this.address}${p}`, {
+      method, dispatcher: this.dispatcher, ...(body === undefined ? {} : { body: JSON.stringify(body), headers: { 'content-type': 'application/json' } }),
+    });
+    const text = await r.text();
+    if (!r.ok) throw new Error(`writer ${method} ${p}: HTTP ${r.status} ${text}`);
+    return JSON.parse(text) as T;
+  }
+
+  /** This clock minus the writer's (ms): of several round trips, the one with the least delay (its half is the error bound). */
+  async skew(): Promise<{ skewMs: number; errorMs: number }> {
+    let best = { skewMs: 0, errorMs: Infinity };
+    for (let k = 0; k < 10; k++) {
+      const t1 = Date.now();
+      const { ms } = await this.call<{ ms: number }>('GET', '/time');
+      const t2 = Date.now();
+      if ((t2 - t1) / 2 < best.errorMs) best = { skewMs: (t1 + t2) / 2 - ms, errorMs: (t2 - t1) / 2 };
+    }
+    return best;
+  }
+
+  close(): Promise<void> {
+    return this.dispatcher.close();
+  }
+}
+
+let generation = 0;
+const nextGen = () => churnGen(0, generation++);
+
+async function main(): Promise<void> {
+  if (!WRITER) throw new Error('BENCH_WRITER (lab-writer.ts on the host, as this guest reaches it) is not set');
+  const lab = labFromEnv();
+  const writer = new Writer(WRITER);
+  const dir = mkdtempSync(path.join(os.tmpdir(), 'bench-kube-proxy-'));
+  // kube-proxy's identity as kubeadm's DaemonSet pod has it: both sides read it
+  await kubeProxyIdentity(lab, dir, { duration: '6h' });
+  record(undefined, 'conditions', {
+    lab: (await lab.info()).version, cpus: os.cpus().length, memoryBytes: os.totalmem(), sides: SIDES, starts: STARTS, changes: CHANGES,
+    idleSeconds: IDLE_SECONDS, churnSeconds: CHURN_SECONDS, churnRates: CHURN_RATES, clock: await writer.skew(),
+  });
+  try {
+    for (const side of SIDES) await measure(side, dir, writer);
+  } finally {
+    await writer.close();
+    for (const side of SIDES) tryRun('ip', ['netns', 'del', nsOf(side)]);
+    rmSync(dir, { recursive: true, force: true });
+    rmSync(SERVICE_ACCOUNT_DIR, { recursive: true, force: true });
+  }
+}
+
+function start(side: Side, cfg: string): LoggedProcess {
+  return side === 'kube-proxy'
+    ? startKubeProxy([`--config=${cfg}`, '--v=1'], nsOf(side))
+    : startKubeIpvs(['--config', cfg, '--v=1'], {}, nsOf(side));
+}
+
+/** Scrapes `url`; undefined while nothing answers (the process still starting). */
+async function tryScrape(url: string): Promise<Scrape | undefined> {
+  try {
+    return await scrape(url, 1);
+  } catch {
+    return undefined;
+  }
+}
+
+/** When (ms since the epoch) `proc`'s first full sync ended; throws when it failed or the process exited. */
+async function firstSyncEnd(side: Side, proc: LoggedProcess): Promise<number> {
+  if (side === 'kube-ipvs') {
+    const done = await proc.waitFor((l: LogLine) => l.message === 'sync done' && l.full === true, 'the first full sync', 0, 3_600_000);
+    const failed = proc.lines.slice(0, proc.lines.indexOf(done)).find((l) => typeof l.message === 'string' && l.message.startsWith('sync failed'));
+    if (failed) throw new Error(`kube-ipvs: a sync failed before the first one done: ${failed.message}`);
+    return logLineTimeMs(done);
+  }
+  const deadline = Date.now() + 3_600_000;
+  const family = (k: string) => /ip_family="([^"]+)"/.exec(k)?.[1];
+  while (Date.now() < deadline) {
+    if (proc.child.exitCode !== null || proc.child.signalCode !== null) throw new Error(`kube-proxy exited before its first sync:\n${proc.text.slice(-15).join('\n')}`);
+    const m = await tryScrape(metricsUrl(side));
+    if (m) {
+      const queued = new Set<string>();
+      const done = new Map<string, number>();
+      for (const [k, v] of m) {
+        if (k.startsWith('kubeproxy_sync_proxy_rules_last_queued_timestamp_seconds{')) queued.add(family(k) ?? '');
+        if (k.startsWith('kubeproxy_sync_proxy_rules_last_timestamp_seconds{')) done.set(family(k) ?? '', v);
+      }
+      if (done.size > 0 && [...queued].every((f) => done.has(f))) return Math.max(...done.values()) * 1000;
+    }
+    await sleep(500);
+  }
+  throw new Error('kube-proxy: no first sync within an hour');
+}
+
+/** Scrapes until the histogram has observed `count` more than in `before` (or nothing more for `quietMs`); returns that scrape. */
+async function observed(side: Side, before: Scrape, count: number, quietMs: number): Promise<Scrape> {
+  const total = (s: Scrape) => sumSeries(s, `${HISTOGRAM}_count`) ?? 0;
+  let last = -1;
+  let since = Date.now();
+  for (;;) {
+    const now = await scrape(metricsUrl(side), 60);
+    const n = total(now) - total(before);
+    if (n >= count) return now;
+    if (n !== last) {
+      last = n;
+      since = Date.now();
+    } else if (Date.now() - since > quietMs) {
+      return now;
+    }
+    await sleep(250);
+  }
+}
+
+async function measure(side: Side, dir: string, writer: Writer): Promise<void> {
+  const cfg = path.join(dir, `${side}.conf`);
+  writeFileSync(cfg, e2eProxyConfig({
+    dir, node: NODE_NAME, ipvs: ['syncPeriod: 30s'], forKubeProxy: true,
+    metrics: `${nodeAddress(side)}:10249`, healthz: `${nodeAddress(side)}:10256`,
+  }));
+  console.error(`>> ${side}: ${SERVICES} x ${ENDPOINTS}`);
+
+  // 1. first sync, STARTS times, each in a fresh namespace; the last one is kept running
+  let proc: LoggedProcess | undefined;
+  let starts = STARTS;
+  for (let k = 1; k <= starts; k++) {
+    freshNamespace(side);
+    const t0 = Date.now();
+    proc = start(side, cfg);
+    const end = await firstSyncEnd(side, proc);
+    record(side, 'first sync', { run: k, seconds: (end - t0) / 1000, rss: rssBytes(proc.child.pid!) });
+    // not cheap: once
+    if (k === 1 && (end - t0) / 1000 > CHEAP_SECONDS) starts = 1;
+    if (k < starts) {
+      await proc.kill('SIGTERM');
+      tryRun('ip', ['netns', 'del', nsOf(side)]);
+      // the namespace's IPVS table is freed by the kernel's cleanup work: let it finish
+      await sleep(5000);
+    }
+  }
+  const p = proc!;
+  const pid = p.child.pid!;
+  const probe = new Probe(side);
+  try {
+    // 2. idle CPU
+    const rssStart = rssBytes(pid);
+    await sleep(SETTLE_SECONDS * 1000);
+    const c0 = cpuOf(pid);
+    const w0 = Date.now();
+    await sleep(IDLE_SECONDS * 1000);
+    const c1 = cpuOf(pid);
+    const minutes = (Date.now() - w0) / 60_000;
+    record(side, 'idle', {
+      rssAfterStart: rssStart, rssIdle: rssBytes(pid), seconds: minutes * 60,
+      cpuPerMinute: (c1.self - c0.self) / minutes, cpuWithChildrenPerMinute: (c1.self + c1.children - c0.self - c0.children) / minutes,
+    });
+
+    // 3. single changes, one at a time
+    const samples: { kernelMs: number; writeMs: number; ownMs: number | undefined }[] = [];
+    const clock = await writer.skew();
+    for (let k = 1; k <= CHANGES; k++) {
+      const i = (k * 7919) % SERVICES;
+      const gen = nextGen();
+      const before = await scrape(metricsUrl(side), 60);
+      const seen = probe.wait(labClusterIP(i), replacementIP(gen), 600_000);
+      const w = await writer.call<{ atMs: number; answeredMs: number; status: number }>('POST', '/change', { service: i, gen, endpoints: ENDPOINTS, skewMs: clock.skewMs });
+      if (w.status < 200 || w.status > 299) throw new Error(`${side}: change ${k} (svc-${i}): HTTP ${w.status}`);
+      const seenMs = await seen;
+      if (seenMs === undefined) throw new Error(`${side}: change ${k} (svc-${i}) not in the kernel after 600 s`);
+      const after = await observed(side, before, 1, 30_000);
+      const own = histogramDelta(before, after, HISTOGRAM);
+      samples.push({ kernelMs: seenMs - w.atMs, writeMs: w.answeredMs, ownMs: own.count === 1 ? own.meanSeconds * 1000 : undefined });
+      await sleep(1000);
+    }
+    const kernel = samples.map((s) => s.kernelMs);
+    const own = samples.map((s) => s.ownMs).filter((x): x is number => x !== undefined);
+    record(side, 'one change', {
+      changes: CHANGES, clock, medianMs: median(kernel), minMs: Math.min(...kernel), maxMs: Math.max(...kernel),
+      ownMedianMs: median(own), ownObserved: own.length, writeMedianMs: median(samples.map((s) => s.writeMs)), samples,
+    });
+
+    // 4. churn, one segment per rate
+    for (const rate of CHURN_RATES) {
+      const clock = await writer.skew();
+      const before = await scrape(metricsUrl(side), 60);
+      const w = await writer.call<ChurnWrites>('POST', '/churn', {
+        rate, seconds: CHURN_SECONDS, services: SERVICES, endpoints: ENDPOINTS, firstGen: generation, skewMs: clock.skewMs,
+      });
+      generation += w.sent;
+      const seenMs = w.last ? await probe.wait(labClusterIP(w.last.service), replacementIP(w.last.gen), 900_000) : undefined;
+      const after = await observed(side, before, w.ok, 30_000);
+      record(side, 'churn', {
+        ...w, clock, lastToKernelSeconds: seenMs === undefined || !w.last ? undefined : (seenMs - w.last.atMs) / 1000,
+        lag: histogramDelta(before, after, HISTOGRAM), rss: rssBytes(pid),
+      });
+    }
+    // 5. memory after the churn
+    record(side, 'after churn', { rss: rssBytes(pid) });
+  } finally {
+    probe.close();
+    await p.kill('SIGTERM');
+    tryRun('ip', ['netns', 'del', nsOf(side)]);
+    await sleep(5000);
+  }
+}
+
+main().then(
+  () => process.exit(0),
+  (e) => {
+    console.error(e);
+    process.exit(1);
+  },
+);

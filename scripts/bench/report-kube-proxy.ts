@@ -1,0 +1,100 @@
+// Prints the kube-proxy bench (scripts/bench/kube-proxy-peer.ts) as one table: a row per measure
+// and size, kube-ipvs beside the real kube-proxy (IPVS mode) measured in the same boot against
+// the same API server, their ratio, and the issue's target for that ratio.
+//
+//   node dist/scripts/bench/report-kube-proxy.js RESULTS.jsonl
+import { readFileSync } from 'node:fs';
+import { median } from './process-memory';
+
+interface Row {
+  services: number;
+  endpoints: number;
+  side?: string;
+  what: string;
+  [k: string]: unknown;
+}
+
+const rows: Row[] = readFileSync(process.argv[2]!, 'utf8').split('\n').filter(Boolean).map((l) => JSON.parse(l) as Row)
+  .filter((r) => r.bench === 'kube-proxy');
+const sizes = [...new Set(rows.filter((r) => r.what !== 'load').map((r) => `${r.services}x${r.endpoints}`))];
+const pick = (size: string, side: string, what: string) => rows.filter((r) => `${r.services}x${r.endpoints}` === size && r.side === side && r.what === what);
+const num = (r: Row | undefined, k: string): number | undefined => (r && typeof r[k] === 'number' ? (r[k] as number) : undefined);
+
+type Fmt = (v: number) => string;
+const sec: Fmt = (v) => `${v.toFixed(v < 10 ? 2 : 1)} s`;
+const ms: Fmt = (v) => `${v.toFixed(0)} ms`;
+const mb: Fmt = (v) => `${(v / 1048576).toFixed(0)} MB`;
+const perS: Fmt = (v) => `${v.toFixed(0)}/s`;
+const cpu: Fmt = (v) => `${v.toFixed(2)} s`;
+
+/** One measure: each side's value, how to print it, and the most kube-ipvs/kube-proxy the issue allows (undefined: no target). */
+interface Measure {
+  readonly name: string;
+  readonly value: (size: string, side: string) => number | undefined;
+  readonly fmt: Fmt;
+  readonly target?: (size: string) => number | undefined;
+}
+
+const half = () => 0.5;
+const churnOf = (size: string, side: string, rate: number) => pick(size, side, 'churn').find((r) => r.targetRate === rate);
+const rates = [...new Set(rows.filter((r) => r.what === 'churn').map((r) => r.targetRate as number))].sort((a, b) => a - b);
+const lag = (r: Row | undefined) => r?.lag as { count: number; meanSeconds: number; p99AtMostSeconds: number } | undefined;
+
+const measures: Measure[] = [
+  { name: 'first sync (process start -> end of first full sync), median', fmt: sec, target: half,
+    value: (z, s) => median(pick(z, s, 'first sync').map((r) => r.seconds as number)) },
+  { name: 'one change: API write -> new real server in the kernel, median', fmt: ms, target: half, value: (z, s) => num(pick(z, s, 'one change')[0], 'medianMs') },
+  { name: 'one change: own network_programming_duration, median', fmt: ms, value: (z, s) => num(pick(z, s, 'one change')[0], 'ownMedianMs') },
+  ...rates.flatMap((rate): Measure[] => [
+    { name: `churn ${rate}/s offered: lag mean (own network_programming_duration)`, fmt: sec, target: half, value: (z, s) => lag(churnOf(z, s, rate))?.meanSeconds },
+    { name: `churn ${rate}/s offered: lag p99 <= (histogram bucket)`, fmt: sec, value: (z, s) => lag(churnOf(z, s, rate))?.p99AtMostSeconds },
+    { name: `churn ${rate}/s offered: last write -> kernel`, fmt: sec, value: (z, s) => num(churnOf(z, s, rate), 'lastToKernelSeconds') },
+    { name: `churn ${rate}/s offered: writes the API server took`, fmt: perS, value: (z, s) => num(churnOf(z, s, rate), 'achievedRate') },
+  ]),
+  { name: 'idle CPU per minute (utime+stime)', fmt: cpu, target: half, value: (z, s) => num(pick(z, s, 'idle')[0], 'cpuPerMinute') },
+  { name: 'idle CPU per minute, with reaped children (ipset, iptables)', fmt: cpu, value: (z, s) => num(pick(z, s, 'idle')[0], 'cpuWithChildrenPerMinute') },
+  { name: 'RSS after start', fmt: mb, target: (z) => (z.startsWith('10000x') ? 1 : undefined), value: (z, s) => num(pick(z, s, 'idle')[0], 'rssAfterStart') },
+  { name: 'RSS after churn', fmt: mb, target: (z) => (z.startsWith('10000x') ? 1 : undefined), value: (z, s) => num(pick(z, s, 'after churn')[0], 'rss') },
+];
+
+const header = ['services x endpoints', 'measure', 'kube-ipvs', 'kube-proxy', 'ratio', 'target', 'met'];
+const body: string[][] = [];
+for (const size of sizes) {
+  for (const m of measures) {
+    const ours = m.value(size, 'kube-ipvs');
+    const theirs = m.value(size, 'kube-proxy');
+    if (ours === undefined && theirs === undefined) continue;
+    const ratio = ours !== undefined && theirs ? ours / theirs : undefined;
+    const target = m.target?.(size);
+    body.push([
+      size, m.name, ours === undefined ? '-' : m.fmt(ours), theirs === undefined ? '-' : m.fmt(theirs),
+      ratio === undefined ? '-' : `${ratio.toFixed(2)}x`, target === undefined ? '' : `<= ${target}x`,
+      target === undefined || ratio === undefined ? '' : ratio <= target ? 'yes' : 'NO',
+    ]);
+  }
+}
+const w = header.map((h, i) => Math.max(h.length, ...body.map((r) => r[i]!.length)));
+const line = (r: string[]) => r.map((c, i) => (i <= 1 ? c.padEnd(w[i]!) : c.padStart(w[i]!))).join('  ');
+console.log('\nkube-ipvs vs the real kube-proxy --proxy-mode=ipvs: one VM boot per size, one side after the other, each in a network namespace of its own, same objects and the same real kube-apiserver (the lab)\n');
+console.log(line(header));
+console.log('-'.repeat(w.reduce((a, b) => a + b + 2, -2)));
+for (const r of body) console.log(line(r));
+
+// what bounded the churn's writes (lab-writer.ts, on the host): the cap of writes in flight, the
+// API server's answer time, and the kube-apiserver's, etcd's and the writer's CPU on the host
+const f2 = (v: unknown) => (typeof v === 'number' ? v.toFixed(2) : '-');
+for (const size of sizes) {
+  for (const side of ['kube-ipvs', 'kube-proxy']) {
+    const segs = pick(size, side, 'churn');
+    if (!segs.length) continue;
+    console.log(`${size}, beside ${side}, churn writes from the host:`);
+    for (const r of segs) {
+      console.log(`  ${r.targetRate}/s offered: ${(r.achievedRate as number).toFixed(0)}/s taken (${r.ok} ok, ${r.failed} failed, ${r.notSent} not sent), ` +
+        `${r.writers} in flight at ${((r.capShare as number) * 100).toFixed(0)}% of ticks, answered in ${(r.writeMeanMs as number).toFixed(0)} ms mean; ` +
+        `CPU s/s: kube-apiserver ${f2(r.apiserverCpu)}, etcd ${f2(r.etcdCpu)}, writer ${f2(r.writerCpu)}; host ${r.hostCpus} CPUs, load ${f2(r.hostLoad)}`);
+    }
+  }
+}
+for (const l of rows.filter((r) => r.what === 'load')) {
+  console.log(`${l.services}x${l.endpoints} load on the host: ${l.created} created, ${l.deleted} deleted, ${l.resized} rewritten in ${(l.seconds as number).toFixed(1)} s (${(l.perSecond as number).toFixed(0)} writes/s)`);
+}
