@@ -21,7 +21,7 @@ if [ -n "${KUBE_IPVS_LAB:-}" ]; then
 else
   lab_rc=1
 fi
-bash scripts/vm/run.sh -t "${VM_TIMEOUT:-3000}" -w "$OUT" "${LAB_VM_ARGS[@]}" -- bash scripts/vm/guest-jest.sh "$OUT"
+bash scripts/vm/run.sh -t "${VM_TIMEOUT:-3600}" -w "$OUT" "${LAB_VM_ARGS[@]}" -- bash scripts/vm/guest-jest.sh "$OUT"
 vm_rc=$?
 node_modules/.bin/node -e '
   const fs = require("fs"); const dir = process.argv[1]; let p = 0, f = 0;

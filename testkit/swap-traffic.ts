@@ -16,12 +16,12 @@ interface TrafficLoop {
 
 /**
  * A client in namespace `ns` making one HTTP request to addr:port every `rateMs`, each with a
- * 3 s deadline; prints `ok N` or `fail N <reason>` per request.
+ * 3 s deadline; prints `ok N` or `fail N <reason> (sent at <ms since the epoch>)` per request.
  */
 function trafficLoop(ns: string, addr: string, port: number, rateMs: number): TrafficLoop {
   const script =
-    `const http=require('http');let n=0;setInterval(()=>{const i=++n;const r=http.get({host:${JSON.stringify(addr)},port:${port},agent:false,timeout:3000},(s)=>{s.resume();s.on('end',()=>console.log('ok '+i))});` +
-    `r.on('timeout',()=>{r.destroy(new Error('timeout'))});r.on('error',(e)=>console.log('fail '+i+' '+e.message))},${rateMs});`;
+    `const http=require('http');let n=0;setInterval(()=>{const i=++n;const t=Date.now();const r=http.get({host:${JSON.stringify(addr)},port:${port},agent:false,timeout:3000},(s)=>{s.resume();s.on('end',()=>console.log('ok '+i))});` +
+    `r.on('timeout',()=>{r.destroy(new Error('timeout'))});r.on('error',(e)=>console.log('fail '+i+' '+e.message+' (sent at '+t+')'))},${rateMs});`;
   const child = spawn('ip', ['netns', 'exec', ns, process.execPath, '-e', script], { stdio: ['ignore', 'pipe', 'pipe'] });
   const loop: TrafficLoop = { child, ok: 0, failures: [] };
   let buf = '';

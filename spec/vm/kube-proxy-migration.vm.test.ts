@@ -12,7 +12,7 @@ import { randomBytes } from 'node:crypto';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { e2eProxyConfig, KUBE_IPVS_BIN, LoggedProcess, SERVICE_ACCOUNT_DIR, startKubeIpvs, startKubeProxy } from '../../testkit/processes';
+import { e2eProxyConfig, KUBE_IPVS_BIN, LoggedProcess, logLineTimeMs, SERVICE_ACCOUNT_DIR, startKubeIpvs, startKubeProxy } from '../../testkit/processes';
 import { connect, run, tryRun } from '../../testkit/netns';
 import { connectToLab, kubeProxyIdentity, labFromEnv } from '../../testkit/lab-client';
 import { labNode, labService, labSlice } from '../../testkit/lab-objects';
@@ -114,11 +114,22 @@ describe.each<[string, string]>([
 
   it(`kube-proxy (${modeName} mode) -> kube-ipvs (SIGTERM, no cleanup, then start): no failed request, no broken connection; the old mode's rules are gone`, async () => {
     const from = traffic.failures().length;
+    const stopping = Date.now();
     await kubeProxy!.kill('SIGTERM');
     kubeProxy = undefined;
+    const starting = Date.now();
     daemon = startKubeIpvs(['--config', cfg, '--v=2']);
-    await daemon.waitFor((l) => l.message === 'sync done', "kube-ipvs's first sync", 0, 280_000);
+    const first = await daemon.waitFor((l) => l.message === 'sync done', "kube-ipvs's first sync", 0, 280_000);
     await traffic.goesOn(5000);
+    const removedAt = daemon.lines.filter((l) => /removed kube-proxy's/.test(String(l.message))).map((l) => logLineTimeMs(l));
+    console.log(`${modeName}: SIGTERM to kube-proxy at ${stopping}, kube-ipvs started at ${starting}, first sync done at ${logLineTimeMs(first)}, leftovers removed at ${removedAt.join(', ')}`);
+    // a failed request: what kube-ipvs was doing then (its log from 3 s before to 3 s after)
+    const sentAt = traffic.failures().slice(from).map((f) => Number(/\(sent at (\d+)\)/.exec(f)?.[1]));
+    if (sentAt.length > 0) {
+      const [lo, hi] = [Math.min(...sentAt) - 3000, Math.max(...sentAt) + 3000];
+      const around = daemon.lines.filter((l) => logLineTimeMs(l) >= lo && logLineTimeMs(l) <= hi);
+      console.log(`kube-ipvs's log around the failures:\n${around.map((l) => `${logLineTimeMs(l)} ${JSON.stringify(l)}`).join('\n')}`);
+    }
     expect(traffic.failures().slice(from)).toEqual([]);
     expect(traffic.broken()).toEqual([]);
     expect(ours()).toEqual(expected(false));
