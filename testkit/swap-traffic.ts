@@ -1,102 +1,155 @@
 /**
  * Steady traffic through a node while its Service proxy is swapped (spec/vm/kube-proxy-swap,
- * kube-proxy-migration): clients making one new HTTP request every `rateMs` each, and
- * long-lived TCP connections pinging an echo server. A swap is judged on the failures and
- * broken connections since it began.
+ * kube-proxy-migration): new HTTP requests at a fixed rate to each target, long-lived TCP
+ * connections pinging an echo server, UDP flows. A swap is judged on the failed requests and
+ * broken connections or flows since it began. One client process per network namespace runs
+ * all of that namespace's traffic (a process per target costs the TCG guest more CPU than the
+ * traffic itself).
  */
 import { ChildProcess, spawn } from 'node:child_process';
-import { deletePod, longClient, makePod, run, startEchoServer, tryRun } from './netns';
+import { deletePod, makePod, run, startEchoServer, tryRun } from './netns';
 import { eventually } from './wait-for';
 
-interface TrafficLoop {
-  readonly child: ChildProcess;
-  ok: number;
-  readonly failures: string[];
-}
+type Target = { kind: 'requests' | 'udp'; addr: string; port: number } | { kind: 'tcp'; addr: string; port: number; count: number };
 
 /**
- * A client in namespace `ns` making one HTTP request to addr:port every `rateMs`, each with a
- * 3 s deadline; prints `ok N` or `fail N <reason> (sent at <ms since the epoch>)` per request.
+ * The client script of one namespace. Per target i: `ok i N`, or `fail i N <reason> (sent at
+ * <ms since the epoch>)`, per request (3 s deadline each); `pong i.k N` per echo on long
+ * connection k (or the UDP flow, k 0); `broken i.k <closed|error CODE>` when one ends.
  */
-function trafficLoop(ns: string, addr: string, port: number, rateMs: number): TrafficLoop {
-  const script =
-    `const http=require('http');let n=0;setInterval(()=>{const i=++n;const t=Date.now();const r=http.get({host:${JSON.stringify(addr)},port:${port},agent:false,timeout:3000},(s)=>{s.resume();s.on('end',()=>console.log('ok '+i))});` +
-    `r.on('timeout',()=>{r.destroy(new Error('timeout'))});r.on('error',(e)=>console.log('fail '+i+' '+e.message+' (sent at '+t+')'))},${rateMs});`;
-  const child = spawn('ip', ['netns', 'exec', ns, process.execPath, '-e', script], { stdio: ['ignore', 'pipe', 'pipe'] });
-  const loop: TrafficLoop = { child, ok: 0, failures: [] };
-  let buf = '';
-  child.stdout!.on('data', (d: Buffer) => {
-    buf += d.toString();
-    const lines = buf.split('\n');
-    buf = lines.pop()!;
-    for (const l of lines) if (l.startsWith('ok ')) loop.ok++; else if (l.startsWith('fail ')) loop.failures.push(`${addr}:${port} ${l}`);
-  });
-  return loop;
+function clientScript(targets: readonly Target[], rateMs: number, pingMs: number): string {
+  return `
+const http=require('http'),net=require('net'),dgram=require('dgram');
+const T=${JSON.stringify(targets)};
+T.forEach((t,i)=>{
+  if(t.kind==='requests'){let n=0;setInterval(()=>{const k=++n,at=Date.now();
+    const r=http.get({host:t.addr,port:t.port,agent:false,timeout:3000},(s)=>{s.resume();s.on('end',()=>console.log('ok '+i+' '+k))});
+    r.on('timeout',()=>r.destroy(new Error('timeout')));r.on('error',(e)=>console.log('fail '+i+' '+k+' '+e.message+' (sent at '+at+')'));},${rateMs});}
+  if(t.kind==='udp'){const s=dgram.createSocket('udp4');let n=0;s.on('message',()=>console.log('pong '+i+'.0 '+(++n)));
+    s.on('error',(e)=>console.log('broken '+i+'.0 error '+e.code));setInterval(()=>s.send('ping',t.port,t.addr),${rateMs});}
+  if(t.kind==='tcp')for(let c=0;c<t.count;c++){const s=net.connect(t.port,t.addr);let n=0;
+    s.on('data',()=>console.log('pong '+i+'.'+c+' '+(++n)));s.on('close',()=>console.log('broken '+i+'.'+c+' closed'));
+    s.on('error',(e)=>console.log('broken '+i+'.'+c+' error '+e.code));setInterval(()=>s.write('ping\\n'),${pingMs});}
+});`;
+}
+
+interface Client {
+  readonly ns: string;
+  readonly targets: Target[];
+  child?: ChildProcess;
 }
 
 export class SwapTraffic {
-  private readonly loops: TrafficLoop[] = [];
-  private readonly longs: ReturnType<typeof longClient>[] = [];
+  private readonly clients = new Map<string, Client>();
+  private okCount = 0;
+  private readonly failed: string[] = [];
+  private readonly brokenLines: string[] = [];
+  /** pongs per long connection or flow ("ns i.k") */
+  private readonly pongs = new Map<string, number>();
 
-  constructor(readonly rateMs = 100) {}
+  /** `rateMs`: between requests to one target, and between UDP datagrams; `pingMs`: on a long connection */
+  constructor(readonly rateMs = 100, readonly pingMs = 500) {}
 
-  /** a client in `ns` requesting http://addr:port/ every rateMs */
-  requests(ns: string, addr: string, port: number): this {
-    this.loops.push(trafficLoop(ns, addr, port, this.rateMs));
+  private add(ns: string, t: Target): this {
+    const c = this.clients.get(ns) ?? { ns, targets: [] };
+    c.targets.push(t);
+    this.clients.set(ns, c);
     return this;
   }
 
-  /** `count` long-lived connections from `ns` to an echo server at addr:port */
+  /** new HTTP requests from `ns` to http://addr:port/, one every rateMs */
+  requests(ns: string, addr: string, port: number): this {
+    return this.add(ns, { kind: 'requests', addr, port });
+  }
+
+  /** one UDP flow from `ns` to a UDP echo: one socket (one source port: one conntrack entry, one IPVS connection) */
+  udpFlow(ns: string, addr: string, port: number): this {
+    return this.add(ns, { kind: 'udp', addr, port });
+  }
+
+  /** `count` long-lived TCP connections from `ns` to an echo server at addr:port */
   connections(ns: string, addr: string, port: number, count: number): this {
-    for (let i = 0; i < count; i++) this.longs.push(longClient(ns, addr, port));
+    return this.add(ns, { kind: 'tcp', addr, port, count });
+  }
+
+  /** Starts every client (once). */
+  start(): this {
+    for (const c of this.clients.values()) {
+      if (c.child) continue;
+      const child = spawn('ip', ['netns', 'exec', c.ns, process.execPath, '-e', clientScript(c.targets, this.rateMs, this.pingMs)], { stdio: ['ignore', 'pipe', 'pipe'] });
+      c.child = child;
+      for (const [i, t] of c.targets.entries()) {
+        if (t.kind === 'udp') this.pongs.set(`${c.ns} ${i}.0`, 0);
+        if (t.kind === 'tcp') for (let k = 0; k < t.count; k++) this.pongs.set(`${c.ns} ${i}.${k}`, 0);
+      }
+      let buf = '';
+      child.stdout!.on('data', (d: Buffer) => {
+        buf += d.toString();
+        const lines = buf.split('\n');
+        buf = lines.pop()!;
+        for (const l of lines) this.line(c, l);
+      });
+    }
     return this;
+  }
+
+  private line(c: Client, l: string): void {
+    const [kind, id, ...rest] = l.split(' ');
+    const t = c.targets[Number(id?.split('.')[0])];
+    const what = t ? `${c.ns} -> ${t.addr}:${t.port}` : c.ns;
+    if (kind === 'ok') this.okCount++;
+    else if (kind === 'fail') this.failed.push(`${what} fail ${rest.join(' ')}`);
+    else if (kind === 'pong') this.pongs.set(`${c.ns} ${id}`, (this.pongs.get(`${c.ns} ${id}`) ?? 0) + 1);
+    else if (kind === 'broken') this.brokenLines.push(`${what} #${id} ${rest.join(' ')}`);
   }
 
   served(): number {
-    return this.loops.reduce((n, l) => n + l.ok, 0);
+    return this.okCount;
   }
 
+  /** long-lived TCP connections and UDP flows */
   get longCount(): number {
-    return this.longs.length;
+    return this.pongs.size;
   }
 
-  /** every failed request so far, "addr:port fail N reason" */
+  /** every failed request so far, "ns -> addr:port fail N reason (sent at T)" */
   failures(): string[] {
-    return this.loops.flatMap((l) => l.failures);
+    return [...this.failed];
   }
 
-  /** what a long connection printed other than a pong (closed, error ...) */
+  /** long connections or flows that ended ("ns -> addr:port #i.k closed") */
   broken(): string[] {
-    return this.longs.flatMap((c) => c.out.filter((l) => !l.startsWith('pong')));
+    return [...this.brokenLines];
   }
 
-  /** The long connections all still answer and requests have gone on for `ms` more. */
+  /** Every long connection and flow still answers, and requests have gone on for `ms` more. */
   async goesOn(ms: number): Promise<void> {
     const from = this.served();
-    const perTick = this.loops.length;
-    await eventually('more requests served', () => this.served(), (n) => n >= from + (perTick * ms) / this.rateMs / 2, ms * 10);
-    for (const c of this.longs) {
-      const n = c.out.filter((l) => l.startsWith('pong')).length;
-      await eventually('pongs on a long connection', () => c.out.filter((l) => l.startsWith('pong')).length, (m) => m > n);
-    }
+    const targets = [...this.clients.values()].reduce((n, c) => n + c.targets.filter((t) => t.kind === 'requests').length, 0);
+    await eventually('more requests served', () => this.served(), (n) => n >= from + (targets * ms) / this.rateMs / 2, ms * 10);
+    const before = new Map(this.pongs);
+    await eventually('an echo on every long connection and flow', () => [...this.pongs].filter(([k, n]) => n <= before.get(k)!).map(([k]) => k), (quiet) => quiet.length === 0);
   }
 
   stop(): void {
-    for (const l of this.loops) l.child.kill('SIGKILL');
-    for (const c of this.longs) c.child.kill('SIGKILL');
+    for (const c of this.clients.values()) c.child?.kill('SIGKILL');
   }
 }
 
 /**
  * The node the swaps run on (in the test file's network namespace): its address on a dummy
- * eth9, a backend pod with an HTTP echo server on 8080 and a TCP echo on 9000, a client pod
- * and an outside client routed through the node address.
+ * eth9, a backend pod with an HTTP echo server on 8080, a TCP echo on 9000 and a UDP echo on
+ * 5353, a client pod and an outside client routed through the node address.
  */
 export const SWAP_NODE = {
   NODE_IP: '192.0.2.1',
   POD1: { name: 'pod1', ip: '10.244.1.2', gw: '10.244.1.1' }, // backend
   POD2: { name: 'pod2', ip: '10.244.2.2', gw: '10.244.2.1' }, // client pod
-  EXT1: { name: 'ext1', ip: '192.0.2.2', gw: '192.0.2.1' }, // outside client
+  EXT1: { name: 'ext1', ip: '192.0.2.2', gw: '192.0.2.1' }, // outside client, inside the LB's source ranges
+  /** the load balancer's VIP (status.loadBalancer.ingress) */
+  LB_IP: '203.0.113.10',
+  /** the externalIP */
+  EXTERNAL_IP: '198.51.100.10',
 } as const;
 
 const PODS = [SWAP_NODE.POD1, SWAP_NODE.POD2, SWAP_NODE.EXT1];
@@ -108,9 +161,11 @@ export async function makeSwapNode(): Promise<ChildProcess[]> {
   run('ip', ['link', 'add', 'eth9', 'type', 'dummy']);
   run('ip', ['addr', 'add', `${NODE_IP}/32`, 'dev', 'eth9']);
   run('ip', ['link', 'set', 'eth9', 'up']);
+  const inPod1 = (script: string) => spawn('ip', ['netns', 'exec', POD1.name, process.execPath, '-e', script], { stdio: 'ignore' });
   return [
     await startEchoServer(POD1.name, 'pod1', POD1.ip, 8080),
-    spawn('ip', ['netns', 'exec', POD1.name, process.execPath, '-e', `require('net').createServer((c)=>c.pipe(c)).listen(9000,${JSON.stringify(POD1.ip)})`], { stdio: 'ignore' }),
+    inPod1(`require('net').createServer((c)=>c.pipe(c)).listen(9000,${JSON.stringify(POD1.ip)})`),
+    inPod1(`const s=require('dgram').createSocket('udp4');s.on('message',(m,r)=>s.send(m,r.port,r.address));s.bind(5353,${JSON.stringify(POD1.ip)})`),
   ];
 }
 
@@ -120,12 +175,87 @@ export function removeSwapNode(servers: readonly ChildProcess[]): void {
   tryRun('ip', ['link', 'del', 'eth9']);
 }
 
-/** `ipvsadm -Sn` lines of the swaps' Services: web (NodePort) and long, served by POD1. */
-export function swapTable(web: string, nodePort: number, long: string): string[] {
-  const { NODE_IP, POD1 } = SWAP_NODE;
+type Obj = Record<string, unknown>;
+
+/**
+ * The swaps' Services (selectorless; `slice(service, port, portName, protocol)` makes each one's
+ * EndpointSlice on POD1): web (NodePort), long (TCP 9000), lb (LoadBalancer, source ranges the
+ * outside client is in, no NodePort), ext (an externalIP), dns (UDP 53 -> 5353).
+ */
+export function swapServices(
+  service: (name: string, spec: Obj) => Obj,
+  slice: (svc: string, port: number, portName: string, protocol: string) => Obj,
+): Obj[] {
+  const { EXTERNAL_IP } = SWAP_NODE;
   return [
-    `-A -t ${web}:80 -s rr`, `-a -t ${web}:80 -r ${POD1.ip}:8080 -m -w 1`,
-    `-A -t ${NODE_IP}:${nodePort} -s rr`, `-a -t ${NODE_IP}:${nodePort} -r ${POD1.ip}:8080 -m -w 1`,
-    `-A -t ${long}:9000 -s rr`, `-a -t ${long}:9000 -r ${POD1.ip}:9000 -m -w 1`,
+    service('web', { type: 'NodePort' }),
+    service('long', { ports: [{ name: 'tcp', port: 9000, targetPort: 9000, protocol: 'TCP' }] }),
+    service('lb', { type: 'LoadBalancer', loadBalancerSourceRanges: ['192.0.2.0/24'], allocateLoadBalancerNodePorts: false }),
+    service('ext', { externalIPs: [EXTERNAL_IP] }),
+    service('dns', { ports: [{ name: 'dns', port: 53, targetPort: 5353, protocol: 'UDP' }] }),
+    slice('web', 8080, 'http', 'TCP'),
+    slice('long', 9000, 'tcp', 'TCP'),
+    slice('lb', 8080, 'http', 'TCP'),
+    slice('ext', 8080, 'http', 'TCP'),
+    slice('dns', 5353, 'dns', 'UDP'),
   ];
+}
+
+/** What the API server allocated for swapServices. */
+export interface SwapAddresses {
+  readonly web: string;
+  readonly nodePort: number;
+  readonly long: string;
+  readonly dns: string;
+}
+
+/**
+ * Reads what the API server allocated (`get(name)`: the Service's JSON) and gives lb its
+ * VIP as a cloud controller would (`setStatus(name, status)`).
+ */
+export async function swapAddresses(
+  get: (name: string) => Promise<{ spec: { clusterIP: string; ports: { nodePort?: number }[] } }>,
+  setStatus: (name: string, status: Obj) => Promise<void>,
+): Promise<SwapAddresses> {
+  await setStatus('lb', { loadBalancer: { ingress: [{ ip: SWAP_NODE.LB_IP, ipMode: 'VIP' }] } });
+  const web = await get('web');
+  return { web: web.spec.clusterIP, nodePort: web.spec.ports[0]!.nodePort!, long: (await get('long')).spec.clusterIP, dns: (await get('dns')).spec.clusterIP };
+}
+
+/** `ipvsadm -Sn` lines of swapServices, all served by POD1. */
+export function swapTable(a: SwapAddresses): string[] {
+  const { NODE_IP, POD1, LB_IP, EXTERNAL_IP } = SWAP_NODE;
+  const vs = (proto: 't' | 'u', vip: string, rport: number) => [`-A -${proto} ${vip} -s rr`, `-a -${proto} ${vip} -r ${POD1.ip}:${rport} -m -w 1`];
+  return [
+    ...vs('t', `${a.web}:80`, 8080),
+    ...vs('t', `${NODE_IP}:${a.nodePort}`, 8080),
+    ...vs('t', `${a.long}:9000`, 9000),
+    ...vs('t', `${LB_IP}:80`, 8080),
+    ...vs('t', `${EXTERNAL_IP}:80`, 8080),
+    ...vs('u', `${a.dns}:53`, 5353),
+  ];
+}
+
+/** The lines of `ipvsadm -Sn` that are swapTable's (by their virtual addresses), sorted. */
+export function swapTableLines(ipvsadmSn: string, a: SwapAddresses, extra: readonly string[] = []): string[] {
+  const { NODE_IP, LB_IP, EXTERNAL_IP } = SWAP_NODE;
+  const keys = [`${a.web}:`, `${a.long}:`, `${a.dns}:`, `${LB_IP}:`, `${EXTERNAL_IP}:`, `${NODE_IP}:${a.nodePort} `, ...extra];
+  return ipvsadmSn.split('\n').filter((l) => keys.some((k) => l.includes(k))).sort();
+}
+
+/**
+ * The swaps' traffic, 50 new connections a second in all: from the client pod to web's
+ * ClusterIP and to the externalIP; from outside to the NodePort, the load balancer's VIP and
+ * the externalIP; 10 long-lived TCP connections to long, a UDP flow to dns.
+ */
+export function startSwapTraffic(t: SwapTraffic, a: SwapAddresses): void {
+  const { NODE_IP, POD2, EXT1, LB_IP, EXTERNAL_IP } = SWAP_NODE;
+  t.requests(POD2.name, a.web, 80)
+    .requests(POD2.name, EXTERNAL_IP, 80)
+    .requests(EXT1.name, NODE_IP, a.nodePort)
+    .requests(EXT1.name, LB_IP, 80)
+    .requests(EXT1.name, EXTERNAL_IP, 80)
+    .connections(POD2.name, a.long, 9000, 10)
+    .udpFlow(POD2.name, a.dns, 53)
+    .start();
 }

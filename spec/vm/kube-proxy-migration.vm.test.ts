@@ -1,9 +1,10 @@
 // From the real kube-proxy in iptables mode (kubeadm's default config: `mode: ""`) and in
 // nftables mode to kube-ipvs on a live node, as a DaemonSet rollout does it: SIGTERM to
 // kube-proxy (no --cleanup), then kube-ipvs starts with the same KubeProxyConfiguration, token
-// and API server (the lab's real kube-apiserver). Under traffic (new connections to a ClusterIP
-// from a pod and to a NodePort from outside, long-lived TCP connections through a ClusterIP):
-// no request may fail and no connection break. kube-ipvs removes what the old mode leaves that
+// and API server (the lab's real kube-apiserver). Under traffic (testkit/swap-traffic.ts: 50 new
+// connections a second to a ClusterIP, an externalIP, a NodePort and a load-balancer VIP with
+// source ranges, from a pod and from outside; 10 long-lived TCP connections; a UDP flow): no
+// request may fail, no connection break, the flow must go on. kube-ipvs removes what the old mode leaves that
 // would still steer or refuse traffic (kube-proxy's nftables tables, as kube-proxy itself does
 // when it starts in IPVS mode; its iptables-mode chains, which kube-proxy's IPVS mode leaves),
 // and the node ends up as kube-ipvs programs it from scratch.
@@ -17,13 +18,12 @@ import { connect, run, tryRun } from '../../testkit/netns';
 import { connectToLab, kubeProxyIdentity, labFromEnv } from '../../testkit/lab-client';
 import { labNode, labService, labSlice } from '../../testkit/lab-objects';
 import { differences, snapshot } from '../../testkit/node-snapshot';
-import { SWAP_NODE, SwapTraffic, makeSwapNode, removeSwapNode, swapTable } from '../../testkit/swap-traffic';
+import { SWAP_NODE, SwapAddresses, SwapTraffic, makeSwapNode, removeSwapNode, startSwapTraffic, swapAddresses, swapServices, swapTable, swapTableLines } from '../../testkit/swap-traffic';
 import { eventually } from '../../testkit/wait-for';
 
 const RUN = randomBytes(3).toString('hex');
 const FILE_LABEL = { 'e2e.kube-ipvs.io/file': 'kube-proxy-migration' };
-const { NODE_IP, POD1, POD2, EXT1 } = SWAP_NODE;
-const LONG_CLIENTS = 5;
+const { NODE_IP, POD1, POD2, LB_IP, EXTERNAL_IP } = SWAP_NODE;
 
 /** what only kube-proxy's iptables mode writes in nat and filter (model/iptables.ts) */
 const IPTABLES_MODE_LINE = /KUBE-(SVC|SVL|SEP|EXT|FW)-|KUBE-NODEPORTS|KUBE-EXTERNAL-SERVICES|KUBE-PROXY-CANARY|kubernetes load balancer firewall|has no endpoints/;
@@ -41,19 +41,16 @@ describe.each<[string, string]>([
   const traffic = new SwapTraffic(100);
   let kubeProxy: LoggedProcess | undefined;
   let daemon: LoggedProcess | undefined;
-  let web = '';
-  let long = '';
+  let addrs: SwapAddresses;
   let empty = '';
-  let nodePort = 0;
 
-  const ours = () =>
-    run('ipvsadm', ['-Sn']).split('\n').filter((l) => [`${web}:`, `${long}:`, `${empty}:`, `${NODE_IP}:${nodePort} `].some((k) => l.includes(k))).sort();
+  const ours = () => swapTableLines(run('ipvsadm', ['-Sn']), addrs, [`${empty}:`]);
   const expected = (emptyServed: boolean) =>
-    [...swapTable(web, nodePort, long), `-A -t ${empty}:80 -s rr`, ...(emptyServed ? [`-a -t ${empty}:80 -r ${POD1.ip}:8080 -m -w 1`] : [])].sort();
+    [...swapTable(addrs), `-A -t ${empty}:80 -s rr`, ...(emptyServed ? [`-a -t ${empty}:80 -r ${POD1.ip}:8080 -m -w 1`] : [])].sort();
   const netfilter = () => ['iptables-save', 'ip6tables-save'].map((c) => run(c, ['-t', 'nat']) + run(c, ['-t', 'filter'])).join('');
   const nftTables = () => run('nft', ['list', 'tables']).split('\n').filter(Boolean);
-  const slice = (svc: string, port = 8080, portName = 'http') =>
-    labSlice(ns, svc, `${svc}-1`, [{ ip: POD1.ip, node: nodeName }], { port, portName, labels: FILE_LABEL });
+  const slice = (svc: string, port = 8080, portName = 'http', protocol = 'TCP') =>
+    labSlice(ns, svc, `${svc}-1`, [{ ip: POD1.ip, node: nodeName }], { port, portName, protocol, labels: FILE_LABEL });
 
   beforeAll(async () => {
     connectToLab();
@@ -64,19 +61,14 @@ describe.each<[string, string]>([
     await lab.apply([
       { apiVersion: 'v1', kind: 'Namespace', metadata: { name: ns } },
       labNode(nodeName, [NODE_IP]),
-      labService(ns, 'web', { type: 'NodePort' }, { labels: FILE_LABEL }),
-      labService(ns, 'long', { ports: [{ name: 'tcp', port: 9000, targetPort: 9000, protocol: 'TCP' }] }, { labels: FILE_LABEL }),
+      ...swapServices((name, spec) => labService(ns, name, spec, { labels: FILE_LABEL }), slice),
       // no endpoints until after the switch
       labService(ns, 'empty', {}, { labels: FILE_LABEL }),
-      slice('web'),
-      slice('long', 9000, 'tcp'),
     ]);
-    const w = await lab.getJson<{ spec: { clusterIP: string; ports: { nodePort: number }[] } }>(['service', 'web', '-n', ns]);
-    web = w.spec.clusterIP;
-    nodePort = w.spec.ports[0]!.nodePort;
-    const ip = async (svc: string) => (await lab.getJson<{ spec: { clusterIP: string } }>(['service', svc, '-n', ns])).spec.clusterIP;
-    long = await ip('long');
-    empty = await ip('empty');
+    const get = (name: string) => lab.getJson<{ spec: { clusterIP: string; ports: { nodePort?: number }[] } }>(['service', name, '-n', ns]);
+    addrs = await swapAddresses(get, async (name, status) =>
+      void (await lab.kubectl(['patch', 'service', name, '-n', ns, '--subresource=status', '--type=merge', '-p', JSON.stringify({ status })])));
+    empty = (await get('empty')).spec.clusterIP;
     await kubeProxyIdentity(lab, dir, { duration: '1h' });
     fs.writeFileSync(cfg, e2eProxyConfig({ dir, node: nodeName, ipvs: ['syncPeriod: 30s'], forKubeProxy: true, mode }));
   });
@@ -99,20 +91,22 @@ describe.each<[string, string]>([
     kubeProxy = startKubeProxy([`--config=${cfg}`, '--v=1']);
     if (mode === 'nftables') {
       await eventually("kube-proxy's nftables table", () => tryRun('nft', ['list', 'table', 'ip', 'kube-proxy']).stdout,
-        (t) => t.includes(`${web} . tcp . 80`) && t.includes(`${empty} . tcp . 80`) && t.includes(`tcp . ${nodePort}`), 240_000);
+        (t) => [`${addrs.web} . tcp . 80`, `${empty} . tcp . 80`, `tcp . ${addrs.nodePort}`, `${LB_IP} . tcp . 80`, `${EXTERNAL_IP} . tcp . 80`, `${addrs.dns} . udp . 53`]
+          .every((x) => t.includes(x)), 240_000);
     } else {
       await eventually("kube-proxy's iptables rules", netfilter,
-        (t) => t.includes(`-d ${web}/32`) && t.includes(`-d ${empty}/32`) && t.includes('has no endpoints') && t.includes(`--dport ${nodePort}`), 240_000);
+        (t) => [`-d ${addrs.web}/32`, `-d ${empty}/32`, 'has no endpoints', `--dport ${addrs.nodePort}`, `-d ${LB_IP}/32`, `-d ${EXTERNAL_IP}/32`, `-d ${addrs.dns}/32`]
+          .every((x) => t.includes(x)), 240_000);
     }
     await new Promise((r) => setTimeout(r, 3000));
     expect(ours()).toEqual([]);
     expect(connect('', empty, 80, 3).outcome).toBe('refused');
-    traffic.requests(POD2.name, web, 80).requests(EXT1.name, NODE_IP, nodePort).connections(POD2.name, long, 9000, LONG_CLIENTS);
+    startSwapTraffic(traffic, addrs);
     await traffic.goesOn(3000);
     expect(traffic.failures()).toEqual([]);
   });
 
-  it(`kube-proxy (${modeName} mode) -> kube-ipvs (SIGTERM, no cleanup, then start): no failed request, no broken connection; the old mode's rules are gone`, async () => {
+  it(`kube-proxy (${modeName} mode) -> kube-ipvs (SIGTERM, no cleanup, then start): no failed request, no broken connection or flow; the old mode's rules are gone`, async () => {
     const from = traffic.failures().length;
     const stopping = Date.now();
     await kubeProxy!.kill('SIGTERM');
@@ -158,6 +152,6 @@ describe.each<[string, string]>([
     daemon = startKubeIpvs(['--config', cfg, '--v=2']);
     await daemon.waitFor((l) => l.message === 'sync done', "kube-ipvs's first sync from scratch", 0, 280_000);
     expect(differences(migrated, snapshot(''))).toEqual([]);
-    console.log(`${modeName} mode -> kube-ipvs: ${traffic.served()} requests served, ${LONG_CLIENTS} long connections kept`);
+    console.log(`${modeName} mode -> kube-ipvs: ${traffic.served()} requests served, ${traffic.longCount} long connections and flows kept`);
   });
 });

@@ -2,9 +2,10 @@
 // live node, and back, as a DaemonSet rollout does it: SIGTERM to the old process (no
 // --cleanup), then the new one starts with the same KubeProxyConfiguration, the same
 // ServiceAccount token and the same API server (the lab's real kube-apiserver). Throughout,
-// new connections at a fixed rate to a ClusterIP from a pod and to a NodePort from outside, and
-// long-lived TCP connections through a ClusterIP; none may fail or break. After each swap the
-// table is what the new owner programs from scratch.
+// 50 new connections a second (a ClusterIP and an externalIP from a pod; a NodePort, a
+// load-balancer VIP with source ranges and the externalIP from outside), 10 long-lived TCP
+// connections through a ClusterIP and a UDP flow; no request may fail, no connection break,
+// the flow must go on. After each swap the table is what the new owner programs from scratch.
 import { ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import fs from 'node:fs';
@@ -12,7 +13,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { e2eProxyConfig, LoggedProcess, SERVICE_ACCOUNT_DIR, startKubeIpvs, startKubeProxy } from '../../testkit/processes';
 import { run, tryRun } from '../../testkit/netns';
-import { SWAP_NODE, SwapTraffic, makeSwapNode, removeSwapNode, swapTable } from '../../testkit/swap-traffic';
+import { SWAP_NODE, SwapAddresses, SwapTraffic, makeSwapNode, removeSwapNode, startSwapTraffic, swapAddresses, swapServices, swapTable, swapTableLines } from '../../testkit/swap-traffic';
 import { connectToLab, kubeProxyIdentity, labFromEnv } from '../../testkit/lab-client';
 import { labNode, labService, labSlice } from '../../testkit/lab-objects';
 import { eventually } from '../../testkit/wait-for';
@@ -21,8 +22,7 @@ const RUN = randomBytes(3).toString('hex');
 const NS = `swap-${RUN}`;
 const NODE = `swap-node-${RUN}`;
 const FILE_LABEL = { 'e2e.kube-ipvs.io/file': 'kube-proxy-swap' };
-const { NODE_IP, POD1, POD2, EXT1 } = SWAP_NODE;
-const LONG_CLIENTS = 5;
+const { NODE_IP, POD1, LB_IP, EXTERNAL_IP } = SWAP_NODE;
 
 describe('a live swap between the real kube-proxy and kube-ipvs, both ways, under traffic', () => {
   const lab = labFromEnv();
@@ -31,34 +31,29 @@ describe('a live swap between the real kube-proxy and kube-ipvs, both ways, unde
   const children: ChildProcess[] = [];
   let kubeProxy: LoggedProcess | undefined;
   let daemon: LoggedProcess | undefined;
-  let web = '';
-  let long = '';
-  let nodePort = 0;
-  // one new connection every 100 ms from each client: 20/s in all
+  let addrs: SwapAddresses;
+  // one new connection every 100 ms from each of 5 clients: 50/s in all
   const traffic = new SwapTraffic(100);
 
-  const ipvsRules = () => run('ipvsadm', ['-Sn']).split('\n').filter(Boolean).sort();
-  const ours = () => ipvsRules().filter((l) => l.includes(`${web}:`) || l.includes(`${long}:`) || l.includes(`${NODE_IP}:${nodePort} `));
-  const expected = () => swapTable(web, nodePort, long).sort();
-
+  const ours = () => swapTableLines(run('ipvsadm', ['-Sn']), addrs);
+  const expected = () => swapTable(addrs).sort();
 
   beforeAll(async () => {
     connectToLab();
     children.push(...(await makeSwapNode()));
     await lab.kubectl(['delete', 'services,endpointslices', '-A', '-l', 'e2e.kube-ipvs.io/file=kube-proxy-swap', '--wait=false']);
-    const pod1 = [{ ip: POD1.ip, node: NODE }];
     await lab.apply([
       { apiVersion: 'v1', kind: 'Namespace', metadata: { name: NS } },
       labNode(NODE, [NODE_IP]),
-      labService(NS, 'web', { type: 'NodePort' }, { labels: FILE_LABEL }),
-      labService(NS, 'long', { ports: [{ name: 'tcp', port: 9000, targetPort: 9000, protocol: 'TCP' }] }, { labels: FILE_LABEL }),
-      labSlice(NS, 'web', 'web-1', pod1, { labels: FILE_LABEL }),
-      labSlice(NS, 'long', 'long-1', pod1, { port: 9000, portName: 'tcp', labels: FILE_LABEL }),
+      ...swapServices(
+        (name, spec) => labService(NS, name, spec, { labels: FILE_LABEL }),
+        (svc, port, portName, protocol) => labSlice(NS, svc, `${svc}-1`, [{ ip: POD1.ip, node: NODE }], { port, portName, protocol, labels: FILE_LABEL }),
+      ),
     ]);
-    const w = await lab.getJson<{ spec: { clusterIP: string; ports: { nodePort: number }[] } }>(['service', 'web', '-n', NS]);
-    web = w.spec.clusterIP;
-    nodePort = w.spec.ports[0]!.nodePort;
-    long = (await lab.getJson<{ spec: { clusterIP: string } }>(['service', 'long', '-n', NS])).spec.clusterIP;
+    addrs = await swapAddresses(
+      (name) => lab.getJson(['service', name, '-n', NS]),
+      async (name, status) => void (await lab.kubectl(['patch', 'service', name, '-n', NS, '--subresource=status', '--type=merge', '-p', JSON.stringify({ status })])),
+    );
     await kubeProxyIdentity(lab, dir, { duration: '1h' });
     fs.writeFileSync(cfg, e2eProxyConfig({ dir, node: NODE, ipvs: ['syncPeriod: 30s'], forKubeProxy: true }));
   });
@@ -75,15 +70,19 @@ describe('a live swap between the real kube-proxy and kube-ipvs, both ways, unde
     fs.rmSync(SERVICE_ACCOUNT_DIR, { recursive: true, force: true });
   });
 
-  it('kube-proxy serves: traffic flows from a pod and from outside, long connections open', async () => {
+  it('kube-proxy serves: traffic flows from a pod and from outside, long connections and the UDP flow open', async () => {
     kubeProxy = startKubeProxy([`--config=${cfg}`, '--v=1']);
     await eventually("kube-proxy's table", ours, (r) => JSON.stringify(r) === JSON.stringify(expected()), 240_000);
     // and its ipsets and iptables rules, which its sync writes after the IPVS table (a request
     // in between was reset once in a CI run: kube-proxy's own start, before any swap)
     await eventually("kube-proxy's sets and rules", () => run('ipset', ['save']) + run('iptables-save', ['-t', 'nat']),
-      (t) => t.includes(`add KUBE-CLUSTER-IP ${web},tcp:80`) && t.includes(`add KUBE-NODE-PORT-TCP ${nodePort}`) && t.includes('-A KUBE-SERVICES') && t.includes('KUBE-NODE-PORT'), 240_000);
+      (t) => [
+        `add KUBE-CLUSTER-IP ${addrs.web},tcp:80`, `add KUBE-CLUSTER-IP ${addrs.dns},udp:53`, `add KUBE-NODE-PORT-TCP ${addrs.nodePort}`,
+        `add KUBE-LOAD-BALANCER-SOURCE-CIDR ${LB_IP},tcp:80,192.0.2.0/24`, `add KUBE-EXTERNAL-IP ${EXTERNAL_IP},tcp:80`,
+        '-A KUBE-SERVICES', 'KUBE-NODE-PORT', 'KUBE-LOAD-BALANCER',
+      ].every((x) => t.includes(x)), 240_000);
     await new Promise((r) => setTimeout(r, 3000));
-    traffic.requests(POD2.name, web, 80).requests(EXT1.name, NODE_IP, nodePort).connections(POD2.name, long, 9000, LONG_CLIENTS);
+    startSwapTraffic(traffic, addrs);
     await traffic.goesOn(3000);
     expect(traffic.failures()).toEqual([]);
   });
@@ -91,7 +90,7 @@ describe('a live swap between the real kube-proxy and kube-ipvs, both ways, unde
   /** The failures since `from` (each phase is judged on its own). */
   const failedSince = (from: number) => traffic.failures().slice(from);
 
-  it('kube-proxy -> kube-ipvs (SIGTERM, no cleanup, then start): no failed request, no broken connection; adopted with no IPVS write', async () => {
+  it('kube-proxy -> kube-ipvs (SIGTERM, no cleanup, then start): no failed request, no broken connection or flow; adopted with no IPVS write', async () => {
     const from = traffic.failures().length;
     await kubeProxy!.kill('SIGTERM');
     kubeProxy = undefined;
@@ -115,6 +114,6 @@ describe('a live swap between the real kube-proxy and kube-ipvs, both ways, unde
     expect(failedSince(from)).toEqual([]);
     expect(traffic.broken()).toEqual([]);
     expect(ours()).toEqual(expected());
-    console.log(`requests served: ${traffic.served()}; ${LONG_CLIENTS} long connections kept`);
+    console.log(`requests served: ${traffic.served()}; ${traffic.longCount} long connections and flows kept`);
   });
 });
