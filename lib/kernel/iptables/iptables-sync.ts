@@ -210,8 +210,8 @@ export class IptablesSync implements Iptables {
     const repaired: string[] = [];
     /** the jump rules were read in this sync, after gen0 */
     let jumpsReadAfterGen0 = false;
-    /** kube-proxy's iptables-mode leftovers in the tables read: `*table` blocks of restore lines */
-    const leftovers: string[] = [];
+    /** kube-proxy's iptables-mode leftovers in the tables read: restore lines per table */
+    const leftovers: TableLines[] = [];
     if (opts.force || opts.verify || !this.jumpsChecked) {
       jumpsReadAfterGen0 = true;
       const existing = new Map<Table, Map<string, string[]>>();
@@ -222,7 +222,7 @@ export class IptablesSync implements Iptables {
         const save = await this.runner.save(table);
         const rules = parseSaveRules(save);
         existing.set(table, rules);
-        leftovers.push(...iptablesModeLeftovers(plan, table, save));
+        leftovers.push(...iptablesModeLeftovers(plan, table, save, rules));
         // drift matters only for text we believe is in place; a changed text is written anyway
         if (opts.verify && unchanged) repaired.push(...chainDrift(plan, table, save, rules));
       }
@@ -289,24 +289,21 @@ export class IptablesSync implements Iptables {
    * ours: a refusal is logged and never fails the sync (the rules of ours are in place); the
    * next check that reads the tables finds them again.
    */
-  private async removeLeftovers(blocks: readonly string[]): Promise<{ leftoversRemoved?: readonly string[] }> {
+  private async removeLeftovers(blocks: readonly TableLines[]): Promise<{ leftoversRemoved?: readonly string[] }> {
     const log = componentLog('iptables');
-    const lines = blocks.flatMap((b) => {
-      const [head, ...rest] = b.split('\n');
-      return rest.map((l) => `${head!.slice(1)} ${l}`);
-    });
+    const lines = blocks.flatMap((b) => b.lines.map((l) => `${b.table} ${l}`));
     // our own commits moved the generation; the next verify reads the tables
     this.verifiedGen = undefined;
     try {
-      await this.runner.restore(blocks.map((b) => `${b}\nCOMMIT\n`).join(''));
+      await this.runner.restore(blocks.map((b) => [`*${b.table}`, ...b.lines, 'COMMIT', ''].join('\n')).join(''));
     } catch (e) {
       log.warn(`${this.family}: kube-proxy's iptables-mode chains could not be removed (${(e as Error).message}); retried at the next check`, {
         family: this.family,
       });
       return {};
     }
-    const chains = lines.filter((l) => / -X /.test(l)).length;
-    log.info(`${this.family}: removed kube-proxy's iptables-mode leftovers: ${chains} chains, ${lines.filter((l) => / -D /.test(l)).length} jump rules (kube-proxy leaves them when a node moves to IPVS mode; its stale REJECTs would refuse Services)`, {
+    const count = (op: string) => blocks.reduce((n, b) => n + b.lines.filter((l) => l.startsWith(op)).length, 0);
+    log.info(`${this.family}: removed kube-proxy's iptables-mode leftovers: ${count('-X ')} chains, ${count('-D ')} jump rules (kube-proxy leaves them when a node moves to IPVS mode; its stale REJECTs would refuse Services)`, {
       family: this.family,
       removed: lines,
     });
@@ -314,24 +311,29 @@ export class IptablesSync implements Iptables {
   }
 }
 
+/** restore lines of one table */
+interface TableLines {
+  readonly table: Table;
+  readonly lines: readonly string[];
+}
+
 /**
- * A `*table` block (without COMMIT) removing kube-proxy's iptables-mode chains and jumps found
- * in `save`, or nothing. The plan's chains are rewritten by our restore first, so their old
- * rules (nat KUBE-SERVICES jumping to KUBE-SVC-*) do not keep a chain.
+ * The lines removing kube-proxy's iptables-mode chains and jumps found in `save` (`rules`: its
+ * rules by chain, as the sync parsed them), or nothing. The plan's chains are rewritten by our
+ * restore first, so their old rules (nat KUBE-SERVICES jumping to KUBE-SVC-*) do not keep a chain.
  */
-function iptablesModeLeftovers(plan: IptablesPlan, table: Table, save: string): string[] {
+function iptablesModeLeftovers(plan: IptablesPlan, table: Table, save: string, rules: ReadonlyMap<string, readonly string[]>): TableLines[] {
   const { lines, kept } = planChainRemoval(save, {
     remove: (c) => isIptablesModeChain(table, c),
     alsoDelete: isIptablesModeFirewallJump,
     rewritten: new Set(plan[table].chains),
   });
   // a kept chain already flushed is as clean as it gets: no restore, no warning, every check
-  const rules = parseSaveRules(save);
   const flushed = new Set(kept.filter((c) => (rules.get(c)?.length ?? 0) === 0));
   const todo = lines.filter((l) => !(l.startsWith('-F ') && flushed.has(l.slice(3))));
   if (todo.length === 0) return [];
   if (kept.length > flushed.size) {
     componentLog('iptables').warn(`${plan.family} ${table}: kube-proxy's iptables-mode chains ${kept.join(', ')} are still jumped to by a foreign rule: flushed, not deleted`);
   }
-  return [[`*${table}`, ...todo].join('\n')];
+  return [{ table, lines: todo }];
 }
