@@ -19,9 +19,11 @@
  * - every response (and every request that got none) to an observer, for client-go's
  *   rest_client_requests_total{code,host,method} and rest_client_request_duration_seconds.
  */
+import { spawn, type SpawnOptions } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { performance } from 'node:perf_hooks';
 import { fetch, type Response } from 'undici';
+import type { User } from '@kubernetes/client-node';
 import { HttpMethod, KubeConfig, RequestContext } from './client-node';
 
 /** One HTTP request as client-go's rest_client metrics count it. */
@@ -133,6 +135,38 @@ export class ApiKubeConfig extends KubeConfig {
   requestTimeoutMs = REQUEST_TIMEOUT_MS;
   /** a refusal has been logged; cleared by the next success */
   private refusalLogged = false;
+
+  constructor() {
+    super();
+    this.boundExecPlugin();
+  }
+
+  /**
+   * client-node's ExecAuth spawns the credential plugin with no time limit and once per
+   * request: a plugin that hangs would leave one process behind for every retry of every
+   * informer. As client-go's exec authenticator (one run at a time under its mutex), calls
+   * for one user share the run in flight, and the plugin is killed (SIGKILL) once it has
+   * run for the request deadline.
+   */
+  private boundExecPlugin(): void {
+    const authenticators = (this as unknown as { authenticators?: unknown[] }).authenticators ?? [];
+    for (const a of authenticators) {
+      const exec = a as { execFn?: typeof spawn; getCredential?: (user: User) => Promise<unknown> };
+      if (typeof exec.execFn !== 'function' || typeof exec.getCredential !== 'function') continue;
+      exec.execFn = ((command: string, args: readonly string[], options: SpawnOptions) =>
+        spawn(command, args ?? [], { ...options, timeout: this.requestTimeoutMs, killSignal: 'SIGKILL' })) as typeof spawn;
+      const getCredential = exec.getCredential.bind(exec);
+      const running = new Map<string, Promise<unknown>>();
+      exec.getCredential = (user: User) => {
+        let run = running.get(user.name);
+        if (!run) {
+          run = getCredential(user).finally(() => running.delete(user.name));
+          running.set(user.name, run);
+        }
+        return run;
+      };
+    }
+  }
 
   override async applySecurityAuthentication(context: RequestContext): Promise<void> {
     await super.applySecurityAuthentication(context);
@@ -269,7 +303,12 @@ export async function apiRequest(kc: KubeConfig, req: ApiRequest, stream = false
       observe(String(res.status));
       // the kubelet rotated the token since it was read (or the plugin's credential went
       // stale): once more with the new one
-      if (res.status === 401 && attempt === 0 && api?.refreshCredentials(headers.Authorization)) continue;
+      if (res.status === 401 && attempt === 0 && api?.refreshCredentials(headers.Authorization)) {
+        // client-go's Request.request takes a token for every try (tryThrottle), the retry too
+        waitingFor = 'a rate-limit token';
+        await untilAborted(api.rateLimiter?.wait() ?? Promise.resolve(), signal);
+        continue;
+      }
       api?.noteOutcome(res.status, req.method, url, body);
       return { status: res.status, statusText: res.statusText, body, ...(stream && res.status === 200 ? { stream: res } : {}) };
     }

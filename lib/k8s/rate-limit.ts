@@ -2,9 +2,8 @@
  * client-go's client-side rate limit (flowcontrol.NewTokenBucketRateLimiter, from
  * clientConnection.qps/burst, `--kube-api-qps`/`--kube-api-burst`): a bucket of `burst`
  * tokens refilled at `qps` a second; every request start takes one (lists, each list page,
- * watch starts, Event POSTs and PATCHes), in arrival order, waiting when none is left, as
- * client-go's Request.tryThrottle does (client-go throttles a 401's retry too; apiRequest does
- * not yet). kube-proxy's
+ * watch starts, Event POSTs and PATCHes, and the one retry after a 401), in arrival order,
+ * waiting when none is left, as client-go's Request.tryThrottle does. kube-proxy's
  * defaults (a 0 in the config): qps 5, burst 10. A watch holds no token while it is open.
  */
 export interface RateLimiterClock {

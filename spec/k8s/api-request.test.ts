@@ -13,8 +13,10 @@ import { ApiCall, ApiKubeConfig, apiRequest, TokenFile } from '../../lib/k8s/api
 import { EventRecorder } from '../../lib/k8s/event-recorder';
 import { EndpointSliceHandler, NodeHandler, ServiceHandler, startInformers } from '../../lib/k8s/informers';
 import { loadKubeConfig } from '../../lib/k8s/kubeconfig';
+import { TokenBucketRateLimiter } from '../../lib/k8s/rate-limit';
 import { listRaw } from '../../lib/k8s/raw-list';
 import { FakeApiServer, FakeAuthOptions, kubeconfigFor, UNAUTHORIZED_STATUS } from '../../testkit/fake-apiserver';
+import { FakeClock } from '../../testkit/fake-clock';
 import { makeTestPki, TestPki } from '../../testkit/test-pki';
 import { waitFor } from '../../testkit/wait-for';
 
@@ -211,6 +213,23 @@ describe('API authentication and rest_client observations', () => {
       expect((await list(kc)).items).toHaveLength(1);
       expect(auths()).toEqual(['Bearer sa-token-1 ok', 'Bearer sa-token-1 401', 'Bearer sa-token-2 ok']);
       expect(log.lines).toEqual([]);
+    });
+
+    it('the retry after a 401 waits for a rate-limit token, as client-go\'s tryThrottle makes every try wait', async () => {
+      const s = await secureServer({ tokenFile: tokenPath }, false);
+      const clock = new FakeClock(0);
+      const kc = loadKubeConfig({ kubeconfig: kubeconfig(s.url, [], [`tokenFile: ${tokenPath}`]) });
+      kc.rateLimiter = new TokenBucketRateLimiter(5, 1, clock); // one token, then one per 200 ms
+      writeFileSync(tokenPath, 'sa-token-2');
+      kc.tokenFile!.reread();
+      writeFileSync(tokenPath, 'sa-token-3'); // the server now takes only this one: the first try gets a 401
+      const done = list(kc).then(() => 'ok', (e: Error) => e.message);
+      await waitFor('the first try refused', () => auths().length === 1);
+      await new Promise((r) => setTimeout(r, 50));
+      expect(auths()).toEqual(['Bearer sa-token-2 401']);
+      await clock.advance(200);
+      expect(await done).toBe('ok');
+      expect(auths()).toEqual(['Bearer sa-token-2 401', 'Bearer sa-token-3 ok']);
     });
 
     it('requests refused together after a rotation each retry with the new token, though one re-read found it', async () => {

@@ -5,7 +5,7 @@
  * watching (what /healthz reads).
  */
 import http from 'node:http';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { AddressInfo, Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -117,6 +117,36 @@ describe('deadlines (issue 25 item 6)', () => {
       name: 'TimeoutError',
       message: `GET /api/v1/services: the credentials (exec plugin ${process.execPath}) did not come within 300 ms`,
     });
+    expect(hung.requests).toEqual([]);
+  });
+
+  it('a hung exec plugin runs once for requests made together, and is killed at the deadline (none is left behind)', async () => {
+    hung.hangLists = false;
+    const plugin = path.join(dir, 'forever-plugin.js');
+    const pids = path.join(dir, 'pids');
+    writeFileSync(plugin, `require('fs').appendFileSync(${JSON.stringify(pids)}, process.pid + '\\n'); setInterval(() => {}, 60_000);`);
+    const file = path.join(dir, 'kubeconfig');
+    writeFileSync(file, [
+      'apiVersion: v1', 'kind: Config', 'clusters:', '- cluster:', `    server: ${url}`, '  name: default',
+      'contexts:', '- context:', '    cluster: default', '    user: default', '  name: default', 'current-context: default',
+      'users:', '- name: default', '  user:', '    exec:', '      apiVersion: client.authentication.k8s.io/v1',
+      `      command: ${process.execPath}`, '      args:', `      - ${plugin}`, '      interactiveMode: Never', '',
+    ].join('\n'));
+    const kc = kcWith(1500, loadKubeConfig({ kubeconfig: file })); // room for the plugin to start on a loaded host
+    const outcomes = await Promise.all([1, 2, 3].map(() => within(listRaw<V1Service>(kc, '/api/v1/services'), 5000)));
+    for (const o of outcomes) expect((o as { error: Error }).error).toMatchObject({ name: 'TimeoutError' });
+    await waitFor('the plugin started', () => existsSync(pids));
+    const started = readFileSync(pids, 'utf8').trim().split('\n').map(Number);
+    expect(started).toHaveLength(1);
+    const alive = (pid: number) => {
+      try {
+        process.kill(pid, 0);
+        return true;
+      } catch {
+        return false;
+      }
+    };
+    await waitFor('the hung plugin killed', () => !alive(started[0]!), 3000);
     expect(hung.requests).toEqual([]);
   });
 
