@@ -105,6 +105,8 @@ export async function proxierOverFakes(opts: ProxierOverFakesOptions = {}) {
       source: new TrackerSource(services, slices),
       planner: opts.planner ?? { planServicePort },
       clock,
+      // retries at their base wait, so a test settles them at known times
+      random: () => 0,
       log: opts.log ?? quiet,
       events: { warn: (ref, reason, message) => events.push(`${ref.namespace}/${ref.name} ${reason}: ${message}`) },
       onSync: (r) => results.push(r),

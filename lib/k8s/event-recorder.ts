@@ -17,6 +17,8 @@
  * A message is cut to 1,024 bytes before it is used or remembered (events.k8s.io's note
  * limit; kube-scheduler cuts core/v1 Event messages the same way, with " ..."), so the caches
  * (at most 4,096 entries each) hold at most a few MB whatever the callers pass.
+ * A request that got no answer is tried again, 12 times at most, 10 s apart after a random
+ * first wait (client-go's recordToSink); an answer, even an error, is final.
  * Posting never throws: failures and drops are logged at debug (an unreachable API server
  * must not turn one problem into a log flood). The POST and PATCH are apiRequests
  * (api-request.ts): the token file re-read, the 401 retry, the rest_client metrics.
@@ -61,6 +63,17 @@ export interface EventRecorderOptions {
   readonly maxInFlight?: number;
   /** requests waiting for a token or a slot (default 1000) */
   readonly maxQueued?: number;
+  /** a request that got no answer is tried again (default client-go's: 12 tries, 10 s apart, the first wait random) */
+  readonly retry?: Partial<EventRetryOptions>;
+}
+
+export interface EventRetryOptions {
+  /** tries in all, the first included (client-go's maxTriesPerEvent) */
+  readonly maxTries: number;
+  /** the wait between tries (client-go's sleepDuration); the first is this times random() */
+  readonly sleepMs: number;
+  /** [0, 1) */
+  readonly random: () => number;
 }
 
 export const EVENT_COMPONENT = 'kube-ipvs';
@@ -154,6 +167,7 @@ export class EventRecorder {
   private readonly spamOptions: TokenBucketOptions;
   private readonly maxInFlight: number;
   private readonly maxQueued: number;
+  private readonly retry: EventRetryOptions;
   private readonly posted: Lru<Posted>;
   private readonly similar: Lru<Similar>;
   private readonly spam: Lru<TokenBucket>;
@@ -173,6 +187,7 @@ export class EventRecorder {
     this.spamOptions = options.spam ?? { burst: 25, refillEveryMs: 5 * 60_000 };
     this.maxInFlight = options.maxInFlight ?? 4;
     this.maxQueued = options.maxQueued ?? 1000;
+    this.retry = { maxTries: 12, sleepMs: 10_000, random: Math.random, ...options.retry };
     const max = options.maxRemembered ?? 4096;
     this.posted = new Lru(max);
     this.similar = new Lru(max);
@@ -280,10 +295,29 @@ export class EventRecorder {
     return sent;
   }
 
-  /** Throws unless the API server answered 2xx. */
+  /**
+   * Throws unless the API server answered 2xx. A request that got no answer at all (refused
+   * connection, deadline) is tried again as client-go's recordToSink does: up to 12 tries,
+   * 10 s apart, the first wait drawn at random within those 10 s so that nodes that lost the
+   * server together do not all come back at once. An answer (a 4xx, a 5xx) is final, as
+   * client-go's "will not retry". The request keeps its slot while it waits (client-go's sink
+   * sends one Event at a time).
+   */
   private async send(method: 'POST' | 'PATCH', path: string, body: object, contentType = 'application/json'): Promise<void> {
-    const res = await apiRequest(this.kc, { method, path, body: JSON.stringify(body), contentType });
-    if (res.status < 200 || res.status > 299) throw new Error(`HTTP ${res.status}: ${statusMessage(res.body)}`);
+    for (let tries = 1; ; tries++) {
+      let res;
+      try {
+        res = await apiRequest(this.kc, { method, path, body: JSON.stringify(body), contentType });
+      } catch (e) {
+        if (tries >= this.retry.maxTries) throw e;
+        const ms = Math.round(tries === 1 ? this.retry.sleepMs * this.retry.random() : this.retry.sleepMs);
+        this.options.log.debug(`${method} ${path}: no answer (${(e as Error).message}); try ${tries + 1} of ${this.retry.maxTries} in ${ms} ms`);
+        await new Promise<void>((r) => this.setTimer(r, ms));
+        continue;
+      }
+      if (res.status < 200 || res.status > 299) throw new Error(`HTTP ${res.status}: ${statusMessage(res.body)}`);
+      return;
+    }
   }
 
   private drop(ref: EventObjectRef, reason: string, why: string): Promise<void> {

@@ -28,6 +28,8 @@ const RETRY_BASE_MS = 1_000;
 /** the retries key of a whole failed sync (socket or exec failure) */
 const SYNC_RETRY = '';
 const RETRY_MAX_MS = 5 * 60_000;
+/** each retry's wait stretched by up to this much at random (client-go's retry.DefaultBackoff Jitter 0.1) */
+const RETRY_JITTER = 0.1;
 
 export type DesiredLookup = (vsKey: string) => DesiredVirtualServer | undefined;
 type WriteCounts = { ipvsWrites: number; ipvsFailures: number };
@@ -37,7 +39,7 @@ export function serviceOf(servicePortKey: string): string {
   return servicePortKey.slice(0, servicePortKey.indexOf(':'));
 }
 
-export interface IpvsApplierDeps extends Pick<ProxierDeps, 'ipvs' | 'readProcIpVs' | 'clock' | 'log' | 'events' | 'drainTimeoutMs' | 'drainCheckIntervalMs'> {
+export interface IpvsApplierDeps extends Pick<ProxierDeps, 'ipvs' | 'readProcIpVs' | 'clock' | 'log' | 'events' | 'drainTimeoutMs' | 'drainCheckIntervalMs' | 'random'> {
   /** ask for a sync within `ms` (the runner's retryAfter) */
   readonly retryAfter: (ms: number) => void;
   /** a create found the virtual server there already: it is not kube-ipvs's (NodeContext.markForeign) */
@@ -143,7 +145,9 @@ export class IpvsApplier {
   private nextBackoff(key: string): number {
     const prev = this.retries.get(key);
     const attempt = (prev?.attempt ?? -1) + 1;
-    const delay = Math.min(RETRY_MAX_MS, RETRY_BASE_MS * 2 ** attempt);
+    // jittered as client-go's wait.Jitter: Services (and nodes) that failed together do not retry in step
+    const base = Math.min(RETRY_MAX_MS, RETRY_BASE_MS * 2 ** attempt);
+    const delay = Math.round(base * (1 + RETRY_JITTER * (this.deps.random ?? Math.random)()));
     this.retries.set(key, { attempt, at: this.deps.clock.now() + delay });
     return delay;
   }

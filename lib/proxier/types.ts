@@ -79,6 +79,8 @@ export interface ProxierDeps {
   readonly drainTimeoutMs?: number;
   /** how often draining real servers' connection counts are read (default 15 s) */
   readonly drainCheckIntervalMs?: number;
+  /** [0, 1): the retry backoff's jitter (default Math.random) */
+  readonly random?: () => number;
   /**
    * Reads /proc/net/ip_vs (the daemon: this network namespace's). When given, a full sync reads
    * the table as one service dump plus this file for every real server (listAllViaProc)

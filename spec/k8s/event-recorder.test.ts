@@ -1,6 +1,7 @@
 import { AGGREGATED_PREFIX, EventRecorder, EventRecorderOptions } from '../../lib/k8s/event-recorder';
 import { loadKubeConfig } from '../../lib/k8s/kubeconfig';
 import { FakeApiServer, FakeObject } from '../../testkit/fake-apiserver';
+import { waitFor } from '../../testkit/wait-for';
 
 describe('EventRecorder', () => {
   let server: FakeApiServer;
@@ -66,15 +67,18 @@ describe('EventRecorder', () => {
     expect(events('default')).toHaveLength(1);
   });
 
-  it('a failure to post resolves, is logged at debug only, and the next warning posts again', async () => {
-    const url = server.url;
-    await server.close();
-    await expect(recorder.warn(svc, 'R', 'm')).resolves.toBeUndefined();
-    expect(debug).toHaveLength(1);
-    expect(debug[0]).toMatch(/^event demo\/web\.[0-9a-f]+ about Service demo\/web \(R\): post failed: /);
-    await server.listen(Number(new URL(url).port));
-    await recorder.warn(svc, 'R', 'm');
-    expect(events()).toHaveLength(1);
+  it('a refused post resolves, is logged at debug only and not tried again (an answer is final, as client-go\'s "will not retry")', async () => {
+    const guarded = new FakeApiServer({ auth: { tokens: ['admin'] } });
+    await guarded.listen();
+    try {
+      const r = new EventRecorder(loadKubeConfig({ master: guarded.url }), { nodeName: 'node-a', log: { debug: (m: string) => debug.push(m) }, clock: () => now });
+      await expect(r.warn(svc, 'R', 'm')).resolves.toBeUndefined();
+      expect(guarded.requests.filter((q) => q.method === 'POST')).toHaveLength(1);
+      expect(debug).toHaveLength(1);
+      expect(debug[0]).toMatch(/^event demo\/web\.[0-9a-f]+ about Service demo\/web \(R\): post failed: HTTP 401: Unauthorized/);
+    } finally {
+      await guarded.close();
+    }
   });
 
   describe('bounded like client-go (EventCorrelator), on a fake clock', () => {
@@ -98,6 +102,50 @@ describe('EventRecorder', () => {
       }
     };
     const UNBOUNDED = { burst: 1e6, refillEveryMs: 1 };
+
+    it('a post that got no answer is tried again as client-go\'s recordToSink: the first wait random within 10 s, then 10 s apart; it lands once the server is back', async () => {
+      const r = make({ retry: { random: () => 0.25 } });
+      const url = server.url;
+      await server.close();
+      let settled = false;
+      const p = r.warn(svc, 'R', 'm').then(() => (settled = true));
+      await waitFor('the first try failed', () => timers.length === 1);
+      expect(timers[0]!.at - now).toBe(2_500);
+      advance(2_500);
+      await waitFor('the second try failed', () => timers.length === 1);
+      expect(timers[0]!.at - now).toBe(10_000);
+      await server.listen(Number(new URL(url).port));
+      advance(9_999);
+      expect(timers).toHaveLength(1);
+      expect(settled).toBe(false);
+      advance(1);
+      await p;
+      expect(events()).toEqual([expect.objectContaining({ reason: 'R', message: 'm', count: 1 })]);
+      expect(debug.map((d) => d.replace(/\(.*\)/, '(...)'))).toEqual([
+        expect.stringMatching(/^POST \/api\/v1\/namespaces\/demo\/events: no answer \(\.\.\.\); try 2 of 12 in 2500 ms$/),
+        expect.stringMatching(/^POST \/api\/v1\/namespaces\/demo\/events: no answer \(\.\.\.\); try 3 of 12 in 10000 ms$/),
+      ]);
+    });
+
+    it('gives up after 12 tries (client-go\'s maxTriesPerEvent) with one debug line; the next warning posts anew', async () => {
+      const r = make({ retry: { random: () => 0 } });
+      const url = server.url;
+      await server.close();
+      let settled = false;
+      const p = r.warn(svc, 'R', 'm').then(() => (settled = true));
+      for (let waits = 0; waits < 11; waits++) {
+        await waitFor(`wait ${waits + 1}`, () => timers.length === 1);
+        advance(10_000);
+      }
+      await p;
+      expect(settled).toBe(true);
+      expect(timers).toHaveLength(0);
+      expect(debug.filter((d) => d.includes('no answer'))).toHaveLength(11);
+      expect(debug[debug.length - 1]).toMatch(/^event demo\/web\.[0-9a-f]+ about Service demo\/web \(R\): post failed: /);
+      await server.listen(Number(new URL(url).port));
+      await r.warn(svc, 'R', 'm');
+      expect(events()).toEqual([expect.objectContaining({ count: 1 })]);
+    });
 
     it('spam filter per object and reason: 25 requests, then one per 5 minutes; the dropped ones still count', async () => {
       const r = make({ global: UNBOUNDED });

@@ -18,7 +18,7 @@ const KEY = virtualServerKey(VS);
 const OWNER = 'default/web:http';
 const zeroCounts = () => ({ ipvsWrites: 0, ipvsReads: 0, ipvsFailures: 0 });
 
-function setup() {
+function setup(random = () => 0) {
   const ipvs = new FakeIpvs();
   const clock = new FakeClock();
   const retries: number[] = [];
@@ -26,7 +26,7 @@ function setup() {
   const events: string[] = [];
   const sink: EventSink = { warn: (ref, reason) => events.push(`${ref.namespace}/${ref.name} ${reason}`) };
   const applier = new IpvsApplier({
-    ipvs, clock, log: quiet, events: sink,
+    ipvs, clock, log: quiet, events: sink, random,
     retryAfter: (ms) => retries.push(ms),
     markForeign: (k) => foreign.push(k),
   });
@@ -44,6 +44,14 @@ describe('IpvsApplier', () => {
     expect([...applier.applied.keys()]).toEqual([KEY]);
     expect(applier.countApplied(() => true)).toEqual({ virtualServers: 1, realServers: 1 });
     expect(applier.countApplied(() => false)).toEqual({ virtualServers: 0, realServers: 0 });
+  });
+
+  it('retry waits are jittered by up to a tenth (client-go\'s wait.Jitter), so Services that failed together do not retry in step; the cap is 5 minutes before jitter', async () => {
+    const { applier, desired, retries } = setup(() => 0.5);
+    for (let i = 0; i < 10; i++) await applier.run([{ kind: 'newDest', vs: VS, rs: RS }], desired, zeroCounts());
+    expect(retries).toEqual([1050, 2100, 4200, 8400, 16_800, 33_600, 67_200, 134_400, 268_800, 315_000]);
+    expect(applier.syncFailed()).toBe(1050);
+    expect(applier.syncFailed()).toBe(2100);
   });
 
   it('a refused op retries its Service with doubling backoff, one Event, until it goes through', async () => {
