@@ -9,6 +9,10 @@
  *   once a list succeeds or a watch connects; never after stop(); a log line per failure
  *   naming the resource and the error (at debug for a 401/403: apiRequest logs the refused
  *   credential once, with the kubeconfig and user to fix);
+ * - every watch asks the server to end it after timeoutSeconds, drawn in [5, 10) minutes as
+ *   client-go's reflector draws it (minWatchTimeout 5 min), with bookmarks: kube-apiserver
+ *   then sends a BOOKMARK roughly every minute (it sends none to a watch without a deadline),
+ *   so a quiet watch stays open for its whole timeout instead of being cut by the idle timer;
  * - a restart resumes the watch from the last resourceVersion (cheap); an expired version
  *   (410) relists and reports objects gone meanwhile as deletes. After an HTTP error on the
  *   watch itself (a 403 once RBAC is restored, a 5xx) the restart relists from scratch, the
@@ -21,7 +25,7 @@
  *   has been delivered;
  * - handler exceptions are logged, never thrown into the informer;
  * - deadlines: every list page and every watch's answer has one (apiRequest's, credentials
- *   included; the watch's is `watchTimeoutMs`, then the same time without a byte): a hung
+ *   included; the watch's is `watchTimeoutMs`, then `watchIdleTimeoutMs` without a byte): a hung
  *   server or exec plugin is a failure like any other (a log line, the backoff), and
  *   `notWatching()` tells health which informers have had no open watch, since when.
  *
@@ -34,7 +38,7 @@
 import type { KubeConfig, KubernetesObject, V1EndpointSlice, V1Node, V1Service } from '@kubernetes/client-node';
 import { LIST_PAGE_SIZE, listPaged, listRaw } from './raw-list';
 import { prunedObject } from './prune';
-import { ReportingWatch, WATCH_TIMEOUT_MS } from './reporting-watch';
+import { ReportingWatch, WATCH_IDLE_TIMEOUT_MS, WATCH_TIMEOUT_MS } from './reporting-watch';
 
 export interface ServiceHandler {
   onServiceAdd(svc: V1Service): void;
@@ -78,9 +82,14 @@ export interface InformerOptions {
   readonly backoff?: { readonly initialMs: number; readonly maxMs: number };
   /** [0, 1): the backoff's jitter (default Math.random) */
   readonly random?: () => number;
-  /** a watch's deadline for its answer, then for each byte (default client-node's 30 s) */
+  /** a watch's deadline for its answer (default client-node's 30 s) */
   readonly watchTimeoutMs?: number;
+  /** an open watch with no byte for this long is ended (default WATCH_IDLE_TIMEOUT_MS, 130 s) */
+  readonly watchIdleTimeoutMs?: number;
 }
+
+/** client-go's reflector: a watch's timeoutSeconds is drawn in [minWatchTimeout, 2 x minWatchTimeout). */
+export const MIN_WATCH_TIMEOUT_SECONDS = 300;
 
 /** An informer without an open watch: it has delivered nothing new since `sinceMs`. */
 export interface NotWatching {
@@ -111,7 +120,10 @@ export function startInformers(kc: KubeConfig, options: InformerOptions): Runnin
   const pageSize = options.listPageSize ?? LIST_PAGE_SIZE;
   const running: { start(): void; stop(): Promise<void>; readonly resource: string; readonly downSinceMs: number | undefined }[] = [];
   const informer = <T extends KubernetesObject>(spec: InformerSpec<T>) =>
-    new ResilientInformer<T>(kc, options.log, backoff, pageSize, spec, options.watchTimeoutMs ?? WATCH_TIMEOUT_MS, options.random ?? Math.random);
+    new ResilientInformer<T>(kc, options.log, backoff, pageSize, spec, {
+      answerMs: options.watchTimeoutMs ?? WATCH_TIMEOUT_MS,
+      idleMs: options.watchIdleTimeoutMs ?? WATCH_IDLE_TIMEOUT_MS,
+    }, options.random ?? Math.random);
   const { service, endpointSlice, node } = options.handlers;
   if (service) {
     running.push(
@@ -237,12 +249,12 @@ class ResilientInformer<T extends KubernetesObject> {
     private readonly backoff: { readonly initialMs: number; readonly maxMs: number },
     private readonly pageSize: number,
     private readonly spec: InformerSpec<T>,
-    watchTimeoutMs: number,
+    watchTimeouts: { readonly answerMs: number; readonly idleMs: number },
     private readonly random: () => number,
   ) {
     this.delayMs = backoff.initialMs;
     this.retain = spec.retain ?? ((o) => o);
-    this.watch = new ReportingWatch(kc, { connected: () => this.connected(), stopped: () => this.stopped }, watchTimeoutMs);
+    this.watch = new ReportingWatch(kc, { connected: () => this.connected(), stopped: () => this.stopped }, watchTimeouts.answerMs, watchTimeouts.idleMs);
   }
 
   get resource(): string {
@@ -319,6 +331,7 @@ class ResilientInformer<T extends KubernetesObject> {
     const query = {
       resourceVersion: this.resourceVersion,
       allowWatchBookmarks: true,
+      timeoutSeconds: Math.floor(MIN_WATCH_TIMEOUT_SECONDS * (1 + this.random())),
       labelSelector: this.spec.selector.labelSelector,
       fieldSelector: this.spec.selector.fieldSelector,
     };

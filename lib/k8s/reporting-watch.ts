@@ -16,11 +16,17 @@ export interface WatchHooks {
   readonly stopped: () => boolean;
 }
 
-/**
- * client-node's Watch timeout: no byte for this long (or no answer, credentials included)
- * ends the watch with a TimeoutError.
- */
+/** A watch's deadline for its answer (credentials included), client-node's Watch timeout. */
 export const WATCH_TIMEOUT_MS = 30_000;
+
+/**
+ * An open watch with no byte for this long is taken for a dead connection and ended with a
+ * TimeoutError. kube-apiserver's watch cache bookmarks a watch that has a deadline (the
+ * informers send timeoutSeconds) roughly every minute (cacher.go's bookmarkFrequency), so this
+ * is two missed bookmarks and a margin. At 30 s (client-node's) every quiet watch was cut and
+ * opened again twice a minute against a real API server.
+ */
+export const WATCH_IDLE_TIMEOUT_MS = 130_000;
 
 const timeoutError = () => new DOMException('The operation was aborted due to timeout', 'TimeoutError');
 
@@ -31,7 +37,12 @@ const timeoutError = () => new DOMException('The operation was aborted due to ti
  * credentials that cannot be read) into the `done` error.
  */
 export class ReportingWatch {
-  constructor(private readonly kc: KubeConfig, private readonly hooks: WatchHooks, private readonly timeoutMs = WATCH_TIMEOUT_MS) {}
+  constructor(
+    private readonly kc: KubeConfig,
+    private readonly hooks: WatchHooks,
+    private readonly timeoutMs = WATCH_TIMEOUT_MS,
+    private readonly idleTimeoutMs = WATCH_IDLE_TIMEOUT_MS,
+  ) {}
 
   async watch(
     path: string,
@@ -58,7 +69,7 @@ export class ReportingWatch {
       timer = setTimeout(() => {
         timedOut = true;
         controller.abort(timeoutError());
-      }, this.timeoutMs);
+      }, this.idleTimeoutMs);
       timer.unref();
     };
     const finish = (err: unknown) => {

@@ -150,6 +150,38 @@ describe('startInformers', () => {
     expect(log.lines[0]).toMatchObject({ level: 'warn', message: expect.stringMatching(/^services informer failed: .*terminated.*; restarting in 10 ms$/) });
   });
 
+  it('every watch asks for timeoutSeconds in [300, 600) as client-go\'s reflector, with bookmarks; the bookmarks keep a quiet watch open past the idle timeout', async () => {
+    await server.close();
+    server = new FakeApiServer({ bookmarkIntervalMs: 100 });
+    await server.listen();
+    const draws = [0, 0.999, 0.5];
+    const kc = loadKubeConfig({ master: server.url });
+    const rec = new Recorder();
+    running.push(startInformers(kc, { nodeName: 'node-a', handlers: { service: rec }, log, watchIdleTimeoutMs: 400, random: () => draws.shift() ?? 0.5 }));
+    await waitFor('the watch', () => rec.has('synced') && server.openWatches === 1);
+    // quiet for three idle timeouts: the fake's bookmarks (as kube-apiserver's, only to a watch with a deadline) keep it open
+    await new Promise((r) => setTimeout(r, 1200));
+    expect(count('watch')).toBe(1);
+    server.endWatches(); // the server's timeout: resumed with a new draw
+    await waitFor('a second watch', () => count('watch') === 2 && server.openWatches === 1);
+    server.endWatches();
+    await waitFor('a third watch', () => count('watch') === 3 && server.openWatches === 1);
+    const watches = server.requests.filter((r) => r.verb === 'watch' && r.resource === 'v1/services');
+    expect(watches.map((w) => [w.query.timeoutSeconds, w.query.allowWatchBookmarks])).toEqual([['300', 'true'], ['599', 'true'], ['450', 'true']]);
+    expect(log.lines).toEqual([]);
+  });
+
+  it('a watch silent for the idle timeout (no event, no bookmark) is ended and resumed', async () => {
+    await server.close();
+    server = new FakeApiServer({ bookmarkIntervalMs: 60_000 });
+    await server.listen();
+    const kc = loadKubeConfig({ master: server.url });
+    const rec = new Recorder();
+    running.push(startInformers(kc, { nodeName: 'node-a', handlers: { service: rec }, log, backoff: { initialMs: 10, maxMs: 100 }, watchIdleTimeoutMs: 300, random: () => 0 }));
+    await waitFor('two watches', () => rec.has('synced') && count('watch') >= 2, 5000);
+    expect(count('list')).toBe(1);
+  });
+
   it('resumes from the last version seen when the server ends the watch, without a relist or a log line', async () => {
     server.create(service('s1'));
     const rec = start({ service: new Recorder() });
