@@ -408,6 +408,8 @@ export class FakeApiServer {
   private floor = 1;
   private readonly watchers = new Set<Watcher>();
   private readonly sockets = new Set<Socket>();
+  /** TCP connections accepted (each a TLS handshake when serving HTTPS), since the first listen */
+  connectionsAccepted = 0;
   private server: http.Server | https.Server | undefined;
   private readonly tls: FakeApiServerOptions['tls'];
   private readonly auth: FakeAuthOptions | undefined;
@@ -434,6 +436,7 @@ export class FakeApiServer {
       ? https.createServer({ cert: tls.cert, key: tls.key, ...(tls.clientCa ? { ca: tls.clientCa, requestCert: true, rejectUnauthorized: false } : {}) }, handler)
       : http.createServer(handler);
     server.on('connection', (s) => {
+      this.connectionsAccepted++;
       this.sockets.add(s);
       s.on('close', () => this.sockets.delete(s));
     });

@@ -20,10 +20,12 @@
  *   rest_client_requests_total{code,host,method} and rest_client_request_duration_seconds.
  */
 import { spawn, type SpawnOptions } from 'node:child_process';
+import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { performance } from 'node:perf_hooks';
-import { fetch, type Response } from 'undici';
-import type { User } from '@kubernetes/client-node';
+import type { AgentOptions } from 'node:https';
+import { type Dispatcher, fetch, type Response } from 'undici';
+import type { Cluster, User } from '@kubernetes/client-node';
 import { HttpMethod, KubeConfig, RequestContext } from './client-node';
 
 /** One HTTP request as client-go's rest_client metrics count it. */
@@ -64,6 +66,18 @@ function untilAborted<T>(p: Promise<T>, signal: AbortSignal): Promise<T> {
     signal.addEventListener('abort', onAbort, { once: true });
     p.then(resolve, reject).finally(() => signal.removeEventListener('abort', onAbort));
   });
+}
+
+/** What makes two requests' connections interchangeable: the server, the proxy and the TLS material (hashed). */
+function dispatcherKey(cluster: Cluster | null, o: AgentOptions): string {
+  const h = createHash('sha256');
+  const add = (v: unknown) => {
+    const parts = Array.isArray(v) ? v : [v];
+    for (const p of parts) h.update(p === undefined ? '-' : Buffer.isBuffer(p) ? p : typeof p === 'string' ? p : JSON.stringify(p)).update('\0');
+    h.update('\n');
+  };
+  for (const v of [cluster?.server, cluster?.proxyUrl, cluster?.skipTLSVerify, o.ca, o.cert, o.key, o.pfx, o.passphrase, o.rejectUnauthorized, o.servername]) add(v);
+  return h.digest('hex');
 }
 
 /** client-go's fileTokenSource period: a token read longer ago than this is read again. */
@@ -136,9 +150,37 @@ export class ApiKubeConfig extends KubeConfig {
   /** a refusal has been logged; cleared by the next success */
   private refusalLogged = false;
 
+  /** the one dispatcher (connection pool) requests share while the TLS material stays the same */
+  private dispatcher: { readonly key: string; readonly agent: Dispatcher } | undefined;
+
   constructor() {
     super();
     this.boundExecPlugin();
+    this.reuseDispatcher();
+  }
+
+  /**
+   * client-node builds a new undici Agent, so a new connection and TLS handshake, for every
+   * request whose cluster has TLS options (a CA, a client certificate): every list page and
+   * every watch restart paid a handshake. client-go keeps one transport per TLS config. Here
+   * one Agent is kept and handed to every request while the server, proxy and TLS material
+   * (read anew per request, so a rotated client certificate still takes effect) are the same;
+   * when they change, the next request gets a new Agent and the old one closes once the
+   * requests it carries (open watches) have ended.
+   */
+  private reuseDispatcher(): void {
+    const self = this as unknown as { createDispatcher?: (cluster: Cluster | null, options: AgentOptions) => Dispatcher | undefined };
+    const create = self.createDispatcher?.bind(this);
+    if (!create) return;
+    self.createDispatcher = (cluster, options) => {
+      const key = dispatcherKey(cluster, options);
+      if (this.dispatcher?.key === key) return this.dispatcher.agent;
+      const agent = create(cluster, options);
+      const old = this.dispatcher;
+      this.dispatcher = agent ? { key, agent } : undefined;
+      old?.agent.close().catch(() => undefined);
+      return agent;
+    };
   }
 
   /**

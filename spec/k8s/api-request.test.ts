@@ -189,6 +189,26 @@ describe('API authentication and rest_client observations', () => {
     });
   });
 
+  describe('connections', () => {
+    it('requests share one kept-alive TLS connection (client-node built a new Agent, so a handshake, per request); new TLS material gets a new one', async () => {
+      const s = await secureServer();
+      const caFile = path.join(dir, `ca-${Math.random().toString(36).slice(2)}.crt`);
+      writeFileSync(caFile, pki.ca);
+      const kc = loadKubeConfig({ kubeconfig: kubeconfig(s.url, [`certificate-authority: ${caFile}`], [`tokenFile: ${tokenPath}`]) });
+      for (let i = 0; i < 5; i++) await list(kc);
+      // undici may open a second connection while the first is being handed back to its pool
+      const opened = s.connectionsAccepted;
+      expect(opened).toBeLessThanOrEqual(2);
+      for (let i = 0; i < 10; i++) await list(kc);
+      expect(s.connectionsAccepted).toBe(opened);
+      // the CA file rewritten (a rotation): read anew, so the next request connects with it
+      writeFileSync(caFile, pki.ca + '\n');
+      await list(kc);
+      expect(s.connectionsAccepted).toBe(opened + 1);
+      expect(auths()).toHaveLength(16);
+    });
+  });
+
   describe('a rotated token file', () => {
     it('is re-read once the token is a minute old (client-go\'s period), not before', async () => {
       const s = await secureServer({ tokens: ['sa-token-1', 'sa-token-2'] }, false);
