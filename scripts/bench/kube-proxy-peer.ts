@@ -39,6 +39,9 @@
 //     the sync that applied it; mean exact, p99 as bucket bound), once it has observed every
 //     write; and the last write's real server in the kernel, from that write's start;
 //  5. RSS after the churn.
+// Each phase's cost to the API server (api-cost.ts: requests by verb from the audit log, TCP
+// connections opened, bytes the server sent) is recorded too: the kept start (process start ->
+// first sync), the idle window (settle + idle), and the churn segments together (issue 28).
 // Prints JSON lines; scripts/bench/report-kube-proxy.ts turns them into a table.
 //
 //   node dist/scripts/bench/kube-proxy-peer.js SERVICES ENDPOINTS   (in the VM, KUBE_IPVS_LAB
@@ -57,6 +60,7 @@ import { Agent, fetch } from 'undici';
 import { labClusterIP, NODE_IP, NODE_NAME } from './lab-bench-objects';
 import type { ChurnWrites } from './lab-writer';
 import { cpuSeconds, histogramDelta, median, rssBytes, Scrape, scrape, sumSeries } from './process-memory';
+import { ApiCostMeter } from './api-cost';
 
 type Side = 'kube-proxy' | 'kube-ipvs';
 
@@ -179,7 +183,8 @@ async function main(): Promise<void> {
     idleSeconds: IDLE_SECONDS, churnSeconds: CHURN_SECONDS, churnRates: CHURN_RATES, clock: await writer.skew(),
   });
   try {
-    for (const side of SIDES) await measure(side, dir, writer);
+    const server = await lab.server('a');
+    for (const side of SIDES) await measure(side, dir, writer, new ApiCostMeter(lab, nsOf(side), server, `${side}/`));
   } finally {
     await writer.close();
     for (const side of SIDES) tryRun('ip', ['netns', 'del', nsOf(side)]);
@@ -249,7 +254,7 @@ async function observed(side: Side, before: Scrape, count: number, quietMs: numb
   }
 }
 
-async function measure(side: Side, dir: string, writer: Writer): Promise<void> {
+async function measure(side: Side, dir: string, writer: Writer, meter: ApiCostMeter): Promise<void> {
   const cfg = path.join(dir, `${side}.conf`);
   writeFileSync(cfg, e2eProxyConfig({
     dir, node: NODE_NAME, ipvs: ['syncPeriod: 30s'], forKubeProxy: true,
@@ -262,10 +267,13 @@ async function measure(side: Side, dir: string, writer: Writer): Promise<void> {
   let starts = STARTS;
   for (let k = 1; k <= starts; k++) {
     freshNamespace(side);
+    meter.install();
+    const startMark = await meter.mark();
     const t0 = Date.now();
     proc = start(side, cfg);
     const end = await firstSyncEnd(side, proc);
     record(side, 'first sync', { run: k, seconds: (end - t0) / 1000, rss: rssBytes(proc.child.pid!) });
+    record(side, 'api', { phase: 'start', run: k, seconds: (Date.now() - t0) / 1000, ...(await meter.since(startMark)) });
     // not cheap: once
     if (k === 1 && (end - t0) / 1000 > CHEAP_SECONDS) starts = 1;
     if (k < starts) {
@@ -280,6 +288,8 @@ async function measure(side: Side, dir: string, writer: Writer): Promise<void> {
   const probe = new Probe(side);
   try {
     // 2. idle CPU
+    const idleMark = await meter.mark();
+    const idleStart = Date.now();
     const rssStart = rssBytes(pid);
     await sleep(SETTLE_SECONDS * 1000);
     const c0 = cpuOf(pid);
@@ -291,6 +301,7 @@ async function measure(side: Side, dir: string, writer: Writer): Promise<void> {
       rssAfterStart: rssStart, rssIdle: rssBytes(pid), seconds: minutes * 60,
       cpuPerMinute: (c1.self - c0.self) / minutes, cpuWithChildrenPerMinute: (c1.self + c1.children - c0.self - c0.children) / minutes,
     });
+    record(side, 'api', { phase: 'idle', seconds: (Date.now() - idleStart) / 1000, ...(await meter.since(idleMark)) });
 
     // 3. single changes, one at a time
     const samples: { kernelMs: number; writeMs: number; ownMs: number | undefined }[] = [];
@@ -317,6 +328,8 @@ async function measure(side: Side, dir: string, writer: Writer): Promise<void> {
     });
 
     // 4. churn, one segment per rate
+    const churnMark = await meter.mark();
+    let churnWrites = 0;
     for (const rate of CHURN_RATES) {
       const clock = await writer.skew();
       const before = await scrape(metricsUrl(side), 60);
@@ -324,6 +337,7 @@ async function measure(side: Side, dir: string, writer: Writer): Promise<void> {
         rate, seconds: CHURN_SECONDS, services: SERVICES, endpoints: ENDPOINTS, firstGen: generation, skewMs: clock.skewMs,
       });
       generation += w.sent;
+      churnWrites += w.ok;
       const seenMs = w.last ? await probe.wait(labClusterIP(w.last.service), replacementIP(w.last.gen), 900_000) : undefined;
       const after = await observed(side, before, w.ok, 30_000);
       record(side, 'churn', {
@@ -331,6 +345,7 @@ async function measure(side: Side, dir: string, writer: Writer): Promise<void> {
         lag: histogramDelta(before, after, HISTOGRAM), rss: rssBytes(pid),
       });
     }
+    record(side, 'api', { phase: 'churn', writes: churnWrites, ...(await meter.since(churnMark)) });
     // 5. memory after the churn
     record(side, 'after churn', { rss: rssBytes(pid) });
   } finally {

@@ -45,8 +45,13 @@ export async function scrape(url: string, attempts = 10, onRetry?: (why: string)
     onRetry?.(why);
     await new Promise((res) => setTimeout(res, 1000));
   }
+  return parseScrape(await r.text());
+}
+
+/** Prometheus text: each series (name and labels as written) to its value. */
+export function parseScrape(text: string): Scrape {
   const out: Scrape = new Map();
-  for (const line of (await r.text()).split('\n')) {
+  for (const line of text.split('\n')) {
     if (!line || line.startsWith('#')) continue;
     const sp = line.lastIndexOf(' ');
     out.set(line.slice(0, sp), Number(line.slice(sp + 1)));

@@ -95,6 +95,33 @@ for (const size of sizes) {
     }
   }
 }
+// what each side cost the API server (api-cost.ts), per phase: the kept start, the idle window,
+// and the churn per 1,000 writes it applied
+const kb = (v: number) => `${(v / 1024).toFixed(0)} KB`;
+const apiHeader = ['services x endpoints', 'phase', 'side', 'requests', 'by verb', 'connections', 'list/get bytes', 'watch event bytes'];
+const apiBody: string[][] = [];
+for (const size of sizes) {
+  for (const phase of ['start', 'idle', 'churn']) {
+    for (const side of ['kube-ipvs', 'kube-proxy']) {
+      const all = pick(size, side, 'api').filter((r) => r.phase === phase);
+      const r = all[all.length - 1]; // the kept start
+      if (!r) continue;
+      const per = phase === 'churn' && (r.writes as number) > 0 ? 1000 / (r.writes as number) : 1;
+      const label = phase === 'churn' ? 'churn, per 1,000 writes' : phase === 'idle' ? `idle ${(r.seconds as number).toFixed(0)} s` : 'start to first sync';
+      const verbs = Object.entries(r.requests as Record<string, number>).sort().map(([v, n]) => `${v} ${(n * per).toFixed(phase === 'churn' ? 1 : 0)}`).join(', ');
+      apiBody.push([size, label, side, ((r.requestsTotal as number) * per).toFixed(phase === 'churn' ? 1 : 0), verbs || '-',
+        ((r.connections as number) * per).toFixed(phase === 'churn' ? 1 : 0), kb((r.listBytes as number) * per), kb((r.watchEventBytes as number) * per)]);
+    }
+  }
+}
+if (apiBody.length) {
+  const aw = apiHeader.map((h, i) => Math.max(h.length, ...apiBody.map((r) => r[i]!.length)));
+  const aline = (r: string[]) => r.map((c, i) => (i <= 2 || i === 4 ? c.padEnd(aw[i]!) : c.padStart(aw[i]!))).join('  ');
+  console.log('\nwhat each side cost the API server (audit log by User-Agent; TCP connections = SYNs from its namespace; bytes server-wide, from kube-apiserver\'s metrics)\n');
+  console.log(aline(apiHeader));
+  console.log('-'.repeat(aw.reduce((a, b) => a + b + 2, -2)));
+  for (const r of apiBody) console.log(aline(r));
+}
 for (const l of rows.filter((r) => r.what === 'load')) {
   console.log(`${l.services}x${l.endpoints} load on the host: ${l.created} created, ${l.deleted} deleted, ${l.resized} rewritten in ${(l.seconds as number).toFixed(1)} s (${(l.perSecond as number).toFixed(0)} writes/s)`);
 }

@@ -1,0 +1,101 @@
+// What one side of the kube-proxy peer bench costs the API server over a phase (issue 28), the
+// real kube-proxy and kube-ipvs measured the same way, one after the other against the same lab:
+//  - requests by verb: the lab's audit log (one auditID per request), the side's User-Agent;
+//    a request counts in the phase it started in;
+//  - connections opened to the API server: an nftables counter of SYNs from the side's
+//    namespace to the server's address and port (every one a TLS handshake);
+//  - bytes the server sent: list and get bodies (apiserver_response_sizes_sum, verbs LIST and
+//    GET) and watch events (apiserver_watch_events_sizes_sum), server-wide: one side runs at a
+//    time and the bench's writer only writes (its answers are verb UPDATE and POST, left out).
+import { LabClient } from '../../testkit/lab-client';
+import { run } from '../../testkit/netns';
+import { parseScrape, Scrape } from './process-memory';
+
+export interface ApiCostMark {
+  readonly audit: number;
+  readonly syns: number;
+  readonly metrics: Scrape;
+}
+
+export interface ApiCost {
+  /** requests by lowercase verb (list, watch, get, create, patch, update) */
+  readonly requests: Readonly<Record<string, number>>;
+  readonly requestsTotal: number;
+  readonly connections: number;
+  readonly listBytes: number;
+  readonly watchEventBytes: number;
+}
+
+const TABLE = 'bench_api';
+
+/** Adds the values of every series of `name` whose labels match `keep` (all when absent). */
+function sumWhere(s: Scrape, name: string, keep?: (labels: string) => boolean): number {
+  let sum = 0;
+  for (const [k, v] of s) {
+    if (k !== name && !k.startsWith(`${name}{`)) continue;
+    if (keep && !keep(k.slice(name.length))) continue;
+    sum += v;
+  }
+  return sum;
+}
+
+export class ApiCostMeter {
+  private readonly address: string;
+  private readonly port: string;
+
+  constructor(
+    private readonly lab: LabClient,
+    private readonly ns: string,
+    server: string,
+    private readonly userAgentPrefix: string,
+  ) {
+    const u = new URL(server);
+    this.address = u.hostname;
+    this.port = u.port || '443';
+  }
+
+  /** The SYN counter in the side's namespace (a table of the bench's own: neither side touches it). */
+  install(): void {
+    const nft = (...args: string[]) => run('ip', ['netns', 'exec', this.ns, 'nft', ...args]);
+    nft('add', 'table', 'ip', TABLE);
+    nft('add', 'chain', 'ip', TABLE, 'out', '{ type filter hook output priority 0 ; policy accept ; }');
+    nft('add', 'rule', 'ip', TABLE, 'out', 'ip', 'daddr', this.address, 'tcp', 'dport', this.port, 'tcp', 'flags', '&', '(syn|ack)', '==', 'syn', 'counter');
+  }
+
+  private syns(): number {
+    const out = run('ip', ['netns', 'exec', this.ns, 'nft', '-j', 'list', 'chain', 'ip', TABLE, 'out']);
+    const parsed = JSON.parse(out) as { nftables: { rule?: { expr: { counter?: { packets: number } }[] } }[] };
+    for (const item of parsed.nftables) for (const e of item.rule?.expr ?? []) if (e.counter) return e.counter.packets;
+    throw new Error(`no SYN counter in ${this.ns}`);
+  }
+
+  private async metrics(): Promise<Scrape> {
+    return parseScrape((await this.lab.kubectl(['get', '--raw', '/metrics'])).stdout);
+  }
+
+  async mark(): Promise<ApiCostMark> {
+    return { audit: await this.lab.auditMark(), syns: this.syns(), metrics: await this.metrics() };
+  }
+
+  async since(mark: ApiCostMark): Promise<ApiCost> {
+    const events = await this.lab.audit(mark.audit);
+    const byId = new Map<string, string>();
+    // a request counts where it starts: a watch at its ResponseStarted (one open before the
+    // mark ends with a ResponseComplete here), anything else at its ResponseComplete
+    for (const e of events) {
+      if (!e.userAgent?.startsWith(this.userAgentPrefix)) continue;
+      if (e.stage === 'ResponseStarted' || (e.stage === 'ResponseComplete' && e.verb !== 'watch')) byId.set(e.auditID, e.verb);
+    }
+    const requests: Record<string, number> = {};
+    for (const verb of byId.values()) requests[verb] = (requests[verb] ?? 0) + 1;
+    const now = await this.metrics();
+    const delta = (name: string, keep?: (labels: string) => boolean) => sumWhere(now, name, keep) - sumWhere(mark.metrics, name, keep);
+    return {
+      requests,
+      requestsTotal: byId.size,
+      connections: this.syns() - mark.syns,
+      listBytes: delta('apiserver_response_sizes_sum', (l) => /verb="(LIST|GET)"/.test(l)),
+      watchEventBytes: delta('apiserver_watch_events_sizes_sum'),
+    };
+  }
+}
