@@ -1,16 +1,18 @@
 #!/bin/bash
-# make bench: 10,000 services x 10 real servers loaded from an empty table, then dumped;
+# make bench. First the headline, kube-ipvs against the real kube-proxy v1.37 in IPVS mode
+# (.k8s/bin, scripts/k8s/build.sh) per size in BENCH_PEER_SIZES (default "1000x10 10000x10"), one
+# VM boot each, against the lab's real kube-apiserver (its own lab dir, BENCH_LAB_DIR, default
+# .lab/bench; stopped at the end): first sync, one endpoint change to the kernel, lag under
+# churn, idle CPU, RSS, and what each costs the API server (scripts/bench/kube-proxy-peer.ts;
+# BENCH_KUBE_PROXY=0 skips it). Then the component benches, whose peers are kube-proxy's
+# library (moby/ipvs) and its sync pattern replayed, not the kube-proxy binary:
+# 10,000 services x 10 real servers loaded from an empty table, then dumped;
 # the daemon scenarios at 1,000 x 10, 10,000 x 10 and 50,000 x 2 (BENCH_DAEMON_SIZES);
 # ipvsadm -R / -Sn vs our client vs our CLI, each side in a FRESH VM boot (the kernel's
 # dest trash after a flush would otherwise slow every later add; the cli side times its
 # peers in its own boot: moby/ipvs's load in a namespace of its own, then ipvsadm's
 # listings of the CLI's table). Prints a table; then the
 # node-networking benchmark (ipset/iptables execs and times for 10,000 services).
-# Last, kube-ipvs against the real kube-proxy v1.37 in IPVS mode (.k8s/bin, scripts/k8s/build.sh)
-# per size in BENCH_PEER_SIZES (default "1000x10 10000x10"), one VM boot each, against the lab's
-# real kube-apiserver (its own lab dir, BENCH_LAB_DIR, default .lab/bench; stopped at the end):
-# first sync, one endpoint change to the kernel, lag under churn, idle CPU, RSS
-# (scripts/bench/kube-proxy-peer.ts; BENCH_KUBE_PROXY=0 skips it).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 SERVICES=${BENCH_SERVICES:-10000}
@@ -25,6 +27,41 @@ if command -v go >/dev/null && [ -d /usr/share/gocode/src/github.com/moby/ipvs ]
     go build -o "$PEER" scripts/bench/peer/moby-ipvs-load.go
 else
   echo ">> moby/ipvs peer not built: apt-get install golang-go golang-github-docker-docker-dev" >&2
+fi
+# First, the headline: kube-ipvs against the real kube-proxy --proxy-mode=ipvs
+# (scripts/bench/kube-proxy-peer.ts), per
+# size in BENCH_PEER_SIZES, one VM boot each, one side after the other in the same boot, against
+# the lab's real kube-apiserver: the objects loaded first from the host (lab-load.ts, many POSTs
+# in flight); every endpoint change written from the host too (lab-writer.ts, reached from the
+# guest at 10.0.2.102); BENCH_PEER_* tune it (see kube-proxy-peer.ts). Prints a table.
+if [ "${BENCH_KUBE_PROXY:-1}" = 1 ]; then
+  LAB=${BENCH_LAB_DIR:-.lab/bench}
+  . scripts/lab/vm-lab.sh
+  lab_up "$LAB" >/dev/null
+  OUT=$(mktemp -d)
+  for size in ${BENCH_PEER_SIZES-1000x10 10000x10}; do
+    n=${size%%x*}; e=10; [ "$size" != "$n" ] && e=${size#*x}
+    echo ">> kube-ipvs vs kube-proxy, $n services x $e endpoints: loading the lab, then a fresh VM boot" >&2
+    node_modules/.bin/node dist/scripts/bench/lab-load.js "$LAB" "$n" "$e" >> "$OUT/kube-proxy.jsonl"
+    rm -f "$OUT/writer.json"
+    node_modules/.bin/node dist/scripts/bench/lab-writer.js "$LAB" "$OUT/writer.json" & WRITER=$!
+    for _ in $(seq 100); do [ -s "$OUT/writer.json" ] && break; sleep 0.1; done
+    port=$(node_modules/.bin/node -p "JSON.parse(require('fs').readFileSync('$OUT/writer.json', 'utf8')).port")
+    rc=0
+    bash scripts/vm/run.sh -t "${BENCH_PEER_VM_TIMEOUT:-21600}" -m "${BENCH_VM_MEM:-4G}" -w "$OUT" "${LAB_VM_ARGS[@]}" \
+      -f "10.0.2.102:$port" -e "BENCH_WRITER=10.0.2.102:$port" -- \
+      env BENCH_OUT="$OUT/kube-proxy.jsonl" BENCH_PEER_SIDES="${BENCH_PEER_SIDES:-}" BENCH_PEER_STARTS="${BENCH_PEER_STARTS:-}" \
+      BENCH_PEER_CHEAP_SECONDS="${BENCH_PEER_CHEAP_SECONDS:-}" BENCH_PEER_CHANGES="${BENCH_PEER_CHANGES:-}" \
+      BENCH_PEER_IDLE_SECONDS="${BENCH_PEER_IDLE_SECONDS:-}" BENCH_PEER_SETTLE_SECONDS="${BENCH_PEER_SETTLE_SECONDS:-}" \
+      BENCH_PEER_CHURN_SECONDS="${BENCH_PEER_CHURN_SECONDS:-}" BENCH_PEER_CHURN_RATES="${BENCH_PEER_CHURN_RATES:-}" \
+      node_modules/.bin/node dist/scripts/bench/kube-proxy-peer.js "$n" "$e" >&2 || rc=$?
+    kill "$WRITER"; wait "$WRITER" || true
+    [ "$rc" = 0 ] || echo ">> kube-proxy bench at $size failed ($rc)" >&2
+  done
+  [ -s "$OUT/kube-proxy.jsonl" ] && node_modules/.bin/node dist/scripts/bench/report-kube-proxy.js "$OUT/kube-proxy.jsonl"
+  [ -n "${BENCH_KEEP_RESULTS:-}" ] && cp "$OUT/kube-proxy.jsonl" "$BENCH_KEEP_RESULTS"
+  rm -rf "$OUT"
+  lab_down "$LAB" >/dev/null
 fi
 OUT=$(mktemp -d)
 for side in $SIDES; do
@@ -85,38 +122,4 @@ fi
 # skips): whether kube-ipvs's own state grows, apart from garbage and client-node's cache
 if [ "${BENCH_RETAINED:-1}" = 1 ]; then
   node_modules/.bin/node --expose-gc dist/scripts/bench/retained-heap.js "${BENCH_RETAINED_SERVICES:-10000}" "${BENCH_RETAINED_UPDATES:-30000}"
-fi
-# kube-ipvs against the real kube-proxy --proxy-mode=ipvs (scripts/bench/kube-proxy-peer.ts), per
-# size in BENCH_PEER_SIZES, one VM boot each, one side after the other in the same boot, against
-# the lab's real kube-apiserver: the objects loaded first from the host (lab-load.ts, many POSTs
-# in flight); every endpoint change written from the host too (lab-writer.ts, reached from the
-# guest at 10.0.2.102); BENCH_PEER_* tune it (see kube-proxy-peer.ts). Prints a table.
-if [ "${BENCH_KUBE_PROXY:-1}" = 1 ]; then
-  LAB=${BENCH_LAB_DIR:-.lab/bench}
-  . scripts/lab/vm-lab.sh
-  lab_up "$LAB" >/dev/null
-  OUT=$(mktemp -d)
-  for size in ${BENCH_PEER_SIZES-1000x10 10000x10}; do
-    n=${size%%x*}; e=10; [ "$size" != "$n" ] && e=${size#*x}
-    echo ">> kube-ipvs vs kube-proxy, $n services x $e endpoints: loading the lab, then a fresh VM boot" >&2
-    node_modules/.bin/node dist/scripts/bench/lab-load.js "$LAB" "$n" "$e" >> "$OUT/kube-proxy.jsonl"
-    rm -f "$OUT/writer.json"
-    node_modules/.bin/node dist/scripts/bench/lab-writer.js "$LAB" "$OUT/writer.json" & WRITER=$!
-    for _ in $(seq 100); do [ -s "$OUT/writer.json" ] && break; sleep 0.1; done
-    port=$(node_modules/.bin/node -p "JSON.parse(require('fs').readFileSync('$OUT/writer.json', 'utf8')).port")
-    rc=0
-    bash scripts/vm/run.sh -t "${BENCH_PEER_VM_TIMEOUT:-21600}" -m "${BENCH_VM_MEM:-4G}" -w "$OUT" "${LAB_VM_ARGS[@]}" \
-      -f "10.0.2.102:$port" -e "BENCH_WRITER=10.0.2.102:$port" -- \
-      env BENCH_OUT="$OUT/kube-proxy.jsonl" BENCH_PEER_SIDES="${BENCH_PEER_SIDES:-}" BENCH_PEER_STARTS="${BENCH_PEER_STARTS:-}" \
-      BENCH_PEER_CHEAP_SECONDS="${BENCH_PEER_CHEAP_SECONDS:-}" BENCH_PEER_CHANGES="${BENCH_PEER_CHANGES:-}" \
-      BENCH_PEER_IDLE_SECONDS="${BENCH_PEER_IDLE_SECONDS:-}" BENCH_PEER_SETTLE_SECONDS="${BENCH_PEER_SETTLE_SECONDS:-}" \
-      BENCH_PEER_CHURN_SECONDS="${BENCH_PEER_CHURN_SECONDS:-}" BENCH_PEER_CHURN_RATES="${BENCH_PEER_CHURN_RATES:-}" \
-      node_modules/.bin/node dist/scripts/bench/kube-proxy-peer.js "$n" "$e" >&2 || rc=$?
-    kill "$WRITER"; wait "$WRITER" || true
-    [ "$rc" = 0 ] || echo ">> kube-proxy bench at $size failed ($rc)" >&2
-  done
-  [ -s "$OUT/kube-proxy.jsonl" ] && node_modules/.bin/node dist/scripts/bench/report-kube-proxy.js "$OUT/kube-proxy.jsonl"
-  [ -n "${BENCH_KEEP_RESULTS:-}" ] && cp "$OUT/kube-proxy.jsonl" "$BENCH_KEEP_RESULTS"
-  rm -rf "$OUT"
-  lab_down "$LAB" >/dev/null
 fi
