@@ -6,10 +6,10 @@
  */
 import winston from 'winston';
 import type { V1EndpointSlice, V1Service } from '@kubernetes/client-node';
-import { FakeIpvs } from '../lib/kernel/ipvs/fake-ipvs';
-import { FakeLink } from '../lib/kernel/link/fake-link';
-import { FakeIpset } from '../lib/kernel/ipset/fake-ipset';
-import { FakeIptables, FakeNftGeneration } from '../lib/kernel/iptables/fake-iptables';
+import { FakeIpvs } from './kernel/fake-ipvs';
+import { FakeLink } from './kernel/fake-link';
+import { FakeIpset } from './kernel/fake-ipset';
+import { FakeIptables, FakeNftGeneration } from './kernel/fake-iptables';
 import { Conntrack } from '../lib/kernel/conntrack/conntrack';
 import { NftTables } from '../lib/kernel/nftables/nftables';
 import { IpFamily } from '../lib/model/ip-family';

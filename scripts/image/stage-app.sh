@@ -47,6 +47,10 @@ readelf -l "$NODE_BIN" | grep -qF "[Requesting program interpreter: $LOADER]" ||
 [ ! -e dist/lib/testing ] || { echo "stage-app.sh: stale dist/lib/testing (the test kit is testkit/ now): make clean build" >&2; exit 1; }
 cp package.json "$APP/"
 cp -a dist/lib "$APP/dist/"
+# only production code ships: a fake compiled into dist/lib (a stale build from before the
+# fakes moved to testkit/kernel) stops the build
+stale=$(find "$APP/dist/lib" -name 'fake-*.js' | head -3)
+[ -z "$stale" ] || { echo "stage-app.sh: test fakes in dist/lib ($stale ...): make clean build" >&2; exit 1; }
 mkdir -p "$APP/dist/native"
 cp -a "$NATIVE_DIR/netlink_sockopt.node" "$APP/dist/native/"
 find "$APP/dist" -name '*.map' -delete

@@ -1,8 +1,8 @@
 import { cleanup, kubeSetNames, planTableCleanup } from '../../lib/cleanup/cleanup';
-import { FakeIpvs } from '../../lib/kernel/ipvs/fake-ipvs';
-import { FakeLink } from '../../lib/kernel/link/fake-link';
-import { FakeIpset } from '../../lib/kernel/ipset/fake-ipset';
-import { FakeIptables } from '../../lib/kernel/iptables/fake-iptables';
+import { FakeIpvs } from '../../testkit/kernel/fake-ipvs';
+import { FakeLink } from '../../testkit/kernel/fake-link';
+import { FakeIpset } from '../../testkit/kernel/fake-ipset';
+import { FakeIptables } from '../../testkit/kernel/fake-iptables';
 import { KUBE_IPVS0 } from '../../lib/kernel/link/link';
 import { AF_INET, IPPROTO_TCP } from '../../lib/uapi/inet';
 import { FOREIGN, kubeProxyIpsetSeed, kubeProxyIptablesSeed } from '../../testkit/kube-proxy-leftovers';

@@ -1,10 +1,10 @@
 // `kube-ipvs cleanup` as a command: its exit code and what it says, over fakes.
 import { CleanupEnv, runCleanup } from '../../lib/cli/cleanup';
 import { IpvsUnavailableError } from '../../lib/kernel/ipvs/ipvs-netlink';
-import { FakeIpvs } from '../../lib/kernel/ipvs/fake-ipvs';
-import { FakeLink } from '../../lib/kernel/link/fake-link';
-import { FakeIpset } from '../../lib/kernel/ipset/fake-ipset';
-import { FakeIptables } from '../../lib/kernel/iptables/fake-iptables';
+import { FakeIpvs } from '../../testkit/kernel/fake-ipvs';
+import { FakeLink } from '../../testkit/kernel/fake-link';
+import { FakeIpset } from '../../testkit/kernel/fake-ipset';
+import { FakeIptables } from '../../testkit/kernel/fake-iptables';
 import { KUBE_IPVS0 } from '../../lib/kernel/link/link';
 import { NetlinkError } from '../../lib/errors';
 import { kubeProxyIpsetSeed, kubeProxyIptablesSeed } from '../../testkit/kube-proxy-leftovers';

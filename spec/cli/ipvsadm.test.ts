@@ -4,7 +4,7 @@ import { Readable } from 'node:stream';
 import { main } from '../../lib/cli/ipvsadm/ipvsadm';
 import { parseRestore, splitRestoreLine } from '../../lib/cli/ipvsadm/restore';
 import { StaticNames } from '../../lib/cli/ipvsadm/resolve-names';
-import { FakeIpvs } from '../../lib/kernel/ipvs/fake-ipvs';
+import { FakeIpvs } from '../../testkit/kernel/fake-ipvs';
 import { procIpVsText } from '../../testkit/proc-ip-vs-text';
 
 const names = new StaticNames();

@@ -2,7 +2,7 @@ import { defaultProxyConfig } from '../../lib/config/decode-config';
 import { ProxyConfig } from '../../lib/config/proxy-config';
 import { applyNodeSettings, NodeSettingsTargets } from '../../lib/daemon/node-settings';
 import { CONNTRACK_HASHSIZE, CONNTRACK_SYSCTL as K } from '../../lib/kernel/sysctl/conntrack-sysctls';
-import { FakeSysctl } from '../../lib/kernel/sysctl/sysctl';
+import { FakeSysctl } from '../../testkit/kernel/fake-sysctl';
 
 function targets(sysctlValues: Record<string, string> = {}) {
   const t = {

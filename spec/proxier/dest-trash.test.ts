@@ -5,7 +5,7 @@
 // edited in place (SET_SERVICE) and deleted whole (DEL_SERVICE, never its real servers one by one
 // first). Traffic sees the same as before: a drain still waits for the connections to end.
 import type { V1EndpointSlice, V1Service } from '@kubernetes/client-node';
-import { FakeIpvs } from '../../lib/kernel/ipvs/fake-ipvs';
+import { FakeIpvs } from '../../testkit/kernel/fake-ipvs';
 import { IpvsOp } from '../../lib/kernel/ipvs/ipvs';
 import { AF_INET, IPPROTO_TCP, IPPROTO_UDP } from '../../lib/uapi/inet';
 import { IP_VS_CONN_F } from '../../lib/uapi/ip_vs';

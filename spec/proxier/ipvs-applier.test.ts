@@ -2,7 +2,7 @@
 // through, a refused op retries its Service with backoff, a guarded create that finds the
 // virtual server there marks it foreign, and draining real servers are deleted once drained.
 import winston from 'winston';
-import { FakeIpvs } from '../../lib/kernel/ipvs/fake-ipvs';
+import { FakeIpvs } from '../../testkit/kernel/fake-ipvs';
 import { FakeClock } from '../../testkit/fake-clock';
 import { IpvsApplier } from '../../lib/proxier/ipvs-applier';
 import { EventSink } from '../../lib/proxier/types';

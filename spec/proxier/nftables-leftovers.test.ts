@@ -3,7 +3,7 @@
 // before; retried after the next successful full sync when the removal failed; never read again
 // once done; every other table left alone.
 // Addresses: ClusterIPs 10.96.0.0/12, pods 10.244.0.0/16, this node 192.0.2.1.
-import { FakeNftTables } from '../../lib/kernel/nftables/fake-nftables';
+import { FakeNftTables } from '../../testkit/kernel/fake-nftables';
 import { NftTable } from '../../lib/model/nft-table';
 import { FAKE_SETTINGS, breakIpvsReads, proxierOverFakes } from '../../testkit/proxier-over-fakes';
 import { recordingLogger } from '../../testkit/log-lines';

@@ -2,7 +2,7 @@
 // creates, the plan contexts made from it, and the memory of virtual servers that are not
 // kube-ipvs's (classified when first seen, forgotten when gone).
 import winston from 'winston';
-import { FakeLink } from '../../lib/kernel/link/fake-link';
+import { FakeLink } from '../../testkit/kernel/fake-link';
 import { KUBE_IPVS0 } from '../../lib/kernel/link/link';
 import { NodeContext, findKubeIpvs0, readNodeAddresses } from '../../lib/proxier/node-context';
 import { ProxySource, Planner } from '../../lib/proxier/types';

@@ -9,9 +9,9 @@
 import winston from 'winston';
 import Transport from 'winston-transport';
 import type { V1EndpointSlice, V1Service } from '@kubernetes/client-node';
-import { FakeIpvs } from '../../lib/kernel/ipvs/fake-ipvs';
-import { FakeLink } from '../../lib/kernel/link/fake-link';
-import { FakeIpset } from '../../lib/kernel/ipset/fake-ipset';
+import { FakeIpvs } from '../../testkit/kernel/fake-ipvs';
+import { FakeLink } from '../../testkit/kernel/fake-link';
+import { FakeIpset } from '../../testkit/kernel/fake-ipset';
 import { KUBE_IPVS0 } from '../../lib/kernel/link/link';
 import { proxierOverFakes } from '../../testkit/proxier-over-fakes';
 import { makeEndpointSlice, makeService, svcPort } from '../../testkit/builders';

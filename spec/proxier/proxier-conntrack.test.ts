@@ -6,7 +6,7 @@
 // clients 192.0.2.0/24.
 import winston from 'winston';
 import Transport from 'winston-transport';
-import { FakeConntrack } from '../../lib/kernel/conntrack/fake-conntrack';
+import { FakeConntrack } from '../../testkit/kernel/fake-conntrack';
 import { Conntrack } from '../../lib/kernel/conntrack/conntrack';
 import { ProxierSettings } from '../../lib/proxier/proxier';
 import { FAKE_SETTINGS, proxierOverFakes } from '../../testkit/proxier-over-fakes';

@@ -1,8 +1,8 @@
 // The proxier's smaller parts alone: kube-ipvs0's bound addresses, stale conntrack cleanup,
 // the desired state re-plans write, the refusal and conflict reports, and a sync's figures.
 import winston from 'winston';
-import { FakeLink } from '../../lib/kernel/link/fake-link';
-import { FakeConntrack } from '../../lib/kernel/conntrack/fake-conntrack';
+import { FakeLink } from '../../testkit/kernel/fake-link';
+import { FakeConntrack } from '../../testkit/kernel/fake-conntrack';
 import { BoundAddresses } from '../../lib/proxier/bound-addresses';
 import { ConntrackCleanup } from '../../lib/proxier/conntrack-cleanup';
 import { DesiredState } from '../../lib/proxier/desired-state';

@@ -7,9 +7,9 @@
 // node 192.0.2.1 on eth0, foreign services on 192.0.2.1:80/443.
 import { constants as osConstants } from 'node:os';
 import { NetlinkError } from '../../lib/errors';
-import { FakeIpvs } from '../../lib/kernel/ipvs/fake-ipvs';
-import { FakeLink } from '../../lib/kernel/link/fake-link';
-import { FakeIpset } from '../../lib/kernel/ipset/fake-ipset';
+import { FakeIpvs } from '../../testkit/kernel/fake-ipvs';
+import { FakeLink } from '../../testkit/kernel/fake-link';
+import { FakeIpset } from '../../testkit/kernel/fake-ipset';
 import { KUBE_IPVS0 } from '../../lib/kernel/link/link';
 import { planServicePort } from '../../lib/plan/plan-service-port';
 import { planFamilyState } from '../../lib/plan/plan-desired-state';

@@ -1,8 +1,8 @@
 // The read-only views over a snapshot of the proxier's parts, without a Proxier: the dry run
 // reads the kernel as a full sync does and changes nothing kept; status reads the parts.
 import winston from 'winston';
-import { FakeIpvs } from '../../lib/kernel/ipvs/fake-ipvs';
-import { FakeLink } from '../../lib/kernel/link/fake-link';
+import { FakeIpvs } from '../../testkit/kernel/fake-ipvs';
+import { FakeLink } from '../../testkit/kernel/fake-link';
 import { FakeClock } from '../../testkit/fake-clock';
 import { FAKE_SETTINGS } from '../../testkit/proxier-over-fakes';
 import { NodeContext } from '../../lib/proxier/node-context';

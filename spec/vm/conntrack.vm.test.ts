@@ -24,7 +24,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { ConntrackNetlink, openConntrack } from '../../lib/kernel/conntrack/conntrack-netlink';
-import { FakeConntrack } from '../../lib/kernel/conntrack/fake-conntrack';
+import { FakeConntrack } from '../../testkit/kernel/fake-conntrack';
 import { Conntrack } from '../../lib/kernel/conntrack/conntrack';
 import { ConntrackFlow } from '../../lib/model/conntrack';
 import { staleConntrackFlows } from '../../lib/reconcile/stale-conntrack';

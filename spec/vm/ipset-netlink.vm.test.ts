@@ -7,7 +7,7 @@
 // Addresses: 10.96.0.0/12 cluster IPs, 203.0.113.0/24 LBs, 198.51.100.0/24 sources, fd00::/8,
 // 2001:db8::/32.
 import { ChildProcessExec, checkExec } from '../../lib/kernel/exec';
-import { FakeIpset } from '../../lib/kernel/ipset/fake-ipset';
+import { FakeIpset } from '../../testkit/kernel/fake-ipset';
 import { IpsetState } from '../../lib/kernel/ipset/ipset';
 import { listIpsets } from '../../lib/kernel/ipset/ipset-netlink';
 import { createIpset } from '../../lib/kernel/ipset/ipset-restore';

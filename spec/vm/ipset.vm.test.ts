@@ -6,7 +6,7 @@ import { spawn } from 'node:child_process';
 import { ExecError } from '../../lib/errors';
 import { ChildProcessExec, checkExec } from '../../lib/kernel/exec';
 import { CountingExec } from '../../testkit/counting-exec';
-import { FakeIpset } from '../../lib/kernel/ipset/fake-ipset';
+import { FakeIpset } from '../../testkit/kernel/fake-ipset';
 import { createIpset } from '../../lib/kernel/ipset/ipset-restore';
 import { formatIpsetState, parseIpsetSave } from '../../lib/kernel/ipset/ipset-text';
 import { planIpsets } from '../../lib/plan/ipsets';

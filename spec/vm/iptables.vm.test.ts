@@ -7,10 +7,10 @@
 import { ExecError } from '../../lib/errors';
 import { ChildProcessExec, checkExec } from '../../lib/kernel/exec';
 import { CountingExec } from '../../testkit/counting-exec';
-import { FakeIpset } from '../../lib/kernel/ipset/fake-ipset';
+import { FakeIpset } from '../../testkit/kernel/fake-ipset';
 import { createIpset } from '../../lib/kernel/ipset/ipset-restore';
 import { detectBackend } from '../../lib/kernel/iptables/detect-backend';
-import { FakeIptables } from '../../lib/kernel/iptables/fake-iptables';
+import { FakeIptables } from '../../testkit/kernel/fake-iptables';
 import { createIptables, iptablesErrorLine } from '../../lib/kernel/iptables/iptables-restore';
 import { IptablesBackend } from '../../lib/kernel/iptables/iptables';
 import { planIptables } from '../../lib/plan/iptables';

@@ -7,7 +7,7 @@ import { GenlSocket, RawTransport } from '../../lib/netlink/socket';
 import { AttrWriter } from '../../lib/netlink/attr';
 import { IPVS_CMD, IPVS_CMD_ATTR, IPVS_GENL_VERSION } from '../../lib/uapi/ip_vs';
 import { IpvsOp } from '../../lib/kernel/ipvs/ipvs';
-import { FakeIpvs } from '../../lib/kernel/ipvs/fake-ipvs';
+import { FakeIpvs } from '../../testkit/kernel/fake-ipvs';
 import { NetlinkError, isExists, isNotFound } from '../../lib/errors';
 import { VirtualServerId } from '../../lib/model/ipvs';
 

@@ -2,7 +2,7 @@
 // independent observer. Runs as root inside the QEMU VM; link names are unique to this file.
 import { constants } from 'node:os';
 import { NetlinkError } from '../../lib/errors';
-import { FakeLink } from '../../lib/kernel/link/fake-link';
+import { FakeLink } from '../../testkit/kernel/fake-link';
 import { PackageRtnlTransport, openLink } from '../../lib/kernel/link/link-rtnetlink';
 import { encodeNewDummy } from '../../lib/kernel/link/rtnl-codec';
 import { Link, LinkKindError } from '../../lib/kernel/link/link';

@@ -19,7 +19,7 @@ import { createIptables } from '../../lib/kernel/iptables/iptables-restore';
 import { formatIptablesRestore } from '../../lib/kernel/iptables/format-restore';
 import { restoreCommits } from '../../lib/kernel/iptables/iptables-sync';
 import { NftGenerationNetlink, openNftGeneration } from '../../lib/kernel/iptables/nft-generation';
-import { FakeIptables } from '../../lib/kernel/iptables/fake-iptables';
+import { FakeIptables } from '../../testkit/kernel/fake-iptables';
 import { planIptables } from '../../lib/plan/iptables';
 import { planIpsets } from '../../lib/plan/ipsets';
 import { SetKey } from '../../lib/model/names';

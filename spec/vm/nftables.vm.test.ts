@@ -9,7 +9,7 @@
 // Addresses: 10.96.0.0/12 cluster IPs, 10.244.0.0/16 pods, fd00::/8 (IPv6).
 import { ChildProcessExec, checkExec } from '../../lib/kernel/exec';
 import { NftTablesNetlink, openNftTables } from '../../lib/kernel/nftables/nftables-netlink';
-import { FakeNftTables } from '../../lib/kernel/nftables/fake-nftables';
+import { FakeNftTables } from '../../testkit/kernel/fake-nftables';
 import { NftGenerationNetlink, openNftGeneration } from '../../lib/kernel/iptables/nft-generation';
 import { NetlinkError } from '../../lib/errors';
 import { NftTable } from '../../lib/model/nft-table';

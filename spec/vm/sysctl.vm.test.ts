@@ -1,6 +1,7 @@
 // Sysctl fake-vs-kernel parity and kube-proxy's IPVS sysctls on the VM's real /proc/sys.
 import { constants, release } from 'node:os';
-import { FakeSysctl, ProcSysctl, SYSCTL, Sysctl, SysctlError } from '../../lib/kernel/sysctl/sysctl';
+import { ProcSysctl, SYSCTL, Sysctl, SysctlError } from '../../lib/kernel/sysctl/sysctl';
+import { FakeSysctl } from '../../testkit/kernel/fake-sysctl';
 import { ensureIpvsSysctls, parseKernelVersion } from '../../lib/kernel/sysctl/ipvs-sysctls';
 import { run } from '../../testkit/netns';
 

@@ -39,7 +39,7 @@ export class SysctlError extends KubeIpvsError {
 /**
  * Kernel parameters under /proc/sys. Keys use slashes, as the path does ("net/ipv4/ip_forward").
  * Implemented over the filesystem (ProcSysctl, with a root directory so tests can use a temp
- * dir) and in memory (FakeSysctl). Errors are SysctlError with a positive errno: ENOENT for a
+ * dir) and in memory (FakeSysctl, testkit/kernel/fake-sysctl.ts). Errors are SysctlError with a positive errno: ENOENT for a
  * sysctl that does not exist, EINVAL for a value the kernel refuses, EACCES/EPERM without
  * privilege.
  */
@@ -50,7 +50,8 @@ export interface Sysctl {
   write(key: string, value: string): Promise<void>;
 }
 
-function checkKey(key: string): void {
+/** Throws unless `key` is a sysctl name (dots or slashes, no '..'). */
+export function checkKey(key: string): void {
   if (key === '' || key.startsWith('/') || key.split('/').some((p) => p === '' || p === '.' || p === '..')) {
     throw new SysctlError(key, 'read', E.EINVAL);
   }
@@ -81,36 +82,6 @@ export class ProcSysctl implements Sysctl {
     } catch (e) {
       throw new SysctlError(key, 'write', errnoOf(e), value, { cause: e });
     }
-  }
-}
-
-/**
- * In-memory fake. Unknown keys are ENOENT; a non-integer written to an integer sysctl is
- * EINVAL (proc_dointvec). Records every write.
- */
-export class FakeSysctl implements Sysctl {
-  private readonly values: Map<string, string>;
-  readonly writes: { key: string; value: string }[] = [];
-
-  constructor(initial: Readonly<Record<string, string>> = {}) {
-    this.values = new Map(Object.entries(initial));
-  }
-
-  async read(key: string): Promise<string> {
-    checkKey(key);
-    const v = this.values.get(key);
-    if (v === undefined) throw new SysctlError(key, 'read', E.ENOENT);
-    return v;
-  }
-
-  async write(key: string, value: string): Promise<void> {
-    checkKey(key);
-    const cur = this.values.get(key);
-    if (cur === undefined) throw new SysctlError(key, 'write', E.ENOENT, value);
-    const v = value.trim();
-    if (/^-?\d+$/.test(cur) && !/^-?\d+$/.test(v)) throw new SysctlError(key, 'write', E.EINVAL, value);
-    this.writes.push({ key, value: v });
-    this.values.set(key, v);
   }
 }
 

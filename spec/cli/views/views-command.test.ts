@@ -5,7 +5,7 @@ import { spawnSync } from 'node:child_process';
 import path from 'node:path';
 import { DaemonUnreachableError, DaemonViewError, FetchView, httpFetchView } from '../../../lib/cli/views/views-client';
 import { ViewsEnv, isViewCommand, runViews } from '../../../lib/cli/views/views-command';
-import { FakeIpvs } from '../../../lib/kernel/ipvs/fake-ipvs';
+import { FakeIpvs } from '../../../testkit/kernel/fake-ipvs';
 import { DiffResponse, ServiceListResponse, VIEW_PATHS } from '../../../lib/model/views';
 import { AF_INET, IPPROTO_TCP } from '../../../lib/uapi/inet';
 import { IP_VS_CONN_F } from '../../../lib/uapi/ip_vs';

@@ -1,4 +1,4 @@
-import { FakeConntrack } from '../../../lib/kernel/conntrack/fake-conntrack';
+import { FakeConntrack } from '../../../testkit/kernel/fake-conntrack';
 import { NetlinkError } from '../../../lib/errors';
 
 // Addresses: RFC 5737, RFC 3849.

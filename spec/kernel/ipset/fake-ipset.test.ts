@@ -1,7 +1,7 @@
 // FakeIpset raises what ipset 7.17 raises (messages and lines seen in the VM, see
 // spec/vm/ipset.vm.test.ts for the pinned parity).
 import { ExecError } from '../../../lib/errors';
-import { FakeIpset } from '../../../lib/kernel/ipset/fake-ipset';
+import { FakeIpset } from '../../../testkit/kernel/fake-ipset';
 import { ExecIpsetRunner } from '../../../lib/kernel/ipset/ipset-restore';
 
 const HASH = 'hash:ip,port family inet hashsize 1024 maxelem 65536';

@@ -2,7 +2,7 @@
 // with ScriptedExec. Addresses: 10.96.0.0/12 cluster IPs, 203.0.113.0/24 LBs (RFC 5737).
 import { IpsetTypeMismatchError } from '../../../lib/errors';
 import { ScriptedExec } from '../../../testkit/scripted-exec';
-import { FakeIpset } from '../../../lib/kernel/ipset/fake-ipset';
+import { FakeIpset } from '../../../testkit/kernel/fake-ipset';
 import { createIpset } from '../../../lib/kernel/ipset/ipset-restore';
 import { planIpsets } from '../../../lib/plan/ipsets';
 import { DesiredSet, IpsetMember, entryIp } from '../../../lib/model/ipset';

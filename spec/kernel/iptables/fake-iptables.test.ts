@@ -1,7 +1,7 @@
 // FakeIptables semantics, as observed with iptables 1.8.9 (legacy and nft) on Linux 6.1 in the VM.
 import { ExecError } from '../../../lib/errors';
-import { FakeIpset } from '../../../lib/kernel/ipset/fake-ipset';
-import { FakeIptables } from '../../../lib/kernel/iptables/fake-iptables';
+import { FakeIpset } from '../../../testkit/kernel/fake-ipset';
+import { FakeIptables } from '../../../testkit/kernel/fake-iptables';
 import { planIptables } from '../../../lib/plan/iptables';
 import { planIpsets } from '../../../lib/plan/ipsets';
 import { formatIptablesRestore } from '../../../lib/kernel/iptables/format-restore';

@@ -1,7 +1,7 @@
 // A node kube-proxy's iptables mode ran on: the first sync of kube-ipvs leaves its tables as a
 // node that never ran it would hold them (kube-proxy's IPVS mode does not: its filter
 // KUBE-SERVICES REJECTs stay), and touches nothing that is not kube-proxy's.
-import { FakeIptables } from '../../../lib/kernel/iptables/fake-iptables';
+import { FakeIptables } from '../../../testkit/kernel/fake-iptables';
 import { planIptables } from '../../../lib/plan/iptables';
 import { planChainRemoval } from '../../../lib/kernel/iptables/chain-removal';
 import { isIptablesModeChain, isIptablesModeFirewallJump } from '../../../lib/model/iptables';

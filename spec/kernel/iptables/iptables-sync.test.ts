@@ -1,6 +1,6 @@
 // IptablesSync's periodic verify step, over the fake: chains flushed, rules or jumps deleted
 // behind its back are noticed with one save per table and rewritten.
-import { FakeIptables, FakeNftGeneration } from '../../../lib/kernel/iptables/fake-iptables';
+import { FakeIptables, FakeNftGeneration } from '../../../testkit/kernel/fake-iptables';
 import { planIptables } from '../../../lib/plan/iptables';
 import { SetKey } from '../../../lib/model/names';
 

@@ -1,6 +1,6 @@
 // The fake's objects have the kernel client's shape: the same own fields under spread and
 // JSON, counters read through `stats`. (The VM test compares fake and kernel listings too.)
-import { FakeIpvs } from '../../../lib/kernel/ipvs/fake-ipvs';
+import { FakeIpvs } from '../../../testkit/kernel/fake-ipvs';
 import { decodeDest, decodeService } from '../../../lib/netlink/ipvs-codec';
 import { VirtualServerId, ZERO_STATS } from '../../../lib/model/ipvs';
 import { be16, cstr, ipv4in16, nla, plainNest, u16, u32, u64 } from '../../../testkit/nl-builder';

@@ -1,7 +1,7 @@
 // listAllViaProc over the in-memory fake, with /proc/net/ip_vs text printed from the fake's
 // table the way the kernel prints it (testkit/proc-ip-vs-text.ts): the result must be what
 // the netlink-only listing gives, with a dest dump only where /proc cannot stand for a service.
-import { FakeIpvs } from '../../../lib/kernel/ipvs/fake-ipvs';
+import { FakeIpvs } from '../../../testkit/kernel/fake-ipvs';
 import { IpvsOp } from '../../../lib/kernel/ipvs/ipvs';
 import { listAllViaProc } from '../../../lib/kernel/ipvs/list-via-proc';
 import { VirtualServerId } from '../../../lib/model/ipvs';

@@ -1,5 +1,5 @@
 import { constants } from 'node:os';
-import { FakeLink } from '../../../lib/kernel/link/fake-link';
+import { FakeLink } from '../../../testkit/kernel/fake-link';
 import {
   bindAddresses,
   deleteDummyDevice,

@@ -1,4 +1,4 @@
-import { FakeNftTables } from '../../../lib/kernel/nftables/fake-nftables';
+import { FakeNftTables } from '../../../testkit/kernel/fake-nftables';
 import { NetlinkError } from '../../../lib/errors';
 
 const ip = { family: 2, name: 'kube-proxy' };

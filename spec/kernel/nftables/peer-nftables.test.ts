@@ -2,8 +2,8 @@
 // FakeNftTables sharing one generation): deleting kube-proxy's nftables-mode tables keeps the
 // iptables syncs' proof when the generation moved by exactly that transaction, so their next
 // verify reads nothing; anything less certain tells them nothing.
-import { FakeIptables, FakeNftGeneration } from '../../../lib/kernel/iptables/fake-iptables';
-import { FakeNftTables } from '../../../lib/kernel/nftables/fake-nftables';
+import { FakeIptables, FakeNftGeneration } from '../../../testkit/kernel/fake-iptables';
+import { FakeNftTables } from '../../../testkit/kernel/fake-nftables';
 import { PeerNftTables } from '../../../lib/kernel/nftables/peer-nftables';
 import { NftTable } from '../../../lib/model/nft-table';
 import { planIptables } from '../../../lib/plan/iptables';

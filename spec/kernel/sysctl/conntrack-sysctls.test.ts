@@ -8,7 +8,7 @@ import {
   parseCpuList,
 } from '../../../lib/kernel/sysctl/conntrack-sysctls';
 import { applyOomScoreAdj, oomScoreAdjKey } from '../../../lib/kernel/sysctl/oom-score-adj';
-import { FakeSysctl } from '../../../lib/kernel/sysctl/sysctl';
+import { FakeSysctl } from '../../../testkit/kernel/fake-sysctl';
 
 /** kube-proxy's defaults (v1alpha1): 32768 per core, min 131072, 24h, 1h, the rest left alone */
 const DEFAULTS: ConntrackSettings = {

@@ -1,7 +1,8 @@
 import { mkdtempSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir, constants } from 'node:os';
 import { join } from 'node:path';
-import { FakeSysctl, ProcSysctl, SYSCTL, Sysctl, SysctlError, ensureSysctl } from '../../../lib/kernel/sysctl/sysctl';
+import { ProcSysctl, SYSCTL, Sysctl, SysctlError, ensureSysctl } from '../../../lib/kernel/sysctl/sysctl';
+import { FakeSysctl } from '../../../testkit/kernel/fake-sysctl';
 import { ensureIpvsSysctls, parseKernelVersion, planIpvsSysctls } from '../../../lib/kernel/sysctl/ipvs-sysctls';
 
 const E = constants.errno;

@@ -1,4 +1,4 @@
-import { FakeIpvs } from '../../../lib/kernel/ipvs/fake-ipvs';
+import { FakeIpvs } from '../../../testkit/kernel/fake-ipvs';
 import { IpvsOp } from '../../../lib/kernel/ipvs/ipvs';
 import { VirtualServerId } from '../../../lib/model/ipvs';
 import { AF_INET, IPPROTO_TCP } from '../../../lib/uapi/inet';

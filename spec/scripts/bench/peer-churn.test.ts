@@ -1,4 +1,4 @@
-import { FakeIpvs } from '../../../lib/kernel/ipvs/fake-ipvs';
+import { FakeIpvs } from '../../../testkit/kernel/fake-ipvs';
 import { FakeApiServer } from '../../../testkit/fake-apiserver';
 import { ChurnWrite, churnServices, generateChurn } from '../../../scripts/bench/churn-generator';
 import { benchObjects, benchSlice, replacementIP } from '../../../scripts/bench/daemon-fixtures';

@@ -1,8 +1,8 @@
 import { constants as osConstants } from 'node:os';
-import { NetlinkError, errnoName } from '../../errors';
-import { ConntrackFlow, describeFlow, flowKey } from '../../model/conntrack';
-import { IpFamily, familyOfAddress } from '../../model/ip-family';
-import { Conntrack, DeleteFlowsResult } from './conntrack';
+import { NetlinkError, errnoName } from '../../lib/errors';
+import { ConntrackFlow, describeFlow, flowKey } from '../../lib/model/conntrack';
+import { IpFamily, familyOfAddress } from '../../lib/model/ip-family';
+import { Conntrack, DeleteFlowsResult } from '../../lib/kernel/conntrack/conntrack';
 
 const E = osConstants.errno;
 

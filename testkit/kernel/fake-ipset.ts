@@ -19,14 +19,14 @@
  * limits, other set types (refused as unknown).
  */
 import { isIPv4, isIPv6 } from 'node:net';
-import { ExecError } from '../../errors';
-import { ExecResult, Execer } from '../exec';
-import { Ipset, IpsetObservation, IpsetRunner, IpsetState, IpsetSyncResult, ObservedSet } from './ipset';
-import { familyKeyword, formatIpsetState } from './ipset-text';
-import { IpsetSync, WarnLogger } from './ipset-sync';
-import { IpFamily } from '../../model/ip-family';
-import { IPSET_MAX_NAME_LENGTH } from '../../model/names';
-import { DesiredIpsets, IpsetType, ipsetAddress } from '../../model/ipset';
+import { ExecError } from '../../lib/errors';
+import { ExecResult, Execer } from '../../lib/kernel/exec';
+import { Ipset, IpsetObservation, IpsetRunner, IpsetState, IpsetSyncResult, ObservedSet } from '../../lib/kernel/ipset/ipset';
+import { familyKeyword, formatIpsetState } from '../../lib/kernel/ipset/ipset-text';
+import { IpsetSync, WarnLogger } from '../../lib/kernel/ipset/ipset-sync';
+import { IpFamily } from '../../lib/model/ip-family';
+import { IPSET_MAX_NAME_LENGTH } from '../../lib/model/names';
+import { DesiredIpsets, IpsetType, ipsetAddress } from '../../lib/model/ipset';
 
 const TYPES: readonly string[] = Object.values(IpsetType);
 const PROTOS: readonly string[] = ['tcp', 'udp', 'sctp', 'udplite', 'icmp', 'icmpv6'];

@@ -24,17 +24,17 @@
  * Not emulated: match/target option syntax, counters, rule-spec normalisation (save prints the
  * rule as written, not as iptables-save would spell it), `-R`, `-P`, `-Z`, `-E`.
  */
-import { ExecError } from '../../errors';
-import { ExecResult, Execer } from '../exec';
-import type { FakeIpset } from '../ipset/fake-ipset';
-import { iptablesBinary } from './detect-backend';
-import { Iptables, IptablesBackend, IptablesRunner, IptablesSyncOptions, IptablesSyncResult } from './iptables';
-import { GenerationPeers, IptablesSync, genPlus } from './iptables-sync';
-import { RulesetGeneration } from './nft-generation';
-import { RestoreLine, joinTokens, parseRestore } from './parse-restore';
-import { IpFamily } from '../../model/ip-family';
-import { Table } from '../../model/names';
-import { IptablesPlan } from '../../model/iptables';
+import { ExecError } from '../../lib/errors';
+import { ExecResult, Execer } from '../../lib/kernel/exec';
+import type { FakeIpset } from './fake-ipset';
+import { iptablesBinary } from '../../lib/kernel/iptables/detect-backend';
+import { Iptables, IptablesBackend, IptablesRunner, IptablesSyncOptions, IptablesSyncResult } from '../../lib/kernel/iptables/iptables';
+import { GenerationPeers, IptablesSync, genPlus } from '../../lib/kernel/iptables/iptables-sync';
+import { RulesetGeneration } from '../../lib/kernel/iptables/nft-generation';
+import { RestoreLine, joinTokens, parseRestore } from '../../lib/kernel/iptables/parse-restore';
+import { IpFamily } from '../../lib/model/ip-family';
+import { Table } from '../../lib/model/names';
+import { IptablesPlan } from '../../lib/model/iptables';
 
 const BUILTIN: Readonly<Record<string, readonly string[]>> = {
   filter: ['INPUT', 'FORWARD', 'OUTPUT'],

@@ -1,9 +1,9 @@
 import { constants as osConstants } from 'node:os';
-import { NetlinkError, errnoName } from '../../errors';
-import { canonicalAddress } from '../../model/ipvs';
-import { IpFamily, familyOfAddress, ipVersion } from '../../model/ip-family';
-import { Link, LinkAddress, LinkInfo } from './link';
-import { compareAddresses } from './link-rtnetlink';
+import { NetlinkError, errnoName } from '../../lib/errors';
+import { canonicalAddress } from '../../lib/model/ipvs';
+import { IpFamily, familyOfAddress, ipVersion } from '../../lib/model/ip-family';
+import { Link, LinkAddress, LinkInfo } from '../../lib/kernel/link/link';
+import { compareAddresses } from '../../lib/kernel/link/link-rtnetlink';
 
 const E = osConstants.errno;
 /** IFNAMSIZ - 1 */

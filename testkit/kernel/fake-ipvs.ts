@@ -6,14 +6,14 @@ import {
   IPPROTO_SCTP,
   IPPROTO_TCP,
   IPPROTO_UDP,
-} from '../../uapi/inet';
+} from '../../lib/uapi/inet';
 import {
   IP_VS_CONN_F,
   IP_VS_CONN_F_FWD_MASK,
   IP_VS_CONN_F_TUNNEL_TYPE,
   IP_VS_VERSION_CODE,
-} from '../../uapi/ip_vs';
-import { NetlinkError } from '../../errors';
+} from '../../lib/uapi/ip_vs';
+import { NetlinkError } from '../../lib/errors';
 import {
   IpvsInfo,
   IpvsTimeouts,
@@ -27,10 +27,10 @@ import {
   canonicalAddress,
   realServerKey,
   virtualServerKey,
-} from '../../model/ipvs';
-import { IpvsRequest, defaultNetmask, observedRealServer, observedVirtualServer } from '../../netlink/ipvs-codec';
-import { toNetlinkError } from './describe-op';
-import { Ipvs, IpvsOp, IpvsOpResult, VirtualServerEntry } from './ipvs';
+} from '../../lib/model/ipvs';
+import { IpvsRequest, defaultNetmask, observedRealServer, observedVirtualServer } from '../../lib/netlink/ipvs-codec';
+import { toNetlinkError } from '../../lib/kernel/ipvs/describe-op';
+import { Ipvs, IpvsOp, IpvsOpResult, VirtualServerEntry } from '../../lib/kernel/ipvs/ipvs';
 
 const E = osConstants.errno;
 

@@ -1,9 +1,9 @@
 import { constants as osConstants } from 'node:os';
-import { NetlinkError, errnoName } from '../../errors';
-import { NftTable, describeNftTable } from '../../model/nft-table';
-import { FakeNftGeneration } from '../iptables/fake-iptables';
-import { genPlus } from '../iptables/iptables-sync';
-import { NftTables } from './nftables';
+import { NetlinkError, errnoName } from '../../lib/errors';
+import { NftTable, describeNftTable } from '../../lib/model/nft-table';
+import { FakeNftGeneration } from './fake-iptables';
+import { genPlus } from '../../lib/kernel/iptables/iptables-sync';
+import { NftTables } from '../../lib/kernel/nftables/nftables';
 
 const E = osConstants.errno;
 
