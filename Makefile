@@ -6,7 +6,7 @@ export PATH := $(CURDIR)/node_modules/.bin:$(PATH)
 JEST := node_modules/.bin/node --experimental-vm-modules --disable-warning=ExperimentalWarning node_modules/jest/bin/jest.js
 VM_TIMEOUT ?= 3000
 
-.PHONY: all deps build test unit vm vm-image image image-arm64 image-multiarch bench demo clean lab-up lab-down k8s
+.PHONY: all deps build test unit vm vm-image image image-arm64 image-multiarch bench demo clean lab-up lab-down k8s format
 
 all: build
 
@@ -55,6 +55,10 @@ image-multiarch: image image-arm64
 # integration test inside ONE VM boot.
 test: deps build image
 	bash scripts/test-all.sh
+
+# prettier over the source tree (.prettierrc.json); `make test` checks it
+format:
+	bash scripts/format.sh
 
 unit: build
 	$(JEST) --selectProjects unit

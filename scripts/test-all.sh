@@ -12,6 +12,9 @@ trap 'lab_down "$LAB"; rm -rf "$LAB"' EXIT
 lab_up "$LAB" || { echo "the lab did not start (its log: $LAB/lab.log)"; LAB_VM_ARGS=(); }
 JEST=(node_modules/.bin/node --experimental-vm-modules --disable-warning=ExperimentalWarning node_modules/jest/bin/jest.js)
 OUT=$(mktemp -d)
+# the tree is as the formatter leaves it (`make format` fixes it)
+bash scripts/format.sh --check
+format_rc=$?
 "${JEST[@]}" --selectProjects unit --json --outputFile="$OUT/unit.json"
 unit_rc=$?
 # host tests against the real kube-apiserver (the fake's conformance to it)
@@ -38,4 +41,5 @@ node_modules/.bin/node -e '
   console.log(`${p} passed, ${f} failed`);
 ' "$OUT"
 rm -rf "$OUT"
-[ "$unit_rc" = 0 ] && [ "$lab_rc" = 0 ] && [ "$vm_rc" = 0 ]
+[ "$format_rc" = 0 ] || echo "format: files differ from prettier's output (make format)"
+[ "$format_rc" = 0 ] && [ "$unit_rc" = 0 ] && [ "$lab_rc" = 0 ] && [ "$vm_rc" = 0 ]
