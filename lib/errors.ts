@@ -46,7 +46,11 @@ export class NetlinkError extends KubeIpvsError {
 /** Bytes from the kernel (or a golden file) that do not parse. */
 export class DecodeError extends KubeIpvsError {
   readonly code = 'KIPVS_DECODE' as const;
-  constructor(message: string, readonly path: string, readonly offset: number) {
+  constructor(
+    message: string,
+    readonly path: string,
+    readonly offset: number,
+  ) {
     super(`decode ${path} at offset ${offset}: ${message}`);
   }
 }
@@ -54,7 +58,11 @@ export class DecodeError extends KubeIpvsError {
 /** The netlink socket itself failed (send error, receive overrun, closed, timeout). */
 export class SocketError extends KubeIpvsError {
   readonly code = 'KIPVS_SOCKET' as const;
-  constructor(message: string, readonly errno?: number, options?: { cause?: unknown }) {
+  constructor(
+    message: string,
+    readonly errno?: number,
+    options?: { cause?: unknown },
+  ) {
     super(message, options);
   }
 }
@@ -65,7 +73,11 @@ export class SocketError extends KubeIpvsError {
  */
 export class NetlinkTimeoutError extends KubeIpvsError {
   readonly code = 'KIPVS_NETLINK_TIMEOUT' as const;
-  constructor(message: string, readonly timeoutMs: number, options?: { cause?: unknown }) {
+  constructor(
+    message: string,
+    readonly timeoutMs: number,
+    options?: { cause?: unknown },
+  ) {
     super(message, options);
   }
 }
@@ -77,7 +89,8 @@ export class NetlinkTimeoutError extends KubeIpvsError {
  */
 export function withOperation(e: unknown, what: string): unknown {
   if (e instanceof SocketError) return new SocketError(`${what}: ${e.message}`, e.errno, { cause: e });
-  if (e instanceof NetlinkTimeoutError) return new NetlinkTimeoutError(`${what}: ${e.message}`, e.timeoutMs, { cause: e });
+  if (e instanceof NetlinkTimeoutError)
+    return new NetlinkTimeoutError(`${what}: ${e.message}`, e.timeoutMs, { cause: e });
   return e;
 }
 
@@ -98,7 +111,9 @@ export class ExecError extends KubeIpvsError {
     readonly stderr: string,
     readonly line?: number,
   ) {
-    super(`${cmd} failed (exit ${exitCode ?? 'signal'}${line !== undefined ? `, line ${line}` : ''}): ${stderr.trim()}`);
+    super(
+      `${cmd} failed (exit ${exitCode ?? 'signal'}${line !== undefined ? `, line ${line}` : ''}): ${stderr.trim()}`,
+    );
   }
 }
 
@@ -122,8 +137,14 @@ export class ExecTimeoutError extends KubeIpvsError {
  */
 export class IpsetTypeMismatchError extends KubeIpvsError {
   readonly code = 'KIPVS_IPSET_TYPE_MISMATCH' as const;
-  constructor(readonly setName: string, readonly existing: string, readonly wanted: string) {
-    super(`ipset ${setName} exists as ${existing}, kube-ipvs needs ${wanted}; destroy it by hand (ipset destroy ${setName}) if it is stale`);
+  constructor(
+    readonly setName: string,
+    readonly existing: string,
+    readonly wanted: string,
+  ) {
+    super(
+      `ipset ${setName} exists as ${existing}, kube-ipvs needs ${wanted}; destroy it by hand (ipset destroy ${setName}) if it is stale`,
+    );
   }
 }
 
@@ -153,7 +174,11 @@ export class ConfigError extends KubeIpvsError {
    * @param detail what is wrong, naming the value
    * @param options.source the file the field was read from, when it came from one
    */
-  constructor(readonly field: string, readonly detail: string, options?: { cause?: unknown; source?: string }) {
+  constructor(
+    readonly field: string,
+    readonly detail: string,
+    options?: { cause?: unknown; source?: string },
+  ) {
     super([options?.source, field, detail].filter((p) => p).join(': '), options);
     this.source = options?.source;
   }
@@ -167,7 +192,10 @@ export class ConfigError extends KubeIpvsError {
  */
 export class InvalidIpsetEntryError extends KubeIpvsError {
   readonly code = 'KIPVS_INVALID_IPSET_ENTRY' as const;
-  constructor(readonly entry: string, readonly reason: string) {
+  constructor(
+    readonly entry: string,
+    readonly reason: string,
+  ) {
     super(`invalid ipset entry ${quoteIfOdd(entry)}: ${reason}`);
   }
 }
@@ -178,7 +206,11 @@ export class InvalidIpsetEntryError extends KubeIpvsError {
  */
 export class InvalidPlanInputError extends KubeIpvsError {
   readonly code = 'KIPVS_INVALID_PLAN_INPUT' as const;
-  constructor(readonly field: string, readonly value: string, readonly reason: string) {
+  constructor(
+    readonly field: string,
+    readonly value: string,
+    readonly reason: string,
+  ) {
     super(`${field} ${quoteIfOdd(value)}: ${reason}`);
   }
 }
@@ -189,7 +221,10 @@ export class InvalidPlanInputError extends KubeIpvsError {
  */
 export class UnsafeRuleTextError extends KubeIpvsError {
   readonly code = 'KIPVS_UNSAFE_RULE_TEXT' as const;
-  constructor(readonly rule: string, readonly reason: string) {
+  constructor(
+    readonly rule: string,
+    readonly reason: string,
+  ) {
     super(`refusing to write iptables rule ${JSON.stringify(rule)}: ${reason}`);
   }
 }
@@ -210,7 +245,11 @@ export class NotSyncedError extends KubeIpvsError {
  */
 export class MalformedObjectError extends KubeIpvsError {
   readonly code = 'KIPVS_MALFORMED_OBJECT' as const;
-  constructor(readonly field: string, readonly value: string, readonly reason: string) {
+  constructor(
+    readonly field: string,
+    readonly value: string,
+    readonly reason: string,
+  ) {
     super(`${field || '(object)'}: ${reason}`);
   }
 }

@@ -21,7 +21,9 @@ const LEVEL = Symbol.for('level');
 
 /** the structured fields of a log record: everything but winston's own keys */
 function fieldsOf(info: winston.Logform.TransformableInfo): [string, unknown][] {
-  return Object.entries(info).filter(([k]) => k !== 'level' && k !== 'message' && k !== 'timestamp' && k !== 'component');
+  return Object.entries(info).filter(
+    ([k]) => k !== 'level' && k !== 'message' && k !== 'timestamp' && k !== 'component',
+  );
 }
 
 function klogValue(v: unknown): string {
@@ -41,7 +43,9 @@ export function formatText(info: winston.Logform.TransformableInfo, now: Date = 
   const head =
     `${sev}${pad(d.getUTCMonth() + 1)}${pad(d.getUTCDate())} ${pad(d.getUTCHours())}:${pad(d.getUTCMinutes())}:` +
     `${pad(d.getUTCSeconds())}.${pad(d.getUTCMilliseconds(), 3)}000 ${String(process.pid).padStart(7)} ${String(info.component ?? 'kube-ipvs')}]`;
-  const kv = fieldsOf(info).map(([k, v]) => ` ${k}=${klogValue(v)}`).join('');
+  const kv = fieldsOf(info)
+    .map(([k, v]) => ` ${k}=${klogValue(v)}`)
+    .join('');
   return `${head} ${JSON.stringify(String(info.message))}${kv}`;
 }
 

@@ -45,28 +45,41 @@ async function main(argv: string[]): Promise<number> {
   });
   const port = Number(values.port ?? 'NaN');
   if (!Number.isInteger(port) || port < 0 || port > 65535) {
-    process.stderr.write('usage: fake-apiserver --port P [--host H] [--fixtures FILE.json] [--kubeconfig-out FILE] [--bookmark-interval-ms N] [--tls-dir DIR] [--token-file FILE] [--token T]...\n');
+    process.stderr.write(
+      'usage: fake-apiserver --port P [--host H] [--fixtures FILE.json] [--kubeconfig-out FILE] [--bookmark-interval-ms N] [--tls-dir DIR] [--token-file FILE] [--token T]...\n',
+    );
     return 2;
   }
   const bookmark = values['bookmark-interval-ms'];
   const options: { -readonly [K in keyof FakeApiServerOptions]: FakeApiServerOptions[K] } = {};
   if (bookmark) options.bookmarkIntervalMs = Number(bookmark);
-  const pki = values['tls-dir'] ? makeTestPki(values['tls-dir'], { ips: ['127.0.0.1', '::1', ...(values.host && values.host !== '127.0.0.1' ? [values.host] : [])] }) : undefined;
+  const pki = values['tls-dir']
+    ? makeTestPki(values['tls-dir'], {
+        ips: ['127.0.0.1', '::1', ...(values.host && values.host !== '127.0.0.1' ? [values.host] : [])],
+      })
+    : undefined;
   if (pki) options.tls = { cert: pki.serverCert, key: pki.serverKey, clientCa: pki.ca };
-  if (values['token-file'] || values.token?.length) options.auth = { tokenFile: values['token-file'], tokens: values.token ?? [] };
+  if (values['token-file'] || values.token?.length)
+    options.auth = { tokenFile: values['token-file'], tokens: values.token ?? [] };
   const server = new FakeApiServer(options);
   if (values.fixtures) {
     for (const [i, obj] of loadFixtures(values.fixtures).entries()) {
       try {
         server.create(obj);
       } catch (e) {
-        process.stderr.write(`${values.fixtures}: object ${i} (${obj?.kind} ${obj?.metadata?.namespace ?? ''}/${obj?.metadata?.name}): ${(e as Error).message}\n`);
+        process.stderr.write(
+          `${values.fixtures}: object ${i} (${obj?.kind} ${obj?.metadata?.namespace ?? ''}/${obj?.metadata?.name}): ${(e as Error).message}\n`,
+        );
         return 1;
       }
     }
   }
   const url = await server.listen(port, values.host);
-  if (values['kubeconfig-out']) writeFileSync(values['kubeconfig-out'], kubeconfigFor(url, { caFile: pki?.caFile, tokenFile: values['token-file'] }));
+  if (values['kubeconfig-out'])
+    writeFileSync(
+      values['kubeconfig-out'],
+      kubeconfigFor(url, { caFile: pki?.caFile, tokenFile: values['token-file'] }),
+    );
   process.stdout.write(`listening on ${url}\n`);
   await new Promise<void>((resolve) => {
     process.once('SIGTERM', resolve);

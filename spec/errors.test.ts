@@ -7,7 +7,10 @@ describe('withOperation', () => {
     const s = withOperation(sock, 'dump ipsets') as SocketError;
     expect(s).toBeInstanceOf(SocketError);
     expect([s.message, s.errno, s.cause]).toEqual(['dump ipsets: recv: ENOBUFS', 105, sock]);
-    const t = withOperation(new NetlinkTimeoutError('no answer in 30000 ms', 30_000), 'read nf_tables generation') as NetlinkTimeoutError;
+    const t = withOperation(
+      new NetlinkTimeoutError('no answer in 30000 ms', 30_000),
+      'read nf_tables generation',
+    ) as NetlinkTimeoutError;
     expect(t).toBeInstanceOf(NetlinkTimeoutError);
     expect([t.message, t.timeoutMs]).toEqual(['read nf_tables generation: no answer in 30000 ms', 30_000]);
   });

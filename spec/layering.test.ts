@@ -24,16 +24,24 @@ const DYNAMIC = /\b(?:import|require)\(\s*['"]([^'"]+)['"]\s*\)/g;
 export function parseImports(file: string, text: string): Import[] {
   const out: Import[] = [];
   const lineOf = (index: number) => text.slice(0, index).split('\n').length;
-  const target = (spec: string) => (spec.startsWith('.') ? posix.normalize(posix.join(posix.dirname(file), spec)) : spec);
+  const target = (spec: string) =>
+    spec.startsWith('.') ? posix.normalize(posix.join(posix.dirname(file), spec)) : spec;
   for (const m of text.matchAll(STATIC)) {
     const clause = m[3]!;
     const braced = /^\{([^}]*)\}$/.exec(clause);
-    const names = braced ? braced[1]!.split(',').map((n) => n.trim()).filter((n) => n !== '') : [];
+    const names = braced
+      ? braced[1]!
+          .split(',')
+          .map((n) => n.trim())
+          .filter((n) => n !== '')
+      : [];
     const typeOnly = m[2] !== undefined || (names.length > 0 && names.every((n) => n.startsWith('type ')));
     out.push({ file, line: lineOf(m.index), target: target(m[4]!), typeOnly });
   }
-  for (const m of text.matchAll(BARE)) out.push({ file, line: lineOf(m.index), target: target(m[1]!), typeOnly: false });
-  for (const m of text.matchAll(DYNAMIC)) out.push({ file, line: lineOf(m.index), target: target(m[1]!), typeOnly: false });
+  for (const m of text.matchAll(BARE))
+    out.push({ file, line: lineOf(m.index), target: target(m[1]!), typeOnly: false });
+  for (const m of text.matchAll(DYNAMIC))
+    out.push({ file, line: lineOf(m.index), target: target(m[1]!), typeOnly: false });
   return out;
 }
 
@@ -95,7 +103,9 @@ describe('parseImports', () => {
       "const lazy = () => import('../proxier/proxier');",
       "// says something from 'somewhere' in a comment",
     ].join('\n');
-    expect(parseImports('lib/kernel/ipvs/x.ts', text).map((i) => `${i.line} ${i.target}${i.typeOnly ? ' type' : ''}`)).toEqual([
+    expect(
+      parseImports('lib/kernel/ipvs/x.ts', text).map((i) => `${i.line} ${i.target}${i.typeOnly ? ' type' : ''}`),
+    ).toEqual([
       '1 lib/kernel/model/ipvs',
       '2 lib/kernel/plan/ipsets type',
       '3 lib/kernel/k8s/convert type',
@@ -117,7 +127,7 @@ describe('parseImports', () => {
 });
 
 describe('layering of lib/', () => {
-  it('lib/uapi (the kernel\'s constants, the ground floor) imports nothing but itself', () => {
+  it("lib/uapi (the kernel's constants, the ground floor) imports nothing but itself", () => {
     expect(outside('lib/uapi', ['lib/uapi'])).toEqual([]);
   });
 
@@ -130,7 +140,9 @@ describe('layering of lib/', () => {
   });
 
   it('lib/kernel imports only lib/kernel, lib/netlink, lib/uapi, lib/model, lib/errors and lib/log: no plan, proxier, reconcile, k8s, tracker, daemon, cli, cleanup', () => {
-    expect(outside('lib/kernel', ['lib/kernel', 'lib/netlink', 'lib/uapi', 'lib/model', 'lib/errors', 'lib/log'])).toEqual([]);
+    expect(
+      outside('lib/kernel', ['lib/kernel', 'lib/netlink', 'lib/uapi', 'lib/model', 'lib/errors', 'lib/log']),
+    ).toEqual([]);
   });
 
   it('lib/plan is pure: only lib/plan, lib/model, the uapi constants and lib/errors at run time; lib/k8s for types only; never lib/kernel', () => {
@@ -143,12 +155,17 @@ describe('layering of lib/', () => {
   });
 
   it('only production code is under lib/ (what the image ships): the kernel fakes live in testkit/kernel, no lib file defines a Fake class', () => {
-    const fakes = LIB_FILES.filter((p) => /(^|\/)fake-[^/]*\.ts$/.test(p) || /^export (abstract )?class Fake/m.test(readFileSync(join(ROOT, p), 'utf8')));
+    const fakes = LIB_FILES.filter(
+      (p) =>
+        /(^|\/)fake-[^/]*\.ts$/.test(p) || /^export (abstract )?class Fake/m.test(readFileSync(join(ROOT, p), 'utf8')),
+    );
     expect(fakes).toEqual([]);
   });
 
   it("only lib/k8s imports '@kubernetes/client-node' at run time; elsewhere `import type` only", () => {
-    const runtime = IMPORTS.filter((i) => i.target === '@kubernetes/client-node' && !i.typeOnly && !within(i.file, 'lib/k8s'));
+    const runtime = IMPORTS.filter(
+      (i) => i.target === '@kubernetes/client-node' && !i.typeOnly && !within(i.file, 'lib/k8s'),
+    );
     expect(runtime.map(show)).toEqual([]);
   });
 });

@@ -34,17 +34,37 @@ describe('--logging-format', () => {
     ({ level, message, [Symbol.for('level')]: level, ...fields }) as unknown as Parameters<typeof formatText>[0];
 
   it("text is klog's line: severity, date, time, pid, component, quoted message, key=value", () => {
-    const line = formatText(info('info', 'sync done', { component: 'proxier', full: true, ipvsWrites: 5, node: 'n 1', first: ['a', 'b'] }), at);
-    expect(line).toBe(`I1123 15:30:12.345000 ${String(process.pid).padStart(7)} proxier] "sync done" full=true ipvsWrites=5 node="n 1" first=["a","b"]`);
+    const line = formatText(
+      info('info', 'sync done', { component: 'proxier', full: true, ipvsWrites: 5, node: 'n 1', first: ['a', 'b'] }),
+      at,
+    );
+    expect(line).toBe(
+      `I1123 15:30:12.345000 ${String(process.pid).padStart(7)} proxier] "sync done" full=true ipvsWrites=5 node="n 1" first=["a","b"]`,
+    );
     expect(formatText(info('error', 'x "y"'), at)).toMatch(/^E1123 15:30:12\.345000 +\d+ kube-ipvs\] "x \\"y\\""$/);
     expect(formatText(info('warn', 'w'), at)).toMatch(/^W1123 /);
     expect(formatText(info('verbose', 'v'), at)).toMatch(/^I1123 /);
   });
 
   it("json has klog's keys (ts seconds, v, msg) plus level, component and the fields", () => {
-    const obj = JSON.parse(formatJson(info('verbose', 'sync done', { component: 'proxier', full: false, err: new Error('boom') }), at));
-    expect(obj).toEqual({ ts: at.getTime() / 1000, level: 'verbose', v: 2, component: 'proxier', msg: 'sync done', full: false, err: 'boom' });
-    expect(JSON.parse(formatJson(info('error', 'e'), at))).toEqual({ ts: at.getTime() / 1000, level: 'error', v: 0, msg: 'e' });
+    const obj = JSON.parse(
+      formatJson(info('verbose', 'sync done', { component: 'proxier', full: false, err: new Error('boom') }), at),
+    );
+    expect(obj).toEqual({
+      ts: at.getTime() / 1000,
+      level: 'verbose',
+      v: 2,
+      component: 'proxier',
+      msg: 'sync done',
+      full: false,
+      err: 'boom',
+    });
+    expect(JSON.parse(formatJson(info('error', 'e'), at))).toEqual({
+      ts: at.getTime() / 1000,
+      level: 'error',
+      v: 0,
+      msg: 'e',
+    });
   });
 
   it('setLogFormat switches the process logger (and its children)', () => {
@@ -65,14 +85,18 @@ describe('--logging-format', () => {
       setLogFormat('json');
     }
     expect(captured[0]).toMatch(/^I\d{4} [\d:.]+ +\d+ c\] "hello" n=1$/);
-    expect(JSON.parse(captured[1]!)).toEqual(expect.objectContaining({ level: 'info', v: 0, component: 'c', msg: 'hello', n: 1 }));
+    expect(JSON.parse(captured[1]!)).toEqual(
+      expect.objectContaining({ level: 'info', v: 0, component: 'c', msg: 'hello', n: 1 }),
+    );
   });
 });
 
 describe('logLineTimeMs (the e2e and bench clocks read the JSON lines)', () => {
   it("reads klog's ts (seconds) and the older ISO timestamp alike", () => {
     const at = Date.UTC(2026, 10, 23, 15, 30, 12, 345);
-    const line = JSON.parse(formatJson({ level: 'info', message: 'm', [Symbol.for('level')]: 'info' } as never, new Date(at)));
+    const line = JSON.parse(
+      formatJson({ level: 'info', message: 'm', [Symbol.for('level')]: 'info' } as never, new Date(at)),
+    );
     expect(logLineTimeMs(line)).toBe(at);
     expect(logLineTimeMs({ timestamp: new Date(at).toISOString() })).toBe(at);
   });

@@ -16,7 +16,9 @@ type Obj = Record<string, any>; // eslint-disable-line @typescript-eslint/no-exp
 
 function loadManifests(): Obj[] {
   const docs: Obj[] = [];
-  for (const f of readdirSync(DIR).filter((n) => n.endsWith('.yaml')).sort()) {
+  for (const f of readdirSync(DIR)
+    .filter((n) => n.endsWith('.yaml'))
+    .sort()) {
     for (const d of yaml.loadAll(readFileSync(path.join(DIR, f), 'utf8'))) if (d) docs.push(d as Obj);
   }
   return docs;
@@ -32,7 +34,8 @@ const ds = () => one('DaemonSet');
 const container = () => ds().spec.template.spec.containers[0] as Obj;
 const cm = () => one('ConfigMap');
 const mountOf = (volume: string): Obj | undefined => (container().volumeMounts as Obj[]).find((m) => m.name === volume);
-const volume = (name: string): Obj | undefined => (ds().spec.template.spec.volumes as Obj[]).find((v) => v.name === name);
+const volume = (name: string): Obj | undefined =>
+  (ds().spec.template.spec.volumes as Obj[]).find((v) => v.name === name);
 
 /** The ConfigMap's files as the DaemonSet mounts them: path in the container -> content. */
 function mountedConfigMap(): Map<string, string> {
@@ -44,7 +47,14 @@ function mountedConfigMap(): Map<string, string> {
 
 describe('manifests/', () => {
   it('holds the ServiceAccount, the system:node-proxier binding, the ConfigMap, its Role and RoleBinding and the DaemonSet, all in kube-system', () => {
-    expect(docs.map((d) => d.kind).sort()).toEqual(['ClusterRoleBinding', 'ConfigMap', 'DaemonSet', 'Role', 'RoleBinding', 'ServiceAccount']);
+    expect(docs.map((d) => d.kind).sort()).toEqual([
+      'ClusterRoleBinding',
+      'ConfigMap',
+      'DaemonSet',
+      'Role',
+      'RoleBinding',
+      'ServiceAccount',
+    ]);
     const sa = one('ServiceAccount');
     expect(sa.metadata).toMatchObject({ name: 'kube-proxy', namespace: 'kube-system' });
     expect(one('ClusterRoleBinding')).toMatchObject({
@@ -52,7 +62,8 @@ describe('manifests/', () => {
       subjects: [{ kind: 'ServiceAccount', name: sa.metadata.name, namespace: sa.metadata.namespace }],
     });
     expect(ds().spec.template.spec.serviceAccountName).toBe(sa.metadata.name);
-    for (const d of docs.filter((x) => x.kind !== 'ClusterRoleBinding')) expect(d.metadata.namespace).toBe('kube-system');
+    for (const d of docs.filter((x) => x.kind !== 'ClusterRoleBinding'))
+      expect(d.metadata.namespace).toBe('kube-system');
   });
 
   it("carries kubeadm's kube-proxy Role and RoleBinding: bootstrap tokens may get the kube-proxy ConfigMap, nothing more", () => {
@@ -71,7 +82,13 @@ describe('manifests/', () => {
       metadata: { name: 'kube-proxy', namespace: 'kube-system' },
       roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'Role', name: role.metadata.name },
       // kubeadm's constants.NodeBootstrapTokenAuthGroup
-      subjects: [{ apiGroup: 'rbac.authorization.k8s.io', kind: 'Group', name: 'system:bootstrappers:kubeadm:default-node-token' }],
+      subjects: [
+        {
+          apiGroup: 'rbac.authorization.k8s.io',
+          kind: 'Group',
+          name: 'system:bootstrappers:kubeadm:default-node-token',
+        },
+      ],
     });
   });
 
@@ -101,7 +118,11 @@ describe('manifests/', () => {
 
   it("kubeadm's own command differs only in the binary, which the image carries under both names", () => {
     // cmd/kubeadm/app/phases/addons/proxy/manifests.go: `kubectl set image` alone runs it
-    const kubeadm = ['/usr/local/bin/kube-proxy', '--config=/var/lib/kube-proxy/config.conf', '--hostname-override=$(NODE_NAME)'];
+    const kubeadm = [
+      '/usr/local/bin/kube-proxy',
+      '--config=/var/lib/kube-proxy/config.conf',
+      '--hostname-override=$(NODE_NAME)',
+    ];
     expect((container().command as string[]).slice(1)).toEqual(kubeadm.slice(1));
     const stage = readFileSync(path.join(ROOT, 'scripts', 'image', 'stage-app.sh'), 'utf8');
     expect(stage).toContain(`ln -s kube-ipvs "$STAGE${kubeadm[0]}"`);
@@ -123,14 +144,19 @@ describe('manifests/', () => {
     // the kubeconfig it names is the ConfigMap's other key, using the pod's ServiceAccount
     const kubeconfig = yaml.load(await read(loaded.config.clientConnection.kubeconfig)) as Obj;
     expect(kubeconfig.users[0].user).toEqual({ tokenFile: '/var/run/secrets/kubernetes.io/serviceaccount/token' });
-    expect(kubeconfig.clusters[0].cluster['certificate-authority']).toBe('/var/run/secrets/kubernetes.io/serviceaccount/ca.crt');
+    expect(kubeconfig.clusters[0].cluster['certificate-authority']).toBe(
+      '/var/run/secrets/kubernetes.io/serviceaccount/ca.crt',
+    );
   });
 
   it('is privileged on the host network, with the xtables lock shared and /lib/modules read-only', () => {
     const pod = ds().spec.template.spec;
     expect(pod.hostNetwork).toBe(true);
     expect(container().securityContext).toEqual({ privileged: true });
-    expect(volume('xtables-lock')).toEqual({ name: 'xtables-lock', hostPath: { path: '/run/xtables.lock', type: 'FileOrCreate' } });
+    expect(volume('xtables-lock')).toEqual({
+      name: 'xtables-lock',
+      hostPath: { path: '/run/xtables.lock', type: 'FileOrCreate' },
+    });
     expect(mountOf('xtables-lock')).toMatchObject({ mountPath: '/run/xtables.lock', readOnly: false });
     expect(volume('lib-modules')).toEqual({ name: 'lib-modules', hostPath: { path: '/lib/modules' } });
     expect(mountOf('lib-modules')).toMatchObject({ mountPath: '/lib/modules', readOnly: true });

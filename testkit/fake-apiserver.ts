@@ -204,14 +204,30 @@ export const NODE_PROXIER_RULES: readonly FakePolicyRule[] = [
 export interface FakeRequestAttributes {
   readonly verb: string;
   /** undefined for a non-resource path */
-  readonly resource?: { readonly group: string; readonly resource: string; readonly subresource?: string; readonly namespace?: string; readonly name?: string };
+  readonly resource?: {
+    readonly group: string;
+    readonly resource: string;
+    readonly subresource?: string;
+    readonly namespace?: string;
+    readonly name?: string;
+  };
   readonly path: string;
 }
 
 /** The RequestInfo of a request path, as k8s.io/apiserver's RequestInfoFactory makes it. */
-export function requestAttributes(method: string, path: string, query: Readonly<Record<string, string>>): FakeRequestAttributes {
+export function requestAttributes(
+  method: string,
+  path: string,
+  query: Readonly<Record<string, string>>,
+): FakeRequestAttributes {
   const seg = path.split('/').filter((x) => x !== '');
-  const httpVerb = ({ GET: 'get', HEAD: 'get', POST: 'create', PUT: 'update', PATCH: 'patch', DELETE: 'delete' } as Record<string, string>)[method] ?? method.toLowerCase();
+  const httpVerb =
+    (
+      { GET: 'get', HEAD: 'get', POST: 'create', PUT: 'update', PATCH: 'patch', DELETE: 'delete' } as Record<
+        string,
+        string
+      >
+    )[method] ?? method.toLowerCase();
   let rest: string[];
   let group: string;
   if (seg[0] === 'api' && seg.length >= 3) [group, rest] = ['', seg.slice(2)];
@@ -253,7 +269,8 @@ export function rbacAllows(rules: readonly FakePolicyRule[], a: FakeRequestAttri
 
 /** kube-apiserver's 403 for a request RBAC denies `user`. */
 export function forbidden(user: string, a: FakeRequestAttributes): FakeApiError {
-  if (!a.resource) return new FakeApiError(403, 'Forbidden', `forbidden: User "${user}" cannot ${a.verb} path "${a.path}"`, {});
+  if (!a.resource)
+    return new FakeApiError(403, 'Forbidden', `forbidden: User "${user}" cannot ${a.verb} path "${a.path}"`, {});
   const r = a.resource;
   const what = r.subresource ? `${r.resource}/${r.subresource}` : r.resource;
   const where = r.namespace !== undefined ? `in the namespace "${r.namespace}"` : 'at the cluster scope';
@@ -266,7 +283,15 @@ export function forbidden(user: string, a: FakeRequestAttributes): FakeApiError 
 }
 
 /** kube-apiserver's answer to a request it cannot authenticate. */
-export const UNAUTHORIZED_STATUS = { kind: 'Status', apiVersion: 'v1', metadata: {}, status: 'Failure', message: 'Unauthorized', reason: 'Unauthorized', code: 401 } as const;
+export const UNAUTHORIZED_STATUS = {
+  kind: 'Status',
+  apiVersion: 'v1',
+  metadata: {},
+  status: 'Failure',
+  message: 'Unauthorized',
+  reason: 'Unauthorized',
+  code: 401,
+} as const;
 
 export interface FakeStats {
   readonly resourceVersion: string;
@@ -433,7 +458,14 @@ export class FakeApiServer {
     const handler = (req: http.IncomingMessage, res: http.ServerResponse) => this.handle(req, res);
     const tls = this.tls;
     const server = tls
-      ? https.createServer({ cert: tls.cert, key: tls.key, ...(tls.clientCa ? { ca: tls.clientCa, requestCert: true, rejectUnauthorized: false } : {}) }, handler)
+      ? https.createServer(
+          {
+            cert: tls.cert,
+            key: tls.key,
+            ...(tls.clientCa ? { ca: tls.clientCa, requestCert: true, rejectUnauthorized: false } : {}),
+          },
+          handler,
+        )
       : http.createServer(handler);
     server.on('connection', (s) => {
       this.connectionsAccepted++;
@@ -514,7 +546,8 @@ export class FakeApiServer {
   /** See restart(): history lost, version rewound to the newest object's, watches dropped. */
   resetHistory(): void {
     let newest = 1;
-    for (const m of this.objects.values()) for (const s of m.values()) newest = Math.max(newest, Number(s.obj.metadata.resourceVersion));
+    for (const m of this.objects.values())
+      for (const s of m.values()) newest = Math.max(newest, Number(s.obj.metadata.resourceVersion));
     this.rv = newest;
     this.history = [];
     this.floor = newest;
@@ -623,22 +656,32 @@ export class FakeApiServer {
   }
 
   private createIn(res: FakeResource, ns: string | undefined, input: FakeObject): Stored {
-    if (!isPlainObject(input) || !isPlainObject(input.metadata)) throw new FakeApiError(400, 'BadRequest', 'object has no metadata');
+    if (!isPlainObject(input) || !isPlainObject(input.metadata))
+      throw new FakeApiError(400, 'BadRequest', 'object has no metadata');
     const obj = structuredClone(input);
     if (res.namespaced) {
       if (obj.metadata.namespace !== undefined && obj.metadata.namespace !== ns) {
-        throw new FakeApiError(400, 'BadRequest', 'the namespace of the provided object does not match the namespace sent on the request');
+        throw new FakeApiError(
+          400,
+          'BadRequest',
+          'the namespace of the provided object does not match the namespace sent on the request',
+        );
       }
       obj.metadata.namespace = ns;
     } else {
       delete obj.metadata.namespace;
     }
-    if (!obj.metadata.name && obj.metadata.generateName) obj.metadata.name = obj.metadata.generateName + randomUUID().slice(0, 5);
+    if (!obj.metadata.name && obj.metadata.generateName)
+      obj.metadata.name = obj.metadata.generateName + randomUUID().slice(0, 5);
     const name = obj.metadata.name;
     if (!name) throw new FakeApiError(422, 'Invalid', `${res.kind} is invalid: metadata.name: Required value`);
     if (res.kind === 'Event' && res.group === '') validateCoreEvent(obj, name);
     const key = keyOf(ns, name);
-    if (this.objects.get(res)!.has(key)) throw new FakeApiError(409, 'AlreadyExists', `${res.plural} "${name}" already exists`, { name, kind: res.plural });
+    if (this.objects.get(res)!.has(key))
+      throw new FakeApiError(409, 'AlreadyExists', `${res.plural} "${name}" already exists`, {
+        name,
+        kind: res.plural,
+      });
     obj.metadata.uid = randomUUID();
     obj.metadata.creationTimestamp = new Date().toISOString().replace(/\.\d+Z$/, 'Z');
     return this.write(res, key, 'ADDED', obj);
@@ -651,15 +694,26 @@ export class FakeApiServer {
   }
 
   private replaceIn(res: FakeResource, ns: string | undefined, name: string, input: FakeObject): Stored {
-    if (!isPlainObject(input) || !isPlainObject(input.metadata)) throw new FakeApiError(400, 'BadRequest', 'object has no metadata');
-    if (input.metadata.name !== name) throw new FakeApiError(400, 'BadRequest', `the name of the object (${input.metadata.name}) does not match the name on the URL (${name})`);
+    if (!isPlainObject(input) || !isPlainObject(input.metadata))
+      throw new FakeApiError(400, 'BadRequest', 'object has no metadata');
+    if (input.metadata.name !== name)
+      throw new FakeApiError(
+        400,
+        'BadRequest',
+        `the name of the object (${input.metadata.name}) does not match the name on the URL (${name})`,
+      );
     const old = this.existing(res, ns, name);
     const given = input.metadata.resourceVersion;
     if (given !== undefined && given !== '' && given !== old.obj.metadata.resourceVersion) {
-      throw new FakeApiError(409, 'Conflict', `Operation cannot be fulfilled on ${res.plural} "${name}": the object has been modified; please apply your changes to the latest version and try again`, {
-        name,
-        kind: res.plural,
-      });
+      throw new FakeApiError(
+        409,
+        'Conflict',
+        `Operation cannot be fulfilled on ${res.plural} "${name}": the object has been modified; please apply your changes to the latest version and try again`,
+        {
+          name,
+          kind: res.plural,
+        },
+      );
     }
     const obj = structuredClone(input);
     obj.metadata.namespace = ns;
@@ -673,7 +727,13 @@ export class FakeApiServer {
     const old = this.existing(res, ns, name);
     if (!isPlainObject(patch)) throw new FakeApiError(400, 'BadRequest', 'a merge patch must be a JSON object');
     const merged = applyMergePatch(structuredClone(old.obj), patch) as FakeObject;
-    merged.metadata = { ...merged.metadata, name, namespace: ns, uid: old.obj.metadata.uid, creationTimestamp: old.obj.metadata.creationTimestamp };
+    merged.metadata = {
+      ...merged.metadata,
+      name,
+      namespace: ns,
+      uid: old.obj.metadata.uid,
+      creationTimestamp: old.obj.metadata.creationTimestamp,
+    };
     if (ns === undefined) delete merged.metadata.namespace;
     return this.write(res, keyOf(ns, name), 'MODIFIED', merged);
   }
@@ -701,7 +761,15 @@ export class FakeApiServer {
     const user = route.kind === 'control' ? ADMIN : this.authenticate(req);
     const authenticated = user !== undefined;
     const authorization = req.headers.authorization ?? '';
-    this.requests.push({ method, path: url.pathname, verb, resource: route.kind === 'resource' ? resourceName(route.res) : undefined, query, authorization, authenticated });
+    this.requests.push({
+      method,
+      path: url.pathname,
+      verb,
+      resource: route.kind === 'resource' ? resourceName(route.res) : undefined,
+      query,
+      authorization,
+      authenticated,
+    });
     if (!authenticated) {
       req.resume();
       return sendJson(res, 401, UNAUTHORIZED_STATUS);
@@ -718,7 +786,11 @@ export class FakeApiServer {
       .then((body) => this.dispatch(route, verb, method, url.pathname, query, body, req, res))
       .catch((e: unknown) => {
         const err =
-          e instanceof FakeApiError ? e : e instanceof SelectorError ? new FakeApiError(400, 'BadRequest', e.message) : new FakeApiError(500, 'InternalError', String(e));
+          e instanceof FakeApiError
+            ? e
+            : e instanceof SelectorError
+              ? new FakeApiError(400, 'BadRequest', e.message)
+              : new FakeApiError(500, 'InternalError', String(e));
         if (!res.headersSent) sendJson(res, err.status, err.toStatus());
         else res.destroy();
       });
@@ -767,7 +839,11 @@ export class FakeApiServer {
   private route(path: string): Route {
     const seg = path.split('/').filter((s) => s !== '');
     if (seg[0] === 'fake') return { kind: 'control' };
-    if (['version', 'healthz', 'readyz', 'livez'].includes(seg[0] ?? '') || (seg[0] === 'api' && seg.length <= 2) || (seg[0] === 'apis' && seg.length <= 3)) {
+    if (
+      ['version', 'healthz', 'readyz', 'livez'].includes(seg[0] ?? '') ||
+      (seg[0] === 'api' && seg.length <= 2) ||
+      (seg[0] === 'apis' && seg.length <= 3)
+    ) {
       return { kind: 'discovery' };
     }
     let group: string;
@@ -799,10 +875,12 @@ export class FakeApiServer {
   ): void {
     if (route.kind === 'control') return this.control(method, path, res);
     if (route.kind === 'discovery') return this.discovery(path, res);
-    if (route.kind === 'none') throw new FakeApiError(404, 'NotFound', `the server could not find the requested resource (${method} ${path})`);
+    if (route.kind === 'none')
+      throw new FakeApiError(404, 'NotFound', `the server could not find the requested resource (${method} ${path})`);
     const r = route.res;
     const ns = route.namespace;
-    if (route.name !== undefined && r.namespaced && ns === undefined) throw new FakeApiError(404, 'NotFound', `${r.plural} is namespaced: use /namespaces/NS/${r.plural}/NAME`);
+    if (route.name !== undefined && r.namespaced && ns === undefined)
+      throw new FakeApiError(404, 'NotFound', `${r.plural} is namespaced: use /namespaces/NS/${r.plural}/NAME`);
     const name = route.name ?? '';
     switch (verb) {
       case 'list':
@@ -812,14 +890,19 @@ export class FakeApiServer {
       case 'get':
         return sendRaw(res, 200, fullJson(r, this.existing(r, ns, name)));
       case 'create':
-        if (r.namespaced && ns === undefined) throw new FakeApiError(404, 'NotFound', `create ${r.plural}: the request must name a namespace`);
+        if (r.namespaced && ns === undefined)
+          throw new FakeApiError(404, 'NotFound', `create ${r.plural}: the request must name a namespace`);
         return sendRaw(res, 201, fullJson(r, this.createIn(r, ns, parseJson(body))));
       case 'update':
         return sendRaw(res, 200, fullJson(r, this.replaceIn(r, ns, name, parseJson(body))));
       case 'patch': {
         const type = (req.headers['content-type'] ?? '').split(';')[0].trim();
         if (type !== 'application/merge-patch+json' && type !== 'application/strategic-merge-patch+json') {
-          throw new FakeApiError(415, 'UnsupportedMediaType', `the fake API server does not support patch type "${type}"`);
+          throw new FakeApiError(
+            415,
+            'UnsupportedMediaType',
+            `the fake API server does not support patch type "${type}"`,
+          );
         }
         return sendRaw(res, 200, fullJson(r, this.patchIn(r, ns, name, parseJson(body))));
       }
@@ -843,10 +926,16 @@ export class FakeApiServer {
     return { res: r, rv: this.rv, items };
   }
 
-  private listHttp(r: FakeResource, ns: string | undefined, query: Record<string, string>, res: http.ServerResponse): void {
+  private listHttp(
+    r: FakeResource,
+    ns: string | undefined,
+    query: Record<string, string>,
+    res: http.ServerResponse,
+  ): void {
     this.beforeList?.(query);
     const limit = query.limit === undefined || query.limit === '' ? 0 : Number(query.limit);
-    if (!Number.isSafeInteger(limit) || limit < 0) throw new FakeApiError(400, 'BadRequest', `invalid limit "${query.limit}"`);
+    if (!Number.isSafeInteger(limit) || limit < 0)
+      throw new FakeApiError(400, 'BadRequest', `invalid limit "${query.limit}"`);
     let snapshot: ListSnapshot;
     let id = '';
     let offset = 0;
@@ -859,7 +948,9 @@ export class FakeApiServer {
         const fresh = this.snapshotOf(r, ns, query);
         const freshId = randomUUID();
         this.listSnapshots.set(freshId, fresh);
-        throw new FakeApiError(410, 'Expired', EXPIRED_CONTINUE_MESSAGE, undefined, { continue: encodeContinue(freshId, token.start) });
+        throw new FakeApiError(410, 'Expired', EXPIRED_CONTINUE_MESSAGE, undefined, {
+          continue: encodeContinue(freshId, token.start),
+        });
       }
       snapshot = found;
       id = token.id;
@@ -873,21 +964,37 @@ export class FakeApiServer {
       if (id === '') id = randomUUID();
       this.listSnapshots.set(id, snapshot);
       // kube-apiserver counts the rest only for a list without selectors
-      const remaining = query.labelSelector || query.fieldSelector ? '' : `,"remainingItemCount":${snapshot.items.length - end}`;
+      const remaining =
+        query.labelSelector || query.fieldSelector ? '' : `,"remainingItemCount":${snapshot.items.length - end}`;
       next = `,"continue":"${encodeContinue(id, snapshot.items[end - 1]!.key)}"${remaining}`;
     } else if (id !== '') {
       this.listSnapshots.delete(id);
     }
     const head = `{"kind":"${r.kind}List","apiVersion":"${apiVersionOf(r)}","metadata":{"resourceVersion":"${snapshot.rv}"${next}},"items":[`;
-    sendRaw(res, 200, head + snapshot.items.slice(offset, end).map((i) => i.json).join(',') + ']}');
+    sendRaw(
+      res,
+      200,
+      head +
+        snapshot.items
+          .slice(offset, end)
+          .map((i) => i.json)
+          .join(',') +
+        ']}',
+    );
   }
 
-  private watchHttp(r: FakeResource, ns: string | undefined, query: Record<string, string>, res: http.ServerResponse): void {
+  private watchHttp(
+    r: FakeResource,
+    ns: string | undefined,
+    query: Record<string, string>,
+    res: http.ServerResponse,
+  ): void {
     const labels = compileLabelSelector(query.labelSelector);
     const fields = compileFieldSelector(query.fieldSelector);
     const fromParam = query.resourceVersion ?? '';
     const from = fromParam === '' ? 0 : Number(fromParam);
-    if (!Number.isSafeInteger(from) || from < 0) throw new FakeApiError(400, 'BadRequest', `invalid resourceVersion "${fromParam}"`);
+    if (!Number.isSafeInteger(from) || from < 0)
+      throw new FakeApiError(400, 'BadRequest', `invalid resourceVersion "${fromParam}"`);
     this.beforeWatch?.(query);
     res.writeHead(200, { 'Content-Type': 'application/json', 'Cache-Control': 'no-cache, private' });
     res.flushHeaders();
@@ -907,7 +1014,9 @@ export class FakeApiServer {
     const bookmarks = query.allowWatchBookmarks === 'true';
     if (from !== 0 && from < this.floor) {
       // the watch cache's message; etcd's for Events, which kube-apiserver does not cache
-      const message = isCached(r) ? `too old resource version: ${from} (${this.floor})` : 'The resourceVersion for the provided watch is too old.';
+      const message = isCached(r)
+        ? `too old resource version: ${from} (${this.floor})`
+        : 'The resourceVersion for the provided watch is too old.';
       const status = new FakeApiError(410, 'Expired', message).toStatus();
       w.send('ERROR', JSON.stringify(status));
       w.end();
@@ -965,7 +1074,12 @@ export class FakeApiServer {
     if (method === 'POST' && action === 'compact') this.compact();
     else if (method === 'POST' && action === 'drop-watches') this.dropWatches();
     else if (method === 'POST' && action === 'reset-history') this.resetHistory();
-    else throw new FakeApiError(404, 'NotFound', `unknown control ${method} ${path} (POST compact|drop-watches|reset-history, GET stats)`);
+    else
+      throw new FakeApiError(
+        404,
+        'NotFound',
+        `unknown control ${method} ${path} (POST compact|drop-watches|reset-history, GET stats)`,
+      );
     sendJson(res, 200, this.stats());
   }
 
@@ -994,7 +1108,8 @@ export class FakeApiServer {
         res.end('ok');
         return;
       case 'api':
-        if (seg.length === 1) return sendJson(res, 200, { kind: 'APIVersions', versions: ['v1'], serverAddressByClientCIDRs: [] });
+        if (seg.length === 1)
+          return sendJson(res, 200, { kind: 'APIVersions', versions: ['v1'], serverAddressByClientCIDRs: [] });
         if (seg[1] === 'v1') return sendJson(res, 200, resources('', 'v1'));
         break;
       case 'apis':
@@ -1004,11 +1119,16 @@ export class FakeApiServer {
             apiVersion: 'v1',
             groups: groups.map((gv) => {
               const [name, version] = gv.split('/');
-              return { name, versions: [{ groupVersion: gv, version }], preferredVersion: { groupVersion: gv, version } };
+              return {
+                name,
+                versions: [{ groupVersion: gv, version }],
+                preferredVersion: { groupVersion: gv, version },
+              };
             }),
           });
         }
-        if (seg.length === 3 && groups.includes(`${seg[1]}/${seg[2]}`)) return sendJson(res, 200, resources(seg[1], seg[2]));
+        if (seg.length === 3 && groups.includes(`${seg[1]}/${seg[2]}`))
+          return sendJson(res, 200, resources(seg[1], seg[2]));
         break;
     }
     throw new FakeApiError(404, 'NotFound', `the server could not find the requested resource (${path})`);
@@ -1024,7 +1144,9 @@ export class FakeApiServer {
  * (client-node's condition for http), or https with `caFile`; the user's credentials as given.
  */
 export function kubeconfigFor(url: string, o: { caFile?: string; tokenFile?: string; token?: string } = {}): string {
-  const cluster = o.caFile ? { server: url, 'certificate-authority': o.caFile } : { server: url, 'insecure-skip-tls-verify': true };
+  const cluster = o.caFile
+    ? { server: url, 'certificate-authority': o.caFile }
+    : { server: url, 'insecure-skip-tls-verify': true };
   const user = { ...(o.tokenFile ? { tokenFile: o.tokenFile } : {}), ...(o.token ? { token: o.token } : {}) };
   return JSON.stringify(
     {
@@ -1104,8 +1226,16 @@ function validateCoreEvent(obj: FakeObject, name: string): void {
   const ns = obj.metadata.namespace ?? '';
   const ok = given === '' ? ns === '' || ns === 'default' : given === ns;
   if (ok) return;
-  const cause = { reason: 'FieldValueInvalid', message: `Invalid value: ${JSON.stringify(given)}: does not match event.namespace`, field: 'involvedObject.namespace' };
-  throw new FakeApiError(422, 'Invalid', `Event ${JSON.stringify(name)} is invalid: ${cause.field}: ${cause.message}`, { name, kind: 'Event', causes: [cause] });
+  const cause = {
+    reason: 'FieldValueInvalid',
+    message: `Invalid value: ${JSON.stringify(given)}: does not match event.namespace`,
+    field: 'involvedObject.namespace',
+  };
+  throw new FakeApiError(422, 'Invalid', `Event ${JSON.stringify(name)} is invalid: ${cause.field}: ${cause.message}`, {
+    name,
+    kind: 'Event',
+    causes: [cause],
+  });
 }
 
 function readBody(req: http.IncomingMessage): Promise<string> {

@@ -29,7 +29,10 @@ export class FakeClock implements Clock {
 
   /** Pending (not cancelled) timers' due times, ascending. */
   pendingTimers(): number[] {
-    return this.timers.filter((p) => !p.cancelled).map((p) => p.at).sort((a, b) => a - b);
+    return this.timers
+      .filter((p) => !p.cancelled)
+      .map((p) => p.at)
+      .sort((a, b) => a - b);
   }
 
   /** Moves time forward by `ms` without firing timers: the time a fake's operation "takes". */

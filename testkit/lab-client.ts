@@ -134,7 +134,11 @@ export class LabClient {
    * kubelet asks for a pod's projected token; bound to Secret `boundSecret` when given, so
    * deleting that Secret revokes it.
    */
-  async createToken(namespace: string, serviceAccount: string, o: { duration?: string; boundSecret?: string } = {}): Promise<string> {
+  async createToken(
+    namespace: string,
+    serviceAccount: string,
+    o: { duration?: string; boundSecret?: string } = {},
+  ): Promise<string> {
     const args = ['create', 'token', serviceAccount, '-n', namespace, `--duration=${o.duration ?? '10m'}`];
     if (o.boundSecret) args.push('--bound-object-kind=Secret', `--bound-object-name=${o.boundSecret}`);
     return (await this.kubectl(args)).stdout.trim();
@@ -145,7 +149,9 @@ export class LabClient {
 export function labFromEnv(): LabClient {
   const control = process.env.KUBE_IPVS_LAB;
   if (!control) {
-    throw new Error('KUBE_IPVS_LAB is not set: this test needs the real control plane (make lab-up, or make test / make vm, which start it)');
+    throw new Error(
+      'KUBE_IPVS_LAB is not set: this test needs the real control plane (make lab-up, or make test / make vm, which start it)',
+    );
   }
   return new LabClient(control);
 }
@@ -161,7 +167,8 @@ export function writeProjectedVolume(dir: string, files: Record<string, string>)
   const stamp = `..${new Date().toISOString().replace(/[-:]/g, '_').replace('T', '_').replace('Z', '')}${process.hrtime.bigint() % 1000000n}`;
   const data = path.join(dir, stamp);
   fs.mkdirSync(data);
-  for (const [name, content] of Object.entries(files)) fs.writeFileSync(path.join(data, name), content, { mode: 0o644 });
+  for (const [name, content] of Object.entries(files))
+    fs.writeFileSync(path.join(data, name), content, { mode: 0o644 });
   let previous: string | undefined;
   try {
     previous = fs.readlinkSync(path.join(dir, '..data'));
@@ -196,7 +203,13 @@ export function connectToLab(ns = '', slot = 0): void {
   sh(root('ip', 'addr', 'add', `${rootAddr}/30`, 'dev', peer));
   sh(root('ip', 'link', 'set', peer, 'up'));
   sh(root('sysctl', '-qw', 'net.ipv4.ip_forward=1'));
-  sh(root('sh', '-c', 'iptables -t nat -C POSTROUTING -o eth0 -j MASQUERADE 2>/dev/null || iptables -t nat -A POSTROUTING -o eth0 -j MASQUERADE'));
+  sh(
+    root(
+      'sh',
+      '-c',
+      'iptables -t nat -C POSTROUTING -o eth0 -j MASQUERADE 2>/dev/null || iptables -t nat -A POSTROUTING -o eth0 -j MASQUERADE',
+    ),
+  );
   sh(node('ip', 'addr', 'add', `${nodeAddr}/30`, 'dev', 'lab0'));
   sh(node('ip', 'link', 'set', 'lab0', 'up'));
   sh(node('ip', 'route', 'add', '10.0.2.0/24', 'via', rootAddr, 'dev', 'lab0'));
@@ -209,7 +222,11 @@ export function connectToLab(ns = '', slot = 0): void {
  * kubeconfig.conf (reading them from there) pointed at API server a, written to DIR/kubeconfig.
  * Returns the kubeconfig's path.
  */
-export async function kubeProxyIdentity(lab: LabClient, dir: string, o: { duration?: string; boundSecret?: string } = {}): Promise<string> {
+export async function kubeProxyIdentity(
+  lab: LabClient,
+  dir: string,
+  o: { duration?: string; boundSecret?: string } = {},
+): Promise<string> {
   const token = await lab.createToken('kube-system', 'kube-proxy', o);
   writeProjectedVolume(SERVICE_ACCOUNT_DIR, { token, 'ca.crt': await lab.ca(), namespace: 'kube-system' });
   const file = path.join(dir, 'kubeconfig');

@@ -20,11 +20,21 @@ export interface LabEndpoint {
 }
 
 /** A selectorless Service `namespace/name`: one TCP port 80 -> 8080 unless `spec` names its ports. */
-export function labService(namespace: string, name: string, spec: Obj, o: { labels?: Record<string, string>; annotations?: Record<string, string> } = {}): Obj {
+export function labService(
+  namespace: string,
+  name: string,
+  spec: Obj,
+  o: { labels?: Record<string, string>; annotations?: Record<string, string> } = {},
+): Obj {
   return {
     apiVersion: 'v1',
     kind: 'Service',
-    metadata: { namespace, name, ...(o.labels ? { labels: o.labels } : {}), ...(o.annotations ? { annotations: o.annotations } : {}) },
+    metadata: {
+      namespace,
+      name,
+      ...(o.labels ? { labels: o.labels } : {}),
+      ...(o.annotations ? { annotations: o.annotations } : {}),
+    },
     spec: { ports: [{ name: 'http', port: 80, targetPort: 8080, protocol: 'TCP' }], ...spec },
   };
 }
@@ -39,7 +49,14 @@ export function labSlice(
   service: string,
   name: string,
   endpoints: readonly LabEndpoint[],
-  o: { port?: number; portName?: string; protocol?: string; addressType?: string; triggered?: Date; labels?: Record<string, string> } = {},
+  o: {
+    port?: number;
+    portName?: string;
+    protocol?: string;
+    addressType?: string;
+    triggered?: Date;
+    labels?: Record<string, string>;
+  } = {},
 ): Obj {
   return {
     apiVersion: 'discovery.k8s.io/v1',
@@ -47,14 +64,26 @@ export function labSlice(
     metadata: {
       namespace,
       name,
-      labels: { 'kubernetes.io/service-name': service, 'endpointslice.kubernetes.io/managed-by': 'e2e.kube-ipvs.io', ...o.labels },
-      annotations: { 'endpoints.kubernetes.io/last-change-trigger-time': (o.triggered ?? new Date()).toISOString().replace(/\.\d+Z$/, 'Z') },
+      labels: {
+        'kubernetes.io/service-name': service,
+        'endpointslice.kubernetes.io/managed-by': 'e2e.kube-ipvs.io',
+        ...o.labels,
+      },
+      annotations: {
+        'endpoints.kubernetes.io/last-change-trigger-time': (o.triggered ?? new Date())
+          .toISOString()
+          .replace(/\.\d+Z$/, 'Z'),
+      },
     },
     addressType: o.addressType ?? 'IPv4',
     ports: [{ name: o.portName ?? 'http', port: o.port ?? 8080, protocol: o.protocol ?? 'TCP' }],
     endpoints: endpoints.map((e) => ({
       addresses: [e.ip],
-      conditions: { ready: e.ready ?? true, serving: e.serving ?? e.ready ?? true, terminating: e.terminating ?? false },
+      conditions: {
+        ready: e.ready ?? true,
+        serving: e.serving ?? e.ready ?? true,
+        terminating: e.terminating ?? false,
+      },
       nodeName: e.node,
       ...(e.zone ? { zone: e.zone, hints: { forZones: [{ name: e.zone }] } } : {}),
     })),
@@ -68,6 +97,11 @@ export function labNode(name: string, addresses: readonly string[], labels: Reco
     kind: 'Node',
     metadata: { name, labels: { 'kubernetes.io/hostname': name, ...labels } },
     spec: { podCIDR: '10.244.0.0/24', podCIDRs: ['10.244.0.0/24'] },
-    status: { addresses: [...addresses.map((address) => ({ type: 'InternalIP', address })), { type: 'Hostname', address: name }] },
+    status: {
+      addresses: [
+        ...addresses.map((address) => ({ type: 'InternalIP', address })),
+        { type: 'Hostname', address: name },
+      ],
+    },
   };
 }

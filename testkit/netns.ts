@@ -20,7 +20,12 @@ export function tryRun(
   timeoutMs = EXEC_TIMEOUT_MS,
 ): { status: number | null; signal: string | null; stdout: string; stderr: string } {
   const r = spawnSync(cmd, args, { encoding: 'utf8', timeout: timeoutMs, input, stdio: ['pipe', 'pipe', 'pipe'] });
-  return { status: r.status, signal: r.signal, stdout: r.stdout ?? '', stderr: r.stderr ?? (r.error ? String(r.error) : '') };
+  return {
+    status: r.status,
+    signal: r.signal,
+    stdout: r.stdout ?? '',
+    stderr: r.stderr ?? (r.error ? String(r.error) : ''),
+  };
 }
 
 export const ip = (...args: string[]): string => run('ip', args);
@@ -121,7 +126,9 @@ export function longClient(ns: string, addr: string, port: number): { child: Chi
     `const s=require('net').connect(${port},${JSON.stringify(addr)});let n=0;` +
     `s.on('data',()=>console.log('pong '+(++n)));s.on('close',()=>{console.log('closed');process.exit(0)});` +
     `s.on('error',(e)=>console.log('error '+e.code));setInterval(()=>s.write('ping\\n'),200);`;
-  const child = spawn('ip', ['netns', 'exec', ns, process.execPath, '-e', script], { stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn('ip', ['netns', 'exec', ns, process.execPath, '-e', script], {
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
   const out: string[] = [];
   child.stdout!.on('data', (d: Buffer) => out.push(...d.toString().split('\n').filter(Boolean)));
   return { child, out };

@@ -52,7 +52,13 @@ const pad = (b: Buffer): Buffer => Buffer.concat([b, Buffer.alloc((4 - (b.length
 
 /** struct nlattr + payload + padding */
 export function nla(type: number, payload: Buffer): Buffer {
-  return pad(new Bytes().u16le(4 + payload.length).u16le(type).raw(payload).build());
+  return pad(
+    new Bytes()
+      .u16le(4 + payload.length)
+      .u16le(type)
+      .raw(payload)
+      .build(),
+  );
 }
 /** a nested attribute with NLA_F_NESTED (0x8000), as ipvsadm sends them */
 export function nest(type: number, ...children: Buffer[]): Buffer {
@@ -74,24 +80,53 @@ export const ipv4 = (s: string): Buffer => Buffer.from(s.split('.').map(Number))
 export const ipv4in16 = (s: string): Buffer => Buffer.concat([ipv4(s), Buffer.alloc(12)]);
 
 /** nlmsghdr + genlmsghdr + attributes */
-export function genlMsg(h: { type: number; flags: number; seq: number; pid?: number; cmd: number; version?: number }, ...attrs: Buffer[]): Buffer {
+export function genlMsg(
+  h: { type: number; flags: number; seq: number; pid?: number; cmd: number; version?: number },
+  ...attrs: Buffer[]
+): Buffer {
   const body = Buffer.concat(attrs);
   return new Bytes()
-    .u32le(16 + 4 + body.length).u16le(h.type).u16le(h.flags).u32le(h.seq).u32le(h.pid ?? 0)
-    .u8(h.cmd).u8(h.version ?? 1).u16le(0)
-    .raw(body).build();
+    .u32le(16 + 4 + body.length)
+    .u16le(h.type)
+    .u16le(h.flags)
+    .u32le(h.seq)
+    .u32le(h.pid ?? 0)
+    .u8(h.cmd)
+    .u8(h.version ?? 1)
+    .u16le(0)
+    .raw(body)
+    .build();
 }
 
 /** NLMSG_ERROR answering a request header (error 0 = ACK) */
-export function nlError(errno: number, req: { type: number; flags: number; seq: number; pid?: number }, seq = req.seq): Buffer {
+export function nlError(
+  errno: number,
+  req: { type: number; flags: number; seq: number; pid?: number },
+  seq = req.seq,
+): Buffer {
   return new Bytes()
-    .u32le(16 + 4 + 16).u16le(2).u16le(0x100 /* CAPPED */).u32le(seq).u32le(0)
+    .u32le(16 + 4 + 16)
+    .u16le(2)
+    .u16le(0x100 /* CAPPED */)
+    .u32le(seq)
+    .u32le(0)
     .u32le(-errno >>> 0)
-    .u32le(20).u16le(req.type).u16le(req.flags).u32le(req.seq).u32le(req.pid ?? 0)
+    .u32le(20)
+    .u16le(req.type)
+    .u16le(req.flags)
+    .u32le(req.seq)
+    .u32le(req.pid ?? 0)
     .build();
 }
 
 /** NLMSG_DONE ending a dump */
 export function nlDone(seq: number, errno = 0): Buffer {
-  return new Bytes().u32le(20).u16le(3).u16le(0x2).u32le(seq).u32le(0).u32le(-errno >>> 0).build();
+  return new Bytes()
+    .u32le(20)
+    .u16le(3)
+    .u16le(0x2)
+    .u32le(seq)
+    .u32le(0)
+    .u32le(-errno >>> 0)
+    .build();
 }

@@ -10,9 +10,15 @@ export type Snapshot = Record<string, string[]>;
 
 /** the sysctls kube-proxy (either mode) or kube-ipvs set */
 export const PROXY_SYSCTLS = [
-  'net/ipv4/vs/conntrack', 'net/ipv4/vs/conn_reuse_mode', 'net/ipv4/vs/expire_nodest_conn',
-  'net/ipv4/vs/expire_quiescent_template', 'net/ipv4/ip_forward', 'net/ipv4/conf/all/arp_ignore',
-  'net/ipv4/conf/all/arp_announce', 'net/ipv4/conf/all/route_localnet', 'net/ipv4/vs/sloppy_tcp',
+  'net/ipv4/vs/conntrack',
+  'net/ipv4/vs/conn_reuse_mode',
+  'net/ipv4/vs/expire_nodest_conn',
+  'net/ipv4/vs/expire_quiescent_template',
+  'net/ipv4/ip_forward',
+  'net/ipv4/conf/all/arp_ignore',
+  'net/ipv4/conf/all/arp_announce',
+  'net/ipv4/conf/all/route_localnet',
+  'net/ipv4/vs/sloppy_tcp',
 ];
 
 function readIn(ns: string, cmd: string, args: readonly string[]): string {
@@ -22,11 +28,23 @@ function readIn(ns: string, cmd: string, args: readonly string[]): string {
 /** The state in network namespace `ns` ('' for the current one). */
 export function snapshot(ns: string): Snapshot {
   // (ipset's initval is each set's random hash seed)
-  const lines = (text: string) => text.replace(/ initval 0x[0-9a-f]+/g, '').split('\n').filter((l) => l !== '' && !l.startsWith('#')).sort();
+  const lines = (text: string) =>
+    text
+      .replace(/ initval 0x[0-9a-f]+/g, '')
+      .split('\n')
+      .filter((l) => l !== '' && !l.startsWith('#'))
+      .sort();
   const tables = (cmd: string, table: string) =>
-    lines(readIn(ns, cmd, ['-t', table]).replace(/ \[\d+:\d+\]$/gm, '').replace(/^(:\S+ \S+) \[\d+:\d+\]$/gm, '$1'));
+    lines(
+      readIn(ns, cmd, ['-t', table])
+        .replace(/ \[\d+:\d+\]$/gm, '')
+        .replace(/^(:\S+ \S+) \[\d+:\d+\]$/gm, '$1'),
+    );
   const sysctls = PROXY_SYSCTLS.map((k) => `${k} = ${readIn(ns, 'cat', [`/proc/sys/${k}`]).trim()}`);
-  const addrs = tryRun('ip', ns ? ['-n', ns, '-o', 'addr', 'show', 'dev', 'kube-ipvs0'] : ['-o', 'addr', 'show', 'dev', 'kube-ipvs0']);
+  const addrs = tryRun(
+    'ip',
+    ns ? ['-n', ns, '-o', 'addr', 'show', 'dev', 'kube-ipvs0'] : ['-o', 'addr', 'show', 'dev', 'kube-ipvs0'],
+  );
   return {
     ipvs: lines(readIn(ns, 'ipvsadm', ['-Sn'])),
     ipset: lines(readIn(ns, 'ipset', ['save'])),
@@ -34,7 +52,12 @@ export function snapshot(ns: string): Snapshot {
     'iptables filter': tables('iptables-save', 'filter'),
     'ip6tables nat': tables('ip6tables-save', 'nat'),
     'ip6tables filter': tables('ip6tables-save', 'filter'),
-    'kube-ipvs0': lines(addrs.stdout.split('\n').map((l) => l.split(/\s+/)[3] ?? '').join('\n')),
+    'kube-ipvs0': lines(
+      addrs.stdout
+        .split('\n')
+        .map((l) => l.split(/\s+/)[3] ?? '')
+        .join('\n'),
+    ),
     sysctls,
   };
 }

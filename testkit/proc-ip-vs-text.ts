@@ -19,22 +19,31 @@ function fullIPv6(address: string): string {
 }
 
 function hostPort(af: number, address: string, port: number): string {
-  return af === AF_INET6 ? `[${fullIPv6(address)}]:${X(port, 4)}` : `${X(addressToBytes(af as 2, address).readUInt32BE(0), 8)}:${X(port, 4)}`;
+  return af === AF_INET6
+    ? `[${fullIPv6(address)}]:${X(port, 4)}`
+    : `${X(addressToBytes(af as 2, address).readUInt32BE(0), 8)}:${X(port, 4)}`;
 }
 
 function fwdName(fwd: number): string {
   switch (fwd & 7) {
-    case IP_VS_CONN_F.LOCALNODE: return 'Local';
-    case IP_VS_CONN_F.TUNNEL: return 'Tunnel';
-    case IP_VS_CONN_F.DROUTE: return 'Route';
-    default: return 'Masq';
+    case IP_VS_CONN_F.LOCALNODE:
+      return 'Local';
+    case IP_VS_CONN_F.TUNNEL:
+      return 'Tunnel';
+    case IP_VS_CONN_F.DROUTE:
+      return 'Route';
+    default:
+      return 'Masq';
   }
 }
 
 const PROTO: Readonly<Record<number, string>> = { [IPPROTO_TCP]: 'TCP', [IPPROTO_UDP]: 'UDP', [IPPROTO_SCTP]: 'SCTP' };
 
 /** The /proc/net/ip_vs text of these entries, in their order (HZ 250 for the timeout). */
-export function procIpVsText(entries: readonly VirtualServerEntry[], info: IpvsInfo = { version: 0x010201, connTabSize: 4096 }): string {
+export function procIpVsText(
+  entries: readonly VirtualServerEntry[],
+  info: IpvsInfo = { version: 0x010201, connTabSize: 4096 },
+): string {
   const v = info.version;
   let out =
     `IP Virtual Server version ${(v >> 16) & 255}.${(v >> 8) & 255}.${v & 255} (size=${info.connTabSize})\n` +
@@ -43,7 +52,8 @@ export function procIpVsText(entries: readonly VirtualServerEntry[], info: IpvsI
   for (const { vs, dests } of entries) {
     const ops = vs.flags & IP_VS_SVC_F.ONEPACKET ? 'ops ' : '';
     if (vs.fwmark) out += `FWM  ${X(vs.fwmark, 8)} ${vs.scheduler} ${ops}`;
-    else if (vs.af === AF_INET6) out += `${PROTO[vs.protocol]}  ${hostPort(vs.af, vs.address, vs.port)} ${vs.scheduler} `;
+    else if (vs.af === AF_INET6)
+      out += `${PROTO[vs.protocol]}  ${hostPort(vs.af, vs.address, vs.port)} ${vs.scheduler} `;
     else out += `${PROTO[vs.protocol]}  ${hostPort(vs.af, vs.address, vs.port)} ${vs.scheduler} ${ops}`;
     // an IPv6 prefix length is kept in a __be32 as given and shown through ntohl()
     const mask = vs.af === AF_INET6 ? Buffer.from(Uint32Array.of(vs.netmask).buffer).readUInt32BE(0) : vs.netmask;

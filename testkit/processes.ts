@@ -28,7 +28,10 @@ export class LoggedProcess {
   readonly exited: Promise<number | null>;
   private waiters: Waiter[] = [];
 
-  constructor(readonly child: ChildProcess, readonly name: string) {
+  constructor(
+    readonly child: ChildProcess,
+    readonly name: string,
+  ) {
     let buf = '';
     const onData = (d: Buffer) => {
       buf += d.toString();
@@ -54,7 +57,12 @@ export class LoggedProcess {
     this.exited = new Promise((resolve) =>
       child.on('exit', (code, signal) => {
         // nobody waits for a line from a process that is gone
-        for (const w of this.waiters) w.fail(new Error(`${name} exited (${code ?? signal}) before the awaited log line; last lines:\n${this.text.slice(-15).join('\n')}`));
+        for (const w of this.waiters)
+          w.fail(
+            new Error(
+              `${name} exited (${code ?? signal}) before the awaited log line; last lines:\n${this.text.slice(-15).join('\n')}`,
+            ),
+          );
         this.waiters = [];
         resolve(code);
       }),
@@ -79,7 +87,11 @@ export class LoggedProcess {
     return new Promise((resolve, reject) => {
       const timer = setTimeout(() => {
         this.waiters = this.waiters.filter((w) => w !== waiter);
-        reject(new Error(`${this.name}: no log line for ${what} within ${timeoutMs} ms; last lines:\n${this.text.slice(-15).join('\n')}`));
+        reject(
+          new Error(
+            `${this.name}: no log line for ${what} within ${timeoutMs} ms; last lines:\n${this.text.slice(-15).join('\n')}`,
+          ),
+        );
       }, timeoutMs);
       const waiter: Waiter = {
         pred,
@@ -125,11 +137,21 @@ export function startKubeProxy(args: readonly string[], ns = ''): LoggedProcess 
  * The fake API server over plain http on 127.0.0.1:`port`, serving `fixtures` (written to
  * DIR/fixtures.json), with the kubeconfig that reaches it at DIR/kubeconfig (e2eProxyConfig's).
  */
-export async function startFixtureApiServer(dir: string, port: number, fixtures: readonly unknown[]): Promise<LoggedProcess> {
+export async function startFixtureApiServer(
+  dir: string,
+  port: number,
+  fixtures: readonly unknown[],
+): Promise<LoggedProcess> {
   fs.writeFileSync(path.join(dir, 'fixtures.json'), JSON.stringify(fixtures));
   return startFakeApiServer([
-    '--port', String(port), '--host', '127.0.0.1',
-    '--fixtures', path.join(dir, 'fixtures.json'), '--kubeconfig-out', path.join(dir, 'kubeconfig'),
+    '--port',
+    String(port),
+    '--host',
+    '127.0.0.1',
+    '--fixtures',
+    path.join(dir, 'fixtures.json'),
+    '--kubeconfig-out',
+    path.join(dir, 'kubeconfig'),
   ]);
 }
 
@@ -160,7 +182,10 @@ export async function startFakeApiServer(args: readonly string[]): Promise<Logge
 export class ApiClient {
   private readonly dispatcher: Agent | undefined;
 
-  constructor(readonly base: string, private readonly security: { token?: string; ca?: string } = {}) {
+  constructor(
+    readonly base: string,
+    private readonly security: { token?: string; ca?: string } = {},
+  ) {
     this.dispatcher = security.ca ? new Agent({ connect: { ca: security.ca } }) : undefined;
   }
 

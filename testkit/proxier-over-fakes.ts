@@ -89,7 +89,12 @@ export async function proxierOverFakes(opts: ProxierOverFakesOptions = {}) {
   const netns = new FakeNftGeneration();
   for (const family of settings.families) {
     ipsets[family] = ipset;
-    iptablesByFamily[family] = new FakeIptables({ family, ipsets: ipset, readGeneration: opts.readGeneration ?? false, netns });
+    iptablesByFamily[family] = new FakeIptables({
+      family,
+      ipsets: ipset,
+      readGeneration: opts.readGeneration ?? false,
+      netns,
+    });
   }
   const services = new ServiceTracker();
   const node: NodeState = { name: FAKE_NODE, zone: '', nodeIPs: [FAKE_NODE_IP], podCIDRs: [], ...opts.node };
@@ -97,11 +102,19 @@ export async function proxierOverFakes(opts: ProxierOverFakesOptions = {}) {
   const events: string[] = [];
   const results: SyncResult[] = [];
   const readProcIpVs = opts.proc
-    ? async () => procIpVsText((await ipvs.listAll()).map((e) => (opts.proc === 'newest-first' ? { ...e, dests: [...e.dests].reverse() } : e)))
+    ? async () =>
+        procIpVsText(
+          (await ipvs.listAll()).map((e) =>
+            opts.proc === 'newest-first' ? { ...e, dests: [...e.dests].reverse() } : e,
+          ),
+        )
     : undefined;
   const proxier = new Proxier(
     {
-      ipvs, link, ipsets, iptables: iptablesByFamily,
+      ipvs,
+      link,
+      ipsets,
+      iptables: iptablesByFamily,
       source: new TrackerSource(services, slices),
       planner: opts.planner ?? { planServicePort },
       clock,
@@ -124,11 +137,11 @@ export async function proxierOverFakes(opts: ProxierOverFakesOptions = {}) {
     await proxier.idle();
   };
   const add = (...objs: (V1Service | V1EndpointSlice)[]) => {
-    for (const o of objs) ('spec' in o ? services.onAdd(o as V1Service) : slices.onAdd(o as V1EndpointSlice));
+    for (const o of objs) 'spec' in o ? services.onAdd(o as V1Service) : slices.onAdd(o as V1EndpointSlice);
     proxier.sync();
   };
   const remove = (...objs: (V1Service | V1EndpointSlice)[]) => {
-    for (const o of objs) ('spec' in o ? services.onDelete(o as V1Service) : slices.onDelete(o as V1EndpointSlice));
+    for (const o of objs) 'spec' in o ? services.onDelete(o as V1Service) : slices.onDelete(o as V1EndpointSlice);
     proxier.sync();
   };
   const replaceSlice = (old: V1EndpointSlice, next: V1EndpointSlice) => {
@@ -142,7 +155,24 @@ export async function proxierOverFakes(opts: ProxierOverFakesOptions = {}) {
     await settle();
   };
   const iptables = iptablesByFamily[settings.families[0]!]!;
-  return { clock, ipvs, link, ipset, iptables, iptablesByFamily, services, slices, proxier, events, results, settle, add, remove, replaceSlice, start };
+  return {
+    clock,
+    ipvs,
+    link,
+    ipset,
+    iptables,
+    iptablesByFamily,
+    services,
+    slices,
+    proxier,
+    events,
+    results,
+    settle,
+    add,
+    remove,
+    replaceSlice,
+    start,
+  };
 }
 
 /** Full syncs over `ipvs` fail (its table read throws, as over a closed socket) while `reads.broken` is true. */

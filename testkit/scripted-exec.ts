@@ -40,7 +40,11 @@ export class ScriptedExec implements Execer {
       );
     }
     this.next++;
-    return { stdout: exp.stdout ?? '', stderr: exp.stderr ?? '', exitCode: exp.exitCode === undefined ? 0 : exp.exitCode };
+    return {
+      stdout: exp.stdout ?? '',
+      stderr: exp.stderr ?? '',
+      exitCode: exp.exitCode === undefined ? 0 : exp.exitCode,
+    };
   }
 
   /** Throws when some expected calls were not made. */

@@ -29,7 +29,7 @@ export class ScriptedTransport implements NetlinkTransport {
   async send(datagram: Buffer): Promise<void> {
     if (this.closed) throw new Error('ScriptedTransport: send after close');
     const msgs: SeenMessage[] = [];
-    for (let off = 0; off < datagram.length; ) {
+    for (let off = 0; off < datagram.length;) {
       const len = datagram.readUInt32LE(off);
       msgs.push({
         type: datagram.readUInt16LE(off + 4),

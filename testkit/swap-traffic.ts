@@ -10,7 +10,8 @@ import { ChildProcess, spawn } from 'node:child_process';
 import { deletePod, makePod, run, startEchoServer, tryRun } from './netns';
 import { eventually } from './wait-for';
 
-type Target = { kind: 'requests' | 'udp'; addr: string; port: number } | { kind: 'tcp'; addr: string; port: number; count: number };
+type Target =
+  { kind: 'requests' | 'udp'; addr: string; port: number } | { kind: 'tcp'; addr: string; port: number; count: number };
 
 /**
  * The client script of one namespace. Per target i: `ok i N`, or `fail i N <reason> (sent at
@@ -48,7 +49,10 @@ export class SwapTraffic {
   private readonly pongs = new Map<string, number>();
 
   /** `rateMs`: between requests to one target, and between UDP datagrams; `pingMs`: on a long connection */
-  constructor(readonly rateMs = 100, readonly pingMs = 500) {}
+  constructor(
+    readonly rateMs = 100,
+    readonly pingMs = 500,
+  ) {}
 
   private add(ns: string, t: Target): this {
     const c = this.clients.get(ns) ?? { ns, targets: [] };
@@ -76,7 +80,11 @@ export class SwapTraffic {
   start(): this {
     for (const c of this.clients.values()) {
       if (c.child) continue;
-      const child = spawn('ip', ['netns', 'exec', c.ns, process.execPath, '-e', clientScript(c.targets, this.rateMs, this.pingMs)], { stdio: ['ignore', 'pipe', 'pipe'] });
+      const child = spawn(
+        'ip',
+        ['netns', 'exec', c.ns, process.execPath, '-e', clientScript(c.targets, this.rateMs, this.pingMs)],
+        { stdio: ['ignore', 'pipe', 'pipe'] },
+      );
       c.child = child;
       for (const [i, t] of c.targets.entries()) {
         if (t.kind === 'udp') this.pongs.set(`${c.ns} ${i}.0`, 0);
@@ -125,10 +133,22 @@ export class SwapTraffic {
   /** Every long connection and flow still answers, and requests have gone on for `ms` more. */
   async goesOn(ms: number): Promise<void> {
     const from = this.served();
-    const targets = [...this.clients.values()].reduce((n, c) => n + c.targets.filter((t) => t.kind === 'requests').length, 0);
-    await eventually('more requests served', () => this.served(), (n) => n >= from + (targets * ms) / this.rateMs / 2, ms * 10);
+    const targets = [...this.clients.values()].reduce(
+      (n, c) => n + c.targets.filter((t) => t.kind === 'requests').length,
+      0,
+    );
+    await eventually(
+      'more requests served',
+      () => this.served(),
+      (n) => n >= from + (targets * ms) / this.rateMs / 2,
+      ms * 10,
+    );
     const before = new Map(this.pongs);
-    await eventually('an echo on every long connection and flow', () => [...this.pongs].filter(([k, n]) => n <= before.get(k)!).map(([k]) => k), (quiet) => quiet.length === 0);
+    await eventually(
+      'an echo on every long connection and flow',
+      () => [...this.pongs].filter(([k, n]) => n <= before.get(k)!).map(([k]) => k),
+      (quiet) => quiet.length === 0,
+    );
   }
 
   stop(): void {
@@ -161,11 +181,14 @@ export async function makeSwapNode(): Promise<ChildProcess[]> {
   run('ip', ['link', 'add', 'eth9', 'type', 'dummy']);
   run('ip', ['addr', 'add', `${NODE_IP}/32`, 'dev', 'eth9']);
   run('ip', ['link', 'set', 'eth9', 'up']);
-  const inPod1 = (script: string) => spawn('ip', ['netns', 'exec', POD1.name, process.execPath, '-e', script], { stdio: 'ignore' });
+  const inPod1 = (script: string) =>
+    spawn('ip', ['netns', 'exec', POD1.name, process.execPath, '-e', script], { stdio: 'ignore' });
   return [
     await startEchoServer(POD1.name, 'pod1', POD1.ip, 8080),
     inPod1(`require('net').createServer((c)=>c.pipe(c)).listen(9000,${JSON.stringify(POD1.ip)})`),
-    inPod1(`const s=require('dgram').createSocket('udp4');s.on('message',(m,r)=>s.send(m,r.port,r.address));s.bind(5353,${JSON.stringify(POD1.ip)})`),
+    inPod1(
+      `const s=require('dgram').createSocket('udp4');s.on('message',(m,r)=>s.send(m,r.port,r.address));s.bind(5353,${JSON.stringify(POD1.ip)})`,
+    ),
   ];
 }
 
@@ -190,7 +213,11 @@ export function swapServices(
   return [
     service('web', { type: 'NodePort' }),
     service('long', { ports: [{ name: 'tcp', port: 9000, targetPort: 9000, protocol: 'TCP' }] }),
-    service('lb', { type: 'LoadBalancer', loadBalancerSourceRanges: ['192.0.2.0/24'], allocateLoadBalancerNodePorts: false }),
+    service('lb', {
+      type: 'LoadBalancer',
+      loadBalancerSourceRanges: ['192.0.2.0/24'],
+      allocateLoadBalancerNodePorts: false,
+    }),
     service('ext', { externalIPs: [EXTERNAL_IP] }),
     service('dns', { ports: [{ name: 'dns', port: 53, targetPort: 5353, protocol: 'UDP' }] }),
     slice('web', 8080, 'http', 'TCP'),
@@ -219,13 +246,21 @@ export async function swapAddresses(
 ): Promise<SwapAddresses> {
   await setStatus('lb', { loadBalancer: { ingress: [{ ip: SWAP_NODE.LB_IP, ipMode: 'VIP' }] } });
   const web = await get('web');
-  return { web: web.spec.clusterIP, nodePort: web.spec.ports[0]!.nodePort!, long: (await get('long')).spec.clusterIP, dns: (await get('dns')).spec.clusterIP };
+  return {
+    web: web.spec.clusterIP,
+    nodePort: web.spec.ports[0]!.nodePort!,
+    long: (await get('long')).spec.clusterIP,
+    dns: (await get('dns')).spec.clusterIP,
+  };
 }
 
 /** `ipvsadm -Sn` lines of swapServices, all served by POD1. */
 export function swapTable(a: SwapAddresses): string[] {
   const { NODE_IP, POD1, LB_IP, EXTERNAL_IP } = SWAP_NODE;
-  const vs = (proto: 't' | 'u', vip: string, rport: number) => [`-A -${proto} ${vip} -s rr`, `-a -${proto} ${vip} -r ${POD1.ip}:${rport} -m -w 1`];
+  const vs = (proto: 't' | 'u', vip: string, rport: number) => [
+    `-A -${proto} ${vip} -s rr`,
+    `-a -${proto} ${vip} -r ${POD1.ip}:${rport} -m -w 1`,
+  ];
   return [
     ...vs('t', `${a.web}:80`, 8080),
     ...vs('t', `${NODE_IP}:${a.nodePort}`, 8080),
@@ -239,8 +274,19 @@ export function swapTable(a: SwapAddresses): string[] {
 /** The lines of `ipvsadm -Sn` that are swapTable's (by their virtual addresses), sorted. */
 export function swapTableLines(ipvsadmSn: string, a: SwapAddresses, extra: readonly string[] = []): string[] {
   const { NODE_IP, LB_IP, EXTERNAL_IP } = SWAP_NODE;
-  const keys = [`${a.web}:`, `${a.long}:`, `${a.dns}:`, `${LB_IP}:`, `${EXTERNAL_IP}:`, `${NODE_IP}:${a.nodePort} `, ...extra];
-  return ipvsadmSn.split('\n').filter((l) => keys.some((k) => l.includes(k))).sort();
+  const keys = [
+    `${a.web}:`,
+    `${a.long}:`,
+    `${a.dns}:`,
+    `${LB_IP}:`,
+    `${EXTERNAL_IP}:`,
+    `${NODE_IP}:${a.nodePort} `,
+    ...extra,
+  ];
+  return ipvsadmSn
+    .split('\n')
+    .filter((l) => keys.some((k) => l.includes(k)))
+    .sort();
 }
 
 /**

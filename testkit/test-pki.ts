@@ -49,17 +49,103 @@ export function makeTestPki(dir: string, options: TestPkiOptions = {}): TestPki 
   if (!existsSync(f('client.crt'))) {
     const ec = ['-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes'];
     const serial = () => ['-set_serial', `0x${randomBytes(8).toString('hex')}`];
-    openssl(['req', '-x509', ...ec, '-keyout', 'ca.key', '-out', 'ca.crt', '-days', '3650', '-subj', `/CN=${options.caName ?? 'fake-apiserver-ca'}`,
-      '-addext', 'basicConstraints=critical,CA:TRUE', '-addext', 'keyUsage=critical,keyCertSign,cRLSign'], dir);
+    openssl(
+      [
+        'req',
+        '-x509',
+        ...ec,
+        '-keyout',
+        'ca.key',
+        '-out',
+        'ca.crt',
+        '-days',
+        '3650',
+        '-subj',
+        `/CN=${options.caName ?? 'fake-apiserver-ca'}`,
+        '-addext',
+        'basicConstraints=critical,CA:TRUE',
+        '-addext',
+        'keyUsage=critical,keyCertSign,cRLSign',
+      ],
+      dir,
+    );
     const ips = options.ips ?? ['127.0.0.1', '::1'];
     const names = options.names ?? ['localhost'];
     const san = [...ips.map((ip) => `IP:${ip}`), ...names.map((n) => `DNS:${n}`)].join(',');
-    writeFileSync(f('server.ext'), `subjectAltName=${san}\nextendedKeyUsage=serverAuth\nkeyUsage=critical,digitalSignature,keyEncipherment\nbasicConstraints=CA:FALSE\n`);
-    writeFileSync(f('client.ext'), 'extendedKeyUsage=clientAuth\nkeyUsage=critical,digitalSignature,keyEncipherment\nbasicConstraints=CA:FALSE\n');
-    openssl(['req', ...ec, '-keyout', 'server.key', '-out', 'server.csr', '-subj', `/CN=${options.serverName ?? 'fake-apiserver'}`], dir);
-    openssl(['x509', '-req', '-in', 'server.csr', '-CA', 'ca.crt', '-CAkey', 'ca.key', ...serial(), '-days', '3650', '-extfile', 'server.ext', '-out', 'server.crt'], dir);
-    openssl(['req', ...ec, '-keyout', 'client.key', '-out', 'client.csr', '-subj', `/O=${options.clientOrganization ?? 'system:nodes'}/CN=${options.clientName ?? 'kube-ipvs'}`], dir);
-    openssl(['x509', '-req', '-in', 'client.csr', '-CA', 'ca.crt', '-CAkey', 'ca.key', ...serial(), '-days', '3650', '-extfile', 'client.ext', '-out', 'client.crt'], dir);
+    writeFileSync(
+      f('server.ext'),
+      `subjectAltName=${san}\nextendedKeyUsage=serverAuth\nkeyUsage=critical,digitalSignature,keyEncipherment\nbasicConstraints=CA:FALSE\n`,
+    );
+    writeFileSync(
+      f('client.ext'),
+      'extendedKeyUsage=clientAuth\nkeyUsage=critical,digitalSignature,keyEncipherment\nbasicConstraints=CA:FALSE\n',
+    );
+    openssl(
+      [
+        'req',
+        ...ec,
+        '-keyout',
+        'server.key',
+        '-out',
+        'server.csr',
+        '-subj',
+        `/CN=${options.serverName ?? 'fake-apiserver'}`,
+      ],
+      dir,
+    );
+    openssl(
+      [
+        'x509',
+        '-req',
+        '-in',
+        'server.csr',
+        '-CA',
+        'ca.crt',
+        '-CAkey',
+        'ca.key',
+        ...serial(),
+        '-days',
+        '3650',
+        '-extfile',
+        'server.ext',
+        '-out',
+        'server.crt',
+      ],
+      dir,
+    );
+    openssl(
+      [
+        'req',
+        ...ec,
+        '-keyout',
+        'client.key',
+        '-out',
+        'client.csr',
+        '-subj',
+        `/O=${options.clientOrganization ?? 'system:nodes'}/CN=${options.clientName ?? 'kube-ipvs'}`,
+      ],
+      dir,
+    );
+    openssl(
+      [
+        'x509',
+        '-req',
+        '-in',
+        'client.csr',
+        '-CA',
+        'ca.crt',
+        '-CAkey',
+        'ca.key',
+        ...serial(),
+        '-days',
+        '3650',
+        '-extfile',
+        'client.ext',
+        '-out',
+        'client.crt',
+      ],
+      dir,
+    );
   }
   const read = (name: string) => readFileSync(f(name), 'utf8');
   return {

@@ -16,11 +16,19 @@ export async function waitFor(what: string, condition: () => boolean, timeoutMs 
  * that value; rejects naming `what` and the last value. For VM tests that wait on the daemon
  * applying a change (its watch event, then a sync) or on the kernel.
  */
-export async function eventually<T>(what: string, f: () => T | Promise<T>, ok: (v: T) => boolean, timeoutMs = 120_000): Promise<T> {
+export async function eventually<T>(
+  what: string,
+  f: () => T | Promise<T>,
+  ok: (v: T) => boolean,
+  timeoutMs = 120_000,
+): Promise<T> {
   const end = Date.now() + timeoutMs;
   let last: T = await f();
   while (!ok(last)) {
-    if (Date.now() > end) throw new Error(`${what}: not reached within ${timeoutMs} ms; last value:\n${JSON.stringify(last, (_k, x: unknown) => (typeof x === 'bigint' ? String(x) : x), 1)}`);
+    if (Date.now() > end)
+      throw new Error(
+        `${what}: not reached within ${timeoutMs} ms; last value:\n${JSON.stringify(last, (_k, x: unknown) => (typeof x === 'bigint' ? String(x) : x), 1)}`,
+      );
     await new Promise((r) => setTimeout(r, 250));
     last = await f();
   }

@@ -4,7 +4,13 @@
  */
 export interface WatchEvent {
   readonly type: string;
-  readonly object: { kind?: string; apiVersion?: string; code?: number; reason?: string; metadata: { name?: string; namespace?: string; resourceVersion?: string } };
+  readonly object: {
+    kind?: string;
+    apiVersion?: string;
+    code?: number;
+    reason?: string;
+    metadata: { name?: string; namespace?: string; resourceVersion?: string };
+  };
 }
 
 export interface WatchStream {

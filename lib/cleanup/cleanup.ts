@@ -110,7 +110,8 @@ const TABLES: readonly Table[] = ['nat', 'filter'];
 /** Every set name kube-proxy's IPVS mode may have created: the 17, IPv4 and KUBE-6- IPv6. */
 export function kubeSetNames(): string[] {
   const out: string[] = [];
-  for (const family of ['ipv4', 'ipv6'] as IpFamily[]) for (const base of Object.values(SetName)) out.push(ipsetName(base, family));
+  for (const family of ['ipv4', 'ipv6'] as IpFamily[])
+    for (const base of Object.values(SetName)) out.push(ipsetName(base, family));
   return out;
 }
 
@@ -163,7 +164,8 @@ export async function cleanup(deps: CleanupDeps): Promise<CleanupReport> {
     dummyIndex = (await deps.link.getLink(KUBE_IPVS0)).index;
     for (const a of await listBoundAddresses(deps.link, dummyIndex)) bound.add(a);
   } catch (e) {
-    if (!isNoDevice(e)) log?.warn(`cleanup: the addresses of ${KUBE_IPVS0} could not be read: ${(e as Error)?.message ?? String(e)}`);
+    if (!isNoDevice(e))
+      log?.warn(`cleanup: the addresses of ${KUBE_IPVS0} could not be read: ${(e as Error)?.message ?? String(e)}`);
   }
   let nodePortAddresses = new Set<string>();
   try {
@@ -204,7 +206,11 @@ export async function cleanup(deps: CleanupDeps): Promise<CleanupReport> {
     linkDeleted = dryRun ? await dummyThere(deps.link) : await deleteDummyDevice(deps.link, KUBE_IPVS0);
     if (linkDeleted) log?.info(`cleanup: ${KUBE_IPVS0} deleted`);
   } catch (e) {
-    fail('link', e instanceof LinkKindError ? `${KUBE_IPVS0} is not a dummy; left in place` : `delete ${KUBE_IPVS0}`, e);
+    fail(
+      'link',
+      e instanceof LinkKindError ? `${KUBE_IPVS0} is not a dummy; left in place` : `delete ${KUBE_IPVS0}`,
+      e,
+    );
   }
 
   // 3. iptables / ip6tables
@@ -275,5 +281,15 @@ export async function cleanup(deps: CleanupDeps): Promise<CleanupReport> {
     }
   }
 
-  return { dryRun, virtualServersRemoved, virtualServersKept, linkDeleted, iptablesDone, chainsKept, setsDestroyed, execs, failures };
+  return {
+    dryRun,
+    virtualServersRemoved,
+    virtualServersKept,
+    linkDeleted,
+    iptablesDone,
+    chainsKept,
+    setsDestroyed,
+    execs,
+    failures,
+  };
 }

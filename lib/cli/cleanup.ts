@@ -52,7 +52,10 @@ async function ipvsOrNothing(env: CleanupEnv): Promise<{ ipvs: Pick<Ipvs, 'apply
     if (!(e instanceof IpvsUnavailableError)) {
       // unreachable for another reason (EPERM, timeout, ...): the table may hold services;
       // the flush step fails with this error, the other steps still run, and the exit is 1
-      return { ipvs: { apply: () => Promise.reject(e), listServices: () => Promise.reject(e) }, close: () => undefined };
+      return {
+        ipvs: { apply: () => Promise.reject(e), listServices: () => Promise.reject(e) },
+        close: () => undefined,
+      };
     }
     log.info(`cleanup: ${e.message}; no IPVS table to clean`);
     return { ipvs: { apply: async () => undefined, listServices: async () => [] }, close: () => undefined };
@@ -61,7 +64,14 @@ async function ipvsOrNothing(env: CleanupEnv): Promise<{ ipvs: Pick<Ipvs, 'apply
 
 /** What a failed step leaves on the node, in words. */
 function leftBehind(f: CleanupFailure): string {
-  const what = f.step === 'ipvs' ? 'IPVS virtual servers' : f.step === 'link' ? KUBE_IPVS0 : f.step === 'iptables' ? `KUBE-* ${f.what}` : 'KUBE-* ipsets';
+  const what =
+    f.step === 'ipvs'
+      ? 'IPVS virtual servers'
+      : f.step === 'link'
+        ? KUBE_IPVS0
+        : f.step === 'iptables'
+          ? `KUBE-* ${f.what}`
+          : 'KUBE-* ipsets';
   return `${what} (${f.step} ${f.what}: ${(f.error as Error)?.message ?? String(f.error)})`;
 }
 
@@ -114,7 +124,9 @@ export async function runCleanup(argv: readonly string[], env: CleanupEnv = real
       'remove the IPVS virtual servers kube-proxy (IPVS mode) or kube-ipvs owns, kube-ipvs0, KUBE-* chains and sets; ' +
         'fwmark and foreign virtual servers (keepalived, an admin) stay',
     )
-    .addOption(new Option('--iptables-backend <mode>', 'iptables backend').choices(['auto', 'nft', 'legacy']).default('auto'))
+    .addOption(
+      new Option('--iptables-backend <mode>', 'iptables backend').choices(['auto', 'nft', 'legacy']).default('auto'),
+    )
     .addOption(new Option('--families <list>', 'comma-separated: ipv4,ipv6').default('ipv4,ipv6'))
     .option('--dry-run', 'list what would be removed (and what would be left), change nothing')
     .option('--cleanup', 'kube-proxy compatibility: the same as the cleanup subcommand')

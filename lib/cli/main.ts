@@ -12,14 +12,23 @@
 // of a listing in the VM where every module file is read over 9p.
 
 import { UsageError } from '../errors';
-import { formatVersion, nodeSatisfies, readPackageInfo, VersionRequest, versionRequest, withoutVersionFlags } from './version';
+import {
+  formatVersion,
+  nodeSatisfies,
+  readPackageInfo,
+  VersionRequest,
+  versionRequest,
+  withoutVersionFlags,
+} from './version';
 
 export async function run(argv: readonly string[]): Promise<number> {
   const args = argv.slice(2);
   const pkg = readPackageInfo();
   // under an older Node the daemon dies deep in undici (Node 20: a TypeError at load): say why
   if (!nodeSatisfies(process.version, pkg.nodeRange)) {
-    process.stderr.write(`kube-ipvs: needs Node ${pkg.nodeRange} (package.json engines); this is Node ${process.version}\n`);
+    process.stderr.write(
+      `kube-ipvs: needs Node ${pkg.nodeRange} (package.json engines); this is Node ${process.version}\n`,
+    );
     return 1;
   }
   if (args[0] === 'ipvsadm') {

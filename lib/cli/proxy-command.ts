@@ -53,15 +53,20 @@ export interface ProxyCommandDeps {
 export async function runInitOnly(config: ProxyConfig, stderr: Writer): Promise<number> {
   const log = componentLog('sysctl');
   const { changed, failed } = await applyConntrack(config, log);
-  for (const e of failed) stderr.write(`kube-ipvs: --init-only: could not set conntrack parameters from the configuration: ${e.message}\n`);
-  log.info(`init done: ${changed.length} conntrack setting(s) changed`, { changed: [...changed], failed: failed.length });
+  for (const e of failed)
+    stderr.write(`kube-ipvs: --init-only: could not set conntrack parameters from the configuration: ${e.message}\n`);
+  log.info(`init done: ${changed.length} conntrack setting(s) changed`, {
+    changed: [...changed],
+    failed: failed.length,
+  });
   return failed.length === 0 ? 0 : 1;
 }
 
 export const defaultProxyCommandDeps = (): ProxyCommandDeps => ({
   // loaded only when the proxy runs: @kubernetes/client-node takes seconds to load (tens in
   // the TCG guest), which `kube-ipvs ipvsadm` and `--cleanup` must not pay
-  runDaemon: (config, options) => (require('../daemon/daemon') as typeof import('../daemon/daemon')).runDaemon(config, options),
+  runDaemon: (config, options) =>
+    (require('../daemon/daemon') as typeof import('../daemon/daemon')).runDaemon(config, options),
   stdout: process.stdout,
   stderr: process.stderr,
 });
@@ -75,7 +80,15 @@ export const defaultProxyCommandDeps = (): ProxyCommandDeps => ({
 function cleanupArgv(argv: readonly string[]): string[] | undefined {
   const end = argv.indexOf('--');
   const head = end < 0 ? argv : argv.slice(0, end);
-  const truthy = ['--cleanup', '--cleanup=true', '--cleanup=1', '--cleanup=t', '--cleanup=TRUE', '--cleanup=True', '--cleanup=T'];
+  const truthy = [
+    '--cleanup',
+    '--cleanup=true',
+    '--cleanup=1',
+    '--cleanup=t',
+    '--cleanup=TRUE',
+    '--cleanup=True',
+    '--cleanup=T',
+  ];
   if (!head.some((a) => truthy.includes(a))) return undefined;
   return argv.map((a) => (truthy.includes(a) ? '--cleanup' : a));
 }

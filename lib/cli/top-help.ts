@@ -6,11 +6,31 @@
 
 /** The subcommands lib/cli/main.ts dispatches on argv[0], as a user types them. */
 export const CLI_COMMANDS: readonly { readonly name: string; readonly usage: string; readonly summary: string }[] = [
-  { name: 'service', usage: 'kube-ipvs service list', summary: "one row per virtual server with its Service and backends (the daemon's, else the kernel's)" },
-  { name: 'status', usage: 'kube-ipvs status [--verbose]', summary: "the running daemon's mode, node, features, syncs and counts" },
-  { name: 'diff', usage: 'kube-ipvs diff', summary: 'what a full sync would change in the IPVS table now, as ipvsadm commands' },
-  { name: 'ipvsadm', usage: 'kube-ipvs ipvsadm ARGS', summary: "ipvsadm 1.31's command line and output (-Ln, -Sn, -A/-a, ...)" },
-  { name: 'cleanup', usage: 'kube-ipvs cleanup', summary: 'remove what kube-proxy (IPVS mode) or kube-ipvs left in the kernel (kube-proxy --cleanup)' },
+  {
+    name: 'service',
+    usage: 'kube-ipvs service list',
+    summary: "one row per virtual server with its Service and backends (the daemon's, else the kernel's)",
+  },
+  {
+    name: 'status',
+    usage: 'kube-ipvs status [--verbose]',
+    summary: "the running daemon's mode, node, features, syncs and counts",
+  },
+  {
+    name: 'diff',
+    usage: 'kube-ipvs diff',
+    summary: 'what a full sync would change in the IPVS table now, as ipvsadm commands',
+  },
+  {
+    name: 'ipvsadm',
+    usage: 'kube-ipvs ipvsadm ARGS',
+    summary: "ipvsadm 1.31's command line and output (-Ln, -Sn, -A/-a, ...)",
+  },
+  {
+    name: 'cleanup',
+    usage: 'kube-ipvs cleanup',
+    summary: 'remove what kube-proxy (IPVS mode) or kube-ipvs left in the kernel (kube-proxy --cleanup)',
+  },
 ];
 
 export function formatTopHelp(proxyHelp: string): string {

@@ -9,10 +9,28 @@ import { DetectLocalMode } from './proxy-config';
 
 /** Schedulers kube-ipvs accepts ('' means rr), the kernel's ip_vs_<name> modules. */
 export const KNOWN_SCHEDULERS: readonly string[] = [
-  'rr', 'wrr', 'lc', 'wlc', 'lblc', 'lblcr', 'dh', 'sh', 'sed', 'nq', 'mh', 'fo', 'ovf', 'twos',
+  'rr',
+  'wrr',
+  'lc',
+  'wlc',
+  'lblc',
+  'lblcr',
+  'dh',
+  'sh',
+  'sed',
+  'nq',
+  'mh',
+  'fo',
+  'ovf',
+  'twos',
 ];
 
-export const DETECT_LOCAL_MODES: readonly DetectLocalMode[] = ['ClusterCIDR', 'NodeCIDR', 'BridgeInterface', 'InterfaceNamePrefix'];
+export const DETECT_LOCAL_MODES: readonly DetectLocalMode[] = [
+  'ClusterCIDR',
+  'NodeCIDR',
+  'BridgeInterface',
+  'InterfaceNamePrefix',
+];
 
 /** The only nodePortAddresses keyword: the node's primary IPs. */
 export const NODE_PORT_ADDRESSES_PRIMARY = 'primary';
@@ -28,12 +46,18 @@ const isIP = (text: string): boolean => parseAddress(text) !== undefined;
 export function parseCidr(text: string, field: string): string {
   const slash = text.indexOf('/');
   if (slash < 0 || !isIP(text.slice(0, slash)) || !/^[0-9]{1,3}$/.test(text.slice(slash + 1))) {
-    throw new ConfigError(field, `${q(text)} is not a valid CIDR (address/prefix, e.g. 10.244.0.0/16 or fd00:10:244::/56)`);
+    throw new ConfigError(
+      field,
+      `${q(text)} is not a valid CIDR (address/prefix, e.g. 10.244.0.0/16 or fd00:10:244::/56)`,
+    );
   }
   const c = parseNet(text);
   if (!c) {
     const bits = text.includes(':') ? 128 : 32;
-    throw new ConfigError(field, `${q(text)} is not a valid CIDR: prefix length ${Number(text.slice(slash + 1))} > ${bits}`);
+    throw new ConfigError(
+      field,
+      `${q(text)} is not a valid CIDR: prefix length ${Number(text.slice(slash + 1))} > ${bits}`,
+    );
   }
   return formatCidr(c);
 }
@@ -51,7 +75,8 @@ export function parseIP(text: string, field: string): string {
  * `[::]:10256`.
  */
 export function parseBindAddress(text: string, field: string, defaultPort: number): string {
-  const bad = (why: string): ConfigError => new ConfigError(field, `${q(text)} is not a valid IP:port bind address: ${why}`);
+  const bad = (why: string): ConfigError =>
+    new ConfigError(field, `${q(text)} is not a valid IP:port bind address: ${why}`);
   if (isIP(text)) return hostPort(canonicalAddress(text), defaultPort);
   const m = /^(?:\[([^\]]*)\]|([^:[\]]*)):([0-9]+)$/.exec(text);
   if (!m) throw bad('expected IP:port or [IPv6]:port');
@@ -69,8 +94,14 @@ function hostPort(address: string, port: number): string {
 
 /** clusterCIDR: one CIDR or a dual-stack pair (one per family), comma-separated. */
 export function parseClusterCidrs(list: readonly string[], field: string): string[] {
-  const cidrs = list.map((c) => c.trim()).filter((c) => c !== '').map((c) => parseCidr(c, field));
-  if (cidrs.length > 2 || (cidrs.length === 2 && familyOf(cidrs[0]!.split('/')[0]!) === familyOf(cidrs[1]!.split('/')[0]!))) {
+  const cidrs = list
+    .map((c) => c.trim())
+    .filter((c) => c !== '')
+    .map((c) => parseCidr(c, field));
+  if (
+    cidrs.length > 2 ||
+    (cidrs.length === 2 && familyOf(cidrs[0]!.split('/')[0]!) === familyOf(cidrs[1]!.split('/')[0]!))
+  ) {
     throw new ConfigError(
       field,
       `${q(list.join(','))}: only one CIDR or a dual-stack pair (one IPv4 and one IPv6, e.g. 10.244.0.0/16,fd00:10:244::/56) is allowed`,
@@ -86,17 +117,23 @@ export function parseClusterCidrs(list: readonly string[], field: string): strin
 export function parseNodePortAddresses(list: readonly string[], field: string): string[] {
   list.forEach((c, i) => {
     if (c === NODE_PORT_ADDRESSES_PRIMARY) {
-      if (list.length !== 1) throw new ConfigError(`${field}[${i}]`, `${q(list.join(','))}: can't use both 'primary' and CIDRs`);
+      if (list.length !== 1)
+        throw new ConfigError(`${field}[${i}]`, `${q(list.join(','))}: can't use both 'primary' and CIDRs`);
     } else {
       parseCidr(c, `${field}[${i}]`);
     }
   });
-  return list.length === 1 && list[0] === NODE_PORT_ADDRESSES_PRIMARY ? [NODE_PORT_ADDRESSES_PRIMARY] : list.map((c, i) => parseCidr(c, `${field}[${i}]`));
+  return list.length === 1 && list[0] === NODE_PORT_ADDRESSES_PRIMARY
+    ? [NODE_PORT_ADDRESSES_PRIMARY]
+    : list.map((c, i) => parseCidr(c, `${field}[${i}]`));
 }
 
 export function parseScheduler(text: string, field: string): string {
   if (text !== '' && !KNOWN_SCHEDULERS.includes(text)) {
-    throw new ConfigError(field, `unknown IPVS scheduler ${q(text)} (known: ${KNOWN_SCHEDULERS.join(' ')}; '' means rr)`);
+    throw new ConfigError(
+      field,
+      `unknown IPVS scheduler ${q(text)} (known: ${KNOWN_SCHEDULERS.join(' ')}; '' means rr)`,
+    );
   }
   return text;
 }
@@ -139,20 +176,25 @@ export const PROXY_MODES: readonly string[] = ['', 'iptables', 'ipvs', 'nftables
  */
 export function parseProxyMode(text: string, field: string): string {
   if (!PROXY_MODES.includes(text)) {
-    throw new ConfigError(field, `${q(text)}: must be iptables, ipvs, nftables or blank (blank means the best-available proxy [currently iptables])`);
+    throw new ConfigError(
+      field,
+      `${q(text)}: must be iptables, ipvs, nftables or blank (blank means the best-available proxy [currently iptables])`,
+    );
   }
   return text;
 }
 
 /** conntrack.maxPerCore / conntrack.min (int32 >= 0). */
 export function parseConntrackCount(value: number, field: string): number {
-  if (!Number.isInteger(value) || value < 0 || value > 0x7fffffff) throw new ConfigError(field, `${value}: must be greater than or equal to 0`);
+  if (!Number.isInteger(value) || value < 0 || value > 0x7fffffff)
+    throw new ConfigError(field, `${value}: must be greater than or equal to 0`);
   return value;
 }
 
 /** oomScoreAdj: the kernel's range. */
 export function parseOomScoreAdj(value: number, field: string): number {
-  if (!Number.isInteger(value) || value < -1000 || value > 1000) throw new ConfigError(field, `${value}: must be within the range [-1000, 1000]`);
+  if (!Number.isInteger(value) || value < -1000 || value > 1000)
+    throw new ConfigError(field, `${value}: must be within the range [-1000, 1000]`);
   return value;
 }
 

@@ -107,7 +107,13 @@ const SCHEMA: Fields = {
   apiVersion: 'string',
   kind: 'string',
   featureGates: 'boolMap',
-  clientConnection: { kubeconfig: 'string', acceptContentTypes: 'string', contentType: 'string', qps: 'float', burst: 'int' },
+  clientConnection: {
+    kubeconfig: 'string',
+    acceptContentTypes: 'string',
+    contentType: 'string',
+    qps: 'float',
+    burst: 'int',
+  },
   // component-base LoggingConfiguration: format and verbosity are honoured (the logging flags
   // win); flushFrequency, vmodule and the options are accepted and have no effect here
   logging: { format: 'string', verbosity: 'int', flushFrequency: 'any', vmodule: 'any', options: 'any' },
@@ -169,7 +175,13 @@ const SCHEMA: Fields = {
 type Values = Map<string, unknown>;
 
 const describe = (v: unknown): string =>
-  v === null || v === undefined ? 'null' : Array.isArray(v) ? 'a list' : typeof v === 'object' ? 'a mapping' : `${typeof v} ${JSON.stringify(v)}`;
+  v === null || v === undefined
+    ? 'null'
+    : Array.isArray(v)
+      ? 'a list'
+      : typeof v === 'object'
+        ? 'a mapping'
+        : `${typeof v} ${JSON.stringify(v)}`;
 
 function isMapping(v: unknown): v is Record<string, unknown> {
   return typeof v === 'object' && v !== null && !Array.isArray(v);
@@ -228,7 +240,11 @@ export class ConfigErrors extends ConfigError {
     readonly errors: readonly ConfigError[],
     options?: { source?: string },
   ) {
-    super('', `${errors.length} errors: ${errors.map((e) => [e.field, e.detail].filter((p) => p).join(': ')).join('; ')}`, options);
+    super(
+      '',
+      `${errors.length} errors: ${errors.map((e) => [e.field, e.detail].filter((p) => p).join(': ')).join('; ')}`,
+      options,
+    );
   }
 }
 
@@ -239,7 +255,8 @@ function decodeLeaf(kind: Leaf, value: unknown, path: string): unknown {
       return value;
     case 'string':
     case 'duration':
-      if (typeof value !== 'string') throw wrongType(kind === 'string' ? 'a string' : 'a duration string such as "30s"');
+      if (typeof value !== 'string')
+        throw wrongType(kind === 'string' ? 'a string' : 'a duration string such as "30s"');
       return kind === 'string' ? value : parseDuration(value, path);
     case 'bool':
       if (typeof value !== 'boolean') throw wrongType('true or false');
@@ -253,21 +270,30 @@ function decodeLeaf(kind: Leaf, value: unknown, path: string): unknown {
     case 'stringList':
       if (!Array.isArray(value)) throw wrongType('a list of strings');
       return value.map((item, i) => {
-        if (typeof item !== 'string') throw new ConfigError(`${path}[${i}]`, `expected a string, got ${describe(item)}`);
+        if (typeof item !== 'string')
+          throw new ConfigError(`${path}[${i}]`, `expected a string, got ${describe(item)}`);
         return item;
       });
     case 'boolMap': {
       if (!isMapping(value)) throw wrongType('a mapping of name: true|false');
       const out: Record<string, boolean> = {};
       const problems = new Problems();
-      for (const [k, v] of Object.entries(value)) out[k] = problems.attempt(() => decodeLeaf('bool', v, `${path}.${k}`) as boolean, false);
+      for (const [k, v] of Object.entries(value))
+        out[k] = problems.attempt(() => decodeLeaf('bool', v, `${path}.${k}`) as boolean, false);
       problems.throwAny();
       return out;
     }
   }
 }
 
-function walk(obj: Record<string, unknown>, fields: Fields, prefix: string, values: Values, warnings: ConfigWarning[], problems: Problems): void {
+function walk(
+  obj: Record<string, unknown>,
+  fields: Fields,
+  prefix: string,
+  values: Values,
+  warnings: ConfigWarning[],
+  problems: Problems,
+): void {
   for (const [name, value] of Object.entries(obj)) {
     const path = prefix ? `${prefix}.${name}` : name;
     const kind = Object.prototype.hasOwnProperty.call(fields, name) ? fields[name] : undefined;
@@ -295,7 +321,8 @@ export function decodeProxyConfig(text: string, source?: string): DecodedConfig 
     return decode(text);
   } catch (e) {
     if (e instanceof ConfigErrors && source !== undefined) throw new ConfigErrors(e.errors, { source });
-    if (e instanceof ConfigError && source !== undefined) throw new ConfigError(e.field, e.detail, { source, cause: e });
+    if (e instanceof ConfigError && source !== undefined)
+      throw new ConfigError(e.field, e.detail, { source, cause: e });
     throw e;
   }
 }
@@ -312,9 +339,13 @@ function decode(text: string): DecodedConfig {
   }
   if (!isMapping(doc)) throw new ConfigError('', `expected a ${KIND} object, got ${describe(doc)}`);
   if (doc.apiVersion !== API_VERSION) {
-    throw new ConfigError('apiVersion', `${describe(doc.apiVersion ?? null)} is not supported, expected "${API_VERSION}"`);
+    throw new ConfigError(
+      'apiVersion',
+      `${describe(doc.apiVersion ?? null)} is not supported, expected "${API_VERSION}"`,
+    );
   }
-  if (doc.kind !== KIND) throw new ConfigError('kind', `${describe(doc.kind ?? null)} is not supported, expected "${KIND}"`);
+  if (doc.kind !== KIND)
+    throw new ConfigError('kind', `${describe(doc.kind ?? null)} is not supported, expected "${KIND}"`);
 
   const values: Values = new Map();
   const warnings: ConfigWarning[] = [];
@@ -337,20 +368,27 @@ function buildConfig(v: Values, warnings: ConfigWarning[], problems: Problems): 
   };
   const list = (path: string): string[] => (v.get(path) as string[] | undefined) ?? [];
 
-  const bindAddress = str('bindAddress') === '' ? '0.0.0.0' : p(() => parseIP(str('bindAddress'), 'bindAddress'), '0.0.0.0');
+  const bindAddress =
+    str('bindAddress') === '' ? '0.0.0.0' : p(() => parseIP(str('bindAddress'), 'bindAddress'), '0.0.0.0');
   const d = defaultProxyConfig(bindAddress);
   const mode = p(() => parseProxyMode(str('mode'), 'mode'), 'ipvs');
   if (mode !== 'ipvs') warnings.push(modeWarning('mode', mode));
   p(() => validateModeSection(v, mode), undefined);
   p(() => parsePortRange(str('portRange'), 'portRange'), undefined);
-  p(() => parseShowHiddenMetricsForVersion(str('showHiddenMetricsForVersion'), 'showHiddenMetricsForVersion'), undefined);
+  p(
+    () => parseShowHiddenMetricsForVersion(str('showHiddenMetricsForVersion'), 'showHiddenMetricsForVersion'),
+    undefined,
+  );
   /** a pointer field of v1alpha1: null (absent) takes the default, an explicit 0 stays 0 */
   const pointer = <T>(path: string, fallback: T): T => (v.has(path) ? (v.get(path) as T) : fallback);
   const seconds = (ms: number): number => Math.trunc(ms / 1000);
   const oomScoreAdj = v.get('oomScoreAdj');
   const vmodule = v.get('logging.vmodule');
   if (Array.isArray(vmodule) ? vmodule.length > 0 : vmodule !== undefined && vmodule !== '') {
-    warnings.push({ field: 'logging.vmodule', message: 'logging.vmodule has no effect in kube-ipvs (logging.verbosity and --v do); ignored' });
+    warnings.push({
+      field: 'logging.vmodule',
+      message: 'logging.vmodule has no effect in kube-ipvs (logging.verbosity and --v do); ignored',
+    });
   }
 
   const masqueradeBit = v.get('iptables.masqueradeBit');
@@ -359,9 +397,19 @@ function buildConfig(v: Values, warnings: ConfigWarning[], problems: Problems): 
     hostnameOverride: str('hostnameOverride'),
     bindAddress,
     healthzBindAddress:
-      str('healthzBindAddress') === '' ? d.healthzBindAddress : p(() => parseBindAddress(str('healthzBindAddress'), 'healthzBindAddress', HEALTHZ_PORT), d.healthzBindAddress),
+      str('healthzBindAddress') === ''
+        ? d.healthzBindAddress
+        : p(
+            () => parseBindAddress(str('healthzBindAddress'), 'healthzBindAddress', HEALTHZ_PORT),
+            d.healthzBindAddress,
+          ),
     metricsBindAddress:
-      str('metricsBindAddress') === '' ? d.metricsBindAddress : p(() => parseBindAddress(str('metricsBindAddress'), 'metricsBindAddress', METRICS_PORT), d.metricsBindAddress),
+      str('metricsBindAddress') === ''
+        ? d.metricsBindAddress
+        : p(
+            () => parseBindAddress(str('metricsBindAddress'), 'metricsBindAddress', METRICS_PORT),
+            d.metricsBindAddress,
+          ),
     clientConnection: {
       kubeconfig: str('clientConnection.kubeconfig'),
       qps: nonZero('clientConnection.qps', d.clientConnection.qps),
@@ -371,11 +419,17 @@ function buildConfig(v: Values, warnings: ConfigWarning[], problems: Problems): 
     master: '',
     clusterCIDR: p(() => parseClusterCidrs(str('clusterCIDR').split(','), 'clusterCIDR'), []),
     detectLocalMode: p(() => parseDetectLocalMode(str('detectLocalMode'), 'detectLocalMode'), d.detectLocalMode),
-    detectLocal: { bridgeInterface: str('detectLocal.bridgeInterface'), interfaceNamePrefix: str('detectLocal.interfaceNamePrefix') },
+    detectLocal: {
+      bridgeInterface: str('detectLocal.bridgeInterface'),
+      interfaceNamePrefix: str('detectLocal.interfaceNamePrefix'),
+    },
     nodePortAddresses: p(() => parseNodePortAddresses(list('nodePortAddresses'), 'nodePortAddresses'), []),
     iptables: {
       masqueradeAll: (v.get('iptables.masqueradeAll') as boolean | undefined) ?? false,
-      masqueradeBit: masqueradeBit === undefined ? d.iptables.masqueradeBit : p(() => parseMasqueradeBit(masqueradeBit as number, 'iptables.masqueradeBit'), d.iptables.masqueradeBit),
+      masqueradeBit:
+        masqueradeBit === undefined
+          ? d.iptables.masqueradeBit
+          : p(() => parseMasqueradeBit(masqueradeBit as number, 'iptables.masqueradeBit'), d.iptables.masqueradeBit),
     },
     ipvs: {
       scheduler: p(() => parseScheduler(str('ipvs.scheduler'), 'ipvs.scheduler'), ''),
@@ -386,19 +440,31 @@ function buildConfig(v: Values, warnings: ConfigWarning[], problems: Problems): 
       tcpTimeoutSec: Math.trunc(nonZero('ipvs.tcpTimeout', 0) / 1000),
       tcpFinTimeoutSec: Math.trunc(nonZero('ipvs.tcpFinTimeout', 0) / 1000),
       udpTimeoutSec: Math.trunc(nonZero('ipvs.udpTimeout', 0) / 1000),
-      excludeClusterCIDRs: list('ipvs.excludeClusterCIDRs').map((c, i) => p(() => parseCidr(c, `ipvs.excludeClusterCIDRs[${i}]`), c)),
+      excludeClusterCIDRs: list('ipvs.excludeClusterCIDRs').map((c, i) =>
+        p(() => parseCidr(c, `ipvs.excludeClusterCIDRs[${i}]`), c),
+      ),
     },
     configSyncPeriodMs: nonZero('configSyncPeriod', d.configSyncPeriodMs),
     conntrack: {
-      maxPerCore: p(() => parseConntrackCount(pointer('conntrack.maxPerCore', d.conntrack.maxPerCore), 'conntrack.maxPerCore'), d.conntrack.maxPerCore),
+      maxPerCore: p(
+        () => parseConntrackCount(pointer('conntrack.maxPerCore', d.conntrack.maxPerCore), 'conntrack.maxPerCore'),
+        d.conntrack.maxPerCore,
+      ),
       min: p(() => parseConntrackCount(pointer('conntrack.min', d.conntrack.min), 'conntrack.min'), d.conntrack.min),
-      tcpEstablishedTimeoutSec: seconds(pointer('conntrack.tcpEstablishedTimeout', d.conntrack.tcpEstablishedTimeoutSec * 1000)),
-      tcpCloseWaitTimeoutSec: seconds(pointer('conntrack.tcpCloseWaitTimeout', d.conntrack.tcpCloseWaitTimeoutSec * 1000)),
+      tcpEstablishedTimeoutSec: seconds(
+        pointer('conntrack.tcpEstablishedTimeout', d.conntrack.tcpEstablishedTimeoutSec * 1000),
+      ),
+      tcpCloseWaitTimeoutSec: seconds(
+        pointer('conntrack.tcpCloseWaitTimeout', d.conntrack.tcpCloseWaitTimeoutSec * 1000),
+      ),
       tcpBeLiberal: (v.get('conntrack.tcpBeLiberal') as boolean | undefined) ?? false,
       udpTimeoutSec: seconds(pointer('conntrack.udpTimeout', 0)),
       udpStreamTimeoutSec: seconds(pointer('conntrack.udpStreamTimeout', 0)),
     },
-    oomScoreAdj: oomScoreAdj === undefined ? d.oomScoreAdj : p(() => parseOomScoreAdj(oomScoreAdj as number, 'oomScoreAdj'), d.oomScoreAdj),
+    oomScoreAdj:
+      oomScoreAdj === undefined
+        ? d.oomScoreAdj
+        : p(() => parseOomScoreAdj(oomScoreAdj as number, 'oomScoreAdj'), d.oomScoreAdj),
     logging: {
       format: p(() => parseLogFormat(str('logging.format'), 'logging.format'), 'text' as LogFormat),
       verbosity: p(() => parseVerbosity(pointer('logging.verbosity', 0), 'logging.verbosity'), 0),
@@ -462,7 +528,8 @@ export function modeWarning(field: string, mode: string): ConfigWarning {
 /** Every cross-field error of a configuration (run again after flags are applied). */
 export function proxyConfigErrors(c: ProxyConfig): ConfigError[] {
   const out: ConfigError[] = [];
-  if (c.ipvs.syncPeriodMs <= 0) out.push(new ConfigError('ipvs.syncPeriod', `${formatDurationMs(c.ipvs.syncPeriodMs)}: must be greater than 0`));
+  if (c.ipvs.syncPeriodMs <= 0)
+    out.push(new ConfigError('ipvs.syncPeriod', `${formatDurationMs(c.ipvs.syncPeriodMs)}: must be greater than 0`));
   else if (c.ipvs.minSyncPeriodMs > c.ipvs.syncPeriodMs) {
     out.push(
       new ConfigError(
@@ -471,13 +538,17 @@ export function proxyConfigErrors(c: ProxyConfig): ConfigError[] {
       ),
     );
   }
-  if (c.configSyncPeriodMs <= 0) out.push(new ConfigError('configSyncPeriod', `${formatDurationMs(c.configSyncPeriodMs)}: must be greater than 0`));
-  if (c.clientConnection.burst < 0) out.push(new ConfigError('clientConnection.burst', `${c.clientConnection.burst}: must be non-negative`));
+  if (c.configSyncPeriodMs <= 0)
+    out.push(new ConfigError('configSyncPeriod', `${formatDurationMs(c.configSyncPeriodMs)}: must be greater than 0`));
+  if (c.clientConnection.burst < 0)
+    out.push(new ConfigError('clientConnection.burst', `${c.clientConnection.burst}: must be non-negative`));
   if (c.detectLocalMode === 'BridgeInterface' && c.detectLocal.bridgeInterface === '') {
     out.push(new ConfigError('detectLocal.bridgeInterface', 'must be set when detectLocalMode is BridgeInterface'));
   }
   if (c.detectLocalMode === 'InterfaceNamePrefix' && c.detectLocal.interfaceNamePrefix === '') {
-    out.push(new ConfigError('detectLocal.interfaceNamePrefix', 'must be set when detectLocalMode is InterfaceNamePrefix'));
+    out.push(
+      new ConfigError('detectLocal.interfaceNamePrefix', 'must be set when detectLocalMode is InterfaceNamePrefix'),
+    );
   }
   return out;
 }

@@ -42,7 +42,10 @@ export function formatProxyConfig(c: ProxyConfig): string {
       udpStreamTimeout: formatDurationMs(c.conntrack.udpStreamTimeoutSec * 1000),
       udpTimeout: formatDurationMs(c.conntrack.udpTimeoutSec * 1000),
     },
-    detectLocal: { bridgeInterface: c.detectLocal.bridgeInterface, interfaceNamePrefix: c.detectLocal.interfaceNamePrefix },
+    detectLocal: {
+      bridgeInterface: c.detectLocal.bridgeInterface,
+      interfaceNamePrefix: c.detectLocal.interfaceNamePrefix,
+    },
     detectLocalMode: c.detectLocalMode,
     featureGates: { ...c.featureGates },
     healthzBindAddress: c.healthzBindAddress,

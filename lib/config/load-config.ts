@@ -2,7 +2,13 @@
 // none), then every flag given on top, then the cross-field checks again.
 import { readFile as fsReadFile } from 'node:fs/promises';
 import { ConfigError } from '../errors';
-import { ConfigWarning, decodeProxyConfig, defaultProxyConfig, modeWarning, validateProxyConfig } from './decode-config';
+import {
+  ConfigWarning,
+  decodeProxyConfig,
+  defaultProxyConfig,
+  modeWarning,
+  validateProxyConfig,
+} from './decode-config';
 import { ProxyConfig } from './proxy-config';
 import { applyProxyFlags, ProxyFlags } from './proxy-flags';
 
@@ -26,7 +32,9 @@ export async function loadProxyConfig(flags: ProxyFlags, readFile: ReadConfigFil
       text = await readFile(flags.configFile);
     } catch (e) {
       const code = (e as { code?: string }).code;
-      throw new ConfigError('--config', `cannot read ${flags.configFile}: ${code ?? (e as Error).message}`, { cause: e });
+      throw new ConfigError('--config', `cannot read ${flags.configFile}: ${code ?? (e as Error).message}`, {
+        cause: e,
+      });
     }
     const decoded = decodeProxyConfig(text, flags.configFile);
     base = decoded.config;

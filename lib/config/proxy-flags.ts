@@ -82,37 +82,67 @@ const CONFIG_FLAGS: readonly FlagSpec[] = [
   flag<string>('--hostname-override', 'string', 'the node name to use instead of the hostname', (c, v) => {
     c.hostnameOverride = v;
   }),
-  flag<string>('--proxy-mode', 'string', "iptables, ipvs, nftables or '' are accepted; kube-ipvs always runs ipvs", (_c, v, f, w) => {
-    if (parseProxyMode(v, f) !== 'ipvs') w.push(modeWarning(f, v));
-  }),
+  flag<string>(
+    '--proxy-mode',
+    'string',
+    "iptables, ipvs, nftables or '' are accepted; kube-ipvs always runs ipvs",
+    (_c, v, f, w) => {
+      if (parseProxyMode(v, f) !== 'ipvs') w.push(modeWarning(f, v));
+    },
+  ),
   flag<string>('--bind-address', 'string', 'the node IP hint (bindAddress)', (c, v, f) => {
     c.bindAddress = parseIP(v, f);
   }),
-  flag<string[]>('--node-ip-override', 'list', "the node's primary IPs (the first is taken as bindAddress)", (c, v, f) => {
-    const ips = v.map((x) => parseIP(x, f));
-    if (ips.length > 0) c.bindAddress = ips[0]!;
-  }),
-  flag<string>('--healthz-bind-address', 'string', `health server IP:port (default 0.0.0.0:${HEALTHZ_PORT}); empty disables it`, (c, v, f) => {
-    c.healthzBindAddress = v === '' ? '' : parseBindAddress(v, f, HEALTHZ_PORT);
-  }),
-  flag<string>('--metrics-bind-address', 'string', `metrics server IP:port (default 127.0.0.1:${METRICS_PORT}); empty disables it`, (c, v, f) => {
-    c.metricsBindAddress = v === '' ? '' : parseBindAddress(v, f, METRICS_PORT);
-  }),
+  flag<string[]>(
+    '--node-ip-override',
+    'list',
+    "the node's primary IPs (the first is taken as bindAddress)",
+    (c, v, f) => {
+      const ips = v.map((x) => parseIP(x, f));
+      if (ips.length > 0) c.bindAddress = ips[0]!;
+    },
+  ),
+  flag<string>(
+    '--healthz-bind-address',
+    'string',
+    `health server IP:port (default 0.0.0.0:${HEALTHZ_PORT}); empty disables it`,
+    (c, v, f) => {
+      c.healthzBindAddress = v === '' ? '' : parseBindAddress(v, f, HEALTHZ_PORT);
+    },
+  ),
+  flag<string>(
+    '--metrics-bind-address',
+    'string',
+    `metrics server IP:port (default 127.0.0.1:${METRICS_PORT}); empty disables it`,
+    (c, v, f) => {
+      c.metricsBindAddress = v === '' ? '' : parseBindAddress(v, f, METRICS_PORT);
+    },
+  ),
   flag<string>('--cluster-cidr', 'string', 'the pod CIDR, or a dual-stack pair, comma-separated', (c, v, f) => {
     c.clusterCIDR = parseClusterCidrs(v.split(','), f);
   }),
   flag<string[]>('--cluster-cidrs', 'list', 'the pod CIDR, or a dual-stack pair (clusterCIDR)', (c, v, f) => {
     c.clusterCIDR = parseClusterCidrs(v, f);
   }),
-  flag<string>('--detect-local-mode', 'string', 'ClusterCIDR, NodeCIDR, BridgeInterface or InterfaceNamePrefix', (c, v, f) => {
-    c.detectLocalMode = parseDetectLocalMode(v, f);
-  }),
+  flag<string>(
+    '--detect-local-mode',
+    'string',
+    'ClusterCIDR, NodeCIDR, BridgeInterface or InterfaceNamePrefix',
+    (c, v, f) => {
+      c.detectLocalMode = parseDetectLocalMode(v, f);
+    },
+  ),
   flag<string>('--pod-bridge-interface', 'string', 'bridge name (detect-local-mode BridgeInterface)', (c, v) => {
     c.detectLocal.bridgeInterface = v;
   }),
-  flag<string>('--pod-interface-name-prefix', 'string', 'interface name prefix (detect-local-mode InterfaceNamePrefix)', (c, v) => {
-    c.detectLocal.interfaceNamePrefix = v;
-  }),
+  flag<string>(
+    '--pod-interface-name-prefix',
+    'string',
+    'interface name prefix (detect-local-mode InterfaceNamePrefix)',
+    (c, v) => {
+      c.detectLocal.interfaceNamePrefix = v;
+    },
+  ),
   flag<string[]>('--nodeport-addresses', 'list', 'CIDRs NodePorts listen on, or "primary"; default all', (c, v, f) => {
     c.nodePortAddresses = parseNodePortAddresses(v, f);
   }),
@@ -122,9 +152,14 @@ const CONFIG_FLAGS: readonly FlagSpec[] = [
   flag<number>('--iptables-masquerade-bit', 'int', 'fwmark bit for packets to SNAT, 0-31 (default 14)', (c, v, f) => {
     c.iptables.masqueradeBit = parseMasqueradeBit(v, f);
   }),
-  flag<number>('--ipvs-masquerade-bit', 'int', 'fwmark bit for packets to SNAT, 0-31 (same as --iptables-masquerade-bit)', (c, v, f) => {
-    c.iptables.masqueradeBit = parseMasqueradeBit(v, f);
-  }),
+  flag<number>(
+    '--ipvs-masquerade-bit',
+    'int',
+    'fwmark bit for packets to SNAT, 0-31 (same as --iptables-masquerade-bit)',
+    (c, v, f) => {
+      c.iptables.masqueradeBit = parseMasqueradeBit(v, f);
+    },
+  ),
   flag<string>('--ipvs-scheduler', 'string', 'IPVS scheduler (default rr)', (c, v, f) => {
     c.ipvs.scheduler = parseScheduler(v, f);
   }),
@@ -134,12 +169,22 @@ const CONFIG_FLAGS: readonly FlagSpec[] = [
   flag<string>('--ipvs-min-sync-period', 'duration', 'minimum interval between syncs (default 0s)', (c, v, f) => {
     c.ipvs.minSyncPeriodMs = parseDuration(v, f);
   }),
-  flag<string>('--sync-period', 'duration', 'maximum interval between full syncs (ipvs.syncPeriod; wins over --ipvs-sync-period)', (c, v, f) => {
-    c.ipvs.syncPeriodMs = parseDuration(v, f);
-  }),
-  flag<string>('--min-sync-period', 'duration', 'minimum interval between syncs (ipvs.minSyncPeriod; wins over --ipvs-min-sync-period)', (c, v, f) => {
-    c.ipvs.minSyncPeriodMs = parseDuration(v, f);
-  }),
+  flag<string>(
+    '--sync-period',
+    'duration',
+    'maximum interval between full syncs (ipvs.syncPeriod; wins over --ipvs-sync-period)',
+    (c, v, f) => {
+      c.ipvs.syncPeriodMs = parseDuration(v, f);
+    },
+  ),
+  flag<string>(
+    '--min-sync-period',
+    'duration',
+    'minimum interval between syncs (ipvs.minSyncPeriod; wins over --ipvs-min-sync-period)',
+    (c, v, f) => {
+      c.ipvs.minSyncPeriodMs = parseDuration(v, f);
+    },
+  ),
   flag<string[]>('--ipvs-exclude-cidrs', 'list', 'CIDRs whose virtual servers kube-ipvs never touches', (c, v, f) => {
     c.ipvs.excludeCIDRs = v.map((x) => parseCidr(x, f));
   }),
@@ -155,39 +200,74 @@ const CONFIG_FLAGS: readonly FlagSpec[] = [
   flag<string>('--ipvs-udp-timeout', 'duration', 'IPVS UDP timeout', (c, v, f) => {
     c.ipvs.udpTimeoutSec = parseDurationSec(v, f);
   }),
-  flag<string[]>('--exclude-cluster-cidr', 'list', 'kube-ipvs (multi-CNI): ignore endpoints in these CIDRs (ipvs.excludeClusterCIDRs)', (c, v, f) => {
-    c.ipvs.excludeClusterCIDRs = v.map((x) => parseCidr(x, f));
-  }),
+  flag<string[]>(
+    '--exclude-cluster-cidr',
+    'list',
+    'kube-ipvs (multi-CNI): ignore endpoints in these CIDRs (ipvs.excludeClusterCIDRs)',
+    (c, v, f) => {
+      c.ipvs.excludeClusterCIDRs = v.map((x) => parseCidr(x, f));
+    },
+  ),
   flag<string>('--config-sync-period', 'duration', 'informer resync period (default 15m)', (c, v, f) => {
     c.configSyncPeriodMs = parseDuration(v, f);
   }),
-  flag<number>('--conntrack-max-per-core', 'int', 'nf_conntrack_max per CPU (0 leaves the limit and ignores --conntrack-min)', (c, v, f) => {
-    c.conntrack.maxPerCore = parseConntrackCount(v, f);
-  }),
+  flag<number>(
+    '--conntrack-max-per-core',
+    'int',
+    'nf_conntrack_max per CPU (0 leaves the limit and ignores --conntrack-min)',
+    (c, v, f) => {
+      c.conntrack.maxPerCore = parseConntrackCount(v, f);
+    },
+  ),
   flag<number>('--conntrack-min', 'int', 'lowest nf_conntrack_max to set (default 131072)', (c, v, f) => {
     c.conntrack.min = parseConntrackCount(v, f);
   }),
-  flag<string>('--conntrack-tcp-timeout-established', 'duration', 'nf_conntrack_tcp_timeout_established (default 24h; 0 leaves it)', (c, v, f) => {
-    c.conntrack.tcpEstablishedTimeoutSec = parseDurationSec(v, f);
-  }),
-  flag<string>('--conntrack-tcp-timeout-close-wait', 'duration', 'nf_conntrack_tcp_timeout_close_wait (default 1h; 0 leaves it)', (c, v, f) => {
-    c.conntrack.tcpCloseWaitTimeoutSec = parseDurationSec(v, f);
-  }),
+  flag<string>(
+    '--conntrack-tcp-timeout-established',
+    'duration',
+    'nf_conntrack_tcp_timeout_established (default 24h; 0 leaves it)',
+    (c, v, f) => {
+      c.conntrack.tcpEstablishedTimeoutSec = parseDurationSec(v, f);
+    },
+  ),
+  flag<string>(
+    '--conntrack-tcp-timeout-close-wait',
+    'duration',
+    'nf_conntrack_tcp_timeout_close_wait (default 1h; 0 leaves it)',
+    (c, v, f) => {
+      c.conntrack.tcpCloseWaitTimeoutSec = parseDurationSec(v, f);
+    },
+  ),
   flag<boolean>('--conntrack-tcp-be-liberal', 'bool', 'nf_conntrack_tcp_be_liberal=1', (c, v) => {
     c.conntrack.tcpBeLiberal = v;
   }),
-  flag<string>('--conntrack-udp-timeout', 'duration', 'nf_conntrack_udp_timeout (0, the default, leaves it)', (c, v, f) => {
-    c.conntrack.udpTimeoutSec = parseDurationSec(v, f);
-  }),
-  flag<string>('--conntrack-udp-timeout-stream', 'duration', 'nf_conntrack_udp_timeout_stream (0, the default, leaves it)', (c, v, f) => {
-    c.conntrack.udpStreamTimeoutSec = parseDurationSec(v, f);
-  }),
+  flag<string>(
+    '--conntrack-udp-timeout',
+    'duration',
+    'nf_conntrack_udp_timeout (0, the default, leaves it)',
+    (c, v, f) => {
+      c.conntrack.udpTimeoutSec = parseDurationSec(v, f);
+    },
+  ),
+  flag<string>(
+    '--conntrack-udp-timeout-stream',
+    'duration',
+    'nf_conntrack_udp_timeout_stream (0, the default, leaves it)',
+    (c, v, f) => {
+      c.conntrack.udpStreamTimeoutSec = parseDurationSec(v, f);
+    },
+  ),
   flag<number>('--oom-score-adj', 'int', 'oom_score_adj of the process, -1000 to 1000 (default -999)', (c, v, f) => {
     c.oomScoreAdj = parseOomScoreAdj(v, f);
   }),
-  flag<Record<string, boolean>>('--feature-gates', 'map', "A=true,B=false (merged over the file's featureGates)", (c, v) => {
-    c.featureGates = { ...c.featureGates, ...v };
-  }),
+  flag<Record<string, boolean>>(
+    '--feature-gates',
+    'map',
+    "A=true,B=false (merged over the file's featureGates)",
+    (c, v) => {
+      c.featureGates = { ...c.featureGates, ...v };
+    },
+  ),
 ];
 
 const ignored = (type: FlagType, names: readonly string[]): FlagSpec[] =>
@@ -202,7 +282,13 @@ const ignored = (type: FlagType, names: readonly string[]): FlagSpec[] =>
  * Kubernetes 1.26 (still in older DaemonSets).
  */
 const IGNORED_FLAGS: readonly FlagSpec[] = [
-  ...ignored('int', ['--healthz-port', '--metrics-port', '--healthz-bind-port', '--metrics-bind-port', '--log-file-max-size']),
+  ...ignored('int', [
+    '--healthz-port',
+    '--metrics-port',
+    '--healthz-bind-port',
+    '--metrics-bind-port',
+    '--log-file-max-size',
+  ]),
   ...ignored('duration', ['--iptables-sync-period', '--iptables-min-sync-period', '--log-flush-frequency']),
   ...ignored('bool', [
     '--iptables-localhost-nodeports',
@@ -295,11 +381,20 @@ function syntaxParser(type: FlagType): (value: string, previous: unknown) => Fla
       };
     case 'list':
       // pflag StringSlice: comma-separated, repeated flags append
-      return (v, prev) => [...((prev as string[] | undefined) ?? []), ...v.split(',').map((s) => s.trim()).filter((s) => s !== '')];
+      return (v, prev) => [
+        ...((prev as string[] | undefined) ?? []),
+        ...v
+          .split(',')
+          .map((s) => s.trim())
+          .filter((s) => s !== ''),
+      ];
     case 'map':
       return (v, prev) => {
         const out: Record<string, boolean> = { ...((prev as Record<string, boolean> | undefined) ?? {}) };
-        for (const pair of v.split(',').map((s) => s.trim()).filter((s) => s !== '')) {
+        for (const pair of v
+          .split(',')
+          .map((s) => s.trim())
+          .filter((s) => s !== '')) {
           const eq = pair.indexOf('=');
           if (eq <= 0) throw new InvalidArgumentError(`"${pair}" is not NAME=true|false`);
           out[pair.slice(0, eq).trim()] = parseBool(pair.slice(eq + 1).trim());
@@ -320,18 +415,29 @@ function buildProgram(): Command {
     .configureOutput({ writeOut: () => undefined, writeErr: () => undefined });
   program.addOption(new Option('--config <file>', 'KubeProxyConfiguration file (YAML or JSON), watched for changes'));
   program.addOption(new Option('--write-config-to <file>', 'write the effective configuration to FILE and exit'));
-  program.addOption(new Option('--cleanup [bool]', 'remove IPVS services, kube-ipvs0, KUBE-* chains and sets, then exit').argParser(parseBool));
-  program.addOption(new Option('--init-only [bool]', 'do the privileged setup (conntrack sysctls), then exit').argParser(parseBool));
+  program.addOption(
+    new Option('--cleanup [bool]', 'remove IPVS services, kube-ipvs0, KUBE-* chains and sets, then exit').argParser(
+      parseBool,
+    ),
+  );
+  program.addOption(
+    new Option('--init-only [bool]', 'do the privileged setup (conntrack sysctls), then exit').argParser(parseBool),
+  );
   program.addOption(new Option('--version [value]', 'print the version and exit (true or raw)'));
-  program.addOption(new Option('-v, --v <level>', 'log verbosity: 0-1 info, 2-3 verbose, 4+ debug').argParser((v) => {
-    const n = parseInt10(v.replace(/^=/, '')); // pflag takes `-v=4` too
-    if (n < 0) throw new InvalidArgumentError('expected a non-negative integer');
-    return n;
-  }));
-  program.addOption(new Option('--logging-format <format>', 'log line format: text (klog, the default) or json').argParser((v) => {
-    if (!(LOG_FORMATS as readonly string[]).includes(v)) throw new InvalidArgumentError(`expected one of ${LOG_FORMATS.join(', ')}`);
-    return v;
-  }));
+  program.addOption(
+    new Option('-v, --v <level>', 'log verbosity: 0-1 info, 2-3 verbose, 4+ debug').argParser((v) => {
+      const n = parseInt10(v.replace(/^=/, '')); // pflag takes `-v=4` too
+      if (n < 0) throw new InvalidArgumentError('expected a non-negative integer');
+      return n;
+    }),
+  );
+  program.addOption(
+    new Option('--logging-format <format>', 'log line format: text (klog, the default) or json').argParser((v) => {
+      if (!(LOG_FORMATS as readonly string[]).includes(v))
+        throw new InvalidArgumentError(`expected one of ${LOG_FORMATS.join(', ')}`);
+      return v;
+    }),
+  );
   for (const spec of [...CONFIG_FLAGS, ...IGNORED_FLAGS]) {
     const arg = spec.type === 'bool' ? ' [bool]' : ' <value>';
     program.addOption(new Option(spec.flag + arg, spec.help).argParser(syntaxParser(spec.type)));
@@ -371,14 +477,18 @@ export function parseProxyFlags(argv: readonly string[]): ProxyFlags {
  * The config with every explicitly given flag applied on top. Throws ConfigError naming the
  * flag; returns warnings (--proxy-mode other than ipvs, ignored kube-proxy flags).
  */
-export function applyProxyFlags(config: ProxyConfig, flags: ProxyFlags): { config: ProxyConfig; warnings: ConfigWarning[] } {
+export function applyProxyFlags(
+  config: ProxyConfig,
+  flags: ProxyFlags,
+): { config: ProxyConfig; warnings: ConfigWarning[] } {
   const c = structuredClone(config) as MutableConfig;
   const warnings: ConfigWarning[] = [];
   for (const spec of CONFIG_FLAGS) {
     if (flags.given.has(spec.flag)) spec.apply!(c, flags.given.get(spec.flag) as never, spec.flag, warnings);
   }
   for (const spec of IGNORED_FLAGS) {
-    if (flags.given.has(spec.flag)) warnings.push({ field: spec.flag, message: `${spec.flag} is a kube-proxy flag kube-ipvs does not use; ignored` });
+    if (flags.given.has(spec.flag))
+      warnings.push({ field: spec.flag, message: `${spec.flag} is a kube-proxy flag kube-ipvs does not use; ignored` });
   }
   // the logging flags win over the file's logging section, as in kube-proxy (copyLogsFromFlags)
   if (flags.verbosity !== undefined) c.logging.verbosity = flags.verbosity;

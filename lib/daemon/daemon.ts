@@ -108,7 +108,11 @@ async function startServers(deps: ServerDeps): Promise<http.Server[]> {
     config.healthzBindAddress,
   );
   const current = () => running.current;
-  await serve('metrics', createMetricsServer(metrics.registry, current, createViewsHandler(proxier, current)), config.metricsBindAddress);
+  await serve(
+    'metrics',
+    createMetricsServer(metrics.registry, current, createViewsHandler(proxier, current)),
+    config.metricsBindAddress,
+  );
   return servers;
 }
 
@@ -157,7 +161,16 @@ export async function runDaemon(config: ProxyConfig, options: DaemonOptions): Pr
   const wiring = wireProxier({ kernel, config, nodeName: name, settings, randomFully, events, metrics });
   const { proxier } = wiring;
   const node: NodeEligibility = { eligible: true };
-  const informers = wireInformers({ kc, config, nodeName: name, wiring, metrics, families, node, onPrimaryUnsupported: () => resolveExit(1) });
+  const informers = wireInformers({
+    kc,
+    config,
+    nodeName: name,
+    wiring,
+    metrics,
+    families,
+    node,
+    onPrimaryUnsupported: () => resolveExit(1),
+  });
 
   // ---- servers ----
   const running: RunningConfig = { current: config };

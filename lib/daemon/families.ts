@@ -30,7 +30,8 @@ const isUnspecified = (a: string): boolean => a === '0.0.0.0' || /^[0:]+$/.test(
 
 /** kube-proxy's detectNodeIPs, the family half: bindAddress, else the Node's first IP, else IPv4. */
 export function primaryFamily(bindAddress: string, nodeIPs: readonly string[]): PrimaryFamily {
-  if (isIP(bindAddress) !== 0 && !isUnspecified(bindAddress)) return { family: familyOfAddress(bindAddress), source: 'bindAddress' };
+  if (isIP(bindAddress) !== 0 && !isUnspecified(bindAddress))
+    return { family: familyOfAddress(bindAddress), source: 'bindAddress' };
   const first = nodeIPs[0];
   if (first !== undefined) return { family: familyOfAddress(first), source: 'node' };
   return { family: 'ipv4', source: 'default' };
@@ -64,7 +65,9 @@ export async function chooseFamilies(support: FamilySupport): Promise<FamilyChoi
   const checks = { ipv4: await support.check('ipv4'), ipv6: await support.check('ipv6') };
   const families = (['ipv4', 'ipv6'] as const).filter((f) => checks[f].supported);
   if (families.length === 0) {
-    throw new FamilySupportError(`no IP family can be proxied: IPv4: ${checks.ipv4.reason}; IPv6: ${checks.ipv6.reason}`);
+    throw new FamilySupportError(
+      `no IP family can be proxied: IPv4: ${checks.ipv4.reason}; IPv6: ${checks.ipv6.reason}`,
+    );
   }
   return { families, dualStack: families.length === 2, checks };
 }
@@ -80,5 +83,9 @@ export function checkPrimaryFamily(choice: FamilyChoice, primary: PrimaryFamily)
 }
 
 export function primarySourceText(p: PrimaryFamily): string {
-  return p.source === 'bindAddress' ? 'bindAddress' : p.source === 'node' ? "the Node's addresses" : "no bindAddress and no Node addresses yet: kube-proxy's default";
+  return p.source === 'bindAddress'
+    ? 'bindAddress'
+    : p.source === 'node'
+      ? "the Node's addresses"
+      : "no bindAddress and no Node addresses yet: kube-proxy's default";
 }

@@ -5,7 +5,15 @@
  */
 import { ProxyConfig } from '../config/proxy-config';
 import { KernelFamilySupport } from '../kernel/family-support';
-import { FamilyChoice, FamilySupportError, PrimaryFamily, checkPrimaryFamily, chooseFamilies, primaryFamily, primarySourceText } from './families';
+import {
+  FamilyChoice,
+  FamilySupportError,
+  PrimaryFamily,
+  checkPrimaryFamily,
+  chooseFamilies,
+  primaryFamily,
+  primarySourceText,
+} from './families';
 import { DaemonLog, KernelSurfaces } from './kernel-surfaces';
 
 export class FamilyState {
@@ -33,10 +41,17 @@ export class FamilyState {
   /** kube-proxy's getLocalDetectors: a note when the primary family has no clusterCIDR */
   logDetectLocal(): void {
     const { config, primary } = this;
-    if (config.detectLocalMode === 'ClusterCIDR' && !config.clusterCIDR.some((c) => c.includes(':') === (primary.family === 'ipv6'))) {
-      this.log.info(`detect-local-mode ClusterCIDR, but no clusterCIDR of the primary family ${primary.family}: no local-traffic rule for it`, {
-        primaryFamily: primary.family, clusterCIDRs: config.clusterCIDR,
-      });
+    if (
+      config.detectLocalMode === 'ClusterCIDR' &&
+      !config.clusterCIDR.some((c) => c.includes(':') === (primary.family === 'ipv6'))
+    ) {
+      this.log.info(
+        `detect-local-mode ClusterCIDR, but no clusterCIDR of the primary family ${primary.family}: no local-traffic rule for it`,
+        {
+          primaryFamily: primary.family,
+          clusterCIDRs: config.clusterCIDR,
+        },
+      );
     }
   }
 
@@ -48,9 +63,14 @@ export class FamilyState {
     const next = primaryFamily(this.config.bindAddress, infoNodeIPs);
     if (next.family === this.primary.family && next.source === this.primary.source) return true;
     this.primary = next;
-    this.log.info(`primary IP family ${next.family} (${primarySourceText(next)}); node IPs ${nodeIPs.join(', ') || 'none'}`, {
-      primaryFamily: next.family, primaryFrom: next.source, nodeIPs,
-    });
+    this.log.info(
+      `primary IP family ${next.family} (${primarySourceText(next)}); node IPs ${nodeIPs.join(', ') || 'none'}`,
+      {
+        primaryFamily: next.family,
+        primaryFrom: next.source,
+        nodeIPs,
+      },
+    );
     this.logDetectLocal();
     return this.checked();
   }
@@ -60,7 +80,11 @@ export class FamilyState {
  * Both families whenever the node supports both (kube-proxy's dual-stack MetaProxier), logged;
  * undefined (logged, kernel closed) when the node cannot proxy the primary family.
  */
-export async function chooseDaemonFamilies(kernel: KernelSurfaces, config: ProxyConfig, log: DaemonLog): Promise<FamilyState | undefined> {
+export async function chooseDaemonFamilies(
+  kernel: KernelSurfaces,
+  config: ProxyConfig,
+  log: DaemonLog,
+): Promise<FamilyState | undefined> {
   let choice: FamilyChoice;
   try {
     choice = await chooseFamilies(new KernelFamilySupport({ iptables: kernel.iptables }));
@@ -75,10 +99,16 @@ export async function chooseDaemonFamilies(kernel: KernelSurfaces, config: Proxy
   log.info(
     `${choice.dualStack ? 'dual-stack' : 'single-stack'}: families ${choice.families.join(',')}, ` +
       `primary family ${primary.family} (${primarySourceText(primary)})`,
-    { families: choice.families, dualStack: choice.dualStack, primaryFamily: primary.family, primaryFrom: primary.source },
+    {
+      families: choice.families,
+      dualStack: choice.dualStack,
+      primaryFamily: primary.family,
+      primaryFrom: primary.source,
+    },
   );
   for (const f of ['ipv4', 'ipv6'] as const) {
-    if (!choice.checks[f].supported) log.warn(`${f} is not proxied: ${choice.checks[f].reason}`, { family: f, reason: choice.checks[f].reason });
+    if (!choice.checks[f].supported)
+      log.warn(`${f} is not proxied: ${choice.checks[f].reason}`, { family: f, reason: choice.checks[f].reason });
   }
   if (!state.checked()) {
     kernel.close();

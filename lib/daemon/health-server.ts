@@ -63,7 +63,10 @@ export function createHealthServer(opts: HealthServerOptions): http.Server {
       return;
     }
     const h = proxyHealth(opts.source, opts.clock.now(), opts.timeoutMs);
-    const body: Record<string, unknown> = { lastUpdated: h.lastUpdated.toISOString(), currentTime: h.currentTime.toISOString() };
+    const body: Record<string, unknown> = {
+      lastUpdated: h.lastUpdated.toISOString(),
+      currentTime: h.currentTime.toISOString(),
+    };
     let ok = h.healthy;
     if (path === '/healthz') {
       const eligible = opts.nodeEligible();
@@ -72,7 +75,8 @@ export function createHealthServer(opts: HealthServerOptions): http.Server {
       if (!synced) body.initialSync = 'pending';
       const now = opts.clock.now();
       const stale = (opts.notWatching?.() ?? []).filter((n) => now - n.sinceMs > opts.timeoutMs);
-      if (stale.length > 0) body.notWatching = Object.fromEntries(stale.map((n) => [n.resource, new Date(n.sinceMs).toISOString()]));
+      if (stale.length > 0)
+        body.notWatching = Object.fromEntries(stale.map((n) => [n.resource, new Date(n.sinceMs).toISOString()]));
       ok = ok && eligible && synced && stale.length === 0;
     }
     const code = ok ? 200 : 503;

@@ -57,7 +57,10 @@ export async function applyIpvsTimeouts(ipvs: Ipvs, config: ProxyConfig, log: Da
  * IPVS and rtnetlink, then the IPVS sysctls, the node settings and the IPVS timeouts;
  * undefined (logged, sockets closed) when IPVS is missing or the sysctls cannot be set.
  */
-export async function openIpvsAndLink(config: ProxyConfig, log: DaemonLog): Promise<{ ipvs: Ipvs; link: Link } | undefined> {
+export async function openIpvsAndLink(
+  config: ProxyConfig,
+  log: DaemonLog,
+): Promise<{ ipvs: Ipvs; link: Link } | undefined> {
   let ipvs: Ipvs;
   try {
     ipvs = await openIpvs();
@@ -114,7 +117,12 @@ export function openKernelSurfaces(ipvs: Ipvs, link: Link, exec: Execer, log: Da
   // that transaction touches no iptables table: the syncs' proof survives it (PeerNftTables)
   const nftables = new PeerNftTables(new LazyNftTables(), nftGeneration, peers);
   return {
-    ipvs, link, exec, ipsets, iptables, nftables,
+    ipvs,
+    link,
+    exec,
+    ipsets,
+    iptables,
+    nftables,
     ...(conntrack ? { conntrack } : {}),
     close: () => {
       ipvs.close();
@@ -127,7 +135,11 @@ export function openKernelSurfaces(ipvs: Ipvs, link: Link, exec: Execer, log: Da
 }
 
 /** Whether each proxied family's iptables can MASQUERADE --random-fully (false when the version cannot be read). */
-export async function detectRandomFully(kernel: KernelSurfaces, families: readonly IpFamily[], log: DaemonLog): Promise<Partial<Record<IpFamily, boolean>>> {
+export async function detectRandomFully(
+  kernel: KernelSurfaces,
+  families: readonly IpFamily[],
+  log: DaemonLog,
+): Promise<Partial<Record<IpFamily, boolean>>> {
   const randomFully: Partial<Record<IpFamily, boolean>> = {};
   for (const f of families) {
     try {

@@ -41,15 +41,17 @@ export async function applyConfigChange(next: ProxyConfig, deps: LiveReloadDeps)
   const current = running.current;
   const change = classifyConfigChange(current, next);
   if (change.restart.length > 0) {
-    log.warn(`configuration changed (${change.restart.join(', ')}): these need a restart; exiting for the kubelet to restart kube-ipvs`);
+    log.warn(
+      `configuration changed (${change.restart.join(', ')}): these need a restart; exiting for the kubelet to restart kube-ipvs`,
+    );
     deps.exit(0);
     return;
   }
   if (change.live.length === 0) return;
   log.info(`configuration changed (${change.live.join(', ')}): applying live`);
   if (next.ipvs.strictARP !== current.ipvs.strictARP) {
-    await ensureIpvsSysctls(new ProcSysctl(), { strictARP: next.ipvs.strictARP }, componentLog('sysctl')).catch((e: Error) =>
-      log.error(`sysctl: ${e.message}`),
+    await ensureIpvsSysctls(new ProcSysctl(), { strictARP: next.ipvs.strictARP }, componentLog('sysctl')).catch(
+      (e: Error) => log.error(`sysctl: ${e.message}`),
     );
   }
   if (
@@ -72,7 +74,10 @@ export function watchLiveConfig(deps: LiveReloadDeps): { close(): void } {
   return watchConfigFile(deps.configFile, () => {
     deps.reloadConfig().then(
       (next) => applyConfigChange(next, deps),
-      (e: Error) => deps.log.error(`configuration file ${deps.configFile} changed but is invalid, keeping the running configuration: ${e.message}`),
+      (e: Error) =>
+        deps.log.error(
+          `configuration file ${deps.configFile} changed but is invalid, keeping the running configuration: ${e.message}`,
+        ),
     );
   });
 }

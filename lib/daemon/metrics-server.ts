@@ -24,7 +24,9 @@ export function createMetricsServer(registry: Registry, configz: () => unknown, 
         res.writeHead(200, { 'Content-Type': 'text/plain; charset=utf-8' }).end('ipvs');
         return;
       case '/configz':
-        res.writeHead(200, { 'Content-Type': 'application/json' }).end(JSON.stringify({ 'kubeproxy.config.k8s.io': configz() }));
+        res
+          .writeHead(200, { 'Content-Type': 'application/json' })
+          .end(JSON.stringify({ 'kubeproxy.config.k8s.io': configz() }));
         return;
       case '/healthz':
         res.writeHead(200, { 'Content-Type': 'text/plain; charset=utf-8' }).end('ok');

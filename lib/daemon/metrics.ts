@@ -3,7 +3,15 @@
  * (K8S pkg/proxy/metrics/metrics.go), so dashboards and alerts written for kube-proxy keep
  * working, plus kube-ipvs's own `kube_ipvs_*` series. One registry per daemon.
  */
-import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics, exponentialBuckets, linearBuckets } from 'prom-client';
+import {
+  Counter,
+  Gauge,
+  Histogram,
+  Registry,
+  collectDefaultMetrics,
+  exponentialBuckets,
+  linearBuckets,
+} from 'prom-client';
 import { BuildInfo, goPlatform } from '../model/build-info';
 import type { SyncResult } from '../proxier/proxier';
 import type { ExecObservation } from '../kernel/exec';
@@ -11,7 +19,11 @@ import type { ApiCall } from '../k8s/api-request';
 import type { RefusedFrontend } from '../model/views';
 
 /** The refusals of a Service's frontend, each a Warning Event of this reason: always exported, 0 when none. */
-export const REFUSAL_REASONS: readonly string[] = ['ForeignVirtualServer', 'VIPInExcludedCIDR', 'VirtualServerConflict'];
+export const REFUSAL_REASONS: readonly string[] = [
+  'ForeignVirtualServer',
+  'VIPInExcludedCIDR',
+  'VirtualServerConflict',
+];
 
 /** client-go's rest_client_request_duration_seconds buckets (component-base/metrics/prometheus/restclient). */
 export const REST_CLIENT_DURATION_BUCKETS: readonly number[] = [0.005, 0.025, 0.1, 0.25, 0.5, 1, 2, 4, 8, 15, 30, 60];
@@ -45,8 +57,15 @@ export interface TableCounts {
 export function buildInfoLabels(b: BuildInfo): Record<string, string> {
   const [major = '', minor = ''] = b.version.split('.');
   return {
-    major, minor, git_version: `v${b.version}`, git_commit: '', git_tree_state: '', build_date: '',
-    go_version: '', compiler: 'tsc', platform: b.platform,
+    major,
+    minor,
+    git_version: `v${b.version}`,
+    git_commit: '',
+    git_tree_state: '',
+    build_date: '',
+    go_version: '',
+    compiler: 'tsc',
+    platform: b.platform,
   };
 }
 
@@ -86,22 +105,81 @@ export class ProxyMetrics {
       help:
         "A metric with a constant '1' value labeled by major, minor, git version, git commit, git tree state, build date, Go version, " +
         'and compiler from which Kubernetes was built, and platform on which it is running.',
-      labelNames: ['major', 'minor', 'git_version', 'git_commit', 'git_tree_state', 'build_date', 'go_version', 'compiler', 'platform'],
+      labelNames: [
+        'major',
+        'minor',
+        'git_version',
+        'git_commit',
+        'git_tree_state',
+        'build_date',
+        'go_version',
+        'compiler',
+        'platform',
+      ],
       registers,
     });
     this.buildInfo.set(buildInfoLabels(build), 1);
     const dur = exponentialBuckets(0.001, 2, 15);
-    this.syncDuration = new Histogram({ name: 'kubeproxy_sync_proxy_rules_duration_seconds', help: 'SyncProxyRules latency in seconds', buckets: dur, registers });
-    this.syncFullDuration = new Histogram({ name: 'kubeproxy_sync_full_proxy_rules_duration_seconds', help: 'SyncProxyRules latency in seconds for full resyncs', buckets: dur, registers });
-    this.syncPartialDuration = new Histogram({ name: 'kubeproxy_sync_partial_proxy_rules_duration_seconds', help: 'SyncProxyRules latency in seconds for partial resyncs', buckets: dur, registers });
-    this.lastSync = new Gauge({ name: 'kubeproxy_sync_proxy_rules_last_timestamp_seconds', help: 'The last time proxy rules were successfully synced', registers });
-    this.lastQueued = new Gauge({ name: 'kubeproxy_sync_proxy_rules_last_queued_timestamp_seconds', help: 'The last time a sync of proxy rules was queued', registers });
-    this.endpointChangesPending = new Gauge({ name: 'kubeproxy_sync_proxy_rules_endpoint_changes_pending', help: 'Pending proxy rules Endpoint changes', registers });
-    this.endpointChangesTotal = new Counter({ name: 'kubeproxy_sync_proxy_rules_endpoint_changes_total', help: 'Cumulative proxy rules Endpoint changes', registers });
-    this.serviceChangesPending = new Gauge({ name: 'kubeproxy_sync_proxy_rules_service_changes_pending', help: 'Pending proxy rules Service changes', registers });
-    this.serviceChangesTotal = new Counter({ name: 'kubeproxy_sync_proxy_rules_service_changes_total', help: 'Cumulative proxy rules Service changes', registers });
-    this.healthzTotal = new Counter({ name: 'kubeproxy_proxy_healthz_total', help: 'Cumulative proxy healthz HTTP status', labelNames: ['code'], registers });
-    this.livezTotal = new Counter({ name: 'kubeproxy_proxy_livez_total', help: 'Cumulative proxy livez HTTP status', labelNames: ['code'], registers });
+    this.syncDuration = new Histogram({
+      name: 'kubeproxy_sync_proxy_rules_duration_seconds',
+      help: 'SyncProxyRules latency in seconds',
+      buckets: dur,
+      registers,
+    });
+    this.syncFullDuration = new Histogram({
+      name: 'kubeproxy_sync_full_proxy_rules_duration_seconds',
+      help: 'SyncProxyRules latency in seconds for full resyncs',
+      buckets: dur,
+      registers,
+    });
+    this.syncPartialDuration = new Histogram({
+      name: 'kubeproxy_sync_partial_proxy_rules_duration_seconds',
+      help: 'SyncProxyRules latency in seconds for partial resyncs',
+      buckets: dur,
+      registers,
+    });
+    this.lastSync = new Gauge({
+      name: 'kubeproxy_sync_proxy_rules_last_timestamp_seconds',
+      help: 'The last time proxy rules were successfully synced',
+      registers,
+    });
+    this.lastQueued = new Gauge({
+      name: 'kubeproxy_sync_proxy_rules_last_queued_timestamp_seconds',
+      help: 'The last time a sync of proxy rules was queued',
+      registers,
+    });
+    this.endpointChangesPending = new Gauge({
+      name: 'kubeproxy_sync_proxy_rules_endpoint_changes_pending',
+      help: 'Pending proxy rules Endpoint changes',
+      registers,
+    });
+    this.endpointChangesTotal = new Counter({
+      name: 'kubeproxy_sync_proxy_rules_endpoint_changes_total',
+      help: 'Cumulative proxy rules Endpoint changes',
+      registers,
+    });
+    this.serviceChangesPending = new Gauge({
+      name: 'kubeproxy_sync_proxy_rules_service_changes_pending',
+      help: 'Pending proxy rules Service changes',
+      registers,
+    });
+    this.serviceChangesTotal = new Counter({
+      name: 'kubeproxy_sync_proxy_rules_service_changes_total',
+      help: 'Cumulative proxy rules Service changes',
+      registers,
+    });
+    this.healthzTotal = new Counter({
+      name: 'kubeproxy_proxy_healthz_total',
+      help: 'Cumulative proxy healthz HTTP status',
+      labelNames: ['code'],
+      registers,
+    });
+    this.livezTotal = new Counter({
+      name: 'kubeproxy_proxy_livez_total',
+      help: 'Cumulative proxy livez HTTP status',
+      labelNames: ['code'],
+      registers,
+    });
     this.networkProgramming = new Histogram({
       name: 'kubeproxy_network_programming_duration_seconds',
       help: 'In Cluster Network Programming Latency in seconds',
@@ -115,21 +193,54 @@ export class ProxyMetrics {
       registers,
     });
     // kube-proxy's conntrack reconciler (K8S PR #130204): one observation per cleanup that ran
-    this.conntrackSyncDuration = new Histogram({ name: 'kubeproxy_conntrack_reconciler_sync_duration_seconds', help: 'ReconcileConntrackFlowsLatency latency in seconds', buckets: dur, registers });
-    this.conntrackDeleted = new Counter({ name: 'kubeproxy_conntrack_reconciler_deleted_entries_total', help: 'Cumulative conntrack flows deleted by conntrack reconciler', registers });
+    this.conntrackSyncDuration = new Histogram({
+      name: 'kubeproxy_conntrack_reconciler_sync_duration_seconds',
+      help: 'ReconcileConntrackFlowsLatency latency in seconds',
+      buckets: dur,
+      registers,
+    });
+    this.conntrackDeleted = new Counter({
+      name: 'kubeproxy_conntrack_reconciler_deleted_entries_total',
+      help: 'Cumulative conntrack flows deleted by conntrack reconciler',
+      registers,
+    });
     // client-go's (k8s.io/client-go/tools/metrics, registered by component-base's restclient
     // package): every request kube-ipvs makes to the API server, each retry counted
     this.restClientRequests = new Counter({
-      name: 'rest_client_requests_total', help: 'Number of HTTP requests, partitioned by status code, method, and host.', labelNames: ['code', 'host', 'method'], registers,
+      name: 'rest_client_requests_total',
+      help: 'Number of HTTP requests, partitioned by status code, method, and host.',
+      labelNames: ['code', 'host', 'method'],
+      registers,
     });
     this.restClientDuration = new Histogram({
-      name: 'rest_client_request_duration_seconds', help: 'Request latency in seconds. Broken down by verb, and host.', labelNames: ['verb', 'host'],
-      buckets: [...REST_CLIENT_DURATION_BUCKETS], registers,
+      name: 'rest_client_request_duration_seconds',
+      help: 'Request latency in seconds. Broken down by verb, and host.',
+      labelNames: ['verb', 'host'],
+      buckets: [...REST_CLIENT_DURATION_BUCKETS],
+      registers,
     });
-    this.restoreFailures = new Counter({ name: 'kubeproxy_sync_proxy_rules_iptables_restore_failures_total', help: 'Cumulative proxy iptables restore failures', registers });
-    this.netlinkOps = new Counter({ name: 'kube_ipvs_netlink_ops_total', help: 'IPVS netlink requests, by kind (read/write) and result', labelNames: ['kind', 'result'], registers });
-    this.execs = new Counter({ name: 'kube_ipvs_execs_total', help: 'ipset and iptables processes run, by program and result (exit 0 or not)', labelNames: ['program', 'result'], registers });
-    this.driftRepairs = new Counter({ name: 'kube_ipvs_drift_repairs_total', help: 'Full syncs that found the kernel changed behind kube-ipvs and repaired it', registers });
+    this.restoreFailures = new Counter({
+      name: 'kubeproxy_sync_proxy_rules_iptables_restore_failures_total',
+      help: 'Cumulative proxy iptables restore failures',
+      registers,
+    });
+    this.netlinkOps = new Counter({
+      name: 'kube_ipvs_netlink_ops_total',
+      help: 'IPVS netlink requests, by kind (read/write) and result',
+      labelNames: ['kind', 'result'],
+      registers,
+    });
+    this.execs = new Counter({
+      name: 'kube_ipvs_execs_total',
+      help: 'ipset and iptables processes run, by program and result (exit 0 or not)',
+      labelNames: ['program', 'result'],
+      registers,
+    });
+    this.driftRepairs = new Counter({
+      name: 'kube_ipvs_drift_repairs_total',
+      help: 'Full syncs that found the kernel changed behind kube-ipvs and repaired it',
+      registers,
+    });
     // the table's sizes are counted when scraped, not after every sync: counting walks the
     // whole applied table (at 50,000 Services that held up every single change by tens of ms).
     // One scrape collects the three gauges one after another, before any promise settles: the
@@ -144,15 +255,30 @@ export class ProxyMetrics {
         }
         if (scraped) this.set(pick(scraped));
       };
-    this.virtualServers = new Gauge({ name: 'kube_ipvs_virtual_servers', help: 'IPVS virtual servers kube-ipvs manages', registers, collect: counted((c) => c.virtualServers) });
-    this.realServers = new Gauge({ name: 'kube_ipvs_real_servers', help: 'IPVS real servers kube-ipvs manages', registers, collect: counted((c) => c.realServers) });
+    this.virtualServers = new Gauge({
+      name: 'kube_ipvs_virtual_servers',
+      help: 'IPVS virtual servers kube-ipvs manages',
+      registers,
+      collect: counted((c) => c.virtualServers),
+    });
+    this.realServers = new Gauge({
+      name: 'kube_ipvs_real_servers',
+      help: 'IPVS real servers kube-ipvs manages',
+      registers,
+      collect: counted((c) => c.realServers),
+    });
     this.draining = new Gauge({
-      name: 'kube_ipvs_draining_real_servers', help: 'Real servers at weight 0 waiting for their connections to end', registers,
+      name: 'kube_ipvs_draining_real_servers',
+      help: 'Real servers at weight 0 waiting for their connections to end',
+      registers,
       collect: counted((c) => c.draining),
     });
     const refusedNow = () => this.refusedFrontends?.() ?? [];
     this.refused = new Gauge({
-      name: 'kube_ipvs_refused_frontends', help: "Frontends Services ask for that kube-ipvs does not program, by the refusal's Event reason", labelNames: ['reason'], registers,
+      name: 'kube_ipvs_refused_frontends',
+      help: "Frontends Services ask for that kube-ipvs does not program, by the refusal's Event reason",
+      labelNames: ['reason'],
+      registers,
       collect(this: Gauge<'reason'>) {
         const by = new Map<string, number>(REFUSAL_REASONS.map((r) => [r, 0]));
         for (const f of refusedNow()) by.set(f.reason, (by.get(f.reason) ?? 0) + 1);

@@ -36,8 +36,16 @@ export const realNodeSettingsTargets = (): NodeSettingsTargets => ({
 });
 
 /** conntrack.* as kube-proxy applies them; every failure is returned, none thrown. */
-export async function applyConntrack(config: ProxyConfig, log: SysctlLog, t: NodeSettingsTargets = realNodeSettingsTargets()): Promise<ConntrackSysctlResult> {
-  return ensureConntrackSysctls({ sysctl: t.sysctl, modules: t.modules, numCPU: await t.numCPU() }, config.conntrack, log);
+export async function applyConntrack(
+  config: ProxyConfig,
+  log: SysctlLog,
+  t: NodeSettingsTargets = realNodeSettingsTargets(),
+): Promise<ConntrackSysctlResult> {
+  return ensureConntrackSysctls(
+    { sysctl: t.sysctl, modules: t.modules, numCPU: await t.numCPU() },
+    config.conntrack,
+    log,
+  );
 }
 
 /**
@@ -53,7 +61,8 @@ export async function applyNodeSettings(
   let ok = true;
   if (previous === undefined || previous.oomScoreAdj !== config.oomScoreAdj) {
     try {
-      if (await applyOomScoreAdj(t.proc, config.oomScoreAdj)) log.info(`oom_score_adj set to ${config.oomScoreAdj}`, { oomScoreAdj: config.oomScoreAdj });
+      if (await applyOomScoreAdj(t.proc, config.oomScoreAdj))
+        log.info(`oom_score_adj set to ${config.oomScoreAdj}`, { oomScoreAdj: config.oomScoreAdj });
     } catch (e) {
       ok = false;
       log.error(`oomScoreAdj ${config.oomScoreAdj} not applied: ${(e as Error).message}`);

@@ -66,9 +66,17 @@ export function wireProxier(deps: ProxierWiringDeps): ProxierWiring {
   const { ipvs, link, ipsets, iptables, conntrack, nftables } = kernel;
   const proxier: Proxier = new Proxier(
     {
-      ipvs, link, ipsets, iptables, nftables, source, events, randomFully: deps.randomFully,
+      ipvs,
+      link,
+      ipsets,
+      iptables,
+      nftables,
+      source,
+      events,
+      randomFully: deps.randomFully,
       // a full sync reads every real server from here: one read, not one dump per service
-      readProcIpVs: async () => readProcText(), serviceHealth,
+      readProcIpVs: async () => readProcText(),
+      serviceHealth,
       ...(conntrack ? { conntrack } : {}),
       planner: { planServicePort },
       clock: systemClock,
@@ -126,7 +134,12 @@ export function wireInformers(deps: InformerWiringDeps): RunningInformers {
   const onNode = (n: Parameters<typeof nodeInfo>[0]) => {
     const info = nodeInfo(n);
     deps.node.eligible = info.eligible;
-    const node: NodeState = { name, zone: info.zone, nodeIPs: kubeProxyNodeIPs(config.bindAddress, info.nodeIPs), podCIDRs: info.podCIDRs };
+    const node: NodeState = {
+      name,
+      zone: info.zone,
+      nodeIPs: kubeProxyNodeIPs(config.bindAddress, info.nodeIPs),
+      podCIDRs: info.podCIDRs,
+    };
     // kube-proxy refuses to start on a node that cannot proxy its primary family
     if (!families.onNodeIPs(info.nodeIPs, node.nodeIPs)) deps.onPrimaryUnsupported();
     proxier.onNodeChange(node);

@@ -47,7 +47,12 @@ interface Instance {
 }
 
 /** kube-proxy's response body: its dedented template is exactly JSON with tab indentation. */
-export function healthCheckBody(namespace: string, name: string, localEndpoints: number, serviceProxyHealthy: boolean): string {
+export function healthCheckBody(
+  namespace: string,
+  name: string,
+  localEndpoints: number,
+  serviceProxyHealthy: boolean,
+): string {
   return JSON.stringify({ service: { namespace, name }, localEndpoints, serviceProxyHealthy }, null, '\t');
 }
 
@@ -76,7 +81,10 @@ export class ServiceHealthServer implements ServiceHealthSink {
     this.desired = new Map(services);
     for (const [name, inst] of this.instances) {
       if (services.get(name) === inst.port) continue;
-      this.opts.log.verbose(`closing healthcheck of Service ${name} on port ${inst.port}`, { service: name, port: inst.port });
+      this.opts.log.verbose(`closing healthcheck of Service ${name} on port ${inst.port}`, {
+        service: name,
+        port: inst.port,
+      });
       this.closeInstance(inst);
     }
     for (const name of [...this.reported.keys()]) if (!services.has(name)) this.reported.delete(name);
@@ -96,9 +104,12 @@ export class ServiceHealthServer implements ServiceHealthSink {
       (addresses !== undefined && this.addresses !== undefined && addresses.join() === this.addresses.join());
     if (same || this.stopped) return;
     this.addresses = addresses;
-    if (addresses?.length === 0) this.opts.log.warn('no node address matches nodePortAddresses: health check node ports listen nowhere');
+    if (addresses?.length === 0)
+      this.opts.log.warn('no node address matches nodePortAddresses: health check node ports listen nowhere');
     if (this.instances.size === 0) return;
-    this.opts.log.info(`node-port addresses changed to ${addresses?.join(', ') ?? 'all'}: reopening ${this.instances.size} health check ports`);
+    this.opts.log.info(
+      `node-port addresses changed to ${addresses?.join(', ') ?? 'all'}: reopening ${this.instances.size} health check ports`,
+    );
     const counts = new Map([...this.instances].map(([n, i]) => [n, i.endpoints]));
     for (const inst of [...this.instances.values()]) this.closeInstance(inst);
     this.syncServices(this.desired);
@@ -161,7 +172,11 @@ export class ServiceHealthServer implements ServiceHealthSink {
     }
     this.reported.set(inst.name, msg);
     this.opts.log.error(msg, { service: inst.name, port: inst.port, code: (e as NodeJS.ErrnoException).code });
-    this.opts.events?.warn({ kind: 'Service', namespace: inst.namespace, name: inst.serviceName }, 'FailedToStartServiceHealthcheck', msg);
+    this.opts.events?.warn(
+      { kind: 'Service', namespace: inst.namespace, name: inst.serviceName },
+      'FailedToStartServiceHealthcheck',
+      msg,
+    );
   }
 
   private closeInstance(inst: Instance): void {

@@ -25,7 +25,16 @@ import { ProxyConfig } from '../config/proxy-config';
 import { formatDurationMs } from '../config/duration';
 import { NotSyncedError } from '../errors';
 import type { IpvsOp } from '../kernel/ipvs/ipvs';
-import { DiffResponse, Frontend, RefusedFrontend, ServiceListResponse, StatusResponse, TableChange, VIEW_PATHS, ViewError } from '../model/views';
+import {
+  DiffResponse,
+  Frontend,
+  RefusedFrontend,
+  ServiceListResponse,
+  StatusResponse,
+  TableChange,
+  VIEW_PATHS,
+  ViewError,
+} from '../model/views';
 
 /** What the views read: the Proxier. */
 export interface ViewsSource {
@@ -84,7 +93,11 @@ export function statusConfig(c: ProxyConfig): StatusResponse['config'] {
   };
 }
 
-export function createViewsHandler(source: ViewsSource, config: () => ProxyConfig, options: ViewsOptions = {}): ViewsHandler {
+export function createViewsHandler(
+  source: ViewsSource,
+  config: () => ProxyConfig,
+  options: ViewsOptions = {},
+): ViewsHandler {
   const clock = options.clock ?? systemClock;
   const minIntervalMs = options.diffMinIntervalMs ?? DEFAULT_DIFF_MIN_INTERVAL_MS;
   // the next diff (waiting for its turn, or reading); every request until it ends shares it
@@ -105,7 +118,9 @@ export function createViewsHandler(source: ViewsSource, config: () => ProxyConfi
     return diffInFlight;
   };
   const send = (res: http.ServerResponse, code: number, body: unknown) =>
-    res.writeHead(code, { 'Content-Type': 'application/json', 'X-Content-Type-Options': 'nosniff' }).end(JSON.stringify(body));
+    res
+      .writeHead(code, { 'Content-Type': 'application/json', 'X-Content-Type-Options': 'nosniff' })
+      .end(JSON.stringify(body));
   const answer = (res: http.ServerResponse, work: () => Promise<unknown>) => {
     work().then(
       (body) => send(res, 200, body),
@@ -118,15 +133,25 @@ export function createViewsHandler(source: ViewsSource, config: () => ProxyConfi
   return (path, res, req) => {
     if (!path.startsWith('/kube-ipvs/')) return false;
     if (!isLocalRequest(req)) {
-      send(res, 403, { error: 'the /kube-ipvs/ views answer local clients only (loopback or a unix socket)' } satisfies ViewError);
+      send(res, 403, {
+        error: 'the /kube-ipvs/ views answer local clients only (loopback or a unix socket)',
+      } satisfies ViewError);
       return true;
     }
     switch (path) {
       case VIEW_PATHS.services:
-        answer(res, async (): Promise<ServiceListResponse> => ({ source: 'daemon', frontends: source.serviceList(), refused: source.refusedFrontends?.() ?? [] }));
+        answer(res, async (): Promise<ServiceListResponse> => ({
+          source: 'daemon',
+          frontends: source.serviceList(),
+          refused: source.refusedFrontends?.() ?? [],
+        }));
         return true;
       case VIEW_PATHS.status:
-        answer(res, async (): Promise<StatusResponse> => ({ mode: 'ipvs', ...(await source.status()), config: statusConfig(config()) }));
+        answer(res, async (): Promise<StatusResponse> => ({
+          mode: 'ipvs',
+          ...(await source.status()),
+          config: statusConfig(config()),
+        }));
         return true;
       case VIEW_PATHS.diff:
         answer(res, diff);

@@ -73,10 +73,25 @@ function dispatcherKey(cluster: Cluster | null, o: AgentOptions): string {
   const h = createHash('sha256');
   const add = (v: unknown) => {
     const parts = Array.isArray(v) ? v : [v];
-    for (const p of parts) h.update(p === undefined ? '-' : Buffer.isBuffer(p) ? p : typeof p === 'string' ? p : JSON.stringify(p)).update('\0');
+    for (const p of parts)
+      h.update(p === undefined ? '-' : Buffer.isBuffer(p) ? p : typeof p === 'string' ? p : JSON.stringify(p)).update(
+        '\0',
+      );
     h.update('\n');
   };
-  for (const v of [cluster?.server, cluster?.proxyUrl, cluster?.skipTLSVerify, o.ca, o.cert, o.key, o.pfx, o.passphrase, o.rejectUnauthorized, o.servername]) add(v);
+  for (const v of [
+    cluster?.server,
+    cluster?.proxyUrl,
+    cluster?.skipTLSVerify,
+    o.ca,
+    o.cert,
+    o.key,
+    o.pfx,
+    o.passphrase,
+    o.rejectUnauthorized,
+    o.servername,
+  ])
+    add(v);
   return h.digest('hex');
 }
 
@@ -123,7 +138,9 @@ export class TokenFile {
     } catch (e) {
       const kept = this.token ?? this.fallback;
       if (kept === undefined) throw new Error(`bearer token file ${this.path}: ${(e as Error).message}`, { cause: e });
-      this.log?.warn(`bearer token file ${this.path}: ${(e as Error).message}; using the token read before`, { tokenFile: this.path });
+      this.log?.warn(`bearer token file ${this.path}: ${(e as Error).message}; using the token read before`, {
+        tokenFile: this.path,
+      });
       this.token = kept;
       return;
     }
@@ -169,7 +186,9 @@ export class ApiKubeConfig extends KubeConfig {
    * requests it carries (open watches) have ended.
    */
   private reuseDispatcher(): void {
-    const self = this as unknown as { createDispatcher?: (cluster: Cluster | null, options: AgentOptions) => Dispatcher | undefined };
+    const self = this as unknown as {
+      createDispatcher?: (cluster: Cluster | null, options: AgentOptions) => Dispatcher | undefined;
+    };
     const create = self.createDispatcher?.bind(this);
     if (!create) return;
     self.createDispatcher = (cluster, options) => {
@@ -196,7 +215,11 @@ export class ApiKubeConfig extends KubeConfig {
       const exec = a as { execFn?: typeof spawn; getCredential?: (user: User) => Promise<unknown> };
       if (typeof exec.execFn !== 'function' || typeof exec.getCredential !== 'function') continue;
       exec.execFn = ((command: string, args: readonly string[], options: SpawnOptions) =>
-        spawn(command, args ?? [], { ...options, timeout: this.requestTimeoutMs, killSignal: 'SIGKILL' })) as typeof spawn;
+        spawn(command, args ?? [], {
+          ...options,
+          timeout: this.requestTimeoutMs,
+          killSignal: 'SIGKILL',
+        })) as typeof spawn;
       const getCredential = exec.getCredential.bind(exec);
       const running = new Map<string, Promise<unknown>>();
       exec.getCredential = (user: User) => {
@@ -305,14 +328,19 @@ export async function apiRequest(kc: KubeConfig, req: ApiRequest, stream = false
   const cluster = kc.getCurrentCluster();
   if (!cluster) throw new Error(`${req.method} ${req.path}: the kubeconfig has no current cluster`);
   const url = new URL(cluster.server.replace(/\/+$/, '') + req.path);
-  for (const [k, v] of Object.entries(req.query ?? {})) if (v !== undefined && v !== '') url.searchParams.set(k, String(v));
+  for (const [k, v] of Object.entries(req.query ?? {}))
+    if (v !== undefined && v !== '') url.searchParams.set(k, String(v));
   const api = kc instanceof ApiKubeConfig ? kc : undefined;
   const host = hostOf(cluster.server);
   await api?.rateLimiter?.wait();
   const timeoutMs = req.timeoutMs ?? api?.requestTimeoutMs ?? REQUEST_TIMEOUT_MS;
   const deadline = new AbortController();
   let waitingFor = 'the credentials';
-  const timer = setTimeout(() => deadline.abort(deadlineError(`${req.method} ${url.pathname}: ${waitingFor} did not come within ${timeoutMs} ms`)), timeoutMs);
+  const timer = setTimeout(
+    () =>
+      deadline.abort(deadlineError(`${req.method} ${url.pathname}: ${waitingFor} did not come within ${timeoutMs} ms`)),
+    timeoutMs,
+  );
   timer.unref();
   const signal = req.signal ? AbortSignal.any([req.signal, deadline.signal]) : deadline.signal;
   try {
@@ -325,18 +353,27 @@ export async function apiRequest(kc: KubeConfig, req: ApiRequest, stream = false
   async function attempts(): Promise<ApiResponse> {
     for (let attempt = 0; ; attempt++) {
       const ctx = new RequestContext(url.toString(), req.method as HttpMethod);
-      waitingFor = api?.getCurrentUser()?.exec ? `the credentials (exec plugin ${api.getCurrentUser()!.exec.command})` : 'the credentials';
+      waitingFor = api?.getCurrentUser()?.exec
+        ? `the credentials (exec plugin ${api.getCurrentUser()!.exec.command})`
+        : 'the credentials';
       await untilAborted(kc.applySecurityAuthentication(ctx), signal);
       waitingFor = 'an answer';
       const headers: Record<string, string> = { Accept: 'application/json', ...ctx.getHeaders() };
       if (req.body !== undefined) headers['Content-Type'] = req.contentType ?? 'application/json';
       if (api?.userAgent) headers['User-Agent'] = api.userAgent;
       const started = performance.now();
-      const observe = (code: string) => api?.observer?.({ method: req.method, host, code, seconds: (performance.now() - started) / 1000 });
+      const observe = (code: string) =>
+        api?.observer?.({ method: req.method, host, code, seconds: (performance.now() - started) / 1000 });
       let res: Response;
       let body = '';
       try {
-        res = await fetch(url, { method: req.method, headers, body: req.body, dispatcher: ctx.getDispatcher(), signal });
+        res = await fetch(url, {
+          method: req.method,
+          headers,
+          body: req.body,
+          dispatcher: ctx.getDispatcher(),
+          signal,
+        });
         if (!stream || res.status !== 200) body = await res.text();
       } catch (e) {
         observe('<error>');
@@ -352,7 +389,12 @@ export async function apiRequest(kc: KubeConfig, req: ApiRequest, stream = false
         continue;
       }
       api?.noteOutcome(res.status, req.method, url, body);
-      return { status: res.status, statusText: res.statusText, body, ...(stream && res.status === 200 ? { stream: res } : {}) };
+      return {
+        status: res.status,
+        statusText: res.statusText,
+        body,
+        ...(stream && res.status === 200 ? { stream: res } : {}),
+      };
     }
   }
 }

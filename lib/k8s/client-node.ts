@@ -38,7 +38,8 @@ export function slimClientNode(): boolean {
   try {
     registerHooks({
       resolve(specifier, context, next) {
-        if (specifier === './gen/index.js' && context.parentURL === configUrl) return { url: shim, format: 'module', shortCircuit: true };
+        if (specifier === './gen/index.js' && context.parentURL === configUrl)
+          return { url: shim, format: 'module', shortCircuit: true };
         return next(specifier, context);
       },
     });
@@ -51,10 +52,13 @@ export function slimClientNode(): boolean {
 
 slimClientNode();
 
-export const { KubeConfig } = require('@kubernetes/client-node/dist/config.js') as typeof import('@kubernetes/client-node/dist/config.js');
+export const { KubeConfig } =
+  require('@kubernetes/client-node/dist/config.js') as typeof import('@kubernetes/client-node/dist/config.js');
 export type KubeConfig = import('@kubernetes/client-node/dist/config.js').KubeConfig;
-export const { HttpMethod, RequestContext } = require('@kubernetes/client-node/dist/gen/http/http.js') as typeof import('@kubernetes/client-node/dist/gen/http/http.js');
+export const { HttpMethod, RequestContext } =
+  require('@kubernetes/client-node/dist/gen/http/http.js') as typeof import('@kubernetes/client-node/dist/gen/http/http.js');
 export type HttpMethod = import('@kubernetes/client-node/dist/gen/http/http.js').HttpMethod;
 export type RequestContext = import('@kubernetes/client-node/dist/gen/http/http.js').RequestContext;
-export const { ApiException } = require('@kubernetes/client-node/dist/gen/apis/exception.js') as typeof import('@kubernetes/client-node/dist/gen/apis/exception.js');
+export const { ApiException } =
+  require('@kubernetes/client-node/dist/gen/apis/exception.js') as typeof import('@kubernetes/client-node/dist/gen/apis/exception.js');
 export type ApiException<T> = import('@kubernetes/client-node/dist/gen/apis/exception.js').ApiException<T>;

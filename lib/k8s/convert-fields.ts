@@ -31,7 +31,14 @@ export class RefusalCollector {
   ) {}
 
   refuse(field: string, value: unknown, reason: string): void {
-    this.refusals.push({ kind: this.kind, namespace: this.namespace, name: this.name, field, value: text(value), reason });
+    this.refusals.push({
+      kind: this.kind,
+      namespace: this.namespace,
+      name: this.name,
+      field,
+      value: text(value),
+      reason,
+    });
   }
 }
 

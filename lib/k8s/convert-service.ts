@@ -69,7 +69,8 @@ export function convertService(svc: V1Service): ConvertedService {
   const etp = readPolicy('spec.externalTrafficPolicy', spec.externalTrafficPolicy, r);
   const itp = readPolicy('spec.internalTrafficPolicy', spec.internalTrafficPolicy, r);
   // kube-proxy apiservice.ExternallyAccessible: externalTrafficPolicy means something only then
-  const externallyAccessible = type === 'LoadBalancer' || type === 'NodePort' || (type === 'ClusterIP' && external.listed > 0);
+  const externallyAccessible =
+    type === 'LoadBalancer' || type === 'NodePort' || (type === 'ClusterIP' && external.listed > 0);
   const trafficDistribution = readTrafficDistribution(spec, r);
   const healthCheckNodePort = readHealthCheckNodePort(spec, type, etp, r);
   const scheduler = readSchedulerAnnotation(svc.metadata?.annotations ?? {}, r);
@@ -129,7 +130,8 @@ function readClusterIPs(spec: V1ServiceSpec, r: RefusalCollector): Map<IpFamily,
     if (raw === 'None') return;
     const ip = parseIp(raw);
     if (!ip.ok) return r.refuse(field, raw, `${ip.reason}; no virtual server for this family`);
-    if (clusterIPs.has(ip.family)) return r.refuse(field, raw, `a second ${ip.family} cluster IP (one per family); ignored`);
+    if (clusterIPs.has(ip.family))
+      return r.refuse(field, raw, `a second ${ip.family} cluster IP (one per family); ignored`);
     clusterIPs.set(ip.family, ip.value);
   });
   return clusterIPs;
@@ -154,7 +156,8 @@ function readExternalIPs(spec: V1ServiceSpec, r: RefusalCollector): { ips: ByFam
 function readIngressIPs(status: V1ServiceStatus | undefined, r: RefusalCollector): ByFamily {
   const ips = byFamily();
   const list = listOf(status?.loadBalancer?.ingress);
-  if (list === undefined) r.refuse('status.loadBalancer.ingress', status?.loadBalancer?.ingress, 'not a list; no load-balancer IP');
+  if (list === undefined)
+    r.refuse('status.loadBalancer.ingress', status?.loadBalancer?.ingress, 'not a list; no load-balancer IP');
   (list ?? []).forEach((raw, i) => {
     const at = `status.loadBalancer.ingress[${i}]`;
     if (!isObject(raw)) return r.refuse(at, raw, 'not an object; ingress ignored');
@@ -205,7 +208,11 @@ function readAffinity(spec: V1ServiceSpec, r: RefusalCollector): number {
     const t = spec.sessionAffinityConfig?.clientIP?.timeoutSeconds;
     if (t === undefined || t === null) return DEFAULT_STICKY_SECONDS;
     if (typeof t === 'number' && Number.isInteger(t) && t >= 1 && t <= MAX_STICKY_SECONDS) return t;
-    r.refuse('spec.sessionAffinityConfig.clientIP.timeoutSeconds', t, `not an integer 1..${MAX_STICKY_SECONDS}; ${DEFAULT_STICKY_SECONDS} used`);
+    r.refuse(
+      'spec.sessionAffinityConfig.clientIP.timeoutSeconds',
+      t,
+      `not an integer 1..${MAX_STICKY_SECONDS}; ${DEFAULT_STICKY_SECONDS} used`,
+    );
     return DEFAULT_STICKY_SECONDS;
   }
   if (affinity !== 'None' && affinity !== '') {
@@ -225,13 +232,23 @@ function readPolicy(field: string, v: string | undefined, r: RefusalCollector): 
 function readTrafficDistribution(spec: V1ServiceSpec, r: RefusalCollector): string {
   const distribution = spec.trafficDistribution ?? '';
   if (distribution === '' || TRAFFIC_DISTRIBUTIONS.has(distribution)) return distribution;
-  r.refuse('spec.trafficDistribution', distribution, 'unknown traffic distribution (PreferClose, PreferSameZone, PreferSameNode); ignored');
+  r.refuse(
+    'spec.trafficDistribution',
+    distribution,
+    'unknown traffic distribution (PreferClose, PreferSameZone, PreferSameNode); ignored',
+  );
   return '';
 }
 
 /** kube-proxy apiservice.NeedsHealthCheck: LoadBalancer with externalTrafficPolicy Local. */
 function readHealthCheckNodePort(spec: V1ServiceSpec, type: string, etp: Policy, r: RefusalCollector): number {
-  if (type !== 'LoadBalancer' || etp !== 'Local' || spec.healthCheckNodePort === undefined || spec.healthCheckNodePort === 0) return 0;
+  if (
+    type !== 'LoadBalancer' ||
+    etp !== 'Local' ||
+    spec.healthCheckNodePort === undefined ||
+    spec.healthCheckNodePort === 0
+  )
+    return 0;
   if (isPort(spec.healthCheckNodePort, 0)) return spec.healthCheckNodePort;
   r.refuse('spec.healthCheckNodePort', spec.healthCheckNodePort, 'not a port 0..65535; no health check port');
   return 0;
@@ -243,7 +260,11 @@ function readSchedulerAnnotation(annotations: Readonly<Record<string, string>>, 
   const value = annotations[key];
   if (value === undefined) return '';
   if (typeof value === 'string' && SCHEDULER_NAME.test(value)) return value;
-  r.refuse(`metadata.annotations[${key}]`, value, 'not a scheduler name ([a-z0-9]{1,15}); the configured scheduler is used');
+  r.refuse(
+    `metadata.annotations[${key}]`,
+    value,
+    'not a scheduler name ([a-z0-9]{1,15}); the configured scheduler is used',
+  );
   return '';
 }
 
@@ -273,7 +294,8 @@ function readPorts(spec: V1ServiceSpec, r: RefusalCollector): PortRead[] {
     const p = raw as { name?: unknown; port?: unknown; protocol?: unknown; nodePort?: unknown };
     const portName = p.name ?? '';
     if (typeof portName !== 'string') return r.refuse(`${at}.name`, portName, 'not a string; port ignored');
-    if (portName !== '' && !DNS_LABEL.test(portName)) return r.refuse(`${at}.name`, portName, 'not a DNS label; port ignored');
+    if (portName !== '' && !DNS_LABEL.test(portName))
+      return r.refuse(`${at}.name`, portName, 'not a DNS label; port ignored');
     if (seenNames.has(portName)) return r.refuse(`${at}.name`, portName, 'duplicate port name; port ignored');
     seenNames.add(portName);
     if (!isPort(p.port, 1)) return r.refuse(`${at}.port`, p.port, 'not a port 1..65535; port ignored');

@@ -91,20 +91,27 @@ export interface ConvertedEndpointSlice {
  * (or absent), every element an object, every scalar of its type (or absent). undefined when
  * it has it. A decoder in Go (kube-proxy) fails on such an object, so it never gets it.
  */
-export function endpointSliceShapeProblem(slice: unknown): { field: string; value: unknown; reason: string } | undefined {
-  const optional = (v: unknown, type: 'string' | 'boolean' | 'number') => v === undefined || v === null || typeof v === type;
+export function endpointSliceShapeProblem(
+  slice: unknown,
+): { field: string; value: unknown; reason: string } | undefined {
+  const optional = (v: unknown, type: 'string' | 'boolean' | 'number') =>
+    v === undefined || v === null || typeof v === type;
   if (!isObject(slice)) return { field: '', value: slice, reason: 'not an object' };
   const md = slice.metadata;
   if (md !== undefined && md !== null) {
     if (!isObject(md)) return { field: 'metadata', value: md, reason: 'not an object' };
-    for (const k of ['namespace', 'name'] as const) if (!optional(md[k], 'string')) return { field: `metadata.${k}`, value: md[k], reason: 'not a string' };
+    for (const k of ['namespace', 'name'] as const)
+      if (!optional(md[k], 'string')) return { field: `metadata.${k}`, value: md[k], reason: 'not a string' };
     if (md.labels !== undefined && md.labels !== null) {
       if (!isObject(md.labels)) return { field: 'metadata.labels', value: md.labels, reason: 'not an object' };
       const labels = md.labels;
-      for (const k in labels) if (typeof labels[k] !== 'string') return { field: `metadata.labels[${k}]`, value: labels[k], reason: 'not a string' };
+      for (const k in labels)
+        if (typeof labels[k] !== 'string')
+          return { field: `metadata.labels[${k}]`, value: labels[k], reason: 'not a string' };
     }
   }
-  if (!optional(slice.addressType, 'string')) return { field: 'addressType', value: slice.addressType, reason: 'not a string' };
+  if (!optional(slice.addressType, 'string'))
+    return { field: 'addressType', value: slice.addressType, reason: 'not a string' };
   const ports = listOf(slice.ports);
   if (ports === undefined) return { field: 'ports', value: slice.ports, reason: 'not a list' };
   // index loops, and a field's name made only when it is refused: this runs on every watch event
@@ -113,7 +120,8 @@ export function endpointSliceShapeProblem(slice: unknown): { field: string; valu
     if (!isObject(p)) return { field: `ports[${i}]`, value: p, reason: 'not an object' };
     if (!optional(p.name, 'string')) return { field: `ports[${i}].name`, value: p.name, reason: 'not a string' };
     if (!optional(p.port, 'number')) return { field: `ports[${i}].port`, value: p.port, reason: 'not a number' };
-    if (!optional(p.protocol, 'string')) return { field: `ports[${i}].protocol`, value: p.protocol, reason: 'not a string' };
+    if (!optional(p.protocol, 'string'))
+      return { field: `ports[${i}].protocol`, value: p.protocol, reason: 'not a string' };
   }
   const endpoints = listOf(slice.endpoints);
   if (endpoints === undefined) return { field: 'endpoints', value: slice.endpoints, reason: 'not a list' };
@@ -124,15 +132,20 @@ export function endpointSliceShapeProblem(slice: unknown): { field: string; valu
     const addresses = listOf(e.addresses);
     if (addresses === undefined) return { field: `${at()}.addresses`, value: e.addresses, reason: 'not a list' };
     for (let j = 0; j < addresses.length; j++) {
-      if (typeof addresses[j] !== 'string') return { field: `${at()}.addresses[${j}]`, value: addresses[j], reason: 'not a string' };
+      if (typeof addresses[j] !== 'string')
+        return { field: `${at()}.addresses[${j}]`, value: addresses[j], reason: 'not a string' };
     }
-    if (!optional(e.nodeName, 'string')) return { field: `${at()}.nodeName`, value: e.nodeName, reason: 'not a string' };
+    if (!optional(e.nodeName, 'string'))
+      return { field: `${at()}.nodeName`, value: e.nodeName, reason: 'not a string' };
     const c = e.conditions;
     if (c !== undefined && c !== null) {
       if (!isObject(c)) return { field: `${at()}.conditions`, value: c, reason: 'not an object' };
-      if (!optional(c.ready, 'boolean')) return { field: `${at()}.conditions.ready`, value: c.ready, reason: 'not a boolean' };
-      if (!optional(c.serving, 'boolean')) return { field: `${at()}.conditions.serving`, value: c.serving, reason: 'not a boolean' };
-      if (!optional(c.terminating, 'boolean')) return { field: `${at()}.conditions.terminating`, value: c.terminating, reason: 'not a boolean' };
+      if (!optional(c.ready, 'boolean'))
+        return { field: `${at()}.conditions.ready`, value: c.ready, reason: 'not a boolean' };
+      if (!optional(c.serving, 'boolean'))
+        return { field: `${at()}.conditions.serving`, value: c.serving, reason: 'not a boolean' };
+      if (!optional(c.terminating, 'boolean'))
+        return { field: `${at()}.conditions.terminating`, value: c.terminating, reason: 'not a boolean' };
     }
     if (e.hints !== undefined && e.hints !== null) {
       if (!isObject(e.hints)) return { field: `${at()}.hints`, value: e.hints, reason: 'not an object' };
@@ -141,7 +154,8 @@ export function endpointSliceShapeProblem(slice: unknown): { field: string; valu
         if (hints === undefined) return { field: `${at()}.hints.${k}`, value: e.hints[k], reason: 'not a list' };
         for (let j = 0; j < hints.length; j++) {
           const h = hints[j];
-          if (!isObject(h) || !optional(h.name, 'string')) return { field: `${at()}.hints.${k}[${j}]`, value: h, reason: 'not an object with a string name' };
+          if (!isObject(h) || !optional(h.name, 'string'))
+            return { field: `${at()}.hints.${k}[${j}]`, value: h, reason: 'not an object with a string name' };
         }
       }
     }
@@ -163,7 +177,13 @@ export function convertEndpointSlice(slice: V1EndpointSlice, nodeName: string): 
   const namespace = slice.metadata?.namespace ?? '';
   const sliceName = slice.metadata?.name ?? '';
   const r = new RefusalCollector('EndpointSlice', namespace, sliceName);
-  const none = (): ConvertedEndpointSlice => ({ service: undefined, family: undefined, ports: [], endpoints: [], refusals: r.refusals });
+  const none = (): ConvertedEndpointSlice => ({
+    service: undefined,
+    family: undefined,
+    ports: [],
+    endpoints: [],
+    refusals: r.refusals,
+  });
 
   const labels = slice.metadata?.labels ?? {};
   const svcName = labels[SERVICE_NAME_LABEL];
@@ -187,14 +207,16 @@ export function convertEndpointSlice(slice: V1EndpointSlice, nodeName: string): 
   if (slice.addressType === 'IPv4') family = 'ipv4';
   else if (slice.addressType === 'IPv6') family = 'ipv6';
   else {
-    if (slice.addressType !== 'FQDN') r.refuse('addressType', slice.addressType, 'unknown address type (IPv4, IPv6, FQDN); slice ignored');
+    if (slice.addressType !== 'FQDN')
+      r.refuse('addressType', slice.addressType, 'unknown address type (IPv4, IPv6, FQDN); slice ignored');
     return { service, family: undefined, ports: [], endpoints: [], refusals: r.refusals };
   }
 
   const ports: SlicePort[] = [];
   (slice.ports ?? []).forEach((p, i) => {
     const name = p.name ?? '';
-    if (name !== '' && !DNS_LABEL.test(name)) return r.refuse(`ports[${i}].name`, name, 'not a DNS label; port ignored');
+    if (name !== '' && !DNS_LABEL.test(name))
+      return r.refuse(`ports[${i}].name`, name, 'not a DNS label; port ignored');
     if (!isPort(p.port, 1)) return r.refuse(`ports[${i}].port`, p.port, 'not a port 1..65535; port ignored');
     const protocol = parseProtocol(p.protocol);
     if (!protocol) return r.refuse(`ports[${i}].protocol`, p.protocol, 'not TCP, UDP or SCTP; port ignored');
@@ -204,10 +226,12 @@ export function convertEndpointSlice(slice: V1EndpointSlice, nodeName: string): 
   const endpoints: EndpointAddress[] = [];
   (slice.endpoints ?? []).forEach((e, i) => {
     const raw = e.addresses?.[0];
-    if (raw === undefined) return r.refuse(`endpoints[${i}].addresses`, e.addresses ?? null, 'no address; endpoint ignored');
+    if (raw === undefined)
+      return r.refuse(`endpoints[${i}].addresses`, e.addresses ?? null, 'no address; endpoint ignored');
     const ip = parseIp(raw);
     if (!ip.ok) return r.refuse(`endpoints[${i}].addresses[0]`, raw, `${ip.reason}; endpoint ignored`);
-    if (ip.family !== family) return r.refuse(`endpoints[${i}].addresses[0]`, raw, `not an ${slice.addressType} address; endpoint ignored`);
+    if (ip.family !== family)
+      return r.refuse(`endpoints[${i}].addresses[0]`, raw, `not an ${slice.addressType} address; endpoint ignored`);
     const c = e.conditions ?? {};
     const ready = c.ready ?? true;
     const ep: { -readonly [K in keyof EndpointAddress]: EndpointAddress[K] } = {
@@ -256,7 +280,8 @@ export function nodeInfo(node: V1Node): NodeInfo {
   if (addressList === undefined) r.refuse('status.addresses', node.status?.addresses, 'not a list; no node IP');
   for (const type of ['InternalIP', 'ExternalIP']) {
     (addressList ?? []).forEach((raw, i) => {
-      if (!isObject(raw)) return type === 'InternalIP' ? r.refuse(`status.addresses[${i}]`, raw, 'not an object; ignored') : undefined;
+      if (!isObject(raw))
+        return type === 'InternalIP' ? r.refuse(`status.addresses[${i}]`, raw, 'not an object; ignored') : undefined;
       const a = raw as { type?: unknown; address?: unknown };
       if (a.type !== type) return;
       const ip = parseIp(a.address);
@@ -269,10 +294,16 @@ export function nodeInfo(node: V1Node): NodeInfo {
   const podCIDRList = listOf(node.spec?.podCIDRs);
   if (podCIDRList === undefined) r.refuse('spec.podCIDRs', node.spec?.podCIDRs, 'not a list; spec.podCIDR used');
   const cidrField = podCIDRList && podCIDRList.length > 0 ? 'spec.podCIDRs' : 'spec.podCIDR';
-  const cidrList: readonly unknown[] = cidrField === 'spec.podCIDRs' ? podCIDRList! : node.spec?.podCIDR ? [node.spec.podCIDR] : [];
+  const cidrList: readonly unknown[] =
+    cidrField === 'spec.podCIDRs' ? podCIDRList! : node.spec?.podCIDR ? [node.spec.podCIDR] : [];
   cidrList.forEach((raw, i) => {
     const cidr = parseCidr(raw);
-    if (!cidr.ok) return r.refuse(cidrField === 'spec.podCIDRs' ? `spec.podCIDRs[${i}]` : 'spec.podCIDR', raw, `${cidr.reason}; ignored`);
+    if (!cidr.ok)
+      return r.refuse(
+        cidrField === 'spec.podCIDRs' ? `spec.podCIDRs[${i}]` : 'spec.podCIDR',
+        raw,
+        `${cidr.reason}; ignored`,
+      );
     if (!podCIDRs.includes(cidr.value)) podCIDRs.push(cidr.value);
   });
 

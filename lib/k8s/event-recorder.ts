@@ -100,7 +100,10 @@ class TokenBucket {
   private tokens: number;
   private at: number;
 
-  constructor(private readonly o: TokenBucketOptions, now: number) {
+  constructor(
+    private readonly o: TokenBucketOptions,
+    now: number,
+  ) {
     this.tokens = o.burst;
     this.at = now;
   }
@@ -179,7 +182,10 @@ export class EventRecorder {
   /** warnings dropped by the spam filter or a full queue, for the debug line */
   dropped = 0;
 
-  constructor(private readonly kc: KubeConfig, private readonly options: EventRecorderOptions) {
+  constructor(
+    private readonly kc: KubeConfig,
+    private readonly options: EventRecorderOptions,
+  ) {
     this.clock = options.clock ?? Date.now;
     this.setTimer = options.setTimer ?? ((fn, ms) => void setTimeout(fn, ms).unref());
     this.windowMs = options.dedupWindowMs ?? 10 * 60_000;
@@ -241,7 +247,13 @@ export class EventRecorder {
     const name = `${ref.name}.${(BigInt(now) * 1_000_000n + BigInt(this.seq++ % 1_000_000)).toString(16)}`;
     const body: CoreV1Event = {
       metadata: { name, namespace },
-      involvedObject: { kind: ref.kind, namespace: ref.namespace, name: ref.name, uid: ref.uid, apiVersion: ref.apiVersion },
+      involvedObject: {
+        kind: ref.kind,
+        namespace: ref.namespace,
+        name: ref.name,
+        uid: ref.uid,
+        apiVersion: ref.apiVersion,
+      },
       reason,
       message,
       type: 'Warning',
@@ -253,7 +265,14 @@ export class EventRecorder {
       reportingInstance: this.options.nodeName,
     };
     let settle!: (ok: boolean) => void;
-    const record: Posted = { namespace, name, count: 1, lastMs: now, created: new Promise((r) => (settle = r)), patchQueued: undefined };
+    const record: Posted = {
+      namespace,
+      name,
+      count: 1,
+      lastMs: now,
+      created: new Promise((r) => (settle = r)),
+      patchQueued: undefined,
+    };
     this.posted.touch(key, record);
     const sent = this.enqueue(async () => {
       try {
@@ -262,7 +281,9 @@ export class EventRecorder {
       } catch (e) {
         if (this.posted.get(key) === record) this.posted.delete(key);
         settle(false);
-        this.options.log.debug(`event ${namespace}/${name} about ${ref.kind} ${ref.namespace ?? ''}/${ref.name} (${reason}): post failed: ${(e as Error).message}`);
+        this.options.log.debug(
+          `event ${namespace}/${name} about ${ref.kind} ${ref.namespace ?? ''}/${ref.name} (${reason}): post failed: ${(e as Error).message}`,
+        );
       }
     });
     if (sent === undefined) {
@@ -287,7 +308,9 @@ export class EventRecorder {
           'application/merge-patch+json',
         );
       } catch (e) {
-        this.options.log.debug(`event ${record.namespace}/${record.name} (${reason}): count update failed: ${(e as Error).message}`);
+        this.options.log.debug(
+          `event ${record.namespace}/${record.name} (${reason}): count update failed: ${(e as Error).message}`,
+        );
       }
     });
     if (sent === undefined) return this.drop(ref, reason, 'queue full');
@@ -303,7 +326,12 @@ export class EventRecorder {
    * client-go's "will not retry". The request keeps its slot while it waits (client-go's sink
    * sends one Event at a time).
    */
-  private async send(method: 'POST' | 'PATCH', path: string, body: object, contentType = 'application/json'): Promise<void> {
+  private async send(
+    method: 'POST' | 'PATCH',
+    path: string,
+    body: object,
+    contentType = 'application/json',
+  ): Promise<void> {
     for (let tries = 1; ; tries++) {
       let res;
       try {
@@ -311,7 +339,9 @@ export class EventRecorder {
       } catch (e) {
         if (tries >= this.retry.maxTries) throw e;
         const ms = Math.round(tries === 1 ? this.retry.sleepMs * this.retry.random() : this.retry.sleepMs);
-        this.options.log.debug(`${method} ${path}: no answer (${(e as Error).message}); try ${tries + 1} of ${this.retry.maxTries} in ${ms} ms`);
+        this.options.log.debug(
+          `${method} ${path}: no answer (${(e as Error).message}); try ${tries + 1} of ${this.retry.maxTries} in ${ms} ms`,
+        );
         await new Promise<void>((r) => this.setTimer(r, ms));
         continue;
       }
@@ -322,7 +352,9 @@ export class EventRecorder {
 
   private drop(ref: EventObjectRef, reason: string, why: string): Promise<void> {
     this.dropped++;
-    this.options.log.debug(`event about ${ref.kind} ${ref.namespace ?? ''}/${ref.name} (${reason}) not sent: ${why} (${this.dropped} dropped so far)`);
+    this.options.log.debug(
+      `event about ${ref.kind} ${ref.namespace ?? ''}/${ref.name} (${reason}) not sent: ${why} (${this.dropped} dropped so far)`,
+    );
     return Promise.resolve();
   }
 

@@ -74,7 +74,11 @@ export interface InformerOptions {
   /** this node's name: the Node informer watches only it */
   readonly nodeName: string;
   /** an informer runs for each handler given */
-  readonly handlers: { readonly service?: ServiceHandler; readonly endpointSlice?: EndpointSliceHandler; readonly node?: NodeHandler };
+  readonly handlers: {
+    readonly service?: ServiceHandler;
+    readonly endpointSlice?: EndpointSliceHandler;
+    readonly node?: NodeHandler;
+  };
   readonly log: InformerLog;
   /** items per list request (default client-go's 500) */
   readonly listPageSize?: number;
@@ -112,18 +116,34 @@ export interface RunningInformers {
  * its slices. The real kube-proxy beside kube-ipvs found that our single selector for both
  * dropped such a Service; spec/vm/kube-proxy-parity.vm.test.ts.)
  */
-export const SERVICE_SELECTOR = { labelSelector: '!service.kubernetes.io/service-proxy-name', fieldSelector: 'spec.clusterIP!=None' } as const;
+export const SERVICE_SELECTOR = {
+  labelSelector: '!service.kubernetes.io/service-proxy-name',
+  fieldSelector: 'spec.clusterIP!=None',
+} as const;
 export const ENDPOINT_SLICE_SELECTOR = { labelSelector: '!service.kubernetes.io/headless' } as const;
 
 export function startInformers(kc: KubeConfig, options: InformerOptions): RunningInformers {
   const backoff = options.backoff ?? { initialMs: 200, maxMs: 30_000 };
   const pageSize = options.listPageSize ?? LIST_PAGE_SIZE;
-  const running: { start(): void; stop(): Promise<void>; readonly resource: string; readonly downSinceMs: number | undefined }[] = [];
+  const running: {
+    start(): void;
+    stop(): Promise<void>;
+    readonly resource: string;
+    readonly downSinceMs: number | undefined;
+  }[] = [];
   const informer = <T extends KubernetesObject>(spec: InformerSpec<T>) =>
-    new ResilientInformer<T>(kc, options.log, backoff, pageSize, spec, {
-      answerMs: options.watchTimeoutMs ?? WATCH_TIMEOUT_MS,
-      idleMs: options.watchIdleTimeoutMs ?? WATCH_IDLE_TIMEOUT_MS,
-    }, options.random ?? Math.random);
+    new ResilientInformer<T>(
+      kc,
+      options.log,
+      backoff,
+      pageSize,
+      spec,
+      {
+        answerMs: options.watchTimeoutMs ?? WATCH_TIMEOUT_MS,
+        idleMs: options.watchIdleTimeoutMs ?? WATCH_IDLE_TIMEOUT_MS,
+      },
+      options.random ?? Math.random,
+    );
   const { service, endpointSlice, node } = options.handlers;
   if (service) {
     running.push(
@@ -169,7 +189,9 @@ export function startInformers(kc: KubeConfig, options: InformerOptions): Runnin
   for (const r of running) r.start();
   return {
     notWatching() {
-      return running.flatMap((r) => (r.downSinceMs === undefined ? [] : [{ resource: r.resource, sinceMs: r.downSinceMs }]));
+      return running.flatMap((r) =>
+        r.downSinceMs === undefined ? [] : [{ resource: r.resource, sinceMs: r.downSinceMs }],
+      );
     },
     async stop() {
       await Promise.all(running.map((r) => r.stop()));
@@ -203,7 +225,9 @@ function describeError(e: unknown): string {
 
 /** An HTTP status on the watch or list, as opposed to a broken or refused connection. */
 function httpStatusOf(e: unknown): number | undefined {
-  const s = (e as { statusCode?: unknown; code?: unknown } | undefined)?.statusCode ?? (e as { code?: unknown } | undefined)?.code;
+  const s =
+    (e as { statusCode?: unknown; code?: unknown } | undefined)?.statusCode ??
+    (e as { code?: unknown } | undefined)?.code;
   return typeof s === 'number' ? s : undefined;
 }
 
@@ -254,7 +278,12 @@ class ResilientInformer<T extends KubernetesObject> {
   ) {
     this.delayMs = backoff.initialMs;
     this.retain = spec.retain ?? ((o) => o);
-    this.watch = new ReportingWatch(kc, { connected: () => this.connected(), stopped: () => this.stopped }, watchTimeouts.answerMs, watchTimeouts.idleMs);
+    this.watch = new ReportingWatch(
+      kc,
+      { connected: () => this.connected(), stopped: () => this.stopped },
+      watchTimeouts.answerMs,
+      watchTimeouts.idleMs,
+    );
   }
 
   get resource(): string {
@@ -354,10 +383,13 @@ class ResilientInformer<T extends KubernetesObject> {
       // of every Service or EndpointSlice is the costly way back
       const status = obj as { code?: number; message?: string };
       if (status.code === 410) {
-        this.log.info(`${this.spec.resource} informer: watch from resourceVersion ${this.resourceVersion} expired (410 Gone: ${status.message ?? ''}); relisting`, {
-          resource: this.spec.resource,
-          resourceVersion: this.resourceVersion,
-        });
+        this.log.info(
+          `${this.spec.resource} informer: watch from resourceVersion ${this.resourceVersion} expired (410 Gone: ${status.message ?? ''}); relisting`,
+          {
+            resource: this.spec.resource,
+            resourceVersion: this.resourceVersion,
+          },
+        );
         this.resourceVersion = '';
       }
       return;
@@ -382,11 +414,14 @@ class ResilientInformer<T extends KubernetesObject> {
     const now = page.metadata?.resourceVersion ?? '';
     const ours = this.resourceVersion;
     if (!/^\d+$/.test(now) || !/^\d+$/.test(ours) || BigInt(now) >= BigInt(ours)) return false;
-    this.log.info(`${this.spec.resource} informer: the API server's resourceVersion ${now} is older than the last one seen, ${ours} (its store was restored?); relisting`, {
-      resource: this.spec.resource,
-      resourceVersion: ours,
-      serverResourceVersion: now,
-    });
+    this.log.info(
+      `${this.spec.resource} informer: the API server's resourceVersion ${now} is older than the last one seen, ${ours} (its store was restored?); relisting`,
+      {
+        resource: this.spec.resource,
+        resourceVersion: ours,
+        serverResourceVersion: now,
+      },
+    );
     return true;
   }
 
@@ -421,11 +456,14 @@ class ResilientInformer<T extends KubernetesObject> {
     try {
       fn();
     } catch (e) {
-      this.log.error(`${this.spec.resource} informer: ${event} handler failed${obj ? ` for ${keyOf(obj)}` : ''}: ${describeError(e)}`, {
-        resource: this.spec.resource,
-        event,
-        object: obj ? keyOf(obj) : undefined,
-      });
+      this.log.error(
+        `${this.spec.resource} informer: ${event} handler failed${obj ? ` for ${keyOf(obj)}` : ''}: ${describeError(e)}`,
+        {
+          resource: this.spec.resource,
+          event,
+          object: obj ? keyOf(obj) : undefined,
+        },
+      );
     }
   }
 

@@ -60,7 +60,8 @@ export function loadKubeConfig(options: KubeConfigOptions): ApiKubeConfig {
   kc.observer = options.observer;
   kc.log = options.log;
   kc.userAgent = options.userAgent;
-  if (options.qps && options.qps > 0) kc.rateLimiter = new TokenBucketRateLimiter(options.qps, Math.max(1, options.burst ?? 1));
+  if (options.qps && options.qps > 0)
+    kc.rateLimiter = new TokenBucketRateLimiter(options.qps, Math.max(1, options.burst ?? 1));
   const master = options.master || undefined;
   if (master) checkMaster(master);
   const env = options.env ?? process.env;
@@ -77,7 +78,10 @@ export function loadKubeConfig(options: KubeConfigOptions): ApiKubeConfig {
   } else if (master) {
     // kube-proxy with --master and no kubeconfig: that server, no credentials; plain http
     // needs skipTLSVerify for client-node to accept it (there is no TLS to skip)
-    kc.loadFromClusterAndUser({ name: 'master', server: master, skipTLSVerify: master.startsWith('http:') }, { name: 'anonymous' });
+    kc.loadFromClusterAndUser(
+      { name: 'master', server: master, skipTLSVerify: master.startsWith('http:') },
+      { name: 'anonymous' },
+    );
     kc.origin = `--master ${master} (no kubeconfig)`;
     return kc;
   } else if (env.KUBERNETES_SERVICE_HOST && env.KUBERNETES_SERVICE_PORT && existsSync(root + SERVICE_ACCOUNT_TOKEN)) {
@@ -106,7 +110,9 @@ export function loadKubeConfig(options: KubeConfigOptions): ApiKubeConfig {
   }
   const cluster = kc.getCurrentCluster();
   if (!cluster) {
-    throw new KubeConfigError(`kubeconfig ${options.kubeconfig || '(default)'}: no current cluster (current-context ${JSON.stringify(kc.getCurrentContext())})`);
+    throw new KubeConfigError(
+      `kubeconfig ${options.kubeconfig || '(default)'}: no current cluster (current-context ${JSON.stringify(kc.getCurrentContext())})`,
+    );
   }
   if (master) {
     const replaced = { ...cluster, server: master, skipTLSVerify: cluster.skipTLSVerify || master.startsWith('http:') };
@@ -159,7 +165,8 @@ interface RawTokens {
  */
 function rawTokens(file: string, user: User | null): RawTokens {
   if (!user) return {};
-  const doc = loadYaml(readFileSync(file, 'utf8')) as { users?: { name?: string; user?: Record<string, unknown> }[] } | null | undefined;
+  const doc = loadYaml(readFileSync(file, 'utf8')) as
+    { users?: { name?: string; user?: Record<string, unknown> }[] } | null | undefined;
   const raw = doc?.users?.find((u) => u?.name === user.name)?.user;
   const given = raw?.tokenFile ?? raw?.['token-file'];
   const token = typeof raw?.token === 'string' && raw.token !== '' ? raw.token : undefined;
@@ -184,7 +191,11 @@ function useTokenFile(kc: ApiKubeConfig, raw: RawTokens, options: KubeConfigOpti
   tokenFile.current(); // unreadable and no fallback: refuse the config now, as client-go does
   kc.tokenFile = tokenFile;
   // client-node's own copies (read once, or re-read without 401 handling) are dropped
-  const replaced: User = { ...user, token: undefined, authProvider: fromProvider === file ? undefined : user.authProvider };
+  const replaced: User = {
+    ...user,
+    token: undefined,
+    authProvider: fromProvider === file ? undefined : user.authProvider,
+  };
   kc.users = kc.users.map((u) => (u.name === user.name ? replaced : u));
 }
 

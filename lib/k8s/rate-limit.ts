@@ -20,8 +20,13 @@ export class TokenBucketRateLimiter {
   private tokens: number;
   private at: number;
 
-  constructor(readonly qps: number, readonly burst: number, private readonly clock: RateLimiterClock = systemTimers) {
-    if (!(qps > 0) || !(burst >= 1)) throw new RangeError(`rate limit needs qps > 0 and burst >= 1, got qps ${qps}, burst ${burst}`);
+  constructor(
+    readonly qps: number,
+    readonly burst: number,
+    private readonly clock: RateLimiterClock = systemTimers,
+  ) {
+    if (!(qps > 0) || !(burst >= 1))
+      throw new RangeError(`rate limit needs qps > 0 and burst >= 1, got qps ${qps}, burst ${burst}`);
     this.tokens = burst;
     this.at = clock.now();
   }

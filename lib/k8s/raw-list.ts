@@ -22,18 +22,28 @@ export interface ListQuery {
 export const LIST_PAGE_SIZE = 500;
 
 /** GET `path` (e.g. /api/v1/services) with the query; throws ApiException (code = HTTP status) unless 200. */
-export async function listRaw<T extends KubernetesObject>(kc: KubeConfig, path: string, query: ListQuery = {}): Promise<KubernetesListObject<T>> {
+export async function listRaw<T extends KubernetesObject>(
+  kc: KubeConfig,
+  path: string,
+  query: ListQuery = {},
+): Promise<KubernetesListObject<T>> {
   const res = await apiRequest(kc, {
     method: 'GET',
     path,
-    query: { labelSelector: query.labelSelector, fieldSelector: query.fieldSelector, limit: query.limit || undefined, continue: query.continue },
+    query: {
+      labelSelector: query.labelSelector,
+      fieldSelector: query.fieldSelector,
+      limit: query.limit || undefined,
+      continue: query.continue,
+    },
   });
   const body = res.body;
   if (res.status !== 200) {
     throw new ApiException(res.status, `list ${path}: HTTP ${res.status}: ${statusMessage(body)}`, body, {});
   }
   const list = JSON.parse(body) as KubernetesListObject<T>;
-  if (!Array.isArray(list.items)) throw new ApiException(res.status, `list ${path}: the response has no items array`, body, {});
+  if (!Array.isArray(list.items))
+    throw new ApiException(res.status, `list ${path}: the response has no items array`, body, {});
   return list;
 }
 

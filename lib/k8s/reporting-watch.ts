@@ -81,9 +81,21 @@ export class ReportingWatch {
     };
     try {
       // until the answer, apiRequest's deadline (credentials included) names what hung
-      const res = await apiRequest(this.kc, { method: 'GET', path, query: { ...queryParams, watch: true }, signal: controller.signal, timeoutMs: this.timeoutMs }, true);
+      const res = await apiRequest(
+        this.kc,
+        {
+          method: 'GET',
+          path,
+          query: { ...queryParams, watch: true },
+          signal: controller.signal,
+          timeoutMs: this.timeoutMs,
+        },
+        true,
+      );
       if (!res.stream?.body) {
-        const error = new Error(`${res.statusText || STATUS_CODES[res.status] || 'Error'}: ${statusMessage(res.body)}`) as Error & { statusCode: number };
+        const error = new Error(
+          `${res.statusText || STATUS_CODES[res.status] || 'Error'}: ${statusMessage(res.body)}`,
+        ) as Error & { statusCode: number };
         error.statusCode = res.status;
         throw error;
       }

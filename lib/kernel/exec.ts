@@ -64,7 +64,8 @@ export class ChildProcessExec implements Execer {
         f();
       };
       const timer = setTimeout(() => {
-        const fail = () => settle(() => reject(new ExecTimeoutError([cmd, ...args].join(' '), this.timeoutMs, child.pid)));
+        const fail = () =>
+          settle(() => reject(new ExecTimeoutError([cmd, ...args].join(' '), this.timeoutMs, child.pid)));
         // settled once the process is gone (reaped), not merely signalled; a process that
         // already exited while a grandchild holds its pipes fails at once
         if (child.exitCode !== null || child.signalCode !== null) return fail();

@@ -45,7 +45,8 @@ export class KernelFamilySupport implements FamilySupport {
     if (!ipt) return { supported: false, reason: `no ${bin}` };
     try {
       const nat = await ipt.save('nat');
-      if (!/^:POSTROUTING\b/m.test(nat)) return { supported: false, reason: `${bin}: the nat table has no POSTROUTING chain` };
+      if (!/^:POSTROUTING\b/m.test(nat))
+        return { supported: false, reason: `${bin}: the nat table has no POSTROUTING chain` };
     } catch (e) {
       return { supported: false, reason: `${bin} is not usable: ${(e as Error).message}` };
     }
@@ -56,7 +57,10 @@ export class KernelFamilySupport implements FamilySupport {
     try {
       await readFile(join(this.proc, 'net', 'if_inet6'));
     } catch {
-      return { supported: false, reason: `no kernel IPv6 (${join(this.proc, 'net', 'if_inet6')} is missing: booted with ipv6.disable=1?)` };
+      return {
+        supported: false,
+        reason: `no kernel IPv6 (${join(this.proc, 'net', 'if_inet6')} is missing: booted with ipv6.disable=1?)`,
+      };
     }
     let disabled = '';
     try {

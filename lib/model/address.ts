@@ -102,7 +102,8 @@ export function specialAddressProblem(text: string): string | undefined {
   if (bytes.subarray(0, 15).every((b) => b === 0) && bytes[15] === 1) return 'the loopback address';
   if (bytes[0] === 0xfe && (bytes[1]! & 0xc0) === 0x80) return 'a link-local address (fe80::/10)';
   if (bytes[0] === 0xff) return 'a multicast address (ff00::/8)';
-  if (bytes.subarray(0, 10).every((b) => b === 0) && bytes[10] === 0xff && bytes[11] === 0xff) return 'an IPv4-mapped IPv6 address (::ffff:0:0/96)';
+  if (bytes.subarray(0, 10).every((b) => b === 0) && bytes[10] === 0xff && bytes[11] === 0xff)
+    return 'an IPv4-mapped IPv6 address (::ffff:0:0/96)';
   return undefined;
 }
 

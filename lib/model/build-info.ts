@@ -11,7 +11,14 @@ export interface BuildInfo {
   readonly platform: string;
 }
 
-const GOARCH: Readonly<Record<string, string>> = { x64: 'amd64', arm64: 'arm64', ia32: '386', arm: 'arm', ppc64: 'ppc64le', s390x: 's390x' };
+const GOARCH: Readonly<Record<string, string>> = {
+  x64: 'amd64',
+  arm64: 'arm64',
+  ia32: '386',
+  arm: 'arm',
+  ppc64: 'ppc64le',
+  s390x: 's390x',
+};
 
 /** Node's platform and architecture in Go's names (GOOS/GOARCH). */
 export function goPlatform(platform: string = process.platform, arch: string = process.arch): string {

@@ -33,7 +33,14 @@ const hostPort = (a: string, p: number): string => (a.includes(':') ? `[${a}]:${
 
 /** How logs name a flow: "UDP 10.0.0.1:40000 -> 10.96.0.10:53 (reply 10.244.1.5:53 -> 10.0.0.1:40000)". */
 export function describeFlow(f: ConntrackFlow): string {
-  const name = f.protocol === IPPROTO_UDP ? 'UDP' : f.protocol === IPPROTO_SCTP ? 'SCTP' : f.protocol === IPPROTO_TCP ? 'TCP' : `proto ${f.protocol}`;
+  const name =
+    f.protocol === IPPROTO_UDP
+      ? 'UDP'
+      : f.protocol === IPPROTO_SCTP
+        ? 'SCTP'
+        : f.protocol === IPPROTO_TCP
+          ? 'TCP'
+          : `proto ${f.protocol}`;
   return `${name} ${hostPort(f.orig.src, f.orig.srcPort)} -> ${hostPort(f.orig.dst, f.orig.dstPort)} (reply ${hostPort(f.reply.src, f.reply.srcPort)} -> ${hostPort(f.reply.dst, f.reply.dstPort)})${f.zone ? ` zone ${f.zone}` : ''}`;
 }
 

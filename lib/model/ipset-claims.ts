@@ -23,7 +23,8 @@ export function frontendTypeFromIpsets(sets: SetMembers, vs: VirtualServerId): F
   const family: IpFamily = isIPv4(vs.address) ? 'ipv4' : 'ipv6';
   const proto = (PROTOCOL_NAMES[vs.protocol] ?? '').toLowerCase();
   const member = `${ipsetAddress(vs.address)},${proto}:${vs.port}`;
-  const has = (base: (typeof SetName)[keyof typeof SetName], m: string) => sets.get(ipsetName(base, family))?.members.has(m) ?? false;
+  const has = (base: (typeof SetName)[keyof typeof SetName], m: string) =>
+    sets.get(ipsetName(base, family))?.members.has(m) ?? false;
   if (has(SetName.CLUSTER_IP, member)) return 'ClusterIP';
   if (has(SetName.LOAD_BALANCER, member)) return 'LoadBalancer';
   if (has(SetName.EXTERNAL_IP, member) || has(SetName.EXTERNAL_IP_LOCAL, member)) return 'ExternalIP';
@@ -61,15 +62,23 @@ function adoptionReason(sets: SetMembers, vs: VirtualServerId, nodePortAddresses
   const has = (base: (typeof SetName)[keyof typeof SetName], m: string) => set(base)?.members.has(m) ?? false;
   const record = set(SetName.IPVS_OWNED);
   if (record?.members.has(member)) return null;
-  const exact = [SetName.CLUSTER_IP, SetName.LOAD_BALANCER, SetName.EXTERNAL_IP, SetName.EXTERNAL_IP_LOCAL, SetName.NODE_PORT_SCTP] as const;
+  const exact = [
+    SetName.CLUSTER_IP,
+    SetName.LOAD_BALANCER,
+    SetName.EXTERNAL_IP,
+    SetName.EXTERNAL_IP_LOCAL,
+    SetName.NODE_PORT_SCTP,
+  ] as const;
   if (exact.some((b) => has(b, member))) return null;
   const port = String(vs.port);
-  const portOnly = (proto === 'tcp' && has(SetName.NODE_PORT_TCP, port)) || (proto === 'udp' && has(SetName.NODE_PORT_UDP, port));
+  const portOnly =
+    (proto === 'tcp' && has(SetName.NODE_PORT_TCP, port)) || (proto === 'udp' && has(SetName.NODE_PORT_UDP, port));
   if (record) {
     return `not in kube-ipvs's record of the frontends it programmed (${ipsetName(SetName.IPVS_OWNED, family)})${portOnly ? `, though a KUBE-NODE-PORT set holds port ${port}` : ''}`;
   }
   if (portOnly && nodePortAddresses.has(vs.address)) return null;
-  if (portOnly) return `a KUBE-NODE-PORT set holds port ${port}, but ${vs.address} is not one of this node's NodePort addresses`;
+  if (portOnly)
+    return `a KUBE-NODE-PORT set holds port ${port}, but ${vs.address} is not one of this node's NodePort addresses`;
   return 'in no kube-proxy ipset';
 }
 
@@ -95,7 +104,9 @@ export interface OwnershipEvidence {
 export function unownedReason(e: OwnershipEvidence, vs: VirtualServerId): string | null {
   if (e.ipsets === undefined || !hasKubeSets(e.ipsets)) {
     if (e.bound.has(vs.address)) return null;
-    return e.ipsets === undefined ? 'its address not bound on kube-ipvs0 (the ipsets could not be read)' : 'no KUBE-* ipset in the kernel and its address not bound on kube-ipvs0';
+    return e.ipsets === undefined
+      ? 'its address not bound on kube-ipvs0 (the ipsets could not be read)'
+      : 'no KUBE-* ipset in the kernel and its address not bound on kube-ipvs0';
   }
   return adoptionReason(e.ipsets, vs, e.nodePortAddresses);
 }

@@ -37,25 +37,110 @@ export interface IpsetInfo {
 
 /** In kube-proxy's `ipsetInfo` order, then kube-ipvs's own record (KUBE-IPVS-OWNED). */
 export const IPSET_INFO: readonly IpsetInfo[] = [
-  { key: 'LOOP_BACK', name: SetName.LOOP_BACK, type: IpsetType.HASH_IP_PORT_IP, comment: 'Kubernetes endpoints dst ip:port, source ip for solving hairpin purpose' },
-  { key: 'CLUSTER_IP', name: SetName.CLUSTER_IP, type: IpsetType.HASH_IP_PORT, comment: 'Kubernetes service cluster ip + port for masquerade purpose' },
-  { key: 'EXTERNAL_IP', name: SetName.EXTERNAL_IP, type: IpsetType.HASH_IP_PORT, comment: 'Kubernetes service external ip + port for masquerade and filter purpose' },
-  { key: 'EXTERNAL_IP_LOCAL', name: SetName.EXTERNAL_IP_LOCAL, type: IpsetType.HASH_IP_PORT, comment: 'Kubernetes service external ip + port with externalTrafficPolicy=local' },
-  { key: 'LOAD_BALANCER', name: SetName.LOAD_BALANCER, type: IpsetType.HASH_IP_PORT, comment: 'Kubernetes service lb portal' },
-  { key: 'LOAD_BALANCER_LOCAL', name: SetName.LOAD_BALANCER_LOCAL, type: IpsetType.HASH_IP_PORT, comment: 'Kubernetes service load balancer ip + port with externalTrafficPolicy=local' },
-  { key: 'LOAD_BALANCER_FW', name: SetName.LOAD_BALANCER_FW, type: IpsetType.HASH_IP_PORT, comment: 'Kubernetes service load balancer ip + port for load balancer with sourceRange' },
-  { key: 'LOAD_BALANCER_SOURCE_IP', name: SetName.LOAD_BALANCER_SOURCE_IP, type: IpsetType.HASH_IP_PORT_IP, comment: 'Kubernetes service load balancer ip + port + source IP for packet filter purpose' },
-  { key: 'LOAD_BALANCER_SOURCE_CIDR', name: SetName.LOAD_BALANCER_SOURCE_CIDR, type: IpsetType.HASH_IP_PORT_NET, comment: 'Kubernetes service load balancer ip + port + source cidr for packet filter purpose' },
-  { key: 'NODE_PORT_TCP', name: SetName.NODE_PORT_TCP, type: IpsetType.BITMAP_PORT, comment: 'Kubernetes nodeport TCP port for masquerade purpose' },
-  { key: 'NODE_PORT_LOCAL_TCP', name: SetName.NODE_PORT_LOCAL_TCP, type: IpsetType.BITMAP_PORT, comment: 'Kubernetes nodeport TCP port with externalTrafficPolicy=local' },
-  { key: 'NODE_PORT_UDP', name: SetName.NODE_PORT_UDP, type: IpsetType.BITMAP_PORT, comment: 'Kubernetes nodeport UDP port for masquerade purpose' },
-  { key: 'NODE_PORT_LOCAL_UDP', name: SetName.NODE_PORT_LOCAL_UDP, type: IpsetType.BITMAP_PORT, comment: 'Kubernetes nodeport UDP port with externalTrafficPolicy=local' },
-  { key: 'NODE_PORT_SCTP', name: SetName.NODE_PORT_SCTP, type: IpsetType.HASH_IP_PORT, comment: "Kubernetes nodeport SCTP port for masquerade purpose with type 'hash ip:port'" },
-  { key: 'NODE_PORT_LOCAL_SCTP', name: SetName.NODE_PORT_LOCAL_SCTP, type: IpsetType.HASH_IP_PORT, comment: "Kubernetes nodeport SCTP port with externalTrafficPolicy=local with type 'hash ip:port'" },
-  { key: 'HEALTH_CHECK_NODE_PORT', name: SetName.HEALTH_CHECK_NODE_PORT, type: IpsetType.BITMAP_PORT, comment: 'Kubernetes health check node port' },
+  {
+    key: 'LOOP_BACK',
+    name: SetName.LOOP_BACK,
+    type: IpsetType.HASH_IP_PORT_IP,
+    comment: 'Kubernetes endpoints dst ip:port, source ip for solving hairpin purpose',
+  },
+  {
+    key: 'CLUSTER_IP',
+    name: SetName.CLUSTER_IP,
+    type: IpsetType.HASH_IP_PORT,
+    comment: 'Kubernetes service cluster ip + port for masquerade purpose',
+  },
+  {
+    key: 'EXTERNAL_IP',
+    name: SetName.EXTERNAL_IP,
+    type: IpsetType.HASH_IP_PORT,
+    comment: 'Kubernetes service external ip + port for masquerade and filter purpose',
+  },
+  {
+    key: 'EXTERNAL_IP_LOCAL',
+    name: SetName.EXTERNAL_IP_LOCAL,
+    type: IpsetType.HASH_IP_PORT,
+    comment: 'Kubernetes service external ip + port with externalTrafficPolicy=local',
+  },
+  {
+    key: 'LOAD_BALANCER',
+    name: SetName.LOAD_BALANCER,
+    type: IpsetType.HASH_IP_PORT,
+    comment: 'Kubernetes service lb portal',
+  },
+  {
+    key: 'LOAD_BALANCER_LOCAL',
+    name: SetName.LOAD_BALANCER_LOCAL,
+    type: IpsetType.HASH_IP_PORT,
+    comment: 'Kubernetes service load balancer ip + port with externalTrafficPolicy=local',
+  },
+  {
+    key: 'LOAD_BALANCER_FW',
+    name: SetName.LOAD_BALANCER_FW,
+    type: IpsetType.HASH_IP_PORT,
+    comment: 'Kubernetes service load balancer ip + port for load balancer with sourceRange',
+  },
+  {
+    key: 'LOAD_BALANCER_SOURCE_IP',
+    name: SetName.LOAD_BALANCER_SOURCE_IP,
+    type: IpsetType.HASH_IP_PORT_IP,
+    comment: 'Kubernetes service load balancer ip + port + source IP for packet filter purpose',
+  },
+  {
+    key: 'LOAD_BALANCER_SOURCE_CIDR',
+    name: SetName.LOAD_BALANCER_SOURCE_CIDR,
+    type: IpsetType.HASH_IP_PORT_NET,
+    comment: 'Kubernetes service load balancer ip + port + source cidr for packet filter purpose',
+  },
+  {
+    key: 'NODE_PORT_TCP',
+    name: SetName.NODE_PORT_TCP,
+    type: IpsetType.BITMAP_PORT,
+    comment: 'Kubernetes nodeport TCP port for masquerade purpose',
+  },
+  {
+    key: 'NODE_PORT_LOCAL_TCP',
+    name: SetName.NODE_PORT_LOCAL_TCP,
+    type: IpsetType.BITMAP_PORT,
+    comment: 'Kubernetes nodeport TCP port with externalTrafficPolicy=local',
+  },
+  {
+    key: 'NODE_PORT_UDP',
+    name: SetName.NODE_PORT_UDP,
+    type: IpsetType.BITMAP_PORT,
+    comment: 'Kubernetes nodeport UDP port for masquerade purpose',
+  },
+  {
+    key: 'NODE_PORT_LOCAL_UDP',
+    name: SetName.NODE_PORT_LOCAL_UDP,
+    type: IpsetType.BITMAP_PORT,
+    comment: 'Kubernetes nodeport UDP port with externalTrafficPolicy=local',
+  },
+  {
+    key: 'NODE_PORT_SCTP',
+    name: SetName.NODE_PORT_SCTP,
+    type: IpsetType.HASH_IP_PORT,
+    comment: "Kubernetes nodeport SCTP port for masquerade purpose with type 'hash ip:port'",
+  },
+  {
+    key: 'NODE_PORT_LOCAL_SCTP',
+    name: SetName.NODE_PORT_LOCAL_SCTP,
+    type: IpsetType.HASH_IP_PORT,
+    comment: "Kubernetes nodeport SCTP port with externalTrafficPolicy=local with type 'hash ip:port'",
+  },
+  {
+    key: 'HEALTH_CHECK_NODE_PORT',
+    name: SetName.HEALTH_CHECK_NODE_PORT,
+    type: IpsetType.BITMAP_PORT,
+    comment: 'Kubernetes health check node port',
+  },
   { key: 'IPVS_IPS', name: SetName.IPVS_IPS, type: IpsetType.HASH_IP, comment: 'Addresses on the ipvs interface' },
   // kube-ipvs's own (not kube-proxy's): no iptables rule names it
-  { key: 'IPVS_OWNED', name: SetName.IPVS_OWNED, type: IpsetType.HASH_IP_PORT, comment: 'kube-ipvs: every frontend it programmed, for ownership across restarts' },
+  {
+    key: 'IPVS_OWNED',
+    name: SetName.IPVS_OWNED,
+    type: IpsetType.HASH_IP_PORT,
+    comment: 'kube-ipvs: every frontend it programmed, for ownership across restarts',
+  },
 ];
 
 const INFO_BY_KEY: ReadonlyMap<SetKey, IpsetInfo> = new Map(IPSET_INFO.map((i) => [i.key, i]));
@@ -112,12 +197,14 @@ function port(value: unknown, entry: () => string): number {
 
 function protoPort(proto: unknown, p: unknown, entry: () => string): string {
   const lower = typeof proto === 'string' ? proto.toLowerCase() : '';
-  if (!PROTOS.includes(lower)) throw new InvalidIpsetEntryError(entry(), `protocol ${quoteIfOdd(String(proto))} is not tcp, udp or sctp`);
+  if (!PROTOS.includes(lower))
+    throw new InvalidIpsetEntryError(entry(), `protocol ${quoteIfOdd(String(proto))} is not tcp, udp or sctp`);
   return `${lower}:${port(p, entry)}`;
 }
 
 function sameFamily(a: ParsedAddress, b: { family: IpFamily }, what: string, entry: () => string): void {
-  if (a.family !== b.family) throw new InvalidIpsetEntryError(entry(), `${what} is ${b.family}, the address ${a.family}`);
+  if (a.family !== b.family)
+    throw new InvalidIpsetEntryError(entry(), `${what} is ${b.family}, the address ${a.family}`);
 }
 
 /** hash:ip entry: `10.96.0.10`. Throws InvalidIpsetEntryError. */
@@ -147,7 +234,10 @@ export function entryIpPortIp(ip: string, proto: IpsetProto, port: number, ip2: 
 export function entryIpPortNet(ip: string, proto: IpsetProto, port: number, net: string): IpsetMember {
   const members = entriesIpPortNet(ip, proto, port, net);
   if (members.length !== 1) {
-    throw new InvalidIpsetEntryError(asked(ip, `${proto}:${port}`, net), 'a /0 network is two ipset members: use entriesIpPortNet');
+    throw new InvalidIpsetEntryError(
+      asked(ip, `${proto}:${port}`, net),
+      'a /0 network is two ipset members: use entriesIpPortNet',
+    );
   }
   return members[0]!;
 }
@@ -175,7 +265,11 @@ export function entriesIpPortNet(ip: string, proto: IpsetProto, port: number, ne
  * InvalidIpsetEntryError (a protocol ipset cannot hold).
  */
 export function entryFrontend(vs: Pick<VirtualServerId, 'address' | 'protocol' | 'port'>): IpsetMember {
-  return entryIpPort(vs.address, (PROTOCOL_NAMES[vs.protocol] ?? String(vs.protocol)).toLowerCase() as IpsetProto, vs.port);
+  return entryIpPort(
+    vs.address,
+    (PROTOCOL_NAMES[vs.protocol] ?? String(vs.protocol)).toLowerCase() as IpsetProto,
+    vs.port,
+  );
 }
 
 /** bitmap:port entry: `30080`. Throws InvalidIpsetEntryError. */
@@ -195,7 +289,8 @@ export function ipsetMemberMismatch(type: IpsetType, family: IpFamily, member: s
   if (parts.length !== want) return `${parts.length} part(s), a ${type} member has ${want}`;
   if (want > 1 && !parts[1]!.includes(':')) return `no protocol:port, in a ${type} set`;
   const fam = (p: string): IpFamily => (p.includes(':') ? 'ipv6' : 'ipv4');
-  if (fam(parts[0]!) !== family || (want === 3 && fam(parts[2]!) !== family)) return `not ${family}, in a ${family} set`;
+  if (fam(parts[0]!) !== family || (want === 3 && fam(parts[2]!) !== family))
+    return `not ${family}, in a ${family} set`;
   if (type === IpsetType.HASH_IP_PORT_IP && parts[2]!.includes('/')) return `a network, in a ${type} set`;
   return undefined;
 }

@@ -30,7 +30,14 @@ export const JUMP_RULES: readonly JumpRule[] = [
 /** kube-proxy `iptablesChains`: declared (so flushed and rewritten) in every restore, in this order. */
 export const KUBE_CHAINS: { readonly [T in Table]: readonly ChainName[] } = {
   nat: [Chain.SERVICES, Chain.POSTROUTING, Chain.NODE_PORT, Chain.LOAD_BALANCER, Chain.MARK_MASQ],
-  filter: [Chain.FORWARD, Chain.NODE_PORT, Chain.PROXY_FIREWALL, Chain.SOURCE_RANGES_FIREWALL, Chain.IPVS_FILTER, Chain.IPVS_OUT_FILTER],
+  filter: [
+    Chain.FORWARD,
+    Chain.NODE_PORT,
+    Chain.PROXY_FIREWALL,
+    Chain.SOURCE_RANGES_FIREWALL,
+    Chain.IPVS_FILTER,
+    Chain.IPVS_OUT_FILTER,
+  ],
 };
 
 /** The rules of one table: chains declared, then `-A ...` lines. */
@@ -65,18 +72,32 @@ export const IPTABLES_MODE_CHAINS: { readonly [T in Table]: readonly string[] } 
   filter: ['KUBE-SERVICES', 'KUBE-EXTERNAL-SERVICES', 'KUBE-NODEPORTS', 'KUBE-PROXY-CANARY'],
 };
 /** nat: KUBE-SVC-/SVL- (per Service), KUBE-SEP- (per endpoint), KUBE-FW-/EXT- (firewall, external) */
-export const IPTABLES_MODE_CHAIN_PREFIXES: readonly string[] = ['KUBE-SVC-', 'KUBE-SVL-', 'KUBE-SEP-', 'KUBE-FW-', 'KUBE-EXT-'];
+export const IPTABLES_MODE_CHAIN_PREFIXES: readonly string[] = [
+  'KUBE-SVC-',
+  'KUBE-SVL-',
+  'KUBE-SEP-',
+  'KUBE-FW-',
+  'KUBE-EXT-',
+];
 /** iptables mode's comment on its INPUT/OUTPUT/FORWARD jumps to KUBE-PROXY-FIREWALL */
 export const IPTABLES_MODE_FIREWALL_COMMENT = 'kubernetes load balancer firewall';
 
 /** Whether `chain` in `table` is one only kube-proxy's iptables mode makes. */
 export function isIptablesModeChain(table: Table, chain: string): boolean {
-  return IPTABLES_MODE_CHAINS[table].includes(chain) || (table === 'nat' && IPTABLES_MODE_CHAIN_PREFIXES.some((p) => chain.startsWith(p)));
+  return (
+    IPTABLES_MODE_CHAINS[table].includes(chain) ||
+    (table === 'nat' && IPTABLES_MODE_CHAIN_PREFIXES.some((p) => chain.startsWith(p)))
+  );
 }
 
 /** Whether a built-in rule's tokens are iptables mode's jump to the shared KUBE-PROXY-FIREWALL. */
 export function isIptablesModeFirewallJump(tokens: readonly string[]): boolean {
   const comment = tokens.indexOf('--comment');
   const jump = tokens.indexOf('-j');
-  return comment >= 0 && tokens[comment + 1] === IPTABLES_MODE_FIREWALL_COMMENT && jump >= 0 && tokens[jump + 1] === Chain.PROXY_FIREWALL;
+  return (
+    comment >= 0 &&
+    tokens[comment + 1] === IPTABLES_MODE_FIREWALL_COMMENT &&
+    jump >= 0 &&
+    tokens[jump + 1] === Chain.PROXY_FIREWALL
+  );
 }

@@ -236,6 +236,14 @@ export function describeVirtualServer(id: VirtualServerId): string {
 }
 
 export const ZERO_STATS: Stats = Object.freeze({
-  conns: 0n, inpkts: 0n, outpkts: 0n, inbytes: 0n, outbytes: 0n,
-  cps: 0n, inpps: 0n, outpps: 0n, inbps: 0n, outbps: 0n,
+  conns: 0n,
+  inpkts: 0n,
+  outpkts: 0n,
+  inbytes: 0n,
+  outbytes: 0n,
+  cps: 0n,
+  inpps: 0n,
+  outpps: 0n,
+  inbps: 0n,
+  outbps: 0n,
 });

@@ -11,7 +11,8 @@
 import { IpFamily } from './ip-family';
 import { formatCidr, parseAddress, parseCidr as parseNet, parseCidrSloppy as parseNetSloppy } from './address';
 
-export type Parsed<T> = { readonly ok: true; readonly value: T; readonly family: IpFamily } | { readonly ok: false; readonly reason: string };
+export type Parsed<T> =
+  { readonly ok: true; readonly value: T; readonly family: IpFamily } | { readonly ok: false; readonly reason: string };
 
 /** One address: canonical spelling and family, or why it is not one (model/address.ts parses). */
 export function parseIp(text: unknown): Parsed<string> {

@@ -25,7 +25,12 @@ export function servicePortKey(namespace: string, name: string, portName: string
  * The parts of a ServicePortKey. Namespaces, Service names and port names are DNS labels
  * (lib/k8s/convert.ts refuses others), so '/' and ':' separate them unambiguously.
  */
-export function parseServicePortKey(key: ServicePortKey): { namespace: string; name: string; portName: string; family: IpFamily } {
+export function parseServicePortKey(key: ServicePortKey): {
+  namespace: string;
+  name: string;
+  portName: string;
+  family: IpFamily;
+} {
   const m = /^([^/]*)\/([^:]*):([^/]*)\/(ipv4|ipv6)$/.exec(key);
   if (!m) throw new TypeError(`not a service port key: '${key}'`);
   return { namespace: m[1]!, name: m[2]!, portName: m[3]!, family: m[4] as IpFamily };

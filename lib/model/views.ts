@@ -6,7 +6,15 @@
  */
 import { AF_INET6 } from '../uapi/inet';
 import { IP_VS_SVC_F } from '../uapi/ip_vs';
-import { PROTOCOL_NAMES, RealServerId, RealServerSpec, VirtualServerId, VirtualServerSpec, addressToBytes, hostPort } from './ipvs';
+import {
+  PROTOCOL_NAMES,
+  RealServerId,
+  RealServerSpec,
+  VirtualServerId,
+  VirtualServerSpec,
+  addressToBytes,
+  hostPort,
+} from './ipvs';
 
 /** The daemon's paths (on the metrics server). */
 export const VIEW_PATHS = {
@@ -101,17 +109,36 @@ export interface SyncSummary {
 /** `kube-ipvs status`: cilium status --verbose's "KubeProxyReplacement Details", for IPVS. */
 export interface StatusResponse {
   readonly mode: 'ipvs';
-  readonly node: { readonly name: string; readonly ips: readonly string[]; readonly zone: string; readonly podCIDRs: readonly string[] };
+  readonly node: {
+    readonly name: string;
+    readonly ips: readonly string[];
+    readonly zone: string;
+    readonly podCIDRs: readonly string[];
+  };
   readonly families: readonly string[];
   /** kube-ipvs0 and the links that carry NodePort addresses */
-  readonly devices: readonly { readonly name: string; readonly addresses: readonly string[]; readonly role: 'kube-ipvs0' | 'NodePort' }[];
+  readonly devices: readonly {
+    readonly name: string;
+    readonly addresses: readonly string[];
+    readonly role: 'kube-ipvs0' | 'NodePort';
+  }[];
   readonly scheduler: { readonly default: string; readonly overriddenBy: number };
   readonly sessionAffinity: { readonly enabled: true; readonly frontends: number };
-  readonly gracefulTermination: { readonly enabled: true; readonly protocols: readonly string[]; readonly drainTimeoutSeconds: number; readonly checkIntervalSeconds: number; readonly draining: number };
+  readonly gracefulTermination: {
+    readonly enabled: true;
+    readonly protocols: readonly string[];
+    readonly drainTimeoutSeconds: number;
+    readonly checkIntervalSeconds: number;
+    readonly draining: number;
+  };
   /** every Service type kube-proxy serves is enabled; the NodePort range is the API server's */
   readonly services: {
     readonly clusterIP: boolean;
-    readonly nodePort: { readonly enabled: boolean; readonly addresses: readonly string[]; readonly portsInUse: readonly number[] };
+    readonly nodePort: {
+      readonly enabled: boolean;
+      readonly addresses: readonly string[];
+      readonly portsInUse: readonly number[];
+    };
     readonly loadBalancer: boolean;
     readonly externalIPs: boolean;
   };
@@ -129,7 +156,13 @@ export interface StatusResponse {
     readonly draining: number;
     readonly boundAddresses: number;
   };
-  readonly totals: { readonly syncs: number; readonly fullSyncs: number; readonly ipvsWrites: number; readonly ipvsFailures: number; readonly execs: number };
+  readonly totals: {
+    readonly syncs: number;
+    readonly fullSyncs: number;
+    readonly ipvsWrites: number;
+    readonly ipvsFailures: number;
+    readonly execs: number;
+  };
   /** --verbose: the effective settings */
   readonly config: {
     readonly syncPeriod: string;
@@ -175,7 +208,9 @@ export function frontendName(vs: VirtualServerId): string {
 
 /** A virtual server's affinity: IPVS persistence is ClientIP affinity. */
 export function affinityOf(vs: { readonly flags?: number; readonly timeout?: number }): Affinity {
-  return ((vs.flags ?? 0) & IP_VS_SVC_F.PERSISTENT) !== 0 ? { kind: 'ClientIP', timeoutSeconds: vs.timeout ?? 0 } : { kind: 'None' };
+  return ((vs.flags ?? 0) & IP_VS_SVC_F.PERSISTENT) !== 0
+    ? { kind: 'ClientIP', timeoutSeconds: vs.timeout ?? 0 }
+    : { kind: 'None' };
 }
 
 function compareBytes(a: Buffer, b: Buffer): number {
@@ -184,7 +219,7 @@ function compareBytes(a: Buffer, b: Buffer): number {
 
 /** Row order: fwmark services last; IPv4 before IPv6, then protocol, address (numeric), port. */
 export function compareFrontends(a: VirtualServerId, b: VirtualServerId): number {
-  if ((a.fwmark > 0) !== (b.fwmark > 0)) return a.fwmark > 0 ? 1 : -1;
+  if (a.fwmark > 0 !== b.fwmark > 0) return a.fwmark > 0 ? 1 : -1;
   if (a.fwmark > 0) return a.af - b.af || a.fwmark - b.fwmark;
   return (
     a.af - b.af ||
@@ -196,5 +231,7 @@ export function compareFrontends(a: VirtualServerId, b: VirtualServerId): number
 
 /** Backend order: by address (numeric), then port. */
 export function compareBackends(a: RealServerId, b: RealServerId): number {
-  return a.af - b.af || compareBytes(addressToBytes(a.af, a.address), addressToBytes(b.af, b.address)) || a.port - b.port;
+  return (
+    a.af - b.af || compareBytes(addressToBytes(a.af, a.address), addressToBytes(b.af, b.address)) || a.port - b.port
+  );
 }

@@ -172,7 +172,12 @@ function putU32LE(b: Buffer, at: number, v: number): void {
 export type AttrTable = Map<number, Buffer>;
 
 /** Calls fn for each attribute of one level (type with flags masked off, payload offset and length). */
-export function forEachAttr(buf: Buffer, path: string, fn: (type: number, at: number, len: number) => void, baseOffset = 0): void {
+export function forEachAttr(
+  buf: Buffer,
+  path: string,
+  fn: (type: number, at: number, len: number) => void,
+  baseOffset = 0,
+): void {
   let off = 0;
   while (off + NLA_HDRLEN <= buf.length) {
     const len = buf.readUInt16LE(off);

@@ -27,7 +27,7 @@ export function writeBatchDatagrams(
   // one writer builds every datagram; each is kept as an exact-size copy (a batch is all
   // written before the first send, and most datagrams are far below batchBytes)
   const w = new AttrWriter(batchBytes + 512);
-  for (let i = 0; i < count; ) {
+  for (let i = 0; i < count;) {
     const first = i;
     w.reset();
     const offsets: number[] = [];

@@ -10,7 +10,16 @@
 import { AttrReader, AttrWriter } from './attr';
 import { GenlRequest } from './socket';
 import { AF_INET, AF_INET6 } from '../uapi/inet';
-import { CTA, CTA_FILTER, CTA_FILTER_F, CTA_IP, CTA_PROTO, CTA_TUPLE, IPCTNL_MSG, ctnlMsgType } from '../uapi/nfnetlink_conntrack';
+import {
+  CTA,
+  CTA_FILTER,
+  CTA_FILTER_F,
+  CTA_IP,
+  CTA_PROTO,
+  CTA_TUPLE,
+  IPCTNL_MSG,
+  ctnlMsgType,
+} from '../uapi/nfnetlink_conntrack';
 import { ConntrackFlow, ConntrackTuple } from '../model/conntrack';
 import { IpFamily, fromAddressFamily, toAddressFamily } from '../model/ip-family';
 import { AddressFamily, addressToBytes, bytesToAddress } from '../model/ipvs';
@@ -77,7 +86,11 @@ export function decodeConntrackFlow(nfgenFamily: number, attrs: Buffer): Conntra
   const orig = readTuple(r, CTA.TUPLE_ORIG, 'CTA_TUPLE_ORIG', af);
   const reply = readTuple(r, CTA.TUPLE_REPLY, 'CTA_TUPLE_REPLY', af);
   if (orig.protocol !== reply.protocol) {
-    throw new DecodeError(`protocol ${orig.protocol} in the original tuple, ${reply.protocol} in the reply tuple`, 'IPCTNL_MSG_CT_NEW', 0);
+    throw new DecodeError(
+      `protocol ${orig.protocol} in the original tuple, ${reply.protocol} in the reply tuple`,
+      'IPCTNL_MSG_CT_NEW',
+      0,
+    );
   }
   const id = r.be32(CTA.ID);
   return {
@@ -90,19 +103,35 @@ export function decodeConntrackFlow(nfgenFamily: number, attrs: Buffer): Conntra
   };
 }
 
-function readTuple(r: AttrReader, type: number, path: string, af: AddressFamily): { protocol: number; tuple: ConntrackTuple } {
+function readTuple(
+  r: AttrReader,
+  type: number,
+  path: string,
+  af: AddressFamily,
+): { protocol: number; tuple: ConntrackTuple } {
   const t = r.require(type, r.nested(type, path, CTA_TUPLE_NAMES));
   const ip = t.require(CTA_TUPLE.IP, t.nested(CTA_TUPLE.IP, 'CTA_TUPLE_IP', CTA_IP_NAMES));
-  const [srcType, dstType, len] = af === AF_INET ? [CTA_IP.V4_SRC, CTA_IP.V4_DST, 4] : [CTA_IP.V6_SRC, CTA_IP.V6_DST, 16];
+  const [srcType, dstType, len] =
+    af === AF_INET ? [CTA_IP.V4_SRC, CTA_IP.V4_DST, 4] : [CTA_IP.V6_SRC, CTA_IP.V6_DST, 16];
   const addr = (k: number): string => {
     const b = ip.require(k, ip.bytes(k, len));
-    if (b.length !== len) throw new DecodeError(`expected ${len} bytes, got ${b.length}`, `${ip.path}>${Object.keys(CTA_IP_NAMES).find((n) => CTA_IP_NAMES[n] === k)}`, 0);
+    if (b.length !== len)
+      throw new DecodeError(
+        `expected ${len} bytes, got ${b.length}`,
+        `${ip.path}>${Object.keys(CTA_IP_NAMES).find((n) => CTA_IP_NAMES[n] === k)}`,
+        0,
+      );
     return bytesToAddress(af, b);
   };
   const proto = t.require(CTA_TUPLE.PROTO, t.nested(CTA_TUPLE.PROTO, 'CTA_TUPLE_PROTO', CTA_PROTO_NAMES));
   const protocol = proto.require(CTA_PROTO.NUM, proto.u8(CTA_PROTO.NUM));
   return {
     protocol,
-    tuple: { src: addr(srcType), dst: addr(dstType), srcPort: proto.be16(CTA_PROTO.SRC_PORT) ?? 0, dstPort: proto.be16(CTA_PROTO.DST_PORT) ?? 0 },
+    tuple: {
+      src: addr(srcType),
+      dst: addr(dstType),
+      srcPort: proto.be16(CTA_PROTO.SRC_PORT) ?? 0,
+      dstPort: proto.be16(CTA_PROTO.DST_PORT) ?? 0,
+    },
   };
 }

@@ -31,7 +31,9 @@ function loadAddon(): SockoptAddon | Error {
     try {
       addon = require(SOCKOPT_ADDON_PATH) as SockoptAddon;
     } catch (e) {
-      addon = new Error(`netlink sockopt addon not loadable (${SOCKOPT_ADDON_PATH}): ${(e as Error).message.split('\n')[0]}`);
+      addon = new Error(
+        `netlink sockopt addon not loadable (${SOCKOPT_ADDON_PATH}): ${(e as Error).message.split('\n')[0]}`,
+      );
     }
   }
   return addon;

@@ -18,7 +18,16 @@
 import { AttrWriter, forEachAttr, parseAttrs } from './attr';
 import { GenlRequest } from './socket';
 import { AF_INET, AF_INET6 } from '../uapi/inet';
-import { IPSET_ATTR, IPSET_ATTR_CADT, IPSET_ATTR_IPADDR, IPSET_CMD, IPSET_FLAG_CADT, IPSET_PROTOCOL_MIN, NFPROTO, ipsetMsgType } from '../uapi/ip_set';
+import {
+  IPSET_ATTR,
+  IPSET_ATTR_CADT,
+  IPSET_ATTR_IPADDR,
+  IPSET_CMD,
+  IPSET_FLAG_CADT,
+  IPSET_PROTOCOL_MIN,
+  NFPROTO,
+  ipsetMsgType,
+} from '../uapi/ip_set';
 import { IpFamily } from '../model/ip-family';
 import { bytesToAddress } from '../model/ipvs';
 import { DecodeError } from '../errors';
@@ -47,7 +56,10 @@ export function encodeIpsetDump(protocol: number = IPSET_PROTOCOL_MIN): GenlRequ
 
 /** A set type whose members this codec cannot spell as `ipset save` does. */
 export class UnspelledIpsetTypeError extends DecodeError {
-  constructor(readonly set: string, readonly type: string) {
+  constructor(
+    readonly set: string,
+    readonly type: string,
+  ) {
     super(`set ${set}: members of type ${type} are not decoded`, `IPSET_CMD_LIST ${set}`, 0);
   }
 }
@@ -61,12 +73,21 @@ function dimsOf(set: string, type: string): Dim[] {
   const colon = type.indexOf(':');
   const kind = type.slice(0, colon);
   const dims = type.slice(colon + 1).split(',');
-  if ((kind !== 'hash' && kind !== 'bitmap') || !dims.every((d) => DIMS.has(d))) throw new UnspelledIpsetTypeError(set, type);
+  if ((kind !== 'hash' && kind !== 'bitmap') || !dims.every((d) => DIMS.has(d)))
+    throw new UnspelledIpsetTypeError(set, type);
   return dims as Dim[];
 }
 
 /** getprotobynumber's names (Debian's /etc/protocols) for the protocols of port members. */
-const PROTO_NAMES: Readonly<Record<number, string>> = { 1: 'icmp', 6: 'tcp', 17: 'udp', 33: 'dccp', 58: 'ipv6-icmp', 132: 'sctp', 136: 'udplite' };
+const PROTO_NAMES: Readonly<Record<number, string>> = {
+  1: 'icmp',
+  6: 'tcp',
+  17: 'udp',
+  33: 'dccp',
+  58: 'ipv6-icmp',
+  132: 'sctp',
+  136: 'udplite',
+};
 
 interface Building {
   readonly name: string;
@@ -101,7 +122,8 @@ export class IpsetDumpDecoder {
     } else {
       set = this.building.get(name);
       // a continuation follows its set's earlier parts directly
-      if (!set || set !== this.last) throw new DecodeError('members of a set whose header did not come just before', path, 0);
+      if (!set || set !== this.last)
+        throw new DecodeError('members of a set whose header did not come just before', path, 0);
     }
     this.last = set;
     const adt = top.get(IPSET_ATTR.ADT);
@@ -112,7 +134,13 @@ export class IpsetDumpDecoder {
   get sets(): Map<string, DumpedIpset> {
     const out = new Map<string, DumpedIpset>();
     for (const s of this.building.values()) {
-      out.set(s.name, { name: s.name, type: s.type, ...(s.family ? { family: s.family } : {}), options: s.options, members: s.members });
+      out.set(s.name, {
+        name: s.name,
+        type: s.type,
+        ...(s.family ? { family: s.family } : {}),
+        options: s.options,
+        members: s.members,
+      });
     }
     return out;
   }
@@ -124,7 +152,14 @@ export class IpsetDumpDecoder {
     const family = type.startsWith('hash:') && type !== 'hash:mac' ? fam : undefined;
     const data = top.get(IPSET_ATTR.DATA);
     const h = data ? parseAttrs(data, `${path}>IPSET_ATTR_DATA`) : new Map<number, Buffer>();
-    return { name, type, ...(family ? { family } : {}), options: formatOptions(type, family, h, `${path}>IPSET_ATTR_DATA`), members: new Set(), dims: dimsOf(name, type) };
+    return {
+      name,
+      type,
+      ...(family ? { family } : {}),
+      options: formatOptions(type, family, h, `${path}>IPSET_ATTR_DATA`),
+      members: new Set(),
+      dims: dimsOf(name, type),
+    };
   }
 }
 
@@ -177,7 +212,11 @@ function formatOptions(type: string, family: IpFamily | undefined, h: Map<number
   } else if (type.startsWith('bitmap:ip')) {
     const from = h.get(A.IP_FROM);
     const to = h.get(A.IP_TO);
-    if (from && to) o.push('range', `${nestedAddress(from, `${path}>IPSET_ATTR_IP`)}-${nestedAddress(to, `${path}>IPSET_ATTR_IP_TO`)}`);
+    if (from && to)
+      o.push(
+        'range',
+        `${nestedAddress(from, `${path}>IPSET_ATTR_IP`)}-${nestedAddress(to, `${path}>IPSET_ATTR_IP_TO`)}`,
+      );
   } else if (type === 'list:set') {
     const size = num(A.SIZE, 'IPSET_ATTR_SIZE');
     if (size !== undefined) o.push('size', String(size));
@@ -240,17 +279,39 @@ function decodeMembers(set: Building, adt: Buffer, path: string): void {
     f.reset();
     forEachAttr(elem, epath, (et, eat, elen) => {
       switch (et) {
-        case A.IP: f.ip = elem.subarray(eat, eat + elen); break;
-        case A.IP2: f.ip2 = elem.subarray(eat, eat + elen); break;
-        case A.CIDR: f.cidr = elem[eat]!; break;
-        case A.CIDR2: f.cidr2 = elem[eat]!; break;
-        case A.PORT: if (elen === 2) f.port = elem.readUInt16BE(eat); break;
-        case A.PROTO: f.proto = elem[eat]!; break;
-        case A.CADT_FLAGS: if (elen === 4) f.flags = elem.readUInt32BE(eat); break;
-        case A.ETHER: f.ether = elem.subarray(eat, eat + elen); break;
-        case A.IFACE: f.iface = cstring(elem.subarray(eat, eat + elen)); break;
-        case A.MARK: if (elen === 4) f.mark = elem.readUInt32BE(eat); break;
-        case A.NAME: f.name = cstring(elem.subarray(eat, eat + elen)); break;
+        case A.IP:
+          f.ip = elem.subarray(eat, eat + elen);
+          break;
+        case A.IP2:
+          f.ip2 = elem.subarray(eat, eat + elen);
+          break;
+        case A.CIDR:
+          f.cidr = elem[eat]!;
+          break;
+        case A.CIDR2:
+          f.cidr2 = elem[eat]!;
+          break;
+        case A.PORT:
+          if (elen === 2) f.port = elem.readUInt16BE(eat);
+          break;
+        case A.PROTO:
+          f.proto = elem[eat]!;
+          break;
+        case A.CADT_FLAGS:
+          if (elen === 4) f.flags = elem.readUInt32BE(eat);
+          break;
+        case A.ETHER:
+          f.ether = elem.subarray(eat, eat + elen);
+          break;
+        case A.IFACE:
+          f.iface = cstring(elem.subarray(eat, eat + elen));
+          break;
+        case A.MARK:
+          if (elen === 4) f.mark = elem.readUInt32BE(eat);
+          break;
+        case A.NAME:
+          f.name = cstring(elem.subarray(eat, eat + elen));
+          break;
         default: // extensions (timeout, counters, comment, skbinfo): `ipset save` prints them after the entry
       }
     });

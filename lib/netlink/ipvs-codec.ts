@@ -242,12 +242,14 @@ function collect(buf: Buffer, path: string, max: number): void {
   }
 }
 
-const found = (type: number): Attr | undefined => (FOUND_AT[type]! < 0 ? undefined : { type, at: FOUND_AT[type]!, len: FOUND_LEN[type]! });
+const found = (type: number): Attr | undefined =>
+  FOUND_AT[type]! < 0 ? undefined : { type, at: FOUND_AT[type]!, len: FOUND_LEN[type]! };
 
 /** the payload offset of a found attribute of exactly `size` bytes, -1 when absent */
 function sizedAt(type: number, size: number, path: string, names: Readonly<Record<string, number>>): number {
   const at = FOUND_AT[type]!;
-  if (at >= 0 && FOUND_LEN[type] !== size) throw new DecodeError(`expected ${size} bytes, got ${FOUND_LEN[type]}`, `${path}>${attrName(names, type)}`, at);
+  if (at >= 0 && FOUND_LEN[type] !== size)
+    throw new DecodeError(`expected ${size} bytes, got ${FOUND_LEN[type]}`, `${path}>${attrName(names, type)}`, at);
   return at;
 }
 
@@ -291,10 +293,12 @@ export function decodeService(nested: Buffer): VirtualServer {
   if (fwmark === 0) {
     const addr = found(N.ADDR);
     if (!addr) missing(P, N, N.ADDR);
-    if (addr.len < (af === AF_INET ? 4 : 16)) throw new DecodeError(`expected ${af === AF_INET ? 4 : 16} bytes, got ${addr.len}`, `${P}>ADDR`, addr.at);
-    address = af === AF_INET
-      ? `${nested[addr.at]}.${nested[addr.at + 1]}.${nested[addr.at + 2]}.${nested[addr.at + 3]}`
-      : bytesToAddress(af, nested.subarray(addr.at, addr.at + 16));
+    if (addr.len < (af === AF_INET ? 4 : 16))
+      throw new DecodeError(`expected ${af === AF_INET ? 4 : 16} bytes, got ${addr.len}`, `${P}>ADDR`, addr.at);
+    address =
+      af === AF_INET
+        ? `${nested[addr.at]}.${nested[addr.at + 1]}.${nested[addr.at + 2]}.${nested[addr.at + 3]}`
+        : bytesToAddress(af, nested.subarray(addr.at, addr.at + 16));
     const p = sizedAt(N.PORT, 2, P, N);
     port = p < 0 ? 0 : nested.readUInt16BE(p);
   }
@@ -312,7 +316,12 @@ export function decodeService(nested: Buffer): VirtualServer {
     flags: flagsAt >= 0 && FOUND_LEN[N.FLAGS]! >= 8 ? nested.readUInt32LE(flagsAt) & ~IP_VS_SVC_F.HASHED : 0,
     timeout: timeoutAt < 0 ? 0 : nested.readUInt32LE(timeoutAt),
     // IPv4: network-order mask bytes; IPv6: host-order prefix length
-    netmask: netmaskAt >= 0 ? (af === AF_INET ? nested.readUInt32BE(netmaskAt) : nested.readUInt32LE(netmaskAt)) : defaultNetmask(af),
+    netmask:
+      netmaskAt >= 0
+        ? af === AF_INET
+          ? nested.readUInt32BE(netmaskAt)
+          : nested.readUInt32LE(netmaskAt)
+        : defaultNetmask(af),
     peName: foundString(nested, N.PE_NAME),
   };
   const is64 = FOUND_AT[N.STATS64]! >= 0;
@@ -332,7 +341,8 @@ export function decodeDest(nested: Buffer, svcAf: AddressFamily): RealServer {
   const af = asFamily(afAt < 0 ? svcAf : nested.readUInt16LE(afAt), P);
   const addr = found(N.ADDR);
   if (!addr) missing(P, N, N.ADDR);
-  if (addr.len < (af === AF_INET ? 4 : 16)) throw new DecodeError(`expected ${af === AF_INET ? 4 : 16} bytes, got ${addr.len}`, `${P}>ADDR`, addr.at);
+  if (addr.len < (af === AF_INET ? 4 : 16))
+    throw new DecodeError(`expected ${af === AF_INET ? 4 : 16} bytes, got ${addr.len}`, `${P}>ADDR`, addr.at);
   const portAt = sizedAt(N.PORT, 2, P, N);
   if (portAt < 0) missing(P, N, N.PORT);
   const tunTypeAt = sizedAt(N.TUN_TYPE, 1, P, N);
@@ -347,9 +357,10 @@ export function decodeDest(nested: Buffer, svcAf: AddressFamily): RealServer {
   const tunFlagsAt = sizedAt(N.TUN_FLAGS, 2, P, N);
   const rs: Fields<RealServer> = {
     af,
-    address: af === AF_INET
-      ? `${nested[addr.at]}.${nested[addr.at + 1]}.${nested[addr.at + 2]}.${nested[addr.at + 3]}`
-      : bytesToAddress(af, nested.subarray(addr.at, addr.at + 16)),
+    address:
+      af === AF_INET
+        ? `${nested[addr.at]}.${nested[addr.at + 1]}.${nested[addr.at + 2]}.${nested[addr.at + 3]}`
+        : bytesToAddress(af, nested.subarray(addr.at, addr.at + 16)),
     port: nested.readUInt16BE(portAt),
     fwdMethod,
     weight,

@@ -8,13 +8,32 @@ import { IPVS_STATS_ATTR } from '../uapi/ip_vs';
 import { DecodeError } from '../errors';
 import { RealServer, Stats, VirtualServer } from '../model/ipvs';
 
-const STATS_FIELDS = ['conns', 'inpkts', 'outpkts', 'inbytes', 'outbytes', 'cps', 'inpps', 'outpps', 'inbps', 'outbps'] as const;
+const STATS_FIELDS = [
+  'conns',
+  'inpkts',
+  'outpkts',
+  'inbytes',
+  'outbytes',
+  'cps',
+  'inpps',
+  'outpps',
+  'inbps',
+  'outbps',
+] as const;
 /** IPVS_STATS_ATTR_* type -> Stats field */
 const STATS_FIELD_OF: readonly (string | undefined)[] = (() => {
   const t: (string | undefined)[] = [];
   const byName: Record<string, string> = {
-    CONNS: 'conns', INPKTS: 'inpkts', OUTPKTS: 'outpkts', INBYTES: 'inbytes', OUTBYTES: 'outbytes',
-    CPS: 'cps', INPPS: 'inpps', OUTPPS: 'outpps', INBPS: 'inbps', OUTBPS: 'outbps',
+    CONNS: 'conns',
+    INPKTS: 'inpkts',
+    OUTPKTS: 'outpkts',
+    INBYTES: 'inbytes',
+    OUTBYTES: 'outbytes',
+    CPS: 'cps',
+    INPPS: 'inpps',
+    OUTPPS: 'outpps',
+    INBPS: 'inbps',
+    OUTBPS: 'outbps',
   };
   for (const [name, type] of Object.entries(IPVS_STATS_ATTR)) t[type] = byName[name];
   return t;

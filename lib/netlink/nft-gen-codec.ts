@@ -16,7 +16,9 @@ import { NFTA_GEN, NFT_MSG, nftMsgType } from '../uapi/nf_tables';
 /** AF_UNSPEC: the generation is one per network namespace, not per family */
 const AF_UNSPEC = 0;
 
-const NFTA_GEN_NAMES: Record<string, number> = Object.fromEntries(Object.entries(NFTA_GEN).map(([k, v]) => ['NFTA_GEN_' + k, v]));
+const NFTA_GEN_NAMES: Record<string, number> = Object.fromEntries(
+  Object.entries(NFTA_GEN).map(([k, v]) => ['NFTA_GEN_' + k, v]),
+);
 
 export interface NftGeneration {
   /** NFTA_GEN_ID */

@@ -20,9 +20,19 @@ import { GenlRequest } from './socket';
 import { NftTable } from '../model/nft-table';
 import { NLM_F } from '../uapi/netlink';
 import { NFNETLINK_V0 } from '../uapi/nfnetlink_conntrack';
-import { NFNL_MSG_BATCH_BEGIN, NFNL_MSG_BATCH_END, NFNL_SUBSYS_NFTABLES, NFPROTO, NFTA_TABLE, NFT_MSG, nftMsgType } from '../uapi/nf_tables';
+import {
+  NFNL_MSG_BATCH_BEGIN,
+  NFNL_MSG_BATCH_END,
+  NFNL_SUBSYS_NFTABLES,
+  NFPROTO,
+  NFTA_TABLE,
+  NFT_MSG,
+  nftMsgType,
+} from '../uapi/nf_tables';
 
-const NFTA_TABLE_NAMES: Record<string, number> = Object.fromEntries(Object.entries(NFTA_TABLE).map(([k, v]) => ['NFTA_TABLE_' + k, v]));
+const NFTA_TABLE_NAMES: Record<string, number> = Object.fromEntries(
+  Object.entries(NFTA_TABLE).map(([k, v]) => ['NFTA_TABLE_' + k, v]),
+);
 
 /** One message of an nfnetlink batch as GenlSocket.batchRaw writes it: everything after struct nlmsghdr. */
 export interface NfnlMessage {

@@ -154,7 +154,10 @@ export class GenlSocket {
   }
 
   private encode(req: GenlRequest, seq: number, flags: number): Buffer {
-    return encodeGenlMessage({ familyId: req.type ?? this.familyId, flags, seq, cmd: req.cmd, version: this.version }, req.attrs);
+    return encodeGenlMessage(
+      { familyId: req.type ?? this.familyId, flags, seq, cmd: req.cmd, version: this.version },
+      req.attrs,
+    );
   }
 
   /**
@@ -305,11 +308,20 @@ export class GenlSocket {
   ): Promise<(GenlFailure | null)[]> {
     if (this.closed) throw new SocketError('netlink socket is closed');
     const results: (GenlFailure | null)[] = new Array(count).fill(null);
-    const datagrams = writeBatchDatagrams(count, extraHeader, transaction ? count : this.batchMessages, this.batchBytes, write);
+    const datagrams = writeBatchDatagrams(
+      count,
+      extraHeader,
+      transaction ? count : this.batchMessages,
+      this.batchBytes,
+      write,
+    );
     let ackAt: number | undefined;
     if (transaction) {
       const d = datagrams[0];
-      if (datagrams.length !== 1 || !d) throw new RangeError(`an nfnetlink transaction of ${count} messages does not fit one datagram of ${this.batchBytes} bytes`);
+      if (datagrams.length !== 1 || !d)
+        throw new RangeError(
+          `an nfnetlink transaction of ${count} messages does not fit one datagram of ${this.batchBytes} bytes`,
+        );
       ackAt = d.offsets.findLastIndex((at) => (d.datagram.readUInt16LE(at + 6) & NLM_F.ACK) !== 0);
       if (ackAt < 0) throw new RangeError('an nfnetlink transaction needs NLM_F_ACK on one of its members at least');
     }
@@ -328,7 +340,13 @@ export class GenlSocket {
    * Sends one written datagram (messages at `offsets`), numbering its messages now. `ackAt`:
    * a transaction's last message with NLM_F_ACK; else the last message gets it.
    */
-  private sendChunk(datagram: Buffer, offsets: readonly number[], first: number, results: (GenlFailure | null)[], ackAt?: number): Promise<void> {
+  private sendChunk(
+    datagram: Buffer,
+    offsets: readonly number[],
+    first: number,
+    results: (GenlFailure | null)[],
+    ackAt?: number,
+  ): Promise<void> {
     return new Promise<void>((resolve, reject) => {
       const count = offsets.length;
       const firstSeq = this.reserveSeqs(count);
@@ -371,7 +389,7 @@ export class GenlSocket {
   }
 
   private chunkOf(seq: number): Chunk | undefined {
-    for (const c of this.chunks) if (((seq - c.firstSeq) >>> 0) < c.count) return c;
+    for (const c of this.chunks) if ((seq - c.firstSeq) >>> 0 < c.count) return c;
     return undefined;
   }
 
@@ -440,7 +458,8 @@ export class GenlSocket {
   private handleChunkAck(c: Chunk, m: NetlinkMessage): void {
     const ack = decodeAck(m);
     const k = (m.seq - c.firstSeq) >>> 0;
-    if (ack.errno !== 0) c.results[c.first + k] = ack.extack ? { errno: ack.errno, extack: ack.extack } : { errno: ack.errno };
+    if (ack.errno !== 0)
+      c.results[c.first + k] = ack.extack ? { errno: ack.errno, extack: ack.extack } : { errno: ack.errno };
     if (k === c.last || (c.transaction && k === 0 && ack.errno !== 0)) c.done();
     else this.armChunk(c);
   }

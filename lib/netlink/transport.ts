@@ -35,7 +35,9 @@ export class RawTransport implements NetlinkTransport {
   send(datagram: Buffer): Promise<void> {
     return new Promise((resolve, reject) => {
       this.raw.send(datagram, {}, (err) =>
-        err ? reject(new SocketError(`netlink send: ${err.code ?? err.message}`, err.errno, { cause: err })) : resolve(),
+        err
+          ? reject(new SocketError(`netlink send: ${err.code ?? err.message}`, err.errno, { cause: err }))
+          : resolve(),
       );
     });
   }

@@ -43,8 +43,10 @@ export function compareClaims(a: Claim, b: Claim): number {
 
 /** Why `winner` keeps the virtual server over `loser`, in words for a log line and an Event. */
 export function whyWins(winner: Claim, loser: Claim): string {
-  if (winner.kind !== loser.kind) return `${article(winner.kind)} ${winner.kind} outranks ${article(loser.kind)} ${loser.kind}`;
-  if (winner.createdAt !== loser.createdAt) return `both are ${winner.kind}s and ${serviceOf(winner.key)} is the older Service`;
+  if (winner.kind !== loser.kind)
+    return `${article(winner.kind)} ${winner.kind} outranks ${article(loser.kind)} ${loser.kind}`;
+  if (winner.createdAt !== loser.createdAt)
+    return `both are ${winner.kind}s and ${serviceOf(winner.key)} is the older Service`;
   return `both are ${winner.kind}s of the same age and ${winner.key} comes first by name`;
 }
 

@@ -67,7 +67,14 @@ export function ifNotLocal(d: LocalDetector): string {
 }
 
 /** kube-proxy `ipsetWithIptablesChain`: set -> rule in a chain, only when the set is non-empty. */
-const SET_RULES: readonly { set: SetKey; table: Table; from: ChainName; to: string; match: string; proto?: IpsetProto }[] = [
+const SET_RULES: readonly {
+  set: SetKey;
+  table: Table;
+  from: ChainName;
+  to: string;
+  match: string;
+  proto?: IpsetProto;
+}[] = [
   { set: 'LOOP_BACK', table: 'nat', from: Chain.POSTROUTING, to: 'MASQUERADE', match: 'dst,dst,src' },
   { set: 'LOAD_BALANCER', table: 'nat', from: Chain.SERVICES, to: Chain.LOAD_BALANCER, match: 'dst,dst' },
   { set: 'LOAD_BALANCER_LOCAL', table: 'nat', from: Chain.LOAD_BALANCER, to: 'RETURN', match: 'dst,dst' },
@@ -77,12 +84,32 @@ const SET_RULES: readonly { set: SetKey; table: Table; from: ChainName; to: stri
   { set: 'NODE_PORT_UDP', table: 'nat', from: Chain.NODE_PORT, to: Chain.MARK_MASQ, match: 'dst', proto: 'udp' },
   { set: 'NODE_PORT_LOCAL_SCTP', table: 'nat', from: Chain.NODE_PORT, to: 'RETURN', match: 'dst,dst', proto: 'sctp' },
   { set: 'NODE_PORT_SCTP', table: 'nat', from: Chain.NODE_PORT, to: Chain.MARK_MASQ, match: 'dst,dst', proto: 'sctp' },
-  { set: 'LOAD_BALANCER_FW', table: 'filter', from: Chain.PROXY_FIREWALL, to: Chain.SOURCE_RANGES_FIREWALL, match: 'dst,dst' },
-  { set: 'LOAD_BALANCER_SOURCE_CIDR', table: 'filter', from: Chain.SOURCE_RANGES_FIREWALL, to: 'RETURN', match: 'dst,dst,src' },
-  { set: 'LOAD_BALANCER_SOURCE_IP', table: 'filter', from: Chain.SOURCE_RANGES_FIREWALL, to: 'RETURN', match: 'dst,dst,src' },
+  {
+    set: 'LOAD_BALANCER_FW',
+    table: 'filter',
+    from: Chain.PROXY_FIREWALL,
+    to: Chain.SOURCE_RANGES_FIREWALL,
+    match: 'dst,dst',
+  },
+  {
+    set: 'LOAD_BALANCER_SOURCE_CIDR',
+    table: 'filter',
+    from: Chain.SOURCE_RANGES_FIREWALL,
+    to: 'RETURN',
+    match: 'dst,dst,src',
+  },
+  {
+    set: 'LOAD_BALANCER_SOURCE_IP',
+    table: 'filter',
+    from: Chain.SOURCE_RANGES_FIREWALL,
+    to: 'RETURN',
+    match: 'dst,dst,src',
+  },
 ];
 
-const COMMENT: Readonly<Record<SetKey, string>> = Object.fromEntries(IPSET_INFO.map((i) => [i.key, i.comment])) as Record<SetKey, string>;
+const COMMENT: Readonly<Record<SetKey, string>> = Object.fromEntries(
+  IPSET_INFO.map((i) => [i.key, i.comment]),
+) as Record<SetKey, string>;
 
 const PLAN_PROTOS: readonly string[] = ['tcp', 'udp', 'sctp'] satisfies IpsetProto[];
 
@@ -93,7 +120,8 @@ const PLAN_PROTOS: readonly string[] = ['tcp', 'udp', 'sctp'] satisfies IpsetPro
  */
 export function validatePlanInput(input: IptablesPlanInput): IptablesPlanInput {
   const { family } = input;
-  if (family !== 'ipv4' && family !== 'ipv6') throw new InvalidPlanInputError('family', String(family), 'not ipv4 or ipv6');
+  if (family !== 'ipv4' && family !== 'ipv6')
+    throw new InvalidPlanInputError('family', String(family), 'not ipv4 or ipv6');
   const fail = (field: string, value: unknown, reason: string): never => {
     throw new InvalidPlanInputError(field, String(value), reason);
   };
@@ -104,7 +132,8 @@ export function validatePlanInput(input: IptablesPlanInput): IptablesPlanInput {
     return formatCidr(c);
   };
   const ifname = (field: string, value: unknown, max: number): string => {
-    const problem = interfaceNameProblem(value) ?? (String(value).length > max ? `longer than ${max} characters` : undefined);
+    const problem =
+      interfaceNameProblem(value) ?? (String(value).length > max ? `longer than ${max} characters` : undefined);
     return problem ? fail(field, value, `not an interface name: ${problem}`) : String(value);
   };
   let localDetector: LocalDetector | undefined;
@@ -123,7 +152,11 @@ export function validatePlanInput(input: IptablesPlanInput): IptablesPlanInput {
         localDetector = { kind: d.kind, prefix: ifname('localDetector.prefix', d.prefix, IFNAME_MAX_LENGTH - 1) };
         break;
       default:
-        fail('localDetector.kind', (d as { kind: unknown }).kind, 'not ClusterCIDR, NodeCIDR, BridgeInterface or InterfaceNamePrefix');
+        fail(
+          'localDetector.kind',
+          (d as { kind: unknown }).kind,
+          'not ClusterCIDR, NodeCIDR, BridgeInterface or InterfaceNamePrefix',
+        );
     }
   } else if (input.clusterCIDR !== undefined && input.clusterCIDR !== '') {
     localDetector = { kind: 'ClusterCIDR', cidr: cidr('clusterCIDR', input.clusterCIDR) };
@@ -182,14 +215,18 @@ export function planIptables(raw: IptablesPlanInput): IptablesPlan {
     externalIpRules(head);
   }
   if (live.has('EXTERNAL_IP_LOCAL')) {
-    externalIpRules(`-A ${Chain.SERVICES} ${comment('EXTERNAL_IP_LOCAL')} -m set --match-set ${set('EXTERNAL_IP_LOCAL')} dst,dst`);
+    externalIpRules(
+      `-A ${Chain.SERVICES} ${comment('EXTERNAL_IP_LOCAL')} -m set --match-set ${set('EXTERNAL_IP_LOCAL')} dst,dst`,
+    );
   }
 
   nat.push(`-A ${Chain.SERVICES} -m addrtype --dst-type LOCAL -j ${Chain.NODE_PORT}`);
   nat.push(`-A ${Chain.LOAD_BALANCER} -j ${Chain.MARK_MASQ}`);
   filter.push(`-A ${Chain.SOURCE_RANGES_FIREWALL} -j DROP`);
   for (const e of input.lbOutFilter ?? []) {
-    filter.push(`-A ${Chain.IPVS_OUT_FILTER} -s ${e.lbIP} -m ipvs --vaddr ${e.lbIP} --vproto ${e.proto} --vport ${e.port} -j DROP`);
+    filter.push(
+      `-A ${Chain.IPVS_OUT_FILTER} -s ${e.lbIP} -m ipvs --vaddr ${e.lbIP} --vproto ${e.proto} --vport ${e.port} -j DROP`,
+    );
   }
 
   // acceptIPVSTraffic(): last rules of KUBE-SERVICES
@@ -197,9 +234,15 @@ export function planIptables(raw: IptablesPlanInput): IptablesPlan {
     if (live.has(k)) nat.push(`-A ${Chain.SERVICES} -m set --match-set ${set(k)} dst,dst -j ACCEPT`);
   }
 
-  filter.push(`-A ${Chain.FORWARD} -m comment --comment "kubernetes forwarding rules" -m mark --mark ${mark}/${mark} -j ACCEPT`);
-  filter.push(`-A ${Chain.FORWARD} -m comment --comment "kubernetes forwarding conntrack rule" -m conntrack --ctstate RELATED,ESTABLISHED -j ACCEPT`);
-  filter.push(`-A ${Chain.NODE_PORT} ${comment('HEALTH_CHECK_NODE_PORT')} -m set --match-set ${set('HEALTH_CHECK_NODE_PORT')} dst -j ACCEPT`);
+  filter.push(
+    `-A ${Chain.FORWARD} -m comment --comment "kubernetes forwarding rules" -m mark --mark ${mark}/${mark} -j ACCEPT`,
+  );
+  filter.push(
+    `-A ${Chain.FORWARD} -m comment --comment "kubernetes forwarding conntrack rule" -m conntrack --ctstate RELATED,ESTABLISHED -j ACCEPT`,
+  );
+  filter.push(
+    `-A ${Chain.NODE_PORT} ${comment('HEALTH_CHECK_NODE_PORT')} -m set --match-set ${set('HEALTH_CHECK_NODE_PORT')} dst -j ACCEPT`,
+  );
   for (const k of ['LOAD_BALANCER', 'CLUSTER_IP', 'EXTERNAL_IP', 'EXTERNAL_IP_LOCAL'] as const) {
     filter.push(`-A ${Chain.IPVS_FILTER} -m set --match-set ${set(k)} dst,dst -j RETURN`);
   }
@@ -220,4 +263,3 @@ export function planIptables(raw: IptablesPlanInput): IptablesPlan {
     filter: { chains: KUBE_CHAINS.filter, rules: filter },
   };
 }
-

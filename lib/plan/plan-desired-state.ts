@@ -62,7 +62,9 @@ export function planFamilyState(
       virtualServers.set(k, list[0]!);
       continue;
     }
-    const ranked = list.map((v) => ({ v, claim: claimOf(v.owner, servicePorts.get(v.owner), v.kind) })).sort((a, b) => compareClaims(a.claim, b.claim));
+    const ranked = list
+      .map((v) => ({ v, claim: claimOf(v.owner, servicePorts.get(v.owner), v.kind) }))
+      .sort((a, b) => compareClaims(a.claim, b.claim));
     const [winner, ...losers] = ranked;
     virtualServers.set(k, winner!.v);
     for (const l of losers) {
@@ -85,7 +87,9 @@ export function planFamilyState(
   const boundAddresses = new Set([...bound].sort(byString));
   members.IPVS_IPS = new Set([...boundAddresses].map(entryIp));
   // kube-ipvs's record of what it programs: exactly the virtual servers planned (ownership.ts)
-  members.IPVS_OWNED = new Set([...virtualServers.values()].filter((v) => v.vs.fwmark === 0).map((v) => entryFrontend(v.vs)));
+  members.IPVS_OWNED = new Set(
+    [...virtualServers.values()].filter((v) => v.vs.fwmark === 0).map((v) => entryFrontend(v.vs)),
+  );
   const ipsets = planIpsets(family, members);
   const iptables = planIptables({
     family,

@@ -35,13 +35,7 @@
 import { AddressFamily, RealServerSpec, VirtualServerSpec, realServerKey, virtualServerKey } from '../model/ipvs';
 import { Endpoint, Refusal, ServicePort, ServicePortKey, servicePortKey } from '../model/service';
 import { cidrContains, cidrMatcher } from '../model/address';
-import {
-  AF_INET,
-  AF_INET6,
-  IPPROTO_SCTP,
-  IPPROTO_TCP,
-  IPPROTO_UDP,
-} from '../uapi/inet';
+import { AF_INET, AF_INET6, IPPROTO_SCTP, IPPROTO_TCP, IPPROTO_UDP } from '../uapi/inet';
 import { IP_VS_CONN_F, IP_VS_SVC_F, IP_VS_SVC_F_SCHED_MH_PORT } from '../uapi/ip_vs';
 import { LbOutFilterEntry } from './iptables';
 import { CategorizedEndpoints, categorizeEndpoints } from './categorize-endpoints';
@@ -81,7 +75,9 @@ const byString = (a: string, b: string): number => (a < b ? -1 : a > b ? 1 : 0);
 
 export function planServicePort(sp: ServicePort, endpoints: readonly Endpoint[], ctx: PlanContext): ServicePortPlan {
   if (sp.family !== ctx.family) {
-    throw new TypeError(`service port ${sp.namespace}/${sp.name}:${sp.portName} is ${sp.family}, context is ${ctx.family}`);
+    throw new TypeError(
+      `service port ${sp.namespace}/${sp.name}:${sp.portName} is ${sp.family}, context is ${ctx.family}`,
+    );
   }
   const key = servicePortKey(sp.namespace, sp.name, sp.portName, sp.family);
   const excluded = excludedMatcher(ctx.excludeClusterCIDRs);
@@ -186,7 +182,15 @@ class PlanDraft {
   /** The one refusal collector: every part of the Service this port does not program. */
   refuse(field: string, value: string, reason: string, eventReason?: string): void {
     const { namespace, name } = this.sp;
-    this.refusals.push({ kind: 'Service', namespace, name, field, value, reason, ...(eventReason !== undefined ? { eventReason } : {}) });
+    this.refusals.push({
+      kind: 'Service',
+      namespace,
+      name,
+      field,
+      value,
+      reason,
+      ...(eventReason !== undefined ? { eventReason } : {}),
+    });
   }
 
   /** false (and refused) when this port already planned the virtual server */
@@ -257,7 +261,8 @@ function planExternalIPs(d: PlanDraft, rs: readonly RealServerSpec[]): void {
   for (const ip of sp.externalIPs) {
     if (!d.vipAllowed(ip, 'spec.externalIPs')) continue;
     d.add(sp.externalPolicyLocal ? 'EXTERNAL_IP_LOCAL' : 'EXTERNAL_IP', entryIpPort(ip, d.proto, sp.port));
-    if (d.addVs(d.vsSpec(ip, sp.port), rs, 'spec.externalIPs', 'ExternalIP') && !ctx.localAddresses.has(ip)) d.bound.add(ip);
+    if (d.addVs(d.vsSpec(ip, sp.port), rs, 'spec.externalIPs', 'ExternalIP') && !ctx.localAddresses.has(ip))
+      d.bound.add(ip);
   }
 }
 
@@ -265,7 +270,8 @@ function planLoadBalancerIPs(d: PlanDraft, rs: readonly RealServerSpec[]): void 
   const { sp, ctx, proto } = d;
   // unreadable ranges: the firewall set holds the VIP and no range admits anybody
   const firewalled = sp.loadBalancerSourceRanges.length > 0 || sp.loadBalancerSourceRangesUnreadable;
-  const nodeInRanges = sp.loadBalancerSourceRanges.length > 0 && ctx.nodeIPs.some(cidrMatcher(sp.loadBalancerSourceRanges));
+  const nodeInRanges =
+    sp.loadBalancerSourceRanges.length > 0 && ctx.nodeIPs.some(cidrMatcher(sp.loadBalancerSourceRanges));
   for (const ip of sp.loadBalancerIPs) {
     if (!d.vipAllowed(ip, 'status.loadBalancer.ingress')) continue;
     const entry = entryIpPort(ip, proto, sp.port);
@@ -274,11 +280,16 @@ function planLoadBalancerIPs(d: PlanDraft, rs: readonly RealServerSpec[]): void 
     if (firewalled) {
       d.add('LOAD_BALANCER_FW', entry);
       // 0.0.0.0/0 and ::/0 are held as two half ranges (ipset refuses a /0 net)
-      for (const cidr of sp.loadBalancerSourceRanges) for (const m of entriesIpPortNet(ip, proto, sp.port, cidr)) d.add('LOAD_BALANCER_SOURCE_CIDR', m);
+      for (const cidr of sp.loadBalancerSourceRanges)
+        for (const m of entriesIpPortNet(ip, proto, sp.port, cidr)) d.add('LOAD_BALANCER_SOURCE_CIDR', m);
       if (nodeInRanges) d.add('LOAD_BALANCER_SOURCE_IP', entryIpPortIp(ip, proto, sp.port, ip));
       else d.lbOutFilter.push({ lbIP: ip, proto, port: sp.port });
     }
-    if (d.addVs(d.vsSpec(ip, sp.port), rs, 'status.loadBalancer.ingress', 'LoadBalancer') && !ctx.localAddresses.has(ip)) d.bound.add(ip);
+    if (
+      d.addVs(d.vsSpec(ip, sp.port), rs, 'status.loadBalancer.ingress', 'LoadBalancer') &&
+      !ctx.localAddresses.has(ip)
+    )
+      d.bound.add(ip);
   }
 }
 
@@ -287,9 +298,12 @@ function planNodePort(d: PlanDraft, rs: readonly RealServerSpec[]): void {
   if (sp.nodePort === 0) return;
   const local = sp.externalPolicyLocal;
   let nodePortAddresses =
-    ctx.excludeCIDRs.length === 0 ? ctx.nodePortAddresses : ctx.nodePortAddresses.filter((ip) => !excludedMatcher(ctx.excludeCIDRs)(ip));
+    ctx.excludeCIDRs.length === 0
+      ? ctx.nodePortAddresses
+      : ctx.nodePortAddresses.filter((ip) => !excludedMatcher(ctx.excludeCIDRs)(ip));
   const foreignMap = ctx.foreignVirtualServers;
-  if (foreignMap && foreignMap.size > 0) nodePortAddresses = nodePortAddresses.filter((ip) => !d.vsForeign(ip, sp.nodePort, 'spec.ports[].nodePort'));
+  if (foreignMap && foreignMap.size > 0)
+    nodePortAddresses = nodePortAddresses.filter((ip) => !d.vsForeign(ip, sp.nodePort, 'spec.ports[].nodePort'));
   if (sp.protocol === 'SCTP') {
     for (const ip of nodePortAddresses) {
       d.add('NODE_PORT_SCTP', entryIpPort(ip, proto, sp.nodePort));
@@ -327,9 +341,13 @@ function finishPlan(d: PlanDraft, eps: readonly Endpoint[], sel: RealServerSelec
 
 /** Weight 1, masquerade, one per ip:port, sorted by realServerKey (kube-proxy newDest). */
 function realServers(endpoints: readonly Endpoint[]): RealServerSpec[] {
-  const specs = endpoints.map(
-    (e): RealServerSpec => ({ af: e.ip.includes(':') ? AF_INET6 : AF_INET, address: e.ip, port: e.port, fwdMethod: IP_VS_CONN_F.MASQ, weight: 1 }),
-  );
+  const specs = endpoints.map((e): RealServerSpec => ({
+    af: e.ip.includes(':') ? AF_INET6 : AF_INET,
+    address: e.ip,
+    port: e.port,
+    fwdMethod: IP_VS_CONN_F.MASQ,
+    weight: 1,
+  }));
   const keys = specs.map(realServerKey);
   // the trackers hand endpoints over sorted by this key, one per key: then there is nothing to do
   let ordered = true;

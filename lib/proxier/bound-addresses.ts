@@ -42,7 +42,13 @@ export class BoundAddresses {
     let failed = false;
     const steps = [
       { what: 'bind', prep: 'to', addresses: toBind, run: bindAddresses, done: (a: string) => this.bound.add(a) },
-      { what: 'unbind', prep: 'from', addresses: toUnbind, run: unbindAddresses, done: (a: string) => this.bound.delete(a) },
+      {
+        what: 'unbind',
+        prep: 'from',
+        addresses: toUnbind,
+        run: unbindAddresses,
+        done: (a: string) => this.bound.delete(a),
+      },
     ];
     for (const { what, prep, addresses, run, done } of steps) {
       if (addresses.length === 0) continue;

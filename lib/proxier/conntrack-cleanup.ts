@@ -33,7 +33,10 @@ export class ConntrackCleanup {
    * filtered dump per family and protocol, then one batch of deletes. Returns how many were
    * deleted. Never throws: a failure is logged and the IPVS sync stands.
    */
-  async clean(desired: Iterable<DesiredVirtualServer>, counts: { conntrackOps: number; conntrackDeleted: number }): Promise<number> {
+  async clean(
+    desired: Iterable<DesiredVirtualServer>,
+    counts: { conntrackOps: number; conntrackDeleted: number },
+  ): Promise<number> {
     const ct = this.deps.conntrack;
     const log = this.deps.log;
     const tables = [...this.pending].sort();
@@ -51,7 +54,10 @@ export class ConntrackCleanup {
         counts.conntrackOps++;
         const flows = await ct.listFlows(family, protocol);
         examined += flows.length;
-        const stale = staleConntrackFlows(flows, frontends.filter((f) => f.family === family && f.protocol === protocol));
+        const stale = staleConntrackFlows(
+          flows,
+          frontends.filter((f) => f.family === family && f.protocol === protocol),
+        );
         if (stale.length === 0) continue;
         counts.conntrackOps += stale.length;
         const r = await ct.deleteFlows(stale);
@@ -68,7 +74,10 @@ export class ConntrackCleanup {
     counts.conntrackDeleted += deleted;
     const names = tables.map((t) => `${t.split('/')[0]} ${PROTOCOL_NAMES[Number(t.split('/')[1])] ?? t}`);
     log.info(`conntrack: deleted ${deleted} stale entries (${names.join(', ')})`, {
-      tables, examined, deleted, alreadyGone: gone,
+      tables,
+      examined,
+      deleted,
+      alreadyGone: gone,
     });
     return deleted;
   }

@@ -81,7 +81,14 @@ export class DesiredIndex {
         memberCounts.set(name, new Counted());
         nameOf.set(info.key, name);
       }
-      this.families.set(family, { sets, memberCounts, nameOf, ipvsIps: nameOf.get('IPVS_IPS')!, owned: nameOf.get('IPVS_OWNED')!, lbOutFilter: new Counted() });
+      this.families.set(family, {
+        sets,
+        memberCounts,
+        nameOf,
+        ipvsIps: nameOf.get('IPVS_IPS')!,
+        owned: nameOf.get('IPVS_OWNED')!,
+        lbOutFilter: new Counted(),
+      });
     }
   }
 
@@ -89,7 +96,11 @@ export class DesiredIndex {
    * Replaces one Service's plans. Returns the virtual server keys whose desired state may
    * have changed (to diff against what was applied).
    */
-  replace(before: readonly ServicePortPlan[], after: readonly ServicePortPlan[], ports: readonly ServicePort[] = []): Set<string> {
+  replace(
+    before: readonly ServicePortPlan[],
+    after: readonly ServicePortPlan[],
+    ports: readonly ServicePort[] = [],
+  ): Set<string> {
     const touched = new Set<string>();
     // `ports[i]` is the service port `after[i]` was planned from
     for (const p of before) this.ports.delete(p.key);
@@ -139,7 +150,8 @@ export class DesiredIndex {
       if (name) this.member(fam, name, e.member as unknown as Member, sign);
     }
     // KUBE-IPVS-OWNED: every virtual server some plan claims (counted: claimants share a key)
-    for (const v of p.virtualServers) if (v.vs.fwmark === 0) this.member(fam, fam.owned, entryFrontend(v.vs) as unknown as Member, sign);
+    for (const v of p.virtualServers)
+      if (v.vs.fwmark === 0) this.member(fam, fam.owned, entryFrontend(v.vs) as unknown as Member, sign);
     for (const e of p.lbOutFilter) {
       const k = JSON.stringify([e.lbIP, e.proto, e.port]);
       if (sign > 0) fam.lbOutFilter.add(k);

@@ -71,7 +71,10 @@ export class DesiredState {
     const out = new Set<string>();
     for (const [name, plans] of this.byService) {
       for (const p of plans) {
-        if (p.foreignVirtualServers?.some((k) => want.has(k)) || p.virtualServers.some((v) => want.has(virtualServerKey(v.vs)))) {
+        if (
+          p.foreignVirtualServers?.some((k) => want.has(k)) ||
+          p.virtualServers.some((v) => want.has(virtualServerKey(v.vs)))
+        ) {
           out.add(name);
           break;
         }

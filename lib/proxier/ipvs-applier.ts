@@ -39,7 +39,10 @@ export function serviceOf(servicePortKey: string): string {
   return servicePortKey.slice(0, servicePortKey.indexOf(':'));
 }
 
-export interface IpvsApplierDeps extends Pick<ProxierDeps, 'ipvs' | 'readProcIpVs' | 'clock' | 'log' | 'events' | 'drainTimeoutMs' | 'drainCheckIntervalMs' | 'random'> {
+export interface IpvsApplierDeps extends Pick<
+  ProxierDeps,
+  'ipvs' | 'readProcIpVs' | 'clock' | 'log' | 'events' | 'drainTimeoutMs' | 'drainCheckIntervalMs' | 'random'
+> {
   /** ask for a sync within `ms` (the runner's retryAfter) */
   readonly retryAfter: (ms: number) => void;
   /** a create found the virtual server there already: it is not kube-ipvs's (NodeContext.markForeign) */
@@ -99,7 +102,9 @@ export class IpvsApplier {
     counts.ipvsReads += (listing.source === 'proc' ? 1 : 2) + listing.destDumps;
     if (listing.source !== 'proc' && !this.warnedProc) {
       this.warnedProc = true;
-      this.deps.log.warn('/proc/net/ip_vs could not be read or parsed: full syncs read every real server over netlink (one dump per virtual server)');
+      this.deps.log.warn(
+        '/proc/net/ip_vs could not be read or parsed: full syncs read every real server over netlink (one dump per virtual server)',
+      );
     }
     return listing.entries;
   }
@@ -159,7 +164,12 @@ export class IpvsApplier {
    * partial sync's creates go first, alone; one the kernel refuses with EEXIST appeared since
    * the last full read, is remembered foreign, and none of the other ops touch it).
    */
-  async run(ops: readonly IpvsOp[], desired: DesiredLookup, counts: WriteCounts, guardNew = false): Promise<RunOutcome> {
+  async run(
+    ops: readonly IpvsOp[],
+    desired: DesiredLookup,
+    counts: WriteCounts,
+    guardNew = false,
+  ): Promise<RunOutcome> {
     if (!guardNew || !ops.some((op) => op.kind === 'newService')) {
       return { appeared: [], fullSync: (await this.runBatch(ops, desired, counts)).fullSync };
     }
@@ -171,7 +181,12 @@ export class IpvsApplier {
   }
 
   /** One ipvs.run of `ops`; `creates`: EEXIST on a create marks the virtual server foreign (returned). */
-  private async runBatch(ops: readonly IpvsOp[], desired: DesiredLookup, counts: WriteCounts, creates = false): Promise<RunOutcome> {
+  private async runBatch(
+    ops: readonly IpvsOp[],
+    desired: DesiredLookup,
+    counts: WriteCounts,
+    creates = false,
+  ): Promise<RunOutcome> {
     const appeared: string[] = [];
     let fullSync = false;
     if (ops.length === 0) return { appeared, fullSync };
@@ -198,7 +213,11 @@ export class IpvsApplier {
       }
       if (creates && op.kind === 'newService' && r.error.errno === E.EEXIST && !this.appliedTable.has(vsKey)) {
         // not in the table kube-ipvs read and not created by it: someone else made it since
-        this.deps.markForeign(vsKey, op.vs, 'it appeared in the kernel after kube-ipvs last read the table, and kube-ipvs did not create it');
+        this.deps.markForeign(
+          vsKey,
+          op.vs,
+          'it appeared in the kernel after kube-ipvs last read the table, and kube-ipvs did not create it',
+        );
         appeared.push(vsKey);
         return;
       }
@@ -206,7 +225,13 @@ export class IpvsApplier {
       const owner = desired(vsKey)?.owner;
       const service = owner ? serviceOf(owner) : undefined;
       // a real server refused because its virtual server was refused first says nothing new
-      if (r.error.errno === E.ESRCH && (op.kind === 'newDest' || op.kind === 'setDest') && service && failedServices.has(service)) return;
+      if (
+        r.error.errno === E.ESRCH &&
+        (op.kind === 'newDest' || op.kind === 'setDest') &&
+        service &&
+        failedServices.has(service)
+      )
+        return;
       this.deps.log.error(r.error.message, { service: owner, op: op.kind, errno: r.error.errnoName ?? r.error.errno });
       if (service) {
         if (!failedServices.has(service)) failedServices.set(service, r.error);
@@ -217,7 +242,11 @@ export class IpvsApplier {
     for (const [service, error] of failedServices) {
       const delay = this.nextBackoff(service);
       const [namespace, name] = service.split('/') as [string, string];
-      this.deps.events?.warn({ kind: 'Service', namespace, name }, 'FailedToSyncIPVS', `${error.message}; retrying in ${Math.round(delay / 1000)}s`);
+      this.deps.events?.warn(
+        { kind: 'Service', namespace, name },
+        'FailedToSyncIPVS',
+        `${error.message}; retrying in ${Math.round(delay / 1000)}s`,
+      );
       this.deps.retryAfter(delay);
     }
     for (const svc of failedServices.keys()) this.failedThisSync.add(svc);
@@ -249,9 +278,13 @@ export class IpvsApplier {
       seen.set(f.vsKey, text);
       if (this.reportedForeignDrains.get(f.vsKey) === text) continue;
       const vs = this.appliedTable.get(f.vsKey)!.vs;
-      this.deps.log.info(`leaving virtual server ${describeVirtualServer(vs)} alone: not kube-ipvs's (${f.reason}); its weight-0 real servers ${f.rsKeys.join(', ')} are not drained`, {
-        virtualServer: f.vsKey, realServers: f.rsKeys,
-      });
+      this.deps.log.info(
+        `leaving virtual server ${describeVirtualServer(vs)} alone: not kube-ipvs's (${f.reason}); its weight-0 real servers ${f.rsKeys.join(', ')} are not drained`,
+        {
+          virtualServer: f.vsKey,
+          realServers: f.rsKeys,
+        },
+      );
     }
     this.reportedForeignDrains = seen;
   }
@@ -288,7 +321,12 @@ export class IpvsApplier {
   }
 
   /** Reads one virtual server's draining real servers: the deletes of those drained (or past the bound). */
-  private async drainedOf(vsKey: string, now: number, counts: { ipvsReads: number }, facts: OwnershipFacts): Promise<IpvsOp[]> {
+  private async drainedOf(
+    vsKey: string,
+    now: number,
+    counts: { ipvsReads: number },
+    facts: OwnershipFacts,
+  ): Promise<IpvsOp[]> {
     const entry = this.appliedTable.get(vsKey);
     if (!entry) {
       // gone from the kernel, and its real servers with it
@@ -298,7 +336,10 @@ export class IpvsApplier {
     // no longer ours (excludeCIDRs changed live, say): its drains are not ours to end
     const foreign = foreignReason(vsKey, entry.vs, facts);
     if (foreign !== null) {
-      this.deps.log.warn(`leaving virtual server ${describeVirtualServer(entry.vs)} alone: not kube-ipvs's (${foreign}); its ${this.draining.realServersOf(vsKey).size} draining real servers are not deleted`, { virtualServer: vsKey });
+      this.deps.log.warn(
+        `leaving virtual server ${describeVirtualServer(entry.vs)} alone: not kube-ipvs's (${foreign}); its ${this.draining.realServersOf(vsKey).size} draining real servers are not deleted`,
+        { virtualServer: vsKey },
+      );
       this.draining.dropVirtualServer(vsKey);
       return [];
     }
@@ -314,12 +355,16 @@ export class IpvsApplier {
       weightZero.add(rsKey);
       const drained = d.activeConns + d.inactConns === 0;
       if (drained || now - state.since >= bound) {
-        if (!drained) this.deps.log.warn(`deleting real server ${rsKey} of ${describeVirtualServer(entry.vs)}: still ${d.activeConns} active / ${d.inactConns} inactive connections after ${Math.round(bound / 1000)}s of draining`);
+        if (!drained)
+          this.deps.log.warn(
+            `deleting real server ${rsKey} of ${describeVirtualServer(entry.vs)}: still ${d.activeConns} active / ${d.inactConns} inactive connections after ${Math.round(bound / 1000)}s of draining`,
+          );
         ops.push({ kind: 'delDest', vs: entry.vs, rs: d });
       }
     }
     // gone (or given weight) behind our back: nothing left to drain
-    for (const rsKey of [...this.draining.realServersOf(vsKey).keys()]) if (!weightZero.has(rsKey)) this.draining.stop(vsKey, rsKey);
+    for (const rsKey of [...this.draining.realServersOf(vsKey).keys()])
+      if (!weightZero.has(rsKey)) this.draining.stop(vsKey, rsKey);
     this.draining.checked(vsKey, now);
     return ops;
   }

@@ -33,10 +33,13 @@ export class NftablesLeftovers {
       this.removed = true;
     } catch (e) {
       const errno = (e as { errno?: unknown }).errno;
-      this.deps.log.warn(`removing kube-proxy's nftables-mode tables failed, tried again after the next full sync: ${e instanceof Error ? e.message : String(e)}`, {
-        code: (e as { code?: string }).code,
-        ...(typeof errno === 'number' && errno > 0 ? { errno: errnoName(errno) } : {}),
-      });
+      this.deps.log.warn(
+        `removing kube-proxy's nftables-mode tables failed, tried again after the next full sync: ${e instanceof Error ? e.message : String(e)}`,
+        {
+          code: (e as { code?: string }).code,
+          ...(typeof errno === 'number' && errno > 0 ? { errno: errnoName(errno) } : {}),
+        },
+      );
     }
   }
 
@@ -51,7 +54,10 @@ export class NftablesLeftovers {
         if (attempt < ATTEMPTS && hasErrno(e, osConstants.errno.ENOENT)) continue;
         throw e;
       }
-      for (const t of found) log.info(`removed kube-proxy's nftables-mode ${describeNftTable(t)} (kube-proxy deletes it too when it starts in ipvs mode)`);
+      for (const t of found)
+        log.info(
+          `removed kube-proxy's nftables-mode ${describeNftTable(t)} (kube-proxy deletes it too when it starts in ipvs mode)`,
+        );
       return;
     }
   }

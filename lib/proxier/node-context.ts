@@ -30,12 +30,16 @@ export interface NodeAddresses {
  * Reads the node's addresses, both families (one rtnetlink dump each): those on the link
  * `dummyIndex` (kube-ipvs0) are bound, the rest local. The full sync and the dry run share it.
  */
-export async function readNodeAddresses(link: Link, dummyIndex: number | undefined, counts?: { linkOps: number }): Promise<NodeAddresses> {
+export async function readNodeAddresses(
+  link: Link,
+  dummyIndex: number | undefined,
+  counts?: { linkOps: number },
+): Promise<NodeAddresses> {
   const bound = new Set<string>();
   const local: LinkAddress[] = [];
   for (const f of ['ipv4', 'ipv6'] as const) {
     if (counts) counts.linkOps++;
-    for (const a of await link.listAddresses(f)) (a.ifindex === dummyIndex ? bound.add(a.address) : local.push(a));
+    for (const a of await link.listAddresses(f)) a.ifindex === dummyIndex ? bound.add(a.address) : local.push(a);
   }
   return { bound, local };
 }
@@ -115,7 +119,10 @@ export class NodeContext {
    * the first family's ipsets. Returns kube-ipvs0's index and addresses, and whether the plan
    * contexts changed.
    */
-  async observe(counts: { linkOps: number; execs: number }): Promise<{ dummyIndex: number; bound: Set<string>; contextsChanged: boolean }> {
+  async observe(counts: {
+    linkOps: number;
+    execs: number;
+  }): Promise<{ dummyIndex: number; bound: Set<string>; contextsChanged: boolean }> {
     const { link, ipsets, log } = this.deps;
     const dummy = await ensureDummyDevice(link, KUBE_IPVS0);
     counts.linkOps += dummy.created ? 3 : 1;
@@ -125,7 +132,8 @@ export class NodeContext {
     const contextsChanged = this.rebuildContexts();
     const families = this.settingsNow.families;
     const nodePortAddresses = this.nodePortAddresses();
-    if (!this.adopted && !this.adoptionFacts && !ipsets[families[0] ?? 'ipv4']) this.adoptionFacts = { ipsets: undefined, bound, nodePortAddresses };
+    if (!this.adopted && !this.adoptionFacts && !ipsets[families[0] ?? 'ipv4'])
+      this.adoptionFacts = { ipsets: undefined, bound, nodePortAddresses };
     // the ipset state that says which NodePorts / external VIPs kube-proxy or kube-ipvs programmed
     const fam = families[0];
     const ipset = fam ? ipsets[fam] : undefined;
@@ -134,7 +142,8 @@ export class NodeContext {
       this.observedIpsets = observed.state;
       counts.execs += observed.execs;
       // the adoption read classifies by the sets as first read: later, kube-ipvs wrote them
-      if (!this.adopted && !this.adoptionFacts) this.adoptionFacts = { ipsets: observed.state, bound, nodePortAddresses };
+      if (!this.adopted && !this.adoptionFacts)
+        this.adoptionFacts = { ipsets: observed.state, bound, nodePortAddresses };
       // another family's instance (if it is another one) must not sync against an old baseline
       for (const f of families.slice(1)) if (ipsets[f] !== ipset) ipsets[f]?.invalidate();
     }
@@ -154,7 +163,9 @@ export class NodeContext {
     const proxied = (a: string) => s.families.includes(isIPv4(a) ? 'ipv4' : 'ipv6');
     this.deps.serviceHealth?.setNodePortAddresses?.(matchAll ? undefined : npAll.filter(proxied));
     this.contextsNow = this.planContexts(this.localAddressesNow);
-    const text = JSON.stringify([...this.contextsNow.values()].map((c) => ({ ...c, localAddresses: [...c.localAddresses].sort() })));
+    const text = JSON.stringify(
+      [...this.contextsNow.values()].map((c) => ({ ...c, localAddresses: [...c.localAddresses].sort() })),
+    );
     const changed = text !== this.contextsText;
     this.contextsText = text;
     return changed;
@@ -186,7 +197,10 @@ export class NodeContext {
   }
 
   /** Plans one Service's ports in the families this node runs (and returns those ports). */
-  planService(name: string, contexts: ReadonlyMap<IpFamily, PlanContext> = this.contextsNow): { ports: ServicePort[]; plans: ServicePortPlan[] } {
+  planService(
+    name: string,
+    contexts: ReadonlyMap<IpFamily, PlanContext> = this.contextsNow,
+  ): { ports: ServicePort[]; plans: ServicePortPlan[] } {
     const { source, planner } = this.deps;
     const ports: ServicePort[] = [];
     const plans: ServicePortPlan[] = [];
@@ -261,7 +275,10 @@ export class NodeContext {
    * `known` (in the table kube-ipvs knows), which at the adoption read no kube-proxy set (or
    * kube-ipvs0 address) already vouches for.
    */
-  wantsUnknown(wanted: Iterable<[string, { readonly vs: VirtualServerId }]>, known: (vsKey: string) => boolean): boolean {
+  wantsUnknown(
+    wanted: Iterable<[string, { readonly vs: VirtualServerId }]>,
+    known: (vsKey: string) => boolean,
+  ): boolean {
     const adoption = this.adopted ? undefined : { created: () => false, adoption: this.adoptionFacts };
     for (const [k, d] of wanted) {
       if (known(k)) continue;
@@ -298,7 +315,9 @@ export class NodeContext {
       if (observed.has(k)) continue;
       this.foreign.delete(k);
       gone.push(k);
-      this.deps.log.info(`foreign virtual server ${k} is gone from the kernel: a Service may program it now`, { virtualServer: k });
+      this.deps.log.info(`foreign virtual server ${k} is gone from the kernel: a Service may program it now`, {
+        virtualServer: k,
+      });
     }
     this.adopted = true;
     this.adoptionFacts = undefined;
@@ -308,6 +327,9 @@ export class NodeContext {
   /** Remembers a virtual server as not kube-ipvs's, with one log line. */
   markForeign(vsKey: string, vs: VirtualServerId, why: string): void {
     this.foreign.set(vsKey, why);
-    this.deps.log.info(`virtual server ${describeVirtualServer(vs)} is not kube-ipvs's (${why}): it is never changed or deleted, and no Service gets it while it exists`, { virtualServer: vsKey });
+    this.deps.log.info(
+      `virtual server ${describeVirtualServer(vs)} is not kube-ipvs's (${why}): it is never changed or deleted, and no Service gets it while it exists`,
+      { virtualServer: vsKey },
+    );
   }
 }

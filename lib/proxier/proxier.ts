@@ -36,7 +36,16 @@ import { ProxierSnapshot, dryRunFullSync, serviceList, status } from './views';
 import { NodeState, ProxierDeps, ProxierSettings, SyncResult } from './types';
 
 export type {
-  EventSink, NodeState, Planner, ProxierDeps, ProxierSettings, ProxySource, SyncCounts, SyncPhase, SyncPhases, SyncResult,
+  EventSink,
+  NodeState,
+  Planner,
+  ProxierDeps,
+  ProxierSettings,
+  ProxySource,
+  SyncCounts,
+  SyncPhase,
+  SyncPhases,
+  SyncResult,
 } from './types';
 
 export class Proxier {
@@ -88,13 +97,16 @@ export class Proxier {
     this.conntrack = new ConntrackCleanup(deps);
     this.reports = new Reports(deps);
     this.nftLeftovers = deps.nftables ? new NftablesLeftovers({ nftables: deps.nftables, log: deps.log }) : undefined;
-    this.desired = new DesiredState({
-      planService: (name) => this.nodeCtx.planService(name),
-      replanned: (name, before, after) => {
-        this.conntrack.replanned(before, after);
-        this.reports.refusalsOf(name, [...deps.source.refusals(name), ...after.flatMap((p) => p.refusals)]);
+    this.desired = new DesiredState(
+      {
+        planService: (name) => this.nodeCtx.planService(name),
+        replanned: (name, before, after) => {
+          this.conntrack.replanned(before, after);
+          this.reports.refusalsOf(name, [...deps.source.refusals(name), ...after.flatMap((p) => p.refusals)]);
+        },
       },
-    }, settings.families);
+      settings.families,
+    );
     this.runner = new BoundedFrequencyRunner(() => this.syncProxyRules().then(() => undefined), {
       minIntervalMs: settings.minSyncPeriodMs,
       maxIntervalMs: settings.syncPeriodMs,
@@ -176,7 +188,10 @@ export class Proxier {
       this.deps.log.info('not syncing ipvs rules until Services and EndpointSlices have been received');
       return undefined;
     }
-    const run = newSyncRun(this.deps.clock, (start) => this.needFullSync || start - this.lastFullSyncAt >= this.nodeCtx.settings.syncPeriodMs);
+    const run = newSyncRun(
+      this.deps.clock,
+      (start) => this.needFullSync || start - this.lastFullSyncAt >= this.nodeCtx.settings.syncPeriodMs,
+    );
     let succeeded = false;
     try {
       if (run.full) {
@@ -196,7 +211,11 @@ export class Proxier {
       }
       run.lap('healthCheck');
       // 5. draining real servers whose connections are gone
-      const drained = await this.applier.checkDraining(this.desired.virtualServer, run.counts, this.nodeCtx.ownershipFacts());
+      const drained = await this.applier.checkDraining(
+        this.desired.virtualServer,
+        run.counts,
+        this.nodeCtx.ownershipFacts(),
+      );
       if (drained.fullSync) this.needFullSync = true;
       run.lap('draining');
       if (run.full) {
@@ -232,7 +251,9 @@ export class Proxier {
     // beyond the Service and its endpoints changed (settings, the node, its addresses): a
     // Service whose objects did not change plans the same (planServicePort is pure)
     const replanEverything = this.replanAll;
-    const names = replanEverything ? new Set([...this.deps.source.serviceNames(), ...this.desired.plans.keys()]) : changed;
+    const names = replanEverything
+      ? new Set([...this.deps.source.serviceNames(), ...this.desired.plans.keys()])
+      : changed;
     this.replanAll = false;
     if (replanEverything) this.desired.health.clear();
     for (const svc of this.replanNext) changed.add(svc);
@@ -258,9 +279,12 @@ export class Proxier {
     const startNetfilter = () => (netfilterDone ??= syncNetfilter(this.deps, this.desired.index, this.nodeCtx, run));
     let netfilterFailure: { error: unknown } | undefined;
     try {
-      const wantsUnknown = run.full && this.nodeCtx.wantsUnknown(this.desired.index.virtualServers(), (k) => this.applier.applied.has(k));
+      const wantsUnknown =
+        run.full && this.nodeCtx.wantsUnknown(this.desired.index.virtualServers(), (k) => this.applier.applied.has(k));
       if (!wantsUnknown) startNetfilter();
-      const ops = run.full ? await this.fullSyncOps(run, { start: startNetfilter, started: () => netfilterDone !== undefined }) : this.partialSyncOps(run, startNetfilter);
+      const ops = run.full
+        ? await this.fullSyncOps(run, { start: startNetfilter, started: () => netfilterDone !== undefined })
+        : this.partialSyncOps(run, startNetfilter);
       run.lap('plan');
       // a partial sync has not read the table since the last full sync: a virtual server it
       // creates may have appeared since (EEXIST), and then is foreign, not to be filled
@@ -301,10 +325,13 @@ export class Proxier {
       drift: (drift) => {
         this.totals.driftRepairs++;
         run.drift = true;
-        this.deps.log.warn(`full sync: the kernel differed from what kube-ipvs applied; ${drift.length} IPVS changes repair it`, {
-          ops: drift.length,
-          first: drift.slice(0, 5).map(opKey),
-        });
+        this.deps.log.warn(
+          `full sync: the kernel differed from what kube-ipvs applied; ${drift.length} IPVS changes repair it`,
+          {
+            ops: drift.length,
+            first: drift.slice(0, 5).map(opKey),
+          },
+        );
       },
     });
   }
@@ -325,7 +352,9 @@ export class Proxier {
       // the planner plans nothing inside excludeCIDRs; a virtual server applied before they
       // changed is left to the full sync the change queued, which leaves it alone
       if (vs && this.nodeCtx.excluded(vs.address)) {
-        this.deps.log.warn(`leaving virtual server ${describeVirtualServer(vs)} alone: inside ipvs.excludeCIDRs`, { virtualServer: k });
+        this.deps.log.warn(`leaving virtual server ${describeVirtualServer(vs)} alone: inside ipvs.excludeCIDRs`, {
+          virtualServer: k,
+        });
         continue;
       }
       const want = this.desired.virtualServer(k);
@@ -349,12 +378,21 @@ export class Proxier {
       run.lap('conntrack');
     }
     const result: SyncResult = {
-      full, replanned: run.replanned, ...counts, ...(conntrackDurationMs !== undefined ? { conntrackDurationMs } : {}), durationMs: clock.now() - run.start, phasesMs: run.phasesMs,
+      full,
+      replanned: run.replanned,
+      ...counts,
+      ...(conntrackDurationMs !== undefined ? { conntrackDurationMs } : {}),
+      durationMs: clock.now() - run.start,
+      phasesMs: run.phasesMs,
     };
     // a failed sync leaves the queued changes pending: /livez fails if they stay so too long
     if (succeeded) this.lastSyncAt = clock.now();
     this.figures.record(result, this.lastSyncAt);
-    this.deps.log.log(full || counts.ipvsWrites > 0 || counts.execs > 0 || counts.conntrackOps > 0 ? 'info' : 'verbose', 'sync done', { ...result });
+    this.deps.log.log(
+      full || counts.ipvsWrites > 0 || counts.execs > 0 || counts.conntrackOps > 0 ? 'info' : 'verbose',
+      'sync done',
+      { ...result },
+    );
     this.deps.onSync?.(result, run.drift);
     return result;
   }
@@ -378,11 +416,22 @@ export class Proxier {
     // getters: a view that awaits reads the figures as they are when it reads them
     const self = this;
     return {
-      node: this.nodeCtx, applier: this.applier, bound: this.bound, source: this.deps.source,
-      link: this.deps.link, frontendIds: this.frontendIds, figures: this.figures,
-      get index() { return self.desired.index; },
-      get plans() { return self.desired.plans; },
-      get initialized() { return self.isInitialized(); },
+      node: this.nodeCtx,
+      applier: this.applier,
+      bound: this.bound,
+      source: this.deps.source,
+      link: this.deps.link,
+      frontendIds: this.frontendIds,
+      figures: this.figures,
+      get index() {
+        return self.desired.index;
+      },
+      get plans() {
+        return self.desired.plans;
+      },
+      get initialized() {
+        return self.isInitialized();
+      },
       counts: () => this.counts(),
       refused: () => this.reports.refusedFrontends(),
     };

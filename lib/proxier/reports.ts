@@ -33,18 +33,26 @@ export class Reports {
       const before = this.conflicts.get(key);
       if (!c) this.refusedByConflict.delete(key);
       else {
-        this.refusedByConflict.set(key, c.losers.map((l) => {
-          const { namespace, name, portName } = parseServicePortKey(l.key);
-          return {
-            service: `${namespace}/${name}`, field: `spec.ports[${portName}]`, value: key, reason: 'VirtualServerConflict',
-            message: `virtual server ${key} (this Service's ${l.kind}) is kept by ${c.winner.key}: ${whyWins(c.winner, l)}`,
-          };
-        }));
+        this.refusedByConflict.set(
+          key,
+          c.losers.map((l) => {
+            const { namespace, name, portName } = parseServicePortKey(l.key);
+            return {
+              service: `${namespace}/${name}`,
+              field: `spec.ports[${portName}]`,
+              value: key,
+              reason: 'VirtualServerConflict',
+              message: `virtual server ${key} (this Service's ${l.kind}) is kept by ${c.winner.key}: ${whyWins(c.winner, l)}`,
+            };
+          }),
+        );
       }
       if (!c) {
         if (before) {
           this.conflicts.delete(key);
-          log.info(`virtual server ${key}: no longer claimed by more than one Service (${before.winner} keeps it)`, { virtualServer: key });
+          log.info(`virtual server ${key}: no longer claimed by more than one Service (${before.winner} keeps it)`, {
+            virtualServer: key,
+          });
         }
         continue;
       }
@@ -54,11 +62,19 @@ export class Reports {
         if (same && before.losers.has(loser.key)) continue;
         const { namespace, name, portName } = parseServicePortKey(loser.key);
         const why = whyWins(c.winner, loser);
-        log.warn(`Service ${namespace}/${name}: port ${portName || '(unnamed)'} claims virtual server ${key} (its ${loser.kind}), which ${c.winner.key} keeps: ${why}; not programmed for ${namespace}/${name}`, {
-          service: `${namespace}/${name}`, virtualServer: key, winner: c.winner.key,
-        });
-        events?.warn({ kind: 'Service', namespace, name }, 'VirtualServerConflict',
-          `virtual server ${key} (this Service's ${loser.kind}) is kept by ${c.winner.key}: ${why}; kube-ipvs does not program it for this Service`);
+        log.warn(
+          `Service ${namespace}/${name}: port ${portName || '(unnamed)'} claims virtual server ${key} (its ${loser.kind}), which ${c.winner.key} keeps: ${why}; not programmed for ${namespace}/${name}`,
+          {
+            service: `${namespace}/${name}`,
+            virtualServer: key,
+            winner: c.winner.key,
+          },
+        );
+        events?.warn(
+          { kind: 'Service', namespace, name },
+          'VirtualServerConflict',
+          `virtual server ${key} (this Service's ${loser.kind}) is kept by ${c.winner.key}: ${why}; kube-ipvs does not program it for this Service`,
+        );
       }
     }
   }
@@ -68,7 +84,13 @@ export class Reports {
     const { log, events } = this.deps;
     const frontends = refusals
       .filter((r) => r.eventReason !== undefined && FRONTEND_REASONS.has(r.eventReason))
-      .map((r): RefusedFrontend => ({ service: `${r.namespace}/${r.name}`, field: r.field, value: r.value, reason: r.eventReason!, message: r.reason }));
+      .map((r): RefusedFrontend => ({
+        service: `${r.namespace}/${r.name}`,
+        field: r.field,
+        value: r.value,
+        reason: r.eventReason!,
+        message: r.reason,
+      }));
     if (frontends.length > 0) this.refusedByService.set(name, frontends);
     else this.refusedByService.delete(name);
     const text = refusals.map((r) => `${r.field}=${r.value}: ${r.reason}`).join('; ');
@@ -79,16 +101,23 @@ export class Reports {
     // the slice's previous version kept): a generic "the rest is programmed" was wrong for some
     for (const r of refusals) {
       log.warn(`${r.kind} ${r.namespace}/${r.name}: refused ${r.field} '${r.value}': ${r.reason}`, {
-        object: `${r.namespace}/${r.name}`, field: r.field,
+        object: `${r.namespace}/${r.name}`,
+        field: r.field,
       });
-      events?.warn({ kind: r.kind, namespace: r.namespace, name: r.name }, r.eventReason ?? 'InvalidField', `kube-ipvs ignored ${r.field} '${r.value}': ${r.reason}`);
+      events?.warn(
+        { kind: r.kind, namespace: r.namespace, name: r.name },
+        r.eventReason ?? 'InvalidField',
+        `kube-ipvs ignored ${r.field} '${r.value}': ${r.reason}`,
+      );
     }
   }
 
   /** Every frontend a Service asked for that is not programmed now, sorted by service, then value. */
   refusedFrontends(): RefusedFrontend[] {
     const all = [...this.refusedByService.values(), ...this.refusedByConflict.values()].flat();
-    return all.sort((a, b) => (a.service < b.service ? -1 : a.service > b.service ? 1 : a.value < b.value ? -1 : a.value > b.value ? 1 : 0));
+    return all.sort((a, b) =>
+      a.service < b.service ? -1 : a.service > b.service ? 1 : a.value < b.value ? -1 : a.value > b.value ? 1 : 0,
+    );
   }
 }
 

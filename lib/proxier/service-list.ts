@@ -5,7 +5,16 @@
  */
 import { RealServerSpec, VirtualServerSpec, realServerKey } from '../model/ipvs';
 import { Endpoint, ServicePort, ServicePortKey } from '../model/service';
-import { Backend, BackendState, Frontend, FrontendType, affinityOf, compareBackends, compareFrontends, frontendName } from '../model/views';
+import {
+  Backend,
+  BackendState,
+  Frontend,
+  FrontendType,
+  affinityOf,
+  compareBackends,
+  compareFrontends,
+  frontendName,
+} from '../model/views';
 import { DesiredVirtualServer } from '../plan/service-plan';
 import { IpvsTable, TableRealServer } from '../reconcile/ipvs-table';
 
@@ -49,27 +58,43 @@ export interface ServiceListInput {
   readonly ids: FrontendIds;
 }
 
-function backend(rs: RealServerSpec, state: BackendState, have: TableRealServer | undefined): Backend & { rs: RealServerSpec } {
-  return { rs, address: realServerKey(rs), state, weight: have?.weight ?? rs.weight, activeConns: have?.activeConns ?? 0, inactConns: have?.inactConns ?? 0 };
+function backend(
+  rs: RealServerSpec,
+  state: BackendState,
+  have: TableRealServer | undefined,
+): Backend & { rs: RealServerSpec } {
+  return {
+    rs,
+    address: realServerKey(rs),
+    state,
+    weight: have?.weight ?? rs.weight,
+    activeConns: have?.activeConns ?? 0,
+    inactConns: have?.inactConns ?? 0,
+  };
 }
 
 /** One frontend per desired virtual server, in row order. */
 export function buildServiceList(input: ServiceListInput): Frontend[] {
-  const keys = [...input.desired.keys()].sort((a, b) => compareFrontends(input.desired.get(a)!.vs, input.desired.get(b)!.vs));
+  const keys = [...input.desired.keys()].sort((a, b) =>
+    compareFrontends(input.desired.get(a)!.vs, input.desired.get(b)!.vs),
+  );
   const ids = input.ids.assign(keys);
   return keys.map((key) => {
     const want = input.desired.get(key)!;
     const entry = input.applied.get(key);
     const sp = input.servicePort(want.owner);
     const eps = sp ? input.endpoints(sp) : [];
-    const terminating = new Set(eps.filter((e) => e.terminating).map((e) => realServerKey({ af: want.vs.af, address: e.ip, port: e.port })));
+    const terminating = new Set(
+      eps.filter((e) => e.terminating).map((e) => realServerKey({ af: want.vs.af, address: e.ip, port: e.port })),
+    );
     const backends: (Backend & { rs: RealServerSpec })[] = [];
     const wanted = new Set<string>();
     for (const rs of want.realServers) {
       const k = realServerKey(rs);
       wanted.add(k);
       const have = entry?.realServers.get(k);
-      const state: BackendState = !have || have.weight !== rs.weight ? 'pending' : terminating.has(k) ? 'terminating' : 'active';
+      const state: BackendState =
+        !have || have.weight !== rs.weight ? 'pending' : terminating.has(k) ? 'terminating' : 'active';
       backends.push(backend(rs, state, have));
     }
     for (const [k, have] of entry?.realServers ?? []) {

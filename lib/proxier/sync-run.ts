@@ -31,13 +31,21 @@ export interface SyncRun {
 
 /** A sync starting now: `full` decides from its start time. */
 export function newSyncRun(clock: Clock, full: (start: number) => boolean): SyncRun {
-const start = clock.now();
+  const start = clock.now();
   const phasesMs: SyncPhases = {};
   let mark = start;
   return {
     full: full(start),
     start,
-    counts: { ipvsWrites: 0, ipvsReads: 0, ipvsFailures: 0, linkOps: 0, execs: 0, conntrackOps: 0, conntrackDeleted: 0 },
+    counts: {
+      ipvsWrites: 0,
+      ipvsReads: 0,
+      ipvsFailures: 0,
+      linkOps: 0,
+      execs: 0,
+      conntrackOps: 0,
+      conntrackDeleted: 0,
+    },
     phasesMs,
     lap: (phase) => {
       const t = clock.now();
@@ -58,7 +66,10 @@ const start = clock.now();
 export function opKey(op: IpvsOp): string {
   const vs = opVirtualServerKey(op) ?? '';
   const rs = 'rs' in op ? ` ${realServerKey(op.rs)} w${'weight' in op.rs ? op.rs.weight : '-'}` : '';
-  const sched = op.kind === 'newService' || op.kind === 'setService' ? ` ${op.vs.scheduler}/${op.vs.flags ?? 0}/${op.vs.timeout ?? 0}` : '';
+  const sched =
+    op.kind === 'newService' || op.kind === 'setService'
+      ? ` ${op.vs.scheduler}/${op.vs.flags ?? 0}/${op.vs.timeout ?? 0}`
+      : '';
   return `${op.kind} ${vs}${rs}${sched}`;
 }
 
@@ -101,7 +112,8 @@ export async function syncNetfilter(
     phase = 'iptables';
     for (const family of families) {
       const ipt = deps.iptables[family];
-      if (ipt) counts.execs += (await ipt.sync(index.iptables(family, node.iptablesOptions(family)), { verify: full })).execs;
+      if (ipt)
+        counts.execs += (await ipt.sync(index.iptables(family, node.iptablesOptions(family)), { verify: full })).execs;
     }
     phasesMs.iptables = clock.now() - start;
     return undefined;
@@ -111,10 +123,17 @@ export async function syncNetfilter(
   }
 }
 
-
 /** The running totals and the last syncs, for `kube-ipvs status` and metrics. */
 export class SyncFigures {
-  readonly totals = { syncs: 0, fullSyncs: 0, ipvsWrites: 0, ipvsFailures: 0, execs: 0, driftRepairs: 0, conntrackDeleted: 0 };
+  readonly totals = {
+    syncs: 0,
+    fullSyncs: 0,
+    ipvsWrites: 0,
+    ipvsFailures: 0,
+    execs: 0,
+    driftRepairs: 0,
+    conntrackDeleted: 0,
+  };
   private last: SyncResult | undefined;
   private full: SyncSummary | null = null;
   private partial: SyncSummary | null = null;
@@ -141,8 +160,11 @@ export class SyncFigures {
     t.ipvsFailures += result.ipvsFailures;
     t.execs += result.execs;
     const summary: SyncSummary = {
-      at: new Date(lastSyncAt).toISOString(), durationMs: result.durationMs,
-      ipvsWrites: result.ipvsWrites, ipvsFailures: result.ipvsFailures, execs: result.execs,
+      at: new Date(lastSyncAt).toISOString(),
+      durationMs: result.durationMs,
+      ipvsWrites: result.ipvsWrites,
+      ipvsFailures: result.ipvsFailures,
+      execs: result.execs,
     };
     if (result.full) this.full = summary;
     else this.partial = summary;

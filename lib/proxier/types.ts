@@ -130,7 +130,7 @@ export interface SyncResult {
 
 /** The phases of one sync, in order (kube-proxy logs no such split; it is the profile an operator needs at scale). */
 export type SyncPhase =
-  | 'node' | 'plan' | 'ipvsRead' | 'ipvsWrite' | 'addresses' | 'netfilterWait' | 'healthCheck' | 'draining' | 'conntrack';
+  'node' | 'plan' | 'ipvsRead' | 'ipvsWrite' | 'addresses' | 'netfilterWait' | 'healthCheck' | 'draining' | 'conntrack';
 /**
  * Every SyncPhase is a lap of the sync: those add up to its duration. `ipsets` and `iptables`
  * are the netfilter syncs' own times (the ipsets, then iptables), which run beside ipvsRead,

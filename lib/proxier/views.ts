@@ -43,7 +43,9 @@ export interface ProxierSnapshot {
 
 /** The Service port a plan key names, as the trackers hold it now. */
 function servicePortOf(source: ProxySource, key: string): ServicePort | undefined {
-  return source.servicePorts(serviceOf(key)).find((sp) => servicePortKey(sp.namespace, sp.name, sp.portName, sp.family) === key);
+  return source
+    .servicePorts(serviceOf(key))
+    .find((sp) => servicePortKey(sp.namespace, sp.name, sp.portName, sp.family) === key);
 }
 
 /** `kube-ipvs service list`: every desired virtual server with its backends' states. */
@@ -69,7 +71,13 @@ async function devices(s: ProxierSnapshot, npAddresses: readonly string[]): Prom
   }
   return [
     { name: KUBE_IPVS0, addresses: s.bound.list(), role: 'kube-ipvs0' },
-    ...[...byLink].sort(([a], [b]) => a - b).map(([ifindex, addresses]) => ({ name: names.get(ifindex) ?? `if${ifindex}`, addresses, role: 'NodePort' as const })),
+    ...[...byLink]
+      .sort(([a], [b]) => a - b)
+      .map(([ifindex, addresses]) => ({
+        name: names.get(ifindex) ?? `if${ifindex}`,
+        addresses,
+        role: 'NodePort' as const,
+      })),
   ];
 }
 
@@ -78,11 +86,16 @@ async function devices(s: ProxierSnapshot, npAddresses: readonly string[]): Prom
  * link names of the NodePort addresses (one rtnetlink dump); changes nothing.
  */
 export async function status(s: ProxierSnapshot): Promise<Omit<StatusResponse, 'mode' | 'config'>> {
-  const npAddresses = selectNodePortAddresses(s.node.localAddresses, s.node.settings.nodePortAddresses, s.node.node.nodeIPs);
+  const npAddresses = selectNodePortAddresses(
+    s.node.localAddresses,
+    s.node.settings.nodePortAddresses,
+    s.node.node.nodeIPs,
+  );
   const devs = await devices(s, npAddresses);
   const { settings, node } = s.node;
   let persistent = 0;
-  for (const d of s.index.virtualServers().values()) if (((d.vs.flags ?? 0) & IP_VS_SVC_F.PERSISTENT) !== 0) persistent++;
+  for (const d of s.index.virtualServers().values())
+    if (((d.vs.flags ?? 0) & IP_VS_SVC_F.PERSISTENT) !== 0) persistent++;
   let overridden = 0;
   let servicePorts = 0;
   const nodePorts = new Set<number>();
@@ -119,7 +132,13 @@ export async function status(s: ProxierSnapshot): Promise<Omit<StatusResponse, '
     driftRepairs: t.driftRepairs,
     refusedFrontends: s.refused(),
     counts: { services: s.plans.size, servicePorts, ...c },
-    totals: { syncs: t.syncs, fullSyncs: t.fullSyncs, ipvsWrites: t.ipvsWrites, ipvsFailures: t.ipvsFailures, execs: t.execs },
+    totals: {
+      syncs: t.syncs,
+      fullSyncs: t.fullSyncs,
+      ipvsWrites: t.ipvsWrites,
+      ipvsFailures: t.ipvsFailures,
+      execs: t.execs,
+    },
   };
 }
 
@@ -132,7 +151,8 @@ export async function status(s: ProxierSnapshot): Promise<Omit<StatusResponse, '
  * Throws NotSyncedError before Services and EndpointSlices have been listed.
  */
 export async function dryRunFullSync(s: ProxierSnapshot): Promise<IpvsOp[]> {
-  if (!s.initialized) throw new NotSyncedError('Services and EndpointSlices have not been listed yet: nothing is planned');
+  if (!s.initialized)
+    throw new NotSyncedError('Services and EndpointSlices have not been listed yet: nothing is planned');
   const { bound, local } = await readNodeAddresses(s.link, await findKubeIpvs0(s.link));
   const contexts = s.node.planContexts(local);
   const index = new DesiredIndex(s.node.settings.families);

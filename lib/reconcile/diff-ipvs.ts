@@ -22,7 +22,10 @@ export function needsGracefulTermination(protocol: number): boolean {
 }
 
 /** Ops turning `current` (undefined: absent) into `desired` (undefined: must go). */
-export function diffVirtualServer(current: TableEntry | undefined, desired: DesiredVirtualServer | undefined): IpvsOp[] {
+export function diffVirtualServer(
+  current: TableEntry | undefined,
+  desired: DesiredVirtualServer | undefined,
+): IpvsOp[] {
   const ops: IpvsOp[] = [];
   if (!desired) {
     if (current) ops.push({ kind: 'delService', vs: current.vs });
@@ -59,7 +62,9 @@ export function diffVirtualServer(current: TableEntry | undefined, desired: Desi
   return ops;
 }
 
-function stripConns<T extends { activeConns?: number; inactConns?: number }>(rs: T): Omit<T, 'activeConns' | 'inactConns'> {
+function stripConns<T extends { activeConns?: number; inactConns?: number }>(
+  rs: T,
+): Omit<T, 'activeConns' | 'inactConns'> {
   const { activeConns: _a, inactConns: _i, ...rest } = rs;
   return rest;
 }

@@ -139,8 +139,16 @@ export function tableFromDump(
   const table: IpvsTable = new Map();
   for (const { vs, dests } of entries) {
     const spec: VirtualServerSpec = {
-      af: vs.af, protocol: vs.protocol, address: vs.address, port: vs.port, fwmark: vs.fwmark,
-      scheduler: vs.scheduler, flags: vs.flags, timeout: vs.timeout, netmask: vs.netmask, peName: vs.peName,
+      af: vs.af,
+      protocol: vs.protocol,
+      address: vs.address,
+      port: vs.port,
+      fwmark: vs.fwmark,
+      scheduler: vs.scheduler,
+      flags: vs.flags,
+      timeout: vs.timeout,
+      netmask: vs.netmask,
+      peName: vs.peName,
     };
     const key = virtualServerKey(vs);
     const planned = desired?.get(key)?.realServers;
@@ -160,9 +168,15 @@ export function tableFromDump(
       continue;
     }
     const realServers: TableRealServer[] = dests.map((d) => ({
-      af: d.af, address: d.address, port: d.port, fwdMethod: d.fwdMethod, weight: d.weight,
-      uThreshold: d.uThreshold, lThreshold: d.lThreshold,
-      activeConns: d.activeConns, inactConns: d.inactConns,
+      af: d.af,
+      address: d.address,
+      port: d.port,
+      fwdMethod: d.fwdMethod,
+      weight: d.weight,
+      uThreshold: d.uThreshold,
+      lThreshold: d.lThreshold,
+      activeConns: d.activeConns,
+      inactConns: d.inactConns,
     }));
     table.set(key, new TableEntry(spec, realServers));
   }
@@ -212,7 +226,12 @@ export function applyOpsToTable(table: IpvsTable, ops: readonly IpvsOp[], result
         if (!rs) break;
         const key = realServerKey(op.rs);
         const prev = rs.get(key);
-        rs.set(key, prev?.activeConns || prev?.inactConns ? { ...op.rs, activeConns: prev.activeConns, inactConns: prev.inactConns } : op.rs);
+        rs.set(
+          key,
+          prev?.activeConns || prev?.inactConns
+            ? { ...op.rs, activeConns: prev.activeConns, inactConns: prev.inactConns }
+            : op.rs,
+        );
         break;
       }
       case 'delDest':

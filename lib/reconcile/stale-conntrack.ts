@@ -52,7 +52,10 @@ export function conntrackFrontends(virtualServers: Iterable<DesiredVirtualServer
 }
 
 /** The flows to delete, in the order given. */
-export function staleConntrackFlows(flows: readonly ConntrackFlow[], frontends: readonly ConntrackFrontend[]): ConntrackFlow[] {
+export function staleConntrackFlows(
+  flows: readonly ConntrackFlow[],
+  frontends: readonly ConntrackFrontend[],
+): ConntrackFlow[] {
   const byFrontend = new Map<string, Set<string>>();
   for (const f of frontends) {
     if (f.endpoints.length === 0) continue;
@@ -74,11 +77,15 @@ export function staleConntrackFlows(flows: readonly ConntrackFlow[], frontends: 
  * ConntrackCleanupRequired): a UDP/SCTP virtual server that still exists lost a real server,
  * or got its first one (and has one now). Keys "ipv4/17"; empty when nothing of the kind changed.
  */
-export function conntrackCleanupTriggers(before: Iterable<DesiredVirtualServer>, after: Iterable<DesiredVirtualServer>): Set<string> {
+export function conntrackCleanupTriggers(
+  before: Iterable<DesiredVirtualServer>,
+  after: Iterable<DesiredVirtualServer>,
+): Set<string> {
   const rsKeys = (d: DesiredVirtualServer) => new Set(d.realServers.map((r) => hostPort(d.vs.af, r.address, r.port)));
   const old = new Map<string, Set<string>>();
   for (const d of before) {
-    if (d.vs.fwmark === 0 && CLEANED_PROTOCOLS.includes(d.vs.protocol)) old.set(key(fromAddressFamily(d.vs.af), d.vs.protocol, d.vs.address, d.vs.port), rsKeys(d));
+    if (d.vs.fwmark === 0 && CLEANED_PROTOCOLS.includes(d.vs.protocol))
+      old.set(key(fromAddressFamily(d.vs.af), d.vs.protocol, d.vs.address, d.vs.port), rsKeys(d));
   }
   const out = new Set<string>();
   for (const d of after) {

@@ -32,12 +32,17 @@ const NO_PORTS: ReadonlyMap<string, readonly Endpoint[]> = new Map();
 /** What the tracker keeps of a converted slice: its endpoints made Endpoints once per port, merged. */
 function sliceState(service: ServiceName, converted: ConvertedEndpointSlice): SliceState {
   const family = converted.family;
-  if (family === undefined || converted.ports.length === 0) return { service, byPort: NO_PORTS, refusals: converted.refusals };
+  if (family === undefined || converted.ports.length === 0)
+    return { service, byPort: NO_PORTS, refusals: converted.refusals };
   const af = family === 'ipv4' ? AF_INET : AF_INET6;
   if (converted.ports.length === 1) {
     const port = converted.ports[0]!;
     const list = converted.endpoints.map((e) => withPort(e, port.port));
-    return { service, byPort: new Map([[portKey(port.name, port.protocol, family), mergedList(af, [list])]]), refusals: converted.refusals };
+    return {
+      service,
+      byPort: new Map([[portKey(port.name, port.protocol, family), mergedList(af, [list])]]),
+      refusals: converted.refusals,
+    };
   }
   const lists = new Map<string, Endpoint[]>();
   for (const port of converted.ports) {
@@ -68,10 +73,11 @@ function mergedList(af: AddressFamily, lists: readonly (readonly Endpoint[])[]):
   }
   order.sort((x, y) => (ids[x]! < ids[y]! ? -1 : ids[x]! > ids[y]! ? 1 : x - y));
   const out: Endpoint[] = [];
-  for (let k = 0; k < n; ) {
+  for (let k = 0; k < n;) {
     const id = ids[order[k]!]!;
     let winner = all[order[k++]!]!;
-    for (; k < n && ids[order[k]!] === id; k++) if (!winner.isLocal && all[order[k]!]!.isLocal) winner = all[order[k]!]!;
+    for (; k < n && ids[order[k]!] === id; k++)
+      if (!winner.isLocal && all[order[k]!]!.isLocal) winner = all[order[k]!]!;
     out.push(winner);
   }
   return out;
@@ -108,7 +114,15 @@ function sameList(a: readonly Endpoint[], b: readonly Endpoint[]): boolean {
     const x = a[i]!;
     const y = b[i]!;
     if (x === y) continue;
-    if (x.ip !== y.ip || x.port !== y.port || x.ready !== y.ready || x.serving !== y.serving || x.terminating !== y.terminating || x.isLocal !== y.isLocal) return false;
+    if (
+      x.ip !== y.ip ||
+      x.port !== y.port ||
+      x.ready !== y.ready ||
+      x.serving !== y.serving ||
+      x.terminating !== y.terminating ||
+      x.isLocal !== y.isLocal
+    )
+      return false;
     if (!sameStructure(x.zoneHints, y.zoneHints) || !sameStructure(x.nodeHints, y.nodeHints)) return false;
   }
   return true;
@@ -181,7 +195,11 @@ export class EndpointSliceTracker extends ChangeTracker<ServiceEndpoints> {
   }
 
   /** Merges the `touched` Services again after a slice moved from `before` to `after`; the changed ones. */
-  private remerged(touched: Set<ServiceName>, before: SliceState | undefined, after: SliceState | undefined): Set<ServiceName> {
+  private remerged(
+    touched: Set<ServiceName>,
+    before: SliceState | undefined,
+    after: SliceState | undefined,
+  ): Set<ServiceName> {
     const changed = new Set<ServiceName>();
     for (const name of touched) {
       const prev = this.merged.get(name);
@@ -216,7 +234,11 @@ export class EndpointSliceTracker extends ChangeTracker<ServiceEndpoints> {
         value: bad ? bad.value : '',
         reason: `${bad ? bad.reason : `cannot be converted (${e instanceof Error ? e.message : String(e)})`}; slice refused whole, ${kept}`,
       };
-      if (before) return { ...before, refusals: [...before.refusals.filter((r) => !r.reason.includes('slice refused whole')), refusal] };
+      if (before)
+        return {
+          ...before,
+          refusals: [...before.refusals.filter((r) => !r.reason.includes('slice refused whole')), refusal],
+        };
       return { service: serviceOf(slice), byPort: NO_PORTS, refusals: [refusal] };
     }
   }
@@ -227,7 +249,11 @@ export class EndpointSliceTracker extends ChangeTracker<ServiceEndpoints> {
    * slice's own merge; with several, the ports no changed slice lists keep prev's lists, the
    * others are merged again from every slice (name order).
    */
-  private merge(name: ServiceName, prev: ServiceEndpoints | undefined, changed: readonly (SliceState | undefined)[]): ServiceEndpoints | undefined {
+  private merge(
+    name: ServiceName,
+    prev: ServiceEndpoints | undefined,
+    changed: readonly (SliceState | undefined)[],
+  ): ServiceEndpoints | undefined {
     const set = this.slicesOf.get(name);
     if (set === undefined || set.size === 0) return undefined;
     if (set.size === 1) {

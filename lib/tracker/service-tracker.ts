@@ -13,7 +13,8 @@ interface ServiceState {
   readonly refusals: readonly Refusal[];
 }
 
-const sameService = (a: ServiceState, b: ServiceState): boolean => sameStructure(a.ports, b.ports) && sameStructure(a.refusals, b.refusals);
+const sameService = (a: ServiceState, b: ServiceState): boolean =>
+  sameStructure(a.ports, b.ports) && sameStructure(a.refusals, b.refusals);
 
 export function serviceNameOf(obj: { metadata?: { namespace?: string; name?: string } }): ServiceName {
   return `${obj.metadata?.namespace ?? ''}/${obj.metadata?.name ?? ''}`;
@@ -57,7 +58,8 @@ export class ServiceTracker extends ChangeTracker<ServiceState> {
         after = { ports: c.ports, refusals: c.refusals };
       }
     }
-    if (before) for (const p of before.ports) this.byKey.delete(servicePortKey(p.namespace, p.name, p.portName, p.family));
+    if (before)
+      for (const p of before.ports) this.byKey.delete(servicePortKey(p.namespace, p.name, p.portName, p.family));
     if (after) {
       this.services.set(name, after);
       for (const p of after.ports) this.byKey.set(servicePortKey(p.namespace, p.name, p.portName, p.family), p);

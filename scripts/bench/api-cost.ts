@@ -59,7 +59,26 @@ export class ApiCostMeter {
     const nft = (...args: string[]) => run('ip', ['netns', 'exec', this.ns, 'nft', ...args]);
     nft('add', 'table', 'ip', TABLE);
     nft('add', 'chain', 'ip', TABLE, 'out', '{ type filter hook output priority 0 ; policy accept ; }');
-    nft('add', 'rule', 'ip', TABLE, 'out', 'ip', 'daddr', this.address, 'tcp', 'dport', this.port, 'tcp', 'flags', '&', '(syn|ack)', '==', 'syn', 'counter');
+    nft(
+      'add',
+      'rule',
+      'ip',
+      TABLE,
+      'out',
+      'ip',
+      'daddr',
+      this.address,
+      'tcp',
+      'dport',
+      this.port,
+      'tcp',
+      'flags',
+      '&',
+      '(syn|ack)',
+      '==',
+      'syn',
+      'counter',
+    );
   }
 
   private syns(): number {
@@ -84,12 +103,14 @@ export class ApiCostMeter {
     // mark ends with a ResponseComplete here), anything else at its ResponseComplete
     for (const e of events) {
       if (!e.userAgent?.startsWith(this.userAgentPrefix)) continue;
-      if (e.stage === 'ResponseStarted' || (e.stage === 'ResponseComplete' && e.verb !== 'watch')) byId.set(e.auditID, e.verb);
+      if (e.stage === 'ResponseStarted' || (e.stage === 'ResponseComplete' && e.verb !== 'watch'))
+        byId.set(e.auditID, e.verb);
     }
     const requests: Record<string, number> = {};
     for (const verb of byId.values()) requests[verb] = (requests[verb] ?? 0) + 1;
     const now = await this.metrics();
-    const delta = (name: string, keep?: (labels: string) => boolean) => sumWhere(now, name, keep) - sumWhere(mark.metrics, name, keep);
+    const delta = (name: string, keep?: (labels: string) => boolean) =>
+      sumWhere(now, name, keep) - sumWhere(mark.metrics, name, keep);
     return {
       requests,
       requestsTotal: byId.size,

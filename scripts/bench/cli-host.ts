@@ -27,14 +27,20 @@ class ScriptedKernel implements NetlinkTransport {
   constructor(private readonly serviceReplies: (seq: number) => Buffer[]) {}
   async send(d: Buffer): Promise<void> {
     const out: Buffer[] = [];
-    for (let off = 0; off < d.length; ) {
+    for (let off = 0; off < d.length;) {
       const len = d.readUInt32LE(off);
       const flags = d.readUInt16LE(off + 6);
       const seq = d.readUInt32LE(off + 8);
       const cmd = d.readUInt8(off + 16);
       if ((flags & NLM_F_DUMP) === NLM_F_DUMP && cmd === IPVS_CMD.GET_SERVICE) out.push(...this.serviceReplies(seq));
       else if (cmd === IPVS_CMD.GET_INFO) {
-        out.push(genlMsg({ type: FAMILY, flags: 0, seq, cmd: IPVS_CMD.SET_INFO }, nla(IPVS_INFO_ATTR.VERSION, u32(0x010201)), nla(IPVS_INFO_ATTR.CONN_TAB_SIZE, u32(4096))));
+        out.push(
+          genlMsg(
+            { type: FAMILY, flags: 0, seq, cmd: IPVS_CMD.SET_INFO },
+            nla(IPVS_INFO_ATTR.VERSION, u32(0x010201)),
+            nla(IPVS_INFO_ATTR.CONN_TAB_SIZE, u32(4096)),
+          ),
+        );
         out.push(ackOf(d, off, 0));
       } else if (flags & NLM_F_ACK) out.push(ackOf(d, off, 0));
       off += (len + 3) & ~3;
@@ -105,10 +111,20 @@ let cpuMs = 0;
 
 const sink = () => {
   let bytes = 0;
-  return { write: (s: string) => ((bytes += s.length), true), get bytes() { return bytes; } };
+  return {
+    write: (s: string) => ((bytes += s.length), true),
+    get bytes() {
+      return bytes;
+    },
+  };
 };
 
-async function once(kind: 'restore' | 'save', table: ReturnType<typeof buildBenchTable>, dump: (seq: number) => Buffer[], proc: string): Promise<number> {
+async function once(
+  kind: 'restore' | 'save',
+  table: ReturnType<typeof buildBenchTable>,
+  dump: (seq: number) => Buffer[],
+  proc: string,
+): Promise<number> {
   const out = sink();
   const err = sink();
   const t = process.hrtime.bigint();
@@ -126,7 +142,8 @@ async function once(kind: 'restore' | 'save', table: ReturnType<typeof buildBenc
   const cpu = process.cpuUsage(cpu0);
   cpuMs = (cpu.user + cpu.system) / 1000;
   if (code !== 0) throw new Error(`${kind}: exit ${code}`);
-  if (kind === 'save' && out.bytes !== table.restoreText.length) throw new Error(`save printed ${out.bytes} chars, want ${table.restoreText.length}`);
+  if (kind === 'save' && out.bytes !== table.restoreText.length)
+    throw new Error(`save printed ${out.bytes} chars, want ${table.restoreText.length}`);
   return ms;
 }
 
@@ -134,15 +151,36 @@ async function run(): Promise<void> {
   const table = buildBenchTable(services, dests);
   const entries: { vs: VirtualServerEntry['vs']; dests: VirtualServerEntry['dests'][number][] }[] = [];
   for (const op of table.ops) {
-    if (op.kind === 'newService') entries.push({ vs: { ...op.vs, flags: 0, timeout: 0, netmask: 0xffffffff, peName: '' }, dests: [] });
-    else if (op.kind === 'newDest') entries[entries.length - 1]!.dests.push({ ...op.rs, uThreshold: 0, lThreshold: 0, activeConns: 0, inactConns: 0, persistConns: 0, tunType: 0, tunPort: 0, tunFlags: 0 });
+    if (op.kind === 'newService')
+      entries.push({ vs: { ...op.vs, flags: 0, timeout: 0, netmask: 0xffffffff, peName: '' }, dests: [] });
+    else if (op.kind === 'newDest')
+      entries[entries.length - 1]!.dests.push({
+        ...op.rs,
+        uThreshold: 0,
+        lThreshold: 0,
+        activeConns: 0,
+        inactConns: 0,
+        persistConns: 0,
+        tunType: 0,
+        tunPort: 0,
+        tunFlags: 0,
+      });
   }
   const proc = what === 'restore' ? '' : procIpVsText(entries);
   const dump = serviceDump(entries);
   for (let r = 0; r < Number(roundsArg); r++) {
     for (const kind of ['restore', 'save'] as const) {
       if (what !== 'both' && what !== kind) continue;
-      console.log(JSON.stringify({ kind, services, dests, round: r, ms: Math.round(await once(kind, table, dump, proc)), cpuMs: Math.round(cpuMs) }));
+      console.log(
+        JSON.stringify({
+          kind,
+          services,
+          dests,
+          round: r,
+          ms: Math.round(await once(kind, table, dump, proc)),
+          cpuMs: Math.round(cpuMs),
+        }),
+      );
     }
   }
 }

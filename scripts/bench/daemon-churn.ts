@@ -73,7 +73,13 @@ export async function runChurn(o: ChurnOptions): Promise<ChurnResult> {
     while (sampling) {
       await sleep(1000);
       rssMax = Math.max(rssMax, rssBytes(pid));
-      maxPending = Math.max(maxPending, metric(await scrape(o.metricsUrl, 60, () => metricsRetries++), 'kubeproxy_sync_proxy_rules_endpoint_changes_pending'));
+      maxPending = Math.max(
+        maxPending,
+        metric(
+          await scrape(o.metricsUrl, 60, () => metricsRetries++),
+          'kubeproxy_sync_proxy_rules_endpoint_changes_pending',
+        ),
+      );
     }
   })();
 

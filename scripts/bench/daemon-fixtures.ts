@@ -21,9 +21,15 @@ export const replacementIP = (gen: number): string => `10.200.${(gen >> 8) & 0xf
 
 export function service(name: string, ip: string): FakeObject {
   return {
-    apiVersion: 'v1', kind: 'Service',
+    apiVersion: 'v1',
+    kind: 'Service',
     metadata: { namespace: NAMESPACE, name, uid: `uid-svc-${name}` },
-    spec: { type: 'ClusterIP', clusterIP: ip, clusterIPs: [ip], ports: [{ name: 'http', port: 80, targetPort: 8080, protocol: 'TCP' }] },
+    spec: {
+      type: 'ClusterIP',
+      clusterIP: ip,
+      clusterIPs: [ip],
+      ports: [{ name: 'http', port: 80, targetPort: 8080, protocol: 'TCP' }],
+    },
   };
 }
 
@@ -36,11 +42,16 @@ export interface SliceEndpoint {
 /** The one EndpointSlice of Service `name`; `triggerTime` sets endpoints.kubernetes.io/last-change-trigger-time. */
 export function endpointSlice(name: string, endpoints: readonly SliceEndpoint[], triggerTime?: Date): FakeObject {
   return {
-    apiVersion: 'discovery.k8s.io/v1', kind: 'EndpointSlice',
+    apiVersion: 'discovery.k8s.io/v1',
+    kind: 'EndpointSlice',
     metadata: {
-      namespace: NAMESPACE, name: `${name}-1`, uid: `uid-slice-${name}`,
+      namespace: NAMESPACE,
+      name: `${name}-1`,
+      uid: `uid-slice-${name}`,
       labels: { 'kubernetes.io/service-name': name },
-      ...(triggerTime ? { annotations: { 'endpoints.kubernetes.io/last-change-trigger-time': triggerTime.toISOString() } } : {}),
+      ...(triggerTime
+        ? { annotations: { 'endpoints.kubernetes.io/last-change-trigger-time': triggerTime.toISOString() } }
+        : {}),
     },
     addressType: 'IPv4',
     ports: [{ name: 'http', port: 8080, protocol: 'TCP' }],
@@ -58,7 +69,9 @@ export const benchServiceName = (i: number): string => `svc-${i}`;
 export function benchSlice(i: number, endpoints: number, gen = 0, triggerTime?: Date): FakeObject {
   return endpointSlice(
     benchServiceName(i),
-    Array.from({ length: endpoints }, (_, j) => ({ address: j === 0 && gen > 0 ? replacementIP(gen) : endpointIP(i, j, endpoints) })),
+    Array.from({ length: endpoints }, (_, j) => ({
+      address: j === 0 && gen > 0 ? replacementIP(gen) : endpointIP(i, j, endpoints),
+    })),
     triggerTime,
   );
 }
@@ -66,7 +79,12 @@ export function benchSlice(i: number, endpoints: number, gen = 0, triggerTime?: 
 /** Every object of the cluster: the node, then each Service with its slice. */
 export function benchObjects(services: number, endpoints: number, extra: readonly FakeObject[] = []): FakeObject[] {
   const objects: FakeObject[] = [
-    { apiVersion: 'v1', kind: 'Node', metadata: { name: NODE_NAME, uid: `uid-${NODE_NAME}` }, status: { addresses: [{ type: 'InternalIP', address: NODE_IP }] } },
+    {
+      apiVersion: 'v1',
+      kind: 'Node',
+      metadata: { name: NODE_NAME, uid: `uid-${NODE_NAME}` },
+      status: { addresses: [{ type: 'InternalIP', address: NODE_IP }] },
+    },
   ];
   for (let i = 0; i < services; i++) objects.push(service(benchServiceName(i), clusterIP(i)), benchSlice(i, endpoints));
   objects.push(...extra);

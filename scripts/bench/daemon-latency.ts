@@ -45,7 +45,10 @@ const CHANGES = Number(changesArg);
 /** seconds of writes per offered rate */
 const CHURN_SECONDS = Number(process.env.BENCH_CHURN_SECONDS ?? 30);
 /** offered churn rates (updates/s), one segment each, for the daemon and then the peer (BENCH_CHURN_RATE: one rate) */
-const CHURN_RATES = (process.env.BENCH_CHURN_RATES ?? process.env.BENCH_CHURN_RATE ?? '100 300 1000').split(/[\s,]+/).filter(Boolean).map(Number);
+const CHURN_RATES = (process.env.BENCH_CHURN_RATES ?? process.env.BENCH_CHURN_RATE ?? '100 300 1000')
+  .split(/[\s,]+/)
+  .filter(Boolean)
+  .map(Number);
 /** BENCH_PEER_CHURN=0 skips the peer's churn */
 const PEER_CHURN = process.env.BENCH_PEER_CHURN !== '0';
 const MOBY_IPVS = process.env.BENCH_MOBY_IPVS ?? path.resolve(__dirname, 'peer', 'moby-ipvs-load');
@@ -56,7 +59,9 @@ const CHECKS = Math.max(1, Number(process.env.BENCH_CHECKS ?? 3));
 const ONLY = process.env.BENCH_ONLY ?? '';
 /** idle seconds after the cold start before memory is read again */
 const SETTLE_SECONDS = Number(process.env.BENCH_SETTLE_SECONDS ?? 30);
-const DAEMON_ENV: NodeJS.ProcessEnv = process.env.BENCH_DAEMON_NODE_OPTIONS ? { NODE_OPTIONS: process.env.BENCH_DAEMON_NODE_OPTIONS } : {};
+const DAEMON_ENV: NodeJS.ProcessEnv = process.env.BENCH_DAEMON_NODE_OPTIONS
+  ? { NODE_OPTIONS: process.env.BENCH_DAEMON_NODE_OPTIONS }
+  : {};
 const PORT = 16444;
 const METRICS = 'http://127.0.0.1:10259/metrics';
 
@@ -94,7 +99,9 @@ const memoryOf = (daemon: LoggedProcess, m: Awaited<ReturnType<typeof scrape>>) 
 /** kube-proxy's cold load through moby/ipvs, in a fresh network namespace (its own IPVS table). */
 function peerColdLoad(gets: boolean): void {
   if (!existsSync(MOBY_IPVS)) {
-    record('moby/ipvs cold load', { skipped: `${MOBY_IPVS} not built (scripts/bench/run.sh builds it when golang-go and golang-github-docker-docker-dev are installed)` });
+    record('moby/ipvs cold load', {
+      skipped: `${MOBY_IPVS} not built (scripts/bench/run.sh builds it when golang-go and golang-github-docker-docker-dev are installed)`,
+    });
     return;
   }
   const ns = 'bench-peer';
@@ -107,8 +114,13 @@ function peerColdLoad(gets: boolean): void {
   try {
     // a namespace whose loopback is down has no local routing table: NEW_DEST is EINVAL
     sh(['ip', '-n', ns, 'link', 'set', 'lo', 'up']);
-    const out = JSON.parse(sh(['ip', 'netns', 'exec', ns, MOBY_IPVS, ...(gets ? ['-gets'] : []), String(SERVICES), String(ENDPOINTS)])) as { seconds: number; requests: number };
-    record(gets ? 'moby/ipvs cold load, kube-proxy reads' : 'moby/ipvs cold load', { seconds: out.seconds, requests: out.requests });
+    const out = JSON.parse(
+      sh(['ip', 'netns', 'exec', ns, MOBY_IPVS, ...(gets ? ['-gets'] : []), String(SERVICES), String(ENDPOINTS)]),
+    ) as { seconds: number; requests: number };
+    record(gets ? 'moby/ipvs cold load, kube-proxy reads' : 'moby/ipvs cold load', {
+      seconds: out.seconds,
+      requests: out.requests,
+    });
   } finally {
     sh(['ip', 'netns', 'del', ns]);
   }
@@ -130,35 +142,69 @@ async function main(): Promise<void> {
   for (const o of benchObjects(SERVICES, ENDPOINTS, rolloutObjects())) server.create(o);
   writeFileSync(path.join(dir, 'kubeconfig'), kubeconfigFor(await server.listen(PORT)));
   const cfg = path.join(dir, 'config.conf');
-  writeFileSync(cfg, [
-    'apiVersion: kubeproxy.config.k8s.io/v1alpha1', 'kind: KubeProxyConfiguration', 'mode: ipvs',
-    `clientConnection: {kubeconfig: ${path.join(dir, 'kubeconfig')}}`, 'hostnameOverride: node-a',
-    'clusterCIDR: 10.244.0.0/16', 'healthzBindAddress: 127.0.0.1:10266', 'metricsBindAddress: 127.0.0.1:10259',
-    'ipvs: {syncPeriod: 1h}', '',
-  ].join('\n'));
+  writeFileSync(
+    cfg,
+    [
+      'apiVersion: kubeproxy.config.k8s.io/v1alpha1',
+      'kind: KubeProxyConfiguration',
+      'mode: ipvs',
+      `clientConnection: {kubeconfig: ${path.join(dir, 'kubeconfig')}}`,
+      'hostnameOverride: node-a',
+      'clusterCIDR: 10.244.0.0/16',
+      'healthzBindAddress: 127.0.0.1:10266',
+      'metricsBindAddress: 127.0.0.1:10259',
+      'ipvs: {syncPeriod: 1h}',
+      '',
+    ].join('\n'),
+  );
   // the start-up phases, from the spawn: Node up and the modules loaded ("kube-ipvs starting"),
   // the Service and EndpointSlice lists done ("informers synced"), the first sync done
-  const start = async (what: string): Promise<{ daemon: LoggedProcess; first: LogLine; seconds: number; phases: Record<string, number | undefined> }> => {
+  const start = async (
+    what: string,
+  ): Promise<{
+    daemon: LoggedProcess;
+    first: LogLine;
+    seconds: number;
+    phases: Record<string, number | undefined>;
+  }> => {
     const t0 = Date.now();
     const daemon = startKubeIpvs(['--config', cfg, '--v=2'], DAEMON_ENV);
     const first = await daemon.waitFor(isSync, what, 0, 3_600_000);
-    const line = (message: string) => daemon.lines.find((x) => x.message === message || (typeof x.message === 'string' && x.message.startsWith(`${message}:`)));
+    const line = (message: string) =>
+      daemon.lines.find(
+        (x) => x.message === message || (typeof x.message === 'string' && x.message.startsWith(`${message}:`)),
+      );
     const at = (l: LogLine | undefined) => (l ? (logLineTimeMs(l) - t0) / 1000 : undefined);
     const starting = line('kube-ipvs starting');
     // startedSinceStartMs: the same moment on the daemon's own clock (performance.now(), from
     // its process start): the rest of startedSeconds is the spawn and Node's exec
-    const phases = { startedSeconds: at(starting), startedSinceStartMs: starting?.sinceStartMs as number | undefined, listedSeconds: at(line('informers synced')) };
+    const phases = {
+      startedSeconds: at(starting),
+      startedSinceStartMs: starting?.sinceStartMs as number | undefined,
+      listedSeconds: at(line('informers synced')),
+    };
     return { daemon, first, seconds: (logLineTimeMs(first) - t0) / 1000, phases };
   };
   const syncFigures = (l: LogLine) => ({
-    syncSeconds: (l.durationMs as number) / 1000, ipvsWrites: l.ipvsWrites, ipvsReads: l.ipvsReads, execs: l.execs, linkOps: l.linkOps, phasesMs: l.phasesMs,
+    syncSeconds: (l.durationMs as number) / 1000,
+    ipvsWrites: l.ipvsWrites,
+    ipvsReads: l.ipvsReads,
+    execs: l.execs,
+    linkOps: l.linkOps,
+    phasesMs: l.phasesMs,
   });
 
   const cold = await start('the cold-start sync');
   let daemon = cold.daemon;
   const m0 = await scrape(METRICS);
   const coldFailure = failureOf(daemon, cold.first);
-  record('cold start', { seconds: cold.seconds, ...cold.phases, ...syncFigures(cold.first), ...memoryOf(daemon, m0), ...(coldFailure ? { failed: coldFailure } : {}) });
+  record('cold start', {
+    seconds: cold.seconds,
+    ...cold.phases,
+    ...syncFigures(cold.first),
+    ...memoryOf(daemon, m0),
+    ...(coldFailure ? { failed: coldFailure } : {}),
+  });
   // a failed sync is retried as a full one; the figures below would measure the retries
   if (coldFailure) throw new Error(`the cold-start sync failed: ${coldFailure}`);
   // the same process idle for a while: what an operator's `kubectl top` sees between syncs
@@ -183,7 +229,12 @@ async function main(): Promise<void> {
     server.update(benchSlice(i, ENDPOINTS, n));
     // the sync that re-planned the changed Service: a drain check's own sync (replanned 0)
     // may delete drained real servers in between, and is not the change's
-    const done = await daemon.waitFor((l) => isSync(l) && (l.replanned as number) > 0 && (l.ipvsWrites as number) > 0, `change ${n}`, from, 600_000);
+    const done = await daemon.waitFor(
+      (l) => isSync(l) && (l.replanned as number) > 0 && (l.ipvsWrites as number) > 0,
+      `change ${n}`,
+      from,
+      600_000,
+    );
     const failed = failureOf(daemon, done);
     if (failed) throw new Error(`the sync that applied change ${n} failed: ${failed}`);
     latencies.push(logLineTimeMs(done) - t);
@@ -193,8 +244,13 @@ async function main(): Promise<void> {
   }
   const set = (s: Set<number>) => [...s].sort((a, b) => a - b).join('/');
   record('event to kernel', {
-    changes: CHANGES, p50ms: pct(latencies, 50), p99ms: pct(latencies, 99), maxms: Math.max(...latencies),
-    ipvsWritesPerChange: set(writes), ipvsReadsPerChange: set(reads), execsPerChange: set(execs),
+    changes: CHANGES,
+    p50ms: pct(latencies, 50),
+    p99ms: pct(latencies, 99),
+    maxms: Math.max(...latencies),
+    ipvsWritesPerChange: set(writes),
+    ipvsReadsPerChange: set(reads),
+    execsPerChange: set(execs),
   });
 
   // the periodic full check (drift repair) on an unchanged node: a live config change to
@@ -212,9 +268,13 @@ async function main(): Promise<void> {
   const byTime = [...checks].sort((a, b) => (a.durationMs as number) - (b.durationMs as number));
   const check = byTime[(byTime.length - 1) >> 1]!;
   record('full check, no change', {
-    seconds: (check.durationMs as number) / 1000, samples: checks.map((c) => (c.durationMs as number) / 1000),
-    ipvsReads: check.ipvsReads, ipvsWrites: Math.max(...checks.map((c) => c.ipvsWrites as number)),
-    execs: Math.max(...checks.map((c) => c.execs as number)), linkOps: check.linkOps, phasesMs: check.phasesMs,
+    seconds: (check.durationMs as number) / 1000,
+    samples: checks.map((c) => (c.durationMs as number) / 1000),
+    ipvsReads: check.ipvsReads,
+    ipvsWrites: Math.max(...checks.map((c) => c.ipvsWrites as number)),
+    execs: Math.max(...checks.map((c) => c.execs as number)),
+    linkOps: check.linkOps,
+    phasesMs: check.phasesMs,
   });
 
   // the rollout's write count is its own
@@ -226,8 +286,15 @@ async function main(): Promise<void> {
   let gen = CHANGES + 1;
   for (const rate of CHURN_RATES) {
     const churn = await runChurn({
-      server, daemon, ipvs, metricsUrl: METRICS, services: SERVICES, endpoints: ENDPOINTS,
-      rate, seconds: CHURN_SECONDS, firstGen: gen,
+      server,
+      daemon,
+      ipvs,
+      metricsUrl: METRICS,
+      services: SERVICES,
+      endpoints: ENDPOINTS,
+      rate,
+      seconds: CHURN_SECONDS,
+      firstGen: gen,
     });
     gen += churn.updates;
     record('churn', { ...churn });
@@ -240,7 +307,12 @@ async function main(): Promise<void> {
   const adopt = await start('the adopting sync');
   daemon = adopt.daemon;
   const adoptFailure = failureOf(daemon, adopt.first);
-  record('adopt', { seconds: adopt.seconds, ...syncFigures(adopt.first), rss: rssBytes(daemon.child.pid!), ...(adoptFailure ? { failed: adoptFailure } : {}) });
+  record('adopt', {
+    seconds: adopt.seconds,
+    ...syncFigures(adopt.first),
+    rss: rssBytes(daemon.child.pid!),
+    ...(adoptFailure ? { failed: adoptFailure } : {}),
+  });
   await daemon.kill('SIGTERM');
 
   // the peer: kube-proxy's per-sync netlink pattern, same table (with one change applied)
@@ -258,12 +330,21 @@ async function main(): Promise<void> {
       requests += 3;
     }
     const vs = { af: AF_INET, protocol: IPPROTO_TCP, address: clusterIP(n), port: 80, fwmark: 0 } as const;
-    await ipvs.apply({ kind: 'newDest', vs, rs: { af: AF_INET, address: `10.201.0.${n + 1}`, port: 8080, fwdMethod: 0, weight: 1 } });
+    await ipvs.apply({
+      kind: 'newDest',
+      vs,
+      rs: { af: AF_INET, address: `10.201.0.${n + 1}`, port: 8080, fwdMethod: 0, weight: 1 },
+    });
     requests++;
     peer.push(Number(process.hrtime.bigint() - t) / 1e6);
   }
   ipvs.close();
-  record('kube-proxy pattern, one change', { runs: peer.length, p50ms: pct(peer, 50), maxms: Math.max(...peer), requests });
+  record('kube-proxy pattern, one change', {
+    runs: peer.length,
+    p50ms: pct(peer, 50),
+    maxms: Math.max(...peer),
+    requests,
+  });
 
   if (PEER_CHURN) await peerChurn(server, CHANGES + 1);
   await server.close();
@@ -286,13 +367,30 @@ async function peerChurn(server: FakeApiServer, firstGen: number): Promise<void>
   try {
     // a namespace whose loopback is down has no local routing table: NEW_DEST is EINVAL
     sh(['ip', '-n', ns, 'link', 'set', 'lo', 'up']);
-    const child = spawn('ip', ['netns', 'exec', ns, process.execPath, path.join(__dirname, 'peer-churn.js'), String(SERVICES), String(ENDPOINTS)], {
-      stdio: ['pipe', 'pipe', 'inherit'],
-    });
+    const child = spawn(
+      'ip',
+      [
+        'netns',
+        'exec',
+        ns,
+        process.execPath,
+        path.join(__dirname, 'peer-churn.js'),
+        String(SERVICES),
+        String(ENDPOINTS),
+      ],
+      {
+        stdio: ['pipe', 'pipe', 'inherit'],
+      },
+    );
     const exited = new Promise<number | null>((r) => child.on('exit', (code) => r(code)));
     const lines = createInterface({ input: child.stdout! })[Symbol.asyncIterator]();
     const next = async (): Promise<Record<string, unknown>> => {
-      const l = await Promise.race([lines.next(), exited.then((code) => { throw new Error(`peer-churn.js exited (${code})`); })]);
+      const l = await Promise.race([
+        lines.next(),
+        exited.then((code) => {
+          throw new Error(`peer-churn.js exited (${code})`);
+        }),
+      ]);
       if (l.done) throw new Error('peer-churn.js ended its output');
       return JSON.parse(l.value) as Record<string, unknown>;
     };
@@ -302,7 +400,12 @@ async function peerChurn(server: FakeApiServer, firstGen: number): Promise<void>
     for (const rate of CHURN_RATES) {
       child.stdin!.write(`start ${rate}\n`);
       const w = await generateChurn({
-        server, services: SERVICES, endpoints: ENDPOINTS, rate, seconds: CHURN_SECONDS, firstGen: gen,
+        server,
+        services: SERVICES,
+        endpoints: ENDPOINTS,
+        rate,
+        seconds: CHURN_SECONDS,
+        firstGen: gen,
         onWrite: (c) => child.stdin!.write(`w ${c.service} ${c.gen} ${c.atMs}\n`),
       });
       child.stdin!.write(`end ${w.updates} ${w.seconds} ${w.lastWriteAtMs}\n`);

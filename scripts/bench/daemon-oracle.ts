@@ -23,14 +23,24 @@ export function desiredFromApi(server: FakeApiServer): DesiredTable {
   for (const s of server.list('v1', 'Service')) st.onAdd(s as unknown as V1Service);
   for (const s of server.list('discovery.k8s.io/v1', 'EndpointSlice')) et.onAdd(s as unknown as V1EndpointSlice);
   const ctx: PlanContext = {
-    family: 'ipv4', scheduler: '', nodeName: NODE_NAME, nodeZone: '', nodePortAddresses: [],
-    localAddresses: new Set(), nodeIPs: [NODE_IP], excludeClusterCIDRs: [], excludeCIDRs: [],
+    family: 'ipv4',
+    scheduler: '',
+    nodeName: NODE_NAME,
+    nodeZone: '',
+    nodePortAddresses: [],
+    localAddresses: new Set(),
+    nodeIPs: [NODE_IP],
+    excludeClusterCIDRs: [],
+    excludeCIDRs: [],
   };
   const plans: ServicePortPlan[] = [];
-  for (const name of st.serviceNames()) for (const sp of st.servicePorts(name)) if (sp.family === 'ipv4') plans.push(planServicePort(sp, et.endpoints(sp), ctx));
+  for (const name of st.serviceNames())
+    for (const sp of st.servicePorts(name))
+      if (sp.family === 'ipv4') plans.push(planServicePort(sp, et.endpoints(sp), ctx));
   const state = planFamilyState(plans, 'ipv4', { masqueradeBit: 14, masqueradeAll: false, randomFully: false });
   const out: DesiredTable = new Map();
-  for (const [k, v] of state.virtualServers) out.set(k, { scheduler: v.vs.scheduler, realServers: new Set(v.realServers.map(realServerKey)) });
+  for (const [k, v] of state.virtualServers)
+    out.set(k, { scheduler: v.vs.scheduler, realServers: new Set(v.realServers.map(realServerKey)) });
   return out;
 }
 
@@ -71,7 +81,8 @@ export async function compareKernel(ipvs: Ipvs, desired: DesiredTable): Promise<
     }
     realServers += serving.size;
     const same = serving.size === want.realServers.size && [...serving].every((r) => want.realServers.has(r));
-    if (!same || e.vs.scheduler !== want.scheduler) bad(`${k}: ${[...serving].sort().join(',')} (want ${[...want.realServers].sort().join(',')})`);
+    if (!same || e.vs.scheduler !== want.scheduler)
+      bad(`${k}: ${[...serving].sort().join(',')} (want ${[...want.realServers].sort().join(',')})`);
   }
   for (const k of desired.keys()) if (!seen.has(k)) bad(`${k}: missing`);
   return { virtualServers: kernel.length, realServers, draining, wrong, examples };

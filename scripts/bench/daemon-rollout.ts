@@ -19,13 +19,20 @@ const newPod = (n: number) => `10.250.1.${n + 1}`;
 
 /** The rollout Service and its slice before the rollout (100 old pods ready), for the fixtures. */
 export function rolloutObjects(): FakeObject[] {
-  return [service(ROLLOUT_SERVICE, ROLLOUT_CLUSTER_IP), endpointSlice(ROLLOUT_SERVICE, Array.from({ length: PODS }, (_, n) => ({ address: oldPod(n) })))];
+  return [
+    service(ROLLOUT_SERVICE, ROLLOUT_CLUSTER_IP),
+    endpointSlice(
+      ROLLOUT_SERVICE,
+      Array.from({ length: PODS }, (_, n) => ({ address: oldPod(n) })),
+    ),
+  ];
 }
 
 /** Step s (1..PODS/STEP + 1): old pods [0, STEP*(s-1)) gone, [STEP*(s-1), STEP*s) terminating, the rest ready; new pods [0, STEP*s) ready. */
 function stepEndpoints(s: number): SliceEndpoint[] {
   const out: SliceEndpoint[] = [];
-  for (let n = STEP * (s - 1); n < PODS; n++) out.push({ address: oldPod(n), state: n < STEP * s ? 'terminating' : 'ready' });
+  for (let n = STEP * (s - 1); n < PODS; n++)
+    out.push({ address: oldPod(n), state: n < STEP * s ? 'terminating' : 'ready' });
   for (let n = 0; n < Math.min(PODS, STEP * s); n++) out.push({ address: newPod(n) });
   return out;
 }
@@ -52,7 +59,10 @@ export async function runRollout(server: FakeApiServer, daemon: LoggedProcess, i
     for (;;) {
       const serving = (await ipvs.listRealServers(vs)).filter((d) => d.weight > 0).map(realServerKey);
       if (serving.length === want.size && serving.every((r) => want.has(r))) break;
-      if (Date.now() - start > 120_000) throw new Error(`rollout step ${s}: the kernel serves ${serving.length} real servers, not the ${want.size} ready pods, after 120 s`);
+      if (Date.now() - start > 120_000)
+        throw new Error(
+          `rollout step ${s}: the kernel serves ${serving.length} real servers, not the ${want.size} ready pods, after 120 s`,
+        );
       await new Promise((r) => setTimeout(r, 5));
     }
     stepMs.push(Date.now() - start);

@@ -43,7 +43,8 @@ type FromServer = { url: string } | { lines: string[] };
 /** The worker: the fake API server with the table's slices; writes `count` updates when told. */
 async function serve(d: ServerData): Promise<void> {
   const server = new FakeApiServer({ bookmarkIntervalMs: 3_600_000 });
-  for (const o of benchObjects(d.services, d.endpoints)) if (o.kind === 'EndpointSlice' || o.kind === 'Node') server.create(o);
+  for (const o of benchObjects(d.services, d.endpoints))
+    if (o.kind === 'EndpointSlice' || o.kind === 'Node') server.create(o);
   const port = parentPort!;
   port.on('message', (m: ToServer) => {
     const lines: string[] = [];
@@ -81,7 +82,12 @@ function timed(fn: () => void): Measure {
   return { cpuMs: cpuNow() - c, wallMs: performance.now() - w };
 }
 
-const quiet = { info: () => undefined, warn: (m: string) => console.error(m), error: (m: string) => console.error(m), debug: () => undefined };
+const quiet = {
+  info: () => undefined,
+  warn: (m: string) => console.error(m),
+  error: (m: string) => console.error(m),
+  debug: () => undefined,
+};
 
 async function main(): Promise<void> {
   const services = Number(process.argv[2] ?? 10_000);
@@ -151,7 +157,8 @@ async function main(): Promise<void> {
 
   // the stages' own tracker, loaded with the table
   const stageTracker = new EndpointSliceTracker(NODE_NAME);
-  for (let i = 0; i < services; i++) stageTracker.onAdd(JSON.parse(JSON.stringify(benchSlice(i, endpoints))) as V1EndpointSlice);
+  for (let i = 0; i < services; i++)
+    stageTracker.onAdd(JSON.parse(JSON.stringify(benchSlice(i, endpoints))) as V1EndpointSlice);
   stageTracker.takeChanges();
 
   const rows = new Map<string, Measure[]>();
@@ -174,23 +181,38 @@ async function main(): Promise<void> {
     floor = false;
     if (lines.length !== events) throw new Error(`server sent ${lines.length} lines, expected ${events}`);
 
-    note('JSON.parse', timed(() => {
-      for (const l of lines) sink += (JSON.parse(l) as { type: string }).type.length;
-    }));
-    note('+ prune', timed(() => {
-      for (const l of lines) sink += prunedObject((JSON.parse(l) as { object: V1EndpointSlice }).object).metadata!.name!.length;
-    }));
-    note('+ convertEndpointSlice', timed(() => {
-      for (const l of lines) sink += convertEndpointSlice(prunedObject((JSON.parse(l) as { object: V1EndpointSlice }).object), NODE_NAME).endpoints.length;
-    }));
-    note('+ tracker (onUpdate, take per 100)', timed(() => {
-      let k = 0;
-      for (const l of lines) {
-        const s = prunedObject((JSON.parse(l) as { object: V1EndpointSlice }).object);
-        sink += stageTracker.onUpdate(s, s).size;
-        if (++k % TAKE_EVERY === 0) stageTracker.takeChanges();
-      }
-    }));
+    note(
+      'JSON.parse',
+      timed(() => {
+        for (const l of lines) sink += (JSON.parse(l) as { type: string }).type.length;
+      }),
+    );
+    note(
+      '+ prune',
+      timed(() => {
+        for (const l of lines)
+          sink += prunedObject((JSON.parse(l) as { object: V1EndpointSlice }).object).metadata!.name!.length;
+      }),
+    );
+    note(
+      '+ convertEndpointSlice',
+      timed(() => {
+        for (const l of lines)
+          sink += convertEndpointSlice(prunedObject((JSON.parse(l) as { object: V1EndpointSlice }).object), NODE_NAME)
+            .endpoints.length;
+      }),
+    );
+    note(
+      '+ tracker (onUpdate, take per 100)',
+      timed(() => {
+        let k = 0;
+        for (const l of lines) {
+          const s = prunedObject((JSON.parse(l) as { object: V1EndpointSlice }).object);
+          sink += stageTracker.onUpdate(s, s).size;
+          if (++k % TAKE_EVERY === 0) stageTracker.takeChanges();
+        }
+      }),
+    );
   }
   if (sink < 0) console.log(sink);
   await informers.stop();
@@ -201,9 +223,13 @@ async function main(): Promise<void> {
   const perWall = (ms: Measure[]) => median(ms.map((m) => events / (m.wallMs / 1000)));
   const parse = perCpu(rows.get('JSON.parse')!);
   const stream = perCpu(rows.get(STREAM)!);
-  console.log(`\nintake per EndpointSlice watch event (${process.env.BENCH_WHERE ?? 'host'}): ${services} Services x ${endpoints} endpoints, ${events} updates per round, median of ${rounds} rounds; CPU of this thread only\n`);
+  console.log(
+    `\nintake per EndpointSlice watch event (${process.env.BENCH_WHERE ?? 'host'}): ${services} Services x ${endpoints} endpoints, ${events} updates per round, median of ${rounds} rounds; CPU of this thread only\n`,
+  );
   const w = Math.max(...[...rows.keys()].map((l) => l.length));
-  console.log(`${'stage'.padEnd(w)}  ${'events/CPU-s'.padStart(12)}  ${'events/wall-s'.padStart(13)}  ${'µs CPU/event'.padStart(12)}  ${'in parses'.padStart(9)}  ${'of stream'.padStart(9)}`);
+  console.log(
+    `${'stage'.padEnd(w)}  ${'events/CPU-s'.padStart(12)}  ${'events/wall-s'.padStart(13)}  ${'µs CPU/event'.padStart(12)}  ${'in parses'.padStart(9)}  ${'of stream'.padStart(9)}`,
+  );
   console.log('-'.repeat(w + 66));
   for (const [label, ms] of rows) {
     const r = perCpu(ms);
@@ -211,7 +237,9 @@ async function main(): Promise<void> {
       `${label.padEnd(w)}  ${r.toFixed(0).padStart(12)}  ${perWall(ms).toFixed(0).padStart(13)}  ${(1e6 / r).toFixed(1).padStart(12)}  ${`${(parse / r).toFixed(2)}x`.padStart(9)}  ${`${((100 * stream) / r).toFixed(0)}%`.padStart(9)}`,
     );
   }
-  console.log(`\n(in parses: the row's CPU per event over JSON.parse's of the same lines, this run; of stream: the row's CPU per event as a share of the stream's)`);
+  console.log(
+    `\n(in parses: the row's CPU per event over JSON.parse's of the same lines, this run; of stream: the row's CPU per event as a share of the stream's)`,
+  );
 }
 
 if (isMainThread) {

@@ -27,7 +27,9 @@ const MOBY_IPVS = process.env.BENCH_MOBY_IPVS ?? path.resolve(__dirname, 'peer',
  */
 function mobyLoad(services: number, dests: number): number | undefined {
   if (!existsSync(MOBY_IPVS)) {
-    console.error(`${MOBY_IPVS} not built (scripts/bench/run.sh builds it when golang-go and golang-github-docker-docker-dev are installed): -R has no peer`);
+    console.error(
+      `${MOBY_IPVS} not built (scripts/bench/run.sh builds it when golang-go and golang-github-docker-docker-dev are installed): -R has no peer`,
+    );
     return undefined;
   }
   const ns = 'bench-cli-peer';
@@ -36,7 +38,9 @@ function mobyLoad(services: number, dests: number): number | undefined {
   try {
     // a namespace whose loopback is down has no local routing table: NEW_DEST is EINVAL
     sh(['ip', '-n', ns, 'link', 'set', 'lo', 'up']);
-    return (JSON.parse(sh(['ip', 'netns', 'exec', ns, MOBY_IPVS, String(services), String(dests)])) as { seconds: number }).seconds;
+    return (
+      JSON.parse(sh(['ip', 'netns', 'exec', ns, MOBY_IPVS, String(services), String(dests)])) as { seconds: number }
+    ).seconds;
   } finally {
     sh(['ip', 'netns', 'del', ns]);
   }
@@ -98,19 +102,28 @@ async function main(): Promise<void> {
     const peer = mobyLoad(services, dests);
     await new Promise((r) => setTimeout(r, 5000));
     // start-up: listing the empty table
-    record('list-empty', timed(`${cli} -Ln > /dev/null`), { peer: 'ipvsadm -Ln', peerSeconds: timed('ipvsadm -Ln > /dev/null') });
+    record('list-empty', timed(`${cli} -Ln > /dev/null`), {
+      peer: 'ipvsadm -Ln',
+      peerSeconds: timed('ipvsadm -Ln > /dev/null'),
+    });
     let t = now();
     const r = spawnSync('sh', ['-c', `${cli} -R < ${file}`], { stdio: 'inherit' });
     if (r.status !== 0) throw new Error('kube-ipvs ipvsadm -R failed');
     record('load', now() - t, peer === undefined ? {} : { peer: 'moby/ipvs load', peerSeconds: peer });
     // /proc/net/ip_vs read whole (what the listings below read besides one service dump)
-    record('proc-read', timed('cat /proc/net/ip_vs > /dev/null'), { peer: 'ipvsadm -Sn', peerSeconds: timed('ipvsadm -Sn > /tmp/bench.theirs') });
+    record('proc-read', timed('cat /proc/net/ip_vs > /dev/null'), {
+      peer: 'ipvsadm -Sn',
+      peerSeconds: timed('ipvsadm -Sn > /tmp/bench.theirs'),
+    });
     t = now();
     execFileSync('sh', ['-c', `${cli} -Sn > /tmp/bench.ours`], { maxBuffer: 1 << 30 });
     record('dump', now() - t, { peer: 'ipvsadm -Sn', peerSeconds: timed('ipvsadm -Sn > /tmp/bench.theirs') });
     const same = spawnSync('sh', ['-c', 'cmp -s /tmp/bench.ours /tmp/bench.theirs']).status === 0;
     record('dump-identical-to-ipvsadm', same ? 1 : 0);
-    record('list', timed(`${cli} -Ln > /tmp/bench.ours`), { peer: 'ipvsadm -Ln', peerSeconds: timed('ipvsadm -Ln > /tmp/bench.theirs') });
+    record('list', timed(`${cli} -Ln > /tmp/bench.ours`), {
+      peer: 'ipvsadm -Ln',
+      peerSeconds: timed('ipvsadm -Ln > /tmp/bench.theirs'),
+    });
     const sameList = spawnSync('sh', ['-c', 'cmp -s /tmp/bench.ours /tmp/bench.theirs']).status === 0;
     record('list-identical-to-ipvsadm', sameList ? 1 : 0);
   } else {

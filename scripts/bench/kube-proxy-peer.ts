@@ -53,7 +53,15 @@ import path from 'node:path';
 import { createInterface } from 'node:readline';
 import { connectToLab, kubeProxyIdentity, labFromEnv } from '../../testkit/lab-client';
 import { run, tryRun } from '../../testkit/netns';
-import { e2eProxyConfig, LogLine, LoggedProcess, logLineTimeMs, SERVICE_ACCOUNT_DIR, startKubeIpvs, startKubeProxy } from '../../testkit/processes';
+import {
+  e2eProxyConfig,
+  LogLine,
+  LoggedProcess,
+  logLineTimeMs,
+  SERVICE_ACCOUNT_DIR,
+  startKubeIpvs,
+  startKubeProxy,
+} from '../../testkit/processes';
 import { churnGen } from './churn-generator';
 import { replacementIP } from './daemon-fixtures';
 import { Agent, fetch } from 'undici';
@@ -75,7 +83,10 @@ const CHANGES = Number(env('BENCH_PEER_CHANGES', SERVICES <= 1000 ? '10' : '5'))
 const IDLE_SECONDS = Number(env('BENCH_PEER_IDLE_SECONDS', '60'));
 const SETTLE_SECONDS = Number(env('BENCH_PEER_SETTLE_SECONDS', '10'));
 const CHURN_SECONDS = Number(env('BENCH_PEER_CHURN_SECONDS', '20'));
-const CHURN_RATES = env('BENCH_PEER_CHURN_RATES', '100 300 1000').split(/[\s,]+/).filter(Boolean).map(Number);
+const CHURN_RATES = env('BENCH_PEER_CHURN_RATES', '100 300 1000')
+  .split(/[\s,]+/)
+  .filter(Boolean)
+  .map(Number);
 const WRITER = process.env.BENCH_WRITER ?? '';
 const HISTOGRAM = 'kubeproxy_network_programming_duration_seconds';
 /** each side's namespace and its /30 to the lab (connectToLab's slot): its address there serves its metrics */
@@ -88,7 +99,14 @@ const CLK_TCK = Number(spawnSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).s
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 function record(side: Side | undefined, what: string, value: Record<string, unknown>): void {
-  const line = JSON.stringify({ bench: 'kube-proxy', services: SERVICES, endpoints: ENDPOINTS, ...(side ? { side } : {}), what, ...value });
+  const line = JSON.stringify({
+    bench: 'kube-proxy',
+    services: SERVICES,
+    endpoints: ENDPOINTS,
+    ...(side ? { side } : {}),
+    what,
+    ...value,
+  });
   console.log(line);
   if (process.env.BENCH_OUT) appendFileSync(process.env.BENCH_OUT, line + '\n');
 }
@@ -115,7 +133,11 @@ class Probe {
   private id = 0;
 
   constructor(side: Side) {
-    this.child = spawn('ip', ['netns', 'exec', nsOf(side), process.execPath, path.join(__dirname, 'ipvs-probe.js'), '5'], { stdio: ['pipe', 'pipe', 'inherit'] });
+    this.child = spawn(
+      'ip',
+      ['netns', 'exec', nsOf(side), process.execPath, path.join(__dirname, 'ipvs-probe.js'), '5'],
+      { stdio: ['pipe', 'pipe', 'inherit'] },
+    );
     this.lines = createInterface({ input: this.child.stdout! })[Symbol.asyncIterator]();
   }
 
@@ -144,7 +166,9 @@ class Writer {
 
   async call<T>(method: 'GET' | 'POST', p: string, body?: unknown): Promise<T> {
     const r = await fetch(`http://${this.address}${p}`, {
-      method, dispatcher: this.dispatcher, ...(body === undefined ? {} : { body: JSON.stringify(body), headers: { 'content-type': 'application/json' } }),
+      method,
+      dispatcher: this.dispatcher,
+      ...(body === undefined ? {} : { body: JSON.stringify(body), headers: { 'content-type': 'application/json' } }),
     });
     const text = await r.text();
     if (!r.ok) throw new Error(`writer ${method} ${p}: HTTP ${r.status} ${text}`);
@@ -179,8 +203,16 @@ async function main(): Promise<void> {
   // kube-proxy's identity as kubeadm's DaemonSet pod has it: both sides read it
   await kubeProxyIdentity(lab, dir, { duration: '6h' });
   record(undefined, 'conditions', {
-    lab: (await lab.info()).version, cpus: os.cpus().length, memoryBytes: os.totalmem(), sides: SIDES, starts: STARTS, changes: CHANGES,
-    idleSeconds: IDLE_SECONDS, churnSeconds: CHURN_SECONDS, churnRates: CHURN_RATES, clock: await writer.skew(),
+    lab: (await lab.info()).version,
+    cpus: os.cpus().length,
+    memoryBytes: os.totalmem(),
+    sides: SIDES,
+    starts: STARTS,
+    changes: CHANGES,
+    idleSeconds: IDLE_SECONDS,
+    churnSeconds: CHURN_SECONDS,
+    churnRates: CHURN_RATES,
+    clock: await writer.skew(),
   });
   try {
     const server = await lab.server('a');
@@ -211,15 +243,23 @@ async function tryScrape(url: string): Promise<Scrape | undefined> {
 /** When (ms since the epoch) `proc`'s first full sync ended; throws when it failed or the process exited. */
 async function firstSyncEnd(side: Side, proc: LoggedProcess): Promise<number> {
   if (side === 'kube-ipvs') {
-    const done = await proc.waitFor((l: LogLine) => l.message === 'sync done' && l.full === true, 'the first full sync', 0, 3_600_000);
-    const failed = proc.lines.slice(0, proc.lines.indexOf(done)).find((l) => typeof l.message === 'string' && l.message.startsWith('sync failed'));
+    const done = await proc.waitFor(
+      (l: LogLine) => l.message === 'sync done' && l.full === true,
+      'the first full sync',
+      0,
+      3_600_000,
+    );
+    const failed = proc.lines
+      .slice(0, proc.lines.indexOf(done))
+      .find((l) => typeof l.message === 'string' && l.message.startsWith('sync failed'));
     if (failed) throw new Error(`kube-ipvs: a sync failed before the first one done: ${failed.message}`);
     return logLineTimeMs(done);
   }
   const deadline = Date.now() + 3_600_000;
   const family = (k: string) => /ip_family="([^"]+)"/.exec(k)?.[1];
   while (Date.now() < deadline) {
-    if (proc.child.exitCode !== null || proc.child.signalCode !== null) throw new Error(`kube-proxy exited before its first sync:\n${proc.text.slice(-15).join('\n')}`);
+    if (proc.child.exitCode !== null || proc.child.signalCode !== null)
+      throw new Error(`kube-proxy exited before its first sync:\n${proc.text.slice(-15).join('\n')}`);
     const m = await tryScrape(metricsUrl(side));
     if (m) {
       const queued = new Set<string>();
@@ -256,10 +296,17 @@ async function observed(side: Side, before: Scrape, count: number, quietMs: numb
 
 async function measure(side: Side, dir: string, writer: Writer, meter: ApiCostMeter): Promise<void> {
   const cfg = path.join(dir, `${side}.conf`);
-  writeFileSync(cfg, e2eProxyConfig({
-    dir, node: NODE_NAME, ipvs: ['syncPeriod: 30s'], forKubeProxy: true,
-    metrics: `${nodeAddress(side)}:10249`, healthz: `${nodeAddress(side)}:10256`,
-  }));
+  writeFileSync(
+    cfg,
+    e2eProxyConfig({
+      dir,
+      node: NODE_NAME,
+      ipvs: ['syncPeriod: 30s'],
+      forKubeProxy: true,
+      metrics: `${nodeAddress(side)}:10249`,
+      healthz: `${nodeAddress(side)}:10256`,
+    }),
+  );
   console.error(`>> ${side}: ${SERVICES} x ${ENDPOINTS}`);
 
   // 1. first sync, STARTS times, each in a fresh namespace; the last one is kept running
@@ -273,7 +320,12 @@ async function measure(side: Side, dir: string, writer: Writer, meter: ApiCostMe
     proc = start(side, cfg);
     const end = await firstSyncEnd(side, proc);
     record(side, 'first sync', { run: k, seconds: (end - t0) / 1000, rss: rssBytes(proc.child.pid!) });
-    record(side, 'api', { phase: 'start', run: k, seconds: (Date.now() - t0) / 1000, ...(await meter.since(startMark)) });
+    record(side, 'api', {
+      phase: 'start',
+      run: k,
+      seconds: (Date.now() - t0) / 1000,
+      ...(await meter.since(startMark)),
+    });
     // not cheap: once
     if (k === 1 && (end - t0) / 1000 > CHEAP_SECONDS) starts = 1;
     if (k < starts) {
@@ -298,8 +350,11 @@ async function measure(side: Side, dir: string, writer: Writer, meter: ApiCostMe
     const c1 = cpuOf(pid);
     const minutes = (Date.now() - w0) / 60_000;
     record(side, 'idle', {
-      rssAfterStart: rssStart, rssIdle: rssBytes(pid), seconds: minutes * 60,
-      cpuPerMinute: (c1.self - c0.self) / minutes, cpuWithChildrenPerMinute: (c1.self + c1.children - c0.self - c0.children) / minutes,
+      rssAfterStart: rssStart,
+      rssIdle: rssBytes(pid),
+      seconds: minutes * 60,
+      cpuPerMinute: (c1.self - c0.self) / minutes,
+      cpuWithChildrenPerMinute: (c1.self + c1.children - c0.self - c0.children) / minutes,
     });
     record(side, 'api', { phase: 'idle', seconds: (Date.now() - idleStart) / 1000, ...(await meter.since(idleMark)) });
 
@@ -311,20 +366,36 @@ async function measure(side: Side, dir: string, writer: Writer, meter: ApiCostMe
       const gen = nextGen();
       const before = await scrape(metricsUrl(side), 60);
       const seen = probe.wait(labClusterIP(i), replacementIP(gen), 600_000);
-      const w = await writer.call<{ atMs: number; answeredMs: number; status: number }>('POST', '/change', { service: i, gen, endpoints: ENDPOINTS, skewMs: clock.skewMs });
+      const w = await writer.call<{ atMs: number; answeredMs: number; status: number }>('POST', '/change', {
+        service: i,
+        gen,
+        endpoints: ENDPOINTS,
+        skewMs: clock.skewMs,
+      });
       if (w.status < 200 || w.status > 299) throw new Error(`${side}: change ${k} (svc-${i}): HTTP ${w.status}`);
       const seenMs = await seen;
       if (seenMs === undefined) throw new Error(`${side}: change ${k} (svc-${i}) not in the kernel after 600 s`);
       const after = await observed(side, before, 1, 30_000);
       const own = histogramDelta(before, after, HISTOGRAM);
-      samples.push({ kernelMs: seenMs - w.atMs, writeMs: w.answeredMs, ownMs: own.count === 1 ? own.meanSeconds * 1000 : undefined });
+      samples.push({
+        kernelMs: seenMs - w.atMs,
+        writeMs: w.answeredMs,
+        ownMs: own.count === 1 ? own.meanSeconds * 1000 : undefined,
+      });
       await sleep(1000);
     }
     const kernel = samples.map((s) => s.kernelMs);
     const own = samples.map((s) => s.ownMs).filter((x): x is number => x !== undefined);
     record(side, 'one change', {
-      changes: CHANGES, clock, medianMs: median(kernel), minMs: Math.min(...kernel), maxMs: Math.max(...kernel),
-      ownMedianMs: median(own), ownObserved: own.length, writeMedianMs: median(samples.map((s) => s.writeMs)), samples,
+      changes: CHANGES,
+      clock,
+      medianMs: median(kernel),
+      minMs: Math.min(...kernel),
+      maxMs: Math.max(...kernel),
+      ownMedianMs: median(own),
+      ownObserved: own.length,
+      writeMedianMs: median(samples.map((s) => s.writeMs)),
+      samples,
     });
 
     // 4. churn, one segment per rate
@@ -334,15 +405,25 @@ async function measure(side: Side, dir: string, writer: Writer, meter: ApiCostMe
       const clock = await writer.skew();
       const before = await scrape(metricsUrl(side), 60);
       const w = await writer.call<ChurnWrites>('POST', '/churn', {
-        rate, seconds: CHURN_SECONDS, services: SERVICES, endpoints: ENDPOINTS, firstGen: generation, skewMs: clock.skewMs,
+        rate,
+        seconds: CHURN_SECONDS,
+        services: SERVICES,
+        endpoints: ENDPOINTS,
+        firstGen: generation,
+        skewMs: clock.skewMs,
       });
       generation += w.sent;
       churnWrites += w.ok;
-      const seenMs = w.last ? await probe.wait(labClusterIP(w.last.service), replacementIP(w.last.gen), 900_000) : undefined;
+      const seenMs = w.last
+        ? await probe.wait(labClusterIP(w.last.service), replacementIP(w.last.gen), 900_000)
+        : undefined;
       const after = await observed(side, before, w.ok, 30_000);
       record(side, 'churn', {
-        ...w, clock, lastToKernelSeconds: seenMs === undefined || !w.last ? undefined : (seenMs - w.last.atMs) / 1000,
-        lag: histogramDelta(before, after, HISTOGRAM), rss: rssBytes(pid),
+        ...w,
+        clock,
+        lastToKernelSeconds: seenMs === undefined || !w.last ? undefined : (seenMs - w.last.atMs) / 1000,
+        lag: histogramDelta(before, after, HISTOGRAM),
+        rss: rssBytes(pid),
       });
     }
     record(side, 'api', { phase: 'churn', writes: churnWrites, ...(await meter.since(churnMark)) });

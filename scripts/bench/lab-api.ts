@@ -15,7 +15,11 @@ export class LabApi {
   private readonly agent: Agent;
 
   /** `labDir`: the lab's directory (its pki/); `server`: https://host:port of an API server. */
-  constructor(labDir: string, readonly server: string, connections = 16) {
+  constructor(
+    labDir: string,
+    readonly server: string,
+    connections = 16,
+  ) {
     const pki = (f: string) => readFileSync(path.join(labDir, 'pki', f), 'utf8');
     this.agent = new Agent({
       connections,
@@ -26,7 +30,12 @@ export class LabApi {
     });
   }
 
-  async call(method: 'GET' | 'POST' | 'PUT' | 'DELETE', p: string, body?: unknown, accept?: string): Promise<LabApiReply> {
+  async call(
+    method: 'GET' | 'POST' | 'PUT' | 'DELETE',
+    p: string,
+    body?: unknown,
+    accept?: string,
+  ): Promise<LabApiReply> {
     const r = await request(this.server + p, {
       method,
       dispatcher: this.agent,
@@ -37,9 +46,15 @@ export class LabApi {
   }
 
   /** `call`, throwing unless the status is 2xx or one of `ok`. */
-  async must(method: 'GET' | 'POST' | 'PUT' | 'DELETE', p: string, body?: unknown, ok: readonly number[] = []): Promise<LabApiReply> {
+  async must(
+    method: 'GET' | 'POST' | 'PUT' | 'DELETE',
+    p: string,
+    body?: unknown,
+    ok: readonly number[] = [],
+  ): Promise<LabApiReply> {
     const r = await this.call(method, p, body);
-    if ((r.status < 200 || r.status > 299) && !ok.includes(r.status)) throw new Error(`${method} ${p}: HTTP ${r.status} ${r.body.slice(0, 300)}`);
+    if ((r.status < 200 || r.status > 299) && !ok.includes(r.status))
+      throw new Error(`${method} ${p}: HTTP ${r.status} ${r.body.slice(0, 300)}`);
     return r;
   }
 

@@ -27,7 +27,10 @@ export const labClusterIP = (i: number): string => clusterIP(i + CLUSTER_IP_OFFS
 
 export function labBenchService(i: number): Obj {
   const o = forLab(service(benchServiceName(i), labClusterIP(i)));
-  return { ...o, spec: { ...(o.spec as Record<string, unknown>), ipFamilyPolicy: 'SingleStack', ipFamilies: ['IPv4'] } };
+  return {
+    ...o,
+    spec: { ...(o.spec as Record<string, unknown>), ipFamilyPolicy: 'SingleStack', ipFamilies: ['IPv4'] },
+  };
 }
 
 /** Service i's slice; `gen` > 0 replaces endpoint 0 with replacementIP(gen); `at` sets its trigger time (ms precision, RFC 3339). */
@@ -40,9 +43,15 @@ export const labBenchSliceName = (i: number): string => `${benchServiceName(i)}-
 /** The Node both proxies run as (kube-proxy waits for its Node object to read its addresses). */
 export function labBenchNode(): Obj {
   return {
-    apiVersion: 'v1', kind: 'Node',
+    apiVersion: 'v1',
+    kind: 'Node',
     metadata: { name: NODE_NAME, labels: { 'kubernetes.io/hostname': NODE_NAME, ...BENCH_LABEL } },
     spec: { podCIDR: '10.244.0.0/24', podCIDRs: ['10.244.0.0/24'] },
-    status: { addresses: [{ type: 'InternalIP', address: NODE_IP }, { type: 'Hostname', address: NODE_NAME }] },
+    status: {
+      addresses: [
+        { type: 'InternalIP', address: NODE_IP },
+        { type: 'Hostname', address: NODE_NAME },
+      ],
+    },
   };
 }

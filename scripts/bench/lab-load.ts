@@ -10,15 +10,35 @@ import path from 'node:path';
 import { LabInfo } from '../../testkit/lab-client';
 import { benchServiceName } from './daemon-fixtures';
 import { forEachParallel, LabApi } from './lab-api';
-import { BENCH_LABEL, labBenchNode, labBenchService, labBenchSlice, labBenchSliceName, NAMESPACE } from './lab-bench-objects';
+import {
+  BENCH_LABEL,
+  labBenchNode,
+  labBenchService,
+  labBenchSlice,
+  labBenchSliceName,
+  NAMESPACE,
+} from './lab-bench-objects';
 
 const PARALLEL = Number(process.env.BENCH_LOAD_PARALLEL ?? 32);
 
 async function names(api: LabApi, collection: string): Promise<Set<string>> {
-  const selector = encodeURIComponent(Object.entries(BENCH_LABEL).map(([k, v]) => `${k}=${v}`).join(','));
-  const r = await api.call('GET', `${collection}?labelSelector=${selector}`, undefined, 'application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1');
+  const selector = encodeURIComponent(
+    Object.entries(BENCH_LABEL)
+      .map(([k, v]) => `${k}=${v}`)
+      .join(','),
+  );
+  const r = await api.call(
+    'GET',
+    `${collection}?labelSelector=${selector}`,
+    undefined,
+    'application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1',
+  );
   if (r.status !== 200) throw new Error(`GET ${collection}: HTTP ${r.status} ${r.body.slice(0, 300)}`);
-  return new Set(((JSON.parse(r.body) as { items: { metadata: { name: string } }[] | null }).items ?? []).map((o) => o.metadata.name));
+  return new Set(
+    ((JSON.parse(r.body) as { items: { metadata: { name: string } }[] | null }).items ?? []).map(
+      (o) => o.metadata.name,
+    ),
+  );
 }
 
 async function main(): Promise<void> {
@@ -30,7 +50,12 @@ async function main(): Promise<void> {
   const info = JSON.parse(readFileSync(path.join(dir, 'lab.json'), 'utf8')) as LabInfo;
   const api = new LabApi(dir, `https://127.0.0.1:${info.apiservers.a.port}`, PARALLEL);
   const t0 = Date.now();
-  await api.must('POST', '/api/v1/namespaces', { apiVersion: 'v1', kind: 'Namespace', metadata: { name: NAMESPACE } }, [409]);
+  await api.must(
+    'POST',
+    '/api/v1/namespaces',
+    { apiVersion: 'v1', kind: 'Namespace', metadata: { name: NAMESPACE } },
+    [409],
+  );
   await api.must('POST', '/api/v1/nodes', labBenchNode(), [409]);
   const svcPath = `/api/v1/namespaces/${NAMESPACE}/services`;
   const slicePath = `/apis/discovery.k8s.io/v1/namespaces/${NAMESPACE}/endpointslices`;
@@ -72,7 +97,19 @@ async function main(): Promise<void> {
   }
   await api.close();
   const seconds = (Date.now() - t0) / 1000;
-  console.log(JSON.stringify({ bench: 'kube-proxy', what: 'load', services, endpoints, created, deleted, resized, seconds, perSecond: (created + deleted + resized) / seconds }));
+  console.log(
+    JSON.stringify({
+      bench: 'kube-proxy',
+      what: 'load',
+      services,
+      endpoints,
+      created,
+      deleted,
+      resized,
+      seconds,
+      perSecond: (created + deleted + resized) / seconds,
+    }),
+  );
 }
 
 main().then(

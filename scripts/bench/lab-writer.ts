@@ -78,7 +78,12 @@ function cpuOf(pid: number | undefined): number | undefined {
   }
 }
 
-async function churn(api: LabApi, parallel: number, o: { rate: number; seconds: number; services: number; endpoints: number; firstGen: number; skewMs: number }, pids: { apiserver?: number; etcd?: number }): Promise<ChurnWrites> {
+async function churn(
+  api: LabApi,
+  parallel: number,
+  o: { rate: number; seconds: number; services: number; endpoints: number; firstGen: number; skewMs: number },
+  pids: { apiserver?: number; etcd?: number },
+): Promise<ChurnWrites> {
   const next = churnServices(o.services);
   let sent = 0;
   let ok = 0;
@@ -105,19 +110,22 @@ async function churn(api: LabApi, parallel: number, o: { rate: number; seconds: 
       sent++;
       inFlight++;
       last = { service, gen, atMs: at.getTime() };
-      const p: Promise<void> = api.call('PUT', `${SLICES}/${labBenchSliceName(service)}`, labBenchSlice(service, o.endpoints, gen, at)).then(
-        (r) => {
-          if (r.status >= 200 && r.status < 300) ok++;
-          else failed++;
-          writeMsSum += Date.now() - t;
-        },
-        () => {
-          failed++;
-        },
-      ).finally(() => {
-        inFlight--;
-        pending.delete(p);
-      });
+      const p: Promise<void> = api
+        .call('PUT', `${SLICES}/${labBenchSliceName(service)}`, labBenchSlice(service, o.endpoints, gen, at))
+        .then(
+          (r) => {
+            if (r.status >= 200 && r.status < 300) ok++;
+            else failed++;
+            writeMsSum += Date.now() - t;
+          },
+          () => {
+            failed++;
+          },
+        )
+        .finally(() => {
+          inFlight--;
+          pending.delete(p);
+        });
       pending.add(p);
     }
     await sleep(1);
@@ -125,12 +133,24 @@ async function churn(api: LabApi, parallel: number, o: { rate: number; seconds: 
   await Promise.all(pending);
   const seconds = (Date.now() - startMs) / 1000;
   const w = process.cpuUsage(cpu0.writer);
-  const per = (a: number | undefined, b: number | undefined) => (a === undefined || b === undefined ? undefined : (b - a) / seconds);
+  const per = (a: number | undefined, b: number | undefined) =>
+    a === undefined || b === undefined ? undefined : (b - a) / seconds;
   return {
-    targetRate: o.rate, seconds, sent, ok, failed, notSent: Math.max(0, due - sent), achievedRate: ok / seconds, writers: parallel,
-    capShare: capped / Math.max(1, ticks), writeMeanMs: writeMsSum / Math.max(1, ok + failed),
-    apiserverCpu: per(cpu0.apiserver, cpuOf(pids.apiserver)), etcdCpu: per(cpu0.etcd, cpuOf(pids.etcd)),
-    writerCpu: (w.user + w.system) / 1e6 / seconds, hostCpus: os.cpus().length, hostLoad: os.loadavg()[0]!,
+    targetRate: o.rate,
+    seconds,
+    sent,
+    ok,
+    failed,
+    notSent: Math.max(0, due - sent),
+    achievedRate: ok / seconds,
+    writers: parallel,
+    capShare: capped / Math.max(1, ticks),
+    writeMeanMs: writeMsSum / Math.max(1, ok + failed),
+    apiserverCpu: per(cpu0.apiserver, cpuOf(pids.apiserver)),
+    etcdCpu: per(cpu0.etcd, cpuOf(pids.etcd)),
+    writerCpu: (w.user + w.system) / 1e6 / seconds,
+    hostCpus: os.cpus().length,
+    hostLoad: os.loadavg()[0]!,
     ...(last ? { last } : {}),
   };
 }
@@ -151,7 +171,10 @@ async function main(): Promise<void> {
   const parallel = Number(parallelArg);
   const info = JSON.parse(readFileSync(path.join(dir, 'lab.json'), 'utf8')) as LabInfo;
   const api = new LabApi(dir, `https://127.0.0.1:${info.apiservers.a.port}`, parallel);
-  const pids = { apiserver: pidWith(`--secure-port=${info.apiservers.a.port}`), etcd: pidWith(`--listen-client-urls=http://127.0.0.1:${info.etcd.clientPort}`) };
+  const pids = {
+    apiserver: pidWith(`--secure-port=${info.apiservers.a.port}`),
+    etcd: pidWith(`--listen-client-urls=http://127.0.0.1:${info.etcd.clientPort}`),
+  };
   const server = http.createServer((req, res) => {
     const reply = (code: number, v: unknown) => {
       res.writeHead(code, { 'content-type': 'application/json' });
@@ -164,7 +187,11 @@ async function main(): Promise<void> {
         if (req.method === 'POST' && req.url === '/change') {
           const t = Date.now();
           const at = new Date(t + b.skewMs!);
-          const r = await api.call('PUT', `${SLICES}/${labBenchSliceName(b.service!)}`, labBenchSlice(b.service!, b.endpoints!, b.gen!, at));
+          const r = await api.call(
+            'PUT',
+            `${SLICES}/${labBenchSliceName(b.service!)}`,
+            labBenchSlice(b.service!, b.endpoints!, b.gen!, at),
+          );
           return reply(200, { atMs: at.getTime(), answeredMs: Date.now() - t, status: r.status });
         }
         if (req.method === 'POST' && req.url === '/churn') {

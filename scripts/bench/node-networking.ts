@@ -27,8 +27,13 @@ function ip(i: number, base: [number, number]): string {
 
 function members(services: number): Partial<Record<SetKey, IpsetMember[]>> {
   const m: Record<string, IpsetMember[]> = {
-    CLUSTER_IP: [], IPVS_IPS: [], NODE_PORT_TCP: [], LOOP_BACK: [], LOAD_BALANCER: [],
-    LOAD_BALANCER_FW: [], LOAD_BALANCER_SOURCE_CIDR: [],
+    CLUSTER_IP: [],
+    IPVS_IPS: [],
+    NODE_PORT_TCP: [],
+    LOOP_BACK: [],
+    LOAD_BALANCER: [],
+    LOAD_BALANCER_FW: [],
+    LOAD_BALANCER_SOURCE_CIDR: [],
   };
   for (let i = 1; i <= services; i++) {
     const cip = ip(i, [10, 96]);
@@ -49,7 +54,12 @@ function members(services: number): Partial<Record<SetKey, IpsetMember[]>> {
   return m as Partial<Record<SetKey, IpsetMember[]>>;
 }
 
-interface Row { step: string; execs: number; ms: number; note: string }
+interface Row {
+  step: string;
+  execs: number;
+  ms: number;
+  note: string;
+}
 
 async function timed(step: string, exec: CountingExec, f: () => Promise<string>): Promise<Row> {
   exec.reset();
@@ -68,35 +78,75 @@ async function main(): Promise<void> {
   const entries = Object.values(m).reduce((n, l) => n + (l?.length ?? 0), 0);
 
   rows.push(await timed('ipset observe (ipset save)', exec, async () => `${(await ipset.observe()).size} sets`));
-  rows.push(await timed('ipset first sync', exec, async () => {
-    const r = await ipset.sync(planIpsets('ipv4', m));
-    return `${r.created.length} created, ${r.added} added`;
-  }));
-  rows.push(await timed('ipset no-change resync', exec, async () => {
-    const r = await ipset.sync(planIpsets('ipv4', members(SERVICES)));
-    return `${r.added} added, ${r.deleted} deleted`;
-  }));
+  rows.push(
+    await timed('ipset first sync', exec, async () => {
+      const r = await ipset.sync(planIpsets('ipv4', m));
+      return `${r.created.length} created, ${r.added} added`;
+    }),
+  );
+  rows.push(
+    await timed('ipset no-change resync', exec, async () => {
+      const r = await ipset.sync(planIpsets('ipv4', members(SERVICES)));
+      return `${r.added} added, ${r.deleted} deleted`;
+    }),
+  );
   const changed = members(SERVICES + 1);
-  rows.push(await timed('ipset one service added', exec, async () => {
-    const r = await ipset.sync(planIpsets('ipv4', changed));
-    return `${r.added} added, ${r.deleted} deleted`;
-  }));
+  rows.push(
+    await timed('ipset one service added', exec, async () => {
+      const r = await ipset.sync(planIpsets('ipv4', changed));
+      return `${r.added} added, ${r.deleted} deleted`;
+    }),
+  );
 
   const live = nonEmptySetKeys('ipv4', planIpsets('ipv4', m));
-  const lbOut = Array.from({ length: 16 }, (_, i) => ({ lbIP: `203.0.113.${i + 5}`, proto: 'tcp' as const, port: 443 }));
-  const plan = () => planIptables({ family: 'ipv4', clusterCIDR: '10.244.0.0/16', nonEmptySets: live, lbOutFilter: lbOut, randomFully: true });
-  rows.push(await timed(`iptables first sync (${BACKEND})`, exec, async () => {
-    const r = await ipt.sync(plan());
-    return `${r.restoreText.split('\n').length - 1} restore lines, ${r.insertedJumps.length} jumps inserted`;
+  const lbOut = Array.from({ length: 16 }, (_, i) => ({
+    lbIP: `203.0.113.${i + 5}`,
+    proto: 'tcp' as const,
+    port: 443,
   }));
-  rows.push(await timed('iptables no-change resync', exec, async () => ((await ipt.sync(plan())).wrote ? 'wrote' : 'skipped')));
-  rows.push(await timed('iptables change (one LB out-filter)', exec, async () => {
-    const p = planIptables({ family: 'ipv4', clusterCIDR: '10.244.0.0/16', nonEmptySets: live, lbOutFilter: lbOut.slice(1), randomFully: true });
-    return (await ipt.sync(p)).wrote ? 'wrote' : 'skipped';
-  }));
+  const plan = () =>
+    planIptables({
+      family: 'ipv4',
+      clusterCIDR: '10.244.0.0/16',
+      nonEmptySets: live,
+      lbOutFilter: lbOut,
+      randomFully: true,
+    });
+  rows.push(
+    await timed(`iptables first sync (${BACKEND})`, exec, async () => {
+      const r = await ipt.sync(plan());
+      return `${r.restoreText.split('\n').length - 1} restore lines, ${r.insertedJumps.length} jumps inserted`;
+    }),
+  );
+  rows.push(
+    await timed('iptables no-change resync', exec, async () => ((await ipt.sync(plan())).wrote ? 'wrote' : 'skipped')),
+  );
+  rows.push(
+    await timed('iptables change (one LB out-filter)', exec, async () => {
+      const p = planIptables({
+        family: 'ipv4',
+        clusterCIDR: '10.244.0.0/16',
+        nonEmptySets: live,
+        lbOutFilter: lbOut.slice(1),
+        randomFully: true,
+      });
+      return (await ipt.sync(p)).wrote ? 'wrote' : 'skipped';
+    }),
+  );
 
   // peer: kube-proxy adds each entry with its own `ipset add NAME ENTRY -exist` process
-  await exec.run('ipset', ['create', 'BENCH-PEER', 'hash:ip,port', 'family', 'inet', 'hashsize', '1024', 'maxelem', '65536', '-exist']);
+  await exec.run('ipset', [
+    'create',
+    'BENCH-PEER',
+    'hash:ip,port',
+    'family',
+    'inet',
+    'hashsize',
+    '1024',
+    'maxelem',
+    '65536',
+    '-exist',
+  ]);
   const sample = (m.CLUSTER_IP ?? []).slice(0, PEER_SAMPLE);
   const peer = await timed(`peer: ipset add per entry (${sample.length} sampled)`, exec, async () => {
     for (const e of sample) await exec.run('ipset', ['add', 'BENCH-PEER', e, '-exist']);
@@ -111,7 +161,8 @@ async function main(): Promise<void> {
   console.log(`node-networking bench: ${SERVICES} services, ${entries} ipset entries, iptables backend ${BACKEND}`);
   console.log(`${'step'.padEnd(w)} | execs |   wall ms | note`);
   console.log(`${'-'.repeat(w)}-|-------|-----------|-----`);
-  for (const r of rows) console.log(`${r.step.padEnd(w)} | ${String(r.execs).padStart(5)} | ${r.ms.toFixed(1).padStart(9)} | ${r.note}`);
+  for (const r of rows)
+    console.log(`${r.step.padEnd(w)} | ${String(r.execs).padStart(5)} | ${r.ms.toFixed(1).padStart(9)} | ${r.note}`);
 }
 
 main().catch((e: unknown) => {

@@ -107,7 +107,14 @@ export interface PeerChurnResult {
   readonly updates: number;
   readonly achievedRate: number;
   /** API write -> end of the sync that applied it, every change; the AtMost figures are kube-proxy's histogram bucket bounds (as the daemon's) */
-  readonly lag: { count: number; meanSeconds: number; p99Seconds: number; maxSeconds: number; p99AtMostSeconds: number; maxAtMostSeconds: number };
+  readonly lag: {
+    count: number;
+    meanSeconds: number;
+    p99Seconds: number;
+    maxSeconds: number;
+    p99AtMostSeconds: number;
+    maxAtMostSeconds: number;
+  };
   readonly syncs: number;
   /** most changed Services one sync wrote for */
   readonly maxBatch: number;
@@ -173,7 +180,8 @@ export class PeerLoop {
       this.pending = [];
       // the changed Services' real servers as their newest slices ask
       const want: DesiredTable = new Map();
-      for (const w of batch) want.set(benchVirtualServerKey(w.service), { scheduler: 'rr', realServers: this.realServersOf(w.service) });
+      for (const w of batch)
+        want.set(benchVirtualServerKey(w.service), { scheduler: 'rr', realServers: this.realServersOf(w.service) });
       maxBatch = Math.max(maxBatch, want.size);
       const c = await peerSync(this.ipvs, want);
       lastSyncEnd = Date.now();
@@ -193,7 +201,10 @@ export class PeerLoop {
       lag: {
         count: lags.length,
         meanSeconds: lags.length ? lags.reduce((a, b) => a + b, 0) / lags.length : 0,
-        p99Seconds: at(0.99), maxSeconds: at(1), p99AtMostSeconds: bucketOf(at(0.99)), maxAtMostSeconds: bucketOf(at(1)),
+        p99Seconds: at(0.99),
+        maxSeconds: at(1),
+        p99AtMostSeconds: bucketOf(at(0.99)),
+        maxAtMostSeconds: bucketOf(at(1)),
       },
       syncs: syncMs.length,
       maxBatch,
@@ -213,7 +224,8 @@ export class PeerLoop {
   /** What the table should hold now: the loaded table with every changed Service's newest slice. */
   desired(): DesiredTable {
     const out: DesiredTable = new Map(this.loaded);
-    for (const i of this.latest.keys()) out.set(benchVirtualServerKey(i), { scheduler: 'rr', realServers: this.realServersOf(i) });
+    for (const i of this.latest.keys())
+      out.set(benchVirtualServerKey(i), { scheduler: 'rr', realServers: this.realServersOf(i) });
     return out;
   }
 }
@@ -244,14 +256,21 @@ export function benchTable(services: number, endpoints: number): DesiredTable {
 
 /** One segment in this process: the generator writes into `server` and feeds the loop directly (unit tests). */
 export async function runPeerChurn(o: {
-  server: FakeApiServer; loop: PeerLoop; services: number; endpoints: number; rate: number; seconds: number; firstGen: number;
+  server: FakeApiServer;
+  loop: PeerLoop;
+  services: number;
+  endpoints: number;
+  rate: number;
+  seconds: number;
+  firstGen: number;
 }): Promise<PeerChurnResult> {
   return o.loop.segment(o.rate, generateChurn({ ...o, onWrite: (w) => o.loop.write(w) }));
 }
 
 async function main(): Promise<void> {
   const [services, endpoints] = process.argv.slice(2).map(Number);
-  if (!services || !endpoints) throw new Error('usage: peer-churn.js SERVICES ENDPOINTS (then the change log on stdin)');
+  if (!services || !endpoints)
+    throw new Error('usage: peer-churn.js SERVICES ENDPOINTS (then the change log on stdin)');
   const table = benchTable(services, endpoints);
   const ipvs = await openIpvs();
   try {

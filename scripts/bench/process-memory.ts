@@ -13,7 +13,10 @@ export function rssBytes(pid: number): number {
 export function cpuSeconds(pid: number, clockTicks = 100): { self: number; children: number } {
   const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
   // the fields after the command name (which may hold spaces) in parentheses: state is field 3
-  const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ').map(Number);
+  const f = stat
+    .slice(stat.lastIndexOf(')') + 2)
+    .split(' ')
+    .map(Number);
   return { self: (f[11]! + f[12]!) / clockTicks, children: (f[13]! + f[14]!) / clockTicks };
 }
 
@@ -76,7 +79,11 @@ export function sumSeries(s: Scrape, name: string): number | undefined {
  * What a histogram observed between two scrapes: count, mean, and the bucket bounds of p99 and
  * max; series of the same bucket under other labels (kube-proxy's ip_family) are added up.
  */
-export function histogramDelta(before: Scrape, after: Scrape, name: string): { count: number; meanSeconds: number; p99AtMostSeconds: number; maxAtMostSeconds: number } {
+export function histogramDelta(
+  before: Scrape,
+  after: Scrape,
+  name: string,
+): { count: number; meanSeconds: number; p99AtMostSeconds: number; maxAtMostSeconds: number } {
   const byLe = new Map<number, number>();
   for (const [k, v] of after) {
     const m = new RegExp(`^${name}_bucket\\{(?:.*,)?le="([^"]+)"`).exec(k);
@@ -90,5 +97,10 @@ export function histogramDelta(before: Scrape, after: Scrape, name: string): { c
   const count = total(after, `${name}_count`) - total(before, `${name}_count`);
   const sum = total(after, `${name}_sum`) - total(before, `${name}_sum`);
   const first = (n: number) => buckets.find((b) => b.n >= n)?.le ?? Infinity;
-  return { count, meanSeconds: count ? sum / count : 0, p99AtMostSeconds: first(Math.ceil(count * 0.99)), maxAtMostSeconds: first(count) };
+  return {
+    count,
+    meanSeconds: count ? sum / count : 0,
+    p99AtMostSeconds: first(Math.ceil(count * 0.99)),
+    maxAtMostSeconds: first(count),
+  };
 }

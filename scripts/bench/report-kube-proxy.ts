@@ -14,11 +14,16 @@ interface Row {
   [k: string]: unknown;
 }
 
-const rows: Row[] = readFileSync(process.argv[2]!, 'utf8').split('\n').filter(Boolean).map((l) => JSON.parse(l) as Row)
+const rows: Row[] = readFileSync(process.argv[2]!, 'utf8')
+  .split('\n')
+  .filter(Boolean)
+  .map((l) => JSON.parse(l) as Row)
   .filter((r) => r.bench === 'kube-proxy');
 const sizes = [...new Set(rows.filter((r) => r.what !== 'load').map((r) => `${r.services}x${r.endpoints}`))];
-const pick = (size: string, side: string, what: string) => rows.filter((r) => `${r.services}x${r.endpoints}` === size && r.side === side && r.what === what);
-const num = (r: Row | undefined, k: string): number | undefined => (r && typeof r[k] === 'number' ? (r[k] as number) : undefined);
+const pick = (size: string, side: string, what: string) =>
+  rows.filter((r) => `${r.services}x${r.endpoints}` === size && r.side === side && r.what === what);
+const num = (r: Row | undefined, k: string): number | undefined =>
+  r && typeof r[k] === 'number' ? (r[k] as number) : undefined;
 
 type Fmt = (v: number) => string;
 const sec: Fmt = (v) => `${v.toFixed(v < 10 ? 2 : 1)} s`;
@@ -36,25 +41,78 @@ interface Measure {
 }
 
 const half = () => 0.5;
-const churnOf = (size: string, side: string, rate: number) => pick(size, side, 'churn').find((r) => r.targetRate === rate);
-const rates = [...new Set(rows.filter((r) => r.what === 'churn').map((r) => r.targetRate as number))].sort((a, b) => a - b);
-const lag = (r: Row | undefined) => r?.lag as { count: number; meanSeconds: number; p99AtMostSeconds: number } | undefined;
+const churnOf = (size: string, side: string, rate: number) =>
+  pick(size, side, 'churn').find((r) => r.targetRate === rate);
+const rates = [...new Set(rows.filter((r) => r.what === 'churn').map((r) => r.targetRate as number))].sort(
+  (a, b) => a - b,
+);
+const lag = (r: Row | undefined) =>
+  r?.lag as { count: number; meanSeconds: number; p99AtMostSeconds: number } | undefined;
 
 const measures: Measure[] = [
-  { name: 'first sync (process start -> end of first full sync), median', fmt: sec, target: half,
-    value: (z, s) => median(pick(z, s, 'first sync').map((r) => r.seconds as number)) },
-  { name: 'one change: API write -> new real server in the kernel, median', fmt: ms, target: half, value: (z, s) => num(pick(z, s, 'one change')[0], 'medianMs') },
-  { name: 'one change: own network_programming_duration, median', fmt: ms, value: (z, s) => num(pick(z, s, 'one change')[0], 'ownMedianMs') },
+  {
+    name: 'first sync (process start -> end of first full sync), median',
+    fmt: sec,
+    target: half,
+    value: (z, s) => median(pick(z, s, 'first sync').map((r) => r.seconds as number)),
+  },
+  {
+    name: 'one change: API write -> new real server in the kernel, median',
+    fmt: ms,
+    target: half,
+    value: (z, s) => num(pick(z, s, 'one change')[0], 'medianMs'),
+  },
+  {
+    name: 'one change: own network_programming_duration, median',
+    fmt: ms,
+    value: (z, s) => num(pick(z, s, 'one change')[0], 'ownMedianMs'),
+  },
   ...rates.flatMap((rate): Measure[] => [
-    { name: `churn ${rate}/s offered: lag mean (own network_programming_duration)`, fmt: sec, target: half, value: (z, s) => lag(churnOf(z, s, rate))?.meanSeconds },
-    { name: `churn ${rate}/s offered: lag p99 <= (histogram bucket)`, fmt: sec, value: (z, s) => lag(churnOf(z, s, rate))?.p99AtMostSeconds },
-    { name: `churn ${rate}/s offered: last write -> kernel`, fmt: sec, value: (z, s) => num(churnOf(z, s, rate), 'lastToKernelSeconds') },
-    { name: `churn ${rate}/s offered: writes the API server took`, fmt: perS, value: (z, s) => num(churnOf(z, s, rate), 'achievedRate') },
+    {
+      name: `churn ${rate}/s offered: lag mean (own network_programming_duration)`,
+      fmt: sec,
+      target: half,
+      value: (z, s) => lag(churnOf(z, s, rate))?.meanSeconds,
+    },
+    {
+      name: `churn ${rate}/s offered: lag p99 <= (histogram bucket)`,
+      fmt: sec,
+      value: (z, s) => lag(churnOf(z, s, rate))?.p99AtMostSeconds,
+    },
+    {
+      name: `churn ${rate}/s offered: last write -> kernel`,
+      fmt: sec,
+      value: (z, s) => num(churnOf(z, s, rate), 'lastToKernelSeconds'),
+    },
+    {
+      name: `churn ${rate}/s offered: writes the API server took`,
+      fmt: perS,
+      value: (z, s) => num(churnOf(z, s, rate), 'achievedRate'),
+    },
   ]),
-  { name: 'idle CPU per minute (utime+stime)', fmt: cpu, target: half, value: (z, s) => num(pick(z, s, 'idle')[0], 'cpuPerMinute') },
-  { name: 'idle CPU per minute, with reaped children (ipset, iptables)', fmt: cpu, value: (z, s) => num(pick(z, s, 'idle')[0], 'cpuWithChildrenPerMinute') },
-  { name: 'RSS after start', fmt: mb, target: (z) => (z.startsWith('10000x') ? 1 : undefined), value: (z, s) => num(pick(z, s, 'idle')[0], 'rssAfterStart') },
-  { name: 'RSS after churn', fmt: mb, target: (z) => (z.startsWith('10000x') ? 1 : undefined), value: (z, s) => num(pick(z, s, 'after churn')[0], 'rss') },
+  {
+    name: 'idle CPU per minute (utime+stime)',
+    fmt: cpu,
+    target: half,
+    value: (z, s) => num(pick(z, s, 'idle')[0], 'cpuPerMinute'),
+  },
+  {
+    name: 'idle CPU per minute, with reaped children (ipset, iptables)',
+    fmt: cpu,
+    value: (z, s) => num(pick(z, s, 'idle')[0], 'cpuWithChildrenPerMinute'),
+  },
+  {
+    name: 'RSS after start',
+    fmt: mb,
+    target: (z) => (z.startsWith('10000x') ? 1 : undefined),
+    value: (z, s) => num(pick(z, s, 'idle')[0], 'rssAfterStart'),
+  },
+  {
+    name: 'RSS after churn',
+    fmt: mb,
+    target: (z) => (z.startsWith('10000x') ? 1 : undefined),
+    value: (z, s) => num(pick(z, s, 'after churn')[0], 'rss'),
+  },
 ];
 
 const header = ['services x endpoints', 'measure', 'kube-ipvs', 'kube-proxy', 'ratio', 'target', 'met'];
@@ -67,15 +125,21 @@ for (const size of sizes) {
     const ratio = ours !== undefined && theirs ? ours / theirs : undefined;
     const target = m.target?.(size);
     body.push([
-      size, m.name, ours === undefined ? '-' : m.fmt(ours), theirs === undefined ? '-' : m.fmt(theirs),
-      ratio === undefined ? '-' : `${ratio.toFixed(2)}x`, target === undefined ? '' : `<= ${target}x`,
+      size,
+      m.name,
+      ours === undefined ? '-' : m.fmt(ours),
+      theirs === undefined ? '-' : m.fmt(theirs),
+      ratio === undefined ? '-' : `${ratio.toFixed(2)}x`,
+      target === undefined ? '' : `<= ${target}x`,
       target === undefined || ratio === undefined ? '' : ratio <= target ? 'yes' : 'NO',
     ]);
   }
 }
 const w = header.map((h, i) => Math.max(h.length, ...body.map((r) => r[i]!.length)));
 const line = (r: string[]) => r.map((c, i) => (i <= 1 ? c.padEnd(w[i]!) : c.padStart(w[i]!))).join('  ');
-console.log('\nkube-ipvs vs the real kube-proxy --proxy-mode=ipvs: one VM boot per size, one side after the other, each in a network namespace of its own, same objects and the same real kube-apiserver (the lab)\n');
+console.log(
+  '\nkube-ipvs vs the real kube-proxy --proxy-mode=ipvs: one VM boot per size, one side after the other, each in a network namespace of its own, same objects and the same real kube-apiserver (the lab)\n',
+);
 console.log(line(header));
 console.log('-'.repeat(w.reduce((a, b) => a + b + 2, -2)));
 for (const r of body) console.log(line(r));
@@ -89,16 +153,27 @@ for (const size of sizes) {
     if (!segs.length) continue;
     console.log(`${size}, beside ${side}, churn writes from the host:`);
     for (const r of segs) {
-      console.log(`  ${r.targetRate}/s offered: ${(r.achievedRate as number).toFixed(0)}/s taken (${r.ok} ok, ${r.failed} failed, ${r.notSent} not sent), ` +
-        `${r.writers} in flight at ${((r.capShare as number) * 100).toFixed(0)}% of ticks, answered in ${(r.writeMeanMs as number).toFixed(0)} ms mean; ` +
-        `CPU s/s: kube-apiserver ${f2(r.apiserverCpu)}, etcd ${f2(r.etcdCpu)}, writer ${f2(r.writerCpu)}; host ${r.hostCpus} CPUs, load ${f2(r.hostLoad)}`);
+      console.log(
+        `  ${r.targetRate}/s offered: ${(r.achievedRate as number).toFixed(0)}/s taken (${r.ok} ok, ${r.failed} failed, ${r.notSent} not sent), ` +
+          `${r.writers} in flight at ${((r.capShare as number) * 100).toFixed(0)}% of ticks, answered in ${(r.writeMeanMs as number).toFixed(0)} ms mean; ` +
+          `CPU s/s: kube-apiserver ${f2(r.apiserverCpu)}, etcd ${f2(r.etcdCpu)}, writer ${f2(r.writerCpu)}; host ${r.hostCpus} CPUs, load ${f2(r.hostLoad)}`,
+      );
     }
   }
 }
 // what each side cost the API server (api-cost.ts), per phase: the kept start, the idle window,
 // and the churn per 1,000 writes it applied
 const kb = (v: number) => `${(v / 1024).toFixed(0)} KB`;
-const apiHeader = ['services x endpoints', 'phase', 'side', 'requests', 'by verb', 'connections', 'list/get bytes', 'watch event bytes'];
+const apiHeader = [
+  'services x endpoints',
+  'phase',
+  'side',
+  'requests',
+  'by verb',
+  'connections',
+  'list/get bytes',
+  'watch event bytes',
+];
 const apiBody: string[][] = [];
 for (const size of sizes) {
   for (const phase of ['start', 'idle', 'churn']) {
@@ -107,21 +182,42 @@ for (const size of sizes) {
       const r = all[all.length - 1]; // the kept start
       if (!r) continue;
       const per = phase === 'churn' && (r.writes as number) > 0 ? 1000 / (r.writes as number) : 1;
-      const label = phase === 'churn' ? 'churn, per 1,000 writes' : phase === 'idle' ? `idle ${(r.seconds as number).toFixed(0)} s` : 'start to first sync';
-      const verbs = Object.entries(r.requests as Record<string, number>).sort().map(([v, n]) => `${v} ${(n * per).toFixed(phase === 'churn' ? 1 : 0)}`).join(', ');
-      apiBody.push([size, label, side, ((r.requestsTotal as number) * per).toFixed(phase === 'churn' ? 1 : 0), verbs || '-',
-        ((r.connections as number) * per).toFixed(phase === 'churn' ? 1 : 0), kb((r.listBytes as number) * per), kb((r.watchEventBytes as number) * per)]);
+      const label =
+        phase === 'churn'
+          ? 'churn, per 1,000 writes'
+          : phase === 'idle'
+            ? `idle ${(r.seconds as number).toFixed(0)} s`
+            : 'start to first sync';
+      const verbs = Object.entries(r.requests as Record<string, number>)
+        .sort()
+        .map(([v, n]) => `${v} ${(n * per).toFixed(phase === 'churn' ? 1 : 0)}`)
+        .join(', ');
+      apiBody.push([
+        size,
+        label,
+        side,
+        ((r.requestsTotal as number) * per).toFixed(phase === 'churn' ? 1 : 0),
+        verbs || '-',
+        ((r.connections as number) * per).toFixed(phase === 'churn' ? 1 : 0),
+        kb((r.listBytes as number) * per),
+        kb((r.watchEventBytes as number) * per),
+      ]);
     }
   }
 }
 if (apiBody.length) {
   const aw = apiHeader.map((h, i) => Math.max(h.length, ...apiBody.map((r) => r[i]!.length)));
-  const aline = (r: string[]) => r.map((c, i) => (i <= 2 || i === 4 ? c.padEnd(aw[i]!) : c.padStart(aw[i]!))).join('  ');
-  console.log('\nwhat each side cost the API server (audit log by User-Agent; TCP connections = SYNs from its namespace; bytes server-wide, from kube-apiserver\'s metrics)\n');
+  const aline = (r: string[]) =>
+    r.map((c, i) => (i <= 2 || i === 4 ? c.padEnd(aw[i]!) : c.padStart(aw[i]!))).join('  ');
+  console.log(
+    "\nwhat each side cost the API server (audit log by User-Agent; TCP connections = SYNs from its namespace; bytes server-wide, from kube-apiserver's metrics)\n",
+  );
   console.log(aline(apiHeader));
   console.log('-'.repeat(aw.reduce((a, b) => a + b + 2, -2)));
   for (const r of apiBody) console.log(aline(r));
 }
 for (const l of rows.filter((r) => r.what === 'load')) {
-  console.log(`${l.services}x${l.endpoints} load on the host: ${l.created} created, ${l.deleted} deleted, ${l.resized} rewritten in ${(l.seconds as number).toFixed(1)} s (${(l.perSecond as number).toFixed(0)} writes/s)`);
+  console.log(
+    `${l.services}x${l.endpoints} load on the host: ${l.created} created, ${l.deleted} deleted, ${l.resized} rewritten in ${(l.seconds as number).toFixed(1)} s (${(l.perSecond as number).toFixed(0)} writes/s)`,
+  );
 }

@@ -48,7 +48,14 @@ async function main(): Promise<void> {
   for (let i = 0; i < SERVICES; i++) {
     const ip = `10.96.${octets(i)}`;
     slices.push(sliceOf(i, 0));
-    t.add(makeService('default', `s${i}`, (s) => (s.spec = { clusterIP: ip, clusterIPs: [ip], ports: [svcPort('http', 80)] })), slices[i]!);
+    t.add(
+      makeService(
+        'default',
+        `s${i}`,
+        (s) => (s.spec = { clusterIP: ip, clusterIPs: [ip], ports: [svcPort('http', 80)] }),
+      ),
+      slices[i]!,
+    );
   }
   await t.start();
   await t.settle(1_000);
@@ -67,11 +74,14 @@ async function main(): Promise<void> {
   rows.push([`after the drain timeout (${draining} draining)`, retainedMb()]);
 
   const base = rows[0]![1];
-  console.log(`\nretained JS heap of the trackers and the proxier (host, over the fakes; forced GC): ${SERVICES} Services x ${ENDPOINTS} endpoints, ${UPDATES} endpoint-slice updates\n`);
+  console.log(
+    `\nretained JS heap of the trackers and the proxier (host, over the fakes; forced GC): ${SERVICES} Services x ${ENDPOINTS} endpoints, ${UPDATES} endpoint-slice updates\n`,
+  );
   const w = Math.max(...rows.map(([l]) => l.length));
   console.log(`${'when'.padEnd(w)}  ${'heap MB'.padStart(8)}  ${'vs first sync'.padStart(13)}`);
   console.log('-'.repeat(w + 25));
-  for (const [label, v] of rows) console.log(`${label.padEnd(w)}  ${v.toFixed(1).padStart(8)}  ${`${(v / base).toFixed(2)}x`.padStart(13)}`);
+  for (const [label, v] of rows)
+    console.log(`${label.padEnd(w)}  ${v.toFixed(1).padStart(8)}  ${`${(v / base).toFixed(2)}x`.padStart(13)}`);
 }
 
 main().catch((e: unknown) => {

@@ -59,32 +59,49 @@ function jsonBlob<T>(dir: string, d: Descriptor, mediaType: string): T {
 /** Reads and checks the layout in `dir` (one image). Throws naming the first inconsistency. */
 export async function readOciLayout(dir: string): Promise<OciImage> {
   const layout = JSON.parse(readFileSync(path.join(dir, 'oci-layout'), 'utf8')) as { imageLayoutVersion?: string };
-  if (layout.imageLayoutVersion !== '1.0.0') throw new Error(`oci-layout: imageLayoutVersion ${layout.imageLayoutVersion}`);
-  const index = JSON.parse(readFileSync(path.join(dir, 'index.json'), 'utf8')) as { schemaVersion: number; manifests: Descriptor[] };
-  if (index.schemaVersion !== 2 || index.manifests.length !== 1) throw new Error(`index.json: expected schemaVersion 2 and one manifest`);
+  if (layout.imageLayoutVersion !== '1.0.0')
+    throw new Error(`oci-layout: imageLayoutVersion ${layout.imageLayoutVersion}`);
+  const index = JSON.parse(readFileSync(path.join(dir, 'index.json'), 'utf8')) as {
+    schemaVersion: number;
+    manifests: Descriptor[];
+  };
+  if (index.schemaVersion !== 2 || index.manifests.length !== 1)
+    throw new Error(`index.json: expected schemaVersion 2 and one manifest`);
   const entry = index.manifests[0]!;
   const name = entry.annotations?.['io.containerd.image.name'];
   const tag = entry.annotations?.['org.opencontainers.image.ref.name'];
-  if (!name || !tag || !name.endsWith(':' + tag)) throw new Error(`index.json: name ${name} and ref.name ${tag} disagree`);
-  const manifest = jsonBlob<{ schemaVersion: number; config: Descriptor; layers: Descriptor[] }>(dir, entry, 'application/vnd.oci.image.manifest.v1+json');
+  if (!name || !tag || !name.endsWith(':' + tag))
+    throw new Error(`index.json: name ${name} and ref.name ${tag} disagree`);
+  const manifest = jsonBlob<{ schemaVersion: number; config: Descriptor; layers: Descriptor[] }>(
+    dir,
+    entry,
+    'application/vnd.oci.image.manifest.v1+json',
+  );
   const config = jsonBlob<ImageConfig>(dir, manifest.config, 'application/vnd.oci.image.config.v1+json');
   if (config.rootfs.diff_ids.length !== manifest.layers.length) {
     throw new Error(`config: ${config.rootfs.diff_ids.length} diff ids for ${manifest.layers.length} layers`);
   }
   const layerFiles: string[] = [];
   for (const l of manifest.layers) {
-    if (l.mediaType !== 'application/vnd.oci.image.layer.v1.tar+gzip') throw new Error(`layer ${l.digest}: media type ${l.mediaType}`);
+    if (l.mediaType !== 'application/vnd.oci.image.layer.v1.tar+gzip')
+      throw new Error(`layer ${l.digest}: media type ${l.mediaType}`);
     const file = blobFile(dir, l);
-    if (statSync(file).size !== l.size) throw new Error(`layer ${l.digest}: size ${statSync(file).size}, descriptor says ${l.size}`);
+    if (statSync(file).size !== l.size)
+      throw new Error(`layer ${l.digest}: size ${statSync(file).size}, descriptor says ${l.size}`);
     const digest = await sha256Stream(createReadStream(file));
     if (digest !== l.digest) throw new Error(`layer ${l.digest}: content digest is ${digest}`);
     layerFiles.push(file);
   }
   // docker's manifest.json names the same blobs
-  const docker = JSON.parse(readFileSync(path.join(dir, 'manifest.json'), 'utf8')) as { Config: string; RepoTags: string[]; Layers: string[] }[];
+  const docker = JSON.parse(readFileSync(path.join(dir, 'manifest.json'), 'utf8')) as {
+    Config: string;
+    RepoTags: string[];
+    Layers: string[];
+  }[];
   const rel = (f: string) => path.relative(dir, f);
   const want = [{ Config: rel(blobFile(dir, manifest.config)), RepoTags: [name], Layers: layerFiles.map(rel) }];
-  if (JSON.stringify(docker) !== JSON.stringify(want)) throw new Error(`manifest.json ${JSON.stringify(docker)} does not match the OCI manifest ${JSON.stringify(want)}`);
+  if (JSON.stringify(docker) !== JSON.stringify(want))
+    throw new Error(`manifest.json ${JSON.stringify(docker)} does not match the OCI manifest ${JSON.stringify(want)}`);
   return { name, tag, manifestDigest: entry.digest, config, layerFiles };
 }
 
@@ -92,7 +109,8 @@ export async function readOciLayout(dir: string): Promise<OciImage> {
 export async function verifyDiffIds(image: OciImage): Promise<void> {
   for (const [i, file] of image.layerFiles.entries()) {
     const got = await sha256Stream(createReadStream(file).pipe(createGunzip()));
-    if (got !== image.config.rootfs.diff_ids[i]) throw new Error(`layer ${i}: diff id ${got}, config says ${image.config.rootfs.diff_ids[i]}`);
+    if (got !== image.config.rootfs.diff_ids[i])
+      throw new Error(`layer ${i}: diff id ${got}, config says ${image.config.rootfs.diff_ids[i]}`);
   }
 }
 

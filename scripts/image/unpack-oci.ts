@@ -20,7 +20,10 @@ async function main(argv: string[]): Promise<number> {
   }
   // never rm -rf through a mount (a chroot left with /proc or /dev bound inside it)
   const abs = path.resolve(dest);
-  const mounted = readFileSync('/proc/mounts', 'utf8').split('\n').map((l) => l.split(' ')[1] ?? '').filter((m) => m === abs || m.startsWith(abs + '/'));
+  const mounted = readFileSync('/proc/mounts', 'utf8')
+    .split('\n')
+    .map((l) => l.split(' ')[1] ?? '')
+    .filter((m) => m === abs || m.startsWith(abs + '/'));
   if (mounted.length > 0) throw new Error(`${mounted.join(', ')} mounted under ${abs}: unmount first`);
   const work = mkdtempSync(path.join(path.dirname(path.resolve(dest)), '.unpack-'));
   try {

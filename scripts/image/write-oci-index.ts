@@ -34,19 +34,29 @@ export async function writeOciIndex(input: OciIndexInput): Promise<Descriptor> {
   let name: string | undefined;
   for (const dir of input.layouts) {
     const image = await readOciLayout(dir);
-    if (name !== undefined && image.name !== name) throw new Error(`${dir}: image ${image.name}, the first layout's is ${name}`);
+    if (name !== undefined && image.name !== name)
+      throw new Error(`${dir}: image ${image.name}, the first layout's is ${name}`);
     name = image.name;
     const { architecture, os } = image.config;
-    if (manifests.some((m) => m.platform.architecture === architecture)) throw new Error(`${dir}: ${architecture} twice`);
+    if (manifests.some((m) => m.platform.architecture === architecture))
+      throw new Error(`${dir}: ${architecture} twice`);
     const index = JSON.parse(readFileSync(path.join(dir, 'index.json'), 'utf8')) as { manifests: Descriptor[] };
     const entry = index.manifests[0]!;
     // the manifest, its config and layers: every blob the image has (re-checked by readOciLayout)
-    const manifest = JSON.parse(readFileSync(path.join(dir, 'blobs', 'sha256', entry.digest.slice(7)), 'utf8')) as { config: Descriptor; layers: Descriptor[] };
+    const manifest = JSON.parse(readFileSync(path.join(dir, 'blobs', 'sha256', entry.digest.slice(7)), 'utf8')) as {
+      config: Descriptor;
+      layers: Descriptor[];
+    };
     for (const d of [entry, manifest.config, ...manifest.layers]) {
       const to = path.join(blobs, d.digest.slice(7));
       if (!existsSync(to)) copyFileSync(path.join(dir, 'blobs', 'sha256', d.digest.slice(7)), to);
     }
-    manifests.push({ mediaType: MEDIA.manifest, digest: entry.digest, size: entry.size, platform: { architecture, os } });
+    manifests.push({
+      mediaType: MEDIA.manifest,
+      digest: entry.digest,
+      size: entry.size,
+      platform: { architecture, os },
+    });
   }
   const bytes = Buffer.from(JSON.stringify({ schemaVersion: 2, mediaType: MEDIA.index, manifests }));
   const digest = 'sha256:' + createHash('sha256').update(bytes).digest('hex');
@@ -58,14 +68,20 @@ export async function writeOciIndex(input: OciIndexInput): Promise<Descriptor> {
     size: bytes.length,
     annotations: { 'io.containerd.image.name': name!, 'org.opencontainers.image.ref.name': tag },
   };
-  writeFileSync(path.join(input.out, 'index.json'), JSON.stringify({ schemaVersion: 2, mediaType: MEDIA.index, manifests: [named] }));
+  writeFileSync(
+    path.join(input.out, 'index.json'),
+    JSON.stringify({ schemaVersion: 2, mediaType: MEDIA.index, manifests: [named] }),
+  );
   writeFileSync(path.join(input.out, 'oci-layout'), JSON.stringify({ imageLayoutVersion: '1.0.0' }));
   copyFileSync(path.join(input.layouts[0]!, 'manifest.json'), path.join(input.out, 'manifest.json'));
   return named;
 }
 
 async function main(argv: string[]): Promise<number> {
-  const { values } = parseArgs({ args: argv, options: { out: { type: 'string' }, layout: { type: 'string', multiple: true } } });
+  const { values } = parseArgs({
+    args: argv,
+    options: { out: { type: 'string' }, layout: { type: 'string', multiple: true } },
+  });
   if (!values.out || !values.layout?.length) {
     process.stderr.write('usage: write-oci-index --out DIR --layout DIR [--layout DIR ...]\n');
     return 2;

@@ -114,7 +114,13 @@ export async function writeOciLayout(input: OciLayoutInput): Promise<Descriptor>
     MEDIA.config,
   );
   const manifest = putJson(
-    { schemaVersion: 2, mediaType: MEDIA.manifest, config, layers, annotations: { 'org.opencontainers.image.created': created } },
+    {
+      schemaVersion: 2,
+      mediaType: MEDIA.manifest,
+      config,
+      layers,
+      annotations: { 'org.opencontainers.image.created': created },
+    },
     MEDIA.manifest,
   );
   const named: Descriptor = {
@@ -122,12 +128,17 @@ export async function writeOciLayout(input: OciLayoutInput): Promise<Descriptor>
     // containerd names the image from the first, skopeo/podman select it by the second
     annotations: { 'io.containerd.image.name': input.name, 'org.opencontainers.image.ref.name': tag },
   };
-  writeFileSync(path.join(input.out, 'index.json'), JSON.stringify({ schemaVersion: 2, mediaType: MEDIA.index, manifests: [named] }));
+  writeFileSync(
+    path.join(input.out, 'index.json'),
+    JSON.stringify({ schemaVersion: 2, mediaType: MEDIA.index, manifests: [named] }),
+  );
   writeFileSync(path.join(input.out, 'oci-layout'), JSON.stringify({ imageLayoutVersion: '1.0.0' }));
   // docker load (before Docker 25 only this): config and layers by path, gzipped layers accepted
   writeFileSync(
     path.join(input.out, 'manifest.json'),
-    JSON.stringify([{ Config: blobPath(config.digest), RepoTags: [input.name], Layers: layers.map((l) => blobPath(l.digest)) }]),
+    JSON.stringify([
+      { Config: blobPath(config.digest), RepoTags: [input.name], Layers: layers.map((l) => blobPath(l.digest)) },
+    ]),
   );
   return named;
 }
@@ -151,14 +162,23 @@ async function main(argv: string[]): Promise<number> {
     },
   });
   if (!values.out || !values.name || !values.created || !values.layer?.length) {
-    process.stderr.write('usage: write-oci-layout --out DIR --name REPO:TAG --created EPOCH_S --layer FILE.tar.gz:DIFF_ID:DESC...\n');
+    process.stderr.write(
+      'usage: write-oci-layout --out DIR --name REPO:TAG --created EPOCH_S --layer FILE.tar.gz:DIFF_ID:DESC...\n',
+    );
     return 2;
   }
   const seconds = Number(values.created);
-  if (!Number.isInteger(seconds) || seconds < 0) throw new Error(`--created ${values.created}: expected seconds since the epoch`);
+  if (!Number.isInteger(seconds) || seconds < 0)
+    throw new Error(`--created ${values.created}: expected seconds since the epoch`);
   const arch = values.arch ?? 'amd64';
   if (arch !== 'amd64' && arch !== 'arm64') throw new Error(`--arch ${arch}: expected amd64 or arm64`);
-  const d = await writeOciLayout({ out: values.out, name: values.name, created: new Date(seconds * 1000), layers: values.layer.map(parseLayerArg), architecture: arch });
+  const d = await writeOciLayout({
+    out: values.out,
+    name: values.name,
+    created: new Date(seconds * 1000),
+    layers: values.layer.map(parseLayerArg),
+    architecture: arch,
+  });
   process.stdout.write(`${values.name} ${d.digest}\n`);
   return 0;
 }

@@ -30,7 +30,13 @@ const ROOT = path.resolve(__dirname, '..', '..', '..');
 const BIN = path.join(ROOT, '.k8s', 'bin');
 const MANIFESTS = path.join(ROOT, 'manifests');
 /** kubeadm's objects for kube-proxy, applied as they ship (the ConfigMap's server set to the lab's) */
-const KUBEADM_OBJECTS = ['service-account.yaml', 'cluster-role-binding.yaml', 'role.yaml', 'role-binding.yaml', 'configmap.yaml'];
+const KUBEADM_OBJECTS = [
+  'service-account.yaml',
+  'cluster-role-binding.yaml',
+  'role.yaml',
+  'role-binding.yaml',
+  'configmap.yaml',
+];
 const SERVICE_CIDRS = '10.96.0.0/16,fd00:10:96::/112';
 const READY_TIMEOUT_MS = 180_000;
 
@@ -107,7 +113,12 @@ function controlGet(port: number, p: string): Promise<string | undefined> {
 /** A process of the lab: its command line (kept for a restart) and its log file. */
 class Member {
   child: ChildProcess | undefined;
-  constructor(readonly name: string, readonly cmd: string, readonly args: readonly string[], readonly logFile: string) {}
+  constructor(
+    readonly name: string,
+    readonly cmd: string,
+    readonly args: readonly string[],
+    readonly logFile: string,
+  ) {}
 
   start(): void {
     const log = fs.openSync(this.logFile, 'a');
@@ -142,10 +153,19 @@ class Lab {
   readonly adminConf: string;
   readonly auditLog: string;
 
-  constructor(readonly dir: string, readonly info: LabInfo) {
+  constructor(
+    readonly dir: string,
+    readonly info: LabInfo,
+  ) {
     this.pki = makeTestPki(path.join(dir, 'pki'), {
       ips: ['127.0.0.1', ...Object.values(LAB_GUEST_IPS), '10.96.0.1'],
-      names: ['localhost', 'kubernetes', 'kubernetes.default', 'kubernetes.default.svc', 'kubernetes.default.svc.cluster.local'],
+      names: [
+        'localhost',
+        'kubernetes',
+        'kubernetes.default',
+        'kubernetes.default.svc',
+        'kubernetes.default.svc.cluster.local',
+      ],
       clientName: 'kubernetes-admin',
       clientOrganization: 'system:masters',
       caName: 'kube-ipvs-lab-ca',
@@ -163,29 +183,54 @@ class Lab {
       'apiVersion: audit.k8s.io/v1\nkind: Policy\nomitStages: [RequestReceived]\nrules:\n- level: Metadata\n',
     );
     const e = info.etcd;
-    this.etcd = new Member('etcd', path.join(BIN, 'etcd'), [
-      '--name=lab', `--data-dir=${path.join(dir, 'etcd')}`,
-      `--listen-client-urls=http://127.0.0.1:${e.clientPort}`, `--advertise-client-urls=http://127.0.0.1:${e.clientPort}`,
-      `--listen-peer-urls=http://127.0.0.1:${e.peerPort}`, `--initial-advertise-peer-urls=http://127.0.0.1:${e.peerPort}`,
-      `--initial-cluster=lab=http://127.0.0.1:${e.peerPort}`, '--log-level=warn',
-    ], path.join(dir, 'etcd.log'));
+    this.etcd = new Member(
+      'etcd',
+      path.join(BIN, 'etcd'),
+      [
+        '--name=lab',
+        `--data-dir=${path.join(dir, 'etcd')}`,
+        `--listen-client-urls=http://127.0.0.1:${e.clientPort}`,
+        `--advertise-client-urls=http://127.0.0.1:${e.clientPort}`,
+        `--listen-peer-urls=http://127.0.0.1:${e.peerPort}`,
+        `--initial-advertise-peer-urls=http://127.0.0.1:${e.peerPort}`,
+        `--initial-cluster=lab=http://127.0.0.1:${e.peerPort}`,
+        '--log-level=warn',
+      ],
+      path.join(dir, 'etcd.log'),
+    );
     for (const name of Object.keys(LAB_GUEST_IPS) as ApiserverName[]) {
       const port = info.apiservers[name].port;
-      this.apiservers.set(name, new Member(`kube-apiserver-${name}`, path.join(BIN, 'kube-apiserver'), [
-        `--etcd-servers=http://127.0.0.1:${e.clientPort}`,
-        '--bind-address=127.0.0.1', `--secure-port=${port}`, `--advertise-address=${LAB_GUEST_IPS[name]}`,
-        `--cert-dir=${path.join(dir, `apiserver-${name}`)}`,
-        `--tls-cert-file=${this.pki.serverCertFile}`, `--tls-private-key-file=${this.pki.serverKeyFile}`,
-        `--client-ca-file=${this.pki.caFile}`,
-        '--service-account-issuer=https://kubernetes.default.svc.cluster.local',
-        `--service-account-key-file=${path.join(dir, 'pki', 'sa.pub')}`,
-        `--service-account-signing-key-file=${sa}`,
-        `--service-cluster-ip-range=${SERVICE_CIDRS}`,
-        '--authorization-mode=Node,RBAC', '--enable-admission-plugins=NodeRestriction', '--allow-privileged=true',
-        `--audit-policy-file=${path.join(dir, 'audit-policy.yaml')}`, `--audit-log-path=${this.auditLog}`,
-        '--audit-log-maxsize=0', '--audit-log-format=json',
-        '--profiling=false', '--v=1',
-      ], path.join(dir, `apiserver-${name}.log`)));
+      this.apiservers.set(
+        name,
+        new Member(
+          `kube-apiserver-${name}`,
+          path.join(BIN, 'kube-apiserver'),
+          [
+            `--etcd-servers=http://127.0.0.1:${e.clientPort}`,
+            '--bind-address=127.0.0.1',
+            `--secure-port=${port}`,
+            `--advertise-address=${LAB_GUEST_IPS[name]}`,
+            `--cert-dir=${path.join(dir, `apiserver-${name}`)}`,
+            `--tls-cert-file=${this.pki.serverCertFile}`,
+            `--tls-private-key-file=${this.pki.serverKeyFile}`,
+            `--client-ca-file=${this.pki.caFile}`,
+            '--service-account-issuer=https://kubernetes.default.svc.cluster.local',
+            `--service-account-key-file=${path.join(dir, 'pki', 'sa.pub')}`,
+            `--service-account-signing-key-file=${sa}`,
+            `--service-cluster-ip-range=${SERVICE_CIDRS}`,
+            '--authorization-mode=Node,RBAC',
+            '--enable-admission-plugins=NodeRestriction',
+            '--allow-privileged=true',
+            `--audit-policy-file=${path.join(dir, 'audit-policy.yaml')}`,
+            `--audit-log-path=${this.auditLog}`,
+            '--audit-log-maxsize=0',
+            '--audit-log-format=json',
+            '--profiling=false',
+            '--v=1',
+          ],
+          path.join(dir, `apiserver-${name}.log`),
+        ),
+      );
     }
     this.adminConf = path.join(dir, 'admin.conf');
     fs.writeFileSync(this.adminConf, this.kubeconfig(`https://127.0.0.1:${info.apiservers.a.port}`));
@@ -194,11 +239,23 @@ class Lab {
   kubeconfig(server: string): string {
     const b64 = (s: string) => Buffer.from(s).toString('base64');
     return [
-      'apiVersion: v1', 'kind: Config',
-      'clusters:', '- name: lab', '  cluster:', `    server: ${server}`, `    certificate-authority-data: ${b64(this.pki.ca)}`,
-      'users:', '- name: kubernetes-admin', '  user:',
-      `    client-certificate-data: ${b64(this.pki.clientCert)}`, `    client-key-data: ${b64(this.pki.clientKey)}`,
-      'contexts:', '- name: lab', '  context: {cluster: lab, user: kubernetes-admin}', 'current-context: lab', '',
+      'apiVersion: v1',
+      'kind: Config',
+      'clusters:',
+      '- name: lab',
+      '  cluster:',
+      `    server: ${server}`,
+      `    certificate-authority-data: ${b64(this.pki.ca)}`,
+      'users:',
+      '- name: kubernetes-admin',
+      '  user:',
+      `    client-certificate-data: ${b64(this.pki.clientCert)}`,
+      `    client-key-data: ${b64(this.pki.clientKey)}`,
+      'contexts:',
+      '- name: lab',
+      '  context: {cluster: lab, user: kubernetes-admin}',
+      'current-context: lab',
+      '',
     ].join('\n');
   }
 
@@ -206,7 +263,15 @@ class Lab {
   adminGet(port: number, p: string): Promise<number> {
     return new Promise((resolve) => {
       const req = https.get(
-        { host: '127.0.0.1', port, path: p, ca: this.pki.ca, cert: this.pki.clientCert, key: this.pki.clientKey, timeout: 5000 },
+        {
+          host: '127.0.0.1',
+          port,
+          path: p,
+          ca: this.pki.ca,
+          cert: this.pki.clientCert,
+          key: this.pki.clientKey,
+          timeout: 5000,
+        },
         (res) => {
           res.resume();
           res.on('end', () => resolve(res.statusCode ?? 0));
@@ -223,7 +288,8 @@ class Lab {
     const deadline = Date.now() + READY_TIMEOUT_MS;
     while ((await this.adminGet(this.info.apiservers[name].port, '/readyz')) !== 200) {
       if (!m.running) throw new Error(`kube-apiserver ${name} exited while starting: see ${m.logFile}`);
-      if (Date.now() > deadline) throw new Error(`kube-apiserver ${name} not ready after ${READY_TIMEOUT_MS / 1000} s: see ${m.logFile}`);
+      if (Date.now() > deadline)
+        throw new Error(`kube-apiserver ${name} not ready after ${READY_TIMEOUT_MS / 1000} s: see ${m.logFile}`);
       await sleep(250);
     }
   }
@@ -249,7 +315,10 @@ class Lab {
 
   /** etcd's KV API over its JSON gateway (the v3 gRPC methods as POST /v3/...; byte fields base64). */
   private async etcdCall(method: string, body: unknown): Promise<Record<string, unknown>> {
-    const r = await fetch(`http://127.0.0.1:${this.info.etcd.clientPort}/v3/${method}`, { method: 'POST', body: JSON.stringify(body) });
+    const r = await fetch(`http://127.0.0.1:${this.info.etcd.clientPort}/v3/${method}`, {
+      method: 'POST',
+      body: JSON.stringify(body),
+    });
     const out = (await r.json()) as Record<string, unknown>;
     if (!r.ok) throw new Error(`etcd ${method}: HTTP ${r.status} ${JSON.stringify(out)}`);
     return out;
@@ -265,8 +334,12 @@ class Lab {
 
   kubectl(args: readonly string[], stdin?: string): Promise<{ status: number; stdout: string; stderr: string }> {
     return new Promise((resolve) => {
-      const child = execFile(path.join(BIN, 'kubectl'), ['--kubeconfig', this.adminConf, ...args], { maxBuffer: 256 << 20, timeout: 300_000 },
-        (err, stdout, stderr) => resolve({ status: err ? ((err as { code?: number }).code ?? 1) : 0, stdout, stderr }));
+      const child = execFile(
+        path.join(BIN, 'kubectl'),
+        ['--kubeconfig', this.adminConf, ...args],
+        { maxBuffer: 256 << 20, timeout: 300_000 },
+        (err, stdout, stderr) => resolve({ status: err ? ((err as { code?: number }).code ?? 1) : 0, stdout, stderr }),
+      );
       if (stdin !== undefined) child.stdin!.end(stdin);
       else child.stdin!.end();
     });
@@ -275,8 +348,9 @@ class Lab {
   /** kubeadm's kube-proxy objects, applied with kubectl; the ConfigMap's kubeconfig points at API server a as the guest reaches it. */
   async applyKubeadmObjects(): Promise<void> {
     const server = `https://${LAB_GUEST_IPS.a}:${this.info.apiservers.a.port}`;
-    const docs = KUBEADM_OBJECTS.map((f) => fs.readFileSync(path.join(MANIFESTS, f), 'utf8'))
-      .map((text) => withServer(text, server));
+    const docs = KUBEADM_OBJECTS.map((f) => fs.readFileSync(path.join(MANIFESTS, f), 'utf8')).map((text) =>
+      withServer(text, server),
+    );
     const r = await this.kubectl(['apply', '-f', '-'], docs.join('\n---\n'));
     if (r.status !== 0) throw new Error(`kubectl apply of kubeadm's objects failed: ${r.stderr}`);
   }
@@ -331,7 +405,8 @@ function controlServer(lab: Lab): http.Server {
         const { args, stdin } = JSON.parse(await readBody(req)) as { args: string[]; stdin?: string };
         return reply(200, await lab.kubectl(args, stdin));
       }
-      if (req.method === 'POST' && url.pathname === '/etcd/compact') return reply(200, { revision: await lab.compact() });
+      if (req.method === 'POST' && url.pathname === '/etcd/compact')
+        return reply(200, { revision: await lab.compact() });
       if (req.method === 'POST' && m && lab.apiservers.has(m[1] as ApiserverName)) {
         const name = m[1] as ApiserverName;
         if (m[2] === 'stop') await lab.apiservers.get(name)!.stop();
@@ -401,7 +476,9 @@ async function up(dir: string): Promise<number> {
   for (const f of ['lab.json', 'lab.failed']) fs.rmSync(path.join(dir, f), { force: true });
   for (const bin of ['etcd', 'kube-apiserver', 'kubectl']) {
     if (!fs.existsSync(path.join(BIN, bin))) {
-      console.error(`lab: ${path.join(BIN, bin)} is missing: run bash scripts/k8s/build.sh (scripts/install-deps.sh does)`);
+      console.error(
+        `lab: ${path.join(BIN, bin)} is missing: run bash scripts/k8s/build.sh (scripts/install-deps.sh does)`,
+      );
       return 2;
     }
   }
@@ -416,7 +493,9 @@ async function up(dir: string): Promise<number> {
       return 0;
     }
     if (fs.existsSync(path.join(dir, 'lab.failed')) || !alive(child.pid!) || Date.now() > deadline) {
-      console.error(`lab: did not start; its log (${path.join(dir, 'lab.log')}):\n${fs.readFileSync(path.join(dir, 'lab.log'), 'utf8')}`);
+      console.error(
+        `lab: did not start; its log (${path.join(dir, 'lab.log')}):\n${fs.readFileSync(path.join(dir, 'lab.log'), 'utf8')}`,
+      );
       if (alive(child.pid!)) process.kill(child.pid!, 'SIGTERM');
       return 1;
     }

@@ -9,7 +9,10 @@ import { FOREIGN, kubeProxyIpsetSeed, kubeProxyIptablesSeed } from '../../testki
 
 async function kubeProxyNode() {
   const ipvs = new FakeIpvs();
-  await ipvs.apply({ kind: 'newService', vs: { af: AF_INET, protocol: IPPROTO_TCP, address: '10.96.0.10', port: 80, fwmark: 0, scheduler: 'rr' } });
+  await ipvs.apply({
+    kind: 'newService',
+    vs: { af: AF_INET, protocol: IPPROTO_TCP, address: '10.96.0.10', port: 80, fwmark: 0, scheduler: 'rr' },
+  });
   const link = new FakeLink();
   await link.addDummy(KUBE_IPVS0);
   await link.addDummy(FOREIGN.LINK);
@@ -25,7 +28,11 @@ async function kubeProxyNode() {
   return { ipvs, link, ipset, ipt4, ipt6, deps: { ipvs, link, ipset, iptables: [ipt4, ipt6] } };
 }
 
-const chainsOf = (save: string) => save.split('\n').filter((l) => l.startsWith(':')).map((l) => l.slice(1).split(' ')[0]);
+const chainsOf = (save: string) =>
+  save
+    .split('\n')
+    .filter((l) => l.startsWith(':'))
+    .map((l) => l.slice(1).split(' ')[0]);
 
 describe('cleanup on fakes seeded as a kube-proxy node', () => {
   it('removes kube-proxy state in kernel order and keeps every foreign object', async () => {
@@ -59,13 +66,25 @@ describe('cleanup on fakes seeded as a kube-proxy node', () => {
     await cleanup(n.deps);
     const restores = n.ipt4.restores.length + n.ipt6.restores.length + n.ipset.restores.length;
     const r = await cleanup(n.deps);
-    expect(r).toEqual({ dryRun: false, virtualServersRemoved: [], virtualServersKept: [], linkDeleted: false, iptablesDone: [], chainsKept: [], setsDestroyed: [], execs: 5, failures: [] });
+    expect(r).toEqual({
+      dryRun: false,
+      virtualServersRemoved: [],
+      virtualServersKept: [],
+      linkDeleted: false,
+      iptablesDone: [],
+      chainsKept: [],
+      setsDestroyed: [],
+      execs: 5,
+      failures: [],
+    });
     expect(n.ipt4.restores.length + n.ipt6.restores.length + n.ipset.restores.length).toBe(restores);
   });
 
   it("destroys kube-ipvs's own record (KUBE-IPVS-OWNED, KUBE-6-IPVS-OWNED) with kube-proxy's sets", async () => {
     const n = await kubeProxyNode();
-    await n.ipset.restore('create KUBE-IPVS-OWNED hash:ip,port family inet hashsize 1024 maxelem 65536\nadd KUBE-IPVS-OWNED 10.96.0.10,tcp:80\ncreate KUBE-6-IPVS-OWNED hash:ip,port family inet6 hashsize 1024 maxelem 65536\n');
+    await n.ipset.restore(
+      'create KUBE-IPVS-OWNED hash:ip,port family inet hashsize 1024 maxelem 65536\nadd KUBE-IPVS-OWNED 10.96.0.10,tcp:80\ncreate KUBE-6-IPVS-OWNED hash:ip,port family inet6 hashsize 1024 maxelem 65536\n',
+    );
     const r = await cleanup(n.deps);
     expect(r.failures).toEqual([]);
     expect(r.setsDestroyed).toEqual(expect.arrayContaining(['KUBE-IPVS-OWNED', 'KUBE-6-IPVS-OWNED']));
@@ -76,7 +95,12 @@ describe('cleanup on fakes seeded as a kube-proxy node', () => {
 
   it('a clean node: nothing to do', async () => {
     const ipset = new FakeIpset();
-    const r = await cleanup({ ipvs: new FakeIpvs(), link: new FakeLink(), ipset, iptables: [new FakeIptables({ ipsets: ipset })] });
+    const r = await cleanup({
+      ipvs: new FakeIpvs(),
+      link: new FakeLink(),
+      ipset,
+      iptables: [new FakeIptables({ ipsets: ipset })],
+    });
     expect(r.failures).toEqual([]);
     expect(r.execs).toBe(3);
   });
@@ -93,7 +117,9 @@ describe('cleanup on fakes seeded as a kube-proxy node', () => {
 
   it('a KUBE chain a foreign chain still jumps to is flushed but kept; a set a foreign rule uses survives, others go', async () => {
     const n = await kubeProxyNode();
-    await n.ipt4.restore(`*nat\n-A ${FOREIGN.NAT_CHAIN} -j KUBE-MARK-MASQ\nCOMMIT\n*filter\n-A ${FOREIGN.FILTER_CHAIN} -m set --match-set KUBE-CLUSTER-IP dst,dst -j ACCEPT\nCOMMIT\n`);
+    await n.ipt4.restore(
+      `*nat\n-A ${FOREIGN.NAT_CHAIN} -j KUBE-MARK-MASQ\nCOMMIT\n*filter\n-A ${FOREIGN.FILTER_CHAIN} -m set --match-set KUBE-CLUSTER-IP dst,dst -j ACCEPT\nCOMMIT\n`,
+    );
     const r = await cleanup(n.deps);
     expect(r.chainsKept).toEqual(['ipv4 nat KUBE-MARK-MASQ']);
     expect(await n.ipt4.save('nat')).toContain(':KUBE-MARK-MASQ');

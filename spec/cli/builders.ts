@@ -5,15 +5,36 @@ import { AF_INET, IPPROTO_TCP } from '../../lib/uapi/inet';
 
 export function vs(p: Partial<VirtualServer> = {}): VirtualServer {
   return {
-    af: AF_INET, protocol: IPPROTO_TCP, address: '10.0.0.1', port: 80, fwmark: 0,
-    scheduler: 'rr', flags: 0, timeout: 0, netmask: 0xffffffff, peName: '', ...p,
+    af: AF_INET,
+    protocol: IPPROTO_TCP,
+    address: '10.0.0.1',
+    port: 80,
+    fwmark: 0,
+    scheduler: 'rr',
+    flags: 0,
+    timeout: 0,
+    netmask: 0xffffffff,
+    peName: '',
+    ...p,
   };
 }
 
 export function rs(p: Partial<RealServer> = {}): RealServer {
   return {
-    af: AF_INET, address: '192.168.0.1', port: 80, fwdMethod: 0, weight: 1, uThreshold: 0, lThreshold: 0,
-    activeConns: 0, inactConns: 0, persistConns: 0, tunType: 0, tunPort: 0, tunFlags: 0, ...p,
+    af: AF_INET,
+    address: '192.168.0.1',
+    port: 80,
+    fwdMethod: 0,
+    weight: 1,
+    uThreshold: 0,
+    lThreshold: 0,
+    activeConns: 0,
+    inactConns: 0,
+    persistConns: 0,
+    tunType: 0,
+    tunPort: 0,
+    tunFlags: 0,
+    ...p,
   };
 }
 

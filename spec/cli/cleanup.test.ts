@@ -43,7 +43,9 @@ describe('kube-ipvs cleanup (command)', () => {
 
   it('IPVS module not loaded: nothing to flush, exits 0 after cleaning the rest', async () => {
     const { env, logged, link } = await node(async () => {
-      throw new IpvsUnavailableError('IPVS generic netlink family not found (ENOENT): is the ip_vs kernel module loaded?');
+      throw new IpvsUnavailableError(
+        'IPVS generic netlink family not found (ENOENT): is the ip_vs kernel module loaded?',
+      );
     });
     expect(await runCleanup(['--families', 'ipv4'], env)).toBe(0);
     expect((await link.listLinks()).map((l) => l.name)).not.toContain(KUBE_IPVS0);
@@ -61,13 +63,29 @@ describe('kube-ipvs cleanup (command)', () => {
     expect(await ipset.save()).not.toMatch(/KUBE-/);
     const last = logged[logged.length - 1]!;
     expect(last.level).toBe('error');
-    expect(last.msg).toBe('cleanup incomplete; left behind: IPVS virtual servers (ipvs list virtual servers: resolve generic netlink family IPVS: operation not permitted (EPERM))');
+    expect(last.msg).toBe(
+      'cleanup incomplete; left behind: IPVS virtual servers (ipvs list virtual servers: resolve generic netlink family IPVS: operation not permitted (EPERM))',
+    );
   });
 });
 
 describe('kube-ipvs cleanup: only what kube-proxy or kube-ipvs owns (issue 25 item 8)', () => {
-  const CLUSTER_IP = { af: AF_INET, protocol: IPPROTO_TCP, address: '10.96.0.10', port: 80, fwmark: 0, scheduler: 'rr' } as const;
-  const KEEPALIVED = { af: AF_INET, protocol: IPPROTO_TCP, address: '192.168.1.10', port: 443, fwmark: 0, scheduler: 'wlc' } as const;
+  const CLUSTER_IP = {
+    af: AF_INET,
+    protocol: IPPROTO_TCP,
+    address: '10.96.0.10',
+    port: 80,
+    fwmark: 0,
+    scheduler: 'rr',
+  } as const;
+  const KEEPALIVED = {
+    af: AF_INET,
+    protocol: IPPROTO_TCP,
+    address: '192.168.1.10',
+    port: 443,
+    fwmark: 0,
+    scheduler: 'wlc',
+  } as const;
   const FWMARK = { af: AF_INET, protocol: 0, address: '0.0.0.0', port: 0, fwmark: 7, scheduler: 'rr' } as const;
 
   async function mixedNode() {
@@ -76,7 +94,8 @@ describe('kube-ipvs cleanup: only what kube-proxy or kube-ipvs owns (issue 25 it
     const n = await node(async () => ipvs);
     return { ...n, ipvs };
   }
-  const addresses = async (ipvs: FakeIpvs) => (await ipvs.listServices()).map((v) => (v.fwmark > 0 ? `FWM ${v.fwmark}` : `${v.address}:${v.port}`)).sort();
+  const addresses = async (ipvs: FakeIpvs) =>
+    (await ipvs.listServices()).map((v) => (v.fwmark > 0 ? `FWM ${v.fwmark}` : `${v.address}:${v.port}`)).sort();
 
   it.each([['--dry-run-typo'], ['--version'], ['--bogus=1'], ['extra-argument']])(
     'an unknown option or argument (%s) exits 2 and touches nothing',
@@ -100,7 +119,8 @@ describe('kube-ipvs cleanup: only what kube-proxy or kube-ipvs owns (issue 25 it
   });
 
   it("a port in KUBE-NODE-PORT-TCP vouches only for this node's addresses, and not at all once kube-ipvs's record exists: keepalived's VIP at a NodePort number stays", async () => {
-    const at = (address: string) => ({ af: AF_INET, protocol: IPPROTO_TCP, address, port: 30443, fwmark: 0, scheduler: 'rr' }) as const;
+    const at = (address: string) =>
+      ({ af: AF_INET, protocol: IPPROTO_TCP, address, port: 30443, fwmark: 0, scheduler: 'rr' }) as const;
     const { env, ipvs, link, ipset } = await mixedNode();
     await link.addDummy('eth0');
     await link.addAddress((await link.getLink('eth0')).index, '192.0.2.1');
@@ -108,15 +128,24 @@ describe('kube-ipvs cleanup: only what kube-proxy or kube-ipvs owns (issue 25 it
     await ipset.restore('add KUBE-NODE-PORT-TCP 30443\n');
     const dry = async () => {
       const out: string[] = [];
-      expect(await runCleanup(['--families', 'ipv4', '--dry-run'], { ...env, stdout: { write: (s: string) => out.push(s) } })).toBe(0);
+      expect(
+        await runCleanup(['--families', 'ipv4', '--dry-run'], {
+          ...env,
+          stdout: { write: (s: string) => out.push(s) },
+        }),
+      ).toBe(0);
       return out.join('');
     };
     // kube-proxy's node (no record): its NodePort on the node's address goes, keepalived's VIP stays
     let text = await dry();
     expect(text).toMatch(/would remove IPVS TCP 192\.0\.2\.1:30443/);
-    expect(text).toMatch(/would leave IPVS TCP 198\.51\.100\.100:30443: a KUBE-NODE-PORT set holds port 30443, but 198\.51\.100\.100 is not one of this node's NodePort addresses/);
+    expect(text).toMatch(
+      /would leave IPVS TCP 198\.51\.100\.100:30443: a KUBE-NODE-PORT set holds port 30443, but 198\.51\.100\.100 is not one of this node's NodePort addresses/,
+    );
     // kube-ipvs's node: its record names what it programmed; the NodePort on the node IP is not in it
-    await ipset.restore('create KUBE-IPVS-OWNED hash:ip,port family inet hashsize 1024 maxelem 65536\nadd KUBE-IPVS-OWNED 10.96.0.10,tcp:80\n');
+    await ipset.restore(
+      'create KUBE-IPVS-OWNED hash:ip,port family inet hashsize 1024 maxelem 65536\nadd KUBE-IPVS-OWNED 10.96.0.10,tcp:80\n',
+    );
     text = await dry();
     expect(text).toMatch(/would remove IPVS TCP 10\.96\.0\.10:80/);
     expect(text).toMatch(/would leave IPVS TCP 192\.0\.2\.1:30443: not in kube-ipvs's record/);
@@ -128,14 +157,22 @@ describe('kube-ipvs cleanup: only what kube-proxy or kube-ipvs owns (issue 25 it
     const noSets = new FakeIpset();
     const { index } = await link.getLink(KUBE_IPVS0);
     await link.addAddress(index, '10.96.0.10');
-    expect(await runCleanup(['--families', 'ipv4'], { ...env, ipset: () => noSets, iptables: () => new FakeIptables({ family: 'ipv4', flavor: 'legacy', ipsets: noSets }) })).toBe(0);
+    expect(
+      await runCleanup(['--families', 'ipv4'], {
+        ...env,
+        ipset: () => noSets,
+        iptables: () => new FakeIptables({ family: 'ipv4', flavor: 'legacy', ipsets: noSets }),
+      }),
+    ).toBe(0);
     expect(await addresses(ipvs)).toEqual(['192.168.1.10:443', 'FWM 7']);
   });
 
   it('--dry-run lists what it would remove and changes nothing', async () => {
     const { env, ipvs, link, ipset, logged } = await mixedNode();
     const out: string[] = [];
-    expect(await runCleanup(['--families', 'ipv4', '--dry-run'], { ...env, stdout: { write: (s: string) => out.push(s) } })).toBe(0);
+    expect(
+      await runCleanup(['--families', 'ipv4', '--dry-run'], { ...env, stdout: { write: (s: string) => out.push(s) } }),
+    ).toBe(0);
     expect(await addresses(ipvs)).toHaveLength(3);
     expect((await link.listLinks()).map((l) => l.name)).toContain(KUBE_IPVS0);
     expect(await ipset.save()).toMatch(/KUBE-CLUSTER-IP/);

@@ -21,7 +21,11 @@ const CASES: { name: string; change: TableChange; line: string }[] = [
     change: { kind: 'newService', vs: { ...spec4, flags: IP_VS_SVC_F.PERSISTENT, timeout: 10800 } },
     line: '-A -t 10.96.0.1:443 -s rr -p 10800',
   },
-  { name: 'edit service (scheduler)', change: { kind: 'setService', vs: { ...spec4, scheduler: 'wlc' } }, line: '-E -t 10.96.0.1:443 -s wlc' },
+  {
+    name: 'edit service (scheduler)',
+    change: { kind: 'setService', vs: { ...spec4, scheduler: 'wlc' } },
+    line: '-E -t 10.96.0.1:443 -s wlc',
+  },
   { name: 'delete service', change: { kind: 'delService', vs: vs4 }, line: '-D -t 10.96.0.1:443' },
   { name: 'delete UDP IPv6 service', change: { kind: 'delService', vs: vs6 }, line: '-D -u [fd00::a]:53' },
   {
@@ -29,12 +33,36 @@ const CASES: { name: string; change: TableChange; line: string }[] = [
     change: { kind: 'delService', vs: { ...vs4, protocol: IPPROTO_SCTP, port: 3868 } },
     line: '-D --sctp-service 10.96.0.1:3868',
   },
-  { name: 'new real server', change: { kind: 'newDest', vs: vs4, rs: dest4 }, line: '-a -t 10.96.0.1:443 -r 10.244.1.2:6443 -m -w 1' },
-  { name: 'drain a real server', change: { kind: 'setDest', vs: vs4, rs: { ...dest4, weight: 0 } }, line: '-e -t 10.96.0.1:443 -r 10.244.1.2:6443 -m -w 0' },
-  { name: 'delete real server', change: { kind: 'delDest', vs: vs4, rs: rs4 }, line: '-d -t 10.96.0.1:443 -r 10.244.1.2:6443' },
+  {
+    name: 'new real server',
+    change: { kind: 'newDest', vs: vs4, rs: dest4 },
+    line: '-a -t 10.96.0.1:443 -r 10.244.1.2:6443 -m -w 1',
+  },
+  {
+    name: 'drain a real server',
+    change: { kind: 'setDest', vs: vs4, rs: { ...dest4, weight: 0 } },
+    line: '-e -t 10.96.0.1:443 -r 10.244.1.2:6443 -m -w 0',
+  },
+  {
+    name: 'delete real server',
+    change: { kind: 'delDest', vs: vs4, rs: rs4 },
+    line: '-d -t 10.96.0.1:443 -r 10.244.1.2:6443',
+  },
   {
     name: 'new IPv6 real server',
-    change: { kind: 'newDest', vs: vs6, rs: { af: AF_INET6, address: 'fd00:10::2', port: 53, fwdMethod: IP_VS_CONN_F.MASQ, weight: 1, uThreshold: 0, lThreshold: 0 } },
+    change: {
+      kind: 'newDest',
+      vs: vs6,
+      rs: {
+        af: AF_INET6,
+        address: 'fd00:10::2',
+        port: 53,
+        fwdMethod: IP_VS_CONN_F.MASQ,
+        weight: 1,
+        uThreshold: 0,
+        lThreshold: 0,
+      },
+    },
     line: '-a -u [fd00::a]:53 -r [fd00:10::2]:53 -m -w 1',
   },
 ];

@@ -35,14 +35,16 @@ describe('single commands', () => {
     const ipvs = new FakeIpvs();
     expect(await run(ipvs, '-A -t 10.0.0.1:80 -s rr')).toEqual({ code: 0, out: '', err: '' });
     expect(await run(ipvs, '-a -t 10.0.0.1:80 -r 192.168.0.1:8080 -m -w 2')).toEqual({ code: 0, out: '', err: '' });
-    expect((await run(ipvs, '-Ln')).out).toBe([
-      'IP Virtual Server version 1.2.1 (size=4096)',
-      'Prot LocalAddress:Port Scheduler Flags',
-      '  -> RemoteAddress:Port           Forward Weight ActiveConn InActConn',
-      'TCP  10.0.0.1:80 rr',
-      '  -> 192.168.0.1:8080             Masq    2      0          0         ',
-      '',
-    ].join('\n'));
+    expect((await run(ipvs, '-Ln')).out).toBe(
+      [
+        'IP Virtual Server version 1.2.1 (size=4096)',
+        'Prot LocalAddress:Port Scheduler Flags',
+        '  -> RemoteAddress:Port           Forward Weight ActiveConn InActConn',
+        'TCP  10.0.0.1:80 rr',
+        '  -> 192.168.0.1:8080             Masq    2      0          0         ',
+        '',
+      ].join('\n'),
+    );
   });
 
   it.each<[string, string, string]>([
@@ -86,7 +88,11 @@ describe('-R / --restore', () => {
   it('parses every line, skips blank ones', async () => {
     const r = await parseRestore(`${SAVE}\n\n-C\n`, names);
     expect(r.ok && r.lines.map((l) => [l.lineNo, l.op.kind])).toEqual([
-      [1, 'newService'], [2, 'newDest'], [3, 'newService'], [4, 'newDest'], [7, 'flush'],
+      [1, 'newService'],
+      [2, 'newDest'],
+      [3, 'newService'],
+      [4, 'newDest'],
+      [7, 'flush'],
     ]);
   });
 
@@ -100,11 +106,27 @@ describe('-R / --restore', () => {
   });
 
   it.each<[string, string, number]>([
-    ['-a -t 10.0.0.1:443 -r 192.168.0.2 -w x', 'illegal weight specified\nipvsadm: restore: line 5: -a -t 10.0.0.1:443 -r 192.168.0.2 -w x\n', 2],
-    ['# a comment', "Try `ipvsadm -h' or 'ipvsadm --help' for more information.\nipvsadm: restore: line 5: # a comment\n", 255],
-    ['-A -t "10.1.0.8:80"', 'illegal virtual server address[:port] specified\nipvsadm: restore: line 5: -A -t "10.1.0.8:80"\n', 2],
+    [
+      '-a -t 10.0.0.1:443 -r 192.168.0.2 -w x',
+      'illegal weight specified\nipvsadm: restore: line 5: -a -t 10.0.0.1:443 -r 192.168.0.2 -w x\n',
+      2,
+    ],
+    [
+      '# a comment',
+      "Try `ipvsadm -h' or 'ipvsadm --help' for more information.\nipvsadm: restore: line 5: # a comment\n",
+      255,
+    ],
+    [
+      '-A -t "10.1.0.8:80"',
+      'illegal virtual server address[:port] specified\nipvsadm: restore: line 5: -A -t "10.1.0.8:80"\n',
+      2,
+    ],
     ['-R', "Try `ipvsadm -h' or 'ipvsadm --help' for more information.\nipvsadm: restore: line 5: -R\n", 255],
-    ['-Ln', 'not a table change (only -A -E -D -a -e -d -C -Z --set lines can be restored)\nipvsadm: restore: line 5: -Ln\n', 2],
+    [
+      '-Ln',
+      'not a table change (only -A -E -D -a -e -d -C -Z --set lines can be restored)\nipvsadm: restore: line 5: -Ln\n',
+      2,
+    ],
   ])('a bad line (%s) names the line and applies nothing', async (bad, err, code) => {
     const ipvs = new FakeIpvs();
     const spy = jest.spyOn(ipvs, 'run');
@@ -120,26 +142,44 @@ describe('-R / --restore', () => {
     expect(r.code).toBe(255);
     const errLines = r.err.trim().split('\n');
     expect(errLines).toHaveLength(2);
-    expect(errLines[0]).toMatch(/^ipvsadm: restore: line 5: Service already exists \(add virtual server TCP 10\.0\.0\.1:443: .*EEXIST/);
-    expect(errLines[1]).toMatch(/^ipvsadm: restore: line 6: Service not defined \(add real server 1\.1\.1\.1:80 of TCP 10\.0\.0\.99:80: .*ESRCH/);
+    expect(errLines[0]).toMatch(
+      /^ipvsadm: restore: line 5: Service already exists \(add virtual server TCP 10\.0\.0\.1:443: .*EEXIST/,
+    );
+    expect(errLines[1]).toMatch(
+      /^ipvsadm: restore: line 6: Service not defined \(add real server 1\.1\.1\.1:80 of TCP 10\.0\.0\.99:80: .*ESRCH/,
+    );
     expect((await ipvs.listServices()).map((s) => s.address).sort()).toEqual(['10.0.0.1', '10.0.0.10', '10.0.0.2']);
   });
 });
 
 describe('listings through /proc/net/ip_vs (deps.procIpVs)', () => {
-  it.each(['-Ln', '-Sn', '-Ln --nosort', '-Ln --tun-info', '-Ln --stats', '-Ln --thresholds', '-L'])('%s prints what the netlink listing prints', async (line) => {
-    const ipvs = new FakeIpvs();
-    await run(ipvs, '-R', `${SAVE}-A -f 7 -s rr\n-a -f 7 -r 10.9.9.9 -i --tun-type gue --tun-port 99\n-a -t 10.0.0.1:443 -r 192.168.0.2:6443 -g -w 4\n`);
-    let reads = 0;
-    const procIpVs = async (): Promise<string> => {
-      reads++;
-      return procIpVsText(await ipvs.listAll());
-    };
-    let out = '';
-    const code = await main(line.split(' '), { ipvs, stdout: { write: (s: string) => (out += s) }, stderr: { write: () => undefined }, stdin: Readable.from(['']), names, procIpVs });
-    expect({ code, out }).toEqual({ code: 0, out: (await run(ipvs, line)).out });
-    expect(out.split('\n').length).toBeGreaterThan(6);
-    // counters, rates and thresholds are not in /proc: those listings never read it
-    expect(reads).toBe(/stats|thresholds/.test(line) ? 0 : 1);
-  });
+  it.each(['-Ln', '-Sn', '-Ln --nosort', '-Ln --tun-info', '-Ln --stats', '-Ln --thresholds', '-L'])(
+    '%s prints what the netlink listing prints',
+    async (line) => {
+      const ipvs = new FakeIpvs();
+      await run(
+        ipvs,
+        '-R',
+        `${SAVE}-A -f 7 -s rr\n-a -f 7 -r 10.9.9.9 -i --tun-type gue --tun-port 99\n-a -t 10.0.0.1:443 -r 192.168.0.2:6443 -g -w 4\n`,
+      );
+      let reads = 0;
+      const procIpVs = async (): Promise<string> => {
+        reads++;
+        return procIpVsText(await ipvs.listAll());
+      };
+      let out = '';
+      const code = await main(line.split(' '), {
+        ipvs,
+        stdout: { write: (s: string) => (out += s) },
+        stderr: { write: () => undefined },
+        stdin: Readable.from(['']),
+        names,
+        procIpVs,
+      });
+      expect({ code, out }).toEqual({ code: 0, out: (await run(ipvs, line)).out });
+      expect(out.split('\n').length).toBeGreaterThan(6);
+      // counters, rates and thresholds are not in /proc: those listings never read it
+      expect(reads).toBe(/stats|thresholds/.test(line) ? 0 : 1);
+    },
+  );
 });

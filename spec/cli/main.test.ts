@@ -6,12 +6,23 @@ import path from 'node:path';
 import { UsageError } from '../../lib/errors';
 import { CLI_COMMANDS } from '../../lib/cli/top-help';
 import { isViewCommand } from '../../lib/cli/views/views-command';
-import { formatVersion, nodeSatisfies, PACKAGE_JSON, readPackageInfo, versionRequest, withoutVersionFlags } from '../../lib/cli/version';
+import {
+  formatVersion,
+  nodeSatisfies,
+  PACKAGE_JSON,
+  readPackageInfo,
+  versionRequest,
+  withoutVersionFlags,
+} from '../../lib/cli/version';
 
 // tests run from dist/spec/cli; the sources sit at the repository root
 const ROOT = path.resolve(__dirname, '..', '..', '..');
 const MAIN = path.join(ROOT, 'dist', 'lib', 'cli', 'main.js');
-const pkg = JSON.parse(readFileSync(path.join(ROOT, 'package.json'), 'utf8')) as { version: string; engines: { node: string }; dependencies: Record<string, string> };
+const pkg = JSON.parse(readFileSync(path.join(ROOT, 'package.json'), 'utf8')) as {
+  version: string;
+  engines: { node: string };
+  dependencies: Record<string, string>;
+};
 
 function kubeIpvs(...args: string[]): { status: number | null; stdout: string; stderr: string } {
   const r = spawnSync(process.execPath, [MAIN, ...args], { encoding: 'utf8', timeout: 60_000 });
@@ -23,7 +34,10 @@ describe('kube-ipvs --help', () => {
 
   it('exits 0 and lists every command, then the proxy flags', () => {
     expect(help.status).toBe(0);
-    const listed = help.stdout.split('\n').map((l) => /^ {2}kube-ipvs ([a-z]+)/.exec(l)?.[1]).filter((n) => n !== undefined);
+    const listed = help.stdout
+      .split('\n')
+      .map((l) => /^ {2}kube-ipvs ([a-z]+)/.exec(l)?.[1])
+      .filter((n) => n !== undefined);
     expect(listed).toEqual(['service', 'status', 'diff', 'ipvsadm', 'cleanup']);
     expect(help.stdout).toMatch(/^ {7}kube-ipvs --version +print the version and exit$/m);
     // the proxy's own flags follow, with no second, shorter command list
@@ -33,7 +47,8 @@ describe('kube-ipvs --help', () => {
 
   it('every command it lists is one main.ts dispatches (each answers its own --help)', () => {
     for (const { name } of CLI_COMMANDS) {
-      if (name !== 'ipvsadm' && name !== 'cleanup') expect({ name, view: isViewCommand(name) }).toEqual({ name, view: true });
+      if (name !== 'ipvsadm' && name !== 'cleanup')
+        expect({ name, view: isViewCommand(name) }).toEqual({ name, view: true });
       const own = kubeIpvs(name, '--help');
       expect({ name, status: own.status }).toEqual({ name, status: 0 });
       // the proxy's help is not what came back: the command itself answered
@@ -55,7 +70,12 @@ describe('kube-ipvs --version (kube-proxy --version in the image: the same entry
   it('--version=raw prints every field as JSON', () => {
     const r = kubeIpvs('--version=raw');
     expect(r.status).toBe(0);
-    expect(JSON.parse(r.stdout)).toEqual({ gitVersion: `v${pkg.version}`, nodeVersion: process.version, platform: expect.stringMatching(/^linux\//), engines: { node: pkg.engines.node } });
+    expect(JSON.parse(r.stdout)).toEqual({
+      gitVersion: `v${pkg.version}`,
+      nodeVersion: process.version,
+      platform: expect.stringMatching(/^linux\//),
+      engines: { node: pkg.engines.node },
+    });
   });
 
   it('--version=false is as if absent; a value verflag refuses exits 2', () => {
@@ -64,7 +84,9 @@ describe('kube-ipvs --version (kube-proxy --version in the image: the same entry
     expect(r.stdout).toMatch(/^Usage: kube-ipvs/);
     const bad = kubeIpvs('--version=maybe');
     expect(bad.status).toBe(2);
-    expect(bad.stderr).toBe(`kube-ipvs: invalid argument "maybe" for "--version" flag: expected true, false, raw or vX.Y.Z\nRun 'kube-ipvs --help' for usage.\n`);
+    expect(bad.stderr).toBe(
+      `kube-ipvs: invalid argument "maybe" for "--version" flag: expected true, false, raw or vX.Y.Z\nRun 'kube-ipvs --help' for usage.\n`,
+    );
   });
 
   it("belongs to the proxy's command line: `ipvsadm --version` is ipvsadm's", () => {
@@ -96,24 +118,30 @@ describe('versionRequest', () => {
   });
 
   it('withoutVersionFlags drops them before `--` only', () => {
-    expect(withoutVersionFlags(['--version=false', '--config=x', '--', '--version'])).toEqual(['--config=x', '--', '--version']);
+    expect(withoutVersionFlags(['--version=false', '--config=x', '--', '--version'])).toEqual([
+      '--config=x',
+      '--',
+      '--version',
+    ]);
   });
 });
 
 describe('formatVersion', () => {
-  it("reads like kube-proxy's (\"Kubernetes v1.31.0\")", () => {
+  it('reads like kube-proxy\'s ("Kubernetes v1.31.0")', () => {
     expect(formatVersion({ version: '1.2.3', nodeRange: '>=22.19.0' }, 'print')).toBe('kube-ipvs v1.2.3\n');
   });
 });
 
 describe('package.json engines', () => {
-  it('is what the code needs: at least every production dependency\'s floor (undici\'s 22.19.0)', () => {
+  it("is what the code needs: at least every production dependency's floor (undici's 22.19.0)", () => {
     const floor = (range: string): string | undefined => /^>=\s*(\d+\.\d+\.\d+)$/.exec(range.trim())?.[1];
     const ours = floor(pkg.engines.node);
     expect(ours).toBeDefined();
     // undici (lib/k8s's HTTP client) refuses to load under an older Node; client-node 2.x is
     // ESM-only and this CommonJS code require()s it, which Node does unflagged from 22.12
-    const undici = JSON.parse(readFileSync(path.join(ROOT, 'node_modules', 'undici', 'package.json'), 'utf8')) as { engines: { node: string } };
+    const undici = JSON.parse(readFileSync(path.join(ROOT, 'node_modules', 'undici', 'package.json'), 'utf8')) as {
+      engines: { node: string };
+    };
     expect(nodeSatisfies(`v${ours}`, undici.engines.node)).toBe(true);
     expect(nodeSatisfies(`v${ours}`, '>=22.12.0')).toBe(true);
     // and the Node the project runs (node_modules/.bin/node, the image's) satisfies it

@@ -14,7 +14,11 @@ describe('the node flags kube-ipvs runs with', () => {
   });
 
   it("are given by the image's entry script", () => {
-    const exec = readFileSync(path.join(ROOT, 'scripts/image/kube-ipvs.sh'), 'utf8').split('\n').find((l) => l.startsWith('exec '));
-    expect(exec).toBe(`exec /usr/local/bin/node ${KUBE_IPVS_NODE_FLAGS.join(' ')} /opt/kube-ipvs/dist/lib/cli/main.js "$@"`);
+    const exec = readFileSync(path.join(ROOT, 'scripts/image/kube-ipvs.sh'), 'utf8')
+      .split('\n')
+      .find((l) => l.startsWith('exec '));
+    expect(exec).toBe(
+      `exec /usr/local/bin/node ${KUBE_IPVS_NODE_FLAGS.join(' ')} /opt/kube-ipvs/dist/lib/cli/main.js "$@"`,
+    );
   });
 });

@@ -14,11 +14,17 @@ class CountingNames extends StaticNames {
 }
 
 const names = (): CountingNames =>
-  new CountingNames({ '10.9.9.9': 'vip.example.test', '10.1.1.1': 'rs.example.test', '255.255.255.0': 'mask24' }, new ServicesTable('http 80/tcp'));
+  new CountingNames(
+    { '10.9.9.9': 'vip.example.test', '10.1.1.1': 'rs.example.test', '255.255.255.0': 'mask24' },
+    new ServicesTable('http 80/tcp'),
+  );
 
 describe('hostNamesNeeded', () => {
   it('the IPv4 hosts of -t -u --sctp-service -r, in argv order, once each; never an address', () => {
-    expect(hostNamesNeeded(words('-a -t vip.example.test:80 -r rs.example.test:8080 -m'))).toEqual(['vip.example.test', 'rs.example.test']);
+    expect(hostNamesNeeded(words('-a -t vip.example.test:80 -r rs.example.test:8080 -m'))).toEqual([
+      'vip.example.test',
+      'rs.example.test',
+    ]);
     expect(hostNamesNeeded(words('-A -u vip.example.test:53'))).toEqual(['vip.example.test']);
     expect(hostNamesNeeded(words('-A --sctp-service vip.example.test:9'))).toEqual(['vip.example.test']);
     expect(hostNamesNeeded(words('-a -t 10.0.0.1:80 -r 10.1:80 -r [::1]:80 -t [fd00::1]:80'))).toEqual([]);

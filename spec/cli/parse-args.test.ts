@@ -28,7 +28,8 @@ const TCP80: VirtualServerId = { af: AF_INET, protocol: IPPROTO_TCP, address: '1
 describe('service commands', () => {
   it('-A defaults: wlc, no flags, /32 netmask', async () => {
     expect(await op('-A -t 10.0.0.1:80')).toEqual({
-      kind: 'newService', vs: { ...TCP80, scheduler: 'wlc', flags: 0, timeout: 0, netmask: 0xffffffff, peName: '' },
+      kind: 'newService',
+      vs: { ...TCP80, scheduler: 'wlc', flags: 0, timeout: 0, netmask: 0xffffffff, peName: '' },
     });
   });
 
@@ -44,13 +45,24 @@ describe('service commands', () => {
   it('-E, -D, full option set, UDP ops, sh flags, pe', async () => {
     expect(await op('-E -u 10.0.0.1:53 -s mh -o -b mh-port,mh-fallback')).toEqual({
       kind: 'setService',
-      vs: { ...TCP80, protocol: IPPROTO_UDP, port: 53, scheduler: 'mh', flags: 0x4 | 0x8 | 0x10, timeout: 0, netmask: 0xffffffff, peName: '' },
+      vs: {
+        ...TCP80,
+        protocol: IPPROTO_UDP,
+        port: 53,
+        scheduler: 'mh',
+        flags: 0x4 | 0x8 | 0x10,
+        timeout: 0,
+        netmask: 0xffffffff,
+        peName: '',
+      },
     });
     expect(await op('-A -t 10.0.0.1:80 -s sh -p 10800 -M 255.255.255.0 --pe sip -b sh-port')).toEqual({
-      kind: 'newService', vs: { ...TCP80, scheduler: 'sh', flags: 0x1 | 0x10, timeout: 10800, netmask: 0xffffff00, peName: 'sip' },
+      kind: 'newService',
+      vs: { ...TCP80, scheduler: 'sh', flags: 0x1 | 0x10, timeout: 10800, netmask: 0xffffff00, peName: 'sip' },
     });
     expect(await op('-D --sctp-service 10.0.0.1:3868')).toEqual({
-      kind: 'delService', vs: { af: AF_INET, protocol: IPPROTO_SCTP, address: '10.0.0.1', port: 3868, fwmark: 0 },
+      kind: 'delService',
+      vs: { af: AF_INET, protocol: IPPROTO_SCTP, address: '10.0.0.1', port: 3868, fwmark: 0 },
     });
   });
 
@@ -75,26 +87,42 @@ describe('service commands', () => {
   it('fwmark services, -6 after -f resets the mask to 128, -M before -t for IPv6 is replaced', async () => {
     expect(await op('-A -f 5 -6 -p 10 -M 64')).toEqual({
       kind: 'newService',
-      vs: { af: AF_INET6, protocol: 0, address: '', port: 0, fwmark: 5, scheduler: 'wlc', flags: 1, timeout: 10, netmask: 64, peName: '' },
+      vs: {
+        af: AF_INET6,
+        protocol: 0,
+        address: '',
+        port: 0,
+        fwmark: 5,
+        scheduler: 'wlc',
+        flags: 1,
+        timeout: 10,
+        netmask: 64,
+        peName: '',
+      },
     });
     expect(((await op('-A -f 7 -M 64 -6')) as { vs: { netmask: number } }).vs.netmask).toBe(128);
     expect(((await op('-A -f 6 -M 64')) as { vs: { netmask: number } }).vs.netmask).toBe(64); // inet_aton("64") = 0.0.0.64
     expect(((await op('-A -M 255.0.0.0 -t [2001::1]:80')) as { vs: { netmask: number } }).vs.netmask).toBe(128);
-    expect(await op('-D -f 4294967295')).toEqual({ kind: 'delService', vs: { af: AF_INET, protocol: 0, address: '', port: 0, fwmark: 4294967295 } });
+    expect(await op('-D -f 4294967295')).toEqual({
+      kind: 'delService',
+      vs: { af: AF_INET, protocol: 0, address: '', port: 0, fwmark: 4294967295 },
+    });
   });
 });
 
 describe('real-server commands', () => {
   it('-a defaults: direct routing, weight 1, the service port', async () => {
     expect(await op('-a -t 10.0.0.1:80 -r 192.168.0.1:8080')).toEqual({
-      kind: 'newDest', vs: TCP80,
+      kind: 'newDest',
+      vs: TCP80,
       rs: { af: AF_INET, address: '192.168.0.1', port: 80, fwdMethod: 3, weight: 1, uThreshold: 0, lThreshold: 0 },
     });
   });
 
   it('-m keeps the port; -r without port takes the service port; weight 0; thresholds', async () => {
     expect(await op('-e -t 10.0.0.1:80 -r 192.168.0.1:http-alt -m -w 0 -x 100 -y 5')).toEqual({
-      kind: 'setDest', vs: TCP80,
+      kind: 'setDest',
+      vs: TCP80,
       rs: { af: AF_INET, address: '192.168.0.1', port: 8080, fwdMethod: 0, weight: 0, uThreshold: 100, lThreshold: 5 },
     });
     expect(((await op('-a -t 10.0.0.1:80 -r 192.168.0.1 -m')) as { rs: { port: number } }).rs.port).toBe(80);
@@ -102,19 +130,44 @@ describe('real-server commands', () => {
 
   it('-d keeps the given port whatever the method', async () => {
     expect(await op('-d -t 10.0.0.1:80 -r 192.168.0.1:8080')).toEqual({
-      kind: 'delDest', vs: TCP80, rs: { af: AF_INET, address: '192.168.0.1', port: 8080 },
+      kind: 'delDest',
+      vs: TCP80,
+      rs: { af: AF_INET, address: '192.168.0.1', port: 8080 },
     });
   });
 
   it('tunnels: -i is ipip, gue needs a port, gre, checksum options; mixed families only tunnelled', async () => {
     expect(((await op('-a -t 10.0.0.1:80 -r 192.168.0.2 -i')) as { rs: unknown }).rs).toEqual({
-      af: AF_INET, address: '192.168.0.2', port: 80, fwdMethod: 2, weight: 1, uThreshold: 0, lThreshold: 0, tunType: 0, tunPort: 0, tunFlags: 0,
+      af: AF_INET,
+      address: '192.168.0.2',
+      port: 80,
+      fwdMethod: 2,
+      weight: 1,
+      uThreshold: 0,
+      lThreshold: 0,
+      tunType: 0,
+      tunPort: 0,
+      tunFlags: 0,
     });
-    expect(((await op('-a -t 10.0.0.1:80 -r 192.168.0.2 -i --tun-type gue --tun-port 6080 --tun-remcsum')) as { rs: unknown }).rs).toMatchObject({
-      fwdMethod: 2, tunType: 1, tunPort: 6080, tunFlags: 2,
+    expect(
+      (
+        (await op('-a -t 10.0.0.1:80 -r 192.168.0.2 -i --tun-type gue --tun-port 6080 --tun-remcsum')) as {
+          rs: unknown;
+        }
+      ).rs,
+    ).toMatchObject({
+      fwdMethod: 2,
+      tunType: 1,
+      tunPort: 6080,
+      tunFlags: 2,
     });
-    expect(((await op('-a -t 10.0.0.1:80 -r 192.168.0.2 -i --tun-type gre --tun-csum')) as { rs: unknown }).rs).toMatchObject({ tunType: 2, tunFlags: 1 });
-    expect(((await op('-a -t 10.0.0.1:80 -r [2001::2]:80 -i')) as { rs: unknown }).rs).toMatchObject({ af: AF_INET6, address: '2001::2' });
+    expect(
+      ((await op('-a -t 10.0.0.1:80 -r 192.168.0.2 -i --tun-type gre --tun-csum')) as { rs: unknown }).rs,
+    ).toMatchObject({ tunType: 2, tunFlags: 1 });
+    expect(((await op('-a -t 10.0.0.1:80 -r [2001::2]:80 -i')) as { rs: unknown }).rs).toMatchObject({
+      af: AF_INET6,
+      address: '2001::2',
+    });
   });
 });
 
@@ -122,11 +175,27 @@ describe('other commands', () => {
   it.each<[string, IpvsadmCommand]>([
     ['', { kind: 'list-all', format: expect.objectContaining({ numeric: false }) as never }],
     ['-Ln', { kind: 'list-all', format: expect.objectContaining({ numeric: true, stats: false }) as never }],
-    ['-l --stats --exact --sort', { kind: 'list-all', format: expect.objectContaining({ stats: true, exact: true, nosort: false }) as never }],
-    ['-L --rate --thresholds --persistent-conn --tun-info --nosort', {
-      kind: 'list-all', format: expect.objectContaining({ rate: true, thresholds: true, persistentConn: true, tunInfo: true, nosort: true }) as never,
-    }],
-    ['-Lnt 10.0.0.1:80', { kind: 'list-service', format: expect.objectContaining({ numeric: true }) as never, vs: TCP80 }],
+    [
+      '-l --stats --exact --sort',
+      { kind: 'list-all', format: expect.objectContaining({ stats: true, exact: true, nosort: false }) as never },
+    ],
+    [
+      '-L --rate --thresholds --persistent-conn --tun-info --nosort',
+      {
+        kind: 'list-all',
+        format: expect.objectContaining({
+          rate: true,
+          thresholds: true,
+          persistentConn: true,
+          tunInfo: true,
+          nosort: true,
+        }) as never,
+      },
+    ],
+    [
+      '-Lnt 10.0.0.1:80',
+      { kind: 'list-service', format: expect.objectContaining({ numeric: true }) as never, vs: TCP80 },
+    ],
     ['-L --timeout', { kind: 'list-timeout' }],
     ['-Sn', { kind: 'save', format: expect.objectContaining({ numeric: true, rule: true }) as never }],
     ['-R', { kind: 'restore' }],
@@ -135,14 +204,17 @@ describe('other commands', () => {
     ['-C', { kind: 'op', command: 'flush', op: { kind: 'flush' } }],
     ['-Z', { kind: 'op', command: 'zero', op: { kind: 'zero' } }],
     ['-Z -t 10.0.0.1:80', { kind: 'op', command: 'zero', op: { kind: 'zero', vs: TCP80 } }],
-    ['--set 10 20 30', { kind: 'op', command: 'set', op: { kind: 'setConfig', timeouts: { tcp: 10, tcpFin: 20, udp: 30 } } }],
+    [
+      '--set 10 20 30',
+      { kind: 'op', command: 'set', op: { kind: 'setConfig', timeouts: { tcp: 10, tcpFin: 20, udp: 30 } } },
+    ],
     ['--set 0 0 0', { kind: 'op', command: 'set', op: { kind: 'setConfig', timeouts: { tcp: 0, tcpFin: 0, udp: 0 } } }],
   ])('%s', async (line, expected) => {
     expect(await cmd(line)).toEqual(expected);
   });
 });
 
-describe('errors: ipvsadm\'s message and exit status', () => {
+describe("errors: ipvsadm's message and exit status", () => {
   const TRY = "Try `ipvsadm -h' or 'ipvsadm --help' for more information.\n";
   it.each<[string, string, number]>([
     ['-Q', TRY, 255],
@@ -202,16 +274,31 @@ describe('errors: ipvsadm\'s message and exit status', () => {
     ['-a -t 10.0.0.1:80 -r 10.0.0.2 -y x', 'illegal l_threshold specified\n', 2],
     ['-a -t 10.0.0.1:80 -r [2001::1]', 'illegal real server address[:port] specified\n', 2],
     ['-a -t 10.0.0.1:80 -r [2001::1]:80 -m', 'Different address family is allowed only for tunneling servers\n', 2],
-    ['-a -t 10.0.0.1:80 -r 1.1.1.1 -i --tun-type gre --tun-remcsum', "Illegal 'tun-remcsum' option with the 'gre' tunnel type\n", 2],
-    ['-a -t 10.0.0.1:80 -r 1.1.1.1 -i --tun-type gue', "You need to supply the 'tun-port' option for the 'gue' tunnel type\n", 2],
+    [
+      '-a -t 10.0.0.1:80 -r 1.1.1.1 -i --tun-type gre --tun-remcsum',
+      "Illegal 'tun-remcsum' option with the 'gre' tunnel type\n",
+      2,
+    ],
+    [
+      '-a -t 10.0.0.1:80 -r 1.1.1.1 -i --tun-type gue',
+      "You need to supply the 'tun-port' option for the 'gue' tunnel type\n",
+      2,
+    ],
     ['-a -t 10.0.0.1:80 -r 1.1.1.1 -m --tun-type gue', 'Tunnel options conflict with forward method\n', 2],
     ['-a -t 10.0.0.1:80 -r 1.1.1.1 --tun-type gue --tun-port 5', 'Tunnel options conflict with forward method\n', 2],
     ['-a -t 10.0.0.1:80 -r 1.1.1.1 -i --tun-port 5', "Illegal 'tun-port' option with the 'ipip' tunnel type\n", 2],
-    ['-a -t 10.0.0.1:80 -r 1.1.1.1 -i --tun-type ipip --tun-csum', "Illegal 'tun-csum' option with the 'ipip' tunnel type\n", 2],
+    [
+      '-a -t 10.0.0.1:80 -r 1.1.1.1 -i --tun-type ipip --tun-csum',
+      "Illegal 'tun-csum' option with the 'ipip' tunnel type\n",
+      2,
+    ],
     ['-a -t 10.0.0.1:80 -r 1.1.1.1 -i --tun-type xx', 'illegal tunnel type specified\n', 2],
     ['-a -t 10.0.0.1:80 -r 1.1.1.1 -i --tun-type gue --tun-port 0', 'illegal tunnel port specified\n', 2],
-    ['-a -t 10.0.0.1:80 -r 1.1.1.1 -i --tun-type gue --tun-port 7 --tun-csum --tun-nocsum',
-      "The option 'tun-csum' conflicts with the 'tun-nocsum' option in the 'gue' tunnel type\n", 2],
+    [
+      '-a -t 10.0.0.1:80 -r 1.1.1.1 -i --tun-type gue --tun-port 7 --tun-csum --tun-nocsum',
+      "The option 'tun-csum' conflicts with the 'tun-nocsum' option in the 'gue' tunnel type\n",
+      2,
+    ],
     ['--start-daemon foo', 'illegal start-daemon parameter specified\n', 2],
     ['-R -n', "Illegal 'numeric' option with the 'restore' command\n", 2],
   ])('%s', async (line, stderr, exitCode) => {
@@ -221,7 +308,9 @@ describe('errors: ipvsadm\'s message and exit status', () => {
 
   it('a -R line inside a restore is refused like ipvsadm does', async () => {
     expect(await parseArgs(['-R'], resolver, { readingStdin: true })).toEqual({
-      ok: false, stderr: "Try `ipvsadm -h' or 'ipvsadm --help' for more information.\n", exitCode: 255,
+      ok: false,
+      stderr: "Try `ipvsadm -h' or 'ipvsadm --help' for more information.\n",
+      exitCode: 255,
     });
   });
 });

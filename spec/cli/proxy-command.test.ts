@@ -83,11 +83,22 @@ describe('proxyMain', () => {
     expect(await proxyMain([`--config=${FILE}`, '--hostname-override=node-1', '--v=4'], h.deps)).toBe(3);
     expect(h.daemonCalls).toHaveLength(1);
     const { config, options } = h.daemonCalls[0]!;
-    expect(config).toEqual({ ...decodeProxyConfig(GOOD).config, hostnameOverride: 'node-1', logging: { format: 'text', verbosity: 4 } });
-    expect(options).toEqual({ configFile: FILE, reloadConfig: expect.any(Function), verbosity: 4, build: { version: expect.stringMatching(/^\d+\.\d+\.\d+/), platform: expect.stringMatching(/^\w+\/\w+$/) } });
+    expect(config).toEqual({
+      ...decodeProxyConfig(GOOD).config,
+      hostnameOverride: 'node-1',
+      logging: { format: 'text', verbosity: 4 },
+    });
+    expect(options).toEqual({
+      configFile: FILE,
+      reloadConfig: expect.any(Function),
+      verbosity: 4,
+      build: { version: expect.stringMatching(/^\d+\.\d+\.\d+/), platform: expect.stringMatching(/^\w+\/\w+$/) },
+    });
     expect(h.verbosity).toEqual([4]);
     expect(h.formats).toEqual(['text']); // kube-proxy's default
-    expect(h.warnings).toEqual([{ message: expect.stringContaining('ipvs.trictARP'), meta: { field: 'ipvs.trictARP', file: FILE } }]);
+    expect(h.warnings).toEqual([
+      { message: expect.stringContaining('ipvs.trictARP'), meta: { field: 'ipvs.trictARP', file: FILE } },
+    ]);
     expect(h.stderr()).toBe('');
   });
 
@@ -106,7 +117,10 @@ describe('proxyMain', () => {
   it('without --config: defaults and flags, no reload, verbosity 0 and the log level left alone', async () => {
     const h = harness();
     expect(await proxyMain(['--cluster-cidr=10.244.0.0/16'], h.deps)).toBe(0);
-    expect(h.daemonCalls[0]!.options).toEqual({ verbosity: 0, build: { version: expect.any(String), platform: expect.any(String) } });
+    expect(h.daemonCalls[0]!.options).toEqual({
+      verbosity: 0,
+      build: { version: expect.any(String), platform: expect.any(String) },
+    });
     expect(h.daemonCalls[0]!.config.clusterCIDR).toEqual(['10.244.0.0/16']);
     expect(h.verbosity).toEqual([]);
   });
@@ -130,12 +144,21 @@ describe('proxyMain', () => {
     expect(bad.stderr()).toMatch(/logging.format: "xml": Unsupported log format/);
   });
 
-  it("every kube-proxy flag kube-ipvs has no use for parses, warns once (not again on a reload) and runs the proxy", async () => {
+  it('every kube-proxy flag kube-ipvs has no use for parses, warns once (not again on a reload) and runs the proxy', async () => {
     const h = harness();
-    const argv = [`--config=${FILE}`, ...IGNORED_FLAG_NAMES.map((f) => `${f}=${/port|size/.test(f) ? '1' : /frequency|period/.test(f) ? '5s' : /stream|header|stderr$|profiling|nodeports|fail|one-output/.test(f) ? 'true' : 'x'}`)];
+    const argv = [
+      `--config=${FILE}`,
+      ...IGNORED_FLAG_NAMES.map(
+        (f) =>
+          `${f}=${/port|size/.test(f) ? '1' : /frequency|period/.test(f) ? '5s' : /stream|header|stderr$|profiling|nodeports|fail|one-output/.test(f) ? 'true' : 'x'}`,
+      ),
+    ];
     expect(await proxyMain(argv, h.deps)).toBe(0);
     expect(h.stderr()).toBe('');
-    const flagWarnings = () => h.warnings.filter((w) => (w.meta as { field: string }).field.startsWith('--')).map((w) => (w.meta as { field: string }).field);
+    const flagWarnings = () =>
+      h.warnings
+        .filter((w) => (w.meta as { field: string }).field.startsWith('--'))
+        .map((w) => (w.meta as { field: string }).field);
     expect(flagWarnings()).toEqual(IGNORED_FLAG_NAMES);
     await h.daemonCalls[0]!.options.reloadConfig!();
     expect(flagWarnings()).toEqual(IGNORED_FLAG_NAMES);
@@ -166,15 +189,32 @@ describe('proxyMain', () => {
     expect(h.formats).toEqual(['json']);
     const bad = harness();
     expect(await proxyMain(['--logging-format', 'xml'], bad.deps)).toBe(2);
-    expect(bad.stderr()).toMatch(/^kube-ipvs: option '--logging-format <format>' argument 'xml' is invalid. expected one of text, json\n/);
+    expect(bad.stderr()).toMatch(
+      /^kube-ipvs: option '--logging-format <format>' argument 'xml' is invalid. expected one of text, json\n/,
+    );
     expect(bad.daemonCalls).toEqual([]);
   });
 
   it.each<[string, string[], string | undefined, RegExp]>([
-    ['a bad value in the file', [`--config=${FILE}`], GOOD.replace('scheduler: wrr', 'scheduler: fast'), /^kube-ipvs: \/var\/lib\/kube-proxy\/config.conf: ipvs.scheduler: unknown IPVS scheduler "fast"/],
-    ['a bad flag value', [`--config=${FILE}`, '--iptables-masquerade-bit=40'], undefined, /^kube-ipvs: --iptables-masquerade-bit: 40 is outside the range 0-31\n$/],
+    [
+      'a bad value in the file',
+      [`--config=${FILE}`],
+      GOOD.replace('scheduler: wrr', 'scheduler: fast'),
+      /^kube-ipvs: \/var\/lib\/kube-proxy\/config.conf: ipvs.scheduler: unknown IPVS scheduler "fast"/,
+    ],
+    [
+      'a bad flag value',
+      [`--config=${FILE}`, '--iptables-masquerade-bit=40'],
+      undefined,
+      /^kube-ipvs: --iptables-masquerade-bit: 40 is outside the range 0-31\n$/,
+    ],
     ['a missing file', ['--config=/nope'], undefined, /^kube-ipvs: --config: cannot read \/nope: ENOENT\n$/],
-    ['a wrong kind', [`--config=${FILE}`], GOOD.replace('KubeProxyConfiguration', 'KubeletConfiguration'), /kind: string "KubeletConfiguration" is not supported/],
+    [
+      'a wrong kind',
+      [`--config=${FILE}`],
+      GOOD.replace('KubeProxyConfiguration', 'KubeletConfiguration'),
+      /kind: string "KubeletConfiguration" is not supported/,
+    ],
   ])('%s: exit 1, message on stderr, the daemon never called', async (_name, argv, file, message) => {
     const h = harness();
     if (file !== undefined) h.files.set(FILE, file);
@@ -199,16 +239,29 @@ describe('proxyMain', () => {
     expect(await proxyMain(['--help'], h.deps)).toBe(0);
     expect(h.stdout()).toMatch(/^Usage: kube-ipvs/);
     expect(h.stdout()).toContain('--exclude-cluster-cidr');
-    for (const f of ['--vmodule', '--log-flush-frequency', '--init-only', '--conntrack-min', '--oom-score-adj', '--sync-period']) expect(h.stdout()).toContain(f);
+    for (const f of [
+      '--vmodule',
+      '--log-flush-frequency',
+      '--init-only',
+      '--conntrack-min',
+      '--oom-score-adj',
+      '--sync-period',
+    ])
+      expect(h.stdout()).toContain(f);
     expect(h.daemonCalls).toEqual([]);
   });
 
   it('--write-config-to writes the effective config and exits 0 without running the daemon', async () => {
     const h = harness();
-    expect(await proxyMain([`--config=${FILE}`, '--write-config-to=/tmp/out.yaml', '--masquerade-all'], h.deps)).toBe(0);
+    expect(await proxyMain([`--config=${FILE}`, '--write-config-to=/tmp/out.yaml', '--masquerade-all'], h.deps)).toBe(
+      0,
+    );
     expect(h.daemonCalls).toEqual([]);
     const written = decodeProxyConfig(h.files.get('/tmp/out.yaml')!);
-    expect(written.config).toEqual({ ...decodeProxyConfig(GOOD).config, iptables: { masqueradeAll: true, masqueradeBit: 14 } });
+    expect(written.config).toEqual({
+      ...decodeProxyConfig(GOOD).config,
+      iptables: { masqueradeAll: true, masqueradeBit: 14 },
+    });
     expect(written.warnings).toEqual([]); // the typo is not carried over
   });
 
@@ -220,9 +273,15 @@ describe('proxyMain', () => {
 
   it.each<[string[], string[]]>([
     [['--cleanup'], ['--cleanup']],
-    [['--cleanup=true', '--iptables-backend=nft'], ['--cleanup', '--iptables-backend=nft']],
+    [
+      ['--cleanup=true', '--iptables-backend=nft'],
+      ['--cleanup', '--iptables-backend=nft'],
+    ],
     [[`--config=${FILE}`, '--cleanup', '--v=2'], ['--cleanup']],
-    [['--cleanup', '--dry-run', '--families', 'ipv4', '--hostname-override=n1'], ['--cleanup', '--dry-run', '--families', 'ipv4']],
+    [
+      ['--cleanup', '--dry-run', '--families', 'ipv4', '--hostname-override=n1'],
+      ['--cleanup', '--dry-run', '--families', 'ipv4'],
+    ],
   ])('%j runs cleanup with its own options, never the daemon', async (argv, cleanupArgv) => {
     const h = harness();
     expect(await proxyMain(argv, h.deps)).toBe(0);
@@ -241,23 +300,34 @@ describe('proxyMain', () => {
   );
 
   it.each([
-    ['a tokenFile that is not there', (dir: string) => `apiVersion: v1\nkind: Config\nclusters:\n- name: c\n  cluster:\n    server: https://10.0.0.1:6443\nusers:\n- name: u\n  user:\n    tokenFile: ${dir}/nope\ncontexts:\n- name: x\n  context: {cluster: c, user: u}\ncurrent-context: x\n`],
+    [
+      'a tokenFile that is not there',
+      (dir: string) =>
+        `apiVersion: v1\nkind: Config\nclusters:\n- name: c\n  cluster:\n    server: https://10.0.0.1:6443\nusers:\n- name: u\n  user:\n    tokenFile: ${dir}/nope\ncontexts:\n- name: x\n  context: {cluster: c, user: u}\ncurrent-context: x\n`,
+    ],
     ['bad YAML', () => `apiVersion: v1\nusers:\n- name: u\n  user:\n    token: s3cret\n\tbad: [\n`],
-    ['an unknown user', () => `apiVersion: v1\nkind: Config\nclusters:\n- name: c\n  cluster:\n    server: https://10.0.0.1:6443\nusers: []\ncontexts:\n- name: x\n  context: {cluster: c, user: u}\ncurrent-context: x\n`],
-  ])('a kubeconfig that cannot be used (%s): exit 1 with one line, before the daemon (and the kernel) starts (issue 25 item 9)', async (_what, text) => {
-    const dir = mkdtempSync(join(tmpdir(), 'kc-'));
-    try {
-      writeFileSync(join(dir, 'kubeconfig'), text(dir));
-      const h = harness();
-      h.files.set(FILE, GOOD + `clientConnection:\n  kubeconfig: ${join(dir, 'kubeconfig')}\n`);
-      expect(await proxyMain([`--config=${FILE}`], { ...h.deps, loadKubeConfig: undefined })).toBe(1);
-      expect(h.daemonCalls).toEqual([]);
-      expect(h.stderr()).toMatch(new RegExp(`^kube-ipvs: kubeconfig ${join(dir, 'kubeconfig')}: [^\n]+\n$`));
-      expect(h.stderr()).not.toMatch(/s3cret|\bat \S+:\d+/);
-    } finally {
-      rmSync(dir, { recursive: true, force: true });
-    }
-  });
+    [
+      'an unknown user',
+      () =>
+        `apiVersion: v1\nkind: Config\nclusters:\n- name: c\n  cluster:\n    server: https://10.0.0.1:6443\nusers: []\ncontexts:\n- name: x\n  context: {cluster: c, user: u}\ncurrent-context: x\n`,
+    ],
+  ])(
+    'a kubeconfig that cannot be used (%s): exit 1 with one line, before the daemon (and the kernel) starts (issue 25 item 9)',
+    async (_what, text) => {
+      const dir = mkdtempSync(join(tmpdir(), 'kc-'));
+      try {
+        writeFileSync(join(dir, 'kubeconfig'), text(dir));
+        const h = harness();
+        h.files.set(FILE, GOOD + `clientConnection:\n  kubeconfig: ${join(dir, 'kubeconfig')}\n`);
+        expect(await proxyMain([`--config=${FILE}`], { ...h.deps, loadKubeConfig: undefined })).toBe(1);
+        expect(h.daemonCalls).toEqual([]);
+        expect(h.stderr()).toMatch(new RegExp(`^kube-ipvs: kubeconfig ${join(dir, 'kubeconfig')}: [^\n]+\n$`));
+        expect(h.stderr()).not.toMatch(/s3cret|\bat \S+:\d+/);
+      } finally {
+        rmSync(dir, { recursive: true, force: true });
+      }
+    },
+  );
 
   it('--cleanup=false runs the proxy', async () => {
     const h = harness();

@@ -9,21 +9,47 @@ describe('classifyConfigChange', () => {
   it.each<{ name: string; next: ProxyConfig; live?: string[]; restart?: string[] }>([
     { name: 'nothing changed', next: defaultProxyConfig() },
     { name: 'scheduler', next: withIpvs({ scheduler: 'lc' }), live: ['ipvs.scheduler'] },
-    { name: 'sync periods', next: withIpvs({ syncPeriodMs: 1, minSyncPeriodMs: 1 }), live: ['ipvs.minSyncPeriodMs', 'ipvs.syncPeriodMs'] },
+    {
+      name: 'sync periods',
+      next: withIpvs({ syncPeriodMs: 1, minSyncPeriodMs: 1 }),
+      live: ['ipvs.minSyncPeriodMs', 'ipvs.syncPeriodMs'],
+    },
     { name: 'excludeCIDRs', next: withIpvs({ excludeCIDRs: ['10.0.0.0/8'] }), live: ['ipvs.excludeCIDRs'] },
-    { name: 'excludeClusterCIDRs', next: withIpvs({ excludeClusterCIDRs: ['10.0.0.0/8'] }), live: ['ipvs.excludeClusterCIDRs'] },
-    { name: 'timeouts and strictARP', next: withIpvs({ tcpTimeoutSec: 1, tcpFinTimeoutSec: 2, udpTimeoutSec: 3, strictARP: true }), live: ['ipvs.strictARP', 'ipvs.tcpFinTimeoutSec', 'ipvs.tcpTimeoutSec', 'ipvs.udpTimeoutSec'] },
-    { name: 'masqueradeAll is live, masqueradeBit is not', next: { ...base, iptables: { masqueradeAll: true, masqueradeBit: 13 } }, live: ['iptables.masqueradeAll'], restart: ['iptables.masqueradeBit'] },
+    {
+      name: 'excludeClusterCIDRs',
+      next: withIpvs({ excludeClusterCIDRs: ['10.0.0.0/8'] }),
+      live: ['ipvs.excludeClusterCIDRs'],
+    },
+    {
+      name: 'timeouts and strictARP',
+      next: withIpvs({ tcpTimeoutSec: 1, tcpFinTimeoutSec: 2, udpTimeoutSec: 3, strictARP: true }),
+      live: ['ipvs.strictARP', 'ipvs.tcpFinTimeoutSec', 'ipvs.tcpTimeoutSec', 'ipvs.udpTimeoutSec'],
+    },
+    {
+      name: 'masqueradeAll is live, masqueradeBit is not',
+      next: { ...base, iptables: { masqueradeAll: true, masqueradeBit: 13 } },
+      live: ['iptables.masqueradeAll'],
+      restart: ['iptables.masqueradeBit'],
+    },
     { name: 'clusterCIDR', next: { ...base, clusterCIDR: ['10.244.0.0/16'] }, live: ['clusterCIDR'] },
     {
       name: 'local detection',
-      next: { ...base, detectLocalMode: 'BridgeInterface', detectLocal: { bridgeInterface: 'cbr0', interfaceNamePrefix: '' } },
+      next: {
+        ...base,
+        detectLocalMode: 'BridgeInterface',
+        detectLocal: { bridgeInterface: 'cbr0', interfaceNamePrefix: '' },
+      },
       live: ['detectLocal.bridgeInterface', 'detectLocalMode'],
     },
     { name: 'nodePortAddresses', next: { ...base, nodePortAddresses: ['primary'] }, live: ['nodePortAddresses'] },
     {
       name: 'node settings and logging (re-applied in place)',
-      next: { ...base, oomScoreAdj: 0, conntrack: { ...base.conntrack, maxPerCore: 0, udpTimeoutSec: 5 }, logging: { format: 'json', verbosity: 2 } },
+      next: {
+        ...base,
+        oomScoreAdj: 0,
+        conntrack: { ...base.conntrack, maxPerCore: 0, udpTimeoutSec: 5 },
+        logging: { format: 'json', verbosity: 2 },
+      },
       live: ['conntrack.maxPerCore', 'conntrack.udpTimeoutSec', 'logging.format', 'logging.verbosity', 'oomScoreAdj'],
     },
     {
@@ -33,11 +59,21 @@ describe('classifyConfigChange', () => {
     },
     {
       name: 'identity and servers',
-      next: { ...base, hostnameOverride: 'n', bindAddress: '10.0.0.1', healthzBindAddress: '', metricsBindAddress: '0.0.0.0:1' },
+      next: {
+        ...base,
+        hostnameOverride: 'n',
+        bindAddress: '10.0.0.1',
+        healthzBindAddress: '',
+        metricsBindAddress: '0.0.0.0:1',
+      },
       restart: ['bindAddress', 'healthzBindAddress', 'hostnameOverride', 'metricsBindAddress'],
     },
     { name: 'feature gates by name', next: { ...base, featureGates: { A: true } }, restart: ['featureGates.A'] },
-    { name: 'configSyncPeriod and mode', next: { ...base, configSyncPeriodMs: 1, mode: 'iptables' }, restart: ['configSyncPeriodMs', 'mode'] },
+    {
+      name: 'configSyncPeriod and mode',
+      next: { ...base, configSyncPeriodMs: 1, mode: 'iptables' },
+      restart: ['configSyncPeriodMs', 'mode'],
+    },
     {
       name: 'mixed',
       next: { ...withIpvs({ scheduler: 'sh' }), master: 'https://y' },

@@ -34,16 +34,24 @@ describe('parseCidr: canonical network, host bits cleared (net.ParseCIDR)', () =
     expect(parseCidr(text, 'f')).toBe(canonical);
   });
 
-  it.each(['10.0.0.0', '10.0.0.0/33', 'fd00::/129', '10.0.0/8', '010.0.0.0/8', 'x/8', '10.0.0.0/', '10.0.0.0/-1', '10.0.0.0/8/8', ''])(
-    '%j is refused naming the field and the value',
-    (text) => {
-      const e = error(() => parseCidr(text, 'ipvs.excludeCIDRs[2]'));
-      expect(e.code).toBe('KIPVS_CONFIG');
-      expect(e.field).toBe('ipvs.excludeCIDRs[2]');
-      expect(e.message).toContain('ipvs.excludeCIDRs[2]');
-      expect(e.message).toContain(JSON.stringify(text));
-    },
-  );
+  it.each([
+    '10.0.0.0',
+    '10.0.0.0/33',
+    'fd00::/129',
+    '10.0.0/8',
+    '010.0.0.0/8',
+    'x/8',
+    '10.0.0.0/',
+    '10.0.0.0/-1',
+    '10.0.0.0/8/8',
+    '',
+  ])('%j is refused naming the field and the value', (text) => {
+    const e = error(() => parseCidr(text, 'ipvs.excludeCIDRs[2]'));
+    expect(e.code).toBe('KIPVS_CONFIG');
+    expect(e.field).toBe('ipvs.excludeCIDRs[2]');
+    expect(e.message).toContain('ipvs.excludeCIDRs[2]');
+    expect(e.message).toContain(JSON.stringify(text));
+  });
 });
 
 describe('parseBindAddress', () => {
@@ -59,37 +67,73 @@ describe('parseBindAddress', () => {
     expect(parseBindAddress(text, 'healthzBindAddress', 10256)).toBe(canonical);
   });
 
-  it.each([':10256', 'localhost:10256', '0.0.0.0:0', '0.0.0.0:65536', '1.2.3.4:80:90', 'fd00::1]:80', '0.0.0.0:http', '[10.0.0.1]:80x', 'x'])(
-    '%j is refused',
-    (text) => {
-      expect(error(() => parseBindAddress(text, 'metricsBindAddress', 10249)).message).toMatch(
-        new RegExp(`^metricsBindAddress: ${JSON.stringify(text).replace(/[[\]]/g, '\\$&')} is not a valid IP:port`),
-      );
-    },
-  );
+  it.each([
+    ':10256',
+    'localhost:10256',
+    '0.0.0.0:0',
+    '0.0.0.0:65536',
+    '1.2.3.4:80:90',
+    'fd00::1]:80',
+    '0.0.0.0:http',
+    '[10.0.0.1]:80x',
+    'x',
+  ])('%j is refused', (text) => {
+    expect(error(() => parseBindAddress(text, 'metricsBindAddress', 10249)).message).toMatch(
+      new RegExp(`^metricsBindAddress: ${JSON.stringify(text).replace(/[[\]]/g, '\\$&')} is not a valid IP:port`),
+    );
+  });
 });
 
 describe('lists and enums', () => {
   it('clusterCIDR: one, or one per family', () => {
     expect(parseClusterCidrs(['10.244.0.0/16'], 'c')).toEqual(['10.244.0.0/16']);
-    expect(parseClusterCidrs([' 10.244.0.0/16', 'fd00:10:244::/56 '], 'c')).toEqual(['10.244.0.0/16', 'fd00:10:244::/56']);
+    expect(parseClusterCidrs([' 10.244.0.0/16', 'fd00:10:244::/56 '], 'c')).toEqual([
+      '10.244.0.0/16',
+      'fd00:10:244::/56',
+    ]);
     expect(parseClusterCidrs([''], 'c')).toEqual([]);
-    expect(error(() => parseClusterCidrs(['10.0.0.0/8', '10.1.0.0/16'], 'clusterCIDR')).message).toMatch(/clusterCIDR: .*dual-stack pair/);
-    expect(error(() => parseClusterCidrs(['10.0.0.0/8', 'fd00::/8', '10.1.0.0/16'], '--cluster-cidr')).field).toBe('--cluster-cidr');
+    expect(error(() => parseClusterCidrs(['10.0.0.0/8', '10.1.0.0/16'], 'clusterCIDR')).message).toMatch(
+      /clusterCIDR: .*dual-stack pair/,
+    );
+    expect(error(() => parseClusterCidrs(['10.0.0.0/8', 'fd00::/8', '10.1.0.0/16'], '--cluster-cidr')).field).toBe(
+      '--cluster-cidr',
+    );
   });
 
   it('nodePortAddresses: CIDRs or "primary" alone', () => {
     expect(parseNodePortAddresses(['10.0.0.5/24', '::/0'], 'n')).toEqual(['10.0.0.0/24', '::/0']);
     expect(parseNodePortAddresses(['primary'], 'n')).toEqual(['primary']);
-    expect(error(() => parseNodePortAddresses(['primary', '10.0.0.0/8'], 'nodePortAddresses')).message).toMatch(/can't use both 'primary' and CIDRs/);
-    expect(error(() => parseNodePortAddresses(['10.0.0.0/8', 'eth0'], 'nodePortAddresses')).field).toBe('nodePortAddresses[1]');
+    expect(error(() => parseNodePortAddresses(['primary', '10.0.0.0/8'], 'nodePortAddresses')).message).toMatch(
+      /can't use both 'primary' and CIDRs/,
+    );
+    expect(error(() => parseNodePortAddresses(['10.0.0.0/8', 'eth0'], 'nodePortAddresses')).field).toBe(
+      'nodePortAddresses[1]',
+    );
   });
 
   it('schedulers: the kernel\'s ip_vs_* names and "" (rr)', () => {
-    for (const s of ['', 'rr', 'wrr', 'lc', 'wlc', 'lblc', 'lblcr', 'dh', 'sh', 'sed', 'nq', 'mh', 'fo', 'ovf', 'twos']) {
+    for (const s of [
+      '',
+      'rr',
+      'wrr',
+      'lc',
+      'wlc',
+      'lblc',
+      'lblcr',
+      'dh',
+      'sh',
+      'sed',
+      'nq',
+      'mh',
+      'fo',
+      'ovf',
+      'twos',
+    ]) {
       expect(parseScheduler(s, 'ipvs.scheduler')).toBe(s);
     }
-    expect(error(() => parseScheduler('RR', 'ipvs.scheduler')).message).toMatch(/^ipvs.scheduler: unknown IPVS scheduler "RR"/);
+    expect(error(() => parseScheduler('RR', 'ipvs.scheduler')).message).toMatch(
+      /^ipvs.scheduler: unknown IPVS scheduler "RR"/,
+    );
   });
 
   it('detectLocalMode: the four modes, "" is ClusterCIDR', () => {
@@ -101,7 +145,9 @@ describe('lists and enums', () => {
   it('masqueradeBit: 0..31', () => {
     expect(parseMasqueradeBit(0, 'b')).toBe(0);
     expect(parseMasqueradeBit(31, 'b')).toBe(31);
-    expect(error(() => parseMasqueradeBit(32, 'iptables.masqueradeBit')).message).toBe('iptables.masqueradeBit: 32 is outside the range 0-31');
+    expect(error(() => parseMasqueradeBit(32, 'iptables.masqueradeBit')).message).toBe(
+      'iptables.masqueradeBit: 32 is outside the range 0-31',
+    );
     expect(error(() => parseMasqueradeBit(-1, 'b')).message).toContain('-1');
   });
 });

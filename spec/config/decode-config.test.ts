@@ -77,14 +77,19 @@ winkernel:
   sourceVip: ""
 `;
 
-type DeepPartial<T> = { [K in keyof T]?: T[K] extends readonly unknown[] ? T[K] : T[K] extends object ? DeepPartial<T[K]> : T[K] };
+type DeepPartial<T> = {
+  [K in keyof T]?: T[K] extends readonly unknown[] ? T[K] : T[K] extends object ? DeepPartial<T[K]> : T[K];
+};
 
 function withDefaults(p: DeepPartial<ProxyConfig>): ProxyConfig {
   const d = defaultProxyConfig() as unknown as Record<string, unknown>;
   const merge = (a: Record<string, unknown>, b: Record<string, unknown>): Record<string, unknown> => {
     const out = { ...a };
     for (const [k, v] of Object.entries(b)) {
-      out[k] = v && typeof v === 'object' && !Array.isArray(v) && Object.keys(v).length > 0 ? merge(a[k] as Record<string, unknown>, v as Record<string, unknown>) : v;
+      out[k] =
+        v && typeof v === 'object' && !Array.isArray(v) && Object.keys(v).length > 0
+          ? merge(a[k] as Record<string, unknown>, v as Record<string, unknown>)
+          : v;
     }
     return out;
   };
@@ -104,7 +109,9 @@ function configError(text: string, source?: string): ConfigError {
 describe('decodeProxyConfig: a real kubeadm config.conf', () => {
   it('warns about ipvs.trictARP, decodes the rest, and zero values take the defaults', () => {
     const { config, warnings } = decodeProxyConfig(KUBEADM_CONFIG_CONF);
-    expect(warnings).toEqual([{ field: 'ipvs.trictARP', message: expect.stringContaining('unknown field "ipvs.trictARP"') }]);
+    expect(warnings).toEqual([
+      { field: 'ipvs.trictARP', message: expect.stringContaining('unknown field "ipvs.trictARP"') },
+    ]);
     expect(config).toEqual(
       withDefaults({
         clientConnection: { kubeconfig: '/var/lib/kube-proxy/kubeconfig.conf' },
@@ -146,28 +153,79 @@ describe('decodeProxyConfig: good configurations', () => {
       yaml: `ipvs:\n  scheduler: lc\n  syncPeriod: 1m30s\n  minSyncPeriod: 500ms\n  strictARP: true\n  tcpTimeout: 900s\n  tcpFinTimeout: 2m\n  udpTimeout: 1.5s\n  excludeCIDRs: [10.0.0.3/8, "fd00::1/64"]\n`,
       want: {
         ipvs: {
-          scheduler: 'lc', syncPeriodMs: 90_000, minSyncPeriodMs: 500, strictARP: true, tcpTimeoutSec: 900, tcpFinTimeoutSec: 120,
-          udpTimeoutSec: 1, excludeCIDRs: ['10.0.0.0/8', 'fd00::/64'],
+          scheduler: 'lc',
+          syncPeriodMs: 90_000,
+          minSyncPeriodMs: 500,
+          strictARP: true,
+          tcpTimeoutSec: 900,
+          tcpFinTimeoutSec: 120,
+          udpTimeoutSec: 1,
+          excludeCIDRs: ['10.0.0.0/8', 'fd00::/64'],
         },
       },
     },
-    { name: 'kube-ipvs extension ipvs.excludeClusterCIDRs', yaml: 'ipvs:\n  excludeClusterCIDRs: ["10.99.1.0/24", "fd99::/64"]\n', want: { ipvs: { excludeClusterCIDRs: ['10.99.1.0/24', 'fd99::/64'] } } },
-    { name: 'dual-stack clusterCIDR canonicalised', yaml: 'clusterCIDR: "10.244.1.1/16,FD00:10:244::1/56"\n', want: { clusterCIDR: ['10.244.0.0/16', 'fd00:10:244::/56'] } },
-    { name: 'IPv6 bindAddress moves the default servers to IPv6', yaml: 'bindAddress: "::"\n', want: { bindAddress: '::', healthzBindAddress: '[::]:10256', metricsBindAddress: '[::1]:10249' } },
-    { name: 'bind addresses without port get the default port', yaml: 'healthzBindAddress: 10.0.0.1\nmetricsBindAddress: 0.0.0.0:9999\n', want: { healthzBindAddress: '10.0.0.1:10256', metricsBindAddress: '0.0.0.0:9999' } },
-    { name: 'masqueradeAll and masqueradeBit 0', yaml: 'iptables:\n  masqueradeAll: true\n  masqueradeBit: 0\n', want: { iptables: { masqueradeAll: true, masqueradeBit: 0 } } },
-    { name: 'nodePortAddresses primary', yaml: 'nodePortAddresses: [primary]\n', want: { nodePortAddresses: ['primary'] } },
-    { name: 'nodePortAddresses CIDRs', yaml: 'nodePortAddresses: [192.168.1.7/24]\n', want: { nodePortAddresses: ['192.168.1.0/24'] } },
+    {
+      name: 'kube-ipvs extension ipvs.excludeClusterCIDRs',
+      yaml: 'ipvs:\n  excludeClusterCIDRs: ["10.99.1.0/24", "fd99::/64"]\n',
+      want: { ipvs: { excludeClusterCIDRs: ['10.99.1.0/24', 'fd99::/64'] } },
+    },
+    {
+      name: 'dual-stack clusterCIDR canonicalised',
+      yaml: 'clusterCIDR: "10.244.1.1/16,FD00:10:244::1/56"\n',
+      want: { clusterCIDR: ['10.244.0.0/16', 'fd00:10:244::/56'] },
+    },
+    {
+      name: 'IPv6 bindAddress moves the default servers to IPv6',
+      yaml: 'bindAddress: "::"\n',
+      want: { bindAddress: '::', healthzBindAddress: '[::]:10256', metricsBindAddress: '[::1]:10249' },
+    },
+    {
+      name: 'bind addresses without port get the default port',
+      yaml: 'healthzBindAddress: 10.0.0.1\nmetricsBindAddress: 0.0.0.0:9999\n',
+      want: { healthzBindAddress: '10.0.0.1:10256', metricsBindAddress: '0.0.0.0:9999' },
+    },
+    {
+      name: 'masqueradeAll and masqueradeBit 0',
+      yaml: 'iptables:\n  masqueradeAll: true\n  masqueradeBit: 0\n',
+      want: { iptables: { masqueradeAll: true, masqueradeBit: 0 } },
+    },
+    {
+      name: 'nodePortAddresses primary',
+      yaml: 'nodePortAddresses: [primary]\n',
+      want: { nodePortAddresses: ['primary'] },
+    },
+    {
+      name: 'nodePortAddresses CIDRs',
+      yaml: 'nodePortAddresses: [192.168.1.7/24]\n',
+      want: { nodePortAddresses: ['192.168.1.0/24'] },
+    },
     {
       name: 'detectLocal bridge',
       yaml: 'detectLocalMode: BridgeInterface\ndetectLocal:\n  bridgeInterface: cbr0\n',
       want: { detectLocalMode: 'BridgeInterface', detectLocal: { bridgeInterface: 'cbr0', interfaceNamePrefix: '' } },
     },
-    { name: 'featureGates', yaml: 'featureGates:\n  TopologyAwareHints: true\n  Foo: false\n', want: { featureGates: { TopologyAwareHints: true, Foo: false } } },
-    { name: 'client connection', yaml: 'clientConnection:\n  qps: 50.5\n  burst: 100\n  contentType: application/json\n', want: { clientConnection: { kubeconfig: '', qps: 50.5, burst: 100, contentType: 'application/json' } } },
-    { name: 'configSyncPeriod, hostnameOverride', yaml: 'configSyncPeriod: 1h\nhostnameOverride: node-1\n', want: { configSyncPeriodMs: 3_600_000, hostnameOverride: 'node-1' } },
+    {
+      name: 'featureGates',
+      yaml: 'featureGates:\n  TopologyAwareHints: true\n  Foo: false\n',
+      want: { featureGates: { TopologyAwareHints: true, Foo: false } },
+    },
+    {
+      name: 'client connection',
+      yaml: 'clientConnection:\n  qps: 50.5\n  burst: 100\n  contentType: application/json\n',
+      want: { clientConnection: { kubeconfig: '', qps: 50.5, burst: 100, contentType: 'application/json' } },
+    },
+    {
+      name: 'configSyncPeriod, hostnameOverride',
+      yaml: 'configSyncPeriod: 1h\nhostnameOverride: node-1\n',
+      want: { configSyncPeriodMs: 3_600_000, hostnameOverride: 'node-1' },
+    },
     { name: 'mode iptables: warned, run as ipvs', yaml: 'mode: iptables\n', want: { mode: 'ipvs' }, warn: ['mode'] },
-    { name: 'nested unknown fields name their full path', yaml: 'ipvs:\n  schedular: rr\nconntrack:\n  maxPerCor: 1\nfoo: 1\n', want: {}, warn: ['ipvs.schedular', 'conntrack.maxPerCor', 'foo'] },
+    {
+      name: 'nested unknown fields name their full path',
+      yaml: 'ipvs:\n  schedular: rr\nconntrack:\n  maxPerCor: 1\nfoo: 1\n',
+      want: {},
+      warn: ['ipvs.schedular', 'conntrack.maxPerCor', 'foo'],
+    },
     {
       name: 'YAML 1.1 booleans, as kube-proxy reads them',
       yaml: 'ipvs:\n  strictARP: yes\niptables:\n  masqueradeAll: on\nfeatureGates:\n  A: off\n  B: Y\n',
@@ -190,35 +248,165 @@ describe('decodeProxyConfig: good configurations', () => {
 
 describe('decodeProxyConfig: bad configurations name the field and the value', () => {
   it.each<{ name: string; text: string; field: string; value: string }>([
-    { name: 'wrong apiVersion', text: 'apiVersion: kubeproxy.config.k8s.io/v1beta1\nkind: KubeProxyConfiguration\n', field: 'apiVersion', value: 'v1beta1' },
+    {
+      name: 'wrong apiVersion',
+      text: 'apiVersion: kubeproxy.config.k8s.io/v1beta1\nkind: KubeProxyConfiguration\n',
+      field: 'apiVersion',
+      value: 'v1beta1',
+    },
     { name: 'missing apiVersion', text: 'kind: KubeProxyConfiguration\n', field: 'apiVersion', value: 'null' },
-    { name: 'wrong kind', text: 'apiVersion: kubeproxy.config.k8s.io/v1alpha1\nkind: KubeletConfiguration\n', field: 'kind', value: 'KubeletConfiguration' },
-    { name: 'bad clusterCIDR', text: HEADER + 'clusterCIDR: 10.244.0.0/33\n', field: 'clusterCIDR', value: '10.244.0.0/33' },
-    { name: 'two IPv4 clusterCIDRs', text: HEADER + 'clusterCIDR: 10.0.0.0/8,10.1.0.0/16\n', field: 'clusterCIDR', value: '10.0.0.0/8,10.1.0.0/16' },
-    { name: 'bad excludeCIDRs entry', text: HEADER + 'ipvs:\n  excludeCIDRs: [10.0.0.0/8, nope]\n', field: 'ipvs.excludeCIDRs[1]', value: 'nope' },
-    { name: 'bad excludeClusterCIDRs entry', text: HEADER + 'ipvs:\n  excludeClusterCIDRs: [10.0.0.0]\n', field: 'ipvs.excludeClusterCIDRs[0]', value: '10.0.0.0' },
-    { name: 'negative duration', text: HEADER + 'ipvs:\n  syncPeriod: -30s\n', field: 'ipvs.syncPeriod', value: '-30s' },
-    { name: 'duration without unit', text: HEADER + 'configSyncPeriod: "15"\n', field: 'configSyncPeriod', value: '15' },
-    { name: 'duration as a number', text: HEADER + 'ipvs:\n  tcpTimeout: 900\n', field: 'ipvs.tcpTimeout', value: '900' },
-    { name: 'bad duration in a field kube-ipvs does not use', text: HEADER + 'conntrack:\n  udpTimeout: soon\n', field: 'conntrack.udpTimeout', value: 'soon' },
-    { name: 'unknown scheduler', text: HEADER + 'ipvs:\n  scheduler: fastest\n', field: 'ipvs.scheduler', value: 'fastest' },
-    { name: 'masqueradeBit 32', text: HEADER + 'iptables:\n  masqueradeBit: 32\n', field: 'iptables.masqueradeBit', value: '32' },
-    { name: 'masqueradeBit not an integer', text: HEADER + 'iptables:\n  masqueradeBit: 1.5\n', field: 'iptables.masqueradeBit', value: '1.5' },
-    { name: 'bad healthzBindAddress', text: HEADER + 'healthzBindAddress: "localhost:10256"\n', field: 'healthzBindAddress', value: 'localhost:10256' },
-    { name: 'bad metricsBindAddress port', text: HEADER + 'metricsBindAddress: "0.0.0.0:99999"\n', field: 'metricsBindAddress', value: '0.0.0.0:99999' },
-    { name: 'bad bindAddress', text: HEADER + 'bindAddress: "0.0.0.0:80"\n', field: 'bindAddress', value: '0.0.0.0:80' },
-    { name: 'unknown detectLocalMode', text: HEADER + 'detectLocalMode: PodCIDR\n', field: 'detectLocalMode', value: 'PodCIDR' },
-    { name: 'BridgeInterface without a bridge', text: HEADER + 'detectLocalMode: BridgeInterface\n', field: 'detectLocal.bridgeInterface', value: 'BridgeInterface' },
-    { name: 'InterfaceNamePrefix without a prefix', text: HEADER + 'detectLocalMode: InterfaceNamePrefix\n', field: 'detectLocal.interfaceNamePrefix', value: 'InterfaceNamePrefix' },
-    { name: 'nodePortAddresses not CIDRs', text: HEADER + 'nodePortAddresses: [eth0]\n', field: 'nodePortAddresses[0]', value: 'eth0' },
-    { name: 'strictARP not a boolean', text: HEADER + 'ipvs:\n  strictARP: "maybe"\n', field: 'ipvs.strictARP', value: 'maybe' },
+    {
+      name: 'wrong kind',
+      text: 'apiVersion: kubeproxy.config.k8s.io/v1alpha1\nkind: KubeletConfiguration\n',
+      field: 'kind',
+      value: 'KubeletConfiguration',
+    },
+    {
+      name: 'bad clusterCIDR',
+      text: HEADER + 'clusterCIDR: 10.244.0.0/33\n',
+      field: 'clusterCIDR',
+      value: '10.244.0.0/33',
+    },
+    {
+      name: 'two IPv4 clusterCIDRs',
+      text: HEADER + 'clusterCIDR: 10.0.0.0/8,10.1.0.0/16\n',
+      field: 'clusterCIDR',
+      value: '10.0.0.0/8,10.1.0.0/16',
+    },
+    {
+      name: 'bad excludeCIDRs entry',
+      text: HEADER + 'ipvs:\n  excludeCIDRs: [10.0.0.0/8, nope]\n',
+      field: 'ipvs.excludeCIDRs[1]',
+      value: 'nope',
+    },
+    {
+      name: 'bad excludeClusterCIDRs entry',
+      text: HEADER + 'ipvs:\n  excludeClusterCIDRs: [10.0.0.0]\n',
+      field: 'ipvs.excludeClusterCIDRs[0]',
+      value: '10.0.0.0',
+    },
+    {
+      name: 'negative duration',
+      text: HEADER + 'ipvs:\n  syncPeriod: -30s\n',
+      field: 'ipvs.syncPeriod',
+      value: '-30s',
+    },
+    {
+      name: 'duration without unit',
+      text: HEADER + 'configSyncPeriod: "15"\n',
+      field: 'configSyncPeriod',
+      value: '15',
+    },
+    {
+      name: 'duration as a number',
+      text: HEADER + 'ipvs:\n  tcpTimeout: 900\n',
+      field: 'ipvs.tcpTimeout',
+      value: '900',
+    },
+    {
+      name: 'bad duration in a field kube-ipvs does not use',
+      text: HEADER + 'conntrack:\n  udpTimeout: soon\n',
+      field: 'conntrack.udpTimeout',
+      value: 'soon',
+    },
+    {
+      name: 'unknown scheduler',
+      text: HEADER + 'ipvs:\n  scheduler: fastest\n',
+      field: 'ipvs.scheduler',
+      value: 'fastest',
+    },
+    {
+      name: 'masqueradeBit 32',
+      text: HEADER + 'iptables:\n  masqueradeBit: 32\n',
+      field: 'iptables.masqueradeBit',
+      value: '32',
+    },
+    {
+      name: 'masqueradeBit not an integer',
+      text: HEADER + 'iptables:\n  masqueradeBit: 1.5\n',
+      field: 'iptables.masqueradeBit',
+      value: '1.5',
+    },
+    {
+      name: 'bad healthzBindAddress',
+      text: HEADER + 'healthzBindAddress: "localhost:10256"\n',
+      field: 'healthzBindAddress',
+      value: 'localhost:10256',
+    },
+    {
+      name: 'bad metricsBindAddress port',
+      text: HEADER + 'metricsBindAddress: "0.0.0.0:99999"\n',
+      field: 'metricsBindAddress',
+      value: '0.0.0.0:99999',
+    },
+    {
+      name: 'bad bindAddress',
+      text: HEADER + 'bindAddress: "0.0.0.0:80"\n',
+      field: 'bindAddress',
+      value: '0.0.0.0:80',
+    },
+    {
+      name: 'unknown detectLocalMode',
+      text: HEADER + 'detectLocalMode: PodCIDR\n',
+      field: 'detectLocalMode',
+      value: 'PodCIDR',
+    },
+    {
+      name: 'BridgeInterface without a bridge',
+      text: HEADER + 'detectLocalMode: BridgeInterface\n',
+      field: 'detectLocal.bridgeInterface',
+      value: 'BridgeInterface',
+    },
+    {
+      name: 'InterfaceNamePrefix without a prefix',
+      text: HEADER + 'detectLocalMode: InterfaceNamePrefix\n',
+      field: 'detectLocal.interfaceNamePrefix',
+      value: 'InterfaceNamePrefix',
+    },
+    {
+      name: 'nodePortAddresses not CIDRs',
+      text: HEADER + 'nodePortAddresses: [eth0]\n',
+      field: 'nodePortAddresses[0]',
+      value: 'eth0',
+    },
+    {
+      name: 'strictARP not a boolean',
+      text: HEADER + 'ipvs:\n  strictARP: "maybe"\n',
+      field: 'ipvs.strictARP',
+      value: 'maybe',
+    },
     { name: 'strictARP a number', text: HEADER + 'ipvs:\n  strictARP: 1\n', field: 'ipvs.strictARP', value: '1' },
     { name: 'ipvs not a mapping', text: HEADER + 'ipvs: rr\n', field: 'ipvs', value: 'a mapping' },
-    { name: 'excludeCIDRs a string', text: HEADER + 'ipvs:\n  excludeCIDRs: 10.0.0.0/8\n', field: 'ipvs.excludeCIDRs', value: '10.0.0.0/8' },
-    { name: 'featureGates value not a bool', text: HEADER + 'featureGates:\n  Foo: "enabled"\n', field: 'featureGates.Foo', value: 'enabled' },
-    { name: 'negative burst', text: HEADER + 'clientConnection:\n  burst: -1\n', field: 'clientConnection.burst', value: '-1' },
-    { name: 'minSyncPeriod above syncPeriod', text: HEADER + 'ipvs:\n  minSyncPeriod: 1m\n', field: 'ipvs.syncPeriod', value: '1m0s' },
-    { name: 'hostnameOverride a number', text: HEADER + 'hostnameOverride: 12\n', field: 'hostnameOverride', value: '12' },
+    {
+      name: 'excludeCIDRs a string',
+      text: HEADER + 'ipvs:\n  excludeCIDRs: 10.0.0.0/8\n',
+      field: 'ipvs.excludeCIDRs',
+      value: '10.0.0.0/8',
+    },
+    {
+      name: 'featureGates value not a bool',
+      text: HEADER + 'featureGates:\n  Foo: "enabled"\n',
+      field: 'featureGates.Foo',
+      value: 'enabled',
+    },
+    {
+      name: 'negative burst',
+      text: HEADER + 'clientConnection:\n  burst: -1\n',
+      field: 'clientConnection.burst',
+      value: '-1',
+    },
+    {
+      name: 'minSyncPeriod above syncPeriod',
+      text: HEADER + 'ipvs:\n  minSyncPeriod: 1m\n',
+      field: 'ipvs.syncPeriod',
+      value: '1m0s',
+    },
+    {
+      name: 'hostnameOverride a number',
+      text: HEADER + 'hostnameOverride: 12\n',
+      field: 'hostnameOverride',
+      value: '12',
+    },
   ])('$name', ({ text, field, value }) => {
     const e = configError(text);
     expect(e.code).toBe('KIPVS_CONFIG');
@@ -229,7 +417,11 @@ describe('decodeProxyConfig: bad configurations name the field and the value', (
 
   it.each([
     ['not YAML', 'a: 1\nipvs: [\n', /^not valid YAML or JSON: .* at line 3, column 1$/],
-    ['duplicate key', HEADER + 'mode: ipvs\nmode: ipvs\n', /^not valid YAML or JSON: duplicated mapping key at line 4, column 1$/],
+    [
+      'duplicate key',
+      HEADER + 'mode: ipvs\nmode: ipvs\n',
+      /^not valid YAML or JSON: duplicated mapping key at line 4, column 1$/,
+    ],
     ['a list', '- a\n', /expected a KubeProxyConfiguration object, got a list/],
     ['empty', '', /expected a KubeProxyConfiguration object, got null/],
     ['comments only', '# nothing\n', /got null/],
@@ -262,14 +454,23 @@ describe('decodeProxyConfig as strict as kube-proxy, every error at once, the mo
         'mode: ipvs\nclusterCIDR: not-a-cidr\noomScoreAdj: 5000\nipvs:\n  scheduler: nope\n  strictARP: "yes"\nconntrack:\n  min: "x"\nconfigSyncPeriod: 15\n',
     );
     expect(e.message).toMatch(/^\/etc\/kp\.yaml: 6 errors: /);
-    for (const field of ['clusterCIDR', 'oomScoreAdj', 'ipvs.scheduler', 'ipvs.strictARP', 'conntrack.min', 'configSyncPeriod']) {
+    for (const field of [
+      'clusterCIDR',
+      'oomScoreAdj',
+      'ipvs.scheduler',
+      'ipvs.strictARP',
+      'conntrack.min',
+      'configSyncPeriod',
+    ]) {
       expect(e.message).toContain(`${field}: `);
     }
     expect(e.message).not.toContain('\n');
   });
 
   it('one error stays one error, as before', () => {
-    expect(thrown(HEADER + 'mode: ipvs\noomScoreAdj: 5000\n').message).toBe('/etc/kp.yaml: oomScoreAdj: 5000: must be within the range [-1000, 1000]');
+    expect(thrown(HEADER + 'mode: ipvs\noomScoreAdj: 5000\n').message).toBe(
+      '/etc/kp.yaml: oomScoreAdj: 5000: must be within the range [-1000, 1000]',
+    );
   });
 
   it.each([
@@ -277,9 +478,12 @@ describe('decodeProxyConfig as strict as kube-proxy, every error at once, the mo
     ["iptables:\n  masqueradeAll: 'on'\n", 'iptables.masqueradeAll'],
     ['featureGates:\n  A: "true"\n', 'featureGates.A'],
     ['hostnameOverride: yes\n', 'hostnameOverride'],
-  ])('a quoted YAML 1.1 boolean for a bool, or a bare one for a string, is refused as kube-proxy refuses it: %j', (yaml, field) => {
-    expect(thrown(HEADER + 'mode: ipvs\n' + yaml).field).toBe(field);
-  });
+  ])(
+    'a quoted YAML 1.1 boolean for a bool, or a bare one for a string, is refused as kube-proxy refuses it: %j',
+    (yaml, field) => {
+      expect(thrown(HEADER + 'mode: ipvs\n' + yaml).field).toBe(field);
+    },
+  );
 
   it('a mode left empty (kubeadm) warns once: kube-proxy would run iptables, kube-ipvs runs IPVS', () => {
     const { warnings } = decodeProxyConfig(HEADER);
@@ -287,7 +491,9 @@ describe('decodeProxyConfig as strict as kube-proxy, every error at once, the mo
     expect(warnings[0]!.field).toBe('mode');
     expect(warnings[0]!.message).toMatch(/kube-proxy would run iptables/);
     expect(warnings[0]!.message).toMatch(/kube-ipvs runs IPVS instead/);
-    expect(decodeProxyConfig(HEADER + 'mode: nftables\n').warnings[0]!.message).toMatch(/kube-proxy would run nftables/);
+    expect(decodeProxyConfig(HEADER + 'mode: nftables\n').warnings[0]!.message).toMatch(
+      /kube-proxy would run nftables/,
+    );
     expect(decodeProxyConfig(HEADER + 'mode: ipvs\n').warnings).toEqual([]);
   });
 });

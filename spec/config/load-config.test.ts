@@ -25,10 +25,12 @@ featureGates:
   B: true
 `;
 
-const files = (content: Record<string, string>) => async (path: string): Promise<string> => {
-  if (!(path in content)) throw Object.assign(new Error(`ENOENT: ${path}`), { code: 'ENOENT' });
-  return content[path]!;
-};
+const files =
+  (content: Record<string, string>) =>
+  async (path: string): Promise<string> => {
+    if (!(path in content)) throw Object.assign(new Error(`ENOENT: ${path}`), { code: 'ENOENT' });
+    return content[path]!;
+  };
 
 const load = (argv: string[], text = CONFIG) => loadProxyConfig(parseProxyFlags(argv), files({ [FILE]: text }));
 
@@ -44,7 +46,14 @@ async function configError(argv: string[], text = CONFIG): Promise<ConfigError> 
 
 describe('parseProxyFlags', () => {
   it('--flag=value and --flag value, booleans bare or =true/false, -v / --v', () => {
-    const f = parseProxyFlags(['--config', FILE, '--ipvs-scheduler=lc', '--masquerade-all', '--ipvs-strict-arp=false', '--v=4']);
+    const f = parseProxyFlags([
+      '--config',
+      FILE,
+      '--ipvs-scheduler=lc',
+      '--masquerade-all',
+      '--ipvs-strict-arp=false',
+      '--v=4',
+    ]);
     expect(f.configFile).toBe(FILE);
     expect(f.verbosity).toBe(4);
     expect(f.cleanup).toBe(false);
@@ -59,7 +68,14 @@ describe('parseProxyFlags', () => {
   });
 
   it('lists are comma-separated and repeated flags append; --feature-gates is a map', () => {
-    const f = parseProxyFlags(['--ipvs-exclude-cidrs=10.0.0.0/8,10.1.0.0/16', '--ipvs-exclude-cidrs', 'fd00::/8', '--feature-gates=A=true,B=false', '--feature-gates', 'C=true']);
+    const f = parseProxyFlags([
+      '--ipvs-exclude-cidrs=10.0.0.0/8,10.1.0.0/16',
+      '--ipvs-exclude-cidrs',
+      'fd00::/8',
+      '--feature-gates=A=true,B=false',
+      '--feature-gates',
+      'C=true',
+    ]);
     expect(f.given.get('--ipvs-exclude-cidrs')).toEqual(['10.0.0.0/8', '10.1.0.0/16', 'fd00::/8']);
     expect(f.given.get('--feature-gates')).toEqual({ A: true, B: false, C: true });
   });
@@ -109,7 +125,8 @@ describe('loadProxyConfig: flags over file', () => {
     '--kubeconfig=/etc/kubeconfig',
     '--master=https://10.0.0.1:6443',
     '--cluster-cidr=10.100.1.1/16,fd00:100::/56',
-    '--ipvs-scheduler', 'sh',
+    '--ipvs-scheduler',
+    'sh',
     '--ipvs-sync-period=2m',
     '--ipvs-min-sync-period=1s',
     '--ipvs-exclude-cidrs=10.50.0.0/16',
@@ -153,7 +170,9 @@ describe('loadProxyConfig: flags over file', () => {
   ];
 
   it('the override tests below cover every config flag (--proxy-mode: warning test)', () => {
-    const covered = new Set([...EVERY_FLAG, ...NEWER_FLAGS].filter((a) => a.startsWith('--')).map((a) => a.split('=')[0]!));
+    const covered = new Set(
+      [...EVERY_FLAG, ...NEWER_FLAGS].filter((a) => a.startsWith('--')).map((a) => a.split('=')[0]!),
+    );
     expect(CONFIG_FLAG_NAMES.filter((f) => !covered.has(f))).toEqual(['--proxy-mode']);
   });
 
@@ -217,9 +236,13 @@ describe('loadProxyConfig: flags over file', () => {
 
   it('the mode is warned about once: the flag given wins over the file (issue 25 item 10)', async () => {
     const both = await load(['--config', FILE, '--proxy-mode=nftables'], CONFIG + 'mode: iptables\n');
-    expect(both.warnings.filter((w) => /mode/.test(w.field))).toEqual([{ field: '--proxy-mode', message: expect.stringMatching(/kube-proxy would run nftables/) }]);
+    expect(both.warnings.filter((w) => /mode/.test(w.field))).toEqual([
+      { field: '--proxy-mode', message: expect.stringMatching(/kube-proxy would run nftables/) },
+    ]);
     const fileOnly = await load(['--config', FILE], CONFIG);
-    expect(fileOnly.warnings.filter((w) => /mode/.test(w.field))).toEqual([{ field: 'mode', message: expect.stringMatching(/kube-proxy would run iptables/) }]);
+    expect(fileOnly.warnings.filter((w) => /mode/.test(w.field))).toEqual([
+      { field: 'mode', message: expect.stringMatching(/kube-proxy would run iptables/) },
+    ]);
   });
 
   it('--proxy-mode other than ipvs and ignored kube-proxy flags are warnings', async () => {
@@ -269,9 +292,16 @@ describe('--write-config-to output (formatProxyConfig)', () => {
     [
       'file and flags',
       [
-        `--config=${FILE}`, '--cluster-cidr=10.100.0.0/16,fd00:100::/56', '--ipvs-tcp-timeout=15m', '--ipvs-min-sync-period=500ms',
-        '--exclude-cluster-cidr=10.99.0.0/16', '--nodeport-addresses=10.0.0.0/8,fd00::/8', '--bind-address=::', '--detect-local-mode=NodeCIDR',
-        '--kube-api-qps=7.5', '--iptables-masquerade-bit=0',
+        `--config=${FILE}`,
+        '--cluster-cidr=10.100.0.0/16,fd00:100::/56',
+        '--ipvs-tcp-timeout=15m',
+        '--ipvs-min-sync-period=500ms',
+        '--exclude-cluster-cidr=10.99.0.0/16',
+        '--nodeport-addresses=10.0.0.0/8,fd00::/8',
+        '--bind-address=::',
+        '--detect-local-mode=NodeCIDR',
+        '--kube-api-qps=7.5',
+        '--iptables-masquerade-bit=0',
       ],
     ],
   ])('decoding what is written gives the same config (%s)', async (_name, argv) => {
@@ -290,6 +320,8 @@ describe('--write-config-to output (formatProxyConfig)', () => {
     expect(text).toMatch(/^ {2}syncPeriod: 1m0s$/m);
     expect(text).toMatch(/^configSyncPeriod: 15m0s$/m);
     expect(text).not.toContain('excludeClusterCIDRs');
-    expect(formatProxyConfig((await load(['--exclude-cluster-cidr=10.1.0.0/16'])).config)).toMatch(/^ {2}excludeClusterCIDRs:\n {4}- 10.1.0.0\/16$/m);
+    expect(formatProxyConfig((await load(['--exclude-cluster-cidr=10.1.0.0/16'])).config)).toMatch(
+      /^ {2}excludeClusterCIDRs:\n {4}- 10.1.0.0\/16$/m,
+    );
   });
 });

@@ -89,7 +89,20 @@ describe("kube-proxy's flags", () => {
   it('every flag kube-ipvs knows is in the list above (so the list is the whole surface)', () => {
     const known = [...CONFIG_FLAG_NAMES, ...IGNORED_FLAG_NAMES];
     // kube-ipvs's own extension, and klog's flags removed in 1.26 (accepted, ignored)
-    const extra = ['--exclude-cluster-cidr', '--log-file-max-size', '--add-dir-header', '--alsologtostderr', '--logtostderr', '--one-output', '--skip-headers', '--skip-log-headers', '--log-backtrace-at', '--log-dir', '--log-file', '--stderrthreshold'];
+    const extra = [
+      '--exclude-cluster-cidr',
+      '--log-file-max-size',
+      '--add-dir-header',
+      '--alsologtostderr',
+      '--logtostderr',
+      '--one-output',
+      '--skip-headers',
+      '--skip-log-headers',
+      '--log-backtrace-at',
+      '--log-dir',
+      '--log-file',
+      '--stderrthreshold',
+    ];
     expect(known.filter((f) => !(f in KUBE_PROXY_FLAGS) && !extra.includes(f))).toEqual([]);
   });
 

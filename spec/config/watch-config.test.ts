@@ -22,32 +22,44 @@ function configMapVersion(version: string, content: string): void {
 }
 
 describe('watchConfigFile', () => {
-  it('sees a ConfigMap update (the ..data symlink swapped, the file path unchanged)', async () => {
-    configMapVersion('v1', 'one');
-    symlinkSync('..data/config.conf', join(dir, 'config.conf'));
-    let calls = 0;
-    let w: { close(): void } | undefined;
-    await new Promise<void>((resolve) => {
-      w = watchConfigFile(join(dir, 'config.conf'), () => {
-        calls++;
-        resolve();
-      }, { debounceMs: 20 });
-      configMapVersion('v2', 'two');
-    });
-    w!.close();
-    expect(calls).toBe(1);
-  }, WAIT_MS);
+  it(
+    'sees a ConfigMap update (the ..data symlink swapped, the file path unchanged)',
+    async () => {
+      configMapVersion('v1', 'one');
+      symlinkSync('..data/config.conf', join(dir, 'config.conf'));
+      let calls = 0;
+      let w: { close(): void } | undefined;
+      await new Promise<void>((resolve) => {
+        w = watchConfigFile(
+          join(dir, 'config.conf'),
+          () => {
+            calls++;
+            resolve();
+          },
+          { debounceMs: 20 },
+        );
+        configMapVersion('v2', 'two');
+      });
+      w!.close();
+      expect(calls).toBe(1);
+    },
+    WAIT_MS,
+  );
 
-  it('sees a plain file rewritten in place', async () => {
-    const path = join(dir, 'config.conf');
-    writeFileSync(path, 'one');
-    let w: { close(): void } | undefined;
-    await new Promise<void>((resolve) => {
-      w = watchConfigFile(path, resolve, { debounceMs: 20 });
-      // an unrelated file first: its event leads to a comparison that finds no change
-      writeFileSync(join(dir, 'other'), 'x');
-      writeFileSync(path, 'two');
-    });
-    w!.close();
-  }, WAIT_MS);
+  it(
+    'sees a plain file rewritten in place',
+    async () => {
+      const path = join(dir, 'config.conf');
+      writeFileSync(path, 'one');
+      let w: { close(): void } | undefined;
+      await new Promise<void>((resolve) => {
+        w = watchConfigFile(path, resolve, { debounceMs: 20 });
+        // an unrelated file first: its event leads to a comparison that finds no change
+        writeFileSync(join(dir, 'other'), 'x');
+        writeFileSync(path, 'two');
+      });
+      w!.close();
+    },
+    WAIT_MS,
+  );
 });

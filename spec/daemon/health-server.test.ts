@@ -18,15 +18,33 @@ describe('health server', () => {
     const src = { lastSyncAt: 999_000, lastQueuedAt: 0, initialSyncDone: true };
     let eligible = true;
     const seen: string[] = [];
-    const server = createHealthServer({ source: src, timeoutMs: 60_000, clock, nodeEligible: () => eligible, onRequest: (p, c) => seen.push(`${p} ${c}`) });
+    const server = createHealthServer({
+      source: src,
+      timeoutMs: 60_000,
+      clock,
+      nodeEligible: () => eligible,
+      onRequest: (p, c) => seen.push(`${p} ${c}`),
+    });
     const { port } = await listen(server, '127.0.0.1:0');
     try {
       const get = async (p: string) => {
         const r = await fetch(`http://127.0.0.1:${port}${p}`);
-        return { code: r.status, body: (await r.json()) as Record<string, unknown>, type: r.headers.get('content-type') };
+        return {
+          code: r.status,
+          body: (await r.json()) as Record<string, unknown>,
+          type: r.headers.get('content-type'),
+        };
       };
       const h = await get('/healthz');
-      expect(h).toEqual({ code: 200, type: 'application/json', body: { lastUpdated: new Date(1_000_000).toISOString(), currentTime: new Date(1_000_000).toISOString(), nodeEligible: true } });
+      expect(h).toEqual({
+        code: 200,
+        type: 'application/json',
+        body: {
+          lastUpdated: new Date(1_000_000).toISOString(),
+          currentTime: new Date(1_000_000).toISOString(),
+          nodeEligible: true,
+        },
+      });
       eligible = false;
       expect((await get('/healthz')).code).toBe(503);
       expect((await get('/livez')).code).toBe(200);
@@ -49,7 +67,10 @@ describe('health server', () => {
         const r = await fetch(`http://127.0.0.1:${port}${p}`);
         return { code: r.status, body: (await r.json()) as Record<string, unknown> };
       };
-      expect(await get('/healthz')).toEqual({ code: 503, body: expect.objectContaining({ initialSync: 'pending', nodeEligible: true }) });
+      expect(await get('/healthz')).toEqual({
+        code: 503,
+        body: expect.objectContaining({ initialSync: 'pending', nodeEligible: true }),
+      });
       expect((await get('/livez')).code).toBe(200);
       src.initialSyncDone = true;
       src.lastSyncAt = 1_000_000;
@@ -72,7 +93,13 @@ describe('health server', () => {
     const clock = new FakeClock(1_000_000);
     const src = { lastSyncAt: 999_000, lastQueuedAt: 0, initialSyncDone: true };
     let notWatching: { resource: string; sinceMs: number }[] = [];
-    const server = createHealthServer({ source: src, timeoutMs: 60_000, clock, nodeEligible: () => true, notWatching: () => notWatching } as Parameters<typeof createHealthServer>[0]);
+    const server = createHealthServer({
+      source: src,
+      timeoutMs: 60_000,
+      clock,
+      nodeEligible: () => true,
+      notWatching: () => notWatching,
+    } as Parameters<typeof createHealthServer>[0]);
     const { port } = await listen(server, '127.0.0.1:0');
     try {
       const get = async (p: string) => {
@@ -82,11 +109,23 @@ describe('health server', () => {
       // a watch being re-established is normal
       notWatching = [{ resource: 'services', sinceMs: 1_000_000 }];
       await clock.advance(60_000);
-      expect(await get('/healthz')).toEqual({ code: 200, body: { lastUpdated: new Date(1_060_000).toISOString(), currentTime: new Date(1_060_000).toISOString(), nodeEligible: true } });
+      expect(await get('/healthz')).toEqual({
+        code: 200,
+        body: {
+          lastUpdated: new Date(1_060_000).toISOString(),
+          currentTime: new Date(1_060_000).toISOString(),
+          nodeEligible: true,
+        },
+      });
       await clock.advance(1);
       expect(await get('/healthz')).toEqual({
         code: 503,
-        body: { lastUpdated: new Date(1_060_001).toISOString(), currentTime: new Date(1_060_001).toISOString(), nodeEligible: true, notWatching: { services: new Date(1_000_000).toISOString() } },
+        body: {
+          lastUpdated: new Date(1_060_001).toISOString(),
+          currentTime: new Date(1_060_001).toISOString(),
+          nodeEligible: true,
+          notWatching: { services: new Date(1_000_000).toISOString() },
+        },
       });
       expect((await get('/livez')).code).toBe(200);
       notWatching = [];

@@ -28,14 +28,15 @@ async function families(m: ProxyMetrics): Promise<Map<string, { type: string; la
   const out = new Map<string, { type: string; labels: string[] }>();
   for (const f of await m.registry.getMetricsAsJSON()) {
     const labels = new Set<string>();
-    for (const v of f.values as { labels: Record<string, unknown> }[]) for (const k of Object.keys(v.labels)) if (k !== 'le') labels.add(k);
+    for (const v of f.values as { labels: Record<string, unknown> }[])
+      for (const k of Object.keys(v.labels)) if (k !== 'le') labels.add(k);
     out.set(f.name, { type: String(f.type), labels: [...labels].sort() });
   }
   return out;
 }
 
 describe('ProxyMetrics: kube-proxy IPVS mode series', () => {
-  it('registers each of them with kube-proxy\'s type and labels', async () => {
+  it("registers each of them with kube-proxy's type and labels", async () => {
     const m = new ProxyMetrics();
     m.healthzTotal.inc({ code: '200' });
     m.livezTotal.inc({ code: '200' });
@@ -58,7 +59,8 @@ describe('ProxyMetrics: kube-proxy IPVS mode series', () => {
     // (k8s.io/kubernetes v1.37.2 pkg/proxy/metrics/metrics.go, NetworkProgrammingLatency)
     const kubeProxy = [
       0,
-      0.25, 0.5,
+      0.25,
+      0.5,
       ...Array.from({ length: 59 }, (_, i) => 1 + i),
       ...Array.from({ length: 12 }, (_, i) => 60 + 5 * i),
       ...Array.from({ length: 7 }, (_, i) => 120 + 30 * i),
@@ -74,8 +76,15 @@ describe('ProxyMetrics: kube-proxy IPVS mode series', () => {
       {
         value: 1,
         labels: {
-          major: '1', minor: '2', git_version: 'v1.2.3', git_commit: '', git_tree_state: '', build_date: '',
-          go_version: '', compiler: 'tsc', platform: 'linux/arm64',
+          major: '1',
+          minor: '2',
+          git_version: 'v1.2.3',
+          git_commit: '',
+          git_tree_state: '',
+          build_date: '',
+          go_version: '',
+          compiler: 'tsc',
+          platform: 'linux/arm64',
         },
       },
     ]);
@@ -84,12 +93,21 @@ describe('ProxyMetrics: kube-proxy IPVS mode series', () => {
   it('execs by program and result; a failed iptables-restore of any backend counts as a restore failure', async () => {
     const m = new ProxyMetrics();
     for (const o of [
-      { program: 'ipset', result: 'ok' }, { program: 'iptables-restore', result: 'ok' },
-      { program: 'iptables-legacy-restore', result: 'error' }, { program: 'ip6tables-nft-restore', result: 'error' },
+      { program: 'ipset', result: 'ok' },
+      { program: 'iptables-restore', result: 'ok' },
+      { program: 'iptables-legacy-restore', result: 'error' },
+      { program: 'ip6tables-nft-restore', result: 'error' },
       { program: 'iptables-save', result: 'error' },
-    ] as const) m.recordExec(o);
+    ] as const)
+      m.recordExec(o);
     const execs = (await m.execs.get()).values.map((v) => `${v.labels.program} ${v.labels.result} ${v.value}`).sort();
-    expect(execs).toEqual(['ip6tables-nft-restore error 1', 'ipset ok 1', 'iptables-legacy-restore error 1', 'iptables-restore ok 1', 'iptables-save error 1']);
+    expect(execs).toEqual([
+      'ip6tables-nft-restore error 1',
+      'ipset ok 1',
+      'iptables-legacy-restore error 1',
+      'iptables-restore ok 1',
+      'iptables-save error 1',
+    ]);
     expect((await m.restoreFailures.get()).values[0]!.value).toBe(2);
   });
 
@@ -97,13 +115,27 @@ describe('ProxyMetrics: kube-proxy IPVS mode series', () => {
     const m = new ProxyMetrics();
     const gauges = async () => {
       const text = await m.registry.metrics();
-      return ['kube_ipvs_virtual_servers', 'kube_ipvs_real_servers', 'kube_ipvs_draining_real_servers'].map((n) => Number(new RegExp(`^${n} (\\d+)$`, 'm').exec(text)![1]));
+      return ['kube_ipvs_virtual_servers', 'kube_ipvs_real_servers', 'kube_ipvs_draining_real_servers'].map((n) =>
+        Number(new RegExp(`^${n} (\\d+)$`, 'm').exec(text)![1]),
+      );
     };
     expect(await gauges()).toEqual([0, 0, 0]);
     let asked = 0;
     let counts = { virtualServers: 3, realServers: 30, draining: 2 };
     m.tableCounts = () => (asked++, counts);
-    const base = { full: false, replanned: 1, ipvsWrites: 1, ipvsReads: 0, ipvsFailures: 0, linkOps: 0, execs: 0, conntrackOps: 0, conntrackDeleted: 0, durationMs: 5, phasesMs: {} };
+    const base = {
+      full: false,
+      replanned: 1,
+      ipvsWrites: 1,
+      ipvsReads: 0,
+      ipvsFailures: 0,
+      linkOps: 0,
+      execs: 0,
+      conntrackOps: 0,
+      conntrackDeleted: 0,
+      durationMs: 5,
+      phasesMs: {},
+    };
     m.recordSync(base, false, 1000);
     m.recordSync(base, false, 2000);
     expect(asked).toBe(0);
@@ -116,11 +148,25 @@ describe('ProxyMetrics: kube-proxy IPVS mode series', () => {
 
   it('a sync with a conntrack cleanup observes its duration and adds its deletes; one without adds nothing', async () => {
     const m = new ProxyMetrics();
-    const base = { full: false, replanned: 1, ipvsWrites: 1, ipvsReads: 0, ipvsFailures: 0, linkOps: 0, execs: 0, conntrackOps: 0, conntrackDeleted: 0, durationMs: 5, phasesMs: {} };
+    const base = {
+      full: false,
+      replanned: 1,
+      ipvsWrites: 1,
+      ipvsReads: 0,
+      ipvsFailures: 0,
+      linkOps: 0,
+      execs: 0,
+      conntrackOps: 0,
+      conntrackDeleted: 0,
+      durationMs: 5,
+      phasesMs: {},
+    };
     m.recordSync(base, false, 1000);
     m.recordSync({ ...base, conntrackOps: 3, conntrackDeleted: 2, conntrackDurationMs: 4 }, false, 2000);
     expect((await m.conntrackDeleted.get()).values[0]!.value).toBe(2);
-    const count = (await m.conntrackSyncDuration.get()).values.find((v) => v.metricName === 'kubeproxy_conntrack_reconciler_sync_duration_seconds_count');
+    const count = (await m.conntrackSyncDuration.get()).values.find(
+      (v) => v.metricName === 'kubeproxy_conntrack_reconciler_sync_duration_seconds_count',
+    );
     expect(count!.value).toBe(1);
   });
 
@@ -140,16 +186,36 @@ describe('ProxyMetrics: kube-proxy IPVS mode series', () => {
     expect(text).toContain('rest_client_request_duration_seconds_bucket{le="0.025",verb="GET",host="10.96.0.1:443"} 2');
     expect(text).toContain('rest_client_request_duration_seconds_count{verb="POST",host="10.96.0.1:443"} 1');
     expect(REST_CLIENT_DURATION_BUCKETS).toEqual([0.005, 0.025, 0.1, 0.25, 0.5, 1, 2, 4, 8, 15, 30, 60]);
-    const bounds = ((await m.restClientDuration.get()).values as { labels: { le?: number | string } }[]).map((v) => v.labels.le).filter((le) => typeof le === 'number');
+    const bounds = ((await m.restClientDuration.get()).values as { labels: { le?: number | string } }[])
+      .map((v) => v.labels.le)
+      .filter((le) => typeof le === 'number');
     expect([...new Set(bounds)]).toEqual(REST_CLIENT_DURATION_BUCKETS);
   });
 
   it('kube_ipvs_refused_frontends{reason}: every refused frontend of a Service now, each reason exported, 0 when none (issue 25 item 2)', async () => {
     const m = new ProxyMetrics();
     let refused = [
-      { service: 'aaa/np', field: 'spec.ports[].nodePort', value: '192.0.2.1', reason: 'ForeignVirtualServer', message: 'm' },
-      { service: 'aaa/t', field: 'spec.externalIPs', value: '203.0.113.200', reason: 'VIPInExcludedCIDR', message: 'm' },
-      { service: 'aaa/u', field: 'spec.externalIPs', value: '203.0.113.201', reason: 'VIPInExcludedCIDR', message: 'm' },
+      {
+        service: 'aaa/np',
+        field: 'spec.ports[].nodePort',
+        value: '192.0.2.1',
+        reason: 'ForeignVirtualServer',
+        message: 'm',
+      },
+      {
+        service: 'aaa/t',
+        field: 'spec.externalIPs',
+        value: '203.0.113.200',
+        reason: 'VIPInExcludedCIDR',
+        message: 'm',
+      },
+      {
+        service: 'aaa/u',
+        field: 'spec.externalIPs',
+        value: '203.0.113.201',
+        reason: 'VIPInExcludedCIDR',
+        message: 'm',
+      },
     ];
     m.refusedFrontends = () => refused;
     expect((await families(m)).get('kube_ipvs_refused_frontends')).toEqual({ type: 'gauge', labels: ['reason'] });
@@ -162,4 +228,3 @@ describe('ProxyMetrics: kube-proxy IPVS mode series', () => {
     expect(text).toContain('kube_ipvs_refused_frontends{reason="ForeignVirtualServer"} 0');
   });
 });
-

@@ -24,7 +24,8 @@ function targets(sysctlValues: Record<string, string> = {}) {
 
 function recorder() {
   const lines: { level: string; msg: string; meta?: Record<string, unknown> }[] = [];
-  const push = (level: string) => (msg: string, meta?: Record<string, unknown>) => lines.push({ level, msg, ...(meta ? { meta } : {}) });
+  const push = (level: string) => (msg: string, meta?: Record<string, unknown>) =>
+    lines.push({ level, msg, ...(meta ? { meta } : {}) });
   return { lines, log: { info: push('info'), warn: push('warn'), error: push('error') } };
 }
 
@@ -65,7 +66,9 @@ describe('applyNodeSettings', () => {
     const errors = lines.filter((l) => l.level === 'error');
     expect(errors.map((l) => l.msg)).toEqual([
       expect.stringMatching(/^oomScoreAdj -999 not applied: .*self\/oom_score_adj.*ENOENT/),
-      expect.stringMatching(/^conntrack setting not applied, proxying with the kernel's: .*hashsize.*ENOENT.*maxPerCore: 0/),
+      expect.stringMatching(
+        /^conntrack setting not applied, proxying with the kernel's: .*hashsize.*ENOENT.*maxPerCore: 0/,
+      ),
     ]);
     expect(errors[1]!.meta).toEqual({ sysctl: CONNTRACK_HASHSIZE, errno: 'ENOENT' });
     expect(t.sysctl.writes.map((w) => w.key)).toEqual([K.MAX, K.TCP_TIMEOUT_ESTABLISHED, K.TCP_TIMEOUT_CLOSE_WAIT]);

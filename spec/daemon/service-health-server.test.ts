@@ -36,7 +36,8 @@ async function get(port: number, host = '127.0.0.1', path = '/'): Promise<Reply>
   try {
     const r = await fetch(`http://${host}:${port}${path}`, { headers: { connection: 'close' } });
     const headers: Record<string, string | null> = {};
-    for (const h of ['content-type', 'x-content-type-options', 'x-load-balancing-endpoint-weight']) headers[h] = r.headers.get(h);
+    for (const h of ['content-type', 'x-content-type-options', 'x-load-balancing-endpoint-weight'])
+      headers[h] = r.headers.get(h);
     return { status: r.status, headers, body: await r.text() };
   } catch (e) {
     return { error: String((e as { cause?: { code?: string } }).cause?.code ?? e) };
@@ -53,7 +54,9 @@ function setup(addresses: readonly string[] = ['127.0.0.1']) {
     log,
     addresses,
     proxyHealthy: () => healthy,
-    events: { warn: (ref, reason, message) => events.push(`${ref.kind} ${ref.namespace}/${ref.name} ${reason}: ${message}`) },
+    events: {
+      warn: (ref, reason, message) => events.push(`${ref.kind} ${ref.namespace}/${ref.name} ${reason}: ${message}`),
+    },
   });
   return { server, rec, events, setHealthy: (h: boolean) => void (healthy = h) };
 }
@@ -80,7 +83,11 @@ describe('ServiceHealthServer', () => {
     await t.server.settled();
     expect(await get(port)).toEqual({
       status: 200,
-      headers: { 'content-type': 'application/json', 'x-content-type-options': 'nosniff', 'x-load-balancing-endpoint-weight': '2' },
+      headers: {
+        'content-type': 'application/json',
+        'x-content-type-options': 'nosniff',
+        'x-load-balancing-endpoint-weight': '2',
+      },
       body: '{\n\t"service": {\n\t\t"namespace": "default",\n\t\t"name": "web"\n\t},\n\t"localEndpoints": 2,\n\t"serviceProxyHealthy": true\n}',
     });
     expect(await get(port, '127.0.0.1', '/healthz?x=1')).toMatchObject({ status: 200 });
@@ -88,7 +95,11 @@ describe('ServiceHealthServer', () => {
     t.setHealthy(false);
     expect(await get(port)).toEqual({
       status: 503,
-      headers: { 'content-type': 'application/json', 'x-content-type-options': 'nosniff', 'x-load-balancing-endpoint-weight': '2' },
+      headers: {
+        'content-type': 'application/json',
+        'x-content-type-options': 'nosniff',
+        'x-load-balancing-endpoint-weight': '2',
+      },
       body: healthCheckBody('default', 'web', 2, false),
     });
 
@@ -96,7 +107,11 @@ describe('ServiceHealthServer', () => {
     t.server.syncEndpoints(new Map()); // no local endpoint left
     expect(await get(port)).toEqual({
       status: 503,
-      headers: { 'content-type': 'application/json', 'x-content-type-options': 'nosniff', 'x-load-balancing-endpoint-weight': '0' },
+      headers: {
+        'content-type': 'application/json',
+        'x-content-type-options': 'nosniff',
+        'x-load-balancing-endpoint-weight': '0',
+      },
       body: healthCheckBody('default', 'web', 0, true),
     });
   });
@@ -104,8 +119,19 @@ describe('ServiceHealthServer', () => {
   it('opens and closes servers as Services come, go and change port', async () => {
     t = setup();
     const [p1, p2, p3] = [await freePort(), await freePort(), await freePort()];
-    t.server.syncServices(new Map([['default/a', p1], ['ns2/b', p2]]));
-    t.server.syncEndpoints(new Map([['default/a', 1], ['ns2/b', 3], ['default/unknown', 5]]));
+    t.server.syncServices(
+      new Map([
+        ['default/a', p1],
+        ['ns2/b', p2],
+      ]),
+    );
+    t.server.syncEndpoints(
+      new Map([
+        ['default/a', 1],
+        ['ns2/b', 3],
+        ['default/unknown', 5],
+      ]),
+    );
     await t.server.settled();
     expect(await get(p1)).toMatchObject({ status: 200, body: healthCheckBody('default', 'a', 1, true) });
     expect(await get(p2)).toMatchObject({ status: 200, body: healthCheckBody('ns2', 'b', 3, true) });
@@ -132,8 +158,14 @@ describe('ServiceHealthServer', () => {
     const [busy, free] = [await freePort(), await freePort()];
     const squatter = net.createServer((c) => c.end('squatter\n'));
     await new Promise<void>((r) => squatter.listen(busy, '127.0.0.1', r));
-    const services = new Map([['default/a', busy], ['default/b', free]]);
-    const endpoints = new Map([['default/a', 1], ['default/b', 1]]);
+    const services = new Map([
+      ['default/a', busy],
+      ['default/b', free],
+    ]);
+    const endpoints = new Map([
+      ['default/a', 1],
+      ['default/b', 1],
+    ]);
     try {
       t.server.syncServices(services);
       t.server.syncEndpoints(endpoints);
@@ -144,12 +176,20 @@ describe('ServiceHealthServer', () => {
       expect(errors()).toEqual([
         {
           level: 'error',
-          message: expect.stringMatching(new RegExp(`^node node-a failed to start healthcheck "default/a" on port ${busy}: .*EADDRINUSE`)),
+          message: expect.stringMatching(
+            new RegExp(`^node node-a failed to start healthcheck "default/a" on port ${busy}: .*EADDRINUSE`),
+          ),
           service: 'default/a',
           port: busy,
         },
       ]);
-      expect(t.events).toEqual([expect.stringMatching(new RegExp(`^Service default/a FailedToStartServiceHealthcheck: node node-a failed to start healthcheck "default/a" on port ${busy}`))]);
+      expect(t.events).toEqual([
+        expect.stringMatching(
+          new RegExp(
+            `^Service default/a FailedToStartServiceHealthcheck: node node-a failed to start healthcheck "default/a" on port ${busy}`,
+          ),
+        ),
+      ]);
 
       // the next sync tries again: same failure, not reported again
       t.server.syncServices(services);
@@ -180,7 +220,10 @@ describe('ServiceHealthServer', () => {
     t.server.setNodePortAddresses(['127.0.0.2', '127.0.0.3']);
     await t.server.settled();
     expect(await get(port, '127.0.0.1')).toEqual({ error: 'ECONNREFUSED' });
-    expect(await get(port, '127.0.0.2')).toMatchObject({ status: 200, body: healthCheckBody('default', 'web', 1, true) });
+    expect(await get(port, '127.0.0.2')).toMatchObject({
+      status: 200,
+      body: healthCheckBody('default', 'web', 1, true),
+    });
     expect(await get(port, '127.0.0.3')).toMatchObject({ status: 200 });
 
     // every address: one wildcard listener

@@ -21,7 +21,11 @@ const web = makeService('default', 'web', (s) => {
 });
 const webSlice = makeEndpointSlice('default', 'web', 'web-1', (sl) => {
   sl.ports = [{ name: 'http', port: 8080, protocol: 'TCP' }];
-  sl.endpoints = ['10.244.1.2', '10.244.2.2'].map((ip) => ({ addresses: [ip], conditions: { ready: true }, nodeName: 'node-b' }));
+  sl.endpoints = ['10.244.1.2', '10.244.2.2'].map((ip) => ({
+    addresses: [ip],
+    conditions: { ready: true },
+    nodeName: 'node-b',
+  }));
 });
 
 async function serve(opts: { start?: boolean; host?: string; diffMinIntervalMs?: number } = {}) {
@@ -30,13 +34,20 @@ async function serve(opts: { start?: boolean; host?: string; diffMinIntervalMs?:
   if (opts.start ?? true) await t.start();
   const registry = new Registry();
   // the views' diff interval on the proxier's fake clock (none unless a test asks for one)
-  const views = createViewsHandler(t.proxier, () => defaultProxyConfig(), { clock: t.clock, diffMinIntervalMs: opts.diffMinIntervalMs ?? 0 });
+  const views = createViewsHandler(t.proxier, () => defaultProxyConfig(), {
+    clock: t.clock,
+    diffMinIntervalMs: opts.diffMinIntervalMs ?? 0,
+  });
   const server = createMetricsServer(registry, () => ({}), views);
   await new Promise<void>((r) => server.listen(0, opts.host ?? '127.0.0.1', r));
   const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
   const out: string[] = [];
   const err: string[] = [];
-  const env = { ...realViewsEnv(), stdout: { write: (s: string) => out.push(s) }, stderr: { write: (s: string) => err.push(s) } };
+  const env = {
+    ...realViewsEnv(),
+    stdout: { write: (s: string) => out.push(s) },
+    stderr: { write: (s: string) => err.push(s) },
+  };
   const cli = async (...argv: string[]) => {
     out.length = 0;
     err.length = 0;
@@ -71,15 +82,26 @@ describe('/kube-ipvs/ views on the metrics server', () => {
   it('services: the proxier rows as the contract', async () => {
     const s = await started();
     const list = await s.fetch<ServiceListResponse>(VIEW_PATHS.services);
-    expect(list).toEqual({ source: 'daemon', frontends: JSON.parse(JSON.stringify(s.proxier.serviceList())), refused: [] });
-    expect(list.frontends.map((f) => [f.frontend, f.type, f.service, f.backends.length])).toEqual([['10.96.0.10:80/TCP', 'ClusterIP', 'default/web:http', 2]]);
+    expect(list).toEqual({
+      source: 'daemon',
+      frontends: JSON.parse(JSON.stringify(s.proxier.serviceList())),
+      refused: [],
+    });
+    expect(list.frontends.map((f) => [f.frontend, f.type, f.service, f.backends.length])).toEqual([
+      ['10.96.0.10:80/TCP', 'ClusterIP', 'default/web:http', 2],
+    ]);
   });
 
   it('status: the proxier part and the effective configuration', async () => {
     const s = await started();
     const st = await s.fetch<StatusResponse>(VIEW_PATHS.status);
     expect(st).toMatchObject({ mode: 'ipvs', node: { name: 'node-a' }, counts: { virtualServers: 1, realServers: 2 } });
-    expect(st.config).toMatchObject({ syncPeriod: '30s', metricsBindAddress: '127.0.0.1:10249', healthzBindAddress: '0.0.0.0:10256', masqueradeBit: 14 });
+    expect(st.config).toMatchObject({
+      syncPeriod: '30s',
+      metricsBindAddress: '127.0.0.1:10249',
+      healthzBindAddress: '0.0.0.0:10256',
+      masqueradeBit: 14,
+    });
   });
 
   it('diff: the ops a full sync would run, as JSON; `kube-ipvs diff` prints them as ipvsadm lines and exits 1', async () => {
@@ -143,18 +165,44 @@ describe('/kube-ipvs/ views on the metrics server', () => {
     const s = await started();
     const handler = createViewsHandler(s.proxier, () => defaultProxyConfig(), { clock: s.clock });
     const listAll = jest.spyOn(s.ipvs, 'listAll');
-    const answer = (peer: string | undefined, serverAddress: unknown = { address: '0.0.0.0', family: 'IPv4', port: 10249 }) => {
-      const res = { code: 0, body: '', writeHead(code: number) { this.code = code; return this; }, end(b: string) { this.body = b; return this; } };
-      const req = { socket: { remoteAddress: peer, server: { address: () => serverAddress } } } as unknown as http.IncomingMessage;
+    const answer = (
+      peer: string | undefined,
+      serverAddress: unknown = { address: '0.0.0.0', family: 'IPv4', port: 10249 },
+    ) => {
+      const res = {
+        code: 0,
+        body: '',
+        writeHead(code: number) {
+          this.code = code;
+          return this;
+        },
+        end(b: string) {
+          this.body = b;
+          return this;
+        },
+      };
+      const req = {
+        socket: { remoteAddress: peer, server: { address: () => serverAddress } },
+      } as unknown as http.IncomingMessage;
       expect(handler(VIEW_PATHS.diff, res as unknown as http.ServerResponse, req)).toBe(true);
       return res;
     };
     for (const peer of ['192.0.2.9', '10.96.0.1', '::ffff:192.0.2.9', 'fd00::1', '128.0.0.1', undefined]) {
       const res = answer(peer);
-      expect({ peer, code: res.code, body: JSON.parse(res.body) }).toEqual({ peer, code: 403, body: { error: 'the /kube-ipvs/ views answer local clients only (loopback or a unix socket)' } });
+      expect({ peer, code: res.code, body: JSON.parse(res.body) }).toEqual({
+        peer,
+        code: 403,
+        body: { error: 'the /kube-ipvs/ views answer local clients only (loopback or a unix socket)' },
+      });
     }
     expect(listAll).not.toHaveBeenCalled();
-    expect(handler('/metrics', {} as http.ServerResponse, { socket: { remoteAddress: '192.0.2.9' } } as unknown as http.IncomingMessage)).toBe(false);
+    expect(
+      handler(
+        '/metrics',
+        {} as http.ServerResponse,
+        { socket: { remoteAddress: '192.0.2.9' } } as unknown as http.IncomingMessage,
+      ),
+    ).toBe(false);
     for (const peer of ['127.0.0.1', '127.1.2.3', '::1', '::ffff:127.0.0.1']) {
       expect(isLocalRequest({ socket: { remoteAddress: peer } } as unknown as http.IncomingMessage)).toBe(true);
     }
@@ -164,7 +212,11 @@ describe('/kube-ipvs/ views on the metrics server', () => {
     const t = await proxierOverFakes();
     t.add(web, webSlice);
     await t.start();
-    const server = createMetricsServer(new Registry(), () => ({}), createViewsHandler(t.proxier, () => defaultProxyConfig(), { clock: t.clock }));
+    const server = createMetricsServer(
+      new Registry(),
+      () => ({}),
+      createViewsHandler(t.proxier, () => defaultProxyConfig(), { clock: t.clock }),
+    );
     servers.push(server);
     const sock = path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'kipvs-views-')), 'metrics.sock');
     await new Promise<void>((r) => server.listen(sock, r));
@@ -189,8 +241,12 @@ describe('/kube-ipvs/ views on the metrics server', () => {
 
   it('an unknown view is 404 naming the known ones; the metrics server keeps its own paths', async () => {
     const s = await started();
-    await expect(s.fetch('/kube-ipvs/nope')).rejects.toThrow(/HTTP 404: no view \/kube-ipvs\/nope \(try \/kube-ipvs\/services, \/kube-ipvs\/status, \/kube-ipvs\/diff\)/);
-    const proxyMode = await new Promise<string>((resolve) => http.get(`${s.url}/proxyMode`, (res) => res.on('data', (d: Buffer) => resolve(d.toString()))));
+    await expect(s.fetch('/kube-ipvs/nope')).rejects.toThrow(
+      /HTTP 404: no view \/kube-ipvs\/nope \(try \/kube-ipvs\/services, \/kube-ipvs\/status, \/kube-ipvs\/diff\)/,
+    );
+    const proxyMode = await new Promise<string>((resolve) =>
+      http.get(`${s.url}/proxyMode`, (res) => res.on('data', (d: Buffer) => resolve(d.toString()))),
+    );
     expect(proxyMode).toBe('ipvs');
   });
 });

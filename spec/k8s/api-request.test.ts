@@ -20,7 +20,12 @@ import { FakeClock } from '../../testkit/fake-clock';
 import { makeTestPki, TestPki } from '../../testkit/test-pki';
 import { waitFor } from '../../testkit/wait-for';
 
-const svc = { apiVersion: 'v1', kind: 'Service', metadata: { namespace: 'demo', name: 'web' }, spec: { clusterIP: '10.96.0.10' } };
+const svc = {
+  apiVersion: 'v1',
+  kind: 'Service',
+  metadata: { namespace: 'demo', name: 'web' },
+  spec: { clusterIP: '10.96.0.10' },
+};
 
 class Log {
   readonly lines: { level: string; message: string }[] = [];
@@ -53,7 +58,10 @@ describe('API authentication and rest_client observations', () => {
   });
 
   async function secureServer(auth: FakeAuthOptions = { tokenFile: tokenPath }, tls = true): Promise<FakeApiServer> {
-    server = new FakeApiServer({ ...(tls ? { tls: { cert: pki.serverCert, key: pki.serverKey, clientCa: pki.ca } } : {}), auth });
+    server = new FakeApiServer({
+      ...(tls ? { tls: { cert: pki.serverCert, key: pki.serverKey, clientCa: pki.ca } } : {}),
+      auth,
+    });
     await server.listen();
     server.create(svc);
     return server;
@@ -62,40 +70,71 @@ describe('API authentication and rest_client observations', () => {
   /** A kubeconfig file in YAML, the way kubeadm writes one. */
   function kubeconfig(url: string, cluster: string[], user: string[]): string {
     const f = path.join(dir, `kubeconfig-${Math.random().toString(36).slice(2)}`);
-    writeFileSync(f, [
-      'apiVersion: v1', 'kind: Config', 'clusters:', '- cluster:', `    server: ${url}`, ...cluster.map((l) => `    ${l}`), '  name: default',
-      'contexts:', '- context:', '    cluster: default', '    user: default', '  name: default', 'current-context: default',
-      'users:', '- name: default', '  user:', ...(user.length ? user.map((l) => `    ${l}`) : ['    {}']), '',
-    ].join('\n'));
+    writeFileSync(
+      f,
+      [
+        'apiVersion: v1',
+        'kind: Config',
+        'clusters:',
+        '- cluster:',
+        `    server: ${url}`,
+        ...cluster.map((l) => `    ${l}`),
+        '  name: default',
+        'contexts:',
+        '- context:',
+        '    cluster: default',
+        '    user: default',
+        '  name: default',
+        'current-context: default',
+        'users:',
+        '- name: default',
+        '  user:',
+        ...(user.length ? user.map((l) => `    ${l}`) : ['    {}']),
+        '',
+      ].join('\n'),
+    );
     return f;
   }
 
   const list = (kc: ApiKubeConfig) => listRaw<V1Service>(kc, '/api/v1/services');
-  const auths = () => server!.requests.filter((r) => r.verb !== 'control').map((r) => `${r.authorization || '-'} ${r.authenticated ? 'ok' : '401'}`);
+  const auths = () =>
+    server!.requests
+      .filter((r) => r.verb !== 'control')
+      .map((r) => `${r.authorization || '-'} ${r.authenticated ? 'ok' : '401'}`);
 
   describe('each kubeconfig form sends its credentials', () => {
-    it.each([['tokenFile'], ['token-file']])('user.%s (client-go\'s and client-node\'s spelling)', async (field) => {
+    it.each([['tokenFile'], ['token-file']])("user.%s (client-go's and client-node's spelling)", async (field) => {
       const s = await secureServer();
-      const kc = loadKubeConfig({ kubeconfig: kubeconfig(s.url, [`certificate-authority: ${pki.caFile}`], [`${field}: ${tokenPath}`]) });
+      const kc = loadKubeConfig({
+        kubeconfig: kubeconfig(s.url, [`certificate-authority: ${pki.caFile}`], [`${field}: ${tokenPath}`]),
+      });
       expect((await list(kc)).items).toHaveLength(1);
       expect(auths()).toEqual(['Bearer sa-token-1 ok']);
     });
 
-    it('a relative tokenFile is relative to the kubeconfig\'s directory, as in client-go', async () => {
+    it("a relative tokenFile is relative to the kubeconfig's directory, as in client-go", async () => {
       const s = await secureServer();
-      const kc = loadKubeConfig({ kubeconfig: kubeconfig(s.url, [`certificate-authority: ${pki.caFile}`], [`tokenFile: ${path.basename(tokenPath)}`]) });
+      const kc = loadKubeConfig({
+        kubeconfig: kubeconfig(
+          s.url,
+          [`certificate-authority: ${pki.caFile}`],
+          [`tokenFile: ${path.basename(tokenPath)}`],
+        ),
+      });
       await list(kc);
       expect(auths()).toEqual(['Bearer sa-token-1 ok']);
     });
 
     it('user.token', async () => {
       const s = await secureServer({ tokens: ['static-1'] });
-      const kc = loadKubeConfig({ kubeconfig: kubeconfig(s.url, [`certificate-authority-data: ${b64(pki.ca)}`], ['token: static-1']) });
+      const kc = loadKubeConfig({
+        kubeconfig: kubeconfig(s.url, [`certificate-authority-data: ${b64(pki.ca)}`], ['token: static-1']),
+      });
       await list(kc);
       expect(auths()).toEqual(['Bearer static-1 ok']);
     });
 
-    it('no credentials: 401 with kube-apiserver\'s Status body', async () => {
+    it("no credentials: 401 with kube-apiserver's Status body", async () => {
       const s = await secureServer();
       const kc = loadKubeConfig({ kubeconfig: kubeconfig(s.url, [`certificate-authority: ${pki.caFile}`], []) });
       const res = await apiRequest(kc, { method: 'GET', path: '/api/v1/services' });
@@ -115,8 +154,12 @@ describe('API authentication and rest_client observations', () => {
 
     it('certificate-authority (file or data) is what makes the server trusted; without it TLS fails', async () => {
       const s = await secureServer();
-      const withFile = loadKubeConfig({ kubeconfig: kubeconfig(s.url, [`certificate-authority: ${pki.caFile}`], [`tokenFile: ${tokenPath}`]) });
-      const withData = loadKubeConfig({ kubeconfig: kubeconfig(s.url, [`certificate-authority-data: ${b64(pki.ca)}`], [`tokenFile: ${tokenPath}`]) });
+      const withFile = loadKubeConfig({
+        kubeconfig: kubeconfig(s.url, [`certificate-authority: ${pki.caFile}`], [`tokenFile: ${tokenPath}`]),
+      });
+      const withData = loadKubeConfig({
+        kubeconfig: kubeconfig(s.url, [`certificate-authority-data: ${b64(pki.ca)}`], [`tokenFile: ${tokenPath}`]),
+      });
       const without = loadKubeConfig({ kubeconfig: kubeconfig(s.url, [], [`tokenFile: ${tokenPath}`]) });
       await list(withFile);
       await list(withData);
@@ -126,33 +169,59 @@ describe('API authentication and rest_client observations', () => {
 
     it('insecure-skip-tls-verify: no CA needed', async () => {
       const s = await secureServer();
-      const kc = loadKubeConfig({ kubeconfig: kubeconfig(s.url, ['insecure-skip-tls-verify: true'], [`tokenFile: ${tokenPath}`]) });
+      const kc = loadKubeConfig({
+        kubeconfig: kubeconfig(s.url, ['insecure-skip-tls-verify: true'], [`tokenFile: ${tokenPath}`]),
+      });
       await list(kc);
       expect(auths()).toEqual(['Bearer sa-token-1 ok']);
     });
 
-    it('an exec credential plugin (client-node\'s ExecAuth) still works', async () => {
+    it("an exec credential plugin (client-node's ExecAuth) still works", async () => {
       const s = await secureServer({ tokens: ['exec-token'] });
       const plugin = path.join(dir, 'plugin.js');
-      writeFileSync(plugin, `process.stdout.write(JSON.stringify({apiVersion:'client.authentication.k8s.io/v1',kind:'ExecCredential',status:{token:'exec-token'}}))`);
+      writeFileSync(
+        plugin,
+        `process.stdout.write(JSON.stringify({apiVersion:'client.authentication.k8s.io/v1',kind:'ExecCredential',status:{token:'exec-token'}}))`,
+      );
       const kc = loadKubeConfig({
-        kubeconfig: kubeconfig(s.url, [`certificate-authority: ${pki.caFile}`], [
-          'exec:', '  apiVersion: client.authentication.k8s.io/v1', `  command: ${process.execPath}`, '  args:', `  - ${plugin}`, '  interactiveMode: Never',
-        ]),
+        kubeconfig: kubeconfig(
+          s.url,
+          [`certificate-authority: ${pki.caFile}`],
+          [
+            'exec:',
+            '  apiVersion: client.authentication.k8s.io/v1',
+            `  command: ${process.execPath}`,
+            '  args:',
+            `  - ${plugin}`,
+            '  interactiveMode: Never',
+          ],
+        ),
       });
       await list(kc);
       expect(auths()).toEqual(['Bearer exec-token ok']);
     });
 
-    it('an exec plugin\'s cached credential refused with 401: the plugin runs again, once, as client-go refreshes it', async () => {
+    it("an exec plugin's cached credential refused with 401: the plugin runs again, once, as client-go refreshes it", async () => {
       // the plugin prints the token the file holds; the server accepts only the file's current one
       const s = await secureServer({ tokenFile: tokenPath });
       const plugin = path.join(dir, 'plugin-file.js');
-      writeFileSync(plugin, `process.stdout.write(JSON.stringify({apiVersion:'client.authentication.k8s.io/v1',kind:'ExecCredential',status:{token:require('fs').readFileSync(${JSON.stringify(tokenPath)},'utf8').trim()}}))`);
+      writeFileSync(
+        plugin,
+        `process.stdout.write(JSON.stringify({apiVersion:'client.authentication.k8s.io/v1',kind:'ExecCredential',status:{token:require('fs').readFileSync(${JSON.stringify(tokenPath)},'utf8').trim()}}))`,
+      );
       const kc = loadKubeConfig({
-        kubeconfig: kubeconfig(s.url, [`certificate-authority: ${pki.caFile}`], [
-          'exec:', '  apiVersion: client.authentication.k8s.io/v1', `  command: ${process.execPath}`, '  args:', `  - ${plugin}`, '  interactiveMode: Never',
-        ]),
+        kubeconfig: kubeconfig(
+          s.url,
+          [`certificate-authority: ${pki.caFile}`],
+          [
+            'exec:',
+            '  apiVersion: client.authentication.k8s.io/v1',
+            `  command: ${process.execPath}`,
+            '  args:',
+            `  - ${plugin}`,
+            '  interactiveMode: Never',
+          ],
+        ),
       });
       await list(kc);
       writeFileSync(tokenPath, 'sa-token-2');
@@ -160,27 +229,42 @@ describe('API authentication and rest_client observations', () => {
       expect(auths()).toEqual(['Bearer sa-token-1 ok', 'Bearer sa-token-1 401', 'Bearer sa-token-2 ok']);
     });
 
-    it('an exec plugin whose every credential is refused: one retry after the 401, never more (the caller\'s backoff does the rest)', async () => {
+    it("an exec plugin whose every credential is refused: one retry after the 401, never more (the caller's backoff does the rest)", async () => {
       await secureServer({ tokens: ['the-right-one'] });
       const plugin = path.join(dir, 'plugin-wrong.js');
-      writeFileSync(plugin, `process.stdout.write(JSON.stringify({apiVersion:'client.authentication.k8s.io/v1',kind:'ExecCredential',status:{token:'not-it'}}))`);
+      writeFileSync(
+        plugin,
+        `process.stdout.write(JSON.stringify({apiVersion:'client.authentication.k8s.io/v1',kind:'ExecCredential',status:{token:'not-it'}}))`,
+      );
       const kc = loadKubeConfig({
-        kubeconfig: kubeconfig(server!.url, [`certificate-authority: ${pki.caFile}`], [
-          'exec:', '  apiVersion: client.authentication.k8s.io/v1', `  command: ${process.execPath}`, '  args:', `  - ${plugin}`, '  interactiveMode: Never',
-        ]),
+        kubeconfig: kubeconfig(
+          server!.url,
+          [`certificate-authority: ${pki.caFile}`],
+          [
+            'exec:',
+            '  apiVersion: client.authentication.k8s.io/v1',
+            `  command: ${process.execPath}`,
+            '  args:',
+            `  - ${plugin}`,
+            '  interactiveMode: Never',
+          ],
+        ),
       });
       await expect(list(kc)).rejects.toMatchObject({ code: 401 });
       expect(auths()).toEqual(['Bearer not-it 401', 'Bearer not-it 401']);
     });
 
-    it('in-cluster config: the service account\'s CA and token, the token file rotated like any other', async () => {
+    it("in-cluster config: the service account's CA and token, the token file rotated like any other", async () => {
       const s = await secureServer({ tokenFile: tokenPath });
       const sa = path.join(dir, 'root', 'var/run/secrets/kubernetes.io/serviceaccount');
       mkdirSync(sa, { recursive: true });
       writeFileSync(path.join(sa, 'ca.crt'), pki.ca);
       writeFileSync(path.join(sa, 'token'), 'sa-token-1');
       const port = new URL(s.url).port;
-      const kc = loadKubeConfig({ env: { KUBERNETES_SERVICE_HOST: '127.0.0.1', KUBERNETES_SERVICE_PORT: port }, inClusterRoot: path.join(dir, 'root') });
+      const kc = loadKubeConfig({
+        env: { KUBERNETES_SERVICE_HOST: '127.0.0.1', KUBERNETES_SERVICE_PORT: port },
+        inClusterRoot: path.join(dir, 'root'),
+      });
       await list(kc);
       writeFileSync(tokenPath, 'sa-token-2');
       writeFileSync(path.join(sa, 'token'), 'sa-token-2');
@@ -194,7 +278,9 @@ describe('API authentication and rest_client observations', () => {
       const s = await secureServer();
       const caFile = path.join(dir, `ca-${Math.random().toString(36).slice(2)}.crt`);
       writeFileSync(caFile, pki.ca);
-      const kc = loadKubeConfig({ kubeconfig: kubeconfig(s.url, [`certificate-authority: ${caFile}`], [`tokenFile: ${tokenPath}`]) });
+      const kc = loadKubeConfig({
+        kubeconfig: kubeconfig(s.url, [`certificate-authority: ${caFile}`], [`tokenFile: ${tokenPath}`]),
+      });
       for (let i = 0; i < 5; i++) await list(kc);
       // undici may open a second connection while the first is being handed back to its pool
       const opened = s.connectionsAccepted;
@@ -210,7 +296,7 @@ describe('API authentication and rest_client observations', () => {
   });
 
   describe('a rotated token file', () => {
-    it('is re-read once the token is a minute old (client-go\'s period), not before', async () => {
+    it("is re-read once the token is a minute old (client-go's period), not before", async () => {
       const s = await secureServer({ tokens: ['sa-token-1', 'sa-token-2'] }, false);
       let now = 1_000_000;
       const kc = loadKubeConfig({ kubeconfig: kubeconfig(s.url, [], [`tokenFile: ${tokenPath}`]), clock: () => now });
@@ -226,7 +312,10 @@ describe('API authentication and rest_client observations', () => {
     it('a 401 re-reads it at once and sends the request once more with the new token', async () => {
       const s = await secureServer({ tokenFile: tokenPath });
       const log = new Log();
-      const kc = loadKubeConfig({ kubeconfig: kubeconfig(s.url, [`certificate-authority: ${pki.caFile}`], [`tokenFile: ${tokenPath}`]), log });
+      const kc = loadKubeConfig({
+        kubeconfig: kubeconfig(s.url, [`certificate-authority: ${pki.caFile}`], [`tokenFile: ${tokenPath}`]),
+        log,
+      });
       await list(kc);
       // the kubelet rotates the projected token; the server accepts only the new one from now on
       writeFileSync(tokenPath, 'sa-token-2');
@@ -235,7 +324,7 @@ describe('API authentication and rest_client observations', () => {
       expect(log.lines).toEqual([]);
     });
 
-    it('the retry after a 401 waits for a rate-limit token, as client-go\'s tryThrottle makes every try wait', async () => {
+    it("the retry after a 401 waits for a rate-limit token, as client-go's tryThrottle makes every try wait", async () => {
       const s = await secureServer({ tokenFile: tokenPath }, false);
       const clock = new FakeClock(0);
       const kc = loadKubeConfig({ kubeconfig: kubeconfig(s.url, [], [`tokenFile: ${tokenPath}`]) });
@@ -243,7 +332,10 @@ describe('API authentication and rest_client observations', () => {
       writeFileSync(tokenPath, 'sa-token-2');
       kc.tokenFile!.reread();
       writeFileSync(tokenPath, 'sa-token-3'); // the server now takes only this one: the first try gets a 401
-      const done = list(kc).then(() => 'ok', (e: Error) => e.message);
+      const done = list(kc).then(
+        () => 'ok',
+        (e: Error) => e.message,
+      );
       await waitFor('the first try refused', () => auths().length === 1);
       await new Promise((r) => setTimeout(r, 50));
       expect(auths()).toEqual(['Bearer sa-token-2 401']);
@@ -259,13 +351,23 @@ describe('API authentication and rest_client observations', () => {
       await list(kc);
       writeFileSync(tokenPath, 'sa-token-2');
       await Promise.all([list(kc), list(kc), list(kc)]);
-      expect(auths().sort()).toEqual(['Bearer sa-token-1 401', 'Bearer sa-token-1 401', 'Bearer sa-token-1 401', 'Bearer sa-token-1 ok', 'Bearer sa-token-2 ok', 'Bearer sa-token-2 ok', 'Bearer sa-token-2 ok']);
+      expect(auths().sort()).toEqual([
+        'Bearer sa-token-1 401',
+        'Bearer sa-token-1 401',
+        'Bearer sa-token-1 401',
+        'Bearer sa-token-1 ok',
+        'Bearer sa-token-2 ok',
+        'Bearer sa-token-2 ok',
+        'Bearer sa-token-2 ok',
+      ]);
       expect(log.lines).toEqual([]);
     });
 
-    it('a 401 with the token unchanged is not retried: the caller\'s backoff retries', async () => {
+    it("a 401 with the token unchanged is not retried: the caller's backoff retries", async () => {
       await secureServer({ tokens: ['the-right-one'] });
-      const kc = loadKubeConfig({ kubeconfig: kubeconfig(server!.url, [`certificate-authority: ${pki.caFile}`], [`tokenFile: ${tokenPath}`]) });
+      const kc = loadKubeConfig({
+        kubeconfig: kubeconfig(server!.url, [`certificate-authority: ${pki.caFile}`], [`tokenFile: ${tokenPath}`]),
+      });
       await expect(list(kc)).rejects.toMatchObject({ code: 401 });
       expect(auths()).toEqual(['Bearer sa-token-1 401']);
     });
@@ -284,7 +386,9 @@ describe('API authentication and rest_client observations', () => {
     });
 
     it('an unreadable token file without a static token refuses the kubeconfig at load, as client-go does', () => {
-      expect(() => loadKubeConfig({ kubeconfig: kubeconfig('https://127.0.0.1:1', [], [`tokenFile: ${path.join(dir, 'nope')}`]) })).toThrow(/nope/);
+      expect(() =>
+        loadKubeConfig({ kubeconfig: kubeconfig('https://127.0.0.1:1', [], [`tokenFile: ${path.join(dir, 'nope')}`]) }),
+      ).toThrow(/nope/);
     });
   });
 
@@ -295,8 +399,15 @@ describe('API authentication and rest_client observations', () => {
       const file = kubeconfig(s.url, [`certificate-authority: ${pki.caFile}`], [`tokenFile: ${tokenPath}`]);
       const kc = loadKubeConfig({ kubeconfig: file, log });
       const calls: string[] = [];
-      const handler = new Proxy({}, { get: (_t, name) => () => calls.push(String(name)) }) as ServiceHandler & EndpointSliceHandler & NodeHandler;
-      const informers = startInformers(kc, { nodeName: 'node-a', handlers: { service: handler, endpointSlice: handler, node: handler }, log, backoff: { initialMs: 5, maxMs: 20 } });
+      const handler = new Proxy({}, { get: (_t, name) => () => calls.push(String(name)) }) as ServiceHandler &
+        EndpointSliceHandler &
+        NodeHandler;
+      const informers = startInformers(kc, {
+        nodeName: 'node-a',
+        handlers: { service: handler, endpointSlice: handler, node: handler },
+        log,
+        backoff: { initialMs: 5, maxMs: 20 },
+      });
       try {
         await waitFor('several refused lists', () => s.requests.filter((r) => !r.authenticated).length >= 12);
       } finally {
@@ -329,10 +440,13 @@ describe('API authentication and rest_client observations', () => {
   });
 
   describe('rest_client observations', () => {
-    it('every list, watch and event request, with client-go\'s code, host and method; retries counted each', async () => {
+    it("every list, watch and event request, with client-go's code, host and method; retries counted each", async () => {
       const s = await secureServer({ tokenFile: tokenPath });
       const calls: ApiCall[] = [];
-      const kc = loadKubeConfig({ kubeconfig: kubeconfig(s.url, [`certificate-authority: ${pki.caFile}`], [`tokenFile: ${tokenPath}`]), observer: (c) => calls.push(c) });
+      const kc = loadKubeConfig({
+        kubeconfig: kubeconfig(s.url, [`certificate-authority: ${pki.caFile}`], [`tokenFile: ${tokenPath}`]),
+        observer: (c) => calls.push(c),
+      });
       const host = new URL(s.url).host;
       await list(kc);
       writeFileSync(tokenPath, 'sa-token-2');
@@ -342,18 +456,29 @@ describe('API authentication and rest_client observations', () => {
       await recorder.warn({ kind: 'Service', namespace: 'demo', name: 'web' }, 'R', 'm');
       const handler = new Proxy({}, { get: () => () => undefined }) as ServiceHandler;
       const informers = startInformers(kc, { nodeName: 'node-a', handlers: { service: handler }, log: new Log() });
-      await waitFor('the watch', () => calls.some((c) => c.method === 'GET' && s.requests.some((r) => r.verb === 'watch')));
+      await waitFor('the watch', () =>
+        calls.some((c) => c.method === 'GET' && s.requests.some((r) => r.verb === 'watch')),
+      );
       await waitFor('the watch observed', () => calls.length >= 7);
       await informers.stop();
       expect(calls.map((c) => `${c.method} ${c.host} ${c.code}`)).toEqual([
-        `GET ${host} 200`, `GET ${host} 401`, `GET ${host} 200`, `POST ${host} 201`, `PATCH ${host} 200`, `GET ${host} 200`, `GET ${host} 200`,
+        `GET ${host} 200`,
+        `GET ${host} 401`,
+        `GET ${host} 200`,
+        `POST ${host} 201`,
+        `PATCH ${host} 200`,
+        `GET ${host} 200`,
+        `GET ${host} 200`,
       ]);
       expect(calls.every((c) => c.seconds >= 0 && c.seconds < 60)).toBe(true);
     });
 
     it('no response: code "<error>"; the host label keeps the port as the kubeconfig writes it', async () => {
       const calls: ApiCall[] = [];
-      const kc = loadKubeConfig({ kubeconfig: kubeconfig('https://127.0.0.1:443', ['insecure-skip-tls-verify: true'], ['token: x']), observer: (c) => calls.push(c) });
+      const kc = loadKubeConfig({
+        kubeconfig: kubeconfig('https://127.0.0.1:443', ['insecure-skip-tls-verify: true'], ['token: x']),
+        observer: (c) => calls.push(c),
+      });
       await expect(list(kc)).rejects.toThrow();
       expect(calls).toEqual([{ method: 'GET', host: '127.0.0.1:443', code: '<error>', seconds: expect.any(Number) }]);
     });

@@ -43,7 +43,14 @@ describe("the daemon's client-node modules", () => {
   });
 
   it('exclude the package index and the generated API and models', () => {
-    const generated = loaded.filter((u) => u === 'index.js' || u === 'gen/index.js' || u.startsWith('gen/models/') || u.startsWith('gen/types/') || /^gen\/apis\/.+Api\.js$/.test(u));
+    const generated = loaded.filter(
+      (u) =>
+        u === 'index.js' ||
+        u === 'gen/index.js' ||
+        u.startsWith('gen/models/') ||
+        u.startsWith('gen/types/') ||
+        /^gen\/apis\/.+Api\.js$/.test(u),
+    );
     expect(generated).toEqual([]);
   });
 

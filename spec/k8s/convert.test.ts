@@ -35,7 +35,12 @@ function svc1(fn: (s: V1Service) => void = () => {}): V1Service {
 }
 
 const refusal = (field: string, value: string, reason: string): Refusal => ({
-  kind: 'Service', namespace: 'ns1', name: 'svc1', field, value, reason,
+  kind: 'Service',
+  namespace: 'ns1',
+  name: 'svc1',
+  field,
+  value,
+  reason,
 });
 
 const CLOSED = 'the load balancer admits no client until the ranges are fixed';
@@ -48,7 +53,11 @@ interface Row {
 }
 
 const rows: Row[] = [
-  { name: 'plain ClusterIP, protocol defaults to TCP', svc: svc1((s) => delete s.spec!.ports![0]!.protocol), ports: [BASE] },
+  {
+    name: 'plain ClusterIP, protocol defaults to TCP',
+    svc: svc1((s) => delete s.spec!.ports![0]!.protocol),
+    ports: [BASE],
+  },
   {
     name: 'clusterIP only (no clusterIPs), IPv6 spelled canonically',
     svc: svc1((s) => {
@@ -83,11 +92,15 @@ const rows: Row[] = [
     ],
   },
   {
-    name: "source range 0.0.0.0/0 stays /0; ipMode Proxy and hostname-only ingress skipped",
+    name: 'source range 0.0.0.0/0 stays /0; ipMode Proxy and hostname-only ingress skipped',
     svc: svc1((s) => {
       s.spec!.type = 'LoadBalancer';
       s.spec!.loadBalancerSourceRanges = ['0.0.0.0/0'];
-      s.status = { loadBalancer: { ingress: [{ ip: '203.0.113.20', ipMode: 'Proxy' }, { hostname: 'x.example' }, { ip: '203.0.113.21' }] } };
+      s.status = {
+        loadBalancer: {
+          ingress: [{ ip: '203.0.113.20', ipMode: 'Proxy' }, { hostname: 'x.example' }, { ip: '203.0.113.21' }],
+        },
+      };
     }),
     ports: [{ ...BASE, loadBalancerIPs: ['203.0.113.21'], loadBalancerSourceRanges: ['0.0.0.0/0'] }],
   },
@@ -128,8 +141,16 @@ const rows: Row[] = [
     svc: svc1((s) => (s.spec!.sessionAffinity = 'ClientIP')),
     ports: [{ ...BASE, stickyMaxAgeSeconds: 10800 }],
   },
-  { name: 'headless (None)', svc: svc1((s) => ((s.spec!.clusterIP = 'None'), (s.spec!.clusterIPs = ['None']))), ports: [] },
-  { name: 'headless (no cluster IP at all)', svc: svc1((s) => ((s.spec!.clusterIP = ''), delete s.spec!.clusterIPs)), ports: [] },
+  {
+    name: 'headless (None)',
+    svc: svc1((s) => ((s.spec!.clusterIP = 'None'), (s.spec!.clusterIPs = ['None']))),
+    ports: [],
+  },
+  {
+    name: 'headless (no cluster IP at all)',
+    svc: svc1((s) => ((s.spec!.clusterIP = ''), delete s.spec!.clusterIPs)),
+    ports: [],
+  },
   { name: 'ExternalName', svc: svc1((s) => (s.spec!.type = 'ExternalName')), ports: [] },
   {
     name: 'labelled service-proxy-name: another proxy serves it',
@@ -140,7 +161,9 @@ const rows: Row[] = [
     name: 'bad cluster IP of one family: that family only is unplanned',
     svc: svc1((s) => (s.spec!.clusterIPs = ['10.96.0.10', '2001:db8:96::zz'])),
     ports: [BASE],
-    refusals: [refusal('spec.clusterIPs[1]', '2001:db8:96::zz', 'not an IP address; no virtual server for this family')],
+    refusals: [
+      refusal('spec.clusterIPs[1]', '2001:db8:96::zz', 'not an IP address; no virtual server for this family'),
+    ],
   },
   {
     name: 'cluster IP with leading zeros or a zone is refused',
@@ -177,9 +200,21 @@ const rows: Row[] = [
     svc: svc1((s) => {
       s.spec!.externalIPs = ['203.0.113.10', 'example.com'];
       s.spec!.loadBalancerSourceRanges = ['198.51.100.0', '198.51.100.0/24'];
-      s.status = { loadBalancer: { ingress: [{ ip: '203.0.113.x' }, { ip: '203.0.113.20', ipMode: 'Tunnel' }, { ip: '203.0.113.21' }] } };
+      s.status = {
+        loadBalancer: {
+          ingress: [{ ip: '203.0.113.x' }, { ip: '203.0.113.20', ipMode: 'Tunnel' }, { ip: '203.0.113.21' }],
+        },
+      };
     }),
-    ports: [{ ...BASE, externalIPs: ['203.0.113.10'], loadBalancerIPs: ['203.0.113.21'], loadBalancerSourceRanges: [], loadBalancerSourceRangesUnreadable: true }],
+    ports: [
+      {
+        ...BASE,
+        externalIPs: ['203.0.113.10'],
+        loadBalancerIPs: ['203.0.113.21'],
+        loadBalancerSourceRanges: [],
+        loadBalancerSourceRangesUnreadable: true,
+      },
+    ],
     refusals: [
       refusal('spec.externalIPs[1]', 'example.com', 'not an IP address; ignored'),
       refusal('status.loadBalancer.ingress[0].ip', '203.0.113.x', 'not an IP address; ingress ignored'),
@@ -238,8 +273,25 @@ const rows: Row[] = [
     name: 'special addresses are never externalIPs or load-balancer IPs',
     svc: svc1((s) => {
       s.spec!.clusterIPs = ['10.96.0.10', '2001:db8:96::10'];
-      s.spec!.externalIPs = ['0.0.0.0', '255.255.255.255', '127.0.0.1', '169.254.169.254', '224.0.0.1', '239.255.255.250', '203.0.113.10', '::', '::1', 'fe80::1', 'febf::1', 'ff02::1', '::ffff:10.96.0.10', '2001:db8::10'];
-      s.status = { loadBalancer: { ingress: [{ ip: '0.0.0.0' }, { ip: '::ffff:203.0.113.21' }, { ip: '203.0.113.21' }] } };
+      s.spec!.externalIPs = [
+        '0.0.0.0',
+        '255.255.255.255',
+        '127.0.0.1',
+        '169.254.169.254',
+        '224.0.0.1',
+        '239.255.255.250',
+        '203.0.113.10',
+        '::',
+        '::1',
+        'fe80::1',
+        'febf::1',
+        'ff02::1',
+        '::ffff:10.96.0.10',
+        '2001:db8::10',
+      ];
+      s.status = {
+        loadBalancer: { ingress: [{ ip: '0.0.0.0' }, { ip: '::ffff:203.0.113.21' }, { ip: '203.0.113.21' }] },
+      };
     }),
     ports: [
       { ...BASE, externalIPs: ['203.0.113.10'], loadBalancerIPs: ['203.0.113.21'] },
@@ -248,18 +300,50 @@ const rows: Row[] = [
     refusals: [
       refusal('spec.externalIPs[0]', '0.0.0.0', 'the unspecified address is never a Service address; ignored'),
       refusal('spec.externalIPs[1]', '255.255.255.255', 'the broadcast address is never a Service address; ignored'),
-      refusal('spec.externalIPs[2]', '127.0.0.1', 'a loopback address (127.0.0.0/8) is never a Service address; ignored'),
-      refusal('spec.externalIPs[3]', '169.254.169.254', 'a link-local address (169.254.0.0/16) is never a Service address; ignored'),
-      refusal('spec.externalIPs[4]', '224.0.0.1', 'a multicast address (224.0.0.0/4) is never a Service address; ignored'),
-      refusal('spec.externalIPs[5]', '239.255.255.250', 'a multicast address (224.0.0.0/4) is never a Service address; ignored'),
+      refusal(
+        'spec.externalIPs[2]',
+        '127.0.0.1',
+        'a loopback address (127.0.0.0/8) is never a Service address; ignored',
+      ),
+      refusal(
+        'spec.externalIPs[3]',
+        '169.254.169.254',
+        'a link-local address (169.254.0.0/16) is never a Service address; ignored',
+      ),
+      refusal(
+        'spec.externalIPs[4]',
+        '224.0.0.1',
+        'a multicast address (224.0.0.0/4) is never a Service address; ignored',
+      ),
+      refusal(
+        'spec.externalIPs[5]',
+        '239.255.255.250',
+        'a multicast address (224.0.0.0/4) is never a Service address; ignored',
+      ),
       refusal('spec.externalIPs[7]', '::', 'the unspecified address is never a Service address; ignored'),
       refusal('spec.externalIPs[8]', '::1', 'the loopback address is never a Service address; ignored'),
       refusal('spec.externalIPs[9]', 'fe80::1', 'a link-local address (fe80::/10) is never a Service address; ignored'),
-      refusal('spec.externalIPs[10]', 'febf::1', 'a link-local address (fe80::/10) is never a Service address; ignored'),
+      refusal(
+        'spec.externalIPs[10]',
+        'febf::1',
+        'a link-local address (fe80::/10) is never a Service address; ignored',
+      ),
       refusal('spec.externalIPs[11]', 'ff02::1', 'a multicast address (ff00::/8) is never a Service address; ignored'),
-      refusal('spec.externalIPs[12]', '::ffff:10.96.0.10', 'an IPv4-mapped IPv6 address (::ffff:0:0/96) is never a Service address; ignored'),
-      refusal('status.loadBalancer.ingress[0].ip', '0.0.0.0', 'the unspecified address is never a Service address; ingress ignored'),
-      refusal('status.loadBalancer.ingress[1].ip', '::ffff:203.0.113.21', 'an IPv4-mapped IPv6 address (::ffff:0:0/96) is never a Service address; ingress ignored'),
+      refusal(
+        'spec.externalIPs[12]',
+        '::ffff:10.96.0.10',
+        'an IPv4-mapped IPv6 address (::ffff:0:0/96) is never a Service address; ignored',
+      ),
+      refusal(
+        'status.loadBalancer.ingress[0].ip',
+        '0.0.0.0',
+        'the unspecified address is never a Service address; ingress ignored',
+      ),
+      refusal(
+        'status.loadBalancer.ingress[1].ip',
+        '::ffff:203.0.113.21',
+        'an IPv4-mapped IPv6 address (::ffff:0:0/96) is never a Service address; ingress ignored',
+      ),
     ],
   },
   {
@@ -274,11 +358,19 @@ const rows: Row[] = [
     }),
     ports: [{ ...BASE, stickyMaxAgeSeconds: 10800 }],
     refusals: [
-      refusal('spec.type', 'Weird', 'unknown type (ClusterIP, NodePort, LoadBalancer, ExternalName); treated as ClusterIP'),
+      refusal(
+        'spec.type',
+        'Weird',
+        'unknown type (ClusterIP, NodePort, LoadBalancer, ExternalName); treated as ClusterIP',
+      ),
       refusal('spec.sessionAffinityConfig.clientIP.timeoutSeconds', '86401', 'not an integer 1..86400; 10800 used'),
       refusal('spec.externalTrafficPolicy', 'Global', 'unknown traffic policy (Cluster or Local); Cluster used'),
       refusal('spec.internalTrafficPolicy', 'local', 'unknown traffic policy (Cluster or Local); Cluster used'),
-      refusal('spec.trafficDistribution', 'PreferFar', 'unknown traffic distribution (PreferClose, PreferSameZone, PreferSameNode); ignored'),
+      refusal(
+        'spec.trafficDistribution',
+        'PreferFar',
+        'unknown traffic distribution (PreferClose, PreferSameZone, PreferSameNode); ignored',
+      ),
     ],
   },
   {
@@ -297,7 +389,16 @@ const rows: Row[] = [
     name: 'bad metadata.name: the whole Service is refused',
     svc: makeService('ns1', 'Svc/1', (s) => (s.spec = { clusterIP: '10.96.0.10', ports: [svcPort('p80', 80)] })),
     ports: [],
-    refusals: [{ kind: 'Service', namespace: 'ns1', name: 'Svc/1', field: 'metadata.name', value: 'Svc/1', reason: 'not a DNS label; Service ignored' }],
+    refusals: [
+      {
+        kind: 'Service',
+        namespace: 'ns1',
+        name: 'Svc/1',
+        field: 'metadata.name',
+        value: 'Svc/1',
+        reason: 'not a DNS label; Service ignored',
+      },
+    ],
   },
 ];
 
@@ -316,26 +417,41 @@ describe('convertService', () => {
     expect(r!.value.length).toBeLessThanOrEqual(300);
     expect(r!.value).toMatch(/^abc\u00e9+\.\.\. \(100003 bytes\)$/);
     // short values stay as they are
-    expect(convertService(svc1((s) => (s.metadata!.annotations = { 'kube-ipvs.io/scheduler': 'Bad' }))).refusals[0]!.value).toBe('Bad');
+    expect(
+      convertService(svc1((s) => (s.metadata!.annotations = { 'kube-ipvs.io/scheduler': 'Bad' }))).refusals[0]!.value,
+    ).toBe('Bad');
   });
 });
 
 describe('convertEndpointSlice', () => {
   it('validates addresses, defaults conditions, marks local endpoints, keeps hints', () => {
     const slice = makeEndpointSlice('ns1', 'svc1', 'svc1-abc', (s) => {
-      s.ports = [{ name: 'p80', port: 8080, protocol: 'TCP' }, { port: 53, protocol: 'UDP' }, { name: 'bad', port: 0 }, { name: 'x', port: 1, protocol: 'GRE' }];
+      s.ports = [
+        { name: 'p80', port: 8080, protocol: 'TCP' },
+        { port: 53, protocol: 'UDP' },
+        { name: 'bad', port: 0 },
+        { name: 'x', port: 1, protocol: 'GRE' },
+      ];
       s.endpoints = [
         { addresses: ['10.244.1.1', '10.244.1.99'], nodeName: 'node-a' },
         { addresses: ['10.244.2.1'], nodeName: 'node-b', conditions: { ready: false } },
         { addresses: ['10.244.2.2'], conditions: { ready: false, serving: true, terminating: true } },
-        { addresses: ['10.244.2.3'], hints: { forZones: [{ name: 'zone-b' }, { name: 'zone-a' }], forNodes: [{ name: 'node-b' }] } },
+        {
+          addresses: ['10.244.2.3'],
+          hints: { forZones: [{ name: 'zone-b' }, { name: 'zone-a' }], forNodes: [{ name: 'node-b' }] },
+        },
         { addresses: ['2001:db8:244::1'] },
         { addresses: ['10.244.02.1'] },
         { addresses: [] },
       ];
     });
     const ref = (field: string, value: string, reason: string): Refusal => ({
-      kind: 'EndpointSlice', namespace: 'ns1', name: 'svc1-abc', field, value, reason,
+      kind: 'EndpointSlice',
+      namespace: 'ns1',
+      name: 'svc1-abc',
+      field,
+      value,
+      reason,
     });
     expect(convertEndpointSlice(slice, 'node-a')).toEqual({
       service: { namespace: 'ns1', name: 'svc1' },
@@ -348,7 +464,15 @@ describe('convertEndpointSlice', () => {
         { ip: '10.244.1.1', ready: true, serving: true, terminating: false, isLocal: true },
         { ip: '10.244.2.1', ready: false, serving: false, terminating: false, isLocal: false },
         { ip: '10.244.2.2', ready: false, serving: true, terminating: true, isLocal: false },
-        { ip: '10.244.2.3', ready: true, serving: true, terminating: false, isLocal: false, zoneHints: ['zone-a', 'zone-b'], nodeHints: ['node-b'] },
+        {
+          ip: '10.244.2.3',
+          ready: true,
+          serving: true,
+          terminating: false,
+          isLocal: false,
+          zoneHints: ['zone-a', 'zone-b'],
+          nodeHints: ['node-b'],
+        },
       ],
       refusals: [
         ref('ports[2].port', '0', 'not a port 1..65535; port ignored'),
@@ -374,7 +498,11 @@ describe('convertEndpointSlice', () => {
       s.endpoints = [{ addresses: ['db.example'] }];
     });
     expect(convertEndpointSlice(fqdn, 'node-a')).toEqual({
-      service: { namespace: 'ns1', name: 'svc1' }, family: undefined, ports: [], endpoints: [], refusals: [],
+      service: { namespace: 'ns1', name: 'svc1' },
+      family: undefined,
+      ports: [],
+      endpoints: [],
+      refusals: [],
     });
     const orphan = makeEndpointSlice('ns1', 'svc1', 'so', (s) => (s.metadata!.labels = {}));
     expect(convertEndpointSlice(orphan, 'node-a').service).toBeUndefined();
@@ -402,15 +530,28 @@ describe('nodeInfo', () => {
       nodeIPs: ['192.0.2.1', '2001:db8:1::1', '198.51.100.1'],
       podCIDRs: ['10.244.1.0/24', '2001:db8:244:1::/64'],
       eligible: true,
-      refusals: [{ kind: 'Node', namespace: '', name: 'node-a', field: 'status.addresses[4].address', value: 'bogus', reason: 'not an IP address; ignored' }],
+      refusals: [
+        {
+          kind: 'Node',
+          namespace: '',
+          name: 'node-a',
+          field: 'status.addresses[4].address',
+          value: 'bogus',
+          reason: 'not an IP address; ignored',
+        },
+      ],
     });
   });
 
   it.each([
-    { name: 'being deleted', fn: (n: import('@kubernetes/client-node').V1Node) => (n.metadata!.deletionTimestamp = new Date(0)) },
+    {
+      name: 'being deleted',
+      fn: (n: import('@kubernetes/client-node').V1Node) => (n.metadata!.deletionTimestamp = new Date(0)),
+    },
     {
       name: 'tainted ToBeDeletedByClusterAutoscaler',
-      fn: (n: import('@kubernetes/client-node').V1Node) => (n.spec = { taints: [{ key: 'ToBeDeletedByClusterAutoscaler', effect: 'NoSchedule' }] }),
+      fn: (n: import('@kubernetes/client-node').V1Node) =>
+        (n.spec = { taints: [{ key: 'ToBeDeletedByClusterAutoscaler', effect: 'NoSchedule' }] }),
     },
   ])('not eligible when $name', ({ fn }) => {
     expect(nodeInfo(makeNode('node-a', fn)).eligible).toBe(false);
@@ -419,11 +560,18 @@ describe('nodeInfo', () => {
   it('type-confused lists are refused, never read as characters or crash', () => {
     const n = makeNode('node-a', (x) => {
       (x.status as Record<string, unknown>) = { addresses: [null, { type: 'InternalIP', address: '192.0.2.1' }] };
-      (x.spec as Record<string, unknown>) = { podCIDRs: '10.244.0.0/24', podCIDR: '10.244.1.0/24', taints: 'ToBeDeletedByClusterAutoscaler' };
+      (x.spec as Record<string, unknown>) = {
+        podCIDRs: '10.244.0.0/24',
+        podCIDR: '10.244.1.0/24',
+        taints: 'ToBeDeletedByClusterAutoscaler',
+      };
     });
     const info = nodeInfo(n);
     expect(info).toMatchObject({ nodeIPs: ['192.0.2.1'], podCIDRs: ['10.244.1.0/24'], eligible: true });
-    expect(info.refusals.map((r) => `${r.field}: ${r.reason}`)).toEqual(['status.addresses[0]: not an object; ignored', 'spec.podCIDRs: not a list; spec.podCIDR used']);
+    expect(info.refusals.map((r) => `${r.field}: ${r.reason}`)).toEqual([
+      'status.addresses[0]: not an object; ignored',
+      'spec.podCIDRs: not a list; spec.podCIDR used',
+    ]);
   });
 
   it('podCIDR alone, no zone', () => {

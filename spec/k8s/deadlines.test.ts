@@ -52,7 +52,13 @@ async function within<T>(p: Promise<T>, ms: number): Promise<{ ok: T } | { error
   let timer: NodeJS.Timeout | undefined;
   const late = new Promise<'pending'>((r) => (timer = setTimeout(() => r('pending'), ms)));
   try {
-    return await Promise.race([p.then((ok) => ({ ok }), (error: Error) => ({ error })), late]);
+    return await Promise.race([
+      p.then(
+        (ok) => ({ ok }),
+        (error: Error) => ({ error }),
+      ),
+      late,
+    ]);
   } finally {
     clearTimeout(timer);
   }
@@ -93,10 +99,13 @@ describe('deadlines (issue 25 item 6)', () => {
   it('a list to a server that never answers fails with a TimeoutError once the deadline has passed', async () => {
     const outcome = await within(listRaw<V1Service>(kcWith(200), '/api/v1/services'), 3000);
     expect(outcome).not.toBe('pending');
-    expect((outcome as { error: Error }).error).toMatchObject({ name: 'TimeoutError', message: 'GET /api/v1/services: an answer did not come within 200 ms' });
+    expect((outcome as { error: Error }).error).toMatchObject({
+      name: 'TimeoutError',
+      message: 'GET /api/v1/services: an answer did not come within 200 ms',
+    });
   });
 
-  it('the default deadline is 60 s (kube-apiserver\'s --request-timeout)', () => {
+  it("the default deadline is 60 s (kube-apiserver's --request-timeout)", () => {
     expect((loadKubeConfig({ master: url }) as ApiKubeConfig).requestTimeoutMs).toBe(60_000);
   });
 
@@ -105,13 +114,37 @@ describe('deadlines (issue 25 item 6)', () => {
     const plugin = path.join(dir, 'hung-plugin.js');
     writeFileSync(plugin, 'setTimeout(() => process.exit(1), 2000);'); // hangs past the deadline, then goes
     const file = path.join(dir, 'kubeconfig');
-    writeFileSync(file, [
-      'apiVersion: v1', 'kind: Config', 'clusters:', '- cluster:', `    server: ${url}`, '  name: default',
-      'contexts:', '- context:', '    cluster: default', '    user: default', '  name: default', 'current-context: default',
-      'users:', '- name: default', '  user:', '    exec:', '      apiVersion: client.authentication.k8s.io/v1',
-      `      command: ${process.execPath}`, '      args:', `      - ${plugin}`, '      interactiveMode: Never', '',
-    ].join('\n'));
-    const outcome = await within(listRaw<V1Service>(kcWith(300, loadKubeConfig({ kubeconfig: file })), '/api/v1/services'), 3000);
+    writeFileSync(
+      file,
+      [
+        'apiVersion: v1',
+        'kind: Config',
+        'clusters:',
+        '- cluster:',
+        `    server: ${url}`,
+        '  name: default',
+        'contexts:',
+        '- context:',
+        '    cluster: default',
+        '    user: default',
+        '  name: default',
+        'current-context: default',
+        'users:',
+        '- name: default',
+        '  user:',
+        '    exec:',
+        '      apiVersion: client.authentication.k8s.io/v1',
+        `      command: ${process.execPath}`,
+        '      args:',
+        `      - ${plugin}`,
+        '      interactiveMode: Never',
+        '',
+      ].join('\n'),
+    );
+    const outcome = await within(
+      listRaw<V1Service>(kcWith(300, loadKubeConfig({ kubeconfig: file })), '/api/v1/services'),
+      3000,
+    );
     expect(outcome).not.toBe('pending');
     expect((outcome as { error: Error }).error).toMatchObject({
       name: 'TimeoutError',
@@ -124,14 +157,38 @@ describe('deadlines (issue 25 item 6)', () => {
     hung.hangLists = false;
     const plugin = path.join(dir, 'forever-plugin.js');
     const pids = path.join(dir, 'pids');
-    writeFileSync(plugin, `require('fs').appendFileSync(${JSON.stringify(pids)}, process.pid + '\\n'); setInterval(() => {}, 60_000);`);
+    writeFileSync(
+      plugin,
+      `require('fs').appendFileSync(${JSON.stringify(pids)}, process.pid + '\\n'); setInterval(() => {}, 60_000);`,
+    );
     const file = path.join(dir, 'kubeconfig');
-    writeFileSync(file, [
-      'apiVersion: v1', 'kind: Config', 'clusters:', '- cluster:', `    server: ${url}`, '  name: default',
-      'contexts:', '- context:', '    cluster: default', '    user: default', '  name: default', 'current-context: default',
-      'users:', '- name: default', '  user:', '    exec:', '      apiVersion: client.authentication.k8s.io/v1',
-      `      command: ${process.execPath}`, '      args:', `      - ${plugin}`, '      interactiveMode: Never', '',
-    ].join('\n'));
+    writeFileSync(
+      file,
+      [
+        'apiVersion: v1',
+        'kind: Config',
+        'clusters:',
+        '- cluster:',
+        `    server: ${url}`,
+        '  name: default',
+        'contexts:',
+        '- context:',
+        '    cluster: default',
+        '    user: default',
+        '  name: default',
+        'current-context: default',
+        'users:',
+        '- name: default',
+        '  user:',
+        '    exec:',
+        '      apiVersion: client.authentication.k8s.io/v1',
+        `      command: ${process.execPath}`,
+        '      args:',
+        `      - ${plugin}`,
+        '      interactiveMode: Never',
+        '',
+      ].join('\n'),
+    );
     const kc = kcWith(1500, loadKubeConfig({ kubeconfig: file })); // room for the plugin to start on a loaded host
     const outcomes = await Promise.all([1, 2, 3].map(() => within(listRaw<V1Service>(kc, '/api/v1/services'), 5000)));
     for (const o of outcomes) expect((o as { error: Error }).error).toMatchObject({ name: 'TimeoutError' });
@@ -153,12 +210,19 @@ describe('deadlines (issue 25 item 6)', () => {
   it('an informer whose list hangs: one log line per deadline, then its backoff; it reports itself not watching since its start', async () => {
     const log = new Log();
     const before = Date.now();
-    const r = startInformers(kcWith(150), { nodeName: 'n', handlers: { service: noop }, log, backoff: { initialMs: 50, maxMs: 100 } });
+    const r = startInformers(kcWith(150), {
+      nodeName: 'n',
+      handlers: { service: noop },
+      log,
+      backoff: { initialMs: 50, maxMs: 100 },
+    });
     running.push(r);
     await waitFor('two failures logged', () => log.lines.length >= 2, 5000);
     expect(log.lines[0]).toEqual({
       level: 'warn',
-      message: expect.stringMatching(/^services informer failed: TimeoutError: GET \/api\/v1\/services: an answer did not come within 150 ms; restarting in \d+ ms$/),
+      message: expect.stringMatching(
+        /^services informer failed: TimeoutError: GET \/api\/v1\/services: an answer did not come within 150 ms; restarting in \d+ ms$/,
+      ),
     });
     expect(hung.requests.filter((u) => u.startsWith('/api/v1/services?')).length).toBeGreaterThanOrEqual(2);
     expect(r.notWatching()).toEqual([{ resource: 'services', sinceMs: expect.any(Number) }]);
@@ -168,12 +232,20 @@ describe('deadlines (issue 25 item 6)', () => {
   it('an informer whose watch never answers: the deadline is a failure (log line, backoff), not a silent resume', async () => {
     hung.hangLists = false;
     const log = new Log();
-    const r = startInformers(kcWith(5000), { nodeName: 'n', handlers: { service: noop }, log, backoff: { initialMs: 50, maxMs: 100 }, watchTimeoutMs: 150 });
+    const r = startInformers(kcWith(5000), {
+      nodeName: 'n',
+      handlers: { service: noop },
+      log,
+      backoff: { initialMs: 50, maxMs: 100 },
+      watchTimeoutMs: 150,
+    });
     running.push(r);
     await waitFor('two failures logged', () => log.lines.length >= 2, 5000);
     expect(log.lines[0]).toEqual({
       level: 'warn',
-      message: expect.stringMatching(/^services informer failed: TimeoutError: GET \/api\/v1\/services: an answer did not come within 150 ms; restarting in \d+ ms$/),
+      message: expect.stringMatching(
+        /^services informer failed: TimeoutError: GET \/api\/v1\/services: an answer did not come within 150 ms; restarting in \d+ ms$/,
+      ),
     });
     expect(r.notWatching().map((n) => n.resource)).toEqual(['services']);
   });
@@ -182,8 +254,12 @@ describe('deadlines (issue 25 item 6)', () => {
     hung.hangLists = false;
     const server = http.createServer((req, res) => {
       res.writeHead(200, { 'Content-Type': 'application/json' });
-      if (/[?&]watch=true/.test(req.url ?? '')) res.write(''); // headers, then silence
-      else res.end(JSON.stringify({ kind: 'ServiceList', apiVersion: 'v1', metadata: { resourceVersion: '7' }, items: [] }));
+      if (/[?&]watch=true/.test(req.url ?? ''))
+        res.write(''); // headers, then silence
+      else
+        res.end(
+          JSON.stringify({ kind: 'ServiceList', apiVersion: 'v1', metadata: { resourceVersion: '7' }, items: [] }),
+        );
     });
     await new Promise<void>((ok) => server.listen(0, '127.0.0.1', ok));
     try {
@@ -209,12 +285,19 @@ describe('informer backoff jitter (issue 25 item 7)', () => {
     (kc as { requestTimeoutMs?: number }).requestTimeoutMs = 50;
     const draws = [0.5, 0.25, 0.75];
     const r = startInformers(kc, {
-      nodeName: 'n', handlers: { service: noop }, log, backoff: { initialMs: 100, maxMs: 1000 },
+      nodeName: 'n',
+      handlers: { service: noop },
+      log,
+      backoff: { initialMs: 100, maxMs: 1000 },
       random: () => draws.shift() ?? 0,
     } as Parameters<typeof startInformers>[1]);
     try {
       await waitFor('three failures logged', () => log.lines.length >= 3, 5000);
-      expect(log.lines.slice(0, 3).map((l) => /restarting in (\d+) ms/.exec(l.message)?.[1])).toEqual(['150', '250', '700']);
+      expect(log.lines.slice(0, 3).map((l) => /restarting in (\d+) ms/.exec(l.message)?.[1])).toEqual([
+        '150',
+        '250',
+        '700',
+      ]);
     } finally {
       await r.stop();
       await hung.close();

@@ -15,7 +15,11 @@ describe('EventRecorder', () => {
     await server.listen();
     now = Date.parse('2026-01-02T03:04:05Z');
     debug = [];
-    recorder = new EventRecorder(loadKubeConfig({ master: server.url }), { nodeName: 'node-a', log: { debug: (m: string) => debug.push(m) }, clock: () => now });
+    recorder = new EventRecorder(loadKubeConfig({ master: server.url }), {
+      nodeName: 'node-a',
+      log: { debug: (m: string) => debug.push(m) },
+      clock: () => now,
+    });
   });
   afterEach(() => server.close());
 
@@ -48,7 +52,11 @@ describe('EventRecorder', () => {
     await recorder.warn(svc, 'InvalidPort', 'm');
     const [ev] = events();
     expect(events()).toHaveLength(1);
-    expect(ev).toMatchObject({ count: 3, lastTimestamp: '2026-01-02T03:06:05.000Z', firstTimestamp: '2026-01-02T03:04:05.000Z' });
+    expect(ev).toMatchObject({
+      count: 3,
+      lastTimestamp: '2026-01-02T03:06:05.000Z',
+      firstTimestamp: '2026-01-02T03:04:05.000Z',
+    });
     await recorder.warn(svc, 'InvalidPort', 'another message');
     await recorder.warn({ ...svc, name: 'db' }, 'InvalidPort', 'm');
     expect(events()).toHaveLength(3);
@@ -71,11 +79,17 @@ describe('EventRecorder', () => {
     const guarded = new FakeApiServer({ auth: { tokens: ['admin'] } });
     await guarded.listen();
     try {
-      const r = new EventRecorder(loadKubeConfig({ master: guarded.url }), { nodeName: 'node-a', log: { debug: (m: string) => debug.push(m) }, clock: () => now });
+      const r = new EventRecorder(loadKubeConfig({ master: guarded.url }), {
+        nodeName: 'node-a',
+        log: { debug: (m: string) => debug.push(m) },
+        clock: () => now,
+      });
       await expect(r.warn(svc, 'R', 'm')).resolves.toBeUndefined();
       expect(guarded.requests.filter((q) => q.method === 'POST')).toHaveLength(1);
       expect(debug).toHaveLength(1);
-      expect(debug[0]).toMatch(/^event demo\/web\.[0-9a-f]+ about Service demo\/web \(R\): post failed: HTTP 401: Unauthorized/);
+      expect(debug[0]).toMatch(
+        /^event demo\/web\.[0-9a-f]+ about Service demo\/web \(R\): post failed: HTTP 401: Unauthorized/,
+      );
     } finally {
       await guarded.close();
     }
@@ -103,7 +117,7 @@ describe('EventRecorder', () => {
     };
     const UNBOUNDED = { burst: 1e6, refillEveryMs: 1 };
 
-    it('a post that got no answer is tried again as client-go\'s recordToSink: the first wait random within 10 s, then 10 s apart; it lands once the server is back', async () => {
+    it("a post that got no answer is tried again as client-go's recordToSink: the first wait random within 10 s, then 10 s apart; it lands once the server is back", async () => {
       const r = make({ retry: { random: () => 0.25 } });
       const url = server.url;
       await server.close();
@@ -122,12 +136,16 @@ describe('EventRecorder', () => {
       await p;
       expect(events()).toEqual([expect.objectContaining({ reason: 'R', message: 'm', count: 1 })]);
       expect(debug.map((d) => d.replace(/\(.*\)/, '(...)'))).toEqual([
-        expect.stringMatching(/^POST \/api\/v1\/namespaces\/demo\/events: no answer \(\.\.\.\); try 2 of 12 in 2500 ms$/),
-        expect.stringMatching(/^POST \/api\/v1\/namespaces\/demo\/events: no answer \(\.\.\.\); try 3 of 12 in 10000 ms$/),
+        expect.stringMatching(
+          /^POST \/api\/v1\/namespaces\/demo\/events: no answer \(\.\.\.\); try 2 of 12 in 2500 ms$/,
+        ),
+        expect.stringMatching(
+          /^POST \/api\/v1\/namespaces\/demo\/events: no answer \(\.\.\.\); try 3 of 12 in 10000 ms$/,
+        ),
       ]);
     });
 
-    it('gives up after 12 tries (client-go\'s maxTriesPerEvent) with one debug line; the next warning posts anew', async () => {
+    it("gives up after 12 tries (client-go's maxTriesPerEvent) with one debug line; the next warning posts anew", async () => {
       const r = make({ retry: { random: () => 0 } });
       const url = server.url;
       await server.close();
@@ -141,7 +159,9 @@ describe('EventRecorder', () => {
       expect(settled).toBe(true);
       expect(timers).toHaveLength(0);
       expect(debug.filter((d) => d.includes('no answer'))).toHaveLength(11);
-      expect(debug[debug.length - 1]).toMatch(/^event demo\/web\.[0-9a-f]+ about Service demo\/web \(R\): post failed: /);
+      expect(debug[debug.length - 1]).toMatch(
+        /^event demo\/web\.[0-9a-f]+ about Service demo\/web \(R\): post failed: /,
+      );
       await server.listen(Number(new URL(url).port));
       await r.warn(svc, 'R', 'm');
       expect(events()).toEqual([expect.objectContaining({ count: 1 })]);
@@ -171,15 +191,20 @@ describe('EventRecorder', () => {
       for (let i = 1; i <= 12; i++) await r.warn(svc, 'InvalidField', `field ${i} is bad`);
       const evs = events();
       expect(evs).toHaveLength(10);
-      expect(evs.filter((e) => !String(e.message).startsWith(AGGREGATED_PREFIX)).map((e) => e.message).sort()).toEqual(
-        [1, 2, 3, 4, 5, 6, 7, 8, 9].map((i) => `field ${i} is bad`).sort(),
-      );
+      expect(
+        evs
+          .filter((e) => !String(e.message).startsWith(AGGREGATED_PREFIX))
+          .map((e) => e.message)
+          .sort(),
+      ).toEqual([1, 2, 3, 4, 5, 6, 7, 8, 9].map((i) => `field ${i} is bad`).sort());
       expect(evs.filter((e) => String(e.message).startsWith(AGGREGATED_PREFIX))).toEqual([
         expect.objectContaining({ message: `${AGGREGATED_PREFIX}field 10 is bad`, count: 3 }),
       ]);
       // other objects are not aggregated with it
       await r.warn({ ...svc, name: 'db' }, 'InvalidField', 'field 1 is bad');
-      expect(events().filter((e) => (e.involvedObject as { name: string }).name === 'db')).toEqual([expect.objectContaining({ message: 'field 1 is bad' })]);
+      expect(events().filter((e) => (e.involvedObject as { name: string }).name === 'db')).toEqual([
+        expect.objectContaining({ message: 'field 1 is bad' }),
+      ]);
     });
 
     it('a global token bucket and a cap on requests in flight: 500 objects make 25 requests at once, at most 4 in flight, the rest as tokens come', async () => {
@@ -198,7 +223,9 @@ describe('EventRecorder', () => {
         }
       });
       let resolved = 0;
-      const all = Array.from({ length: 500 }, (_, i) => r.warn({ ...svc, name: `svc-${i}` }, 'InvalidField', 'bad').then(() => resolved++));
+      const all = Array.from({ length: 500 }, (_, i) =>
+        r.warn({ ...svc, name: `svc-${i}` }, 'InvalidField', 'bad').then(() => resolved++),
+      );
       const creates = () => server.requests.filter((q) => q.verb === 'create').length;
       while (creates() < 25 || r.queued > 475) await new Promise((res) => setTimeout(res, 5));
       await new Promise((res) => setTimeout(res, 50));
@@ -226,7 +253,11 @@ describe('EventRecorder', () => {
 
     /** the characters the recorder holds in its caches (keys and remembered messages) */
     const heldChars = (r: EventRecorder): number => {
-      const inner = r as unknown as { posted: Map<string, unknown>; similar: Map<string, { messages: Set<string> }>; spam: Map<string, unknown> };
+      const inner = r as unknown as {
+        posted: Map<string, unknown>;
+        similar: Map<string, { messages: Set<string> }>;
+        spam: Map<string, unknown>;
+      };
       let n = 0;
       for (const k of inner.posted.keys()) n += k.length;
       for (const k of inner.spam.keys()) n += k.length;
@@ -240,7 +271,11 @@ describe('EventRecorder', () => {
     it("one Service updated once a second with a different 100 KB refused value holds a bounded amount, not 100 MB (issue 25: client-go's PopAny)", async () => {
       const r = make({ global: UNBOUNDED, spam: UNBOUNDED });
       for (let i = 0; i < 1000; i++) {
-        await r.warn(svc, 'InvalidField', `kube-ipvs ignored metadata.annotations[x] '${String(i).padStart(4, '0')}${'a'.repeat(100_000)}': bad`);
+        await r.warn(
+          svc,
+          'InvalidField',
+          `kube-ipvs ignored metadata.annotations[x] '${String(i).padStart(4, '0')}${'a'.repeat(100_000)}': bad`,
+        );
         now += 1000;
       }
       // at most maxSimilar messages of at most 1 KB each, plus keys built from them
@@ -250,7 +285,7 @@ describe('EventRecorder', () => {
       expect(combined).toEqual([expect.objectContaining({ count: 991 })]);
     });
 
-    it('an Event message is at most 1024 bytes (the API\'s note limit; kube-scheduler truncates the same way), cut on a character', async () => {
+    it("an Event message is at most 1024 bytes (the API's note limit; kube-scheduler truncates the same way), cut on a character", async () => {
       const r = make({ global: UNBOUNDED });
       await r.warn(svc, 'InvalidField', `x${'\u00e9'.repeat(5000)}`);
       const [ev] = events();

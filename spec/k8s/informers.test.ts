@@ -4,7 +4,13 @@
  * (etcd restore), the Node field selector, and stop().
  */
 import type { KubernetesObject } from '@kubernetes/client-node';
-import { startInformers, RunningInformers, EndpointSliceHandler, NodeHandler, ServiceHandler } from '../../lib/k8s/informers';
+import {
+  startInformers,
+  RunningInformers,
+  EndpointSliceHandler,
+  NodeHandler,
+  ServiceHandler,
+} from '../../lib/k8s/informers';
 import { loadKubeConfig } from '../../lib/k8s/kubeconfig';
 import { FakeApiError, FakeApiServer, FakeObject } from '../../testkit/fake-apiserver';
 import { waitFor } from '../../testkit/wait-for';
@@ -12,7 +18,12 @@ import { waitFor } from '../../testkit/wait-for';
 const NS = 'demo';
 
 function service(name: string, labels?: Record<string, string>, clusterIP = '10.96.0.10'): FakeObject {
-  return { apiVersion: 'v1', kind: 'Service', metadata: { namespace: NS, name, ...(labels ? { labels } : {}) }, spec: { clusterIP } };
+  return {
+    apiVersion: 'v1',
+    kind: 'Service',
+    metadata: { namespace: NS, name, ...(labels ? { labels } : {}) },
+    spec: { clusterIP },
+  };
 }
 const svcRef = (name: string) => ({ apiVersion: 'v1', kind: 'Service', namespace: NS, name });
 
@@ -21,7 +32,8 @@ class Recorder implements ServiceHandler, EndpointSliceHandler, NodeHandler {
   readonly calls: string[] = [];
   readonly objects: KubernetesObject[] = [];
   readonly olds: KubernetesObject[] = [];
-  private key = (o: KubernetesObject) => `${o.metadata?.namespace ? o.metadata.namespace + '/' : ''}${o.metadata?.name}`;
+  private key = (o: KubernetesObject) =>
+    `${o.metadata?.namespace ? o.metadata.namespace + '/' : ''}${o.metadata?.name}`;
   private ip = (o: KubernetesObject) => (o as { spec?: { clusterIP?: string } }).spec?.clusterIP ?? '';
   private add = (o: KubernetesObject) => {
     this.objects.push(o);
@@ -71,12 +83,27 @@ describe('startInformers', () => {
     await server.close();
   });
 
-  function start(handlers: Parameters<typeof startInformers>[1]['handlers'], nodeName = 'node-a', initialMs = 10, listPageSize?: number): Recorder {
+  function start(
+    handlers: Parameters<typeof startInformers>[1]['handlers'],
+    nodeName = 'node-a',
+    initialMs = 10,
+    listPageSize?: number,
+  ): Recorder {
     const kc = loadKubeConfig({ master: server.url });
-    running.push(startInformers(kc, { nodeName, handlers, log, backoff: { initialMs, maxMs: 100 }, random: () => 0, ...(listPageSize ? { listPageSize } : {}) }));
+    running.push(
+      startInformers(kc, {
+        nodeName,
+        handlers,
+        log,
+        backoff: { initialMs, maxMs: 100 },
+        random: () => 0,
+        ...(listPageSize ? { listPageSize } : {}),
+      }),
+    );
     return handlers.service as Recorder;
   }
-  const count = (verb: string, resource = 'v1/services') => server.requests.filter((r) => r.verb === verb && r.resource === resource).length;
+  const count = (verb: string, resource = 'v1/services') =>
+    server.requests.filter((r) => r.verb === verb && r.resource === resource).length;
 
   it('delivers the initial list as adds, then Synced once; skips what kube-proxy skips', async () => {
     server.create(service('s1'));
@@ -95,7 +122,10 @@ describe('startInformers', () => {
     // list items carry no kind; the handler got them all the same
     expect(rec.objects[0].kind).toBeUndefined();
     const list = server.requests.find((r) => r.verb === 'list')!;
-    expect([list.query.labelSelector, list.query.fieldSelector]).toEqual(['!service.kubernetes.io/service-proxy-name', 'spec.clusterIP!=None']);
+    expect([list.query.labelSelector, list.query.fieldSelector]).toEqual([
+      '!service.kubernetes.io/service-proxy-name',
+      'spec.clusterIP!=None',
+    ]);
     expect(log.lines).toEqual([]);
   });
 
@@ -103,7 +133,14 @@ describe('startInformers', () => {
     const managed = (name: string): FakeObject => {
       const o = service(name, { app: name });
       const annotations = { a: '1', 'kubectl.kubernetes.io/last-applied-configuration': JSON.stringify(o) };
-      return { ...o, metadata: { ...o.metadata, annotations, managedFields: [{ manager: 'kubectl', operation: 'Apply', fieldsV1: { 'f:spec': {} } }] } as FakeObject['metadata'] };
+      return {
+        ...o,
+        metadata: {
+          ...o.metadata,
+          annotations,
+          managedFields: [{ manager: 'kubectl', operation: 'Apply', fieldsV1: { 'f:spec': {} } }],
+        } as FakeObject['metadata'],
+      };
     };
     server.create(managed('listed'));
     const rec = start({ service: new Recorder() });
@@ -113,7 +150,13 @@ describe('startInformers', () => {
     expect(rec.objects.map((o) => o.metadata?.name)).toEqual(['listed', 'watched']);
     for (const o of rec.objects) {
       expect(o.metadata).not.toHaveProperty('managedFields');
-      expect(o.metadata).toEqual(expect.objectContaining({ labels: { app: o.metadata?.name }, annotations: { a: '1' }, resourceVersion: expect.any(String) }));
+      expect(o.metadata).toEqual(
+        expect.objectContaining({
+          labels: { app: o.metadata?.name },
+          annotations: { a: '1' },
+          resourceVersion: expect.any(String),
+        }),
+      );
       expect((o as { spec?: unknown }).spec).toEqual({ clusterIP: '10.96.0.10' });
     }
   });
@@ -130,7 +173,9 @@ describe('startInformers', () => {
     expect(rec.calls.slice(3)).toEqual(['update demo/s1 ->10.96.0.11', 'delete demo/s2', 'delete demo/s1']);
     // a Service's previous object is kept by its metadata only: its name and version
     const first = rec.objects.find((o) => o.metadata?.name === 's1')!;
-    expect(rec.olds).toEqual([{ metadata: { namespace: NS, name: 's1', resourceVersion: first.metadata!.resourceVersion } }]);
+    expect(rec.olds).toEqual([
+      { metadata: { namespace: NS, name: 's1', resourceVersion: first.metadata!.resourceVersion } },
+    ]);
     expect(rec.olds[0]!.metadata!.resourceVersion).not.toBe(undefined);
   });
 
@@ -147,17 +192,28 @@ describe('startInformers', () => {
     // the list, and one page of one to check the server's history before resuming
     expect(server.requests.filter((r) => r.verb === 'list').map((r) => r.query.limit ?? '')).toEqual(['500', '1']);
     expect(log.lines).toHaveLength(1);
-    expect(log.lines[0]).toMatchObject({ level: 'warn', message: expect.stringMatching(/^services informer failed: .*terminated.*; restarting in 10 ms$/) });
+    expect(log.lines[0]).toMatchObject({
+      level: 'warn',
+      message: expect.stringMatching(/^services informer failed: .*terminated.*; restarting in 10 ms$/),
+    });
   });
 
-  it('every watch asks for timeoutSeconds in [300, 600) as client-go\'s reflector, with bookmarks; the bookmarks keep a quiet watch open past the idle timeout', async () => {
+  it("every watch asks for timeoutSeconds in [300, 600) as client-go's reflector, with bookmarks; the bookmarks keep a quiet watch open past the idle timeout", async () => {
     await server.close();
     server = new FakeApiServer({ bookmarkIntervalMs: 100 });
     await server.listen();
     const draws = [0, 0.999, 0.5];
     const kc = loadKubeConfig({ master: server.url });
     const rec = new Recorder();
-    running.push(startInformers(kc, { nodeName: 'node-a', handlers: { service: rec }, log, watchIdleTimeoutMs: 400, random: () => draws.shift() ?? 0.5 }));
+    running.push(
+      startInformers(kc, {
+        nodeName: 'node-a',
+        handlers: { service: rec },
+        log,
+        watchIdleTimeoutMs: 400,
+        random: () => draws.shift() ?? 0.5,
+      }),
+    );
     await waitFor('the watch', () => rec.has('synced') && server.openWatches === 1);
     // quiet for three idle timeouts: the fake's bookmarks (as kube-apiserver's, only to a watch with a deadline) keep it open
     await new Promise((r) => setTimeout(r, 1200));
@@ -167,7 +223,11 @@ describe('startInformers', () => {
     server.endWatches();
     await waitFor('a third watch', () => count('watch') === 3 && server.openWatches === 1);
     const watches = server.requests.filter((r) => r.verb === 'watch' && r.resource === 'v1/services');
-    expect(watches.map((w) => [w.query.timeoutSeconds, w.query.allowWatchBookmarks])).toEqual([['300', 'true'], ['599', 'true'], ['450', 'true']]);
+    expect(watches.map((w) => [w.query.timeoutSeconds, w.query.allowWatchBookmarks])).toEqual([
+      ['300', 'true'],
+      ['599', 'true'],
+      ['450', 'true'],
+    ]);
     expect(log.lines).toEqual([]);
   });
 
@@ -177,7 +237,16 @@ describe('startInformers', () => {
     await server.listen();
     const kc = loadKubeConfig({ master: server.url });
     const rec = new Recorder();
-    running.push(startInformers(kc, { nodeName: 'node-a', handlers: { service: rec }, log, backoff: { initialMs: 10, maxMs: 100 }, watchIdleTimeoutMs: 300, random: () => 0 }));
+    running.push(
+      startInformers(kc, {
+        nodeName: 'node-a',
+        handlers: { service: rec },
+        log,
+        backoff: { initialMs: 10, maxMs: 100 },
+        watchIdleTimeoutMs: 300,
+        random: () => 0,
+      }),
+    );
     await waitFor('two watches', () => rec.has('synced') && count('watch') >= 2, 5000);
     expect(count('list')).toBe(1);
   });
@@ -220,7 +289,11 @@ describe('startInformers', () => {
     };
     await waitFor('the relist to be delivered', () => rec.has('delete demo/s5') && rec.has('delete demo/s1'));
     expect(rec.calls.slice(6).sort()).toEqual(['delete demo/s1', 'delete demo/s5']);
-    expect(server.requests.filter((r) => r.verb === 'list').map((r) => `${r.query.limit ?? ''}${r.query.continue ? '+' : ''}`)).toEqual(['2', '2+', '2+', '1', '2', '2+', '']); // ('1': the history check after the drop)
+    expect(
+      server.requests
+        .filter((r) => r.verb === 'list')
+        .map((r) => `${r.query.limit ?? ''}${r.query.continue ? '+' : ''}`),
+    ).toEqual(['2', '2+', '2+', '1', '2', '2+', '']); // ('1': the history check after the drop)
     expect(rec.calls.filter((c) => c === 'synced')).toHaveLength(1);
   });
 
@@ -238,7 +311,10 @@ describe('startInformers', () => {
     server.dropWatches();
     server.delete(svcRef('s3'));
     server.compact();
-    await waitFor('two failed relists logged', () => log.lines.filter((l) => /^services informer failed: .*500/.test(l.message)).length >= 2);
+    await waitFor(
+      'two failed relists logged',
+      () => log.lines.filter((l) => /^services informer failed: .*500/.test(l.message)).length >= 2,
+    );
     expect(rec.calls.filter((c) => c.startsWith('delete'))).toEqual([]);
     // the third, complete relist reports s3 (gone meanwhile) and nothing else
     await waitFor('the relist to be delivered', () => rec.has('delete demo/s3') && server.openWatches === 1);
@@ -275,7 +351,11 @@ describe('startInformers', () => {
     // the first list and the relist (besides the history check's page of one after the drop)
     expect(server.requests.filter((r) => r.verb === 'list' && r.query.limit !== '1')).toHaveLength(2);
     // one line says why the informer lists everything again
-    expect(log.lines.filter((l) => /^services informer: watch from resourceVersion \d+ expired \(410 Gone: .*\); relisting$/.test(l.message))).toHaveLength(1);
+    expect(
+      log.lines.filter((l) =>
+        /^services informer: watch from resourceVersion \d+ expired \(410 Gone: .*\); relisting$/.test(l.message),
+      ),
+    ).toHaveLength(1);
   });
 
   it('a watch refused with an HTTP error (403, as after the ClusterRoleBinding is deleted) is not resumed: the informer relists once allowed', async () => {
@@ -285,14 +365,21 @@ describe('startInformers', () => {
     await waitFor('the watch', () => rec.has('synced') && server.openWatches === 1);
     let refused = 0;
     server.beforeWatch = () => {
-      if (++refused === 1) throw new FakeApiError(403, 'Forbidden', 'services is forbidden: User "system:serviceaccount:kube-system:kube-proxy" cannot watch resource "services"');
+      if (++refused === 1)
+        throw new FakeApiError(
+          403,
+          'Forbidden',
+          'services is forbidden: User "system:serviceaccount:kube-system:kube-proxy" cannot watch resource "services"',
+        );
     };
     server.dropWatches();
     server.delete(svcRef('s2'));
     await waitFor('the delete after the relist', () => rec.has('delete demo/s2') && server.openWatches === 1);
     // the first list, then (the history check's page of one after the drop) one full relist after the 403
     expect(server.requests.filter((r) => r.verb === 'list').map((r) => r.query.limit)).toEqual(['500', '1', '500']);
-    expect(log.lines.filter((l) => /^services informer failed: .*403/.test(l.message)).length).toBeGreaterThanOrEqual(1);
+    expect(log.lines.filter((l) => /^services informer failed: .*403/.test(l.message)).length).toBeGreaterThanOrEqual(
+      1,
+    );
   });
 
   it('an API server back with its store rewound (etcd restored): the watch it would answer silently is not resumed; relist, vanished objects deleted', async () => {
@@ -307,7 +394,13 @@ describe('startInformers', () => {
     server.create(service('s5'));
     await waitFor('the relist to be delivered', () => rec.has('add demo/s5') && rec.has('delete demo/s3'));
     expect(rec.calls.slice(5).sort()).toEqual(['add demo/s5', 'delete demo/s1', 'delete demo/s2', 'delete demo/s3']);
-    expect(log.lines.filter((l) => /^services informer: the API server's resourceVersion \d+ is older than the last one seen, \d+ .*; relisting$/.test(l.message))).toHaveLength(1);
+    expect(
+      log.lines.filter((l) =>
+        /^services informer: the API server's resourceVersion \d+ is older than the last one seen, \d+ .*; relisting$/.test(
+          l.message,
+        ),
+      ),
+    ).toHaveLength(1);
   });
 
   it('restarts after a failed initial list (server down) with backoff and syncs once it is up', async () => {
@@ -315,7 +408,15 @@ describe('startInformers', () => {
     await server.close();
     const kc = loadKubeConfig({ master: url });
     const rec = new Recorder();
-    running.push(startInformers(kc, { nodeName: 'n', handlers: { service: rec }, log, backoff: { initialMs: 5, maxMs: 20 }, random: () => 0 }));
+    running.push(
+      startInformers(kc, {
+        nodeName: 'n',
+        handlers: { service: rec },
+        log,
+        backoff: { initialMs: 5, maxMs: 20 },
+        random: () => 0,
+      }),
+    );
     await waitFor('two failures logged', () => log.lines.length >= 2);
     server.create(service('s1'));
     await server.listen(Number(new URL(url).port));
@@ -342,11 +443,20 @@ describe('startInformers', () => {
       },
     };
     const kc = loadKubeConfig({ master: server.url });
-    running.push(startInformers(kc, { nodeName: 'n', handlers: { service: throwing }, log, backoff: { initialMs: 10, maxMs: 100 } }));
+    running.push(
+      startInformers(kc, {
+        nodeName: 'n',
+        handlers: { service: throwing },
+        log,
+        backoff: { initialMs: 10, maxMs: 100 },
+      }),
+    );
     await waitFor('the watch', () => rec.has('synced') && server.openWatches === 1);
     server.create(service('good'));
     await waitFor('add good', () => rec.has('add demo/good'));
-    expect(log.lines).toEqual([{ level: 'error', message: 'services informer: add handler failed for demo/bad: Error: boom' }]);
+    expect(log.lines).toEqual([
+      { level: 'error', message: 'services informer: add handler failed for demo/bad: Error: boom' },
+    ]);
   });
 
   it('the Node informer sees only its own node', async () => {
@@ -363,13 +473,28 @@ describe('startInformers', () => {
     expect(rec.calls).toEqual(['add n2', 'synced', 'update n2', 'delete n2']);
     // the Node is kept whole: its update comes with the previous object as delivered
     expect(rec.olds).toEqual([rec.objects[0]]);
-    expect(server.requests.filter((r) => r.resource === 'v1/nodes').map((r) => r.query.fieldSelector)).toEqual(['metadata.name=n2', 'metadata.name=n2']);
+    expect(server.requests.filter((r) => r.resource === 'v1/nodes').map((r) => r.query.fieldSelector)).toEqual([
+      'metadata.name=n2',
+      'metadata.name=n2',
+    ]);
   });
 
   it('runs Services, EndpointSlices and Node side by side', async () => {
     server.create(service('s1'));
-    server.create({ apiVersion: 'discovery.k8s.io/v1', kind: 'EndpointSlice', metadata: { namespace: NS, name: 's1-abc', labels: { 'kubernetes.io/service-name': 's1' } }, addressType: 'IPv4', endpoints: [] });
-    server.create({ apiVersion: 'discovery.k8s.io/v1', kind: 'EndpointSlice', metadata: { namespace: NS, name: 'h-abc', labels: { 'service.kubernetes.io/headless': '' } }, addressType: 'IPv4', endpoints: [] });
+    server.create({
+      apiVersion: 'discovery.k8s.io/v1',
+      kind: 'EndpointSlice',
+      metadata: { namespace: NS, name: 's1-abc', labels: { 'kubernetes.io/service-name': 's1' } },
+      addressType: 'IPv4',
+      endpoints: [],
+    });
+    server.create({
+      apiVersion: 'discovery.k8s.io/v1',
+      kind: 'EndpointSlice',
+      metadata: { namespace: NS, name: 'h-abc', labels: { 'service.kubernetes.io/headless': '' } },
+      addressType: 'IPv4',
+      endpoints: [],
+    });
     server.create({ apiVersion: 'v1', kind: 'Node', metadata: { name: 'node-a' } });
     const svc = new Recorder();
     const eps = new Recorder();
@@ -387,7 +512,12 @@ describe('startInformers', () => {
     server.create(service('s1'));
     const stopped = new Recorder();
     const kc = loadKubeConfig({ master: server.url });
-    const informers = startInformers(kc, { nodeName: 'n', handlers: { service: stopped }, log, backoff: { initialMs: 1, maxMs: 1 } });
+    const informers = startInformers(kc, {
+      nodeName: 'n',
+      handlers: { service: stopped },
+      log,
+      backoff: { initialMs: 1, maxMs: 1 },
+    });
     await waitFor('the watch', () => stopped.has('synced') && server.openWatches === 1);
     await informers.stop();
     await waitFor('the watch to close', () => server.openWatches === 0);

@@ -23,7 +23,10 @@ describe('loadKubeConfig', () => {
   });
 
   it('--master replaces the kubeconfig server and keeps the rest of the cluster entry', () => {
-    const kc = loadKubeConfig({ kubeconfig: file(kubeconfigFor('http://127.0.0.1:6443')), master: 'https://10.0.0.1:443' });
+    const kc = loadKubeConfig({
+      kubeconfig: file(kubeconfigFor('http://127.0.0.1:6443')),
+      master: 'https://10.0.0.1:443',
+    });
     expect(kc.getCurrentCluster()).toMatchObject({ name: 'fake', server: 'https://10.0.0.1:443', skipTLSVerify: true });
   });
 
@@ -36,14 +39,20 @@ describe('loadKubeConfig', () => {
 
   it('a kubeconfig with an http server and no insecure-skip-tls-verify still works, as with kube-proxy', () => {
     const plain = `{"apiVersion":"v1","kind":"Config","clusters":[{"name":"c","cluster":{"server":"http://127.0.0.1:8080"}}],"users":[{"name":"u","user":{}}],"contexts":[{"name":"x","context":{"cluster":"c","user":"u"}}],"current-context":"x"}`;
-    expect(loadKubeConfig({ kubeconfig: file(plain) }).getCurrentCluster()).toMatchObject({ server: 'http://127.0.0.1:8080', skipTLSVerify: true });
+    expect(loadKubeConfig({ kubeconfig: file(plain) }).getCurrentCluster()).toMatchObject({
+      server: 'http://127.0.0.1:8080',
+      skipTLSVerify: true,
+    });
   });
 
   it('in-cluster: the service-account token and KUBERNETES_SERVICE_HOST/PORT (IPv6 bracketed)', () => {
     const sa = join(dir, 'var/run/secrets/kubernetes.io/serviceaccount');
     mkdirSync(sa, { recursive: true });
     writeFileSync(join(sa, 'token'), 'tok');
-    const kc = loadKubeConfig({ env: { KUBERNETES_SERVICE_HOST: 'fd00::1', KUBERNETES_SERVICE_PORT: '443' }, inClusterRoot: dir });
+    const kc = loadKubeConfig({
+      env: { KUBERNETES_SERVICE_HOST: 'fd00::1', KUBERNETES_SERVICE_PORT: '443' },
+      inClusterRoot: dir,
+    });
     expect(kc.getCurrentCluster()?.server).toBe('https://[fd00::1]:443');
     expect(process.env.KUBERNETES_SERVICE_HOST).not.toBe('fd00::1');
   });
@@ -107,7 +116,9 @@ current-context: x
     });
 
     it('a tokenFile that is not there is refused in one line', () => {
-      const f = file(good('u').replace(`    token: ${SECRET_TOKEN}\n`, `    tokenFile: ${join(dir, 'missing-token')}\n`));
+      const f = file(
+        good('u').replace(`    token: ${SECRET_TOKEN}\n`, `    tokenFile: ${join(dir, 'missing-token')}\n`),
+      );
       const e = thrown(f);
       expect(e).toBeInstanceOf(KubeConfigError);
       expect(e.message).toContain('missing-token');

@@ -1,12 +1,19 @@
 import { LAST_APPLIED_ANNOTATION, prunedObject } from '../../lib/k8s/prune';
 
 describe('prunedObject', () => {
-  const svc = { metadata: { name: 's', namespace: 'n', annotations: { keep: 'me' }, labels: { a: 'b' } }, spec: { clusterIP: '10.96.0.1' } };
+  const svc = {
+    metadata: { name: 's', namespace: 'n', annotations: { keep: 'me' }, labels: { a: 'b' } },
+    spec: { clusterIP: '10.96.0.1' },
+  };
 
   it('drops managedFields and the last-applied annotation, and nothing else', () => {
     const heavy = {
       ...svc,
-      metadata: { ...svc.metadata, managedFields: [{ manager: 'm' }], annotations: { ...svc.metadata.annotations, [LAST_APPLIED_ANNOTATION]: '{"big":1}' } },
+      metadata: {
+        ...svc.metadata,
+        managedFields: [{ manager: 'm' }],
+        annotations: { ...svc.metadata.annotations, [LAST_APPLIED_ANNOTATION]: '{"big":1}' },
+      },
     };
     expect(prunedObject(heavy)).toEqual(svc);
     // the input is left as it was (the caller may still hold it)

@@ -50,7 +50,12 @@ describe('kubeconfig qps/burst', () => {
     const clock = new FakeClock(0);
     kc.rateLimiter = new TokenBucketRateLimiter(5, 10, clock);
     const lists = () => server.requests.filter((r) => r.verb === 'list').length;
-    const all = Array.from({ length: 12 }, () => listRaw(kc, '/api/v1/services').then(() => 'ok', (e: Error) => e.message));
+    const all = Array.from({ length: 12 }, () =>
+      listRaw(kc, '/api/v1/services').then(
+        () => 'ok',
+        (e: Error) => e.message,
+      ),
+    );
     await waitFor('ten lists', () => lists() === 10);
     await new Promise((r) => setTimeout(r, 50));
     expect(lists()).toBe(10);

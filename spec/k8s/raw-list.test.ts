@@ -10,9 +10,15 @@ import { loadKubeConfig } from '../../lib/k8s/kubeconfig';
 import { FakeApiServer, FakeObject } from '../../testkit/fake-apiserver';
 
 const svc = (name: string, labels: Record<string, string> = {}): FakeObject => ({
-  apiVersion: 'v1', kind: 'Service',
+  apiVersion: 'v1',
+  kind: 'Service',
   metadata: { namespace: 'demo', name, uid: `uid-${name}`, labels },
-  spec: { clusterIP: '10.96.0.10', clusterIPs: ['10.96.0.10'], ports: [{ port: 80, protocol: 'TCP' }], futureField: { kept: true } },
+  spec: {
+    clusterIP: '10.96.0.10',
+    clusterIPs: ['10.96.0.10'],
+    ports: [{ port: 80, protocol: 'TCP' }],
+    futureField: { kept: true },
+  },
 });
 
 describe('listRaw', () => {
@@ -27,9 +33,14 @@ describe('listRaw', () => {
     server.create(svc('web'));
     server.create(svc('mesh', { 'service.kubernetes.io/service-proxy-name': 'other' }));
     const kc = loadKubeConfig({ master: server.url });
-    const list = await listRaw<V1Service>(kc, '/api/v1/services', { labelSelector: '!service.kubernetes.io/service-proxy-name' });
+    const list = await listRaw<V1Service>(kc, '/api/v1/services', {
+      labelSelector: '!service.kubernetes.io/service-proxy-name',
+    });
     expect(list.items.map((s) => s.metadata?.name)).toEqual(['web']);
-    const item = list.items[0] as unknown as { metadata: { creationTimestamp: unknown }; spec: { futureField?: unknown } };
+    const item = list.items[0] as unknown as {
+      metadata: { creationTimestamp: unknown };
+      spec: { futureField?: unknown };
+    };
     // client-node's model would have made it a Date
     expect(item.metadata.creationTimestamp).toEqual(expect.stringMatching(/^\d{4}-\d\d-\d\dT/));
     expect(item.spec.futureField).toEqual({ kept: true });
@@ -41,7 +52,9 @@ describe('listRaw', () => {
     const err = await listRaw(kc, '/api/v1/services', { fieldSelector: 'spec.nonsense==x,' }).catch((e: unknown) => e);
     expect(err).toBeInstanceOf(ApiException);
     expect((err as ApiException<string>).code).toBe(400);
-    expect((err as Error).message).toContain('list /api/v1/services: HTTP 400: field label not supported: spec.nonsense');
+    expect((err as Error).message).toContain(
+      'list /api/v1/services: HTTP 400: field label not supported: spec.nonsense',
+    );
   });
 });
 
@@ -52,17 +65,27 @@ describe('listPaged', () => {
     await server.listen();
   });
   afterEach(() => server.close());
-  const lists = () => server.requests.filter((r) => r.verb === 'list').map((r) => `limit=${r.query.limit ?? ''} continue=${r.query.continue ? 'yes' : 'no'}`);
+  const lists = () =>
+    server.requests
+      .filter((r) => r.verb === 'list')
+      .map((r) => `limit=${r.query.limit ?? ''} continue=${r.query.continue ? 'yes' : 'no'}`);
 
-  it('lists page by page from one snapshot: a write between pages is not seen, the first page\'s version is returned', async () => {
+  it("lists page by page from one snapshot: a write between pages is not seen, the first page's version is returned", async () => {
     for (const n of ['a', 'b', 'c', 'd', 'e']) server.create(svc(n));
     const kc = loadKubeConfig({ master: server.url });
     const version = server.resourceVersion;
     const pages: string[][] = [];
-    const rv = await listPaged<V1Service>(kc, '/api/v1/services', {}, (items) => {
-      pages.push(items.map((s) => s.metadata!.name!));
-      if (pages.length === 1) server.delete({ apiVersion: 'v1', kind: 'Service', namespace: 'demo', name: 'e' });
-    }, () => pages.push(['restart']), 2);
+    const rv = await listPaged<V1Service>(
+      kc,
+      '/api/v1/services',
+      {},
+      (items) => {
+        pages.push(items.map((s) => s.metadata!.name!));
+        if (pages.length === 1) server.delete({ apiVersion: 'v1', kind: 'Service', namespace: 'demo', name: 'e' });
+      },
+      () => pages.push(['restart']),
+      2,
+    );
     expect(pages).toEqual([['a', 'b'], ['c', 'd'], ['e']]);
     expect(rv).toBe(version);
     expect(lists()).toEqual(['limit=2 continue=no', 'limit=2 continue=yes', 'limit=2 continue=yes']);
@@ -72,13 +95,20 @@ describe('listPaged', () => {
     for (const n of ['a', 'b', 'c']) server.create(svc(n));
     const kc = loadKubeConfig({ master: server.url });
     const pages: string[][] = [];
-    const rv = await listPaged<V1Service>(kc, '/api/v1/services', {}, (items) => {
-      pages.push(items.map((s) => s.metadata!.name!));
-      if (pages.length === 1) {
-        server.delete({ apiVersion: 'v1', kind: 'Service', namespace: 'demo', name: 'a' });
-        server.expireListContinuations();
-      }
-    }, () => pages.push(['restart']), 2);
+    const rv = await listPaged<V1Service>(
+      kc,
+      '/api/v1/services',
+      {},
+      (items) => {
+        pages.push(items.map((s) => s.metadata!.name!));
+        if (pages.length === 1) {
+          server.delete({ apiVersion: 'v1', kind: 'Service', namespace: 'demo', name: 'a' });
+          server.expireListContinuations();
+        }
+      },
+      () => pages.push(['restart']),
+      2,
+    );
     expect(pages).toEqual([['a', 'b'], ['restart'], ['b', 'c']]);
     expect(rv).toBe(server.resourceVersion);
     expect(lists()).toEqual(['limit=2 continue=no', 'limit=2 continue=yes', 'limit= continue=no']);

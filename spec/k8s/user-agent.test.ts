@@ -12,8 +12,12 @@ import { listRaw } from '../../lib/k8s/raw-list';
 
 describe('User-Agent', () => {
   it("is client-go's shape with Go's architecture names", () => {
-    expect(userAgent({ version: '0.1.0', platform: goPlatform('linux', 'x64') })).toBe('kube-ipvs/v0.1.0 (linux/amd64) kube-ipvs');
-    expect(userAgent({ version: '1.2.3', platform: goPlatform('linux', 'arm64') })).toBe('kube-ipvs/v1.2.3 (linux/arm64) kube-ipvs');
+    expect(userAgent({ version: '0.1.0', platform: goPlatform('linux', 'x64') })).toBe(
+      'kube-ipvs/v0.1.0 (linux/amd64) kube-ipvs',
+    );
+    expect(userAgent({ version: '1.2.3', platform: goPlatform('linux', 'arm64') })).toBe(
+      'kube-ipvs/v1.2.3 (linux/arm64) kube-ipvs',
+    );
   });
 
   it('is sent with a list and a watch when the kubeconfig was loaded with one; absent, the HTTP stack picks its own', async () => {
@@ -21,7 +25,11 @@ describe('User-Agent', () => {
     const server = http.createServer((req, res) => {
       seen.push(`${req.url!.includes('watch=true') ? 'watch' : 'list'} ${req.headers['user-agent']}`);
       res.writeHead(200, { 'content-type': 'application/json' });
-      res.end(req.url!.includes('watch=true') ? '' : JSON.stringify({ kind: 'ServiceList', apiVersion: 'v1', metadata: { resourceVersion: '1' }, items: [] }));
+      res.end(
+        req.url!.includes('watch=true')
+          ? ''
+          : JSON.stringify({ kind: 'ServiceList', apiVersion: 'v1', metadata: { resourceVersion: '1' }, items: [] }),
+      );
     });
     await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
     const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
@@ -31,7 +39,10 @@ describe('User-Agent', () => {
       const w = await apiRequest(kc, { method: 'GET', path: '/api/v1/services', query: { watch: true } }, true);
       await w.stream?.text();
       await listRaw(loadKubeConfig({ master: url }), '/api/v1/services');
-      expect(seen.slice(0, 2)).toEqual(['list kube-ipvs/v0.1.0 (linux/amd64) kube-ipvs', 'watch kube-ipvs/v0.1.0 (linux/amd64) kube-ipvs']);
+      expect(seen.slice(0, 2)).toEqual([
+        'list kube-ipvs/v0.1.0 (linux/amd64) kube-ipvs',
+        'watch kube-ipvs/v0.1.0 (linux/amd64) kube-ipvs',
+      ]);
       expect(seen[2]).not.toContain('kube-ipvs');
     } finally {
       server.close();

@@ -4,7 +4,10 @@ import { ChildProcessExec, ExecTimeoutError, ObservedExec } from '../../lib/kern
 describe('ChildProcessExec', () => {
   it('kills a command that outlives its timeout and names it (and the timeout) in the error', async () => {
     const exec = new ChildProcessExec({ timeoutMs: 50 });
-    const err = await exec.run('sleep', ['30']).then(() => undefined, (e: unknown) => e);
+    const err = await exec.run('sleep', ['30']).then(
+      () => undefined,
+      (e: unknown) => e,
+    );
     expect(err).toBeInstanceOf(ExecTimeoutError);
     const t = err as ExecTimeoutError;
     expect(t.code).toBe('KIPVS_EXEC_TIMEOUT');
@@ -21,7 +24,9 @@ describe('ChildProcessExec', () => {
   });
 
   it('a missing binary rejects with the spawn error (ENOENT)', async () => {
-    await expect(new ChildProcessExec().run('/nonexistent/kube-ipvs-no-such-tool', [])).rejects.toMatchObject({ code: 'ENOENT' });
+    await expect(new ChildProcessExec().run('/nonexistent/kube-ipvs-no-such-tool', [])).rejects.toMatchObject({
+      code: 'ENOENT',
+    });
   });
 });
 

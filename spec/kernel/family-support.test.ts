@@ -4,8 +4,11 @@ import { join } from 'node:path';
 import { KernelFamilySupport } from '../../lib/kernel/family-support';
 import { ExecError } from '../../lib/errors';
 
-const NAT = '*nat\n:PREROUTING ACCEPT [0:0]\n:INPUT ACCEPT [0:0]\n:OUTPUT ACCEPT [0:0]\n:POSTROUTING ACCEPT [0:0]\nCOMMIT\n';
-const saves = (text: string | Error) => ({ save: jest.fn(async () => (text instanceof Error ? Promise.reject(text) : text)) });
+const NAT =
+  '*nat\n:PREROUTING ACCEPT [0:0]\n:INPUT ACCEPT [0:0]\n:OUTPUT ACCEPT [0:0]\n:POSTROUTING ACCEPT [0:0]\nCOMMIT\n';
+const saves = (text: string | Error) => ({
+  save: jest.fn(async () => (text instanceof Error ? Promise.reject(text) : text)),
+});
 
 describe('KernelFamilySupport (kube-proxy platformCheckSupported: iptables Present() per family, kernel IPv6)', () => {
   let proc: string;
@@ -38,22 +41,36 @@ describe('KernelFamilySupport (kube-proxy platformCheckSupported: iptables Prese
 
   it('no IPv6 when net.ipv6.conf.all.disable_ipv6 = 1', async () => {
     writeFileSync(join(proc, 'sys/net/ipv6/conf/all/disable_ipv6'), '1\n');
-    const r = await new KernelFamilySupport({ iptables: { ipv4: saves(NAT), ipv6: saves(NAT) }, procRoot: proc }).check('ipv6');
+    const r = await new KernelFamilySupport({ iptables: { ipv4: saves(NAT), ipv6: saves(NAT) }, procRoot: proc }).check(
+      'ipv6',
+    );
     expect(r).toEqual({ supported: false, reason: 'IPv6 is disabled (net.ipv6.conf.all.disable_ipv6 = 1)' });
   });
 
   it('a family whose iptables cannot be run or read (missing binary, no nat table) is unsupported, naming why', async () => {
     const enoent = Object.assign(new Error('spawn ip6tables-nft-save ENOENT'), { code: 'ENOENT' });
     const s = new KernelFamilySupport({
-      iptables: { ipv4: saves(new ExecError('iptables-nft-save -t nat', 1, "can't initialize iptables table `nat'")), ipv6: saves(enoent) },
+      iptables: {
+        ipv4: saves(new ExecError('iptables-nft-save -t nat', 1, "can't initialize iptables table `nat'")),
+        ipv6: saves(enoent),
+      },
       procRoot: proc,
     });
     const v4 = await s.check('ipv4');
     expect(v4.supported).toBe(false);
     expect(v4.reason).toMatch(/^iptables is not usable: .*nat/);
-    expect(await s.check('ipv6')).toEqual({ supported: false, reason: 'ip6tables is not usable: spawn ip6tables-nft-save ENOENT' });
-    const noPostrouting = await new KernelFamilySupport({ iptables: { ipv4: saves('*nat\nCOMMIT\n') }, procRoot: proc }).check('ipv4');
+    expect(await s.check('ipv6')).toEqual({
+      supported: false,
+      reason: 'ip6tables is not usable: spawn ip6tables-nft-save ENOENT',
+    });
+    const noPostrouting = await new KernelFamilySupport({
+      iptables: { ipv4: saves('*nat\nCOMMIT\n') },
+      procRoot: proc,
+    }).check('ipv4');
     expect(noPostrouting).toEqual({ supported: false, reason: 'iptables: the nat table has no POSTROUTING chain' });
-    expect(await new KernelFamilySupport({ iptables: {}, procRoot: proc }).check('ipv4')).toEqual({ supported: false, reason: 'no iptables' });
+    expect(await new KernelFamilySupport({ iptables: {}, procRoot: proc }).check('ipv4')).toEqual({
+      supported: false,
+      reason: 'no iptables',
+    });
   });
 });

@@ -64,7 +64,11 @@ const service = (name: string, labels: Record<string, string> = {}, clusterIP?: 
   apiVersion: 'v1',
   kind: 'Service',
   metadata: { name, namespace: ns, labels: { app: name, ...labels } },
-  spec: { ports: [{ name: 'http', protocol: 'TCP', port: 80, targetPort: 8080 }], selector: { app: name }, ...(clusterIP ? { clusterIP } : {}) },
+  spec: {
+    ports: [{ name: 'http', protocol: 'TCP', port: 80, targetPort: 8080 }],
+    selector: { app: name },
+    ...(clusterIP ? { clusterIP } : {}),
+  },
 });
 
 const slice = (name: string, svc: string, labels: Record<string, string> = {}): FakeObject => ({
@@ -121,7 +125,11 @@ beforeAll(async () => {
   writeFileSync(path.join(tmp, 'token'), saToken);
   fakeServer = new FakeApiServer({
     tls: { cert: fakePki.serverCert, key: fakePki.serverKey, clientCa: fakePki.ca },
-    auth: { tokens: [adminToken], tokenFile: path.join(tmp, 'token'), serviceAccount: { user: KUBE_PROXY_USER, rules: NODE_PROXIER_RULES } },
+    auth: {
+      tokens: [adminToken],
+      tokenFile: path.join(tmp, 'token'),
+      serviceAccount: { user: KUBE_PROXY_USER, rules: NODE_PROXIER_RULES },
+    },
   });
   const url = await fakeServer.listen();
   fake = {
@@ -131,7 +139,11 @@ beforeAll(async () => {
     bad: kubeconfig(url, fakePki.ca, { token: 'not-a-token' }),
     anonymous: kubeconfig(url, fakePki.ca, {}),
     create: async (objects) => void objects.forEach((o) => fakeServer.create(o)),
-    label: async (n, name, k, v) => void fakeServer.patch({ apiVersion: 'v1', kind: 'Service', namespace: n, name }, { metadata: { labels: { [k]: v } } }),
+    label: async (n, name, k, v) =>
+      void fakeServer.patch(
+        { apiVersion: 'v1', kind: 'Service', namespace: n, name },
+        { metadata: { labels: { [k]: v } } },
+      ),
     deleteService: async (n, name) => void fakeServer.delete({ apiVersion: 'v1', kind: 'Service', namespace: n, name }),
     compact: async () => fakeServer.compact(),
   };
@@ -153,8 +165,19 @@ async function both<T>(fn: (side: Side) => Promise<T>): Promise<{ real: T; fake:
   return { real: await fn(real), fake: await fn(fake) };
 }
 
-async function request(kc: KubeConfig, method: 'GET' | 'POST' | 'PATCH', p: string, body?: unknown, query?: Record<string, string>): Promise<{ status: number; body: Json }> {
-  const res = await apiRequest(kc, { method, path: p, query, ...(body === undefined ? {} : { body: JSON.stringify(body) }) });
+async function request(
+  kc: KubeConfig,
+  method: 'GET' | 'POST' | 'PATCH',
+  p: string,
+  body?: unknown,
+  query?: Record<string, string>,
+): Promise<{ status: number; body: Json }> {
+  const res = await apiRequest(kc, {
+    method,
+    path: p,
+    query,
+    ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+  });
   return { status: res.status, body: JSON.parse(res.body) as Json };
 }
 
@@ -168,7 +191,9 @@ function listShape(list: Json, namespace: string | null = ns) {
     resourceVersionIsDecimal: /^[1-9][0-9]*$/.test(list.metadata.resourceVersion),
     names: items.map((i) => i.metadata.name),
     itemKinds: [...new Set(items.map((i) => `${i.kind}/${i.apiVersion}`))],
-    itemHasMetadataVersion: items.every((i) => /^[1-9][0-9]*$/.test(i.metadata.resourceVersion) && typeof i.metadata.uid === 'string'),
+    itemHasMetadataVersion: items.every(
+      (i) => /^[1-9][0-9]*$/.test(i.metadata.resourceVersion) && typeof i.metadata.uid === 'string',
+    ),
   };
 }
 
@@ -181,7 +206,11 @@ interface Watched {
 }
 
 /** The daemon's watch (ReportingWatch), with `query` as the informers send it. */
-async function watch(kc: KubeConfig, p: string, query: Record<string, string | number | boolean | undefined>): Promise<Watched> {
+async function watch(
+  kc: KubeConfig,
+  p: string,
+  query: Record<string, string | number | boolean | undefined>,
+): Promise<Watched> {
   const events: { type: string; object: Json }[] = [];
   let connected = false;
   let ended = false;
@@ -219,29 +248,53 @@ async function until(what: string, cond: () => boolean, ms = 30_000): Promise<vo
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
-describe('the fake API server answers the daemon\'s requests as kube-apiserver does', () => {
-  it('kubeadm\'s system:node-proxier ClusterRole is the fake\'s NODE_PROXIER_RULES', async () => {
+describe("the fake API server answers the daemon's requests as kube-apiserver does", () => {
+  it("kubeadm's system:node-proxier ClusterRole is the fake's NODE_PROXIER_RULES", async () => {
     const role = await lab.getJson<{ rules: Json[] }>(['clusterrole', 'system:node-proxier']);
-    const norm = (rules: readonly Json[]) => rules.map((r) => ({ apiGroups: r.apiGroups, resources: r.resources, verbs: r.verbs, ...(r.resourceNames ? { resourceNames: r.resourceNames } : {}) }));
+    const norm = (rules: readonly Json[]) =>
+      rules.map((r) => ({
+        apiGroups: r.apiGroups,
+        resources: r.resources,
+        verbs: r.verbs,
+        ...(r.resourceNames ? { resourceNames: r.resourceNames } : {}),
+      }));
     expect(norm(NODE_PROXIER_RULES)).toEqual(norm(role.rules));
   });
 
-  describe('lists (listRaw, the informers\' selectors, as kube-proxy\'s ServiceAccount)', () => {
+  describe("lists (listRaw, the informers' selectors, as kube-proxy's ServiceAccount)", () => {
     it('Services with the proxy label selector: a ServiceList whose items carry no kind or apiVersion', async () => {
       const r = await both(async (s) => listShape(await listRaw(s.sa, '/api/v1/services', SERVICE_SELECTOR)));
-      expect(r.real).toMatchObject({ kind: 'ServiceList', apiVersion: 'v1', names: ['s-0', 's-1', 's-2', 's-3', 's-4'], itemKinds: ['undefined/undefined'] });
+      expect(r.real).toMatchObject({
+        kind: 'ServiceList',
+        apiVersion: 'v1',
+        names: ['s-0', 's-1', 's-2', 's-3', 's-4'],
+        itemKinds: ['undefined/undefined'],
+      });
       expect(r.fake).toEqual(r.real);
     });
 
     it('EndpointSlices with the proxy label selector', async () => {
-      const r = await both(async (s) => listShape(await listRaw(s.sa, '/apis/discovery.k8s.io/v1/endpointslices', ENDPOINT_SLICE_SELECTOR)));
-      expect(r.real).toMatchObject({ kind: 'EndpointSliceList', apiVersion: 'discovery.k8s.io/v1', names: ['s-0-abc', 's-1-abc'] });
+      const r = await both(async (s) =>
+        listShape(await listRaw(s.sa, '/apis/discovery.k8s.io/v1/endpointslices', ENDPOINT_SLICE_SELECTOR)),
+      );
+      expect(r.real).toMatchObject({
+        kind: 'EndpointSliceList',
+        apiVersion: 'discovery.k8s.io/v1',
+        names: ['s-0-abc', 's-1-abc'],
+      });
       expect(r.fake).toEqual(r.real);
     });
 
     it('its Node by field selector', async () => {
-      const r = await both(async (s) => listShape(await listRaw(s.sa, '/api/v1/nodes', { fieldSelector: `metadata.name=${nodeName}` }), null));
-      expect(r.real).toMatchObject({ kind: 'NodeList', apiVersion: 'v1', names: [nodeName], metadataKeys: ['resourceVersion'] });
+      const r = await both(async (s) =>
+        listShape(await listRaw(s.sa, '/api/v1/nodes', { fieldSelector: `metadata.name=${nodeName}` }), null),
+      );
+      expect(r.real).toMatchObject({
+        kind: 'NodeList',
+        apiVersion: 'v1',
+        names: [nodeName],
+        metadataKeys: ['resourceVersion'],
+      });
       expect(r.fake).toEqual(r.real);
     });
   });
@@ -254,12 +307,20 @@ describe('the fake API server answers the daemon\'s requests as kube-apiserver d
         const unselected = await listRaw<Json>(s.sa, p, { limit: 2 });
         const pages: string[][] = [];
         let restarts = 0;
-        const version = await listPaged<Json>(s.sa, p, SERVICE_SELECTOR, (items) => pages.push(items.map((i) => i.metadata.name)), () => restarts++, 2);
+        const version = await listPaged<Json>(
+          s.sa,
+          p,
+          SERVICE_SELECTOR,
+          (items) => pages.push(items.map((i) => i.metadata.name)),
+          () => restarts++,
+          2,
+        );
         return {
           firstMetadataKeys: Object.keys(first.metadata!).sort(),
           remaining: (first.metadata as Json).remainingItemCount ?? null,
           remainingWithoutSelector: (unselected.metadata as Json).remainingItemCount,
-          continueIsString: typeof first.metadata?._continue === 'string' || typeof (first.metadata as Json).continue === 'string',
+          continueIsString:
+            typeof first.metadata?._continue === 'string' || typeof (first.metadata as Json).continue === 'string',
           pages,
           restarts,
           versionIsDecimal: /^[1-9][0-9]*$/.test(version),
@@ -277,15 +338,21 @@ describe('the fake API server answers the daemon\'s requests as kube-apiserver d
       expect(r.fake).toEqual(r.real);
     });
 
-    it('a Service list continued after a write and etcd\'s compaction: still the first page\'s snapshot (the watch cache serves it)', async () => {
+    it("a Service list continued after a write and etcd's compaction: still the first page's snapshot (the watch cache serves it)", async () => {
       const r = await both(async (s) => {
         const p = `/api/v1/namespaces/${ns}/services`;
         const first = await listRaw<Json>(s.sa, p, { ...SERVICE_SELECTOR, limit: 2 });
         await s.create([service(`late-${s.name}`)]);
         await s.compact();
-        const rest = await listRaw<Json>(s.sa, p, { ...SERVICE_SELECTOR, continue: (first.metadata as Json).continue as string });
+        const rest = await listRaw<Json>(s.sa, p, {
+          ...SERVICE_SELECTOR,
+          continue: (first.metadata as Json).continue as string,
+        });
         await s.deleteService(ns, `late-${s.name}`);
-        return { sameVersion: rest.metadata?.resourceVersion === first.metadata?.resourceVersion, names: rest.items.map((i) => i.metadata.name) };
+        return {
+          sameVersion: rest.metadata?.resourceVersion === first.metadata?.resourceVersion,
+          names: rest.items.map((i) => i.metadata.name),
+        };
       });
       expect(r.real).toEqual({ sameVersion: true, names: ['s-2', 's-3', 's-4'] });
       expect(r.fake).toEqual(r.real);
@@ -308,24 +375,45 @@ describe('the fake API server answers the daemon\'s requests as kube-apiserver d
         await s.create([ev(`page-${s.name}-4`)]);
         await s.compact();
         // the daemon's listRaw: an ApiException whose code listPaged tests for 410
-        const error = await listRaw<Json>(s.admin, p, { limit: 1, continue: (first.metadata as Json).continue as string }).then(
+        const error = await listRaw<Json>(s.admin, p, {
+          limit: 1,
+          continue: (first.metadata as Json).continue as string,
+        }).then(
           () => undefined,
           (e: unknown) => e,
         );
-        const raw = await request(s.admin, 'GET', p, undefined, { limit: '1', continue: (first.metadata as Json).continue as string });
+        const raw = await request(s.admin, 'GET', p, undefined, {
+          limit: '1',
+          continue: (first.metadata as Json).continue as string,
+        });
         const { metadata, ...status } = raw.body;
-        return { apiException: error instanceof ApiException ? error.code : error, status: raw.status, body: status, metadataKeys: Object.keys(metadata), continueIsString: typeof metadata.continue === 'string' };
+        return {
+          apiException: error instanceof ApiException ? error.code : error,
+          status: raw.status,
+          body: status,
+          metadataKeys: Object.keys(metadata),
+          continueIsString: typeof metadata.continue === 'string',
+        };
       });
-      expect(r.real).toMatchObject({ apiException: 410, status: 410, body: { kind: 'Status', apiVersion: 'v1', status: 'Failure', reason: 'Expired', code: 410 }, continueIsString: true });
+      expect(r.real).toMatchObject({
+        apiException: 410,
+        status: 410,
+        body: { kind: 'Status', apiVersion: 'v1', status: 'Failure', reason: 'Expired', code: 410 },
+        continueIsString: true,
+      });
       expect(r.fake).toEqual(r.real);
     });
   });
 
-  describe('watch (ReportingWatch with the informers\' query)', () => {
-    it('from the list\'s resourceVersion with allowWatchBookmarks: ADDED, MODIFIED, DELETED with kind and apiVersion on each object', async () => {
+  describe("watch (ReportingWatch with the informers' query)", () => {
+    it("from the list's resourceVersion with allowWatchBookmarks: ADDED, MODIFIED, DELETED with kind and apiVersion on each object", async () => {
       const r = await both(async (s) => {
         const list = await listRaw(s.sa, '/api/v1/services', SERVICE_SELECTOR);
-        const w = await watch(s.sa, '/api/v1/services', { resourceVersion: list.metadata!.resourceVersion, allowWatchBookmarks: true, ...SERVICE_SELECTOR });
+        const w = await watch(s.sa, '/api/v1/services', {
+          resourceVersion: list.metadata!.resourceVersion,
+          allowWatchBookmarks: true,
+          ...SERVICE_SELECTOR,
+        });
         const name = `w-${s.name}`;
         await s.create([service(name)]);
         await s.label(ns, name, 'changed', 'yes');
@@ -333,9 +421,15 @@ describe('the fake API server answers the daemon\'s requests as kube-apiserver d
         const mine = () => w.events.filter((e) => e.object?.metadata?.name === name);
         await until(`${s.name}: the DELETED of ${name}`, () => mine().some((e) => e.type === 'DELETED'));
         w.stop();
-        return { connected: w.connected(), events: mine().map((e) => `${e.type} ${e.object.kind}/${e.object.apiVersion}`) };
+        return {
+          connected: w.connected(),
+          events: mine().map((e) => `${e.type} ${e.object.kind}/${e.object.apiVersion}`),
+        };
       });
-      expect(r.real).toEqual({ connected: true, events: ['ADDED Service/v1', 'MODIFIED Service/v1', 'DELETED Service/v1'] });
+      expect(r.real).toEqual({
+        connected: true,
+        events: ['ADDED Service/v1', 'MODIFIED Service/v1', 'DELETED Service/v1'],
+      });
       expect(r.fake).toEqual(r.real);
     });
 
@@ -344,7 +438,11 @@ describe('the fake API server answers the daemon\'s requests as kube-apiserver d
         const list = await listRaw(s.sa, '/api/v1/services', SERVICE_SELECTOR);
         const name = `out-${s.name}`;
         await s.create([service(name)]);
-        const w = await watch(s.sa, '/api/v1/services', { resourceVersion: list.metadata!.resourceVersion, allowWatchBookmarks: true, ...SERVICE_SELECTOR });
+        const w = await watch(s.sa, '/api/v1/services', {
+          resourceVersion: list.metadata!.resourceVersion,
+          allowWatchBookmarks: true,
+          ...SERVICE_SELECTOR,
+        });
         await s.label(ns, name, 'service.kubernetes.io/service-proxy-name', 'other');
         const mine = () => w.events.filter((e) => e.object?.metadata?.name === name);
         await until(`${s.name}: the DELETED of ${name}`, () => mine().some((e) => e.type === 'DELETED'));
@@ -360,15 +458,37 @@ describe('the fake API server answers the daemon\'s requests as kube-apiserver d
       const r = await both(async (s) => {
         const p = `/api/v1/namespaces/${ns}/events`;
         const list = await listRaw(s.admin, p);
-        await s.create([{ apiVersion: 'v1', kind: 'Event', metadata: { name: `stale-${s.name}`, namespace: ns }, involvedObject: { kind: 'Service', namespace: ns, name: 's-0' }, reason: 'R', message: 'm', type: 'Normal' }]);
+        await s.create([
+          {
+            apiVersion: 'v1',
+            kind: 'Event',
+            metadata: { name: `stale-${s.name}`, namespace: ns },
+            involvedObject: { kind: 'Service', namespace: ns, name: 's-0' },
+            reason: 'R',
+            message: 'm',
+            type: 'Normal',
+          },
+        ]);
         await s.create([service(`stale-${s.name}`)]);
         await s.compact();
-        const w = await watch(s.admin, p, { resourceVersion: list.metadata!.resourceVersion, allowWatchBookmarks: true });
+        const w = await watch(s.admin, p, {
+          resourceVersion: list.metadata!.resourceVersion,
+          allowWatchBookmarks: true,
+        });
         await until(`${s.name}: the stream to end`, () => w.ended());
         await s.deleteService(ns, `stale-${s.name}`);
         return { connected: w.connected(), endError: w.endError() ?? null, events: w.events };
       });
-      expect(r.real).toMatchObject({ connected: true, endError: null, events: [{ type: 'ERROR', object: { kind: 'Status', apiVersion: 'v1', status: 'Failure', reason: 'Expired', code: 410 } }] });
+      expect(r.real).toMatchObject({
+        connected: true,
+        endError: null,
+        events: [
+          {
+            type: 'ERROR',
+            object: { kind: 'Status', apiVersion: 'v1', status: 'Failure', reason: 'Expired', code: 410 },
+          },
+        ],
+      });
       expect(r.fake).toEqual(r.real);
     });
 
@@ -376,7 +496,11 @@ describe('the fake API server answers the daemon\'s requests as kube-apiserver d
       const r = await both(async (s) => {
         const list = await listRaw(s.sa, `/api/v1/services`, SERVICE_SELECTOR);
         const ahead = String(Number(list.metadata!.resourceVersion) + 1_000_000);
-        const w = await watch(s.sa, '/api/v1/services', { resourceVersion: ahead, allowWatchBookmarks: true, ...SERVICE_SELECTOR });
+        const w = await watch(s.sa, '/api/v1/services', {
+          resourceVersion: ahead,
+          allowWatchBookmarks: true,
+          ...SERVICE_SELECTOR,
+        });
         await s.create([service(`ahead-${s.name}`)]);
         await sleep(4000);
         w.stop();
@@ -391,26 +515,44 @@ describe('the fake API server answers the daemon\'s requests as kube-apiserver d
       const r = await both(async (s) => {
         const p = `/api/v1/namespaces/${ns}/services`;
         const out: Record<string, string[]> = {};
-        for (const [label, query] of Object.entries({ bookmarks: { resourceVersion: '0', allowWatchBookmarks: true }, plain: { resourceVersion: '0' } })) {
+        for (const [label, query] of Object.entries({
+          bookmarks: { resourceVersion: '0', allowWatchBookmarks: true },
+          plain: { resourceVersion: '0' },
+        })) {
           const w = await watch(s.sa, p, { ...query, ...SERVICE_SELECTOR });
           await until(`${s.name}: the initial events`, () => w.events.filter((e) => e.type === 'ADDED').length >= 5);
           await sleep(1500);
           w.stop();
-          out[label] = w.events.map((e) => (e.type === 'BOOKMARK' ? `BOOKMARK ${JSON.stringify(e.object.metadata.annotations ?? {})} ${e.object.kind}` : `${e.type} ${e.object.metadata.name}`));
+          out[label] = w.events.map((e) =>
+            e.type === 'BOOKMARK'
+              ? `BOOKMARK ${JSON.stringify(e.object.metadata.annotations ?? {})} ${e.object.kind}`
+              : `${e.type} ${e.object.metadata.name}`,
+          );
         }
         return out;
       });
       const added = ['ADDED s-0', 'ADDED s-1', 'ADDED s-2', 'ADDED s-3', 'ADDED s-4'];
-      expect(r.real).toEqual({ bookmarks: [...added, 'BOOKMARK {"k8s.io/initial-events-end":"true"} Service'], plain: added });
+      expect(r.real).toEqual({
+        bookmarks: [...added, 'BOOKMARK {"k8s.io/initial-events-end":"true"} Service'],
+        plain: added,
+      });
       expect(r.fake).toEqual(r.real);
     });
 
     it('a watch with timeoutSeconds=5 ends cleanly at its deadline, with no bookmark before it', async () => {
       const r = await both(async (s) => {
         const list = await listRaw(s.sa, `/api/v1/namespaces/${ns}/services`);
-        const w = await watch(s.sa, `/api/v1/namespaces/${ns}/services`, { resourceVersion: list.metadata!.resourceVersion, allowWatchBookmarks: true, timeoutSeconds: 5 });
+        const w = await watch(s.sa, `/api/v1/namespaces/${ns}/services`, {
+          resourceVersion: list.metadata!.resourceVersion,
+          allowWatchBookmarks: true,
+          timeoutSeconds: 5,
+        });
         await until(`${s.name}: the stream to end`, () => w.ended());
-        return { endError: w.endError() ?? null, types: [...new Set(w.events.map((e) => e.type))], bookmarkKind: w.events.find((e) => e.type === 'BOOKMARK')?.object.kind };
+        return {
+          endError: w.endError() ?? null,
+          types: [...new Set(w.events.map((e) => e.type))],
+          bookmarkKind: w.events.find((e) => e.type === 'BOOKMARK')?.object.kind,
+        };
       });
       expect(r.real).toEqual({ endError: null, types: [], bookmarkKind: undefined });
       expect(r.fake).toEqual(r.real);
@@ -426,27 +568,42 @@ describe('the fake API server answers the daemon\'s requests as kube-apiserver d
 
     it('no credentials: system:anonymous, 403', async () => {
       const r = await both((s) => request(s.anonymous, 'GET', '/api/v1/services', undefined, SERVICE_SELECTOR));
-      expect(r.real).toMatchObject({ status: 403, body: { reason: 'Forbidden', message: expect.stringContaining('"system:anonymous"') } });
+      expect(r.real).toMatchObject({
+        status: 403,
+        body: { reason: 'Forbidden', message: expect.stringContaining('"system:anonymous"') },
+      });
       expect(r.fake).toEqual(r.real);
     });
 
-    it('kube-proxy\'s ServiceAccount may not create a Service, list Secrets, get a Service or create an EndpointSlice: 403 Forbidden as RBAC words it', async () => {
+    it("kube-proxy's ServiceAccount may not create a Service, list Secrets, get a Service or create an EndpointSlice: 403 Forbidden as RBAC words it", async () => {
       const asks: [string, 'GET' | 'POST', string, unknown?][] = [
         ['create service', 'POST', `/api/v1/namespaces/${ns}/services`, service('forbidden')],
         ['list secrets', 'GET', '/api/v1/secrets'],
         ['get service', 'GET', `/api/v1/namespaces/${ns}/services/s-0`],
-        ['create endpointslice', 'POST', `/apis/discovery.k8s.io/v1/namespaces/${ns}/endpointslices`, slice('forbidden', 's-0')],
+        [
+          'create endpointslice',
+          'POST',
+          `/apis/discovery.k8s.io/v1/namespaces/${ns}/endpointslices`,
+          slice('forbidden', 's-0'),
+        ],
       ];
       for (const [what, method, p, body] of asks) {
         const r = await both((s) => request(s.sa, method, p, body));
-        expect({ what, status: r.real.status, reason: r.real.body.reason }).toEqual({ what, status: 403, reason: 'Forbidden' });
+        expect({ what, status: r.real.status, reason: r.real.body.reason }).toEqual({
+          what,
+          status: 403,
+          reason: 'Forbidden',
+        });
         expect({ what, ...r.fake }).toEqual({ what, ...r.real });
       }
     });
 
     it('what the ServiceAccount may do and the object is missing: 404 NotFound with details', async () => {
       const r = await both((s) => request(s.sa, 'GET', `/api/v1/nodes/missing-${run}`));
-      expect(r.real).toMatchObject({ status: 404, body: { reason: 'NotFound', details: { name: `missing-${run}`, kind: 'nodes' } } });
+      expect(r.real).toMatchObject({
+        status: 404,
+        body: { reason: 'NotFound', details: { name: `missing-${run}`, kind: 'nodes' } },
+      });
       expect(r.fake).toEqual(r.real);
     });
   });
@@ -457,19 +614,58 @@ describe('the fake API server answers the daemon\'s requests as kube-apiserver d
         const debug: string[] = [];
         const recorder = new EventRecorder(s.sa, { nodeName, log: { debug: (m: string) => debug.push(m) } });
         const svc = await request(s.admin, 'GET', `/api/v1/namespaces/${ns}/services/s-1`);
-        const ref = { kind: 'Service', apiVersion: 'v1', namespace: ns, name: 's-1', uid: svc.body.metadata.uid as string };
+        const ref = {
+          kind: 'Service',
+          apiVersion: 'v1',
+          namespace: ns,
+          name: 's-1',
+          uid: svc.body.metadata.uid as string,
+        };
         await recorder.warn(ref, 'ConformanceCheck', `checked by ${s.name}`);
         await recorder.warn(ref, 'ConformanceCheck', `checked by ${s.name}`);
-        await recorder.warn({ kind: 'Node', apiVersion: 'v1', name: nodeName }, 'ConformanceNode', `node checked by ${s.name}`);
-        const inNs = (await listRaw<Json>(s.admin, `/api/v1/namespaces/${ns}/events`)).items.filter((e) => e.reason === 'ConformanceCheck');
-        const onNode = (await listRaw<Json>(s.admin, '/api/v1/namespaces/default/events')).items.filter((e) => e.involvedObject?.name === nodeName);
-        const summary = (e: Json) => ({ type: e.type, count: e.count, message: e.message.replace(s.name, 'X'), involved: e.involvedObject.kind, source: e.source, reportingComponent: e.reportingComponent });
+        await recorder.warn(
+          { kind: 'Node', apiVersion: 'v1', name: nodeName },
+          'ConformanceNode',
+          `node checked by ${s.name}`,
+        );
+        const inNs = (await listRaw<Json>(s.admin, `/api/v1/namespaces/${ns}/events`)).items.filter(
+          (e) => e.reason === 'ConformanceCheck',
+        );
+        const onNode = (await listRaw<Json>(s.admin, '/api/v1/namespaces/default/events')).items.filter(
+          (e) => e.involvedObject?.name === nodeName,
+        );
+        const summary = (e: Json) => ({
+          type: e.type,
+          count: e.count,
+          message: e.message.replace(s.name, 'X'),
+          involved: e.involvedObject.kind,
+          source: e.source,
+          reportingComponent: e.reportingComponent,
+        });
         return { debug, service: inNs.map(summary), node: onNode.map(summary) };
       });
       expect(r.real).toEqual({
         debug: [],
-        service: [{ type: 'Warning', count: 2, message: 'checked by X', involved: 'Service', source: { component: 'kube-ipvs', host: nodeName }, reportingComponent: 'kube-ipvs' }],
-        node: [{ type: 'Warning', count: 1, message: 'node checked by X', involved: 'Node', source: { component: 'kube-ipvs', host: nodeName }, reportingComponent: 'kube-ipvs' }],
+        service: [
+          {
+            type: 'Warning',
+            count: 2,
+            message: 'checked by X',
+            involved: 'Service',
+            source: { component: 'kube-ipvs', host: nodeName },
+            reportingComponent: 'kube-ipvs',
+          },
+        ],
+        node: [
+          {
+            type: 'Warning',
+            count: 1,
+            message: 'node checked by X',
+            involved: 'Node',
+            source: { component: 'kube-ipvs', host: nodeName },
+            reportingComponent: 'kube-ipvs',
+          },
+        ],
       });
       expect(r.fake).toEqual(r.real);
     });
@@ -485,7 +681,10 @@ describe('the fake API server answers the daemon\'s requests as kube-apiserver d
           source: { component: 'kube-ipvs', host: nodeName },
         }),
       );
-      expect(r.real).toMatchObject({ status: 422, body: { reason: 'Invalid', details: { kind: 'Event', causes: [{ field: 'involvedObject.namespace' }] } } });
+      expect(r.real).toMatchObject({
+        status: 422,
+        body: { reason: 'Invalid', details: { kind: 'Event', causes: [{ field: 'involvedObject.namespace' }] } },
+      });
       expect(r.fake).toEqual(r.real);
     });
   });

@@ -13,14 +13,17 @@ describe('the lab', () => {
   const lab = labFromEnv();
 
   it('serves the pinned k8s.io/kubernetes release, stamped', async () => {
-    const pinned = /k8s\.io\/kubernetes (v\d+\.\d+\.\d+)/.exec(fs.readFileSync(path.join(ROOT, 'scripts', 'k8s', 'go.mod'), 'utf8'))![1];
+    const pinned = /k8s\.io\/kubernetes (v\d+\.\d+\.\d+)/.exec(
+      fs.readFileSync(path.join(ROOT, 'scripts', 'k8s', 'go.mod'), 'utf8'),
+    )![1];
     const version = JSON.parse((await lab.kubectl(['get', '--raw', '/version'])).stdout) as { gitVersion: string };
     expect(version.gitVersion).toBe(pinned);
     expect((await lab.info()).version).toContain(`k8s.io/kubernetes ${pinned}`);
   });
 
   it("kubeadm's kube-proxy identity: list/watch Services, EndpointSlices and Nodes, create Events; nothing else", async () => {
-    const can = async (...args: string[]) => (await lab.kubectl(['auth', 'can-i', ...args, `--as=${SA}`], undefined, true)).stdout.trim();
+    const can = async (...args: string[]) =>
+      (await lab.kubectl(['auth', 'can-i', ...args, `--as=${SA}`], undefined, true)).stdout.trim();
     for (const r of ['services', 'endpointslices.discovery.k8s.io', 'nodes']) {
       expect(`${r} ${await can('list', r)} ${await can('watch', r)}`).toBe(`${r} yes yes`);
     }

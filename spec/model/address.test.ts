@@ -10,12 +10,20 @@ describe('parseAddress / parseCidr', () => {
     expect(parseAddress(text)).toEqual(want);
   });
 
-  it.each(['', '010.1.1.1', '10.1.1', '10.1.1.256', ' 10.1.1.1', '10.1.1.1\n', 'fe80::1%eth0', 'localhost', 42, undefined])(
-    '%p is not an address',
-    (text) => {
-      expect(parseAddress(text)).toBeUndefined();
-    },
-  );
+  it.each([
+    '',
+    '010.1.1.1',
+    '10.1.1',
+    '10.1.1.256',
+    ' 10.1.1.1',
+    '10.1.1.1\n',
+    'fe80::1%eth0',
+    'localhost',
+    42,
+    undefined,
+  ])('%p is not an address', (text) => {
+    expect(parseAddress(text)).toBeUndefined();
+  });
 
   it.each([
     ['10.244.3.7/24', '10.244.3.0/24', 24],
@@ -29,9 +37,12 @@ describe('parseAddress / parseCidr', () => {
     expect(c.prefix).toBe(prefix);
   });
 
-  it.each(['10.0.0.0/33', '10.0.0.0/', '10.0.0.0/+8', '10.0.0.0/08', 'fd00::/129', '10.0.0.0/8/8', '10.0.0.0/8 '])('%p is not a CIDR', (text) => {
-    expect(parseCidr(text)).toBeUndefined();
-  });
+  it.each(['10.0.0.0/33', '10.0.0.0/', '10.0.0.0/+8', '10.0.0.0/08', 'fd00::/129', '10.0.0.0/8/8', '10.0.0.0/8 '])(
+    '%p is not a CIDR',
+    (text) => {
+      expect(parseCidr(text)).toBeUndefined();
+    },
+  );
 });
 
 describe('parseCidrSloppy (netutils.ParseCIDRSloppy: leading zeros read as decimal)', () => {
@@ -46,12 +57,21 @@ describe('parseCidrSloppy (netutils.ParseCIDRSloppy: leading zeros read as decim
     expect(formatCidr(parseCidrSloppy(text)!)).toBe(want);
   });
 
-  it.each(['010.0.0.0', '256.0.0.0/8', '0256.0.0.0/8', '10.0.0/8', '10.0.0.0/33', '10.0.0.0/+8', '10.0.0.0/8 ', ' 10.0.0.0/8', '0x0a.0.0.0/8', 'fd00::1%eth0/64', 42])(
-    '%p is not a CIDR',
-    (text) => {
-      expect(parseCidrSloppy(text)).toBeUndefined();
-    },
-  );
+  it.each([
+    '010.0.0.0',
+    '256.0.0.0/8',
+    '0256.0.0.0/8',
+    '10.0.0/8',
+    '10.0.0.0/33',
+    '10.0.0.0/+8',
+    '10.0.0.0/8 ',
+    ' 10.0.0.0/8',
+    '0x0a.0.0.0/8',
+    'fd00::1%eth0/64',
+    42,
+  ])('%p is not a CIDR', (text) => {
+    expect(parseCidrSloppy(text)).toBeUndefined();
+  });
 });
 
 describe('interfaceNameProblem (Linux dev_valid_name, and nothing iptables would read as syntax)', () => {

@@ -13,8 +13,24 @@ describe('parseIPv4', () => {
 
   // the same verdict as Node's own (inet_pton-like) check, on valid and invalid spellings
   it.each([
-    '1.2.3', '1.2.3.4.5', '256.1.1.1', '1.2.3.256', '01.2.3.4', '1.2.3.04', '1..2.3', '.1.2.3', '1.2.3.',
-    '', 'a.b.c.d', '1.2.3.4 ', ' 1.2.3.4', '1.2.3.-4', '::1', '1.2.3.4/32', '0.0.0.00', '100.200.250.255',
+    '1.2.3',
+    '1.2.3.4.5',
+    '256.1.1.1',
+    '1.2.3.256',
+    '01.2.3.4',
+    '1.2.3.04',
+    '1..2.3',
+    '.1.2.3',
+    '1.2.3.',
+    '',
+    'a.b.c.d',
+    '1.2.3.4 ',
+    ' 1.2.3.4',
+    '1.2.3.-4',
+    '::1',
+    '1.2.3.4/32',
+    '0.0.0.00',
+    '100.200.250.255',
   ])('%j agrees with net.isIPv4', (text) => {
     expect(parseIPv4(text) >= 0).toBe(isIPv4(text));
   });
@@ -32,18 +48,26 @@ describe('addresses and keys', () => {
   it('canonicalAddress: IPv4 as given (only canonical dotted decimal is an address); other text throws', () => {
     expect(canonicalAddress('10.96.0.1')).toBe('10.96.0.1');
     expect(canonicalAddress('::ffff:1.2.3.4')).toBe('::ffff:1.2.3.4');
-    for (const bad of ['010.96.0.1', '10.96.0.256', '10.96.0', ' 10.96.0.1', '']) expect(() => canonicalAddress(bad)).toThrow();
+    for (const bad of ['010.96.0.1', '10.96.0.256', '10.96.0', ' 10.96.0.1', ''])
+      expect(() => canonicalAddress(bad)).toThrow();
   });
 
   it('keys virtual servers the same whatever the address spelling', () => {
-    expect(virtualServerKey({ af: 10, protocol: 17, address: canonicalAddress('fd00:0::a'), port: 53, fwmark: 0 })).toBe('UDP/[fd00::a]:53');
+    expect(
+      virtualServerKey({ af: 10, protocol: 17, address: canonicalAddress('fd00:0::a'), port: 53, fwmark: 0 }),
+    ).toBe('UDP/[fd00::a]:53');
     expect(virtualServerKey({ af: 2, protocol: 0, address: '', port: 0, fwmark: 7 })).toBe('FWM/4/7');
   });
 });
 
 describe('formatIPv4', () => {
   it('spells a host-order u32 as inet_ntoa does, the inverse of parseIPv4', () => {
-    expect([0, 0xffffffff, 0x0a000001, 0xc0a80a0b].map(formatIPv4)).toEqual(['0.0.0.0', '255.255.255.255', '10.0.0.1', '192.168.10.11']);
+    expect([0, 0xffffffff, 0x0a000001, 0xc0a80a0b].map(formatIPv4)).toEqual([
+      '0.0.0.0',
+      '255.255.255.255',
+      '10.0.0.1',
+      '192.168.10.11',
+    ]);
     for (const a of ['1.2.3.4', '100.64.0.255', '172.31.250.9']) expect(formatIPv4(parseIPv4(a))).toBe(a);
   });
 });

@@ -21,7 +21,10 @@ const v6 = (s: string): Buffer => {
 };
 
 const v4Tuple = (src: string, dst: string, proto: number, sport: number, dport: number, nested = nest) =>
-  Buffer.concat([nested(1, nla(1, ipv4(src)), nla(2, ipv4(dst))), nested(2, nla(1, u8(proto)), nla(2, be16(sport)), nla(3, be16(dport)))]);
+  Buffer.concat([
+    nested(1, nla(1, ipv4(src)), nla(2, ipv4(dst))),
+    nested(2, nla(1, u8(proto)), nla(2, be16(sport)), nla(3, be16(dport))),
+  ]);
 
 const udpFlow: ConntrackFlow = {
   family: 'ipv4',
@@ -43,10 +46,7 @@ describe('encodeConntrackDump', () => {
     const req = encodeConntrackDump('ipv6', 17);
     expect(req.type).toBe(0x101);
     expect(req.cmd).toBe(10);
-    const want = Buffer.concat([
-      nest(1, nest(2, nla(1, u8(17)))),
-      nest(25, nla(1, u32(1 << 3)), nla(2, u32(0))),
-    ]);
+    const want = Buffer.concat([nest(1, nest(2, nla(1, u8(17)))), nest(25, nla(1, u32(1 << 3)), nla(2, u32(0)))]);
     expect(req.attrs.toString('hex')).toBe(want.toString('hex'));
   });
 });
@@ -56,7 +56,9 @@ describe('encodeConntrackDelete', () => {
     const req = encodeConntrackDelete(udpFlow);
     expect(req.type).toBe(0x102);
     expect(req.cmd).toBe(2);
-    expect(req.attrs.toString('hex')).toBe(nest(1, v4Tuple('192.0.2.1', '198.51.100.10', 17, 40000, 53)).toString('hex'));
+    expect(req.attrs.toString('hex')).toBe(
+      nest(1, v4Tuple('192.0.2.1', '198.51.100.10', 17, 40000, 53)).toString('hex'),
+    );
   });
 
   it('IPv6 SCTP with zone and id', () => {
@@ -70,7 +72,11 @@ describe('encodeConntrackDelete', () => {
     });
     expect(req.cmd).toBe(10);
     const want = Buffer.concat([
-      nest(1, nest(1, nla(3, v6('2001:db8::1')), nla(4, v6('2001:db8::a'))), nest(2, nla(1, u8(132)), nla(2, be16(5000)), nla(3, be16(3868)))),
+      nest(
+        1,
+        nest(1, nla(3, v6('2001:db8::1')), nla(4, v6('2001:db8::a'))),
+        nest(2, nla(1, u8(132)), nla(2, be16(5000)), nla(3, be16(3868))),
+      ),
       nla(18, be16(7)),
       nla(12, be32(0xdeadbeef)),
     ]);
@@ -107,8 +113,17 @@ describe('decodeConntrackFlow', () => {
 
   it('IPv6, canonical addresses', () => {
     const t = (s: string, d: string, sp: number, dp: number) =>
-      Buffer.concat([plainNest(1, nla(3, v6(s)), nla(4, v6(d))), plainNest(2, nla(1, u8(17)), nla(2, be16(sp)), nla(3, be16(dp)))]);
-    const f = decodeConntrackFlow(10, Buffer.concat([plainNest(1, t('2001:db8::1', '2001:db8::a', 1000, 53)), plainNest(2, t('2001:db8::32', '2001:db8::1', 53, 1000))]));
+      Buffer.concat([
+        plainNest(1, nla(3, v6(s)), nla(4, v6(d))),
+        plainNest(2, nla(1, u8(17)), nla(2, be16(sp)), nla(3, be16(dp))),
+      ]);
+    const f = decodeConntrackFlow(
+      10,
+      Buffer.concat([
+        plainNest(1, t('2001:db8::1', '2001:db8::a', 1000, 53)),
+        plainNest(2, t('2001:db8::32', '2001:db8::1', 53, 1000)),
+      ]),
+    );
     expect(f).toEqual({
       family: 'ipv6',
       protocol: 17,
@@ -126,7 +141,11 @@ describe('decodeConntrackFlow', () => {
 
   it('an IPv6-sized address in an AF_INET entry is a DecodeError', () => {
     const bad = Buffer.concat([
-      plainNest(1, plainNest(1, nla(1, v6('2001:db8::1')), nla(2, ipv4('198.51.100.10'))), plainNest(2, nla(1, u8(17)))),
+      plainNest(
+        1,
+        plainNest(1, nla(1, v6('2001:db8::1')), nla(2, ipv4('198.51.100.10'))),
+        plainNest(2, nla(1, u8(17))),
+      ),
       plainNest(2, v4Tuple('192.0.2.50', '192.0.2.1', 17, 5353, 40000, plainNest)),
     ]);
     expect(() => decodeConntrackFlow(2, bad)).toThrow(/expected 4 bytes, got 16/);

@@ -16,7 +16,10 @@ const CTRL_ATTR_FAMILY_ID = 1;
 async function malformedGetFamily(transport: NetlinkTransport): Promise<unknown> {
   const sock = new GenlSocket(transport, GENL_ID_CTRL, 2, { requestTimeoutMs: 5000 });
   try {
-    await sock.request({ cmd: CTRL_CMD_GETFAMILY, attrs: new AttrWriter().bytes(CTRL_ATTR_FAMILY_ID, Buffer.from([7])).finish() });
+    await sock.request({
+      cmd: CTRL_CMD_GETFAMILY,
+      attrs: new AttrWriter().bytes(CTRL_ATTR_FAMILY_ID, Buffer.from([7])).finish(),
+    });
     return undefined;
   } catch (e) {
     return e;
@@ -55,7 +58,9 @@ describe('NETLINK_EXT_ACK', () => {
     const t = new PackageRtnlTransport();
     try {
       expect(t.extAckProblem).toBeUndefined();
-      expect(extendedAckEnabled((t as unknown as { sock: { socket: RawNetlinkSocket } }).sock.socket, NETLINK_ROUTE)).toBe(true);
+      expect(
+        extendedAckEnabled((t as unknown as { sock: { socket: RawNetlinkSocket } }).sock.socket, NETLINK_ROUTE),
+      ).toBe(true);
     } finally {
       t.close();
     }
@@ -66,7 +71,9 @@ describe('NETLINK_EXT_ACK', () => {
     try {
       expect(extendedAckEnabled(raw, NETLINK_GENERIC)).toBe(false);
       const why = enableExtendedAck(raw, NETLINK_ROUTE);
-      expect(why).toMatch(/^setsockopt NETLINK_EXT_ACK failed: ENOENT: no netlink socket of this process is bound to that protocol and port/);
+      expect(why).toMatch(
+        /^setsockopt NETLINK_EXT_ACK failed: ENOENT: no netlink socket of this process is bound to that protocol and port/,
+      );
       expect(extendedAckEnabled(raw, NETLINK_GENERIC)).toBe(false);
       expect(enableExtendedAck(raw, NETLINK_GENERIC)).toBeUndefined();
       expect(extendedAckEnabled(raw, NETLINK_GENERIC)).toBe(true);

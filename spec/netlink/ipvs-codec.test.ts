@@ -1,4 +1,11 @@
-import { decodeDest, decodeInfo, decodeConfig, decodeService, encodeIpvsRequest, IpvsRequest } from '../../lib/netlink/ipvs-codec';
+import {
+  decodeDest,
+  decodeInfo,
+  decodeConfig,
+  decodeService,
+  encodeIpvsRequest,
+  IpvsRequest,
+} from '../../lib/netlink/ipvs-codec';
 import { encodeGenlMessage } from '../../lib/netlink/nlmsg';
 import { DecodeError } from '../../lib/errors';
 import { be16, be32, cstr, ipv4, ipv4in16, nest, nla, plainNest, u16, u32, u64, u8 } from '../../testkit/nl-builder';
@@ -14,10 +21,15 @@ const fwmId = { af: 2 as const, protocol: 0, address: '', port: 0, fwmark: 7 };
 const v6bytes = Buffer.from('20010db8000000000000000000000000a'.slice(0, 32).padEnd(32, '0'), 'hex');
 v6bytes.writeUInt16BE(0x000a, 14);
 
-const svcIdAttrs = nla(1, u16(2)) /* AF */;
+const svcIdAttrs = nla(1, u16(2)); /* AF */
 const tcpIdAttrs = Buffer.concat([svcIdAttrs, nla(2, u16(6)), nla(3, ipv4('192.0.2.10')), nla(4, be16(80))]);
 const fullTail = (sched: string, flags: number, timeout: number, netmask: Buffer) =>
-  Buffer.concat([nla(6, cstr(sched)), nla(7, Buffer.concat([u32(flags), u32(0xffffffff)])), nla(8, u32(timeout)), nla(9, netmask)]);
+  Buffer.concat([
+    nla(6, cstr(sched)),
+    nla(7, Buffer.concat([u32(flags), u32(0xffffffff)])),
+    nla(8, u32(timeout)),
+    nla(9, netmask),
+  ]);
 
 interface Case {
   name: string;
@@ -31,69 +43,148 @@ const cases: Case[] = [
   {
     name: 'NEW_SERVICE TCP IPv4',
     req: { kind: 'newService', vs: { ...tcpId, scheduler: 'rr' } },
-    cmd: 1, dump: false,
+    cmd: 1,
+    dump: false,
     attrs: nest(1, tcpIdAttrs, fullTail('rr', 0, 0, be32(0xffffffff))),
   },
   {
     name: 'SET_SERVICE persistent with netmask 255.255.255.0 and sh flags',
-    req: { kind: 'setService', vs: { ...tcpId, scheduler: 'sh', flags: 0x1 | 0x8 | 0x10, timeout: 10800, netmask: 0xffffff00 } },
-    cmd: 2, dump: false,
+    req: {
+      kind: 'setService',
+      vs: { ...tcpId, scheduler: 'sh', flags: 0x1 | 0x8 | 0x10, timeout: 10800, netmask: 0xffffff00 },
+    },
+    cmd: 2,
+    dump: false,
     attrs: nest(1, tcpIdAttrs, fullTail('sh', 0x19, 10800, Buffer.from([0xff, 0xff, 0xff, 0x00]))),
   },
   {
     name: 'NEW_SERVICE IPv6 UDP, prefix length in host order, PE name',
     req: { kind: 'newService', vs: { ...v6Id, scheduler: 'wlc', flags: 1, timeout: 60, netmask: 64, peName: 'sip' } },
-    cmd: 1, dump: false,
-    attrs: nest(1, nla(1, u16(10)), nla(2, u16(17)), nla(3, v6bytes), nla(4, be16(53)),
-      nla(6, cstr('wlc')), nla(11, cstr('sip')), nla(7, Buffer.concat([u32(1), u32(0xffffffff)])), nla(8, u32(60)), nla(9, u32(64))),
+    cmd: 1,
+    dump: false,
+    attrs: nest(
+      1,
+      nla(1, u16(10)),
+      nla(2, u16(17)),
+      nla(3, v6bytes),
+      nla(4, be16(53)),
+      nla(6, cstr('wlc')),
+      nla(11, cstr('sip')),
+      nla(7, Buffer.concat([u32(1), u32(0xffffffff)])),
+      nla(8, u32(60)),
+      nla(9, u32(64)),
+    ),
   },
   {
     name: 'NEW_SERVICE fwmark: no protocol/address/port',
     req: { kind: 'newService', vs: { ...fwmId, scheduler: 'mh', flags: 0x10 } },
-    cmd: 1, dump: false,
+    cmd: 1,
+    dump: false,
     attrs: nest(1, nla(1, u16(2)), nla(5, u32(7)), fullTail('mh', 0x10, 0, be32(0xffffffff))),
   },
   {
     name: 'HASHED is never sent',
     req: { kind: 'newService', vs: { ...tcpId, scheduler: 'rr', flags: 0x2 | 0x4 } },
-    cmd: 1, dump: false,
+    cmd: 1,
+    dump: false,
     attrs: nest(1, tcpIdAttrs, fullTail('rr', 0x4, 0, be32(0xffffffff))),
   },
   { name: 'DEL_SERVICE', req: { kind: 'delService', vs: tcpId }, cmd: 3, dump: false, attrs: nest(1, tcpIdAttrs) },
-  { name: 'GET_SERVICE single', req: { kind: 'getService', vs: tcpId }, cmd: 4, dump: false, attrs: nest(1, tcpIdAttrs) },
+  {
+    name: 'GET_SERVICE single',
+    req: { kind: 'getService', vs: tcpId },
+    cmd: 4,
+    dump: false,
+    attrs: nest(1, tcpIdAttrs),
+  },
   { name: 'GET_SERVICE dump', req: { kind: 'dumpServices' }, cmd: 4, dump: true, attrs: Buffer.alloc(0) },
   {
     name: 'NEW_DEST masq',
-    req: { kind: 'newDest', vs: tcpId, rs: { af: 2, address: '198.51.100.7', port: 8080, fwdMethod: 0, weight: 3, uThreshold: 100, lThreshold: 10 } },
-    cmd: 5, dump: false,
-    attrs: Buffer.concat([nest(1, tcpIdAttrs), nest(2, nla(1, ipv4('198.51.100.7')), nla(2, be16(8080)), nla(3, u32(0)), nla(4, u32(3)), nla(5, u32(100)), nla(6, u32(10)))]),
+    req: {
+      kind: 'newDest',
+      vs: tcpId,
+      rs: { af: 2, address: '198.51.100.7', port: 8080, fwdMethod: 0, weight: 3, uThreshold: 100, lThreshold: 10 },
+    },
+    cmd: 5,
+    dump: false,
+    attrs: Buffer.concat([
+      nest(1, tcpIdAttrs),
+      nest(
+        2,
+        nla(1, ipv4('198.51.100.7')),
+        nla(2, be16(8080)),
+        nla(3, u32(0)),
+        nla(4, u32(3)),
+        nla(5, u32(100)),
+        nla(6, u32(10)),
+      ),
+    ]),
   },
   {
     name: 'SET_DEST route weight 0',
     req: { kind: 'setDest', vs: tcpId, rs: { af: 2, address: '198.51.100.7', port: 8080, fwdMethod: 3, weight: 0 } },
-    cmd: 6, dump: false,
-    attrs: Buffer.concat([nest(1, tcpIdAttrs), nest(2, nla(1, ipv4('198.51.100.7')), nla(2, be16(8080)), nla(3, u32(3)), nla(4, u32(0)), nla(5, u32(0)), nla(6, u32(0)))]),
+    cmd: 6,
+    dump: false,
+    attrs: Buffer.concat([
+      nest(1, tcpIdAttrs),
+      nest(
+        2,
+        nla(1, ipv4('198.51.100.7')),
+        nla(2, be16(8080)),
+        nla(3, u32(3)),
+        nla(4, u32(0)),
+        nla(5, u32(0)),
+        nla(6, u32(0)),
+      ),
+    ]),
   },
   {
     name: 'NEW_DEST IPv6 tunnel (GUE) under an IPv4 service: ADDR_FAMILY and tunnel attributes',
-    req: { kind: 'newDest', vs: tcpId, rs: { af: 10, address: '2001:db8::a', port: 80, fwdMethod: 2, weight: 1, tunType: 1, tunPort: 6080, tunFlags: 1 } },
-    cmd: 5, dump: false,
-    attrs: Buffer.concat([nest(1, tcpIdAttrs), nest(2, nla(1, v6bytes), nla(2, be16(80)), nla(3, u32(2)), nla(4, u32(1)), nla(5, u32(0)), nla(6, u32(0)),
-      nla(11, u16(10)), nla(13, u8(1)), nla(14, be16(6080)), nla(15, u16(1)))]),
+    req: {
+      kind: 'newDest',
+      vs: tcpId,
+      rs: { af: 10, address: '2001:db8::a', port: 80, fwdMethod: 2, weight: 1, tunType: 1, tunPort: 6080, tunFlags: 1 },
+    },
+    cmd: 5,
+    dump: false,
+    attrs: Buffer.concat([
+      nest(1, tcpIdAttrs),
+      nest(
+        2,
+        nla(1, v6bytes),
+        nla(2, be16(80)),
+        nla(3, u32(2)),
+        nla(4, u32(1)),
+        nla(5, u32(0)),
+        nla(6, u32(0)),
+        nla(11, u16(10)),
+        nla(13, u8(1)),
+        nla(14, be16(6080)),
+        nla(15, u16(1)),
+      ),
+    ]),
   },
   {
     name: 'DEL_DEST',
     req: { kind: 'delDest', vs: tcpId, rs: { af: 2, address: '198.51.100.7', port: 8080 } },
-    cmd: 7, dump: false,
+    cmd: 7,
+    dump: false,
     attrs: Buffer.concat([nest(1, tcpIdAttrs), nest(2, nla(1, ipv4('198.51.100.7')), nla(2, be16(8080)))]),
   },
-  { name: 'GET_DEST dump', req: { kind: 'dumpDests', vs: fwmId }, cmd: 8, dump: true, attrs: nest(1, nla(1, u16(2)), nla(5, u32(7))) },
+  {
+    name: 'GET_DEST dump',
+    req: { kind: 'dumpDests', vs: fwmId },
+    cmd: 8,
+    dump: true,
+    attrs: nest(1, nla(1, u16(2)), nla(5, u32(7))),
+  },
   { name: 'GET_INFO', req: { kind: 'getInfo' }, cmd: 15, dump: false, attrs: Buffer.alloc(0) },
   { name: 'GET_CONFIG', req: { kind: 'getConfig' }, cmd: 13, dump: false, attrs: Buffer.alloc(0) },
   {
     name: 'SET_CONFIG',
     req: { kind: 'setConfig', timeouts: { tcp: 900, tcpFin: 0, udp: 60 } },
-    cmd: 12, dump: false,
+    cmd: 12,
+    dump: false,
     attrs: Buffer.concat([nla(4, u32(900)), nla(5, u32(0)), nla(6, u32(60))]),
   },
   { name: 'ZERO all', req: { kind: 'zero' }, cmd: 16, dump: false, attrs: Buffer.alloc(0) },
@@ -111,9 +202,22 @@ describe('encodeIpvsRequest', () => {
 
   it('covers every request kind', () => {
     const kinds = new Set(cases.map((c) => c.req.kind));
-    expect([...kinds].sort()).toEqual(
-      ['delDest', 'delService', 'dumpDests', 'dumpServices', 'flush', 'getConfig', 'getInfo', 'getService', 'newDest', 'newService', 'setConfig', 'setDest', 'setService', 'zero'],
-    );
+    expect([...kinds].sort()).toEqual([
+      'delDest',
+      'delService',
+      'dumpDests',
+      'dumpServices',
+      'flush',
+      'getConfig',
+      'getInfo',
+      'getService',
+      'newDest',
+      'newService',
+      'setConfig',
+      'setDest',
+      'setService',
+      'zero',
+    ]);
   });
 
   it('frames a whole message: nlmsghdr, genlmsghdr, attributes (annotated golden bytes)', () => {
@@ -125,37 +229,104 @@ describe('encodeIpvsRequest', () => {
       '0500' + // NLM_F_REQUEST | NLM_F_ACK
       '04030201' + // seq
       '00000000' + // pid
-      '03' + '01' + '0000' + // DEL_SERVICE, version 1, reserved
-      '2400' + '0180' + // nest IPVS_CMD_ATTR_SERVICE | NLA_F_NESTED, len 36
-      '0600' + '0100' + '0200' + '0000' + // AF_INET + pad
-      '0600' + '0200' + '0600' + '0000' + // PROTOCOL tcp + pad
-      '0800' + '0300' + 'c000020a' + // ADDR 192.0.2.10
-      '0600' + '0400' + '0050' + '0000'; // PORT 80 big-endian + pad
+      '03' +
+      '01' +
+      '0000' + // DEL_SERVICE, version 1, reserved
+      '2400' +
+      '0180' + // nest IPVS_CMD_ATTR_SERVICE | NLA_F_NESTED, len 36
+      '0600' +
+      '0100' +
+      '0200' +
+      '0000' + // AF_INET + pad
+      '0600' +
+      '0200' +
+      '0600' +
+      '0000' + // PROTOCOL tcp + pad
+      '0800' +
+      '0300' +
+      'c000020a' + // ADDR 192.0.2.10
+      '0600' +
+      '0400' +
+      '0050' +
+      '0000'; // PORT 80 big-endian + pad
     expect(msg.toString('hex')).toBe(golden);
   });
 
   it('rejects an address of the wrong family', () => {
-    expect(() => encodeIpvsRequest({ kind: 'delService', vs: { ...tcpId, address: '2001:db8::1' } })).toThrow(/not an IPv4 address/);
+    expect(() => encodeIpvsRequest({ kind: 'delService', vs: { ...tcpId, address: '2001:db8::1' } })).toThrow(
+      /not an IPv4 address/,
+    );
   });
 });
 
-const stats32 = plainNest(10, nla(1, u32(5)), nla(2, u32(6)), nla(3, u32(7)), nla(4, u64(8n)), nla(5, u64(9n)), nla(6, u32(1)), nla(7, u32(2)), nla(8, u32(3)), nla(9, u32(4)), nla(10, u32(5)));
-const stats64 = plainNest(12, nla(1, u64(5_000_000_000n)), nla(2, u64(6n)), nla(3, u64(7n)), nla(4, u64(123_456_789_012n)), nla(5, u64(9n)), nla(6, u64(1n)), nla(7, u64(2n)), nla(8, u64(3n)), nla(9, u64(4n)), nla(10, u64(5n)));
+const stats32 = plainNest(
+  10,
+  nla(1, u32(5)),
+  nla(2, u32(6)),
+  nla(3, u32(7)),
+  nla(4, u64(8n)),
+  nla(5, u64(9n)),
+  nla(6, u32(1)),
+  nla(7, u32(2)),
+  nla(8, u32(3)),
+  nla(9, u32(4)),
+  nla(10, u32(5)),
+);
+const stats64 = plainNest(
+  12,
+  nla(1, u64(5_000_000_000n)),
+  nla(2, u64(6n)),
+  nla(3, u64(7n)),
+  nla(4, u64(123_456_789_012n)),
+  nla(5, u64(9n)),
+  nla(6, u64(1n)),
+  nla(7, u64(2n)),
+  nla(8, u64(3n)),
+  nla(9, u64(4n)),
+  nla(10, u64(5n)),
+);
 
 describe('decodeService', () => {
   it('decodes a kernel reply: 16-byte address, HASHED stripped, STATS64 preferred, unknown attribute ignored', () => {
     const nested = Buffer.concat([
-      nla(1, u16(2)), nla(2, u16(6)), nla(3, ipv4in16('192.0.2.10')), nla(4, be16(443)),
-      nla(6, cstr('rr')), nla(7, Buffer.concat([u32(0x1 | 0x2), u32(0xffffffff)])), nla(8, u32(10800)),
-      nla(9, Buffer.from([0xff, 0xff, 0xff, 0x00])), stats32, nla(99, u32(42)), stats64,
+      nla(1, u16(2)),
+      nla(2, u16(6)),
+      nla(3, ipv4in16('192.0.2.10')),
+      nla(4, be16(443)),
+      nla(6, cstr('rr')),
+      nla(7, Buffer.concat([u32(0x1 | 0x2), u32(0xffffffff)])),
+      nla(8, u32(10800)),
+      nla(9, Buffer.from([0xff, 0xff, 0xff, 0x00])),
+      stats32,
+      nla(99, u32(42)),
+      stats64,
     ]);
     const vs = decodeService(nested);
     expect({ ...vs }).toEqual({
-      af: 2, protocol: 6, address: '192.0.2.10', port: 443, fwmark: 0, scheduler: 'rr', flags: 1, timeout: 10800,
-      netmask: 0xffffff00, peName: '',
+      af: 2,
+      protocol: 6,
+      address: '192.0.2.10',
+      port: 443,
+      fwmark: 0,
+      scheduler: 'rr',
+      flags: 1,
+      timeout: 10800,
+      netmask: 0xffffff00,
+      peName: '',
     });
     // counters are decoded on first read, through a getter
-    expect(vs.stats).toEqual({ conns: 5_000_000_000n, inpkts: 6n, outpkts: 7n, inbytes: 123_456_789_012n, outbytes: 9n, cps: 1n, inpps: 2n, outpps: 3n, inbps: 4n, outbps: 5n });
+    expect(vs.stats).toEqual({
+      conns: 5_000_000_000n,
+      inpkts: 6n,
+      outpkts: 7n,
+      inbytes: 123_456_789_012n,
+      outbytes: 9n,
+      cps: 1n,
+      inpps: 2n,
+      outpps: 3n,
+      inbps: 4n,
+      outbps: 5n,
+    });
     expect(vs.stats).toBe(vs.stats);
   });
 
@@ -164,11 +335,30 @@ describe('decodeService', () => {
     const vs = decodeService(nested);
     expect(vs.fwmark).toBe(9);
     expect(vs.address).toBe('');
-    expect(vs.stats).toEqual({ conns: 5n, inpkts: 6n, outpkts: 7n, inbytes: 8n, outbytes: 9n, cps: 1n, inpps: 2n, outpps: 3n, inbps: 4n, outbps: 5n });
+    expect(vs.stats).toEqual({
+      conns: 5n,
+      inpkts: 6n,
+      outpkts: 7n,
+      inbytes: 8n,
+      outbytes: 9n,
+      cps: 1n,
+      inpps: 2n,
+      outpps: 3n,
+      inbps: 4n,
+      outbps: 5n,
+    });
   });
 
   it('decodes IPv6 with a host-order prefix length and a PE name', () => {
-    const nested = Buffer.concat([nla(1, u16(10)), nla(2, u16(132)), nla(3, v6bytes), nla(4, be16(5060)), nla(6, cstr('sh')), nla(9, u32(96)), nla(11, cstr('sip'))]);
+    const nested = Buffer.concat([
+      nla(1, u16(10)),
+      nla(2, u16(132)),
+      nla(3, v6bytes),
+      nla(4, be16(5060)),
+      nla(6, cstr('sh')),
+      nla(9, u32(96)),
+      nla(11, cstr('sip')),
+    ]);
     const vs = decodeService(nested);
     expect([vs.address, vs.protocol, vs.port, vs.netmask, vs.peName]).toEqual(['2001:db8::a', 132, 5060, 96, 'sip']);
   });
@@ -187,14 +377,37 @@ describe('decodeService', () => {
 describe('decodeDest', () => {
   it('decodes every field, ADDR_FAMILY overriding the service family', () => {
     const nested = Buffer.concat([
-      nla(1, v6bytes), nla(2, be16(8443)), nla(3, u32(2 | 0x100 /* kernel may return more conn flags */)), nla(4, u32(7)),
-      nla(5, u32(1000)), nla(6, u32(100)), nla(7, u32(11)), nla(8, u32(12)), nla(9, u32(13)), nla(11, u16(10)),
-      nla(13, u8(2)), nla(14, be16(0)), nla(15, u16(2)), stats64,
+      nla(1, v6bytes),
+      nla(2, be16(8443)),
+      nla(3, u32(2 | 0x100 /* kernel may return more conn flags */)),
+      nla(4, u32(7)),
+      nla(5, u32(1000)),
+      nla(6, u32(100)),
+      nla(7, u32(11)),
+      nla(8, u32(12)),
+      nla(9, u32(13)),
+      nla(11, u16(10)),
+      nla(13, u8(2)),
+      nla(14, be16(0)),
+      nla(15, u16(2)),
+      stats64,
     ]);
     const rs = decodeDest(nested, 2);
     expect({ ...rs, stats: undefined }).toEqual({
-      af: 10, address: '2001:db8::a', port: 8443, fwdMethod: 2, weight: 7, uThreshold: 1000, lThreshold: 100,
-      activeConns: 11, inactConns: 12, persistConns: 13, tunType: 2, tunPort: 0, tunFlags: 2, stats: undefined,
+      af: 10,
+      address: '2001:db8::a',
+      port: 8443,
+      fwdMethod: 2,
+      weight: 7,
+      uThreshold: 1000,
+      lThreshold: 100,
+      activeConns: 11,
+      inactConns: 12,
+      persistConns: 13,
+      tunType: 2,
+      tunPort: 0,
+      tunFlags: 2,
+      stats: undefined,
     });
     expect(rs.stats?.conns).toBe(5_000_000_000n);
   });
@@ -208,8 +421,15 @@ describe('decodeDest', () => {
 
 describe('decodeInfo / decodeConfig', () => {
   it('reads GET_INFO and GET_CONFIG replies', () => {
-    expect(decodeInfo(Buffer.concat([nla(1, u32(0x010201)), nla(2, u32(4096))]))).toEqual({ version: 0x010201, connTabSize: 4096 });
-    expect(decodeConfig(Buffer.concat([nla(4, u32(900)), nla(5, u32(120)), nla(6, u32(300))]))).toEqual({ tcp: 900, tcpFin: 120, udp: 300 });
+    expect(decodeInfo(Buffer.concat([nla(1, u32(0x010201)), nla(2, u32(4096))]))).toEqual({
+      version: 0x010201,
+      connTabSize: 4096,
+    });
+    expect(decodeConfig(Buffer.concat([nla(4, u32(900)), nla(5, u32(120)), nla(6, u32(300))]))).toEqual({
+      tcp: 900,
+      tcpFin: 120,
+      udp: 300,
+    });
     expect(() => decodeInfo(nla(1, u32(1)))).toThrow(/CONN_TAB_SIZE/);
   });
 });
@@ -218,7 +438,14 @@ describe('decoded objects and the reply bytes', () => {
   // A cache of observed state must not keep every receive datagram alive: decoded objects
   // hold copies, never views, of the reply (proved by overwriting the reply after decoding).
   it('keep no view of the datagram: overwriting it after decoding changes nothing, counters included', () => {
-    const svc = Buffer.concat([nla(1, u16(2)), nla(2, u16(6)), nla(3, ipv4in16('192.0.2.10')), nla(4, be16(443)), nla(6, cstr('rr')), stats64]);
+    const svc = Buffer.concat([
+      nla(1, u16(2)),
+      nla(2, u16(6)),
+      nla(3, ipv4in16('192.0.2.10')),
+      nla(4, be16(443)),
+      nla(6, cstr('rr')),
+      stats64,
+    ]);
     const dst = Buffer.concat([nla(1, ipv4in16('198.51.100.1')), nla(2, be16(80)), nla(4, u32(1)), stats32]);
     const datagram = Buffer.concat([Buffer.alloc(64), svc, dst, Buffer.alloc(64)]);
     const vs = decodeService(datagram.subarray(64, 64 + svc.length));

@@ -27,7 +27,11 @@ describe('decodeNewGen', () => {
 
   it('no NFTA_GEN_ID, or one of the wrong size: DecodeError naming the attribute', () => {
     expect(() => decodeNewGen(nla(2, be32(1)))).toThrow(DecodeError);
-    expect(() => decodeNewGen(nla(2, be32(1)))).toThrow('decode NFT_MSG_NEWGEN>NFTA_GEN_ID at offset 0: missing attribute');
-    expect(() => decodeNewGen(nla(1, u8(7)))).toThrow('NFT_MSG_NEWGEN>NFTA_GEN_ID at offset 0: expected 4 bytes, got 1');
+    expect(() => decodeNewGen(nla(2, be32(1)))).toThrow(
+      'decode NFT_MSG_NEWGEN>NFTA_GEN_ID at offset 0: missing attribute',
+    );
+    expect(() => decodeNewGen(nla(1, u8(7)))).toThrow(
+      'NFT_MSG_NEWGEN>NFTA_GEN_ID at offset 0: expected 4 bytes, got 1',
+    );
   });
 });

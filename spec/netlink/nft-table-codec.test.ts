@@ -20,19 +20,29 @@ describe('encodeGetTables', () => {
 
 describe('decodeNewTable', () => {
   it('the family from nfgenmsg, the name from NFTA_TABLE_NAME; flags, use and handle as the kernel sends them are skipped', () => {
-    const attrs = Buffer.concat([nla(1, cstr('kube-proxy')), nla(2, be32(0)), nla(3, be32(12)), nla(4, new Bytes().u32be(0).u32be(5).build())]);
+    const attrs = Buffer.concat([
+      nla(1, cstr('kube-proxy')),
+      nla(2, be32(0)),
+      nla(3, be32(12)),
+      nla(4, new Bytes().u32be(0).u32be(5).build()),
+    ]);
     expect(decodeNewTable(10, attrs)).toEqual({ family: 10, name: 'kube-proxy' });
   });
 
   it('no NFTA_TABLE_NAME: DecodeError naming the attribute', () => {
     expect(() => decodeNewTable(2, nla(3, be32(1)))).toThrow(DecodeError);
-    expect(() => decodeNewTable(2, nla(3, be32(1)))).toThrow('decode NFT_MSG_NEWTABLE>NFTA_TABLE_NAME at offset 0: missing attribute');
+    expect(() => decodeNewTable(2, nla(3, be32(1)))).toThrow(
+      'decode NFT_MSG_NEWTABLE>NFTA_TABLE_NAME at offset 0: missing attribute',
+    );
   });
 });
 
 describe('encodeDeleteTables', () => {
   it('BATCH_BEGIN (res_id 10 big-endian), one DELTABLE per table with NLM_F_ACK, BATCH_END', () => {
-    const msgs = encodeDeleteTables([{ family: 2, name: 'kube-proxy' }, { family: 10, name: 'kube-proxy' }]);
+    const msgs = encodeDeleteTables([
+      { family: 2, name: 'kube-proxy' },
+      { family: 10, name: 'kube-proxy' },
+    ]);
     const begin = new Bytes().hex('00 00 00 0a').build();
     // "kube-proxy\0" is 11 bytes: nla length 15, one byte of padding
     const delIp = new Bytes().hex('02 00 00 00').u16le(15).u16le(1).raw(Buffer.from('kube-proxy\0')).u8(0).build();

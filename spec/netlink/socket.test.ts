@@ -7,7 +7,8 @@ import { Bytes, genlMsg, nlDone, nlError, nla, u32 } from '../../testkit/nl-buil
 const FAMILY = 0x22;
 const ACK = 0x4;
 const req = (cmd: number, n = 0) => ({ cmd, attrs: nla(1, u32(n)) });
-const reply = (m: SeenMessage, cmd: number, n: number, flags = 0) => genlMsg({ type: FAMILY, flags, seq: m.seq, cmd }, nla(1, u32(n)));
+const reply = (m: SeenMessage, cmd: number, n: number, flags = 0) =>
+  genlMsg({ type: FAMILY, flags, seq: m.seq, cmd }, nla(1, u32(n)));
 
 describe('GenlSocket.request', () => {
   it('resolves with the reply that precedes the ACK', async () => {
@@ -89,17 +90,28 @@ describe('GenlSocket.batch', () => {
   }
 
   it('gives every op its own result, attributing each error to its op', async () => {
-    const fail = new Map([[5, 17], [127, 2], [150, 3], [299, 22]]);
+    const fail = new Map([
+      [5, 17],
+      [127, 2],
+      [150, 3],
+      [299, 22],
+    ]);
     const t = new ScriptedTransport(kernelLike(fail));
     const s = new GenlSocket(t, FAMILY, 1, { batchMessages: 128 });
     const ops = Array.from({ length: 300 }, (_, i) => req(5, i));
     const results = await s.batch(ops);
     expect(results).toHaveLength(300);
     const failed = results.flatMap((r, i) => (r ? [[i, r.errno]] : []));
-    expect(failed).toEqual([[5, 17], [127, 2], [150, 3], [299, 22]]);
+    expect(failed).toEqual([
+      [5, 17],
+      [127, 2],
+      [150, 3],
+      [299, 22],
+    ]);
     // 300 ops in datagrams of at most 128, only the last message of each asks for an ACK
     expect(t.sent.map((d) => d.length)).toEqual([128, 128, 44]);
-    for (const d of t.sent) expect(d.map((m) => (m.flags & ACK ? 1 : 0))).toEqual(d.map((_, k) => (k === d.length - 1 ? 1 : 0)));
+    for (const d of t.sent)
+      expect(d.map((m) => (m.flags & ACK ? 1 : 0))).toEqual(d.map((_, k) => (k === d.length - 1 ? 1 : 0)));
     expect(s.pendingCount).toBe(0);
   });
 
@@ -126,7 +138,10 @@ describe('GenlSocket.batch', () => {
   });
 
   it('batchWritten sends the bytes batch() sends for the same requests, split the same way', async () => {
-    const reqs = Array.from({ length: 40 }, (_, i) => ({ cmd: 5, attrs: Buffer.concat([nla(1, u32(i)), nla(2, Buffer.alloc(4 * (i % 5)))]) }));
+    const reqs = Array.from({ length: 40 }, (_, i) => ({
+      cmd: 5,
+      attrs: Buffer.concat([nla(1, u32(i)), nla(2, Buffer.alloc(4 * (i % 5)))]),
+    }));
     const datagrams = async (send: (s: GenlSocket) => Promise<unknown>): Promise<SeenMessage[][]> => {
       const t = new ScriptedTransport(kernelLike(new Map()));
       await send(new GenlSocket(t, FAMILY, 1, { batchMessages: 16, batchBytes: 400 }));
@@ -200,12 +215,16 @@ describe('GenlSocket.batch', () => {
     }
     // a transaction of n members: BEGIN, members 1..n (NLM_F_ACK on those `acked` says), END
     const transaction = (s: GenlSocket, n: number, acked = (_i: number) => true) =>
-      s.batchRaw(n + 2, (i, w) => {
-        w.raw(Buffer.from([0, 0, 0, 10]));
-        if (i === 0 || i === n + 1) return { type: i === 0 ? BEGIN : END, flags: 0 };
-        w.u32(1, i);
-        return { type: MEMBER, flags: acked(i) ? ACK : 0 };
-      }, { transaction: true });
+      s.batchRaw(
+        n + 2,
+        (i, w) => {
+          w.raw(Buffer.from([0, 0, 0, 10]));
+          if (i === 0 || i === n + 1) return { type: i === 0 ? BEGIN : END, flags: 0 };
+          w.u32(1, i);
+          return { type: MEMBER, flags: acked(i) ? ACK : 0 };
+        },
+        { transaction: true },
+      );
 
     it('one datagram whatever batchMessages says; no NLM_F_ACK added; done at the last acked member, failures where they belong', async () => {
       const t = new ScriptedTransport(nfnlBatch({ fail: new Map([[2, 2]]) }));
@@ -213,7 +232,13 @@ describe('GenlSocket.batch', () => {
       const results = await transaction(s, 3);
       expect(results.map((r) => r?.errno ?? 0)).toEqual([0, 0, 2, 0, 0]);
       expect(t.sent).toHaveLength(1);
-      expect(t.sent[0]!.map((m) => [m.type, m.flags])).toEqual([[BEGIN, 0x1], [MEMBER, 0x1 | ACK], [MEMBER, 0x1 | ACK], [MEMBER, 0x1 | ACK], [END, 0x1]]);
+      expect(t.sent[0]!.map((m) => [m.type, m.flags])).toEqual([
+        [BEGIN, 0x1],
+        [MEMBER, 0x1 | ACK],
+        [MEMBER, 0x1 | ACK],
+        [MEMBER, 0x1 | ACK],
+        [END, 0x1],
+      ]);
       expect(s.pendingCount).toBe(0);
     });
 
@@ -339,9 +364,16 @@ describe('GenlSocket request timeout', () => {
       return [nlError(0, m)];
     });
     const strays: number[] = [];
-    const s = new GenlSocket(t, FAMILY, 1, { maxInFlight: 1, requestTimeoutMs: 30_000, onStray: (m) => strays.push(m.seq) });
+    const s = new GenlSocket(t, FAMILY, 1, {
+      maxInFlight: 1,
+      requestTimeoutMs: 30_000,
+      onStray: (m) => strays.push(m.seq),
+    });
     const first = s.request(req(1, 1));
-    const firstResult = first.then(() => undefined, (e: unknown) => e);
+    const firstResult = first.then(
+      () => undefined,
+      (e: unknown) => e,
+    );
     const second = s.request(req(1, 2)); // waits for the only slot
     await turn();
     expect(t.sent).toHaveLength(1);
@@ -379,7 +411,10 @@ describe('GenlSocket request timeout', () => {
   it('a batch datagram whose ack never comes fails the batch with NetlinkTimeoutError', async () => {
     const t = new ScriptedTransport(() => []);
     const s = new GenlSocket(t, FAMILY, 1, { requestTimeoutMs: 5000 });
-    const b = s.batch([req(5, 1), req(5, 2)]).then(() => undefined, (e: unknown) => e);
+    const b = s.batch([req(5, 1), req(5, 2)]).then(
+      () => undefined,
+      (e: unknown) => e,
+    );
     await turn();
     jest.advanceTimersByTime(5000);
     expect(await b).toBeInstanceOf(NetlinkTimeoutError);
@@ -409,7 +444,11 @@ describe('GenlSocket dumps', () => {
 
   it('run one at a time on a socket: concurrent dumps all succeed, none is refused with EBUSY', async () => {
     const s = new GenlSocket(dumpingPeer(3), FAMILY, 1);
-    const results = await Promise.all([s.request(req(4), { dump: true }), s.request(req(4), { dump: true }), s.request(req(4), { dump: true })]);
+    const results = await Promise.all([
+      s.request(req(4), { dump: true }),
+      s.request(req(4), { dump: true }),
+      s.request(req(4), { dump: true }),
+    ]);
     for (const r of results) expect(r.map((x) => x.attrs.readUInt32LE(4))).toEqual([1, 2, 3]);
   });
 

@@ -2,7 +2,17 @@
 import { InvalidIpsetEntryError } from '../../lib/errors';
 import { nonEmptySetKeys, planIpsets } from '../../lib/plan/ipsets';
 import { SetName, ipsetName } from '../../lib/model/names';
-import { IPSET_INFO, IpsetProto, entriesIpPortNet, entryIp, entryIpPort, entryIpPortIp, entryIpPortNet, entryPort, ipsetMemberMismatch } from '../../lib/model/ipset';
+import {
+  IPSET_INFO,
+  IpsetProto,
+  entriesIpPortNet,
+  entryIp,
+  entryIpPort,
+  entryIpPortIp,
+  entryIpPortNet,
+  entryPort,
+  ipsetMemberMismatch,
+} from '../../lib/model/ipset';
 
 describe("the 17 kube-proxy ipsets and kube-ipvs's record", () => {
   it('have kube-proxy names and types', () => {
@@ -60,8 +70,16 @@ describe("the 17 kube-proxy ipsets and kube-ipvs's record", () => {
     ['hash:ip,port', entryIpPort('10.96.0.10', 'udp', 53), '10.96.0.10,udp:53'],
     ['hash:ip,port,ip', entryIpPortIp('10.0.0.5', 'tcp', 80, '10.0.0.5'), '10.0.0.5,tcp:80,10.0.0.5'],
     ['hash:ip,port,net', entryIpPortNet('1.2.3.4', 'tcp', 80, '10.0.1.0/24'), '1.2.3.4,tcp:80,10.0.1.0/24'],
-    ['hash:ip,port,net host bits cleared', entryIpPortNet('1.2.3.4', 'tcp', 80, '10.0.1.9/24'), '1.2.3.4,tcp:80,10.0.1.0/24'],
-    ['hash:ip,port,net /32 without prefix', entryIpPortNet('1.2.3.4', 'sctp', 80, '10.0.2.7/32'), '1.2.3.4,sctp:80,10.0.2.7'],
+    [
+      'hash:ip,port,net host bits cleared',
+      entryIpPortNet('1.2.3.4', 'tcp', 80, '10.0.1.9/24'),
+      '1.2.3.4,tcp:80,10.0.1.0/24',
+    ],
+    [
+      'hash:ip,port,net /32 without prefix',
+      entryIpPortNet('1.2.3.4', 'sctp', 80, '10.0.2.7/32'),
+      '1.2.3.4,sctp:80,10.0.2.7',
+    ],
     ['bitmap:port', entryPort(30080), '30080'],
     ['IPv6 as inet_ntop prints it', entryIpPort('2001:DB8:0:0::A', 'tcp', 80), '2001:db8::a,tcp:80'],
     ['IPv6 net', entryIpPortNet('fd00::1', 'tcp', 80, 'fd00:1:2:3::/48'), 'fd00::1,tcp:80,fd00:1:2::/48'],
@@ -70,9 +88,16 @@ describe("the 17 kube-proxy ipsets and kube-ipvs's record", () => {
   });
 
   it('planIpsets gives all 18 sets, empty ones included, and nonEmptySetKeys finds the filled ones', () => {
-    const plan = planIpsets('ipv6', { CLUSTER_IP: [entryIpPort('fd00::a', 'tcp', 80)], NODE_PORT_TCP: [entryPort(30080)] });
+    const plan = planIpsets('ipv6', {
+      CLUSTER_IP: [entryIpPort('fd00::a', 'tcp', 80)],
+      NODE_PORT_TCP: [entryPort(30080)],
+    });
     expect(plan.size).toBe(18);
-    expect(plan.get('KUBE-6-CLUSTER-IP')).toEqual({ type: 'hash:ip,port', family: 'ipv6', members: new Set(['fd00::a,tcp:80']) });
+    expect(plan.get('KUBE-6-CLUSTER-IP')).toEqual({
+      type: 'hash:ip,port',
+      family: 'ipv6',
+      members: new Set(['fd00::a,tcp:80']),
+    });
     expect(plan.get('KUBE-6-IPVS-IPS')!.members.size).toBe(0);
     expect([...nonEmptySetKeys('ipv6', plan)].sort()).toEqual(['CLUSTER_IP', 'NODE_PORT_TCP']);
   });
@@ -89,7 +114,11 @@ describe("the 17 kube-proxy ipsets and kube-ipvs's record", () => {
 
   it.each([
     ['0.0.0.0/0', '203.0.113.7', ['203.0.113.7,tcp:443,0.0.0.0/1', '203.0.113.7,tcp:443,128.0.0.0/1']],
-    ['10.1.2.3/0 (host bits ignored)', '203.0.113.7', ['203.0.113.7,tcp:443,0.0.0.0/1', '203.0.113.7,tcp:443,128.0.0.0/1']],
+    [
+      '10.1.2.3/0 (host bits ignored)',
+      '203.0.113.7',
+      ['203.0.113.7,tcp:443,0.0.0.0/1', '203.0.113.7,tcp:443,128.0.0.0/1'],
+    ],
     ['::/0', 'fd00::7', ['fd00::7,tcp:443,::/1', 'fd00::7,tcp:443,8000::/1']],
     ['198.51.100.0/24', '203.0.113.7', ['203.0.113.7,tcp:443,198.51.100.0/24']],
   ])('entriesIpPortNet %s: ipset cannot hold a /0, so two half ranges', (net, ip, want) => {
@@ -97,23 +126,49 @@ describe("the 17 kube-proxy ipsets and kube-ipvs's record", () => {
   });
 
   it('entryIpPortNet refuses a /0 (two members), pointing at entriesIpPortNet', () => {
-    expect(() => entryIpPortNet('203.0.113.7', 'tcp', 443, '0.0.0.0/0')).toThrow(/203\.0\.113\.7,tcp:443,0\.0\.0\.0\/0: .*entriesIpPortNet/);
+    expect(() => entryIpPortNet('203.0.113.7', 'tcp', 443, '0.0.0.0/0')).toThrow(
+      /203\.0\.113\.7,tcp:443,0\.0\.0\.0\/0: .*entriesIpPortNet/,
+    );
   });
 
   it.each<[string, () => unknown, string]>([
-    ['not an address', () => entryIp('10.96.0.1.5'), "invalid ipset entry 10.96.0.1.5: address 10.96.0.1.5 is not an IP address"],
+    [
+      'not an address',
+      () => entryIp('10.96.0.1.5'),
+      'invalid ipset entry 10.96.0.1.5: address 10.96.0.1.5 is not an IP address',
+    ],
     ['leading zeros', () => entryIp('010.096.0.1'), 'address 010.096.0.1 is not an IP address'],
     ['a zone', () => entryIp('fe80::1%eth0'), 'address fe80::1%eth0 is not an IP address'],
-    ['a newline', () => entryIpPort('10.96.0.1\n-A', 'tcp', 80), 'invalid ipset entry "10.96.0.1\\n-A,tcp:80": address "10.96.0.1\\n-A" is not an IP address'],
+    [
+      'a newline',
+      () => entryIpPort('10.96.0.1\n-A', 'tcp', 80),
+      'invalid ipset entry "10.96.0.1\\n-A,tcp:80": address "10.96.0.1\\n-A" is not an IP address',
+    ],
     ['port 0', () => entryIpPort('10.96.0.1', 'tcp', 0), 'port 0 is not in 1-65535'],
     ['port 65536', () => entryPort(65536), 'invalid ipset entry 65536: port 65536 is not in 1-65535'],
     ['port 1.5', () => entryIpPort('10.96.0.1', 'udp', 1.5), 'port 1.5 is not in 1-65535'],
     ['port as text', () => entryPort('80' as unknown as number), 'port 80 is not in 1-65535'],
-    ['protocol icmp', () => entryIpPort('10.96.0.1', 'icmp' as IpsetProto, 80), 'protocol icmp is not tcp, udp or sctp'],
-    ['mixed families', () => entryIpPortIp('10.0.0.5', 'tcp', 80, 'fd00::5'), 'the second address is ipv6, the address ipv4'],
-    ['net of the other family', () => entriesIpPortNet('10.0.0.5', 'tcp', 80, '::/0'), 'the network is ipv6, the address ipv4'],
+    [
+      'protocol icmp',
+      () => entryIpPort('10.96.0.1', 'icmp' as IpsetProto, 80),
+      'protocol icmp is not tcp, udp or sctp',
+    ],
+    [
+      'mixed families',
+      () => entryIpPortIp('10.0.0.5', 'tcp', 80, 'fd00::5'),
+      'the second address is ipv6, the address ipv4',
+    ],
+    [
+      'net of the other family',
+      () => entriesIpPortNet('10.0.0.5', 'tcp', 80, '::/0'),
+      'the network is ipv6, the address ipv4',
+    ],
     ['prefix 33', () => entriesIpPortNet('10.0.0.5', 'tcp', 80, '10.0.0.0/33'), 'network 10.0.0.0/33 is not a CIDR'],
-    ['prefix with sign', () => entriesIpPortNet('10.0.0.5', 'tcp', 80, '10.0.0.0/+8'), 'network 10.0.0.0/+8 is not a CIDR'],
+    [
+      'prefix with sign',
+      () => entriesIpPortNet('10.0.0.5', 'tcp', 80, '10.0.0.0/+8'),
+      'network 10.0.0.0/+8 is not a CIDR',
+    ],
     ['empty prefix', () => entriesIpPortNet('10.0.0.5', 'tcp', 80, '10.0.0.0/'), 'network 10.0.0.0/ is not a CIDR'],
   ])('refuses %s with InvalidIpsetEntryError naming the entry', (_n, f, message) => {
     let err: unknown;

@@ -22,7 +22,9 @@ export const FILTER_CHAINS = `*filter
 `;
 
 /** The end of *nat with the default masquerade bit 14 (0x004000). */
-export const natTail = (randomFully: boolean): string => `-A KUBE-POSTROUTING -m mark ! --mark 0x004000/0x004000 -j RETURN
+export const natTail = (
+  randomFully: boolean,
+): string => `-A KUBE-POSTROUTING -m mark ! --mark 0x004000/0x004000 -j RETURN
 -A KUBE-POSTROUTING -j MARK --xor-mark 0x004000
 -A KUBE-POSTROUTING -m comment --comment "kubernetes service traffic requiring SNAT" -j MASQUERADE${randomFully ? ' --random-fully' : ''}
 -A KUBE-MARK-MASQ -j MARK --or-mark 0x004000
@@ -30,7 +32,9 @@ COMMIT
 `;
 
 /** The end of *filter with the default masquerade bit; `sets` is KUBE- (IPv4) or KUBE-6- (IPv6). */
-export const filterTail = (sets: 'KUBE-' | 'KUBE-6-'): string => `-A KUBE-FORWARD -m comment --comment "kubernetes forwarding rules" -m mark --mark 0x004000/0x004000 -j ACCEPT
+export const filterTail = (
+  sets: 'KUBE-' | 'KUBE-6-',
+): string => `-A KUBE-FORWARD -m comment --comment "kubernetes forwarding rules" -m mark --mark 0x004000/0x004000 -j ACCEPT
 -A KUBE-FORWARD -m comment --comment "kubernetes forwarding conntrack rule" -m conntrack --ctstate RELATED,ESTABLISHED -j ACCEPT
 -A KUBE-NODE-PORT -m comment --comment "Kubernetes health check node port" -m set --match-set ${sets}HEALTH-CHECK-NODE-PORT dst -j ACCEPT
 -A KUBE-IPVS-FILTER -m set --match-set ${sets}LOAD-BALANCER dst,dst -j RETURN

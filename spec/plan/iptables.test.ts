@@ -10,10 +10,23 @@ import { formatIptablesRestore } from '../../lib/kernel/iptables/format-restore'
 import { FILTER_CHAINS, NAT_CHAINS, filterTail, natTail } from './iptables-golden';
 
 const ALL_SETS: SetKey[] = [
-  'LOOP_BACK', 'CLUSTER_IP', 'EXTERNAL_IP', 'EXTERNAL_IP_LOCAL', 'LOAD_BALANCER', 'LOAD_BALANCER_LOCAL',
-  'LOAD_BALANCER_FW', 'LOAD_BALANCER_SOURCE_IP', 'LOAD_BALANCER_SOURCE_CIDR', 'NODE_PORT_TCP',
-  'NODE_PORT_LOCAL_TCP', 'NODE_PORT_UDP', 'NODE_PORT_LOCAL_UDP', 'NODE_PORT_SCTP', 'NODE_PORT_LOCAL_SCTP',
-  'HEALTH_CHECK_NODE_PORT', 'IPVS_IPS',
+  'LOOP_BACK',
+  'CLUSTER_IP',
+  'EXTERNAL_IP',
+  'EXTERNAL_IP_LOCAL',
+  'LOAD_BALANCER',
+  'LOAD_BALANCER_LOCAL',
+  'LOAD_BALANCER_FW',
+  'LOAD_BALANCER_SOURCE_IP',
+  'LOAD_BALANCER_SOURCE_CIDR',
+  'NODE_PORT_TCP',
+  'NODE_PORT_LOCAL_TCP',
+  'NODE_PORT_UDP',
+  'NODE_PORT_LOCAL_UDP',
+  'NODE_PORT_SCTP',
+  'NODE_PORT_LOCAL_SCTP',
+  'HEALTH_CHECK_NODE_PORT',
+  'IPVS_IPS',
 ];
 
 const text = (s: string) => s.replace(/^\n/, '');
@@ -101,14 +114,39 @@ describe('planIptables + formatIptablesRestore', () => {
   });
 
   it.each([
-    ['masqueradeAll wins over a detector', { masqueradeAll: true, clusterCIDR: '10.244.0.0/16' }, `${CLUSTER_RULE_HEAD} dst,dst -j KUBE-MARK-MASQ`],
-    ['ClusterCIDR detector', { clusterCIDR: '10.244.0.0/16' }, `${CLUSTER_RULE_HEAD} dst,dst ! -s 10.244.0.0/16 -j KUBE-MARK-MASQ`],
-    ['NodeCIDR detector', { localDetector: { kind: 'NodeCIDR', cidr: '10.244.3.0/24' } }, `${CLUSTER_RULE_HEAD} dst,dst ! -s 10.244.3.0/24 -j KUBE-MARK-MASQ`],
-    ['BridgeInterface detector', { localDetector: { kind: 'BridgeInterface', iface: 'cbr0' } }, `${CLUSTER_RULE_HEAD} dst,dst ! -i cbr0 -j KUBE-MARK-MASQ`],
-    ['InterfaceNamePrefix detector', { localDetector: { kind: 'InterfaceNamePrefix', prefix: 'veth' } }, `${CLUSTER_RULE_HEAD} dst,dst ! -i veth+ -j KUBE-MARK-MASQ`],
+    [
+      'masqueradeAll wins over a detector',
+      { masqueradeAll: true, clusterCIDR: '10.244.0.0/16' },
+      `${CLUSTER_RULE_HEAD} dst,dst -j KUBE-MARK-MASQ`,
+    ],
+    [
+      'ClusterCIDR detector',
+      { clusterCIDR: '10.244.0.0/16' },
+      `${CLUSTER_RULE_HEAD} dst,dst ! -s 10.244.0.0/16 -j KUBE-MARK-MASQ`,
+    ],
+    [
+      'NodeCIDR detector',
+      { localDetector: { kind: 'NodeCIDR', cidr: '10.244.3.0/24' } },
+      `${CLUSTER_RULE_HEAD} dst,dst ! -s 10.244.3.0/24 -j KUBE-MARK-MASQ`,
+    ],
+    [
+      'BridgeInterface detector',
+      { localDetector: { kind: 'BridgeInterface', iface: 'cbr0' } },
+      `${CLUSTER_RULE_HEAD} dst,dst ! -i cbr0 -j KUBE-MARK-MASQ`,
+    ],
+    [
+      'InterfaceNamePrefix detector',
+      { localDetector: { kind: 'InterfaceNamePrefix', prefix: 'veth' } },
+      `${CLUSTER_RULE_HEAD} dst,dst ! -i veth+ -j KUBE-MARK-MASQ`,
+    ],
     ['no detector', {}, `${CLUSTER_RULE_HEAD} src,dst -j KUBE-MARK-MASQ`],
   ] as const)('cluster IP masquerade: %s', (_name, opts, expected) => {
-    const plan = planIptables({ family: 'ipv4', nonEmptySets: new Set<SetKey>(['CLUSTER_IP']), randomFully: true, ...opts });
+    const plan = planIptables({
+      family: 'ipv4',
+      nonEmptySets: new Set<SetKey>(['CLUSTER_IP']),
+      randomFully: true,
+      ...opts,
+    });
     const masq = plan.nat.rules.filter((r) => r.includes('KUBE-MARK-MASQ') && r.includes('KUBE-CLUSTER-IP'));
     expect(masq).toEqual([expected]);
   });
@@ -169,23 +207,98 @@ describe('nothing from an API object reaches rule text unparsed', () => {
   const NL = '\n-A INPUT -j DROP';
 
   it.each<[string, Partial<IptablesPlanInput>, string, string]>([
-    ['an LB IP with a rule after a newline', { lbOutFilter: [{ lbIP: `203.0.113.7${NL}`, proto: 'tcp', port: 443 }] }, 'lbOutFilter[0].lbIP', 'not an IP address'],
-    ['an LB IP with spaces', { lbOutFilter: [{ lbIP: '203.0.113.7 -j ACCEPT', proto: 'tcp', port: 443 }] }, 'lbOutFilter[0].lbIP', 'not an IP address'],
-    ['an LB IP of the other family', { lbOutFilter: [{ lbIP: 'fd00::7', proto: 'tcp', port: 443 }] }, 'lbOutFilter[0].lbIP', 'not ipv4'],
-    ['an LB port out of range', { lbOutFilter: [{ lbIP: '203.0.113.7', proto: 'tcp', port: 70000 }] }, 'lbOutFilter[0].port', 'not a port in 1-65535'],
-    ['an LB port as text', { lbOutFilter: [{ lbIP: '203.0.113.7', proto: 'tcp', port: '443 -j ACCEPT' as unknown as number }] }, 'lbOutFilter[0].port', 'not a port'],
-    ['an LB protocol', { lbOutFilter: [{ lbIP: '203.0.113.7', proto: 'tcp -j ACCEPT' as 'tcp', port: 443 }] }, 'lbOutFilter[0].proto', 'not tcp, udp or sctp'],
+    [
+      'an LB IP with a rule after a newline',
+      { lbOutFilter: [{ lbIP: `203.0.113.7${NL}`, proto: 'tcp', port: 443 }] },
+      'lbOutFilter[0].lbIP',
+      'not an IP address',
+    ],
+    [
+      'an LB IP with spaces',
+      { lbOutFilter: [{ lbIP: '203.0.113.7 -j ACCEPT', proto: 'tcp', port: 443 }] },
+      'lbOutFilter[0].lbIP',
+      'not an IP address',
+    ],
+    [
+      'an LB IP of the other family',
+      { lbOutFilter: [{ lbIP: 'fd00::7', proto: 'tcp', port: 443 }] },
+      'lbOutFilter[0].lbIP',
+      'not ipv4',
+    ],
+    [
+      'an LB port out of range',
+      { lbOutFilter: [{ lbIP: '203.0.113.7', proto: 'tcp', port: 70000 }] },
+      'lbOutFilter[0].port',
+      'not a port in 1-65535',
+    ],
+    [
+      'an LB port as text',
+      { lbOutFilter: [{ lbIP: '203.0.113.7', proto: 'tcp', port: '443 -j ACCEPT' as unknown as number }] },
+      'lbOutFilter[0].port',
+      'not a port',
+    ],
+    [
+      'an LB protocol',
+      { lbOutFilter: [{ lbIP: '203.0.113.7', proto: 'tcp -j ACCEPT' as 'tcp', port: 443 }] },
+      'lbOutFilter[0].proto',
+      'not tcp, udp or sctp',
+    ],
     ['a cluster CIDR with a newline', { clusterCIDR: `10.244.0.0/16${NL}` }, 'clusterCIDR', 'not a CIDR'],
-    ['a node CIDR of the other family', { localDetector: { kind: 'NodeCIDR', cidr: 'fd00::/64' } }, 'localDetector.cidr', 'not ipv4'],
-    ['a node CIDR prefix 33', { localDetector: { kind: 'NodeCIDR', cidr: '10.0.0.0/33' } }, 'localDetector.cidr', 'not a CIDR'],
-    ['a bridge name with a newline', { localDetector: { kind: 'BridgeInterface', iface: 'cbr0\n-j DROP' } }, 'localDetector.iface', 'whitespace'],
-    ['a bridge name of 16 characters', { localDetector: { kind: 'BridgeInterface', iface: 'abcdefghijklmnop' } }, 'localDetector.iface', 'longer than 15'],
-    ['a bridge name with a slash', { localDetector: { kind: 'BridgeInterface', iface: 'br/0' } }, 'localDetector.iface', "holds '/'"],
-    ['a bridge name with a colon', { localDetector: { kind: 'BridgeInterface', iface: 'eth0:1' } }, 'localDetector.iface', "holds ':'"],
-    ['a bridge name that is a wildcard', { localDetector: { kind: 'BridgeInterface', iface: 'veth+' } }, 'localDetector.iface', "holds '+'"],
+    [
+      'a node CIDR of the other family',
+      { localDetector: { kind: 'NodeCIDR', cidr: 'fd00::/64' } },
+      'localDetector.cidr',
+      'not ipv4',
+    ],
+    [
+      'a node CIDR prefix 33',
+      { localDetector: { kind: 'NodeCIDR', cidr: '10.0.0.0/33' } },
+      'localDetector.cidr',
+      'not a CIDR',
+    ],
+    [
+      'a bridge name with a newline',
+      { localDetector: { kind: 'BridgeInterface', iface: 'cbr0\n-j DROP' } },
+      'localDetector.iface',
+      'whitespace',
+    ],
+    [
+      'a bridge name of 16 characters',
+      { localDetector: { kind: 'BridgeInterface', iface: 'abcdefghijklmnop' } },
+      'localDetector.iface',
+      'longer than 15',
+    ],
+    [
+      'a bridge name with a slash',
+      { localDetector: { kind: 'BridgeInterface', iface: 'br/0' } },
+      'localDetector.iface',
+      "holds '/'",
+    ],
+    [
+      'a bridge name with a colon',
+      { localDetector: { kind: 'BridgeInterface', iface: 'eth0:1' } },
+      'localDetector.iface',
+      "holds ':'",
+    ],
+    [
+      'a bridge name that is a wildcard',
+      { localDetector: { kind: 'BridgeInterface', iface: 'veth+' } },
+      'localDetector.iface',
+      "holds '+'",
+    ],
     ['an empty bridge name', { localDetector: { kind: 'BridgeInterface', iface: '' } }, 'localDetector.iface', 'empty'],
-    ['a prefix with no room for +', { localDetector: { kind: 'InterfaceNamePrefix', prefix: 'abcdefghijklmno' } }, 'localDetector.prefix', 'longer than 14'],
-    ['a prefix with a quote', { localDetector: { kind: 'InterfaceNamePrefix', prefix: 'veth"' } }, 'localDetector.prefix', `holds '"'`],
+    [
+      'a prefix with no room for +',
+      { localDetector: { kind: 'InterfaceNamePrefix', prefix: 'abcdefghijklmno' } },
+      'localDetector.prefix',
+      'longer than 14',
+    ],
+    [
+      'a prefix with a quote',
+      { localDetector: { kind: 'InterfaceNamePrefix', prefix: 'veth"' } },
+      'localDetector.prefix',
+      `holds '"'`,
+    ],
   ])('refuses %s, naming the field', (_n, over, field, reason) => {
     let err: unknown;
     try {
@@ -200,8 +313,16 @@ describe('nothing from an API object reaches rule text unparsed', () => {
   });
 
   it('prints addresses, CIDRs and protocols canonically', () => {
-    const v6 = planIptables({ family: 'ipv6', nonEmptySets: new Set<SetKey>(['CLUSTER_IP']), randomFully: true, clusterCIDR: 'FD00:0:0:1::5/64', lbOutFilter: [{ lbIP: 'FD00:0::7', proto: 'UDP' as 'udp', port: 53 }] });
-    expect(v6.filter.rules).toContain('-A KUBE-IPVS-OUT-FILTER -s fd00::7 -m ipvs --vaddr fd00::7 --vproto udp --vport 53 -j DROP');
+    const v6 = planIptables({
+      family: 'ipv6',
+      nonEmptySets: new Set<SetKey>(['CLUSTER_IP']),
+      randomFully: true,
+      clusterCIDR: 'FD00:0:0:1::5/64',
+      lbOutFilter: [{ lbIP: 'FD00:0::7', proto: 'UDP' as 'udp', port: 53 }],
+    });
+    expect(v6.filter.rules).toContain(
+      '-A KUBE-IPVS-OUT-FILTER -s fd00::7 -m ipvs --vaddr fd00::7 --vproto udp --vport 53 -j DROP',
+    );
     expect(v6.nat.rules.join('\n')).toContain('! -s fd00:0:0:1::/64 -j KUBE-MARK-MASQ');
     const v4 = planIptables({ ...base, localDetector: { kind: 'NodeCIDR', cidr: '10.244.3.7/24' } });
     expect(v4.nat.rules.join('\n')).toContain('! -s 10.244.3.0/24 -j KUBE-MARK-MASQ');

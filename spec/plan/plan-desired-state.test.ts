@@ -88,7 +88,15 @@ describe('planFamilyState', () => {
           kind: 'ClusterIP',
         },
       ],
-      ['TCP/10.96.0.11:80', { vs: { af: 2, protocol: 6, address: '10.96.0.11', port: 80, ...SERVICE_FLAGS }, realServers: [], owner: 'ns1/beta:p80/ipv4', kind: 'ClusterIP' }],
+      [
+        'TCP/10.96.0.11:80',
+        {
+          vs: { af: 2, protocol: 6, address: '10.96.0.11', port: 80, ...SERVICE_FLAGS },
+          realServers: [],
+          owner: 'ns1/beta:p80/ipv4',
+          kind: 'ClusterIP',
+        },
+      ],
       [
         'TCP/203.0.113.10:80',
         {
@@ -98,7 +106,15 @@ describe('planFamilyState', () => {
           kind: 'ExternalIP',
         },
       ],
-      ['TCP/203.0.113.20:80', { vs: { af: 2, protocol: 6, address: '203.0.113.20', port: 80, ...SERVICE_FLAGS }, realServers: [], owner: 'ns1/beta:p80/ipv4', kind: 'LoadBalancer' }],
+      [
+        'TCP/203.0.113.20:80',
+        {
+          vs: { af: 2, protocol: 6, address: '203.0.113.20', port: 80, ...SERVICE_FLAGS },
+          realServers: [],
+          owner: 'ns1/beta:p80/ipv4',
+          kind: 'LoadBalancer',
+        },
+      ],
     ]);
     expect(state.conflicts).toEqual([
       {
@@ -107,7 +123,8 @@ describe('planFamilyState', () => {
         name: 'beta',
         field: 'spec.ports[p80]',
         value: 'TCP/203.0.113.10:80',
-        reason: "virtual server TCP/203.0.113.10:80 is ns1/alpha:p80/ipv4's: both are ExternalIPs of the same age and ns1/alpha:p80/ipv4 comes first by name",
+        reason:
+          "virtual server TCP/203.0.113.10:80 is ns1/alpha:p80/ipv4's: both are ExternalIPs of the same age and ns1/alpha:p80/ipv4 comes first by name",
         virtualServer: 'TCP/203.0.113.10:80',
         winner: 'ns1/alpha:p80/ipv4',
         loser: 'ns1/beta:p80/ipv4',

@@ -134,7 +134,9 @@ function svc1(fn: (s: V1Service) => void = () => {}): V1Service {
 }
 
 /** endpoints 10.244.1.1 on this node and 10.244.2.1 on node-b, port p80 8080/TCP */
-const TWO_EPS = [slice('svc1', 'svc1-a', [['p80', 8080, 'TCP']], [ep('10.244.1.1', 'node-a'), ep('10.244.2.1', 'node-b')])];
+const TWO_EPS = [
+  slice('svc1', 'svc1-a', [['p80', 8080, 'TCP']], [ep('10.244.1.1', 'node-a'), ep('10.244.2.1', 'node-b')]),
+];
 const LOCAL_RS = rs('10.244.1.1', 8080);
 const REMOTE_RS = rs('10.244.2.1', 8080);
 const K = 'ns1/svc1:p80/ipv4';
@@ -169,7 +171,9 @@ const rows: Row[] = [
     slices: [slice('svc1', 'svc1-a', [['dns', 5353, 'UDP']], [ep('10.244.1.1', 'node-a'), ep('10.244.2.1', 'node-b')])],
     want: [
       plan('ns1/svc1:dns/ipv4', {
-        virtualServers: [vs('ns1/svc1:dns/ipv4', 'UDP', '10.96.0.10', 53, [rs('10.244.1.1', 5353), rs('10.244.2.1', 5353)])],
+        virtualServers: [
+          vs('ns1/svc1:dns/ipv4', 'UDP', '10.96.0.10', 53, [rs('10.244.1.1', 5353), rs('10.244.2.1', 5353)]),
+        ],
         boundAddresses: ['10.96.0.10'],
         ipsetEntries: [e('CLUSTER_IP', '10.96.0.10,udp:53'), e('LOOP_BACK', '10.244.1.1,udp:5353,10.244.1.1')],
         localEndpoints: 1,
@@ -192,7 +196,15 @@ const rows: Row[] = [
     name: 'two ports: one plan each, endpoints matched by port name and protocol',
     svc: svc1((s) => (s.spec!.ports = [svcPort('p80', 80), svcPort('dns', 53, 'UDP')])),
     slices: [
-      slice('svc1', 'svc1-a', [['p80', 8080, 'TCP'], ['dns', 5353, 'UDP']], [ep('10.244.2.1', 'node-b')]),
+      slice(
+        'svc1',
+        'svc1-a',
+        [
+          ['p80', 8080, 'TCP'],
+          ['dns', 5353, 'UDP'],
+        ],
+        [ep('10.244.2.1', 'node-b')],
+      ),
     ],
     want: [
       plan(K, {
@@ -326,7 +338,14 @@ const rows: Row[] = [
     name: 'LoadBalancer ingress with ipMode Proxy is skipped, ipMode VIP kept',
     svc: svc1((s) => {
       s.spec!.type = 'LoadBalancer';
-      s.status = { loadBalancer: { ingress: [{ ip: '203.0.113.20', ipMode: 'Proxy' }, { ip: '203.0.113.21', ipMode: 'VIP' }] } };
+      s.status = {
+        loadBalancer: {
+          ingress: [
+            { ip: '203.0.113.20', ipMode: 'Proxy' },
+            { ip: '203.0.113.21', ipMode: 'VIP' },
+          ],
+        },
+      };
     }),
     slices: [],
     want: [
@@ -547,11 +566,16 @@ const rows: Row[] = [
     name: 'no ready endpoint: serving+terminating ones are used, not-serving ones never',
     svc: svc1(),
     slices: [
-      slice('svc1', 'svc1-a', [['p80', 8080, 'TCP']], [
-        ep('10.244.2.1', 'node-b', TERMINATING),
-        ep('10.244.2.2', 'node-b', { conditions: { ready: false, serving: false, terminating: true } }),
-        ep('10.244.2.3', 'node-b', { conditions: { ready: false } }),
-      ]),
+      slice(
+        'svc1',
+        'svc1-a',
+        [['p80', 8080, 'TCP']],
+        [
+          ep('10.244.2.1', 'node-b', TERMINATING),
+          ep('10.244.2.2', 'node-b', { conditions: { ready: false, serving: false, terminating: true } }),
+          ep('10.244.2.3', 'node-b', { conditions: { ready: false } }),
+        ],
+      ),
     ],
     want: [
       plan(K, {
@@ -564,7 +588,14 @@ const rows: Row[] = [
   {
     name: 'a ready endpoint exists: terminating ones are left out',
     svc: svc1(),
-    slices: [slice('svc1', 'svc1-a', [['p80', 8080, 'TCP']], [ep('10.244.1.1', 'node-a', TERMINATING), ep('10.244.2.1', 'node-b')])],
+    slices: [
+      slice(
+        'svc1',
+        'svc1-a',
+        [['p80', 8080, 'TCP']],
+        [ep('10.244.1.1', 'node-a', TERMINATING), ep('10.244.2.1', 'node-b')],
+      ),
+    ],
     want: [
       plan(K, {
         virtualServers: [vs(K, 'TCP', '10.96.0.10', 80, [REMOTE_RS])],
@@ -578,10 +609,12 @@ const rows: Row[] = [
     name: 'zone hints on every ready endpoint, one for zone-a: only zone-a endpoints',
     svc: svc1(),
     slices: [
-      slice('svc1', 'svc1-a', [['p80', 8080, 'TCP']], [
-        ep('10.244.2.1', 'node-b', zones('zone-a')),
-        ep('10.244.3.1', 'node-c', zones('zone-b')),
-      ]),
+      slice(
+        'svc1',
+        'svc1-a',
+        [['p80', 8080, 'TCP']],
+        [ep('10.244.2.1', 'node-b', zones('zone-a')), ep('10.244.3.1', 'node-c', zones('zone-b'))],
+      ),
     ],
     want: [
       plan(K, {
@@ -595,10 +628,12 @@ const rows: Row[] = [
     name: 'zone hints with trafficDistribution PreferClose: same selection',
     svc: svc1((s) => (s.spec!.trafficDistribution = 'PreferClose')),
     slices: [
-      slice('svc1', 'svc1-a', [['p80', 8080, 'TCP']], [
-        ep('10.244.2.1', 'node-b', zones('zone-a', 'zone-c')),
-        ep('10.244.3.1', 'node-c', zones('zone-b')),
-      ]),
+      slice(
+        'svc1',
+        'svc1-a',
+        [['p80', 8080, 'TCP']],
+        [ep('10.244.2.1', 'node-b', zones('zone-a', 'zone-c')), ep('10.244.3.1', 'node-c', zones('zone-b'))],
+      ),
     ],
     want: [
       plan(K, {
@@ -612,7 +647,12 @@ const rows: Row[] = [
     name: 'zone hints missing on one ready endpoint: hints ignored, every endpoint',
     svc: svc1(),
     slices: [
-      slice('svc1', 'svc1-a', [['p80', 8080, 'TCP']], [ep('10.244.2.1', 'node-b', zones('zone-a')), ep('10.244.3.1', 'node-c')]),
+      slice(
+        'svc1',
+        'svc1-a',
+        [['p80', 8080, 'TCP']],
+        [ep('10.244.2.1', 'node-b', zones('zone-a')), ep('10.244.3.1', 'node-c')],
+      ),
     ],
     want: [
       plan(K, {
@@ -626,10 +666,12 @@ const rows: Row[] = [
     name: 'zone hints for other zones only: hints ignored, every endpoint',
     svc: svc1(),
     slices: [
-      slice('svc1', 'svc1-a', [['p80', 8080, 'TCP']], [
-        ep('10.244.2.1', 'node-b', zones('zone-b')),
-        ep('10.244.3.1', 'node-c', zones('zone-c')),
-      ]),
+      slice(
+        'svc1',
+        'svc1-a',
+        [['p80', 8080, 'TCP']],
+        [ep('10.244.2.1', 'node-b', zones('zone-b')), ep('10.244.3.1', 'node-c', zones('zone-c'))],
+      ),
     ],
     want: [
       plan(K, {
@@ -643,10 +685,15 @@ const rows: Row[] = [
     name: 'node hints (PreferSameNode) on every ready endpoint, one for node-a: only node-a endpoints',
     svc: svc1((s) => (s.spec!.trafficDistribution = 'PreferSameNode')),
     slices: [
-      slice('svc1', 'svc1-a', [['p80', 8080, 'TCP']], [
-        ep('10.244.1.1', 'node-a', { hints: { forNodes: [{ name: 'node-a' }], forZones: [{ name: 'zone-a' }] } }),
-        ep('10.244.2.1', 'node-b', { hints: { forNodes: [{ name: 'node-b' }], forZones: [{ name: 'zone-a' }] } }),
-      ]),
+      slice(
+        'svc1',
+        'svc1-a',
+        [['p80', 8080, 'TCP']],
+        [
+          ep('10.244.1.1', 'node-a', { hints: { forNodes: [{ name: 'node-a' }], forZones: [{ name: 'zone-a' }] } }),
+          ep('10.244.2.1', 'node-b', { hints: { forNodes: [{ name: 'node-b' }], forZones: [{ name: 'zone-a' }] } }),
+        ],
+      ),
     ],
     want: [
       plan(K, {
@@ -661,11 +708,16 @@ const rows: Row[] = [
     name: 'node hints missing on one ready endpoint: zone hints apply instead',
     svc: svc1(),
     slices: [
-      slice('svc1', 'svc1-a', [['p80', 8080, 'TCP']], [
-        ep('10.244.1.1', 'node-a', { hints: { forNodes: [{ name: 'node-a' }], forZones: [{ name: 'zone-a' }] } }),
-        ep('10.244.2.1', 'node-b', zones('zone-a')),
-        ep('10.244.3.1', 'node-c', zones('zone-b')),
-      ]),
+      slice(
+        'svc1',
+        'svc1-a',
+        [['p80', 8080, 'TCP']],
+        [
+          ep('10.244.1.1', 'node-a', { hints: { forNodes: [{ name: 'node-a' }], forZones: [{ name: 'zone-a' }] } }),
+          ep('10.244.2.1', 'node-b', zones('zone-a')),
+          ep('10.244.3.1', 'node-c', zones('zone-b')),
+        ],
+      ),
     ],
     want: [
       plan(K, {
@@ -677,7 +729,7 @@ const rows: Row[] = [
     ],
   },
   {
-    name: 'dual-stack Service: one plan per family, each with its family\'s endpoints and external IPs',
+    name: "dual-stack Service: one plan per family, each with its family's endpoints and external IPs",
     svc: svc1((s) => {
       s.spec!.clusterIPs = ['10.96.0.10', '2001:db8:96::10'];
       s.spec!.externalIPs = ['2001:db8:203::10', '203.0.113.10'];
@@ -734,7 +786,7 @@ const rows: Row[] = [
     ],
   },
   {
-    name: "annotation kube-router.io/service.scheduler is honoured (mh gets mh-port)",
+    name: 'annotation kube-router.io/service.scheduler is honoured (mh gets mh-port)',
     svc: svc1((s) => (s.metadata!.annotations = { 'kube-router.io/service.scheduler': 'mh' })),
     slices: [],
     ctx: { scheduler: 'sed' },
@@ -810,13 +862,23 @@ const rows: Row[] = [
         ipsetEntries: [e('CLUSTER_IP', '10.96.0.10,tcp:80'), e('EXTERNAL_IP', '203.0.113.10,tcp:80')],
         refusals: [
           {
-            kind: 'Service', namespace: 'ns1', name: 'svc1', field: 'spec.externalIPs', value: '203.0.113.200',
-            reason: 'inside ipvs.excludeCIDRs 203.0.113.128/25: kube-ipvs never creates, changes or deletes a virtual server there (port TCP/80 not programmed on it)',
+            kind: 'Service',
+            namespace: 'ns1',
+            name: 'svc1',
+            field: 'spec.externalIPs',
+            value: '203.0.113.200',
+            reason:
+              'inside ipvs.excludeCIDRs 203.0.113.128/25: kube-ipvs never creates, changes or deletes a virtual server there (port TCP/80 not programmed on it)',
             eventReason: 'VIPInExcludedCIDR',
           },
           {
-            kind: 'Service', namespace: 'ns1', name: 'svc1', field: 'status.loadBalancer.ingress', value: '203.0.113.210',
-            reason: 'inside ipvs.excludeCIDRs 203.0.113.128/25: kube-ipvs never creates, changes or deletes a virtual server there (port TCP/80 not programmed on it)',
+            kind: 'Service',
+            namespace: 'ns1',
+            name: 'svc1',
+            field: 'status.loadBalancer.ingress',
+            value: '203.0.113.210',
+            reason:
+              'inside ipvs.excludeCIDRs 203.0.113.128/25: kube-ipvs never creates, changes or deletes a virtual server there (port TCP/80 not programmed on it)',
             eventReason: 'VIPInExcludedCIDR',
           },
         ],
@@ -837,8 +899,13 @@ const rows: Row[] = [
         ipsetEntries: [e('NODE_PORT_TCP', '30080')],
         refusals: [
           {
-            kind: 'Service', namespace: 'ns1', name: 'svc1', field: 'spec.clusterIPs', value: '10.96.0.10',
-            reason: 'inside ipvs.excludeCIDRs 10.96.0.10/32: kube-ipvs never creates, changes or deletes a virtual server there (port TCP/80 not programmed on it)',
+            kind: 'Service',
+            namespace: 'ns1',
+            name: 'svc1',
+            field: 'spec.clusterIPs',
+            value: '10.96.0.10',
+            reason:
+              'inside ipvs.excludeCIDRs 10.96.0.10/32: kube-ipvs never creates, changes or deletes a virtual server there (port TCP/80 not programmed on it)',
             eventReason: 'VIPInExcludedCIDR',
           },
         ],
@@ -854,7 +921,13 @@ const rows: Row[] = [
       s.status = { loadBalancer: { ingress: [{ ip: '203.0.113.20' }] } };
     }),
     slices: [],
-    ctx: { foreignVirtualServers: new Map([['TCP/203.0.113.10:80', 'keepalived'], ['TCP/203.0.113.20:80', 'found'], ['TCP/203.0.113.10:443', 'another port']]) },
+    ctx: {
+      foreignVirtualServers: new Map([
+        ['TCP/203.0.113.10:80', 'keepalived'],
+        ['TCP/203.0.113.20:80', 'found'],
+        ['TCP/203.0.113.10:443', 'another port'],
+      ]),
+    },
     want: [
       plan(K, {
         virtualServers: [vs(K, 'TCP', '10.96.0.10', 80, [])],
@@ -862,13 +935,23 @@ const rows: Row[] = [
         ipsetEntries: [e('CLUSTER_IP', '10.96.0.10,tcp:80')],
         refusals: [
           {
-            kind: 'Service', namespace: 'ns1', name: 'svc1', field: 'spec.externalIPs', value: '203.0.113.10',
-            reason: "virtual server TCP/203.0.113.10:80 exists in the kernel and is not kube-ipvs's (keepalived): kube-ipvs never changes or deletes it, and programs nothing for it (port TCP/80 not programmed on 203.0.113.10)",
+            kind: 'Service',
+            namespace: 'ns1',
+            name: 'svc1',
+            field: 'spec.externalIPs',
+            value: '203.0.113.10',
+            reason:
+              "virtual server TCP/203.0.113.10:80 exists in the kernel and is not kube-ipvs's (keepalived): kube-ipvs never changes or deletes it, and programs nothing for it (port TCP/80 not programmed on 203.0.113.10)",
             eventReason: 'ForeignVirtualServer',
           },
           {
-            kind: 'Service', namespace: 'ns1', name: 'svc1', field: 'status.loadBalancer.ingress', value: '203.0.113.20',
-            reason: "virtual server TCP/203.0.113.20:80 exists in the kernel and is not kube-ipvs's (found): kube-ipvs never changes or deletes it, and programs nothing for it (port TCP/80 not programmed on 203.0.113.20)",
+            kind: 'Service',
+            namespace: 'ns1',
+            name: 'svc1',
+            field: 'status.loadBalancer.ingress',
+            value: '203.0.113.20',
+            reason:
+              "virtual server TCP/203.0.113.20:80 exists in the kernel and is not kube-ipvs's (found): kube-ipvs never changes or deletes it, and programs nothing for it (port TCP/80 not programmed on 203.0.113.20)",
             eventReason: 'ForeignVirtualServer',
           },
         ],
@@ -883,20 +966,35 @@ const rows: Row[] = [
       s.spec!.ports = [svcPort('p80', 80, 'TCP', 30080)];
     }),
     slices: [],
-    ctx: { foreignVirtualServers: new Map([['TCP/10.96.0.10:80', 'why'], ['TCP/192.0.2.2:30080', 'why']]) },
+    ctx: {
+      foreignVirtualServers: new Map([
+        ['TCP/10.96.0.10:80', 'why'],
+        ['TCP/192.0.2.2:30080', 'why'],
+      ]),
+    },
     want: [
       plan(K, {
         virtualServers: [vs(K, 'TCP', '192.0.2.1', 30080, [])],
         ipsetEntries: [e('NODE_PORT_TCP', '30080')],
         refusals: [
           {
-            kind: 'Service', namespace: 'ns1', name: 'svc1', field: 'spec.clusterIPs', value: '10.96.0.10',
-            reason: "virtual server TCP/10.96.0.10:80 exists in the kernel and is not kube-ipvs's (why): kube-ipvs never changes or deletes it, and programs nothing for it (port TCP/80 not programmed on 10.96.0.10)",
+            kind: 'Service',
+            namespace: 'ns1',
+            name: 'svc1',
+            field: 'spec.clusterIPs',
+            value: '10.96.0.10',
+            reason:
+              "virtual server TCP/10.96.0.10:80 exists in the kernel and is not kube-ipvs's (why): kube-ipvs never changes or deletes it, and programs nothing for it (port TCP/80 not programmed on 10.96.0.10)",
             eventReason: 'ForeignVirtualServer',
           },
           {
-            kind: 'Service', namespace: 'ns1', name: 'svc1', field: 'spec.ports[].nodePort', value: '192.0.2.2',
-            reason: "virtual server TCP/192.0.2.2:30080 exists in the kernel and is not kube-ipvs's (why): kube-ipvs never changes or deletes it, and programs nothing for it (port TCP/30080 not programmed on 192.0.2.2)",
+            kind: 'Service',
+            namespace: 'ns1',
+            name: 'svc1',
+            field: 'spec.ports[].nodePort',
+            value: '192.0.2.2',
+            reason:
+              "virtual server TCP/192.0.2.2:30080 exists in the kernel and is not kube-ipvs's (why): kube-ipvs never changes or deletes it, and programs nothing for it (port TCP/30080 not programmed on 192.0.2.2)",
             eventReason: 'ForeignVirtualServer',
           },
         ],
@@ -933,16 +1031,38 @@ const rows: Row[] = [
     slices: TWO_EPS,
     ctx: { scheduler: 'sed' },
     refusals: [
-      { kind: 'Service', namespace: 'ns1', name: 'svc1', field: 'spec.externalIPs[1]', value: '203.0.113.300', reason: 'not an IP address; ignored' },
       {
-        kind: 'Service', namespace: 'ns1', name: 'svc1', field: 'spec.loadBalancerSourceRanges[1]', value: '198.51.100.0/33',
+        kind: 'Service',
+        namespace: 'ns1',
+        name: 'svc1',
+        field: 'spec.externalIPs[1]',
+        value: '203.0.113.300',
+        reason: 'not an IP address; ignored',
+      },
+      {
+        kind: 'Service',
+        namespace: 'ns1',
+        name: 'svc1',
+        field: 'spec.loadBalancerSourceRanges[1]',
+        value: '198.51.100.0/33',
         reason: 'not a CIDR; the load balancer admits no client until the ranges are fixed',
       },
       {
-        kind: 'Service', namespace: 'ns1', name: 'svc1', field: 'metadata.annotations[kube-ipvs.io/scheduler]', value: 'Round Robin',
+        kind: 'Service',
+        namespace: 'ns1',
+        name: 'svc1',
+        field: 'metadata.annotations[kube-ipvs.io/scheduler]',
+        value: 'Round Robin',
         reason: 'not a scheduler name ([a-z0-9]{1,15}); the configured scheduler is used',
       },
-      { kind: 'Service', namespace: 'ns1', name: 'svc1', field: 'spec.ports[1].port', value: '70000', reason: 'not a port 1..65535; port ignored' },
+      {
+        kind: 'Service',
+        namespace: 'ns1',
+        name: 'svc1',
+        field: 'spec.ports[1].port',
+        value: '70000',
+        reason: 'not a port 1..65535; port ignored',
+      },
     ],
     want: [
       plan(K, {
@@ -974,7 +1094,11 @@ const rows: Row[] = [
     slices: TWO_EPS,
     refusals: [
       {
-        kind: 'Service', namespace: 'ns1', name: 'svc1', field: 'spec.loadBalancerSourceRanges[0]', value: '192.0.2.0/24x',
+        kind: 'Service',
+        namespace: 'ns1',
+        name: 'svc1',
+        field: 'spec.loadBalancerSourceRanges[0]',
+        value: '192.0.2.0/24x',
         reason: 'not a CIDR; the load balancer admits no client until the ranges are fixed',
       },
     ],
@@ -1007,7 +1131,11 @@ const rows: Row[] = [
   },
   {
     name: 'ExternalName Service: nothing planned',
-    svc: makeService('ns1', 'svc1', (s) => (s.spec = { type: 'ExternalName', externalName: 'db.example', ports: [svcPort('p80', 80)] })),
+    svc: makeService(
+      'ns1',
+      'svc1',
+      (s) => (s.spec = { type: 'ExternalName', externalName: 'db.example', ports: [svcPort('p80', 80)] }),
+    ),
     slices: [],
     want: [],
   },
@@ -1047,7 +1175,11 @@ describe('planServicePort (kube-proxy IPVS mode per service port)', () => {
     expect(p.virtualServers).toEqual([vs(K, 'TCP', '10.96.0.10', 80, [])]);
     expect(p.refusals).toEqual([
       {
-        kind: 'Service', namespace: 'ns1', name: 'svc1', field: 'spec.externalIPs', value: '10.96.0.10',
+        kind: 'Service',
+        namespace: 'ns1',
+        name: 'svc1',
+        field: 'spec.externalIPs',
+        value: '10.96.0.10',
         reason: 'virtual server TCP/10.96.0.10:80 is already planned for this port; ignored',
       },
     ]);

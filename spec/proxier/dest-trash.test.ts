@@ -14,7 +14,8 @@ import { makeEndpointSlice, makeService, svcPort } from '../../testkit/builders'
 
 const VIP = '10.96.0.10';
 const VS = { af: AF_INET, protocol: IPPROTO_TCP, address: VIP, port: 80, fwmark: 0 } as const;
-const rs = (address: string) => ({ af: AF_INET, address, port: 8080, fwdMethod: IP_VS_CONN_F.MASQ, weight: 1 }) as const;
+const rs = (address: string) =>
+  ({ af: AF_INET, address, port: 8080, fwdMethod: IP_VS_CONN_F.MASQ, weight: 1 }) as const;
 
 function web(protocol = 'TCP', annotations: Record<string, string> = {}, port = 80): V1Service {
   return makeService('default', 'web', (s) => {
@@ -107,7 +108,7 @@ describe('the dest trash: what the proxier deletes and re-adds', () => {
     expect(opsSince(t.ipvs, from)).toEqual(['newDest 10.244.1.3 w1']);
   });
 
-  it('UDP real servers are deleted at once and re-added when their address returns (kube-proxy\'s: flows move on)', async () => {
+  it("UDP real servers are deleted at once and re-added when their address returns (kube-proxy's: flows move on)", async () => {
     const t = await started('UDP', '10.244.1.2', '10.244.1.3');
     const from = t.ipvs.applied.length;
     t.replaceSlice(endpoints('UDP', '10.244.1.2', '10.244.1.3'), endpoints('UDP', '10.244.1.2'));
@@ -142,12 +143,17 @@ describe('the dest trash: what the proxier deletes and re-adds', () => {
     expect((await t.ipvs.listAll())[0]!.vs.scheduler).toBe('lc');
   });
 
-  it('a Service port change: the new virtual server and its real servers first, the old one\'s DEL_SERVICE last (its real servers are not in the trash the adds walk)', async () => {
+  it("a Service port change: the new virtual server and its real servers first, the old one's DEL_SERVICE last (its real servers are not in the trash the adds walk)", async () => {
     const t = await started('TCP', '10.244.1.2', '10.244.1.3');
     const from = t.ipvs.applied.length;
     t.services.onUpdate(web(), web('TCP', {}, 81));
     t.proxier.sync();
     await t.settle();
-    expect(opsSince(t.ipvs, from)).toEqual([`newService ${VIP}:81`, 'newDest 10.244.1.2 w1', 'newDest 10.244.1.3 w1', `delService ${VIP}:80`]);
+    expect(opsSince(t.ipvs, from)).toEqual([
+      `newService ${VIP}:81`,
+      'newDest 10.244.1.2 w1',
+      'newDest 10.244.1.3 w1',
+      `delService ${VIP}:80`,
+    ]);
   });
 });

@@ -70,7 +70,15 @@ describe('DrainingRealServers', () => {
     d.start('vs2', 'a', 1_000);
     d.start('vs1', 'a', 3_000);
     d.checked('vs2', 4_000); // vs2 now due at 19 s, after vs1 (18 s)
-    d.replaceAll([['vs2', 'a'], ['vs3', 'a'], ['vs1', 'a'], ['vs1', 'b']], 5_000);
+    d.replaceAll(
+      [
+        ['vs2', 'a'],
+        ['vs3', 'a'],
+        ['vs1', 'a'],
+        ['vs1', 'b'],
+      ],
+      5_000,
+    );
     expect(d.size).toBe(4);
     expect(d.get('old', 'x')).toBeUndefined();
     expect(d.get('vs1', 'a')).toEqual({ since: 3_000 });

@@ -30,7 +30,11 @@ function formatRestore(entries: readonly VirtualServerEntry[]): string[] {
   const fmt = { ...DEFAULT_FORMAT, rule: true, numeric: true };
   return [...entries]
     .sort((a, b) => (virtualServerKey(a.vs) < virtualServerKey(b.vs) ? -1 : 1))
-    .flatMap((e) => formatServiceEntry({ vs: e.vs, dests: [...e.dests].sort((x, y) => (x.address < y.address ? -1 : 1)) }, fmt).split('\n').filter(Boolean));
+    .flatMap((e) =>
+      formatServiceEntry({ vs: e.vs, dests: [...e.dests].sort((x, y) => (x.address < y.address ? -1 : 1)) }, fmt)
+        .split('\n')
+        .filter(Boolean),
+    );
 }
 /** The lines of the virtual servers at these addresses:ports (and their real servers). */
 function linesOf(lines: readonly string[], ...vips: string[]): string[] {
@@ -55,7 +59,13 @@ class RecordingSink implements ServiceHealthSink {
 
 const KEEPALIVED = { af: AF_INET, protocol: IPPROTO_TCP, address: '192.0.2.1', port: 443, fwmark: 0 } as const;
 const INSIDE = { af: AF_INET, protocol: IPPROTO_TCP, address: '203.0.113.200', port: 80, fwmark: 0 } as const;
-const rs = (address: string, port: number, weight: number): RealServerSpec => ({ af: AF_INET, address, port, fwdMethod: 0, weight });
+const rs = (address: string, port: number, weight: number): RealServerSpec => ({
+  af: AF_INET,
+  address,
+  port,
+  fwdMethod: 0,
+  weight,
+});
 
 /** keepalived's virtual server (a backup at weight 0) and one inside excludeCIDRs, made by an admin */
 async function programForeign(ipvs: FakeIpvs): Promise<void> {
@@ -68,7 +78,11 @@ async function programForeign(ipvs: FakeIpvs): Promise<void> {
 }
 
 async function setup(
-  opts: { settings?: Partial<ProxierSettings>; serviceHealth?: ServiceHealthSink; fakes?: { ipvs: FakeIpvs; link: FakeLink; ipset: FakeIpset } } = {},
+  opts: {
+    settings?: Partial<ProxierSettings>;
+    serviceHealth?: ServiceHealthSink;
+    fakes?: { ipvs: FakeIpvs; link: FakeLink; ipset: FakeIpset };
+  } = {},
 ) {
   const log = new Lines();
   const t = await proxierOverFakes({
@@ -85,7 +99,8 @@ async function setup(
     await t.start();
   };
   /** every op any sync sent naming one of these addresses */
-  const opsOn = (...addresses: string[]): IpvsOp[] => ipvs.applied.slice(from).filter((op) => 'vs' in op && op.vs && addresses.includes(op.vs.address));
+  const opsOn = (...addresses: string[]): IpvsOp[] =>
+    ipvs.applied.slice(from).filter((op) => 'vs' in op && op.vs && addresses.includes(op.vs.address));
   const bound = async () => {
     const k = await link.getLink(KUBE_IPVS0);
     return (await link.listAddresses('ipv4')).filter((a) => a.ifindex === k.index).map((a) => a.address);
@@ -127,7 +142,9 @@ describe('foreign virtual servers (issue 18 item 1): their weight-0 real servers
     // well past the drain timeout (10 min): drain checks every 15 s, full syncs every 30 s
     for (let i = 0; i < 45; i++) await t.settle(15_000);
     expect(t.opsOn('192.0.2.1', '203.0.113.200')).toEqual([]);
-    expect(linesOf(formatRestore(await t.ipvs.listAll()), '192.0.2.1:443', '203.0.113.200:80')).toEqual(linesOf(before, '192.0.2.1:443', '203.0.113.200:80'));
+    expect(linesOf(formatRestore(await t.ipvs.listAll()), '192.0.2.1:443', '203.0.113.200:80')).toEqual(
+      linesOf(before, '192.0.2.1:443', '203.0.113.200:80'),
+    );
     expect(t.proxier.counts().draining).toBe(0);
     // the refusal is a log line (once, not every full sync)
     expect(t.log.filter((l) => l.includes('192.0.2.51:443'))).toEqual([
@@ -150,24 +167,38 @@ describe('foreign virtual servers (issue 18 item 1): their weight-0 real servers
     await t.settle();
     for (let i = 0; i < 3; i++) await t.settle(30_000);
     expect(t.opsOn('198.51.100.100').filter((op) => 'vs' in op && op.vs!.port === 443)).toEqual([]);
-    expect(linesOf(formatRestore(await t.ipvs.listAll()), '198.51.100.100:443')).toEqual(linesOf(before, '198.51.100.100:443'));
+    expect(linesOf(formatRestore(await t.ipvs.listAll()), '198.51.100.100:443')).toEqual(
+      linesOf(before, '198.51.100.100:443'),
+    );
   });
 
   it('its own weight-0 real servers are still adopted and drained after a restart', async () => {
     const t = await setup();
-    t.add(service('default', 'web', { clusterIP: '10.96.0.10' }), slice('default', 'web', 8080, 'TCP', '10.244.1.2', '10.244.1.3'));
+    t.add(
+      service('default', 'web', { clusterIP: '10.96.0.10' }),
+      slice('default', 'web', 8080, 'TCP', '10.244.1.2', '10.244.1.3'),
+    );
     await t.start();
-    t.slices.onUpdate(slice('default', 'web', 8080, 'TCP', '10.244.1.2', '10.244.1.3'), slice('default', 'web', 8080, 'TCP', '10.244.1.2'));
+    t.slices.onUpdate(
+      slice('default', 'web', 8080, 'TCP', '10.244.1.2', '10.244.1.3'),
+      slice('default', 'web', 8080, 'TCP', '10.244.1.2'),
+    );
     t.proxier.sync();
     await t.settle();
     // a restarted proxier over the same kernel adopts the drain
     t.proxier.stop();
     const again = await setup({ fakes: t });
-    again.add(service('default', 'web', { clusterIP: '10.96.0.10' }), slice('default', 'web', 8080, 'TCP', '10.244.1.2'));
+    again.add(
+      service('default', 'web', { clusterIP: '10.96.0.10' }),
+      slice('default', 'web', 8080, 'TCP', '10.244.1.2'),
+    );
     await again.start();
     expect(again.proxier.counts().draining).toBe(1);
     await again.settle(15_000);
-    expect(formatRestore(await t.ipvs.listAll())).toEqual(['-A -t 10.96.0.10:80 -s rr', '-a -t 10.96.0.10:80 -r 10.244.1.2:8080 -m -w 1']);
+    expect(formatRestore(await t.ipvs.listAll())).toEqual([
+      '-A -t 10.96.0.10:80 -s rr',
+      '-a -t 10.96.0.10:80 -r 10.244.1.2:8080 -m -w 1',
+    ]);
     again.proxier.stop();
   });
 });
@@ -175,12 +206,18 @@ describe('foreign virtual servers (issue 18 item 1): their weight-0 real servers
 describe('graceful termination (issue 18 mutation: drained = true)', () => {
   it('a draining real server with connections is kept until they end, then deleted', async () => {
     const t = await setup();
-    t.add(service('default', 'web', { clusterIP: '10.96.0.10' }), slice('default', 'web', 8080, 'TCP', '10.244.1.2', '10.244.1.3'));
+    t.add(
+      service('default', 'web', { clusterIP: '10.96.0.10' }),
+      slice('default', 'web', 8080, 'TCP', '10.244.1.2', '10.244.1.3'),
+    );
     await t.start();
     const web: VirtualServerId = { af: AF_INET, protocol: IPPROTO_TCP, address: '10.96.0.10', port: 80, fwmark: 0 };
     const gone = { af: AF_INET, address: '10.244.1.3', port: 8080 } as const;
     t.ipvs.setConnections(web, gone, { active: 1, inactive: 2 });
-    t.slices.onUpdate(slice('default', 'web', 8080, 'TCP', '10.244.1.2', '10.244.1.3'), slice('default', 'web', 8080, 'TCP', '10.244.1.2'));
+    t.slices.onUpdate(
+      slice('default', 'web', 8080, 'TCP', '10.244.1.2', '10.244.1.3'),
+      slice('default', 'web', 8080, 'TCP', '10.244.1.2'),
+    );
     t.proxier.sync();
     await t.settle();
     for (let i = 0; i < 4; i++) await t.settle(15_000);
@@ -188,20 +225,28 @@ describe('graceful termination (issue 18 mutation: drained = true)', () => {
     expect(t.ipvs.applied.filter((op) => op.kind === 'delDest')).toEqual([]);
     t.ipvs.setConnections(web, gone, { active: 0, inactive: 0 });
     await t.settle(15_000);
-    expect(t.ipvs.applied.filter((op) => op.kind === 'delDest')).toEqual([expect.objectContaining({ rs: expect.objectContaining({ address: '10.244.1.3' }) })]);
+    expect(t.ipvs.applied.filter((op) => op.kind === 'delDest')).toEqual([
+      expect.objectContaining({ rs: expect.objectContaining({ address: '10.244.1.3' }) }),
+    ]);
   });
 });
 
 describe('graceful termination counts InActConn too (issue 25 item 4)', () => {
   it('a draining real server with only inactive connections (ActiveConn 0) is kept until they end, then deleted', async () => {
     const t = await setup();
-    t.add(service('default', 'web', { clusterIP: '10.96.0.10' }), slice('default', 'web', 8080, 'TCP', '10.244.1.2', '10.244.1.3'));
+    t.add(
+      service('default', 'web', { clusterIP: '10.96.0.10' }),
+      slice('default', 'web', 8080, 'TCP', '10.244.1.2', '10.244.1.3'),
+    );
     await t.start();
     const web: VirtualServerId = { af: AF_INET, protocol: IPPROTO_TCP, address: '10.96.0.10', port: 80, fwmark: 0 };
     const gone = { af: AF_INET, address: '10.244.1.3', port: 8080 } as const;
     // FIN_WAIT / TIME_WAIT: the kernel counts them as InActConn
     t.ipvs.setConnections(web, gone, { active: 0, inactive: 3 });
-    t.slices.onUpdate(slice('default', 'web', 8080, 'TCP', '10.244.1.2', '10.244.1.3'), slice('default', 'web', 8080, 'TCP', '10.244.1.2'));
+    t.slices.onUpdate(
+      slice('default', 'web', 8080, 'TCP', '10.244.1.2', '10.244.1.3'),
+      slice('default', 'web', 8080, 'TCP', '10.244.1.2'),
+    );
     t.proxier.sync();
     await t.settle();
     for (let i = 0; i < 4; i++) await t.settle(15_000);
@@ -209,7 +254,9 @@ describe('graceful termination counts InActConn too (issue 25 item 4)', () => {
     expect(t.ipvs.applied.filter((op) => op.kind === 'delDest')).toEqual([]);
     t.ipvs.setConnections(web, gone, { active: 0, inactive: 0 });
     await t.settle(15_000);
-    expect(t.ipvs.applied.filter((op) => op.kind === 'delDest')).toEqual([expect.objectContaining({ rs: expect.objectContaining({ address: '10.244.1.3' }) })]);
+    expect(t.ipvs.applied.filter((op) => op.kind === 'delDest')).toEqual([
+      expect.objectContaining({ rs: expect.objectContaining({ address: '10.244.1.3' }) }),
+    ]);
   });
 });
 
@@ -217,11 +264,17 @@ describe('one Service refused by IPVS fails only that Service (issue 18 mutation
   it('the next syncs stay partial; health check servers are fed and real servers drained node-wide', async () => {
     const sink = new RecordingSink();
     const t = await setup({ serviceHealth: sink });
-    t.add(service('default', 'web', { clusterIP: '10.96.0.10' }), slice('default', 'web', 8080, 'TCP', '10.244.1.2', '10.244.1.3'));
+    t.add(
+      service('default', 'web', { clusterIP: '10.96.0.10' }),
+      slice('default', 'web', 8080, 'TCP', '10.244.1.2', '10.244.1.3'),
+    );
     await t.start();
     const odd = service('default', 'odd', { clusterIP: '10.96.0.11' });
     odd.metadata!.annotations = { 'kube-ipvs.io/scheduler': 'nosuch' };
-    t.slices.onUpdate(slice('default', 'web', 8080, 'TCP', '10.244.1.2', '10.244.1.3'), slice('default', 'web', 8080, 'TCP', '10.244.1.2'));
+    t.slices.onUpdate(
+      slice('default', 'web', 8080, 'TCP', '10.244.1.2', '10.244.1.3'),
+      slice('default', 'web', 8080, 'TCP', '10.244.1.2'),
+    );
     t.add(odd, slice('default', 'odd', 8080, 'TCP', '10.244.1.4'));
     const feeds = sink.feeds;
     await t.settle();
@@ -230,50 +283,59 @@ describe('one Service refused by IPVS fails only that Service (issue 18 mutation
     // the retries (1 s, 2 s, 4 s, 8 s) fail again and stay partial; the drain check at 15 s runs
     await t.settle(15_000);
     expect(t.results.slice(1).map((r) => r.full)).not.toContain(true);
-    expect(t.ipvs.applied.filter((op) => op.kind === 'delDest')).toEqual([expect.objectContaining({ rs: expect.objectContaining({ address: '10.244.1.3' }) })]);
+    expect(t.ipvs.applied.filter((op) => op.kind === 'delDest')).toEqual([
+      expect.objectContaining({ rs: expect.objectContaining({ address: '10.244.1.3' }) }),
+    ]);
     expect(sink.feeds).toBeGreaterThan(feeds + 1);
   });
 });
 
 describe('ipvs.excludeCIDRs (issue 18 item 3): nothing inside is created, changed or deleted', () => {
-  const tenant = () => service('aaa', 'tenant', { clusterIP: '10.96.0.20', externalIPs: ['203.0.113.200', '203.0.113.201'] });
+  const tenant = () =>
+    service('aaa', 'tenant', { clusterIP: '10.96.0.20', externalIPs: ['203.0.113.200', '203.0.113.201'] });
   const tenantEps = () => slice('aaa', 'tenant', 8080, 'TCP', '10.244.7.7');
 
   it.each([
     ['at the first (full) sync', true],
     ['added later (partial sync)', false],
-  ])('a tenant externalIP on a foreign virtual server inside them, %s: left as it was, with an Event and a log line', async (_name, before) => {
-    const t = await setup();
-    await programForeign(t.ipvs);
-    const foreign = linesOf(formatRestore(await t.ipvs.listAll()), '203.0.113.200:80');
-    if (before) t.add(tenant(), tenantEps());
-    await t.start();
-    if (!before) {
-      t.add(tenant(), tenantEps());
+  ])(
+    'a tenant externalIP on a foreign virtual server inside them, %s: left as it was, with an Event and a log line',
+    async (_name, before) => {
+      const t = await setup();
+      await programForeign(t.ipvs);
+      const foreign = linesOf(formatRestore(await t.ipvs.listAll()), '203.0.113.200:80');
+      if (before) t.add(tenant(), tenantEps());
+      await t.start();
+      if (!before) {
+        t.add(tenant(), tenantEps());
+        await t.settle();
+        expect(t.results.at(-1)!.full).toBe(false);
+      }
+      for (let i = 0; i < 3; i++) await t.settle(30_000);
+      const table = formatRestore(await t.ipvs.listAll());
+      expect(linesOf(table, '203.0.113.200:80')).toEqual(foreign);
+      // not created either (203.0.113.201 has no virtual server), nor bound on kube-ipvs0
+      expect(t.opsOn('203.0.113.200', '203.0.113.201')).toEqual([]);
+      expect(await t.bound()).toEqual(['10.96.0.20']);
+      // the ClusterIP, outside, is programmed
+      expect(linesOf(table, '10.96.0.20:80')).toEqual([
+        '-A -t 10.96.0.20:80 -s rr',
+        '-a -t 10.96.0.20:80 -r 10.244.7.7:8080 -m -w 1',
+      ]);
+      // told once: one Event per excluded VIP, one log line each naming Service, VIP and CIDR
+      expect(t.events).toEqual([
+        expect.stringMatching(/^aaa\/tenant VIPInExcludedCIDR: .*203\.0\.113\.200.*203\.0\.113\.128\/25/),
+        expect.stringMatching(/^aaa\/tenant VIPInExcludedCIDR: .*203\.0\.113\.201.*203\.0\.113\.128\/25/),
+      ]);
+      expect(t.log.filter((l) => /aaa\/tenant.*203\.0\.113\.200.*203\.0\.113\.128\/25/.test(l))).toHaveLength(1);
+      // the Service goes: the foreign virtual server stays
+      t.remove(tenant(), tenantEps());
       await t.settle();
-      expect(t.results.at(-1)!.full).toBe(false);
-    }
-    for (let i = 0; i < 3; i++) await t.settle(30_000);
-    const table = formatRestore(await t.ipvs.listAll());
-    expect(linesOf(table, '203.0.113.200:80')).toEqual(foreign);
-    // not created either (203.0.113.201 has no virtual server), nor bound on kube-ipvs0
-    expect(t.opsOn('203.0.113.200', '203.0.113.201')).toEqual([]);
-    expect(await t.bound()).toEqual(['10.96.0.20']);
-    // the ClusterIP, outside, is programmed
-    expect(linesOf(table, '10.96.0.20:80')).toEqual(['-A -t 10.96.0.20:80 -s rr', '-a -t 10.96.0.20:80 -r 10.244.7.7:8080 -m -w 1']);
-    // told once: one Event per excluded VIP, one log line each naming Service, VIP and CIDR
-    expect(t.events).toEqual([
-      expect.stringMatching(/^aaa\/tenant VIPInExcludedCIDR: .*203\.0\.113\.200.*203\.0\.113\.128\/25/),
-      expect.stringMatching(/^aaa\/tenant VIPInExcludedCIDR: .*203\.0\.113\.201.*203\.0\.113\.128\/25/),
-    ]);
-    expect(t.log.filter((l) => /aaa\/tenant.*203\.0\.113\.200.*203\.0\.113\.128\/25/.test(l))).toHaveLength(1);
-    // the Service goes: the foreign virtual server stays
-    t.remove(tenant(), tenantEps());
-    await t.settle();
-    await t.settle(30_000);
-    expect(linesOf(formatRestore(await t.ipvs.listAll()), '203.0.113.200:80')).toEqual(foreign);
-    expect(t.opsOn('203.0.113.200', '203.0.113.201')).toEqual([]);
-  });
+      await t.settle(30_000);
+      expect(linesOf(formatRestore(await t.ipvs.listAll()), '203.0.113.200:80')).toEqual(foreign);
+      expect(t.opsOn('203.0.113.200', '203.0.113.201')).toEqual([]);
+    },
+  );
 
   it('excludeCIDRs grown live over a virtual server kube-ipvs made: left as it is, drains included, never deleted', async () => {
     const t = await setup({ settings: { excludeCIDRs: [] } });
@@ -281,7 +343,10 @@ describe('ipvs.excludeCIDRs (issue 18 item 3): nothing inside is created, change
     t.add(svc, slice('aaa', 'mine', 8080, 'TCP', '10.244.7.1', '10.244.7.2'));
     await t.start();
     // one real server starts draining; then the admin claims 203.0.113.0/24
-    t.slices.onUpdate(slice('aaa', 'mine', 8080, 'TCP', '10.244.7.1', '10.244.7.2'), slice('aaa', 'mine', 8080, 'TCP', '10.244.7.1'));
+    t.slices.onUpdate(
+      slice('aaa', 'mine', 8080, 'TCP', '10.244.7.1', '10.244.7.2'),
+      slice('aaa', 'mine', 8080, 'TCP', '10.244.7.1'),
+    );
     t.proxier.sync();
     await t.settle();
     const lines = linesOf(formatRestore(await t.ipvs.listAll()), '203.0.113.50:80');
@@ -296,14 +361,22 @@ describe('ipvs.excludeCIDRs (issue 18 item 3): nothing inside is created, change
     await t.settle(30_000);
     expect(t.ipvs.applied.slice(from).filter((op) => 'vs' in op && op.vs?.address === '203.0.113.50')).toEqual([]);
     expect(linesOf(formatRestore(await t.ipvs.listAll()), '203.0.113.50:80')).toEqual(lines);
-    expect(t.events).toEqual([expect.stringMatching(/^aaa\/mine VIPInExcludedCIDR: .*203\.0\.113\.50.*203\.0\.113\.0\/24/)]);
+    expect(t.events).toEqual([
+      expect.stringMatching(/^aaa\/mine VIPInExcludedCIDR: .*203\.0\.113\.50.*203\.0\.113\.0\/24/),
+    ]);
   });
 
   it('the ipsets and LB firewall name no VIP inside them', async () => {
     const t = await setup();
     t.add(
       makeService('aaa', 'lb', (s) => {
-        s.spec = { type: 'LoadBalancer', clusterIP: '10.96.0.21', clusterIPs: ['10.96.0.21'], ports: [svcPort('p', 80)], loadBalancerSourceRanges: ['198.51.100.0/24'] };
+        s.spec = {
+          type: 'LoadBalancer',
+          clusterIP: '10.96.0.21',
+          clusterIPs: ['10.96.0.21'],
+          ports: [svcPort('p', 80)],
+          loadBalancerSourceRanges: ['198.51.100.0/24'],
+        };
         s.status = { loadBalancer: { ingress: [{ ip: '203.0.113.210' }] } };
       }),
       slice('aaa', 'lb', 8080, 'TCP', '10.244.7.8'),
@@ -316,56 +389,119 @@ describe('ipvs.excludeCIDRs (issue 18 item 3): nothing inside is created, change
 });
 
 describe('two Services claiming one ip:port (issue 18 item 4)', () => {
-  const dns = () => service('kube-system', 'kube-dns', { clusterIP: '10.96.0.10', port: 53, protocol: 'UDP', created: '2024-01-01T00:00:00Z' });
+  const dns = () =>
+    service('kube-system', 'kube-dns', {
+      clusterIP: '10.96.0.10',
+      port: 53,
+      protocol: 'UDP',
+      created: '2024-01-01T00:00:00Z',
+    });
   const dnsEps = () => slice('kube-system', 'kube-dns', 53, 'UDP', '10.244.0.53');
-  const grab = () => service('aaa', 'grab', { clusterIP: '10.96.0.30', port: 53, protocol: 'UDP', externalIPs: ['10.96.0.10'], created: '2025-01-01T00:00:00Z' });
+  const grab = () =>
+    service('aaa', 'grab', {
+      clusterIP: '10.96.0.30',
+      port: 53,
+      protocol: 'UDP',
+      externalIPs: ['10.96.0.10'],
+      created: '2025-01-01T00:00:00Z',
+    });
   const grabEps = () => slice('aaa', 'grab', 5353, 'UDP', '10.244.9.9');
   const DNS_LINES = ['-A -u 10.96.0.10:53 -s rr', '-a -u 10.96.0.10:53 -r 10.244.0.53:53 -m -w 1'];
 
   it.each([
     ['both at the first sync', true],
     ['the externalIP added later', false],
-  ])("an externalIP equal to kube-dns's ClusterIP does not take it (%s); the loser is told once", async (_name, together) => {
-    const t = await setup();
-    t.add(dns(), dnsEps());
-    if (together) t.add(grab(), grabEps());
-    await t.start();
-    if (!together) {
+  ])(
+    "an externalIP equal to kube-dns's ClusterIP does not take it (%s); the loser is told once",
+    async (_name, together) => {
+      const t = await setup();
+      t.add(dns(), dnsEps());
+      if (together) t.add(grab(), grabEps());
+      await t.start();
+      if (!together) {
+        t.add(grab(), grabEps());
+        await t.settle();
+      }
+      for (let i = 0; i < 3; i++) await t.settle(30_000);
+      expect(linesOf(formatRestore(await t.ipvs.listAll()), '10.96.0.10:53')).toEqual(DNS_LINES);
+      expect(
+        t.ipvs.applied.filter(
+          (op) =>
+            op.kind !== 'newService' &&
+            'vs' in op &&
+            op.vs?.address === '10.96.0.10' &&
+            'rs' in op &&
+            op.rs.address === '10.244.9.9',
+        ),
+      ).toEqual([]);
+      expect(t.events).toEqual([
+        expect.stringMatching(/^aaa\/grab VirtualServerConflict: .*UDP\/10\.96\.0\.10:53.*kube-system\/kube-dns/),
+      ]);
+      expect(t.log.filter((l) => /aaa\/grab/.test(l) && /10\.96\.0\.10:53/.test(l))).toHaveLength(1);
+      // the loser goes: nothing changes; it comes back: told again
+      t.remove(grab(), grabEps());
+      await t.settle();
       t.add(grab(), grabEps());
       await t.settle();
-    }
-    for (let i = 0; i < 3; i++) await t.settle(30_000);
-    expect(linesOf(formatRestore(await t.ipvs.listAll()), '10.96.0.10:53')).toEqual(DNS_LINES);
-    expect(t.ipvs.applied.filter((op) => op.kind !== 'newService' && 'vs' in op && op.vs?.address === '10.96.0.10' && 'rs' in op && op.rs.address === '10.244.9.9')).toEqual([]);
-    expect(t.events).toEqual([expect.stringMatching(/^aaa\/grab VirtualServerConflict: .*UDP\/10\.96\.0\.10:53.*kube-system\/kube-dns/)]);
-    expect(t.log.filter((l) => /aaa\/grab/.test(l) && /10\.96\.0\.10:53/.test(l))).toHaveLength(1);
-    // the loser goes: nothing changes; it comes back: told again
-    t.remove(grab(), grabEps());
-    await t.settle();
-    t.add(grab(), grabEps());
-    await t.settle();
-    expect(linesOf(formatRestore(await t.ipvs.listAll()), '10.96.0.10:53')).toEqual(DNS_LINES);
-    expect(t.events).toHaveLength(2);
-  });
+      expect(linesOf(formatRestore(await t.ipvs.listAll()), '10.96.0.10:53')).toEqual(DNS_LINES);
+      expect(t.events).toHaveLength(2);
+    },
+  );
 
   it('a load-balancer IP outranks an externalIP; then the older Service; then namespace/name', async () => {
     const t = await setup();
     const UDP: Omit<VirtualServerId, 'address'> = { af: AF_INET, protocol: IPPROTO_UDP, port: 53, fwmark: 0 };
     // zzz/lb is the newest and last by name, but a load-balancer IP outranks an externalIP
     t.add(
-      service('aaa', 'ext', { clusterIP: '10.96.0.40', port: 53, protocol: 'UDP', externalIPs: ['203.0.113.5'], created: '2024-01-01T00:00:00Z' }),
+      service('aaa', 'ext', {
+        clusterIP: '10.96.0.40',
+        port: 53,
+        protocol: 'UDP',
+        externalIPs: ['203.0.113.5'],
+        created: '2024-01-01T00:00:00Z',
+      }),
       slice('aaa', 'ext', 53, 'UDP', '10.244.1.1'),
-      service('zzz', 'lb', { clusterIP: '10.96.0.41', port: 53, protocol: 'UDP', lbIP: '203.0.113.5', created: '2025-01-01T00:00:00Z' }),
+      service('zzz', 'lb', {
+        clusterIP: '10.96.0.41',
+        port: 53,
+        protocol: 'UDP',
+        lbIP: '203.0.113.5',
+        created: '2025-01-01T00:00:00Z',
+      }),
       slice('zzz', 'lb', 53, 'UDP', '10.244.1.2'),
       // two externalIPs: the older (bbb/old) wins over aaa/new
-      service('aaa', 'new', { clusterIP: '10.96.0.42', port: 53, protocol: 'UDP', externalIPs: ['203.0.113.6'], created: '2025-06-01T00:00:00Z' }),
+      service('aaa', 'new', {
+        clusterIP: '10.96.0.42',
+        port: 53,
+        protocol: 'UDP',
+        externalIPs: ['203.0.113.6'],
+        created: '2025-06-01T00:00:00Z',
+      }),
       slice('aaa', 'new', 53, 'UDP', '10.244.1.3'),
-      service('bbb', 'old', { clusterIP: '10.96.0.43', port: 53, protocol: 'UDP', externalIPs: ['203.0.113.6'], created: '2023-06-01T00:00:00Z' }),
+      service('bbb', 'old', {
+        clusterIP: '10.96.0.43',
+        port: 53,
+        protocol: 'UDP',
+        externalIPs: ['203.0.113.6'],
+        created: '2023-06-01T00:00:00Z',
+      }),
       slice('bbb', 'old', 53, 'UDP', '10.244.1.4'),
       // same age: namespace/name
-      service('ccc', 'b', { clusterIP: '10.96.0.44', port: 53, protocol: 'UDP', externalIPs: ['203.0.113.7'], created: '2024-01-01T00:00:00Z' }),
+      service('ccc', 'b', {
+        clusterIP: '10.96.0.44',
+        port: 53,
+        protocol: 'UDP',
+        externalIPs: ['203.0.113.7'],
+        created: '2024-01-01T00:00:00Z',
+      }),
       slice('ccc', 'b', 53, 'UDP', '10.244.1.5'),
-      service('ccc', 'a', { clusterIP: '10.96.0.45', port: 53, protocol: 'UDP', externalIPs: ['203.0.113.7'], created: '2024-01-01T00:00:00Z' }),
+      service('ccc', 'a', {
+        clusterIP: '10.96.0.45',
+        port: 53,
+        protocol: 'UDP',
+        externalIPs: ['203.0.113.7'],
+        created: '2024-01-01T00:00:00Z',
+      }),
       slice('ccc', 'a', 53, 'UDP', '10.244.1.6'),
     );
     await t.start();
@@ -398,49 +534,61 @@ describe('a foreign virtual server at the exact ip:port a Service claims (issue 
   };
   const take = () => service('aaa', 'take', { clusterIP: '10.96.0.60', port: 443, externalIPs: ['198.51.100.100'] });
   const takeEps = () => slice('aaa', 'take', 8443, 'TCP', '10.244.7.10');
-  const members = async (t: Awaited<ReturnType<typeof setup>>) => [...(await t.ipset.observe()).values()].flatMap((s) => [...s.members]);
+  const members = async (t: Awaited<ReturnType<typeof setup>>) =>
+    [...(await t.ipset.observe()).values()].flatMap((s) => [...s.members]);
 
   it.each([
     ['at the first (full) sync', 'before'],
     ['added later (partial sync)', 'after'],
     ['the foreign virtual server made after the first full sync, then claimed (partial sync)', 'appeared'],
-  ])('is left byte-identical, %s: no op, no ipset entry, no address; one Event and one log line', async (_name, when) => {
-    const t = await setup();
-    if (when !== 'appeared') await programVip(t.ipvs);
-    if (when === 'before') t.add(take(), takeEps());
-    await t.start();
-    if (when === 'appeared') await programVip(t.ipvs);
-    const foreign = linesOf(formatRestore(await t.ipvs.listAll()), '198.51.100.100:443');
-    /** the proxier's ops on the foreign virtual server (not its owner's) */
-    const mark = t.ipvs.applied.length;
-    const opsOnVip = () => t.ipvs.applied.slice(mark).filter((op) => 'vs' in op && op.vs?.address === '198.51.100.100');
-    if (when !== 'before') {
-      t.add(take(), takeEps());
+  ])(
+    'is left byte-identical, %s: no op, no ipset entry, no address; one Event and one log line',
+    async (_name, when) => {
+      const t = await setup();
+      if (when !== 'appeared') await programVip(t.ipvs);
+      if (when === 'before') t.add(take(), takeEps());
+      await t.start();
+      if (when === 'appeared') await programVip(t.ipvs);
+      const foreign = linesOf(formatRestore(await t.ipvs.listAll()), '198.51.100.100:443');
+      /** the proxier's ops on the foreign virtual server (not its owner's) */
+      const mark = t.ipvs.applied.length;
+      const opsOnVip = () =>
+        t.ipvs.applied.slice(mark).filter((op) => 'vs' in op && op.vs?.address === '198.51.100.100');
+      if (when !== 'before') {
+        t.add(take(), takeEps());
+        await t.settle();
+        expect(t.results.at(-1)!.full).toBe(false);
+      }
       await t.settle();
-      expect(t.results.at(-1)!.full).toBe(false);
-    }
-    await t.settle();
-    for (let i = 0; i < 4; i++) await t.settle(30_000);
-    const table = formatRestore(await t.ipvs.listAll());
-    expect(linesOf(table, '198.51.100.100:443')).toEqual(foreign);
-    // nothing went through on it (the refused create of the third case changed nothing)
-    expect(opsOnVip()).toEqual([]);
-    expect(await t.bound()).toEqual(['10.96.0.60']);
-    expect((await members(t)).filter((m) => m.includes('198.51.100.100'))).toEqual([]);
-    // the ClusterIP is programmed
-    expect(linesOf(table, '10.96.0.60:443')).toEqual(['-A -t 10.96.0.60:443 -s rr', '-a -t 10.96.0.60:443 -r 10.244.7.10:8443 -m -w 1']);
-    // told once: one Event, one log line naming the Service, the ip:port and why
-    expect(t.events).toEqual([expect.stringMatching(/^aaa\/take ForeignVirtualServer: .*TCP\/198\.51\.100\.100:443.*not kube-ipvs's/)]);
-    expect(t.log.filter((l) => /aaa\/take/.test(l) && /198\.51\.100\.100/.test(l))).toEqual([
-      expect.stringMatching(/^warn .*aaa\/take.*TCP\/198\.51\.100\.100:443 exists in the kernel and is not kube-ipvs's \(.+\)/),
-    ]);
-    // the Service goes: the foreign virtual server stays, untouched
-    t.remove(take(), takeEps());
-    await t.settle();
-    for (let i = 0; i < 2; i++) await t.settle(30_000);
-    expect(linesOf(formatRestore(await t.ipvs.listAll()), '198.51.100.100:443')).toEqual(foreign);
-    expect(opsOnVip()).toEqual([]);
-  });
+      for (let i = 0; i < 4; i++) await t.settle(30_000);
+      const table = formatRestore(await t.ipvs.listAll());
+      expect(linesOf(table, '198.51.100.100:443')).toEqual(foreign);
+      // nothing went through on it (the refused create of the third case changed nothing)
+      expect(opsOnVip()).toEqual([]);
+      expect(await t.bound()).toEqual(['10.96.0.60']);
+      expect((await members(t)).filter((m) => m.includes('198.51.100.100'))).toEqual([]);
+      // the ClusterIP is programmed
+      expect(linesOf(table, '10.96.0.60:443')).toEqual([
+        '-A -t 10.96.0.60:443 -s rr',
+        '-a -t 10.96.0.60:443 -r 10.244.7.10:8443 -m -w 1',
+      ]);
+      // told once: one Event, one log line naming the Service, the ip:port and why
+      expect(t.events).toEqual([
+        expect.stringMatching(/^aaa\/take ForeignVirtualServer: .*TCP\/198\.51\.100\.100:443.*not kube-ipvs's/),
+      ]);
+      expect(t.log.filter((l) => /aaa\/take/.test(l) && /198\.51\.100\.100/.test(l))).toEqual([
+        expect.stringMatching(
+          /^warn .*aaa\/take.*TCP\/198\.51\.100\.100:443 exists in the kernel and is not kube-ipvs's \(.+\)/,
+        ),
+      ]);
+      // the Service goes: the foreign virtual server stays, untouched
+      t.remove(take(), takeEps());
+      await t.settle();
+      for (let i = 0; i < 2; i++) await t.settle(30_000);
+      expect(linesOf(formatRestore(await t.ipvs.listAll()), '198.51.100.100:443')).toEqual(foreign);
+      expect(opsOnVip()).toEqual([]);
+    },
+  );
 
   it('deleted by its owner: the Service gets it at the next sync', async () => {
     const t = await setup();
@@ -453,7 +601,8 @@ describe('a foreign virtual server at the exact ip:port a Service claims (issue 
     await t.settle(30_000);
     await t.settle();
     expect(linesOf(formatRestore(await t.ipvs.listAll()), '198.51.100.100:443')).toEqual([
-      '-A -t 198.51.100.100:443 -s rr', '-a -t 198.51.100.100:443 -r 10.244.7.10:8443 -m -w 1',
+      '-A -t 198.51.100.100:443 -s rr',
+      '-a -t 198.51.100.100:443 -r 10.244.7.10:8443 -m -w 1',
     ]);
     expect((await t.bound()).sort()).toEqual(['10.96.0.60', '198.51.100.100']);
     expect(await members(t)).toContain('198.51.100.100,tcp:443');
@@ -481,7 +630,11 @@ describe('a foreign virtual server at the exact ip:port a Service claims (issue 
 
   it('a restart adopts everything kube-ipvs programmed with 0 writes, and still deletes it when its Service goes', async () => {
     const t = await setup();
-    const web = service('default', 'web', { clusterIP: '10.96.0.10', externalIPs: ['198.51.100.9'], lbIP: '203.0.113.9' });
+    const web = service('default', 'web', {
+      clusterIP: '10.96.0.10',
+      externalIPs: ['198.51.100.9'],
+      lbIP: '203.0.113.9',
+    });
     t.add(web, slice('default', 'web', 8080, 'TCP', '10.244.1.2'));
     await t.start();
     const before = formatRestore(await t.ipvs.listAll());

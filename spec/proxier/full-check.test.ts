@@ -14,9 +14,14 @@ const service = (name: string, ip: string): V1Service =>
 const slice = (name: string, ...ips: string[]): V1EndpointSlice =>
   makeEndpointSlice('default', name, `${name}-1`, (sl) => {
     sl.ports = [{ name: 'http', port: 8080, protocol: 'TCP' }];
-    sl.endpoints = ips.map((ip) => ({ addresses: [ip], conditions: { ready: true, serving: true, terminating: false }, nodeName: 'node-b' }));
+    sl.endpoints = ips.map((ip) => ({
+      addresses: [ip],
+      conditions: { ready: true, serving: true, terminating: false },
+      nodeName: 'node-b',
+    }));
   });
-const line = (op: IpvsOp) => `${op.kind}${'vs' in op && op.vs ? ` ${virtualServerKey(op.vs)}` : ''}${'rs' in op ? ` ${realServerKey(op.rs)} w${'weight' in op.rs ? op.rs.weight : ''}` : ''}`;
+const line = (op: IpvsOp) =>
+  `${op.kind}${'vs' in op && op.vs ? ` ${virtualServerKey(op.vs)}` : ''}${'rs' in op ? ` ${realServerKey(op.rs)} w${'weight' in op.rs ? op.rs.weight : ''}` : ''}`;
 
 describe('the full check over /proc/net/ip_vs', () => {
   async function started() {
@@ -53,7 +58,10 @@ describe('the full check over /proc/net/ip_vs', () => {
     const dests = await t.ipvs.listRealServers(vs);
     await t.ipvs.apply({ kind: 'delDest', vs, rs: dests.find((d) => d.address === '10.244.1.2')! });
     await t.ipvs.apply({ kind: 'setDest', vs, rs: { ...dests.find((d) => d.address === '10.244.1.3')!, weight: 5 } });
-    expect(await fullCheck(t)).toEqual(['newDest TCP/10.96.0.10:80 10.244.1.2:8080 w1', 'setDest TCP/10.96.0.10:80 10.244.1.3:8080 w1']);
+    expect(await fullCheck(t)).toEqual([
+      'newDest TCP/10.96.0.10:80 10.244.1.2:8080 w1',
+      'setDest TCP/10.96.0.10:80 10.244.1.3:8080 w1',
+    ]);
     expect(t.proxier.totals.driftRepairs).toBe(1);
     expect(await fullCheck(t)).toEqual([]);
   });
@@ -65,7 +73,10 @@ describe('the full check over /proc/net/ip_vs', () => {
     t.ipvs.applied.length = 0;
     await t.settle(FAKE_SETTINGS.minSyncPeriodMs + 1);
     expect(t.proxier.lastResult!.full).toBe(false);
-    expect(t.ipvs.applied.map(line)).toEqual(['newDest TCP/10.96.0.10:80 10.244.1.4:8080 w1', 'setDest TCP/10.96.0.10:80 10.244.1.2:8080 w0']);
+    expect(t.ipvs.applied.map(line)).toEqual([
+      'newDest TCP/10.96.0.10:80 10.244.1.4:8080 w1',
+      'setDest TCP/10.96.0.10:80 10.244.1.2:8080 w0',
+    ]);
     expect(t.proxier.counts()).toMatchObject({ realServers: 6, draining: 1 });
     // by the next check the drain check has deleted the draining one (no connections)
     expect(await fullCheck(t)).toEqual(['delDest TCP/10.96.0.10:80 10.244.1.2:8080 w0']);

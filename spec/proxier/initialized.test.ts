@@ -39,6 +39,8 @@ describe('Proxier initialization', () => {
     await t.settle();
     expect(t.proxier.isInitialized()).toBe(true);
     const table = await t.ipvs.listAll();
-    expect(table.map((e) => `${e.vs.address}:${e.vs.port} -> ${e.dests.map((d) => `${d.address}:${d.port}`).join(',')}`)).toEqual(['10.96.0.20:80 -> 10.244.1.5:8080']);
+    expect(
+      table.map((e) => `${e.vs.address}:${e.vs.port} -> ${e.dests.map((d) => `${d.address}:${d.port}`).join(',')}`),
+    ).toEqual(['10.96.0.20:80 -> 10.244.1.5:8080']);
   });
 });

@@ -12,7 +12,14 @@ import { AF_INET, IPPROTO_TCP } from '../../lib/uapi/inet';
 import { IP_VS_CONN_F } from '../../lib/uapi/ip_vs';
 
 const quiet = winston.createLogger({ silent: true });
-const VS: VirtualServerSpec = { af: AF_INET, protocol: IPPROTO_TCP, address: '10.96.0.10', port: 80, fwmark: 0, scheduler: 'rr' };
+const VS: VirtualServerSpec = {
+  af: AF_INET,
+  protocol: IPPROTO_TCP,
+  address: '10.96.0.10',
+  port: 80,
+  fwmark: 0,
+  scheduler: 'rr',
+};
 const RS: RealServerSpec = { af: AF_INET, address: '10.244.1.5', port: 8080, fwdMethod: IP_VS_CONN_F.MASQ, weight: 1 };
 const KEY = virtualServerKey(VS);
 const OWNER = 'default/web:http';
@@ -26,11 +33,16 @@ function setup(random = () => 0) {
   const events: string[] = [];
   const sink: EventSink = { warn: (ref, reason) => events.push(`${ref.namespace}/${ref.name} ${reason}`) };
   const applier = new IpvsApplier({
-    ipvs, clock, log: quiet, events: sink, random,
+    ipvs,
+    clock,
+    log: quiet,
+    events: sink,
+    random,
     retryAfter: (ms) => retries.push(ms),
     markForeign: (k) => foreign.push(k),
   });
-  const desired = (k: string): DesiredVirtualServer | undefined => (k === KEY ? { vs: VS, realServers: [RS], owner: OWNER, kind: 'ClusterIP' } : undefined);
+  const desired = (k: string): DesiredVirtualServer | undefined =>
+    k === KEY ? { vs: VS, realServers: [RS], owner: OWNER, kind: 'ClusterIP' } : undefined;
   return { ipvs, clock, retries, foreign, events, applier, desired };
 }
 
@@ -38,7 +50,14 @@ describe('IpvsApplier', () => {
   it('keeps the applied table as the ops that went through leave it, and counts the writes', async () => {
     const { applier, desired } = setup();
     const counts = zeroCounts();
-    const out = await applier.run([{ kind: 'newService', vs: VS }, { kind: 'newDest', vs: VS, rs: RS }], desired, counts);
+    const out = await applier.run(
+      [
+        { kind: 'newService', vs: VS },
+        { kind: 'newDest', vs: VS, rs: RS },
+      ],
+      desired,
+      counts,
+    );
     expect(out).toEqual({ appeared: [], fullSync: false });
     expect(counts).toEqual({ ipvsWrites: 2, ipvsReads: 0, ipvsFailures: 0 });
     expect([...applier.applied.keys()]).toEqual([KEY]);
@@ -46,7 +65,7 @@ describe('IpvsApplier', () => {
     expect(applier.countApplied(() => false)).toEqual({ virtualServers: 0, realServers: 0 });
   });
 
-  it('retry waits are jittered by up to a tenth (client-go\'s wait.Jitter), so Services that failed together do not retry in step; the cap is 5 minutes before jitter', async () => {
+  it("retry waits are jittered by up to a tenth (client-go's wait.Jitter), so Services that failed together do not retry in step; the cap is 5 minutes before jitter", async () => {
     const { applier, desired, retries } = setup(() => 0.5);
     for (let i = 0; i < 10; i++) await applier.run([{ kind: 'newDest', vs: VS, rs: RS }], desired, zeroCounts());
     expect(retries).toEqual([1050, 2100, 4200, 8400, 16_800, 33_600, 67_200, 134_400, 268_800, 315_000]);
@@ -72,7 +91,14 @@ describe('IpvsApplier', () => {
     clock.spend(2000);
     const again = applier.beginSync(clock.now());
     expect(again).toEqual(['default/web']);
-    await applier.run([{ kind: 'newService', vs: VS }, { kind: 'newDest', vs: VS, rs: RS }], desired, counts);
+    await applier.run(
+      [
+        { kind: 'newService', vs: VS },
+        { kind: 'newDest', vs: VS, rs: RS },
+      ],
+      desired,
+      counts,
+    );
     applier.settleRetries(again);
     clock.spend(10 * 60_000);
     expect(applier.beginSync(clock.now())).toEqual([]);
@@ -96,7 +122,15 @@ describe('IpvsApplier', () => {
     await ipvs.run([{ kind: 'newService', vs: VS }]); // someone else's, made since the last read
     const before = ipvs.applied.length;
     const counts = zeroCounts();
-    const out = await applier.run([{ kind: 'newService', vs: VS }, { kind: 'newDest', vs: VS, rs: RS }], desired, counts, true);
+    const out = await applier.run(
+      [
+        { kind: 'newService', vs: VS },
+        { kind: 'newDest', vs: VS, rs: RS },
+      ],
+      desired,
+      counts,
+      true,
+    );
     expect(out).toEqual({ appeared: [KEY], fullSync: false });
     expect(foreign).toEqual([KEY]);
     expect(counts).toEqual({ ipvsWrites: 1, ipvsReads: 0, ipvsFailures: 0 });
@@ -107,7 +141,14 @@ describe('IpvsApplier', () => {
   it('a real server at weight 0 drains, and is deleted at the first check after its connections end', async () => {
     const { applier, desired, ipvs, clock, retries } = setup();
     const counts = zeroCounts();
-    await applier.run([{ kind: 'newService', vs: VS }, { kind: 'newDest', vs: VS, rs: RS }], desired, counts);
+    await applier.run(
+      [
+        { kind: 'newService', vs: VS },
+        { kind: 'newDest', vs: VS, rs: RS },
+      ],
+      desired,
+      counts,
+    );
     await applier.run([{ kind: 'setDest', vs: VS, rs: { ...RS, weight: 0 } }], () => undefined, counts);
     expect(applier.drainingCount).toBe(1);
     ipvs.setConnections(VS, RS, { active: 2, inactive: 0 });
@@ -131,7 +172,10 @@ describe('IpvsApplier', () => {
 
   it('adopts the weight-0 real servers a kernel read shows on an owned virtual server, not on a foreign one', async () => {
     const { applier, ipvs } = setup();
-    await ipvs.run([{ kind: 'newService', vs: VS }, { kind: 'newDest', vs: VS, rs: { ...RS, weight: 0 } }]);
+    await ipvs.run([
+      { kind: 'newService', vs: VS },
+      { kind: 'newDest', vs: VS, rs: { ...RS, weight: 0 } },
+    ]);
     const { tableFromDump } = await import('../../lib/reconcile/ipvs-table');
     applier.replaceApplied(tableFromDump(await ipvs.listAll()));
     applier.adoptDraining(() => undefined, { excluded: () => false, foreign: () => 'someone else made it' });
@@ -147,7 +191,9 @@ describe('IpvsApplier', () => {
     expect(applier.created(KEY, () => true)).toBe(false);
     const other = { ...VS, port: 443 };
     ipvs.run = () => Promise.reject(new Error('socket closed'));
-    await expect(applier.run([{ kind: 'newService', vs: other }], desired, zeroCounts())).rejects.toThrow('socket closed');
+    await expect(applier.run([{ kind: 'newService', vs: other }], desired, zeroCounts())).rejects.toThrow(
+      'socket closed',
+    );
     expect(applier.created(virtualServerKey(other), () => false)).toBe(true);
     applier.forgetUncertainCreates();
     expect(applier.created(virtualServerKey(other), () => false)).toBe(false);

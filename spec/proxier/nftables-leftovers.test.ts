@@ -26,7 +26,10 @@ const webSlice = makeEndpointSlice('default', 'web', 'web-1', (sl) => {
 });
 
 /** the node as kube-proxy's nftables mode left it, plus an inet kube-proxy and a foreign table */
-function afterKubeProxy(nft = new FakeNftTables(), tables: readonly NftTable[] = [ip, inet, foreign, ip6]): FakeNftTables {
+function afterKubeProxy(
+  nft = new FakeNftTables(),
+  tables: readonly NftTable[] = [ip, inet, foreign, ip6],
+): FakeNftTables {
   for (const t of tables) nft.addTable(t);
   return nft;
 }
@@ -34,7 +37,8 @@ function afterKubeProxy(nft = new FakeNftTables(), tables: readonly NftTable[] =
 async function setup(nft: FakeNftTables) {
   const { log, lines } = recordingLogger();
   const t = await proxierOverFakes({ nftables: nft, log });
-  const removed = () => lines.filter((l) => l.message.startsWith('removed kube-proxy')).map((l) => `${l.level} ${l.message}`);
+  const removed = () =>
+    lines.filter((l) => l.message.startsWith('removed kube-proxy')).map((l) => `${l.level} ${l.message}`);
   const warnings = () => lines.filter((l) => l.message.startsWith("removing kube-proxy's nftables-mode tables failed"));
   return { ...t, lines, removed, warnings };
 }
@@ -47,7 +51,9 @@ describe("kube-proxy's nftables-mode tables", () => {
     let ipvsAtDelete: string[] | undefined;
     const deleteTables = nft.deleteTables.bind(nft);
     nft.deleteTables = async (tables) => {
-      ipvsAtDelete = (await t.ipvs.listAll()).map((e) => `${e.vs.address}:${e.vs.port} -> ${e.dests.map((d) => d.address).join()}`);
+      ipvsAtDelete = (await t.ipvs.listAll()).map(
+        (e) => `${e.vs.address}:${e.vs.port} -> ${e.dests.map((d) => d.address).join()}`,
+      );
       return deleteTables(tables);
     };
     const reads = breakIpvsReads(t.ipvs);
@@ -91,7 +97,13 @@ describe("kube-proxy's nftables-mode tables", () => {
     await t.start();
     expect(t.proxier.initialSyncDone).toBe(true);
     expect(t.warnings()).toEqual([
-      expect.objectContaining({ level: 'warn', message: "removing kube-proxy's nftables-mode tables failed, tried again after the next full sync: dump nftables tables: EPERM (EPERM)", errno: 'EPERM', code: 'KIPVS_NETLINK' }),
+      expect.objectContaining({
+        level: 'warn',
+        message:
+          "removing kube-proxy's nftables-mode tables failed, tried again after the next full sync: dump nftables tables: EPERM (EPERM)",
+        errno: 'EPERM',
+        code: 'KIPVS_NETLINK',
+      }),
     ]);
     nft.privileged = true;
     // a partial sync: not again
@@ -128,7 +140,9 @@ describe("kube-proxy's nftables-mode tables", () => {
     expect(nft.all()).toEqual([inet, foreign]);
     // someone else's deletion, ours refused with ENOENT, ours again
     expect([nft.dumps, nft.transactions]).toEqual([2, 3]);
-    expect(t.removed()).toEqual(["info removed kube-proxy's nftables-mode table ip kube-proxy (kube-proxy deletes it too when it starts in ipvs mode)"]);
+    expect(t.removed()).toEqual([
+      "info removed kube-proxy's nftables-mode table ip kube-proxy (kube-proxy deletes it too when it starts in ipvs mode)",
+    ]);
     expect(t.warnings()).toEqual([]);
   });
 

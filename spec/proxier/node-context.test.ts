@@ -13,9 +13,30 @@ import { AF_INET, IPPROTO_TCP } from '../../lib/uapi/inet';
 
 const quiet = winston.createLogger({ silent: true });
 const NODE = { name: 'node-a', zone: 'z1', nodeIPs: ['192.0.2.1'], podCIDRs: [] };
-const source: ProxySource = { serviceNames: () => [], servicePorts: () => [], endpoints: () => [], refusals: () => [], takeChanges: () => new Set() };
-const planner: Planner = { planServicePort: () => { throw new Error('not planned here'); } };
-const VS: VirtualServer = { af: AF_INET, protocol: IPPROTO_TCP, address: '192.0.2.1', port: 443, fwmark: 0, scheduler: 'rr', flags: 0, timeout: 0, netmask: 0xffffffff, peName: '' };
+const source: ProxySource = {
+  serviceNames: () => [],
+  servicePorts: () => [],
+  endpoints: () => [],
+  refusals: () => [],
+  takeChanges: () => new Set(),
+};
+const planner: Planner = {
+  planServicePort: () => {
+    throw new Error('not planned here');
+  },
+};
+const VS: VirtualServer = {
+  af: AF_INET,
+  protocol: IPPROTO_TCP,
+  address: '192.0.2.1',
+  port: 443,
+  fwmark: 0,
+  scheduler: 'rr',
+  flags: 0,
+  timeout: 0,
+  netmask: 0xffffffff,
+  peName: '',
+};
 const KEY = virtualServerKey(VS);
 
 function setup() {
@@ -25,10 +46,11 @@ function setup() {
   const ctx = new NodeContext({ link, ipsets: {}, source, planner, log: quiet }, FAKE_SETTINGS, NODE);
   return { link, ctx };
 }
-const table = (...vss: VirtualServer[]): IpvsTable => new Map(vss.map((vs) => [virtualServerKey(vs), { vs, size: 0 } as never]));
+const table = (...vss: VirtualServer[]): IpvsTable =>
+  new Map(vss.map((vs) => [virtualServerKey(vs), { vs, size: 0 } as never]));
 
 describe('NodeContext', () => {
-  it('observe creates kube-ipvs0 once, splits its addresses from the other links\', and says when the contexts changed', async () => {
+  it("observe creates kube-ipvs0 once, splits its addresses from the other links', and says when the contexts changed", async () => {
     const { link, ctx } = setup();
     const counts = { linkOps: 0, execs: 0 };
     const first = await ctx.observe(counts);
@@ -41,7 +63,7 @@ describe('NodeContext', () => {
     expect(again.contextsChanged).toBe(false);
   });
 
-  it('readNodeAddresses: kube-ipvs0\'s addresses are bound, the rest local; findKubeIpvs0 creates nothing', async () => {
+  it("readNodeAddresses: kube-ipvs0's addresses are bound, the rest local; findKubeIpvs0 creates nothing", async () => {
     const { link } = setup();
     expect(await findKubeIpvs0(link)).toBeUndefined();
     const dummy = link.seedLink(KUBE_IPVS0, 'dummy');
@@ -57,7 +79,13 @@ describe('NodeContext', () => {
     const { ctx } = setup();
     await ctx.observe({ linkOps: 0, execs: 0 });
     const c = ctx.planContexts(ctx.localAddresses).get('ipv4')!;
-    expect(c).toMatchObject({ family: 'ipv4', nodeName: 'node-a', nodeZone: 'z1', nodeIPs: ['192.0.2.1'], scheduler: 'rr' });
+    expect(c).toMatchObject({
+      family: 'ipv4',
+      nodeName: 'node-a',
+      nodeZone: 'z1',
+      nodeIPs: ['192.0.2.1'],
+      scheduler: 'rr',
+    });
     expect(c.nodePortAddresses).toContain('192.0.2.1');
     expect(c.foreignVirtualServers?.has(KEY)).toBe(false);
     ctx.markForeign(KEY, VS, 'test');
@@ -79,7 +107,14 @@ describe('NodeContext', () => {
     expect(ctx.classifyTable(table(), never, never, () => true)).toEqual({ claimed: [], gone: [KEY] });
     expect(ctx.isForeign(KEY)).toBe(false);
     // one it created is its own
-    expect(ctx.classifyTable(table(VS), never, () => true, () => true)).toEqual({ claimed: [], gone: [] });
+    expect(
+      ctx.classifyTable(
+        table(VS),
+        never,
+        () => true,
+        () => true,
+      ),
+    ).toEqual({ claimed: [], gone: [] });
     expect(ctx.isForeign(KEY)).toBe(false);
   });
 

@@ -34,15 +34,30 @@ class Lines extends Transport {
 
 /** One line per virtual server and real server, sorted: a table to compare before and after. */
 function dump(entries: readonly VirtualServerEntry[]): string[] {
-  return entries.flatMap((e) => [
-    `${virtualServerKey(e.vs)} ${e.vs.scheduler}`,
-    ...[...e.dests].map((d) => `${virtualServerKey(e.vs)} -> ${d.address}:${d.port} w${d.weight}`).sort(),
-  ]).sort();
+  return entries
+    .flatMap((e) => [
+      `${virtualServerKey(e.vs)} ${e.vs.scheduler}`,
+      ...[...e.dests].map((d) => `${virtualServerKey(e.vs)} -> ${d.address}:${d.port} w${d.weight}`).sort(),
+    ])
+    .sort();
 }
-const of = (lines: readonly string[], address: string, port: number) => lines.filter((l) => l.includes(`/${address}:${port}`));
+const of = (lines: readonly string[], address: string, port: number) =>
+  lines.filter((l) => l.includes(`/${address}:${port}`));
 
-const rs = (address: string, port: number, weight: number): RealServerSpec => ({ af: AF_INET, address, port, fwdMethod: 0, weight });
-const tcp = (address: string, port: number): VirtualServerId => ({ af: AF_INET, protocol: IPPROTO_TCP, address, port, fwmark: 0 });
+const rs = (address: string, port: number, weight: number): RealServerSpec => ({
+  af: AF_INET,
+  address,
+  port,
+  fwdMethod: 0,
+  weight,
+});
+const tcp = (address: string, port: number): VirtualServerId => ({
+  af: AF_INET,
+  protocol: IPPROTO_TCP,
+  address,
+  port,
+  fwmark: 0,
+});
 
 /** keepalived's virtual server: a live real server and a backup at weight 0 (inhibit_on_failure) */
 async function keepalived(ipvs: FakeIpvs, vs: VirtualServerId): Promise<void> {
@@ -63,10 +78,14 @@ async function daemon(fakes?: Fakes) {
   /** ops from here on are this proxier's (the test's own foreign state comes before) */
   const mark = () => void (from = t.ipvs.applied.length);
   /** every op this proxier sent naming this address */
-  const opsOn = (address: string): IpvsOp[] => t.ipvs.applied.slice(from).filter((op) => 'vs' in op && op.vs?.address === address);
+  const opsOn = (address: string): IpvsOp[] =>
+    t.ipvs.applied.slice(from).filter((op) => 'vs' in op && op.vs?.address === address);
   const bound = async () => {
     const k = await t.link.getLink(KUBE_IPVS0);
-    return (await t.link.listAddresses('ipv4')).filter((a) => a.ifindex === k.index).map((a) => a.address).sort();
+    return (await t.link.listAddresses('ipv4'))
+      .filter((a) => a.ifindex === k.index)
+      .map((a) => a.address)
+      .sort();
   };
   const table = async () => dump(await t.ipvs.listAll());
   const run = async (syncs = 2) => {
@@ -114,7 +133,10 @@ describe('a port-only set never vouches for an address across a restart (issue 2
     await first.run();
     expect(first.opsOn('198.51.100.100')).toEqual([]);
     // the tenant's NodePort is programmed on the node address, and its port is in the port-only set
-    expect(of(await first.table(), '192.0.2.1', 30443)).toEqual(['TCP/192.0.2.1:30443 -> 10.244.7.70:8443 w1', 'TCP/192.0.2.1:30443 rr']);
+    expect(of(await first.table(), '192.0.2.1', 30443)).toEqual([
+      'TCP/192.0.2.1:30443 -> 10.244.7.70:8443 w1',
+      'TCP/192.0.2.1:30443 rr',
+    ]);
     expect(first.ipset.members(SetName.NODE_PORT_TCP)).toContain('30443');
     first.proxier.stop();
 
@@ -144,7 +166,15 @@ describe('a port-only set never vouches for an address across a restart (issue 2
     expect(again.opsOn('192.0.2.1')).toEqual([]);
     expect(again.events).toEqual([expect.stringMatching(/^aaa\/np ForeignVirtualServer: .*TCP\/192\.0\.2\.1:30443/)]);
     // loud (item 2): status and service list show the refused frontend, which the metric counts
-    const refused = [{ service: 'aaa/np', field: 'spec.ports[].nodePort', value: '192.0.2.1', reason: 'ForeignVirtualServer', message: expect.stringContaining('TCP/192.0.2.1:30443') }];
+    const refused = [
+      {
+        service: 'aaa/np',
+        field: 'spec.ports[].nodePort',
+        value: '192.0.2.1',
+        reason: 'ForeignVirtualServer',
+        message: expect.stringContaining('TCP/192.0.2.1:30443'),
+      },
+    ];
     expect((await again.proxier.status()).refusedFrontends).toEqual(refused);
     expect(again.proxier.refusedFrontends()).toEqual(refused);
     again.proxier.stop();
@@ -185,7 +215,10 @@ describe('kube-ipvs0 vouches only when no KUBE-* set exists at all (issue 25 ite
     await link.addAddress((await link.getLink('eth0')).index, '192.0.2.1');
     await link.addDummy(KUBE_IPVS0);
     const dummy = (await link.getLink(KUBE_IPVS0)).index;
-    for (const [ip, pod] of [['10.96.0.10', '10.244.1.2'], ['10.96.0.11', '10.244.1.3']] as const) {
+    for (const [ip, pod] of [
+      ['10.96.0.10', '10.244.1.2'],
+      ['10.96.0.11', '10.244.1.3'],
+    ] as const) {
       await link.addAddress(dummy, ip);
       await ipvs.apply({ kind: 'newService', vs: { ...tcp(ip, 80), scheduler: 'rr' } });
       await ipvs.apply({ kind: 'newDest', vs: tcp(ip, 80), rs: { ...rs(pod, 8080, 1), fwdMethod: 0 } });
@@ -197,8 +230,14 @@ describe('kube-ipvs0 vouches only when no KUBE-* set exists at all (issue 25 ite
     expect(t.events).toEqual([]);
     expect(await t.bound()).toEqual(['10.96.0.10', '10.96.0.11']);
     expect(t.proxier.refusedFrontends()).toEqual([]);
-    expect(of(await t.table(), '10.96.0.10', 80)).toEqual(['TCP/10.96.0.10:80 -> 10.244.1.2:8080 w1', 'TCP/10.96.0.10:80 rr']);
-    expect(of(await t.table(), '10.96.0.11', 80)).toEqual(['TCP/10.96.0.11:80 -> 10.244.1.3:8080 w1', 'TCP/10.96.0.11:80 rr']);
+    expect(of(await t.table(), '10.96.0.10', 80)).toEqual([
+      'TCP/10.96.0.10:80 -> 10.244.1.2:8080 w1',
+      'TCP/10.96.0.10:80 rr',
+    ]);
+    expect(of(await t.table(), '10.96.0.11', 80)).toEqual([
+      'TCP/10.96.0.11:80 -> 10.244.1.3:8080 w1',
+      'TCP/10.96.0.11:80 rr',
+    ]);
     t.proxier.stop();
   });
 
@@ -232,8 +271,10 @@ describe('only the adoption read vouches (issue 25 item 4: the adoption flag)', 
     const before = of(await t.table(), '198.51.100.100', 443);
     t.ipset.applyRestore(
       `create ${RECORD} hash:ip,port family inet hashsize 1024 maxelem 65536\n` +
-      [SetName.EXTERNAL_IP, SetName.LOAD_BALANCER, SetName.CLUSTER_IP, RECORD]
-        .map((s) => `add ${s} 198.51.100.100,tcp:443`).join('\n') + '\n',
+        [SetName.EXTERNAL_IP, SetName.LOAD_BALANCER, SetName.CLUSTER_IP, RECORD]
+          .map((s) => `add ${s} 198.51.100.100,tcp:443`)
+          .join('\n') +
+        '\n',
       true,
     );
     for (let i = 0; i < 3; i++) await t.settle(30_000);
@@ -247,20 +288,48 @@ describe('claims are ranked by the frontend that made them (issue 25 item 3)', (
   it("a tenant's externalIP on a LoadBalancer's IP, at a port equal to its own nodePort, does not outrank the LoadBalancer", async () => {
     const t = await daemon();
     t.add(
-      service('bbb', 'lb', { clusterIP: '10.96.0.80', port: 30443, nodePort: 31000, lbIP: '203.0.113.5', created: '2025-01-01T00:00:00Z' }),
+      service('bbb', 'lb', {
+        clusterIP: '10.96.0.80',
+        port: 30443,
+        nodePort: 31000,
+        lbIP: '203.0.113.5',
+        created: '2025-01-01T00:00:00Z',
+      }),
       slice('bbb', 'lb', 8443, '10.244.8.1'),
       // older, so only the kind decides
-      service('aaa', 'grab', { clusterIP: '10.96.0.81', port: 30443, nodePort: 30443, externalIPs: ['203.0.113.5'], created: '2023-01-01T00:00:00Z' }),
+      service('aaa', 'grab', {
+        clusterIP: '10.96.0.81',
+        port: 30443,
+        nodePort: 30443,
+        externalIPs: ['203.0.113.5'],
+        created: '2023-01-01T00:00:00Z',
+      }),
       slice('aaa', 'grab', 8443, '10.244.9.9'),
     );
     await t.run(1);
-    expect(of(await t.table(), '203.0.113.5', 30443)).toEqual(['TCP/203.0.113.5:30443 -> 10.244.8.1:8443 w1', 'TCP/203.0.113.5:30443 rr']);
-    expect(t.events).toEqual([expect.stringMatching(/^aaa\/grab VirtualServerConflict: .*203\.0\.113\.5:30443 \(this Service's ExternalIP\).*bbb\/lb.*a LoadBalancer outranks an ExternalIP/)]);
+    expect(of(await t.table(), '203.0.113.5', 30443)).toEqual([
+      'TCP/203.0.113.5:30443 -> 10.244.8.1:8443 w1',
+      'TCP/203.0.113.5:30443 rr',
+    ]);
+    expect(t.events).toEqual([
+      expect.stringMatching(
+        /^aaa\/grab VirtualServerConflict: .*203\.0\.113\.5:30443 \(this Service's ExternalIP\).*bbb\/lb.*a LoadBalancer outranks an ExternalIP/,
+      ),
+    ]);
     expect((await t.proxier.status()).refusedFrontends).toEqual([
-      { service: 'aaa/grab', field: 'spec.ports[p]', value: 'TCP/203.0.113.5:30443', reason: 'VirtualServerConflict', message: expect.stringContaining('bbb/lb') },
+      {
+        service: 'aaa/grab',
+        field: 'spec.ports[p]',
+        value: 'TCP/203.0.113.5:30443',
+        reason: 'VirtualServerConflict',
+        message: expect.stringContaining('bbb/lb'),
+      },
     ]);
     // the tenant's own NodePort on the node address is still its NodePort
-    expect(of(await t.table(), '192.0.2.1', 30443)).toEqual(['TCP/192.0.2.1:30443 -> 10.244.9.9:8443 w1', 'TCP/192.0.2.1:30443 rr']);
+    expect(of(await t.table(), '192.0.2.1', 30443)).toEqual([
+      'TCP/192.0.2.1:30443 -> 10.244.9.9:8443 w1',
+      'TCP/192.0.2.1:30443 rr',
+    ]);
     t.proxier.stop();
   });
 });

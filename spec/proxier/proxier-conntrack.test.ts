@@ -38,7 +38,14 @@ function slice(svc: string, protocol: string, port: number, ...ips: string[]): V
     sl.endpoints = ips.map((ip) => ({ addresses: [ip], conditions: { ready: true }, nodeName: 'node-b' }));
   });
 }
-const flow = (protocol: number, clientPort: number, vip: string, vport: number, backend: string, bport: number): Omit<ConntrackFlow, 'zone' | 'id'> => ({
+const flow = (
+  protocol: number,
+  clientPort: number,
+  vip: string,
+  vport: number,
+  backend: string,
+  bport: number,
+): Omit<ConntrackFlow, 'zone' | 'id'> => ({
   family: 'ipv4',
   protocol,
   orig: { src: '192.0.2.7', dst: vip, srcPort: clientPort, dstPort: vport },
@@ -64,7 +71,11 @@ async function setup(conntrack: Conntrack) {
   return { services, slices, proxier, settle, start, last, lines, results };
 }
 
-const ports = (ct: FakeConntrack) => ct.all().map((f) => f.orig.srcPort).sort();
+const ports = (ct: FakeConntrack) =>
+  ct
+    .all()
+    .map((f) => f.orig.srcPort)
+    .sort();
 
 describe('Proxier stale conntrack cleanup', () => {
   it('dumps only when a UDP virtual server lost a real server or got its first one; deletes exactly the stale flows', async () => {
@@ -85,7 +96,9 @@ describe('Proxier stale conntrack cleanup', () => {
     expect(t.last()).toEqual({ ipvsWrites: 4, conntrackOps: 3 });
     expect([ct.dumps, ct.deleteRequests]).toEqual([1, 2]);
     expect(ports(ct)).toEqual([1001, 1004, 1005]);
-    expect(t.lines.lines.filter((l) => l.message.startsWith('conntrack:'))).toEqual([{ level: 'info', message: 'conntrack: deleted 2 stale entries (ipv4 UDP)' }]);
+    expect(t.lines.lines.filter((l) => l.message.startsWith('conntrack:'))).toEqual([
+      { level: 'info', message: 'conntrack: deleted 2 stale entries (ipv4 UDP)' },
+    ]);
 
     // TCP endpoint replaced: no dump
     t.slices.onUpdate(slice('web', 'TCP', 8080, '10.244.2.2'), slice('web', 'TCP', 8080, '10.244.2.3'));
@@ -127,7 +140,9 @@ describe('Proxier stale conntrack cleanup', () => {
     await t.start();
     expect(t.last()).toEqual({ ipvsWrites: 2, conntrackOps: 1 });
     const errors = t.lines.lines.filter((l) => l.level === 'error').map((l) => l.message);
-    expect(errors).toEqual(['conntrack ipv4 UDP: stale entry cleanup failed (IPVS is synced): netlink receive: ENOBUFS']);
+    expect(errors).toEqual([
+      'conntrack ipv4 UDP: stale entry cleanup failed (IPVS is synced): netlink receive: ENOBUFS',
+    ]);
     expect(t.lines.lines.some((l) => l.message.startsWith('sync failed'))).toBe(false);
     // the next sync is a plain one: the failed cleanup is not retried in a loop
     await t.settle();

@@ -22,15 +22,29 @@ const quiet = winston.createLogger({ silent: true });
 function udpVs(...backends: string[]): DesiredVirtualServer {
   return {
     vs: { af: AF_INET, protocol: IPPROTO_UDP, address: '10.96.0.10', port: 53, fwmark: 0, scheduler: 'rr' },
-    realServers: backends.map((address) => ({ af: AF_INET, address, port: 5353, fwdMethod: IP_VS_CONN_F.MASQ, weight: 1 })),
+    realServers: backends.map((address) => ({
+      af: AF_INET,
+      address,
+      port: 5353,
+      fwdMethod: IP_VS_CONN_F.MASQ,
+      weight: 1,
+    })),
     owner: 'kube-system/dns:dns',
     kind: 'ClusterIP',
   };
 }
 function plan(vss: DesiredVirtualServer[], extra: Partial<ServicePortPlan> = {}): ServicePortPlan {
   return {
-    key: 'kube-system/dns:dns', family: 'ipv4', virtualServers: vss, boundAddresses: [], ipsetEntries: [], lbOutFilter: [],
-    localEndpoints: 0, noLocalEndpoints: { internal: false, external: false }, refusals: [], ...extra,
+    key: 'kube-system/dns:dns',
+    family: 'ipv4',
+    virtualServers: vss,
+    boundAddresses: [],
+    ipsetEntries: [],
+    lbOutFilter: [],
+    localEndpoints: 0,
+    noLocalEndpoints: { internal: false, external: false },
+    refusals: [],
+    ...extra,
   } as unknown as ServicePortPlan;
 }
 
@@ -46,7 +60,12 @@ describe('BoundAddresses', () => {
     expect(await bound.sync(new Set(['10.96.0.10', '10.96.0.11']), counts)).toBe(false);
     expect(counts.linkOps).toBe(3);
     expect(bound.list()).toEqual(['10.96.0.10', '10.96.0.11']);
-    expect((await link.listAddresses('ipv4')).filter((a) => a.ifindex === dummy.index).map((a) => a.address).sort()).toEqual(['10.96.0.10', '10.96.0.11']);
+    expect(
+      (await link.listAddresses('ipv4'))
+        .filter((a) => a.ifindex === dummy.index)
+        .map((a) => a.address)
+        .sort(),
+    ).toEqual(['10.96.0.10', '10.96.0.11']);
   });
 
   it('a refused bind is not remembered and asks for a full sync', async () => {
@@ -63,7 +82,8 @@ describe('ConntrackCleanup', () => {
     const ct = new FakeConntrack();
     const cleanup = new ConntrackCleanup({ conntrack: ct, log: quiet });
     const flow = (client: number, backend: string) => ({
-      family: 'ipv4' as const, protocol: IPPROTO_UDP,
+      family: 'ipv4' as const,
+      protocol: IPPROTO_UDP,
       orig: { src: '192.0.2.7', dst: '10.96.0.10', srcPort: client, dstPort: 53 },
       reply: { src: backend, dst: '192.0.2.7', srcPort: 5353, dstPort: client },
     });
@@ -86,13 +106,18 @@ describe('ConntrackCleanup', () => {
 });
 
 describe('DesiredState', () => {
-  it('a re-plan replaces the Service\'s plans in the index, counts no-local ports, and tells what changed', () => {
-    let next: ServicePortPlan[] = [plan([udpVs('10.244.1.2')], { noLocalEndpoints: { internal: true, external: false } })];
+  it("a re-plan replaces the Service's plans in the index, counts no-local ports, and tells what changed", () => {
+    let next: ServicePortPlan[] = [
+      plan([udpVs('10.244.1.2')], { noLocalEndpoints: { internal: true, external: false } }),
+    ];
     const seen: string[] = [];
-    const d = new DesiredState({
-      planService: () => ({ ports: [], plans: next }),
-      replanned: (name, before, after) => seen.push(`${name} ${before.length}->${after.length}`),
-    }, ['ipv4']);
+    const d = new DesiredState(
+      {
+        planService: () => ({ ports: [], plans: next }),
+        replanned: (name, before, after) => seen.push(`${name} ${before.length}->${after.length}`),
+      },
+      ['ipv4'],
+    );
     const touched = new Set<string>();
     d.replan('kube-system/dns', touched);
     const key = virtualServerKey(udpVs().vs);
@@ -109,7 +134,10 @@ describe('DesiredState', () => {
   });
 
   it('a Service refused a foreign virtual server still claims it', () => {
-    const d = new DesiredState({ planService: () => ({ ports: [], plans: [plan([], { foreignVirtualServers: ['x'] })] }), replanned: () => {} }, ['ipv4']);
+    const d = new DesiredState(
+      { planService: () => ({ ports: [], plans: [plan([], { foreignVirtualServers: ['x'] })] }), replanned: () => {} },
+      ['ipv4'],
+    );
     d.replan('ns/a', new Set());
     expect(d.claimantsOf(['x'])).toEqual(new Set(['ns/a']));
     expect(d.claimantsOf(['y'])).toEqual(new Set());
@@ -117,10 +145,17 @@ describe('DesiredState', () => {
 });
 
 describe('Reports', () => {
-  it('says a Service\'s refusals once, again only when they change', () => {
+  it("says a Service's refusals once, again only when they change", () => {
     const events: string[] = [];
     const r = new Reports({ log: quiet, events: { warn: (_ref, reason, msg) => events.push(`${reason}: ${msg}`) } });
-    const refusal: Refusal = { kind: 'Service', namespace: 'ns', name: 'a', field: 'spec.ports[0].port', value: '0', reason: 'out of range; the port is ignored' } as Refusal;
+    const refusal: Refusal = {
+      kind: 'Service',
+      namespace: 'ns',
+      name: 'a',
+      field: 'spec.ports[0].port',
+      value: '0',
+      reason: 'out of range; the port is ignored',
+    } as Refusal;
     r.refusalsOf('ns/a', [refusal]);
     r.refusalsOf('ns/a', [refusal]);
     expect(events).toHaveLength(1);
@@ -137,7 +172,7 @@ describe('Reports', () => {
   });
 });
 
-describe('one sync\'s figures', () => {
+describe("one sync's figures", () => {
   it('laps add up to the time spent, and restartLap leaves a gap uncharged', () => {
     const clock = new FakeClock();
     const run = newSyncRun(clock, () => true);
@@ -154,7 +189,14 @@ describe('one sync\'s figures', () => {
   });
 
   it('drift is the ops beyond those the tracked state expected', () => {
-    const vs: VirtualServerSpec = { af: AF_INET, protocol: IPPROTO_TCP, address: '10.96.0.10', port: 80, fwmark: 0, scheduler: 'rr' };
+    const vs: VirtualServerSpec = {
+      af: AF_INET,
+      protocol: IPPROTO_TCP,
+      address: '10.96.0.10',
+      port: 80,
+      fwmark: 0,
+      scheduler: 'rr',
+    };
     const a = { kind: 'newService' as const, vs };
     const b = { kind: 'delService' as const, vs: { ...vs, port: 81 } };
     expect(driftOps([a, b], [a])).toEqual([b]);
@@ -163,12 +205,28 @@ describe('one sync\'s figures', () => {
   it('totals add up over syncs; the last full and partial are kept apart', () => {
     const f = new SyncFigures();
     const result = (full: boolean, ipvsWrites: number): SyncResult => ({
-      full, replanned: 0, ipvsWrites, ipvsReads: 0, ipvsFailures: 0, linkOps: 0, execs: 1, conntrackOps: 0, conntrackDeleted: 0, durationMs: 2, phasesMs: {},
+      full,
+      replanned: 0,
+      ipvsWrites,
+      ipvsReads: 0,
+      ipvsFailures: 0,
+      linkOps: 0,
+      execs: 1,
+      conntrackOps: 0,
+      conntrackDeleted: 0,
+      durationMs: 2,
+      phasesMs: {},
     });
     f.record(result(true, 3), 0);
     f.record(result(false, 1), 1000);
     expect(f.totals).toMatchObject({ syncs: 2, fullSyncs: 1, ipvsWrites: 4, execs: 2 });
-    expect(f.lastFull).toEqual({ at: new Date(0).toISOString(), durationMs: 2, ipvsWrites: 3, ipvsFailures: 0, execs: 1 });
+    expect(f.lastFull).toEqual({
+      at: new Date(0).toISOString(),
+      durationMs: 2,
+      ipvsWrites: 3,
+      ipvsFailures: 0,
+      execs: 1,
+    });
     expect(f.lastPartial?.at).toBe(new Date(1000).toISOString());
     expect(f.lastResult?.full).toBe(false);
   });

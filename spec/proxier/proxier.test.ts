@@ -33,7 +33,11 @@ function formatRestore(entries: readonly VirtualServerEntry[]): string[] {
   const fmt = { ...DEFAULT_FORMAT, rule: true, numeric: true };
   return [...entries]
     .sort((a, b) => (a.vs.address + a.vs.port < b.vs.address + b.vs.port ? -1 : 1))
-    .flatMap((e) => formatServiceEntry({ vs: e.vs, dests: [...e.dests].sort((x, y) => (x.address < y.address ? -1 : 1)) }, fmt).split('\n').filter(Boolean));
+    .flatMap((e) =>
+      formatServiceEntry({ vs: e.vs, dests: [...e.dests].sort((x, y) => (x.address < y.address ? -1 : 1)) }, fmt)
+        .split('\n')
+        .filter(Boolean),
+    );
 }
 
 // the fakes' settings, with a second cluster excluded (multi-CNI)
@@ -53,10 +57,25 @@ function endpoints(svc: string, ...ips: string[]): V1EndpointSlice {
 }
 
 async function setup(
-  opts: { schedulers?: string[]; proc?: boolean; ipvs?: FakeIpvs; link?: FakeLink; ipset?: FakeIpset; serviceHealth?: ServiceHealthSink; settings?: Partial<ProxierSettings>; planner?: Planner; readGeneration?: boolean; node?: Partial<NodeState> } = {},
+  opts: {
+    schedulers?: string[];
+    proc?: boolean;
+    ipvs?: FakeIpvs;
+    link?: FakeLink;
+    ipset?: FakeIpset;
+    serviceHealth?: ServiceHealthSink;
+    settings?: Partial<ProxierSettings>;
+    planner?: Planner;
+    readGeneration?: boolean;
+    node?: Partial<NodeState>;
+  } = {},
 ) {
   const { proc, settings, ...rest } = opts;
-  const t = await proxierOverFakes({ ...rest, settings: { ...SETTINGS, ...settings }, ...(proc ? { proc: 'listed' } : {}) });
+  const t = await proxierOverFakes({
+    ...rest,
+    settings: { ...SETTINGS, ...settings },
+    ...(proc ? { proc: 'listed' } : {}),
+  });
   const addService = (s: V1Service, sl?: V1EndpointSlice) => (sl ? t.add(s, sl) : t.add(s));
   return { ...t, addService };
 }
@@ -78,11 +97,16 @@ describe('Proxier over the kernel fakes', () => {
     // ipset: the netlink read (no exec) + one restore; iptables: save nat + save filter + one restore
     expect(last(t.results)).toEqual({ full: true, ipvsWrites: 5, ipvsFailures: 0, execs: 4, linkOps: 7 });
     expect(formatRestore(await t.ipvs.listAll())).toEqual([
-      '-A -t 10.96.0.10:80 -s rr', '-a -t 10.96.0.10:80 -r 10.244.1.2:8080 -m -w 1', '-a -t 10.96.0.10:80 -r 10.244.1.3:8080 -m -w 1',
-      '-A -t 10.96.0.11:80 -s rr', '-a -t 10.96.0.11:80 -r 10.244.2.2:8080 -m -w 1',
+      '-A -t 10.96.0.10:80 -s rr',
+      '-a -t 10.96.0.10:80 -r 10.244.1.2:8080 -m -w 1',
+      '-a -t 10.96.0.10:80 -r 10.244.1.3:8080 -m -w 1',
+      '-A -t 10.96.0.11:80 -s rr',
+      '-a -t 10.96.0.11:80 -r 10.244.2.2:8080 -m -w 1',
     ]);
     const kipvs = await t.link.getLink(KUBE_IPVS0);
-    expect((await t.link.listAddresses('ipv4')).filter((a) => a.ifindex === kipvs.index).map((a) => a.address)).toEqual(['10.96.0.10', '10.96.0.11']);
+    expect((await t.link.listAddresses('ipv4')).filter((a) => a.ifindex === kipvs.index).map((a) => a.address)).toEqual(
+      ['10.96.0.10', '10.96.0.11'],
+    );
 
     // an update that changes nothing the proxy uses
     const relabelled = clusterIP('web', '10.96.0.10');
@@ -115,7 +139,11 @@ describe('Proxier over the kernel fakes', () => {
     // the two execs are iptables-save nat + filter (the full sync verifies the rules); an
     // `ipset save` coming back would make it 3
     expect(last(t.results)).toEqual({ full: true, ipvsWrites: 0, ipvsFailures: 0, execs: 2, linkOps: 3 });
-    expect({ saves: t.ipset.saves, lists: t.ipset.lists, restores: t.ipset.restores.length - restores }).toEqual({ saves: 0, lists: 2, restores: 0 });
+    expect({ saves: t.ipset.saves, lists: t.ipset.lists, restores: t.ipset.restores.length - restores }).toEqual({
+      saves: 0,
+      lists: 2,
+      restores: 0,
+    });
   });
 
   it('dual-stack: one Service, both families: IPv4 and IPv6 virtual servers, KUBE- and KUBE-6- sets, a chain set per family', async () => {
@@ -125,32 +153,50 @@ describe('Proxier over the kernel fakes', () => {
       settings: { families: ['ipv4', 'ipv6'], clusterCIDRs: ['10.244.0.0/16', '2001:db8:244::/64'] },
     });
     const { ipv4: ipt4, ipv6: ipt6 } = iptablesByFamily as Required<typeof iptablesByFamily>;
-    services.onAdd(makeService('default', 'web', (s) => {
-      s.spec = { type: 'ClusterIP', ipFamilies: ['IPv4', 'IPv6'], clusterIP: '10.96.0.10', clusterIPs: ['10.96.0.10', '2001:db8:96::10'], ports: [svcPort('http', 80)] };
-    }));
+    services.onAdd(
+      makeService('default', 'web', (s) => {
+        s.spec = {
+          type: 'ClusterIP',
+          ipFamilies: ['IPv4', 'IPv6'],
+          clusterIP: '10.96.0.10',
+          clusterIPs: ['10.96.0.10', '2001:db8:96::10'],
+          ports: [svcPort('http', 80)],
+        };
+      }),
+    );
     slices.onAdd(endpoints('web', '10.244.1.2'));
-    slices.onAdd(makeEndpointSlice('default', 'web', 'web-v6', (sl) => {
-      sl.addressType = 'IPv6';
-      sl.ports = [{ name: 'http', port: 8080, protocol: 'TCP' }];
-      sl.endpoints = [{ addresses: ['2001:db8:244::2'], conditions: { ready: true }, nodeName: 'node-b' }];
-    }));
+    slices.onAdd(
+      makeEndpointSlice('default', 'web', 'web-v6', (sl) => {
+        sl.addressType = 'IPv6';
+        sl.ports = [{ name: 'http', port: 8080, protocol: 'TCP' }];
+        sl.endpoints = [{ addresses: ['2001:db8:244::2'], conditions: { ready: true }, nodeName: 'node-b' }];
+      }),
+    );
     await start();
     // one netlink read (no exec) serves both families: 2 restores; per family 2 iptables-save + 1 restore
     expect(results[0]).toMatchObject({ full: true, ipvsWrites: 4, ipvsFailures: 0, execs: 8 });
     expect({ saves: ipset.saves, lists: ipset.lists }).toEqual({ saves: 0, lists: 1 });
     expect(formatRestore(await ipvs.listAll())).toEqual([
-      '-A -t 10.96.0.10:80 -s rr', '-a -t 10.96.0.10:80 -r 10.244.1.2:8080 -m -w 1',
-      '-A -t [2001:db8:96::10]:80 -s rr', '-a -t [2001:db8:96::10]:80 -r [2001:db8:244::2]:8080 -m -w 1',
+      '-A -t 10.96.0.10:80 -s rr',
+      '-a -t 10.96.0.10:80 -r 10.244.1.2:8080 -m -w 1',
+      '-A -t [2001:db8:96::10]:80 -s rr',
+      '-a -t [2001:db8:96::10]:80 -r [2001:db8:244::2]:8080 -m -w 1',
     ]);
     const kipvs = await link.getLink(KUBE_IPVS0);
-    expect((await link.listAddresses('ipv6')).filter((a) => a.ifindex === kipvs.index).map((a) => a.address)).toEqual(['2001:db8:96::10']);
+    expect((await link.listAddresses('ipv6')).filter((a) => a.ifindex === kipvs.index).map((a) => a.address)).toEqual([
+      '2001:db8:96::10',
+    ]);
     const save = await ipset.save();
     expect(save).toContain('add KUBE-CLUSTER-IP 10.96.0.10,tcp:80');
     expect(save).toContain('add KUBE-6-CLUSTER-IP 2001:db8:96::10,tcp:80');
     // (the fake keeps rule text as written; the VM tests pin iptables-save's own spelling)
-    expect(await ipt6.save('nat')).toContain('-m set --match-set KUBE-6-CLUSTER-IP dst,dst ! -s 2001:db8:244::/64 -j KUBE-MARK-MASQ');
+    expect(await ipt6.save('nat')).toContain(
+      '-m set --match-set KUBE-6-CLUSTER-IP dst,dst ! -s 2001:db8:244::/64 -j KUBE-MARK-MASQ',
+    );
     expect(await ipt6.save('nat')).toContain('-A KUBE-SERVICES -s ::1/128 -j RETURN');
-    expect(await ipt4.save('nat')).toContain('-m set --match-set KUBE-CLUSTER-IP dst,dst ! -s 10.244.0.0/16 -j KUBE-MARK-MASQ');
+    expect(await ipt4.save('nat')).toContain(
+      '-m set --match-set KUBE-CLUSTER-IP dst,dst ! -s 10.244.0.0/16 -j KUBE-MARK-MASQ',
+    );
   });
 
   it('dual-stack with one clusterCIDR (IPv4): IPv6 is proxied all the same, with no local-traffic masquerade rule of its own', async () => {
@@ -160,13 +206,26 @@ describe('Proxier over the kernel fakes', () => {
       settings: { families: ['ipv4', 'ipv6'], clusterCIDRs: ['10.244.0.0/16'] },
     });
     const { ipv4: ipt4, ipv6: ipt6 } = iptablesByFamily as Required<typeof iptablesByFamily>;
-    services.onAdd(makeService('default', 'v6', (s) => {
-      s.spec = { type: 'ClusterIP', ipFamilies: ['IPv6'], clusterIP: '2001:db8:96::10', clusterIPs: ['2001:db8:96::10'], ports: [svcPort('http', 80)] };
-    }));
+    services.onAdd(
+      makeService('default', 'v6', (s) => {
+        s.spec = {
+          type: 'ClusterIP',
+          ipFamilies: ['IPv6'],
+          clusterIP: '2001:db8:96::10',
+          clusterIPs: ['2001:db8:96::10'],
+          ports: [svcPort('http', 80)],
+        };
+      }),
+    );
     services.onAdd(clusterIP('v4', '10.96.0.10'));
     await start();
-    expect(formatRestore(await ipvs.listAll())).toEqual(['-A -t 10.96.0.10:80 -s rr', '-A -t [2001:db8:96::10]:80 -s rr']);
-    expect(await ipt4.save('nat')).toContain('-m set --match-set KUBE-CLUSTER-IP dst,dst ! -s 10.244.0.0/16 -j KUBE-MARK-MASQ');
+    expect(formatRestore(await ipvs.listAll())).toEqual([
+      '-A -t 10.96.0.10:80 -s rr',
+      '-A -t [2001:db8:96::10]:80 -s rr',
+    ]);
+    expect(await ipt4.save('nat')).toContain(
+      '-m set --match-set KUBE-CLUSTER-IP dst,dst ! -s 10.244.0.0/16 -j KUBE-MARK-MASQ',
+    );
     const nat6 = await ipt6.save('nat');
     expect(nat6).toContain('KUBE-6-CLUSTER-IP');
     expect(nat6).not.toMatch(/KUBE-6-CLUSTER-IP dst,dst.* -j KUBE-MARK-MASQ/);
@@ -176,7 +235,13 @@ describe('Proxier over the kernel fakes', () => {
     const t = await setup();
     const local = (name: string, ip: string) =>
       makeService('default', name, (s) => {
-        s.spec = { type: 'NodePort', clusterIP: ip, clusterIPs: [ip], externalTrafficPolicy: 'Local', ports: [svcPort('http', 80, 'TCP', 30000 + Number(ip.split('.')[3]))] };
+        s.spec = {
+          type: 'NodePort',
+          clusterIP: ip,
+          clusterIPs: [ip],
+          externalTrafficPolicy: 'Local',
+          ports: [svcPort('http', 80, 'TCP', 30000 + Number(ip.split('.')[3]))],
+        };
       });
     t.addService(local('a', '10.96.0.21'), endpoints('a', '10.244.1.2')); // endpoint on node-b: none local
     t.addService(local('b', '10.96.0.22'), endpoints('b', '10.244.1.3'));
@@ -200,7 +265,9 @@ describe('Proxier over the kernel fakes', () => {
     t.slices.onUpdate(endpoints('web', '10.244.1.2'), endpoints('web', '10.244.1.2', '10.244.1.3'));
     t.proxier.sync();
     await t.settle();
-    expect(t.ipvs.applied.slice(-1)).toEqual([expect.objectContaining({ kind: 'setDest', rs: expect.objectContaining({ address: '10.244.1.3', weight: 1 }) })]);
+    expect(t.ipvs.applied.slice(-1)).toEqual([
+      expect.objectContaining({ kind: 'setDest', rs: expect.objectContaining({ address: '10.244.1.3', weight: 1 }) }),
+    ]);
     // gone again; no connections on the fake, so the drain check 15 s later deletes it
     t.slices.onUpdate(endpoints('web', '10.244.1.2', '10.244.1.3'), endpoints('web', '10.244.1.2'));
     t.proxier.sync();
@@ -213,9 +280,13 @@ describe('Proxier over the kernel fakes', () => {
   it('a wave of terminations is drained in bounded batches (16 virtual servers per sync)', async () => {
     const t = await setup();
     const names = Array.from({ length: 40 }, (_, i) => `s${i}`);
-    names.forEach((n, i) => t.addService(clusterIP(n, `10.96.1.${i + 1}`), endpoints(n, `10.244.5.${i + 1}`, `10.244.6.${i + 1}`)));
+    names.forEach((n, i) =>
+      t.addService(clusterIP(n, `10.96.1.${i + 1}`), endpoints(n, `10.244.5.${i + 1}`, `10.244.6.${i + 1}`)),
+    );
     await t.start();
-    names.forEach((n, i) => t.slices.onUpdate(endpoints(n, `10.244.5.${i + 1}`, `10.244.6.${i + 1}`), endpoints(n, `10.244.5.${i + 1}`)));
+    names.forEach((n, i) =>
+      t.slices.onUpdate(endpoints(n, `10.244.5.${i + 1}`, `10.244.6.${i + 1}`), endpoints(n, `10.244.5.${i + 1}`)),
+    );
     t.proxier.sync();
     await t.settle();
     expect(last(t.results)).toMatchObject({ ipvsWrites: 40 }); // 40 x weight 0
@@ -230,10 +301,18 @@ describe('Proxier over the kernel fakes', () => {
   it('a scheduler the kernel lacks fails that Service only, with an Event, and is retried with backoff', async () => {
     const t = await setup({ schedulers: ['rr', 'lc'] });
     t.addService(clusterIP('web', '10.96.0.10'), endpoints('web', '10.244.1.2'));
-    t.addService(clusterIP('odd', '10.96.0.11', { 'kube-ipvs.io/scheduler': 'nosuch' }), endpoints('odd', '10.244.1.3'));
+    t.addService(
+      clusterIP('odd', '10.96.0.11', { 'kube-ipvs.io/scheduler': 'nosuch' }),
+      endpoints('odd', '10.244.1.3'),
+    );
     await t.start();
-    expect(formatRestore(await t.ipvs.listAll())).toEqual(['-A -t 10.96.0.10:80 -s rr', '-a -t 10.96.0.10:80 -r 10.244.1.2:8080 -m -w 1']);
-    expect(t.events).toEqual([expect.stringMatching(/^default\/odd FailedToSyncIPVS: .*scheduler 'nosuch'.*ENOENT.*retrying in 1s$/)]);
+    expect(formatRestore(await t.ipvs.listAll())).toEqual([
+      '-A -t 10.96.0.10:80 -s rr',
+      '-a -t 10.96.0.10:80 -r 10.244.1.2:8080 -m -w 1',
+    ]);
+    expect(t.events).toEqual([
+      expect.stringMatching(/^default\/odd FailedToSyncIPVS: .*scheduler 'nosuch'.*ENOENT.*retrying in 1s$/),
+    ]);
     const before = t.ipvs.applied.length;
     await t.settle(1_000);
     // the retry re-sends only that Service's ops (newService + newDest), fails again, backs off to 2 s
@@ -241,7 +320,10 @@ describe('Proxier over the kernel fakes', () => {
     expect(last(t.results)).toMatchObject({ ipvsWrites: 2, ipvsFailures: 2 });
     expect(t.events[1]).toMatch(/retrying in 2s$/);
     // fixed by the user: programmed on the next change
-    t.services.onUpdate(clusterIP('odd', '10.96.0.11', { 'kube-ipvs.io/scheduler': 'nosuch' }), clusterIP('odd', '10.96.0.11', { 'kube-ipvs.io/scheduler': 'lc' }));
+    t.services.onUpdate(
+      clusterIP('odd', '10.96.0.11', { 'kube-ipvs.io/scheduler': 'nosuch' }),
+      clusterIP('odd', '10.96.0.11', { 'kube-ipvs.io/scheduler': 'lc' }),
+    );
     t.proxier.sync();
     await t.settle();
     expect(formatRestore(await t.ipvs.listAll())).toContain('-A -t 10.96.0.11:80 -s lc');
@@ -273,7 +355,9 @@ describe('Proxier over the kernel fakes', () => {
     // the foreign virtual server is in the kernel, not in kube-ipvs's counts
     expect(later.proxier.counts()).toEqual({ virtualServers: 1, realServers: 1, draining: 0, boundAddresses: 1 });
     expect(formatRestore(await t.ipvs.listAll())).toEqual([
-      '-A -t 10.96.0.10:80 -s rr', '-a -t 10.96.0.10:80 -r 10.244.1.2:8080 -m -w 1', '-A -t 192.0.2.1:443 -s wlc',
+      '-A -t 10.96.0.10:80 -s rr',
+      '-a -t 10.96.0.10:80 -r 10.244.1.2:8080 -m -w 1',
+      '-A -t 192.0.2.1:443 -s wlc',
     ]);
   });
 
@@ -282,8 +366,18 @@ describe('Proxier over the kernel fakes', () => {
     const hinted = makeEndpointSlice('default', 'web', 'web-1', (sl) => {
       sl.ports = [{ name: 'http', port: 8080, protocol: 'TCP' }];
       sl.endpoints = [
-        { addresses: ['10.244.1.2'], conditions: { ready: true }, nodeName: 'node-b', hints: { forZones: [{ name: 'zone-a' }] } },
-        { addresses: ['10.244.1.3'], conditions: { ready: true }, nodeName: 'node-c', hints: { forZones: [{ name: 'zone-b' }] } },
+        {
+          addresses: ['10.244.1.2'],
+          conditions: { ready: true },
+          nodeName: 'node-b',
+          hints: { forZones: [{ name: 'zone-a' }] },
+        },
+        {
+          addresses: ['10.244.1.3'],
+          conditions: { ready: true },
+          nodeName: 'node-c',
+          hints: { forZones: [{ name: 'zone-b' }] },
+        },
       ];
     });
     t.addService(clusterIP('web', '10.96.0.10'), hinted);
@@ -294,7 +388,9 @@ describe('Proxier over the kernel fakes', () => {
     await t.settle();
     expect(t.results[t.results.length - 1]!.full).toBe(false);
     expect(formatRestore(await t.ipvs.listAll())).toEqual([
-      '-A -t 10.96.0.10:80 -s rr', '-a -t 10.96.0.10:80 -r 10.244.1.2:8080 -m -w 1', '-a -t 10.96.0.10:80 -r 10.244.1.3:8080 -m -w 0',
+      '-A -t 10.96.0.10:80 -s rr',
+      '-a -t 10.96.0.10:80 -r 10.244.1.2:8080 -m -w 1',
+      '-a -t 10.96.0.10:80 -r 10.244.1.3:8080 -m -w 0',
     ]);
   });
 
@@ -308,7 +404,8 @@ describe('Proxier over the kernel fakes', () => {
     const add = link.addAddress.bind(link);
     let refuse = true;
     link.addAddress = async (index, address) => {
-      if (refuse && address === '10.96.1.7') throw new NetlinkError(E.ENOSPC, 'add address', `${address}/32`, 'no space');
+      if (refuse && address === '10.96.1.7')
+        throw new NetlinkError(E.ENOSPC, 'add address', `${address}/32`, 'no space');
       return add(index, address);
     };
     const t = await setup({ link });
@@ -316,7 +413,8 @@ describe('Proxier over the kernel fakes', () => {
     await t.start();
     expect(batches).toEqual([100]);
     const kipvs = await t.link.getLink(KUBE_IPVS0);
-    const bound = async () => (await t.link.listAddresses('ipv4')).filter((a) => a.ifindex === kipvs.index).map((a) => a.address);
+    const bound = async () =>
+      (await t.link.listAddresses('ipv4')).filter((a) => a.ifindex === kipvs.index).map((a) => a.address);
     expect(await bound()).toHaveLength(99);
     expect(await bound()).not.toContain('10.96.1.7');
     expect(last(t.results).linkOps).toBe(3 + 2 + 100);
@@ -346,7 +444,11 @@ describe('Proxier over the kernel fakes', () => {
       const [saves, restores] = [t.iptables.saves, t.iptables.restores.length];
       await t.settle(30_000);
       expect(last(t.results)).toMatchObject({ full: true, ipvsWrites: 0 });
-      return { t, execs: last(t.results).execs, iptables: t.iptables.saves - saves + t.iptables.restores.length - restores };
+      return {
+        t,
+        execs: last(t.results).execs,
+        iptables: t.iptables.saves - saves + t.iptables.restores.length - restores,
+      };
     };
     const legacy = await fullSyncExecs(false);
     expect(legacy.iptables).toBe(2);
@@ -372,10 +474,15 @@ describe('Proxier over the kernel fakes', () => {
   it('with /proc/net/ip_vs a full sync costs one netlink read (the service dump), not one more per virtual server, and still repairs drift', async () => {
     const reads = async (proc: boolean) => {
       const t = await setup({ proc });
-      for (let i = 0; i < 5; i++) t.addService(clusterIP(`s${i}`, `10.96.0.${10 + i}`), endpoints(`s${i}`, `10.244.1.${2 + i}`));
+      for (let i = 0; i < 5; i++)
+        t.addService(clusterIP(`s${i}`, `10.96.0.${10 + i}`), endpoints(`s${i}`, `10.244.1.${2 + i}`));
       await t.start();
       const vs = { af: AF_INET, protocol: IPPROTO_TCP, address: '10.96.0.12', port: 80, fwmark: 0 } as const;
-      await t.ipvs.apply({ kind: 'setDest', vs, rs: { af: AF_INET, address: '10.244.1.4', port: 8080, fwdMethod: 0, weight: 7 } });
+      await t.ipvs.apply({
+        kind: 'setDest',
+        vs,
+        rs: { af: AF_INET, address: '10.244.1.4', port: 8080, fwdMethod: 0, weight: 7 },
+      });
       await t.settle(30_000);
       const r = t.results[t.results.length - 1]!;
       expect([r.full, r.ipvsWrites, t.proxier.totals.driftRepairs]).toEqual([true, 1, 1]);
@@ -393,7 +500,17 @@ describe('Proxier over the kernel fakes', () => {
     await t.start();
     const index = new DesiredIndex(['ipv4']);
     const plans = new Map<string, ReturnType<typeof planServicePort>[]>();
-    const ctx = { family: 'ipv4' as const, scheduler: 'rr', nodeName: NODE, nodeZone: '', nodePortAddresses: ['192.0.2.1'], localAddresses: new Set(['192.0.2.1']), nodeIPs: ['192.0.2.1'], excludeClusterCIDRs: [], excludeCIDRs: [] };
+    const ctx = {
+      family: 'ipv4' as const,
+      scheduler: 'rr',
+      nodeName: NODE,
+      nodeZone: '',
+      nodePortAddresses: ['192.0.2.1'],
+      localAddresses: new Set(['192.0.2.1']),
+      nodeIPs: ['192.0.2.1'],
+      excludeClusterCIDRs: [],
+      excludeCIDRs: [],
+    };
     const replan = (name: string) => {
       const after = t.services.servicePorts(name).map((sp) => planServicePort(sp, t.slices.endpoints(sp), ctx));
       index.replace(plans.get(name) ?? [], after);
@@ -436,7 +553,10 @@ describe('Proxier feeding the HealthCheckNodePort servers', () => {
   const lb = (name: string, n: number, etp: 'Local' | 'Cluster', hc?: number) =>
     makeService('default', name, (s) => {
       s.spec = {
-        type: 'LoadBalancer', clusterIP: `10.96.1.${n}`, clusterIPs: [`10.96.1.${n}`], externalTrafficPolicy: etp,
+        type: 'LoadBalancer',
+        clusterIP: `10.96.1.${n}`,
+        clusterIPs: [`10.96.1.${n}`],
+        externalTrafficPolicy: etp,
         ports: [svcPort('http', 80, 'TCP', 31000 + n)],
         ...(hc ? { healthCheckNodePort: hc } : {}),
       };
@@ -457,7 +577,10 @@ describe('Proxier feeding the HealthCheckNodePort servers', () => {
     const planned: string[] = [];
     const planner: Planner = { planServicePort: (sp, e, ctx) => (planned.push(sp.name), planServicePort(sp, e, ctx)) };
     const t = await setup({ serviceHealth: sink, planner });
-    t.addService(lb('two', 1, 'Local', 32001), eps('two', `10.244.1.2@${NODE}`, `10.244.1.3@${NODE}`, '10.244.1.4@node-b', `10.244.1.5@${NODE}!`));
+    t.addService(
+      lb('two', 1, 'Local', 32001),
+      eps('two', `10.244.1.2@${NODE}`, `10.244.1.3@${NODE}`, '10.244.1.4@node-b', `10.244.1.5@${NODE}!`),
+    );
     t.addService(lb('none', 2, 'Local', 32002), eps('none', '10.244.2.2@node-b'));
     t.addService(lb('cluster', 3, 'Cluster', 32003), eps('cluster', `10.244.3.2@${NODE}`)); // eTP Cluster: no health check
     t.addService(clusterIP('web', '10.96.0.10'), endpoints('web', '10.244.4.2'));
@@ -495,7 +618,9 @@ describe('Proxier feeding the HealthCheckNodePort servers', () => {
     const n = t.results.length;
     await t.settle(2 * SETTINGS.syncPeriodMs);
     expect(t.results.slice(n).filter((r) => r.full).length).toBeGreaterThanOrEqual(1);
-    expect(sink.calls).toEqual(t.results.slice(n).flatMap((r) => [...(r.full ? ['addresses all'] : []), 'services', 'endpoints']));
+    expect(sink.calls).toEqual(
+      t.results.slice(n).flatMap((r) => [...(r.full ? ['addresses all'] : []), 'services', 'endpoints']),
+    );
     expect(sink.services).toEqual({ 'default/none': 32002, 'default/cluster': 32003 });
     expect(sink.endpoints).toEqual({ 'default/none': 1, 'default/cluster': 1 });
   });

@@ -14,7 +14,11 @@ const web: V1Service = makeService('default', 'web', (s) => {
 const webSlice = (...ips: string[]): V1EndpointSlice =>
   makeEndpointSlice('default', 'web', 'web-1', (sl) => {
     sl.ports = [{ name: 'http', port: 8080, protocol: 'TCP' }];
-    sl.endpoints = ips.map((ip) => ({ addresses: [ip], conditions: { ready: true, serving: true, terminating: false }, nodeName: 'node-b' }));
+    sl.endpoints = ips.map((ip) => ({
+      addresses: [ip],
+      conditions: { ready: true, serving: true, terminating: false },
+      nodeName: 'node-b',
+    }));
   });
 
 type Fakes = Awaited<ReturnType<typeof proxierOverFakes>>;
@@ -54,7 +58,8 @@ async function begin(t: Fakes): Promise<void> {
 }
 
 /** The laps: every phase but `ipsets` and `iptables`, the netfilter syncs' own times, which overlap others. */
-const laps = (r: SyncResult) => Object.entries(r.phasesMs).reduce((a, [k, v]) => (k === 'ipsets' || k === 'iptables' ? a : a + (v ?? 0)), 0);
+const laps = (r: SyncResult) =>
+  Object.entries(r.phasesMs).reduce((a, [k, v]) => (k === 'ipsets' || k === 'iptables' ? a : a + (v ?? 0)), 0);
 
 describe('SyncResult.phasesMs', () => {
   it('a full sync charges each surface its own time; the ipset and iptables restores run beside the IPVS writes and binds', async () => {
@@ -66,9 +71,18 @@ describe('SyncResult.phasesMs', () => {
     expect(r.full).toBe(true);
     // IPVS 0-7 ms, binds 7-10 ms; ipsets 0-11 ms, then iptables 11-24 ms: the sync waited 14 ms for them
     expect(r.phasesMs).toMatchObject({ ipvsWrite: 7, addresses: 3, ipsets: 11, iptables: 13, netfilterWait: 14 });
-    expect(Object.keys(r.phasesMs).sort()).toEqual(
-      ['addresses', 'draining', 'healthCheck', 'ipsets', 'iptables', 'ipvsRead', 'ipvsWrite', 'netfilterWait', 'node', 'plan'],
-    );
+    expect(Object.keys(r.phasesMs).sort()).toEqual([
+      'addresses',
+      'draining',
+      'healthCheck',
+      'ipsets',
+      'iptables',
+      'ipvsRead',
+      'ipvsWrite',
+      'netfilterWait',
+      'node',
+      'plan',
+    ]);
     expect(laps(r)).toBe(r.durationMs);
     expect(r.durationMs).toBe(24);
   });
@@ -89,7 +103,14 @@ describe('SyncResult.phasesMs', () => {
     await t.settle(30_000);
     const r = t.proxier.lastResult!;
     expect(r.full).toBe(true);
-    expect(r.phasesMs).toMatchObject({ ipvsRead: 30, ipsets: 11, iptables: 13, ipvsWrite: 7, addresses: 0, netfilterWait: 0 });
+    expect(r.phasesMs).toMatchObject({
+      ipvsRead: 30,
+      ipsets: 11,
+      iptables: 13,
+      ipvsWrite: 7,
+      addresses: 0,
+      netfilterWait: 0,
+    });
     expect(laps(r)).toBe(r.durationMs);
     expect(r.durationMs).toBe(37);
   });
@@ -105,7 +126,14 @@ describe('SyncResult.phasesMs', () => {
     const r = t.proxier.lastResult!;
     expect(r.full).toBe(true);
     // read 0-30 ms; then ipsets 30-41, iptables 41-54 beside IPVS 30-37 and binds 37-40
-    expect(r.phasesMs).toMatchObject({ ipvsRead: 30, ipsets: 11, iptables: 13, ipvsWrite: 7, addresses: 3, netfilterWait: 14 });
+    expect(r.phasesMs).toMatchObject({
+      ipvsRead: 30,
+      ipsets: 11,
+      iptables: 13,
+      ipvsWrite: 7,
+      addresses: 3,
+      netfilterWait: 14,
+    });
     expect(laps(r)).toBe(r.durationMs);
     expect(r.durationMs).toBe(54);
   });
@@ -142,7 +170,11 @@ describe('the ipset and iptables restores beside the IPVS writes', () => {
       await held;
       calls.push(`${name} end`);
     });
-    for (const [o, m] of [[t.ipvs, 'run'], [t.link, 'addAddresses'], [t.iptables, 'restore']] as const) {
+    for (const [o, m] of [
+      [t.ipvs, 'run'],
+      [t.link, 'addAddresses'],
+      [t.iptables, 'restore'],
+    ] as const) {
       around(o as object, m as never, async (name) => void calls.push(name));
     }
     return { t, calls, release };
@@ -217,13 +249,21 @@ describe('a partial sync touches only what changed', () => {
 
 describe('the periodic full sync', () => {
   const nodePort: V1Service = makeService('default', 'np', (s) => {
-    s.spec = { type: 'NodePort', clusterIP: '10.96.0.20', clusterIPs: ['10.96.0.20'], ports: [svcPort('http', 80, 'TCP', 30080)] };
+    s.spec = {
+      type: 'NodePort',
+      clusterIP: '10.96.0.20',
+      clusterIPs: ['10.96.0.20'],
+      ports: [svcPort('http', 80, 'TCP', 30080)],
+    };
   });
   const npSlice = makeEndpointSlice('default', 'np', 'np-1', (sl) => {
     sl.ports = [{ name: 'http', port: 8080, protocol: 'TCP' }];
-    sl.endpoints = [{ addresses: ['10.244.2.2'], conditions: { ready: true, serving: true, terminating: false }, nodeName: 'node-b' }];
+    sl.endpoints = [
+      { addresses: ['10.244.2.2'], conditions: { ready: true, serving: true, terminating: false }, nodeName: 'node-b' },
+    ];
   });
-  const vips = async (t: Awaited<ReturnType<typeof proxierOverFakes>>) => (await t.ipvs.listAll()).map((e) => `${e.vs.address}:${e.vs.port}`).sort();
+  const vips = async (t: Awaited<ReturnType<typeof proxierOverFakes>>) =>
+    (await t.ipvs.listAll()).map((e) => `${e.vs.address}:${e.vs.port}`).sort();
 
   it('re-reads the kernel and repairs it without re-planning unchanged Services', async () => {
     const t = await proxierOverFakes();
@@ -235,10 +275,12 @@ describe('the periodic full sync', () => {
     await t.ipvs.apply({ kind: 'delDest', vs: entry!.vs, rs: entry!.dests[0]! });
     await t.settle(31_000);
     expect(t.proxier.lastResult).toMatchObject({ full: true, replanned: 0, ipvsWrites: 1 });
-    expect((await t.ipvs.listAll()).find((e) => e.vs.address === '10.96.0.10')!.dests.map((d) => d.address)).toEqual(['10.244.1.2']);
+    expect((await t.ipvs.listAll()).find((e) => e.vs.address === '10.96.0.10')!.dests.map((d) => d.address)).toEqual([
+      '10.244.1.2',
+    ]);
   });
 
-  it('re-plans every Service when the node\'s addresses changed (a NodePort on the new address)', async () => {
+  it("re-plans every Service when the node's addresses changed (a NodePort on the new address)", async () => {
     const t = await proxierOverFakes();
     t.add(web, webSlice('10.244.1.2'), nodePort, npSlice);
     await t.start();

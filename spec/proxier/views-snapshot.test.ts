@@ -18,15 +18,42 @@ import { VirtualServerSpec, virtualServerKey } from '../../lib/model/ipvs';
 import { AF_INET, IPPROTO_TCP } from '../../lib/uapi/inet';
 
 const quiet = winston.createLogger({ silent: true });
-const source: ProxySource = { serviceNames: () => [], servicePorts: () => [], endpoints: () => [], refusals: () => [], takeChanges: () => new Set() };
-const OURS: VirtualServerSpec = { af: AF_INET, protocol: IPPROTO_TCP, address: '10.96.0.10', port: 80, fwmark: 0, scheduler: 'rr' };
+const source: ProxySource = {
+  serviceNames: () => [],
+  servicePorts: () => [],
+  endpoints: () => [],
+  refusals: () => [],
+  takeChanges: () => new Set(),
+};
+const OURS: VirtualServerSpec = {
+  af: AF_INET,
+  protocol: IPPROTO_TCP,
+  address: '10.96.0.10',
+  port: 80,
+  fwmark: 0,
+  scheduler: 'rr',
+};
 const THEIRS: VirtualServerSpec = { ...OURS, address: '192.0.2.1', port: 443 };
 
 async function setup(initialized = true) {
   const ipvs = new FakeIpvs();
   const link = new FakeLink();
   const clock = new FakeClock();
-  const node = new NodeContext({ link, ipsets: {}, source, planner: { planServicePort: () => { throw new Error('no Service'); } }, log: quiet }, FAKE_SETTINGS, { name: 'n', zone: '', nodeIPs: ['192.0.2.1'], podCIDRs: [] });
+  const node = new NodeContext(
+    {
+      link,
+      ipsets: {},
+      source,
+      planner: {
+        planServicePort: () => {
+          throw new Error('no Service');
+        },
+      },
+      log: quiet,
+    },
+    FAKE_SETTINGS,
+    { name: 'n', zone: '', nodeIPs: ['192.0.2.1'], podCIDRs: [] },
+  );
   const applier = new IpvsApplier({ ipvs, clock, log: quiet, retryAfter: () => {}, markForeign: () => {} });
   const bound = new BoundAddresses({ link, log: quiet });
   const desired = new DesiredState({ planService: () => ({ ports: [], plans: [] }), replanned: () => {} }, ['ipv4']);
@@ -35,8 +62,16 @@ async function setup(initialized = true) {
   await applier.run([{ kind: 'newService', vs: OURS }], () => undefined, { ipvsWrites: 0, ipvsFailures: 0 });
   await ipvs.run([{ kind: 'newService', vs: THEIRS }]); // not kube-ipvs's, never read yet
   const snap: ProxierSnapshot = {
-    node, applier, bound, source, link, frontendIds: new FrontendIds(), figures: new SyncFigures(),
-    index: desired.index, plans: desired.plans, initialized,
+    node,
+    applier,
+    bound,
+    source,
+    link,
+    frontendIds: new FrontendIds(),
+    figures: new SyncFigures(),
+    index: desired.index,
+    plans: desired.plans,
+    initialized,
     counts: () => ({ virtualServers: 0, realServers: 0, draining: 0, boundAddresses: bound.size }),
     refused: () => [],
   };
@@ -48,7 +83,9 @@ describe('views over a snapshot', () => {
     const { applier, ipvs, snap } = await setup();
     const writes = ipvs.applied.length;
     const ops = await dryRunFullSync(snap);
-    expect(ops).toEqual([{ kind: 'delService', vs: expect.objectContaining({ address: OURS.address, port: OURS.port }) }]);
+    expect(ops).toEqual([
+      { kind: 'delService', vs: expect.objectContaining({ address: OURS.address, port: OURS.port }) },
+    ]);
     expect(ipvs.applied.length).toBe(writes);
     expect([...applier.applied.keys()]).toEqual([virtualServerKey(OURS)]);
   });

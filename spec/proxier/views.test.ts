@@ -15,7 +15,10 @@ import { VirtualServerId } from '../../lib/model/ipvs';
 
 const web: V1Service = makeService('default', 'web', (s) => {
   s.spec = {
-    type: 'LoadBalancer', clusterIP: '10.96.0.10', clusterIPs: ['10.96.0.10'], externalIPs: ['203.0.113.20'],
+    type: 'LoadBalancer',
+    clusterIP: '10.96.0.10',
+    clusterIPs: ['10.96.0.10'],
+    externalIPs: ['203.0.113.20'],
     ports: [svcPort('http', 80, 'TCP', 30080)],
   };
   s.status = { loadBalancer: { ingress: [{ ip: '203.0.113.10' }] } };
@@ -23,17 +26,31 @@ const web: V1Service = makeService('default', 'web', (s) => {
 const dns: V1Service = makeService('kube-system', 'dns', (s) => {
   s.metadata!.annotations = { 'kube-ipvs.io/scheduler': 'lc' };
   s.spec = {
-    clusterIP: '10.96.0.11', clusterIPs: ['10.96.0.11'], ports: [{ port: 53, protocol: 'UDP' }],
-    sessionAffinity: 'ClientIP', sessionAffinityConfig: { clientIP: { timeoutSeconds: 600 } },
+    clusterIP: '10.96.0.11',
+    clusterIPs: ['10.96.0.11'],
+    ports: [{ port: 53, protocol: 'UDP' }],
+    sessionAffinity: 'ClientIP',
+    sessionAffinityConfig: { clientIP: { timeoutSeconds: 600 } },
   };
 });
 type Ep = { ip: string; ready?: boolean; serving?: boolean; terminating?: boolean };
-const slice = (svc: string, ns: string, port: number, portName: string | undefined, protocol: string, eps: Ep[]): V1EndpointSlice =>
+const slice = (
+  svc: string,
+  ns: string,
+  port: number,
+  portName: string | undefined,
+  protocol: string,
+  eps: Ep[],
+): V1EndpointSlice =>
   makeEndpointSlice(ns, svc, `${svc}-1`, (sl) => {
     sl.ports = [{ ...(portName !== undefined ? { name: portName } : {}), port, protocol }];
     sl.endpoints = eps.map((e) => ({
       addresses: [e.ip],
-      conditions: { ready: e.ready ?? true, serving: e.serving ?? e.ready ?? true, terminating: e.terminating ?? false },
+      conditions: {
+        ready: e.ready ?? true,
+        serving: e.serving ?? e.ready ?? true,
+        terminating: e.terminating ?? false,
+      },
       nodeName: 'node-b',
     }));
   });
@@ -41,7 +58,13 @@ const webSlice = slice('web', 'default', 8080, 'http', 'TCP', [{ ip: '10.244.1.2
 const dnsSlice = slice('dns', 'kube-system', 53, undefined, 'UDP', [{ ip: '10.244.3.2' }]);
 
 const active = (address: string) => ({ address, state: 'active', weight: 1, activeConns: 0, inactConns: 0 });
-const vs = (address: string, port: number, protocol = IPPROTO_TCP): VirtualServerId => ({ af: AF_INET, protocol, address, port, fwmark: 0 });
+const vs = (address: string, port: number, protocol = IPPROTO_TCP): VirtualServerId => ({
+  af: AF_INET,
+  protocol,
+  address,
+  port,
+  fwmark: 0,
+});
 
 async function started(opts: { schedulers?: string[] } = {}) {
   const t = await proxierOverFakes(opts);
@@ -60,21 +83,63 @@ describe('Proxier.serviceList', () => {
     const { proxier } = await started();
     const webBackends = [active('10.244.1.2:8080'), active('10.244.2.2:8080')];
     expect(proxier.serviceList()).toEqual([
-      { id: 1, frontend: '10.96.0.10:80/TCP', type: 'ClusterIP', service: 'default/web:http', scheduler: 'rr', affinity: { kind: 'None' }, backends: webBackends },
-      { id: 2, frontend: '192.0.2.1:30080/TCP', type: 'NodePort', service: 'default/web:http', scheduler: 'rr', affinity: { kind: 'None' }, backends: webBackends },
-      { id: 3, frontend: '203.0.113.10:80/TCP', type: 'LoadBalancer', service: 'default/web:http', scheduler: 'rr', affinity: { kind: 'None' }, backends: webBackends },
-      { id: 4, frontend: '203.0.113.20:80/TCP', type: 'ExternalIP', service: 'default/web:http', scheduler: 'rr', affinity: { kind: 'None' }, backends: webBackends },
+      {
+        id: 1,
+        frontend: '10.96.0.10:80/TCP',
+        type: 'ClusterIP',
+        service: 'default/web:http',
+        scheduler: 'rr',
+        affinity: { kind: 'None' },
+        backends: webBackends,
+      },
+      {
+        id: 2,
+        frontend: '192.0.2.1:30080/TCP',
+        type: 'NodePort',
+        service: 'default/web:http',
+        scheduler: 'rr',
+        affinity: { kind: 'None' },
+        backends: webBackends,
+      },
+      {
+        id: 3,
+        frontend: '203.0.113.10:80/TCP',
+        type: 'LoadBalancer',
+        service: 'default/web:http',
+        scheduler: 'rr',
+        affinity: { kind: 'None' },
+        backends: webBackends,
+      },
+      {
+        id: 4,
+        frontend: '203.0.113.20:80/TCP',
+        type: 'ExternalIP',
+        service: 'default/web:http',
+        scheduler: 'rr',
+        affinity: { kind: 'None' },
+        backends: webBackends,
+      },
       // an unnamed port is named by its number
       {
-        id: 5, frontend: '10.96.0.11:53/UDP', type: 'ClusterIP', service: 'kube-system/dns:53', scheduler: 'lc',
-        affinity: { kind: 'ClientIP', timeoutSeconds: 600 }, backends: [active('10.244.3.2:53')],
+        id: 5,
+        frontend: '10.96.0.11:53/UDP',
+        type: 'ClusterIP',
+        service: 'kube-system/dns:53',
+        scheduler: 'lc',
+        affinity: { kind: 'ClientIP', timeoutSeconds: 600 },
+        backends: [active('10.244.3.2:53')],
       },
     ]);
   });
 
   it('a rolling update: the terminating endpoint serves (terminating), the removed one drains; ids stay', async () => {
     const t = await started();
-    t.replaceSlice(webSlice, slice('web', 'default', 8080, 'http', 'TCP', [{ ip: '10.244.1.2', ready: false, serving: true, terminating: true }]));
+    t.replaceSlice(
+      webSlice,
+      slice('web', 'default', 8080, 'http', 'TCP', [
+        { ip: '10.244.1.2', ready: false, serving: true, terminating: true },
+      ]),
+    );
     await t.settle();
     const row = t.proxier.serviceList().find((f) => f.frontend === '10.96.0.10:80/TCP')!;
     expect(row.id).toBe(1);
@@ -112,19 +177,38 @@ describe('Proxier.dryRunFullSync (kube-ipvs diff)', () => {
     const { ipvs, proxier } = t;
     // drift: one real server deleted, one scheduler changed, a stale real server added;
     // and a foreign virtual server (keepalived's, on the node IP) that is not kube-ipvs's
-    await ipvs.apply({ kind: 'delDest', vs: vs('10.96.0.10', 80), rs: { af: AF_INET, address: '10.244.2.2', port: 8080 } });
-    await ipvs.apply({ kind: 'setService', vs: { ...vs('203.0.113.10', 80), scheduler: 'wrr', flags: 0, timeout: 0, netmask: 0xffffffff } });
-    await ipvs.apply({ kind: 'newDest', vs: vs('203.0.113.20', 80), rs: { af: AF_INET, address: '10.244.9.9', port: 8080, fwdMethod: IP_VS_CONN_F.MASQ, weight: 1 } });
+    await ipvs.apply({
+      kind: 'delDest',
+      vs: vs('10.96.0.10', 80),
+      rs: { af: AF_INET, address: '10.244.2.2', port: 8080 },
+    });
+    await ipvs.apply({
+      kind: 'setService',
+      vs: { ...vs('203.0.113.10', 80), scheduler: 'wrr', flags: 0, timeout: 0, netmask: 0xffffffff },
+    });
+    await ipvs.apply({
+      kind: 'newDest',
+      vs: vs('203.0.113.20', 80),
+      rs: { af: AF_INET, address: '10.244.9.9', port: 8080, fwdMethod: IP_VS_CONN_F.MASQ, weight: 1 },
+    });
     await ipvs.apply({ kind: 'newService', vs: { ...vs('192.0.2.1', 443), scheduler: 'rr' } });
     const before = await table(ipvs.listAll());
     const opsBefore = ipvs.applied.length;
 
     const ops = await proxier.dryRunFullSync();
     expect(ops).toEqual([
-      { kind: 'newDest', vs: expect.objectContaining(vs('10.96.0.10', 80)), rs: expect.objectContaining({ address: '10.244.2.2', port: 8080, weight: 1 }) },
+      {
+        kind: 'newDest',
+        vs: expect.objectContaining(vs('10.96.0.10', 80)),
+        rs: expect.objectContaining({ address: '10.244.2.2', port: 8080, weight: 1 }),
+      },
       { kind: 'setService', vs: expect.objectContaining({ ...vs('203.0.113.10', 80), scheduler: 'rr' }) },
       // TCP: the stale real server drains (weight 0) rather than being deleted
-      { kind: 'setDest', vs: expect.objectContaining(vs('203.0.113.20', 80)), rs: expect.objectContaining({ address: '10.244.9.9', weight: 0 }) },
+      {
+        kind: 'setDest',
+        vs: expect.objectContaining(vs('203.0.113.20', 80)),
+        rs: expect.objectContaining({ address: '10.244.9.9', weight: 0 }),
+      },
     ]);
     expect(await table(ipvs.listAll())).toEqual(before);
     expect(ipvs.applied.length).toBe(opsBefore);
@@ -161,13 +245,28 @@ describe('Proxier.status', () => {
       node: { name: 'node-a', ips: ['192.0.2.1'] },
       families: ['ipv4'],
       devices: [
-        { name: 'kube-ipvs0', role: 'kube-ipvs0', addresses: ['10.96.0.10', '10.96.0.11', '203.0.113.10', '203.0.113.20'] },
+        {
+          name: 'kube-ipvs0',
+          role: 'kube-ipvs0',
+          addresses: ['10.96.0.10', '10.96.0.11', '203.0.113.10', '203.0.113.20'],
+        },
         { name: 'eth0', role: 'NodePort', addresses: ['192.0.2.1'] },
       ],
       scheduler: { default: 'rr', overriddenBy: 1 },
       sessionAffinity: { enabled: true, frontends: 1 },
-      gracefulTermination: { enabled: true, protocols: ['TCP'], drainTimeoutSeconds: 600, checkIntervalSeconds: 15, draining: 0 },
-      services: { clusterIP: true, nodePort: { enabled: true, addresses: ['192.0.2.1'], portsInUse: [30080] }, loadBalancer: true, externalIPs: true },
+      gracefulTermination: {
+        enabled: true,
+        protocols: ['TCP'],
+        drainTimeoutSeconds: 600,
+        checkIntervalSeconds: 15,
+        draining: 0,
+      },
+      services: {
+        clusterIP: true,
+        nodePort: { enabled: true, addresses: ['192.0.2.1'], portsInUse: [30080] },
+        loadBalancer: true,
+        externalIPs: true,
+      },
       initialized: true,
       lastFullSync: { at: new Date(t.clock.now()).toISOString(), ipvsWrites: 14, ipvsFailures: 0 },
       lastPartialSync: null,
@@ -176,6 +275,10 @@ describe('Proxier.status', () => {
     });
     t.replaceSlice(dnsSlice, slice('dns', 'kube-system', 53, undefined, 'UDP', []));
     await t.settle(1000);
-    expect((await t.proxier.status()).lastPartialSync).toMatchObject({ at: expect.any(String), ipvsWrites: 1, execs: 0 });
+    expect((await t.proxier.status()).lastPartialSync).toMatchObject({
+      at: expect.any(String),
+      ipvsWrites: 1,
+      execs: 0,
+    });
   });
 });

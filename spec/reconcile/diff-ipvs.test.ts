@@ -9,12 +9,36 @@ import { realServerKey, virtualServerKey } from '../../lib/model/ipvs';
 // addresses: VIPs 10.96.0.0/16, endpoints 10.244.0.0/16
 
 const vs = (address: string, port = 80, extra: Partial<VirtualServerSpec> = {}): VirtualServerSpec => ({
-  af: AF_INET, protocol: IPPROTO_TCP, address, port, fwmark: 0, scheduler: 'rr', flags: 0, timeout: 0, netmask: 0xffffffff, peName: '', ...extra,
+  af: AF_INET,
+  protocol: IPPROTO_TCP,
+  address,
+  port,
+  fwmark: 0,
+  scheduler: 'rr',
+  flags: 0,
+  timeout: 0,
+  netmask: 0xffffffff,
+  peName: '',
+  ...extra,
 });
-const rs = (address: string, weight = 1): RealServerSpec => ({ af: AF_INET, address, port: 8080, fwdMethod: 0, weight });
-const desired = (v: VirtualServerSpec, ...dests: RealServerSpec[]): DesiredVirtualServer => ({ vs: v, realServers: dests, owner: 'default/web:/ipv4', kind: 'ClusterIP' });
+const rs = (address: string, weight = 1): RealServerSpec => ({
+  af: AF_INET,
+  address,
+  port: 8080,
+  fwdMethod: 0,
+  weight,
+});
+const desired = (v: VirtualServerSpec, ...dests: RealServerSpec[]): DesiredVirtualServer => ({
+  vs: v,
+  realServers: dests,
+  owner: 'default/web:/ipv4',
+  kind: 'ClusterIP',
+});
 const entry = (v: VirtualServerSpec, ...dests: [RealServerSpec, number?][]): TableEntry =>
-  new TableEntry(v, new Map(dests.map(([d, active = 0]) => [realServerKey(d), { ...d, activeConns: active, inactConns: 0 }])));
+  new TableEntry(
+    v,
+    new Map(dests.map(([d, active = 0]) => [realServerKey(d), { ...d, activeConns: active, inactConns: 0 }])),
+  );
 const line = (op: ReturnType<typeof diffVirtualServer>[number]) =>
   `${op.kind} ${'vs' in op && op.vs ? virtualServerKey(op.vs) : ''}${'rs' in op ? ` ${realServerKey(op.rs)} w${'weight' in op.rs ? op.rs.weight : ''}` : ''}${op.kind === 'setService' || op.kind === 'newService' ? ` ${op.vs.scheduler} f${op.vs.flags}` : ''}`;
 
@@ -24,9 +48,18 @@ describe('diffVirtualServer', () => {
     {
       name: 'new service with its real servers',
       want: desired(vs('10.96.0.10'), rs('10.244.1.1'), rs('10.244.1.2')),
-      ops: ['newService TCP/10.96.0.10:80 rr f0', 'newDest TCP/10.96.0.10:80 10.244.1.1:8080 w1', 'newDest TCP/10.96.0.10:80 10.244.1.2:8080 w1'],
+      ops: [
+        'newService TCP/10.96.0.10:80 rr f0',
+        'newDest TCP/10.96.0.10:80 10.244.1.1:8080 w1',
+        'newDest TCP/10.96.0.10:80 10.244.1.2:8080 w1',
+      ],
     },
-    { name: 'unchanged', current: entry(vs('10.96.0.10'), [rs('10.244.1.1')]), want: desired(vs('10.96.0.10'), rs('10.244.1.1')), ops: [] },
+    {
+      name: 'unchanged',
+      current: entry(vs('10.96.0.10'), [rs('10.244.1.1')]),
+      want: desired(vs('10.96.0.10'), rs('10.244.1.1')),
+      ops: [],
+    },
     {
       name: 'scheduler change is a SET, real servers untouched',
       current: entry(vs('10.96.0.10'), [rs('10.244.1.1')]),
@@ -101,9 +134,9 @@ describe('applyOpsToTable', () => {
     applyOpsToTable(table, ops, [{ ok: true }, err, { ok: true }]);
     expect([...table.get(virtualServerKey(v))!.realServers.keys()]).toEqual(['10.244.1.2:8080']);
     // diffing again asks only for what failed
-    expect(diffVirtualServer(table.get(virtualServerKey(v)), desired(v, rs('10.244.1.1'), rs('10.244.1.2'))).map(line)).toEqual([
-      'newDest TCP/10.96.0.10:80 10.244.1.1:8080 w1',
-    ]);
+    expect(
+      diffVirtualServer(table.get(virtualServerKey(v)), desired(v, rs('10.244.1.1'), rs('10.244.1.2'))).map(line),
+    ).toEqual(['newDest TCP/10.96.0.10:80 10.244.1.1:8080 w1']);
   });
 
   // ops of one virtual server share its spec object; the entry looked up for the first must
@@ -115,36 +148,52 @@ describe('applyOpsToTable', () => {
     const table: IpvsTable = new Map();
     // deleted and made again, from the same spec object and from an equal one: the real
     // servers after each join the new entry
-    applyOpsToTable(table, [
-      { kind: 'newService', vs: v },
-      { kind: 'newDest', vs: v, rs: rs('10.244.1.1') },
-      { kind: 'delService', vs: v },
-      { kind: 'newService', vs: v },
-      { kind: 'newDest', vs: v, rs: rs('10.244.1.2') },
-    ], [ok, ok, ok, ok, ok]);
+    applyOpsToTable(
+      table,
+      [
+        { kind: 'newService', vs: v },
+        { kind: 'newDest', vs: v, rs: rs('10.244.1.1') },
+        { kind: 'delService', vs: v },
+        { kind: 'newService', vs: v },
+        { kind: 'newDest', vs: v, rs: rs('10.244.1.2') },
+      ],
+      [ok, ok, ok, ok, ok],
+    );
     expect(keys(table)).toEqual(['10.244.1.2:8080']);
-    applyOpsToTable(table, [
-      { kind: 'delService', vs: v },
-      { kind: 'newService', vs: vs('10.96.0.10') },
-      { kind: 'newDest', vs: v, rs: rs('10.244.1.2') },
-    ], [ok, ok, ok]);
+    applyOpsToTable(
+      table,
+      [
+        { kind: 'delService', vs: v },
+        { kind: 'newService', vs: vs('10.96.0.10') },
+        { kind: 'newDest', vs: v, rs: rs('10.244.1.2') },
+      ],
+      [ok, ok, ok],
+    );
     expect(keys(table)).toEqual(['10.244.1.2:8080']);
 
     // re-set: the real servers stay, and later ones join them under the new settings
-    applyOpsToTable(table, [
-      { kind: 'setService', vs: { ...v, scheduler: 'lc' } },
-      { kind: 'newDest', vs: v, rs: rs('10.244.1.3') },
-    ], [ok, ok]);
+    applyOpsToTable(
+      table,
+      [
+        { kind: 'setService', vs: { ...v, scheduler: 'lc' } },
+        { kind: 'newDest', vs: v, rs: rs('10.244.1.3') },
+      ],
+      [ok, ok],
+    );
     expect(table.get(virtualServerKey(v))!.vs.scheduler).toBe('lc');
     expect(keys(table)).toEqual(['10.244.1.2:8080', '10.244.1.3:8080']);
 
     // flushed and made again
-    applyOpsToTable(table, [
-      { kind: 'newDest', vs: v, rs: rs('10.244.1.4') },
-      { kind: 'flush' },
-      { kind: 'newService', vs: vs('10.96.0.10') },
-      { kind: 'newDest', vs: v, rs: rs('10.244.1.5') },
-    ], [ok, ok, ok, ok]);
+    applyOpsToTable(
+      table,
+      [
+        { kind: 'newDest', vs: v, rs: rs('10.244.1.4') },
+        { kind: 'flush' },
+        { kind: 'newService', vs: vs('10.96.0.10') },
+        { kind: 'newDest', vs: v, rs: rs('10.244.1.5') },
+      ],
+      [ok, ok, ok, ok],
+    );
     expect(keys(table)).toEqual(['10.244.1.5:8080']);
   });
 
@@ -152,41 +201,63 @@ describe('applyOpsToTable', () => {
     const ok = { ok: true as const };
     const err = { ok: false as const, error: {} as never };
     const table: IpvsTable = new Map();
-    applyOpsToTable(table, [
-      { kind: 'newService', vs: vs('10.96.0.10') },
-      { kind: 'newDest', vs: vs('10.96.0.10'), rs: rs('10.244.1.1') },
-    ], [err, ok]);
+    applyOpsToTable(
+      table,
+      [
+        { kind: 'newService', vs: vs('10.96.0.10') },
+        { kind: 'newDest', vs: vs('10.96.0.10'), rs: rs('10.244.1.1') },
+      ],
+      [err, ok],
+    );
     expect(table.size).toBe(0);
     const a = vs('10.96.0.10');
     const b = vs('10.96.0.11');
-    applyOpsToTable(table, [
-      { kind: 'newService', vs: a },
-      { kind: 'newService', vs: b },
-      { kind: 'newDest', vs: vs('10.96.0.10'), rs: rs('10.244.1.1') },
-      { kind: 'newDest', vs: b, rs: rs('10.244.1.2') },
-      { kind: 'newDest', vs: a, rs: rs('10.244.1.3') },
-      { kind: 'delDest', vs: vs('10.96.0.10'), rs: rs('10.244.1.1') },
-    ], [ok, ok, ok, ok, ok, ok]);
+    applyOpsToTable(
+      table,
+      [
+        { kind: 'newService', vs: a },
+        { kind: 'newService', vs: b },
+        { kind: 'newDest', vs: vs('10.96.0.10'), rs: rs('10.244.1.1') },
+        { kind: 'newDest', vs: b, rs: rs('10.244.1.2') },
+        { kind: 'newDest', vs: a, rs: rs('10.244.1.3') },
+        { kind: 'delDest', vs: vs('10.96.0.10'), rs: rs('10.244.1.1') },
+      ],
+      [ok, ok, ok, ok, ok, ok],
+    );
     expect([...table.get(virtualServerKey(a))!.realServers.keys()]).toEqual(['10.244.1.3:8080']);
     expect([...table.get(virtualServerKey(b))!.realServers.keys()]).toEqual(['10.244.1.2:8080']);
   });
 });
 
-describe('TableEntry: the plan\'s real servers as a list until a key is needed', () => {
+describe("TableEntry: the plan's real servers as a list until a key is needed", () => {
   const ok = { ok: true as const };
   const v = vs('10.96.0.10');
   const key = virtualServerKey(v);
   /** as the kernel dumps a real server */
   const dumped = (r: RealServerSpec, activeConns = 0, inactConns = 0): RealServer => ({
-    uThreshold: 0, lThreshold: 0, persistConns: 0, tunType: 0, tunPort: 0, tunFlags: 0, ...r, activeConns, inactConns,
+    uThreshold: 0,
+    lThreshold: 0,
+    persistConns: 0,
+    tunType: 0,
+    tunPort: 0,
+    tunFlags: 0,
+    ...r,
+    activeConns,
+    inactConns,
   });
-  const dump = (...dests: RealServer[]) => [{ vs: { ...v, flags: 0, timeout: 0, netmask: 0xffffffff, peName: '' }, dests }];
+  const dump = (...dests: RealServer[]) => [
+    { vs: { ...v, flags: 0, timeout: 0, netmask: 0xffffffff, peName: '' }, dests },
+  ];
   const want = desired(v, rs('10.244.1.1'), rs('10.244.1.2'), rs('10.244.1.3'));
-  const conns = (e: TableEntry) => [...e.realServers].map(([k, r]) => `${k} ${r.activeConns ?? 0}/${r.inactConns ?? 0}`);
+  const conns = (e: TableEntry) =>
+    [...e.realServers].map(([k, r]) => `${k} ${r.activeConns ?? 0}/${r.inactConns ?? 0}`);
 
-  it('a dump equal to the plan, newest first or in plan order, holds the plan\'s objects; the diff has nothing to do', () => {
+  it("a dump equal to the plan, newest first or in plan order, holds the plan's objects; the diff has nothing to do", () => {
     const [a, b, c] = want.realServers.map((r) => dumped(r));
-    for (const order of [[c!, b!, a!], [a!, b!, c!]]) {
+    for (const order of [
+      [c!, b!, a!],
+      [a!, b!, c!],
+    ]) {
       const e = tableFromDump(dump(...order), new Map([[key, want]])).get(key)!;
       expect(e.holds(want.realServers)).toBe(true);
       expect([...e.values()]).toEqual(want.realServers);
@@ -195,7 +266,7 @@ describe('TableEntry: the plan\'s real servers as a list until a key is needed',
     }
   });
 
-  it('keeps the dump\'s connection counts beside the plan\'s objects, in the plan\'s order', () => {
+  it("keeps the dump's connection counts beside the plan's objects, in the plan's order", () => {
     const [a, b, c] = want.realServers;
     const e = tableFromDump(dump(dumped(c!, 0, 4), dumped(b!), dumped(a!, 7, 1)), new Map([[key, want]])).get(key)!;
     expect(e.holds(want.realServers)).toBe(true);
@@ -206,11 +277,27 @@ describe('TableEntry: the plan\'s real servers as a list until a key is needed',
   });
 
   it.each<[string, RealServer[], string[]]>([
-    ['a weight differs', [dumped(rs('10.244.1.3')), dumped(rs('10.244.1.2', 0)), dumped(rs('10.244.1.1'))], ['setDest TCP/10.96.0.10:80 10.244.1.2:8080 w1']],
-    ['one is missing', [dumped(rs('10.244.1.3')), dumped(rs('10.244.1.1'))], ['newDest TCP/10.96.0.10:80 10.244.1.2:8080 w1']],
-    ['one more (draining)', [dumped(rs('10.244.1.9', 0)), dumped(rs('10.244.1.3')), dumped(rs('10.244.1.2')), dumped(rs('10.244.1.1'))], []],
+    [
+      'a weight differs',
+      [dumped(rs('10.244.1.3')), dumped(rs('10.244.1.2', 0)), dumped(rs('10.244.1.1'))],
+      ['setDest TCP/10.96.0.10:80 10.244.1.2:8080 w1'],
+    ],
+    [
+      'one is missing',
+      [dumped(rs('10.244.1.3')), dumped(rs('10.244.1.1'))],
+      ['newDest TCP/10.96.0.10:80 10.244.1.2:8080 w1'],
+    ],
+    [
+      'one more (draining)',
+      [dumped(rs('10.244.1.9', 0)), dumped(rs('10.244.1.3')), dumped(rs('10.244.1.2')), dumped(rs('10.244.1.1'))],
+      [],
+    ],
     ['another order', [dumped(rs('10.244.1.2')), dumped(rs('10.244.1.1')), dumped(rs('10.244.1.3'))], []],
-    ['another port', [dumped(rs('10.244.1.3')), dumped(rs('10.244.1.2')), dumped({ ...rs('10.244.1.1'), port: 9090 })], ['newDest TCP/10.96.0.10:80 10.244.1.1:8080 w1', 'setDest TCP/10.96.0.10:80 10.244.1.1:9090 w0']],
+    [
+      'another port',
+      [dumped(rs('10.244.1.3')), dumped(rs('10.244.1.2')), dumped({ ...rs('10.244.1.1'), port: 9090 })],
+      ['newDest TCP/10.96.0.10:80 10.244.1.1:8080 w1', 'setDest TCP/10.96.0.10:80 10.244.1.1:9090 w0'],
+    ],
   ])('a dump that is not the plan (%s) is copied and compared by key', (_name, dests, ops) => {
     const e = tableFromDump(dump(...dests), new Map([[key, want]])).get(key)!;
     expect(e.holds(want.realServers)).toBe(false);
@@ -218,10 +305,14 @@ describe('TableEntry: the plan\'s real servers as a list until a key is needed',
     expect(diffVirtualServer(e, want).map(line)).toEqual(ops);
   });
 
-  it('a cold start\'s adds leave the applied objects in a list the next diff accepts as is', () => {
+  it("a cold start's adds leave the applied objects in a list the next diff accepts as is", () => {
     const table: IpvsTable = new Map();
     const ops = diffVirtualServer(undefined, want);
-    applyOpsToTable(table, ops, ops.map(() => ok));
+    applyOpsToTable(
+      table,
+      ops,
+      ops.map(() => ok),
+    );
     const e = table.get(key)!;
     expect(e.holds(want.realServers)).toBe(true);
     expect(e.size).toBe(3);
@@ -232,29 +323,62 @@ describe('TableEntry: the plan\'s real servers as a list until a key is needed',
     expect(diffVirtualServer(e, again)).toEqual([]);
   });
 
-  it('real servers added after a re-set join the list; a dump\'s shared list is never appended to', () => {
+  it("real servers added after a re-set join the list; a dump's shared list is never appended to", () => {
     const table: IpvsTable = new Map();
-    applyOpsToTable(table, [{ kind: 'newService', vs: v }, { kind: 'newDest', vs: v, rs: rs('10.244.1.1') }], [ok, ok]);
+    applyOpsToTable(
+      table,
+      [
+        { kind: 'newService', vs: v },
+        { kind: 'newDest', vs: v, rs: rs('10.244.1.1') },
+      ],
+      [ok, ok],
+    );
     const lc = { ...v, scheduler: 'lc' };
-    applyOpsToTable(table, [{ kind: 'setService', vs: lc }, { kind: 'newDest', vs: lc, rs: rs('10.244.1.2') }], [ok, ok]);
+    applyOpsToTable(
+      table,
+      [
+        { kind: 'setService', vs: lc },
+        { kind: 'newDest', vs: lc, rs: rs('10.244.1.2') },
+      ],
+      [ok, ok],
+    );
     expect(table.get(key)!.vs.scheduler).toBe('lc');
     expect([...table.get(key)!.values()].map(realServerKey)).toEqual(['10.244.1.1:8080', '10.244.1.2:8080']);
 
     const plan = want.realServers.slice();
     const shared = tableFromDump(dump(...plan.map((r) => dumped(r))), new Map([[key, { realServers: plan }]]));
-    applyOpsToTable(shared, [{ kind: 'setService', vs: lc }, { kind: 'newDest', vs: lc, rs: rs('10.244.1.4') }], [ok, ok]);
+    applyOpsToTable(
+      shared,
+      [
+        { kind: 'setService', vs: lc },
+        { kind: 'newDest', vs: lc, rs: rs('10.244.1.4') },
+      ],
+      [ok, ok],
+    );
     expect(plan.map(realServerKey)).toEqual(['10.244.1.1:8080', '10.244.1.2:8080', '10.244.1.3:8080']);
-    expect([...shared.get(key)!.realServers.keys()]).toEqual(['10.244.1.1:8080', '10.244.1.2:8080', '10.244.1.3:8080', '10.244.1.4:8080']);
+    expect([...shared.get(key)!.realServers.keys()]).toEqual([
+      '10.244.1.1:8080',
+      '10.244.1.2:8080',
+      '10.244.1.3:8080',
+      '10.244.1.4:8080',
+    ]);
   });
 
   it('setDest and delDest on a listed entry key it first', () => {
     const table = tableFromDump(dump(...want.realServers.map((r) => dumped(r)).reverse()), new Map([[key, want]]));
-    applyOpsToTable(table, [
-      { kind: 'setDest', vs: v, rs: rs('10.244.1.2', 0) },
-      { kind: 'delDest', vs: v, rs: rs('10.244.1.3') },
-    ], [ok, ok]);
+    applyOpsToTable(
+      table,
+      [
+        { kind: 'setDest', vs: v, rs: rs('10.244.1.2', 0) },
+        { kind: 'delDest', vs: v, rs: rs('10.244.1.3') },
+      ],
+      [ok, ok],
+    );
     const e = table.get(key)!;
-    expect([...e.realServers].map(([k, r]) => `${k} w${r.weight}`)).toEqual(['10.244.1.1:8080 w1', '10.244.1.2:8080 w0']);
+    expect([...e.realServers].map(([k, r]) => `${k} w${r.weight}`)).toEqual([
+      '10.244.1.1:8080 w1',
+      '10.244.1.2:8080 w0',
+    ]);
     expect(want.realServers.map((r) => r.weight)).toEqual([1, 1, 1]);
   });
 });

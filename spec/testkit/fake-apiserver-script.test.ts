@@ -25,24 +25,40 @@ describe('scripts/fake-apiserver', () => {
     writeFileSync(
       fixtures,
       JSON.stringify([
-        { apiVersion: 'v1', kind: 'Service', metadata: { namespace: 'demo', name: 'web' }, spec: { clusterIP: '10.96.0.10' } },
+        {
+          apiVersion: 'v1',
+          kind: 'Service',
+          metadata: { namespace: 'demo', name: 'web' },
+          spec: { clusterIP: '10.96.0.10' },
+        },
         { apiVersion: 'v1', kind: 'Node', metadata: { name: 'node-a' } },
       ]),
     );
-    const child = spawn(process.execPath, [SCRIPT, '--port', '0', '--fixtures', fixtures, '--kubeconfig-out', kubeconfig], { stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(
+      process.execPath,
+      [SCRIPT, '--port', '0', '--fixtures', fixtures, '--kubeconfig-out', kubeconfig],
+      { stdio: ['ignore', 'pipe', 'pipe'] },
+    );
     let out = '';
     let err = '';
     child.stdout.on('data', (d: Buffer) => (out += d.toString()));
     child.stderr.on('data', (d: Buffer) => (err += d.toString()));
     const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
     try {
-      await waitFor('"listening on"', () => /listening on http:\/\/127\.0\.0\.1:\d+\n/.test(out) || child.exitCode !== null);
+      await waitFor(
+        '"listening on"',
+        () => /listening on http:\/\/127\.0\.0\.1:\d+\n/.test(out) || child.exitCode !== null,
+      );
       expect(err).toBe('');
       const url = /listening on (\S+)/.exec(out)![1];
       expect(loadKubeConfig({ kubeconfig }).getCurrentCluster()?.server).toBe(url);
-      const list = (await (await fetch(`${url}/api/v1/services`)).json()) as { items: { metadata: { name: string } }[] };
+      const list = (await (await fetch(`${url}/api/v1/services`)).json()) as {
+        items: { metadata: { name: string } }[];
+      };
       expect(list.items.map((i) => i.metadata.name)).toEqual(['web']);
-      const stats = (await (await fetch(`${url}/fake/compact`, { method: 'POST' })).json()) as { objects: Record<string, number> };
+      const stats = (await (await fetch(`${url}/fake/compact`, { method: 'POST' })).json()) as {
+        objects: Record<string, number>;
+      };
       expect(stats.objects).toMatchObject({ 'v1/services': 1, 'v1/nodes': 1 });
     } finally {
       child.kill('SIGTERM');
@@ -50,18 +66,38 @@ describe('scripts/fake-apiserver', () => {
     expect(await exited).toBe(0);
   });
 
-  it('--tls-dir and --token-file: HTTPS with its own CA, the token file\'s current token accepted, the kubeconfig written uses both', async () => {
+  it("--tls-dir and --token-file: HTTPS with its own CA, the token file's current token accepted, the kubeconfig written uses both", async () => {
     const kubeconfig = join(dir, 'kubeconfig');
     const token = join(dir, 'token');
     writeFileSync(token, 'one');
-    const child = spawn(process.execPath, [SCRIPT, '--port', '0', '--tls-dir', join(dir, 'pki'), '--token-file', token, '--token', 'admin', '--kubeconfig-out', kubeconfig], {
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
+    const child = spawn(
+      process.execPath,
+      [
+        SCRIPT,
+        '--port',
+        '0',
+        '--tls-dir',
+        join(dir, 'pki'),
+        '--token-file',
+        token,
+        '--token',
+        'admin',
+        '--kubeconfig-out',
+        kubeconfig,
+      ],
+      {
+        stdio: ['ignore', 'pipe', 'pipe'],
+      },
+    );
     let out = '';
     child.stdout.on('data', (d: Buffer) => (out += d.toString()));
     const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
     try {
-      await waitFor('"listening on"', () => /listening on https:\/\/127\.0\.0\.1:\d+\n/.test(out) || child.exitCode !== null, 60_000);
+      await waitFor(
+        '"listening on"',
+        () => /listening on https:\/\/127\.0\.0\.1:\d+\n/.test(out) || child.exitCode !== null,
+        60_000,
+      );
       const kc = loadKubeConfig({ kubeconfig });
       expect((await listRaw<V1Service>(kc, '/api/v1/services')).items).toEqual([]);
       writeFileSync(token, 'two');
@@ -70,8 +106,14 @@ describe('scripts/fake-apiserver', () => {
       // the rotated-out token is stale now: 401 with kube-apiserver's Status body
       const url = /listening on (\S+)/.exec(out)![1]!;
       writeFileSync(join(dir, 'stale'), kubeconfigFor(url, { caFile: join(dir, 'pki', 'ca.crt'), token: 'one' }));
-      const refused = await apiRequest(loadKubeConfig({ kubeconfig: join(dir, 'stale') }), { method: 'GET', path: '/api/v1/nodes' });
-      expect({ status: refused.status, body: JSON.parse(refused.body) }).toEqual({ status: 401, body: UNAUTHORIZED_STATUS });
+      const refused = await apiRequest(loadKubeConfig({ kubeconfig: join(dir, 'stale') }), {
+        method: 'GET',
+        path: '/api/v1/nodes',
+      });
+      expect({ status: refused.status, body: JSON.parse(refused.body) }).toEqual({
+        status: 401,
+        body: UNAUTHORIZED_STATUS,
+      });
     } finally {
       child.kill('SIGTERM');
     }
@@ -81,7 +123,9 @@ describe('scripts/fake-apiserver', () => {
   it('refuses a bad fixture naming the object', async () => {
     const fixtures = join(dir, 'fixtures.json');
     writeFileSync(fixtures, JSON.stringify([{ apiVersion: 'v9', kind: 'Widget', metadata: { name: 'w' } }]));
-    const child = spawn(process.execPath, [SCRIPT, '--port', '0', '--fixtures', fixtures], { stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(process.execPath, [SCRIPT, '--port', '0', '--fixtures', fixtures], {
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
     let err = '';
     child.stderr.on('data', (d: Buffer) => (err += d.toString()));
     const code = await new Promise<number | null>((resolve) => child.on('exit', (c) => resolve(c)));

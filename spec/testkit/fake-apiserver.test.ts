@@ -8,7 +8,12 @@ import { openWatch, WatchStream } from '../../testkit/watch-stream';
 import { waitFor } from '../../testkit/wait-for';
 
 function service(ns: string, name: string, labels?: Record<string, string>): FakeObject {
-  return { apiVersion: 'v1', kind: 'Service', metadata: { namespace: ns, name, ...(labels ? { labels } : {}) }, spec: { clusterIP: '10.96.0.10' } };
+  return {
+    apiVersion: 'v1',
+    kind: 'Service',
+    metadata: { namespace: ns, name, ...(labels ? { labels } : {}) },
+    spec: { clusterIP: '10.96.0.10' },
+  };
 }
 
 interface ListBody {
@@ -36,8 +41,17 @@ describe('FakeApiServer', () => {
     const res = await fetch(base + path);
     return { status: res.status, body: (await res.json()) as T };
   }
-  async function send(method: string, path: string, body?: unknown, contentType = 'application/json'): Promise<{ status: number; body: FakeObject & { reason?: string; code?: number } }> {
-    const res = await fetch(base + path, { method, headers: { 'Content-Type': contentType }, body: body === undefined ? undefined : JSON.stringify(body) });
+  async function send(
+    method: string,
+    path: string,
+    body?: unknown,
+    contentType = 'application/json',
+  ): Promise<{ status: number; body: FakeObject & { reason?: string; code?: number } }> {
+    const res = await fetch(base + path, {
+      method,
+      headers: { 'Content-Type': contentType },
+      body: body === undefined ? undefined : JSON.stringify(body),
+    });
     return { status: res.status, body: (await res.json()) as FakeObject & { reason?: string } };
   }
   async function watch(path: string): Promise<WatchStream> {
@@ -67,9 +81,17 @@ describe('FakeApiServer', () => {
     it('serves the namespaced path, group paths and cluster-scoped nodes', async () => {
       server.create(service('a', 's1'));
       server.create(service('b', 's2'));
-      server.create({ apiVersion: 'discovery.k8s.io/v1', kind: 'EndpointSlice', metadata: { namespace: 'b', name: 's2-x' }, addressType: 'IPv4', endpoints: [] });
+      server.create({
+        apiVersion: 'discovery.k8s.io/v1',
+        kind: 'EndpointSlice',
+        metadata: { namespace: 'b', name: 's2-x' },
+        addressType: 'IPv4',
+        endpoints: [],
+      });
       server.create({ apiVersion: 'v1', kind: 'Node', metadata: { name: 'n1', namespace: 'ignored' } });
-      expect((await get<ListBody>('/api/v1/namespaces/b/services')).body.items.map((i) => i.metadata.name)).toEqual(['s2']);
+      expect((await get<ListBody>('/api/v1/namespaces/b/services')).body.items.map((i) => i.metadata.name)).toEqual([
+        's2',
+      ]);
       const slices = (await get<ListBody>('/apis/discovery.k8s.io/v1/endpointslices')).body;
       expect(slices.kind).toBe('EndpointSliceList');
       expect(slices.apiVersion).toBe('discovery.k8s.io/v1');
@@ -84,12 +106,28 @@ describe('FakeApiServer', () => {
       server.create(service('a', 's2', { app: 'db', 'service.kubernetes.io/headless': '' }));
       server.create(service('a', 's3'));
       const sel = encodeURIComponent('!service.kubernetes.io/service-proxy-name,!service.kubernetes.io/headless');
-      expect((await get<ListBody>(`/api/v1/services?labelSelector=${sel}`)).body.items.map((i) => i.metadata.name)).toEqual(['s1', 's3']);
-      expect((await get<ListBody>(`/api/v1/services?labelSelector=app%20in%20(web,db)`)).body.items.map((i) => i.metadata.name)).toEqual(['s1', 's2']);
-      expect((await get<ListBody>(`/api/v1/services?fieldSelector=metadata.name%3Ds3`)).body.items.map((i) => i.metadata.name)).toEqual(['s3']);
-      const bad = await get<{ code: number; reason: string; message: string }>(`/api/v1/services?fieldSelector=spec.type%3DNodePort`);
+      expect(
+        (await get<ListBody>(`/api/v1/services?labelSelector=${sel}`)).body.items.map((i) => i.metadata.name),
+      ).toEqual(['s1', 's3']);
+      expect(
+        (await get<ListBody>(`/api/v1/services?labelSelector=app%20in%20(web,db)`)).body.items.map(
+          (i) => i.metadata.name,
+        ),
+      ).toEqual(['s1', 's2']);
+      expect(
+        (await get<ListBody>(`/api/v1/services?fieldSelector=metadata.name%3Ds3`)).body.items.map(
+          (i) => i.metadata.name,
+        ),
+      ).toEqual(['s3']);
+      const bad = await get<{ code: number; reason: string; message: string }>(
+        `/api/v1/services?fieldSelector=spec.type%3DNodePort`,
+      );
       expect(bad.status).toBe(400);
-      expect(bad.body).toMatchObject({ code: 400, reason: 'BadRequest', message: 'field label not supported: spec.type' });
+      expect(bad.body).toMatchObject({
+        code: 400,
+        reason: 'BadRequest',
+        message: 'field label not supported: spec.type',
+      });
     });
 
     it('answers discovery and /version', async () => {
@@ -105,7 +143,11 @@ describe('FakeApiServer', () => {
       const before = Number(server.resourceVersion);
       const created = await send('POST', '/api/v1/namespaces/a/services', service('a', 's1'));
       expect(created.status).toBe(201);
-      expect(created.body).toMatchObject({ kind: 'Service', apiVersion: 'v1', metadata: { name: 's1', namespace: 'a', resourceVersion: String(before + 1) } });
+      expect(created.body).toMatchObject({
+        kind: 'Service',
+        apiVersion: 'v1',
+        metadata: { name: 's1', namespace: 'a', resourceVersion: String(before + 1) },
+      });
       const dup = await send('POST', '/api/v1/namespaces/a/services', service('a', 's1'));
       expect(dup.status).toBe(409);
       expect(dup.body.reason).toBe('AlreadyExists');
@@ -126,11 +168,18 @@ describe('FakeApiServer', () => {
 
     it('PATCH applies a JSON merge patch (null deletes) and refuses JSON Patch with 415', async () => {
       server.create({ ...service('a', 's1', { app: 'web', old: 'x' }) });
-      const p = await send('PATCH', '/api/v1/namespaces/a/services/s1', { metadata: { labels: { old: null, new: 'y' } } }, 'application/merge-patch+json');
+      const p = await send(
+        'PATCH',
+        '/api/v1/namespaces/a/services/s1',
+        { metadata: { labels: { old: null, new: 'y' } } },
+        'application/merge-patch+json',
+      );
       expect(p.status).toBe(200);
       expect(p.body.metadata.labels).toEqual({ app: 'web', new: 'y' });
       expect(p.body.spec).toEqual({ clusterIP: '10.96.0.10' });
-      expect((await send('PATCH', '/api/v1/namespaces/a/services/s1', [], 'application/json-patch+json')).status).toBe(415);
+      expect((await send('PATCH', '/api/v1/namespaces/a/services/s1', [], 'application/json-patch+json')).status).toBe(
+        415,
+      );
     });
 
     it('DELETE answers the object and removes it; 404 after', async () => {
@@ -149,7 +198,10 @@ describe('FakeApiServer', () => {
       server.create(service('a', 's0'));
       const from = server.resourceVersion;
       server.create(service('a', 's1'));
-      server.patch({ apiVersion: 'v1', kind: 'Service', namespace: 'a', name: 's1' }, { spec: { clusterIP: '10.96.0.12' } });
+      server.patch(
+        { apiVersion: 'v1', kind: 'Service', namespace: 'a', name: 's1' },
+        { spec: { clusterIP: '10.96.0.12' } },
+      );
       server.create({ apiVersion: 'v1', kind: 'Node', metadata: { name: 'n1' } }); // another resource: not in this stream
       server.delete({ apiVersion: 'v1', kind: 'Service', namespace: 'a', name: 's0' });
       const w = await watch(`/api/v1/services?watch=true&resourceVersion=${from}`);
@@ -184,7 +236,10 @@ describe('FakeApiServer', () => {
       expect(w.status).toBe(200);
       await waitFor('the end of the stream', () => w.ended());
       expect(w.events).toEqual([
-        { type: 'ERROR', object: expect.objectContaining({ kind: 'Status', code: 410, reason: 'Expired', status: 'Failure' }) },
+        {
+          type: 'ERROR',
+          object: expect.objectContaining({ kind: 'Status', code: 410, reason: 'Expired', status: 'Failure' }),
+        },
       ]);
       // the current version is still watchable after compaction
       const ok = await watch(`/api/v1/services?watch=true&resourceVersion=${server.resourceVersion}`);
@@ -205,14 +260,22 @@ describe('FakeApiServer', () => {
 
     it('sends BOOKMARKs with the current resourceVersion only to watches that allow them and have a deadline', async () => {
       const plain = await watch(`/api/v1/services?watch=true&resourceVersion=${server.resourceVersion}`);
-      const withBookmarks = await watch(`/api/v1/services?watch=true&allowWatchBookmarks=true&timeoutSeconds=60&resourceVersion=${server.resourceVersion}`);
+      const withBookmarks = await watch(
+        `/api/v1/services?watch=true&allowWatchBookmarks=true&timeoutSeconds=60&resourceVersion=${server.resourceVersion}`,
+      );
       // kube-apiserver bookmarks only a watch with a deadline
-      const noDeadline = await watch(`/api/v1/services?watch=true&allowWatchBookmarks=true&resourceVersion=${server.resourceVersion}`);
+      const noDeadline = await watch(
+        `/api/v1/services?watch=true&allowWatchBookmarks=true&resourceVersion=${server.resourceVersion}`,
+      );
       server.create(service('a', 's1'));
       await waitFor('two bookmarks', () => withBookmarks.events.filter((e) => e.type === 'BOOKMARK').length >= 2);
       await waitFor('the ADDED on the plain watch', () => plain.events.length >= 1);
       const bm = withBookmarks.events.filter((e) => e.type === 'BOOKMARK')[1];
-      expect(bm.object).toEqual({ kind: 'Service', apiVersion: 'v1', metadata: { resourceVersion: server.resourceVersion } });
+      expect(bm.object).toEqual({
+        kind: 'Service',
+        apiVersion: 'v1',
+        metadata: { resourceVersion: server.resourceVersion },
+      });
       expect(names(plain)).toEqual(['ADDED s1']);
       expect(noDeadline.events.map((e) => e.type)).toEqual(['ADDED']);
     });
@@ -225,7 +288,9 @@ describe('FakeApiServer', () => {
 
     it('shows an object moved into / out of the selector as ADDED / DELETED (old object, new version)', async () => {
       server.create(service('a', 's1', { app: 'web' }));
-      const w = await watch(`/api/v1/services?watch=true&labelSelector=app%3Dweb&resourceVersion=${server.resourceVersion}`);
+      const w = await watch(
+        `/api/v1/services?watch=true&labelSelector=app%3Dweb&resourceVersion=${server.resourceVersion}`,
+      );
       const ref = { apiVersion: 'v1', kind: 'Service', namespace: 'a', name: 's1' };
       server.patch(ref, { metadata: { labels: { app: 'db' } } });
       const outRv = server.resourceVersion;
@@ -275,7 +340,14 @@ describe('FakeApiServer', () => {
       const expired = await watch(`/api/v1/services?watch=true&resourceVersion=${old}`);
       await waitFor('the end of the stream', () => expired.ended());
       expect(expired.events[0].object.code).toBe(410);
-      const stats = (await get<{ resourceVersion: string; objects: Record<string, number>; requests: Record<string, number>; openWatches: number }>('/fake/stats')).body;
+      const stats = (
+        await get<{
+          resourceVersion: string;
+          objects: Record<string, number>;
+          requests: Record<string, number>;
+          openWatches: number;
+        }>('/fake/stats')
+      ).body;
       expect(stats).toMatchObject({ resourceVersion: server.resourceVersion, openWatches: 0 });
       expect(stats.objects['v1/services']).toBe(1);
       expect(stats.requests.watch).toBe(2);
@@ -285,11 +357,16 @@ describe('FakeApiServer', () => {
       const s4 = server.create(service('a', 's4'));
       server.delete({ apiVersion: 'v1', kind: 'Service', namespace: 'a', name: 's1' });
       const before = Number(server.resourceVersion);
-      const reset = (await (await fetch(`${base}/fake/reset-history`, { method: 'POST' })).json()) as { resourceVersion: string; history: number };
+      const reset = (await (await fetch(`${base}/fake/reset-history`, { method: 'POST' })).json()) as {
+        resourceVersion: string;
+        history: number;
+      };
       expect(reset).toMatchObject({ resourceVersion: s4.metadata.resourceVersion, history: 0 });
       expect(Number(reset.resourceVersion)).toBeLessThan(before);
       // a watch from the lost version is answered 200 and waits (kube-apiserver v1.37)
-      expect((await fetch(`${base}/api/v1/services?watch=true&resourceVersion=${before}&timeoutSeconds=1`)).status).toBe(200);
+      expect(
+        (await fetch(`${base}/api/v1/services?watch=true&resourceVersion=${before}&timeoutSeconds=1`)).status,
+      ).toBe(200);
     });
 
     it('restart({loseHistory}) reopens on the same port; old versions get 410, newer ones wait', async () => {
@@ -304,7 +381,9 @@ describe('FakeApiServer', () => {
       await waitFor('the watch to break', () => w.ended());
       expect(server.url).toBe(base);
       expect((await get<ListBody>('/api/v1/services')).body.items.map((i) => i.metadata.name)).toEqual(['s1']);
-      expect((await fetch(`${base}/api/v1/services?watch=true&resourceVersion=${late}&timeoutSeconds=1`)).status).toBe(200);
+      expect((await fetch(`${base}/api/v1/services?watch=true&resourceVersion=${late}&timeoutSeconds=1`)).status).toBe(
+        200,
+      );
       const expired = await watch(`/api/v1/services?watch=true&resourceVersion=${Number(early) - 1}`);
       await waitFor('the end of the stream', () => expired.ended());
       expect(expired.events.map((e) => e.object.code)).toEqual([410]);

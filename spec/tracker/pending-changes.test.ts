@@ -115,7 +115,18 @@ describe('sameStructure', () => {
     expect(sameStructure({ a: 1 }, { b: 1 })).toBe(false);
     expect(sameStructure({ a: { ready: true } }, { a: { ready: false } })).toBe(false);
     expect(sameStructure({ a: [] }, { a: undefined })).toBe(false);
-    expect(sameStructure(new Map([['a', 1], ['b', 2]]), new Map([['b', 2], ['a', 1]]))).toBe(false);
+    expect(
+      sameStructure(
+        new Map([
+          ['a', 1],
+          ['b', 2],
+        ]),
+        new Map([
+          ['b', 2],
+          ['a', 1],
+        ]),
+      ),
+    ).toBe(false);
     expect(sameStructure(new Map([['a', 1]]), new Map([['a', 2]]))).toBe(false);
     expect(sameStructure(new Map([['a', 1]]), { a: 1 })).toBe(false);
     expect(sameStructure({ a: 1 }, new Map([['a', 1]]))).toBe(false);

@@ -85,7 +85,11 @@ describe('ServiceTracker', () => {
     expect(t.servicePorts('ns1/svc1')).toEqual([]);
     expect(t.refusals('ns1/svc1')).toEqual([
       {
-        kind: 'Service', namespace: 'ns1', name: 'svc1', field: 'spec.clusterIPs[0]', value: '10.96.0.300',
+        kind: 'Service',
+        namespace: 'ns1',
+        name: 'svc1',
+        field: 'spec.clusterIPs[0]',
+        value: '10.96.0.300',
         reason: 'not an IP address; no virtual server for this family',
       },
     ]);

@@ -100,7 +100,9 @@ describe.each<[Backend]>([['nft'], ['legacy']])('kube-ipvs cleanup with iptables
     expect(r.stdout).toMatch(/^would leave IPVS TCP 192\.168\.1\.10:443: in no kube-proxy ipset$/m);
     expect(r.stdout).toMatch(/^would leave IPVS FWM 7: a fwmark service/m);
     expect(r.stdout).toMatch(/^would remove IPVS TCP 192\.0\.2\.1:30443$/m);
-    expect(r.stdout).toMatch(/^would leave IPVS TCP 198\.51\.100\.100:30443: a KUBE-NODE-PORT set holds port 30443, but 198\.51\.100\.100 is not one of this node's NodePort addresses$/m);
+    expect(r.stdout).toMatch(
+      /^would leave IPVS TCP 198\.51\.100\.100:30443: a KUBE-NODE-PORT set holds port 30443, but 198\.51\.100\.100 is not one of this node's NodePort addresses$/m,
+    );
     expect(r.stdout).toMatch(/^would remove link kube-ipvs0$/m);
     expect(r.stdout).toMatch(/^would remove ipset KUBE-CLUSTER-IP$/m);
     expect(snapshot(b)).toBe(before);
@@ -120,14 +122,21 @@ describe.each<[Backend]>([['nft'], ['legacy']])('kube-ipvs cleanup with iptables
     for (const f of ['ipv4', 'ipv6'] as const) {
       const nat = run(bin(f, b, 'save'), ['-t', 'nat']);
       const filter = run(bin(f, b, 'save'), ['-t', 'filter']);
-      const kubeChains = (nat + filter).split('\n').filter((l) => /^:KUBE-/.test(l)).map((l) => l.split(' ')[0]);
+      const kubeChains = (nat + filter)
+        .split('\n')
+        .filter((l) => /^:KUBE-/.test(l))
+        .map((l) => l.split(' ')[0]);
       expect(kubeChains.sort()).toEqual([`:${FOREIGN.KUBELET_FILTER_CHAIN}`, `:${FOREIGN.KUBELET_NAT_CHAIN}`]);
       expect(nat + filter).not.toMatch(/kubernetes|kube-proxy/);
       expect(nat).toMatch(new RegExp(`-A ${FOREIGN.NAT_CHAIN} -j RETURN`));
       expect(nat).toMatch(/-A POSTROUTING -s \S+ -j MASQUERADE/);
       expect(filter).toMatch(new RegExp(`-A INPUT -j ${FOREIGN.KUBELET_FILTER_CHAIN}`));
       expect(filter).toMatch(new RegExp(`-A INPUT -p tcp .*--dport 2222 -j ${FOREIGN.FILTER_CHAIN}`));
-      expect(filter).toMatch(new RegExp(`-A ${FOREIGN.FILTER_CHAIN} -m set --match-set ${f === 'ipv4' ? FOREIGN.SET : FOREIGN.SET6} src -j ACCEPT`));
+      expect(filter).toMatch(
+        new RegExp(
+          `-A ${FOREIGN.FILTER_CHAIN} -m set --match-set ${f === 'ipv4' ? FOREIGN.SET : FOREIGN.SET6} src -j ACCEPT`,
+        ),
+      );
     }
     const sets = run('ipset', ['list', '-n']).split('\n').filter(Boolean).sort();
     expect(sets).toEqual([FOREIGN.SET, FOREIGN.SET6].sort());

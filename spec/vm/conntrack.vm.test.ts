@@ -28,7 +28,14 @@ import { FakeConntrack } from '../../testkit/kernel/fake-conntrack';
 import { Conntrack } from '../../lib/kernel/conntrack/conntrack';
 import { ConntrackFlow } from '../../lib/model/conntrack';
 import { staleConntrackFlows } from '../../lib/reconcile/stale-conntrack';
-import { ApiClient, e2eProxyConfig, LoggedProcess, LogLine, startFixtureApiServer, startKubeIpvs } from '../../testkit/processes';
+import {
+  ApiClient,
+  e2eProxyConfig,
+  LoggedProcess,
+  LogLine,
+  startFixtureApiServer,
+  startKubeIpvs,
+} from '../../testkit/processes';
 import { deletePod, makePod, run, tryRun } from '../../testkit/netns';
 
 const UDP = 17;
@@ -42,7 +49,12 @@ function enableConntrack(): void {
 }
 
 /** Sends one datagram from host:srcPort to host:SERVER_PORT, resolves when the server got it. */
-async function udpExchange(server: dgram.Socket, family: 'udp4' | 'udp6', host: string, srcPort: number): Promise<void> {
+async function udpExchange(
+  server: dgram.Socket,
+  family: 'udp4' | 'udp6',
+  host: string,
+  srcPort: number,
+): Promise<void> {
   const got = new Promise<void>((resolve) => {
     const on = (_m: Buffer, r: dgram.RemoteInfo) => {
       if (r.port !== srcPort) return;
@@ -70,7 +82,10 @@ describe('conntrack: kernel and fake behave the same', () => {
 
   beforeAll(async () => {
     enableConntrack();
-    for (const [type, host] of [['udp4', '127.0.0.1'], ['udp6', '::1']] as const) {
+    for (const [type, host] of [
+      ['udp4', '127.0.0.1'],
+      ['udp6', '::1'],
+    ] as const) {
       const s = dgram.createSocket(type);
       await new Promise<void>((resolve) => s.bind(SERVER_PORT, host, () => resolve()));
       servers.push(s);
@@ -101,17 +116,26 @@ describe('conntrack: kernel and fake behave the same', () => {
         await udpExchange(servers[0]!, 'udp4', '127.0.0.1', 41001);
         await udpExchange(servers[1]!, 'udp6', '::1', 41000);
         const ours = (f: ConntrackFlow) => f.orig.dstPort === SERVER_PORT;
-        const flows = [...(await ct.listFlows('ipv4', UDP)).filter(ours), ...(await ct.listFlows('ipv6', UDP)).filter(ours)];
+        const flows = [
+          ...(await ct.listFlows('ipv4', UDP)).filter(ours),
+          ...(await ct.listFlows('ipv6', UDP)).filter(ours),
+        ];
         return { ct, flows: flows.sort((a, b) => a.family.localeCompare(b.family) || a.orig.srcPort - b.orig.srcPort) };
       },
     ],
   ];
 
   describe.each(cases)('%s', (_name, make) => {
-    it('lists the flows with their tuples, deletes by tuple, ENOENT (gone) when already deleted or when the id is another entry\'s', async () => {
+    it("lists the flows with their tuples, deletes by tuple, ENOENT (gone) when already deleted or when the id is another entry's", async () => {
       const { ct, flows } = await make();
       try {
-        const strip = (f: ConntrackFlow) => ({ family: f.family, protocol: f.protocol, orig: f.orig, reply: f.reply, zone: f.zone });
+        const strip = (f: ConntrackFlow) => ({
+          family: f.family,
+          protocol: f.protocol,
+          orig: f.orig,
+          reply: f.reply,
+          zone: f.zone,
+        });
         expect(flows.map(strip)).toEqual([
           { ...udpFlow('ipv4', '127.0.0.1', 41000), zone: 0 },
           { ...udpFlow('ipv4', '127.0.0.1', 41001), zone: 0 },
@@ -120,7 +144,10 @@ describe('conntrack: kernel and fake behave the same', () => {
         for (const f of flows) expect(f.id).toEqual(expect.any(Number));
         const [a, b, c] = flows as [ConntrackFlow, ConntrackFlow, ConntrackFlow];
         const listed = async (fam: 'ipv4' | 'ipv6', proto: number) =>
-          (await ct.listFlows(fam, proto)).filter((f) => f.orig.dstPort === SERVER_PORT).map((f) => f.orig.srcPort).sort();
+          (await ct.listFlows(fam, proto))
+            .filter((f) => f.orig.dstPort === SERVER_PORT)
+            .map((f) => f.orig.srcPort)
+            .sort();
         // the protocol filter: no UDP flow in the TCP dump
         expect(await listed('ipv4', TCP)).toEqual([]);
 
@@ -158,18 +185,35 @@ const CLIENT_PORT = 45000;
 const CONTROL_PORT = 45001;
 
 type Obj = Record<string, unknown>;
-const meta = (namespace: string, name: string, extra: Obj = {}) => ({ namespace, name, uid: `uid-${namespace}-${name}`, ...extra });
+const meta = (namespace: string, name: string, extra: Obj = {}) => ({
+  namespace,
+  name,
+  uid: `uid-${namespace}-${name}`,
+  ...extra,
+});
 const dnsService: Obj = {
   apiVersion: 'v1',
   kind: 'Service',
   metadata: meta('kube-system', 'dns'),
-  spec: { type: 'ClusterIP', clusterIP: VIP, clusterIPs: [VIP], ipFamilies: ['IPv4'], sessionAffinity: 'None', ports: [{ name: 'dns', port: 53, targetPort: 5353, protocol: 'UDP' }] },
+  spec: {
+    type: 'ClusterIP',
+    clusterIP: VIP,
+    clusterIPs: [VIP],
+    ipFamilies: ['IPv4'],
+    sessionAffinity: 'None',
+    ports: [{ name: 'dns', port: 53, targetPort: 5353, protocol: 'UDP' }],
+  },
   status: { loadBalancer: {} },
 };
 const dnsSlice = (podIP: string): Obj => ({
   apiVersion: 'discovery.k8s.io/v1',
   kind: 'EndpointSlice',
-  metadata: meta('kube-system', 'dns-1', { labels: { 'kubernetes.io/service-name': 'dns', 'endpointslice.kubernetes.io/managed-by': 'endpointslice-controller.k8s.io' } }),
+  metadata: meta('kube-system', 'dns-1', {
+    labels: {
+      'kubernetes.io/service-name': 'dns',
+      'endpointslice.kubernetes.io/managed-by': 'endpointslice-controller.k8s.io',
+    },
+  }),
   addressType: 'IPv4',
   ports: [{ name: 'dns', port: 5353, protocol: 'UDP' }],
   endpoints: [{ addresses: [podIP], conditions: { ready: true, serving: true, terminating: false }, nodeName: NODE }],
@@ -187,7 +231,10 @@ async function udpEcho(ns: string, name: string, addr: string, port: number): Pr
   const script =
     `const s=require('dgram').createSocket('udp4');s.on('message',(m,r)=>s.send(${JSON.stringify(name + ' ')}+m,r.port,r.address));` +
     `s.bind(${port},${JSON.stringify(addr)},()=>console.log('ready'))`;
-  return ready(spawn('ip', ['netns', 'exec', ns, process.execPath, '-e', script], { stdio: ['ignore', 'pipe', 'pipe'] }), name);
+  return ready(
+    spawn('ip', ['netns', 'exec', ns, process.execPath, '-e', script], { stdio: ['ignore', 'pipe', 'pipe'] }),
+    name,
+  );
 }
 
 function ready(child: ChildProcess, name: string): Promise<ChildProcess> {
@@ -214,13 +261,20 @@ class FixedPortClients {
     child.stdout!.on('data', (d: Buffer) => this.replies.push(...d.toString().split('\n').filter(Boolean)));
   }
 
-  static async start(ns: string, src: string, routes: readonly { srcPort: number; dst: string; port: number }[]): Promise<FixedPortClients> {
+  static async start(
+    ns: string,
+    src: string,
+    routes: readonly { srcPort: number; dst: string; port: number }[],
+  ): Promise<FixedPortClients> {
     const script =
       `const dgram=require('dgram');const routes=${JSON.stringify(routes)};let n=0;const socks={};` +
       `for(const r of routes){const s=dgram.createSocket('udp4');socks[r.srcPort]=[s,r];s.on('message',(m)=>console.log(String(m)));` +
       `s.bind(r.srcPort,${JSON.stringify(src)},()=>{if(++n===routes.length)console.log('ready')})}` +
       `require('readline').createInterface({input:process.stdin}).on('line',(l)=>{const [p,msg]=l.split(' ');const [s,r]=socks[p];s.send(msg,r.port,r.dst)})`;
-    const child = await ready(spawn('ip', ['netns', 'exec', ns, process.execPath, '-e', script], { stdio: ['pipe', 'pipe', 'pipe'] }), 'udp clients');
+    const child = await ready(
+      spawn('ip', ['netns', 'exec', ns, process.execPath, '-e', script], { stdio: ['pipe', 'pipe', 'pipe'] }),
+      'udp clients',
+    );
     return new FixedPortClients(child);
   }
 
@@ -258,11 +312,21 @@ describe('conntrack: stale UDP flows and the real daemon', () => {
     run('ip', ['route', 'add', '10.96.0.0/16', 'via', UPSTREAM.ip]);
     run('ip', ['netns', 'exec', UPSTREAM.name, 'sysctl', '-qw', 'net.ipv4.ip_forward=0']);
     run('iptables', ['-t', 'nat', '-A', 'POSTROUTING', '-o', `veth-${UPSTREAM.name}`, '-j', 'MASQUERADE']);
-    run('sysctl', ['-qw', 'net.netfilter.nf_conntrack_udp_timeout=600', 'net.netfilter.nf_conntrack_udp_timeout_stream=600']);
+    run('sysctl', [
+      '-qw',
+      'net.netfilter.nf_conntrack_udp_timeout=600',
+      'net.netfilter.nf_conntrack_udp_timeout_stream=600',
+    ]);
     apiserver = await startFixtureApiServer(dir, API_PORT, [nodeObj]);
     fs.writeFileSync(
       path.join(dir, 'config.conf'),
-      e2eProxyConfig({ dir, node: NODE, ipvs: ['syncPeriod: 10m'], healthz: '127.0.0.1:10266', metrics: '127.0.0.1:10259' }),
+      e2eProxyConfig({
+        dir,
+        node: NODE,
+        ipvs: ['syncPeriod: 10m'],
+        healthz: '127.0.0.1:10266',
+        metrics: '127.0.0.1:10259',
+      }),
     );
     daemon = startKubeIpvs(['--config', path.join(dir, 'config.conf'), '--v=2']);
     ct = openConntrack();
@@ -293,17 +357,23 @@ describe('conntrack: stale UDP flows and the real daemon', () => {
   const isSync = (l: LogLine) => l.message === 'sync done';
   const isCleanup = (l: LogLine) => typeof l.message === 'string' && l.message.startsWith('conntrack: deleted');
   const flowsOf = async (srcPort: number, vip: string) =>
-    (await ct.listFlows('ipv4', UDP)).filter((f) => f.orig.src === CLIENT.ip && f.orig.srcPort === srcPort && f.orig.dst === vip);
+    (await ct.listFlows('ipv4', UDP)).filter(
+      (f) => f.orig.src === CLIENT.ip && f.orig.srcPort === srcPort && f.orig.dst === vip,
+    );
 
   it('a flow blackholed before the Service existed is deleted in the sync that gives it its first endpoint', async () => {
     // no UDP Service: no conntrack request at all
     const first = await daemon.waitFor(isSync, 'the first sync', 0, 240_000);
     expect(first).toMatchObject({ full: true, ipvsWrites: 0, conntrackOps: 0 });
-    expect(run('sysctl', ['-n', 'net.ipv4.vs.conntrack', 'net.ipv4.vs.expire_nodest_conn']).split('\n').filter(Boolean)).toEqual(['1', '1']);
+    expect(
+      run('sysctl', ['-n', 'net.ipv4.vs.conntrack', 'net.ipv4.vs.expire_nodest_conn']).split('\n').filter(Boolean),
+    ).toEqual(['1', '1']);
 
     expect(await clients.ask(CLIENT_PORT, 'zero', 3_000)).toBeUndefined();
     const before = await flowsOf(CLIENT_PORT, VIP);
-    expect(before.map((f) => `${f.reply.src}:${f.reply.srcPort} -> ${f.reply.dst}`)).toEqual([`${VIP}:53 -> ${UPSTREAM.gw}`]);
+    expect(before.map((f) => `${f.reply.src}:${f.reply.srcPort} -> ${f.reply.dst}`)).toEqual([
+      `${VIP}:53 -> ${UPSTREAM.gw}`,
+    ]);
 
     const from = daemon.lines.length;
     // the slice first: the Service's first plan has its endpoint (one sync, VS + RS)
@@ -311,25 +381,42 @@ describe('conntrack: stale UDP flows and the real daemon', () => {
     await api.create('/api/v1/namespaces/kube-system/services', dnsService);
     const cleaned = await daemon.waitFor(isCleanup, 'the conntrack cleanup', from);
     expect(cleaned.message).toBe('conntrack: deleted 1 stale entries (ipv4 UDP)');
-    const sync = await daemon.waitFor((l) => isSync(l) && (l.conntrackOps as number) > 0, 'the sync that cleaned', from);
+    const sync = await daemon.waitFor(
+      (l) => isSync(l) && (l.conntrackOps as number) > 0,
+      'the sync that cleaned',
+      from,
+    );
     // virtual server + real server; one dump + one delete
     expect(sync).toMatchObject({ full: false, ipvsWrites: 2, conntrackOps: 2 });
     expect(await flowsOf(CLIENT_PORT, VIP)).toEqual([]);
 
     // same source port, next packet: through IPVS to the pod, and back
     expect(await clients.ask(CLIENT_PORT, 'one', 20_000)).toBe('pod1 one');
-    expect((await flowsOf(CLIENT_PORT, VIP)).map((f) => `${f.reply.src}:${f.reply.srcPort}`)).toEqual([`${POD1.ip}:5353`]);
+    expect((await flowsOf(CLIENT_PORT, VIP)).map((f) => `${f.reply.src}:${f.reply.srcPort}`)).toEqual([
+      `${POD1.ip}:5353`,
+    ]);
   });
 
-  it('the backend pod is replaced: the client\'s next packet reaches the new one, no flow names the old one', async () => {
+  it("the backend pod is replaced: the client's next packet reaches the new one, no flow names the old one", async () => {
     const from = daemon.lines.length;
     await api.replace('/apis/discovery.k8s.io/v1/namespaces/kube-system/endpointslices/dns-1', dnsSlice(POD2.ip));
     const cleaned = await daemon.waitFor(isCleanup, 'the conntrack cleanup', from);
     // the kernel (5.9+, expire_nodest_conn=1) usually dropped the entry with the IPVS connection first
-    expect(['conntrack: deleted 0 stale entries (ipv4 UDP)', 'conntrack: deleted 1 stale entries (ipv4 UDP)']).toContain(cleaned.message);
-    const sync = await daemon.waitFor((l) => isSync(l) && (l.conntrackOps as number) > 0, 'the sync that cleaned', from);
+    expect([
+      'conntrack: deleted 0 stale entries (ipv4 UDP)',
+      'conntrack: deleted 1 stale entries (ipv4 UDP)',
+    ]).toContain(cleaned.message);
+    const sync = await daemon.waitFor(
+      (l) => isSync(l) && (l.conntrackOps as number) > 0,
+      'the sync that cleaned',
+      from,
+    );
     // real server pod1 deleted (UDP: at once), pod2 added; one dump (+ one delete if it was still there)
-    expect(sync).toMatchObject({ full: false, ipvsWrites: 2, conntrackOps: cleaned.message!.includes('deleted 1') ? 2 : 1 });
+    expect(sync).toMatchObject({
+      full: false,
+      ipvsWrites: 2,
+      conntrackOps: cleaned.message!.includes('deleted 1') ? 2 : 1,
+    });
     expect((await flowsOf(CLIENT_PORT, VIP)).filter((f) => f.reply.src === POD1.ip)).toEqual([]);
     expect(await clients.ask(CLIENT_PORT, 'two', 20_000)).toBe('pod2 two');
     expect((await flowsOf(CLIENT_PORT, VIP)).map((f) => f.reply.src)).toEqual([POD2.ip]);
@@ -338,9 +425,17 @@ describe('conntrack: stale UDP flows and the real daemon', () => {
   it('control: on a virtual server nobody cleans, the stale flow costs the first packet after IPVS takes over', async () => {
     expect(await clients.ask(CONTROL_PORT, 'a', 3_000)).toBeUndefined();
     const stale = await flowsOf(CONTROL_PORT, FOREIGN_VIP);
-    expect(stale.map((f) => `${f.reply.src}:${f.reply.srcPort} -> ${f.reply.dst}`)).toEqual([`${FOREIGN_VIP}:53 -> ${UPSTREAM.gw}`]);
+    expect(stale.map((f) => `${f.reply.src}:${f.reply.srcPort} -> ${f.reply.dst}`)).toEqual([
+      `${FOREIGN_VIP}:53 -> ${UPSTREAM.gw}`,
+    ]);
     // and the cleanup would pick it
-    const frontend = { family: 'ipv4' as const, protocol: UDP, address: FOREIGN_VIP, port: 53, endpoints: [{ address: POD1.ip, port: 5353 }] };
+    const frontend = {
+      family: 'ipv4' as const,
+      protocol: UDP,
+      address: FOREIGN_VIP,
+      port: 53,
+      endpoints: [{ address: POD1.ip, port: 5353 }],
+    };
     expect(staleConntrackFlows(stale, [frontend])).toEqual(stale);
     // a virtual server kube-ipvs does not own (not on kube-ipvs0, not in its sets): never touched
     run('ip', ['link', 'add', 'ctl0', 'type', 'dummy']);

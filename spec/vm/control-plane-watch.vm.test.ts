@@ -21,9 +21,22 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { Agent, fetch as undiciFetch } from 'undici';
-import { AuditEvent, connectToLab, kubeProxyIdentity, LabClient, labFromEnv, writeProjectedVolume } from '../../testkit/lab-client';
+import {
+  AuditEvent,
+  connectToLab,
+  kubeProxyIdentity,
+  LabClient,
+  labFromEnv,
+  writeProjectedVolume,
+} from '../../testkit/lab-client';
 import { labNode, labService, labSlice } from '../../testkit/lab-objects';
-import { e2eProxyConfig, LoggedProcess, LogLine, SERVICE_ACCOUNT_DIR as SA_DIR, startKubeIpvs } from '../../testkit/processes';
+import {
+  e2eProxyConfig,
+  LoggedProcess,
+  LogLine,
+  SERVICE_ACCOUNT_DIR as SA_DIR,
+  startKubeIpvs,
+} from '../../testkit/processes';
 import { connect, deletePod, makePod, run, startEchoServer, tryRun } from '../../testkit/netns';
 import { eventually } from '../../testkit/wait-for';
 
@@ -49,7 +62,13 @@ const PROBE_AGENT = 'kube-ipvs-e2e-probe';
 /** A selectorless ClusterIP Service: port 80 -> 8080; the API server allocates its ClusterIP. */
 const service = (name: string, ns = NS) => labService(ns, name, { type: 'ClusterIP' });
 /** The EndpointSlice an e2e controller would write for Service `svc`: `ips` ready on port 8080. */
-const slice = (svc: string, ips: readonly string[]) => labSlice(NS, svc, `${svc}-1`, ips.map((ip) => ({ ip, node: NODE })));
+const slice = (svc: string, ips: readonly string[]) =>
+  labSlice(
+    NS,
+    svc,
+    `${svc}-1`,
+    ips.map((ip) => ({ ip, node: NODE })),
+  );
 const node = labNode(NODE, [NODE_IP]);
 
 // ---- kernel views ----
@@ -79,7 +98,8 @@ function requests(events: readonly AuditEvent[]): AuditEvent[] {
 }
 const id = (e: AuditEvent) => (e as AuditEvent & { auditID: string }).auditID;
 const code = (e: AuditEvent) => e.responseStatus?.code ?? 0;
-const isList = (e: AuditEvent, p: string) => e.verb === 'list' && e.requestURI.startsWith(`${p}?`) && !/[?&]watch=(true|1)/.test(e.requestURI);
+const isList = (e: AuditEvent, p: string) =>
+  e.verb === 'list' && e.requestURI.startsWith(`${p}?`) && !/[?&]watch=(true|1)/.test(e.requestURI);
 const query = (e: AuditEvent) => new URL(e.requestURI, 'https://x').searchParams;
 
 describe('kube-ipvs against the real kube-apiserver: restarts, compaction, paging, token rotation, RBAC', () => {
@@ -98,7 +118,8 @@ describe('kube-ipvs against the real kube-apiserver: restarts, compaction, pagin
   const vip: Record<string, string> = {};
 
   const kubectlB = (args: readonly string[], stdin?: string) => lab.kubectl(['--server', hostB, ...args], stdin);
-  const applyB = (objects: readonly unknown[]) => kubectlB(['apply', '-f', '-'], JSON.stringify({ apiVersion: 'v1', kind: 'List', items: objects }));
+  const applyB = (objects: readonly unknown[]) =>
+    kubectlB(['apply', '-f', '-'], JSON.stringify({ apiVersion: 'v1', kind: 'List', items: objects }));
   async function clusterIP(name: string): Promise<string> {
     const svc = await lab.getJson<{ spec: { clusterIP: string } }>(['-n', NS, 'service', name]);
     vip[name] = svc.spec.clusterIP;
@@ -117,10 +138,14 @@ describe('kube-ipvs against the real kube-apiserver: restarts, compaction, pagin
   /** The daemon's requests since `mark`, each once. */
   async function daemonRequests(mark: number): Promise<AuditEvent[]> {
     const all = requests(await lab.audit(mark));
-    for (const e of all) if (e.user.username === SA_USER && e.userAgent && e.userAgent !== PROBE_AGENT) daemonAgents.add(e.userAgent);
-    const mine = (e: AuditEvent) => e.user.username === SA_USER || (e.userAgent !== undefined && daemonAgents.has(e.userAgent));
+    for (const e of all)
+      if (e.user.username === SA_USER && e.userAgent && e.userAgent !== PROBE_AGENT) daemonAgents.add(e.userAgent);
+    const mine = (e: AuditEvent) =>
+      e.user.username === SA_USER || (e.userAgent !== undefined && daemonAgents.has(e.userAgent));
     // the test's own probe of the old token is not the daemon's (the daemon reads cluster-wide)
-    return all.filter((e) => e.userAgent !== PROBE_AGENT && !e.requestURI.startsWith(`/api/v1/namespaces/${NS}/`) && mine(e));
+    return all.filter(
+      (e) => e.userAgent !== PROBE_AGENT && !e.requestURI.startsWith(`/api/v1/namespaces/${NS}/`) && mine(e),
+    );
   }
   /**
    * The daemon's requests since `mark` that API server a received before it was ready
@@ -139,8 +164,13 @@ describe('kube-ipvs against the real kube-apiserver: restarts, compaction, pagin
     const early = await beforeReady(mark);
     const reqs = await daemonRequests(mark);
     const startup = reqs.filter((e) => early.has(id(e)) && (code(e) < 200 || code(e) >= 300));
-    if (startup.length) console.log(`answered before a was ready: ${startup.map((e) => `${e.verb} ${e.objectRef?.resource} ${code(e)}`).join(', ')}`);
-    return reqs.filter((e) => !early.has(id(e)) && (code(e) < 200 || code(e) >= 300) && code(e) !== 410).map((e) => `${e.user.username} ${e.verb} ${e.requestURI} ${code(e)}`);
+    if (startup.length)
+      console.log(
+        `answered before a was ready: ${startup.map((e) => `${e.verb} ${e.objectRef?.resource} ${code(e)}`).join(', ')}`,
+      );
+    return reqs
+      .filter((e) => !early.has(id(e)) && (code(e) < 200 || code(e) >= 300) && code(e) !== 410)
+      .map((e) => `${e.user.username} ${e.verb} ${e.requestURI} ${code(e)}`);
   }
   const idx = () => daemon.lines.length;
   const linesSince = (from: number, pred: (l: LogLine) => boolean) => daemon.lines.slice(from).filter(pred);
@@ -156,7 +186,10 @@ describe('kube-ipvs against the real kube-apiserver: restarts, compaction, pagin
     await lab.kubectl(['-n', 'kube-system', 'create', 'secret', 'generic', SECRET1]);
     await lab.apply([node]);
     await kubeProxyIdentity(lab, dir, { duration: '1h', boundSecret: SECRET1 });
-    fs.writeFileSync(path.join(dir, 'config.conf'), e2eProxyConfig({ dir, node: NODE, ipvs: ['scheduler: rr', 'syncPeriod: 1m'] }));
+    fs.writeFileSync(
+      path.join(dir, 'config.conf'),
+      e2eProxyConfig({ dir, node: NODE, ipvs: ['scheduler: rr', 'syncPeriod: 1m'] }),
+    );
 
     for (const p of [P1, P2, CLIENT]) makePod(p.name, p.ip, p.gw);
     children.push(await startEchoServer(P1.name, 'p1', P1.ip, 8080));
@@ -179,7 +212,11 @@ describe('kube-ipvs against the real kube-apiserver: restarts, compaction, pagin
       await lab.startApiserver('a').catch(() => undefined);
       await lab.kubectl(['-n', NS, 'delete', 'services,endpointslices', '--all', '--wait=false'], undefined, true);
       await lab.kubectl(['-n', BULK_NS, 'delete', 'services', '--all', '--wait=false'], undefined, true);
-      await lab.kubectl(['-n', 'kube-system', 'delete', 'secret', SECRET1, SECRET2, '--ignore-not-found'], undefined, true);
+      await lab.kubectl(
+        ['-n', 'kube-system', 'delete', 'secret', SECRET1, SECRET2, '--ignore-not-found'],
+        undefined,
+        true,
+      );
       await lab.kubectl(['delete', 'node', NODE, '--ignore-not-found'], undefined, true);
     }
     fs.rmSync(dir, { recursive: true, force: true });
@@ -189,8 +226,16 @@ describe('kube-ipvs against the real kube-apiserver: restarts, compaction, pagin
   it('programs the Services from the real API server; traffic flows', async () => {
     // generous: on a loaded host the guest takes minutes to load the daemon's modules
     await daemon.waitFor((l) => l.message === 'sync done', 'the first sync', 0, 400_000);
-    const want = [...tableOf(vip.web!, [P1.ip]), ...tableOf(vip.other!, [P2.ip]), ...tableOf(vip.gone!, [P1.ip, P2.ip])].sort();
-    await eventually('the three Services', () => rulesOf([vip.web!, vip.other!, vip.gone!]), (r) => JSON.stringify(r) === JSON.stringify(want));
+    const want = [
+      ...tableOf(vip.web!, [P1.ip]),
+      ...tableOf(vip.other!, [P2.ip]),
+      ...tableOf(vip.gone!, [P1.ip, P2.ip]),
+    ].sort();
+    await eventually(
+      'the three Services',
+      () => rulesOf([vip.web!, vip.other!, vip.gone!]),
+      (r) => JSON.stringify(r) === JSON.stringify(want),
+    );
     expect(connect(CLIENT.name, vip.web!, 80).reply).toBe(`p1 client=${CLIENT.ip}`);
     expect(connect(CLIENT.name, vip.other!, 80).reply).toBe(`p2 client=${CLIENT.ip}`);
     // the daemon authenticated as kube-proxy's service account and was answered 2xx
@@ -210,10 +255,24 @@ describe('kube-ipvs against the real kube-apiserver: restarts, compaction, pagin
     await kubectlB(['-n', NS, 'delete', 'service', 'gone']);
     await kubectlB(['-n', NS, 'delete', 'endpointslice', 'gone-1']);
     await applyB([slice('web', [P2.ip])]);
-    const addedSvc = await lab.kubectl(['--server', hostB, '-n', NS, 'get', 'service', 'added', '-o', 'jsonpath={.spec.clusterIP}']);
+    const addedSvc = await lab.kubectl([
+      '--server',
+      hostB,
+      '-n',
+      NS,
+      'get',
+      'service',
+      'added',
+      '-o',
+      'jsonpath={.spec.clusterIP}',
+    ]);
     vip.added = addedSvc.stdout.trim();
     // the daemon notices that a is gone (its watches end, reconnecting fails) and keeps the table
-    await eventually('the daemon failing to reach a', () => linesSince(from, (l) => /informer failed/.test(String(l.message))).length, (n) => n > 0);
+    await eventually(
+      'the daemon failing to reach a',
+      () => linesSince(from, (l) => /informer failed/.test(String(l.message))).length,
+      (n) => n > 0,
+    );
     expect(mine()).toEqual(before);
     expect(rulesOf([vip.added])).toEqual([]);
     expect(connect(CLIENT.name, vip.web!, 80).reply).toBe(`p1 client=${CLIENT.ip}`);
@@ -221,15 +280,28 @@ describe('kube-ipvs against the real kube-apiserver: restarts, compaction, pagin
 
     const mark = await lab.auditMark();
     await startA();
-    const want = [...tableOf(vip.web!, [P2.ip]), ...tableOf(vip.other!, [P2.ip]), ...tableOf(vip.added, [P1.ip])].sort();
-    await eventually('the changes made through b', () => rulesOf([vip.web!, vip.other!, vip.gone!, vip.added]), (r) => JSON.stringify(r) === JSON.stringify(want), 300_000);
+    const want = [
+      ...tableOf(vip.web!, [P2.ip]),
+      ...tableOf(vip.other!, [P2.ip]),
+      ...tableOf(vip.added, [P1.ip]),
+    ].sort();
+    await eventually(
+      'the changes made through b',
+      () => rulesOf([vip.web!, vip.other!, vip.gone!, vip.added]),
+      (r) => JSON.stringify(r) === JSON.stringify(want),
+      300_000,
+    );
     expect(connect(CLIENT.name, vip.web!, 80).reply).toBe(`p2 client=${CLIENT.ip}`);
     expect(connect(CLIENT.name, vip.added, 80).reply).toBe(`p1 client=${CLIENT.ip}`);
     // a restarted API server's watch cache starts at etcd's current revision: the daemon's
     // resumed watch is answered 410 and it relists (as client-go's reflector would)
     const reqs = await daemonRequests(mark);
-    const relisted = linesSince(from, (l) => /informer: watch from resourceVersion \d+ expired \(410 Gone/.test(String(l.message)));
-    console.log(`after a's restart: ${relisted.length} informer(s) relisted after 410; ${reqs.filter((e) => isList(e, '/api/v1/services')).length} Service list(s)`);
+    const relisted = linesSince(from, (l) =>
+      /informer: watch from resourceVersion \d+ expired \(410 Gone/.test(String(l.message)),
+    );
+    console.log(
+      `after a's restart: ${relisted.length} informer(s) relisted after 410; ${reqs.filter((e) => isList(e, '/api/v1/services')).length} Service list(s)`,
+    );
     expect(await failuresAfterReady(mark)).toEqual([]);
   }, 900_000);
 
@@ -244,9 +316,16 @@ describe('kube-ipvs against the real kube-apiserver: restarts, compaction, pagin
     const mark = await lab.auditMark();
     await startA();
     const want = [...tableOf(vip.web!, [P2.ip]), ...tableOf(vip.other!, [P1.ip, P2.ip])].sort();
-    await eventually('the relisted state', () => rulesOf([vip.web!, vip.other!, vip.added!]), (r) => JSON.stringify(r) === JSON.stringify(want), 300_000);
+    await eventually(
+      'the relisted state',
+      () => rulesOf([vip.web!, vip.other!, vip.added!]),
+      (r) => JSON.stringify(r) === JSON.stringify(want),
+      300_000,
+    );
     // the relist, in the daemon's log and in the audit log: a list of Services after a's start
-    const relisted = linesSince(from, (l) => /^services informer: watch from resourceVersion \d+ expired \(410 Gone: .*\); relisting$/.test(String(l.message)));
+    const relisted = linesSince(from, (l) =>
+      /^services informer: watch from resourceVersion \d+ expired \(410 Gone: .*\); relisting$/.test(String(l.message)),
+    );
     expect(relisted.length).toBeGreaterThanOrEqual(1);
     const reqs = await daemonRequests(mark);
     expect(reqs.filter((e) => isList(e, '/api/v1/services')).length).toBeGreaterThanOrEqual(1);
@@ -259,7 +338,20 @@ describe('kube-ipvs against the real kube-apiserver: restarts, compaction, pagin
     await lab.stopApiserver('a');
     const items = Array.from({ length: BULK }, (_, i) => service(`bulk-${i}`, BULK_NS));
     await kubectlB(['create', '-f', '-'], JSON.stringify({ apiVersion: 'v1', kind: 'List', items }));
-    const bulk = (await lab.kubectl(['--server', hostB, '-n', BULK_NS, 'get', 'services', '-o', 'jsonpath={.items[*].spec.clusterIP}'])).stdout.trim().split(/\s+/);
+    const bulk = (
+      await lab.kubectl([
+        '--server',
+        hostB,
+        '-n',
+        BULK_NS,
+        'get',
+        'services',
+        '-o',
+        'jsonpath={.items[*].spec.clusterIP}',
+      ])
+    ).stdout
+      .trim()
+      .split(/\s+/);
     expect(bulk).toHaveLength(BULK);
     await lab.compact();
     const mark = await lab.auditMark();
@@ -275,8 +367,14 @@ describe('kube-ipvs against the real kube-apiserver: restarts, compaction, pagin
     expect(checks.filter((e) => code(e) !== 200)).toEqual([]);
     const lists = all.filter((e) => query(e).get('limit') !== '1');
     // one relist after a's return: a first page without a continue token, then the rest with
-    const pages = lists.map((e) => ({ limit: query(e).get('limit'), cont: query(e).get('continue') ?? '', code: code(e) }));
-    console.log(`Service list requests after a's return: ${JSON.stringify(pages.map((p) => ({ ...p, cont: p.cont ? `${p.cont.slice(0, 12)}...` : '' })))}`);
+    const pages = lists.map((e) => ({
+      limit: query(e).get('limit'),
+      cont: query(e).get('continue') ?? '',
+      code: code(e),
+    }));
+    console.log(
+      `Service list requests after a's return: ${JSON.stringify(pages.map((p) => ({ ...p, cont: p.cont ? `${p.cont.slice(0, 12)}...` : '' })))}`,
+    );
     expect(pages.every((p) => p.limit === '500')).toBe(true);
     expect(await failuresAfterReady(mark)).toEqual([]);
     const firsts = pages.filter((p) => p.cont === '').length;
@@ -303,7 +401,13 @@ describe('kube-ipvs against the real kube-apiserver: restarts, compaction, pagin
     // the API server caches a token's authentication for a few seconds: wait until it refuses it
     const dispatcher = new Agent({ connect: { ca } });
     const a = await lab.server('a');
-    const withOld = async () => (await undiciFetch(`${a}/api/v1/namespaces/${NS}/services`, { headers: { authorization: `Bearer ${oldToken}`, 'user-agent': PROBE_AGENT }, dispatcher })).status;
+    const withOld = async () =>
+      (
+        await undiciFetch(`${a}/api/v1/namespaces/${NS}/services`, {
+          headers: { authorization: `Bearer ${oldToken}`, 'user-agent': PROBE_AGENT },
+          dispatcher,
+        })
+      ).status;
     await eventually('the old token refused', withOld, (s) => s === 401, 120_000);
     await dispatcher.close();
     // new connections: the watches reconnect and must authenticate again
@@ -311,16 +415,27 @@ describe('kube-ipvs against the real kube-apiserver: restarts, compaction, pagin
     await lab.apply([service('rotated')]);
     await lab.apply([slice('rotated', [P1.ip])]);
     const rotated = await clusterIP('rotated');
-    await eventually('the Service created after the rotation', () => rulesOf([rotated]), (r) => JSON.stringify(r) === JSON.stringify(tableOf(rotated, [P1.ip]).sort()), 300_000);
+    await eventually(
+      'the Service created after the rotation',
+      () => rulesOf([rotated]),
+      (r) => JSON.stringify(r) === JSON.stringify(tableOf(rotated, [P1.ip]).sort()),
+      300_000,
+    );
     expect(connect(CLIENT.name, rotated, 80).reply).toBe(`p1 client=${CLIENT.ip}`);
 
     const early = await beforeReady(mark);
     const reqs = (await daemonRequests(mark)).filter((e) => !(early.has(id(e)) && code(e) === 403));
     const refused = reqs.filter((e) => code(e) === 401);
     const rest = reqs.filter((e) => code(e) !== 401);
-    console.log(`after the rotation: ${reqs.length} daemon requests, ${refused.length} answered 401: ${refused.map((e) => `${e.verb} ${e.requestURI}`).join(', ')}`);
+    console.log(
+      `after the rotation: ${reqs.length} daemon requests, ${refused.length} answered 401: ${refused.map((e) => `${e.verb} ${e.requestURI}`).join(', ')}`,
+    );
     // every request that was not refused is kube-proxy's and 2xx (a 410 of a resumed watch aside)
-    expect(rest.filter((e) => e.user.username !== SA_USER || ((code(e) < 200 || code(e) >= 300) && code(e) !== 410)).map((e) => `${e.user.username} ${e.verb} ${e.requestURI} ${code(e)}`)).toEqual([]);
+    expect(
+      rest
+        .filter((e) => e.user.username !== SA_USER || ((code(e) < 200 || code(e) >= 300) && code(e) !== 410))
+        .map((e) => `${e.user.username} ${e.verb} ${e.requestURI} ${code(e)}`),
+    ).toEqual([]);
     // each 401 is one request sent with the old token before the file was re-read: the same
     // request follows at once, authenticated, and succeeds; never two 401s for one request
     const uris = refused.map((e) => e.requestURI);
@@ -345,13 +460,25 @@ describe('kube-ipvs against the real kube-apiserver: restarts, compaction, pagin
     await lab.apply([service('forbidden')]);
     await lab.apply([slice('forbidden', [P2.ip])]);
     const forbidden = await clusterIP('forbidden');
-    const refusal = await daemon.waitFor((l) => /denied the request \(403 Forbidden\)/.test(String(l.message)), 'the refusal line', from, 300_000);
+    const refusal = await daemon.waitFor(
+      (l) => /denied the request \(403 Forbidden\)/.test(String(l.message)),
+      'the refusal line',
+      from,
+      300_000,
+    );
     expect(refusal).toMatchObject({ level: 'error', code: 403, user: expect.any(String) });
     expect(String(refusal.message)).toMatch(/system:serviceaccount:kube-system:kube-proxy|cannot list|cannot watch/);
     // several refused requests (every informer, retried with backoff) ...
-    await eventually('refused requests in the audit log', async () => (await daemonRequests(mark)).filter((e) => code(e) === 403).length, (n) => n >= 4, 300_000);
+    await eventually(
+      'refused requests in the audit log',
+      async () => (await daemonRequests(mark)).filter((e) => code(e) === 403).length,
+      (n) => n >= 4,
+      300_000,
+    );
     // ... and one line for all of them
-    expect(linesSince(from, (l) => l.level === 'error' && /Forbidden|forbidden/.test(String(l.message)))).toHaveLength(1);
+    expect(linesSince(from, (l) => l.level === 'error' && /Forbidden|forbidden/.test(String(l.message)))).toHaveLength(
+      1,
+    );
     // nothing programmed is lost, traffic flows, and the forbidden-time Service is not seen yet
     expect(rulesOf(mine)).toEqual(before);
     expect(rulesOf([forbidden])).toEqual([]);
@@ -368,12 +495,19 @@ describe('kube-ipvs against the real kube-apiserver: restarts, compaction, pagin
     expect(await healthz('/livez')).toBe(200);
 
     await lab.kubectl(['apply', '-f', '-'], fs.readFileSync(CRB_MANIFEST, 'utf8'));
-    await eventually('the Service created while forbidden', () => rulesOf([forbidden]), (r) => JSON.stringify(r) === JSON.stringify(tableOf(forbidden, [P2.ip]).sort()), 300_000);
+    await eventually(
+      'the Service created while forbidden',
+      () => rulesOf([forbidden]),
+      (r) => JSON.stringify(r) === JSON.stringify(tableOf(forbidden, [P2.ip]).sort()),
+      300_000,
+    );
     expect(connect(CLIENT.name, forbidden, 80).reply).toBe(`p2 client=${CLIENT.ip}`);
     expect(rulesOf(mine)).toEqual(before);
     const reqs = await daemonRequests(mark);
     console.log(`while forbidden: ${reqs.filter((e) => code(e) === 403).length} requests answered 403`);
     // still the one line: the refusal that ended was not logged again
-    expect(linesSince(from, (l) => l.level === 'error' && /Forbidden|forbidden/.test(String(l.message)))).toHaveLength(1);
+    expect(linesSince(from, (l) => l.level === 'error' && /Forbidden|forbidden/.test(String(l.message)))).toHaveLength(
+      1,
+    );
   }, 900_000);
 });

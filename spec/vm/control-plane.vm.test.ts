@@ -44,10 +44,17 @@ const EXT_IP = '203.0.113.20';
 
 type Obj = Record<string, unknown>;
 
-const service = (name: string, spec: Obj, annotations: Record<string, string> = {}) => labService(NS, name, spec, { labels: FILE_LABEL, annotations });
+const service = (name: string, spec: Obj, annotations: Record<string, string> = {}) =>
+  labService(NS, name, spec, { labels: FILE_LABEL, annotations });
 type Ep = Omit<LabEndpoint, 'node'> & { node?: string };
 const slice = (svc: string, name: string, eps: Ep[], o: Parameters<typeof labSlice>[4] = {}) =>
-  labSlice(NS, svc, name, eps.map((e) => ({ node: NODE, ...e })), { ...o, labels: FILE_LABEL });
+  labSlice(
+    NS,
+    svc,
+    name,
+    eps.map((e) => ({ node: NODE, ...e })),
+    { ...o, labels: FILE_LABEL },
+  );
 
 const ipvsRules = (): string[] => run('ipvsadm', ['-Sn']).split('\n').filter(Boolean).sort();
 const isSync = (l: LogLine) => l.message === 'sync done';
@@ -72,8 +79,17 @@ describe('kube-ipvs against the real kube-apiserver (RBAC, bound token, kubectl-
   const vip = (name: string) => allocated.get(name)!.clusterIP;
 
   async function readBack(name: string): Promise<void> {
-    const s = await lab.getJson<{ spec: { clusterIP: string; clusterIPs: string[]; ports: { nodePort?: number }[] } }>(['service', name, '-n', NS]);
-    allocated.set(name, { clusterIP: s.spec.clusterIP, clusterIPs: s.spec.clusterIPs, ...(s.spec.ports[0]!.nodePort ? { nodePort: s.spec.ports[0]!.nodePort } : {}) });
+    const s = await lab.getJson<{ spec: { clusterIP: string; clusterIPs: string[]; ports: { nodePort?: number }[] } }>([
+      'service',
+      name,
+      '-n',
+      NS,
+    ]);
+    allocated.set(name, {
+      clusterIP: s.spec.clusterIP,
+      clusterIPs: s.spec.clusterIPs,
+      ...(s.spec.ports[0]!.nodePort ? { nodePort: s.spec.ports[0]!.nodePort } : {}),
+    });
   }
 
   /**
@@ -92,7 +108,10 @@ describe('kube-ipvs against the real kube-apiserver (RBAC, bound token, kubectl-
     const ports = [...allocated.values()].map((a) => a.nodePort).filter((p): p is number => p !== undefined);
     return ipvsRules().filter((l) => {
       const vs = /-[tuf] (\S+)/.exec(l)?.[1] ?? '';
-      return addrs.some((a) => vs.startsWith(a.includes(':') ? `[${a}]:` : `${a}:`)) || ports.some((p) => vs === `${NODE_IP}:${p}`);
+      return (
+        addrs.some((a) => vs.startsWith(a.includes(':') ? `[${a}]:` : `${a}:`)) ||
+        ports.some((p) => vs === `${NODE_IP}:${p}`)
+      );
     });
   }
 
@@ -106,20 +125,36 @@ describe('kube-ipvs against the real kube-apiserver (RBAC, bound token, kubectl-
     children.push(await startEchoServer(POD3.name, 'pod3', POD3.ip, 8080));
 
     // what an earlier run in this lab left (its external IPs would compete with ours)
-    await lab.kubectl(['delete', 'services,endpointslices', '-A', '-l', 'e2e.kube-ipvs.io/file=control-plane', '--wait=false']);
+    await lab.kubectl([
+      'delete',
+      'services,endpointslices',
+      '-A',
+      '-l',
+      'e2e.kube-ipvs.io/file=control-plane',
+      '--wait=false',
+    ]);
     auditFrom = await lab.auditMark();
     // the node (as the kubelet would register it) and a namespace of this file's own
     await lab.apply([
       { apiVersion: 'v1', kind: 'Namespace', metadata: { name: NS } },
       labNode(NODE, [NODE_IP, NODE_IP6], { 'topology.kubernetes.io/zone': 'zone-a' }),
       // the Secret the daemon's token is bound to (deleting it would revoke the token)
-      { apiVersion: 'v1', kind: 'Secret', metadata: { namespace: 'kube-system', name: `kube-ipvs-${NS}` }, type: 'Opaque' },
+      {
+        apiVersion: 'v1',
+        kind: 'Secret',
+        metadata: { namespace: 'kube-system', name: `kube-ipvs-${NS}` },
+        type: 'Opaque',
+      },
     ]);
     const node = await lab.getJson<{ status: { addresses: unknown[] } }>(['node', NODE]);
     expect(node.status.addresses).toHaveLength(3);
 
     await lab.apply([
-      service('web', { type: 'LoadBalancer', loadBalancerSourceRanges: ['192.0.2.0/24'], externalTrafficPolicy: 'Cluster' }),
+      service('web', {
+        type: 'LoadBalancer',
+        loadBalancerSourceRanges: ['192.0.2.0/24'],
+        externalTrafficPolicy: 'Cluster',
+      }),
       service('local', { type: 'NodePort', externalIPs: [EXT_IP], externalTrafficPolicy: 'Local' }),
       service('sticky', { sessionAffinity: 'ClientIP', sessionAffinityConfig: { clientIP: { timeoutSeconds: 600 } } }),
       service('itp', { internalTrafficPolicy: 'Local' }),
@@ -129,14 +164,26 @@ describe('kube-ipvs against the real kube-apiserver (RBAC, bound token, kubectl-
       service('dns', { ports: [{ name: 'dns', port: 53, protocol: 'UDP' }] }),
     ]);
     for (const n of ['web', 'local', 'sticky', 'itp', 'topo', 'term', 'dual', 'dns']) await readBack(n);
-    await lab.kubectl(['patch', 'service', 'web', '-n', NS, '--subresource=status', '--type=merge', '-p',
-      JSON.stringify({ status: { loadBalancer: { ingress: [{ ip: LB_IP, ipMode: 'VIP' }] } } })]);
+    await lab.kubectl([
+      'patch',
+      'service',
+      'web',
+      '-n',
+      NS,
+      '--subresource=status',
+      '--type=merge',
+      '-p',
+      JSON.stringify({ status: { loadBalancer: { ingress: [{ ip: LB_IP, ipMode: 'VIP' }] } } }),
+    ]);
     await lab.apply([
       slice('web', 'web-1', [{ ip: POD1.ip }]),
       slice('local', 'local-1', [{ ip: POD1.ip }, { ip: POD3.ip, node: 'node-b' }]),
       slice('sticky', 'sticky-1', [{ ip: POD1.ip }, { ip: POD3.ip, node: 'node-b' }]),
       slice('itp', 'itp-1', [{ ip: POD1.ip }, { ip: POD3.ip, node: 'node-b' }]),
-      slice('topo', 'topo-1', [{ ip: POD1.ip, zone: 'zone-a' }, { ip: POD3.ip, node: 'node-b', zone: 'zone-b' }]),
+      slice('topo', 'topo-1', [
+        { ip: POD1.ip, zone: 'zone-a' },
+        { ip: POD3.ip, node: 'node-b', zone: 'zone-b' },
+      ]),
       // every endpoint terminating but still serving: kube-proxy falls back to them
       slice('term', 'term-1', [{ ip: POD1.ip, ready: false, serving: true, terminating: true }]),
       slice('dual', 'dual-ipv4', [{ ip: POD1.ip }]),
@@ -145,7 +192,15 @@ describe('kube-ipvs against the real kube-apiserver (RBAC, bound token, kubectl-
 
     // the kubelet's projected service-account volume: a bound token, the CA, the namespace
     await kubeProxyIdentity(lab, dir, { duration: '10m', boundSecret: `kube-ipvs-${NS}` });
-    fs.writeFileSync(cfgFile, e2eProxyConfig({ dir, node: NODE, ipvs: ['scheduler: rr', 'syncPeriod: 10m'], nodePortAddresses: ['192.0.2.0/24', '2001:db8:1::/64'] }));
+    fs.writeFileSync(
+      cfgFile,
+      e2eProxyConfig({
+        dir,
+        node: NODE,
+        ipvs: ['scheduler: rr', 'syncPeriod: 10m'],
+        nodePortAddresses: ['192.0.2.0/24', '2001:db8:1::/64'],
+      }),
+    );
     daemon = startKubeIpvs(['--config', cfgFile, '--v=2']);
   });
 
@@ -155,7 +210,11 @@ describe('kube-ipvs against the real kube-apiserver (RBAC, bound token, kubectl-
     for (const p of PODS) deletePod(p.name);
     tryRun('ipvsadm', ['-C']);
     // the objects first: without the namespace controller the namespace itself never goes
-    await lab.kubectl(['delete', 'services,endpointslices', '-n', NS, '-l', 'e2e.kube-ipvs.io/file=control-plane', '--wait=false'], undefined, true);
+    await lab.kubectl(
+      ['delete', 'services,endpointslices', '-n', NS, '-l', 'e2e.kube-ipvs.io/file=control-plane', '--wait=false'],
+      undefined,
+      true,
+    );
     await lab.kubectl(['delete', 'namespace', NS, '--wait=false'], undefined, true);
     await lab.kubectl(['delete', 'node', NODE, '--wait=false'], undefined, true);
     await lab.kubectl(['delete', 'secret', '-n', 'kube-system', `kube-ipvs-${NS}`, '--wait=false'], undefined, true);
@@ -170,23 +229,37 @@ describe('kube-ipvs against the real kube-apiserver (RBAC, bound token, kubectl-
     expect(allocated.get('dual')!.clusterIPs).toHaveLength(2);
     const want = [
       // web: LoadBalancer, ClusterIP + LB ingress + NodePort
-      `-A -t ${vip('web')}:80 -s rr`, `-a -t ${vip('web')}:80 -r ${POD1.ip}:8080 -m -w 1`,
-      `-A -t ${LB_IP}:80 -s rr`, `-a -t ${LB_IP}:80 -r ${POD1.ip}:8080 -m -w 1`,
-      `-A -t ${NODE_IP}:${np('web')} -s rr`, `-a -t ${NODE_IP}:${np('web')} -r ${POD1.ip}:8080 -m -w 1`,
+      `-A -t ${vip('web')}:80 -s rr`,
+      `-a -t ${vip('web')}:80 -r ${POD1.ip}:8080 -m -w 1`,
+      `-A -t ${LB_IP}:80 -s rr`,
+      `-a -t ${LB_IP}:80 -r ${POD1.ip}:8080 -m -w 1`,
+      `-A -t ${NODE_IP}:${np('web')} -s rr`,
+      `-a -t ${NODE_IP}:${np('web')} -r ${POD1.ip}:8080 -m -w 1`,
       // local: eTP Local; the external IP and NodePort get the local endpoint only
-      `-A -t ${vip('local')}:80 -s rr`, `-a -t ${vip('local')}:80 -r ${POD1.ip}:8080 -m -w 1`, `-a -t ${vip('local')}:80 -r ${POD3.ip}:8080 -m -w 1`,
-      `-A -t ${EXT_IP}:80 -s rr`, `-a -t ${EXT_IP}:80 -r ${POD1.ip}:8080 -m -w 1`,
-      `-A -t ${NODE_IP}:${np('local')} -s rr`, `-a -t ${NODE_IP}:${np('local')} -r ${POD1.ip}:8080 -m -w 1`,
+      `-A -t ${vip('local')}:80 -s rr`,
+      `-a -t ${vip('local')}:80 -r ${POD1.ip}:8080 -m -w 1`,
+      `-a -t ${vip('local')}:80 -r ${POD3.ip}:8080 -m -w 1`,
+      `-A -t ${EXT_IP}:80 -s rr`,
+      `-a -t ${EXT_IP}:80 -r ${POD1.ip}:8080 -m -w 1`,
+      `-A -t ${NODE_IP}:${np('local')} -s rr`,
+      `-a -t ${NODE_IP}:${np('local')} -r ${POD1.ip}:8080 -m -w 1`,
       // sticky: ClientIP affinity 600 s
-      `-A -t ${vip('sticky')}:80 -s rr -p 600`, `-a -t ${vip('sticky')}:80 -r ${POD1.ip}:8080 -m -w 1`, `-a -t ${vip('sticky')}:80 -r ${POD3.ip}:8080 -m -w 1`,
+      `-A -t ${vip('sticky')}:80 -s rr -p 600`,
+      `-a -t ${vip('sticky')}:80 -r ${POD1.ip}:8080 -m -w 1`,
+      `-a -t ${vip('sticky')}:80 -r ${POD3.ip}:8080 -m -w 1`,
       // itp: iTP Local, the local endpoint only; topo: this zone's hint only
-      `-A -t ${vip('itp')}:80 -s rr`, `-a -t ${vip('itp')}:80 -r ${POD1.ip}:8080 -m -w 1`,
-      `-A -t ${vip('topo')}:80 -s rr`, `-a -t ${vip('topo')}:80 -r ${POD1.ip}:8080 -m -w 1`,
+      `-A -t ${vip('itp')}:80 -s rr`,
+      `-a -t ${vip('itp')}:80 -r ${POD1.ip}:8080 -m -w 1`,
+      `-A -t ${vip('topo')}:80 -s rr`,
+      `-a -t ${vip('topo')}:80 -r ${POD1.ip}:8080 -m -w 1`,
       // term: the serving terminating endpoint, as the fallback
-      `-A -t ${vip('term')}:80 -s rr`, `-a -t ${vip('term')}:80 -r ${POD1.ip}:8080 -m -w 1`,
+      `-A -t ${vip('term')}:80 -s rr`,
+      `-a -t ${vip('term')}:80 -r ${POD1.ip}:8080 -m -w 1`,
       // dual: one virtual server per family
-      `-A -t ${vip('dual')}:80 -s rr`, `-a -t ${vip('dual')}:80 -r ${POD1.ip}:8080 -m -w 1`,
-      `-A -t [${dual6}]:80 -s rr`, `-a -t [${dual6}]:80 -r [${POD1.ip6}]:8080 -m -w 1`,
+      `-A -t ${vip('dual')}:80 -s rr`,
+      `-a -t ${vip('dual')}:80 -r ${POD1.ip}:8080 -m -w 1`,
+      `-A -t [${dual6}]:80 -s rr`,
+      `-a -t [${dual6}]:80 -r [${POD1.ip6}]:8080 -m -w 1`,
       // dns: UDP without endpoints
       `-A -u ${vip('dns')}:53 -s rr`,
     ].sort();
@@ -201,8 +274,10 @@ describe('kube-ipvs against the real kube-apiserver (RBAC, bound token, kubectl-
     expect(connect(EXT1.name, NODE_IP, allocated.get('web')!.nodePort!).reply).toMatch(/^pod1 client=/);
     expect(connect(EXT1.name, LB_IP, 80).reply).toMatch(/^pod1 client=/);
     expect(connect(EXT2.name, LB_IP, 80, 3).outcome).toBe('timeout');
-    for (let i = 0; i < 3; i++) expect(connect(EXT1.name, EXT_IP, 80)).toEqual({ outcome: 'ok', reply: `pod1 client=${EXT1.ip}` });
-    for (const n of ['itp', 'topo', 'term']) expect(`${n} ${connect(POD2.name, vip(n), 80).reply}`).toBe(`${n} pod1 client=${POD2.ip}`);
+    for (let i = 0; i < 3; i++)
+      expect(connect(EXT1.name, EXT_IP, 80)).toEqual({ outcome: 'ok', reply: `pod1 client=${EXT1.ip}` });
+    for (const n of ['itp', 'topo', 'term'])
+      expect(`${n} ${connect(POD2.name, vip(n), 80).reply}`).toBe(`${n} pod1 client=${POD2.ip}`);
     const replies = new Set<string>();
     for (let i = 0; i < 4; i++) replies.add(connect(POD2.name, vip('sticky'), 80).reply);
     expect(replies.size).toBe(1);
@@ -211,7 +286,10 @@ describe('kube-ipvs against the real kube-apiserver (RBAC, bound token, kubectl-
   });
 
   it('a Service created while it runs is programmed; network_programming_duration agrees with the trigger-time annotation', async () => {
-    const before = { count: metric('kubeproxy_network_programming_duration_seconds_count'), sum: metric('kubeproxy_network_programming_duration_seconds_sum') };
+    const before = {
+      count: metric('kubeproxy_network_programming_duration_seconds_count'),
+      sum: metric('kubeproxy_network_programming_duration_seconds_sum'),
+    };
     await lab.apply([service('late', {})]);
     await readBack('late');
     // the change was triggered 30 s ago (as the EndpointSlice controller stamps the first
@@ -219,9 +297,18 @@ describe('kube-ipvs against the real kube-apiserver (RBAC, bound token, kubectl-
     const triggered = new Date(Date.now() - 30_000);
     const applied = Date.now();
     await lab.apply([slice('late', 'late-1', [{ ip: POD1.ip }], { triggered })]);
-    await eventually('the late Service', ownRules, (r) => r.includes(`-a -t ${vip('late')}:80 -r ${POD1.ip}:8080 -m -w 1`));
+    await eventually('the late Service', ownRules, (r) =>
+      r.includes(`-a -t ${vip('late')}:80 -r ${POD1.ip}:8080 -m -w 1`),
+    );
     const programmed = Date.now();
-    const after = await eventually('the histogram', () => ({ count: metric('kubeproxy_network_programming_duration_seconds_count'), sum: metric('kubeproxy_network_programming_duration_seconds_sum') }), (m) => m.count > before.count);
+    const after = await eventually(
+      'the histogram',
+      () => ({
+        count: metric('kubeproxy_network_programming_duration_seconds_count'),
+        sum: metric('kubeproxy_network_programming_duration_seconds_sum'),
+      }),
+      (m) => m.count > before.count,
+    );
     expect(after.count - before.count).toBe(1);
     const observed = after.sum - before.sum;
     // the annotation has whole seconds: up to 1 s earlier than `triggered`
@@ -236,7 +323,19 @@ describe('kube-ipvs against the real kube-apiserver (RBAC, bound token, kubectl-
     await lab.apply([slice('bad', 'bad-1', [{ ip: POD1.ip }])]);
     const events = await eventually(
       'the Warning Event about Service bad',
-      async () => (await lab.getJson<{ items: { reason: string; type: string; regarding?: { name: string }; involvedObject?: { name: string }; note?: string; message?: string }[] }>(['events', '-n', NS])).items,
+      async () =>
+        (
+          await lab.getJson<{
+            items: {
+              reason: string;
+              type: string;
+              regarding?: { name: string };
+              involvedObject?: { name: string };
+              note?: string;
+              message?: string;
+            }[];
+          }>(['events', '-n', NS])
+        ).items,
       (items) => items.some((e) => (e.involvedObject ?? e.regarding)?.name === 'bad'),
     );
     const ev = events.find((e) => (e.involvedObject ?? e.regarding)?.name === 'bad')!;
@@ -253,14 +352,25 @@ describe('kube-ipvs against the real kube-apiserver (RBAC, bound token, kubectl-
       const k = `${e.verb} ${e.objectRef?.resource ?? e.requestURI} ${e.responseStatus?.code}`;
       byVerb.set(k, (byVerb.get(k) ?? 0) + 1);
     }
-    console.log(`the daemon's requests (audit log, ${mine.length} events):\n${[...byVerb].sort().map(([k, n]) => `  ${n} ${k}`).join('\n')}`);
+    console.log(
+      `the daemon's requests (audit log, ${mine.length} events):\n${[...byVerb]
+        .sort()
+        .map(([k, n]) => `  ${n} ${k}`)
+        .join('\n')}`,
+    );
     expect(mine.length).toBeGreaterThan(0);
     expect([...new Set(mine.map((e) => e.user.username))]).toEqual([SA_USER]);
-    expect(mine.filter((e) => !(e.responseStatus?.code && e.responseStatus.code >= 200 && e.responseStatus.code < 300))).toEqual([]);
+    expect(
+      mine.filter((e) => !(e.responseStatus?.code && e.responseStatus.code >= 200 && e.responseStatus.code < 300)),
+    ).toEqual([]);
     expect([...new Set(mine.map((e) => e.verb))].sort()).toEqual(expect.arrayContaining(['list', 'watch']));
     expect(mine.filter((e) => !['list', 'watch', 'create', 'patch'].includes(e.verb))).toEqual([]);
     expect(mine.filter((e) => ['create', 'patch'].includes(e.verb) && e.objectRef?.resource !== 'events')).toEqual([]);
     expect(mine.some((e) => e.verb === 'create' && e.objectRef?.resource === 'events')).toBe(true);
-    expect(mine.filter((e) => e.objectRef?.resource === 'nodes').every((e) => e.requestURI.includes(`metadata.name%3D${NODE}`))).toBe(true);
+    expect(
+      mine
+        .filter((e) => e.objectRef?.resource === 'nodes')
+        .every((e) => e.requestURI.includes(`metadata.name%3D${NODE}`)),
+    ).toBe(true);
   });
 });

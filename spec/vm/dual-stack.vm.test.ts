@@ -24,14 +24,25 @@ const EXT1 = { name: 'ext1', ip: '192.0.2.2', gw: NODE_IP, ip6: '2001:db8:1::2',
 const PODS = [POD1, POD2, EXT1];
 
 type Obj = Record<string, unknown>;
-const meta = (namespace: string, name: string, extra: Obj = {}) => ({ namespace, name, uid: `uid-${namespace}-${name}`, ...extra });
+const meta = (namespace: string, name: string, extra: Obj = {}) => ({
+  namespace,
+  name,
+  uid: `uid-${namespace}-${name}`,
+  ...extra,
+});
 
 const node: Obj = {
   apiVersion: 'v1',
   kind: 'Node',
   metadata: { name: NODE, uid: 'uid-node-a', labels: { 'kubernetes.io/hostname': NODE } },
   spec: { podCIDRs: ['10.244.0.0/16', 'fd00:10:244::/56'] },
-  status: { addresses: [{ type: 'InternalIP', address: NODE_IP }, { type: 'InternalIP', address: NODE_IP6 }, { type: 'Hostname', address: NODE }] },
+  status: {
+    addresses: [
+      { type: 'InternalIP', address: NODE_IP },
+      { type: 'InternalIP', address: NODE_IP6 },
+      { type: 'Hostname', address: NODE },
+    ],
+  },
 };
 
 function service(name: string, spec: Obj): Obj {
@@ -48,7 +59,12 @@ function slice(svc: string, name: string, addressType: 'IPv4' | 'IPv6', ip: stri
   return {
     apiVersion: 'discovery.k8s.io/v1',
     kind: 'EndpointSlice',
-    metadata: meta('default', name, { labels: { 'kubernetes.io/service-name': svc, 'endpointslice.kubernetes.io/managed-by': 'endpointslice-controller.k8s.io' } }),
+    metadata: meta('default', name, {
+      labels: {
+        'kubernetes.io/service-name': svc,
+        'endpointslice.kubernetes.io/managed-by': 'endpointslice-controller.k8s.io',
+      },
+    }),
     addressType,
     ports: [{ name: 'http', port: 8080, protocol: 'TCP' }],
     endpoints: [{ addresses: [ip], conditions: { ready: true, serving: true, terminating: false }, nodeName: NODE }],
@@ -57,41 +73,66 @@ function slice(svc: string, name: string, addressType: 'IPv4' | 'IPv6', ip: stri
 
 // IPv6 only: ClusterIP and NodePort
 const v6 = service('v6', {
-  ipFamilies: ['IPv6'], ipFamilyPolicy: 'SingleStack', clusterIP: 'fd00:10:96::10', clusterIPs: ['fd00:10:96::10'],
+  ipFamilies: ['IPv6'],
+  ipFamilyPolicy: 'SingleStack',
+  clusterIP: 'fd00:10:96::10',
+  clusterIPs: ['fd00:10:96::10'],
   ports: [{ name: 'http', port: 80, targetPort: 8080, nodePort: 30090, protocol: 'TCP' }],
 });
 // dual-stack: one cluster IP of each family, one EndpointSlice of each addressType
 const dual = service('dual', {
-  ipFamilies: ['IPv4', 'IPv6'], ipFamilyPolicy: 'RequireDualStack', clusterIP: '10.96.0.20', clusterIPs: ['10.96.0.20', 'fd00:10:96::20'],
+  ipFamilies: ['IPv4', 'IPv6'],
+  ipFamilyPolicy: 'RequireDualStack',
+  clusterIP: '10.96.0.20',
+  clusterIPs: ['10.96.0.20', 'fd00:10:96::20'],
   ports: [{ name: 'http', port: 80, targetPort: 8080, nodePort: 30091, protocol: 'TCP' }],
 });
 // IPv6 LoadBalancer with source ranges (the external client's /64 only)
 const LB_IP6 = '2001:db8:113::10';
 const lb6 = {
   ...service('lb6', {
-    type: 'LoadBalancer', ipFamilies: ['IPv6'], clusterIP: 'fd00:10:96::30', clusterIPs: ['fd00:10:96::30'],
-    ports: [{ name: 'http', port: 80, targetPort: 8080, nodePort: 30092, protocol: 'TCP' }], loadBalancerSourceRanges: ['2001:db8:1::/64'],
+    type: 'LoadBalancer',
+    ipFamilies: ['IPv6'],
+    clusterIP: 'fd00:10:96::30',
+    clusterIPs: ['fd00:10:96::30'],
+    ports: [{ name: 'http', port: 80, targetPort: 8080, nodePort: 30092, protocol: 'TCP' }],
+    loadBalancerSourceRanges: ['2001:db8:1::/64'],
   }),
   status: { loadBalancer: { ingress: [{ ip: LB_IP6, ipMode: 'VIP' }] } },
 };
 // IPv6 external IP with externalTrafficPolicy Local: the client's address reaches the pod
 const EXT_IP6 = '2001:db8:113::20';
 const local6 = service('local6', {
-  ipFamilies: ['IPv6'], clusterIP: 'fd00:10:96::40', clusterIPs: ['fd00:10:96::40'], externalIPs: [EXT_IP6], externalTrafficPolicy: 'Local',
+  ipFamilies: ['IPv6'],
+  clusterIP: 'fd00:10:96::40',
+  clusterIPs: ['fd00:10:96::40'],
+  externalIPs: [EXT_IP6],
+  externalTrafficPolicy: 'Local',
   ports: [{ name: 'http', port: 80, targetPort: 8080, nodePort: 30093, protocol: 'TCP' }],
 });
 // IPv6 session affinity: IPVS persistence with an IPv6 netmask (a prefix length, not a mask)
 const sticky6 = service('sticky6', {
-  type: 'ClusterIP', ipFamilies: ['IPv6'], clusterIP: 'fd00:10:96::50', clusterIPs: ['fd00:10:96::50'],
-  sessionAffinity: 'ClientIP', sessionAffinityConfig: { clientIP: { timeoutSeconds: 600 } },
+  type: 'ClusterIP',
+  ipFamilies: ['IPv6'],
+  clusterIP: 'fd00:10:96::50',
+  clusterIPs: ['fd00:10:96::50'],
+  sessionAffinity: 'ClientIP',
+  sessionAffinityConfig: { clientIP: { timeoutSeconds: 600 } },
   ports: [{ name: 'http', port: 80, targetPort: 8080, protocol: 'TCP' }],
 });
 const FIXTURES = [
-  node, v6, slice('v6', 'v6-ipv6', 'IPv6', POD1.ip6),
-  dual, slice('dual', 'dual-ipv4', 'IPv4', POD1.ip), slice('dual', 'dual-ipv6', 'IPv6', POD1.ip6),
-  lb6, slice('lb6', 'lb6-ipv6', 'IPv6', POD1.ip6),
-  local6, slice('local6', 'local6-ipv6', 'IPv6', POD1.ip6),
-  sticky6, slice('sticky6', 'sticky6-ipv6', 'IPv6', POD1.ip6),
+  node,
+  v6,
+  slice('v6', 'v6-ipv6', 'IPv6', POD1.ip6),
+  dual,
+  slice('dual', 'dual-ipv4', 'IPv4', POD1.ip),
+  slice('dual', 'dual-ipv6', 'IPv6', POD1.ip6),
+  lb6,
+  slice('lb6', 'lb6-ipv6', 'IPv6', POD1.ip6),
+  local6,
+  slice('local6', 'local6-ipv6', 'IPv6', POD1.ip6),
+  sticky6,
+  slice('sticky6', 'sticky6-ipv6', 'IPv6', POD1.ip6),
 ];
 
 function config(dir: string): string {
@@ -114,10 +155,14 @@ function config(dir: string): string {
 
 const ipvsRules = (): string[] => run('ipvsadm', ['-Sn']).split('\n').filter(Boolean).sort();
 const bound6 = (): string[] =>
-  run('ip', ['-o', '-6', 'addr', 'show', 'dev', 'kube-ipvs0']).split('\n').filter(Boolean).map((l) => l.split(/\s+/)[3]!.split('/')[0]!).sort();
-const ipsetMembers = (set: string): string[] => run('ipset', ['list', set]).split('Members:\n')[1]!.split('\n').filter(Boolean).sort();
+  run('ip', ['-o', '-6', 'addr', 'show', 'dev', 'kube-ipvs0'])
+    .split('\n')
+    .filter(Boolean)
+    .map((l) => l.split(/\s+/)[3]!.split('/')[0]!)
+    .sort();
+const ipsetMembers = (set: string): string[] =>
+  run('ipset', ['list', set]).split('Members:\n')[1]!.split('\n').filter(Boolean).sort();
 const isSync = (l: LogLine) => l.message === 'sync done';
-
 
 describe('IPv6 and dual-stack end to end (clusterCIDR unset, real kernel, real traffic)', () => {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'kube-ipvs-dual-'));
@@ -152,30 +197,67 @@ describe('IPv6 and dual-stack end to end (clusterCIDR unset, real kernel, real t
   it('proxies both families with clusterCIDR unset, primary family from the Node', async () => {
     // (the daemon's first line can take minutes in a loaded TCG guest: client-node loads slowly)
     const families = await daemon.waitFor((l) => l.dualStack !== undefined, 'the families line', 0, 600_000);
-    expect(families).toMatchObject({ families: ['ipv4', 'ipv6'], dualStack: true, primaryFamily: 'ipv4', primaryFrom: 'default' });
-    const primary = await daemon.waitFor((l) => l.primaryFrom === 'node', 'the primary family from the Node', 0, 600_000);
+    expect(families).toMatchObject({
+      families: ['ipv4', 'ipv6'],
+      dualStack: true,
+      primaryFamily: 'ipv4',
+      primaryFrom: 'default',
+    });
+    const primary = await daemon.waitFor(
+      (l) => l.primaryFrom === 'node',
+      'the primary family from the Node',
+      0,
+      600_000,
+    );
     expect(primary).toMatchObject({ primaryFamily: 'ipv4', nodeIPs: [NODE_IP, NODE_IP6] });
   });
 
   it('programs IPv6 virtual servers, kube-ipvs0 addresses, inet6 ipsets and ip6tables rules', async () => {
     await daemon.waitFor(isSync, 'the first sync');
     const want = [
-      '-A -t [fd00:10:96::10]:80 -s rr', `-a -t [fd00:10:96::10]:80 -r [${POD1.ip6}]:8080 -m -w 1`,
-      `-A -t [${NODE_IP6}]:30090 -s rr`, `-a -t [${NODE_IP6}]:30090 -r [${POD1.ip6}]:8080 -m -w 1`,
-      '-A -t 10.96.0.20:80 -s rr', `-a -t 10.96.0.20:80 -r ${POD1.ip}:8080 -m -w 1`,
-      '-A -t [fd00:10:96::20]:80 -s rr', `-a -t [fd00:10:96::20]:80 -r [${POD1.ip6}]:8080 -m -w 1`,
-      `-A -t ${NODE_IP}:30091 -s rr`, `-a -t ${NODE_IP}:30091 -r ${POD1.ip}:8080 -m -w 1`,
-      `-A -t [${NODE_IP6}]:30091 -s rr`, `-a -t [${NODE_IP6}]:30091 -r [${POD1.ip6}]:8080 -m -w 1`,
-      ...['fd00:10:96::30', LB_IP6].map((a) => [`-A -t [${a}]:80 -s rr`, `-a -t [${a}]:80 -r [${POD1.ip6}]:8080 -m -w 1`]).flat(),
-      `-A -t [${NODE_IP6}]:30092 -s rr`, `-a -t [${NODE_IP6}]:30092 -r [${POD1.ip6}]:8080 -m -w 1`,
-      ...['fd00:10:96::40', EXT_IP6].map((a) => [`-A -t [${a}]:80 -s rr`, `-a -t [${a}]:80 -r [${POD1.ip6}]:8080 -m -w 1`]).flat(),
-      `-A -t [${NODE_IP6}]:30093 -s rr`, `-a -t [${NODE_IP6}]:30093 -r [${POD1.ip6}]:8080 -m -w 1`,
-      '-A -t [fd00:10:96::50]:80 -s rr -p 600', `-a -t [fd00:10:96::50]:80 -r [${POD1.ip6}]:8080 -m -w 1`,
+      '-A -t [fd00:10:96::10]:80 -s rr',
+      `-a -t [fd00:10:96::10]:80 -r [${POD1.ip6}]:8080 -m -w 1`,
+      `-A -t [${NODE_IP6}]:30090 -s rr`,
+      `-a -t [${NODE_IP6}]:30090 -r [${POD1.ip6}]:8080 -m -w 1`,
+      '-A -t 10.96.0.20:80 -s rr',
+      `-a -t 10.96.0.20:80 -r ${POD1.ip}:8080 -m -w 1`,
+      '-A -t [fd00:10:96::20]:80 -s rr',
+      `-a -t [fd00:10:96::20]:80 -r [${POD1.ip6}]:8080 -m -w 1`,
+      `-A -t ${NODE_IP}:30091 -s rr`,
+      `-a -t ${NODE_IP}:30091 -r ${POD1.ip}:8080 -m -w 1`,
+      `-A -t [${NODE_IP6}]:30091 -s rr`,
+      `-a -t [${NODE_IP6}]:30091 -r [${POD1.ip6}]:8080 -m -w 1`,
+      ...['fd00:10:96::30', LB_IP6]
+        .map((a) => [`-A -t [${a}]:80 -s rr`, `-a -t [${a}]:80 -r [${POD1.ip6}]:8080 -m -w 1`])
+        .flat(),
+      `-A -t [${NODE_IP6}]:30092 -s rr`,
+      `-a -t [${NODE_IP6}]:30092 -r [${POD1.ip6}]:8080 -m -w 1`,
+      ...['fd00:10:96::40', EXT_IP6]
+        .map((a) => [`-A -t [${a}]:80 -s rr`, `-a -t [${a}]:80 -r [${POD1.ip6}]:8080 -m -w 1`])
+        .flat(),
+      `-A -t [${NODE_IP6}]:30093 -s rr`,
+      `-a -t [${NODE_IP6}]:30093 -r [${POD1.ip6}]:8080 -m -w 1`,
+      '-A -t [fd00:10:96::50]:80 -s rr -p 600',
+      `-a -t [fd00:10:96::50]:80 -r [${POD1.ip6}]:8080 -m -w 1`,
     ].sort();
     await eventually('the IPVS table', ipvsRules, (r) => JSON.stringify(r) === JSON.stringify(want));
-    const vips = ['fd00:10:96::10', 'fd00:10:96::20', 'fd00:10:96::30', 'fd00:10:96::40', 'fd00:10:96::50', LB_IP6, EXT_IP6];
+    const vips = [
+      'fd00:10:96::10',
+      'fd00:10:96::20',
+      'fd00:10:96::30',
+      'fd00:10:96::40',
+      'fd00:10:96::50',
+      LB_IP6,
+      EXT_IP6,
+    ];
     await eventually('the IPv6 VIPs', bound6, (a) => JSON.stringify(a) === JSON.stringify([...vips].sort()));
-    expect(ipsetMembers('KUBE-6-CLUSTER-IP')).toEqual(['fd00:10:96::10,tcp:80', 'fd00:10:96::20,tcp:80', 'fd00:10:96::30,tcp:80', 'fd00:10:96::40,tcp:80', 'fd00:10:96::50,tcp:80']);
+    expect(ipsetMembers('KUBE-6-CLUSTER-IP')).toEqual([
+      'fd00:10:96::10,tcp:80',
+      'fd00:10:96::20,tcp:80',
+      'fd00:10:96::30,tcp:80',
+      'fd00:10:96::40,tcp:80',
+      'fd00:10:96::50,tcp:80',
+    ]);
     expect(ipsetMembers('KUBE-6-NODE-PORT-TCP')).toEqual(['30090', '30091', '30092', '30093']);
     // (IPv6 set names are cut at ipset's 31 characters, as kube-proxy cuts them)
     expect(ipsetMembers('KUBE-6-LOAD-BALANCER-SOURCE-CID')).toEqual([`${LB_IP6},tcp:80,2001:db8:1::/64`]);
@@ -187,7 +269,8 @@ describe('IPv6 and dual-stack end to end (clusterCIDR unset, real kernel, real t
     expect(nat6).toMatch(/-A KUBE-SERVICES .*--match-set KUBE-6-CLUSTER-IP dst,dst -j ACCEPT/);
     expect(nat6).toMatch(/-A KUBE-NODE-PORT .*--match-set KUBE-6-NODE-PORT-TCP dst -j KUBE-MARK-MASQ/);
     // no clusterCIDR of either family: no local-traffic (! -s clusterCIDR) masquerade rule in either
-    for (const save of [nat6, run('iptables-save', ['-t', 'nat'])]) expect(save).not.toMatch(/! -s \S+ .*CLUSTER-IP dst,dst -j KUBE-MARK-MASQ/);
+    for (const save of [nat6, run('iptables-save', ['-t', 'nat'])])
+      expect(save).not.toMatch(/! -s \S+ .*CLUSTER-IP dst,dst -j KUBE-MARK-MASQ/);
   });
 
   it('IPv6 traffic: pod to ClusterIP, external client to NodePort', () => {
@@ -200,7 +283,8 @@ describe('IPv6 and dual-stack end to end (clusterCIDR unset, real kernel, real t
     expect(connect(EXT1.name, LB_IP6, 80).reply).toMatch(/^pod1-v6 client=/);
     expect(connect(POD2.name, LB_IP6, 80, 3).outcome).toBe('timeout'); // not in the source ranges
     expect(connect(EXT1.name, EXT_IP6, 80)).toEqual({ outcome: 'ok', reply: `pod1-v6 client=${EXT1.ip6}` });
-    for (let i = 0; i < 2; i++) expect(connect(POD2.name, 'fd00:10:96::50', 80)).toEqual({ outcome: 'ok', reply: `pod1-v6 client=${POD2.ip6}` });
+    for (let i = 0; i < 2; i++)
+      expect(connect(POD2.name, 'fd00:10:96::50', 80)).toEqual({ outcome: 'ok', reply: `pod1-v6 client=${POD2.ip6}` });
   });
 
   it('a dual-stack Service answers on both families: cluster IPs and NodePorts', () => {

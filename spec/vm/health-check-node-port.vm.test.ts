@@ -8,7 +8,14 @@ import fs from 'node:fs';
 import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
-import { ApiClient, e2eProxyConfig, LoggedProcess, LogLine, startFixtureApiServer, startKubeIpvs } from '../../testkit/processes';
+import {
+  ApiClient,
+  e2eProxyConfig,
+  LoggedProcess,
+  LogLine,
+  startFixtureApiServer,
+  startKubeIpvs,
+} from '../../testkit/processes';
 import { deletePod, inNs, makePod, tryRun } from '../../testkit/netns';
 import { eventually as pollUntil } from '../../testkit/wait-for';
 
@@ -20,7 +27,12 @@ const HC_PORT = 32100;
 const BUSY_HC_PORT = 32101;
 
 type Obj = Record<string, unknown>;
-const meta = (namespace: string, name: string, extra: Obj = {}) => ({ namespace, name, uid: `uid-${namespace}-${name}`, ...extra });
+const meta = (namespace: string, name: string, extra: Obj = {}) => ({
+  namespace,
+  name,
+  uid: `uid-${namespace}-${name}`,
+  ...extra,
+});
 
 function lbService(name: string, clusterIP: string, nodePort: number, healthCheckNodePort: number, lbIP: string): Obj {
   return {
@@ -28,9 +40,14 @@ function lbService(name: string, clusterIP: string, nodePort: number, healthChec
     kind: 'Service',
     metadata: meta('default', name),
     spec: {
-      type: 'LoadBalancer', clusterIP, clusterIPs: [clusterIP], ipFamilies: ['IPv4'], sessionAffinity: 'None',
+      type: 'LoadBalancer',
+      clusterIP,
+      clusterIPs: [clusterIP],
+      ipFamilies: ['IPv4'],
+      sessionAffinity: 'None',
       ports: [{ name: 'http', port: 80, targetPort: 8080, nodePort, protocol: 'TCP' }],
-      externalTrafficPolicy: 'Local', healthCheckNodePort,
+      externalTrafficPolicy: 'Local',
+      healthCheckNodePort,
     },
     status: { loadBalancer: { ingress: [{ ip: lbIP, ipMode: 'VIP' }] } },
   };
@@ -41,11 +58,18 @@ function slice(svc: string, eps: { ip: string; node: string }[]): Obj {
     apiVersion: 'discovery.k8s.io/v1',
     kind: 'EndpointSlice',
     metadata: meta('default', `${svc}-1`, {
-      labels: { 'kubernetes.io/service-name': svc, 'endpointslice.kubernetes.io/managed-by': 'endpointslice-controller.k8s.io' },
+      labels: {
+        'kubernetes.io/service-name': svc,
+        'endpointslice.kubernetes.io/managed-by': 'endpointslice-controller.k8s.io',
+      },
     }),
     addressType: 'IPv4',
     ports: [{ name: 'http', port: 8080, protocol: 'TCP' }],
-    endpoints: eps.map((e) => ({ addresses: [e.ip], conditions: { ready: true, serving: true, terminating: false }, nodeName: e.node })),
+    endpoints: eps.map((e) => ({
+      addresses: [e.ip],
+      conditions: { ready: true, serving: true, terminating: false },
+      nodeName: e.node,
+    })),
   };
 }
 
@@ -57,8 +81,14 @@ const node: Obj = {
   status: { addresses: [{ type: 'InternalIP', address: NODE_IP }] },
 };
 const web = lbService('web', '10.96.0.10', 30080, HC_PORT, '203.0.113.10');
-const webLocal = slice('web', [{ ip: '10.244.1.2', node: NODE }, { ip: '10.244.2.2', node: 'node-b' }]);
-const webMoved = slice('web', [{ ip: '10.244.3.2', node: 'node-b' }, { ip: '10.244.2.2', node: 'node-b' }]);
+const webLocal = slice('web', [
+  { ip: '10.244.1.2', node: NODE },
+  { ip: '10.244.2.2', node: 'node-b' },
+]);
+const webMoved = slice('web', [
+  { ip: '10.244.3.2', node: 'node-b' },
+  { ip: '10.244.2.2', node: 'node-b' },
+]);
 // its health check port is taken by another program on the node
 const busy = lbService('busy', '10.96.0.11', 30081, BUSY_HC_PORT, '203.0.113.11');
 const busySlice = slice('busy', [{ ip: '10.244.1.3', node: NODE }]);
@@ -86,7 +116,8 @@ function probe(port: number): Probe {
   for (const l of headerLines) {
     const i = l.indexOf(':');
     const k = l.slice(0, i).toLowerCase();
-    if (['content-type', 'x-content-type-options', 'x-load-balancing-endpoint-weight'].includes(k)) headers[k] = l.slice(i + 1).trim();
+    if (['content-type', 'x-content-type-options', 'x-load-balancing-endpoint-weight'].includes(k))
+      headers[k] = l.slice(i + 1).trim();
   }
   return { outcome: 'ok', status: Number(statusLine!.split(' ')[1]), headers, body: rest.join('\r\n\r\n') };
 }
@@ -96,12 +127,17 @@ const expectedBody = (name: string, n: number) =>
 const answer = (name: string, n: number): Probe => ({
   outcome: 'ok',
   status: n > 0 ? 200 : 503,
-  headers: { 'content-type': 'application/json', 'x-content-type-options': 'nosniff', 'x-load-balancing-endpoint-weight': String(n) },
+  headers: {
+    'content-type': 'application/json',
+    'x-content-type-options': 'nosniff',
+    'x-load-balancing-endpoint-weight': String(n),
+  },
   body: expectedBody(name, n),
 });
 
 /** The daemon applies a change after its watch event and a sync. */
-const eventually = <T>(what: string, f: () => T, ok: (v: T) => boolean, timeoutMs = 60_000) => pollUntil(what, f, ok, timeoutMs);
+const eventually = <T>(what: string, f: () => T, ok: (v: T) => boolean, timeoutMs = 60_000) =>
+  pollUntil(what, f, ok, timeoutMs);
 
 const isSync = (l: LogLine) => l.message === 'sync done';
 const slicePath = (name: string) => `/apis/discovery.k8s.io/v1/namespaces/default/endpointslices/${name}`;
@@ -135,14 +171,25 @@ describe('HealthCheckNodePort end to end (kube-ipvs process, fake API server, pr
     // (generous: the daemon's start alone can take minutes in the TCG guest on a busy host)
     await daemon.waitFor(isSync, 'the first sync', 0, 280_000);
     // the servers open right after the sync's rules are applied
-    expect(await eventually('web healthy', () => probe(HC_PORT), (p) => p.outcome === 'ok')).toEqual(answer('web', 1));
+    expect(
+      await eventually(
+        'web healthy',
+        () => probe(HC_PORT),
+        (p) => p.outcome === 'ok',
+      ),
+    ).toEqual(answer('web', 1));
   });
 
   it('a health check port in use: an error line naming that Service and port; the other Service is served', async () => {
-    const line = await daemon.waitFor((l) => l.level === 'error' && l.service === 'default/busy', 'the busy port error');
+    const line = await daemon.waitFor(
+      (l) => l.level === 'error' && l.service === 'default/busy',
+      'the busy port error',
+    );
     expect(line).toMatchObject({
       port: BUSY_HC_PORT,
-      message: expect.stringMatching(new RegExp(`^node ${NODE} failed to start healthcheck "default/busy" on port ${BUSY_HC_PORT}: .*EADDRINUSE`)),
+      message: expect.stringMatching(
+        new RegExp(`^node ${NODE} failed to start healthcheck "default/busy" on port ${BUSY_HC_PORT}: .*EADDRINUSE`),
+      ),
     });
     expect(daemon.lines.filter((l) => l.level === 'error' && l.service !== 'default/busy')).toEqual([]);
     expect(probe(HC_PORT)).toEqual(answer('web', 1));
@@ -150,11 +197,21 @@ describe('HealthCheckNodePort end to end (kube-ipvs process, fake API server, pr
 
   it('the local endpoint moves to another node: 503 with localEndpoints 0', async () => {
     await api.replace(slicePath('web-1'), webMoved);
-    expect(await eventually('web unhealthy', () => probe(HC_PORT), (p) => p.status === 503)).toEqual(answer('web', 0));
+    expect(
+      await eventually(
+        'web unhealthy',
+        () => probe(HC_PORT),
+        (p) => p.status === 503,
+      ),
+    ).toEqual(answer('web', 0));
   });
 
   it('the Service is deleted: the port is closed (connection refused)', async () => {
     await api.delete('/api/v1/namespaces/default/services/web');
-    await eventually('web closed', () => probe(HC_PORT).outcome, (o) => o === 'refused');
+    await eventually(
+      'web closed',
+      () => probe(HC_PORT).outcome,
+      (o) => o === 'refused',
+    );
   });
 });

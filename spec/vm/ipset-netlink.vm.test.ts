@@ -15,21 +15,38 @@ import { parseIpsetSave } from '../../lib/kernel/ipset/ipset-text';
 import { planIpsets } from '../../lib/plan/ipsets';
 import { RawTransport } from '../../lib/netlink/socket';
 import { NETLINK_NETFILTER } from '../../lib/uapi/nfnetlink_conntrack';
-import { entriesIpPortNet, entryIp, entryIpPort, entryIpPortIp, entryIpPortNet, entryPort } from '../../lib/model/ipset';
+import {
+  entriesIpPortNet,
+  entryIp,
+  entryIpPort,
+  entryIpPortIp,
+  entryIpPortNet,
+  entryPort,
+} from '../../lib/model/ipset';
 
 const run = (cmd: string, args: string[], stdin?: string) => new ChildProcessExec().run(cmd, args, stdin);
-const sh = async (script: string, stdin?: string) => checkExec('bash', ['-c', script], await run('bash', ['-c', script], stdin)).stdout;
+const sh = async (script: string, stdin?: string) =>
+  checkExec('bash', ['-c', script], await run('bash', ['-c', script], stdin)).stdout;
 const save = async () => parseIpsetSave(await sh('ipset save'));
 const destroyAll = () => sh('ipset flush 2>/dev/null; ipset destroy 2>/dev/null || true');
 
 /** Plain objects with sorted members, so a mismatch shows as a readable diff. */
 const plain = (s: IpsetState) =>
-  Object.fromEntries([...s].sort(([a], [b]) => a.localeCompare(b)).map(([n, v]) => [n, { ...v, members: [...v.members].sort() }]));
+  Object.fromEntries(
+    [...s].sort(([a], [b]) => a.localeCompare(b)).map(([n, v]) => [n, { ...v, members: [...v.members].sort() }]),
+  );
 
 const v4 = () =>
   planIpsets('ipv4', {
-    CLUSTER_IP: [entryIpPort('10.96.0.10', 'udp', 53), entryIpPort('10.96.0.10', 'tcp', 53), entryIpPort('10.96.0.1', 'tcp', 443)],
-    LOOP_BACK: [entryIpPortIp('10.244.1.5', 'tcp', 80, '10.244.1.5'), entryIpPortIp('10.244.1.6', 'sctp', 9000, '10.244.1.6')],
+    CLUSTER_IP: [
+      entryIpPort('10.96.0.10', 'udp', 53),
+      entryIpPort('10.96.0.10', 'tcp', 53),
+      entryIpPort('10.96.0.1', 'tcp', 443),
+    ],
+    LOOP_BACK: [
+      entryIpPortIp('10.244.1.5', 'tcp', 80, '10.244.1.5'),
+      entryIpPortIp('10.244.1.6', 'sctp', 9000, '10.244.1.6'),
+    ],
     EXTERNAL_IP: [entryIpPort('203.0.113.1', 'tcp', 80)],
     LOAD_BALANCER: [entryIpPort('203.0.113.7', 'tcp', 443), entryIpPort('203.0.113.7', 'udp', 443)],
     LOAD_BALANCER_FW: [entryIpPort('203.0.113.7', 'tcp', 443)],
@@ -48,7 +65,11 @@ const v4 = () =>
   });
 const v6 = () =>
   planIpsets('ipv6', {
-    CLUSTER_IP: [entryIpPort('FD00::A', 'tcp', 80), entryIpPort('fd00:0:0:1::53', 'udp', 53), entryIpPort('2001:db8:0:0:1:0:0:1', 'sctp', 7)],
+    CLUSTER_IP: [
+      entryIpPort('FD00::A', 'tcp', 80),
+      entryIpPort('fd00:0:0:1::53', 'udp', 53),
+      entryIpPort('2001:db8:0:0:1:0:0:1', 'sctp', 7),
+    ],
     LOOP_BACK: [entryIpPortIp('fd00::1:5', 'tcp', 80, 'fd00::1:5')],
     LOAD_BALANCER_SOURCE_CIDR: [
       entryIpPortNet('2001:db8::7', 'tcp', 443, '2001:db8:1::/48'),
@@ -114,7 +135,13 @@ describe('listIpsets against the kernel', () => {
     const fake = new FakeIpset();
     fake.applyRestore(r.restoreText, true);
     const noInitval = (s: IpsetState) =>
-      plain(new Map([...s].filter(([n]) => n.startsWith('KUBE-')).map(([n, v]) => [n, { ...v, options: v.options.replace(/ initval 0x[0-9a-f]+$/, '') }])));
+      plain(
+        new Map(
+          [...s]
+            .filter(([n]) => n.startsWith('KUBE-'))
+            .map(([n, v]) => [n, { ...v, options: v.options.replace(/ initval 0x[0-9a-f]+$/, '') }]),
+        ),
+      );
     expect(noInitval(await fake.list())).toEqual(noInitval(saved));
     expect(fake.saves).toBe(0);
   });
@@ -123,9 +150,14 @@ describe('listIpsets against the kernel', () => {
     // (ipset restore and save of 20,000 members take minutes each in the TCG guest; a dump
     // message holds at most a few hundred hash:ip,port,ip members)
     await destroyAll();
-    const lines = ['create T-BIG hash:ip,port,ip family inet hashsize 4096 maxelem 100000', 'create T-BIG6 hash:ip,port,net family inet6'];
-    for (let i = 0; i < 2_000; i++) lines.push(`add T-BIG 10.${i >> 16}.${(i >> 8) & 255}.${i & 255},tcp:${1 + (i % 65535)},192.0.2.${i % 256}`);
-    for (let i = 0; i < 200; i++) lines.push(`add T-BIG6 fd00::${i.toString(16)},udp:53,2001:db8:${i.toString(16)}::/${32 + (i % 97)}`);
+    const lines = [
+      'create T-BIG hash:ip,port,ip family inet hashsize 4096 maxelem 100000',
+      'create T-BIG6 hash:ip,port,net family inet6',
+    ];
+    for (let i = 0; i < 2_000; i++)
+      lines.push(`add T-BIG 10.${i >> 16}.${(i >> 8) & 255}.${i & 255},tcp:${1 + (i % 65535)},192.0.2.${i % 256}`);
+    for (let i = 0; i < 200; i++)
+      lines.push(`add T-BIG6 fd00::${i.toString(16)},udp:53,2001:db8:${i.toString(16)}::/${32 + (i % 97)}`);
     lines.push('create T-AFTER bitmap:port range 0-65535', 'add T-AFTER 80');
     await sh('ipset restore', lines.join('\n') + '\n');
     const saved = await save();

@@ -10,7 +10,16 @@ import { FakeIpset } from '../../testkit/kernel/fake-ipset';
 import { createIpset } from '../../lib/kernel/ipset/ipset-restore';
 import { formatIpsetState, parseIpsetSave } from '../../lib/kernel/ipset/ipset-text';
 import { planIpsets } from '../../lib/plan/ipsets';
-import { IpsetMember, IpsetProto, entriesIpPortNet, entryIp, entryIpPort, entryIpPortIp, entryIpPortNet, entryPort } from '../../lib/model/ipset';
+import {
+  IpsetMember,
+  IpsetProto,
+  entriesIpPortNet,
+  entryIp,
+  entryIpPort,
+  entryIpPortIp,
+  entryIpPortNet,
+  entryPort,
+} from '../../lib/model/ipset';
 
 const run = (cmd: string, args: string[], stdin?: string) => new ChildProcessExec().run(cmd, args, stdin);
 const sh = async (script: string) => checkExec('bash', ['-c', script], await run('bash', ['-c', script])).stdout;
@@ -29,9 +38,16 @@ async function destroyKubeSets(): Promise<void> {
 const destroyTestSets = () => sh("for s in $(ipset list -n | grep -E '^T-'); do ipset destroy $s; done");
 
 const members = () => ({
-  CLUSTER_IP: [entryIpPort('10.96.0.10', 'udp', 53), entryIpPort('10.96.0.10', 'tcp', 53), entryIpPort('10.96.0.1', 'tcp', 443)],
+  CLUSTER_IP: [
+    entryIpPort('10.96.0.10', 'udp', 53),
+    entryIpPort('10.96.0.10', 'tcp', 53),
+    entryIpPort('10.96.0.1', 'tcp', 443),
+  ],
   LOOP_BACK: [entryIpPortIp('10.244.1.5', 'tcp', 80, '10.244.1.5')],
-  LOAD_BALANCER_SOURCE_CIDR: [entryIpPortNet('203.0.113.7', 'tcp', 443, '198.51.100.0/24'), entryIpPortNet('203.0.113.7', 'tcp', 443, '198.51.100.9/32')],
+  LOAD_BALANCER_SOURCE_CIDR: [
+    entryIpPortNet('203.0.113.7', 'tcp', 443, '198.51.100.0/24'),
+    entryIpPortNet('203.0.113.7', 'tcp', 443, '198.51.100.9/32'),
+  ],
   NODE_PORT_TCP: [entryPort(30080)],
   IPVS_IPS: [entryIp('10.96.0.10'), entryIp('10.96.0.1')],
 });
@@ -44,7 +60,10 @@ describe('Ipset against the kernel', () => {
     const exec = new CountingExec(new ChildProcessExec());
     const ipset = createIpset(exec);
     await ipset.observe();
-    const v6 = planIpsets('ipv6', { CLUSTER_IP: [entryIpPort('FD00::A', 'tcp', 80)], NODE_PORT_LOCAL_SCTP: [entryIpPort('fd00::1', 'sctp', 30300)] });
+    const v6 = planIpsets('ipv6', {
+      CLUSTER_IP: [entryIpPort('FD00::A', 'tcp', 80)],
+      NODE_PORT_LOCAL_SCTP: [entryIpPort('fd00::1', 'sctp', 30300)],
+    });
     const desired = new Map([...planIpsets('ipv4', members()), ...v6]);
     const r = await ipset.sync(desired);
     expect(exec.count).toBe(2); // save + restore
@@ -61,19 +80,29 @@ describe('Ipset against the kernel', () => {
     }
     expect(headers.get('KUBE-CLUSTER-IP')).toBe('hash:ip,port family inet hashsize 1024 maxelem 65536');
     expect(headers.get('KUBE-LOOP-BACK')).toBe('hash:ip,port,ip family inet hashsize 1024 maxelem 65536');
-    expect(headers.get('KUBE-LOAD-BALANCER-SOURCE-CIDR')).toBe('hash:ip,port,net family inet hashsize 1024 maxelem 65536');
+    expect(headers.get('KUBE-LOAD-BALANCER-SOURCE-CIDR')).toBe(
+      'hash:ip,port,net family inet hashsize 1024 maxelem 65536',
+    );
     expect(headers.get('KUBE-IPVS-IPS')).toBe('hash:ip family inet hashsize 1024 maxelem 65536');
     expect(headers.get('KUBE-NODE-PORT-TCP')).toBe('bitmap:port range 0-65535');
     expect(headers.get('KUBE-HEALTH-CHECK-NODE-PORT')).toBe('bitmap:port range 0-65535');
-    expect(headers.get('KUBE-6-LOAD-BALANCER-SOURCE-CID')).toBe('hash:ip,port,net family inet6 hashsize 1024 maxelem 65536');
-    expect(headers.get('KUBE-6-NODE-PORT-LOCAL-SCTP-HAS')).toBe('hash:ip,port family inet6 hashsize 1024 maxelem 65536');
+    expect(headers.get('KUBE-6-LOAD-BALANCER-SOURCE-CID')).toBe(
+      'hash:ip,port,net family inet6 hashsize 1024 maxelem 65536',
+    );
+    expect(headers.get('KUBE-6-NODE-PORT-LOCAL-SCTP-HAS')).toBe(
+      'hash:ip,port family inet6 hashsize 1024 maxelem 65536',
+    );
     expect(headers.get('KUBE-IPVS-OWNED')).toBe('hash:ip,port family inet hashsize 1024 maxelem 65536');
     expect(headers.get('KUBE-6-IPVS-OWNED')).toBe('hash:ip,port family inet6 hashsize 1024 maxelem 65536');
     expect(headers.size).toBe(36);
 
     // members exactly as `ipset save` spells them = our entry strings
     const saved = parseIpsetSave(await sh('ipset save'));
-    expect([...saved.get('KUBE-CLUSTER-IP')!.members].sort()).toEqual(['10.96.0.1,tcp:443', '10.96.0.10,tcp:53', '10.96.0.10,udp:53']);
+    expect([...saved.get('KUBE-CLUSTER-IP')!.members].sort()).toEqual([
+      '10.96.0.1,tcp:443',
+      '10.96.0.10,tcp:53',
+      '10.96.0.10,udp:53',
+    ]);
     expect([...saved.get('KUBE-LOAD-BALANCER-SOURCE-CIDR')!.members].sort()).toEqual([
       '203.0.113.7,tcp:443,198.51.100.0/24',
       '203.0.113.7,tcp:443,198.51.100.9',
@@ -107,7 +136,8 @@ describe('Ipset against the kernel', () => {
     const ipset = createIpset();
     await ipset.observe();
     const stay = entryIpPort('10.96.0.1', 'tcp', 443);
-    const churn = (k: number) => Array.from({ length: 500 }, (_, i) => entryIpPort(`10.${97 + k}.${i >> 8}.${i & 255}`, 'tcp', 80));
+    const churn = (k: number) =>
+      Array.from({ length: 500 }, (_, i) => entryIpPort(`10.${97 + k}.${i >> 8}.${i & 255}`, 'tcp', 80));
     await ipset.sync(planIpsets('ipv4', { CLUSTER_IP: [stay, ...churn(0)] }));
 
     const probe = spawn('nice', [
@@ -138,7 +168,8 @@ describe('Ipset against the kernel', () => {
   }, 600_000);
 });
 
-const kernelMembers = async (set: string) => [...(parseIpsetSave(await sh('ipset save')).get(set)?.members ?? [])].sort();
+const kernelMembers = async (set: string) =>
+  [...(parseIpsetSave(await sh('ipset save')).get(set)?.members ?? [])].sort();
 const kernelHas = async (set: string, entry: string) => (await run('ipset', ['test', set, entry])).exitCode === 0;
 
 describe('one bad entry never stalls the ipsets (the kernel decides)', () => {
@@ -154,16 +185,30 @@ describe('one bad entry never stalls the ipsets (the kernel decides)', () => {
     const bad = '203.0.113.7,tcp:443,0.0.0.0/0' as IpsetMember;
     const desired = () =>
       planIpsets('ipv4', {
-        LOAD_BALANCER_SOURCE_CIDR: [entryIpPortNet('203.0.113.7', 'tcp', 443, '198.51.100.0/24'), bad, entryIpPortNet('203.0.113.7', 'tcp', 443, '192.0.2.0/24')],
+        LOAD_BALANCER_SOURCE_CIDR: [
+          entryIpPortNet('203.0.113.7', 'tcp', 443, '198.51.100.0/24'),
+          bad,
+          entryIpPortNet('203.0.113.7', 'tcp', 443, '192.0.2.0/24'),
+        ],
         NODE_PORT_TCP: [entryPort(30080)],
       });
     const r = await ipset.sync(desired());
     expect(r.quarantined).toEqual([
-      { set: 'KUBE-LOAD-BALANCER-SOURCE-CIDR', verb: 'add', member: bad, reason: 'The value of the CIDR parameter of the IP address is invalid' },
+      {
+        set: 'KUBE-LOAD-BALANCER-SOURCE-CIDR',
+        verb: 'add',
+        member: bad,
+        reason: 'The value of the CIDR parameter of the IP address is invalid',
+      },
     ]);
-    expect(logged).toEqual([expect.stringContaining(`ipset KUBE-LOAD-BALANCER-SOURCE-CIDR: member ${bad} quarantined`)]);
+    expect(logged).toEqual([
+      expect.stringContaining(`ipset KUBE-LOAD-BALANCER-SOURCE-CIDR: member ${bad} quarantined`),
+    ]);
     expect(await kernelMembers('KUBE-NODE-PORT-TCP')).toEqual(['30080']);
-    expect(await kernelMembers('KUBE-LOAD-BALANCER-SOURCE-CIDR')).toEqual(['203.0.113.7,tcp:443,192.0.2.0/24', '203.0.113.7,tcp:443,198.51.100.0/24']);
+    expect(await kernelMembers('KUBE-LOAD-BALANCER-SOURCE-CIDR')).toEqual([
+      '203.0.113.7,tcp:443,192.0.2.0/24',
+      '203.0.113.7,tcp:443,198.51.100.0/24',
+    ]);
     expect((await parseIpsetSave(await sh('ipset save'))).size).toBe(18);
     exec.reset();
     expect((await ipset.sync(desired())).execs).toBe(0);
@@ -175,12 +220,21 @@ describe('one bad entry never stalls the ipsets (the kernel decides)', () => {
     const ipset = createIpset();
     await ipset.observe();
     const desired = new Map([
-      ...planIpsets('ipv4', { LOAD_BALANCER_SOURCE_CIDR: entriesIpPortNet('203.0.113.7', 'tcp', 443, '0.0.0.0/0'), NODE_PORT_TCP: [entryPort(30080)] }),
+      ...planIpsets('ipv4', {
+        LOAD_BALANCER_SOURCE_CIDR: entriesIpPortNet('203.0.113.7', 'tcp', 443, '0.0.0.0/0'),
+        NODE_PORT_TCP: [entryPort(30080)],
+      }),
       ...planIpsets('ipv6', { LOAD_BALANCER_SOURCE_CIDR: entriesIpPortNet('fd00::7', 'tcp', 443, '::/0') }),
     ]);
     await ipset.sync(desired);
-    expect(await kernelMembers('KUBE-LOAD-BALANCER-SOURCE-CIDR')).toEqual(['203.0.113.7,tcp:443,0.0.0.0/1', '203.0.113.7,tcp:443,128.0.0.0/1']);
-    expect(await kernelMembers('KUBE-6-LOAD-BALANCER-SOURCE-CID')).toEqual(['fd00::7,tcp:443,8000::/1', 'fd00::7,tcp:443,::/1']);
+    expect(await kernelMembers('KUBE-LOAD-BALANCER-SOURCE-CIDR')).toEqual([
+      '203.0.113.7,tcp:443,0.0.0.0/1',
+      '203.0.113.7,tcp:443,128.0.0.0/1',
+    ]);
+    expect(await kernelMembers('KUBE-6-LOAD-BALANCER-SOURCE-CID')).toEqual([
+      'fd00::7,tcp:443,8000::/1',
+      'fd00::7,tcp:443,::/1',
+    ]);
     expect(await kernelMembers('KUBE-NODE-PORT-TCP')).toEqual(['30080']);
     for (const src of ['1.2.3.4', '198.51.100.9', '255.255.255.255']) {
       expect(await kernelHas('KUBE-LOAD-BALANCER-SOURCE-CIDR', `203.0.113.7,tcp:443,${src}`)).toBe(true);
@@ -218,62 +272,114 @@ interface Misuse {
 }
 const H = 'family inet hashsize 1024 maxelem 65536';
 const MISUSES: Misuse[] = [
-  { name: 'add to a missing set', seed: '', misuse: 'add T-MISSING 1.2.3.4,tcp:80\n', exitCode: 1, line: 1, message: 'The set with the given name does not exist', after: '' },
+  {
+    name: 'add to a missing set',
+    seed: '',
+    misuse: 'add T-MISSING 1.2.3.4,tcp:80\n',
+    exitCode: 1,
+    line: 1,
+    message: 'The set with the given name does not exist',
+    after: '',
+  },
   {
     name: 'bad entry on line 2 drops the unsent line-1 add',
     seed: `create T-A hash:ip,port ${H}\n`,
     misuse: 'add T-A 1.2.3.4,tcp:81\nadd T-A 1.2.3.4\n',
-    exitCode: 1, line: 2, message: 'Second element is missing from 1.2.3.4.',
+    exitCode: 1,
+    line: 2,
+    message: 'Second element is missing from 1.2.3.4.',
     after: 'create T-A hash:ip,port family inet\n',
   },
   {
     name: 'same name, other type, even with -exist',
-    seed: `create T-A hash:ip,port ${H}\n`, misuse: `create T-A hash:ip ${H}\n`,
-    exitCode: 1, line: 1, message: 'set with the same name already exists', after: 'create T-A hash:ip,port family inet\n',
+    seed: `create T-A hash:ip,port ${H}\n`,
+    misuse: `create T-A hash:ip ${H}\n`,
+    exitCode: 1,
+    line: 1,
+    message: 'set with the same name already exists',
+    after: 'create T-A hash:ip,port family inet\n',
   },
   {
-    name: 'IPv6 entry in an inet set', seed: `create T-A hash:ip,port ${H}\n`, misuse: 'add T-A fd00::1,tcp:80\n',
-    exitCode: 1, line: 1, message: 'resolving to IPv4 address failed', after: 'create T-A hash:ip,port family inet\n',
+    name: 'IPv6 entry in an inet set',
+    seed: `create T-A hash:ip,port ${H}\n`,
+    misuse: 'add T-A fd00::1,tcp:80\n',
+    exitCode: 1,
+    line: 1,
+    message: 'resolving to IPv4 address failed',
+    after: 'create T-A hash:ip,port family inet\n',
   },
   {
-    name: 'bitmap:port entry that is not a port (no line named)', seed: 'create T-P bitmap:port range 0-65535\n', misuse: 'add T-P 1.2.3.4\n',
-    exitCode: 1, line: undefined, message: "'1.2.3.4' is invalid as number", after: 'create T-P bitmap:port\n',
+    name: 'bitmap:port entry that is not a port (no line named)',
+    seed: 'create T-P bitmap:port range 0-65535\n',
+    misuse: 'add T-P 1.2.3.4\n',
+    exitCode: 1,
+    line: undefined,
+    message: "'1.2.3.4' is invalid as number",
+    after: 'create T-P bitmap:port\n',
   },
   {
-    name: 'unknown command after a create: the create stays', seed: '', misuse: `create T-Y hash:ip ${H}\nbogus T-Y\n`,
-    exitCode: 2, line: undefined, message: 'unknown argument bogus', after: 'create T-Y hash:ip family inet\n',
+    name: 'unknown command after a create: the create stays',
+    seed: '',
+    misuse: `create T-Y hash:ip ${H}\nbogus T-Y\n`,
+    exitCode: 2,
+    line: undefined,
+    message: 'unknown argument bogus',
+    after: 'create T-Y hash:ip family inet\n',
   },
   {
-    name: 'error in an add batch after a create', seed: '', misuse: `create T-X hash:ip ${H}\nadd T-X 1.1.1.1\nadd T-X 1.1.1.1,tcp:2\n`,
-    exitCode: 1, line: 3, message: 'Elem separator in 1.1.1.1,tcp:2, but settype hash:ip supports none.', after: 'create T-X hash:ip family inet\n',
+    name: 'error in an add batch after a create',
+    seed: '',
+    misuse: `create T-X hash:ip ${H}\nadd T-X 1.1.1.1\nadd T-X 1.1.1.1,tcp:2\n`,
+    exitCode: 1,
+    line: 3,
+    message: 'Elem separator in 1.1.1.1,tcp:2, but settype hash:ip supports none.',
+    after: 'create T-X hash:ip family inet\n',
   },
   {
     name: 'a /0 net is refused by the kernel: the adds before it in the batch stay',
     seed: `create T-N hash:ip,port,net ${H}\n`,
     misuse: 'add T-N 1.2.3.4,tcp:80,10.0.0.0/8\nadd T-N 1.2.3.4,tcp:80,0.0.0.0/0\nadd T-N 1.2.3.4,tcp:80,10.1.0.0/16\n',
-    exitCode: 1, line: 2, message: 'Error in line 2: The value of the CIDR parameter of the IP address is invalid',
+    exitCode: 1,
+    line: 2,
+    message: 'Error in line 2: The value of the CIDR parameter of the IP address is invalid',
     after: 'create T-N hash:ip,port,net family inet\nadd T-N 1.2.3.4,tcp:80,10.0.0.0/8\n',
   },
   {
     name: 'an IPv6 ::/0 net likewise; its two halves are accepted',
     seed: 'create T-6 hash:ip,port,net family inet6 hashsize 1024 maxelem 65536\n',
     misuse: 'add T-6 fd00::1,tcp:80,::/1\nadd T-6 fd00::1,TCP:80,8000::/1\ndel T-6 fd00::1,tcp:80,::/0\n',
-    exitCode: 1, line: 3, message: 'The value of the CIDR parameter of the IP address is invalid',
+    exitCode: 1,
+    line: 3,
+    message: 'The value of the CIDR parameter of the IP address is invalid',
     after: 'create T-6 hash:ip,port,net family inet6\nadd T-6 fd00::1,tcp:80,8000::/1\nadd T-6 fd00::1,tcp:80,::/1\n',
   },
   {
     name: 'a prefix beyond 32 is a syntax error: the unsent batch is dropped',
     seed: `create T-N hash:ip,port,net ${H}\n`,
     misuse: 'add T-N 1.2.3.4,tcp:80,10.2.0.0/16\nadd T-N 1.2.3.4,tcp:80,10.0.0.0/33\n',
-    exitCode: 1, line: 2, message: "Syntax error: '33' is out of range 0-32", after: 'create T-N hash:ip,port,net family inet\n',
+    exitCode: 1,
+    line: 2,
+    message: "Syntax error: '33' is out of range 0-32",
+    after: 'create T-N hash:ip,port,net family inet\n',
   },
   {
-    name: 'destroy a set an iptables rule uses', seed: `create T-R hash:ip ${H}\n`, referenced: 'T-R', misuse: 'destroy T-R\n',
-    exitCode: 1, line: 1, message: 'Set cannot be destroyed: it is in use by a kernel component', after: 'create T-R hash:ip family inet\n',
+    name: 'destroy a set an iptables rule uses',
+    seed: `create T-R hash:ip ${H}\n`,
+    referenced: 'T-R',
+    misuse: 'destroy T-R\n',
+    exitCode: 1,
+    line: 1,
+    message: 'Set cannot be destroyed: it is in use by a kernel component',
+    after: 'create T-R hash:ip family inet\n',
   },
 ];
 
-type Target = { restore(text: string): Promise<void>; dump(): Promise<string>; reference(set: string): Promise<void>; cleanup(): Promise<void> };
+type Target = {
+  restore(text: string): Promise<void>;
+  dump(): Promise<string>;
+  reference(set: string): Promise<void>;
+  cleanup(): Promise<void>;
+};
 
 const fake = (): Target => {
   const f = new FakeIpset();
@@ -317,7 +423,10 @@ describe.each([
     try {
       if (m.seed) await t.restore(m.seed);
       if (m.referenced) await t.reference(m.referenced);
-      const e = await t.restore(m.misuse).then(() => undefined, (x: unknown) => x);
+      const e = await t.restore(m.misuse).then(
+        () => undefined,
+        (x: unknown) => x,
+      );
       expect(e).toBeInstanceOf(ExecError);
       const err = e as ExecError;
       expect({ exitCode: err.exitCode, line: err.line }).toEqual({ exitCode: m.exitCode, line: m.line });

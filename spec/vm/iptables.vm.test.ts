@@ -20,9 +20,20 @@ import { SetKey } from '../../lib/model/names';
 const exec0 = new ChildProcessExec();
 const sh = async (script: string) => checkExec('bash', ['-c', script], await exec0.run('bash', ['-c', script])).stdout;
 const saveOf = async (bin: string, table: string) =>
-  (await sh(`${bin} -t ${table}`)).split('\n').filter((l) => l !== '' && !l.startsWith('#')).join('\n') + '\n';
+  (await sh(`${bin} -t ${table}`))
+    .split('\n')
+    .filter((l) => l !== '' && !l.startsWith('#'))
+    .join('\n') + '\n';
 
-const LIVE: SetKey[] = ['LOOP_BACK', 'CLUSTER_IP', 'EXTERNAL_IP', 'LOAD_BALANCER', 'LOAD_BALANCER_FW', 'LOAD_BALANCER_SOURCE_CIDR', 'NODE_PORT_TCP'];
+const LIVE: SetKey[] = [
+  'LOOP_BACK',
+  'CLUSTER_IP',
+  'EXTERNAL_IP',
+  'LOAD_BALANCER',
+  'LOAD_BALANCER_FW',
+  'LOAD_BALANCER_SOURCE_CIDR',
+  'NODE_PORT_TCP',
+];
 const PLAN = planIptables({
   family: 'ipv4',
   clusterCIDR: '10.244.0.0/16',
@@ -122,7 +133,9 @@ describe('backend detection on this VM', () => {
     expect(await detectBackend(exec0, 'ipv4')).toMatchObject({ backend: 'legacy', execs: 3 });
     await sh('iptables-nft -t mangle -N KUBE-IPTABLES-HINT');
     expect(await detectBackend(exec0, 'ipv4')).toMatchObject({ backend: 'nft', execs: 1 });
-    await sh('iptables-nft -t mangle -X KUBE-IPTABLES-HINT && iptables-legacy -F T-DETECT && iptables-legacy -X T-DETECT');
+    await sh(
+      'iptables-nft -t mangle -X KUBE-IPTABLES-HINT && iptables-legacy -F T-DETECT && iptables-legacy -X T-DETECT',
+    );
   });
 });
 
@@ -130,7 +143,9 @@ describe.each(['legacy', 'nft'] as const)('Iptables against the kernel (%s)', (b
   const bin = (tool: string) => `iptables-${backend}${tool}`;
 
   it('writes the KUBE-* chains exactly, keeps a foreign chain, never duplicates a jump, counts execs', async () => {
-    await sh(`${bin('')} -t filter -N FOREIGN && ${bin('')} -A FOREIGN -s 192.0.2.1 -j ACCEPT && ${bin('')} -A INPUT -j FOREIGN`);
+    await sh(
+      `${bin('')} -t filter -N FOREIGN && ${bin('')} -A FOREIGN -s 192.0.2.1 -j ACCEPT && ${bin('')} -A INPUT -j FOREIGN`,
+    );
     const exec = new CountingExec(exec0);
     const ipt = createIptables({ family: 'ipv4', backend, exec });
     const first = await ipt.sync(PLAN);
@@ -155,7 +170,12 @@ describe.each(['legacy', 'nft'] as const)('Iptables against the kernel (%s)', (b
 
     // a change is one restore; rules of emptied sets go away, foreign stays
     exec.reset();
-    const smaller = planIptables({ family: 'ipv4', clusterCIDR: '10.244.0.0/16', nonEmptySets: new Set<SetKey>(['CLUSTER_IP']), randomFully: true });
+    const smaller = planIptables({
+      family: 'ipv4',
+      clusterCIDR: '10.244.0.0/16',
+      nonEmptySets: new Set<SetKey>(['CLUSTER_IP']),
+      randomFully: true,
+    });
     expect((await ipt.sync(smaller)).execs).toBe(1);
     const filter = await saveOf(bin('-save'), 'filter');
     expect(filter).not.toContain('KUBE-LOAD-BALANCER-FW');
@@ -169,17 +189,29 @@ describe.each(['legacy', 'nft'] as const)('Iptables against the kernel (%s)', (b
     const evil = '203.0.113.7 -j DROP\n-A INPUT -j DROP\n-A KUBE-IPVS-OUT-FILTER -s 203.0.113.7';
     const ipt = createIptables({ family: 'ipv4', backend });
     // a plan whose rule text carries the injection (as today's planner writes it) is refused by the writer
-    const forged = { ...PLAN, filter: { ...PLAN.filter, rules: [...PLAN.filter.rules, `-A KUBE-IPVS-OUT-FILTER -s ${evil} -j DROP`] } };
+    const forged = {
+      ...PLAN,
+      filter: { ...PLAN.filter, rules: [...PLAN.filter.rules, `-A KUBE-IPVS-OUT-FILTER -s ${evil} -j DROP`] },
+    };
     for (let i = 0; i < 2; i++) {
-      const e = await ipt.sync(forged).then(() => undefined, (x: unknown) => x);
+      const e = await ipt.sync(forged).then(
+        () => undefined,
+        (x: unknown) => x,
+      );
       expect(await saveOf(bin('-save'), 'filter')).not.toContain('-A INPUT -j DROP');
       expect(e).toMatchObject({ code: 'KIPVS_UNSAFE_RULE_TEXT' });
     }
     // and the planner refuses the raw values, naming the field
-    const plan = (over: object) => () => planIptables({ family: 'ipv4', nonEmptySets: new Set<SetKey>(['CLUSTER_IP']), randomFully: true, ...over });
-    expect(plan({ lbOutFilter: [{ lbIP: '203.0.113.8', proto: 'tcp', port: 443 }, { lbIP: evil, proto: 'tcp', port: 443 }] })).toThrow(
-      expect.objectContaining({ code: 'KIPVS_INVALID_PLAN_INPUT', field: 'lbOutFilter[1].lbIP' }),
-    );
+    const plan = (over: object) => () =>
+      planIptables({ family: 'ipv4', nonEmptySets: new Set<SetKey>(['CLUSTER_IP']), randomFully: true, ...over });
+    expect(
+      plan({
+        lbOutFilter: [
+          { lbIP: '203.0.113.8', proto: 'tcp', port: 443 },
+          { lbIP: evil, proto: 'tcp', port: 443 },
+        ],
+      }),
+    ).toThrow(expect.objectContaining({ code: 'KIPVS_INVALID_PLAN_INPUT', field: 'lbOutFilter[1].lbIP' }));
     expect(plan({ localDetector: { kind: 'BridgeInterface', iface: 'cbr0\n-A INPUT -j DROP' } })).toThrow(
       expect.objectContaining({ code: 'KIPVS_INVALID_PLAN_INPUT', field: 'localDetector.iface' }),
     );
@@ -205,14 +237,21 @@ describe.each(['legacy', 'nft'] as const)('Iptables against the kernel (%s)', (b
 
   it('IPv6 through ip6tables: ::1/128 and KUBE-6- sets', async () => {
     const ipt = createIptables({ family: 'ipv6', backend });
-    const plan = planIptables({ family: 'ipv6', nonEmptySets: new Set<SetKey>(['CLUSTER_IP']), lbOutFilter: [{ lbIP: 'fd00::7', proto: 'udp', port: 53 }], randomFully: true });
+    const plan = planIptables({
+      family: 'ipv6',
+      nonEmptySets: new Set<SetKey>(['CLUSTER_IP']),
+      lbOutFilter: [{ lbIP: 'fd00::7', proto: 'udp', port: 53 }],
+      randomFully: true,
+    });
     expect((await ipt.sync(plan)).wrote).toBe(true);
     const nat = await saveOf(`ip6tables-${backend}-save`, 'nat');
     expect(nat).toContain('-A KUBE-SERVICES -s ::1/128 -j RETURN\n');
     expect(nat).toContain('-m set --match-set KUBE-6-CLUSTER-IP src,dst -j KUBE-MARK-MASQ\n');
     expect(nat).toContain('-A PREROUTING -m comment --comment "kubernetes service portals" -j KUBE-SERVICES\n');
     const filter = await saveOf(`ip6tables-${backend}-save`, 'filter');
-    expect(filter).toContain('-A KUBE-IPVS-OUT-FILTER -s fd00::7/128 -m ipvs --vproto 17 --vaddr fd00::7 --vport 53 -j DROP\n');
+    expect(filter).toContain(
+      '-A KUBE-IPVS-OUT-FILTER -s fd00::7/128 -m ipvs --vproto 17 --vaddr fd00::7 --vport 53 -j DROP\n',
+    );
     expect(filter).toContain('-m set --match-set KUBE-6-IPVS-IPS dst -j REJECT');
   });
 });
@@ -227,13 +266,55 @@ interface Misuse {
   readonly tA: string[] | undefined;
 }
 const MISUSES: Misuse[] = [
-  { name: 'jump to a missing chain', text: '*filter\n:T-A - [0:0]\n-A T-A -j T-MISSING\nCOMMIT\n', exit: { legacy: 2, nft: 2 }, line: { legacy: 3, nft: 4 }, tA: undefined },
-  { name: '-A to a missing chain', text: '*filter\n-A T-NOCHAIN -j ACCEPT\nCOMMIT\n', exit: { legacy: 1, nft: 1 }, line: { legacy: 2, nft: 2 }, tA: undefined },
-  { name: 'deleting a referenced chain', text: '*filter\n:T-A - [0:0]\n:T-B - [0:0]\n-A T-A -j T-B\nCOMMIT\n*filter\n-X T-B\nCOMMIT\n', exit: { legacy: 1, nft: 4 }, line: { legacy: 7, nft: 7 }, tA: ['-A T-A -j T-B'] },
-  { name: 'deleting a non-empty chain', text: '*filter\n:T-A - [0:0]\n-A T-A -j ACCEPT\n-X T-A\nCOMMIT\n', exit: { legacy: 1, nft: 4 }, line: { legacy: 4, nft: 4 }, tA: undefined },
-  { name: '-N of an existing chain', text: '*filter\n-N T-A\n-N T-A\nCOMMIT\n', exit: { legacy: 1, nft: 1 }, line: { legacy: 3, nft: 3 }, tA: undefined },
-  { name: 'a failing later table keeps the committed earlier one', text: '*filter\n:T-A - [0:0]\n-A T-A -j ACCEPT\nCOMMIT\n*nat\n:T-A - [0:0]\n-A T-A -j T-NOPE\nCOMMIT\n', exit: { legacy: 2, nft: 2 }, line: { legacy: 7, nft: 8 }, tA: ['-A T-A -j ACCEPT'] },
-  { name: 'a missing ipset', text: '*filter\n:T-A - [0:0]\n-A T-A -m set --match-set T-NOSET dst -j ACCEPT\nCOMMIT\n', exit: { legacy: 2, nft: 2 }, line: { legacy: 3, nft: 3 }, tA: undefined },
+  {
+    name: 'jump to a missing chain',
+    text: '*filter\n:T-A - [0:0]\n-A T-A -j T-MISSING\nCOMMIT\n',
+    exit: { legacy: 2, nft: 2 },
+    line: { legacy: 3, nft: 4 },
+    tA: undefined,
+  },
+  {
+    name: '-A to a missing chain',
+    text: '*filter\n-A T-NOCHAIN -j ACCEPT\nCOMMIT\n',
+    exit: { legacy: 1, nft: 1 },
+    line: { legacy: 2, nft: 2 },
+    tA: undefined,
+  },
+  {
+    name: 'deleting a referenced chain',
+    text: '*filter\n:T-A - [0:0]\n:T-B - [0:0]\n-A T-A -j T-B\nCOMMIT\n*filter\n-X T-B\nCOMMIT\n',
+    exit: { legacy: 1, nft: 4 },
+    line: { legacy: 7, nft: 7 },
+    tA: ['-A T-A -j T-B'],
+  },
+  {
+    name: 'deleting a non-empty chain',
+    text: '*filter\n:T-A - [0:0]\n-A T-A -j ACCEPT\n-X T-A\nCOMMIT\n',
+    exit: { legacy: 1, nft: 4 },
+    line: { legacy: 4, nft: 4 },
+    tA: undefined,
+  },
+  {
+    name: '-N of an existing chain',
+    text: '*filter\n-N T-A\n-N T-A\nCOMMIT\n',
+    exit: { legacy: 1, nft: 1 },
+    line: { legacy: 3, nft: 3 },
+    tA: undefined,
+  },
+  {
+    name: 'a failing later table keeps the committed earlier one',
+    text: '*filter\n:T-A - [0:0]\n-A T-A -j ACCEPT\nCOMMIT\n*nat\n:T-A - [0:0]\n-A T-A -j T-NOPE\nCOMMIT\n',
+    exit: { legacy: 2, nft: 2 },
+    line: { legacy: 7, nft: 8 },
+    tA: ['-A T-A -j ACCEPT'],
+  },
+  {
+    name: 'a missing ipset',
+    text: '*filter\n:T-A - [0:0]\n-A T-A -m set --match-set T-NOSET dst -j ACCEPT\nCOMMIT\n',
+    exit: { legacy: 2, nft: 2 },
+    line: { legacy: 3, nft: 3 },
+    tA: undefined,
+  },
 ];
 
 interface Target {
@@ -263,20 +344,27 @@ const kernel = (backend: IptablesBackend): Target => ({
   },
   cleanup: async () => {
     for (const table of ['filter', 'nat']) {
-      await sh(`for c in $(iptables-${backend}-save -t ${table} | sed -n 's/^:\\(T-[^ ]*\\) .*/\\1/p'); do iptables-${backend} -t ${table} -F $c; done; ` +
-        `for c in $(iptables-${backend}-save -t ${table} | sed -n 's/^:\\(T-[^ ]*\\) .*/\\1/p'); do iptables-${backend} -t ${table} -X $c; done`);
+      await sh(
+        `for c in $(iptables-${backend}-save -t ${table} | sed -n 's/^:\\(T-[^ ]*\\) .*/\\1/p'); do iptables-${backend} -t ${table} -F $c; done; ` +
+          `for c in $(iptables-${backend}-save -t ${table} | sed -n 's/^:\\(T-[^ ]*\\) .*/\\1/p'); do iptables-${backend} -t ${table} -X $c; done`,
+      );
     }
   },
 });
 
 describe.each([
-  ['fake', 'legacy', fake], ['kernel', 'legacy', kernel],
-  ['fake', 'nft', fake], ['kernel', 'nft', kernel],
+  ['fake', 'legacy', fake],
+  ['kernel', 'legacy', kernel],
+  ['fake', 'nft', fake],
+  ['kernel', 'nft', kernel],
 ] as const)('iptables-restore misuse (%s, %s)', (_which, backend, make) => {
   it.each(MISUSES.map((m) => [m.name, m] as const))('%s', async (_n, m) => {
     const t = make(backend);
     try {
-      const e = await t.restore(m.text).then(() => undefined, (x: unknown) => x);
+      const e = await t.restore(m.text).then(
+        () => undefined,
+        (x: unknown) => x,
+      );
       expect(e).toBeInstanceOf(ExecError);
       const err = e as ExecError;
       expect({ exit: err.exitCode, line: err.line }).toEqual({ exit: m.exit[backend], line: m.line[backend] });

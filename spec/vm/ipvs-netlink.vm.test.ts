@@ -14,7 +14,13 @@ import { VirtualServerId } from '../../lib/model/ipvs';
 const E = osConstants.errno;
 const ipvsadm = (...args: string[]): string => execFileSync('ipvsadm', args, { encoding: 'utf8' });
 const tcp = (address: string, port: number): VirtualServerId => ({ af: 2, protocol: 6, address, port, fwmark: 0 });
-const rs = (address: string, port: number, weight = 1, fwdMethod = 0) => ({ af: 2 as const, address, port, weight, fwdMethod });
+const rs = (address: string, port: number, weight = 1, fwdMethod = 0) => ({
+  af: 2 as const,
+  address,
+  port,
+  weight,
+  fwdMethod,
+});
 
 let ipvs: IpvsNetlink;
 beforeAll(async () => {
@@ -72,10 +78,44 @@ describe('IPVS over generic netlink, against the kernel and ipvsadm', () => {
 
   it('reads what ipvsadm wrote, including thresholds, tunnels and persistence engines', async () => {
     ipvsadm('-A', '-u', '192.0.2.20:5060', '-s', 'rr', '-p', '30', '--pe', 'sip');
-    ipvsadm('-a', '-u', '192.0.2.20:5060', '-r', '198.51.100.9:5060', '-i', '-w', '4', '-x', '50', '-y', '5', '--tun-type', 'gue', '--tun-port', '6080', '--tun-csum');
+    ipvsadm(
+      '-a',
+      '-u',
+      '192.0.2.20:5060',
+      '-r',
+      '198.51.100.9:5060',
+      '-i',
+      '-w',
+      '4',
+      '-x',
+      '50',
+      '-y',
+      '5',
+      '--tun-type',
+      'gue',
+      '--tun-port',
+      '6080',
+      '--tun-csum',
+    );
     const [entry] = await ipvs.listAll();
-    expect(entry!.vs).toMatchObject({ protocol: 17, address: '192.0.2.20', port: 5060, peName: 'sip', flags: 1, timeout: 30 });
-    expect(entry!.dests[0]).toMatchObject({ address: '198.51.100.9', weight: 4, uThreshold: 50, lThreshold: 5, fwdMethod: 2, tunType: 1, tunPort: 6080, tunFlags: 1 });
+    expect(entry!.vs).toMatchObject({
+      protocol: 17,
+      address: '192.0.2.20',
+      port: 5060,
+      peName: 'sip',
+      flags: 1,
+      timeout: 30,
+    });
+    expect(entry!.dests[0]).toMatchObject({
+      address: '198.51.100.9',
+      weight: 4,
+      uThreshold: 50,
+      lThreshold: 5,
+      fwdMethod: 2,
+      tunType: 1,
+      tunPort: 6080,
+      tunFlags: 1,
+    });
   });
 
   it('edits in place (SET_SERVICE / SET_DEST) and deletes', async () => {
@@ -84,7 +124,9 @@ describe('IPVS over generic netlink, against the kernel and ipvsadm', () => {
     await ipvs.apply({ kind: 'newDest', vs, rs: rs('198.51.100.1', 443) });
     await ipvs.apply({ kind: 'setService', vs: { ...vs, scheduler: 'lc', flags: 1, timeout: 10800 } });
     await ipvs.apply({ kind: 'setDest', vs, rs: rs('198.51.100.1', 443, 0) });
-    expect(ipvsadm('-Sn')).toBe('-A -t 192.0.2.30:443 -s lc -p 10800\n-a -t 192.0.2.30:443 -r 198.51.100.1:443 -m -w 0\n');
+    expect(ipvsadm('-Sn')).toBe(
+      '-A -t 192.0.2.30:443 -s lc -p 10800\n-a -t 192.0.2.30:443 -r 198.51.100.1:443 -m -w 0\n',
+    );
     await ipvs.apply({ kind: 'delDest', vs, rs: rs('198.51.100.1', 443) });
     expect(await ipvs.listRealServers(vs)).toEqual([]);
     await ipvs.apply({ kind: 'delService', vs });
@@ -93,9 +135,13 @@ describe('IPVS over generic netlink, against the kernel and ipvsadm', () => {
 
   it('GET_INFO, GET_CONFIG/SET_CONFIG, ZERO and FLUSH agree with ipvsadm', async () => {
     const info = await ipvs.info();
-    expect(ipvsadm('-Ln').split('\n')[0]).toBe(`IP Virtual Server version 1.2.${info.version & 0xff} (size=${info.connTabSize})`);
+    expect(ipvsadm('-Ln').split('\n')[0]).toBe(
+      `IP Virtual Server version 1.2.${info.version & 0xff} (size=${info.connTabSize})`,
+    );
     const before = await ipvs.timeouts();
-    expect(ipvsadm('-L', '--timeout').trim()).toBe(`Timeout (tcp tcpfin udp): ${before.tcp} ${before.tcpFin} ${before.udp}`);
+    expect(ipvsadm('-L', '--timeout').trim()).toBe(
+      `Timeout (tcp tcpfin udp): ${before.tcp} ${before.tcpFin} ${before.udp}`,
+    );
     await ipvs.apply({ kind: 'setConfig', timeouts: { tcp: 1000, tcpFin: 0, udp: 77 } });
     expect(await ipvs.timeouts()).toEqual({ tcp: 1000, tcpFin: before.tcpFin, udp: 77 });
     await ipvs.apply({ kind: 'setConfig', timeouts: before });
@@ -111,7 +157,10 @@ describe('IPVS over generic netlink, against the kernel and ipvsadm', () => {
     const vs = tcp('192.0.2.50', 80);
     await ipvs.apply({ kind: 'newService', vs: { ...vs, scheduler: 'rr' } });
     for (let i = 0; i < 50; i++) {
-      const [got, del] = await Promise.allSettled([ipvs.getService(vs), ipvs.apply({ kind: 'delService', vs: tcp('192.0.2.51', i + 1) })]);
+      const [got, del] = await Promise.allSettled([
+        ipvs.getService(vs),
+        ipvs.apply({ kind: 'delService', vs: tcp('192.0.2.51', i + 1) }),
+      ]);
       expect(got.status).toBe('fulfilled');
       expect(del.status).toBe('rejected');
       expect((del as PromiseRejectedResult).reason.errno).toBe(E.ESRCH);
@@ -141,13 +190,22 @@ describe('IPVS over generic netlink, against the kernel and ipvsadm', () => {
     expect(eexist.message).toBe('add virtual server TCP 192.0.2.60:80: virtual server already exists (EEXIST)');
     expect(isExists(eexist)).toBe(true);
     const esrch = await refusal({ kind: 'delService', vs: tcp('192.0.2.61', 80) });
-    expect([esrch.errno, esrch.message]).toEqual([E.ESRCH, 'delete virtual server TCP 192.0.2.61:80: no such virtual server (ESRCH)']);
+    expect([esrch.errno, esrch.message]).toEqual([
+      E.ESRCH,
+      'delete virtual server TCP 192.0.2.61:80: no such virtual server (ESRCH)',
+    ]);
     expect(isNotFound(esrch)).toBe(true);
     const sched = await refusal({ kind: 'newService', vs: { ...tcp('10.96.0.10', 80), scheduler: 'foo' } });
     expect(sched.message).toBe("add virtual server TCP 10.96.0.10:80: scheduler 'foo' not available (ENOENT)");
     const nodest = await refusal({ kind: 'delDest', vs, rs: rs('198.51.100.1', 80) });
-    expect([nodest.errno, nodest.message]).toEqual([E.ENOENT, 'delete real server 198.51.100.1:80 of TCP 192.0.2.60:80: no such real server (ENOENT)']);
-    const einval = await refusal({ kind: 'newService', vs: { af: 10, protocol: 6, address: '2001:db8::1', port: 80, fwmark: 0, scheduler: 'rr', flags: 1, netmask: 0 } });
+    expect([nodest.errno, nodest.message]).toEqual([
+      E.ENOENT,
+      'delete real server 198.51.100.1:80 of TCP 192.0.2.60:80: no such real server (ENOENT)',
+    ]);
+    const einval = await refusal({
+      kind: 'newService',
+      vs: { af: 10, protocol: 6, address: '2001:db8::1', port: 80, fwmark: 0, scheduler: 'rr', flags: 1, netmask: 0 },
+    });
     expect(einval.errno).toBe(E.EINVAL);
     const mcast = await refusal({ kind: 'newDest', vs, rs: rs('224.0.0.1', 80) });
     expect(mcast.errno).toBe(E.EINVAL);
@@ -157,10 +215,15 @@ describe('IPVS over generic netlink, against the kernel and ipvsadm', () => {
 
   it("NETLINK_EXT_ACK: a malformed attribute is refused with the kernel's policy message", async () => {
     // IPVS_CMD_SET_CONFIG with IPVS_CMD_ATTR_TIMEOUT_TCP (NLA_U32) two bytes long
-    const sock = new GenlSocket(new RawTransport(), await resolveIpvsFamily(), IPVS_GENL_VERSION, { requestTimeoutMs: 5000 });
+    const sock = new GenlSocket(new RawTransport(), await resolveIpvsFamily(), IPVS_GENL_VERSION, {
+      requestTimeoutMs: 5000,
+    });
     try {
       const attrs = new AttrWriter().bytes(IPVS_CMD_ATTR.TIMEOUT_TCP, Buffer.from([1, 0])).finish();
-      const e = await sock.request({ cmd: IPVS_CMD.SET_CONFIG, attrs }).then(() => undefined, (err: unknown) => err);
+      const e = await sock.request({ cmd: IPVS_CMD.SET_CONFIG, attrs }).then(
+        () => undefined,
+        (err: unknown) => err,
+      );
       expect(e).toEqual({ errno: E.ERANGE, extack: 'Attribute failed policy validation' });
     } finally {
       sock.close();
@@ -177,9 +240,15 @@ describe('IPVS over generic netlink, against the kernel and ipvsadm', () => {
         catch (e) { console.log(e.errnoName + ' ' + e.message); }
         finally { c.close(); }
       }, (e) => console.log('open failed: ' + e.message));`;
-    const r = spawnSync('setpriv', ['--reuid=65534', '--regid=65534', '--clear-groups', '--inh-caps=-all', process.execPath, '-e', script], { encoding: 'utf8' });
+    const r = spawnSync(
+      'setpriv',
+      ['--reuid=65534', '--regid=65534', '--clear-groups', '--inh-caps=-all', process.execPath, '-e', script],
+      { encoding: 'utf8' },
+    );
     expect(r.stderr).toBe('');
-    expect(r.stdout.trim()).toBe('EPERM flush the IPVS table: operation not permitted (needs CAP_NET_ADMIN in the network namespace) (EPERM)');
+    expect(r.stdout.trim()).toBe(
+      'EPERM flush the IPVS table: operation not permitted (needs CAP_NET_ADMIN in the network namespace) (EPERM)',
+    );
   });
 
   it('a failing op in the middle of a batch fails alone; the ops after it still run', async () => {
@@ -190,7 +259,10 @@ describe('IPVS over generic netlink, against the kernel and ipvsadm', () => {
     ops.push({ kind: 'delDest', vs, rs: rs('203.0.113.1', 80) }); // missing
     const results = await ipvs.run(ops);
     const failed = results.flatMap((r, i) => (r.ok ? [] : [[i, r.error.errnoName, r.error.opIndex]]));
-    expect(failed).toEqual([[300, 'EEXIST', 300], [ops.length - 1, 'ENOENT', ops.length - 1]]);
+    expect(failed).toEqual([
+      [300, 'EEXIST', 300],
+      [ops.length - 1, 'ENOENT', ops.length - 1],
+    ]);
     expect((await ipvs.listRealServers(vs)).length).toBe(600);
   });
 
@@ -228,7 +300,9 @@ describe('IPVS over generic netlink, against the kernel and ipvsadm', () => {
     expect(results.every((r) => r.ok)).toBe(true);
     const all = await ipvs.listAll();
     expect(all).toHaveLength(10_000);
-    const got = all.map((e) => `${e.vs.address}:${e.vs.port}>${e.dests.map((d) => `${d.address}/${d.weight}`).join(',')}`).sort();
+    const got = all
+      .map((e) => `${e.vs.address}:${e.vs.port}>${e.dests.map((d) => `${d.address}/${d.weight}`).join(',')}`)
+      .sort();
     const want = ipvsadm('-Sn')
       .split('\n')
       .filter((l) => l.startsWith('-a'))
@@ -251,20 +325,58 @@ describe.each([
     ['edit a missing service', [{ kind: 'setService', vs: { ...tcp('192.0.2.81', 80), scheduler: 'rr' } }], 'ESRCH'],
     ['delete a missing service', [{ kind: 'delService', vs: tcp('192.0.2.81', 80) }], 'ESRCH'],
     ['unknown scheduler', [{ kind: 'newService', vs: { ...tcp('192.0.2.82', 80), scheduler: 'nope' } }], 'ENOENT'],
-    ['unknown persistence engine', [{ kind: 'newService', vs: { ...tcp('192.0.2.82', 80), scheduler: 'rr', flags: 1, peName: 'nope' } }], 'ENOENT'],
+    [
+      'unknown persistence engine',
+      [{ kind: 'newService', vs: { ...tcp('192.0.2.82', 80), scheduler: 'rr', flags: 1, peName: 'nope' } }],
+      'ENOENT',
+    ],
     ['scheduler change to an unknown one', [{ kind: 'setService', vs: { ...vs, scheduler: 'nope' } }], 'ENOENT'],
-    ['IPv6 prefix length 0', [{ kind: 'newService', vs: { af: 10, protocol: 6, address: '2001:db8::2', port: 1, fwmark: 0, scheduler: 'rr', netmask: 0 } }], 'EINVAL'],
-    ['IPv6 prefix length 129', [{ kind: 'newService', vs: { af: 10, protocol: 6, address: '2001:db8::2', port: 1, fwmark: 0, scheduler: 'rr', netmask: 129 } }], 'EINVAL'],
+    [
+      'IPv6 prefix length 0',
+      [
+        {
+          kind: 'newService',
+          vs: { af: 10, protocol: 6, address: '2001:db8::2', port: 1, fwmark: 0, scheduler: 'rr', netmask: 0 },
+        },
+      ],
+      'EINVAL',
+    ],
+    [
+      'IPv6 prefix length 129',
+      [
+        {
+          kind: 'newService',
+          vs: { af: 10, protocol: 6, address: '2001:db8::2', port: 1, fwmark: 0, scheduler: 'rr', netmask: 129 },
+        },
+      ],
+      'EINVAL',
+    ],
     ['duplicate real server', [{ kind: 'newDest', vs, rs: rs('198.51.100.1', 80) }], 'EEXIST'],
-    ['real server for a missing service', [{ kind: 'newDest', vs: tcp('192.0.2.81', 80), rs: rs('198.51.100.1', 80) }], 'ESRCH'],
+    [
+      'real server for a missing service',
+      [{ kind: 'newDest', vs: tcp('192.0.2.81', 80), rs: rs('198.51.100.1', 80) }],
+      'ESRCH',
+    ],
     ['edit a missing real server', [{ kind: 'setDest', vs, rs: rs('198.51.100.2', 80) }], 'ENOENT'],
     ['delete a missing real server', [{ kind: 'delDest', vs, rs: rs('198.51.100.2', 80) }], 'ENOENT'],
     ['multicast real server', [{ kind: 'newDest', vs, rs: rs('239.1.1.1', 80) }], 'EINVAL'],
     ['unspecified real server', [{ kind: 'newDest', vs, rs: rs('0.0.0.0', 80) }], 'EINVAL'],
-    ['IPv6 real server under IPv4 masq', [{ kind: 'newDest', vs, rs: { af: 10, address: '2001:db8::9', port: 80, weight: 1, fwdMethod: 0 } }], 'EINVAL'],
-    ['lower threshold above upper', [{ kind: 'newDest', vs, rs: { ...rs('198.51.100.3', 80), uThreshold: 5, lThreshold: 10 } }], 'ERANGE'],
+    [
+      'IPv6 real server under IPv4 masq',
+      [{ kind: 'newDest', vs, rs: { af: 10, address: '2001:db8::9', port: 80, weight: 1, fwdMethod: 0 } }],
+      'EINVAL',
+    ],
+    [
+      'lower threshold above upper',
+      [{ kind: 'newDest', vs, rs: { ...rs('198.51.100.3', 80), uThreshold: 5, lThreshold: 10 } }],
+      'ERANGE',
+    ],
     ['negative weight', [{ kind: 'newDest', vs, rs: rs('198.51.100.3', 80, 0x80000000) }], 'ERANGE'],
-    ['GUE tunnel without a port', [{ kind: 'newDest', vs, rs: { ...rs('198.51.100.3', 80, 1, 2), tunType: 1 } }], 'EINVAL'],
+    [
+      'GUE tunnel without a port',
+      [{ kind: 'newDest', vs, rs: { ...rs('198.51.100.3', 80, 1, 2), tunType: 1 } }],
+      'EINVAL',
+    ],
     ['zero a missing service', [{ kind: 'zero', vs: tcp('192.0.2.81', 80) }], 'ESRCH'],
   ];
 
@@ -278,7 +390,9 @@ describe.each([
       expect(results.map((r) => (r.ok ? 'ok' : r.error.errnoName))).toEqual([errnoName]);
       // and the healthy table is untouched
       const all = await c.listAll();
-      expect(all.map((e) => [e.vs.address, e.vs.scheduler, e.dests.map((d) => d.address)])).toEqual([['192.0.2.80', 'rr', ['198.51.100.1']]]);
+      expect(all.map((e) => [e.vs.address, e.vs.scheduler, e.dests.map((d) => d.address)])).toEqual([
+        ['192.0.2.80', 'rr', ['198.51.100.1']],
+      ]);
     } finally {
       await c.apply({ kind: 'flush' });
       c.close();
@@ -300,11 +414,14 @@ describe('fake and kernel objects', () => {
     expect((await fake.run(ops)).every((r) => r.ok)).toBe(true);
     expect((await ipvs.run(ops)).every((r) => r.ok)).toBe(true);
     const json = (x: unknown) => JSON.stringify(x, (_k, v: unknown) => (typeof v === 'bigint' ? `${v}n` : v));
-    const byAddress = (a: { vs: { address: string } }, b: { vs: { address: string } }) => (a.vs.address < b.vs.address ? -1 : 1);
+    const byAddress = (a: { vs: { address: string } }, b: { vs: { address: string } }) =>
+      a.vs.address < b.vs.address ? -1 : 1;
     const fromFake = (await fake.listAll()).sort(byAddress);
     const fromKernel = (await ipvs.listAll()).sort(byAddress);
     expect(json(fromKernel)).toBe(json(fromFake));
-    expect(fromKernel.map((e) => [{ ...e.vs }, e.dests.map((d) => ({ ...d }))])).toEqual(fromFake.map((e) => [{ ...e.vs }, e.dests.map((d) => ({ ...d }))]));
+    expect(fromKernel.map((e) => [{ ...e.vs }, e.dests.map((d) => ({ ...d }))])).toEqual(
+      fromFake.map((e) => [{ ...e.vs }, e.dests.map((d) => ({ ...d }))]),
+    );
     for (const e of [...fromFake, ...fromKernel]) {
       expect(e.vs.stats?.conns).toBe(0n);
       expect('stats' in { ...e.vs }).toBe(false);

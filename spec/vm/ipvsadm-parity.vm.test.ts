@@ -111,7 +111,14 @@ const TABLE: string[][] = [
   ['-a', '-t', '[2001:db8::1]:443', '-r', '2001:db8::9', '-g'],
   ['-a', '-t', '[2001:db8::1]:443', '-r', '192.168.1.9', '-i'],
   ['-A', '-t', '[2001:db8:aaaa:bbbb:cccc:dddd:eeee:1]:65535', '-s', 'rr'],
-  ['-a', '-t', '[2001:db8:aaaa:bbbb:cccc:dddd:eeee:1]:65535', '-r', '[2001:db8:aaaa:bbbb:cccc:dddd:eeee:ffff]:65535', '-m'],
+  [
+    '-a',
+    '-t',
+    '[2001:db8:aaaa:bbbb:cccc:dddd:eeee:1]:65535',
+    '-r',
+    '[2001:db8:aaaa:bbbb:cccc:dddd:eeee:ffff]:65535',
+    '-m',
+  ],
   ['-A', '--sctp-service', '10.0.0.5:3868'],
   ['-a', '--sctp-service', '10.0.0.5:3868', '-r', '10.0.0.6', '-m'],
   ['-A', '-t', '1.2.3.4:65535'],
@@ -137,11 +144,15 @@ const inClient = (...args: string[]): string[] => ['netns', 'exec', CLIENT_NS, .
 // asynchronous: the HTTP server answering it runs in this very process
 async function pushTraffic(n: number): Promise<void> {
   const urls = Array.from({ length: n }, () => 'http://10.99.0.1/');
-  await promisify(execFile)('ip', inClient('curl', '-sf', '-o', '/dev/null', '--max-time', '20', '-H', 'Connection: close', ...urls));
+  await promisify(execFile)(
+    'ip',
+    inClient('curl', '-sf', '-o', '/dev/null', '--max-time', '20', '-H', 'Connection: close', ...urls),
+  );
 }
 
 beforeAll(async () => {
-  for (const m of ['ip_vs', 'ip_vs_rr', 'ip_vs_wrr', 'ip_vs_lc', 'ip_vs_wlc', 'ip_vs_sh', 'ip_vs_mh']) must('modprobe', m);
+  for (const m of ['ip_vs', 'ip_vs_rr', 'ip_vs_wrr', 'ip_vs_lc', 'ip_vs_wlc', 'ip_vs_sh', 'ip_vs_mh'])
+    must('modprobe', m);
   peLoaded = sh('modprobe', ['ip_vs_pe_sip']).code === 0;
   must('ipvsadm', '-C');
   appendFileSync('/etc/hosts', `${HOSTS.join('\n')}\n`);
@@ -167,12 +178,17 @@ beforeAll(async () => {
   await pushTraffic(60);
   // the kernel folds per-CPU counters into what GET_SERVICE returns only when its rate
   // estimator ticks (every 2 s): wait for it, bounded
-  for (let i = 0; i < 50 && !/^TCP {2}10\.99\.0\.1:80 +6[01] /m.test(must('ipvsadm', '-Ln', '--stats', '-t', '10.99.0.1:80')); i++) {
+  for (
+    let i = 0;
+    i < 50 && !/^TCP {2}10\.99\.0\.1:80 +6[01] /m.test(must('ipvsadm', '-Ln', '--stats', '-t', '10.99.0.1:80'));
+    i++
+  ) {
     await new Promise((r) => setTimeout(r, 200));
   }
   // one connection left open: ActiveConn 1
   openConn = spawn('ip', inClient('busybox', 'nc', '10.99.0.1', '80'), { stdio: ['pipe', 'ignore', 'ignore'] });
-  for (let i = 0; i < 100 && !/ESTAB.*10\.99\.0\.1:80/.test(must('ss', '-tn')); i++) await new Promise((r) => setTimeout(r, 100));
+  for (let i = 0; i < 100 && !/ESTAB.*10\.99\.0\.1:80/.test(must('ss', '-tn')); i++)
+    await new Promise((r) => setTimeout(r, 100));
 });
 
 afterAll(async () => {
@@ -189,7 +205,9 @@ describe('listings are byte-identical to ipvsadm 1.31', () => {
     // conns, packets and bytes in; a Local real server's replies do not pass IPVS (out = 0)
     expect(stats).toMatch(/^TCP {2}10\.99\.0\.1:80 +(6[01]) +[1-9]\d{2,} +\d+ +[1-9]\d{4,} +\d+$/m);
     // a real server on a local address: the 6.1 kernel reports the method given (Route)
-    expect(ipvsadm(['-Ln', '-t', '10.99.0.1:80']).out).toMatch(/^ {2}-> 10\.99\.0\.1:80 +Route +5 +(?:[1-9]\d* +\d+|0 +[1-9]\d*) +$/m);
+    expect(ipvsadm(['-Ln', '-t', '10.99.0.1:80']).out).toMatch(
+      /^ {2}-> 10\.99\.0\.1:80 +Route +5 +(?:[1-9]\d* +\d+|0 +[1-9]\d*) +$/m,
+    );
   });
 
   it.each([
@@ -238,36 +256,51 @@ describe('listings are byte-identical to ipvsadm 1.31', () => {
 describe('listings through /proc/net/ip_vs print what the netlink-only listings print', () => {
   it('the kernel text parses, and only the services /proc cannot stand for are dumped', async () => {
     const table = parseProcIpVs(await readProcIpVs());
-    expect(table.services.length).toBe(ipvsadm(['-Sn']).out.split('\n').filter((l) => l.startsWith('-A')).length);
+    expect(table.services.length).toBe(
+      ipvsadm(['-Sn'])
+        .out.split('\n')
+        .filter((l) => l.startsWith('-A')).length,
+    );
     const ipvs = await openIpvs();
     try {
       // the two services of fwmark 5 (IPv4 and IPv6)
-      expect(await listAllViaProc(ipvs, readProcIpVs, { tunnelDetails: false })).toMatchObject({ source: 'proc', destDumps: 2 });
+      expect(await listAllViaProc(ipvs, readProcIpVs, { tunnelDetails: false })).toMatchObject({
+        source: 'proc',
+        destDumps: 2,
+      });
       // and those with a tunnel real server (10.0.0.1:80, [2001:db8::1]:443) when tunnel details are shown
-      expect(await listAllViaProc(ipvs, readProcIpVs, { tunnelDetails: true })).toMatchObject({ source: 'proc', destDumps: 4 });
+      expect(await listAllViaProc(ipvs, readProcIpVs, { tunnelDetails: true })).toMatchObject({
+        source: 'proc',
+        destDumps: 4,
+      });
     } finally {
       ipvs.close();
     }
   });
 
-  it.each([[['-Ln']], [['-Sn']], [['-L']], [['-Ln', '--nosort']], [['-Ln', '--tun-info']], [['-S']], [['-Ln', '--exact']]])(
-    'ipvsadm %j',
-    async (args) => {
-      // connection counts move with the open connection's state: retried like compare()
-      let last: [Outcome, Outcome] | undefined;
-      for (let i = 0; i < 5; i++) {
-        const viaProc = await ours(args, '', 'proc');
-        const viaNetlink = await ours(args, '', 'netlink');
-        last = [viaProc, viaNetlink];
-        if (JSON.stringify(viaProc) === JSON.stringify(viaNetlink)) break;
-      }
-      expect(last![0]).toEqual(last![1]);
-      expect(last![0].out.split('\n').length).toBeGreaterThan(30);
-    },
-  );
+  it.each([
+    [['-Ln']],
+    [['-Sn']],
+    [['-L']],
+    [['-Ln', '--nosort']],
+    [['-Ln', '--tun-info']],
+    [['-S']],
+    [['-Ln', '--exact']],
+  ])('ipvsadm %j', async (args) => {
+    // connection counts move with the open connection's state: retried like compare()
+    let last: [Outcome, Outcome] | undefined;
+    for (let i = 0; i < 5; i++) {
+      const viaProc = await ours(args, '', 'proc');
+      const viaNetlink = await ours(args, '', 'netlink');
+      last = [viaProc, viaNetlink];
+      if (JSON.stringify(viaProc) === JSON.stringify(viaNetlink)) break;
+    }
+    expect(last![0]).toEqual(last![1]);
+    expect(last![0].out.split('\n').length).toBeGreaterThan(30);
+  });
 });
 
-describe('errors are ipvsadm\'s (stderr and exit status), and change nothing', () => {
+describe("errors are ipvsadm's (stderr and exit status), and change nothing", () => {
   it.each([
     [['-A', '-t', '10.0.0.1:80']],
     [['-E', '-t', '10.0.0.9:80', '-s', 'rr']],
@@ -322,7 +355,10 @@ describe('errors are ipvsadm\'s (stderr and exit status), and change nothing', (
 const UNRESTORABLE = [/ -f -\d/, / -b $/, /\[[^\]]*[g-zG-Z]/];
 
 function restorable(save: string): string {
-  return save.split('\n').filter((l) => !UNRESTORABLE.some((re) => re.test(l))).join('\n');
+  return save
+    .split('\n')
+    .filter((l) => !UNRESTORABLE.some((re) => re.test(l)))
+    .join('\n');
 }
 
 function restorableSave(): string {
@@ -331,12 +367,18 @@ function restorableSave(): string {
 
 describe('-R / --restore', () => {
   it('ipvsadm saves fwmark 4294967295 as "-f -1" and cannot restore it; neither can we', async () => {
-    const line = ipvsadm(['-Sn']).out.split('\n').find((l) => l.startsWith('-A -f -1'));
+    const line = ipvsadm(['-Sn'])
+      .out.split('\n')
+      .find((l) => l.startsWith('-A -f -1'));
     expect(line).toBe('-A -f -1 -s wlc');
     const theirs = ipvsadm(['-R'], `${line}\n`);
     expect(theirs).toEqual({ code: 2, out: '', err: "invalid fwmark value `-1' specified\n" });
     const mine = await ours(['-R'], `${line}\n`);
-    expect(mine).toEqual({ code: 2, out: '', err: "invalid fwmark value `-1' specified\nipvsadm: restore: line 1: -A -f -1 -s wlc\n" });
+    expect(mine).toEqual({
+      code: 2,
+      out: '',
+      err: "invalid fwmark value `-1' specified\nipvsadm: restore: line 1: -A -f -1 -s wlc\n",
+    });
   });
 
   it('restores ipvsadm -Sn text exactly as ipvsadm -R does', async () => {
@@ -394,7 +436,9 @@ describe('-R / --restore', () => {
     sh('ipvsadm', ['-D', '-t', '10.78.0.1:80']);
     const r = await ours(['-R'], '-A -t 10.0.0.1:80\n-A -t 10.78.0.1:80\n-a -t 10.79.0.1:80 -r 1.1.1.1\n');
     expect(r.code).toBe(255);
-    expect(r.err).toMatch(/^ipvsadm: restore: line 1: Service already exists \(.*EEXIST.*\)\nipvsadm: restore: line 3: Service not defined \(.*ESRCH.*\)\n$/);
+    expect(r.err).toMatch(
+      /^ipvsadm: restore: line 1: Service already exists \(.*EEXIST.*\)\nipvsadm: restore: line 3: Service not defined \(.*ESRCH.*\)\n$/,
+    );
     expect(ipvsadm(['-Ln', '-t', '10.78.0.1:80']).code).toBe(0);
   });
 });

@@ -10,7 +10,13 @@ import { randomBytes } from 'node:crypto';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { e2eProxyConfig, LoggedProcess, SERVICE_ACCOUNT_DIR, startKubeIpvs, startKubeProxy } from '../../testkit/processes';
+import {
+  e2eProxyConfig,
+  LoggedProcess,
+  SERVICE_ACCOUNT_DIR,
+  startKubeIpvs,
+  startKubeProxy,
+} from '../../testkit/processes';
 import { run, tryRun } from '../../testkit/netns';
 import { Difference, Snapshot, differences, snapshot } from '../../testkit/node-snapshot';
 import { connectToLab, kubeProxyIdentity, labFromEnv } from '../../testkit/lab-client';
@@ -29,7 +35,12 @@ const FILE_LABEL = { 'e2e.kube-ipvs.io/file': 'kube-proxy-parity' };
  * matches `line` on that `side` of `surface`. `why` names the section.
  */
 const EXPLAINED: readonly { surface: string; side: 'kube-proxy' | 'kube-ipvs'; line: RegExp; why: string }[] = [
-  { surface: 'ipset', side: 'kube-ipvs', line: /^(create|add) KUBE-(6-)?IPVS-OWNED /, why: 'kube-ipvs\'s ownership record' },
+  {
+    surface: 'ipset',
+    side: 'kube-ipvs',
+    line: /^(create|add) KUBE-(6-)?IPVS-OWNED /,
+    why: "kube-ipvs's ownership record",
+  },
 ];
 
 type Obj = Record<string, unknown>;
@@ -40,7 +51,13 @@ const unexplained = (d: readonly Difference[]) =>
 const service = (name: string, spec: Obj) => labService(NS, name, spec, { labels: FILE_LABEL });
 type Ep = Omit<LabEndpoint, 'node'> & { node?: string };
 const slice = (svc: string, name: string, eps: Ep[], o: Parameters<typeof labSlice>[4] = {}) =>
-  labSlice(NS, svc, name, eps.map((e) => ({ node: NODE, ...e })), { ...o, labels: FILE_LABEL });
+  labSlice(
+    NS,
+    svc,
+    name,
+    eps.map((e) => ({ node: NODE, ...e })),
+    { ...o, labels: FILE_LABEL },
+  );
 
 function nodeNetwork(ns: string): void {
   const x = (args: string[]) => (ns ? run('ip', ['-n', ns, ...args]) : run('ip', args));
@@ -60,14 +77,19 @@ describe('the same table as the real kube-proxy --proxy-mode=ipvs', () => {
   /** Both sides read until each is the same twice in a row (each has synced what it saw), and `ready` holds of ours. */
   async function settled(ready: (s: Snapshot) => boolean): Promise<{ kp: Snapshot; ours: Snapshot }> {
     let last = '';
-    return eventually('both sides settled', async () => {
-      await new Promise((r) => setTimeout(r, 2500));
-      const now = { kp: snapshot(KP_NS), ours: snapshot('') };
-      const key = JSON.stringify(now);
-      const stable = key === last && ready(now.ours);
-      last = key;
-      return { now, stable };
-    }, (v) => v.stable, 240_000).then((v) => v.now);
+    return eventually(
+      'both sides settled',
+      async () => {
+        await new Promise((r) => setTimeout(r, 2500));
+        const now = { kp: snapshot(KP_NS), ours: snapshot('') };
+        const key = JSON.stringify(now);
+        const stable = key === last && ready(now.ours);
+        last = key;
+        return { now, stable };
+      },
+      (v) => v.stable,
+      240_000,
+    ).then((v) => v.now);
   }
 
   beforeAll(async () => {
@@ -76,17 +98,31 @@ describe('the same table as the real kube-proxy --proxy-mode=ipvs', () => {
     connectToLab(KP_NS, 1);
     nodeNetwork('');
     nodeNetwork(KP_NS);
-    await lab.kubectl(['delete', 'services,endpointslices', '-A', '-l', 'e2e.kube-ipvs.io/file=kube-proxy-parity', '--wait=false']);
+    await lab.kubectl([
+      'delete',
+      'services,endpointslices',
+      '-A',
+      '-l',
+      'e2e.kube-ipvs.io/file=kube-proxy-parity',
+      '--wait=false',
+    ]);
     await lab.apply([
       { apiVersion: 'v1', kind: 'Namespace', metadata: { name: NS } },
       labNode(NODE, [NODE_IP, NODE_IP6], { 'topology.kubernetes.io/zone': 'zone-a' }),
     ]);
     await kubeProxyIdentity(lab, dir, { duration: '1h' });
     // one KubeProxyConfiguration for both
-    fs.writeFileSync(path.join(dir, 'config.conf'), e2eProxyConfig({
-      dir, node: NODE, ipvs: ['syncPeriod: 30s'], forKubeProxy: true,
-      clusterCIDR: '10.244.0.0/16,fd00:244::/48', nodePortAddresses: ['192.0.2.0/24', '2001:db8:1::/64'],
-    }));
+    fs.writeFileSync(
+      path.join(dir, 'config.conf'),
+      e2eProxyConfig({
+        dir,
+        node: NODE,
+        ipvs: ['syncPeriod: 30s'],
+        forKubeProxy: true,
+        clusterCIDR: '10.244.0.0/16,fd00:244::/48',
+        nodePortAddresses: ['192.0.2.0/24', '2001:db8:1::/64'],
+      }),
+    );
     kubeProxy = startKubeProxy([`--config=${path.join(dir, 'config.conf')}`, '--v=1'], KP_NS);
     daemon = startKubeIpvs(['--config', path.join(dir, 'config.conf'), '--v=1']);
   });
@@ -94,7 +130,11 @@ describe('the same table as the real kube-proxy --proxy-mode=ipvs', () => {
   afterAll(async () => {
     await kubeProxy?.kill('SIGTERM');
     await daemon?.kill('SIGTERM');
-    await lab.kubectl(['delete', 'services,endpointslices', '-n', NS, '-l', 'e2e.kube-ipvs.io/file=kube-proxy-parity', '--wait=false'], undefined, true);
+    await lab.kubectl(
+      ['delete', 'services,endpointslices', '-n', NS, '-l', 'e2e.kube-ipvs.io/file=kube-proxy-parity', '--wait=false'],
+      undefined,
+      true,
+    );
     await lab.kubectl(['delete', 'node', NODE, '--wait=false'], undefined, true);
     tryRun('ip', ['netns', 'del', KP_NS]);
     tryRun('ipvsadm', ['-C']);
@@ -104,21 +144,36 @@ describe('the same table as the real kube-proxy --proxy-mode=ipvs', () => {
 
   const clusterIPs = new Map<string, string[]>();
   async function readBack(names: string[]): Promise<void> {
-    for (const n of names) clusterIPs.set(n, (await lab.getJson<{ spec: { clusterIPs: string[] } }>(['service', n, '-n', NS])).spec.clusterIPs);
+    for (const n of names)
+      clusterIPs.set(
+        n,
+        (await lab.getJson<{ spec: { clusterIPs: string[] } }>(['service', n, '-n', NS])).spec.clusterIPs,
+      );
   }
-  const hasAll = (s: Snapshot) => [...clusterIPs.values()].flat().every((ip) => s.ipvs.some((l) => l.includes(ip.includes(':') ? `[${ip}]` : `${ip}:`)));
+  const hasAll = (s: Snapshot) =>
+    [...clusterIPs.values()]
+      .flat()
+      .every((ip) => s.ipvs.some((l) => l.includes(ip.includes(':') ? `[${ip}]` : `${ip}:`)));
 
   async function compare(step: string): Promise<void> {
     const { kp, ours } = await settled(hasAll);
     const d = differences(kp, ours);
-    if (d.length) console.log(`${step}: ${d.length} differences:\n${d.map((x) => `  [${x.surface}] only ${x.side}: ${x.line}`).join('\n')}`);
+    if (d.length)
+      console.log(
+        `${step}: ${d.length} differences:\n${d.map((x) => `  [${x.surface}] only ${x.side}: ${x.line}`).join('\n')}`,
+      );
     expect(unexplained(d)).toEqual([]);
   }
 
   it('step 1: every Service shape', async () => {
     await lab.apply([
       service('cip', {}),
-      service('multi', { ports: [{ name: 'http', port: 80, targetPort: 8080, protocol: 'TCP' }, { name: 'dns', port: 53, targetPort: 5353, protocol: 'UDP' }] }),
+      service('multi', {
+        ports: [
+          { name: 'http', port: 80, targetPort: 8080, protocol: 'TCP' },
+          { name: 'dns', port: 53, targetPort: 5353, protocol: 'UDP' },
+        ],
+      }),
       service('np', { type: 'NodePort' }),
       service('lb', { type: 'LoadBalancer', loadBalancerSourceRanges: ['192.0.2.0/24'] }),
       service('lblocal', { type: 'LoadBalancer', externalTrafficPolicy: 'Local' }),
@@ -131,31 +186,74 @@ describe('the same table as the real kube-proxy --proxy-mode=ipvs', () => {
       service('sctp', { ports: [{ name: 'sctp', port: 9999, protocol: 'SCTP' }] }),
       service('empty', {}),
     ]);
-    for (const [n, ip] of [['lb', '203.0.113.10'], ['lblocal', '203.0.113.11']] as const) {
-      await lab.kubectl(['patch', 'service', n, '-n', NS, '--subresource=status', '--type=merge', '-p', JSON.stringify({ status: { loadBalancer: { ingress: [{ ip, ipMode: 'VIP' }] } } })]);
+    for (const [n, ip] of [
+      ['lb', '203.0.113.10'],
+      ['lblocal', '203.0.113.11'],
+    ] as const) {
+      await lab.kubectl([
+        'patch',
+        'service',
+        n,
+        '-n',
+        NS,
+        '--subresource=status',
+        '--type=merge',
+        '-p',
+        JSON.stringify({ status: { loadBalancer: { ingress: [{ ip, ipMode: 'VIP' }] } } }),
+      ]);
     }
     await lab.apply([
       slice('cip', 'cip-1', [{ ip: '10.244.1.2' }, { ip: '10.244.3.2', node: 'node-b' }]),
-      { ...slice('multi', 'multi-1', [{ ip: '10.244.1.2' }]), ports: [{ name: 'http', port: 8080, protocol: 'TCP' }, { name: 'dns', port: 5353, protocol: 'UDP' }] },
+      {
+        ...slice('multi', 'multi-1', [{ ip: '10.244.1.2' }]),
+        ports: [
+          { name: 'http', port: 8080, protocol: 'TCP' },
+          { name: 'dns', port: 5353, protocol: 'UDP' },
+        ],
+      },
       slice('np', 'np-1', [{ ip: '10.244.1.2' }]),
       slice('lb', 'lb-1', [{ ip: '10.244.1.2' }]),
       slice('lblocal', 'lblocal-1', [{ ip: '10.244.1.2' }, { ip: '10.244.3.2', node: 'node-b' }]),
       slice('ext', 'ext-1', [{ ip: '10.244.1.2' }, { ip: '10.244.3.2', node: 'node-b' }]),
       slice('sticky', 'sticky-1', [{ ip: '10.244.1.2' }, { ip: '10.244.3.2', node: 'node-b' }]),
       slice('itp', 'itp-1', [{ ip: '10.244.1.2' }, { ip: '10.244.3.2', node: 'node-b' }]),
-      slice('topo', 'topo-1', [{ ip: '10.244.1.2', zone: 'zone-a' }, { ip: '10.244.3.2', node: 'node-b', zone: 'zone-b' }]),
-      slice('term', 'term-1', [{ ip: '10.244.1.2', ready: false, serving: true, terminating: true }, { ip: '10.244.3.2', node: 'node-b', ready: false, serving: false, terminating: true }]),
+      slice('topo', 'topo-1', [
+        { ip: '10.244.1.2', zone: 'zone-a' },
+        { ip: '10.244.3.2', node: 'node-b', zone: 'zone-b' },
+      ]),
+      slice('term', 'term-1', [
+        { ip: '10.244.1.2', ready: false, serving: true, terminating: true },
+        { ip: '10.244.3.2', node: 'node-b', ready: false, serving: false, terminating: true },
+      ]),
       slice('dual', 'dual-ipv4', [{ ip: '10.244.1.2' }]),
       slice('dual', 'dual-ipv6', [{ ip: 'fd00:244:1::2' }], { addressType: 'IPv6' }),
       slice('sctp', 'sctp-1', [{ ip: '10.244.1.2' }], { port: 9999, protocol: 'SCTP', portName: 'sctp' }),
     ]);
-    await readBack(['cip', 'multi', 'np', 'lb', 'lblocal', 'ext', 'sticky', 'itp', 'topo', 'term', 'dual', 'sctp', 'empty']);
+    await readBack([
+      'cip',
+      'multi',
+      'np',
+      'lb',
+      'lblocal',
+      'ext',
+      'sticky',
+      'itp',
+      'topo',
+      'term',
+      'dual',
+      'sctp',
+      'empty',
+    ]);
     await compare('step 1');
   });
 
   it('step 2: updates (an endpoint added and one terminating, a port changed, affinity off, a policy changed)', async () => {
     await lab.apply([
-      slice('cip', 'cip-1', [{ ip: '10.244.1.2' }, { ip: '10.244.1.3' }, { ip: '10.244.3.2', node: 'node-b', ready: false, serving: true, terminating: true }]),
+      slice('cip', 'cip-1', [
+        { ip: '10.244.1.2' },
+        { ip: '10.244.1.3' },
+        { ip: '10.244.3.2', node: 'node-b', ready: false, serving: true, terminating: true },
+      ]),
       service('np', { type: 'NodePort', ports: [{ name: 'http', port: 81, targetPort: 8080, protocol: 'TCP' }] }),
       service('sticky', { sessionAffinity: 'None' }),
       service('ext', { externalIPs: ['203.0.113.20'], externalTrafficPolicy: 'Cluster', type: 'NodePort' }),
@@ -169,6 +267,10 @@ describe('the same table as the real kube-proxy --proxy-mode=ipvs', () => {
     for (const n of ['lb', 'multi', 'dual']) clusterIPs.delete(n);
     await compare('step 3');
     // kube-proxy had no error but its own deprecation notice (KEP-5495), logged at error level
-    expect(kubeProxy.text.filter((l) => /^E\d{4}/.test(l) && !l.includes('The ipvs proxier has been deprecated')).slice(0, 5)).toEqual([]);
+    expect(
+      kubeProxy.text
+        .filter((l) => /^E\d{4}/.test(l) && !l.includes('The ipvs proxier has been deprecated'))
+        .slice(0, 5),
+    ).toEqual([]);
   });
 });

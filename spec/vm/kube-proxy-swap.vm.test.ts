@@ -11,9 +11,26 @@ import { randomBytes } from 'node:crypto';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { e2eProxyConfig, LoggedProcess, SERVICE_ACCOUNT_DIR, startKubeIpvs, startKubeProxy } from '../../testkit/processes';
+import {
+  e2eProxyConfig,
+  LoggedProcess,
+  SERVICE_ACCOUNT_DIR,
+  startKubeIpvs,
+  startKubeProxy,
+} from '../../testkit/processes';
 import { run, tryRun } from '../../testkit/netns';
-import { SWAP_NODE, SwapAddresses, SwapTraffic, makeSwapNode, removeSwapNode, startSwapTraffic, swapAddresses, swapServices, swapTable, swapTableLines } from '../../testkit/swap-traffic';
+import {
+  SWAP_NODE,
+  SwapAddresses,
+  SwapTraffic,
+  makeSwapNode,
+  removeSwapNode,
+  startSwapTraffic,
+  swapAddresses,
+  swapServices,
+  swapTable,
+  swapTableLines,
+} from '../../testkit/swap-traffic';
 import { connectToLab, kubeProxyIdentity, labFromEnv } from '../../testkit/lab-client';
 import { labNode, labService, labSlice } from '../../testkit/lab-objects';
 import { eventually } from '../../testkit/wait-for';
@@ -41,18 +58,42 @@ describe('a live swap between the real kube-proxy and kube-ipvs, both ways, unde
   beforeAll(async () => {
     connectToLab();
     children.push(...(await makeSwapNode()));
-    await lab.kubectl(['delete', 'services,endpointslices', '-A', '-l', 'e2e.kube-ipvs.io/file=kube-proxy-swap', '--wait=false']);
+    await lab.kubectl([
+      'delete',
+      'services,endpointslices',
+      '-A',
+      '-l',
+      'e2e.kube-ipvs.io/file=kube-proxy-swap',
+      '--wait=false',
+    ]);
     await lab.apply([
       { apiVersion: 'v1', kind: 'Namespace', metadata: { name: NS } },
       labNode(NODE, [NODE_IP]),
       ...swapServices(
         (name, spec) => labService(NS, name, spec, { labels: FILE_LABEL }),
-        (svc, port, portName, protocol) => labSlice(NS, svc, `${svc}-1`, [{ ip: POD1.ip, node: NODE }], { port, portName, protocol, labels: FILE_LABEL }),
+        (svc, port, portName, protocol) =>
+          labSlice(NS, svc, `${svc}-1`, [{ ip: POD1.ip, node: NODE }], {
+            port,
+            portName,
+            protocol,
+            labels: FILE_LABEL,
+          }),
       ),
     ]);
     addrs = await swapAddresses(
       (name) => lab.getJson(['service', name, '-n', NS]),
-      async (name, status) => void (await lab.kubectl(['patch', 'service', name, '-n', NS, '--subresource=status', '--type=merge', '-p', JSON.stringify({ status })])),
+      async (name, status) =>
+        void (await lab.kubectl([
+          'patch',
+          'service',
+          name,
+          '-n',
+          NS,
+          '--subresource=status',
+          '--type=merge',
+          '-p',
+          JSON.stringify({ status }),
+        ])),
     );
     await kubeProxyIdentity(lab, dir, { duration: '1h' });
     fs.writeFileSync(cfg, e2eProxyConfig({ dir, node: NODE, ipvs: ['syncPeriod: 30s'], forKubeProxy: true }));
@@ -64,7 +105,11 @@ describe('a live swap between the real kube-proxy and kube-ipvs, both ways, unde
     await daemon?.kill('SIGTERM');
     removeSwapNode(children);
     tryRun('ipvsadm', ['-C']);
-    await lab.kubectl(['delete', 'services,endpointslices', '-n', NS, '-l', 'e2e.kube-ipvs.io/file=kube-proxy-swap', '--wait=false'], undefined, true);
+    await lab.kubectl(
+      ['delete', 'services,endpointslices', '-n', NS, '-l', 'e2e.kube-ipvs.io/file=kube-proxy-swap', '--wait=false'],
+      undefined,
+      true,
+    );
     await lab.kubectl(['delete', 'node', NODE, '--wait=false'], undefined, true);
     fs.rmSync(dir, { recursive: true, force: true });
     fs.rmSync(SERVICE_ACCOUNT_DIR, { recursive: true, force: true });
@@ -75,12 +120,22 @@ describe('a live swap between the real kube-proxy and kube-ipvs, both ways, unde
     await eventually("kube-proxy's table", ours, (r) => JSON.stringify(r) === JSON.stringify(expected()), 240_000);
     // and its ipsets and iptables rules, which its sync writes after the IPVS table (a request
     // in between was reset once in a CI run: kube-proxy's own start, before any swap)
-    await eventually("kube-proxy's sets and rules", () => run('ipset', ['save']) + run('iptables-save', ['-t', 'nat']),
-      (t) => [
-        `add KUBE-CLUSTER-IP ${addrs.web},tcp:80`, `add KUBE-CLUSTER-IP ${addrs.dns},udp:53`, `add KUBE-NODE-PORT-TCP ${addrs.nodePort}`,
-        `add KUBE-LOAD-BALANCER-SOURCE-CIDR ${LB_IP},tcp:80,192.0.2.0/24`, `add KUBE-EXTERNAL-IP ${EXTERNAL_IP},tcp:80`,
-        '-A KUBE-SERVICES', 'KUBE-NODE-PORT', 'KUBE-LOAD-BALANCER',
-      ].every((x) => t.includes(x)), 240_000);
+    await eventually(
+      "kube-proxy's sets and rules",
+      () => run('ipset', ['save']) + run('iptables-save', ['-t', 'nat']),
+      (t) =>
+        [
+          `add KUBE-CLUSTER-IP ${addrs.web},tcp:80`,
+          `add KUBE-CLUSTER-IP ${addrs.dns},udp:53`,
+          `add KUBE-NODE-PORT-TCP ${addrs.nodePort}`,
+          `add KUBE-LOAD-BALANCER-SOURCE-CIDR ${LB_IP},tcp:80,192.0.2.0/24`,
+          `add KUBE-EXTERNAL-IP ${EXTERNAL_IP},tcp:80`,
+          '-A KUBE-SERVICES',
+          'KUBE-NODE-PORT',
+          'KUBE-LOAD-BALANCER',
+        ].every((x) => t.includes(x)),
+      240_000,
+    );
     await new Promise((r) => setTimeout(r, 3000));
     startSwapTraffic(traffic, addrs);
     await traffic.goesOn(3000);

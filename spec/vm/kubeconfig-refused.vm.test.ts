@@ -19,7 +19,11 @@ beforeAll(() => {
 });
 
 describe.each([
-  ['a tokenFile that is not there', (dir: string) => `apiVersion: v1\nkind: Config\nclusters:\n- name: c\n  cluster:\n    server: https://127.0.0.1:9\nusers:\n- name: u\n  user:\n    tokenFile: ${dir}/missing-token\n    client-key-data: ${SECRET}\ncontexts:\n- name: x\n  context: {cluster: c, user: u}\ncurrent-context: x\n`],
+  [
+    'a tokenFile that is not there',
+    (dir: string) =>
+      `apiVersion: v1\nkind: Config\nclusters:\n- name: c\n  cluster:\n    server: https://127.0.0.1:9\nusers:\n- name: u\n  user:\n    tokenFile: ${dir}/missing-token\n    client-key-data: ${SECRET}\ncontexts:\n- name: x\n  context: {cluster: c, user: u}\ncurrent-context: x\n`,
+  ],
   ['bad YAML', () => `apiVersion: v1\nusers:\n- name: u\n  user:\n    client-key-data: ${SECRET}\n\tbroken: [\n`],
 ])('kube-ipvs --config with %s in clientConnection.kubeconfig', (_what, kubeconfig) => {
   it('exits 1 with one line, before the sysctls, oom_score_adj, kube-ipvs0 or IPVS are touched', () => {
@@ -41,7 +45,12 @@ describe.each([
         '',
       ].join('\n'),
     );
-    const r = tryRun(process.execPath, [...KUBE_IPVS_NODE_FLAGS, KUBE_IPVS_BIN, `--config=${join(dir, 'config.conf')}`], undefined, 300_000);
+    const r = tryRun(
+      process.execPath,
+      [...KUBE_IPVS_NODE_FLAGS, KUBE_IPVS_BIN, `--config=${join(dir, 'config.conf')}`],
+      undefined,
+      300_000,
+    );
     expect(r.status).toBe(1);
     const lines = r.stderr.split('\n').filter(Boolean);
     expect(lines).toHaveLength(1);
@@ -50,6 +59,10 @@ describe.each([
     expect(r.stderr).not.toMatch(/\n\s+at /);
     expect(udp()).toBe(before);
     expect(tryRun('ip', ['link', 'show', 'kube-ipvs0']).status).not.toBe(0);
-    expect(run('ipvsadm', ['-Ln']).split('\n').filter((l) => /^(TCP|UDP|SCTP|FWM)/.test(l))).toEqual([]);
+    expect(
+      run('ipvsadm', ['-Ln'])
+        .split('\n')
+        .filter((l) => /^(TCP|UDP|SCTP|FWM)/.test(l)),
+    ).toEqual([]);
   }, 400_000);
 });

@@ -74,14 +74,23 @@ describe.each<[string, () => Promise<Link>]>([
   });
   it('addAddresses / deleteAddresses: one result per address, in order; the errno each single request gets', async () => {
     const d = await link.getLink(D);
-    const mine = async () => [...(await link.listAddresses('ipv4')), ...(await link.listAddresses('ipv6'))].filter((a) => a.ifindex === d.index).map((a) => a.address);
+    const mine = async () =>
+      [...(await link.listAddresses('ipv4')), ...(await link.listAddresses('ipv6'))]
+        .filter((a) => a.ifindex === d.index)
+        .map((a) => a.address);
     await link.addAddress(d.index, '10.96.8.2');
     const added = await link.addAddresses(d.index, ['10.96.8.1', '10.96.8.2', 'fd00:96::8', '10.96.8.3']);
     expect(added.map((e) => e?.errno ?? 0)).toEqual([0, E.EEXIST, 0, 0]);
     expect(added[1]).toEqual(errno(E.EEXIST));
     expect((await link.addAddresses(NO_SUCH_INDEX, ['10.96.8.9'])).map((e) => e?.errno)).toEqual([E.ENODEV]);
     expect(await mine()).toEqual(['10.96.8.1', '10.96.8.2', '10.96.8.3', 'fd00:96::8']);
-    const deleted = await link.deleteAddresses(d.index, ['10.96.8.1', '10.96.8.9', 'fd00:96::8', '10.96.8.2', '10.96.8.3']);
+    const deleted = await link.deleteAddresses(d.index, [
+      '10.96.8.1',
+      '10.96.8.9',
+      'fd00:96::8',
+      '10.96.8.2',
+      '10.96.8.3',
+    ]);
     expect(deleted.map((e) => e?.errno ?? 0)).toEqual([0, E.EADDRNOTAVAIL, 0, 0, 0]);
     expect(await link.deleteAddresses(d.index, [])).toEqual([]);
     expect(await mine()).toEqual([]);
@@ -136,7 +145,11 @@ describe('kube-ipvs0 on the kernel, seen by iproute2', () => {
     const local = await listLocalAddresses(link, k.index);
     expect(local.some((a) => a.address === '10.96.0.10')).toBe(false);
     expect(local.some((a) => a.address === '127.0.0.1')).toBe(true);
-    expect(await unbindAddresses(link, k.index, ['10.96.0.10', '10.96.0.10', 'fd00:96::10'])).toEqual([null, null, null]);
+    expect(await unbindAddresses(link, k.index, ['10.96.0.10', '10.96.0.10', 'fd00:96::10'])).toEqual([
+      null,
+      null,
+      null,
+    ]);
     expect(ip('-o', 'addr', 'show', 'dev', 'kube-ipvs0')).toBe('');
   });
 
@@ -148,7 +161,9 @@ describe('kube-ipvs0 on the kernel, seen by iproute2', () => {
     expect(ip('route', 'show', 'table', 'local', '10.97.3.231')).toMatch(/local 10\.97\.3\.231 dev kube-ipvs0/);
     expect((await bindAddresses(link, k.index, ['10.97.0.5', 'fd00:97::5'])).every((e) => e === null)).toBe(true);
     expect(await listBoundAddresses(link, k.index)).toHaveLength(1001);
-    expect((await unbindAddresses(link, k.index, [...vips, 'fd00:97::5', '10.97.9.9'])).every((e) => e === null)).toBe(true);
+    expect((await unbindAddresses(link, k.index, [...vips, 'fd00:97::5', '10.97.9.9'])).every((e) => e === null)).toBe(
+      true,
+    );
     expect(ip('-o', 'addr', 'show', 'dev', 'kube-ipvs0')).toBe('');
   });
 
@@ -168,8 +183,13 @@ describe('NETLINK_EXT_ACK on rtnetlink (the kernel says why, not just the errno)
     try {
       const req = encodeNewDummy('kiptest-x0');
       const bad = { ...req, payload: Buffer.from(req.payload.toString('latin1').replace('dummy', 'nokind'), 'latin1') };
-      const e = await t.request(bad).then(() => undefined, (err: unknown) => err);
-      expect(e).toEqual(expect.objectContaining({ constructor: NetlinkError, errno: E.EOPNOTSUPP, extack: 'Unknown device type' }));
+      const e = await t.request(bad).then(
+        () => undefined,
+        (err: unknown) => err,
+      );
+      expect(e).toEqual(
+        expect.objectContaining({ constructor: NetlinkError, errno: E.EOPNOTSUPP, extack: 'Unknown device type' }),
+      );
       expect((e as Error).message).toBe('add dummy link kiptest-x0: EOPNOTSUPP [Unknown device type] (EOPNOTSUPP)');
     } finally {
       t.close();

@@ -25,14 +25,23 @@ import { planIpsets } from '../../lib/plan/ipsets';
 import { SetKey } from '../../lib/model/names';
 
 const exec0 = new ChildProcessExec();
-const sh = async (script: string, stdin?: string) => checkExec('bash', ['-c', script], await exec0.run('bash', ['-c', script], stdin)).stdout;
+const sh = async (script: string, stdin?: string) =>
+  checkExec('bash', ['-c', script], await exec0.run('bash', ['-c', script], stdin)).stdout;
 /** exit code of a script expected to fail */
 const shFails = async (script: string, stdin?: string) => (await exec0.run('bash', ['-c', script], stdin)).exitCode;
 const saveOf = async (bin: string, table: string) =>
-  (await sh(`${bin} -t ${table}`)).split('\n').filter((l) => l !== '' && !l.startsWith('#')).join('\n') + '\n';
+  (await sh(`${bin} -t ${table}`))
+    .split('\n')
+    .filter((l) => l !== '' && !l.startsWith('#'))
+    .join('\n') + '\n';
 
 const LIVE: SetKey[] = ['LOOP_BACK', 'CLUSTER_IP', 'EXTERNAL_IP', 'LOAD_BALANCER', 'NODE_PORT_TCP'];
-const PLAN = planIptables({ family: 'ipv4', clusterCIDR: '10.244.0.0/16', nonEmptySets: new Set(LIVE), randomFully: true });
+const PLAN = planIptables({
+  family: 'ipv4',
+  clusterCIDR: '10.244.0.0/16',
+  nonEmptySets: new Set(LIVE),
+  randomFully: true,
+});
 const RESTORE = 'iptables-nft-restore --noflush -w 5 -W 100000';
 const OUTPUT_JUMP = '-m comment --comment "kubernetes service portals" -j KUBE-SERVICES';
 
@@ -81,15 +90,23 @@ describe('the nf_tables generation on this kernel', () => {
     expect(await moves(() => sh('iptables-nft-save -t nat; iptables-nft-save -t filter; iptables-nft-save'))).toBe(0);
 
     // a failing block is aborted; the blocks before it stay committed
-    const failsInNat = '*nat\n:KUBE-T - [0:0]\n-A KUBE-T -j NO-SUCH-CHAIN\nCOMMIT\n*filter\n:KUBE-T - [0:0]\n-A KUBE-T -j RETURN\nCOMMIT\n';
-    const failsInFilter = '*nat\n:KUBE-T - [0:0]\n-A KUBE-T -j RETURN\nCOMMIT\n*filter\n:KUBE-T - [0:0]\n-A KUBE-T -j NO-SUCH-CHAIN\nCOMMIT\n';
+    const failsInNat =
+      '*nat\n:KUBE-T - [0:0]\n-A KUBE-T -j NO-SUCH-CHAIN\nCOMMIT\n*filter\n:KUBE-T - [0:0]\n-A KUBE-T -j RETURN\nCOMMIT\n';
+    const failsInFilter =
+      '*nat\n:KUBE-T - [0:0]\n-A KUBE-T -j RETURN\nCOMMIT\n*filter\n:KUBE-T - [0:0]\n-A KUBE-T -j NO-SUCH-CHAIN\nCOMMIT\n';
     expect(await moves(async () => expect(await shFails(RESTORE, failsInNat)).toBe(2))).toBe(0);
     expect(await moves(async () => expect(await shFails(RESTORE, failsInFilter)).toBe(2))).toBe(1);
     expect([fakeMoves(failsInNat), fakeMoves(failsInFilter)]).toEqual([0, 1]);
 
     // other subsystems and the legacy tables are not nf_tables
-    expect(await moves(() => sh('ipset create T-GEN hash:ip && ipset destroy T-GEN && ipvsadm -A -t 203.0.113.10:80 -s rr && ipvsadm -D -t 203.0.113.10:80 && ' +
-      'iptables-legacy -t filter -N T-GEN && iptables-legacy -t filter -X T-GEN'))).toBe(0);
+    expect(
+      await moves(() =>
+        sh(
+          'ipset create T-GEN hash:ip && ipset destroy T-GEN && ipvsadm -A -t 203.0.113.10:80 -s rr && ipvsadm -D -t 203.0.113.10:80 && ' +
+            'iptables-legacy -t filter -N T-GEN && iptables-legacy -t filter -X T-GEN',
+        ),
+      ),
+    ).toBe(0);
 
     // someone else's iptables-nft command: one transaction each; one with nothing in it commits nothing
     expect(await moves(() => sh('iptables-nft -t filter -N T-GEN'))).toBe(1);
@@ -98,7 +115,14 @@ describe('the nf_tables generation on this kernel', () => {
     expect(['-N T-GEN', '-F T-GEN', '-X T-GEN'].map((l) => fakeMoves(`*filter\n${l}\nCOMMIT\n`))).toEqual([1, 0, 1]);
 
     // one counter per network namespace: ip6tables-nft moves it too
-    expect(await moves(() => sh('ip6tables-nft-restore --noflush -w 5', '*nat\n:KUBE-T6 - [0:0]\n-A KUBE-T6 -j RETURN\nCOMMIT\n*filter\n:KUBE-T6 - [0:0]\n-A KUBE-T6 -j RETURN\nCOMMIT\n'))).toBe(2);
+    expect(
+      await moves(() =>
+        sh(
+          'ip6tables-nft-restore --noflush -w 5',
+          '*nat\n:KUBE-T6 - [0:0]\n-A KUBE-T6 -j RETURN\nCOMMIT\n*filter\n:KUBE-T6 - [0:0]\n-A KUBE-T6 -j RETURN\nCOMMIT\n',
+        ),
+      ),
+    ).toBe(2);
   });
 });
 
@@ -110,7 +134,13 @@ describe('IptablesSync (nft) with the generation', () => {
     expect(await ipt.sync(PLAN, { verify: true })).toMatchObject({ execs: 3, wrote: true });
     const nat = await saveOf('iptables-nft-save', 'nat');
     exec.reset();
-    expect(await ipt.sync(PLAN, { verify: true })).toEqual({ execs: 0, wrote: false, insertedJumps: [], restoreText: '', repaired: [] });
+    expect(await ipt.sync(PLAN, { verify: true })).toEqual({
+      execs: 0,
+      wrote: false,
+      insertedJumps: [],
+      restoreText: '',
+      repaired: [],
+    });
     expect(exec.count).toBe(0);
 
     await sh('iptables-nft -t nat -F KUBE-SERVICES');
@@ -124,7 +154,11 @@ describe('IptablesSync (nft) with the generation', () => {
     expect(exec.count).toBe(0);
 
     await sh(`iptables-nft -t nat -D OUTPUT ${OUTPUT_JUMP}`);
-    expect(await ipt.sync(PLAN, { verify: true })).toMatchObject({ execs: 3, wrote: true, repaired: ['nat OUTPUT: jump to KUBE-SERVICES missing'] });
+    expect(await ipt.sync(PLAN, { verify: true })).toMatchObject({
+      execs: 3,
+      wrote: true,
+      repaired: ['nat OUTPUT: jump to KUBE-SERVICES missing'],
+    });
     expect(await saveOf('iptables-nft-save', 'nat')).toBe(nat);
     expect(await ipt.sync(PLAN, { verify: true })).toMatchObject({ execs: 0 });
 

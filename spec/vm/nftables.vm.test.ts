@@ -16,7 +16,8 @@ import { NftTable } from '../../lib/model/nft-table';
 import { INET_KUBE_PROXY_NFT_TABLE, kubeProxyNftTable } from '../../testkit/kube-proxy-leftovers';
 
 const exec0 = new ChildProcessExec();
-const sh = async (script: string, stdin?: string) => checkExec('bash', ['-c', script], await exec0.run('bash', ['-c', script], stdin)).stdout;
+const sh = async (script: string, stdin?: string) =>
+  checkExec('bash', ['-c', script], await exec0.run('bash', ['-c', script], stdin)).stdout;
 
 const OTHERS = `${INET_KUBE_PROXY_NFT_TABLE}
 table ip foreign {
@@ -26,7 +27,12 @@ table ip foreign {
 }
 `;
 const kubeProxyLike = (family: 'ip' | 'ip6') =>
-  kubeProxyNftTable(family, family === 'ip' ? { vip: '10.96.0.10', port: 80, endpoint: '10.244.1.2:8080' } : { vip: 'fd00::a', port: 80, endpoint: 'fd00:244::2:8080' });
+  kubeProxyNftTable(
+    family,
+    family === 'ip'
+      ? { vip: '10.96.0.10', port: 80, endpoint: '10.244.1.2:8080' }
+      : { vip: 'fd00::a', port: 80, endpoint: 'fd00:244::2:8080' },
+  );
 
 const ip = { family: 2, name: 'kube-proxy' };
 const ip6 = { family: 10, name: 'kube-proxy' };
@@ -71,7 +77,10 @@ describe('nf_tables tables: NftTablesNetlink on this kernel and FakeNftTables ag
     // a table not there, or named twice: ENOENT, the transaction aborted whole, nothing committed
     expect(await both([ip, { family: 10, name: 'absent' }])).toEqual({ kernel: [2, 0], twin: [2, 0] });
     // the refusal names the table the kernel refused
-    for (const t of [nft, twin]) await expect(t.deleteTables([ip, { family: 10, name: 'absent' }])).rejects.toThrow(/^delete nftables table ip6 absent: ENOENT/);
+    for (const t of [nft, twin])
+      await expect(t.deleteTables([ip, { family: 10, name: 'absent' }])).rejects.toThrow(
+        /^delete nftables table ip6 absent: ENOENT/,
+      );
     expect(await both([ip, ip6, ip])).toEqual({ kernel: [2, 0], twin: [2, 0] });
     expect(await both([{ family: 1, name: 'absent' }, ip6])).toEqual({ kernel: [2, 0], twin: [2, 0] });
     expect(await nft.listTables()).toEqual([ip, inet, foreign, ip6]);

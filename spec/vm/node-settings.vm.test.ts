@@ -79,9 +79,19 @@ describe('kube-ipvs --init-only in the host network namespace', () => {
       ].join('\n'),
     );
     expect(cpus).toBeLessThan(min);
-    const args = [HOST_NET, process.execPath, KUBE_IPVS_BIN, `--config=${file}`, '--init-only', '--logging-format=json'];
+    const args = [
+      HOST_NET,
+      process.execPath,
+      KUBE_IPVS_BIN,
+      `--config=${file}`,
+      '--init-only',
+      '--logging-format=json',
+    ];
     const first = tryRun('nsenter', args, undefined, 180_000);
-    expect({ status: first.status, stderr: first.stderr.split('\n').filter((l) => l.includes('"level":"error"') || l.startsWith('kube-ipvs:')) }).toEqual({ status: 0, stderr: [] });
+    expect({
+      status: first.status,
+      stderr: first.stderr.split('\n').filter((l) => l.includes('"level":"error"') || l.startsWith('kube-ipvs:')),
+    }).toEqual({ status: 0, stderr: [] });
     expect(Number(hostRead(proc(CONNTRACK_SYSCTL.MAX)))).toBe(min);
     expect(Number(hostRead(`/sys/module/${CONNTRACK_HASHSIZE}`))).toBe(Math.trunc(min / 4));
     expect(TIMEOUTS.map((k) => hostRead(proc(k)))).toEqual(['7200', '1800', '1', '45', '150']);
@@ -106,13 +116,22 @@ describe("the daemon's node settings in this file's own network namespace", () =
     const config: ProxyConfig = {
       ...defaultProxyConfig(),
       oomScoreAdj: -998,
-      conntrack: { ...defaultProxyConfig().conntrack, maxPerCore: 1, min: max + 1, tcpEstablishedTimeoutSec: 3600, udpTimeoutSec: 40 },
+      conntrack: {
+        ...defaultProxyConfig().conntrack,
+        maxPerCore: 1,
+        min: max + 1,
+        tcpEstablishedTimeoutSec: 3600,
+        udpTimeoutSec: 40,
+      },
     };
     const lines: { level: string; msg: string; meta?: Record<string, unknown> }[] = [];
     const log = {
-      info: (msg: string, meta?: Record<string, unknown>) => lines.push({ level: 'info', msg, ...(meta ? { meta } : {}) }),
-      warn: (msg: string, meta?: Record<string, unknown>) => lines.push({ level: 'warn', msg, ...(meta ? { meta } : {}) }),
-      error: (msg: string, meta?: Record<string, unknown>) => lines.push({ level: 'error', msg, ...(meta ? { meta } : {}) }),
+      info: (msg: string, meta?: Record<string, unknown>) =>
+        lines.push({ level: 'info', msg, ...(meta ? { meta } : {}) }),
+      warn: (msg: string, meta?: Record<string, unknown>) =>
+        lines.push({ level: 'warn', msg, ...(meta ? { meta } : {}) }),
+      error: (msg: string, meta?: Record<string, unknown>) =>
+        lines.push({ level: 'error', msg, ...(meta ? { meta } : {}) }),
     };
     expect(await applyNodeSettings(config, log, realNodeSettingsTargets())).toBe(false);
     const errors = lines.filter((l) => l.level === 'error').map((l) => l.meta);
@@ -121,7 +140,7 @@ describe("the daemon's node settings in this file's own network namespace", () =
     expect(errors.slice(1)).toEqual(errors.slice(1).map(() => ({ sysctl: CONNTRACK_HASHSIZE, errno: 'EOPNOTSUPP' })));
     expect(run('cat', [proc(CONNTRACK_SYSCTL.TCP_TIMEOUT_ESTABLISHED)]).trim()).toBe('3600');
     expect(run('cat', [proc(CONNTRACK_SYSCTL.UDP_TIMEOUT)]).trim()).toBe('40');
-    expect((await self.read('self/oom_score_adj'))).toBe('-998');
+    expect(await self.read('self/oom_score_adj')).toBe('-998');
   });
 });
 
@@ -145,7 +164,10 @@ describe('oom_score_adj of another process', () => {
 async function untilAnswers(url: string, timeoutMs: number): Promise<void> {
   const end = Date.now() + timeoutMs;
   for (;;) {
-    const ok = await fetch(url).then((r) => r.ok, () => false);
+    const ok = await fetch(url).then(
+      (r) => r.ok,
+      () => false,
+    );
     if (ok) return;
     if (Date.now() > end) throw new Error(`${url} did not answer within ${timeoutMs} ms`);
     await new Promise((r) => setTimeout(r, 500));
@@ -196,8 +218,18 @@ describe('the daemon process', () => {
       await untilAnswers('http://127.0.0.1:10249/proxyMode', 300_000);
       const from = daemon.lines.length;
       writeFileSync(file, config(300, '36s'));
-      await daemon.waitFor((l) => l.message === 'oom_score_adj set to 300', 'oom_score_adj after the reload', from, 120_000);
-      await daemon.waitFor((l) => String(l.message).startsWith(`sysctl ${CONNTRACK_SYSCTL.UDP_TIMEOUT}: 35 -> 36`), 'the udp timeout after the reload', from, 60_000);
+      await daemon.waitFor(
+        (l) => l.message === 'oom_score_adj set to 300',
+        'oom_score_adj after the reload',
+        from,
+        120_000,
+      );
+      await daemon.waitFor(
+        (l) => String(l.message).startsWith(`sysctl ${CONNTRACK_SYSCTL.UDP_TIMEOUT}: 35 -> 36`),
+        'the udp timeout after the reload',
+        from,
+        60_000,
+      );
       expect(run('cat', [`/proc/${daemon.child.pid}/oom_score_adj`]).trim()).toBe('300');
       expect(run('cat', [proc(CONNTRACK_SYSCTL.UDP_TIMEOUT)]).trim()).toBe('36');
       expect(daemon.child.exitCode).toBe(null); // applied live, no restart

@@ -23,7 +23,12 @@ const FOREIGN_VIPS = ['198.51.100.100:30443', '192.0.2.1:30443'];
 const MAIN = join(__dirname, '..', '..', 'lib', 'cli', 'main.js');
 
 type Obj = Record<string, unknown>;
-const meta = (namespace: string, name: string, extra: Obj = {}) => ({ namespace, name, uid: `uid-${namespace}-${name}`, ...extra });
+const meta = (namespace: string, name: string, extra: Obj = {}) => ({
+  namespace,
+  name,
+  uid: `uid-${namespace}-${name}`,
+  ...extra,
+});
 
 const node: Obj = {
   apiVersion: 'v1',
@@ -37,7 +42,11 @@ const tenant: Obj = {
   kind: 'Service',
   metadata: meta('aaa', 'np'),
   spec: {
-    type: 'NodePort', sessionAffinity: 'None', ipFamilies: ['IPv4'], clusterIP: '10.96.0.70', clusterIPs: ['10.96.0.70'],
+    type: 'NodePort',
+    sessionAffinity: 'None',
+    ipFamilies: ['IPv4'],
+    clusterIP: '10.96.0.70',
+    clusterIPs: ['10.96.0.70'],
     ports: [{ name: 'p', port: 443, protocol: 'TCP', nodePort: 30443 }],
   },
   status: { loadBalancer: {} },
@@ -45,10 +54,17 @@ const tenant: Obj = {
 const tenantSlice: Obj = {
   apiVersion: 'discovery.k8s.io/v1',
   kind: 'EndpointSlice',
-  metadata: meta('aaa', 'np-1', { labels: { 'kubernetes.io/service-name': 'np', 'endpointslice.kubernetes.io/managed-by': 'endpointslice-controller.k8s.io' } }),
+  metadata: meta('aaa', 'np-1', {
+    labels: {
+      'kubernetes.io/service-name': 'np',
+      'endpointslice.kubernetes.io/managed-by': 'endpointslice-controller.k8s.io',
+    },
+  }),
   addressType: 'IPv4',
   ports: [{ name: 'p', port: 8443, protocol: 'TCP' }],
-  endpoints: [{ addresses: ['10.244.7.70'], conditions: { ready: true, serving: true, terminating: false }, nodeName: 'node-b' }],
+  endpoints: [
+    { addresses: ['10.244.7.70'], conditions: { ready: true, serving: true, terminating: false }, nodeName: 'node-b' },
+  ],
 };
 
 function ipvsRules(): string[] {
@@ -59,7 +75,10 @@ function foreignLines(): string[] {
 }
 /** `ipset save` add lines of one set. */
 function setLines(name: string): string[] {
-  return run('ipset', ['save']).split('\n').filter((l) => l.startsWith(`add ${name} `)).sort();
+  return run('ipset', ['save'])
+    .split('\n')
+    .filter((l) => l.startsWith(`add ${name} `))
+    .sort();
 }
 const isSync = (l: LogLine) => l.message === 'sync done';
 
@@ -72,7 +91,13 @@ describe('keepalived across a restart of the real daemon (issue 25 item 1)', () 
 
   async function fullSyncs(n: number): Promise<void> {
     await daemon.waitFor(isSync, 'the first sync', 0, 300_000);
-    for (let i = 0; i < n; i++) await daemon.waitFor((l) => isSync(l) && l.full === true, `full sync ${i + 1} of ${n}`, daemon.lines.length, 240_000);
+    for (let i = 0; i < n; i++)
+      await daemon.waitFor(
+        (l) => isSync(l) && l.full === true,
+        `full sync ${i + 1} of ${n}`,
+        daemon.lines.length,
+        240_000,
+      );
   }
 
   beforeAll(async () => {
@@ -86,7 +111,16 @@ describe('keepalived across a restart of the real daemon (issue 25 item 1)', () 
     }
     before = foreignLines();
     apiserver = await startFixtureApiServer(dir, API_PORT, [node, tenant, tenantSlice]);
-    fs.writeFileSync(cfg, e2eProxyConfig({ dir, node: NODE, ipvs: [`syncPeriod: ${SYNC_PERIOD}`], healthz: '127.0.0.1:10357', metrics: '127.0.0.1:10359' }));
+    fs.writeFileSync(
+      cfg,
+      e2eProxyConfig({
+        dir,
+        node: NODE,
+        ipvs: [`syncPeriod: ${SYNC_PERIOD}`],
+        healthz: '127.0.0.1:10357',
+        metrics: '127.0.0.1:10359',
+      }),
+    );
     daemon = startKubeIpvs(['--config', cfg, '--v=2']);
   }, 300_000);
 
@@ -101,11 +135,17 @@ describe('keepalived across a restart of the real daemon (issue 25 item 1)', () 
     expect(before).toHaveLength(6);
     await fullSyncs(2);
     expect(foreignLines()).toEqual(before);
-    expect(ipvsRules()).toEqual(expect.arrayContaining(['-A -t 10.96.0.70:443 -s rr', '-a -t 10.96.0.70:443 -r 10.244.7.70:8443 -m -w 1']));
+    expect(ipvsRules()).toEqual(
+      expect.arrayContaining(['-A -t 10.96.0.70:443 -s rr', '-a -t 10.96.0.70:443 -r 10.244.7.70:8443 -m -w 1']),
+    );
     expect(setLines('KUBE-NODE-PORT-TCP')).toEqual(['add KUBE-NODE-PORT-TCP 30443']);
     // 192.0.2.1:30443 was refused as foreign: not in the record
     expect(setLines('KUBE-IPVS-OWNED')).toEqual(['add KUBE-IPVS-OWNED 10.96.0.70,tcp:443']);
-    expect(daemon.lines.map((l) => String(l.message)).filter((m) => m.includes('aaa/np') && m.includes('TCP/192.0.2.1:30443') && m.includes("not kube-ipvs's"))).toHaveLength(1);
+    expect(
+      daemon.lines
+        .map((l) => String(l.message))
+        .filter((m) => m.includes('aaa/np') && m.includes('TCP/192.0.2.1:30443') && m.includes("not kube-ipvs's")),
+    ).toHaveLength(1);
   }, 600_000);
 
   it('after a restart of the daemon: both keepalived virtual servers byte-identical, over more full syncs', async () => {
@@ -113,24 +153,43 @@ describe('keepalived across a restart of the real daemon (issue 25 item 1)', () 
     daemon = startKubeIpvs(['--config', cfg, '--v=2']);
     await fullSyncs(3);
     expect(foreignLines()).toEqual(before);
-    expect(ipvsRules().filter((l) => l.includes('10.244.7.70'))).toEqual(['-a -t 10.96.0.70:443 -r 10.244.7.70:8443 -m -w 1']);
+    expect(ipvsRules().filter((l) => l.includes('10.244.7.70'))).toEqual([
+      '-a -t 10.96.0.70:443 -r 10.244.7.70:8443 -m -w 1',
+    ]);
     const msgs = daemon.lines.map((l) => String(l.message));
     // the adoption read found both foreign, by the record
-    expect(msgs.filter((m) => m.startsWith("virtual server TCP 198.51.100.100:30443 is not kube-ipvs's") && m.includes('KUBE-IPVS-OWNED'))).toHaveLength(1);
-    expect(msgs.filter((m) => m.startsWith("virtual server TCP 192.0.2.1:30443 is not kube-ipvs's") && m.includes('KUBE-IPVS-OWNED'))).toHaveLength(1);
+    expect(
+      msgs.filter(
+        (m) =>
+          m.startsWith("virtual server TCP 198.51.100.100:30443 is not kube-ipvs's") && m.includes('KUBE-IPVS-OWNED'),
+      ),
+    ).toHaveLength(1);
+    expect(
+      msgs.filter(
+        (m) => m.startsWith("virtual server TCP 192.0.2.1:30443 is not kube-ipvs's") && m.includes('KUBE-IPVS-OWNED'),
+      ),
+    ).toHaveLength(1);
   }, 600_000);
 
   it('`kube-ipvs cleanup` destroys the record with the KUBE-* sets', async () => {
     await daemon.kill('SIGTERM');
     const r = tryRun(process.execPath, [MAIN, 'cleanup'], undefined, 180_000);
     expect(r.status).toBe(0);
-    expect(run('ipset', ['list', '-n']).split('\n').filter((n) => n.startsWith('KUBE-'))).toEqual([]);
+    expect(
+      run('ipset', ['list', '-n'])
+        .split('\n')
+        .filter((n) => n.startsWith('KUBE-')),
+    ).toEqual([]);
   }, 300_000);
 
   it("no KUBE-* set at all, the VIP bound on kube-ipvs0 (issue 25 item 2): the tenant's virtual server is adopted, not refused; keepalived still untouched", async () => {
     // what kube-proxy leaves when its sets are gone: the ClusterIP's virtual server and its
     // address on kube-ipvs0 (cleanup above removed the sets, kube-ipvs0 and what they named)
-    expect(run('ipset', ['list', '-n']).split('\n').filter((n) => n.startsWith('KUBE-'))).toEqual([]);
+    expect(
+      run('ipset', ['list', '-n'])
+        .split('\n')
+        .filter((n) => n.startsWith('KUBE-')),
+    ).toEqual([]);
     ip('link', 'add', 'kube-ipvs0', 'type', 'dummy');
     ip('addr', 'add', '10.96.0.70/32', 'dev', 'kube-ipvs0');
     run('ipvsadm', ['-A', '-t', '10.96.0.70:443', '-s', 'rr']);
@@ -139,7 +198,10 @@ describe('keepalived across a restart of the real daemon (issue 25 item 1)', () 
     await fullSyncs(1);
     const msgs = daemon.lines.map((l) => String(l.message));
     expect(msgs.filter((m) => m.includes('10.96.0.70:443') && m.includes("not kube-ipvs's"))).toEqual([]);
-    expect(ipvsRules().filter((l) => l.includes('10.96.0.70:443'))).toEqual(['-A -t 10.96.0.70:443 -s rr', '-a -t 10.96.0.70:443 -r 10.244.7.70:8443 -m -w 1']);
+    expect(ipvsRules().filter((l) => l.includes('10.96.0.70:443'))).toEqual([
+      '-A -t 10.96.0.70:443 -s rr',
+      '-a -t 10.96.0.70:443 -r 10.244.7.70:8443 -m -w 1',
+    ]);
     expect(run('ip', ['-o', '-4', 'addr', 'show', 'dev', 'kube-ipvs0'])).toContain('10.96.0.70/32');
     // keepalived's addresses are not on kube-ipvs0: still foreign, still byte-identical
     expect(foreignLines()).toEqual(before);

@@ -19,7 +19,12 @@ beforeAll(async () => {
   for (let i = 0; i < SERVICES; i++) {
     const vs = { af: 2 as const, protocol: 6, address: formatIPv4(0xc6120000 + i), port: 80, fwmark: 0 }; // 198.18.0.0/15
     ops.push({ kind: 'newService', vs: { ...vs, scheduler: 'rr' } });
-    for (let j = 0; j < DESTS; j++) ops.push({ kind: 'newDest', vs, rs: { af: 2, address: formatIPv4(0xc6130000 + i * DESTS + j), port: 8080, weight: 1 + j, fwdMethod: 0 } });
+    for (let j = 0; j < DESTS; j++)
+      ops.push({
+        kind: 'newDest',
+        vs,
+        rs: { af: 2, address: formatIPv4(0xc6130000 + i * DESTS + j), port: 8080, weight: 1 + j, fwdMethod: 0 },
+      });
   }
   const results = await ipvs.run(ops);
   expect(results.filter((r) => !r.ok)).toEqual([]);
@@ -41,8 +46,14 @@ describe('readProcText on the kernel /proc/net/ip_vs', () => {
   it('parses to every real server the netlink dump shows', async () => {
     const proc = parseProcIpVs(readProcText());
     const netlink = await ipvs.listAll();
-    const key = (vs: { address: string; port: number }, dests: readonly { address: string; port: number; weight: number }[]) =>
-      `${vs.address}:${vs.port} ${dests.map((d) => `${d.address}:${d.port}/${d.weight}`).sort().join(' ')}`;
+    const key = (
+      vs: { address: string; port: number },
+      dests: readonly { address: string; port: number; weight: number }[],
+    ) =>
+      `${vs.address}:${vs.port} ${dests
+        .map((d) => `${d.address}:${d.port}/${d.weight}`)
+        .sort()
+        .join(' ')}`;
     expect(proc.services.map((s) => key(s, s.dests)).sort()).toEqual(netlink.map((e) => key(e.vs, e.dests)).sort());
     expect(proc.services.reduce((n, s) => n + s.dests.length, 0)).toBe(SERVICES * DESTS);
   });

@@ -15,7 +15,14 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { ChildProcess } from 'node:child_process';
-import { ApiClient, e2eProxyConfig, LoggedProcess, LogLine, startFixtureApiServer, startKubeIpvs } from '../../testkit/processes';
+import {
+  ApiClient,
+  e2eProxyConfig,
+  LoggedProcess,
+  LogLine,
+  startFixtureApiServer,
+  startKubeIpvs,
+} from '../../testkit/processes';
 import { connect, deletePod, makePod, run, startEchoServer, tryRun } from '../../testkit/netns';
 
 const API_PORT = 16444;
@@ -38,7 +45,12 @@ function lbService(name: string, clusterIP: string, lbIP: string, ranges: string
     kind: 'Service',
     metadata: meta(name),
     spec: {
-      type: 'LoadBalancer', clusterIP, clusterIPs: [clusterIP], ipFamilies: ['IPv4'], sessionAffinity: 'None', externalTrafficPolicy: 'Cluster',
+      type: 'LoadBalancer',
+      clusterIP,
+      clusterIPs: [clusterIP],
+      ipFamilies: ['IPv4'],
+      sessionAffinity: 'None',
+      externalTrafficPolicy: 'Cluster',
       ports: [{ name: 'http', port: 80, targetPort: 8080, nodePort: 0, protocol: 'TCP' }],
       loadBalancerSourceRanges: ranges,
     },
@@ -52,7 +64,9 @@ function slice(svc: string): Obj {
     metadata: meta(`${svc}-1`, { labels: { 'kubernetes.io/service-name': svc } }),
     addressType: 'IPv4',
     ports: [{ name: 'http', port: 8080, protocol: 'TCP' }],
-    endpoints: [{ addresses: [POD.ip], conditions: { ready: true, serving: true, terminating: false }, nodeName: NODE }],
+    endpoints: [
+      { addresses: [POD.ip], conditions: { ready: true, serving: true, terminating: false }, nodeName: NODE },
+    ],
   };
 }
 const node: Obj = {
@@ -64,8 +78,10 @@ const node: Obj = {
 };
 const FIXTURES = [
   node,
-  lbService('closed', '10.96.0.30', CLOSED_LB, ['192.0.2.0/24x']), slice('closed'),
-  lbService('sloppy', '10.96.0.31', SLOPPY_LB, ['010.0.0.0/8']), slice('sloppy'),
+  lbService('closed', '10.96.0.30', CLOSED_LB, ['192.0.2.0/24x']),
+  slice('closed'),
+  lbService('sloppy', '10.96.0.31', SLOPPY_LB, ['010.0.0.0/8']),
+  slice('sloppy'),
 ];
 
 function ipsetMembers(set: string): string[] {
@@ -85,7 +101,16 @@ describe('loadBalancerSourceRanges fail closed (daemon, real kernel, real traffi
     children.push(await startEchoServer(POD.name, 'pod', POD.ip, 8080));
     apiserver = await startFixtureApiServer(dir, API_PORT, FIXTURES);
     const cfg = path.join(dir, 'config.conf');
-    fs.writeFileSync(cfg, e2eProxyConfig({ dir, node: NODE, ipvs: ['scheduler: rr', 'syncPeriod: 10m'], healthz: '127.0.0.1:10266', metrics: '0.0.0.0:10259' }));
+    fs.writeFileSync(
+      cfg,
+      e2eProxyConfig({
+        dir,
+        node: NODE,
+        ipvs: ['scheduler: rr', 'syncPeriod: 10m'],
+        healthz: '127.0.0.1:10266',
+        metrics: '0.0.0.0:10259',
+      }),
+    );
     daemon = startKubeIpvs(['--config', cfg, '--v=2']);
     await daemon.waitFor(isSync, 'the first sync');
   });
@@ -112,12 +137,20 @@ describe('loadBalancerSourceRanges fail closed (daemon, real kernel, real traffi
   });
 
   it('an LB whose only source range is unreadable admits nobody from outside', () => {
-    for (const c of CLIENTS) expect({ client: c.ip, ...connect(c.name, CLOSED_LB, 80, 3) }).toEqual({ client: c.ip, outcome: 'timeout', reply: '' });
+    for (const c of CLIENTS)
+      expect({ client: c.ip, ...connect(c.name, CLOSED_LB, 80, 3) }).toEqual({
+        client: c.ip,
+        outcome: 'timeout',
+        reply: '',
+      });
   });
 
   it("'010.0.0.0/8' admits a 10.x source and refuses another", () => {
     // (externalTrafficPolicy Cluster: the backend sees the node, masqueraded)
-    expect(connect(EXT_10.name, SLOPPY_LB, 80)).toEqual({ outcome: "ok", reply: expect.stringMatching(/^pod client=/) });
+    expect(connect(EXT_10.name, SLOPPY_LB, 80)).toEqual({
+      outcome: 'ok',
+      reply: expect.stringMatching(/^pod client=/),
+    });
     expect(connect(EXT_198.name, SLOPPY_LB, 80, 3).outcome).toBe('timeout');
     expect(connect(EXT_192.name, SLOPPY_LB, 80, 3).outcome).toBe('timeout');
   });
@@ -129,13 +162,19 @@ describe('loadBalancerSourceRanges fail closed (daemon, real kernel, real traffi
     };
     expect(curl(EXT_192.name, `http://${NODE_IP}:10259/metrics`)).toBe('200');
     for (const view of ['services', 'status', 'diff']) {
-      expect({ view, code: curl(EXT_192.name, `http://${NODE_IP}:10259/kube-ipvs/${view}`) }).toEqual({ view, code: '403' });
+      expect({ view, code: curl(EXT_192.name, `http://${NODE_IP}:10259/kube-ipvs/${view}`) }).toEqual({
+        view,
+        code: '403',
+      });
       expect({ view, code: curl('', `http://127.0.0.1:10259/kube-ipvs/${view}`) }).toEqual({ view, code: '200' });
     }
   });
 
   it('says so: a log line and a Warning Event on the Service', async () => {
-    const line = daemon.lines.find((l) => typeof l.message === 'string' && l.message.includes("refused spec.loadBalancerSourceRanges[0] '192.0.2.0/24x'"));
+    const line = daemon.lines.find(
+      (l) =>
+        typeof l.message === 'string' && l.message.includes("refused spec.loadBalancerSourceRanges[0] '192.0.2.0/24x'"),
+    );
     expect(line?.message).toContain('admits no client');
     const end = Date.now() + 60_000;
     let found: Obj[] = [];
@@ -145,6 +184,12 @@ describe('loadBalancerSourceRanges fail closed (daemon, real kernel, real traffi
       if (found.length > 0) break;
       await new Promise((r) => setTimeout(r, 500));
     }
-    expect(found).toEqual([expect.objectContaining({ type: 'Warning', reason: 'InvalidField', message: expect.stringContaining('admits no client') })]);
+    expect(found).toEqual([
+      expect.objectContaining({
+        type: 'Warning',
+        reason: 'InvalidField',
+        message: expect.stringContaining('admits no client'),
+      }),
+    ]);
   });
 });

@@ -14,7 +14,9 @@ describe.each<[string, () => Sysctl]>([
   const s = open();
   it('a missing sysctl: ENOENT on read and write', async () => {
     await expect(s.read('net/ipv4/vs/no_such_knob')).rejects.toEqual(expect.objectContaining({ errno: E.ENOENT }));
-    await expect(s.write('net/ipv4/vs/no_such_knob', '1')).rejects.toEqual(expect.objectContaining({ errno: E.ENOENT }));
+    await expect(s.write('net/ipv4/vs/no_such_knob', '1')).rejects.toEqual(
+      expect.objectContaining({ errno: E.ENOENT }),
+    );
   });
   it('a non-integer for an integer sysctl: EINVAL, naming the sysctl', async () => {
     const e = await s.write(SYSCTL.IP_FORWARD, 'yes').catch((x) => x);
@@ -37,7 +39,9 @@ describe('ensureIpvsSysctls on the VM kernel', () => {
     run('sysctl', ['-qw', 'net.ipv4.vs.conntrack=0', 'net.ipv4.vs.expire_nodest_conn=0', 'net.ipv4.ip_forward=0']);
     const reuseBefore = run('sysctl', ['-n', 'net.ipv4.vs.conn_reuse_mode']).trim();
     const changed = await ensureIpvsSysctls(s, { strictARP: true });
-    expect(changed).toEqual(expect.arrayContaining([SYSCTL.VS_CONNTRACK, SYSCTL.VS_EXPIRE_NODEST_CONN, SYSCTL.IP_FORWARD]));
+    expect(changed).toEqual(
+      expect.arrayContaining([SYSCTL.VS_CONNTRACK, SYSCTL.VS_EXPIRE_NODEST_CONN, SYSCTL.IP_FORWARD]),
+    );
     expect(changed).not.toContain(SYSCTL.VS_CONN_REUSE_MODE);
     const show = (k: string) => run('sysctl', ['-n', k]).trim();
     expect(show('net.ipv4.vs.conntrack')).toBe('1');

@@ -25,7 +25,8 @@ export class FakeConntrack implements Conntrack {
     }
     const f: ConntrackFlow = { ...flow, zone: flow.zone ?? 0, id: this.nextId++ };
     const k = flowKey(f);
-    if (this.entries.has(k)) throw new NetlinkError(E.EEXIST, 'add conntrack entry', describeFlow(f), errnoName(E.EEXIST));
+    if (this.entries.has(k))
+      throw new NetlinkError(E.EEXIST, 'add conntrack entry', describeFlow(f), errnoName(E.EEXIST));
     this.entries.set(k, f);
     return f;
   }
@@ -49,7 +50,8 @@ export class FakeConntrack implements Conntrack {
       this.deleteRequests++;
       for (const a of [f.orig.src, f.orig.dst]) {
         // the encoder refuses the same way before anything is sent
-        if (familyOfAddress(a) !== f.family) throw new TypeError(`not an ${f.family === 'ipv4' ? 'IPv4' : 'IPv6'} address: '${a}'`);
+        if (familyOfAddress(a) !== f.family)
+          throw new TypeError(`not an ${f.family === 'ipv4' ? 'IPv4' : 'IPv6'} address: '${a}'`);
       }
       const k = flowKey(f);
       const have = this.entries.get(k);

@@ -21,7 +21,14 @@
 import { isIPv4, isIPv6 } from 'node:net';
 import { ExecError } from '../../lib/errors';
 import { ExecResult, Execer } from '../../lib/kernel/exec';
-import { Ipset, IpsetObservation, IpsetRunner, IpsetState, IpsetSyncResult, ObservedSet } from '../../lib/kernel/ipset/ipset';
+import {
+  Ipset,
+  IpsetObservation,
+  IpsetRunner,
+  IpsetState,
+  IpsetSyncResult,
+  ObservedSet,
+} from '../../lib/kernel/ipset/ipset';
 import { familyKeyword, formatIpsetState } from '../../lib/kernel/ipset/ipset-text';
 import { IpsetSync, WarnLogger } from '../../lib/kernel/ipset/ipset-sync';
 import { IpFamily } from '../../lib/model/ip-family';
@@ -41,7 +48,11 @@ interface FakeSet {
 
 /** A refusal: `line` false = ipset prints no line number for it (bitmap port parsing). */
 class Refusal {
-  constructor(readonly message: string, readonly exitCode = 1, readonly withLine = true) {}
+  constructor(
+    readonly message: string,
+    readonly exitCode = 1,
+    readonly withLine = true,
+  ) {}
 }
 
 export class FakeIpset implements IpsetRunner, Ipset {
@@ -95,7 +106,13 @@ export class FakeIpset implements IpsetRunner, Ipset {
     this.lists++;
     const out = new Map<string, ObservedSet>();
     for (const s of this.sets.values()) {
-      out.set(s.name, { name: s.name, type: s.type, ...(s.family ? { family: s.family } : {}), options: s.options, members: new Set(s.members) });
+      out.set(s.name, {
+        name: s.name,
+        type: s.type,
+        ...(s.family ? { family: s.family } : {}),
+        options: s.options,
+        members: new Set(s.members),
+      });
     }
     return out;
   };
@@ -147,7 +164,9 @@ export class FakeIpset implements IpsetRunner, Ipset {
     const lines = text.split('\n');
     for (let i = 0; i < lines.length; i++) {
       const lineNo = i + 1;
-      const words = lines[i]!.trim().split(/\s+/).filter((w) => w !== '');
+      const words = lines[i]!.trim()
+        .split(/\s+/)
+        .filter((w) => w !== '');
       if (words.length === 0 || words[0]!.startsWith('#')) continue;
       try {
         const [verb, name] = words;
@@ -236,7 +255,8 @@ export class FakeIpset implements IpsetRunner, Ipset {
     const existing = this.sets.get(name);
     if (existing) {
       // the kernel compares type (and revision) only; -exist hides a same-type duplicate
-      if (existing.type !== type || !exist) throw new Refusal('Set cannot be created: set with the same name already exists');
+      if (existing.type !== type || !exist)
+        throw new Refusal('Set cannot be created: set with the same name already exists');
       return;
     }
     const options =
@@ -274,7 +294,8 @@ export class FakeIpset implements IpsetRunner, Ipset {
       if (set.members.has(entry) && !exist) throw new Refusal("Element cannot be added to the set: it's already added");
       set.members.add(entry);
     } else {
-      if (!set.members.has(entry) && !exist) throw new Refusal("Element cannot be deleted from the set: it's not added");
+      if (!set.members.has(entry) && !exist)
+        throw new Refusal("Element cannot be deleted from the set: it's not added");
       set.members.delete(entry);
     }
   }
@@ -294,7 +315,9 @@ function parseIp(s: string, family: IpFamily | undefined): string {
   const v4 = isIPv4(s);
   const v6 = isIPv6(s);
   if (family === 'ipv6' ? !v6 : !v4) {
-    throw new Refusal(`Syntax error: cannot parse ${s}: resolving to ${family === 'ipv6' ? 'IPv6' : 'IPv4'} address failed`);
+    throw new Refusal(
+      `Syntax error: cannot parse ${s}: resolving to ${family === 'ipv6' ? 'IPv6' : 'IPv4'} address failed`,
+    );
   }
   return ipsetAddress(s);
 }
@@ -304,7 +327,8 @@ function parseProtoPort(s: string): string {
   const proto = colon < 0 ? 'tcp' : s.slice(0, colon).toLowerCase();
   const port = colon < 0 ? s : s.slice(colon + 1);
   if (!PROTOS.includes(proto)) throw new Refusal(`Syntax error: cannot parse '${s}' as a protocol`);
-  if (!/^\d+$/.test(port) || Number(port) > 65535) throw new Refusal(`Syntax error: cannot parse '${port}' as a ${proto} port`);
+  if (!/^\d+$/.test(port) || Number(port) > 65535)
+    throw new Refusal(`Syntax error: cannot parse '${port}' as a ${proto} port`);
   return `${proto}:${Number(port)}`;
 }
 
@@ -360,7 +384,9 @@ function parseEntry(set: FakeSet, raw: string): string {
   if (parts.length > want) {
     if (want === 1) throw new Refusal(`Syntax error: Elem separator in ${raw}, but settype ${set.type} supports none.`);
     const n = parts.length - 1 === 2 ? 'Two' : String(parts.length - 1);
-    throw new Refusal(`Syntax error: ${n} elem separators in ${raw}, but settype ${set.type} supports ${want === 2 ? 'one' : 'two'}.`);
+    throw new Refusal(
+      `Syntax error: ${n} elem separators in ${raw}, but settype ${set.type} supports ${want === 2 ? 'one' : 'two'}.`,
+    );
   }
   if (parts.length < want) {
     throw new Refusal(`Syntax error: ${parts.length === 1 ? 'Second' : 'Third'} element is missing from ${raw}.`);

@@ -28,7 +28,13 @@ import { ExecError } from '../../lib/errors';
 import { ExecResult, Execer } from '../../lib/kernel/exec';
 import type { FakeIpset } from './fake-ipset';
 import { iptablesBinary } from '../../lib/kernel/iptables/detect-backend';
-import { Iptables, IptablesBackend, IptablesRunner, IptablesSyncOptions, IptablesSyncResult } from '../../lib/kernel/iptables/iptables';
+import {
+  Iptables,
+  IptablesBackend,
+  IptablesRunner,
+  IptablesSyncOptions,
+  IptablesSyncResult,
+} from '../../lib/kernel/iptables/iptables';
 import { GenerationPeers, IptablesSync, genPlus } from '../../lib/kernel/iptables/iptables-sync';
 import { RulesetGeneration } from '../../lib/kernel/iptables/nft-generation';
 import { RestoreLine, joinTokens, parseRestore } from '../../lib/kernel/iptables/parse-restore';
@@ -43,8 +49,23 @@ const BUILTIN: Readonly<Record<string, readonly string[]>> = {
   raw: ['PREROUTING', 'OUTPUT'],
 };
 const TARGETS: ReadonlySet<string> = new Set([
-  'ACCEPT', 'DROP', 'RETURN', 'REJECT', 'MASQUERADE', 'MARK', 'SNAT', 'DNAT', 'REDIRECT', 'LOG',
-  'QUEUE', 'NFQUEUE', 'CONNMARK', 'CT', 'NOTRACK', 'TRACE', 'TPROXY',
+  'ACCEPT',
+  'DROP',
+  'RETURN',
+  'REJECT',
+  'MASQUERADE',
+  'MARK',
+  'SNAT',
+  'DNAT',
+  'REDIRECT',
+  'LOG',
+  'QUEUE',
+  'NFQUEUE',
+  'CONNMARK',
+  'CT',
+  'NOTRACK',
+  'TRACE',
+  'TPROXY',
 ]);
 
 interface FakeChain {
@@ -55,7 +76,11 @@ interface FakeChain {
 type FakeTable = Map<string, FakeChain>;
 
 class Refusal {
-  constructor(readonly message: string, readonly exitCode: number, readonly line: number) {}
+  constructor(
+    readonly message: string,
+    readonly exitCode: number,
+    readonly line: number,
+  ) {}
 }
 
 /**
@@ -136,7 +161,10 @@ export class FakeIptables implements IptablesRunner, Iptables {
     this.flavor = opts.flavor ?? 'nft';
     this.ipsets = opts.ipsets;
     this.netns = opts.netns ?? new FakeNftGeneration();
-    this.sync_ = new IptablesSync(this, opts.readGeneration ? { generation: this.netns.reader, peers: this.netns.peers } : {});
+    this.sync_ = new IptablesSync(
+      this,
+      opts.readGeneration ? { generation: this.netns.reader, peers: this.netns.peers } : {},
+    );
     this.ipsets?.addReferenceSource(() => this.referencedSets());
   }
 
@@ -239,20 +267,31 @@ export class FakeIptables implements IptablesRunner, Iptables {
           continue;
         }
         // -F of empty chains deletes nothing; every other rule line that succeeds changes
-        if (l.op !== '-F' || (l.chain === undefined ? [...work.values()].some((c) => c.rules.length > 0) : (work.get(l.chain)?.rules.length ?? 0) > 0)) {
+        if (
+          l.op !== '-F' ||
+          (l.chain === undefined
+            ? [...work.values()].some((c) => c.rules.length > 0)
+            : (work.get(l.chain)?.rules.length ?? 0) > 0)
+        ) {
           changes = true;
         }
         this.applyRule(work, l, pendingJumps);
       }
-      if (work) throw new Refusal(`COMMIT expected at line ${(lines.at(-1)?.line ?? 0) + 1}`, 1, (lines.at(-1)?.line ?? 0) + 1);
+      if (work)
+        throw new Refusal(`COMMIT expected at line ${(lines.at(-1)?.line ?? 0) + 1}`, 1, (lines.at(-1)?.line ?? 0) + 1);
     } catch (e) {
       if (e instanceof Refusal) throw this.error(cmd, tool, e);
       throw e;
     }
   }
 
-  private applyRule(work: FakeTable, l: Extract<RestoreLine, { kind: 'rule' }>, pendingJumps: { target: string; line: number }[]): void {
-    const failed = (nftWhy: string) => new Refusal(this.flavor === 'nft' ? `line ${l.line} failed: ${nftWhy}` : `line ${l.line} failed`, 1, l.line);
+  private applyRule(
+    work: FakeTable,
+    l: Extract<RestoreLine, { kind: 'rule' }>,
+    pendingJumps: { target: string; line: number }[],
+  ): void {
+    const failed = (nftWhy: string) =>
+      new Refusal(this.flavor === 'nft' ? `line ${l.line} failed: ${nftWhy}` : `line ${l.line} failed`, 1, l.line);
     const chain = l.chain !== undefined ? work.get(l.chain) : undefined;
     switch (l.op) {
       case '-N':
@@ -261,12 +300,18 @@ export class FakeIptables implements IptablesRunner, Iptables {
         return;
       case '-X': {
         if (l.chain === undefined) {
-          for (const [n, c] of [...work]) if (!c.builtin && c.rules.length === 0 && !referenced(work, n)) work.delete(n);
+          for (const [n, c] of [...work])
+            if (!c.builtin && c.rules.length === 0 && !referenced(work, n)) work.delete(n);
           return;
         }
         if (!chain || chain.builtin) throw failed('No chain/target/match by that name.');
         if (chain.rules.length > 0 || referenced(work, l.chain)) {
-          if (this.flavor === 'nft') throw new Refusal(`line ${l.line}: CHAIN_DEL failed (Device or resource busy): chain ${l.chain}`, 4, l.line);
+          if (this.flavor === 'nft')
+            throw new Refusal(
+              `line ${l.line}: CHAIN_DEL failed (Device or resource busy): chain ${l.chain}`,
+              4,
+              l.line,
+            );
           throw failed('');
         }
         work.delete(l.chain);
@@ -302,7 +347,11 @@ export class FakeIptables implements IptablesRunner, Iptables {
   }
 
   /** Target and set checks, done by the binaries while parsing a rule. */
-  private checkRule(work: FakeTable, l: Extract<RestoreLine, { kind: 'rule' }>, pendingJumps: { target: string; line: number }[]): void {
+  private checkRule(
+    work: FakeTable,
+    l: Extract<RestoreLine, { kind: 'rule' }>,
+    pendingJumps: { target: string; line: number }[],
+  ): void {
     const s = l.spec;
     for (let i = 0; i < s.length - 1; i++) {
       if (s[i] === '--match-set' && this.ipsets && !this.ipsets.has(s[i + 1]!)) {
@@ -314,8 +363,8 @@ export class FakeIptables implements IptablesRunner, Iptables {
         // cleanup payload deletes the jump, then the chain)
         if (this.flavor === 'nft') {
           if (l.op !== '-D') pendingJumps.push({ target, line: l.line });
-        }
-        else if (!work.has(target)) throw new Refusal(`Couldn't load target \`${target}':No such file or directory\n`, 2, l.line);
+        } else if (!work.has(target))
+          throw new Refusal(`Couldn't load target \`${target}':No such file or directory\n`, 2, l.line);
       }
     }
   }
@@ -359,13 +408,22 @@ export class FakeIptables implements IptablesRunner, Iptables {
   /** Chains of a table (built-ins first, in kernel order, then user chains sorted). */
   chains(table: string): string[] {
     const t = this.table(table);
-    return [...t.entries()].filter(([, c]) => c.builtin).map(([n]) => n)
-      .concat([...t.entries()].filter(([, c]) => !c.builtin).map(([n]) => n).sort());
+    return [...t.entries()]
+      .filter(([, c]) => c.builtin)
+      .map(([n]) => n)
+      .concat(
+        [...t.entries()]
+          .filter(([, c]) => !c.builtin)
+          .map(([n]) => n)
+          .sort(),
+      );
   }
 
   /** Rules of one chain as `-A CHAIN spec` lines (undefined when the chain is missing). */
   rules(table: string, chain: string): string[] | undefined {
-    return this.table(table).get(chain)?.rules.map((r) => `-A ${chain} ${joinTokens(r)}`);
+    return this.table(table)
+      .get(chain)
+      ?.rules.map((r) => `-A ${chain} ${joinTokens(r)}`);
   }
 
   /** iptables-save-like text of one table (no header comments, counters [0:0]). */
@@ -396,7 +454,8 @@ function referenced(t: FakeTable, chain: string): boolean {
   for (const c of t.values()) {
     for (const r of c.rules) {
       for (let i = 0; i < r.length - 1; i++) {
-        if ((r[i] === '-j' || r[i] === '-g' || r[i] === '--jump' || r[i] === '--goto') && r[i + 1] === chain) return true;
+        if ((r[i] === '-j' || r[i] === '-g' || r[i] === '--jump' || r[i] === '--goto') && r[i + 1] === chain)
+          return true;
       }
     }
   }

@@ -1,12 +1,6 @@
 import { isIPv4 } from 'node:net';
 import { constants as osConstants } from 'node:os';
-import {
-  AF_INET,
-  AF_INET6,
-  IPPROTO_SCTP,
-  IPPROTO_TCP,
-  IPPROTO_UDP,
-} from '../../lib/uapi/inet';
+import { AF_INET, AF_INET6, IPPROTO_SCTP, IPPROTO_TCP, IPPROTO_UDP } from '../../lib/uapi/inet';
 import {
   IP_VS_CONN_F,
   IP_VS_CONN_F_FWD_MASK,
@@ -36,7 +30,20 @@ const E = osConstants.errno;
 
 /** Scheduler and persistence-engine modules of Debian's 6.1 kernel. */
 export const KERNEL_SCHEDULERS: readonly string[] = [
-  'rr', 'wrr', 'lc', 'wlc', 'lblc', 'lblcr', 'dh', 'sh', 'sed', 'nq', 'fo', 'ovf', 'mh', 'twos',
+  'rr',
+  'wrr',
+  'lc',
+  'wlc',
+  'lblc',
+  'lblcr',
+  'dh',
+  'sh',
+  'sed',
+  'nq',
+  'fo',
+  'ovf',
+  'mh',
+  'twos',
 ];
 export const KERNEL_PERSISTENCE_ENGINES: readonly string[] = ['sip'];
 
@@ -77,7 +84,8 @@ export class FakeIpvs implements Ipvs {
 
   private checkServiceId(req: IpvsRequest, id: VirtualServerId): string {
     if (id.af !== AF_INET && id.af !== AF_INET6) this.fail(req, E.EAFNOSUPPORT);
-    if (id.fwmark === 0 && ![IPPROTO_TCP, IPPROTO_UDP, IPPROTO_SCTP].includes(id.protocol)) this.fail(req, E.EPROTONOSUPPORT);
+    if (id.fwmark === 0 && ![IPPROTO_TCP, IPPROTO_UDP, IPPROTO_SCTP].includes(id.protocol))
+      this.fail(req, E.EPROTONOSUPPORT);
     return virtualServerKey(normalizeId(id));
   }
 
@@ -117,7 +125,11 @@ export class FakeIpvs implements Ipvs {
     // ip_vs_add_dest / ip_vs_edit_dest: weight is an int; thresholds must be ordered
     if (rs.weight > 0x7fffffff) this.fail(req, E.ERANGE);
     if ((rs.lThreshold ?? 0) > (rs.uThreshold ?? 0)) this.fail(req, E.ERANGE);
-    if (rs.tunType === IP_VS_CONN_F_TUNNEL_TYPE.GUE && !rs.tunPort && (rs.fwdMethod & IP_VS_CONN_F_FWD_MASK) === IP_VS_CONN_F.TUNNEL) {
+    if (
+      rs.tunType === IP_VS_CONN_F_TUNNEL_TYPE.GUE &&
+      !rs.tunPort &&
+      (rs.fwdMethod & IP_VS_CONN_F_FWD_MASK) === IP_VS_CONN_F.TUNNEL
+    ) {
       this.fail(req, E.EINVAL);
     }
     return {
@@ -179,7 +191,13 @@ export class FakeIpvs implements Ipvs {
           const i = this.destIndex(s, rs);
           if (i < 0) this.fail(req, E.ENOENT);
           const old = s.dests[i]!;
-          s.dests[i] = { ...rs, activeConns: old.activeConns, inactConns: old.inactConns, persistConns: old.persistConns, stats: old.stats ?? ZERO_STATS };
+          s.dests[i] = {
+            ...rs,
+            activeConns: old.activeConns,
+            inactConns: old.inactConns,
+            persistConns: old.persistConns,
+            stats: old.stats ?? ZERO_STATS,
+          };
           break;
         }
         case 'delDest': {
@@ -203,7 +221,11 @@ export class FakeIpvs implements Ipvs {
         case 'setConfig': {
           // 0 leaves a value unchanged (ip_vs_set_timeout applies only non-zero values)
           const t = op.timeouts;
-          this.config = { tcp: t.tcp || this.config.tcp, tcpFin: t.tcpFin || this.config.tcpFin, udp: t.udp || this.config.udp };
+          this.config = {
+            tcp: t.tcp || this.config.tcp,
+            tcpFin: t.tcpFin || this.config.tcpFin,
+            udp: t.udp || this.config.udp,
+          };
           break;
         }
       }
@@ -256,7 +278,10 @@ export class FakeIpvs implements Ipvs {
 
   async listAll(): Promise<VirtualServerEntry[]> {
     this.checkPrivilege({ kind: 'dumpServices' });
-    return [...this.services.values()].map((s) => ({ vs: observedVirtualServer(s.vs), dests: s.dests.map(observedRealServer) }));
+    return [...this.services.values()].map((s) => ({
+      vs: observedVirtualServer(s.vs),
+      dests: s.dests.map(observedRealServer),
+    }));
   }
 
   async apply(op: IpvsOp): Promise<void> {

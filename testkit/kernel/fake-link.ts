@@ -138,7 +138,10 @@ export class FakeLink implements Link {
 }
 
 /** One request per address, in order, as the kernel handles a batch's messages. */
-async function eachAddress(addresses: readonly string[], f: (a: string) => Promise<void>): Promise<(NetlinkError | null)[]> {
+async function eachAddress(
+  addresses: readonly string[],
+  f: (a: string) => Promise<void>,
+): Promise<(NetlinkError | null)[]> {
   const out: (NetlinkError | null)[] = [];
   for (const a of addresses) {
     try {

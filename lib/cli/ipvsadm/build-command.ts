@@ -10,13 +10,24 @@ import { OptName, ParseState, TUNNEL_OPTS, genericOptCheck, tunnelOptCheck } fro
 import { MAX_TIMEOUT, parseSchedFlags, parseTimeout } from './parse-values';
 
 /** The command `st` describes, or Fail (ipvsadm's message) when the line is not legal. */
-export function buildCommand(command: CommandName, st: ParseState, rest: string[], readingStdin: boolean): IpvsadmCommand {
+export function buildCommand(
+  command: CommandName,
+  st: ParseState,
+  rest: string[],
+  readingStdin: boolean,
+): IpvsadmCommand {
   const timeouts = checkCommandLine(command, st, rest, readingStdin);
   const { svc, dest, format } = st;
   const svcAf = (svc.af || AF_INET) as AddressFamily;
   const vsId: VirtualServerId = svc.fwmark
     ? { af: svcAf, protocol: 0, address: '', port: 0, fwmark: svc.fwmark }
-    : { af: svcAf, protocol: svc.protocol, address: svc.address || (svcAf === AF_INET6 ? '::' : '0.0.0.0'), port: svc.port, fwmark: 0 };
+    : {
+        af: svcAf,
+        protocol: svc.protocol,
+        address: svc.address || (svcAf === AF_INET6 ? '::' : '0.0.0.0'),
+        port: svc.port,
+        fwmark: 0,
+      };
 
   switch (command) {
     case 'list':
@@ -40,7 +51,12 @@ export function buildCommand(command: CommandName, st: ParseState, rest: string[
     case 'add-service':
     case 'edit-service': {
       const spec: VirtualServerSpec = {
-        ...vsId, scheduler: svc.scheduler, flags: svc.flags, timeout: svc.timeout, netmask: svc.netmask, peName: svc.peName,
+        ...vsId,
+        scheduler: svc.scheduler,
+        flags: svc.flags,
+        timeout: svc.timeout,
+        netmask: svc.netmask,
+        peName: svc.peName,
       };
       return { kind: 'op', command, op: { kind: command === 'add-service' ? 'newService' : 'setService', vs: spec } };
     }
@@ -49,28 +65,45 @@ export function buildCommand(command: CommandName, st: ParseState, rest: string[
     case 'add-server':
     case 'edit-server': {
       const rs: RealServerSpec = {
-        af: dest.af as AddressFamily, address: dest.address, port: dest.port, fwdMethod: dest.fwd, weight: dest.weight,
-        uThreshold: dest.uThreshold, lThreshold: dest.lThreshold,
-        ...(dest.fwd === IP_VS_CONN_F.TUNNEL ? { tunType: dest.tunType, tunPort: dest.tunPort, tunFlags: dest.tunFlags } : {}),
+        af: dest.af as AddressFamily,
+        address: dest.address,
+        port: dest.port,
+        fwdMethod: dest.fwd,
+        weight: dest.weight,
+        uThreshold: dest.uThreshold,
+        lThreshold: dest.lThreshold,
+        ...(dest.fwd === IP_VS_CONN_F.TUNNEL
+          ? { tunType: dest.tunType, tunPort: dest.tunPort, tunFlags: dest.tunFlags }
+          : {}),
       };
       return { kind: 'op', command, op: { kind: command === 'add-server' ? 'newDest' : 'setDest', vs: vsId, rs } };
     }
     case 'delete-server':
       return {
-        kind: 'op', command,
+        kind: 'op',
+        command,
         op: { kind: 'delDest', vs: vsId, rs: { af: dest.af as AddressFamily, address: dest.address, port: dest.port } },
       };
   }
 }
 
 /** The checks, in ipvsadm's order; --set's timeouts when the command is set. */
-function checkCommandLine(command: CommandName, st: ParseState, rest: string[], readingStdin: boolean): IpvsTimeouts | undefined {
+function checkCommandLine(
+  command: CommandName,
+  st: ParseState,
+  rest: string[],
+  readingStdin: boolean,
+): IpvsTimeouts | undefined {
   const { svc, dest, options } = st;
   let timeouts: IpvsTimeouts | undefined;
   if (command === 'set') {
     if (rest.length < 3) fail('--set option requires 3 timeout values');
     const [a, b, c] = rest.splice(0, 3) as [string, string, string];
-    timeouts = { tcp: parseTimeout(a, 0, MAX_TIMEOUT), tcpFin: parseTimeout(b, 0, MAX_TIMEOUT), udp: parseTimeout(c, 0, MAX_TIMEOUT) };
+    timeouts = {
+      tcp: parseTimeout(a, 0, MAX_TIMEOUT),
+      tcpFin: parseTimeout(b, 0, MAX_TIMEOUT),
+      udp: parseTimeout(c, 0, MAX_TIMEOUT),
+    };
   }
   if (rest.length > 0) fail(`unexpected argument ${rest[0]}`);
 
@@ -82,7 +115,8 @@ function checkCommandLine(command: CommandName, st: ParseState, rest: string[], 
   genericOptCheck(command, options);
 
   if (command === 'add-service' || command === 'edit-service') {
-    if (!svc.fwmark && !svc.port && !(svc.flags & IP_VS_SVC_F.PERSISTENT)) fail('Zero port specified for non-persistent service');
+    if (!svc.fwmark && !svc.port && !(svc.flags & IP_VS_SVC_F.PERSISTENT))
+      fail('Zero port specified for non-persistent service');
     if (svc.flags & IP_VS_SVC_F.ONEPACKET && !svc.fwmark && svc.protocol !== IPPROTO_UDP) {
       fail('One-Packet Scheduling is only for UDP virtual services');
     }
@@ -92,7 +126,8 @@ function checkCommandLine(command: CommandName, st: ParseState, rest: string[], 
   if (command === 'add-server' || command === 'edit-server') {
     // direct routing and tunnelling cannot change the port
     if (!svc.fwmark && (dest.fwd === IP_VS_CONN_F.TUNNEL || dest.fwd === IP_VS_CONN_F.DROUTE)) dest.port = svc.port;
-    if (dest.af !== svc.af && dest.fwd !== IP_VS_CONN_F.TUNNEL) fail('Different address family is allowed only for tunneling servers');
+    if (dest.af !== svc.af && dest.fwd !== IP_VS_CONN_F.TUNNEL)
+      fail('Different address family is allowed only for tunneling servers');
     const tunOpts = (['tun-type', ...TUNNEL_OPTS] as OptName[]).some((n) => options.has(n));
     if (dest.fwd !== IP_VS_CONN_F.TUNNEL) {
       if (tunOpts) fail('Tunnel options conflict with forward method');

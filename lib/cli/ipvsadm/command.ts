@@ -25,15 +25,33 @@ export interface ListFormat {
 }
 
 export const DEFAULT_FORMAT: ListFormat = Object.freeze({
-  numeric: false, stats: false, rate: false, thresholds: false, persistentConn: false,
-  nosort: false, exact: false, tunInfo: false, rule: false,
+  numeric: false,
+  stats: false,
+  rate: false,
+  thresholds: false,
+  persistentConn: false,
+  nosort: false,
+  exact: false,
+  tunInfo: false,
+  rule: false,
 });
 
 /** ipvsadm's command names (cmdnames[]), also used to choose kernel error messages */
 export type CommandName =
-  | 'add-service' | 'edit-service' | 'delete-service' | 'flush' | 'list' | 'add-server'
-  | 'delete-server' | 'edit-server' | 'set' | 'start-daemon' | 'stop-daemon' | 'restore'
-  | 'save' | 'zero';
+  | 'add-service'
+  | 'edit-service'
+  | 'delete-service'
+  | 'flush'
+  | 'list'
+  | 'add-server'
+  | 'delete-server'
+  | 'edit-server'
+  | 'set'
+  | 'start-daemon'
+  | 'stop-daemon'
+  | 'restore'
+  | 'save'
+  | 'zero';
 
 export type IpvsadmCommand =
   | { readonly kind: 'list-all'; readonly format: ListFormat }
@@ -56,7 +74,8 @@ export interface ParseError {
   readonly exitCode: number;
 }
 
-export type ParseResult = { readonly ok: true; readonly command: IpvsadmCommand } | ({ readonly ok: false } & ParseError);
+export type ParseResult =
+  { readonly ok: true; readonly command: IpvsadmCommand } | ({ readonly ok: false } & ParseError);
 
 /** Thrown inside a parse; parseArgs turns it into its ParseResult. */
 export class Fail extends Error {

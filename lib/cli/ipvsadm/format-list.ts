@@ -4,16 +4,20 @@
 
 import { VirtualServerEntry } from '../../kernel/ipvs/ipvs';
 import {
-  AddressFamily, IpvsInfo, IpvsTimeouts, RealServer, RealServerSpec, Stats, VirtualServer, VirtualServerId, VirtualServerSpec, ZERO_STATS, formatIPv4,
+  AddressFamily,
+  IpvsInfo,
+  IpvsTimeouts,
+  RealServer,
+  RealServerSpec,
+  Stats,
+  VirtualServer,
+  VirtualServerId,
+  VirtualServerSpec,
+  ZERO_STATS,
+  formatIPv4,
 } from '../../model/ipvs';
 import { TableChange } from '../../model/views';
-import {
-  AF_INET,
-  AF_INET6,
-  IPPROTO_SCTP,
-  IPPROTO_TCP,
-  IPPROTO_UDP,
-} from '../../uapi/inet';
+import { AF_INET, AF_INET6, IPPROTO_SCTP, IPPROTO_TCP, IPPROTO_UDP } from '../../uapi/inet';
 import {
   IP_VS_CONN_F,
   IP_VS_CONN_F_FWD_MASK,
@@ -61,7 +65,14 @@ function optionFromProtocol(p: number): string | undefined {
 }
 
 /** addrport_to_anyname(): "[v6]" in brackets; a 60-byte buffer, so at most 59 characters. */
-function addrPortName(af: AddressFamily, address: string, port: number, protocol: number, fmt: ListFormat, names: Names): string {
+function addrPortName(
+  af: AddressFamily,
+  address: string,
+  port: number,
+  protocol: number,
+  fmt: ListFormat,
+  names: Names,
+): string {
   const host = fmt.numeric ? address : (names.host(af, address) ?? address);
   const svc = fmt.numeric ? String(port) : (names.service(port, protocol) ?? String(port));
   const s = af === AF_INET ? `${host}:${svc}` : `[${host}]:${svc}`;
@@ -105,21 +116,30 @@ function maskText(vs: VirtualServer): string | undefined {
 
 function fwdName(fwd: number): string {
   switch (fwd & IP_VS_CONN_F_FWD_MASK) {
-    case IP_VS_CONN_F.MASQ: return 'Masq';
-    case IP_VS_CONN_F.LOCALNODE: return 'Local';
-    case IP_VS_CONN_F.TUNNEL: return 'Tunnel';
-    case IP_VS_CONN_F.DROUTE: return 'Route';
-    default: return '(null)'; // printf("%s", NULL) in glibc
+    case IP_VS_CONN_F.MASQ:
+      return 'Masq';
+    case IP_VS_CONN_F.LOCALNODE:
+      return 'Local';
+    case IP_VS_CONN_F.TUNNEL:
+      return 'Tunnel';
+    case IP_VS_CONN_F.DROUTE:
+      return 'Route';
+    default:
+      return '(null)'; // printf("%s", NULL) in glibc
   }
 }
 
 function fwdSwitch(fwd: number): string {
   switch (fwd & IP_VS_CONN_F_FWD_MASK) {
-    case IP_VS_CONN_F.MASQ: return '-m';
-    case IP_VS_CONN_F.TUNNEL: return '-i';
+    case IP_VS_CONN_F.MASQ:
+      return '-m';
+    case IP_VS_CONN_F.TUNNEL:
+      return '-i';
     case IP_VS_CONN_F.LOCALNODE:
-    case IP_VS_CONN_F.DROUTE: return '-g';
-    default: return '(null)';
+    case IP_VS_CONN_F.DROUTE:
+      return '-g';
+    default:
+      return '(null)';
   }
 }
 
@@ -140,20 +160,28 @@ const isTunnel = (rs: RealServer): boolean => (rs.fwdMethod & IP_VS_CONN_F_FWD_M
 function tunnelInfo(rs: RealServer): string {
   if (!isTunnel(rs)) return 'n/a';
   switch (rs.tunType) {
-    case IP_VS_CONN_F_TUNNEL_TYPE.IPIP: return 'ipip';
-    case IP_VS_CONN_F_TUNNEL_TYPE.GUE: return `gue:${rs.tunPort}:${csumShort(rs.tunFlags)}`;
-    case IP_VS_CONN_F_TUNNEL_TYPE.GRE: return `gre:${csumShort(rs.tunFlags)}`;
-    default: return 'n/a';
+    case IP_VS_CONN_F_TUNNEL_TYPE.IPIP:
+      return 'ipip';
+    case IP_VS_CONN_F_TUNNEL_TYPE.GUE:
+      return `gue:${rs.tunPort}:${csumShort(rs.tunFlags)}`;
+    case IP_VS_CONN_F_TUNNEL_TYPE.GRE:
+      return `gre:${csumShort(rs.tunFlags)}`;
+    default:
+      return 'n/a';
   }
 }
 
 function tunnelSaveArgs(rs: RealServer): string {
   if (!isTunnel(rs)) return '';
   switch (rs.tunType) {
-    case IP_VS_CONN_F_TUNNEL_TYPE.IPIP: return ' --tun-type ipip';
-    case IP_VS_CONN_F_TUNNEL_TYPE.GUE: return ` --tun-type gue --tun-port ${rs.tunPort} ${csumSwitch(rs.tunFlags)}`;
-    case IP_VS_CONN_F_TUNNEL_TYPE.GRE: return ` --tun-type gre ${csumSwitch(rs.tunFlags)}`;
-    default: return '';
+    case IP_VS_CONN_F_TUNNEL_TYPE.IPIP:
+      return ' --tun-type ipip';
+    case IP_VS_CONN_F_TUNNEL_TYPE.GUE:
+      return ` --tun-type gue --tun-port ${rs.tunPort} ${csumSwitch(rs.tunFlags)}`;
+    case IP_VS_CONN_F_TUNNEL_TYPE.GRE:
+      return ` --tun-type gre ${csumSwitch(rs.tunFlags)}`;
+    default:
+      return '';
   }
 }
 
@@ -201,7 +229,9 @@ function serviceLine(vs: VirtualServer, svcName: string, fmt: ListFormat): strin
   }
   if (fmt.stats || fmt.rate) {
     const st = statsOf(vs);
-    const v = fmt.stats ? [st.conns, st.inpkts, st.outpkts, st.inbytes, st.outbytes] : [st.cps, st.inpps, st.outpps, st.inbps, st.outbps];
+    const v = fmt.stats
+      ? [st.conns, st.inpkts, st.outpkts, st.inbytes, st.outbytes]
+      : [st.cps, st.inpps, st.outpps, st.inbps, st.outbps];
     return `${left(svcName, 33)}${v.map((x) => formatLargeNum(x, fmt.exact)).join('')}\n`;
   }
   let s = `${svcName} ${vs.scheduler}`;
@@ -218,7 +248,8 @@ function serviceLine(vs: VirtualServer, svcName: string, fmt: ListFormat): strin
 
 function destLine(vs: VirtualServer, svcName: string, rs: RealServer, fmt: ListFormat, names: Names): string {
   let dname = addrPortName(rs.af, rs.address, rs.port, vs.protocol, fmt, names);
-  if (fmt.rule) return `-a ${svcName} -r ${dname} ${fwdSwitch(rs.fwdMethod)} -w ${asInt(rs.weight)}${tunnelSaveArgs(rs)}\n`;
+  if (fmt.rule)
+    return `-a ${svcName} -r ${dname} ${fwdSwitch(rs.fwdMethod)} -w ${asInt(rs.weight)}${tunnelSaveArgs(rs)}\n`;
   if (rs.af !== AF_INET6) dname = dname.slice(0, 28);
   const d = left(dname, 28);
   if (fmt.stats) {
@@ -227,12 +258,16 @@ function destLine(vs: VirtualServer, svcName: string, rs: RealServer, fmt: ListF
   }
   if (fmt.rate) {
     const st = statsOf(rs);
-    return `  -> ${d} ${right(st.cps.toString(), 8)} ${right(st.inpps.toString(), 8)} ${right(st.outpps.toString(), 8)}` +
-      `${formatLargeNum(st.inbps, fmt.exact)}${formatLargeNum(st.outbps, fmt.exact)}\n`;
+    return (
+      `  -> ${d} ${right(st.cps.toString(), 8)} ${right(st.inpps.toString(), 8)} ${right(st.outpps.toString(), 8)}` +
+      `${formatLargeNum(st.inbps, fmt.exact)}${formatLargeNum(st.outbps, fmt.exact)}\n`
+    );
   }
   const u = (n: number, w: number): string => left(String(asUint(n)), w);
-  if (fmt.thresholds) return `  -> ${d} ${u(rs.uThreshold, 10)} ${u(rs.lThreshold, 10)} ${u(rs.activeConns, 10)} ${u(rs.inactConns, 10)}\n`;
-  if (fmt.persistentConn) return `  -> ${d} ${u(rs.weight, 9)} ${u(rs.persistConns, 11)} ${u(rs.activeConns, 10)} ${u(rs.inactConns, 10)}\n`;
+  if (fmt.thresholds)
+    return `  -> ${d} ${u(rs.uThreshold, 10)} ${u(rs.lThreshold, 10)} ${u(rs.activeConns, 10)} ${u(rs.inactConns, 10)}\n`;
+  if (fmt.persistentConn)
+    return `  -> ${d} ${u(rs.weight, 9)} ${u(rs.persistConns, 11)} ${u(rs.activeConns, 10)} ${u(rs.inactConns, 10)}\n`;
   const w = left(String(asInt(rs.weight)), 6);
   if (fmt.tunInfo) {
     return `  -> ${d} ${left(fwdName(rs.fwdMethod), 7)} ${left(tunnelInfo(rs), 13)} ${w} ${u(rs.activeConns, 10)} ${u(rs.inactConns, 10)}\n`;
@@ -250,7 +285,12 @@ export function formatServiceEntry(entry: VirtualServerEntry, fmt: ListFormat, n
 }
 
 /** list_all(): banner (not with -S), title, every service (sorted unless --nosort). */
-export function formatListAll(info: IpvsInfo, entries: readonly VirtualServerEntry[], fmt: ListFormat, names: Names = NUMERIC_NAMES): string {
+export function formatListAll(
+  info: IpvsInfo,
+  entries: readonly VirtualServerEntry[],
+  fmt: ListFormat,
+  names: Names = NUMERIC_NAMES,
+): string {
   let out = '';
   if (!fmt.rule) {
     const v = info.version;
@@ -278,17 +318,34 @@ const RULE_FORMAT: ListFormat = Object.freeze({ ...DEFAULT_FORMAT, rule: true, n
 
 function fullService(vs: VirtualServerId & Partial<VirtualServerSpec>): VirtualServer {
   return {
-    af: vs.af, protocol: vs.protocol, address: vs.address, port: vs.port, fwmark: vs.fwmark,
-    scheduler: vs.scheduler ?? '', flags: vs.flags ?? 0, timeout: vs.timeout ?? 0,
-    netmask: vs.netmask ?? (vs.af === AF_INET6 ? 128 : 0xffffffff), peName: vs.peName ?? '',
+    af: vs.af,
+    protocol: vs.protocol,
+    address: vs.address,
+    port: vs.port,
+    fwmark: vs.fwmark,
+    scheduler: vs.scheduler ?? '',
+    flags: vs.flags ?? 0,
+    timeout: vs.timeout ?? 0,
+    netmask: vs.netmask ?? (vs.af === AF_INET6 ? 128 : 0xffffffff),
+    peName: vs.peName ?? '',
   };
 }
 
 function fullRealServer(rs: RealServerSpec): RealServer {
   return {
-    af: rs.af, address: rs.address, port: rs.port, fwdMethod: rs.fwdMethod, weight: rs.weight,
-    uThreshold: rs.uThreshold ?? 0, lThreshold: rs.lThreshold ?? 0, activeConns: 0, inactConns: 0, persistConns: 0,
-    tunType: rs.tunType ?? 0, tunPort: rs.tunPort ?? 0, tunFlags: rs.tunFlags ?? 0,
+    af: rs.af,
+    address: rs.address,
+    port: rs.port,
+    fwdMethod: rs.fwdMethod,
+    weight: rs.weight,
+    uThreshold: rs.uThreshold ?? 0,
+    lThreshold: rs.lThreshold ?? 0,
+    activeConns: 0,
+    inactConns: 0,
+    persistConns: 0,
+    tunType: rs.tunType ?? 0,
+    tunPort: rs.tunPort ?? 0,
+    tunFlags: rs.tunFlags ?? 0,
   };
 }
 

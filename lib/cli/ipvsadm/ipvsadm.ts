@@ -121,7 +121,8 @@ export async function main(argv: readonly string[], deps: IpvsadmDeps): Promise<
     return EXIT.OK;
   }
   if (cmd.kind === 'daemon' || cmd.kind === 'list-daemon' || cmd.kind === 'list-connections') {
-    const what = cmd.kind === 'daemon' ? `--${cmd.command}` : cmd.kind === 'list-daemon' ? '--daemon' : '-c/--connection';
+    const what =
+      cmd.kind === 'daemon' ? `--${cmd.command}` : cmd.kind === 'list-daemon' ? '--daemon' : '-c/--connection';
     stderr.write(`${PROGRAM}: ${what} is not supported by kube-ipvs\n`);
     return EXIT.USAGE;
   }
@@ -179,7 +180,9 @@ export async function main(argv: readonly string[], deps: IpvsadmDeps): Promise<
           if (r.ok) return;
           failed++;
           const l = lines[i]!;
-          stderr.write(`${PROGRAM}: restore: line ${l.lineNo}: ${ipvsStrerror(l.command, r.error.errno)} (${r.error.message})\n`);
+          stderr.write(
+            `${PROGRAM}: restore: line ${l.lineNo}: ${ipvsStrerror(l.command, r.error.errno)} (${r.error.message})\n`,
+          );
         });
         return failed ? EXIT.KERNEL : EXIT.OK;
       }

@@ -40,7 +40,11 @@ export interface ParseOptions {
  * Parses ipvsadm arguments (without the program name). Never throws for bad input: returns
  * the message and exit status ipvsadm would give. No arguments means "-L" without -n.
  */
-export async function parseArgs(argv: readonly string[], resolver: Resolver, opts: ParseOptions = {}): Promise<ParseResult> {
+export async function parseArgs(
+  argv: readonly string[],
+  resolver: Resolver,
+  opts: ParseOptions = {},
+): Promise<ParseResult> {
   return parseArgsCached(argv, resolver, opts, new Map());
 }
 

@@ -42,10 +42,18 @@ function digits(s: string, from: number): number {
 }
 
 const PROTO: Readonly<Record<string, number>> = { '-t': IPPROTO_TCP, '-u': IPPROTO_UDP };
-const FWD: Readonly<Record<string, number>> = { '-m': IP_VS_CONN_F.MASQ, '-g': IP_VS_CONN_F.DROUTE, '-i': IP_VS_CONN_F.TUNNEL };
+const FWD: Readonly<Record<string, number>> = {
+  '-m': IP_VS_CONN_F.MASQ,
+  '-g': IP_VS_CONN_F.DROUTE,
+  '-i': IP_VS_CONN_F.TUNNEL,
+};
 
 // the -a lines of one service follow each other: they share one (immutable) service id
-let lastService: { protocol: number; word: string; id: VirtualServerId | undefined } = { protocol: -1, word: '', id: undefined };
+let lastService: { protocol: number; word: string; id: VirtualServerId | undefined } = {
+  protocol: -1,
+  word: '',
+  id: undefined,
+};
 
 /** The service of an -a line ("1.2.3.4:80" with its protocol), the previous line's when the same. */
 function serviceId(protocol: number, word: string): VirtualServerId | undefined {
@@ -57,7 +65,9 @@ function serviceId(protocol: number, word: string): VirtualServerId | undefined 
 }
 
 /** The op of a common -S line, or undefined: then parseArgs must parse it. */
-export function parseSaveLine(words: readonly string[]): { readonly command: CommandName; readonly op: IpvsOp } | undefined {
+export function parseSaveLine(
+  words: readonly string[],
+): { readonly command: CommandName; readonly op: IpvsOp } | undefined {
   const protocol = PROTO[words[1]!];
   if (protocol === undefined) return undefined;
   if (words[0] === '-A' && words.length === 5 && words[3] === '-s') {
@@ -70,8 +80,16 @@ export function parseSaveLine(words: readonly string[]): { readonly command: Com
       op: {
         kind: 'newService',
         vs: {
-          af: AF_INET, protocol, address: vs.address, port: vs.port, fwmark: 0,
-          scheduler: scheduler.slice(0, IP_VS_SCHEDNAME_MAXLEN), flags: 0, timeout: 0, netmask: 0xffffffff, peName: '',
+          af: AF_INET,
+          protocol,
+          address: vs.address,
+          port: vs.port,
+          fwmark: 0,
+          scheduler: scheduler.slice(0, IP_VS_SCHEDNAME_MAXLEN),
+          flags: 0,
+          timeout: 0,
+          netmask: 0xffffffff,
+          peName: '',
         },
       },
     };
@@ -92,8 +110,16 @@ export function parseSaveLine(words: readonly string[]): { readonly command: Com
         rs:
           fwdMethod === IP_VS_CONN_F.TUNNEL
             ? {
-                af: AF_INET, address: rs.address, port, fwdMethod, weight, uThreshold: 0, lThreshold: 0,
-                tunType: IP_VS_CONN_F_TUNNEL_TYPE.IPIP, tunPort: 0, tunFlags: IP_VS_TUNNEL_ENCAP_FLAG.NOCSUM,
+                af: AF_INET,
+                address: rs.address,
+                port,
+                fwdMethod,
+                weight,
+                uThreshold: 0,
+                lThreshold: 0,
+                tunType: IP_VS_CONN_F_TUNNEL_TYPE.IPIP,
+                tunPort: 0,
+                tunFlags: IP_VS_TUNNEL_ENCAP_FLAG.NOCSUM,
               }
             : { af: AF_INET, address: rs.address, port, fwdMethod, weight, uThreshold: 0, lThreshold: 0 },
       },

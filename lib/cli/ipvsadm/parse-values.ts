@@ -48,7 +48,11 @@ export function splitService(buf: string): ServiceWords | undefined {
   // not IPv6: the port is looked for again (strrchr) in what is left, so "[1.2.3.4]:80"
   // loses its port, as in ipvsadm
   const colon = host.lastIndexOf(':');
-  return { af: AF_INET, host: colon >= 0 ? host.slice(0, colon) : host, portText: colon >= 0 ? host.slice(colon + 1) : undefined };
+  return {
+    af: AF_INET,
+    host: colon >= 0 ? host.slice(0, colon) : host,
+    portText: colon >= 0 ? host.slice(colon + 1) : undefined,
+  };
 }
 
 /** The host name an IPv4 host part needs looked up; undefined for an inet_aton address. */
@@ -59,7 +63,12 @@ export function hostName(words: ServiceWords): string | undefined {
 export type ParsedAddr = { port: boolean; af: AddressFamily; address: string; portValue: number };
 
 /** ipvsadm's parse_service(): host[:port], [v6]:port, with IPv4 in any inet_aton form or a name. */
-export function parseService(buf: string, protocol: number, resolver: Resolver, hosts: HostLookups): ParsedAddr | undefined {
+export function parseService(
+  buf: string,
+  protocol: number,
+  resolver: Resolver,
+  hosts: HostLookups,
+): ParsedAddr | undefined {
   const words = splitService(buf);
   if (!words) return undefined;
   let address: string;
@@ -105,9 +114,15 @@ export function parseSchedFlags(sched: string, arg: string): number {
   const tokens = arg.split(',').filter((t) => t !== ''); // strtok skips empty fields
   for (const flag of tokens) {
     switch (flag) {
-      case 'flag-1': flags |= IP_VS_SVC_F.SCHED1; break;
-      case 'flag-2': flags |= IP_VS_SVC_F.SCHED2; break;
-      case 'flag-3': flags |= IP_VS_SVC_F.SCHED3; break;
+      case 'flag-1':
+        flags |= IP_VS_SVC_F.SCHED1;
+        break;
+      case 'flag-2':
+        flags |= IP_VS_SVC_F.SCHED2;
+        break;
+      case 'flag-3':
+        flags |= IP_VS_SVC_F.SCHED3;
+        break;
       case 'sh-fallback':
       case 'sh-port':
         flags |= flag === 'sh-port' ? IP_VS_SVC_F.SCHED2 : IP_VS_SVC_F.SCHED1;

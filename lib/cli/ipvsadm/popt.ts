@@ -56,7 +56,10 @@ export class PoptContext {
   private done = false;
   private readonly index: OptionIndex;
 
-  constructor(private readonly argv: readonly string[], table: readonly OptionDef[]) {
+  constructor(
+    private readonly argv: readonly string[],
+    table: readonly OptionDef[],
+  ) {
     this.index = indexOf(table);
   }
 
@@ -122,7 +125,8 @@ export class PoptContext {
   private takeNext(def: OptionDef, word: string): PoptEvent {
     const nextWord = this.argv[this.next];
     if (def.arg === 'optional') {
-      if (nextWord === undefined || nextWord.startsWith('-')) return { type: 'option', key: def.key, arg: undefined, word };
+      if (nextWord === undefined || nextWord.startsWith('-'))
+        return { type: 'option', key: def.key, arg: undefined, word };
       this.next++;
       return { type: 'option', key: def.key, arg: nextWord, word };
     }

@@ -6,7 +6,6 @@ import { VirtualServerEntry } from '../../kernel/ipvs/ipvs';
 import { AddressFamily, RealServer, VirtualServer, addressToBytes, parseIPv4 } from '../../model/ipvs';
 import { AF_INET, AF_INET6 } from '../../uapi/inet';
 
-
 /** The 32-bit big-endian words of an address as libipvs sees them in union nf_inet_addr. */
 function words(af: AddressFamily, address: string): readonly number[] {
   if (!address) return [0, 0, 0, 0];
@@ -140,7 +139,10 @@ export function sortServices(entries: readonly VirtualServerEntry[]): readonly V
 }
 
 const sortServicesGlibc = (entries: readonly VirtualServerEntry[]): VirtualServerEntry[] =>
-  glibcQsort(entries.map((e) => ({ item: e.vs, words: words(e.vs.af, e.vs.address), entry: e })), cmpServicesKeyed).map((k) => k.entry);
+  glibcQsort(
+    entries.map((e) => ({ item: e.vs, words: words(e.vs.af, e.vs.address), entry: e })),
+    cmpServicesKeyed,
+  ).map((k) => k.entry);
 
 /**
  * A service's real servers in ipvs_cmp_dests order, as glibcQsort sorts them; for IPv4 real
@@ -176,4 +178,5 @@ export function sortDests(dests: readonly RealServer[]): readonly RealServer[] {
   return order.map((i) => dests[i]!);
 }
 
-const sortDestsGlibc = (dests: readonly RealServer[]): RealServer[] => glibcQsort(dests.map(keyed), cmpDestsKeyed).map((k) => k.item);
+const sortDestsGlibc = (dests: readonly RealServer[]): RealServer[] =>
+  glibcQsort(dests.map(keyed), cmpDestsKeyed).map((k) => k.item);

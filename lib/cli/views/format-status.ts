@@ -46,11 +46,29 @@ export function formatStatus(s: StatusResponse, opts: { verbose: boolean; now: n
     kv('Devices', '');
     for (const d of s.devices) lines.push(`  ${d.name} (${d.role}): ${list(d.addresses)}`);
   } else {
-    kv('Devices', s.devices.map((d) => (d.role === 'kube-ipvs0' ? `${d.name} (${plural(d.addresses.length, 'address', 'addresses')})` : `${d.name} ${d.addresses.join(' ')} (NodePort)`)).join(', '));
+    kv(
+      'Devices',
+      s.devices
+        .map((d) =>
+          d.role === 'kube-ipvs0'
+            ? `${d.name} (${plural(d.addresses.length, 'address', 'addresses')})`
+            : `${d.name} ${d.addresses.join(' ')} (NodePort)`,
+        )
+        .join(', '),
+    );
   }
-  const overrides = s.scheduler.overriddenBy > 0 ? ` (${plural(s.scheduler.overriddenBy, 'Service')} override${s.scheduler.overriddenBy === 1 ? 's' : ''} it)` : '';
+  const overrides =
+    s.scheduler.overriddenBy > 0
+      ? ` (${plural(s.scheduler.overriddenBy, 'Service')} override${s.scheduler.overriddenBy === 1 ? 's' : ''} it)`
+      : '';
   kv('Scheduler', `${s.scheduler.default}${overrides}`);
-  kv('Session Affinity', enabled(s.sessionAffinity.enabled, `ClientIP as IPVS persistence, ${plural(s.sessionAffinity.frontends, 'frontend')}`));
+  kv(
+    'Session Affinity',
+    enabled(
+      s.sessionAffinity.enabled,
+      `ClientIP as IPVS persistence, ${plural(s.sessionAffinity.frontends, 'frontend')}`,
+    ),
+  );
   const g = s.gracefulTermination;
   const gDetail = verbose
     ? `${g.protocols.join(', ')}; drained at 0 connections, checked every ${g.checkIntervalSeconds}s, at most ${g.drainTimeoutSeconds}s; ${plural(g.draining, 'real server')} draining`
@@ -59,7 +77,14 @@ export function formatStatus(s: StatusResponse, opts: { verbose: boolean; now: n
   lines.push('Services:');
   kv('ClusterIP', enabled(s.services.clusterIP), '- ');
   const np = s.services.nodePort;
-  kv('NodePort', enabled(np.enabled, `on ${list(np.addresses)}; ports in use: ${list(np.portsInUse)}; range: the API server's --service-node-port-range`), '- ');
+  kv(
+    'NodePort',
+    enabled(
+      np.enabled,
+      `on ${list(np.addresses)}; ports in use: ${list(np.portsInUse)}; range: the API server's --service-node-port-range`,
+    ),
+    '- ',
+  );
   kv('LoadBalancer', enabled(s.services.loadBalancer), '- ');
   kv('externalIPs', enabled(s.services.externalIPs), '- ');
   kv('Synced', s.initialized ? 'yes' : 'no (waiting for the Services and EndpointSlices lists)');
@@ -68,7 +93,8 @@ export function formatStatus(s: StatusResponse, opts: { verbose: boolean; now: n
   kv('Drift repairs', String(s.driftRepairs));
   const refused = s.refusedFrontends ?? [];
   kv('Refused frontends', refused.length === 0 ? 'none' : `${refused.length} (not programmed)`);
-  for (const f of refused) lines.push(`  ${f.service} ${f.field} ${f.value}: ${f.reason}${verbose ? `: ${f.message}` : ''}`);
+  for (const f of refused)
+    lines.push(`  ${f.service} ${f.field} ${f.value}: ${f.reason}${verbose ? `: ${f.message}` : ''}`);
   kv(
     'Counts',
     `${plural(c.services, 'Service')}, ${plural(c.servicePorts, 'service port')}, ${plural(c.virtualServers, 'virtual server')}, ` +
@@ -76,7 +102,10 @@ export function formatStatus(s: StatusResponse, opts: { verbose: boolean; now: n
   );
   if (verbose) {
     const t = s.totals;
-    kv('Totals', `${plural(t.syncs, 'sync')} (${t.fullSyncs} full), ${plural(t.ipvsWrites, 'IPVS write')} (${t.ipvsFailures} refused), ${plural(t.execs, 'exec')}`);
+    kv(
+      'Totals',
+      `${plural(t.syncs, 'sync')} (${t.fullSyncs} full), ${plural(t.ipvsWrites, 'IPVS write')} (${t.ipvsFailures} refused), ${plural(t.execs, 'exec')}`,
+    );
     const k = s.config;
     lines.push('Configuration:');
     kv('syncPeriod', `${k.syncPeriod} (min ${k.minSyncPeriod})`, '- ');
@@ -87,7 +116,11 @@ export function formatStatus(s: StatusResponse, opts: { verbose: boolean; now: n
     kv('excludeClusterCIDRs', list(k.excludeClusterCIDRs), '- ');
     kv('masquerade', `bit ${k.masqueradeBit}${k.masqueradeAll ? ', all traffic' : ''}`, '- ');
     kv('strictARP', String(k.strictARP), '- ');
-    kv('IPVS timeouts', `tcp ${k.ipvsTimeouts.tcp}s, tcpfin ${k.ipvsTimeouts.tcpFin}s, udp ${k.ipvsTimeouts.udp}s (0: kernel default)`, '- ');
+    kv(
+      'IPVS timeouts',
+      `tcp ${k.ipvsTimeouts.tcp}s, tcpfin ${k.ipvsTimeouts.tcpFin}s, udp ${k.ipvsTimeouts.udp}s (0: kernel default)`,
+      '- ',
+    );
     kv('healthz', k.healthzBindAddress || 'off', '- ');
     kv('metrics', k.metricsBindAddress || 'off', '- ');
   }

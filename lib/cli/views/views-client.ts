@@ -14,7 +14,10 @@ export class DaemonUnreachableError extends KubeIpvsError {
 /** The daemon answered, with an error (503 not synced yet, 500 kernel read failed, 404). */
 export class DaemonViewError extends KubeIpvsError {
   readonly code = 'KIPVS_DAEMON_VIEW' as const;
-  constructor(message: string, readonly status: number) {
+  constructor(
+    message: string,
+    readonly status: number,
+  ) {
     super(message);
   }
 }
@@ -47,7 +50,12 @@ export function httpFetchView(server: string, timeoutMs = 30_000): FetchView {
               reject(new DaemonUnreachableError(`${url.href}: HTTP 404, not a kube-ipvs daemon (kube-proxy?)`));
               return;
             }
-            reject(new DaemonViewError(`${url.href}: HTTP ${res.statusCode}, not JSON: ${text.slice(0, 200)}`, res.statusCode ?? 0));
+            reject(
+              new DaemonViewError(
+                `${url.href}: HTTP ${res.statusCode}, not JSON: ${text.slice(0, 200)}`,
+                res.statusCode ?? 0,
+              ),
+            );
             return;
           }
           if (res.statusCode !== 200) {

@@ -84,7 +84,9 @@ async function serviceList(env: ViewsEnv, server: string, output: Output): Promi
       kernel = await env.readKernel();
     } catch (k) {
       const why = k instanceof IpvsUnavailableError ? k.message : (k as Error).message;
-      env.stderr.write(`kube-ipvs service list: the daemon does not answer (${e.message}) and the kernel cannot be read: ${why}\n`);
+      env.stderr.write(
+        `kube-ipvs service list: the daemon does not answer (${e.message}) and the kernel cannot be read: ${why}\n`,
+      );
       return 1;
     }
     list = kernelServiceList(kernel.entries, kernel.sets);
@@ -114,7 +116,8 @@ async function diff(env: ViewsEnv, server: string, output: Output): Promise<numb
   try {
     d = await env.fetchView(server)<DiffResponse>(VIEW_PATHS.diff);
   } catch (e) {
-    const hint = e instanceof DaemonUnreachableError ? ' (the diff needs the running daemon: it holds the desired state)' : '';
+    const hint =
+      e instanceof DaemonUnreachableError ? ' (the diff needs the running daemon: it holds the desired state)' : '';
     env.stderr.write(`kube-ipvs diff: ${(e as Error).message}${hint}\n`);
     return 2;
   }
@@ -150,7 +153,9 @@ export async function runViews(argv: readonly string[], env: ViewsEnv = realView
     });
   program
     .command('diff')
-    .description('what a full sync would change in the IPVS table now, as ipvsadm commands (changes nothing); exit 1 when something differs')
+    .description(
+      'what a full sync would change in the IPVS table now, as ipvsadm commands (changes nothing); exit 1 when something differs',
+    )
     .addOption(server())
     .addOption(output())
     .action(async (o: { server: string; output: Output }) => {

@@ -37,7 +37,9 @@ export class ConntrackNetlink implements Conntrack {
     } catch (e) {
       if (isGenlFailure(e)) {
         if (UNAVAILABLE.has(e.errno)) {
-          throw new ConntrackUnavailableError(`dump conntrack ${what(family, protocol)}: ${errnoName(e.errno)}: is nf_conntrack_netlink available (modprobe nf_conntrack_netlink)?`);
+          throw new ConntrackUnavailableError(
+            `dump conntrack ${what(family, protocol)}: ${errnoName(e.errno)}: is nf_conntrack_netlink available (modprobe nf_conntrack_netlink)?`,
+          );
         }
         throw new NetlinkError(e.errno, 'dump conntrack', what(family, protocol), errnoName(e.errno), e.extack);
       }
@@ -61,7 +63,17 @@ export class ConntrackNetlink implements Conntrack {
     results.forEach((r, i) => {
       if (r === null) deleted++;
       else if (r.errno === E.ENOENT) gone++;
-      else failures.push({ flow: flows[i]!, error: new NetlinkError(r.errno, 'delete conntrack entry', describeFlow(flows[i]!), errnoName(r.errno), r.extack) });
+      else
+        failures.push({
+          flow: flows[i]!,
+          error: new NetlinkError(
+            r.errno,
+            'delete conntrack entry',
+            describeFlow(flows[i]!),
+            errnoName(r.errno),
+            r.extack,
+          ),
+        });
     });
     return { deleted, gone, failures };
   }
@@ -77,7 +89,9 @@ export function openConntrack(options: GenlSocketOptions = {}): ConntrackNetlink
   try {
     transport = new RawTransport(NETLINK_NETFILTER, 1 << 20);
   } catch (e) {
-    throw new ConntrackUnavailableError(`NETLINK_NETFILTER socket: ${(e as Error).message}: is nfnetlink available?`, { cause: e });
+    throw new ConntrackUnavailableError(`NETLINK_NETFILTER socket: ${(e as Error).message}: is nfnetlink available?`, {
+      cause: e,
+    });
   }
   return new ConntrackNetlink(transport, options);
 }

@@ -52,7 +52,9 @@ export async function listIpsets(options: ListIpsetsOptions = {}): Promise<Ipset
       if (isGenlFailure(e)) {
         const name = e.errno === IPSET_ERR.PROTOCOL ? 'IPSET_ERR_PROTOCOL' : errnoName(e.errno);
         if (UNAVAILABLE.has(e.errno)) {
-          throw new IpsetNetlinkUnavailableError(`${OP} (protocol ${protocol}): ${name}${e.extack ? ` [${e.extack}]` : ''}`);
+          throw new IpsetNetlinkUnavailableError(
+            `${OP} (protocol ${protocol}): ${name}${e.extack ? ` [${e.extack}]` : ''}`,
+          );
         }
         throw new NetlinkError(e.errno, OP, '', name, e.extack);
       }
@@ -62,7 +64,8 @@ export async function listIpsets(options: ListIpsetsOptions = {}): Promise<Ipset
     try {
       for (const r of replies) d.add(r.attrs);
     } catch (e) {
-      if (e instanceof UnspelledIpsetTypeError) throw new IpsetNetlinkUnavailableError(`${OP}: ${e.message}`, { cause: e });
+      if (e instanceof UnspelledIpsetTypeError)
+        throw new IpsetNetlinkUnavailableError(`${OP}: ${e.message}`, { cause: e });
       throw e;
     }
     return d.sets;

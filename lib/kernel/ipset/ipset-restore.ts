@@ -13,7 +13,11 @@ export const IPSET_BIN = 'ipset';
 export class ExecIpsetRunner implements IpsetRunner {
   readonly list?: () => Promise<IpsetState>;
 
-  constructor(private readonly exec: Execer, private readonly bin: string = IPSET_BIN, list?: () => Promise<IpsetState>) {
+  constructor(
+    private readonly exec: Execer,
+    private readonly bin: string = IPSET_BIN,
+    list?: () => Promise<IpsetState>,
+  ) {
     if (list) this.list = list;
   }
 
@@ -32,6 +36,11 @@ export class ExecIpsetRunner implements IpsetRunner {
  * The production Ipset. `log` receives the quarantine notices (default: the "ipset" component
  * log); `list` reads the sets without a process (the daemon passes listIpsets).
  */
-export function createIpset(exec: Execer = new ChildProcessExec(), bin: string = IPSET_BIN, log?: WarnLogger, list?: () => Promise<IpsetState>): Ipset {
+export function createIpset(
+  exec: Execer = new ChildProcessExec(),
+  bin: string = IPSET_BIN,
+  log?: WarnLogger,
+  list?: () => Promise<IpsetState>,
+): Ipset {
   return new IpsetSync(new ExecIpsetRunner(exec, bin, list), log);
 }

@@ -2,7 +2,15 @@
 import { ExecError } from '../../errors';
 import { componentLog } from '../../log';
 import { DeltaLine, KnownSet, diffIpsets } from './diff-ipsets';
-import { Ipset, IpsetNetlinkUnavailableError, IpsetObservation, IpsetRunner, IpsetState, IpsetSyncResult, QuarantinedLine } from './ipset';
+import {
+  Ipset,
+  IpsetNetlinkUnavailableError,
+  IpsetObservation,
+  IpsetRunner,
+  IpsetState,
+  IpsetSyncResult,
+  QuarantinedLine,
+} from './ipset';
 import { parseIpsetSave } from './ipset-text';
 import { DesiredIpsets } from '../../model/ipset';
 
@@ -48,9 +56,12 @@ export class IpsetSync implements Ipset {
       } catch (e) {
         if (!(e instanceof IpsetNetlinkUnavailableError)) throw e;
         this.listUnavailable = true;
-        this.log.warn(`ipset: reading the sets over netlink is not possible here (${e.message}); using \`ipset save\` from now on`, {
-          reason: e.message,
-        });
+        this.log.warn(
+          `ipset: reading the sets over netlink is not possible here (${e.message}); using \`ipset save\` from now on`,
+          {
+            reason: e.message,
+          },
+        );
       }
     }
     if (!state) {
@@ -103,9 +114,20 @@ export class IpsetSync implements Ipset {
           } catch (e) {
             if (!(e instanceof ExecError)) throw e;
             refused = true;
-            const bad = e.line !== undefined && e.line >= 1 && e.line <= chunk.length ? chunk[e.line - 1] : chunk.length === 1 ? chunk[0] : undefined;
+            const bad =
+              e.line !== undefined && e.line >= 1 && e.line <= chunk.length
+                ? chunk[e.line - 1]
+                : chunk.length === 1
+                  ? chunk[0]
+                  : undefined;
             if (bad) {
-              this.hold(desired, fresh, bad, ipsetComplaint(e.stderr), (refusals.get(bad.set) ?? 0) >= MAX_REFUSED_LINES_PER_SET);
+              this.hold(
+                desired,
+                fresh,
+                bad,
+                ipsetComplaint(e.stderr),
+                (refusals.get(bad.set) ?? 0) >= MAX_REFUSED_LINES_PER_SET,
+              );
               refusals.set(bad.set, (refusals.get(bad.set) ?? 0) + 1);
               chunk = chunk.filter((l) => !this.blocked(l));
               continue;
@@ -162,14 +184,25 @@ export class IpsetSync implements Ipset {
   }
 
   /** Quarantines `line` (its whole set when it is a create, or when `wholeSet`), logs once. */
-  private hold(desired: DesiredIpsets, fresh: QuarantinedLine[], line: DeltaLine, reason: string, wholeSet: boolean): void {
+  private hold(
+    desired: DesiredIpsets,
+    fresh: QuarantinedLine[],
+    line: DeltaLine,
+    reason: string,
+    wholeSet: boolean,
+  ): void {
     let q = this.quarantine.get(line.set);
     if (!q) {
       const members = desired.get(line.set)?.members ?? new Set<string>();
       q = { desired: new Set(members), lines: new Map() };
       this.quarantine.set(line.set, q);
     }
-    const entry: QuarantinedLine = { set: line.set, verb: line.verb, ...(line.member !== undefined ? { member: line.member } : {}), reason };
+    const entry: QuarantinedLine = {
+      set: line.set,
+      verb: line.verb,
+      ...(line.member !== undefined ? { member: line.member } : {}),
+      reason,
+    };
     fresh.push(entry);
     if (line.verb === 'create' || wholeSet) {
       q.whole = entry;
@@ -183,7 +216,7 @@ export class IpsetSync implements Ipset {
     q.lines.set(line.text, entry);
     this.log.warn(
       `ipset ${line.set}: member ${line.member} quarantined, not ${line.verb === 'add' ? 'added' : 'deleted'} (${reason}); ` +
-        'the other members are applied; retried when the set\'s desired members change',
+        "the other members are applied; retried when the set's desired members change",
       { set: line.set, member: line.member, verb: line.verb, reason },
     );
   }

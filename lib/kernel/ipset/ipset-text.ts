@@ -18,7 +18,10 @@ export function formatCreate(name: string, type: IpsetType, family: IpFamily): s
 
 /** Parses `ipset save` output (create and add lines; anything else is ignored). */
 export function parseIpsetSave(text: string): Map<string, ObservedSet> {
-  const sets = new Map<string, { name: string; type: string; family?: IpFamily; options: string; members: Set<string> }>();
+  const sets = new Map<
+    string,
+    { name: string; type: string; family?: IpFamily; options: string; members: Set<string> }
+  >();
   for (const raw of text.split('\n')) {
     const line = raw.trim();
     if (line.startsWith('create ')) {

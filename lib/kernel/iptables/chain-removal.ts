@@ -34,7 +34,8 @@ export interface ChainRemovalSpec {
 /** The jump target of a rule's tokens (`-j`, `-g` and their long forms), if any. */
 function jumpTarget(t: readonly string[]): string | undefined {
   let target: string | undefined;
-  for (let i = 2; i < t.length - 1; i++) if (t[i] === '-j' || t[i] === '-g' || t[i] === '--jump' || t[i] === '--goto') target = t[i + 1];
+  for (let i = 2; i < t.length - 1; i++)
+    if (t[i] === '-j' || t[i] === '-g' || t[i] === '--jump' || t[i] === '--goto') target = t[i + 1];
   return target;
 }
 
@@ -65,7 +66,11 @@ export function planChainRemoval(saveText: string, spec: ChainRemovalSpec): Chai
   const chains = spec.order ? spec.order.filter((c) => removing.has(c)) : existing;
   const kept = chains.filter((c) => foreignRefs.has(c));
   return {
-    lines: [...jumps, ...chains.map((c) => `-F ${c}`), ...chains.filter((c) => !foreignRefs.has(c)).map((c) => `-X ${c}`)],
+    lines: [
+      ...jumps,
+      ...chains.map((c) => `-F ${c}`),
+      ...chains.filter((c) => !foreignRefs.has(c)).map((c) => `-X ${c}`),
+    ],
     kept,
   };
 }

@@ -60,7 +60,8 @@ export async function detectBackend(exec: Execer, family: IpFamily): Promise<Bac
   const nftMangle = await saveOutput(exec, nftSave, ['-t', 'mangle']);
   if (KUBELET_CHAINS.test(nftMangle)) return { backend: 'nft', reason: 'kubelet chains in nft mangle table', execs: 1 };
   const legacyAll = await saveOutput(exec, legacySave, []);
-  if (KUBELET_CHAINS.test(legacyAll)) return { backend: 'legacy', reason: 'kubelet chains in legacy mangle table', execs: 2 };
+  if (KUBELET_CHAINS.test(legacyAll))
+    return { backend: 'legacy', reason: 'kubelet chains in legacy mangle table', execs: 2 };
   const nftAll = await saveOutput(exec, nftSave, []);
   const l = ruleCount(legacyAll);
   const n = ruleCount(nftAll);
@@ -69,7 +70,11 @@ export async function detectBackend(exec: Execer, family: IpFamily): Promise<Bac
 }
 
 /** `iptables --version` -> [1, 8, 9]; undefined when it cannot be read. */
-export async function iptablesVersion(exec: Execer, family: IpFamily, backend: IptablesBackend): Promise<number[] | undefined> {
+export async function iptablesVersion(
+  exec: Execer,
+  family: IpFamily,
+  backend: IptablesBackend,
+): Promise<number[] | undefined> {
   let out = '';
   try {
     const r = await exec.run(iptablesBinary(family, backend, ''), ['--version']);

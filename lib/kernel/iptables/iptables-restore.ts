@@ -48,11 +48,18 @@ export class ExecIptablesRunner implements IptablesRunner {
     this.chosen ??= (async () => {
       const log = componentLog('iptables');
       if (this.mode !== 'auto') {
-        log.info(`iptables backend ${this.mode} (${this.family}): set by configuration`, { backend: this.mode, family: this.family });
+        log.info(`iptables backend ${this.mode} (${this.family}): set by configuration`, {
+          backend: this.mode,
+          family: this.family,
+        });
         return this.mode;
       }
       const d = await detectBackend(this.exec, this.family);
-      log.info(`iptables backend ${d.backend} (${this.family}): ${d.reason}`, { backend: d.backend, family: this.family, reason: d.reason });
+      log.info(`iptables backend ${d.backend} (${this.family}): ${d.reason}`, {
+        backend: d.backend,
+        family: this.family,
+        reason: d.reason,
+      });
       return d.backend;
     })();
     const chosen = this.chosen;

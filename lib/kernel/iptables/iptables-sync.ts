@@ -5,7 +5,13 @@ import { Iptables, IptablesBackend, IptablesRunner, IptablesSyncOptions, Iptable
 import { joinTokens, parseSaveRules, tokenize } from './parse-restore';
 import { IpFamily } from '../../model/ip-family';
 import { Table } from '../../model/names';
-import { IptablesPlan, JumpRule, isIptablesModeChain, isIptablesModeFirewallJump, jumpRuleSpec } from '../../model/iptables';
+import {
+  IptablesPlan,
+  JumpRule,
+  isIptablesModeChain,
+  isIptablesModeFirewallJump,
+  jumpRuleSpec,
+} from '../../model/iptables';
 import { formatIptablesRestore } from './format-restore';
 import { planChainRemoval } from './chain-removal';
 
@@ -130,7 +136,10 @@ export class IptablesSync implements Iptables {
   private readonly generation: RulesetGeneration | undefined;
   private readonly peers: GenerationPeers | undefined;
 
-  constructor(private readonly runner: IptablesRunner, opts: IptablesSyncDeps = {}) {
+  constructor(
+    private readonly runner: IptablesRunner,
+    opts: IptablesSyncDeps = {},
+  ) {
     this.generation = opts.generation;
     this.peers = opts.peers;
     this.peers?.join(this);
@@ -167,10 +176,13 @@ export class IptablesSync implements Iptables {
       if (!this.genWarned) {
         this.genWarned = true;
         const errno = (e as { errno?: number }).errno;
-        componentLog('iptables').warn(`${this.family}: cannot read the nf_tables generation (${(e as Error).message}); verifying with iptables-save`, {
-          family: this.family,
-          ...(errno !== undefined ? { errno } : {}),
-        });
+        componentLog('iptables').warn(
+          `${this.family}: cannot read the nf_tables generation (${(e as Error).message}); verifying with iptables-save`,
+          {
+            family: this.family,
+            ...(errno !== undefined ? { errno } : {}),
+          },
+        );
       }
       return undefined;
     }
@@ -192,7 +204,8 @@ export class IptablesSync implements Iptables {
   }
 
   async sync(plan: IptablesPlan, opts: IptablesSyncOptions = {}): Promise<IptablesSyncResult> {
-    if (plan.family !== this.family) throw new TypeError(`plan for ${plan.family} given to the ${this.family} Iptables`);
+    if (plan.family !== this.family)
+      throw new TypeError(`plan for ${plan.family} given to the ${this.family} Iptables`);
     const text = formatIptablesRestore(plan);
     const unchanged = this.jumpsChecked && text === this.lastText;
     if (!opts.force && !opts.verify && unchanged) {
@@ -230,7 +243,8 @@ export class IptablesSync implements Iptables {
         const want = joinTokens(tokenize(jumpRuleSpec(j)));
         return !(existing.get(j.table)?.get(j.from) ?? []).includes(want);
       });
-      if (opts.verify && unchanged) repaired.push(...missing.map((j) => `${j.table} ${j.from}: jump to ${j.to} missing`));
+      if (opts.verify && unchanged)
+        repaired.push(...missing.map((j) => `${j.table} ${j.from}: jump to ${j.to} missing`));
       if (!opts.force && unchanged && repaired.length === 0) {
         if (leftovers.length > 0) {
           const removed = await this.removeLeftovers(leftovers);
@@ -246,10 +260,13 @@ export class IptablesSync implements Iptables {
       }
     }
     if (repaired.length > 0) {
-      componentLog('iptables').warn(`${this.family} iptables changed behind our back, rewriting: ${repaired.join('; ')}`, {
-        family: this.family,
-        repaired,
-      });
+      componentLog('iptables').warn(
+        `${this.family} iptables changed behind our back, rewriting: ${repaired.join('; ')}`,
+        {
+          family: this.family,
+          repaired,
+        },
+      );
     }
     const payload = missing.length ? formatIptablesRestore(plan, missing) : text;
     this.verifiedGen = undefined;
@@ -281,7 +298,14 @@ export class IptablesSync implements Iptables {
     // after our own restore: nat KUBE-SERVICES no longer jumps to the KUBE-SVC-* chains
     const removed = leftovers.length > 0 ? await this.removeLeftovers(leftovers) : {};
     if (leftovers.length > 0) execs++;
-    return { execs, wrote: true, insertedJumps: missing, restoreText: payload, ...(opts.verify ? { repaired } : {}), ...removed };
+    return {
+      execs,
+      wrote: true,
+      insertedJumps: missing,
+      restoreText: payload,
+      ...(opts.verify ? { repaired } : {}),
+      ...removed,
+    };
   }
 
   /**
@@ -297,16 +321,22 @@ export class IptablesSync implements Iptables {
     try {
       await this.runner.restore(blocks.map((b) => [`*${b.table}`, ...b.lines, 'COMMIT', ''].join('\n')).join(''));
     } catch (e) {
-      log.warn(`${this.family}: kube-proxy's iptables-mode chains could not be removed (${(e as Error).message}); retried at the next check`, {
-        family: this.family,
-      });
+      log.warn(
+        `${this.family}: kube-proxy's iptables-mode chains could not be removed (${(e as Error).message}); retried at the next check`,
+        {
+          family: this.family,
+        },
+      );
       return {};
     }
     const count = (op: string) => blocks.reduce((n, b) => n + b.lines.filter((l) => l.startsWith(op)).length, 0);
-    log.info(`${this.family}: removed kube-proxy's iptables-mode leftovers: ${count('-X ')} chains, ${count('-D ')} jump rules (kube-proxy leaves them when a node moves to IPVS mode; its stale REJECTs would refuse Services)`, {
-      family: this.family,
-      removed: lines,
-    });
+    log.info(
+      `${this.family}: removed kube-proxy's iptables-mode leftovers: ${count('-X ')} chains, ${count('-D ')} jump rules (kube-proxy leaves them when a node moves to IPVS mode; its stale REJECTs would refuse Services)`,
+      {
+        family: this.family,
+        removed: lines,
+      },
+    );
     return { leftoversRemoved: lines };
   }
 }
@@ -322,7 +352,12 @@ interface TableLines {
  * rules by chain, as the sync parsed them), or nothing. The plan's chains are rewritten by our
  * restore first, so their old rules (nat KUBE-SERVICES jumping to KUBE-SVC-*) do not keep a chain.
  */
-function iptablesModeLeftovers(plan: IptablesPlan, table: Table, save: string, rules: ReadonlyMap<string, readonly string[]>): TableLines[] {
+function iptablesModeLeftovers(
+  plan: IptablesPlan,
+  table: Table,
+  save: string,
+  rules: ReadonlyMap<string, readonly string[]>,
+): TableLines[] {
   const { lines, kept } = planChainRemoval(save, {
     remove: (c) => isIptablesModeChain(table, c),
     alsoDelete: isIptablesModeFirewallJump,
@@ -333,7 +368,9 @@ function iptablesModeLeftovers(plan: IptablesPlan, table: Table, save: string, r
   const todo = lines.filter((l) => !(l.startsWith('-F ') && flushed.has(l.slice(3))));
   if (todo.length === 0) return [];
   if (kept.length > flushed.size) {
-    componentLog('iptables').warn(`${plan.family} ${table}: kube-proxy's iptables-mode chains ${kept.join(', ')} are still jumped to by a foreign rule: flushed, not deleted`);
+    componentLog('iptables').warn(
+      `${plan.family} ${table}: kube-proxy's iptables-mode chains ${kept.join(', ')} are still jumped to by a foreign rule: flushed, not deleted`,
+    );
   }
   return [{ table, lines: todo }];
 }

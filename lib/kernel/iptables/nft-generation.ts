@@ -43,11 +43,17 @@ export class NftGenerationNetlink implements RulesetGeneration {
     try {
       replies = await this.sock.request(encodeGetGen());
     } catch (e) {
-      if (isGenlFailure(e)) throw new NetlinkError(e.errno, 'read nf_tables generation', '', errnoName(e.errno), e.extack);
+      if (isGenlFailure(e))
+        throw new NetlinkError(e.errno, 'read nf_tables generation', '', errnoName(e.errno), e.extack);
       throw withOperation(e, 'read nf_tables generation');
     }
     if (replies.length !== 1) {
-      throw new NetlinkError(0, 'read nf_tables generation', '', `expected one NFT_MSG_NEWGEN reply, got ${replies.length}`);
+      throw new NetlinkError(
+        0,
+        'read nf_tables generation',
+        '',
+        `expected one NFT_MSG_NEWGEN reply, got ${replies.length}`,
+      );
     }
     return decodeNewGen(replies[0]!.attrs).id;
   }
@@ -59,7 +65,10 @@ export class NftGenerationNetlink implements RulesetGeneration {
 
 /** Opens a NETLINK_NETFILTER socket for the generation; throws SocketError when it cannot. */
 export function openNftGeneration(options: GenlSocketOptions = {}): NftGenerationNetlink {
-  return new NftGenerationNetlink(openRawTransport(NETLINK_NETFILTER, 64 << 10, 'NETLINK_NETFILTER socket for the nf_tables generation'), options);
+  return new NftGenerationNetlink(
+    openRawTransport(NETLINK_NETFILTER, 64 << 10, 'NETLINK_NETFILTER socket for the nf_tables generation'),
+    options,
+  );
 }
 
 /**

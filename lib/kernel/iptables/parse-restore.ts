@@ -35,12 +35,28 @@ export type RestoreLine =
   | { readonly kind: 'table'; readonly table: string; readonly line: number }
   | { readonly kind: 'chain'; readonly chain: string; readonly policy: string; readonly line: number }
   | { readonly kind: 'commit'; readonly line: number }
-  | { readonly kind: 'rule'; readonly op: '-A' | '-I' | '-D' | '-N' | '-X' | '-F'; readonly chain?: string;
-      readonly position?: number; readonly spec: readonly string[]; readonly line: number };
+  | {
+      readonly kind: 'rule';
+      readonly op: '-A' | '-I' | '-D' | '-N' | '-X' | '-F';
+      readonly chain?: string;
+      readonly position?: number;
+      readonly spec: readonly string[];
+      readonly line: number;
+    };
 
 const OPS: Readonly<Record<string, '-A' | '-I' | '-D' | '-N' | '-X' | '-F'>> = {
-  '-A': '-A', '--append': '-A', '-I': '-I', '--insert': '-I', '-D': '-D', '--delete': '-D',
-  '-N': '-N', '--new-chain': '-N', '-X': '-X', '--delete-chain': '-X', '-F': '-F', '--flush': '-F',
+  '-A': '-A',
+  '--append': '-A',
+  '-I': '-I',
+  '--insert': '-I',
+  '-D': '-D',
+  '--delete': '-D',
+  '-N': '-N',
+  '--new-chain': '-N',
+  '-X': '-X',
+  '--delete-chain': '-X',
+  '-F': '-F',
+  '--flush': '-F',
 };
 
 /** Parses restore text into lines (comments and blank lines dropped). Throws SyntaxError with the line. */
@@ -68,7 +84,14 @@ export function parseRestore(text: string): RestoreLine[] {
         position = Number(rest[0]);
         rest = rest.slice(1);
       }
-      out.push({ kind: 'rule', op, ...(chain !== undefined ? { chain } : {}), ...(position !== undefined ? { position } : {}), spec: rest, line });
+      out.push({
+        kind: 'rule',
+        op,
+        ...(chain !== undefined ? { chain } : {}),
+        ...(position !== undefined ? { position } : {}),
+        spec: rest,
+        line,
+      });
     }
   }
   return out;

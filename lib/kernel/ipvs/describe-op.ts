@@ -36,7 +36,10 @@ export function describeRequest(req: IpvsRequest): { operation: string; object: 
     case 'getConfig':
       return { operation: 'get IPVS timeouts', object: '' };
     case 'setConfig':
-      return { operation: 'set IPVS timeouts', object: `tcp ${req.timeouts.tcp} tcpfin ${req.timeouts.tcpFin} udp ${req.timeouts.udp}` };
+      return {
+        operation: 'set IPVS timeouts',
+        object: `tcp ${req.timeouts.tcp} tcpfin ${req.timeouts.tcpFin} udp ${req.timeouts.udp}`,
+      };
     case 'zero':
       return { operation: 'zero counters of', object: req.vs ? describeVirtualServer(req.vs) : 'all virtual servers' };
     case 'flush':

@@ -13,7 +13,14 @@ import {
   replyNest,
   writeIpvsRequest,
 } from '../../netlink/ipvs-codec';
-import { GenlReply, GenlSocket, GenlSocketOptions, NetlinkTransport, RawTransport, isGenlFailure } from '../../netlink/socket';
+import {
+  GenlReply,
+  GenlSocket,
+  GenlSocketOptions,
+  NetlinkTransport,
+  RawTransport,
+  isGenlFailure,
+} from '../../netlink/socket';
 import { IPVS_CMD_ATTR, IPVS_GENL_NAME, IPVS_GENL_VERSION } from '../../uapi/ip_vs';
 import { describeRequest, toNetlinkError } from './describe-op';
 import { extendedAckProblem } from '../../netlink/ext-ack';
@@ -57,12 +64,16 @@ export async function resolveIpvsFamily(transport: NetlinkTransport = new RawTra
     } catch (e) {
       if (!isGenlFailure(e)) throw e;
       if (e.errno === ENOENT) {
-        throw new IpvsUnavailableError('IPVS generic netlink family not found (ENOENT): is the ip_vs kernel module loaded?');
+        throw new IpvsUnavailableError(
+          'IPVS generic netlink family not found (ENOENT): is the ip_vs kernel module loaded?',
+        );
       }
       throw new NetlinkError(e.errno, 'resolve generic netlink family', IPVS_GENL_NAME, errnoName(e.errno), e.extack);
     }
     for (const r of replies) {
-      const id = AttrReader.parse(r.attrs, 'CTRL_CMD_NEWFAMILY', { FAMILY_ID: CTRL_ATTR_FAMILY_ID }).u16(CTRL_ATTR_FAMILY_ID);
+      const id = AttrReader.parse(r.attrs, 'CTRL_CMD_NEWFAMILY', { FAMILY_ID: CTRL_ATTR_FAMILY_ID }).u16(
+        CTRL_ATTR_FAMILY_ID,
+      );
       if (id !== undefined) return id;
     }
     throw new IpvsUnavailableError('nlctrl returned no family id for IPVS');

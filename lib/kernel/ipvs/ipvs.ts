@@ -1,11 +1,5 @@
 import { NetlinkError } from '../../errors';
-import {
-  IpvsInfo,
-  IpvsTimeouts,
-  RealServer,
-  VirtualServer,
-  VirtualServerId,
-} from '../../model/ipvs';
+import { IpvsInfo, IpvsTimeouts, RealServer, VirtualServer, VirtualServerId } from '../../model/ipvs';
 import { IpvsOp } from '../../model/ipvs-op';
 
 /** A change to the IPVS table, as data (the model's vocabulary, model/ipvs-op.ts). */

@@ -38,7 +38,8 @@ export interface ProcListing {
   readonly destDumps: number;
 }
 
-const procKey = (s: { protocol: number; address: string; port: number }): string => `${s.protocol}/${s.address}/${s.port}`;
+const procKey = (s: { protocol: number; address: string; port: number }): string =>
+  `${s.protocol}/${s.address}/${s.port}`;
 
 /** Which /proc service stands for each netlink service, or undefined when none can. */
 export function matchProcServices(
@@ -71,7 +72,11 @@ export function matchProcServices(
  * Every service with its real servers: one netlink service dump and one read of /proc/net/ip_vs
  * (readProc), plus a netlink dest dump for each service /proc cannot stand for.
  */
-export async function listAllViaProc(ipvs: Ipvs, readProc: () => Promise<string>, opts: ProcListingOptions): Promise<ProcListing> {
+export async function listAllViaProc(
+  ipvs: Ipvs,
+  readProc: () => Promise<string>,
+  opts: ProcListingOptions,
+): Promise<ProcListing> {
   const [services, table] = await Promise.all([
     ipvs.listServices(),
     readProc()

@@ -179,16 +179,29 @@ function scanIPv4Dest(s: string, start: number, end: number): ProcRealServer | u
   p = skipBlanks(s, e, end);
   e = wordEnd(s, p, end);
   const inactConns = intAt(s, p, e);
-  if (Number.isNaN(weight) || Number.isNaN(activeConns) || Number.isNaN(inactConns) || skipBlanks(s, e, end) !== end) return undefined;
+  if (Number.isNaN(weight) || Number.isNaN(activeConns) || Number.isNaN(inactConns) || skipBlanks(s, e, end) !== end)
+    return undefined;
   return {
-    af: AF_INET, address: formatIPv4(a), port, fwdMethod, weight,
-    uThreshold: 0, lThreshold: 0, activeConns, inactConns, persistConns: 0, tunType: 0, tunPort: 0, tunFlags: 0,
+    af: AF_INET,
+    address: formatIPv4(a),
+    port,
+    fwdMethod,
+    weight,
+    uThreshold: 0,
+    lThreshold: 0,
+    activeConns,
+    inactConns,
+    persistConns: 0,
+    tunType: 0,
+    tunPort: 0,
+    tunFlags: 0,
   };
 }
 
 /** The forwarding method named by s[from, to), as FORWARD has it; -1 for any other word. */
 function forwardAt(s: string, from: number, to: number): number {
-  for (const [name, method] of FORWARD_ENTRIES) if (to - from === name.length && s.startsWith(name, from)) return method;
+  for (const [name, method] of FORWARD_ENTRIES)
+    if (to - from === name.length && s.startsWith(name, from)) return method;
   return -1;
 }
 
@@ -263,10 +276,22 @@ export function parseProcIpVs(text: string): ProcIpVsTable {
       const a = addrPort(w[1]!) ?? bad('bad real server address');
       const fwdMethod = FORWARD[w[2]!] ?? bad(`unknown forwarding method '${w[2]}'`);
       const [weight, activeConns, inactConns] = [int(w[3]), int(w[4]), int(w[5])];
-      if (Number.isNaN(weight) || Number.isNaN(activeConns) || Number.isNaN(inactConns)) bad('bad weight or connection counts');
+      if (Number.isNaN(weight) || Number.isNaN(activeConns) || Number.isNaN(inactConns))
+        bad('bad weight or connection counts');
       current!.dests.push({
-        af: a.af, address: a.address, port: a.port, fwdMethod, weight,
-        uThreshold: 0, lThreshold: 0, activeConns, inactConns, persistConns: 0, tunType: 0, tunPort: 0, tunFlags: 0,
+        af: a.af,
+        address: a.address,
+        port: a.port,
+        fwdMethod,
+        weight,
+        uThreshold: 0,
+        lThreshold: 0,
+        activeConns,
+        inactConns,
+        persistConns: 0,
+        tunType: 0,
+        tunPort: 0,
+        tunFlags: 0,
       });
       continue;
     }
@@ -276,13 +301,33 @@ export function parseProcIpVs(text: string): ProcIpVsTable {
     if (w[0] === 'FWM') {
       const mark = hex(w[1] ?? '', 8);
       if (mark < 0 || !w[2]) bad('not a fwmark service line');
-      svc = { af: undefined, protocol: 0, address: '', port: 0, fwmark: mark, scheduler: w[2]!, onePacket: false, persistent: undefined, dests: [] };
+      svc = {
+        af: undefined,
+        protocol: 0,
+        address: '',
+        port: 0,
+        fwmark: mark,
+        scheduler: w[2]!,
+        onePacket: false,
+        persistent: undefined,
+        dests: [],
+      };
       rest = w.slice(3);
     } else {
       const protocol = PROTOCOLS[w[0] ?? ''] ?? bad('not a service line');
       const a = addrPort(w[1] ?? '') ?? bad('bad service address');
       if (!w[2]) bad('no scheduler');
-      svc = { af: a.af, protocol, address: a.address, port: a.port, fwmark: 0, scheduler: w[2]!, onePacket: false, persistent: undefined, dests: [] };
+      svc = {
+        af: a.af,
+        protocol,
+        address: a.address,
+        port: a.port,
+        fwmark: 0,
+        scheduler: w[2]!,
+        onePacket: false,
+        persistent: undefined,
+        dests: [],
+      };
       rest = w.slice(3);
     }
     if (rest[0] === 'ops') {
@@ -292,7 +337,8 @@ export function parseProcIpVs(text: string): ProcIpVsTable {
     if (rest.length > 0) {
       const timeoutJiffies = int(rest[1]);
       const netmaskWord = hex(rest[2] ?? '', 8);
-      if (rest[0] !== 'persistent' || rest.length !== 3 || Number.isNaN(timeoutJiffies) || netmaskWord < 0) bad('bad service flags');
+      if (rest[0] !== 'persistent' || rest.length !== 3 || Number.isNaN(timeoutJiffies) || netmaskWord < 0)
+        bad('bad service flags');
       svc.persistent = { timeoutJiffies, netmaskWord };
     }
     services.push(svc);

@@ -83,13 +83,21 @@ export async function listBoundAddresses(
  * Binds host addresses to link `index`, many requests to a datagram: one result per address,
  * null when bound or already there (EEXIST), else the error. Throws only when the socket fails.
  */
-export async function bindAddresses(link: Link, index: number, addresses: readonly string[]): Promise<(NetlinkError | null)[]> {
+export async function bindAddresses(
+  link: Link,
+  index: number,
+  addresses: readonly string[],
+): Promise<(NetlinkError | null)[]> {
   const results = await link.addAddresses(index, addresses.map(canonicalAddress));
   return results.map((e) => (e && !isLinkExists(e) ? e : null));
 }
 
 /** Unbinds host addresses from link `index`, as bindAddresses: not there (EADDRNOTAVAIL) counts as done. */
-export async function unbindAddresses(link: Link, index: number, addresses: readonly string[]): Promise<(NetlinkError | null)[]> {
+export async function unbindAddresses(
+  link: Link,
+  index: number,
+  addresses: readonly string[],
+): Promise<(NetlinkError | null)[]> {
   const results = await link.deleteAddresses(index, addresses.map(canonicalAddress));
   return results.map((e) => (e && !isAddressNotThere(e) ? e : null));
 }

@@ -66,7 +66,8 @@ export class PackageRtnlTransport implements RtnlTransport {
     for (const m of msgs) {
       if (m.type === NLMSG.ERROR) {
         const ack = decodeAck({ type: m.type, flags: m.flags, seq: m.seq, pid: m.port, payload: m.data });
-        if (ack.errno !== 0) throw new NetlinkError(ack.errno, req.operation, req.object, errnoName(ack.errno), ack.extack);
+        if (ack.errno !== 0)
+          throw new NetlinkError(ack.errno, req.operation, req.object, errnoName(ack.errno), ack.extack);
         continue;
       }
       if (m.type === NLMSG.DONE || m.type === NLMSG.NOOP) continue;

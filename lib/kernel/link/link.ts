@@ -80,7 +80,11 @@ export interface Link {
 /** A link of the expected name exists but is of another kind; it is never deleted or reused. */
 export class LinkKindError extends KubeIpvsError {
   readonly code = 'KIPVS_LINK_KIND' as const;
-  constructor(readonly linkName: string, readonly expected: string, readonly actual: string) {
+  constructor(
+    readonly linkName: string,
+    readonly expected: string,
+    readonly actual: string,
+  ) {
     super(`link ${linkName} exists with kind "${actual || 'none'}", expected "${expected}"; not touching it`);
   }
 }

@@ -34,9 +34,7 @@ export function selectNodePortAddresses(
     const cidrs = nodePortAddresses.filter((c) => c !== NODE_PORT_ADDRESSES_PRIMARY);
     const wantPrimary = cidrs.length !== nodePortAddresses.length;
     const inCidrs = cidrMatcher(cidrs);
-    out = addrs.filter(
-      (a) => (wantPrimary && primary.has(a)) || (!isLoopback(a) && inCidrs(a)),
-    );
+    out = addrs.filter((a) => (wantPrimary && primary.has(a)) || (!isLoopback(a) && inCidrs(a)));
   }
   return out.sort((a, b) => Number(!isIPv4(a)) - Number(!isIPv4(b)) || (a < b ? -1 : a > b ? 1 : 0));
 }

@@ -85,7 +85,13 @@ export function encodeNewDummy(name: string): RtnlRequest {
 }
 
 export function encodeDelLink(index: number): RtnlRequest {
-  return { type: RTM.DELLINK, flags: 0, payload: link({ index }, {}), operation: 'delete link', object: `ifindex ${index}` };
+  return {
+    type: RTM.DELLINK,
+    flags: 0,
+    payload: link({ index }, {}),
+    operation: 'delete link',
+    object: `ifindex ${index}`,
+  };
 }
 
 export function encodeGetAddrs(family: IpFamily): RtnlRequest {
@@ -150,5 +156,10 @@ export function decodeAddress(payload: Buffer): LinkAddress {
   if (bytes.length !== (af === AF_INET ? 4 : 16)) {
     throw new DecodeError(`address of ${bytes.length} bytes`, 'ifaddrmsg>IFA_LOCAL', 0);
   }
-  return { ifindex: m.data.index, family: fromAddressFamily(af), address: bytesToAddress(af, bytes), prefixLen: m.data.prefixlen ?? 0 };
+  return {
+    ifindex: m.data.index,
+    family: fromAddressFamily(af),
+    address: bytesToAddress(af, bytes),
+    prefixLen: m.data.prefixlen ?? 0,
+  };
 }

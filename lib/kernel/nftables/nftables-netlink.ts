@@ -53,11 +53,15 @@ export class NftTablesNetlink implements NftTables {
     const msgs = encodeDeleteTables(tables);
     let results;
     try {
-      results = await this.sock.batchRaw(msgs.length, (i, w) => {
-        const m = msgs[i]!;
-        w.raw(m.body);
-        return m;
-      }, { transaction: true });
+      results = await this.sock.batchRaw(
+        msgs.length,
+        (i, w) => {
+          const m = msgs[i]!;
+          w.raw(m.body);
+          return m;
+        },
+        { transaction: true },
+      );
     } catch (e) {
       throw withOperation(e, `delete nftables ${tables.map(describeNftTable).join(', ')}`);
     }
@@ -66,7 +70,8 @@ export class NftTablesNetlink implements NftTables {
     if (i < 0) return;
     const f = results[i]!;
     // the batch as a whole (BATCH_BEGIN: permission, no nf_tables, a failed commit), or one table
-    const object = i > 0 && i <= tables.length ? describeNftTable(tables[i - 1]!) : tables.map(describeNftTable).join(', ');
+    const object =
+      i > 0 && i <= tables.length ? describeNftTable(tables[i - 1]!) : tables.map(describeNftTable).join(', ');
     throw new NetlinkError(f.errno, 'delete nftables', object, errnoName(f.errno), f.extack);
   }
 
@@ -77,7 +82,10 @@ export class NftTablesNetlink implements NftTables {
 
 /** Opens a NETLINK_NETFILTER socket for the tables; throws SocketError (with its errno) when it cannot. */
 export function openNftTables(options: GenlSocketOptions = {}): NftTablesNetlink {
-  return new NftTablesNetlink(openRawTransport(NETLINK_NETFILTER, 256 << 10, 'NETLINK_NETFILTER socket for nftables tables'), options);
+  return new NftTablesNetlink(
+    openRawTransport(NETLINK_NETFILTER, 256 << 10, 'NETLINK_NETFILTER socket for nftables tables'),
+    options,
+  );
 }
 
 /**

@@ -29,7 +29,6 @@ export const CONNTRACK_HASHSIZE = 'nf_conntrack/parameters/hashsize';
 /** kube-proxy caps the scaled maximum (memory on many-core machines). */
 export const CONNTRACK_MAX_LIMIT = 1_048_576;
 
-
 /** kube-proxy's getConntrackMax: 0 means "leave nf_conntrack_max alone". */
 export type { ConntrackSettings };
 
@@ -43,11 +42,14 @@ export function conntrackMax(s: Pick<ConntrackSettings, 'maxPerCore' | 'min'>, n
 /** The timeouts and switches to set, in kube-proxy's order (pure). */
 export function planConntrackSysctls(s: ConntrackSettings): { key: string; value: string }[] {
   const out: { key: string; value: string }[] = [];
-  if (s.tcpEstablishedTimeoutSec > 0) out.push({ key: CONNTRACK_SYSCTL.TCP_TIMEOUT_ESTABLISHED, value: String(s.tcpEstablishedTimeoutSec) });
-  if (s.tcpCloseWaitTimeoutSec > 0) out.push({ key: CONNTRACK_SYSCTL.TCP_TIMEOUT_CLOSE_WAIT, value: String(s.tcpCloseWaitTimeoutSec) });
+  if (s.tcpEstablishedTimeoutSec > 0)
+    out.push({ key: CONNTRACK_SYSCTL.TCP_TIMEOUT_ESTABLISHED, value: String(s.tcpEstablishedTimeoutSec) });
+  if (s.tcpCloseWaitTimeoutSec > 0)
+    out.push({ key: CONNTRACK_SYSCTL.TCP_TIMEOUT_CLOSE_WAIT, value: String(s.tcpCloseWaitTimeoutSec) });
   if (s.tcpBeLiberal) out.push({ key: CONNTRACK_SYSCTL.TCP_BE_LIBERAL, value: '1' });
   if (s.udpTimeoutSec > 0) out.push({ key: CONNTRACK_SYSCTL.UDP_TIMEOUT, value: String(s.udpTimeoutSec) });
-  if (s.udpStreamTimeoutSec > 0) out.push({ key: CONNTRACK_SYSCTL.UDP_TIMEOUT_STREAM, value: String(s.udpStreamTimeoutSec) });
+  if (s.udpStreamTimeoutSec > 0)
+    out.push({ key: CONNTRACK_SYSCTL.UDP_TIMEOUT_STREAM, value: String(s.udpStreamTimeoutSec) });
   return out;
 }
 
@@ -100,7 +102,11 @@ export interface ConntrackSysctlResult {
  * this goes on with the others (a read-only nf_conntrack_max must not keep the timeouts from
  * being set) and returns every failure for the caller to judge.
  */
-export async function ensureConntrackSysctls(t: ConntrackSysctlTargets, s: ConntrackSettings, log?: SysctlLog): Promise<ConntrackSysctlResult> {
+export async function ensureConntrackSysctls(
+  t: ConntrackSysctlTargets,
+  s: ConntrackSettings,
+  log?: SysctlLog,
+): Promise<ConntrackSysctlResult> {
   const changed: string[] = [];
   const failed: SysctlError[] = [];
   const attempt = async (f: () => Promise<void>): Promise<void> => {

@@ -71,7 +71,10 @@ export async function ensureIpvsSysctls(
   opts: { strictARP: boolean; kernelRelease?: string },
   log?: SysctlLog,
 ): Promise<string[]> {
-  const plan = planIpvsSysctls({ kernel: parseKernelVersion(opts.kernelRelease ?? release()), strictARP: opts.strictARP });
+  const plan = planIpvsSysctls({
+    kernel: parseKernelVersion(opts.kernelRelease ?? release()),
+    strictARP: opts.strictARP,
+  });
   for (const w of plan.warnings) log?.warn(w);
   const changed: string[] = [];
   for (const { key, value } of plan.settings) {

@@ -86,7 +86,11 @@ export class ProcSysctl implements Sysctl {
 }
 
 /** Sets `key` to `value` only if it differs (kube-proxy's EnsureSysctl). Returns the previous value when it wrote. */
-export async function ensureSysctl(s: Sysctl, key: string, value: string): Promise<{ changed: boolean; previous: string }> {
+export async function ensureSysctl(
+  s: Sysctl,
+  key: string,
+  value: string,
+): Promise<{ changed: boolean; previous: string }> {
   const previous = await s.read(key);
   if (previous === value) return { changed: false, previous };
   await s.write(key, value);

@@ -12,17 +12,35 @@ const LIST: ServiceListResponse = {
   source: 'daemon',
   frontends: [
     {
-      id: 1, frontend: '10.96.0.10:80/TCP', type: 'ClusterIP', service: 'default/web:http', scheduler: 'rr', affinity: { kind: 'None' },
+      id: 1,
+      frontend: '10.96.0.10:80/TCP',
+      type: 'ClusterIP',
+      service: 'default/web:http',
+      scheduler: 'rr',
+      affinity: { kind: 'None' },
       backends: [
         { address: '10.244.1.2:8080', state: 'terminating', weight: 1, activeConns: 0, inactConns: 0 },
         { address: '10.244.2.2:8080', state: 'draining', weight: 0, activeConns: 3, inactConns: 0 },
       ],
     },
     {
-      id: 12, frontend: '192.0.2.1:30080/TCP', type: 'NodePort', service: 'default/web:http', scheduler: 'rr', affinity: { kind: 'None' },
+      id: 12,
+      frontend: '192.0.2.1:30080/TCP',
+      type: 'NodePort',
+      service: 'default/web:http',
+      scheduler: 'rr',
+      affinity: { kind: 'None' },
       backends: [{ address: '10.244.1.2:8080', state: 'active', weight: 1, activeConns: 0, inactConns: 0 }],
     },
-    { id: 3, frontend: '10.96.0.11:53/UDP', type: null, service: null, scheduler: 'sh', affinity: { kind: 'ClientIP', timeoutSeconds: 600 }, backends: [] },
+    {
+      id: 3,
+      frontend: '10.96.0.11:53/UDP',
+      type: null,
+      service: null,
+      scheduler: 'sh',
+      affinity: { kind: 'ClientIP', timeoutSeconds: 600 },
+      backends: [],
+    },
   ],
 };
 
@@ -41,7 +59,9 @@ describe('formatServiceList', () => {
   });
 
   it('no frontends: the header alone', () => {
-    expect(formatServiceList({ source: 'daemon', frontends: [] })).toBe('ID   Frontend   Service Type   Service   Scheduler   Affinity   Backend\n');
+    expect(formatServiceList({ source: 'daemon', frontends: [] })).toBe(
+      'ID   Frontend   Service Type   Service   Scheduler   Affinity   Backend\n',
+    );
   });
 });
 
@@ -57,8 +77,11 @@ describe('kernelServiceList (no daemon)', () => {
     const table = [
       entry(vs({ address: '203.0.113.20', port: 80 }), rs({ address: '10.244.1.2', port: 8080 })),
       entry(vs({ af: AF_INET6, address: '2001:db8:96::a', port: 80 })),
-      entry(vs({ address: '10.96.0.10', port: 80, flags: IP_VS_SVC_F.PERSISTENT, timeout: 600 }),
-        rs({ address: '10.244.2.2', port: 8080, weight: 0, activeConns: 2 }), rs({ address: '10.244.1.2', port: 8080 })),
+      entry(
+        vs({ address: '10.96.0.10', port: 80, flags: IP_VS_SVC_F.PERSISTENT, timeout: 600 }),
+        rs({ address: '10.244.2.2', port: 8080, weight: 0, activeConns: 2 }),
+        rs({ address: '10.244.1.2', port: 8080 }),
+      ),
       entry(vs({ address: '192.0.2.1', port: 30053, protocol: IPPROTO_UDP })),
       entry(vs({ address: '203.0.113.10', port: 80 })),
       entry(vs({ address: '192.0.2.1', port: 443, scheduler: 'wlc' })), // keepalived's: no set names it
@@ -80,7 +103,9 @@ describe('kernelServiceList (no daemon)', () => {
     expect(list.frontends[0]!.affinity).toEqual({ kind: 'ClientIP', timeoutSeconds: 600 });
   });
   it('no sets at all: every type unknown', () => {
-    expect(kernelServiceList([entry(vs({ af: AF_INET, protocol: IPPROTO_TCP }))], new Map()).frontends[0]!.type).toBeNull();
+    expect(
+      kernelServiceList([entry(vs({ af: AF_INET, protocol: IPPROTO_TCP }))], new Map()).frontends[0]!.type,
+    ).toBeNull();
   });
 });
 
@@ -95,8 +120,19 @@ const STATUS: StatusResponse = {
   ],
   scheduler: { default: 'rr', overriddenBy: 1 },
   sessionAffinity: { enabled: true, frontends: 1 },
-  gracefulTermination: { enabled: true, protocols: ['TCP'], drainTimeoutSeconds: 600, checkIntervalSeconds: 15, draining: 1 },
-  services: { clusterIP: true, nodePort: { enabled: true, addresses: ['192.0.2.1'], portsInUse: [30080, 30081] }, loadBalancer: true, externalIPs: true },
+  gracefulTermination: {
+    enabled: true,
+    protocols: ['TCP'],
+    drainTimeoutSeconds: 600,
+    checkIntervalSeconds: 15,
+    draining: 1,
+  },
+  services: {
+    clusterIP: true,
+    nodePort: { enabled: true, addresses: ['192.0.2.1'], portsInUse: [30080, 30081] },
+    loadBalancer: true,
+    externalIPs: true,
+  },
   initialized: true,
   lastFullSync: { at: '2026-11-23T11:58:00.000Z', durationMs: 12, ipvsWrites: 14, ipvsFailures: 0, execs: 2 },
   lastPartialSync: null,
@@ -105,14 +141,24 @@ const STATUS: StatusResponse = {
   counts: { services: 2, servicePorts: 3, virtualServers: 5, realServers: 9, draining: 1, boundAddresses: 2 },
   totals: { syncs: 7, fullSyncs: 2, ipvsWrites: 20, ipvsFailures: 1, execs: 4 },
   config: {
-    syncPeriod: '30s', minSyncPeriod: '1s', excludeCIDRs: [], excludeClusterCIDRs: ['10.250.0.0/16'], clusterCIDRs: ['10.244.0.0/16'],
-    nodePortAddresses: [], masqueradeAll: false, masqueradeBit: 14, strictARP: true, detectLocalMode: 'ClusterCIDR',
-    ipvsTimeouts: { tcp: 0, tcpFin: 0, udp: 0 }, healthzBindAddress: '0.0.0.0:10256', metricsBindAddress: '127.0.0.1:10249',
+    syncPeriod: '30s',
+    minSyncPeriod: '1s',
+    excludeCIDRs: [],
+    excludeClusterCIDRs: ['10.250.0.0/16'],
+    clusterCIDRs: ['10.244.0.0/16'],
+    nodePortAddresses: [],
+    masqueradeAll: false,
+    masqueradeBit: 14,
+    strictARP: true,
+    detectLocalMode: 'ClusterCIDR',
+    ipvsTimeouts: { tcp: 0, tcpFin: 0, udp: 0 },
+    healthzBindAddress: '0.0.0.0:10256',
+    metricsBindAddress: '127.0.0.1:10249',
   },
 };
 
 describe('formatStatus', () => {
-  it('the short form: cilium status\'s KubeProxyReplacement Details, for IPVS', () => {
+  it("the short form: cilium status's KubeProxyReplacement Details, for IPVS", () => {
     expect(formatStatus(STATUS, { verbose: false, now: NOW })).toBe(
       [
         'Mode:                   ipvs',
@@ -156,7 +202,13 @@ describe('formatStatus', () => {
   });
 
   it('refused frontends (issue 25 item 2): counted, then one line each; --verbose adds why', () => {
-    const refused = { service: 'aaa/np', field: 'spec.ports[].nodePort', value: '192.0.2.1', reason: 'ForeignVirtualServer', message: 'virtual server TCP/192.0.2.1:30443 exists' };
+    const refused = {
+      service: 'aaa/np',
+      field: 'spec.ports[].nodePort',
+      value: '192.0.2.1',
+      reason: 'ForeignVirtualServer',
+      message: 'virtual server TCP/192.0.2.1:30443 exists',
+    };
     const short = formatStatus({ ...STATUS, refusedFrontends: [refused] }, { verbose: false, now: NOW }).split('\n');
     expect(short).toContain('Refused frontends:      1 (not programmed)');
     expect(short).toContain('  aaa/np spec.ports[].nodePort 192.0.2.1: ForeignVirtualServer');
@@ -171,7 +223,14 @@ describe('formatStatus', () => {
 
   it('ages', () => {
     expect([0, 999, 1000, 119_000, 120_000, 7_199_000, 7_200_000, 172_800_000].map(formatAge)).toEqual([
-      'just now', 'just now', '1s ago', '119s ago', '2m ago', '119m ago', '2h ago', '2d ago',
+      'just now',
+      'just now',
+      '1s ago',
+      '119s ago',
+      '2m ago',
+      '119m ago',
+      '2h ago',
+      '2d ago',
     ]);
   });
 });

@@ -28,7 +28,10 @@ function env(views: Record<string, unknown>, kernel?: { ipvs?: FakeIpvs; fails?:
       }) as FetchView,
     readKernel: async () => {
       if (kernel?.fails) throw kernel.fails;
-      return { entries: await (kernel?.ipvs ?? new FakeIpvs()).listAll(), sets: new Map([['KUBE-CLUSTER-IP', { members: new Set(['10.96.0.10,tcp:80']) }]]) };
+      return {
+        entries: await (kernel?.ipvs ?? new FakeIpvs()).listAll(),
+        sets: new Map([['KUBE-CLUSTER-IP', { members: new Set(['10.96.0.10,tcp:80']) }]]),
+      };
     },
     stdout: { write: (s: string) => out.push(s) },
     stderr: { write: (s: string) => err.push(s) },
@@ -40,7 +43,11 @@ function env(views: Record<string, unknown>, kernel?: { ipvs?: FakeIpvs; fails?:
 async function fake(): Promise<FakeIpvs> {
   const ipvs = new FakeIpvs();
   await ipvs.apply({ kind: 'newService', vs: { ...vs, scheduler: 'rr' } });
-  await ipvs.apply({ kind: 'newDest', vs, rs: { af: AF_INET, address: '10.244.1.2', port: 8080, fwdMethod: IP_VS_CONN_F.MASQ, weight: 0 } });
+  await ipvs.apply({
+    kind: 'newDest',
+    vs,
+    rs: { af: AF_INET, address: '10.244.1.2', port: 8080, fwdMethod: IP_VS_CONN_F.MASQ, weight: 0 },
+  });
   return ipvs;
 }
 
@@ -60,23 +67,35 @@ describe('kube-ipvs service list', () => {
     const t = env({}, { ipvs: await fake() });
     expect(await runViews(['service', 'list'], t.e)).toBe(0);
     const lines = t.out().split('\n');
-    expect(lines[0]).toMatch(/^# kube-ipvs daemon not reachable \(.*ECONNREFUSED\): rows from the kernel's IPVS table alone; Service names unknown/);
-    expect(lines[2]).toMatch(/^1\s+10\.96\.0\.10:80\/TCP\s+ClusterIP\s+-\s+rr\s+None\s+1 => 10\.244\.1\.2:8080 \(draining, weight 0\)$/);
+    expect(lines[0]).toMatch(
+      /^# kube-ipvs daemon not reachable \(.*ECONNREFUSED\): rows from the kernel's IPVS table alone; Service names unknown/,
+    );
+    expect(lines[2]).toMatch(
+      /^1\s+10\.96\.0\.10:80\/TCP\s+ClusterIP\s+-\s+rr\s+None\s+1 => 10\.244\.1\.2:8080 \(draining, weight 0\)$/,
+    );
     const j = env({}, { ipvs: await fake() });
     expect(await runViews(['service', 'list', '-o', 'json'], j.e)).toBe(0);
     expect(j.err()).toMatch(/daemon not reachable/);
-    expect(JSON.parse(j.out())).toMatchObject({ source: 'kernel', frontends: [{ id: 1, type: 'ClusterIP', service: null }] });
+    expect(JSON.parse(j.out())).toMatchObject({
+      source: 'kernel',
+      frontends: [{ id: 1, type: 'ClusterIP', service: null }],
+    });
   });
 
   it('no daemon and no kernel: exit 1 naming both', async () => {
     const t = env({}, { fails: new Error('IPVS generic netlink family not found (ENOENT)') });
     expect(await runViews(['service', 'list'], t.e)).toBe(1);
-    expect(t.err()).toMatch(/the daemon does not answer \(.*ECONNREFUSED\) and the kernel cannot be read: IPVS generic netlink family not found/);
+    expect(t.err()).toMatch(
+      /the daemon does not answer \(.*ECONNREFUSED\) and the kernel cannot be read: IPVS generic netlink family not found/,
+    );
     expect(t.out()).toBe('');
   });
 
   it('a daemon that answers an error is not bypassed: exit 1, no fallback', async () => {
-    const t = env({ [VIEW_PATHS.services]: new DaemonViewError('http://127.0.0.1:10249/kube-ipvs/services: HTTP 500: boom', 500) }, { ipvs: await fake() });
+    const t = env(
+      { [VIEW_PATHS.services]: new DaemonViewError('http://127.0.0.1:10249/kube-ipvs/services: HTTP 500: boom', 500) },
+      { ipvs: await fake() },
+    );
     expect(await runViews(['service', 'list'], t.e)).toBe(1);
     expect(t.err()).toBe('kube-ipvs service list: http://127.0.0.1:10249/kube-ipvs/services: HTTP 500: boom\n');
     expect(t.out()).toBe('');
@@ -95,7 +114,12 @@ describe('kube-ipvs status and diff', () => {
     const t = env({ [VIEW_PATHS.diff]: none });
     expect(await runViews(['diff'], t.e)).toBe(0);
     expect(t.out()).toBe('');
-    const some: DiffResponse = { changes: [{ kind: 'delService', vs }, { kind: 'newService', vs: { ...vs, port: 81, scheduler: 'rr' } }] };
+    const some: DiffResponse = {
+      changes: [
+        { kind: 'delService', vs },
+        { kind: 'newService', vs: { ...vs, port: 81, scheduler: 'rr' } },
+      ],
+    };
     const u = env({ [VIEW_PATHS.diff]: some });
     expect(await runViews(['diff'], u.e)).toBe(1);
     expect(u.out()).toBe('-D -t 10.96.0.10:80\n-A -t 10.96.0.10:81 -s rr\n');
@@ -114,20 +138,30 @@ describe('kube-ipvs status and diff', () => {
   });
 
   it('dispatches only its own words', () => {
-    expect(['service', 'status', 'diff', 'ipvsadm', '--config', undefined].map(isViewCommand)).toEqual([true, true, true, false, false, false]);
+    expect(['service', 'status', 'diff', 'ipvsadm', '--config', undefined].map(isViewCommand)).toEqual([
+      true,
+      true,
+      true,
+      false,
+      false,
+      false,
+    ]);
   });
 });
 
 describe('the CLI process', () => {
   it('loads nothing of the daemon (no lib/k8s, no client-node, no daemon.js)', () => {
     const main = path.resolve(__dirname, '../../../lib/cli/main.js');
-    const script = `require(${JSON.stringify(main)});` +
+    const script =
+      `require(${JSON.stringify(main)});` +
       'console.log(JSON.stringify(Object.keys(require.cache).filter((k) => /client-node|[\\/]lib[\\/]k8s[\\/]|[\\/]daemon[\\/]daemon\\.js$/.test(k))))';
     const r = spawnSync(process.execPath, ['-e', script], { encoding: 'utf8' });
     expect(r.stderr).toBe('');
     expect(JSON.parse(r.stdout)).toEqual([]);
     // the probe would see them: requiring the daemon does load lib/k8s
-    const probe = spawnSync(process.execPath, ['-e', script.replace('main.js', '../daemon/daemon.js')], { encoding: 'utf8' });
+    const probe = spawnSync(process.execPath, ['-e', script.replace('main.js', '../daemon/daemon.js')], {
+      encoding: 'utf8',
+    });
     expect(JSON.parse(probe.stdout).length).toBeGreaterThan(0);
   });
 });
@@ -135,11 +169,15 @@ describe('the CLI process', () => {
 describe('httpFetchView', () => {
   it('a server that is not kube-ipvs (a text 404, as kube-proxy answers) counts as no daemon', async () => {
     const http = await import('node:http');
-    const server = http.createServer((_req, res) => res.writeHead(404, { 'Content-Type': 'text/plain' }).end('404 page not found\n'));
+    const server = http.createServer((_req, res) =>
+      res.writeHead(404, { 'Content-Type': 'text/plain' }).end('404 page not found\n'),
+    );
     await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
     try {
       const url = `http://127.0.0.1:${(server.address() as import('node:net').AddressInfo).port}`;
-      await expect(httpFetchView(url)('/kube-ipvs/services')).rejects.toThrow(new DaemonUnreachableError(`${url}/kube-ipvs/services: HTTP 404, not a kube-ipvs daemon (kube-proxy?)`));
+      await expect(httpFetchView(url)('/kube-ipvs/services')).rejects.toThrow(
+        new DaemonUnreachableError(`${url}/kube-ipvs/services: HTTP 404, not a kube-ipvs daemon (kube-proxy?)`),
+      );
       await expect(httpFetchView('not a url')('/x')).rejects.toBeInstanceOf(DaemonUnreachableError);
     } finally {
       server.close();

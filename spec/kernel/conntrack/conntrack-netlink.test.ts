@@ -14,7 +14,10 @@ const DUMP = 0x300;
 const E = { ENOENT: 2, EPERM: 1, EOPNOTSUPP: 95 };
 
 const tuple = (src: string, dst: string, proto: number, sport: number, dport: number) =>
-  Buffer.concat([plainNest(1, nla(1, ipv4(src)), nla(2, ipv4(dst))), plainNest(2, nla(1, u8(proto)), nla(2, be16(sport)), nla(3, be16(dport)))]);
+  Buffer.concat([
+    plainNest(1, nla(1, ipv4(src)), nla(2, ipv4(dst))),
+    plainNest(2, nla(1, u8(proto)), nla(2, be16(sport)), nla(3, be16(dport))),
+  ]);
 const entry = (seq: number, proto: number, id: number) =>
   genlMsg(
     { type: 0x100, flags: 0x2, seq, cmd: 2, version: 0 },
@@ -50,7 +53,9 @@ describe('ConntrackNetlink.listFlows', () => {
   it('EOPNOTSUPP is ConntrackUnavailableError; EPERM a NetlinkError naming the dump', async () => {
     const refuse = (errno: number) => new ConntrackNetlink(new ScriptedTransport((msgs) => [nlError(errno, msgs[0]!)]));
     await expect(refuse(E.EOPNOTSUPP).listFlows('ipv6', 17)).rejects.toThrow(ConntrackUnavailableError);
-    const err = await refuse(E.EPERM).listFlows('ipv4', 132).catch((e: unknown) => e);
+    const err = await refuse(E.EPERM)
+      .listFlows('ipv4', 132)
+      .catch((e: unknown) => e);
     expect(err).toBeInstanceOf(NetlinkError);
     expect((err as NetlinkError).message).toBe('dump conntrack ipv4 SCTP: EPERM (EPERM)');
   });
@@ -58,7 +63,10 @@ describe('ConntrackNetlink.listFlows', () => {
 
 describe('ConntrackNetlink.deleteFlows', () => {
   it('pipelines one CT_DELETE per flow, ack asked on the last of each datagram; ENOENT is gone, others failures', async () => {
-    const errnoOf = new Map([[1, E.ENOENT], [3, E.EPERM]]);
+    const errnoOf = new Map([
+      [1, E.ENOENT],
+      [3, E.EPERM],
+    ]);
     let n = 0;
     const t = new ScriptedTransport((msgs: SeenMessage[]) => {
       const out: Buffer[] = [];
@@ -72,11 +80,19 @@ describe('ConntrackNetlink.deleteFlows', () => {
     const flows = [flow(1000), flow(1001), flow(1002), flow(1003), flow(1004)];
     const r = await ct.deleteFlows(flows);
     expect(t.sent.map((d) => d.length)).toEqual([3, 2]);
-    expect(t.sent.flat().map((m) => [m.type, m.flags & ACK])).toEqual([[0x102, 0], [0x102, 0], [0x102, ACK], [0x102, 0], [0x102, ACK]]);
+    expect(t.sent.flat().map((m) => [m.type, m.flags & ACK])).toEqual([
+      [0x102, 0],
+      [0x102, 0],
+      [0x102, ACK],
+      [0x102, 0],
+      [0x102, ACK],
+    ]);
     expect(r.deleted).toBe(3);
     expect(r.gone).toBe(1);
     expect(r.failures.map((f) => [f.flow.orig.srcPort, f.error.errno])).toEqual([[1003, E.EPERM]]);
-    expect(r.failures[0]!.error.message).toMatch(/^delete conntrack entry UDP 192\.0\.2\.1:1003 -> 198\.51\.100\.10:53 .*\(EPERM\)$/);
+    expect(r.failures[0]!.error.message).toMatch(
+      /^delete conntrack entry UDP 192\.0\.2\.1:1003 -> 198\.51\.100\.10:53 .*\(EPERM\)$/,
+    );
   });
 
   it('sends nothing for no flows', async () => {

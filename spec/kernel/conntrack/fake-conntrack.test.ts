@@ -4,8 +4,18 @@ import { NetlinkError } from '../../../lib/errors';
 // Addresses: RFC 5737, RFC 3849.
 const udp = (srcPort: number, family: 'ipv4' | 'ipv6' = 'ipv4') =>
   family === 'ipv4'
-    ? { family, protocol: 17, orig: { src: '192.0.2.1', dst: '198.51.100.10', srcPort, dstPort: 53 }, reply: { src: '192.0.2.50', dst: '192.0.2.1', srcPort: 53, dstPort: srcPort } }
-    : { family, protocol: 17, orig: { src: '2001:db8::1', dst: '2001:db8::a', srcPort, dstPort: 53 }, reply: { src: '2001:db8::32', dst: '2001:db8::1', srcPort: 53, dstPort: srcPort } };
+    ? {
+        family,
+        protocol: 17,
+        orig: { src: '192.0.2.1', dst: '198.51.100.10', srcPort, dstPort: 53 },
+        reply: { src: '192.0.2.50', dst: '192.0.2.1', srcPort: 53, dstPort: srcPort },
+      }
+    : {
+        family,
+        protocol: 17,
+        orig: { src: '2001:db8::1', dst: '2001:db8::a', srcPort, dstPort: 53 },
+        reply: { src: '2001:db8::32', dst: '2001:db8::1', srcPort: 53, dstPort: srcPort },
+      };
 
 describe('FakeConntrack', () => {
   it('lists by family and protocol, one dump per call', async () => {
@@ -30,7 +40,11 @@ describe('FakeConntrack', () => {
     const ct = new FakeConntrack();
     const a = ct.add(udp(1000));
     const b = ct.add(udp(1001));
-    const r = await ct.deleteFlows([a, { ...b, id: 999 }, { ...a, zone: 0, id: undefined, orig: { ...a.orig, srcPort: 5 } }]);
+    const r = await ct.deleteFlows([
+      a,
+      { ...b, id: 999 },
+      { ...a, zone: 0, id: undefined, orig: { ...a.orig, srcPort: 5 } },
+    ]);
     expect(r).toEqual({ deleted: 1, gone: 2, failures: [] });
     expect(ct.all()).toEqual([b]);
     expect(ct.deleteRequests).toBe(3);

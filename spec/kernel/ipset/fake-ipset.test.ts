@@ -27,14 +27,56 @@ function refusal(f: FakeIpset, text: string, exist = true): ExecError {
 
 describe('FakeIpset refusals', () => {
   it.each([
-    ['add to a missing set', 'add KUBE-MISSING 1.2.3.4,tcp:80\n', 1, 1, 'Error in line 1: The set with the given name does not exist'],
-    ['second element missing', 'add KUBE-CLUSTER-IP 1.2.3.4,tcp:81\nadd KUBE-CLUSTER-IP 1.2.3.4\n', 1, 2, 'Error in line 2: Syntax error: Second element is missing from 1.2.3.4.'],
-    ['too many elements', 'add KUBE-CLUSTER-IP 1.2.3.4,tcp:80,1.1.1.1\n', 1, 1, 'Two elem separators in 1.2.3.4,tcp:80,1.1.1.1, but settype hash:ip,port supports one.'],
-    ['IPv6 in an inet set', 'add KUBE-CLUSTER-IP fd00::1,tcp:80\n', 1, 1, 'cannot parse fd00::1: resolving to IPv4 address failed'],
-    ['same name, other type', 'create KUBE-CLUSTER-IP hash:ip family inet hashsize 1024 maxelem 65536\n', 1, 1, 'Set cannot be created: set with the same name already exists'],
-    ['name too long', 'create KUBE-LONG-NAME-XXXXXXXXXXXXXXXXXXXXXXXXXXX hash:ip family inet\n', 1, 1, "setname 'KUBE-LONG-NAME-XXXXXXXXXXXXXXXXXXXXXXXXXXX' is longer than 31 characters"],
+    [
+      'add to a missing set',
+      'add KUBE-MISSING 1.2.3.4,tcp:80\n',
+      1,
+      1,
+      'Error in line 1: The set with the given name does not exist',
+    ],
+    [
+      'second element missing',
+      'add KUBE-CLUSTER-IP 1.2.3.4,tcp:81\nadd KUBE-CLUSTER-IP 1.2.3.4\n',
+      1,
+      2,
+      'Error in line 2: Syntax error: Second element is missing from 1.2.3.4.',
+    ],
+    [
+      'too many elements',
+      'add KUBE-CLUSTER-IP 1.2.3.4,tcp:80,1.1.1.1\n',
+      1,
+      1,
+      'Two elem separators in 1.2.3.4,tcp:80,1.1.1.1, but settype hash:ip,port supports one.',
+    ],
+    [
+      'IPv6 in an inet set',
+      'add KUBE-CLUSTER-IP fd00::1,tcp:80\n',
+      1,
+      1,
+      'cannot parse fd00::1: resolving to IPv4 address failed',
+    ],
+    [
+      'same name, other type',
+      'create KUBE-CLUSTER-IP hash:ip family inet hashsize 1024 maxelem 65536\n',
+      1,
+      1,
+      'Set cannot be created: set with the same name already exists',
+    ],
+    [
+      'name too long',
+      'create KUBE-LONG-NAME-XXXXXXXXXXXXXXXXXXXXXXXXXXX hash:ip family inet\n',
+      1,
+      1,
+      "setname 'KUBE-LONG-NAME-XXXXXXXXXXXXXXXXXXXXXXXXXXX' is longer than 31 characters",
+    ],
     ['unknown command', 'bogus KUBE-Y\n', 2, undefined, 'No command specified: unknown argument bogus'],
-    ['bitmap port not a number (ipset names no line)', 'add KUBE-NODE-PORT-TCP 1.2.3.4\n', 1, undefined, "Syntax error: '1.2.3.4' is invalid as number"],
+    [
+      'bitmap port not a number (ipset names no line)',
+      'add KUBE-NODE-PORT-TCP 1.2.3.4\n',
+      1,
+      undefined,
+      "Syntax error: '1.2.3.4' is invalid as number",
+    ],
     ['bitmap port out of range', 'add KUBE-NODE-PORT-TCP 70000\n', 1, undefined, "'70000' is out of range 0-65535"],
   ])('%s', (_n, text, exitCode, line, message) => {
     const e = refusal(seeded(), text);
@@ -58,7 +100,10 @@ describe('FakeIpset refusals', () => {
 
   it('is not transactional like ipset: an earlier create stays, an unsent add batch is dropped', () => {
     const f = seeded();
-    refusal(f, `create KUBE-Y hash:ip family inet hashsize 1024 maxelem 65536\nadd KUBE-CLUSTER-IP 1.2.3.4,tcp:81\nadd KUBE-CLUSTER-IP 1.2.3.4\n`);
+    refusal(
+      f,
+      `create KUBE-Y hash:ip family inet hashsize 1024 maxelem 65536\nadd KUBE-CLUSTER-IP 1.2.3.4,tcp:81\nadd KUBE-CLUSTER-IP 1.2.3.4\n`,
+    );
     expect(f.has('KUBE-Y')).toBe(true);
     expect([...f.members('KUBE-CLUSTER-IP')!]).toEqual(['10.96.0.10,udp:53']);
   });

@@ -13,17 +13,38 @@ import { be16, be32, cstr, genlMsg, ipv4, nest, nla, nlDone, nlError, u8 } from 
 
 const NBO = 0x4000;
 /** one reply message: type (6 << 8) | IPSET_CMD_LIST 7, NLM_F_MULTI, nfgenmsg AF_INET v0 */
-const reply = (seq: number, ...attrs: Buffer[]) => genlMsg({ type: 0x607, flags: 0x2, seq, cmd: 2, version: 0 }, ...attrs);
+const reply = (seq: number, ...attrs: Buffer[]) =>
+  genlMsg({ type: 0x607, flags: 0x2, seq, cmd: 2, version: 0 }, ...attrs);
 const member = (ip: string, port: number, proto: number) =>
   nest(7, nest(1, nla(1 | NBO, ipv4(ip))), nla(4 | NBO, be16(port)), nla(7, u8(proto)));
-const header = [nla(3, cstr('hash:ip,port')), nla(5, u8(2)), nla(4, u8(7)),
-  nest(7, nla(18 | NBO, be32(1024)), nla(19 | NBO, be32(65536)), nla(21, u8(12)), nla(17 | NBO, be32(0x1234)), nla(25 | NBO, be32(0)), nla(26 | NBO, be32(1)), nla(24 | NBO, be32(2)))];
+const header = [
+  nla(3, cstr('hash:ip,port')),
+  nla(5, u8(2)),
+  nla(4, u8(7)),
+  nest(
+    7,
+    nla(18 | NBO, be32(1024)),
+    nla(19 | NBO, be32(65536)),
+    nla(21, u8(12)),
+    nla(17 | NBO, be32(0x1234)),
+    nla(25 | NBO, be32(0)),
+    nla(26 | NBO, be32(1)),
+    nla(24 | NBO, be32(2)),
+  ),
+];
 
-const STATE: IpsetState = new Map([['KUBE-CLUSTER-IP', {
-  name: 'KUBE-CLUSTER-IP', type: 'hash:ip,port', family: 'ipv4' as const,
-  options: 'family inet hashsize 1024 maxelem 65536 bucketsize 12 initval 0x00001234',
-  members: new Set(['10.96.0.10,udp:53', '10.96.0.1,tcp:443']),
-}]]);
+const STATE: IpsetState = new Map([
+  [
+    'KUBE-CLUSTER-IP',
+    {
+      name: 'KUBE-CLUSTER-IP',
+      type: 'hash:ip,port',
+      family: 'ipv4' as const,
+      options: 'family inet hashsize 1024 maxelem 65536 bucketsize 12 initval 0x00001234',
+      members: new Set(['10.96.0.10,udp:53', '10.96.0.1,tcp:443']),
+    },
+  ],
+]);
 
 describe('listIpsets (scripted kernel)', () => {
   it('sends one IPSET_CMD_SAVE dump and decodes a set spread over two datagrams; closes its socket', async () => {
@@ -39,14 +60,21 @@ describe('listIpsets (scripted kernel)', () => {
     expect(t.sent).toHaveLength(1);
     const req = t.sent[0]![0]!;
     // NLM_F_REQUEST | NLM_F_DUMP, nfgen_family AF_INET, IPSET_ATTR_PROTOCOL 6
-    expect({ type: req.type, flags: req.flags, cmd: req.cmd, attrs: req.attrs.toString('hex') }).toEqual({ type: 0x608, flags: 0x301, cmd: 2, attrs: '0500010006000000' });
+    expect({ type: req.type, flags: req.flags, cmd: req.cmd, attrs: req.attrs.toString('hex') }).toEqual({
+      type: 0x608,
+      flags: 0x301,
+      cmd: 2,
+      attrs: '0500010006000000',
+    });
     expect(t.closed).toBe(true);
   });
 
   it('IPSET_ERR_PROTOCOL and EOPNOTSUPP are IpsetNetlinkUnavailableError; another refusal is NetlinkError "dump ipsets"', async () => {
     const refuse = (errno: number) => new ScriptedTransport((msgs) => [nlError(errno, msgs[0]!)]);
     await expect(listIpsets({ transport: refuse(4097) })).rejects.toThrow(IpsetNetlinkUnavailableError);
-    await expect(listIpsets({ transport: refuse(4097) })).rejects.toThrow('dump ipsets (protocol 6): IPSET_ERR_PROTOCOL');
+    await expect(listIpsets({ transport: refuse(4097) })).rejects.toThrow(
+      'dump ipsets (protocol 6): IPSET_ERR_PROTOCOL',
+    );
     await expect(listIpsets({ transport: refuse(95) })).rejects.toThrow(IpsetNetlinkUnavailableError);
     const t = refuse(1);
     const e = await listIpsets({ transport: t }).catch((x: unknown) => x);
@@ -56,10 +84,19 @@ describe('listIpsets (scripted kernel)', () => {
   });
 
   it('a set type it cannot spell is IpsetNetlinkUnavailableError naming the set', async () => {
-    const t = new ScriptedTransport((msgs) => [Buffer.concat([
-      reply(msgs[0]!.seq, nla(1, u8(6)), nla(2, cstr('T-ODD')), nla(3, cstr('hash:ip,odd')), nla(5, u8(2)), nla(4, u8(1))),
-      nlDone(msgs[0]!.seq),
-    ])]);
+    const t = new ScriptedTransport((msgs) => [
+      Buffer.concat([
+        reply(
+          msgs[0]!.seq,
+          nla(1, u8(6)),
+          nla(2, cstr('T-ODD')),
+          nla(3, cstr('hash:ip,odd')),
+          nla(5, u8(2)),
+          nla(4, u8(1)),
+        ),
+        nlDone(msgs[0]!.seq),
+      ]),
+    ]);
     await expect(listIpsets({ transport: t })).rejects.toThrow(/T-ODD.*hash:ip,odd/);
   });
 });
@@ -69,7 +106,8 @@ const capture = () => {
   const lines: string[] = [];
   return { lines, log: { warn: (m: string) => lines.push(m) } };
 };
-const SAVE = 'create KUBE-CLUSTER-IP hash:ip,port family inet hashsize 1024 maxelem 65536 bucketsize 12 initval 0x00001234\n' +
+const SAVE =
+  'create KUBE-CLUSTER-IP hash:ip,port family inet hashsize 1024 maxelem 65536 bucketsize 12 initval 0x00001234\n' +
   'add KUBE-CLUSTER-IP 10.96.0.10,udp:53\nadd KUBE-CLUSTER-IP 10.96.0.1,tcp:443\n';
 
 describe('observe with a netlink list', () => {
@@ -78,13 +116,23 @@ describe('observe with a netlink list', () => {
     let lists = 0;
     const ipset = createIpset(exec, 'ipset', capture().log, async () => (lists++, STATE));
     expect(await ipset.observeCounted()).toEqual({ state: STATE, execs: 0 });
-    const r = await ipset.sync(new Map([['KUBE-CLUSTER-IP', { type: 'hash:ip,port', family: 'ipv4', members: STATE.get('KUBE-CLUSTER-IP')!.members as never }]]));
+    const r = await ipset.sync(
+      new Map([
+        [
+          'KUBE-CLUSTER-IP',
+          { type: 'hash:ip,port', family: 'ipv4', members: STATE.get('KUBE-CLUSTER-IP')!.members as never },
+        ],
+      ]),
+    );
     expect(r.execs).toBe(0);
     expect(lists).toBe(1);
   });
 
   it('falls back to `ipset save` when list is unavailable, warns once, and stops asking list', async () => {
-    const exec = new ScriptedExec([{ cmd: 'ipset', args: ['save'], stdout: SAVE }, { cmd: 'ipset', args: ['save'], stdout: SAVE }]);
+    const exec = new ScriptedExec([
+      { cmd: 'ipset', args: ['save'], stdout: SAVE },
+      { cmd: 'ipset', args: ['save'], stdout: SAVE },
+    ]);
     const { lines, log } = capture();
     let lists = 0;
     const ipset = createIpset(exec, 'ipset', log, async () => {
@@ -94,14 +142,20 @@ describe('observe with a netlink list', () => {
     expect(await ipset.observeCounted()).toEqual({ state: STATE, execs: 1 });
     expect(await ipset.observeCounted()).toEqual({ state: STATE, execs: 1 });
     expect(lists).toBe(1);
-    expect(lines).toEqual(['ipset: reading the sets over netlink is not possible here (dump ipsets (protocol 6): IPSET_ERR_PROTOCOL); using `ipset save` from now on']);
+    expect(lines).toEqual([
+      'ipset: reading the sets over netlink is not possible here (dump ipsets (protocol 6): IPSET_ERR_PROTOCOL); using `ipset save` from now on',
+    ]);
   });
 
   it('any other list failure is the observe failure (never hidden behind a save)', async () => {
     const runner: IpsetRunner = {
-      save: async () => { throw new Error('save must not run'); },
+      save: async () => {
+        throw new Error('save must not run');
+      },
       restore: async () => undefined,
-      list: async () => { throw new NetlinkError(12, 'dump ipsets', '', 'ENOMEM'); },
+      list: async () => {
+        throw new NetlinkError(12, 'dump ipsets', '', 'ENOMEM');
+      },
     };
     await expect(new IpsetSync(runner, capture().log).observe()).rejects.toThrow(NetlinkError);
   });

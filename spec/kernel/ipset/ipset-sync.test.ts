@@ -66,7 +66,11 @@ describe('Ipset over the ipset binary (ScriptedExec)', () => {
 
   it('runs nothing when the desired state equals the observed one, or the last applied one', async () => {
     const exec = new ScriptedExec([
-      { cmd: 'ipset', args: ['save'], stdout: 'create KUBE-IPVS-IPS hash:ip family inet hashsize 1024 maxelem 65536\nadd KUBE-IPVS-IPS 10.96.0.1\n' },
+      {
+        cmd: 'ipset',
+        args: ['save'],
+        stdout: 'create KUBE-IPVS-IPS hash:ip family inet hashsize 1024 maxelem 65536\nadd KUBE-IPVS-IPS 10.96.0.1\n',
+      },
       { cmd: 'ipset', args: ['restore', '-exist'], stdin: 'add KUBE-IPVS-IPS 10.96.0.2\n' },
     ]);
     const ipset = createIpset(exec);
@@ -82,7 +86,11 @@ describe('Ipset over the ipset binary (ScriptedExec)', () => {
   it('observes by itself when sync comes first (two execs)', async () => {
     const exec = new ScriptedExec([
       { cmd: 'ipset', args: ['save'], stdout: '' },
-      { cmd: 'ipset', args: ['restore', '-exist'], stdin: 'create KUBE-IPVS-IPS hash:ip family inet hashsize 1024 maxelem 65536\n' },
+      {
+        cmd: 'ipset',
+        args: ['restore', '-exist'],
+        stdin: 'create KUBE-IPVS-IPS hash:ip family inet hashsize 1024 maxelem 65536\n',
+      },
     ]);
     const r = await createIpset(exec).sync(new Map([['KUBE-IPVS-IPS', set('hash:ip', [])]]));
     expect(r.execs).toBe(2);
@@ -108,8 +116,19 @@ describe('Ipset over the ipset binary (ScriptedExec)', () => {
     const desired = new Map([['KUBE-IPVS-IPS', set('hash:ip', ['10.96.0.1', '10.96.0.2'])]]);
     const r = await ipset.sync(desired);
     expect(r).toMatchObject({ execs: 4, created: ['KUBE-IPVS-IPS'], added: 1, deleted: 0 });
-    expect(r.quarantined).toEqual([{ set: 'KUBE-IPVS-IPS', verb: 'add', member: '10.96.0.1', reason: 'Kernel error received: Operation not permitted' }]);
-    expect(log.lines).toEqual([expect.stringMatching(/^ipset KUBE-IPVS-IPS: member 10\.96\.0\.1 quarantined, not added \(Kernel error received: Operation not permitted\)/)]);
+    expect(r.quarantined).toEqual([
+      {
+        set: 'KUBE-IPVS-IPS',
+        verb: 'add',
+        member: '10.96.0.1',
+        reason: 'Kernel error received: Operation not permitted',
+      },
+    ]);
+    expect(log.lines).toEqual([
+      expect.stringMatching(
+        /^ipset KUBE-IPVS-IPS: member 10\.96\.0\.1 quarantined, not added \(Kernel error received: Operation not permitted\)/,
+      ),
+    ]);
     // same desired state: the quarantined line is not sent again, nothing runs, nothing is logged
     const again = await ipset.sync(new Map([['KUBE-IPVS-IPS', set('hash:ip', ['10.96.0.2', '10.96.0.1'])]]));
     expect(again).toMatchObject({ execs: 0, quarantined: [] });
@@ -148,10 +167,20 @@ describe('Ipset over the ipset binary (ScriptedExec)', () => {
         ['KUBE-IPVS-IPS', set('hash:ip', ['10.96.0.1'])],
       ]),
     );
-    expect(r.quarantined).toEqual([{ set: 'KUBE-NODE-PORT-TCP', verb: 'add', member: '99999', reason: "Syntax error: '99999' is out of range 0-65535" }]);
+    expect(r.quarantined).toEqual([
+      {
+        set: 'KUBE-NODE-PORT-TCP',
+        verb: 'add',
+        member: '99999',
+        reason: "Syntax error: '99999' is out of range 0-65535",
+      },
+    ]);
     expect([...fake.members('KUBE-NODE-PORT-TCP')!].sort()).toEqual(['30080', '30081', '30082']);
     expect([...fake.members('KUBE-IPVS-IPS')!]).toEqual(['10.96.0.1']);
-    expect((await fake.sync(new Map([['KUBE-NODE-PORT-TCP', set('bitmap:port', ['30080', '30081', '99999', '30082'])]]))).execs).toBe(0);
+    expect(
+      (await fake.sync(new Map([['KUBE-NODE-PORT-TCP', set('bitmap:port', ['30080', '30081', '99999', '30082'])]])))
+        .execs,
+    ).toBe(0);
   });
 
   it('a set that cannot be created is held back whole; the other sets are applied', async () => {
@@ -160,12 +189,21 @@ describe('Ipset over the ipset binary (ScriptedExec)', () => {
       {
         cmd: 'ipset',
         args: ['restore', '-exist'],
-        stdin: 'create KUBE-NODE-PORT-TCP bitmap:port range 0-65535\nadd KUBE-NODE-PORT-TCP 30080\ncreate KUBE-IPVS-IPS hash:ip family inet hashsize 1024 maxelem 65536\nadd KUBE-IPVS-IPS 10.96.0.1\n',
+        stdin:
+          'create KUBE-NODE-PORT-TCP bitmap:port range 0-65535\nadd KUBE-NODE-PORT-TCP 30080\ncreate KUBE-IPVS-IPS hash:ip family inet hashsize 1024 maxelem 65536\nadd KUBE-IPVS-IPS 10.96.0.1\n',
         exitCode: 1,
         stderr: 'ipset v7.17: Error in line 1: Kernel error received: set type not supported\n',
       },
-      { cmd: 'ipset', args: ['restore', '-exist'], stdin: 'create KUBE-IPVS-IPS hash:ip family inet hashsize 1024 maxelem 65536\nadd KUBE-IPVS-IPS 10.96.0.1\n' },
-      { cmd: 'ipset', args: ['save'], stdout: 'create KUBE-IPVS-IPS hash:ip family inet hashsize 1024 maxelem 65536\nadd KUBE-IPVS-IPS 10.96.0.1\n' },
+      {
+        cmd: 'ipset',
+        args: ['restore', '-exist'],
+        stdin: 'create KUBE-IPVS-IPS hash:ip family inet hashsize 1024 maxelem 65536\nadd KUBE-IPVS-IPS 10.96.0.1\n',
+      },
+      {
+        cmd: 'ipset',
+        args: ['save'],
+        stdout: 'create KUBE-IPVS-IPS hash:ip family inet hashsize 1024 maxelem 65536\nadd KUBE-IPVS-IPS 10.96.0.1\n',
+      },
     ]);
     const log = new CapturingLog();
     const ipset = createIpset(exec, 'ipset', log);
@@ -174,8 +212,16 @@ describe('Ipset over the ipset binary (ScriptedExec)', () => {
       ['KUBE-IPVS-IPS', set('hash:ip', ['10.96.0.1'])],
     ]);
     const r = await ipset.sync(desired);
-    expect(r).toMatchObject({ created: ['KUBE-IPVS-IPS'], added: 1, quarantined: [{ set: 'KUBE-NODE-PORT-TCP', verb: 'create' }] });
-    expect(log.lines).toEqual([expect.stringMatching(/^ipset KUBE-NODE-PORT-TCP: cannot be created \(Kernel error received: set type not supported\)/)]);
+    expect(r).toMatchObject({
+      created: ['KUBE-IPVS-IPS'],
+      added: 1,
+      quarantined: [{ set: 'KUBE-NODE-PORT-TCP', verb: 'create' }],
+    });
+    expect(log.lines).toEqual([
+      expect.stringMatching(
+        /^ipset KUBE-NODE-PORT-TCP: cannot be created \(Kernel error received: set type not supported\)/,
+      ),
+    ]);
     expect((await ipset.sync(desired)).execs).toBe(0);
     exec.assertDone();
   });
@@ -194,7 +240,16 @@ describe('Ipset over the ipset binary (ScriptedExec)', () => {
     expect(r.quarantined[8]).toMatchObject({ set: 'KUBE-IPVS-IPS', verb: 'add' });
     expect(fake.restores.length).toBe(10); // first try + one per refused line; no retry loop
     expect([...fake.members('KUBE-NODE-PORT-TCP')!]).toEqual(['30080']);
-    expect((await fake.sync(new Map([['KUBE-IPVS-IPS', set('hash:ip', ['10.96.0.1', ...bad])], ['KUBE-NODE-PORT-TCP', set('bitmap:port', ['30080'])]]))).execs).toBe(0);
+    expect(
+      (
+        await fake.sync(
+          new Map([
+            ['KUBE-IPVS-IPS', set('hash:ip', ['10.96.0.1', ...bad])],
+            ['KUBE-NODE-PORT-TCP', set('bitmap:port', ['30080'])],
+          ]),
+        )
+      ).execs,
+    ).toBe(0);
   });
 
   it('a member that does not fit its set (other family, other shape) is never sent, and logged once', async () => {
@@ -220,7 +275,10 @@ describe('Ipset over the ipset binary (ScriptedExec)', () => {
     let fail = true;
     const fake = new FakeIpset();
     const exec = {
-      run: (cmd: string, args: readonly string[], stdin?: string) => (fail && args[0] === 'restore' ? Promise.reject(new Error('spawn ipset ENOENT')) : fake.exec.run(cmd, args, stdin)),
+      run: (cmd: string, args: readonly string[], stdin?: string) =>
+        fail && args[0] === 'restore'
+          ? Promise.reject(new Error('spawn ipset ENOENT'))
+          : fake.exec.run(cmd, args, stdin),
     };
     const ipset = createIpset(exec);
     const desired = new Map([['KUBE-IPVS-IPS', set('hash:ip', ['10.96.0.1'])]]);
@@ -232,24 +290,38 @@ describe('Ipset over the ipset binary (ScriptedExec)', () => {
 
   it('refuses a set that exists with another type, naming it, before running anything', async () => {
     const exec = new ScriptedExec([
-      { cmd: 'ipset', args: ['save'], stdout: 'create KUBE-CLUSTER-IP hash:ip family inet hashsize 1024 maxelem 65536\n' },
+      {
+        cmd: 'ipset',
+        args: ['save'],
+        stdout: 'create KUBE-CLUSTER-IP hash:ip family inet hashsize 1024 maxelem 65536\n',
+      },
     ]);
     const ipset = createIpset(exec);
     await ipset.observe();
     const err = await ipset.sync(new Map([['KUBE-CLUSTER-IP', set('hash:ip,port', [])]])).catch((e: unknown) => e);
     expect(err).toBeInstanceOf(IpsetTypeMismatchError);
-    expect(err).toMatchObject({ setName: 'KUBE-CLUSTER-IP', existing: 'hash:ip family inet', wanted: 'hash:ip,port family inet' });
+    expect(err).toMatchObject({
+      setName: 'KUBE-CLUSTER-IP',
+      existing: 'hash:ip family inet',
+      wanted: 'hash:ip,port family inet',
+    });
     expect((err as Error).message).toContain('KUBE-CLUSTER-IP');
     exec.assertDone();
   });
 
   it('refuses a hash set of the other family', async () => {
     const exec = new ScriptedExec([
-      { cmd: 'ipset', args: ['save'], stdout: 'create KUBE-6-CLUSTER-IP hash:ip,port family inet hashsize 1024 maxelem 65536\n' },
+      {
+        cmd: 'ipset',
+        args: ['save'],
+        stdout: 'create KUBE-6-CLUSTER-IP hash:ip,port family inet hashsize 1024 maxelem 65536\n',
+      },
     ]);
     const ipset = createIpset(exec);
     await ipset.observe();
-    await expect(ipset.sync(new Map([['KUBE-6-CLUSTER-IP', set('hash:ip,port', [], 'ipv6')]]))).rejects.toBeInstanceOf(IpsetTypeMismatchError);
+    await expect(ipset.sync(new Map([['KUBE-6-CLUSTER-IP', set('hash:ip,port', [], 'ipv6')]]))).rejects.toBeInstanceOf(
+      IpsetTypeMismatchError,
+    );
   });
 });
 

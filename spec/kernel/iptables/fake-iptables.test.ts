@@ -50,7 +50,10 @@ describe.each(['legacy', 'nft'] as const)('FakeIptables (%s)', (flavor) => {
 
   it('tables commit one by one: the earlier table stays when a later one fails', () => {
     const f = fresh();
-    const e = refusal(f, '*filter\n:KUBE-A - [0:0]\n-A KUBE-A -j ACCEPT\nCOMMIT\n*nat\n:KUBE-A - [0:0]\n-A KUBE-A -j NOPE2\nCOMMIT\n');
+    const e = refusal(
+      f,
+      '*filter\n:KUBE-A - [0:0]\n-A KUBE-A -j ACCEPT\nCOMMIT\n*nat\n:KUBE-A - [0:0]\n-A KUBE-A -j NOPE2\nCOMMIT\n',
+    );
     expect(e.line).toBe(flavor === 'legacy' ? 7 : 8);
     expect(f.rules('filter', 'KUBE-A')).toEqual(['-A KUBE-A -j ACCEPT']);
     expect(f.chains('nat')).not.toContain('KUBE-A');
@@ -92,9 +95,14 @@ describe.each(['legacy', 'nft'] as const)('FakeIptables (%s)', (flavor) => {
   it('with linked ipsets: a missing set fails, and a referenced set cannot be destroyed', () => {
     const sets = new FakeIpset();
     const f = new FakeIptables({ flavor, ipsets: sets });
-    expect(refusal(f, '*filter\n:KUBE-A - [0:0]\n-A KUBE-A -m set --match-set NOPE dst -j ACCEPT\nCOMMIT\n')).toMatchObject({ exitCode: 2, line: 3 });
+    expect(
+      refusal(f, '*filter\n:KUBE-A - [0:0]\n-A KUBE-A -m set --match-set NOPE dst -j ACCEPT\nCOMMIT\n'),
+    ).toMatchObject({ exitCode: 2, line: 3 });
     sets.applyRestore('create KUBE-IPVS-IPS hash:ip family inet hashsize 1024 maxelem 65536\n', true);
-    f.applyRestore('*filter\n:KUBE-A - [0:0]\n-A KUBE-A -m set --match-set KUBE-IPVS-IPS dst -j ACCEPT\nCOMMIT\n', true);
+    f.applyRestore(
+      '*filter\n:KUBE-A - [0:0]\n-A KUBE-A -m set --match-set KUBE-IPVS-IPS dst -j ACCEPT\nCOMMIT\n',
+      true,
+    );
     expect(() => sets.destroy('KUBE-IPVS-IPS')).toThrow('in use by a kernel component');
     f.applyRestore('*filter\n:KUBE-A - [0:0]\nCOMMIT\n', true);
     sets.destroy('KUBE-IPVS-IPS');
@@ -135,10 +143,15 @@ describe('FakeIptables nf_tables generation', () => {
   it('nft: +1 per committed table block that changes something; failed blocks and empty ones add nothing; legacy never moves', () => {
     const nft = new FakeIptables({ flavor: 'nft' });
     const g = nft.generation;
-    nft.applyRestore('*nat\n:KUBE-A - [0:0]\n-A KUBE-A -j RETURN\nCOMMIT\n*filter\n:KUBE-F - [0:0]\n-A KUBE-F -j RETURN\nCOMMIT\n', true);
+    nft.applyRestore(
+      '*nat\n:KUBE-A - [0:0]\n-A KUBE-A -j RETURN\nCOMMIT\n*filter\n:KUBE-F - [0:0]\n-A KUBE-F -j RETURN\nCOMMIT\n',
+      true,
+    );
     expect(nft.generation).toBe(g + 2);
     // the filter block fails at its COMMIT: only nat counts
-    expect(() => nft.applyRestore('*nat\n-A KUBE-A -j RETURN\nCOMMIT\n*filter\n-A KUBE-F -j NO-SUCH-CHAIN\nCOMMIT\n', true)).toThrow();
+    expect(() =>
+      nft.applyRestore('*nat\n-A KUBE-A -j RETURN\nCOMMIT\n*filter\n-A KUBE-F -j NO-SUCH-CHAIN\nCOMMIT\n', true),
+    ).toThrow();
     expect(nft.generation).toBe(g + 3);
     // a flush of an empty chain, a declaration of an existing empty one: nothing to commit
     nft.applyRestore('*filter\n:KUBE-E - [0:0]\nCOMMIT\n', true);

@@ -8,61 +8,68 @@ import { isIptablesModeChain, isIptablesModeFirewallJump } from '../../../lib/mo
 import { SetKey } from '../../../lib/model/names';
 
 const SETS: SetKey[] = ['CLUSTER_IP', 'NODE_PORT_TCP', 'LOAD_BALANCER'];
-const plan = planIptables({ family: 'ipv4', clusterCIDR: '10.244.0.0/16', nonEmptySets: new Set(SETS), randomFully: true });
+const plan = planIptables({
+  family: 'ipv4',
+  clusterCIDR: '10.244.0.0/16',
+  nonEmptySets: new Set(SETS),
+  randomFully: true,
+});
 
 // what an admin and the kubelet keep there, and no kube-proxy mode touches
-const FOREIGN = [
-  '*filter',
-  ':KUBE-FIREWALL - [0:0]',
-  '-A INPUT -p tcp -m tcp --dport 22 -j ACCEPT',
-  '-A INPUT -j KUBE-FIREWALL',
-  '-A KUBE-FIREWALL ! -s 127.0.0.0/8 -d 127.0.0.0/8 -m comment --comment "block incoming localnet connections" -m conntrack ! --ctstate RELATED,ESTABLISHED,DNAT -j DROP',
-  'COMMIT',
-].join('\n') + '\n';
+const FOREIGN =
+  [
+    '*filter',
+    ':KUBE-FIREWALL - [0:0]',
+    '-A INPUT -p tcp -m tcp --dport 22 -j ACCEPT',
+    '-A INPUT -j KUBE-FIREWALL',
+    '-A KUBE-FIREWALL ! -s 127.0.0.0/8 -d 127.0.0.0/8 -m comment --comment "block incoming localnet connections" -m conntrack ! --ctstate RELATED,ESTABLISHED,DNAT -j DROP',
+    'COMMIT',
+  ].join('\n') + '\n';
 
 // kube-proxy v1.37 iptables mode, one Service with an endpoint and one without
-const IPTABLES_MODE = [
-  '*nat',
-  ':KUBE-SERVICES - [0:0]',
-  ':KUBE-POSTROUTING - [0:0]',
-  ':KUBE-MARK-MASQ - [0:0]',
-  ':KUBE-NODEPORTS - [0:0]',
-  ':KUBE-PROXY-CANARY - [0:0]',
-  ':KUBE-SVC-ERIFXISQEP7F7OF4 - [0:0]',
-  ':KUBE-SEP-IT2ZTR26TO4XFPTO - [0:0]',
-  ':KUBE-EXT-ERIFXISQEP7F7OF4 - [0:0]',
-  '-A PREROUTING -m comment --comment "kubernetes service portals" -j KUBE-SERVICES',
-  '-A OUTPUT -m comment --comment "kubernetes service portals" -j KUBE-SERVICES',
-  '-A POSTROUTING -m comment --comment "kubernetes postrouting rules" -j KUBE-POSTROUTING',
-  '-A KUBE-MARK-MASQ -j MARK --set-xmark 0x4000/0x4000',
-  '-A KUBE-SERVICES -d 10.96.0.10/32 -p tcp -m comment --comment "default/web:http cluster IP" -m tcp --dport 80 -j KUBE-SVC-ERIFXISQEP7F7OF4',
-  '-A KUBE-SERVICES -m comment --comment "kubernetes service nodeports; NOTE: this must be the last rule in this chain" -m addrtype --dst-type LOCAL -j KUBE-NODEPORTS',
-  '-A KUBE-NODEPORTS -p tcp -m comment --comment "default/web:http" -m tcp --dport 30080 -j KUBE-EXT-ERIFXISQEP7F7OF4',
-  '-A KUBE-EXT-ERIFXISQEP7F7OF4 -j KUBE-SVC-ERIFXISQEP7F7OF4',
-  '-A KUBE-SVC-ERIFXISQEP7F7OF4 -m comment --comment "default/web:http -> 10.244.1.2:8080" -j KUBE-SEP-IT2ZTR26TO4XFPTO',
-  '-A KUBE-SEP-IT2ZTR26TO4XFPTO -p tcp -m comment --comment "default/web:http" -m tcp -j DNAT --to-destination 10.244.1.2:8080',
-  'COMMIT',
-  '*filter',
-  ':KUBE-SERVICES - [0:0]',
-  ':KUBE-EXTERNAL-SERVICES - [0:0]',
-  ':KUBE-NODEPORTS - [0:0]',
-  ':KUBE-PROXY-FIREWALL - [0:0]',
-  ':KUBE-FORWARD - [0:0]',
-  ':KUBE-PROXY-CANARY - [0:0]',
-  '-A INPUT -m conntrack --ctstate NEW -m comment --comment "kubernetes load balancer firewall" -j KUBE-PROXY-FIREWALL',
-  '-A INPUT -m comment --comment "kubernetes health check service ports" -j KUBE-NODEPORTS',
-  '-A INPUT -m conntrack --ctstate NEW -m comment --comment "kubernetes externally-visible service portals" -j KUBE-EXTERNAL-SERVICES',
-  '-A FORWARD -m conntrack --ctstate NEW -m comment --comment "kubernetes load balancer firewall" -j KUBE-PROXY-FIREWALL',
-  '-A FORWARD -m comment --comment "kubernetes forwarding rules" -j KUBE-FORWARD',
-  '-A FORWARD -m conntrack --ctstate NEW -m comment --comment "kubernetes service portals" -j KUBE-SERVICES',
-  '-A FORWARD -m conntrack --ctstate NEW -m comment --comment "kubernetes externally-visible service portals" -j KUBE-EXTERNAL-SERVICES',
-  '-A OUTPUT -m conntrack --ctstate NEW -m comment --comment "kubernetes load balancer firewall" -j KUBE-PROXY-FIREWALL',
-  '-A OUTPUT -m conntrack --ctstate NEW -m comment --comment "kubernetes service portals" -j KUBE-SERVICES',
-  '-A KUBE-SERVICES -d 10.96.0.20/32 -p tcp -m comment --comment "default/empty:http has no endpoints" -m tcp --dport 80 -j REJECT --reject-with icmp-port-unreachable',
-  '-A KUBE-EXTERNAL-SERVICES -p tcp -m comment --comment "default/empty:http has no endpoints" -m addrtype --dst-type LOCAL -m tcp --dport 30081 -j REJECT --reject-with icmp-port-unreachable',
-  '-A KUBE-FORWARD -m conntrack --ctstate INVALID -m nfacct --nfacct-name ct_state_invalid_dropped_pkts -j DROP',
-  'COMMIT',
-].join('\n') + '\n';
+const IPTABLES_MODE =
+  [
+    '*nat',
+    ':KUBE-SERVICES - [0:0]',
+    ':KUBE-POSTROUTING - [0:0]',
+    ':KUBE-MARK-MASQ - [0:0]',
+    ':KUBE-NODEPORTS - [0:0]',
+    ':KUBE-PROXY-CANARY - [0:0]',
+    ':KUBE-SVC-ERIFXISQEP7F7OF4 - [0:0]',
+    ':KUBE-SEP-IT2ZTR26TO4XFPTO - [0:0]',
+    ':KUBE-EXT-ERIFXISQEP7F7OF4 - [0:0]',
+    '-A PREROUTING -m comment --comment "kubernetes service portals" -j KUBE-SERVICES',
+    '-A OUTPUT -m comment --comment "kubernetes service portals" -j KUBE-SERVICES',
+    '-A POSTROUTING -m comment --comment "kubernetes postrouting rules" -j KUBE-POSTROUTING',
+    '-A KUBE-MARK-MASQ -j MARK --set-xmark 0x4000/0x4000',
+    '-A KUBE-SERVICES -d 10.96.0.10/32 -p tcp -m comment --comment "default/web:http cluster IP" -m tcp --dport 80 -j KUBE-SVC-ERIFXISQEP7F7OF4',
+    '-A KUBE-SERVICES -m comment --comment "kubernetes service nodeports; NOTE: this must be the last rule in this chain" -m addrtype --dst-type LOCAL -j KUBE-NODEPORTS',
+    '-A KUBE-NODEPORTS -p tcp -m comment --comment "default/web:http" -m tcp --dport 30080 -j KUBE-EXT-ERIFXISQEP7F7OF4',
+    '-A KUBE-EXT-ERIFXISQEP7F7OF4 -j KUBE-SVC-ERIFXISQEP7F7OF4',
+    '-A KUBE-SVC-ERIFXISQEP7F7OF4 -m comment --comment "default/web:http -> 10.244.1.2:8080" -j KUBE-SEP-IT2ZTR26TO4XFPTO',
+    '-A KUBE-SEP-IT2ZTR26TO4XFPTO -p tcp -m comment --comment "default/web:http" -m tcp -j DNAT --to-destination 10.244.1.2:8080',
+    'COMMIT',
+    '*filter',
+    ':KUBE-SERVICES - [0:0]',
+    ':KUBE-EXTERNAL-SERVICES - [0:0]',
+    ':KUBE-NODEPORTS - [0:0]',
+    ':KUBE-PROXY-FIREWALL - [0:0]',
+    ':KUBE-FORWARD - [0:0]',
+    ':KUBE-PROXY-CANARY - [0:0]',
+    '-A INPUT -m conntrack --ctstate NEW -m comment --comment "kubernetes load balancer firewall" -j KUBE-PROXY-FIREWALL',
+    '-A INPUT -m comment --comment "kubernetes health check service ports" -j KUBE-NODEPORTS',
+    '-A INPUT -m conntrack --ctstate NEW -m comment --comment "kubernetes externally-visible service portals" -j KUBE-EXTERNAL-SERVICES',
+    '-A FORWARD -m conntrack --ctstate NEW -m comment --comment "kubernetes load balancer firewall" -j KUBE-PROXY-FIREWALL',
+    '-A FORWARD -m comment --comment "kubernetes forwarding rules" -j KUBE-FORWARD',
+    '-A FORWARD -m conntrack --ctstate NEW -m comment --comment "kubernetes service portals" -j KUBE-SERVICES',
+    '-A FORWARD -m conntrack --ctstate NEW -m comment --comment "kubernetes externally-visible service portals" -j KUBE-EXTERNAL-SERVICES',
+    '-A OUTPUT -m conntrack --ctstate NEW -m comment --comment "kubernetes load balancer firewall" -j KUBE-PROXY-FIREWALL',
+    '-A OUTPUT -m conntrack --ctstate NEW -m comment --comment "kubernetes service portals" -j KUBE-SERVICES',
+    '-A KUBE-SERVICES -d 10.96.0.20/32 -p tcp -m comment --comment "default/empty:http has no endpoints" -m tcp --dport 80 -j REJECT --reject-with icmp-port-unreachable',
+    '-A KUBE-EXTERNAL-SERVICES -p tcp -m comment --comment "default/empty:http has no endpoints" -m addrtype --dst-type LOCAL -m tcp --dport 30081 -j REJECT --reject-with icmp-port-unreachable',
+    '-A KUBE-FORWARD -m conntrack --ctstate INVALID -m nfacct --nfacct-name ct_state_invalid_dropped_pkts -j DROP',
+    'COMMIT',
+  ].join('\n') + '\n';
 
 async function node(...payloads: string[]): Promise<FakeIptables> {
   const ipt = new FakeIptables({ family: 'ipv4' });
@@ -76,15 +83,17 @@ describe("kube-proxy's iptables-mode leftovers at the first sync", () => {
     const r = await ipt.sync(plan);
     // 2 saves, our restore, the leftovers' restore
     expect(r).toMatchObject({ execs: 4, wrote: true });
-    expect(r.leftoversRemoved).toEqual(expect.arrayContaining([
-      'nat -X KUBE-SVC-ERIFXISQEP7F7OF4',
-      'nat -X KUBE-SEP-IT2ZTR26TO4XFPTO',
-      'nat -X KUBE-NODEPORTS',
-      'filter -D OUTPUT -m conntrack --ctstate NEW -m comment --comment "kubernetes service portals" -j KUBE-SERVICES',
-      'filter -D INPUT -m conntrack --ctstate NEW -m comment --comment "kubernetes load balancer firewall" -j KUBE-PROXY-FIREWALL',
-      'filter -X KUBE-SERVICES',
-      'filter -X KUBE-EXTERNAL-SERVICES',
-    ]));
+    expect(r.leftoversRemoved).toEqual(
+      expect.arrayContaining([
+        'nat -X KUBE-SVC-ERIFXISQEP7F7OF4',
+        'nat -X KUBE-SEP-IT2ZTR26TO4XFPTO',
+        'nat -X KUBE-NODEPORTS',
+        'filter -D OUTPUT -m conntrack --ctstate NEW -m comment --comment "kubernetes service portals" -j KUBE-SERVICES',
+        'filter -D INPUT -m conntrack --ctstate NEW -m comment --comment "kubernetes load balancer firewall" -j KUBE-PROXY-FIREWALL',
+        'filter -X KUBE-SERVICES',
+        'filter -X KUBE-EXTERNAL-SERVICES',
+      ]),
+    );
 
     const clean = await node(FOREIGN);
     await clean.sync(plan);
@@ -108,7 +117,9 @@ describe("kube-proxy's iptables-mode leftovers at the first sync", () => {
     const ipt = await node(FOREIGN);
     await ipt.sync(plan);
     const ours = await ipt.save('nat');
-    await ipt.restore('*filter\n:KUBE-SERVICES - [0:0]\n-A OUTPUT -m conntrack --ctstate NEW -m comment --comment "kubernetes service portals" -j KUBE-SERVICES\n-A KUBE-SERVICES -d 10.96.0.20/32 -p tcp -m tcp --dport 80 -j REJECT --reject-with icmp-port-unreachable\nCOMMIT\n');
+    await ipt.restore(
+      '*filter\n:KUBE-SERVICES - [0:0]\n-A OUTPUT -m conntrack --ctstate NEW -m comment --comment "kubernetes service portals" -j KUBE-SERVICES\n-A KUBE-SERVICES -d 10.96.0.20/32 -p tcp -m tcp --dport 80 -j REJECT --reject-with icmp-port-unreachable\nCOMMIT\n',
+    );
     const r = await ipt.sync(plan, { verify: true });
     expect(r).toMatchObject({ execs: 3, wrote: false, repaired: [] });
     expect(r.leftoversRemoved).toEqual([
@@ -121,7 +132,11 @@ describe("kube-proxy's iptables-mode leftovers at the first sync", () => {
   });
 
   it('a chain a foreign chain still jumps to is flushed, kept, and not touched again', async () => {
-    const ipt = await node(FOREIGN, IPTABLES_MODE, '*nat\n:ADMIN - [0:0]\n-A ADMIN -j KUBE-SVC-ERIFXISQEP7F7OF4\nCOMMIT\n');
+    const ipt = await node(
+      FOREIGN,
+      IPTABLES_MODE,
+      '*nat\n:ADMIN - [0:0]\n-A ADMIN -j KUBE-SVC-ERIFXISQEP7F7OF4\nCOMMIT\n',
+    );
     const r = await ipt.sync(plan);
     expect(r.leftoversRemoved).toContain('nat -F KUBE-SVC-ERIFXISQEP7F7OF4');
     expect(r.leftoversRemoved).not.toContain('nat -X KUBE-SVC-ERIFXISQEP7F7OF4');
@@ -167,10 +182,16 @@ describe('iptables-mode chain names', () => {
     expect(isIptablesModeChain(table as 'nat' | 'filter', chain)).toBe(expected);
   });
 
-  it('only the firewall jump under iptables mode\'s comment is its own', () => {
-    const plan = (save: string) => planChainRemoval(save, { remove: () => false, alsoDelete: isIptablesModeFirewallJump }).lines;
-    expect(plan('-A INPUT -m conntrack --ctstate NEW -m comment --comment "kubernetes load balancer firewall" -j KUBE-PROXY-FIREWALL\n'))
-      .toEqual(['-D INPUT -m conntrack --ctstate NEW -m comment --comment "kubernetes load balancer firewall" -j KUBE-PROXY-FIREWALL']);
+  it("only the firewall jump under iptables mode's comment is its own", () => {
+    const plan = (save: string) =>
+      planChainRemoval(save, { remove: () => false, alsoDelete: isIptablesModeFirewallJump }).lines;
+    expect(
+      plan(
+        '-A INPUT -m conntrack --ctstate NEW -m comment --comment "kubernetes load balancer firewall" -j KUBE-PROXY-FIREWALL\n',
+      ),
+    ).toEqual([
+      '-D INPUT -m conntrack --ctstate NEW -m comment --comment "kubernetes load balancer firewall" -j KUBE-PROXY-FIREWALL',
+    ]);
     expect(plan('-A INPUT -m comment --comment "kube-proxy firewall rules" -j KUBE-PROXY-FIREWALL\n')).toEqual([]);
   });
 });

@@ -39,7 +39,8 @@ describe('Iptables over iptables-restore (ScriptedExec)', () => {
   it('legacy override: no detection; first sync checks jumps (save nat, save filter) and inserts only the missing ones', async () => {
     const p = plan(['CLUSTER_IP']);
     const missing = JUMP_RULES.filter(
-      (j) => j.table === 'filter' && !(j.from === 'INPUT' && (j.to === 'KUBE-NODE-PORT' || j.to === 'KUBE-IPVS-FILTER')),
+      (j) =>
+        j.table === 'filter' && !(j.from === 'INPUT' && (j.to === 'KUBE-NODE-PORT' || j.to === 'KUBE-IPVS-FILTER')),
     );
     const exec = new ScriptedExec([
       { cmd: 'iptables-legacy-save', args: ['-t', 'nat'], stdout: NAT_WITH_JUMPS },
@@ -66,7 +67,11 @@ describe('Iptables over iptables-restore (ScriptedExec)', () => {
       { cmd: 'ip6tables-nft-save', args: ['-t', 'nat'], stdout: '' },
       { cmd: 'ip6tables-nft-save', args: ['-t', 'filter'], stdout: '' },
       { cmd: 'ip6tables-nft-restore', args: RESTORE, stdin: formatIptablesRestore(plan([], 'ipv6'), JUMP_RULES) },
-      { cmd: 'ip6tables-nft-restore', args: RESTORE, stdin: formatIptablesRestore(plan(['CLUSTER_IP', 'NODE_PORT_TCP'], 'ipv6')) },
+      {
+        cmd: 'ip6tables-nft-restore',
+        args: RESTORE,
+        stdin: formatIptablesRestore(plan(['CLUSTER_IP', 'NODE_PORT_TCP'], 'ipv6')),
+      },
       { cmd: 'ip6tables-nft-save', args: ['-t', 'nat'], stdout: NAT_WITH_JUMPS },
       { cmd: 'ip6tables-nft-save', args: ['-t', 'filter'], stdout: FILTER_PARTIAL },
       { cmd: 'ip6tables-nft-restore', args: RESTORE, stdin: (s) => expect(s.match(/^-I /gm)!.length).toBe(4) },
@@ -88,7 +93,8 @@ describe('Iptables over iptables-restore (ScriptedExec)', () => {
         args: RESTORE,
         stdin: (s) => expect(s).toContain('*filter'),
         exitCode: 2,
-        stderr: "iptables-nft-restore v1.8.9 (nf_tables): Set KUBE-IPVS-IPS doesn't exist.\n\nError occurred at line: 27\n",
+        stderr:
+          "iptables-nft-restore v1.8.9 (nf_tables): Set KUBE-IPVS-IPS doesn't exist.\n\nError occurred at line: 27\n",
       },
       { cmd: 'iptables-nft-save', args: ['-t', 'nat'], stdout: NAT_WITH_JUMPS },
       { cmd: 'iptables-nft-save', args: ['-t', 'filter'], stdout: FILTER_PARTIAL },
@@ -121,16 +127,35 @@ describe('Iptables over iptables-restore (ScriptedExec)', () => {
 describe('detectBackend (iptables-wrappers rules)', () => {
   const legacyWithKubelet = '*mangle\n:PREROUTING ACCEPT [0:0]\n:KUBE-KUBELET-CANARY - [0:0]\nCOMMIT\n';
   it.each([
-    ['kubelet hint in nft mangle', [['iptables-nft-save', ['-t', 'mangle'], '*mangle\n:KUBE-IPTABLES-HINT - [0:0]\nCOMMIT\n']], 'nft'],
-    ['kubelet canary in legacy', [['iptables-nft-save', ['-t', 'mangle'], ''], ['iptables-legacy-save', [], legacyWithKubelet]], 'legacy'],
+    [
+      'kubelet hint in nft mangle',
+      [['iptables-nft-save', ['-t', 'mangle'], '*mangle\n:KUBE-IPTABLES-HINT - [0:0]\nCOMMIT\n']],
+      'nft',
+    ],
+    [
+      'kubelet canary in legacy',
+      [
+        ['iptables-nft-save', ['-t', 'mangle'], ''],
+        ['iptables-legacy-save', [], legacyWithKubelet],
+      ],
+      'legacy',
+    ],
     [
       'no kubelet chains, more legacy rules',
-      [['iptables-nft-save', ['-t', 'mangle'], ''], ['iptables-legacy-save', [], '*filter\n-A INPUT -j A\n-A INPUT -j B\nCOMMIT\n'], ['iptables-nft-save', [], '*filter\n-A INPUT -j A\nCOMMIT\n']],
+      [
+        ['iptables-nft-save', ['-t', 'mangle'], ''],
+        ['iptables-legacy-save', [], '*filter\n-A INPUT -j A\n-A INPUT -j B\nCOMMIT\n'],
+        ['iptables-nft-save', [], '*filter\n-A INPUT -j A\nCOMMIT\n'],
+      ],
       'legacy',
     ],
     [
       'no kubelet chains, equal counts: nft',
-      [['iptables-nft-save', ['-t', 'mangle'], ''], ['iptables-legacy-save', [], '*filter\n-A INPUT -j A\nCOMMIT\n'], ['iptables-nft-save', [], '*filter\n-A INPUT -j A\nCOMMIT\n']],
+      [
+        ['iptables-nft-save', ['-t', 'mangle'], ''],
+        ['iptables-legacy-save', [], '*filter\n-A INPUT -j A\nCOMMIT\n'],
+        ['iptables-nft-save', [], '*filter\n-A INPUT -j A\nCOMMIT\n'],
+      ],
       'nft',
     ],
   ] as [string, [string, string[], string][], string][])('%s', async (_n, calls, want) => {
@@ -153,18 +178,42 @@ describe('detectBackend (iptables-wrappers rules)', () => {
   // answer (every save exits 0 on a node without that backend's tables)
   it.each([
     ['iptables-nft-save -t mangle', [['iptables-nft-save', ['-t', 'mangle'], 1]]],
-    ['iptables-legacy-save', [['iptables-nft-save', ['-t', 'mangle'], 0], ['iptables-legacy-save', [], 4]]],
-    ['iptables-nft-save', [['iptables-nft-save', ['-t', 'mangle'], 0], ['iptables-legacy-save', [], 0], ['iptables-nft-save', [], 1]]],
-  ] as [string, [string, string[], number][]][])('a failed %s is an ExecError naming it, not a decision', async (name, calls) => {
-    const exec = new ScriptedExec(
-      calls.map(([cmd, args, exitCode]) => ({ cmd, args, exitCode, stderr: exitCode ? 'Another app is currently holding the xtables lock' : '' })),
-    );
-    const err = await detectBackend(exec, 'ipv4').then(() => undefined, (e: unknown) => e);
-    expect(err).toBeInstanceOf(ExecError);
-    expect((err as ExecError).cmd).toBe(name);
-    expect((err as ExecError).message).toContain('xtables lock');
-    exec.assertDone();
-  });
+    [
+      'iptables-legacy-save',
+      [
+        ['iptables-nft-save', ['-t', 'mangle'], 0],
+        ['iptables-legacy-save', [], 4],
+      ],
+    ],
+    [
+      'iptables-nft-save',
+      [
+        ['iptables-nft-save', ['-t', 'mangle'], 0],
+        ['iptables-legacy-save', [], 0],
+        ['iptables-nft-save', [], 1],
+      ],
+    ],
+  ] as [string, [string, string[], number][]][])(
+    'a failed %s is an ExecError naming it, not a decision',
+    async (name, calls) => {
+      const exec = new ScriptedExec(
+        calls.map(([cmd, args, exitCode]) => ({
+          cmd,
+          args,
+          exitCode,
+          stderr: exitCode ? 'Another app is currently holding the xtables lock' : '',
+        })),
+      );
+      const err = await detectBackend(exec, 'ipv4').then(
+        () => undefined,
+        (e: unknown) => e,
+      );
+      expect(err).toBeInstanceOf(ExecError);
+      expect((err as ExecError).cmd).toBe(name);
+      expect((err as ExecError).message).toContain('xtables lock');
+      exec.assertDone();
+    },
+  );
 
   it('a runner whose detection failed detects again on the next call', async () => {
     const exec = new ScriptedExec([
@@ -187,9 +236,15 @@ describe('detectBackend (iptables-wrappers rules)', () => {
   });
 
   it.each([
-    ["iptables-restore v1.8.9 (legacy): Couldn't load target `X':No such file or directory\n\nError occurred at line: 3\n", 3],
+    [
+      "iptables-restore v1.8.9 (legacy): Couldn't load target `X':No such file or directory\n\nError occurred at line: 3\n",
+      3,
+    ],
     ['iptables-restore: line 2 failed\n', 2],
-    ['iptables-nft-restore v1.8.9 (nf_tables): \nline 4: CHAIN_DEL failed (Device or resource busy): chain KUBE-B\n', 4],
+    [
+      'iptables-nft-restore v1.8.9 (nf_tables): \nline 4: CHAIN_DEL failed (Device or resource busy): chain KUBE-B\n',
+      4,
+    ],
     ['iptables-nft-restore: line 3 failed: Chain already exists.\n', 3],
     ['something else\n', undefined],
   ])('error line of %j', (stderr, line) => {

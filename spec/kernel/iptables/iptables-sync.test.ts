@@ -5,7 +5,12 @@ import { planIptables } from '../../../lib/plan/iptables';
 import { SetKey } from '../../../lib/model/names';
 
 const SETS: SetKey[] = ['CLUSTER_IP', 'NODE_PORT_TCP', 'LOAD_BALANCER'];
-const plan = planIptables({ family: 'ipv4', clusterCIDR: '10.244.0.0/16', nonEmptySets: new Set(SETS), randomFully: true });
+const plan = planIptables({
+  family: 'ipv4',
+  clusterCIDR: '10.244.0.0/16',
+  nonEmptySets: new Set(SETS),
+  randomFully: true,
+});
 
 async function synced() {
   const ipt = new FakeIptables({ family: 'ipv4' });
@@ -21,7 +26,11 @@ describe('Iptables.sync verify (the periodic check)', () => {
   });
 
   it.each<[string, string, string[]]>([
-    ['a flushed chain (iptables -t nat -F KUBE-SERVICES)', '*nat\n-F KUBE-SERVICES\nCOMMIT\n', ['nat KUBE-SERVICES: 0 of 6 rules']],
+    [
+      'a flushed chain (iptables -t nat -F KUBE-SERVICES)',
+      '*nat\n-F KUBE-SERVICES\nCOMMIT\n',
+      ['nat KUBE-SERVICES: 0 of 6 rules'],
+    ],
     [
       'a deleted rule',
       '*filter\n-D KUBE-FORWARD -m comment --comment "kubernetes forwarding conntrack rule" -m conntrack --ctstate RELATED,ESTABLISHED -j ACCEPT\nCOMMIT\n',
@@ -31,7 +40,11 @@ describe('Iptables.sync verify (the periodic check)', () => {
       'a deleted jump and a deleted chain',
       '*nat\n-D OUTPUT -m comment --comment "kubernetes service portals" -j KUBE-SERVICES\n' +
         '-D POSTROUTING -m comment --comment "kubernetes postrouting rules" -j KUBE-POSTROUTING\n-F KUBE-POSTROUTING\n-X KUBE-POSTROUTING\nCOMMIT\n',
-      ['nat KUBE-POSTROUTING: missing', 'nat OUTPUT: jump to KUBE-SERVICES missing', 'nat POSTROUTING: jump to KUBE-POSTROUTING missing'],
+      [
+        'nat KUBE-POSTROUTING: missing',
+        'nat OUTPUT: jump to KUBE-SERVICES missing',
+        'nat POSTROUTING: jump to KUBE-POSTROUTING missing',
+      ],
     ],
   ])('%s is noticed and rewritten by the next verify', async (_name, behindOurBack, repaired) => {
     const { ipt, nat, filter } = await synced();
@@ -76,14 +89,23 @@ function hooked(ipt: FakeIptables, hooks: { beforeRestore?: () => void; beforeSa
       return ipt.restore(text);
     },
   };
-  return new IptablesSync(runner, { generation: ipt.rulesetGeneration, ...(withPeers ? { peers: ipt.netns.peers } : {}) });
+  return new IptablesSync(runner, {
+    generation: ipt.rulesetGeneration,
+    ...(withPeers ? { peers: ipt.netns.peers } : {}),
+  });
 }
 
 describe('Iptables.sync verify with the nf_tables generation', () => {
   it('nothing committed since our write: the verify runs nothing; reads resume once anyone commits', async () => {
     const { ipt } = await syncedWithGeneration();
     const saves = ipt.saves;
-    expect(await ipt.sync(plan, { verify: true })).toEqual({ execs: 0, wrote: false, insertedJumps: [], restoreText: '', repaired: [] });
+    expect(await ipt.sync(plan, { verify: true })).toEqual({
+      execs: 0,
+      wrote: false,
+      insertedJumps: [],
+      restoreText: '',
+      repaired: [],
+    });
     expect(await ipt.sync(plan, { verify: true })).toMatchObject({ execs: 0, wrote: false });
     expect(ipt.saves).toBe(saves);
     // someone commits elsewhere (another table, nft): read, find nothing of ours changed, and
@@ -100,7 +122,9 @@ describe('Iptables.sync verify with the nf_tables generation', () => {
     expect(ipt.generation).toBe(g + 2);
     expect(restoreCommits(formatIptablesRestore(plan))).toBe(2);
     // a block that writes no rule may commit nothing: the count is unknown, nothing is recorded
-    expect(restoreCommits('*nat\n:KUBE-X - [0:0]\n-A KUBE-X -j RETURN\nCOMMIT\n*filter\n:KUBE-Y - [0:0]\nCOMMIT\n')).toBeUndefined();
+    expect(
+      restoreCommits('*nat\n:KUBE-X - [0:0]\n-A KUBE-X -j RETURN\nCOMMIT\n*filter\n:KUBE-Y - [0:0]\nCOMMIT\n'),
+    ).toBeUndefined();
     // the kernel skips 0 when the u32 wraps
     expect(genPlus(0xffffffff, 2)).toBe(2);
   });
@@ -108,19 +132,27 @@ describe('Iptables.sync verify with the nf_tables generation', () => {
   it.each<[string, string, string[]]>([
     ['a flushed chain', '*nat\n-F KUBE-SERVICES\nCOMMIT\n', ['nat KUBE-SERVICES: 0 of 6 rules']],
     ['a deleted jump', `*nat\n${OUTPUT_JUMP}\nCOMMIT\n`, ['nat OUTPUT: jump to KUBE-SERVICES missing']],
-  ])('%s behind our back moves the generation: the next verify reads and repairs', async (_name, behindOurBack, repaired) => {
-    const { ipt, nat, filter } = await syncedWithGeneration();
-    await ipt.restore(behindOurBack);
-    expect(await ipt.sync(plan, { verify: true })).toMatchObject({ execs: 3, wrote: true, repaired });
-    expect(await ipt.save('nat')).toBe(nat);
-    expect(await ipt.save('filter')).toBe(filter);
-    // the repair moved the generation by exactly its own commits: proven again
-    expect(await ipt.sync(plan, { verify: true })).toMatchObject({ execs: 0, wrote: false });
-  });
+  ])(
+    '%s behind our back moves the generation: the next verify reads and repairs',
+    async (_name, behindOurBack, repaired) => {
+      const { ipt, nat, filter } = await syncedWithGeneration();
+      await ipt.restore(behindOurBack);
+      expect(await ipt.sync(plan, { verify: true })).toMatchObject({ execs: 3, wrote: true, repaired });
+      expect(await ipt.save('nat')).toBe(nat);
+      expect(await ipt.save('filter')).toBe(filter);
+      // the repair moved the generation by exactly its own commits: proven again
+      expect(await ipt.sync(plan, { verify: true })).toMatchObject({ execs: 0, wrote: false });
+    },
+  );
 
   it('someone commits while our restore runs (the generation moves by 3): not recorded; a jump deleted then is repaired', async () => {
     const { ipt, nat } = await syncedWithGeneration();
-    const otherPlan = planIptables({ family: 'ipv4', clusterCIDR: '10.245.0.0/16', nonEmptySets: new Set(SETS), randomFully: true });
+    const otherPlan = planIptables({
+      family: 'ipv4',
+      clusterCIDR: '10.245.0.0/16',
+      nonEmptySets: new Set(SETS),
+      randomFully: true,
+    });
     let race = true;
     const sync = hooked(ipt, {
       beforeRestore: () => {
@@ -133,7 +165,11 @@ describe('Iptables.sync verify with the nf_tables generation', () => {
     expect(await sync.sync(otherPlan)).toMatchObject({ execs: 3, wrote: true, insertedJumps: [] });
     expect(ipt.generation).toBe(g + 3);
     // were gen g+3 recorded, this verify would skip and the jump would stay missing
-    expect(await sync.sync(otherPlan, { verify: true })).toMatchObject({ execs: 3, wrote: true, repaired: ['nat OUTPUT: jump to KUBE-SERVICES missing'] });
+    expect(await sync.sync(otherPlan, { verify: true })).toMatchObject({
+      execs: 3,
+      wrote: true,
+      repaired: ['nat OUTPUT: jump to KUBE-SERVICES missing'],
+    });
     expect(await sync.sync(plan)).toMatchObject({ wrote: true });
     expect(await ipt.save('nat')).toBe(nat);
     expect(await sync.sync(plan, { verify: true })).toMatchObject({ execs: 0 });
@@ -154,13 +190,22 @@ describe('Iptables.sync verify with the nf_tables generation', () => {
     race = true;
     expect(await sync.sync(plan, { verify: true })).toMatchObject({ execs: 2, wrote: false, repaired: [] });
     race = false;
-    expect(await sync.sync(plan, { verify: true })).toMatchObject({ execs: 3, wrote: true, repaired: ['nat OUTPUT: jump to KUBE-SERVICES missing'] });
+    expect(await sync.sync(plan, { verify: true })).toMatchObject({
+      execs: 3,
+      wrote: true,
+      repaired: ['nat OUTPUT: jump to KUBE-SERVICES missing'],
+    });
     expect(await sync.sync(plan, { verify: true })).toMatchObject({ execs: 0 });
   });
 
   it('a changed plan written without reading: proven only when the generation was still ours before it', async () => {
     const { ipt } = await syncedWithGeneration();
-    const plan2 = planIptables({ family: 'ipv4', clusterCIDR: '10.245.0.0/16', nonEmptySets: new Set(SETS), randomFully: true });
+    const plan2 = planIptables({
+      family: 'ipv4',
+      clusterCIDR: '10.245.0.0/16',
+      nonEmptySets: new Set(SETS),
+      randomFully: true,
+    });
     expect(await ipt.sync(plan2)).toMatchObject({ execs: 1, wrote: true });
     expect(await ipt.sync(plan2, { verify: true })).toMatchObject({ execs: 0 });
     // a foreign commit before the next write: that write cannot be proven (the jumps were not read)
@@ -220,7 +265,12 @@ describe('Iptables.sync verify with the nf_tables generation', () => {
 // (spec/vm/nft-generation.vm.test.ts), so what one family proved at g0 is stale at g0+2 after
 // the other's restore, unless that restore tells it the move was its own (GenerationPeers).
 describe('Iptables.sync verify with the nf_tables generation, both families in one network namespace', () => {
-  const plan6 = planIptables({ family: 'ipv6', clusterCIDR: '2001:db8:244::/64', nonEmptySets: new Set(SETS), randomFully: true });
+  const plan6 = planIptables({
+    family: 'ipv6',
+    clusterCIDR: '2001:db8:244::/64',
+    nonEmptySets: new Set(SETS),
+    randomFully: true,
+  });
   function dualStack() {
     const netns = new FakeNftGeneration();
     return {
@@ -230,7 +280,7 @@ describe('Iptables.sync verify with the nf_tables generation, both families in o
     };
   }
 
-  it('the fake keeps one generation per namespace: either family\'s commit moves it', async () => {
+  it("the fake keeps one generation per namespace: either family's commit moves it", async () => {
     const { netns, ipt4, ipt6 } = dualStack();
     await ipt4.restore(formatIptablesRestore(plan));
     await ipt6.restore(formatIptablesRestore(plan6));
@@ -261,7 +311,12 @@ describe('Iptables.sync verify with the nf_tables generation, both families in o
     const { ipt4, ipt6 } = dualStack();
     await ipt4.sync(plan);
     await ipt6.sync(plan6);
-    const plan6b = planIptables({ family: 'ipv6', clusterCIDR: '2001:db8:245::/64', nonEmptySets: new Set(SETS), randomFully: true });
+    const plan6b = planIptables({
+      family: 'ipv6',
+      clusterCIDR: '2001:db8:245::/64',
+      nonEmptySets: new Set(SETS),
+      randomFully: true,
+    });
     expect(await ipt6.sync(plan6b)).toMatchObject({ execs: 1, wrote: true });
     expect(await ipt4.sync(plan, { verify: true })).toMatchObject({ execs: 0 });
     expect(await ipt6.sync(plan6b, { verify: true })).toMatchObject({ execs: 0 });
@@ -275,7 +330,11 @@ describe('Iptables.sync verify with the nf_tables generation, both families in o
     ipt4.applyRestore(`*nat\n${OUTPUT_JUMP}\nCOMMIT\n`, true);
     await ipt6.sync(plan6);
     expect(await ipt6.sync(plan6, { verify: true })).toMatchObject({ execs: 0 });
-    expect(await ipt4.sync(plan, { verify: true })).toMatchObject({ execs: 3, wrote: true, repaired: ['nat OUTPUT: jump to KUBE-SERVICES missing'] });
+    expect(await ipt4.sync(plan, { verify: true })).toMatchObject({
+      execs: 3,
+      wrote: true,
+      repaired: ['nat OUTPUT: jump to KUBE-SERVICES missing'],
+    });
     expect(await ipt4.save('nat')).toBe(nat);
     expect(await ipt4.sync(plan, { verify: true })).toMatchObject({ execs: 0 });
     expect(await ipt6.sync(plan6, { verify: true })).toMatchObject({ execs: 0 });
@@ -290,21 +349,29 @@ describe('Iptables.sync verify with the nf_tables generation, both families in o
     expect(await ipt6.sync(plan6, { verify: true })).toMatchObject({ execs: 2, wrote: false, repaired: [] });
   });
 
-  it('someone commits while the other family\'s restore runs (the generation moves by 3): nobody is told; IPv4 reads and repairs', async () => {
+  it("someone commits while the other family's restore runs (the generation moves by 3): nobody is told; IPv4 reads and repairs", async () => {
     const { ipt4, ipt6 } = dualStack();
     await ipt4.sync(plan);
     let race = true;
-    const sync6 = hooked(ipt6, {
-      beforeRestore: () => {
-        if (race) ipt4.applyRestore(`*nat\n${OUTPUT_JUMP}\nCOMMIT\n`, true);
-        race = false;
+    const sync6 = hooked(
+      ipt6,
+      {
+        beforeRestore: () => {
+          if (race) ipt4.applyRestore(`*nat\n${OUTPUT_JUMP}\nCOMMIT\n`, true);
+          race = false;
+        },
       },
-    }, true);
+      true,
+    );
     const g = ipt4.generation;
     await sync6.sync(plan6);
     expect(ipt4.generation).toBe(g + 3);
     // were IPv4 told g -> g+3, this verify would skip and its jump would stay missing
-    expect(await ipt4.sync(plan, { verify: true })).toMatchObject({ execs: 3, wrote: true, repaired: ['nat OUTPUT: jump to KUBE-SERVICES missing'] });
+    expect(await ipt4.sync(plan, { verify: true })).toMatchObject({
+      execs: 3,
+      wrote: true,
+      repaired: ['nat OUTPUT: jump to KUBE-SERVICES missing'],
+    });
   });
 
   it('a family mid-write is not advanced: its restore clears its proof, and it records its own', async () => {
@@ -313,8 +380,21 @@ describe('Iptables.sync verify with the nf_tables generation, both families in o
     let inner: Promise<unknown> | undefined;
     // IPv6 writes a new plan while IPv4's restore is under way: the generation moves by 4,
     // so neither is proven by its own restore; IPv6 must not be advanced by IPv4 either
-    const plan6b = planIptables({ family: 'ipv6', clusterCIDR: '2001:db8:245::/64', nonEmptySets: new Set(SETS), randomFully: true });
-    const sync4 = hooked(ipt4, { beforeRestore: () => { inner ??= ipt6.sync(plan6b); } }, true);
+    const plan6b = planIptables({
+      family: 'ipv6',
+      clusterCIDR: '2001:db8:245::/64',
+      nonEmptySets: new Set(SETS),
+      randomFully: true,
+    });
+    const sync4 = hooked(
+      ipt4,
+      {
+        beforeRestore: () => {
+          inner ??= ipt6.sync(plan6b);
+        },
+      },
+      true,
+    );
     await sync4.sync(plan);
     await inner;
     expect(await ipt6.sync(plan6b, { verify: true })).toMatchObject({ execs: 2, wrote: false });

@@ -9,7 +9,12 @@ const REQUEST = 0x1;
 const ACK = 0x4;
 
 const newGen = (seq: number, id: number) =>
-  genlMsg({ type: 0x0a0f, flags: 0, seq, cmd: 0, version: 0 }, nla(1, be32(id)), nla(2, be32(99)), nla(3, cstr('node')));
+  genlMsg(
+    { type: 0x0a0f, flags: 0, seq, cmd: 0, version: 0 },
+    nla(1, be32(id)),
+    nla(2, be32(99)),
+    nla(3, cstr('node')),
+  );
 
 describe('NftGenerationNetlink.read', () => {
   it('one GETGEN (AF_UNSPEC, version 0, an ack asked); the answer is NFTA_GEN_ID', async () => {
@@ -35,9 +40,14 @@ describe('NftGenerationNetlink.read', () => {
     const empty = new NftGenerationNetlink(new ScriptedTransport((msgs) => [nlError(0, msgs[0]!)]));
     await expect(empty.read()).rejects.toThrow('read nf_tables generation: expected one NFT_MSG_NEWGEN reply, got 0');
 
-    const noId = new NftGenerationNetlink(new ScriptedTransport((msgs) => [
-      Buffer.concat([genlMsg({ type: 0x0a0f, flags: 0, seq: msgs[0]!.seq, cmd: 0, version: 0 }, nla(2, be32(1))), nlError(0, msgs[0]!)]),
-    ]));
+    const noId = new NftGenerationNetlink(
+      new ScriptedTransport((msgs) => [
+        Buffer.concat([
+          genlMsg({ type: 0x0a0f, flags: 0, seq: msgs[0]!.seq, cmd: 0, version: 0 }, nla(2, be32(1))),
+          nlError(0, msgs[0]!),
+        ]),
+      ]),
+    );
     await expect(noId.read()).rejects.toThrow(DecodeError);
   });
 });

@@ -12,7 +12,11 @@ const json = (x: unknown) => JSON.stringify(x, (_k, v: unknown) => (typeof v ===
 async function fakeEntry() {
   const fake = new FakeIpvs();
   await fake.apply({ kind: 'newService', vs: { ...vs, scheduler: 'rr' } });
-  await fake.apply({ kind: 'newDest', vs, rs: { af: 2, address: '198.51.100.1', port: 8080, weight: 1, fwdMethod: 0 } });
+  await fake.apply({
+    kind: 'newDest',
+    vs,
+    rs: { af: 2, address: '198.51.100.1', port: 8080, weight: 1, fwdMethod: 0 },
+  });
   const [entry] = await fake.listAll();
   return entry!;
 }
@@ -21,10 +25,27 @@ describe('FakeIpvs objects', () => {
   it('spread and JSON like the kernel client decodes them', async () => {
     const entry = await fakeEntry();
     const kernelVs = decodeService(
-      Buffer.concat([nla(1, u16(2)), nla(2, u16(6)), nla(3, ipv4in16('192.0.2.10')), nla(4, be16(80)), nla(6, cstr('rr')), nla(7, Buffer.concat([u32(0), u32(0xffffffff)])), nla(8, u32(0)), nla(9, Buffer.from([0xff, 0xff, 0xff, 0xff])), stats64]),
+      Buffer.concat([
+        nla(1, u16(2)),
+        nla(2, u16(6)),
+        nla(3, ipv4in16('192.0.2.10')),
+        nla(4, be16(80)),
+        nla(6, cstr('rr')),
+        nla(7, Buffer.concat([u32(0), u32(0xffffffff)])),
+        nla(8, u32(0)),
+        nla(9, Buffer.from([0xff, 0xff, 0xff, 0xff])),
+        stats64,
+      ]),
     );
     const kernelRs = decodeDest(
-      Buffer.concat([nla(1, ipv4in16('198.51.100.1')), nla(2, be16(8080)), nla(3, u32(0)), nla(4, u32(1)), nla(11, u16(2)), stats64]),
+      Buffer.concat([
+        nla(1, ipv4in16('198.51.100.1')),
+        nla(2, be16(8080)),
+        nla(3, u32(0)),
+        nla(4, u32(1)),
+        nla(11, u16(2)),
+        stats64,
+      ]),
       2,
     );
     expect({ ...entry.vs }).toEqual({ ...kernelVs });

@@ -11,7 +11,10 @@ const FAMILY = 0x23;
 const ACK = 0x4;
 const E = { ENOENT: 2, ESRCH: 3, EEXIST: 17, EINVAL: 22 };
 const tcp = (address: string, port: number): VirtualServerId => ({ af: 2, protocol: 6, address, port, fwmark: 0 });
-const newService = (vs: VirtualServerId, scheduler = 'rr'): IpvsOp => ({ kind: 'newService', vs: { ...vs, scheduler } });
+const newService = (vs: VirtualServerId, scheduler = 'rr'): IpvsOp => ({
+  kind: 'newService',
+  vs: { ...vs, scheduler },
+});
 const newDest = (vs: VirtualServerId, address: string, port: number): IpvsOp => ({
   kind: 'newDest',
   vs,
@@ -44,7 +47,11 @@ describe('IpvsNetlink.run attributes each failure to its op', () => {
   ];
 
   it('names the op, the object, the errno and the index of every refusal; the others succeed', async () => {
-    const fail = new Map([[2, E.ENOENT], [3, E.ESRCH], [4, E.ENOENT]]);
+    const fail = new Map([
+      [2, E.ENOENT],
+      [3, E.ESRCH],
+      [4, E.ENOENT],
+    ]);
     const ipvs = new IpvsNetlink(() => kernelLike((n) => fail.get(n) ?? 0), FAMILY, { batchMessages: 4 });
     const results = await ipvs.run(ops);
     expect(results.map((r) => r.ok)).toEqual([true, true, false, false, false, true]);
@@ -63,7 +70,10 @@ describe('IpvsNetlink.run attributes each failure to its op', () => {
     const ipvs = new IpvsNetlink(() => kernelLike((n) => (n === 0 ? E.EEXIST : 0)), FAMILY);
     const results = await ipvs.run(ops.slice(0, 2));
     expect(results[1]).toEqual({ ok: true });
-    expect(results[0]).toMatchObject({ ok: false, error: { opIndex: 0, operation: 'add virtual server', object: 'TCP 192.0.2.10:80', errno: E.EEXIST } });
+    expect(results[0]).toMatchObject({
+      ok: false,
+      error: { opIndex: 0, operation: 'add virtual server', object: 'TCP 192.0.2.10:80', errno: E.EEXIST },
+    });
     ipvs.close();
   });
 });
@@ -74,7 +84,10 @@ describe('IpvsNetlink single requests', () => {
 
   it('a request the kernel never answers fails with NetlinkTimeoutError naming the op and object', async () => {
     const ipvs = new IpvsNetlink(() => new ScriptedTransport(() => []), FAMILY, { requestTimeoutMs: 10_000 });
-    const got = ipvs.getService(tcp('192.0.2.10', 80)).then(() => undefined, (e: unknown) => e);
+    const got = ipvs.getService(tcp('192.0.2.10', 80)).then(
+      () => undefined,
+      (e: unknown) => e,
+    );
     await new Promise((r) => setImmediate(r));
     jest.advanceTimersByTime(10_000);
     const err = await got;
@@ -85,24 +98,38 @@ describe('IpvsNetlink single requests', () => {
 
   it('a batch the kernel stops answering fails with NetlinkTimeoutError naming the batch', async () => {
     const ipvs = new IpvsNetlink(() => new ScriptedTransport(() => []), FAMILY, { requestTimeoutMs: 10_000 });
-    const got = ipvs.run([newService(tcp('192.0.2.10', 80)), newService(tcp('192.0.2.11', 80))]).then(() => undefined, (e: unknown) => e);
+    const got = ipvs.run([newService(tcp('192.0.2.10', 80)), newService(tcp('192.0.2.11', 80))]).then(
+      () => undefined,
+      (e: unknown) => e,
+    );
     await new Promise((r) => setImmediate(r));
     jest.advanceTimersByTime(10_000);
     const err = await got;
     expect(err).toBeInstanceOf(NetlinkTimeoutError);
-    expect((err as Error).message).toBe('run 2 IPVS ops (first: add virtual server TCP 192.0.2.10:80): no answer within 10000 ms');
+    expect((err as Error).message).toBe(
+      'run 2 IPVS ops (first: add virtual server TCP 192.0.2.10:80): no answer within 10000 ms',
+    );
     ipvs.close();
   });
 
   it('a socket failure names the op and keeps the errno', async () => {
     let t!: ScriptedTransport;
     const ipvs = new IpvsNetlink(
-      () => (t = new ScriptedTransport(() => (setImmediate(() => t.raise(new SocketError('netlink receive: ENOBUFS', 105))), []))),
+      () =>
+        (t = new ScriptedTransport(
+          () => (setImmediate(() => t.raise(new SocketError('netlink receive: ENOBUFS', 105))), []),
+        )),
       FAMILY,
     );
-    const err = await ipvs.apply({ kind: 'delService', vs: tcp('192.0.2.10', 80) }).then(() => undefined, (e: unknown) => e);
+    const err = await ipvs.apply({ kind: 'delService', vs: tcp('192.0.2.10', 80) }).then(
+      () => undefined,
+      (e: unknown) => e,
+    );
     expect(err).toBeInstanceOf(SocketError);
-    expect(err).toMatchObject({ errno: 105, message: 'delete virtual server TCP 192.0.2.10:80: netlink receive: ENOBUFS' });
+    expect(err).toMatchObject({
+      errno: 105,
+      message: 'delete virtual server TCP 192.0.2.10:80: netlink receive: ENOBUFS',
+    });
     ipvs.close();
   });
 });
@@ -110,7 +137,11 @@ describe('IpvsNetlink single requests', () => {
 describe('resolveIpvsFamily (nlctrl CTRL_CMD_GETFAMILY)', () => {
   const CTRL = 0x10;
   const familyReply = (m: SeenMessage, id: number) =>
-    genlMsg({ type: CTRL, flags: 0, seq: m.seq, cmd: 1 /* CTRL_CMD_NEWFAMILY */ }, nla(2, cstr('IPVS')), nla(1, u16(id)));
+    genlMsg(
+      { type: CTRL, flags: 0, seq: m.seq, cmd: 1 /* CTRL_CMD_NEWFAMILY */ },
+      nla(2, cstr('IPVS')),
+      nla(1, u16(id)),
+    );
 
   it('asks nlctrl for "IPVS" and returns the family id', async () => {
     const t = new ScriptedTransport((msgs) => msgs.flatMap((m) => [familyReply(m, 0x2a), nlError(0, m)]));
@@ -128,7 +159,10 @@ describe('resolveIpvsFamily (nlctrl CTRL_CMD_GETFAMILY)', () => {
 
   it('any other refusal is a NetlinkError with its errno, never "not loaded"', async () => {
     const t = new ScriptedTransport((msgs) => [nlError(1 /* EPERM */, msgs[0]!)]);
-    const err = await resolveIpvsFamily(t).then(() => undefined, (e: unknown) => e);
+    const err = await resolveIpvsFamily(t).then(
+      () => undefined,
+      (e: unknown) => e,
+    );
     expect(err).not.toBeInstanceOf(IpvsUnavailableError);
     expect(err).toBeInstanceOf(NetlinkError);
     expect(err).toMatchObject({ errno: 1, operation: 'resolve generic netlink family', object: 'IPVS' });

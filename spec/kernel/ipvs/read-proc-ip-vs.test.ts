@@ -10,7 +10,11 @@ describe('readProcText', () => {
 
   it('reads a file larger than its first buffer whole, growing the buffer as often as needed', () => {
     // 10,000 lines of 53 bytes through a 4 KiB first buffer: many doublings
-    const text = Array.from({ length: 10_000 }, (_, i) => `  -> ${i.toString(16).toUpperCase().padStart(8, '0')}:1F90      Masq    1      0          0`).join('\n') + '\n';
+    const text =
+      Array.from(
+        { length: 10_000 },
+        (_, i) => `  -> ${i.toString(16).toUpperCase().padStart(8, '0')}:1F90      Masq    1      0          0`,
+      ).join('\n') + '\n';
     const path = join(dir, 'big');
     writeFileSync(path, text, 'latin1');
     expect(readProcText(path, 4096)).toBe(text);

@@ -16,7 +16,11 @@ const errno = (n: number) => expect.objectContaining({ constructor: NetlinkError
 
 describe('FakeLink (strict fake)', () => {
   it.each<{ name: string; run: (l: FakeLink) => Promise<unknown>; errno: number }>([
-    { name: 'add an existing link: EEXIST', run: async (l) => (await l.addDummy('d0'), l.addDummy('d0')), errno: E.EEXIST },
+    {
+      name: 'add an existing link: EEXIST',
+      run: async (l) => (await l.addDummy('d0'), l.addDummy('d0')),
+      errno: E.EEXIST,
+    },
     { name: 'a 16-char name: ERANGE', run: (l) => l.addDummy('a'.repeat(16)), errno: E.ERANGE },
     { name: 'a name with a slash: EINVAL', run: (l) => l.addDummy('a/b'), errno: E.EINVAL },
     { name: 'get a missing link: ENODEV', run: (l) => l.getLink('nope'), errno: E.ENODEV },
@@ -28,8 +32,16 @@ describe('FakeLink (strict fake)', () => {
       run: async (l) => (await l.addAddress(1, '10.0.0.1'), l.addAddress(1, '10.0.0.1')),
       errno: E.EEXIST,
     },
-    { name: 'delete an absent address: EADDRNOTAVAIL', run: (l) => l.deleteAddress(1, '10.9.9.9'), errno: E.EADDRNOTAVAIL },
-    { name: 'delete 127.0.0.1/32 when it is /8: EADDRNOTAVAIL', run: (l) => l.deleteAddress(1, '127.0.0.1'), errno: E.EADDRNOTAVAIL },
+    {
+      name: 'delete an absent address: EADDRNOTAVAIL',
+      run: (l) => l.deleteAddress(1, '10.9.9.9'),
+      errno: E.EADDRNOTAVAIL,
+    },
+    {
+      name: 'delete 127.0.0.1/32 when it is /8: EADDRNOTAVAIL',
+      run: (l) => l.deleteAddress(1, '127.0.0.1'),
+      errno: E.EADDRNOTAVAIL,
+    },
   ])('$name', async ({ run, errno: n }) => {
     await expect(run(new FakeLink())).rejects.toEqual(errno(n));
   });
@@ -58,7 +70,9 @@ describe('ensureDummyDevice', () => {
     const l = new FakeLink();
     l.seedLink(KUBE_IPVS0, 'veth', true);
     await expect(ensureDummyDevice(l)).rejects.toBeInstanceOf(LinkKindError);
-    await expect(deleteDummyDevice(l)).rejects.toEqual(expect.objectContaining({ code: 'KIPVS_LINK_KIND', actual: 'veth' }));
+    await expect(deleteDummyDevice(l)).rejects.toEqual(
+      expect.objectContaining({ code: 'KIPVS_LINK_KIND', actual: 'veth' }),
+    );
     expect((await l.getLink(KUBE_IPVS0)).kind).toBe('veth');
     expect(l.calls.some((c) => c.startsWith('deleteLink'))).toBe(false);
   });
@@ -78,14 +92,21 @@ describe('bind/unbind', () => {
     const { link } = await ensureDummyDevice(l);
     l.calls.length = 0;
     expect(await bindAddresses(l, link.index, ['10.96.0.10', '10.96.0.10', 'FD00:0::A'])).toEqual([null, null, null]);
-    expect(l.calls).toEqual([`addAddress ${link.index} 10.96.0.10`, `addAddress ${link.index} 10.96.0.10`, `addAddress ${link.index} fd00::a`]);
+    expect(l.calls).toEqual([
+      `addAddress ${link.index} 10.96.0.10`,
+      `addAddress ${link.index} 10.96.0.10`,
+      `addAddress ${link.index} fd00::a`,
+    ]);
     expect(await listBoundAddresses(l, link.index)).toEqual(['10.96.0.10', 'fd00::a']);
     expect(await unbindAddresses(l, link.index, ['fd00::a', 'fd00::a'])).toEqual([null, null]);
     expect(await listBoundAddresses(l, link.index)).toEqual(['10.96.0.10']);
   });
 
   it('binding on a missing link is still an error (ENODEV), address by address', async () => {
-    expect(await bindAddresses(new FakeLink(), 42, ['10.96.0.10', '10.96.0.11'])).toEqual([errno(E.ENODEV), errno(E.ENODEV)]);
+    expect(await bindAddresses(new FakeLink(), 42, ['10.96.0.10', '10.96.0.11'])).toEqual([
+      errno(E.ENODEV),
+      errno(E.ENODEV),
+    ]);
     expect(await unbindAddresses(new FakeLink(), 42, ['10.96.0.10'])).toEqual([errno(E.ENODEV)]);
   });
 

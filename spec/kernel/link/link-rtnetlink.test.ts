@@ -35,7 +35,9 @@ describe('PackageRtnlTransport', () => {
     const s = scripted([[{ type: 2, data: nlmsgerr(E.EEXIST) }]]);
     const err = await new PackageRtnlTransport(s.sock).request(encodeNewDummy('kube-ipvs0')).catch((e) => e);
     expect(err).toBeInstanceOf(NetlinkError);
-    expect(err).toEqual(expect.objectContaining({ errno: E.EEXIST, operation: 'add dummy link', object: 'kube-ipvs0' }));
+    expect(err).toEqual(
+      expect.objectContaining({ errno: E.EEXIST, operation: 'add dummy link', object: 'kube-ipvs0' }),
+    );
     expect(s.sent).toEqual([{ type: 16, flags: 0x600 }]);
   });
 
@@ -49,7 +51,13 @@ describe('PackageRtnlTransport', () => {
     // struct ifaddrmsg {AF_INET, 32, 0, 0, idx} + IFA_LOCAL 10.96.0.<last>
     const v4 = (idx: number, last: number) =>
       Buffer.from(`02200000${le32(idx)}080002000a6000${last.toString(16).padStart(2, '0')}`, 'hex');
-    const s = scripted([[{ type: 20, data: v4(3, 2) }, { type: 20, data: v4(3, 1) }, { type: 20, data: v4(2, 9) }]]);
+    const s = scripted([
+      [
+        { type: 20, data: v4(3, 2) },
+        { type: 20, data: v4(3, 1) },
+        { type: 20, data: v4(2, 9) },
+      ],
+    ]);
     const l = new LinkRtnetlink(new PackageRtnlTransport(s.sock));
     expect((await l.listAddresses('ipv4')).map((a) => `${a.ifindex} ${a.address}/${a.prefixLen}`)).toEqual([
       '2 10.96.0.9/32',

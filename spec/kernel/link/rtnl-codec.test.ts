@@ -1,4 +1,11 @@
-import { decodeAddress, decodeLink, encodeDelAddr, encodeNewAddr, encodeNewDummy, RTM } from '../../../lib/kernel/link/rtnl-codec';
+import {
+  decodeAddress,
+  decodeLink,
+  encodeDelAddr,
+  encodeNewAddr,
+  encodeNewDummy,
+  RTM,
+} from '../../../lib/kernel/link/rtnl-codec';
 
 // Golden bytes written by hand from struct ifinfomsg / ifaddrmsg and the attribute layout
 // (if_link.h, if_addr.h), not produced by the encoder under test.
@@ -32,7 +39,9 @@ describe('address requests', () => {
     const req = encodeDelAddr(7, 'fd00::a');
     expect(req.type).toBe(RTM.DELADDR);
     expect(req.payload.toString('hex')).toBe(
-      hex(`0a 80 00 00 07000000 1400 0200 ${'fd00' + '0'.repeat(26) + '0a'} 1400 0100 ${'fd00' + '0'.repeat(26) + '0a'}`).toString('hex'),
+      hex(
+        `0a 80 00 00 07000000 1400 0200 ${'fd00' + '0'.repeat(26) + '0a'} 1400 0100 ${'fd00' + '0'.repeat(26) + '0a'}`,
+      ).toString('hex'),
     );
   });
 });

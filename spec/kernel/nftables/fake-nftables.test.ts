@@ -5,7 +5,13 @@ const ip = { family: 2, name: 'kube-proxy' };
 const ip6 = { family: 10, name: 'kube-proxy' };
 const inet = { family: 1, name: 'kube-proxy' };
 
-const errnoOf = async (p: Promise<unknown>) => ((await p.then(() => undefined, (e: unknown) => e)) as NetlinkError).errno;
+const errnoOf = async (p: Promise<unknown>) =>
+  (
+    (await p.then(
+      () => undefined,
+      (e: unknown) => e,
+    )) as NetlinkError
+  ).errno;
 
 describe('FakeNftTables', () => {
   it('lists in creation order; a deletion is one transaction: the generation moves once', async () => {

@@ -10,11 +10,24 @@ import { planIptables } from '../../../lib/plan/iptables';
 import { SetKey } from '../../../lib/model/names';
 
 const SETS: SetKey[] = ['CLUSTER_IP', 'NODE_PORT_TCP'];
-const plan4 = planIptables({ family: 'ipv4', clusterCIDR: '10.244.0.0/16', nonEmptySets: new Set(SETS), randomFully: true });
-const plan6 = planIptables({ family: 'ipv6', clusterCIDR: 'fd00:244::/64', nonEmptySets: new Set(SETS), randomFully: true });
+const plan4 = planIptables({
+  family: 'ipv4',
+  clusterCIDR: '10.244.0.0/16',
+  nonEmptySets: new Set(SETS),
+  randomFully: true,
+});
+const plan6 = planIptables({
+  family: 'ipv6',
+  clusterCIDR: 'fd00:244::/64',
+  nonEmptySets: new Set(SETS),
+  randomFully: true,
+});
 
 // NFPROTO_IPV4 2, NFPROTO_IPV6 10
-const kubeProxy: NftTable[] = [{ family: 2, name: 'kube-proxy' }, { family: 10, name: 'kube-proxy' }];
+const kubeProxy: NftTable[] = [
+  { family: 2, name: 'kube-proxy' },
+  { family: 10, name: 'kube-proxy' },
+];
 
 /** kube-proxy's tables, then both families' rules written and proven at the current generation */
 async function namespace(tables: readonly NftTable[] = kubeProxy) {
@@ -25,7 +38,8 @@ async function namespace(tables: readonly NftTable[] = kubeProxy) {
   const ipt6 = new FakeIptables({ family: 'ipv6', readGeneration: true, netns });
   await ipt4.sync(plan4);
   await ipt6.sync(plan6);
-  const verify = async () => (await ipt4.sync(plan4, { verify: true })).execs + (await ipt6.sync(plan6, { verify: true })).execs;
+  const verify = async () =>
+    (await ipt4.sync(plan4, { verify: true })).execs + (await ipt6.sync(plan6, { verify: true })).execs;
   expect(await verify()).toBe(0);
   return { netns, nft, verify, peer: new PeerNftTables(nft, netns.reader, netns.peers) };
 }

@@ -62,7 +62,10 @@ describe('ensureConntrackSysctls', () => {
     const sysctl = kernel();
     const mods = modules();
     const r = await ensureConntrackSysctls({ sysctl, modules: mods, numCPU: 2 }, DEFAULTS);
-    expect(r).toEqual({ changed: [K.MAX, CONNTRACK_HASHSIZE, K.TCP_TIMEOUT_ESTABLISHED, K.TCP_TIMEOUT_CLOSE_WAIT], failed: [] });
+    expect(r).toEqual({
+      changed: [K.MAX, CONNTRACK_HASHSIZE, K.TCP_TIMEOUT_ESTABLISHED, K.TCP_TIMEOUT_CLOSE_WAIT],
+      failed: [],
+    });
     expect(sysctl.writes).toEqual([
       { key: K.MAX, value: '131072' },
       { key: K.TCP_TIMEOUT_ESTABLISHED, value: '86400' },
@@ -70,7 +73,10 @@ describe('ensureConntrackSysctls', () => {
     ]);
     expect(mods.writes).toEqual([{ key: CONNTRACK_HASHSIZE, value: '32768' }]);
     // a second run (the main container after an --init-only init container) writes nothing
-    expect(await ensureConntrackSysctls({ sysctl, modules: mods, numCPU: 2 }, DEFAULTS)).toEqual({ changed: [], failed: [] });
+    expect(await ensureConntrackSysctls({ sysctl, modules: mods, numCPU: 2 }, DEFAULTS)).toEqual({
+      changed: [],
+      failed: [],
+    });
     expect(sysctl.writes).toHaveLength(3);
   });
 
@@ -92,7 +98,10 @@ describe('ensureConntrackSysctls', () => {
     const sysctl = kernel();
     const mods = modules();
     const none = { ...DEFAULTS, maxPerCore: 0, tcpEstablishedTimeoutSec: 0, tcpCloseWaitTimeoutSec: 0 };
-    expect(await ensureConntrackSysctls({ sysctl, modules: mods, numCPU: 2 }, none)).toEqual({ changed: [], failed: [] });
+    expect(await ensureConntrackSysctls({ sysctl, modules: mods, numCPU: 2 }, none)).toEqual({
+      changed: [],
+      failed: [],
+    });
     expect(sysctl.writes).toEqual([]);
     const all = { ...none, tcpBeLiberal: true, udpTimeoutSec: 45, udpStreamTimeoutSec: 150 };
     await ensureConntrackSysctls({ sysctl, modules: mods, numCPU: 2 }, all);
@@ -109,8 +118,16 @@ describe('ensureConntrackSysctls', () => {
     const r = await ensureConntrackSysctls({ sysctl, modules: new FakeSysctl(), numCPU: 2 }, DEFAULTS);
     expect(r.failed.map((e) => [e.key, e.errnoName])).toEqual([[CONNTRACK_HASHSIZE, 'ENOENT']]);
     expect(r.changed).toEqual([K.MAX, K.TCP_TIMEOUT_ESTABLISHED, K.TCP_TIMEOUT_CLOSE_WAIT]);
-    const unloaded = await ensureConntrackSysctls({ sysctl: new FakeSysctl(), modules: new FakeSysctl(), numCPU: 2 }, DEFAULTS);
-    expect(unloaded.failed.map((e) => e.key)).toEqual([K.MAX, CONNTRACK_HASHSIZE, K.TCP_TIMEOUT_ESTABLISHED, K.TCP_TIMEOUT_CLOSE_WAIT]);
+    const unloaded = await ensureConntrackSysctls(
+      { sysctl: new FakeSysctl(), modules: new FakeSysctl(), numCPU: 2 },
+      DEFAULTS,
+    );
+    expect(unloaded.failed.map((e) => e.key)).toEqual([
+      K.MAX,
+      CONNTRACK_HASHSIZE,
+      K.TCP_TIMEOUT_ESTABLISHED,
+      K.TCP_TIMEOUT_CLOSE_WAIT,
+    ]);
   });
 });
 

@@ -35,7 +35,9 @@ describe('ProcSysctl over a temp dir', () => {
   });
 
   it('refuses keys that escape the root', async () => {
-    await expect(new ProcSysctl(root).read('../etc/passwd')).rejects.toEqual(expect.objectContaining({ errno: E.EINVAL }));
+    await expect(new ProcSysctl(root).read('../etc/passwd')).rejects.toEqual(
+      expect.objectContaining({ errno: E.EINVAL }),
+    );
   });
 });
 

@@ -3,10 +3,18 @@ import { FakeApiServer } from '../../../testkit/fake-apiserver';
 import { ChurnWrite, churnServices, generateChurn } from '../../../scripts/bench/churn-generator';
 import { benchObjects, benchSlice, replacementIP } from '../../../scripts/bench/daemon-fixtures';
 import { compareKernel, desiredFromApi } from '../../../scripts/bench/daemon-oracle';
-import { benchTable, benchVirtualServerKey, loadOps, PeerLoop, peerSync, runPeerChurn, sliceRealServers } from '../../../scripts/bench/peer-churn';
+import {
+  benchTable,
+  benchVirtualServerKey,
+  loadOps,
+  PeerLoop,
+  peerSync,
+  runPeerChurn,
+  sliceRealServers,
+} from '../../../scripts/bench/peer-churn';
 
 // 3 Services x 2 endpoints (daemon-fixtures.ts address ranges)
-describe('the churn bench: its generator and kube-proxy\'s sync pattern as the peer', () => {
+describe("the churn bench: its generator and kube-proxy's sync pattern as the peer", () => {
   let server: FakeApiServer;
   let ipvs: FakeIpvs;
   beforeEach(async () => {
@@ -24,23 +32,43 @@ describe('the churn bench: its generator and kube-proxy\'s sync pattern as the p
     expect(new Set(first).size).toBeGreaterThan(40);
 
     const writes: ChurnWrite[] = [];
-    const r = await generateChurn({ server, services: 3, endpoints: 2, rate: 2000, seconds: 0.05, firstGen: 7, onWrite: (w) => writes.push(w) });
+    const r = await generateChurn({
+      server,
+      services: 3,
+      endpoints: 2,
+      rate: 2000,
+      seconds: 0.05,
+      firstGen: 7,
+      onWrite: (w) => writes.push(w),
+    });
     expect(writes.length).toBe(r.updates);
     expect(r.updates).toBeGreaterThan(0);
     const seq = churnServices(3);
     expect(writes.map((w) => w.service)).toEqual(writes.map(() => seq()));
     const last = new Map(writes.map((w) => [w.service, w]));
     const desired = desiredFromApi(server);
-    for (const [i, w] of last) expect(desired.get(benchVirtualServerKey(i))?.realServers.has(`${replacementIP(w.gen)}:8080`)).toBe(true);
+    for (const [i, w] of last)
+      expect(desired.get(benchVirtualServerKey(i))?.realServers.has(`${replacementIP(w.gen)}:8080`)).toBe(true);
   });
 
   it('loads the table the API implies', async () => {
-    expect(await compareKernel(ipvs, desiredFromApi(server))).toEqual({ virtualServers: 3, realServers: 6, draining: 0, wrong: 0, examples: [] });
+    expect(await compareKernel(ipvs, desiredFromApi(server))).toEqual({
+      virtualServers: 3,
+      realServers: 6,
+      draining: 0,
+      wrong: 0,
+      examples: [],
+    });
   });
 
-  it('asks for a slice\'s ready endpoints on its port, as the planner does', () => {
+  it("asks for a slice's ready endpoints on its port, as the planner does", () => {
     server.update(benchSlice(1, 2, 5));
-    const slice = server.get({ apiVersion: 'discovery.k8s.io/v1', kind: 'EndpointSlice', namespace: 'bench', name: 'svc-1-1' })!;
+    const slice = server.get({
+      apiVersion: 'discovery.k8s.io/v1',
+      kind: 'EndpointSlice',
+      namespace: 'bench',
+      name: 'svc-1-1',
+    })!;
     expect(sliceRealServers(slice)).toEqual(desiredFromApi(server).get(benchVirtualServerKey(1))?.realServers);
   });
 
@@ -52,8 +80,19 @@ describe('the churn bench: its generator and kube-proxy\'s sync pattern as the p
     const counts = await peerSync(ipvs, want);
     // the dump, 3 per virtual server, and GracefulDeleteRS's dest dump per removed real server
     expect(counts).toEqual({ reads: 1 + 3 * 3 + 2, writes: 4 });
-    expect(ipvs.applied.slice(-4).map((op) => op.kind).sort()).toEqual(['delDest', 'delDest', 'newDest', 'newDest']);
-    expect(await compareKernel(ipvs, desiredFromApi(server))).toEqual({ virtualServers: 3, realServers: 6, draining: 0, wrong: 0, examples: [] });
+    expect(
+      ipvs.applied
+        .slice(-4)
+        .map((op) => op.kind)
+        .sort(),
+    ).toEqual(['delDest', 'delDest', 'newDest', 'newDest']);
+    expect(await compareKernel(ipvs, desiredFromApi(server))).toEqual({
+      virtualServers: 3,
+      realServers: 6,
+      draining: 0,
+      wrong: 0,
+      examples: [],
+    });
   });
 
   it('writes nothing when no Service changed, though it reads the whole table', async () => {

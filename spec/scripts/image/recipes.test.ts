@@ -13,7 +13,11 @@ const read = (f: string) => readFileSync(path.join(ROOT, f), 'utf8');
 
 /** Containerfile instructions, continuation lines joined, comments dropped, split into stages. */
 function containerfileStages(): string[][] {
-  const lines = read('Containerfile').replace(/\\\n/g, ' ').split('\n').map((l) => l.trim()).filter((l) => l !== '' && !l.startsWith('#'));
+  const lines = read('Containerfile')
+    .replace(/\\\n/g, ' ')
+    .split('\n')
+    .map((l) => l.trim())
+    .filter((l) => l !== '' && !l.startsWith('#'));
   const stages: string[][] = [];
   for (const l of lines) {
     if (/^FROM /.test(l)) stages.push([]);
@@ -22,7 +26,8 @@ function containerfileStages(): string[][] {
   return stages;
 }
 
-const aptInstalled = (run: string): string[] => /apt-get install -y --no-install-recommends ([^&]+)/.exec(run)?.[1]!.trim().split(/\s+/).sort() ?? [];
+const aptInstalled = (run: string): string[] =>
+  /apt-get install -y --no-install-recommends ([^&]+)/.exec(run)?.[1]!.trim().split(/\s+/).sort() ?? [];
 
 describe('Containerfile and make image (scripts/image/build.sh)', () => {
   const [build, final] = containerfileStages() as [string[], string[]];
@@ -55,20 +60,29 @@ describe('Containerfile and make image (scripts/image/build.sh)', () => {
     // the compiler the Containerfile's gcc provides, with the flags the arm64 image's build uses too
     expect(makefile).toMatch(/^dist\/native\/netlink_sockopt\.node: .*\n.*\n\tcc \$\(ADDON_FLAGS\) -o \$@ \$<$/m);
     const needed = [
-      'Makefile', 'tsconfig.json', 'package.json', 'package-lock.json',
+      'Makefile',
+      'tsconfig.json',
+      'package.json',
+      'package-lock.json',
       ...tsconfig.include.map((g) => g.split('/')[0]!),
       ...addon.filter((p) => !p.startsWith('node_modules/')).map((p) => p.split('/')[0]!),
     ];
     for (const p of new Set(needed)) expect({ p, copied: copied.has(p) }).toEqual({ p, copied: true });
     // make and a C compiler (the Makefile's cc), binutils for stage-app.sh's readelf and strip
-    expect(aptInstalled(build.find((l) => l.startsWith('RUN apt-get'))!)).toEqual(expect.arrayContaining(['make', 'gcc', 'libc6-dev', 'binutils']));
+    expect(aptInstalled(build.find((l) => l.startsWith('RUN apt-get'))!)).toEqual(
+      expect.arrayContaining(['make', 'gcc', 'libc6-dev', 'binutils']),
+    );
     // the `node` package's install script runs: its Node is the one the image ships
     expect(runs).not.toMatch(/--ignore-scripts/);
   });
 
   it('stages the app layer with the same script, and the final stage is that tree alone', () => {
-    expect(build.find((l) => l.startsWith('RUN make build'))).toBe('RUN make build && bash scripts/image/stage-app.sh /stage "$(realpath node_modules/.bin/node)"');
-    expect(buildSh).toMatch(/^bash scripts\/image\/stage-app\.sh "\$STAGE" "\$NODE_BIN" "\$NODE_ARCH" "\$NATIVE_DIR" "\$RUN_TARGET"$/m);
+    expect(build.find((l) => l.startsWith('RUN make build'))).toBe(
+      'RUN make build && bash scripts/image/stage-app.sh /stage "$(realpath node_modules/.bin/node)"',
+    );
+    expect(buildSh).toMatch(
+      /^bash scripts\/image\/stage-app\.sh "\$STAGE" "\$NODE_BIN" "\$NODE_ARCH" "\$NATIVE_DIR" "\$RUN_TARGET"$/m,
+    );
     // (for amd64, with stage-app.sh's defaults)
     expect(buildSh).toMatch(/^ {2}amd64\) .*NODE_ARCH=x64; NATIVE_DIR=dist\/native; RUN_TARGET= ;;$/m);
     expect(buildSh).toMatch(/^NODE_BIN=\$\(realpath node_modules\/\.bin\/node\)$/m);

@@ -44,7 +44,8 @@ describe('writeOciIndex', () => {
   }
 
   const json = (file: string) => JSON.parse(readFileSync(file, 'utf8'));
-  const blob = (out: string, digest: string) => readFileSync(path.join(out, 'blobs', 'sha256', digest.slice('sha256:'.length)));
+  const blob = (out: string, digest: string) =>
+    readFileSync(path.join(out, 'blobs', 'sha256', digest.slice('sha256:'.length)));
 
   it('one named image index listing the amd64 and arm64 manifests by platform, every blob copied and matching its digest', async () => {
     const amd64 = await image('amd64');
@@ -62,7 +63,10 @@ describe('writeOciIndex', () => {
           mediaType: 'application/vnd.oci.image.index.v1+json',
           digest: named.digest,
           size: named.size,
-          annotations: { 'io.containerd.image.name': 'localhost/kube-ipvs:1.2.3', 'org.opencontainers.image.ref.name': '1.2.3' },
+          annotations: {
+            'io.containerd.image.name': 'localhost/kube-ipvs:1.2.3',
+            'org.opencontainers.image.ref.name': '1.2.3',
+          },
         },
       ],
     });
@@ -73,8 +77,18 @@ describe('writeOciIndex', () => {
       schemaVersion: 2,
       mediaType: 'application/vnd.oci.image.index.v1+json',
       manifests: [
-        { mediaType: 'application/vnd.oci.image.manifest.v1+json', digest: amd64.desc.digest, size: amd64.desc.size, platform: { architecture: 'amd64', os: 'linux' } },
-        { mediaType: 'application/vnd.oci.image.manifest.v1+json', digest: arm64.desc.digest, size: arm64.desc.size, platform: { architecture: 'arm64', os: 'linux' } },
+        {
+          mediaType: 'application/vnd.oci.image.manifest.v1+json',
+          digest: amd64.desc.digest,
+          size: amd64.desc.size,
+          platform: { architecture: 'amd64', os: 'linux' },
+        },
+        {
+          mediaType: 'application/vnd.oci.image.manifest.v1+json',
+          digest: arm64.desc.digest,
+          size: arm64.desc.size,
+          platform: { architecture: 'arm64', os: 'linux' },
+        },
       ],
     });
     // every manifest, config and layer of both images is there, byte for byte
@@ -94,12 +108,19 @@ describe('writeOciIndex', () => {
 
   it('refuses two images of one architecture, or of different names', async () => {
     const amd64 = await image('amd64');
-    await expect(writeOciIndex({ out: path.join(dir, 'x'), layouts: [amd64.out, amd64.out] })).rejects.toThrow(/amd64 twice/);
+    await expect(writeOciIndex({ out: path.join(dir, 'x'), layouts: [amd64.out, amd64.out] })).rejects.toThrow(
+      /amd64 twice/,
+    );
     const other = path.join(dir, 'other');
     await writeOciLayout({
-      out: other, name: 'localhost/other:1.2.3', created: new Date(0),
-      layers: [{ ...layer(dir, 'o', { a: 'b' }), description: 'o' }], architecture: 'arm64',
+      out: other,
+      name: 'localhost/other:1.2.3',
+      created: new Date(0),
+      layers: [{ ...layer(dir, 'o', { a: 'b' }), description: 'o' }],
+      architecture: 'arm64',
     });
-    await expect(writeOciIndex({ out: path.join(dir, 'y'), layouts: [amd64.out, other] })).rejects.toThrow(/localhost\/other:1\.2\.3.*localhost\/kube-ipvs:1\.2\.3|localhost\/kube-ipvs:1\.2\.3.*localhost\/other:1\.2\.3/);
+    await expect(writeOciIndex({ out: path.join(dir, 'y'), layouts: [amd64.out, other] })).rejects.toThrow(
+      /localhost\/other:1\.2\.3.*localhost\/kube-ipvs:1\.2\.3|localhost\/kube-ipvs:1\.2\.3.*localhost\/other:1\.2\.3/,
+    );
   });
 });

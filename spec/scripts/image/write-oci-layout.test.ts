@@ -56,7 +56,10 @@ describe('writeOciLayout', () => {
       config: { Entrypoint: ['/usr/local/bin/kube-ipvs'] },
       rootfs: { type: 'layers', diff_ids: [`sha256:${base.diffId}`, `sha256:${app.diffId}`] },
     });
-    expect(image.layerFiles.map((f) => path.basename(f))).toEqual([hex(readFileSync(base.file)), hex(readFileSync(app.file))]);
+    expect(image.layerFiles.map((f) => path.basename(f))).toEqual([
+      hex(readFileSync(base.file)),
+      hex(readFileSync(app.file)),
+    ]);
     await verifyDiffIds(image);
     // only blobs the manifest references
     expect(readdirSync(path.join(out, 'blobs', 'sha256'))).toHaveLength(4);
@@ -73,7 +76,8 @@ describe('writeOciLayout', () => {
     expect(docker).toHaveLength(1);
     expect(docker[0].RepoTags).toEqual(['localhost/kube-ipvs:1.2.3']);
     expect(docker[0].Layers).toHaveLength(2);
-    for (const p of [docker[0].Config, ...docker[0].Layers]) expect(hex(readFileSync(path.join(out, p)))).toBe(path.basename(p));
+    for (const p of [docker[0].Config, ...docker[0].Layers])
+      expect(hex(readFileSync(path.join(out, p)))).toBe(path.basename(p));
   });
 
   it('the layers unpack bottom first: the upper layer wins', async () => {
@@ -88,8 +92,14 @@ describe('writeOciLayout', () => {
 
   it('a wrong diff id is refused when written, a changed blob when read', async () => {
     const base = layer(dir, 'base', { a: 'a' });
-    await expect(writeOciLayout({ out: path.join(dir, 'x'), name: 'a/b:1', created: new Date(0), layers: [{ ...base, diffId: 'abc', description: '' }] }))
-      .rejects.toThrow('diff id abc is not a sha256 hex digest');
+    await expect(
+      writeOciLayout({
+        out: path.join(dir, 'x'),
+        name: 'a/b:1',
+        created: new Date(0),
+        layers: [{ ...base, diffId: 'abc', description: '' }],
+      }),
+    ).rejects.toThrow('diff id abc is not a sha256 hex digest');
     const { out, app } = await build();
     const blob = path.join(out, 'blobs', 'sha256', hex(readFileSync(app.file)));
     writeFileSync(blob, Buffer.concat([readFileSync(blob), Buffer.from([0])]));
@@ -97,7 +107,11 @@ describe('writeOciLayout', () => {
   });
 
   it('parses --layer and image names', () => {
-    expect(parseLayerArg('/x/a.tar.gz:' + 'f'.repeat(64) + ':node v24: app')).toEqual({ file: '/x/a.tar.gz', diffId: 'f'.repeat(64), description: 'node v24: app' });
+    expect(parseLayerArg('/x/a.tar.gz:' + 'f'.repeat(64) + ':node v24: app')).toEqual({
+      file: '/x/a.tar.gz',
+      diffId: 'f'.repeat(64),
+      description: 'node v24: app',
+    });
     expect(splitName('localhost:5000/kube-ipvs:0.1.0')).toEqual({ repo: 'localhost:5000/kube-ipvs', tag: '0.1.0' });
     expect(() => splitName('localhost:5000/kube-ipvs')).toThrow('no tag');
   });
