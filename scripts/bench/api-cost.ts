@@ -4,8 +4,8 @@
 //    a request counts in the phase it started in;
 //  - connections opened to the API server: an nftables counter of SYNs from the side's
 //    namespace to the server's address and port (every one a TLS handshake);
-//  - bytes the server sent: list and get bodies (apiserver_response_sizes_sum, verbs LIST and
-//    GET) and watch events (apiserver_watch_events_sizes_sum), server-wide: one side runs at a
+//  - bytes the server sent: list and get bodies of Services, EndpointSlices, Nodes and
+//    ServiceCIDRs (apiserver_response_sizes_sum, verbs LIST and GET) and watch events (apiserver_watch_events_sizes_sum), server-wide: one side runs at a
 //    time and the bench's writer only writes (its answers are verb UPDATE and POST, left out).
 import { LabClient } from '../../testkit/lab-client';
 import { run } from '../../testkit/netns';
@@ -115,7 +115,11 @@ export class ApiCostMeter {
       requests,
       requestsTotal: byId.size,
       connections: this.syns() - mark.syns,
-      listBytes: delta('apiserver_response_sizes_sum', (l) => /verb="(LIST|GET)"/.test(l)),
+      // the proxies' resources only: the meter's own GET /metrics is a GET too
+      listBytes: delta(
+        'apiserver_response_sizes_sum',
+        (l) => /verb="(LIST|GET)"/.test(l) && /resource="(services|endpointslices|nodes|servicecidrs)"/.test(l),
+      ),
       watchEventBytes: delta('apiserver_watch_events_sizes_sum'),
     };
   }
