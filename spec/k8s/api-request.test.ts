@@ -6,6 +6,8 @@
  * request reaches the rest_client metrics observer with client-go's labels.
  */
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import http2 from 'node:http2';
+import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import type { V1Service } from '@kubernetes/client-node';
@@ -292,6 +294,57 @@ describe('API authentication and rest_client observations', () => {
       await list(kc);
       expect(s.connectionsAccepted).toBe(opened + 1);
       expect(auths()).toHaveLength(16);
+    });
+  });
+
+  describe('HTTP/2', () => {
+    it('to a server that offers h2 (kube-apiserver does), lists and open watches share one connection (undici offers h2 by default; HTTP/1.1 would need one per open watch), and an aborted watch ends its stream only', async () => {
+      let sessions = 0;
+      const streamsClosed: string[] = [];
+      const h2 = http2.createSecureServer({ cert: pki.serverCert, key: pki.serverKey });
+      h2.on('session', () => sessions++);
+      h2.on('stream', (stream, headers) => {
+        const p = String(headers[':path']);
+        stream.on('close', () => streamsClosed.push(p));
+        stream.respond({ ':status': 200, 'content-type': 'application/json' });
+        if (p.includes('watch=true'))
+          stream.write('{"type":"BOOKMARK","object":{"metadata":{"resourceVersion":"7"}}}\n');
+        else stream.end(JSON.stringify({ kind: 'ServiceList', metadata: { resourceVersion: '7' }, items: [] }));
+      });
+      await new Promise<void>((r) => h2.listen(0, '127.0.0.1', r));
+      const url = `https://127.0.0.1:${(h2.address() as AddressInfo).port}`;
+      try {
+        const kc = loadKubeConfig({
+          kubeconfig: kubeconfig(url, [`certificate-authority: ${pki.caFile}`], ['token: t']),
+        });
+        await list(kc); // the connection, before requests made together
+        const abortA = new AbortController();
+        const watches = await Promise.all(
+          ['a', 'b', 'c'].map((n) =>
+            apiRequest(
+              kc,
+              {
+                method: 'GET',
+                path: `/api/v1/${n}`,
+                query: { watch: true },
+                ...(n === 'a' ? { signal: abortA.signal } : {}),
+              },
+              true,
+            ),
+          ),
+        );
+        expect(watches.map((w) => w.status)).toEqual([200, 200, 200]);
+        for (let i = 0; i < 5; i++) await list(kc);
+        expect(sessions).toBe(1);
+        abortA.abort(); // as ReportingWatch ends a watch
+        await waitFor("the aborted watch's stream closed", () => streamsClosed.includes('/api/v1/a?watch=true'));
+        await list(kc);
+        expect(sessions).toBe(1);
+        expect(streamsClosed.filter((p) => p.includes('watch'))).toEqual(['/api/v1/a?watch=true']);
+        for (const w of watches.slice(1)) await w.stream!.body!.cancel();
+      } finally {
+        h2.close();
+      }
     });
   });
 
