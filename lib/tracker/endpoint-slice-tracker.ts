@@ -83,10 +83,33 @@ function mergedList(af: AddressFamily, lists: readonly (readonly Endpoint[])[]):
   return out;
 }
 
+type ConvertedEndpoint = ConvertedEndpointSlice['endpoints'][number];
+
+/**
+ * Endpoint's fields, each compared by sameList: the scalars with ===, the hint lists by
+ * structure. The check below fails to compile while a field of Endpoint (or of the converter's
+ * endpoint, which withPort copies) is in neither list, so a new field cannot go uncompared.
+ */
+const SCALAR_FIELDS = ['ip', 'port', 'ready', 'serving', 'terminating', 'isLocal'] as const;
+const LIST_FIELDS = ['zoneHints', 'nodeHints'] as const;
+type Listed = (typeof SCALAR_FIELDS)[number] | (typeof LIST_FIELDS)[number];
+type Unlisted = Exclude<keyof Endpoint | keyof ConvertedEndpoint, Listed>;
+const everyFieldListed: [Unlisted] extends [never] ? true : { unlisted: Unlisted } = true;
+void everyFieldListed;
+
 /** An endpoint of the converter's as an Endpoint of one port (keys in the order `{ ...e, port }` gives). */
-const withPort = (e: ConvertedEndpointSlice['endpoints'][number], port: number): Endpoint =>
+const withPort = (e: ConvertedEndpoint, port: number): Endpoint =>
+  // without hints, the object built field by field (the common case: one hidden class);
+  // every field the converter sets is one of the lists above
   e.zoneHints === undefined && e.nodeHints === undefined
-    ? { ip: e.ip, ready: e.ready, serving: e.serving, terminating: e.terminating, isLocal: e.isLocal, port }
+    ? ({
+        ip: e.ip,
+        ready: e.ready,
+        serving: e.serving,
+        terminating: e.terminating,
+        isLocal: e.isLocal,
+        port,
+      } satisfies Required<Omit<Endpoint, (typeof LIST_FIELDS)[number]>>)
     : { ...e, port };
 
 interface ServiceEndpoints {
@@ -114,16 +137,8 @@ function sameList(a: readonly Endpoint[], b: readonly Endpoint[]): boolean {
     const x = a[i]!;
     const y = b[i]!;
     if (x === y) continue;
-    if (
-      x.ip !== y.ip ||
-      x.port !== y.port ||
-      x.ready !== y.ready ||
-      x.serving !== y.serving ||
-      x.terminating !== y.terminating ||
-      x.isLocal !== y.isLocal
-    )
-      return false;
-    if (!sameStructure(x.zoneHints, y.zoneHints) || !sameStructure(x.nodeHints, y.nodeHints)) return false;
+    for (const f of SCALAR_FIELDS) if (x[f] !== y[f]) return false;
+    for (const f of LIST_FIELDS) if (!sameStructure(x[f], y[f])) return false;
   }
   return true;
 }

@@ -89,6 +89,40 @@ describe('EndpointSliceTracker', () => {
     expect(t.takeChanges()).toEqual(new Set(['ns1/svc1']));
   });
 
+  it.each<[string, (e: V1Endpoint) => void]>([
+    ['address', (e) => (e.addresses = ['10.244.9.9'])],
+    ['conditions.ready', (e) => (e.conditions = { ...e.conditions, ready: false })],
+    ['conditions.serving', (e) => (e.conditions = { ...e.conditions, serving: false })],
+    ['conditions.terminating', (e) => (e.conditions = { ...e.conditions, terminating: true })],
+    ['nodeName (local or not)', (e) => (e.nodeName = 'node-a')],
+    ['hints.forZones', (e) => (e.hints = { ...e.hints, forZones: [{ name: 'zone-b' }] })],
+    ['hints.forNodes', (e) => (e.hints = { ...e.hints, forNodes: [{ name: 'node-b' }] })],
+  ])('an update that changes only %s is a change (every Endpoint field is compared)', (_field, change) => {
+    const t = new EndpointSliceTracker('node-a');
+    const endpoint = (): V1Endpoint => ({
+      addresses: ['10.244.1.1'],
+      conditions: { ready: true, serving: true, terminating: false },
+      nodeName: 'node-b',
+      hints: { forZones: [{ name: 'zone-a' }], forNodes: [{ name: 'node-a' }] },
+    });
+    const v1 = slice('svc1', 'svc1-a', [endpoint()]);
+    t.onAdd(v1);
+    t.takeChanges();
+    const changed = endpoint();
+    change(changed);
+    expect(t.onUpdate(v1, slice('svc1', 'svc1-a', [changed], '2'))).toEqual(new Set(['ns1/svc1']));
+  });
+
+  it('an update that changes only a port number is a change', () => {
+    const t = new EndpointSliceTracker('node-a');
+    const v1 = slice('svc1', 'svc1-a', [{ addresses: ['10.244.1.1'] }]);
+    t.onAdd(v1);
+    t.takeChanges();
+    const v2 = slice('svc1', 'svc1-a', [{ addresses: ['10.244.1.1'] }], '2');
+    v2.ports = [{ ...v2.ports![0]!, port: 9090 }, v2.ports![1]!];
+    expect(t.onUpdate(v1, v2)).toEqual(new Set(['ns1/svc1']));
+  });
+
   it('deleting one slice keeps the others; a slice moving to another Service changes both', () => {
     const t = new EndpointSliceTracker('node-a');
     const a = slice('svc1', 'svc1-a', [{ addresses: ['10.244.1.1'] }]);
