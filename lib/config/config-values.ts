@@ -40,10 +40,11 @@ const q = (v: string): string => JSON.stringify(v);
 const isIP = (text: string): boolean => parseAddress(text) !== undefined;
 
 /**
- * A CIDR in canonical form with the host bits cleared, as Go's net.ParseCIDR returns the
- * network: `10.1.2.3/8` -> `10.0.0.0/8`, `FD00:0::1/64` -> `fd00::/64` (model/address.ts parses).
+ * A configuration CIDR (or a ConfigError naming `field`) in canonical form with the host bits
+ * cleared, as Go's net.ParseCIDR returns the network: `10.1.2.3/8` -> `10.0.0.0/8`,
+ * `FD00:0::1/64` -> `fd00::/64` (model/address.ts parses).
  */
-export function parseCidr(text: string, field: string): string {
+export function configCidr(text: string, field: string): string {
   const slash = text.indexOf('/');
   if (slash < 0 || !isIP(text.slice(0, slash)) || !/^[0-9]{1,3}$/.test(text.slice(slash + 1))) {
     throw new ConfigError(
@@ -97,7 +98,7 @@ export function parseClusterCidrs(list: readonly string[], field: string): strin
   const cidrs = list
     .map((c) => c.trim())
     .filter((c) => c !== '')
-    .map((c) => parseCidr(c, field));
+    .map((c) => configCidr(c, field));
   if (
     cidrs.length > 2 ||
     (cidrs.length === 2 && familyOf(cidrs[0]!.split('/')[0]!) === familyOf(cidrs[1]!.split('/')[0]!))
@@ -120,12 +121,12 @@ export function parseNodePortAddresses(list: readonly string[], field: string): 
       if (list.length !== 1)
         throw new ConfigError(`${field}[${i}]`, `${q(list.join(','))}: can't use both 'primary' and CIDRs`);
     } else {
-      parseCidr(c, `${field}[${i}]`);
+      configCidr(c, `${field}[${i}]`);
     }
   });
   return list.length === 1 && list[0] === NODE_PORT_ADDRESSES_PRIMARY
     ? [NODE_PORT_ADDRESSES_PRIMARY]
-    : list.map((c, i) => parseCidr(c, `${field}[${i}]`));
+    : list.map((c, i) => configCidr(c, `${field}[${i}]`));
 }
 
 export function parseScheduler(text: string, field: string): string {

@@ -20,7 +20,7 @@ import { Command, InvalidArgumentError, Option } from 'commander';
 import { UsageError } from '../errors';
 import {
   parseBindAddress,
-  parseCidr,
+  configCidr,
   parseClusterCidrs,
   parseConntrackCount,
   parseDetectLocalMode,
@@ -186,7 +186,7 @@ const CONFIG_FLAGS: readonly FlagSpec[] = [
     },
   ),
   flag<string[]>('--ipvs-exclude-cidrs', 'list', 'CIDRs whose virtual servers kube-ipvs never touches', (c, v, f) => {
-    c.ipvs.excludeCIDRs = v.map((x) => parseCidr(x, f));
+    c.ipvs.excludeCIDRs = v.map((x) => configCidr(x, f));
   }),
   flag<boolean>('--ipvs-strict-arp', 'bool', 'arp_ignore=1, arp_announce=2', (c, v) => {
     c.ipvs.strictARP = v;
@@ -205,7 +205,7 @@ const CONFIG_FLAGS: readonly FlagSpec[] = [
     'list',
     'kube-ipvs (multi-CNI): ignore endpoints in these CIDRs (ipvs.excludeClusterCIDRs)',
     (c, v, f) => {
-      c.ipvs.excludeClusterCIDRs = v.map((x) => parseCidr(x, f));
+      c.ipvs.excludeClusterCIDRs = v.map((x) => configCidr(x, f));
     },
   ),
   flag<string>('--config-sync-period', 'duration', 'informer resync period (default 15m)', (c, v, f) => {

@@ -5,7 +5,7 @@
  */
 import type { V1Service, V1ServiceSpec, V1ServiceStatus } from '@kubernetes/client-node';
 import { Protocol, Refusal, ServicePort } from '../model/service';
-import { parseCidrSloppy, parseIp } from '../model/parse-ip';
+import { parseCidrFieldSloppy, parseIpField } from '../model/parse-ip';
 import { specialAddressProblem } from '../model/address';
 import { IP_VS_SCHEDNAME_MAXLEN } from '../uapi/ip_vs';
 import { IpFamily } from '../model/ip-family';
@@ -128,7 +128,7 @@ function readClusterIPs(spec: V1ServiceSpec, r: RefusalCollector): Map<IpFamily,
   (plural ? list : [spec.clusterIP]).forEach((raw, i) => {
     const field = plural ? `spec.clusterIPs[${i}]` : 'spec.clusterIP';
     if (raw === 'None') return;
-    const ip = parseIp(raw);
+    const ip = parseIpField(raw);
     if (!ip.ok) return r.refuse(field, raw, `${ip.reason}; no virtual server for this family`);
     if (clusterIPs.has(ip.family))
       return r.refuse(field, raw, `a second ${ip.family} cluster IP (one per family); ignored`);
@@ -143,7 +143,7 @@ function readExternalIPs(spec: V1ServiceSpec, r: RefusalCollector): { ips: ByFam
   const list = listOf(spec.externalIPs);
   if (list === undefined) r.refuse('spec.externalIPs', spec.externalIPs, 'not a list; no externalIP');
   (list ?? []).forEach((raw, i) => {
-    const ip = parseIp(raw);
+    const ip = parseIpField(raw);
     if (!ip.ok) return r.refuse(`spec.externalIPs[${i}]`, raw, `${ip.reason}; ignored`);
     const special = specialAddressProblem(ip.value);
     if (special) return r.refuse(`spec.externalIPs[${i}]`, raw, `${special} is never a Service address; ignored`);
@@ -166,7 +166,7 @@ function readIngressIPs(status: V1ServiceStatus | undefined, r: RefusalCollector
     const mode = ing.ipMode ?? 'VIP';
     if (mode === 'Proxy') return; // the load balancer proxies: traffic arrives for the node, not the VIP
     if (mode !== 'VIP') return r.refuse(`${at}.ipMode`, mode, 'unknown ipMode (VIP or Proxy); ingress ignored');
-    const ip = parseIp(ing.ip);
+    const ip = parseIpField(ing.ip);
     if (!ip.ok) return r.refuse(`${at}.ip`, ing.ip, `${ip.reason}; ingress ignored`);
     const special = specialAddressProblem(ip.value);
     if (special) return r.refuse(`${at}.ip`, ing.ip, `${special} is never a Service address; ingress ignored`);
@@ -191,7 +191,7 @@ function readSourceRanges(spec: V1ServiceSpec, r: RefusalCollector): { ranges: B
   }
   (list ?? []).forEach((raw, i) => {
     // kube-proxy trims blanks around each range and reads it sloppily (leading zeros decimal)
-    const cidr = parseCidrSloppy(typeof raw === 'string' ? raw.trim() : raw);
+    const cidr = parseCidrFieldSloppy(typeof raw === 'string' ? raw.trim() : raw);
     if (!cidr.ok) {
       unreadable = true;
       return r.refuse(`spec.loadBalancerSourceRanges[${i}]`, raw, `${cidr.reason}; ${closed}`);

@@ -34,7 +34,7 @@
  */
 import type { V1EndpointSlice, V1Node } from '@kubernetes/client-node';
 import { Endpoint, Protocol, Refusal } from '../model/service';
-import { parseCidr, parseIp } from '../model/parse-ip';
+import { parseCidrField, parseIpField } from '../model/parse-ip';
 import { IpFamily } from '../model/ip-family';
 import { MalformedObjectError } from '../errors';
 import {
@@ -228,7 +228,7 @@ export function convertEndpointSlice(slice: V1EndpointSlice, nodeName: string): 
     const raw = e.addresses?.[0];
     if (raw === undefined)
       return r.refuse(`endpoints[${i}].addresses`, e.addresses ?? null, 'no address; endpoint ignored');
-    const ip = parseIp(raw);
+    const ip = parseIpField(raw);
     if (!ip.ok) return r.refuse(`endpoints[${i}].addresses[0]`, raw, `${ip.reason}; endpoint ignored`);
     if (ip.family !== family)
       return r.refuse(`endpoints[${i}].addresses[0]`, raw, `not an ${slice.addressType} address; endpoint ignored`);
@@ -284,7 +284,7 @@ export function nodeInfo(node: V1Node): NodeInfo {
         return type === 'InternalIP' ? r.refuse(`status.addresses[${i}]`, raw, 'not an object; ignored') : undefined;
       const a = raw as { type?: unknown; address?: unknown };
       if (a.type !== type) return;
-      const ip = parseIp(a.address);
+      const ip = parseIpField(a.address);
       if (!ip.ok) return r.refuse(`status.addresses[${i}].address`, a.address, `${ip.reason}; ignored`);
       if (!nodeIPs.includes(ip.value)) nodeIPs.push(ip.value);
     });
@@ -297,7 +297,7 @@ export function nodeInfo(node: V1Node): NodeInfo {
   const cidrList: readonly unknown[] =
     cidrField === 'spec.podCIDRs' ? podCIDRList! : node.spec?.podCIDR ? [node.spec.podCIDR] : [];
   cidrList.forEach((raw, i) => {
-    const cidr = parseCidr(raw);
+    const cidr = parseCidrField(raw);
     if (!cidr.ok)
       return r.refuse(
         cidrField === 'spec.podCIDRs' ? `spec.podCIDRs[${i}]` : 'spec.podCIDR',

@@ -1,7 +1,7 @@
 import { ConfigError } from '../../lib/errors';
 import {
   parseBindAddress,
-  parseCidr,
+  configCidr,
   parseClusterCidrs,
   parseDetectLocalMode,
   parseMasqueradeBit,
@@ -19,7 +19,7 @@ const error = (f: () => unknown): ConfigError => {
   throw new Error('no ConfigError thrown');
 };
 
-describe('parseCidr: canonical network, host bits cleared (net.ParseCIDR)', () => {
+describe('configCidr: canonical network, host bits cleared (net.ParseCIDR)', () => {
   it.each<[string, string]>([
     ['10.244.0.0/16', '10.244.0.0/16'],
     ['10.244.3.7/16', '10.244.0.0/16'],
@@ -31,7 +31,7 @@ describe('parseCidr: canonical network, host bits cleared (net.ParseCIDR)', () =
     ['2001:db8::1/128', '2001:db8::1/128'],
     ['2001:db8:ffff::/33', '2001:db8:8000::/33'],
   ])('%s -> %s', (text, canonical) => {
-    expect(parseCidr(text, 'f')).toBe(canonical);
+    expect(configCidr(text, 'f')).toBe(canonical);
   });
 
   it.each([
@@ -46,7 +46,7 @@ describe('parseCidr: canonical network, host bits cleared (net.ParseCIDR)', () =
     '10.0.0.0/8/8',
     '',
   ])('%j is refused naming the field and the value', (text) => {
-    const e = error(() => parseCidr(text, 'ipvs.excludeCIDRs[2]'));
+    const e = error(() => configCidr(text, 'ipvs.excludeCIDRs[2]'));
     expect(e.code).toBe('KIPVS_CONFIG');
     expect(e.field).toBe('ipvs.excludeCIDRs[2]');
     expect(e.message).toContain('ipvs.excludeCIDRs[2]');

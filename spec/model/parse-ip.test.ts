@@ -1,8 +1,8 @@
 // Expected spellings written by hand (inet_ntop / RFC 5952).
-import { parseCidr, parseIp } from '../../lib/model/parse-ip';
+import { parseCidrField, parseIpField } from '../../lib/model/parse-ip';
 import { cidrContains, cidrMatcher } from '../../lib/model/address';
 
-describe('parseIp', () => {
+describe('parseIpField', () => {
   it.each([
     { name: 'IPv4', text: '192.0.2.1', want: { ok: true, value: '192.0.2.1', family: 'ipv4' } },
     {
@@ -20,11 +20,11 @@ describe('parseIp', () => {
     { name: 'zone', text: 'fe80::1%eth0', want: { ok: false, reason: 'an IPv6 zone is not allowed' } },
     { name: 'not a string', text: 42, want: { ok: false, reason: 'not a string' } },
   ])('$name', ({ text, want }) => {
-    expect(parseIp(text)).toEqual(want);
+    expect(parseIpField(text)).toEqual(want);
   });
 });
 
-describe('parseCidr', () => {
+describe('parseCidrField', () => {
   it.each([
     {
       name: 'host bits cleared',
@@ -43,7 +43,7 @@ describe('parseCidr', () => {
     },
     { name: 'bad address', text: '192.0.2/24', want: { ok: false, reason: 'not a CIDR (not an IP address)' } },
   ])('$name', ({ text, want }) => {
-    expect(parseCidr(text)).toEqual(want);
+    expect(parseCidrField(text)).toEqual(want);
   });
 });
 
