@@ -96,23 +96,8 @@ describe('deadlines (issue 25 item 6)', () => {
     return kc;
   };
 
-  it('a list to a server that never answers fails with a TimeoutError once the deadline has passed', async () => {
-    const outcome = await within(listRaw<V1Service>(kcWith(200), '/api/v1/services'), 3000);
-    expect(outcome).not.toBe('pending');
-    expect((outcome as { error: Error }).error).toMatchObject({
-      name: 'TimeoutError',
-      message: 'GET /api/v1/services: an answer did not come within 200 ms',
-    });
-  });
-
-  it("the default deadline is 60 s (kube-apiserver's --request-timeout)", () => {
-    expect((loadKubeConfig({ master: url }) as ApiKubeConfig).requestTimeoutMs).toBe(60_000);
-  });
-
-  it('an exec credential plugin that never exits fails the request at the deadline, naming the plugin', async () => {
-    hung.hangLists = false;
-    const plugin = path.join(dir, 'hung-plugin.js');
-    writeFileSync(plugin, 'setTimeout(() => process.exit(1), 2000);'); // hangs past the deadline, then goes
+  /** A kubeconfig (in `dir`) for the hung server whose user runs `plugin` with node as its exec credential plugin. */
+  const execPluginKubeconfig = (plugin: string): string => {
     const file = path.join(dir, 'kubeconfig');
     writeFileSync(
       file,
@@ -141,6 +126,27 @@ describe('deadlines (issue 25 item 6)', () => {
         '',
       ].join('\n'),
     );
+    return file;
+  };
+
+  it('a list to a server that never answers fails with a TimeoutError once the deadline has passed', async () => {
+    const outcome = await within(listRaw<V1Service>(kcWith(200), '/api/v1/services'), 3000);
+    expect(outcome).not.toBe('pending');
+    expect((outcome as { error: Error }).error).toMatchObject({
+      name: 'TimeoutError',
+      message: 'GET /api/v1/services: an answer did not come within 200 ms',
+    });
+  });
+
+  it("the default deadline is 60 s (kube-apiserver's --request-timeout)", () => {
+    expect((loadKubeConfig({ master: url }) as ApiKubeConfig).requestTimeoutMs).toBe(60_000);
+  });
+
+  it('an exec credential plugin that never exits fails the request at the deadline, naming the plugin', async () => {
+    hung.hangLists = false;
+    const plugin = path.join(dir, 'hung-plugin.js');
+    writeFileSync(plugin, 'setTimeout(() => process.exit(1), 2000);'); // hangs past the deadline, then goes
+    const file = execPluginKubeconfig(plugin);
     const outcome = await within(
       listRaw<V1Service>(kcWith(300, loadKubeConfig({ kubeconfig: file })), '/api/v1/services'),
       3000,
@@ -161,34 +167,7 @@ describe('deadlines (issue 25 item 6)', () => {
       plugin,
       `require('fs').appendFileSync(${JSON.stringify(pids)}, process.pid + '\\n'); setInterval(() => {}, 60_000);`,
     );
-    const file = path.join(dir, 'kubeconfig');
-    writeFileSync(
-      file,
-      [
-        'apiVersion: v1',
-        'kind: Config',
-        'clusters:',
-        '- cluster:',
-        `    server: ${url}`,
-        '  name: default',
-        'contexts:',
-        '- context:',
-        '    cluster: default',
-        '    user: default',
-        '  name: default',
-        'current-context: default',
-        'users:',
-        '- name: default',
-        '  user:',
-        '    exec:',
-        '      apiVersion: client.authentication.k8s.io/v1',
-        `      command: ${process.execPath}`,
-        '      args:',
-        `      - ${plugin}`,
-        '      interactiveMode: Never',
-        '',
-      ].join('\n'),
-    );
+    const file = execPluginKubeconfig(plugin);
     const kc = kcWith(1500, loadKubeConfig({ kubeconfig: file })); // room for the plugin to start on a loaded host
     const outcomes = await Promise.all([1, 2, 3].map(() => within(listRaw<V1Service>(kc, '/api/v1/services'), 5000)));
     for (const o of outcomes) expect((o as { error: Error }).error).toMatchObject({ name: 'TimeoutError' });
