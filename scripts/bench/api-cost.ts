@@ -9,7 +9,7 @@
 //    time and the bench's writer only writes (its answers are verb UPDATE and POST, left out).
 import { LabClient } from '../../testkit/lab-client';
 import { run } from '../../testkit/netns';
-import { parseScrape, Scrape } from './process-memory';
+import { parseScrape, Scrape, sumSeries } from './process-memory';
 
 export interface ApiCostMark {
   readonly audit: number;
@@ -27,17 +27,6 @@ export interface ApiCost {
 }
 
 const TABLE = 'bench_api';
-
-/** Adds the values of every series of `name` whose labels match `keep` (all when absent). */
-function sumWhere(s: Scrape, name: string, keep?: (labels: string) => boolean): number {
-  let sum = 0;
-  for (const [k, v] of s) {
-    if (k !== name && !k.startsWith(`${name}{`)) continue;
-    if (keep && !keep(k.slice(name.length))) continue;
-    sum += v;
-  }
-  return sum;
-}
 
 export class ApiCostMeter {
   private readonly address: string;
@@ -110,7 +99,7 @@ export class ApiCostMeter {
     for (const verb of byId.values()) requests[verb] = (requests[verb] ?? 0) + 1;
     const now = await this.metrics();
     const delta = (name: string, keep?: (labels: string) => boolean) =>
-      sumWhere(now, name, keep) - sumWhere(mark.metrics, name, keep);
+      (sumSeries(now, name, keep) ?? 0) - (sumSeries(mark.metrics, name, keep) ?? 0);
     return {
       requests,
       requestsTotal: byId.size,

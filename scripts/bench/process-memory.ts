@@ -68,10 +68,17 @@ export function metric(s: Scrape, series: string): number {
   return v;
 }
 
-/** The sum of every series of `name` whatever its labels (kube-proxy labels its series by ip_family; kube-ipvs does not). */
-export function sumSeries(s: Scrape, name: string): number | undefined {
+/**
+ * The sum of every series of `name` whatever its labels (kube-proxy labels its series by
+ * ip_family; kube-ipvs does not), or of those whose labels ("{...}", '' for none) `keep` takes.
+ */
+export function sumSeries(s: Scrape, name: string, keep?: (labels: string) => boolean): number | undefined {
   let sum: number | undefined;
-  for (const [k, v] of s) if (k === name || k.startsWith(`${name}{`)) sum = (sum ?? 0) + v;
+  for (const [k, v] of s) {
+    if (k !== name && !k.startsWith(`${name}{`)) continue;
+    if (keep && !keep(k.slice(name.length))) continue;
+    sum = (sum ?? 0) + v;
+  }
   return sum;
 }
 

@@ -1,4 +1,4 @@
-import { histogramDelta, rssBytes, Scrape } from '../../../scripts/bench/process-memory';
+import { histogramDelta, rssBytes, Scrape, sumSeries } from '../../../scripts/bench/process-memory';
 
 describe('histogramDelta', () => {
   const h = (counts: [string, number][], sum: number): Scrape =>
@@ -111,5 +111,25 @@ describe('histogramDelta', () => {
 describe('rssBytes', () => {
   it('reads VmRSS of a live process in bytes', () => {
     expect(rssBytes(process.pid)).toBeGreaterThan(1 << 20);
+  });
+});
+
+describe('sumSeries', () => {
+  const s: Scrape = new Map([
+    ['apiserver_response_sizes_sum{resource="services",verb="LIST"}', 100],
+    ['apiserver_response_sizes_sum{resource="services",verb="UPDATE"}', 20],
+    ['apiserver_response_sizes_sum{resource="",verb="GET"}', 7],
+    ['apiserver_response_sizes_count{resource="services",verb="LIST"}', 1],
+  ]);
+
+  it('adds every series of the name, whatever its labels; undefined when there is none', () => {
+    expect(sumSeries(s, 'apiserver_response_sizes_sum')).toBe(127);
+    expect(sumSeries(s, 'apiserver_response_sizes')).toBeUndefined();
+  });
+
+  it('or only those whose labels the filter takes', () => {
+    expect(
+      sumSeries(s, 'apiserver_response_sizes_sum', (l) => /verb="(LIST|GET)"/.test(l) && /resource="services"/.test(l)),
+    ).toBe(100);
   });
 });
