@@ -19,6 +19,7 @@ import { TokenBucketRateLimiter } from '../../lib/k8s/rate-limit';
 import { listRaw } from '../../lib/k8s/raw-list';
 import { FakeApiServer, FakeAuthOptions, kubeconfigFor, UNAUTHORIZED_STATUS } from '../../testkit/fake-apiserver';
 import { FakeClock } from '../../testkit/fake-clock';
+import { execPluginUser, writeKubeconfig } from '../../testkit/kubeconfig-file';
 import { makeTestPki, TestPki } from '../../testkit/test-pki';
 import { waitFor } from '../../testkit/wait-for';
 
@@ -69,34 +70,7 @@ describe('API authentication and rest_client observations', () => {
     return server;
   }
 
-  /** A kubeconfig file in YAML, the way kubeadm writes one. */
-  function kubeconfig(url: string, cluster: string[], user: string[]): string {
-    const f = path.join(dir, `kubeconfig-${Math.random().toString(36).slice(2)}`);
-    writeFileSync(
-      f,
-      [
-        'apiVersion: v1',
-        'kind: Config',
-        'clusters:',
-        '- cluster:',
-        `    server: ${url}`,
-        ...cluster.map((l) => `    ${l}`),
-        '  name: default',
-        'contexts:',
-        '- context:',
-        '    cluster: default',
-        '    user: default',
-        '  name: default',
-        'current-context: default',
-        'users:',
-        '- name: default',
-        '  user:',
-        ...(user.length ? user.map((l) => `    ${l}`) : ['    {}']),
-        '',
-      ].join('\n'),
-    );
-    return f;
-  }
+  const kubeconfig = (url: string, cluster: string[], user: string[]) => writeKubeconfig(dir, url, cluster, user);
 
   const list = (kc: ApiKubeConfig) => listRaw<V1Service>(kc, '/api/v1/services');
   const auths = () =>
@@ -186,18 +160,7 @@ describe('API authentication and rest_client observations', () => {
         `process.stdout.write(JSON.stringify({apiVersion:'client.authentication.k8s.io/v1',kind:'ExecCredential',status:{token:'exec-token'}}))`,
       );
       const kc = loadKubeConfig({
-        kubeconfig: kubeconfig(
-          s.url,
-          [`certificate-authority: ${pki.caFile}`],
-          [
-            'exec:',
-            '  apiVersion: client.authentication.k8s.io/v1',
-            `  command: ${process.execPath}`,
-            '  args:',
-            `  - ${plugin}`,
-            '  interactiveMode: Never',
-          ],
-        ),
+        kubeconfig: kubeconfig(s.url, [`certificate-authority: ${pki.caFile}`], execPluginUser(plugin)),
       });
       await list(kc);
       expect(auths()).toEqual(['Bearer exec-token ok']);
@@ -212,18 +175,7 @@ describe('API authentication and rest_client observations', () => {
         `process.stdout.write(JSON.stringify({apiVersion:'client.authentication.k8s.io/v1',kind:'ExecCredential',status:{token:require('fs').readFileSync(${JSON.stringify(tokenPath)},'utf8').trim()}}))`,
       );
       const kc = loadKubeConfig({
-        kubeconfig: kubeconfig(
-          s.url,
-          [`certificate-authority: ${pki.caFile}`],
-          [
-            'exec:',
-            '  apiVersion: client.authentication.k8s.io/v1',
-            `  command: ${process.execPath}`,
-            '  args:',
-            `  - ${plugin}`,
-            '  interactiveMode: Never',
-          ],
-        ),
+        kubeconfig: kubeconfig(s.url, [`certificate-authority: ${pki.caFile}`], execPluginUser(plugin)),
       });
       await list(kc);
       writeFileSync(tokenPath, 'sa-token-2');
@@ -239,18 +191,7 @@ describe('API authentication and rest_client observations', () => {
         `process.stdout.write(JSON.stringify({apiVersion:'client.authentication.k8s.io/v1',kind:'ExecCredential',status:{token:'not-it'}}))`,
       );
       const kc = loadKubeConfig({
-        kubeconfig: kubeconfig(
-          server!.url,
-          [`certificate-authority: ${pki.caFile}`],
-          [
-            'exec:',
-            '  apiVersion: client.authentication.k8s.io/v1',
-            `  command: ${process.execPath}`,
-            '  args:',
-            `  - ${plugin}`,
-            '  interactiveMode: Never',
-          ],
-        ),
+        kubeconfig: kubeconfig(server!.url, [`certificate-authority: ${pki.caFile}`], execPluginUser(plugin)),
       });
       await expect(list(kc)).rejects.toMatchObject({ code: 401 });
       expect(auths()).toEqual(['Bearer not-it 401', 'Bearer not-it 401']);

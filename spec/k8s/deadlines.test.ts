@@ -14,6 +14,7 @@ import { ApiKubeConfig } from '../../lib/k8s/api-request';
 import { RunningInformers, ServiceHandler, startInformers } from '../../lib/k8s/informers';
 import { loadKubeConfig } from '../../lib/k8s/kubeconfig';
 import { listRaw } from '../../lib/k8s/raw-list';
+import { execPluginUser, writeKubeconfig } from '../../testkit/kubeconfig-file';
 import { waitFor } from '../../testkit/wait-for';
 
 /** An HTTP server that answers lists (empty) unless `hangLists`, and never answers a watch. */
@@ -97,37 +98,7 @@ describe('deadlines (issue 25 item 6)', () => {
   };
 
   /** A kubeconfig (in `dir`) for the hung server whose user runs `plugin` with node as its exec credential plugin. */
-  const execPluginKubeconfig = (plugin: string): string => {
-    const file = path.join(dir, 'kubeconfig');
-    writeFileSync(
-      file,
-      [
-        'apiVersion: v1',
-        'kind: Config',
-        'clusters:',
-        '- cluster:',
-        `    server: ${url}`,
-        '  name: default',
-        'contexts:',
-        '- context:',
-        '    cluster: default',
-        '    user: default',
-        '  name: default',
-        'current-context: default',
-        'users:',
-        '- name: default',
-        '  user:',
-        '    exec:',
-        '      apiVersion: client.authentication.k8s.io/v1',
-        `      command: ${process.execPath}`,
-        '      args:',
-        `      - ${plugin}`,
-        '      interactiveMode: Never',
-        '',
-      ].join('\n'),
-    );
-    return file;
-  };
+  const execPluginKubeconfig = (plugin: string): string => writeKubeconfig(dir, url, [], execPluginUser(plugin));
 
   it('a list to a server that never answers fails with a TimeoutError once the deadline has passed', async () => {
     const outcome = await within(listRaw<V1Service>(kcWith(200), '/api/v1/services'), 3000);
