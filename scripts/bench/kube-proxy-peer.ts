@@ -88,6 +88,10 @@ const CHURN_RATES = env('BENCH_PEER_CHURN_RATES', '100 300 1000')
   .filter(Boolean)
   .map(Number);
 const WRITER = process.env.BENCH_WRITER ?? '';
+/** a directory: kube-ipvs runs under --cpu-prof and writes its profile there when it stops (cpu-profile.ts reads it) */
+const CPU_PROFILE_DIR = process.env.BENCH_PEER_CPU_PROFILE ?? '';
+/** CLOCK_MONOTONIC in microseconds: the clock of a V8 .cpuprofile written by any process here */
+const monotonicUs = () => Number(process.hrtime.bigint() / 1000n);
 const HISTOGRAM = 'kubeproxy_network_programming_duration_seconds';
 /** each side's namespace and its /30 to the lab (connectToLab's slot): its address there serves its metrics */
 const SLOTS: Record<Side, number> = { 'kube-proxy': 1, 'kube-ipvs': 2 };
@@ -228,7 +232,11 @@ async function main(): Promise<void> {
 function start(side: Side, cfg: string): LoggedProcess {
   return side === 'kube-proxy'
     ? startKubeProxy([`--config=${cfg}`, '--v=1'], nsOf(side))
-    : startKubeIpvs(['--config', cfg, '--v=1'], {}, nsOf(side));
+    : startKubeIpvs(
+        ['--config', cfg, '--v=1'],
+        CPU_PROFILE_DIR ? { NODE_OPTIONS: `--cpu-prof --cpu-prof-dir=${CPU_PROFILE_DIR}` } : {},
+        nsOf(side),
+      );
 }
 
 /** Scrapes `url`; undefined while nothing answers (the process still starting). */
@@ -346,8 +354,10 @@ async function measure(side: Side, dir: string, writer: Writer, meter: ApiCostMe
     await sleep(SETTLE_SECONDS * 1000);
     const c0 = cpuOf(pid);
     const w0 = Date.now();
+    const m0 = monotonicUs();
     await sleep(IDLE_SECONDS * 1000);
     const c1 = cpuOf(pid);
+    const m1 = monotonicUs();
     const minutes = (Date.now() - w0) / 60_000;
     record(side, 'idle', {
       rssAfterStart: rssStart,
@@ -355,6 +365,7 @@ async function measure(side: Side, dir: string, writer: Writer, meter: ApiCostMe
       seconds: minutes * 60,
       cpuPerMinute: (c1.self - c0.self) / minutes,
       cpuWithChildrenPerMinute: (c1.self + c1.children - c0.self - c0.children) / minutes,
+      ...(CPU_PROFILE_DIR ? { pid, profileWindowUs: [m0, m1] } : {}),
     });
     record(side, 'api', { phase: 'idle', seconds: (Date.now() - idleStart) / 1000, ...(await meter.since(idleMark)) });
 

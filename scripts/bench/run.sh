@@ -48,12 +48,16 @@ if [ "${BENCH_KUBE_PROXY:-1}" = 1 ]; then
     for _ in $(seq 100); do [ -s "$OUT/writer.json" ] && break; sleep 0.1; done
     port=$(node_modules/.bin/node -p "JSON.parse(require('fs').readFileSync('$OUT/writer.json', 'utf8')).port")
     rc=0
-    bash scripts/vm/run.sh -t "${BENCH_PEER_VM_TIMEOUT:-21600}" -m "${BENCH_VM_MEM:-4G}" -w "$OUT" "${LAB_VM_ARGS[@]}" \
+    # BENCH_PEER_CPU_PROFILE=DIR (a host directory, shared read-write): kube-ipvs's V8 profiles
+    # land there, and the idle window's bounds in the results (scripts/bench/cpu-profile.ts)
+    prof=(); [ -n "${BENCH_PEER_CPU_PROFILE:-}" ] && mkdir -p "$BENCH_PEER_CPU_PROFILE" && prof=(-w "$BENCH_PEER_CPU_PROFILE")
+    bash scripts/vm/run.sh -t "${BENCH_PEER_VM_TIMEOUT:-21600}" -m "${BENCH_VM_MEM:-4G}" -w "$OUT" "${prof[@]}" "${LAB_VM_ARGS[@]}" \
       -f "10.0.2.102:$port" -e "BENCH_WRITER=10.0.2.102:$port" -- \
       env BENCH_OUT="$OUT/kube-proxy.jsonl" BENCH_PEER_SIDES="${BENCH_PEER_SIDES:-}" BENCH_PEER_STARTS="${BENCH_PEER_STARTS:-}" \
       BENCH_PEER_CHEAP_SECONDS="${BENCH_PEER_CHEAP_SECONDS:-}" BENCH_PEER_CHANGES="${BENCH_PEER_CHANGES:-}" \
       BENCH_PEER_IDLE_SECONDS="${BENCH_PEER_IDLE_SECONDS:-}" BENCH_PEER_SETTLE_SECONDS="${BENCH_PEER_SETTLE_SECONDS:-}" \
       BENCH_PEER_CHURN_SECONDS="${BENCH_PEER_CHURN_SECONDS:-}" BENCH_PEER_CHURN_RATES="${BENCH_PEER_CHURN_RATES:-}" \
+      BENCH_PEER_CPU_PROFILE="${BENCH_PEER_CPU_PROFILE:-}" \
       node_modules/.bin/node dist/scripts/bench/kube-proxy-peer.js "$n" "$e" >&2 || rc=$?
     kill "$WRITER"; wait "$WRITER" || true
     [ "$rc" = 0 ] || echo ">> kube-proxy bench at $size failed ($rc)" >&2
