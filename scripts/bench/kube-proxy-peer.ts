@@ -67,7 +67,17 @@ import { replacementIP } from './daemon-fixtures';
 import { Agent, fetch } from 'undici';
 import { labClusterIP, NODE_IP, NODE_NAME } from './lab-bench-objects';
 import type { ChurnWrites } from './lab-writer';
-import { cpuSeconds, histogramDelta, median, rssBytes, Scrape, scrape, sumSeries } from './process-memory';
+import {
+  cpuSeconds,
+  histogramDelta,
+  median,
+  perKeyDelta,
+  rssBytes,
+  Scrape,
+  scrape,
+  sumSeries,
+  threadCpuSeconds,
+} from './process-memory';
 import { ApiCostMeter } from './api-cost';
 
 type Side = 'kube-proxy' | 'kube-ipvs';
@@ -353,10 +363,12 @@ async function measure(side: Side, dir: string, writer: Writer, meter: ApiCostMe
     const rssStart = rssBytes(pid);
     await sleep(SETTLE_SECONDS * 1000);
     const c0 = cpuOf(pid);
+    const threads0 = threadCpuSeconds(pid, CLK_TCK);
     const w0 = Date.now();
     const m0 = monotonicUs();
     await sleep(IDLE_SECONDS * 1000);
     const c1 = cpuOf(pid);
+    const threads1 = threadCpuSeconds(pid, CLK_TCK);
     const m1 = monotonicUs();
     const minutes = (Date.now() - w0) / 60_000;
     record(side, 'idle', {
@@ -365,6 +377,7 @@ async function measure(side: Side, dir: string, writer: Writer, meter: ApiCostMe
       seconds: minutes * 60,
       cpuPerMinute: (c1.self - c0.self) / minutes,
       cpuWithChildrenPerMinute: (c1.self + c1.children - c0.self - c0.children) / minutes,
+      cpuPerMinuteByThread: perKeyDelta(threads0, threads1, 1 / minutes),
       ...(CPU_PROFILE_DIR ? { pid, profileWindowUs: [m0, m1] } : {}),
     });
     record(side, 'api', { phase: 'idle', seconds: (Date.now() - idleStart) / 1000, ...(await meter.since(idleMark)) });

@@ -1,6 +1,6 @@
 // Memory and metrics of the daemon process under benchmark: VmRSS from /proc/<pid>/status,
 // and the daemon's Prometheus text (/metrics, prom-client's default nodejs_* series included).
-import { readFileSync } from 'node:fs';
+import { readdirSync, readFileSync } from 'node:fs';
 
 /** VmRSS of process `pid`, bytes. */
 export function rssBytes(pid: number): number {
@@ -9,15 +9,51 @@ export function rssBytes(pid: number): number {
   return Number(m[1]) * 1024;
 }
 
-/** CPU seconds of process `pid` from /proc/PID/stat: its own (utime + stime) and the children it reaped (cutime + cstime). */
-export function cpuSeconds(pid: number, clockTicks = 100): { self: number; children: number } {
-  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-  // the fields after the command name (which may hold spaces) in parentheses: state is field 3
+/** utime, stime, cutime and cstime (clock ticks) of a /proc stat line: the fields after the command name, which may hold spaces */
+function statTicks(stat: string): { user: number; system: number; childUser: number; childSystem: number } {
+  // state is field 3
   const f = stat
     .slice(stat.lastIndexOf(')') + 2)
     .split(' ')
     .map(Number);
-  return { self: (f[11]! + f[12]!) / clockTicks, children: (f[13]! + f[14]!) / clockTicks };
+  return { user: f[11]!, system: f[12]!, childUser: f[13]!, childSystem: f[14]! };
+}
+
+/** CPU seconds of process `pid` from /proc/PID/stat: its own (utime + stime) and the children it reaped (cutime + cstime). */
+export function cpuSeconds(pid: number, clockTicks = 100): { self: number; children: number } {
+  const t = statTicks(readFileSync(`/proc/${pid}/stat`, 'utf8'));
+  return { self: (t.user + t.system) / clockTicks, children: (t.childUser + t.childSystem) / clockTicks };
+}
+
+/**
+ * CPU seconds (utime + stime) of each thread of process `pid`, summed by thread name with digits
+ * dropped ("node" the main thread, "V8 DefaultWorke" V8's GC and compiler workers, "libuv-worker"
+ * the thread pool that reads files): where a process's CPU goes that its main thread's profile misses.
+ */
+export function threadCpuSeconds(pid: number, clockTicks = 100): Record<string, number> {
+  const out: Record<string, number> = {};
+  for (const tid of readdirSync(`/proc/${pid}/task`)) {
+    let stat: string;
+    let comm: string;
+    try {
+      stat = readFileSync(`/proc/${pid}/task/${tid}/stat`, 'utf8');
+      comm = readFileSync(`/proc/${pid}/task/${tid}/comm`, 'utf8').trim().replace(/\d+/g, '');
+    } catch {
+      continue; // the thread ended meanwhile
+    }
+    const t = statTicks(stat);
+    out[comm] = (out[comm] ?? 0) + (t.user + t.system) / clockTicks;
+  }
+  return out;
+}
+
+/** `after` minus `before`, per key (a key only in `after` counts from 0), scaled by `scale`. */
+export function perKeyDelta(
+  before: Record<string, number>,
+  after: Record<string, number>,
+  scale = 1,
+): Record<string, number> {
+  return Object.fromEntries(Object.entries(after).map(([k, v]) => [k, (v - (before[k] ?? 0)) * scale]));
 }
 
 /** The median of `xs` (the mean of the middle two of an even count); undefined when empty. */
