@@ -24,7 +24,8 @@ import { PeerNftTables } from '../kernel/nftables/peer-nftables';
 import { iptablesVersion, supportsRandomFully } from '../kernel/iptables/detect-backend';
 import { ProcSysctl } from '../kernel/sysctl/sysctl';
 import { ensureIpvsSysctls } from '../kernel/sysctl/ipvs-sysctls';
-import { Ipset } from '../kernel/ipset/ipset';
+import { Ipset, IpsetState } from '../kernel/ipset/ipset';
+import { DumpMemo } from '../netlink/dump-memo';
 import { Iptables } from '../kernel/iptables/iptables';
 import { IpFamily } from '../model/ip-family';
 
@@ -97,7 +98,8 @@ export function openKernelSurfaces(ipvs: Ipvs, link: Link, exec: Execer, log: Da
   }
   // one instance for both families: its one read (a netlink dump; `ipset save` where netlink
   // cannot serve) sees every set, and each family's sync touches only its own sets
-  const ipset = createIpset(exec, undefined, undefined, () => listIpsets());
+  const ipsetDumps = new DumpMemo<IpsetState>();
+  const ipset = createIpset(exec, undefined, undefined, () => listIpsets({ memo: ipsetDumps }));
   const ipsets: Partial<Record<IpFamily, Ipset>> = { ipv4: ipset, ipv6: ipset };
   const iptables: Partial<Record<IpFamily, Iptables>> = {};
   // iptables-nft: the nf_tables generation (one per network namespace, both families) lets

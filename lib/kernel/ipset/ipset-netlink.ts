@@ -11,6 +11,7 @@ import { GenlSocket, GenlSocketOptions, NetlinkTransport, RawTransport, isGenlFa
 import { IPSET_ERR, IPSET_PROTOCOL_MIN } from '../../uapi/ip_set';
 import { NETLINK_NETFILTER, NFNETLINK_V0 } from '../../uapi/nfnetlink_conntrack';
 import { IpsetNetlinkUnavailableError, IpsetState } from './ipset';
+import { DumpMemo } from '../../netlink/dump-memo';
 
 const E = osConstants.errno;
 
@@ -24,6 +25,8 @@ export interface ListIpsetsOptions extends GenlSocketOptions {
   readonly transport?: NetlinkTransport;
   /** IPSET_ATTR_PROTOCOL of the request; default IPSET_PROTOCOL_MIN (6) */
   readonly protocol?: number;
+  /** the last dump, decoded: the same bytes again are not decoded again (a full sync reads every syncPeriod) */
+  readonly memo?: DumpMemo<IpsetState>;
 }
 
 /**
@@ -60,15 +63,19 @@ export async function listIpsets(options: ListIpsetsOptions = {}): Promise<Ipset
       }
       throw withOperation(e, OP);
     }
-    const d = new IpsetDumpDecoder();
+    const decode = (messages: readonly Buffer[]): IpsetState => {
+      const d = new IpsetDumpDecoder();
+      for (const m of messages) d.add(m);
+      return d.sets;
+    };
+    const messages = replies.map((r) => r.attrs);
     try {
-      for (const r of replies) d.add(r.attrs);
+      return options.memo ? options.memo.whole(messages, decode) : decode(messages);
     } catch (e) {
       if (e instanceof UnspelledIpsetTypeError)
         throw new IpsetNetlinkUnavailableError(`${OP}: ${e.message}`, { cause: e });
       throw e;
     }
-    return d.sets;
   } finally {
     sock.close();
   }

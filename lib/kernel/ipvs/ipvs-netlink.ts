@@ -24,6 +24,7 @@ import {
 import { IPVS_CMD_ATTR, IPVS_GENL_NAME, IPVS_GENL_VERSION } from '../../uapi/ip_vs';
 import { describeRequest, toNetlinkError } from './describe-op';
 import { extendedAckProblem } from '../../netlink/ext-ack';
+import { DumpMemo } from '../../netlink/dump-memo';
 import { Ipvs, IpvsOp, IpvsOpResult, VirtualServerEntry } from './ipvs';
 
 const { ENOENT } = osConstants.errno;
@@ -102,6 +103,8 @@ export async function openIpvs(options: IpvsNetlinkOptions = {}): Promise<IpvsNe
 export class IpvsNetlink implements Ipvs {
   private readonly main: GenlSocket;
   private dumpPool: GenlSocket[] = [];
+  /** the last service dump, decoded: a full sync reads it every syncPeriod */
+  private readonly serviceDumps = new DumpMemo<VirtualServer>();
 
   constructor(
     private readonly newTransport: () => NetlinkTransport,
@@ -142,7 +145,10 @@ export class IpvsNetlink implements Ipvs {
 
   async listServices(): Promise<VirtualServer[]> {
     const replies = await this.request({ kind: 'dumpServices' });
-    return replies.map((r) => decodeService(replyNest(r.attrs, IPVS_CMD_ATTR.SERVICE, 'IPVS_CMD_NEW_SERVICE')));
+    return this.serviceDumps.each(
+      replies.map((r) => r.attrs),
+      (attrs) => decodeService(replyNest(attrs, IPVS_CMD_ATTR.SERVICE, 'IPVS_CMD_NEW_SERVICE')),
+    );
   }
 
   async getService(id: VirtualServerId): Promise<VirtualServer> {

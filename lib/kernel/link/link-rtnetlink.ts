@@ -7,6 +7,7 @@ import { NETLINK_ROUTE, NLMSG } from '../../uapi/netlink';
 import { IpFamily } from '../../model/ip-family';
 import { Link, LinkAddress, LinkInfo } from './link';
 import { GenlSocket, RawTransport } from '../../netlink/socket';
+import { DumpMemo } from '../../netlink/dump-memo';
 import {
   RTM,
   RtnlRequest,
@@ -84,6 +85,8 @@ export class PackageRtnlTransport implements RtnlTransport {
 /** Link over rtnetlink. */
 export class LinkRtnetlink implements Link {
   private batchSocket: GenlSocket | undefined;
+  /** each family's last address dump, decoded: a full sync reads them every syncPeriod */
+  private readonly addressDumps = { ipv4: new DumpMemo<LinkAddress>(), ipv6: new DumpMemo<LinkAddress>() };
 
   /** `openBatch`: the socket addAddresses and deleteAddresses pipeline their requests over */
   constructor(
@@ -116,9 +119,9 @@ export class LinkRtnetlink implements Link {
 
   async listAddresses(family: IpFamily): Promise<LinkAddress[]> {
     const replies = await this.t.request(encodeGetAddrs(family));
-    return replies
-      .filter((r) => r.type === RTM.NEWADDR)
-      .map((r) => decodeAddress(r.payload))
+    const messages = replies.filter((r) => r.type === RTM.NEWADDR).map((r) => r.payload);
+    return this.addressDumps[family]
+      .each(messages, decodeAddress)
       .filter((a) => a.family === family)
       .sort(compareAddresses);
   }

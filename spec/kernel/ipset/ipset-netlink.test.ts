@@ -5,6 +5,7 @@
 import { NetlinkError } from '../../../lib/errors';
 import { IpsetNetlinkUnavailableError, IpsetRunner, IpsetState } from '../../../lib/kernel/ipset/ipset';
 import { listIpsets } from '../../../lib/kernel/ipset/ipset-netlink';
+import { DumpMemo } from '../../../lib/netlink/dump-memo';
 import { createIpset } from '../../../lib/kernel/ipset/ipset-restore';
 import { IpsetSync } from '../../../lib/kernel/ipset/ipset-sync';
 import { ScriptedExec } from '../../../testkit/scripted-exec';
@@ -67,6 +68,24 @@ describe('listIpsets (scripted kernel)', () => {
       attrs: '0500010006000000',
     });
     expect(t.closed).toBe(true);
+  });
+
+  it('with a memo, a dump of the same bytes is the last state itself; a changed member decodes anew', async () => {
+    const dump = (port: number) =>
+      new ScriptedTransport((msgs: SeenMessage[]) => {
+        const m = msgs[0]!;
+        const name = [nla(1, u8(6)), nla(2, cstr('KUBE-CLUSTER-IP'))];
+        return [
+          reply(m.seq, ...name, ...header, nest(8, member('10.96.0.10', 53, 17))),
+          Buffer.concat([reply(m.seq, ...name, nest(8, member('10.96.0.1', port, 6))), nlDone(m.seq)]),
+        ];
+      });
+    const memo = new DumpMemo<IpsetState>();
+    const first = await listIpsets({ transport: dump(443), memo });
+    expect(first).toEqual(STATE);
+    expect(await listIpsets({ transport: dump(443), memo })).toBe(first);
+    const changed = await listIpsets({ transport: dump(6443), memo });
+    expect([...changed.get('KUBE-CLUSTER-IP')!.members].sort()).toEqual(['10.96.0.1,tcp:6443', '10.96.0.10,udp:53']);
   });
 
   it('IPSET_ERR_PROTOCOL and EOPNOTSUPP are IpsetNetlinkUnavailableError; another refusal is NetlinkError "dump ipsets"', async () => {

@@ -5,7 +5,8 @@ import { IpvsOp } from '../../../lib/kernel/ipvs/ipvs';
 import { NetlinkError, NetlinkTimeoutError, SocketError } from '../../../lib/errors';
 import { VirtualServerId } from '../../../lib/model/ipvs';
 import { ScriptedTransport, SeenMessage } from '../../../testkit/scripted-transport';
-import { cstr, genlMsg, nla, nlError, u16 } from '../../../testkit/nl-builder';
+import { cstr, genlMsg, nla, nlDone, nlError, u16 } from '../../../testkit/nl-builder';
+import { encodeIpvsRequest } from '../../../lib/netlink/ipvs-codec';
 
 const FAMILY = 0x23;
 const ACK = 0x4;
@@ -166,5 +167,38 @@ describe('resolveIpvsFamily (nlctrl CTRL_CMD_GETFAMILY)', () => {
     expect(err).not.toBeInstanceOf(IpvsUnavailableError);
     expect(err).toBeInstanceOf(NetlinkError);
     expect(err).toMatchObject({ errno: 1, operation: 'resolve generic netlink family', object: 'IPVS' });
+  });
+});
+
+describe('IpvsNetlink.listServices', () => {
+  /** answers each service dump with one IPVS_CMD_NEW_SERVICE per virtual server of `table()` */
+  function dumping(table: () => VirtualServerId[]) {
+    return new ScriptedTransport((msgs: SeenMessage[]) => {
+      const m = msgs[0]!;
+      const parts = table().map((vs) => {
+        const svc = encodeIpvsRequest({
+          kind: 'newService',
+          vs: { ...vs, scheduler: 'rr', flags: 0, timeout: 0, netmask: 0xffffffff, peName: '' },
+        });
+        return genlMsg({ type: FAMILY, flags: 0x2, seq: m.seq, cmd: 1 }, svc.attrs);
+      });
+      return [Buffer.concat([...parts, nlDone(m.seq)])];
+    });
+  }
+
+  it("hands out the last dump's virtual server for unchanged bytes and decodes the changed one", async () => {
+    let table = [tcp('192.0.2.10', 80), tcp('192.0.2.11', 443)];
+    const ipvs = new IpvsNetlink(() => dumping(() => table), FAMILY);
+    const first = await ipvs.listServices();
+    expect(first.map((vs) => `${vs.address}:${vs.port} ${vs.scheduler}`)).toEqual([
+      '192.0.2.10:80 rr',
+      '192.0.2.11:443 rr',
+    ]);
+    table = [tcp('192.0.2.10', 80), tcp('192.0.2.12', 443)];
+    const second = await ipvs.listServices();
+    expect(second[0]).toBe(first[0]);
+    expect(second[1]).not.toBe(first[1]);
+    expect(second[1]!.address).toBe('192.0.2.12');
+    ipvs.close();
   });
 });

@@ -67,4 +67,25 @@ describe('PackageRtnlTransport', () => {
     expect(s.sent).toEqual([{ type: 22, flags: 0x300 }]);
     expect(s.left()).toBe(0);
   });
+
+  it("LinkRtnetlink.listAddresses hands out the last dump's address for unchanged bytes, decodes a changed one", async () => {
+    const v4 = (last: number) =>
+      Buffer.from(`022000000300000008000200 0a6000${last.toString(16).padStart(2, '0')}`.replace(/ /g, ''), 'hex');
+    const s = scripted([
+      [
+        { type: 20, data: v4(1) },
+        { type: 20, data: v4(2) },
+      ],
+      [
+        { type: 20, data: v4(1) },
+        { type: 20, data: v4(3) },
+      ],
+    ]);
+    const l = new LinkRtnetlink(new PackageRtnlTransport(s.sock));
+    const [a1, a2] = await l.listAddresses('ipv4');
+    const [b1, b3] = await l.listAddresses('ipv4');
+    expect(b1).toBe(a1);
+    expect(b3).not.toBe(a2);
+    expect(b3!.address).toBe('10.96.0.3');
+  });
 });
