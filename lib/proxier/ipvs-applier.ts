@@ -8,6 +8,7 @@
 import { constants as osConstants } from 'node:os';
 import { IpvsOp, IpvsOpResult, VirtualServerEntry } from '../kernel/ipvs/ipvs';
 import { listAllViaProc } from '../kernel/ipvs/list-via-proc';
+import { ProcIpVsBlocks } from '../kernel/ipvs/parse-proc-ip-vs';
 import { VirtualServerId, describeVirtualServer, realServerKey, virtualServerKey } from '../model/ipvs';
 import { DesiredVirtualServer } from '../plan/service-plan';
 import { IpvsTable, applyOpsToTable, virtualServerKeyer } from '../reconcile/ipvs-table';
@@ -61,6 +62,8 @@ export class IpvsApplier {
   private appliedTable: IpvsTable = new Map();
   /** real servers set to weight 0, waiting for their connections to end */
   private readonly draining = new DrainingRealServers();
+  /** the last /proc/net/ip_vs parse's service blocks: a quiet table is not parsed again */
+  private readonly procBlocks = new ProcIpVsBlocks();
   /** service name -> retry state */
   private readonly retries = new Map<string, { attempt: number; at: number }>();
   /** Services whose ops the kernel refused in the current sync */
@@ -97,7 +100,7 @@ export class IpvsApplier {
       counts.ipvsReads += 1 + dump.length;
       return dump;
     }
-    const listing = await listAllViaProc(ipvs, readProcIpVs, { tunnelDetails: false });
+    const listing = await listAllViaProc(ipvs, readProcIpVs, { tunnelDetails: false, blocks: this.procBlocks });
     // the service dump (and, when /proc was unreadable, GET_INFO), plus the dest dumps
     counts.ipvsReads += (listing.source === 'proc' ? 1 : 2) + listing.destDumps;
     if (listing.source !== 'proc' && !this.warnedProc) {

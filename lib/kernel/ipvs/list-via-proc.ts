@@ -21,11 +21,13 @@
 import { IpvsInfo, VirtualServer } from '../../model/ipvs';
 import { IP_VS_CONN_F } from '../../uapi/ip_vs';
 import { Ipvs, VirtualServerEntry } from './ipvs';
-import { ProcIpVsTable, ProcVirtualServer, parseProcIpVs } from './parse-proc-ip-vs';
+import { ProcIpVsBlocks, ProcIpVsTable, ProcVirtualServer, parseProcIpVs } from './parse-proc-ip-vs';
 
 export interface ProcListingOptions {
   /** the listing shows tunnel type, port and checksum flags (ipvsadm -S, --tun-info) */
   readonly tunnelDetails: boolean;
+  /** the last parse's service blocks: a caller that lists again and again passes the same one */
+  readonly blocks?: ProcIpVsBlocks;
 }
 
 export interface ProcListing {
@@ -80,7 +82,7 @@ export async function listAllViaProc(
   const [services, table] = await Promise.all([
     ipvs.listServices(),
     readProc()
-      .then(parseProcIpVs)
+      .then((text) => parseProcIpVs(text, opts.blocks))
       .catch(() => undefined),
   ]);
   if (!table) {

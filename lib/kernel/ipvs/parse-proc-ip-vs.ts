@@ -229,8 +229,39 @@ function intAt(s: string, from: number, to: number): number {
 
 type MutableService = { -readonly [K in keyof ProcVirtualServer]: ProcVirtualServer[K] } & { dests: ProcRealServer[] };
 
-/** Parses the whole text of /proc/net/ip_vs; throws ProcIpVsParseError naming the first bad line. */
-export function parseProcIpVs(text: string): ProcIpVsTable {
+interface ParsedBlock {
+  readonly service: ProcVirtualServer;
+  readonly lines: number;
+}
+
+/**
+ * The service blocks (a service line and the real server lines under it) of the last parse,
+ * by their text: a full sync reads the table every syncPeriod, and a block whose text did not
+ * change (no real server, weight or connection count of that service moved) parses to the
+ * same service, so it is not parsed again. Its services are shared between parses: immutable.
+ */
+export class ProcIpVsBlocks {
+  /** @internal parseProcIpVs's: the blocks of the last parse that succeeded */
+  last = new Map<string, ParsedBlock>();
+}
+
+/** The end of the block whose service line starts at `start` (before its last newline), and its line count. */
+function blockEnd(text: string, start: number): { end: number; lines: number } {
+  let end = text.indexOf('\n', start);
+  let lines = 1;
+  // a real server line starts with "  -> "; the next service line with its protocol
+  while (end >= 0 && text.charCodeAt(end + 1) === 32) {
+    end = text.indexOf('\n', end + 1);
+    lines++;
+  }
+  return { end: end < 0 ? text.length : end, lines };
+}
+
+/**
+ * Parses the whole text of /proc/net/ip_vs; throws ProcIpVsParseError naming the first bad
+ * line. With `blocks`, an unchanged service block of the last parse is taken as it was.
+ */
+export function parseProcIpVs(text: string, blocks?: ProcIpVsBlocks): ProcIpVsTable {
   // lines are found in place: only a line off the real server fast path becomes a string
   const len = text.length;
   let pos = 0;
@@ -249,11 +280,26 @@ export function parseProcIpVs(text: string): ProcIpVsTable {
     version: (Number(banner[1]) << 16) | (Number(banner[2]) << 8) | Number(banner[3]),
     connTabSize: Number(banner[4]),
   };
-  const services: MutableService[] = [];
+  const services: ProcVirtualServer[] = [];
   let current: MutableService | undefined;
+  const seen = blocks ? new Map<string, ParsedBlock>() : undefined;
+  let block: { text: string; lines: number } | undefined;
   // i: the 0-based line number (a final newline ends the last line, as split-and-pop read it)
   for (let i = 3; pos < len; i++) {
     const start = pos;
+    if (seen && text.charCodeAt(start) !== 32) {
+      const b = blockEnd(text, start);
+      block = { text: text.slice(start, b.end), lines: b.lines };
+      const hit = blocks!.last.get(block.text) ?? seen.get(block.text);
+      if (hit) {
+        services.push(hit.service);
+        seen.set(block.text, hit);
+        current = undefined;
+        pos = b.end + 1;
+        i += hit.lines - 1;
+        continue;
+      }
+    }
     let end = text.indexOf('\n', pos);
     if (end < 0) end = len;
     pos = end + 1;
@@ -343,6 +389,9 @@ export function parseProcIpVs(text: string): ProcIpVsTable {
     }
     services.push(svc);
     current = svc;
+    // its real servers are pushed as the lines under it are parsed
+    if (seen && block) seen.set(block.text, { service: svc, lines: block.lines });
   }
+  if (blocks && seen) blocks.last = seen;
   return { info, services };
 }

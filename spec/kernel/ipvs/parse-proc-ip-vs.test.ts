@@ -2,7 +2,7 @@
 // VM (ipvsadm built the table: every protocol, both families, fwmarks shared by an IPv4 and an
 // IPv6 service, ops, persistence with masks, the sip engine, scheduler flags, every forwarding
 // method); trailing blanks are the kernel's.
-import { ProcIpVsParseError, parseProcIpVs } from '../../../lib/kernel/ipvs/parse-proc-ip-vs';
+import { ProcIpVsBlocks, ProcIpVsParseError, parseProcIpVs } from '../../../lib/kernel/ipvs/parse-proc-ip-vs';
 import { RealServer } from '../../../lib/model/ipvs';
 import { AF_INET, AF_INET6, IPPROTO_SCTP, IPPROTO_TCP, IPPROTO_UDP } from '../../../lib/uapi/inet';
 import { IP_VS_CONN_F } from '../../../lib/uapi/ip_vs';
@@ -339,5 +339,54 @@ describe('parseProcIpVs refuses text the kernel does not print, naming the line'
     expect((err as ProcIpVsParseError).line).toBe(line);
     expect((err as ProcIpVsParseError).code).toBe('KIPVS_PROC_IP_VS_PARSE');
     expect((err as Error).message).toMatch(message);
+  });
+});
+
+describe("parseProcIpVs with the last parse's blocks", () => {
+  it('reads what a parse without them reads, and the second time hands out the same services', () => {
+    const blocks = new ProcIpVsBlocks();
+    const first = parseProcIpVs(REAL, blocks);
+    expect(first).toEqual(parseProcIpVs(REAL));
+    const second = parseProcIpVs(REAL, blocks);
+    expect(second).toEqual(first);
+    second.services.forEach((s, i) => expect(s).toBe(first.services[i]));
+  });
+
+  it('a block whose connection count moved is parsed again; the blocks around it are not', () => {
+    const blocks = new ProcIpVsBlocks();
+    const first = parseProcIpVs(REAL, blocks);
+    const moved = REAL.replace(
+      '  -> 0AF40101:0035      Masq    1      0          0',
+      '  -> 0AF40101:0035      Masq    1      7          0',
+    );
+    const second = parseProcIpVs(moved, blocks);
+    expect(second).toEqual(parseProcIpVs(moved));
+    const changed = second.services
+      .map((s, i) => (s === first.services[i] ? '' : `${s.address}:${s.port}`))
+      .filter(Boolean);
+    expect(changed).toEqual(['10.0.0.4:53']);
+    expect(
+      second.services.find((s) => s.port === 53 && s.protocol === IPPROTO_UDP && s.address === '10.0.0.4')!.dests[1]!
+        .activeConns,
+    ).toBe(7);
+  });
+
+  it('a service added in front moves every block, and each is still found by its text', () => {
+    const blocks = new ProcIpVsBlocks();
+    const first = parseProcIpVs(REAL, blocks);
+    const added = HEAD + 'TCP  0A0000FE:0050 rr  \n' + REAL.slice(HEAD.length);
+    const second = parseProcIpVs(added, blocks);
+    expect(second).toEqual(parseProcIpVs(added));
+    expect(second.services.slice(1).every((s, i) => s === first.services[i])).toBe(true);
+  });
+
+  it('names the right line of a bad line after blocks it took as they were, and keeps the last good blocks', () => {
+    const blocks = new ProcIpVsBlocks();
+    const first = parseProcIpVs(REAL, blocks);
+    const lines = REAL.split('\n').length - 1;
+    expect(() => parseProcIpVs(REAL + 'TCP  0a000001:0050 rr \n', blocks)).toThrow(
+      expect.objectContaining({ line: lines + 1 }) as unknown as Error,
+    );
+    expect(parseProcIpVs(REAL, blocks).services[0]).toBe(first.services[0]);
   });
 });
