@@ -40,6 +40,9 @@ export interface AuditEvent {
   responseStatus?: { code?: number; reason?: string; message?: string };
   userAgent?: string;
   sourceIPs?: string[];
+  /** RFC 3339 with microseconds: when the server received the request, and when it reached this stage */
+  requestReceivedTimestamp?: string;
+  stageTimestamp?: string;
 }
 
 export interface KubectlResult {

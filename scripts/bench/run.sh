@@ -62,7 +62,18 @@ if [ "${BENCH_KUBE_PROXY:-1}" = 1 ]; then
     kill "$WRITER"; wait "$WRITER" || true
     [ "$rc" = 0 ] || echo ">> kube-proxy bench at $size failed ($rc)" >&2
   done
+  # BENCH_ROLLOUT_NODES proxies of each side started at once against the one API server (issue 28;
+  # scripts/bench/rollout-starts.ts), at BENCH_ROLLOUT_SIZE (default 1000x10; "" skips it)
+  for size in ${BENCH_ROLLOUT_SIZE-1000x10}; do
+    n=${size%%x*}; e=10; [ "$size" != "$n" ] && e=${size#*x}
+    echo ">> ${BENCH_ROLLOUT_NODES:-20} starts at once, $n services x $e endpoints: loading the lab, then a fresh VM boot" >&2
+    node_modules/.bin/node dist/scripts/bench/lab-load.js "$LAB" "$n" "$e" >> "$OUT/kube-proxy.jsonl"
+    bash scripts/vm/run.sh -t "${BENCH_PEER_VM_TIMEOUT:-21600}" -m "${BENCH_VM_MEM:-4G}" -w "$OUT" "${LAB_VM_ARGS[@]}" -- \
+      env BENCH_OUT="$OUT/kube-proxy.jsonl" BENCH_ROLLOUT_NODES="${BENCH_ROLLOUT_NODES:-}" BENCH_ROLLOUT_SIDES="${BENCH_ROLLOUT_SIDES:-}" \
+      node_modules/.bin/node dist/scripts/bench/rollout-starts.js "$n" "$e" >&2 || echo ">> rollout bench at $size failed" >&2
+  done
   [ -s "$OUT/kube-proxy.jsonl" ] && node_modules/.bin/node dist/scripts/bench/report-kube-proxy.js "$OUT/kube-proxy.jsonl"
+  [ -s "$OUT/kube-proxy.jsonl" ] && node_modules/.bin/node dist/scripts/bench/report-rollout.js "$OUT/kube-proxy.jsonl"
   [ -n "${BENCH_KEEP_RESULTS:-}" ] && cp "$OUT/kube-proxy.jsonl" "$BENCH_KEEP_RESULTS"
   rm -rf "$OUT"
   lab_down "$LAB" >/dev/null

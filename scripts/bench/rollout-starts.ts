@@ -1,0 +1,198 @@
+// make bench, issue 28: NODES proxies started at once against one API server, as after a
+// DaemonSet rollout, kube-ipvs and the real kube-proxy (IPVS mode, .k8s/bin) one side after
+// the other in the same VM boot, against the lab's real kube-apiserver + etcd holding the
+// objects run.sh loaded (lab-load.ts). Each proxy runs in a network namespace of its own
+// (connectToLab slot 1..NODES), all with the same configuration, node name and kube-proxy
+// ServiceAccount token; each is stopped (SIGTERM) once its Service and EndpointSlice caches
+// are synced (kube-ipvs: its `informers synced` line; kube-proxy: client-go's "Caches are
+// synced" for "service config" and "endpoint slice config"), so the rest of its first sync,
+// which costs the API server nothing, does not starve the others' starts of the guest's CPUs.
+// Per side, from the mark before the first start to the last proxy synced:
+//  - requests by verb and their rate (the audit log, by User-Agent), and the API server's
+//    own latency for the ones that end (list, get, create: ResponseComplete's stageTimestamp
+//    minus requestReceivedTimestamp), median, p99 and max;
+//  - the API server's CPU seconds (its process_cpu_seconds_total) and etcd's are not split by
+//    client: one side runs at a time and nothing else talks to the lab;
+//  - seconds from the starts to the last proxy synced (the guest's CPUs bound this: NODES
+//    processes start on 2 emulated CPUs);
+//  - the bytes the server sent (list bodies and watch events, as api-cost.ts counts them).
+// Prints JSON lines; report-kube-proxy.ts prints them as a table.
+//
+//   node dist/scripts/bench/rollout-starts.js SERVICES ENDPOINTS   (in the VM, KUBE_IPVS_LAB set)
+import { appendFileSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { AuditEvent, connectToLab, kubeProxyIdentity, LabClient, labFromEnv } from '../../testkit/lab-client';
+import { run, tryRun } from '../../testkit/netns';
+import {
+  e2eProxyConfig,
+  LogLine,
+  LoggedProcess,
+  SERVICE_ACCOUNT_DIR,
+  startKubeIpvs,
+  startKubeProxy,
+} from '../../testkit/processes';
+import { NODE_IP, NODE_NAME } from './lab-bench-objects';
+import { median, parseScrape, Scrape, sumSeries } from './process-memory';
+
+type Side = 'kube-proxy' | 'kube-ipvs';
+
+const [servicesArg = '1000', endpointsArg = '10'] = process.argv.slice(2);
+const env = (name: string, fallback: string) => process.env[name] || fallback;
+const NODES = Number(env('BENCH_ROLLOUT_NODES', '20'));
+const SIDES = env('BENCH_ROLLOUT_SIDES', 'kube-proxy kube-ipvs').split(/\s+/).filter(Boolean) as Side[];
+const SYNC_TIMEOUT_MS = Number(env('BENCH_ROLLOUT_TIMEOUT_SECONDS', '900')) * 1000;
+const nsOf = (side: Side, k: number) => `ro-${side === 'kube-ipvs' ? 'ipvs' : 'kp'}-${k}`;
+
+function record(side: Side | undefined, what: string, value: Record<string, unknown>): void {
+  const line = JSON.stringify({
+    bench: 'rollout',
+    services: Number(servicesArg),
+    endpoints: Number(endpointsArg),
+    nodes: NODES,
+    ...(side ? { side } : {}),
+    what,
+    ...value,
+  });
+  console.log(line);
+  if (process.env.BENCH_OUT) appendFileSync(process.env.BENCH_OUT, line + '\n');
+}
+
+/** Node namespace `k` of `side`: routed to the lab, the node's address on a dummy eth9, lo up. */
+function nodeNamespace(side: Side, k: number): string {
+  const ns = nsOf(side, k);
+  tryRun('ip', ['netns', 'del', ns]);
+  run('ip', ['netns', 'add', ns]);
+  connectToLab(ns, k);
+  const x = (...args: string[]) => run('ip', ['-n', ns, ...args]);
+  x('link', 'add', 'eth9', 'type', 'dummy');
+  x('addr', 'add', `${NODE_IP}/24`, 'dev', 'eth9');
+  x('link', 'set', 'eth9', 'up');
+  x('link', 'set', 'lo', 'up');
+  return ns;
+}
+
+/** Resolves when `proc`'s Service and EndpointSlice caches are synced. */
+function synced(side: Side, proc: LoggedProcess): Promise<unknown> {
+  if (side === 'kube-ipvs')
+    return proc.waitFor((l) => l.message === 'informers synced', 'informers synced', 0, SYNC_TIMEOUT_MS);
+  const cache = (name: string) =>
+    proc.waitFor((l: LogLine) => l.message === 'Caches are synced' && l.controller === name, name, 0, SYNC_TIMEOUT_MS);
+  return Promise.all([cache('service config'), cache('endpoint slice config')]);
+}
+
+const stamp = (s: unknown) => (typeof s === 'string' ? Date.parse(s) : NaN);
+
+/** The side's requests since the mark: by verb, their span, and the server's latency of those that ended. */
+function requestsOf(events: readonly AuditEvent[], userAgentPrefix: string) {
+  const verbs = new Map<string, string>();
+  const received: number[] = [];
+  const latencies: number[] = [];
+  for (const e of events) {
+    if (!e.userAgent?.startsWith(userAgentPrefix)) continue;
+    if (e.stage === 'ResponseStarted' || (e.stage === 'ResponseComplete' && e.verb !== 'watch')) {
+      if (!verbs.has(e.auditID)) received.push(stamp(e.requestReceivedTimestamp));
+      verbs.set(e.auditID, e.verb);
+    }
+    if (e.stage === 'ResponseComplete' && e.verb !== 'watch')
+      latencies.push(stamp(e.stageTimestamp) - stamp(e.requestReceivedTimestamp));
+  }
+  const byVerb: Record<string, number> = {};
+  for (const v of verbs.values()) byVerb[v] = (byVerb[v] ?? 0) + 1;
+  const sorted = [...latencies].sort((a, b) => a - b);
+  const spanMs = received.length > 1 ? Math.max(...received) - Math.min(...received) : 0;
+  return {
+    requests: byVerb,
+    requestsTotal: verbs.size,
+    requestSpanSeconds: spanMs / 1000,
+    latencyMs: {
+      median: median(sorted),
+      p99: sorted[Math.min(sorted.length - 1, Math.floor(sorted.length * 0.99))],
+      max: sorted[sorted.length - 1],
+    },
+  };
+}
+
+async function serverMetrics(lab: LabClient): Promise<Scrape> {
+  return parseScrape((await lab.kubectl(['get', '--raw', '/metrics'])).stdout);
+}
+
+async function measure(side: Side, lab: LabClient, cfg: string): Promise<void> {
+  console.error(`>> ${side}: ${NODES} starts at once`);
+  const namespaces = Array.from({ length: NODES }, (_, i) => nodeNamespace(side, i + 1));
+  const auditMark = await lab.auditMark();
+  const before = await serverMetrics(lab);
+  const t0 = Date.now();
+  const procs = namespaces.map((ns) =>
+    side === 'kube-proxy'
+      ? startKubeProxy([`--config=${cfg}`, '--v=1', '--logging-format=json'], ns)
+      : startKubeIpvs(['--config', cfg, '--v=1'], {}, ns),
+  );
+  const syncedAfter: number[] = [];
+  try {
+    await Promise.all(
+      procs.map(async (p) => {
+        await synced(side, p);
+        syncedAfter.push((Date.now() - t0) / 1000);
+        // its start is over: the rest of its first sync asks the API server nothing
+        await p.kill('SIGTERM');
+      }),
+    );
+  } finally {
+    await Promise.all(procs.map((p) => p.kill('SIGKILL').catch(() => undefined)));
+  }
+  const allSyncedSeconds = (Date.now() - t0) / 1000;
+  const after = await serverMetrics(lab);
+  const delta = (name: string, keep?: (labels: string) => boolean) =>
+    (sumSeries(after, name, keep) ?? 0) - (sumSeries(before, name, keep) ?? 0);
+  const reqs = requestsOf(await lab.audit(auditMark), `${side}/`);
+  record(side, 'starts', {
+    allSyncedSeconds,
+    syncedMedianSeconds: median(syncedAfter),
+    ...reqs,
+    requestsPerSecond: reqs.requestSpanSeconds > 0 ? reqs.requestsTotal / reqs.requestSpanSeconds : undefined,
+    apiserverCpuSeconds: delta('process_cpu_seconds_total'),
+    listBytes: delta(
+      'apiserver_response_sizes_sum',
+      (l) => /verb="(LIST|GET)"/.test(l) && /resource="(services|endpointslices|nodes|servicecidrs)"/.test(l),
+    ),
+    watchEventBytes: delta('apiserver_watch_events_sizes_sum'),
+    watchListSeconds: delta('apiserver_watch_list_duration_seconds_sum'),
+  });
+  for (const ns of namespaces) tryRun('ip', ['netns', 'del', ns]);
+}
+
+async function main(): Promise<void> {
+  const lab = labFromEnv();
+  const dir = mkdtempSync(path.join(os.tmpdir(), 'bench-rollout-'));
+  await kubeProxyIdentity(lab, dir, { duration: '6h' });
+  const cfg = path.join(dir, 'proxy.conf');
+  // every proxy in a namespace of its own: the same loopback addresses do not collide
+  writeFileSync(
+    cfg,
+    e2eProxyConfig({
+      dir,
+      node: NODE_NAME,
+      ipvs: ['syncPeriod: 30s'],
+      forKubeProxy: true,
+      metrics: '127.0.0.1:10249',
+      healthz: '127.0.0.1:10256',
+    }),
+  );
+  record(undefined, 'conditions', { lab: (await lab.info()).version, cpus: os.cpus().length, sides: SIDES });
+  try {
+    for (const side of SIDES) {
+      await measure(side, lab, cfg);
+      // the API server settles (the watches it still holds are closed) before the next side
+      await new Promise((r) => setTimeout(r, 10_000));
+    }
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+    rmSync(SERVICE_ACCOUNT_DIR, { recursive: true, force: true });
+  }
+}
+
+main().catch((e) => {
+  console.error(e);
+  process.exit(1);
+});
