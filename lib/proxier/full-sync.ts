@@ -12,8 +12,9 @@ import { DesiredState } from './desired-state';
 import { IpvsApplier } from './ipvs-applier';
 import { NodeContext } from './node-context';
 import { ownsVirtualServer } from './ownership';
-import { Reports } from './reports';
-import { SyncRun, driftOps } from './sync-run';
+import { RefusalReports } from './refusal-reports';
+import { SyncRun } from './sync-run';
+import { driftOps } from '../reconcile/diff-ipvs';
 
 /** The netfilter sync of this run: start it (once), and whether it has started. */
 export interface Netfilter {
@@ -25,7 +26,7 @@ export interface FullSyncParts {
   readonly applier: IpvsApplier;
   readonly node: NodeContext;
   readonly desired: DesiredState;
-  readonly reports: Reports;
+  readonly reports: RefusalReports;
 }
 
 /** What the sequence hears from a full sync's IPVS phase, as it happens. */

@@ -28,9 +28,11 @@ import { IpvsApplier } from './ipvs-applier';
 import { BoundAddresses } from './bound-addresses';
 import { ConntrackCleanup } from './conntrack-cleanup';
 import { NftablesLeftovers } from './nftables-leftovers';
-import { Reports } from './reports';
+import { RefusalReports } from './refusal-reports';
 import { DesiredState } from './desired-state';
-import { SyncFigures, SyncRun, newSyncRun, opKey, syncNetfilter } from './sync-run';
+import { SyncFigures, SyncRun, newSyncRun } from './sync-run';
+import { syncNetfilter } from './netfilter-sync';
+import { opKey } from '../reconcile/diff-ipvs';
 import { Netfilter, fullSyncOps } from './full-sync';
 import { ProxierSnapshot, dryRunFullSync, serviceList, status } from './views';
 import { NodeState, ProxierDeps, ProxierSettings, SyncResult } from './types';
@@ -58,7 +60,7 @@ export class Proxier {
   private readonly applier: IpvsApplier;
   private readonly bound: BoundAddresses;
   private readonly conntrack: ConntrackCleanup;
-  private readonly reports: Reports;
+  private readonly reports: RefusalReports;
   /** kube-proxy's nftables-mode tables, removed after the first full sync that succeeded */
   private readonly nftLeftovers: NftablesLeftovers | undefined;
 
@@ -95,7 +97,7 @@ export class Proxier {
     });
     this.bound = new BoundAddresses(deps);
     this.conntrack = new ConntrackCleanup(deps);
-    this.reports = new Reports(deps);
+    this.reports = new RefusalReports(deps);
     this.nftLeftovers = deps.nftables ? new NftablesLeftovers({ nftables: deps.nftables, log: deps.log }) : undefined;
     this.desired = new DesiredState(
       {

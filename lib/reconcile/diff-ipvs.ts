@@ -91,3 +91,24 @@ export function diffIpvsTable(
 export function opVirtualServerKey(op: IpvsOp): string | undefined {
   return 'vs' in op && op.vs ? virtualServerKey(op.vs) : undefined;
 }
+
+/** An op as text (for comparing op lists and for logs). */
+export function opKey(op: IpvsOp): string {
+  const vs = opVirtualServerKey(op) ?? '';
+  const rs = 'rs' in op ? ` ${realServerKey(op.rs)} w${'weight' in op.rs ? op.rs.weight : '-'}` : '';
+  const sched =
+    op.kind === 'newService' || op.kind === 'setService'
+      ? ` ${op.vs.scheduler}/${op.vs.flags ?? 0}/${op.vs.timeout ?? 0}`
+      : '';
+  return `${op.kind} ${vs}${rs}${sched}`;
+}
+
+/**
+ * Drift: the ops the kernel needs beyond what the tracked state says it needs (`expected`,
+ * the diff against what kube-ipvs applied; a config change re-plans everything, and those
+ * ops are not drift).
+ */
+export function driftOps(ops: readonly IpvsOp[], expected: readonly IpvsOp[]): IpvsOp[] {
+  const keys = new Set(expected.map(opKey));
+  return ops.filter((o) => !keys.has(opKey(o)));
+}

@@ -6,9 +6,10 @@ import { FakeConntrack } from '../../testkit/kernel/fake-conntrack';
 import { BoundAddresses } from '../../lib/proxier/bound-addresses';
 import { ConntrackCleanup } from '../../lib/proxier/conntrack-cleanup';
 import { DesiredState } from '../../lib/proxier/desired-state';
-import { Reports } from '../../lib/proxier/reports';
+import { RefusalReports } from '../../lib/proxier/refusal-reports';
 import { DesiredIndex } from '../../lib/proxier/desired-index';
-import { SyncFigures, driftOps, newSyncRun } from '../../lib/proxier/sync-run';
+import { SyncFigures, newSyncRun } from '../../lib/proxier/sync-run';
+import { driftOps } from '../../lib/reconcile/diff-ipvs';
 import { SyncResult } from '../../lib/proxier/types';
 import { FakeClock } from '../../testkit/fake-clock';
 import { DesiredVirtualServer, ServicePortPlan } from '../../lib/plan/service-plan';
@@ -144,10 +145,13 @@ describe('DesiredState', () => {
   });
 });
 
-describe('Reports', () => {
+describe('RefusalReports', () => {
   it("says a Service's refusals once, again only when they change", () => {
     const events: string[] = [];
-    const r = new Reports({ log: quiet, events: { warn: (_ref, reason, msg) => events.push(`${reason}: ${msg}`) } });
+    const r = new RefusalReports({
+      log: quiet,
+      events: { warn: (_ref, reason, msg) => events.push(`${reason}: ${msg}`) },
+    });
     const refusal: Refusal = {
       kind: 'Service',
       namespace: 'ns',
@@ -166,7 +170,7 @@ describe('Reports', () => {
 
   it('says nothing for a virtual server only one service port claims', () => {
     const events: string[] = [];
-    const r = new Reports({ log: quiet, events: { warn: (_ref, reason) => events.push(reason) } });
+    const r = new RefusalReports({ log: quiet, events: { warn: (_ref, reason) => events.push(reason) } });
     r.conflictsOf(new DesiredIndex(['ipv4']), ['ipv4/6/10.96.0.10:80']);
     expect(events).toEqual([]);
   });

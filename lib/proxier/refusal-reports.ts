@@ -10,7 +10,7 @@ import { whyWins } from '../plan/claim-rank';
 import { DesiredIndex } from './desired-index';
 import { EventSink } from './types';
 
-export class Reports {
+export class RefusalReports {
   /** virtual servers claimed by several service ports: vsKey -> the winner and losers reported */
   private readonly conflicts = new Map<string, { winner: string; losers: ReadonlySet<string> }>();
   /** refusals already reported, per service (reported again only when they change) */
