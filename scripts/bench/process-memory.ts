@@ -19,10 +19,14 @@ function statTicks(stat: string): { user: number; system: number; childUser: num
   return { user: f[11]!, system: f[12]!, childUser: f[13]!, childSystem: f[14]! };
 }
 
-/** CPU seconds of process `pid` from /proc/PID/stat: its own (utime + stime) and the children it reaped (cutime + cstime). */
-export function cpuSeconds(pid: number, clockTicks = 100): { self: number; children: number } {
+/** CPU seconds of process `pid` from /proc/PID/stat: its own (utime + stime; stime alone as `system`) and the children it reaped (cutime + cstime). */
+export function cpuSeconds(pid: number, clockTicks = 100): { self: number; system: number; children: number } {
   const t = statTicks(readFileSync(`/proc/${pid}/stat`, 'utf8'));
-  return { self: (t.user + t.system) / clockTicks, children: (t.childUser + t.childSystem) / clockTicks };
+  return {
+    self: (t.user + t.system) / clockTicks,
+    system: t.system / clockTicks,
+    children: (t.childUser + t.childSystem) / clockTicks,
+  };
 }
 
 /**

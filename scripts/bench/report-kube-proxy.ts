@@ -97,6 +97,11 @@ const measures: Measure[] = [
     value: (z, s) => num(pick(z, s, 'idle')[0], 'cpuPerMinute'),
   },
   {
+    name: 'idle CPU per minute, of it system (the kernel building its dumps)',
+    fmt: cpu,
+    value: (z, s) => num(pick(z, s, 'idle')[0], 'cpuSystemPerMinute'),
+  },
+  {
     name: 'idle CPU per minute, with reaped children (ipset, iptables)',
     fmt: cpu,
     value: (z, s) => num(pick(z, s, 'idle')[0], 'cpuWithChildrenPerMinute'),
