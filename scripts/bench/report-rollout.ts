@@ -39,7 +39,7 @@ const header = [
   'by verb',
   'req/s',
   'latency ms (median / p99 / max)',
-  'apiserver CPU',
+  'apiserver CPU less idle',
   'list/get KB',
   'watch KB',
   'last synced',

@@ -11,8 +11,9 @@
 //  - requests by verb and their rate (the audit log, by User-Agent), and the API server's
 //    own latency for the ones that end (list, get, create: ResponseComplete's stageTimestamp
 //    minus requestReceivedTimestamp), median, p99 and max;
-//  - the API server's CPU seconds (its process_cpu_seconds_total) and etcd's are not split by
-//    client: one side runs at a time and nothing else talks to the lab;
+//  - the API server's CPU seconds (its process_cpu_seconds_total), less what it burns with no
+//    client (its rate over BASELINE_SECONDS just before, times the window): not split by
+//    client, but one side runs at a time and nothing else talks to the lab;
 //  - seconds from the starts to the last proxy synced (the guest's CPUs bound this: NODES
 //    processes start on 2 emulated CPUs);
 //  - the bytes the server sent (list bodies and watch events, as api-cost.ts counts them).
@@ -42,6 +43,7 @@ const env = (name: string, fallback: string) => process.env[name] || fallback;
 const NODES = Number(env('BENCH_ROLLOUT_NODES', '20'));
 const SIDES = env('BENCH_ROLLOUT_SIDES', 'kube-proxy kube-ipvs').split(/\s+/).filter(Boolean) as Side[];
 const SYNC_TIMEOUT_MS = Number(env('BENCH_ROLLOUT_TIMEOUT_SECONDS', '900')) * 1000;
+const BASELINE_SECONDS = Number(env('BENCH_ROLLOUT_BASELINE_SECONDS', '30'));
 const nsOf = (side: Side, k: number) => `ro-${side === 'kube-ipvs' ? 'ipvs' : 'kp'}-${k}`;
 
 function record(side: Side | undefined, what: string, value: Record<string, unknown>): void {
@@ -120,6 +122,15 @@ async function serverMetrics(lab: LabClient): Promise<Scrape> {
 async function measure(side: Side, lab: LabClient, cfg: string): Promise<void> {
   console.error(`>> ${side}: ${NODES} starts at once`);
   const namespaces = Array.from({ length: NODES }, (_, i) => nodeNamespace(side, i + 1));
+  // what the API server burns with no client (its own loops, the lab's second server's
+  // watches): taken off the window, which is as long as the slower side's starts take
+  const quiet0 = await serverMetrics(lab);
+  const q0 = Date.now();
+  await new Promise((r) => setTimeout(r, BASELINE_SECONDS * 1000));
+  const quiet1 = await serverMetrics(lab);
+  const quietCpuPerSecond =
+    ((sumSeries(quiet1, 'process_cpu_seconds_total') ?? 0) - (sumSeries(quiet0, 'process_cpu_seconds_total') ?? 0)) /
+    ((Date.now() - q0) / 1000);
   const auditMark = await lab.auditMark();
   const before = await serverMetrics(lab);
   const t0 = Date.now();
@@ -141,8 +152,9 @@ async function measure(side: Side, lab: LabClient, cfg: string): Promise<void> {
   } finally {
     await Promise.all(procs.map((p) => p.kill('SIGKILL').catch(() => undefined)));
   }
-  const allSyncedSeconds = (Date.now() - t0) / 1000;
   const after = await serverMetrics(lab);
+  const windowSeconds = (Date.now() - t0) / 1000;
+  const allSyncedSeconds = Math.max(...syncedAfter);
   const delta = (name: string, keep?: (labels: string) => boolean) =>
     (sumSeries(after, name, keep) ?? 0) - (sumSeries(before, name, keep) ?? 0);
   const reqs = requestsOf(await lab.audit(auditMark), `${side}/`);
@@ -151,7 +163,10 @@ async function measure(side: Side, lab: LabClient, cfg: string): Promise<void> {
     syncedMedianSeconds: median(syncedAfter),
     ...reqs,
     requestsPerSecond: reqs.requestSpanSeconds > 0 ? reqs.requestsTotal / reqs.requestSpanSeconds : undefined,
-    apiserverCpuSeconds: delta('process_cpu_seconds_total'),
+    apiserverCpuSeconds: delta('process_cpu_seconds_total') - quietCpuPerSecond * windowSeconds,
+    apiserverCpuSecondsRaw: delta('process_cpu_seconds_total'),
+    apiserverQuietCpuPerSecond: quietCpuPerSecond,
+    windowSeconds,
     listBytes: delta(
       'apiserver_response_sizes_sum',
       (l) => /verb="(LIST|GET)"/.test(l) && /resource="(services|endpointslices|nodes|servicecidrs)"/.test(l),
