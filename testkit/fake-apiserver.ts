@@ -132,6 +132,7 @@ export class FakeApiError extends KubeIpvsError {
 
 export interface StatusDetails {
   readonly name?: string;
+  readonly group?: string;
   readonly kind?: string;
   readonly causes?: readonly { readonly reason: string; readonly message: string; readonly field: string }[];
 }
@@ -155,6 +156,8 @@ export interface FakeApiServerOptions {
   readonly bookmarkIntervalMs?: number;
   /** history entries kept before the oldest half is compacted away (default 200,000) */
   readonly maxHistory?: number;
+  /** the WatchList feature gate: watches may ask for sendInitialEvents (default true, as kube-apiserver v1.37) */
+  readonly watchList?: boolean;
   /** serve HTTPS with this certificate; `clientCa` verifies client certificates (asked for, not required) */
   readonly tls?: { readonly cert: string | Buffer; readonly key: string | Buffer; readonly clientCa?: string | Buffer };
   /** authenticate every API request (401 otherwise) */
@@ -440,10 +443,12 @@ export class FakeApiServer {
   private readonly auth: FakeAuthOptions | undefined;
   private address: { host: string; port: number } | undefined;
   private readonly bookmarkIntervalMs: number;
+  private readonly watchList: boolean;
   private readonly maxHistory: number;
 
   constructor(options: FakeApiServerOptions = {}) {
     this.bookmarkIntervalMs = options.bookmarkIntervalMs ?? 10_000;
+    this.watchList = options.watchList ?? true;
     this.maxHistory = options.maxHistory ?? 200_000;
     this.tls = options.tls;
     this.auth = options.auth;
@@ -992,9 +997,15 @@ export class FakeApiServer {
     const labels = compileLabelSelector(query.labelSelector);
     const fields = compileFieldSelector(query.fieldSelector);
     const fromParam = query.resourceVersion ?? '';
-    const from = fromParam === '' ? 0 : Number(fromParam);
-    if (!Number.isSafeInteger(from) || from < 0)
+    const parsed = fromParam === '' ? 0 : Number(fromParam);
+    if (!Number.isSafeInteger(parsed) || parsed < 0)
       throw new FakeApiError(400, 'BadRequest', `invalid resourceVersion "${fromParam}"`);
+    validateWatchListOptions(query, this.watchList);
+    // sendInitialEvents=true: the state now (at least as new as the version asked for: no 410),
+    // as ADDED events; =false: no initial events, from the version asked for, else from now
+    const sendInitialEvents = query.sendInitialEvents;
+    const from =
+      sendInitialEvents === 'true' ? 0 : sendInitialEvents === 'false' && fromParam === '' ? this.rv : parsed;
     this.beforeWatch?.(query);
     res.writeHead(200, { 'Content-Type': 'application/json', 'Cache-Control': 'no-cache, private' });
     res.flushHeaders();
@@ -1024,8 +1035,9 @@ export class FakeApiServer {
     }
     if (from === 0) {
       for (const s of this.objects.get(r)!.values()) if (w.matches(s.obj)) w.sendObject('ADDED', s);
-      // kube-apiserver v1.37 ends the synthetic ADDED events of a watch from "0" or none with
-      // a bookmark annotated k8s.io/initial-events-end when bookmarks are allowed
+      // kube-apiserver v1.37 ends the synthetic ADDED events of a watch from "0" or none (or one
+      // that asked for sendInitialEvents) with a bookmark annotated k8s.io/initial-events-end
+      // when bookmarks are allowed
       if (bookmarks) w.send('BOOKMARK', this.bookmarkJson(r, { 'k8s.io/initial-events-end': 'true' }));
     } else if (from <= this.rv) {
       for (let i = this.firstAfter(from); i < this.history.length; i++) {
@@ -1235,6 +1247,48 @@ function validateCoreEvent(obj: FakeObject, name: string): void {
     name,
     kind: 'Event',
     causes: [cause],
+  });
+}
+
+/**
+ * kube-apiserver's check of a watch's sendInitialEvents and resourceVersionMatch
+ * (apimachinery's validateWatchOptions, v1.37): 422 Invalid on kind ListOptions, one cause per
+ * problem.
+ */
+function validateWatchListOptions(query: Record<string, string>, watchList: boolean): void {
+  const causes: { reason: string; message: string; field: string }[] = [];
+  const forbidden = (field: string, why: string) =>
+    causes.push({ reason: 'FieldValueForbidden', message: `Forbidden: ${why}`, field });
+  const match = query.resourceVersionMatch ?? '';
+  if (query.sendInitialEvents !== undefined) {
+    if (match !== 'NotOlderThan')
+      forbidden('resourceVersionMatch', 'sendInitialEvents requires setting resourceVersionMatch to NotOlderThan');
+    if (!watchList)
+      forbidden(
+        'sendInitialEvents',
+        'sendInitialEvents is forbidden for watch unless the WatchList feature gate is enabled',
+      );
+  }
+  if (match !== '') {
+    if (query.sendInitialEvents === undefined)
+      forbidden(
+        'resourceVersionMatch',
+        'resourceVersionMatch is forbidden for watch unless sendInitialEvents is provided',
+      );
+    if (match !== 'NotOlderThan')
+      causes.push({
+        reason: 'FieldValueNotSupported',
+        message: `Unsupported value: ${JSON.stringify(match)}: supported values: "NotOlderThan"`,
+        field: 'resourceVersionMatch',
+      });
+  }
+  if (causes.length === 0) return;
+  const list = causes.map((c) => `${c.field}: ${c.message}`);
+  const text = list.length === 1 ? list[0] : `[${list.join(', ')}]`;
+  throw new FakeApiError(422, 'Invalid', `ListOptions.meta.k8s.io "" is invalid: ${text}`, {
+    group: 'meta.k8s.io',
+    kind: 'ListOptions',
+    causes,
   });
 }
 

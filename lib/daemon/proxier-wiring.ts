@@ -13,7 +13,7 @@ import { ServiceTracker } from '../tracker/service-tracker';
 import { EndpointSliceTracker } from '../tracker/endpoint-slice-tracker';
 import { TrackerSource } from '../tracker/tracker-source';
 import { nodeInfo } from '../k8s/convert';
-import { RunningInformers, startInformers } from '../k8s/informers';
+import { RunningInformers, startInformers, watchListClient } from '../k8s/informers';
 import { IpFamily } from '../model/ip-family';
 import { proxyHealth } from './health-server';
 import { ServiceHealthServer } from './service-health-server';
@@ -160,6 +160,7 @@ export function wireInformers(deps: InformerWiringDeps): RunningInformers {
   return startInformers(deps.kc, {
     nodeName: name,
     log: informersLog,
+    streamingLists: watchListClient(process.env, informersLog),
     handlers: {
       service: {
         onServiceAdd: (s) => changed('service', services.onAdd(s)),

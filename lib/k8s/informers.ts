@@ -80,8 +80,15 @@ export interface InformerOptions {
     readonly node?: NodeHandler;
   };
   readonly log: InformerLog;
-  /** items per list request (default client-go's 500) */
+  /** items per list request (default client-go's 500), when listing in pages */
   readonly listPageSize?: number;
+  /**
+   * list as a watch that streams the initial state (sendInitialEvents, KEP-3157), as
+   * kube-proxy's client-go does, instead of in pages (default WATCH_LIST_CLIENT_DEFAULT); an
+   * API server that refuses it (422: the WatchList feature gate is off) gets paged lists from
+   * then on
+   */
+  readonly streamingLists?: boolean;
   /** restart delays (default client-go's reflector: 800 ms doubling to 30 s, each jittered) */
   readonly backoff?: { readonly initialMs: number; readonly maxMs: number };
   /** [0, 1): the backoff's jitter (default Math.random) */
@@ -91,6 +98,33 @@ export interface InformerOptions {
   /** an open watch with no byte for this long is ended (default WATCH_IDLE_TIMEOUT_MS, 130 s) */
   readonly watchIdleTimeoutMs?: number;
 }
+
+/** Streaming lists unless KUBE_FEATURE_WatchListClient says otherwise (see watchListClient). */
+export const WATCH_LIST_CLIENT_DEFAULT = false;
+
+/**
+ * client-go's WatchListClient feature gate as kube-proxy reads it, from the environment
+ * variable KUBE_FEATURE_WatchListClient (strconv.ParseBool's spellings), so a DaemonSet that
+ * sets it for kube-proxy sets it for kube-ipvs; a value that is no boolean is warned about and
+ * the default kept, as client-go does.
+ */
+export function watchListClient(env: NodeJS.ProcessEnv, log: Pick<InformerLog, 'warn'>): boolean {
+  const value = env.KUBE_FEATURE_WatchListClient;
+  if (value === undefined) return WATCH_LIST_CLIENT_DEFAULT;
+  if (['1', 't', 'T', 'TRUE', 'true', 'True'].includes(value)) return true;
+  if (['0', 'f', 'F', 'FALSE', 'false', 'False'].includes(value)) return false;
+  log.warn(
+    `KUBE_FEATURE_WatchListClient=${JSON.stringify(value)} is not a boolean; lists are ${WATCH_LIST_CLIENT_DEFAULT ? 'streamed' : 'paged'} (the default)`,
+    { variable: 'KUBE_FEATURE_WatchListClient', value },
+  );
+  return WATCH_LIST_CLIENT_DEFAULT;
+}
+
+/** The annotation of the bookmark that ends a streaming list's initial events (metav1.InitialEventsAnnotationKey). */
+const INITIAL_EVENTS_END = 'k8s.io/initial-events-end';
+
+/** HTTP statuses of a server that will not stream a list: 422 (the feature gate off), 400 (a server that does not know the parameters). */
+const STREAMING_REFUSED = new Set([400, 422]);
 
 /** client-go's reflector: a watch's timeoutSeconds is drawn in [minWatchTimeout, 2 x minWatchTimeout). */
 export const MIN_WATCH_TIMEOUT_SECONDS = 300;
@@ -145,6 +179,7 @@ export function startInformers(kc: KubeConfig, options: InformerOptions): Runnin
         idleMs: options.watchIdleTimeoutMs ?? WATCH_IDLE_TIMEOUT_MS,
       },
       options.random ?? Math.random,
+      options.streamingLists ?? WATCH_LIST_CLIENT_DEFAULT,
     );
   const { service, endpointSlice, node } = options.handlers;
   if (service) {
@@ -268,6 +303,8 @@ class ResilientInformer<T extends KubernetesObject> {
   downSinceMs: number | undefined = Date.now();
   /** the current watch has answered 200 */
   private watchOpen = false;
+  /** while a streaming list is under way: the keys it has delivered (the rest is gone at its end) */
+  private initial: Set<string> | undefined;
 
   constructor(
     private readonly kc: KubeConfig,
@@ -277,6 +314,8 @@ class ResilientInformer<T extends KubernetesObject> {
     private readonly spec: InformerSpec<T>,
     watchTimeouts: { readonly answerMs: number; readonly idleMs: number },
     private readonly random: () => number,
+    /** list by streaming (sendInitialEvents); false once the server refused it */
+    private streaming: boolean,
   ) {
     this.delayMs = backoff.initialMs;
     this.retain = spec.retain ?? ((o) => o);
@@ -326,7 +365,11 @@ class ResilientInformer<T extends KubernetesObject> {
       this.checkHistory = false;
       if (rewound) this.resourceVersion = '';
     }
-    if (this.resourceVersion === '') {
+    this.initial = undefined;
+    if (this.resourceVersion === '' && this.streaming) {
+      // the watch below streams the list: ADDED for every object, then a bookmark
+      this.initial = new Set();
+    } else if (this.resourceVersion === '') {
       let present = new Set<string>();
       let version: string;
       try {
@@ -360,7 +403,9 @@ class ResilientInformer<T extends KubernetesObject> {
       }
     }
     const query = {
-      resourceVersion: this.resourceVersion,
+      ...(this.resourceVersion ? { resourceVersion: this.resourceVersion } : {}),
+      // a consistent initial state (at least as new as etcd's now), as client-go's watch list asks
+      ...(this.initial ? { sendInitialEvents: true, resourceVersionMatch: 'NotOlderThan' } : {}),
       allowWatchBookmarks: true,
       timeoutSeconds: Math.floor(MIN_WATCH_TIMEOUT_SECONDS * (1 + this.random())),
       labelSelector: this.spec.selector.labelSelector,
@@ -397,9 +442,33 @@ class ResilientInformer<T extends KubernetesObject> {
       return;
     }
     const version = obj?.metadata?.resourceVersion;
+    if (this.initial) return this.initialEvent(phase, obj, version);
     if (phase === 'ADDED' || phase === 'MODIFIED') this.upsert(obj, false);
     else if (phase === 'DELETED') this.deleted(obj);
     if (version) this.resourceVersion = version;
+  }
+
+  /**
+   * An event of a streaming list: ADDED for each object, then the bookmark annotated
+   * k8s.io/initial-events-end, which ends the list as a list's last page does (what it did not
+   * name is gone, Synced once) and carries the version the watch goes on from. Until then the
+   * version is not advanced: a watch cut short lists again (there is nothing to resume from).
+   */
+  private initialEvent(phase: string, obj: T, version: string | undefined): void {
+    const present = this.initial!;
+    if (phase === 'ADDED') {
+      present.add(keyOf(obj));
+      this.upsert(obj, true);
+      return;
+    }
+    if (phase !== 'BOOKMARK' || obj?.metadata?.annotations?.[INITIAL_EVENTS_END] !== 'true') return;
+    this.initial = undefined;
+    for (const [key, old] of [...this.known]) if (!present.has(key)) this.deleted(old);
+    if (version) this.resourceVersion = version;
+    if (!this.synced) {
+      this.synced = true;
+      this.call('synced', undefined, () => this.spec.onSynced());
+    }
   }
 
   /**
@@ -430,6 +499,19 @@ class ResilientInformer<T extends KubernetesObject> {
   private watchEnded(err: unknown, lastedMs: number): void {
     this.controller = undefined;
     this.downSinceMs ??= Date.now();
+    const streamed = this.initial !== undefined;
+    this.initial = undefined;
+    if (streamed && STREAMING_REFUSED.has(httpStatusOf(err) ?? 0)) {
+      // the server cannot stream a list (kube-apiserver answers 422 with the WatchList feature
+      // gate off): list in pages from now on
+      this.streaming = false;
+      this.log.info(
+        `${this.spec.resource} informer: the API server does not stream lists (${describeError(err)}); listing in pages`,
+        { resource: this.spec.resource },
+      );
+      void this.run();
+      return;
+    }
     // a watch that never answered (server or credentials hung past the deadline) failed
     const timedOut = this.watchOpen && (err as { name?: string } | null)?.name === 'TimeoutError';
     if (err && !timedOut) return this.failed(err);

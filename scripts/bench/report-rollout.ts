@@ -23,6 +23,8 @@ interface Starts {
   watchEventBytes: number;
   watchListSeconds: number;
   allSyncedSeconds: number;
+  /** kube-ipvs's KUBE_FEATURE_WatchListClient when the bench set it */
+  watchListClient?: string;
 }
 
 const starts = readFileSync(process.argv[2]!, 'utf8')
@@ -47,7 +49,7 @@ const header = [
 const body = starts.map((r) => [
   `${r.services}x${r.endpoints}`,
   String(r.nodes),
-  r.side,
+  r.watchListClient ? `${r.side} (WatchListClient=${r.watchListClient})` : r.side,
   String(r.requestsTotal),
   Object.entries(r.requests)
     .sort()

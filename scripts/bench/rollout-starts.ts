@@ -44,6 +44,11 @@ const NODES = Number(env('BENCH_ROLLOUT_NODES', '20'));
 const SIDES = env('BENCH_ROLLOUT_SIDES', 'kube-proxy kube-ipvs').split(/\s+/).filter(Boolean) as Side[];
 const SYNC_TIMEOUT_MS = Number(env('BENCH_ROLLOUT_TIMEOUT_SECONDS', '900')) * 1000;
 const BASELINE_SECONDS = Number(env('BENCH_ROLLOUT_BASELINE_SECONDS', '30'));
+/**
+ * kube-ipvs's KUBE_FEATURE_WatchListClient (client-go's gate) per run of its side: "true"
+ * streams its lists, "false" pages them, "false true" runs it both ways; unset, its default
+ */
+const WATCH_LIST = (process.env.BENCH_ROLLOUT_WATCH_LIST ?? '').split(/\s+/).filter(Boolean);
 const nsOf = (side: Side, k: number) => `ro-${side === 'kube-ipvs' ? 'ipvs' : 'kp'}-${k}`;
 
 function record(side: Side | undefined, what: string, value: Record<string, unknown>): void {
@@ -119,8 +124,10 @@ async function serverMetrics(lab: LabClient): Promise<Scrape> {
   return parseScrape((await lab.kubectl(['get', '--raw', '/metrics'])).stdout);
 }
 
-async function measure(side: Side, lab: LabClient, cfg: string): Promise<void> {
-  console.error(`>> ${side}: ${NODES} starts at once`);
+async function measure(side: Side, lab: LabClient, cfg: string, watchList = ''): Promise<void> {
+  console.error(
+    `>> ${side}${watchList ? ` (KUBE_FEATURE_WatchListClient=${watchList})` : ''}: ${NODES} starts at once`,
+  );
   const namespaces = Array.from({ length: NODES }, (_, i) => nodeNamespace(side, i + 1));
   // what the API server burns with no client (its own loops, the lab's second server's
   // watches): taken off the window, which is as long as the slower side's starts take
@@ -137,7 +144,7 @@ async function measure(side: Side, lab: LabClient, cfg: string): Promise<void> {
   const procs = namespaces.map((ns) =>
     side === 'kube-proxy'
       ? startKubeProxy([`--config=${cfg}`, '--v=1', '--logging-format=json'], ns)
-      : startKubeIpvs(['--config', cfg, '--v=1'], {}, ns),
+      : startKubeIpvs(['--config', cfg, '--v=1'], watchList ? { KUBE_FEATURE_WatchListClient: watchList } : {}, ns),
   );
   const syncedAfter: number[] = [];
   try {
@@ -159,6 +166,7 @@ async function measure(side: Side, lab: LabClient, cfg: string): Promise<void> {
     (sumSeries(after, name, keep) ?? 0) - (sumSeries(before, name, keep) ?? 0);
   const reqs = requestsOf(await lab.audit(auditMark), `${side}/`);
   record(side, 'starts', {
+    ...(watchList ? { watchListClient: watchList } : {}),
     allSyncedSeconds,
     syncedMedianSeconds: median(syncedAfter),
     ...reqs,
@@ -196,8 +204,10 @@ async function main(): Promise<void> {
   );
   record(undefined, 'conditions', { lab: (await lab.info()).version, cpus: os.cpus().length, sides: SIDES });
   try {
-    for (const side of SIDES) {
-      await measure(side, lab, cfg);
+    for (const [side, watchList] of SIDES.flatMap((s) =>
+      s === 'kube-ipvs' && WATCH_LIST.length > 0 ? WATCH_LIST.map((w) => [s, w] as const) : [[s, ''] as const],
+    )) {
+      await measure(side, lab, cfg, watchList);
       // the API server settles (the watches it still holds are closed) before the next side
       await new Promise((r) => setTimeout(r, 10_000));
     }

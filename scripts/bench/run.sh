@@ -70,6 +70,7 @@ if [ "${BENCH_KUBE_PROXY:-1}" = 1 ]; then
     node_modules/.bin/node dist/scripts/bench/lab-load.js "$LAB" "$n" "$e" >> "$OUT/kube-proxy.jsonl"
     bash scripts/vm/run.sh -t "${BENCH_PEER_VM_TIMEOUT:-21600}" -m "${BENCH_VM_MEM:-4G}" -w "$OUT" "${LAB_VM_ARGS[@]}" -- \
       env BENCH_OUT="$OUT/kube-proxy.jsonl" BENCH_ROLLOUT_NODES="${BENCH_ROLLOUT_NODES:-}" BENCH_ROLLOUT_SIDES="${BENCH_ROLLOUT_SIDES:-}" \
+      BENCH_ROLLOUT_WATCH_LIST="${BENCH_ROLLOUT_WATCH_LIST:-}" \
       node_modules/.bin/node dist/scripts/bench/rollout-starts.js "$n" "$e" >&2 || echo ">> rollout bench at $size failed" >&2
   done
   [ -s "$OUT/kube-proxy.jsonl" ] && node_modules/.bin/node dist/scripts/bench/report-kube-proxy.js "$OUT/kube-proxy.jsonl"
