@@ -204,9 +204,12 @@ async function main(): Promise<void> {
   );
   record(undefined, 'conditions', { lab: (await lab.info()).version, cpus: os.cpus().length, sides: SIDES });
   try {
-    for (const [side, watchList] of SIDES.flatMap((s) =>
-      s === 'kube-ipvs' && WATCH_LIST.length > 0 ? WATCH_LIST.map((w) => [s, w] as const) : [[s, ''] as const],
-    )) {
+    const runs: { side: Side; watchList: string }[] = SIDES.flatMap((side) =>
+      side === 'kube-ipvs' && WATCH_LIST.length > 0
+        ? WATCH_LIST.map((watchList) => ({ side, watchList }))
+        : [{ side, watchList: '' }],
+    );
+    for (const { side, watchList } of runs) {
       await measure(side, lab, cfg, watchList);
       // the API server settles (the watches it still holds are closed) before the next side
       await new Promise((r) => setTimeout(r, 10_000));
