@@ -14,6 +14,11 @@
  *   one gets HTTP 200 and nothing until the store passes it, as kube-apiserver's;
  *   a watch from "0" (or none) that allows bookmarks gets a BOOKMARK annotated
  *   k8s.io/initial-events-end after its synthetic ADDED events;
+ * - a streaming list (KEP-3157): `sendInitialEvents=true` with `resourceVersionMatch=NotOlderThan`
+ *   gets the state now as ADDED events, then (with bookmarks) that BOOKMARK, then live events;
+ *   either parameter without the other, or sendInitialEvents with the WatchList feature gate
+ *   off (FakeApiServerOptions.watchList), gets 422 Invalid on ListOptions, as
+ *   apimachinery's validateWatchOptions words it;
  * - `limit` pages a list (etcd's key order): each page's metadata.continue names the rest of
  *   the same snapshot (one resourceVersion for every page; remainingItemCount only without
  *   selectors); a token past expireListContinuations(), or an Event list's past compact()

@@ -3,9 +3,13 @@
  * deletes, restart after a dropped watch, relist after 410, relist after a refused watch
  * (etcd restore), the Node field selector, and stop().
  */
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
 import type { KubernetesObject } from '@kubernetes/client-node';
 import {
   startInformers,
+  watchListClient,
+  WATCH_LIST_CLIENT_DEFAULT,
   RunningInformers,
   EndpointSliceHandler,
   NodeHandler,
@@ -88,6 +92,7 @@ describe('startInformers', () => {
     nodeName = 'node-a',
     initialMs = 10,
     listPageSize?: number,
+    streamingLists?: boolean,
   ): Recorder {
     const kc = loadKubeConfig({ master: server.url });
     running.push(
@@ -98,6 +103,7 @@ describe('startInformers', () => {
         backoff: { initialMs, maxMs: 100 },
         random: () => 0,
         ...(listPageSize ? { listPageSize } : {}),
+        ...(streamingLists !== undefined ? { streamingLists } : {}),
       }),
     );
     return handlers.service as Recorder;
@@ -533,5 +539,147 @@ describe('startInformers', () => {
     expect(server.requests.slice(requestsAtStop).map((r) => r.verb)).toEqual(['list', 'watch', 'list', 'watch']); // (the sentinel's history check)
     // stopping is not a failure: the only log line is the sentinel's dropped watch
     expect(log.lines).toHaveLength(1);
+  });
+
+  describe('streaming lists (sendInitialEvents)', () => {
+    const streaming = (handlers: Parameters<typeof startInformers>[1]['handlers']) =>
+      start(handlers, 'node-a', 10, undefined, true);
+
+    it('one watch lists and goes on watching: ADDED for each object, Synced at the initial-events-end bookmark, no list request', async () => {
+      server.create(service('s1'));
+      server.create(service('s2'));
+      server.create(service('headless', undefined, 'None'));
+      const rec = streaming({ service: new Recorder() });
+      await waitFor('synced', () => rec.has('synced'));
+      server.create(service('s3'));
+      await waitFor('add s3', () => rec.has('add demo/s3'));
+      expect(rec.calls).toEqual(['add demo/s1', 'add demo/s2', 'synced', 'add demo/s3']);
+      expect(count('list')).toBe(0);
+      const watches = server.requests.filter((r) => r.verb === 'watch');
+      expect(watches).toHaveLength(1);
+      expect(watches[0]!.query).toMatchObject({
+        sendInitialEvents: 'true',
+        resourceVersionMatch: 'NotOlderThan',
+        allowWatchBookmarks: 'true',
+        labelSelector: '!service.kubernetes.io/service-proxy-name',
+        fieldSelector: 'spec.clusterIP!=None',
+      });
+      expect(watches[0]!.query.resourceVersion).toBeUndefined();
+      expect(log.lines).toEqual([]);
+    });
+
+    it("a watch dropped after the initial events resumes from the bookmark's version, without streaming the list again", async () => {
+      server.create(service('s1'));
+      const rec = streaming({ service: new Recorder() });
+      await waitFor('synced', () => rec.has('synced') && server.openWatches === 1);
+      server.dropWatches();
+      server.create(service('s2'));
+      await waitFor('add s2', () => rec.has('add demo/s2') && server.openWatches === 1);
+      const watches = server.requests.filter((r) => r.verb === 'watch');
+      expect(watches).toHaveLength(2);
+      expect(watches[1]!.query.sendInitialEvents).toBeUndefined();
+      expect(watches[1]!.query.resourceVersion).toMatch(/^\d+$/);
+      expect(rec.calls).toEqual(['add demo/s1', 'synced', 'add demo/s2']);
+    });
+
+    it('after compaction (410) streams the list again and reports what vanished meanwhile as deletes; Synced once', async () => {
+      server.create(service('s1'));
+      server.create(service('s2'));
+      const rec = streaming({ service: new Recorder() });
+      await waitFor('synced', () => rec.has('synced') && server.openWatches === 1);
+      server.dropWatches();
+      server.delete(svcRef('s2'));
+      server.create(service('s3'));
+      server.compact();
+      await waitFor('the new state', () => rec.has('delete demo/s2') && rec.has('add demo/s3'));
+      expect(rec.calls.slice(3).sort()).toEqual(['add demo/s3', 'delete demo/s2']);
+      expect(rec.calls.filter((c) => c === 'synced')).toHaveLength(1);
+      expect(server.requests.filter((r) => r.verb === 'watch' && r.query.sendInitialEvents === 'true')).toHaveLength(2);
+    });
+
+    it('a stream cut before the initial-events-end bookmark reports no delete and no Synced; the retry streams the whole list', async () => {
+      // a server of its own: the fake writes a watch's initial events at once, so it cannot be cut between them
+      const ev = (type: string, name: string, rv: number, annotations?: Record<string, string>) =>
+        JSON.stringify({
+          type,
+          object: {
+            kind: 'Service',
+            apiVersion: 'v1',
+            metadata: { namespace: NS, name, resourceVersion: String(rv), ...(annotations ? { annotations } : {}) },
+            spec: { clusterIP: '10.96.0.10' },
+          },
+        }) + '\n';
+      let watches = 0;
+      const cutting = http.createServer((_req, res) => {
+        res.writeHead(200, { 'Content-Type': 'application/json' });
+        if (++watches === 1) {
+          res.end(ev('ADDED', 's1', 5)); // the server went away mid-list
+          return;
+        }
+        res.write(
+          ev('ADDED', 's1', 5) + ev('ADDED', 's2', 6) + ev('BOOKMARK', '', 7, { 'k8s.io/initial-events-end': 'true' }),
+        );
+      });
+      await new Promise<void>((r) => cutting.listen(0, '127.0.0.1', r));
+      const rec = new Recorder();
+      try {
+        const kc = loadKubeConfig({ master: `http://127.0.0.1:${(cutting.address() as AddressInfo).port}` });
+        running.push(
+          startInformers(kc, {
+            nodeName: 'node-a',
+            handlers: { service: rec },
+            log,
+            backoff: { initialMs: 10, maxMs: 100 },
+            random: () => 0,
+            streamingLists: true,
+          }),
+        );
+        await waitFor('synced', () => rec.has('synced'));
+        expect(rec.calls).toEqual(['add demo/s1', 'add demo/s2', 'synced']);
+        expect(watches).toBe(2);
+      } finally {
+        for (const r of running.splice(0)) await r.stop();
+        cutting.closeAllConnections();
+        await new Promise((r) => cutting.close(r));
+      }
+    });
+
+    it('an API server without the WatchList feature gate (422) gets paged lists from then on, with one line saying so', async () => {
+      await server.close();
+      server = new FakeApiServer({ watchList: false });
+      await server.listen();
+      server.create(service('s1'));
+      const rec = streaming({ service: new Recorder() });
+      await waitFor('synced', () => rec.has('synced') && server.openWatches === 1);
+      server.dropWatches();
+      server.compact();
+      server.create(service('s2'));
+      await waitFor('add s2', () => rec.has('add demo/s2'));
+      // one refused streaming watch, then lists only
+      expect(server.requests.filter((r) => r.verb === 'watch' && r.query.sendInitialEvents === 'true')).toHaveLength(1);
+      expect(count('list')).toBeGreaterThanOrEqual(1);
+      expect(log.lines.filter((l) => /does not stream lists/.test(l.message))).toEqual([
+        {
+          level: 'info',
+          message: expect.stringMatching(
+            /^services informer: the API server does not stream lists \(.*sendInitialEvents is forbidden for watch unless the WatchList feature gate is enabled.*\); listing in pages$/,
+          ) as unknown as string,
+        },
+      ]);
+    });
+  });
+});
+
+describe('watchListClient (KUBE_FEATURE_WatchListClient)', () => {
+  const warned: string[] = [];
+  const log = { warn: (m: string) => warned.push(m) };
+  it("reads strconv.ParseBool's spellings, and keeps the default for anything else, with a warning", () => {
+    expect(watchListClient({ KUBE_FEATURE_WatchListClient: 'true' }, log)).toBe(true);
+    expect(watchListClient({ KUBE_FEATURE_WatchListClient: 'T' }, log)).toBe(true);
+    expect(watchListClient({ KUBE_FEATURE_WatchListClient: '0' }, log)).toBe(false);
+    expect(warned).toEqual([]);
+    expect(watchListClient({}, log)).toBe(WATCH_LIST_CLIENT_DEFAULT);
+    expect(watchListClient({ KUBE_FEATURE_WatchListClient: 'yes' }, log)).toBe(WATCH_LIST_CLIENT_DEFAULT);
+    expect(warned).toEqual([expect.stringMatching(/^KUBE_FEATURE_WatchListClient="yes" is not a boolean/)]);
   });
 });

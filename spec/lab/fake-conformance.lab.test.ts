@@ -539,6 +539,64 @@ describe("the fake API server answers the daemon's requests as kube-apiserver do
       expect(r.fake).toEqual(r.real);
     });
 
+    it('sendInitialEvents with resourceVersionMatch=NotOlderThan and no resourceVersion: the state as ADDED events, a BOOKMARK annotated k8s.io/initial-events-end, then live events', async () => {
+      const r = await both(async (s) => {
+        const p = `/api/v1/namespaces/${ns}/services`;
+        const w = await watch(s.sa, p, {
+          sendInitialEvents: true,
+          resourceVersionMatch: 'NotOlderThan',
+          allowWatchBookmarks: true,
+          timeoutSeconds: 60,
+          ...SERVICE_SELECTOR,
+        });
+        await until(`${s.name}: the initial events`, () => w.events.some((e) => e.type === 'BOOKMARK'));
+        const list = await listRaw(s.sa, p);
+        await s.create([service(`streamed-${s.name}`)]);
+        await until(`${s.name}: the live event`, () =>
+          w.events.some((e) => e.object.metadata?.name === `streamed-${s.name}`),
+        );
+        w.stop();
+        await s.deleteService(ns, `streamed-${s.name}`);
+        const end = w.events.find((e) => e.type === 'BOOKMARK')!;
+        return {
+          events: w.events.map((e) =>
+            e.type === 'BOOKMARK'
+              ? `BOOKMARK ${JSON.stringify(e.object.metadata.annotations ?? {})} ${e.object.kind}`
+              : `${e.type} ${String(e.object.metadata.name).replace(s.name, 'SIDE')}`,
+          ),
+          // the bookmark carries a version at least as new as a list made after it
+          bookmarkNotNewerThanList:
+            BigInt(end.object.metadata.resourceVersion) <= BigInt(list.metadata!.resourceVersion!),
+        };
+      });
+      const added = ['ADDED s-0', 'ADDED s-1', 'ADDED s-2', 'ADDED s-3', 'ADDED s-4'];
+      expect(r.real).toEqual({
+        events: [...added, 'BOOKMARK {"k8s.io/initial-events-end":"true"} Service', 'ADDED streamed-SIDE'],
+        bookmarkNotNewerThanList: true,
+      });
+      expect(r.fake).toEqual(r.real);
+    });
+
+    it('sendInitialEvents without resourceVersionMatch, and resourceVersionMatch without sendInitialEvents: 422 Invalid on ListOptions', async () => {
+      const r = await both(async (s) => {
+        const p = `/api/v1/namespaces/${ns}/services`;
+        const out: Record<string, { status: number; body: Json }> = {};
+        const queries: Record<string, Record<string, string>> = {
+          noMatch: { watch: 'true', sendInitialEvents: 'true', allowWatchBookmarks: 'true' },
+          matchOnly: { watch: 'true', resourceVersionMatch: 'NotOlderThan' },
+        };
+        for (const [label, query] of Object.entries(queries)) {
+          out[label] = await request(s.sa, 'GET', p, undefined, query);
+        }
+        return out;
+      });
+      expect(r.real).toMatchObject({
+        noMatch: { status: 422, body: { reason: 'Invalid', details: { kind: 'ListOptions', group: 'meta.k8s.io' } } },
+        matchOnly: { status: 422, body: { reason: 'Invalid', details: { kind: 'ListOptions', group: 'meta.k8s.io' } } },
+      });
+      expect(r.fake).toEqual(r.real);
+    });
+
     it('a watch with timeoutSeconds=5 ends cleanly at its deadline, with no bookmark before it', async () => {
       const r = await both(async (s) => {
         const list = await listRaw(s.sa, `/api/v1/namespaces/${ns}/services`);
