@@ -47,12 +47,13 @@
 //   node dist/scripts/bench/kube-proxy-peer.js SERVICES ENDPOINTS   (in the VM, KUBE_IPVS_LAB
 //   and BENCH_WRITER set: scripts/bench/run.sh's kube-proxy step)
 import { ChildProcess, spawn, spawnSync } from 'node:child_process';
-import { appendFileSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { createInterface } from 'node:readline';
-import { connectToLab, kubeProxyIdentity, labFromEnv } from '../../testkit/lab-client';
-import { run, tryRun } from '../../testkit/netns';
+import { kubeProxyIdentity, labFromEnv } from '../../testkit/lab-client';
+import { tryRun } from '../../testkit/netns';
+import { benchNodeNamespace, recordLine } from './bench-node';
 import {
   e2eProxyConfig,
   LogLine,
@@ -65,7 +66,7 @@ import {
 import { churnGen } from './churn-generator';
 import { replacementIP } from './daemon-fixtures';
 import { Agent, fetch } from 'undici';
-import { labClusterIP, NODE_IP, NODE_NAME } from './lab-bench-objects';
+import { labClusterIP, NODE_NAME } from './lab-bench-objects';
 import type { ChurnWrites } from './lab-writer';
 import {
   cpuSeconds,
@@ -115,7 +116,7 @@ const CLK_TCK = Number(spawnSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).s
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 function record(side: Side | undefined, what: string, value: Record<string, unknown>): void {
-  const line = JSON.stringify({
+  recordLine({
     bench: 'kube-proxy',
     services: SERVICES,
     endpoints: ENDPOINTS,
@@ -123,24 +124,12 @@ function record(side: Side | undefined, what: string, value: Record<string, unkn
     what,
     ...value,
   });
-  console.log(line);
-  if (process.env.BENCH_OUT) appendFileSync(process.env.BENCH_OUT, line + '\n');
 }
 
 const cpuOf = (pid: number) => cpuSeconds(pid, CLK_TCK);
 
-/** A fresh node namespace for `side`: routed to the lab, the node's address on a dummy eth9, lo up. */
-function freshNamespace(side: Side): void {
-  const ns = nsOf(side);
-  tryRun('ip', ['netns', 'del', ns]);
-  run('ip', ['netns', 'add', ns]);
-  connectToLab(ns, SLOTS[side]);
-  const x = (...args: string[]) => run('ip', ['-n', ns, ...args]);
-  x('link', 'add', 'eth9', 'type', 'dummy');
-  x('addr', 'add', `${NODE_IP}/24`, 'dev', 'eth9');
-  x('link', 'set', 'eth9', 'up');
-  x('link', 'set', 'lo', 'up');
-}
+/** A fresh node namespace for `side` (benchNodeNamespace). */
+const freshNamespace = (side: Side) => benchNodeNamespace(nsOf(side), SLOTS[side]);
 
 /** The side's view of one virtual server's real servers, from inside its namespace (ipvs-probe.ts). */
 class Probe {

@@ -20,11 +20,12 @@
 // Prints JSON lines; report-kube-proxy.ts prints them as a table.
 //
 //   node dist/scripts/bench/rollout-starts.js SERVICES ENDPOINTS   (in the VM, KUBE_IPVS_LAB set)
-import { appendFileSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { AuditEvent, connectToLab, kubeProxyIdentity, LabClient, labFromEnv } from '../../testkit/lab-client';
-import { run, tryRun } from '../../testkit/netns';
+import { AuditEvent, kubeProxyIdentity, LabClient, labFromEnv } from '../../testkit/lab-client';
+import { tryRun } from '../../testkit/netns';
+import { benchNodeNamespace, recordLine } from './bench-node';
 import {
   e2eProxyConfig,
   LogLine,
@@ -33,7 +34,7 @@ import {
   startKubeIpvs,
   startKubeProxy,
 } from '../../testkit/processes';
-import { NODE_IP, NODE_NAME } from './lab-bench-objects';
+import { NODE_NAME } from './lab-bench-objects';
 import { median, parseScrape, Scrape, sumSeries } from './process-memory';
 
 type Side = 'kube-proxy' | 'kube-ipvs';
@@ -52,31 +53,14 @@ const WATCH_LIST = (process.env.BENCH_ROLLOUT_WATCH_LIST ?? '').split(/\s+/).fil
 const nsOf = (side: Side, k: number) => `ro-${side === 'kube-ipvs' ? 'ipvs' : 'kp'}-${k}`;
 
 function record(side: Side | undefined, what: string, value: Record<string, unknown>): void {
-  const line = JSON.stringify({
-    bench: 'rollout',
-    services: Number(servicesArg),
-    endpoints: Number(endpointsArg),
-    nodes: NODES,
-    ...(side ? { side } : {}),
-    what,
-    ...value,
-  });
-  console.log(line);
-  if (process.env.BENCH_OUT) appendFileSync(process.env.BENCH_OUT, line + '\n');
+  const size = { services: Number(servicesArg), endpoints: Number(endpointsArg), nodes: NODES };
+  recordLine({ bench: 'rollout', ...size, ...(side ? { side } : {}), what, ...value });
 }
 
-/** Node namespace `k` of `side`: routed to the lab, the node's address on a dummy eth9, lo up. */
+/** Node namespace `k` of `side` (benchNodeNamespace, lab slot k). */
 function nodeNamespace(side: Side, k: number): string {
-  const ns = nsOf(side, k);
-  tryRun('ip', ['netns', 'del', ns]);
-  run('ip', ['netns', 'add', ns]);
-  connectToLab(ns, k);
-  const x = (...args: string[]) => run('ip', ['-n', ns, ...args]);
-  x('link', 'add', 'eth9', 'type', 'dummy');
-  x('addr', 'add', `${NODE_IP}/24`, 'dev', 'eth9');
-  x('link', 'set', 'eth9', 'up');
-  x('link', 'set', 'lo', 'up');
-  return ns;
+  benchNodeNamespace(nsOf(side, k), k);
+  return nsOf(side, k);
 }
 
 /** Resolves when `proc`'s Service and EndpointSlice caches are synced. */

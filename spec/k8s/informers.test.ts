@@ -93,8 +93,9 @@ describe('startInformers', () => {
     initialMs = 10,
     listPageSize?: number,
     streamingLists?: boolean,
+    master = server.url,
   ): Recorder {
-    const kc = loadKubeConfig({ master: server.url });
+    const kc = loadKubeConfig({ master });
     running.push(
       startInformers(kc, {
         nodeName,
@@ -621,19 +622,9 @@ describe('startInformers', () => {
         );
       });
       await new Promise<void>((r) => cutting.listen(0, '127.0.0.1', r));
-      const rec = new Recorder();
       try {
-        const kc = loadKubeConfig({ master: `http://127.0.0.1:${(cutting.address() as AddressInfo).port}` });
-        running.push(
-          startInformers(kc, {
-            nodeName: 'node-a',
-            handlers: { service: rec },
-            log,
-            backoff: { initialMs: 10, maxMs: 100 },
-            random: () => 0,
-            streamingLists: true,
-          }),
-        );
+        const master = `http://127.0.0.1:${(cutting.address() as AddressInfo).port}`;
+        const rec = start({ service: new Recorder() }, 'node-a', 10, undefined, true, master);
         await waitFor('synced', () => rec.has('synced'));
         expect(rec.calls).toEqual(['add demo/s1', 'add demo/s2', 'synced']);
         expect(watches).toBe(2);
