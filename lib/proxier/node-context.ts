@@ -7,7 +7,8 @@
  */
 import { isIPv4 } from 'node:net';
 import { IpsetState } from '../kernel/ipset/ipset';
-import { KUBE_IPVS0, Link, LinkAddress, isNoDevice } from '../kernel/link/link';
+import { KUBE_IPVS0, Link, isNoDevice } from '../kernel/link/link';
+import { LinkAddress } from '../model/link';
 import { ensureDummyDevice } from '../kernel/link/dummy-device';
 import { selectNodePortAddresses } from '../kernel/link/node-addresses';
 import { VirtualServerId, describeVirtualServer } from '../model/ipvs';

@@ -4,7 +4,7 @@ import { constants } from 'node:os';
 import { NetlinkError } from '../../lib/errors';
 import { FakeLink } from '../../testkit/kernel/fake-link';
 import { PackageRtnlTransport, openLink } from '../../lib/kernel/link/link-rtnetlink';
-import { encodeNewDummy } from '../../lib/kernel/link/rtnl-codec';
+import { encodeNewDummy } from '../../lib/netlink/rtnl-codec';
 import { Link, LinkKindError } from '../../lib/kernel/link/link';
 import {
   bindAddresses,

@@ -2,7 +2,8 @@ import { constants as osConstants } from 'node:os';
 import { NetlinkError, errnoName } from '../../lib/errors';
 import { canonicalAddress } from '../../lib/model/ipvs';
 import { IpFamily, familyOfAddress, ipVersion } from '../../lib/model/ip-family';
-import { Link, LinkAddress, LinkInfo } from '../../lib/kernel/link/link';
+import { Link } from '../../lib/kernel/link/link';
+import { LinkAddress, LinkInfo } from '../../lib/model/link';
 import { compareAddresses } from '../../lib/kernel/link/link-rtnetlink';
 
 const E = osConstants.errno;

@@ -1,17 +1,8 @@
 import { NetlinkError } from '../../errors';
 import { canonicalAddress } from '../../model/ipvs';
 import { IpFamily } from '../../model/ip-family';
-import {
-  KUBE_IPVS0,
-  LINK_KIND,
-  Link,
-  LinkAddress,
-  LinkInfo,
-  LinkKindError,
-  isAddressNotThere,
-  isLinkExists,
-  isNoDevice,
-} from './link';
+import { LinkAddress, LinkInfo } from '../../model/link';
+import { KUBE_IPVS0, LINK_KIND, Link, LinkKindError, isAddressNotThere, isLinkExists, isNoDevice } from './link';
 
 // What kube-proxy's netlinkHandle (K8S pkg/proxy/ipvs/netlink_linux.go) does, over the
 // strict Link primitives: "already so" is success, anything else is an error.

@@ -5,7 +5,8 @@ import { decodeAck } from '../../netlink/nlmsg';
 import { enableExtendedAck } from '../../netlink/ext-ack';
 import { NETLINK_ROUTE, NLMSG } from '../../uapi/netlink';
 import { IpFamily } from '../../model/ip-family';
-import { Link, LinkAddress, LinkInfo } from './link';
+import { Link } from './link';
+import { LinkAddress, LinkInfo } from '../../model/link';
 import { GenlSocket, RawTransport } from '../../netlink/socket';
 import { DumpMemo } from '../../netlink/dump-memo';
 import {
@@ -20,7 +21,7 @@ import {
   encodeGetLinks,
   encodeNewAddr,
   encodeNewDummy,
-} from './rtnl-codec';
+} from '../../netlink/rtnl-codec';
 
 /** A reply message: type and the payload after struct nlmsghdr. */
 export interface RtnlReply {

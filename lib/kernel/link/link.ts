@@ -1,6 +1,7 @@
 import { constants as osConstants } from 'node:os';
 import { KubeIpvsError, NetlinkError, hasErrno } from '../../errors';
 import { IpFamily } from '../../model/ip-family';
+import { LinkAddress, LinkInfo } from '../../model/link';
 
 const E = osConstants.errno;
 
@@ -13,25 +14,6 @@ export const LINK_KIND = {
   VETH: 'veth',
   BRIDGE: 'bridge',
 } as const;
-
-/** One network interface as RTM_GETLINK shows it. */
-export interface LinkInfo {
-  readonly index: number;
-  readonly name: string;
-  /** IFLA_INFO_KIND ("dummy", "veth"...); '' for links without one (lo, physical NICs) */
-  readonly kind: string;
-  /** IFF_UP */
-  readonly up: boolean;
-}
-
-/** One address as RTM_GETADDR shows it. */
-export interface LinkAddress {
-  readonly ifindex: number;
-  readonly family: IpFamily;
-  /** textual, as inet_ntop prints it ("10.96.0.1", "fd00::1") */
-  readonly address: string;
-  readonly prefixLen: number;
-}
 
 /**
  * The kernel's links and addresses (rtnetlink). Implemented over NETLINK_ROUTE

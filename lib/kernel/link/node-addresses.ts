@@ -1,7 +1,7 @@
 import { isIPv4 } from 'node:net';
 import { cidrMatcher } from '../../model/address';
 import { canonicalAddress } from '../../model/ipvs';
-import { LinkAddress } from './link';
+import { LinkAddress } from '../../model/link';
 
 /** The special `nodePortAddresses` value meaning "the node's primary IPs" (K8S v1.29+). */
 export const NODE_PORT_ADDRESSES_PRIMARY = 'primary' as const;

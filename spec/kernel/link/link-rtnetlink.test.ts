@@ -1,7 +1,7 @@
 import { constants } from 'node:os';
 import { NetlinkSocket } from 'netlink';
 import { PackageRtnlTransport, LinkRtnetlink } from '../../../lib/kernel/link/link-rtnetlink';
-import { encodeNewDummy } from '../../../lib/kernel/link/rtnl-codec';
+import { encodeNewDummy } from '../../../lib/netlink/rtnl-codec';
 import { NetlinkError } from '../../../lib/errors';
 
 const E = constants.errno;

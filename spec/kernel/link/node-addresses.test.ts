@@ -1,5 +1,5 @@
 import { selectNodePortAddresses } from '../../../lib/kernel/link/node-addresses';
-import { LinkAddress } from '../../../lib/kernel/link/link';
+import { LinkAddress } from '../../../lib/model/link';
 
 // Addresses: RFC 5737 (192.0.2.0/24, 198.51.100.0/24) and RFC 3849 (2001:db8::/32).
 const a = (ifindex: number, address: string, prefixLen: number): LinkAddress => ({

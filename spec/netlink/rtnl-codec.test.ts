@@ -5,7 +5,7 @@ import {
   encodeNewAddr,
   encodeNewDummy,
   RTM,
-} from '../../../lib/kernel/link/rtnl-codec';
+} from '../../lib/netlink/rtnl-codec';
 
 // Golden bytes written by hand from struct ifinfomsg / ifaddrmsg and the attribute layout
 // (if_link.h, if_addr.h), not produced by the encoder under test.

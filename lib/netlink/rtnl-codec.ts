@@ -5,13 +5,13 @@
 // its modules one by one: the package index also loads its nl80211 and wireguard codecs (260 KB)
 import { AttrStream } from 'netlink/dist/structs';
 import * as rt from 'netlink/dist/rt/structs';
-import { AttrReader, AttrWriter } from '../../netlink/attr';
-import { NLM_F } from '../../uapi/netlink';
-import { AF_INET, AF_INET6 } from '../../uapi/inet';
-import { addressToBytes, bytesToAddress, familyOf } from '../../model/ipvs';
-import { IpFamily, fromAddressFamily, ipVersion, toAddressFamily } from '../../model/ip-family';
-import { DecodeError } from '../../errors';
-import { LinkAddress, LinkInfo } from './link';
+import { AttrReader, AttrWriter } from './attr';
+import { NLM_F } from '../uapi/netlink';
+import { AF_INET, AF_INET6 } from '../uapi/inet';
+import { addressToBytes, bytesToAddress, familyOf } from '../model/ipvs';
+import { IpFamily, fromAddressFamily, ipVersion, toAddressFamily } from '../model/ip-family';
+import { DecodeError } from '../errors';
+import { LinkAddress, LinkInfo } from '../model/link';
 
 /** enum in rtnetlink.h */
 export const RTM = {
