@@ -10,6 +10,7 @@ import winston from 'winston';
  * - text: klog's header (`I1123 15:30:12.123456    4242 proxier] "sync done" full=true ...`).
  */
 export type LogFormat = 'text' | 'json';
+/** The --logging-format values. */
 export const LOG_FORMATS: readonly LogFormat[] = ['text', 'json'];
 
 /** klog verbosity of a winston level (what `--v` must be for the line to show) */
@@ -62,6 +63,7 @@ export function formatJson(info: winston.Logform.TransformableInfo, now: Date = 
 const lineFormat = (format: LogFormat) =>
   winston.format.printf((info) => (format === 'text' ? formatText(info) : formatJson(info)));
 
+/** The process logger (winston), on stderr; JSON until setLogFormat says otherwise. */
 export const log: winston.Logger = winston.createLogger({
   level: process.env.KUBE_IPVS_LOG_LEVEL ?? 'info',
   format: lineFormat('json'),

@@ -43,6 +43,7 @@ import { isNoDevice } from '../kernel/link/link';
 import { listBoundAddresses, listLocalAddresses } from '../kernel/link/dummy-device';
 import { selectNodePortAddresses } from '../kernel/link/node-addresses';
 
+/** What cleanup() works on: the IPVS table, the link, iptables per family, ipset, a log. */
 export interface CleanupDeps {
   readonly ipvs: Pick<Ipvs, 'apply' | 'listServices'>;
   readonly link: Link;
@@ -54,14 +55,17 @@ export interface CleanupDeps {
   readonly dryRun?: boolean;
 }
 
+/** Where cleanup() logs each step (a winston logger fits). */
 export interface CleanupLog {
   info(msg: string, meta?: Record<string, unknown>): unknown;
   warn(msg: string, meta?: Record<string, unknown>): unknown;
   error(msg: string, meta?: Record<string, unknown>): unknown;
 }
 
+/** The steps of cleanup(): the IPVS table, the kube-ipvs0 link, iptables chains, ipsets. */
 export type CleanupStep = 'ipvs' | 'link' | 'iptables' | 'ipset';
 
+/** One thing cleanup() failed to remove: the step, what it was, and the error. */
 export interface CleanupFailure {
   readonly step: CleanupStep;
   readonly what: string;
@@ -75,6 +79,7 @@ export interface KeptVirtualServer {
   readonly reason: string;
 }
 
+/** What cleanup() removed (or, in a dry run, would remove), kept, and failed to remove. */
 export interface CleanupReport {
   readonly dryRun: boolean;
   /** virtual servers deleted (dry run: that would be), "TCP 10.96.0.10:80" */
@@ -138,6 +143,7 @@ async function defaultNodePortAddresses(link: Link, exceptIndex: number | undefi
   return new Set(selectNodePortAddresses(await listLocalAddresses(link, exceptIndex), []));
 }
 
+/** Removes what kube-proxy (IPVS mode) or kube-ipvs left in the kernel (kube-proxy --cleanup). */
 export async function cleanup(deps: CleanupDeps): Promise<CleanupReport> {
   const { log } = deps;
   const failures: CleanupFailure[] = [];

@@ -21,6 +21,7 @@ import {
   withoutVersionFlags,
 } from './version';
 
+/** Runs the kube-ipvs command line (argv as process.argv) and resolves to the exit code. */
 export async function run(argv: readonly string[]): Promise<number> {
   const args = argv.slice(2);
   const pkg = readPackageInfo();

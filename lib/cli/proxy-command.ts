@@ -25,6 +25,7 @@ interface Writer {
   write(text: string): unknown;
 }
 
+/** What the proxy command (kube-proxy's flags) runs: the daemon, stdio, file access, logs. */
 export interface ProxyCommandDeps {
   /** the daemon (lib/daemon/daemon.ts runDaemon); resolves to the exit code */
   readonly runDaemon: (config: ProxyConfig, options: DaemonOptions) => Promise<number>;
@@ -62,6 +63,7 @@ export async function runInitOnly(config: ProxyConfig, stderr: Writer): Promise<
   return failed.length === 0 ? 0 : 1;
 }
 
+/** The real dependencies: the daemon (loaded only when run), process stdout and stderr. */
 export const defaultProxyCommandDeps = (): ProxyCommandDeps => ({
   // loaded only when the proxy runs: @kubernetes/client-node takes seconds to load (tens in
   // the TCG guest), which `kube-ipvs ipvsadm` and `--cleanup` must not pay

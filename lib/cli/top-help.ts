@@ -33,6 +33,7 @@ export const CLI_COMMANDS: readonly { readonly name: string; readonly usage: str
   },
 ];
 
+/** The kube-ipvs --help text: the commands, then the proxy's flags. */
 export function formatTopHelp(proxyHelp: string): string {
   const width = Math.max(...CLI_COMMANDS.map((c) => c.usage.length));
   return [

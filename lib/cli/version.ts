@@ -15,6 +15,7 @@ import path from 'node:path';
 import semver from 'semver';
 import { UsageError } from '../errors';
 
+/** What kube-ipvs reads from its package.json: the version and the Node range. */
 export interface PackageInfo {
   readonly version: string;
   /** engines.node, e.g. ">=22.19.0" */
@@ -24,6 +25,7 @@ export interface PackageInfo {
 /** dist/lib/cli/version.js -> the package root (dist's parent) */
 export const PACKAGE_JSON = path.resolve(__dirname, '..', '..', '..', 'package.json');
 
+/** Reads the version and engines.node from package.json. */
 export function readPackageInfo(file: string = PACKAGE_JSON): PackageInfo {
   const pkg = JSON.parse(readFileSync(file, 'utf8')) as { version?: unknown; engines?: { node?: unknown } };
   return {
@@ -32,6 +34,7 @@ export function readPackageInfo(file: string = PACKAGE_JSON): PackageInfo {
   };
 }
 
+/** What --version asks for: the version line, or (--version=raw) every field of version.Info. */
 export type VersionRequest = 'print' | 'raw';
 
 /**

@@ -25,6 +25,7 @@ export const LIVE_FIELDS: readonly string[] = [
   'logging',
 ];
 
+/** The changed fields between two configurations: those applied live and those needing a restart. */
 export interface ConfigChange {
   /** changed paths the running proxy can apply (sorted) */
   readonly live: readonly string[];

@@ -25,6 +25,7 @@ export const KNOWN_SCHEDULERS: readonly string[] = [
   'twos',
 ];
 
+/** The detectLocalMode values (KubeProxyConfiguration's LocalMode). */
 export const DETECT_LOCAL_MODES: readonly DetectLocalMode[] = [
   'ClusterCIDR',
   'NodeCIDR',
@@ -129,6 +130,7 @@ export function parseNodePortAddresses(list: readonly string[], field: string): 
     : list.map((c, i) => configCidr(c, `${field}[${i}]`));
 }
 
+/** Checks ipvs.scheduler: '' (rr) or one of KNOWN_SCHEDULERS; else a ConfigError. */
 export function parseScheduler(text: string, field: string): string {
   if (text !== '' && !KNOWN_SCHEDULERS.includes(text)) {
     throw new ConfigError(
@@ -139,6 +141,7 @@ export function parseScheduler(text: string, field: string): string {
   return text;
 }
 
+/** Reads detectLocalMode: '' means ClusterCIDR; an unknown mode is a ConfigError. */
 export function parseDetectLocalMode(text: string, field: string): DetectLocalMode {
   if (text === '') return 'ClusterCIDR';
   if (!(DETECT_LOCAL_MODES as readonly string[]).includes(text)) {
@@ -147,6 +150,7 @@ export function parseDetectLocalMode(text: string, field: string): DetectLocalMo
   return text as DetectLocalMode;
 }
 
+/** Checks iptables.masqueradeBit: an integer in 0..31, else a ConfigError. */
 export function parseMasqueradeBit(value: number, field: string): number {
   if (!Number.isInteger(value) || value < 0 || value > 31) {
     throw new ConfigError(field, `${value} is outside the range 0-31`);

@@ -35,10 +35,14 @@ import {
 import { formatDurationMs } from './duration';
 import { ProxyConfig } from './proxy-config';
 
+/** The apiVersion of a KubeProxyConfiguration document. */
 export const API_VERSION = 'kubeproxy.config.k8s.io/v1alpha1';
+/** The kind of a kube-proxy configuration document. */
 export const KIND = 'KubeProxyConfiguration';
 
+/** kube-proxy's default healthz port (ports.ProxyHealthzPort). */
 export const HEALTHZ_PORT = 10256;
+/** kube-proxy's default metrics port (ports.ProxyStatusPort). */
 export const METRICS_PORT = 10249;
 
 /** Something kube-ipvs accepted but the operator should know about. */
@@ -48,6 +52,7 @@ export interface ConfigWarning {
   readonly message: string;
 }
 
+/** A decoded configuration document and the warnings its decoding gave. */
 export interface DecodedConfig {
   readonly config: ProxyConfig;
   readonly warnings: readonly ConfigWarning[];

@@ -7,6 +7,7 @@ import { API_VERSION, KIND } from './decode-config';
 import { formatDurationMs } from './duration';
 import { ProxyConfig } from './proxy-config';
 
+/** Writes a ProxyConfig as a KubeProxyConfiguration YAML document (see the file comment). */
 export function formatProxyConfig(c: ProxyConfig): string {
   const ipvs: Record<string, unknown> = {
     excludeCIDRs: [...c.ipvs.excludeCIDRs],

@@ -12,12 +12,14 @@ import {
 import { ProxyConfig } from './proxy-config';
 import { applyProxyFlags, ProxyFlags } from './proxy-flags';
 
+/** The configuration from --config and the flags, with the warnings about it. */
 export interface LoadedConfig {
   readonly config: ProxyConfig;
   /** file warnings first (unknown fields, mode), then flag warnings */
   readonly warnings: readonly ConfigWarning[];
 }
 
+/** Reads a configuration file as text (fs.readFile by default; tests pass their own). */
 export type ReadConfigFile = (path: string) => Promise<string>;
 
 const readUtf8: ReadConfigFile = (path) => fsReadFile(path, 'utf8');

@@ -10,8 +10,10 @@ import type { ConntrackSettings } from '../model/conntrack';
 import { LocalDetector } from '../plan/iptables';
 import type { LogFormat } from '../log';
 
+/** How the proxy tells local traffic (detectLocalMode): ClusterCIDR, NodeCIDR, ... */
 export type DetectLocalMode = LocalDetector['kind'];
 
+/** The ipvs section of the configuration (KubeProxyIPVSConfiguration). */
 export interface IpvsConfig {
   /** '' means rr */
   readonly scheduler: string;
@@ -48,6 +50,7 @@ export interface LoggingConfig {
   readonly verbosity: number;
 }
 
+/** The proxy's whole configuration, decoded and checked (KubeProxyConfiguration, flags applied). */
 export interface ProxyConfig {
   /** 'ipvs' (anything else was warned about and is run as ipvs) */
   readonly mode: string;

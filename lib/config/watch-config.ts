@@ -5,6 +5,7 @@
 import { watch, readFileSync, FSWatcher } from 'node:fs';
 import { dirname } from 'node:path';
 
+/** Options of watchConfigFile. */
 export interface WatchOptions {
   /** quiet period after the last event before the file is compared (default 500 ms) */
   readonly debounceMs?: number;
@@ -20,6 +21,7 @@ function contentOf(path: string): string | undefined {
   }
 }
 
+/** Calls onChange when the file's content changes (see the file comment); close() stops watching. */
 export function watchConfigFile(path: string, onChange: () => void, options: WatchOptions = {}): { close(): void } {
   const debounceMs = options.debounceMs ?? 500;
   let last = contentOf(path);

@@ -31,6 +31,7 @@ import { chooseDaemonFamilies } from './family-state';
 import { NodeEligibility, healthTimeoutMs, wireInformers, wireProxier } from './proxier-wiring';
 import { RunningConfig, watchLiveConfig } from './live-reload';
 
+/** What runDaemon takes besides the configuration: the config file, --v, build info, kubeconfig. */
 export interface DaemonOptions {
   /** --config FILE, watched for live changes; undefined when flags only */
   readonly configFile?: string;

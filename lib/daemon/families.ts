@@ -19,8 +19,10 @@ export class FamilySupportError extends KubeIpvsError {
   readonly code = 'KIPVS_FAMILY_UNSUPPORTED' as const;
 }
 
+/** Where the primary family came from: bindAddress, the Node's first IP, or the IPv4 default. */
 export type PrimarySource = 'bindAddress' | 'node' | 'default';
 
+/** The primary IP family and where it came from. */
 export interface PrimaryFamily {
   readonly family: IpFamily;
   readonly source: PrimarySource;
@@ -53,6 +55,7 @@ export function kubeProxyNodeIPs(bindAddress: string, nodeIPs: readonly string[]
   return (['ipv4', 'ipv6'] as const).flatMap((f) => (byFamily.has(f) ? [byFamily.get(f)!] : []));
 }
 
+/** The families the proxy runs, and the kernel check of each family. */
 export interface FamilyChoice {
   /** the families proxied, IPv4 first */
   readonly families: readonly IpFamily[];
@@ -82,6 +85,7 @@ export function checkPrimaryFamily(choice: FamilyChoice, primary: PrimaryFamily)
   );
 }
 
+/** Says where the primary family came from, for log lines. */
 export function primarySourceText(p: PrimaryFamily): string {
   return p.source === 'bindAddress'
     ? 'bindAddress'

@@ -16,6 +16,7 @@ import {
 } from './families';
 import { DaemonLog, KernelSurfaces } from './kernel-surfaces';
 
+/** The chosen families and the current primary family, which follows the Node's addresses. */
 export class FamilyState {
   primary: PrimaryFamily;
 

@@ -19,6 +19,7 @@ import http from 'node:http';
 import { AddressInfo } from 'node:net';
 import { Clock } from '../proxier/clock';
 
+/** What the proxy's health is computed from: the last sync and the oldest queued change. */
 export interface HealthSource {
   /** ms since the epoch of the last successful sync; 0 before the first */
   readonly lastSyncAt: number;
@@ -28,6 +29,7 @@ export interface HealthSource {
   readonly initialSyncDone: boolean;
 }
 
+/** The proxy's health as /healthz and /livez report it (kube-proxy's ProxyHealth). */
 export interface HealthState {
   readonly healthy: boolean;
   readonly lastUpdated: Date;
@@ -43,6 +45,7 @@ export function proxyHealth(src: Omit<HealthSource, 'initialSyncDone'>, now: num
   return { healthy, lastUpdated: new Date(lastUpdated), currentTime: new Date(now) };
 }
 
+/** Options of createHealthServer. */
 export interface HealthServerOptions {
   readonly source: HealthSource;
   readonly timeoutMs: number;
@@ -55,6 +58,7 @@ export interface HealthServerOptions {
   readonly notWatching?: () => readonly { readonly resource: string; readonly sinceMs: number }[];
 }
 
+/** The healthz server: /healthz and /livez as kube-proxy's ProxyHealthServer answers them. */
 export function createHealthServer(opts: HealthServerOptions): http.Server {
   return http.createServer((req, res) => {
     const path = (req.url ?? '/').split('?')[0];
@@ -93,6 +97,7 @@ export function parseBindAddress(bind: string): { host: string; port: number } {
   return { host: m[1] ?? (m[2] || '0.0.0.0'), port: Number(m[3]) };
 }
 
+/** Listens on an `IP:port` / `[IPv6]:port` bind address; resolves to the address bound. */
 export async function listen(server: http.Server, bind: string): Promise<AddressInfo> {
   const { host, port } = parseBindAddress(bind);
   await new Promise<void>((resolve, reject) => {

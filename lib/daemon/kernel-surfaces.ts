@@ -29,8 +29,10 @@ import { DumpMemo } from '../netlink/dump-memo';
 import { Iptables } from '../kernel/iptables/iptables';
 import { IpFamily } from '../model/ip-family';
 
+/** The daemon's logger (a winston child logger with its component). */
 export type DaemonLog = ReturnType<typeof componentLog>;
 
+/** The kernel interfaces the daemon opened: IPVS, links, conntrack, ipsets, iptables, nf_tables. */
 export interface KernelSurfaces {
   readonly ipvs: Ipvs;
   readonly link: Link;
@@ -44,6 +46,7 @@ export interface KernelSurfaces {
   close(): void;
 }
 
+/** Sets the IPVS tcp, tcpfin and udp timeouts (ipvsadm --set) when any is configured; logs a failure. */
 export async function applyIpvsTimeouts(ipvs: Ipvs, config: ProxyConfig, log: DaemonLog): Promise<void> {
   const { tcpTimeoutSec: tcp, tcpFinTimeoutSec: tcpFin, udpTimeoutSec: udp } = config.ipvs;
   if (tcp <= 0 && tcpFin <= 0 && udp <= 0) return;

@@ -22,6 +22,7 @@ export interface RunningConfig {
   current: ProxyConfig;
 }
 
+/** What watchLiveConfig needs: the file, how to reload it, and how to apply or exit. */
 export interface LiveReloadDeps {
   readonly configFile: string;
   readonly reloadConfig: () => Promise<ProxyConfig>;

@@ -9,6 +9,7 @@ import http from 'node:http';
 import { Registry } from 'prom-client';
 import type { ViewsHandler } from './views-server';
 
+/** The metrics server: /metrics, /proxyMode, /configz, /healthz, and the /kube-ipvs/ views. */
 export function createMetricsServer(registry: Registry, configz: () => unknown, views?: ViewsHandler): http.Server {
   return http.createServer((req, res) => {
     const path = (req.url ?? '/').split('?')[0] ?? '/';

@@ -69,6 +69,7 @@ export function buildInfoLabels(b: BuildInfo): Record<string, string> {
   };
 }
 
+/** The daemon's Prometheus metrics, kube-proxy's and kube-ipvs's, in one registry. */
 export class ProxyMetrics {
   readonly registry = new Registry();
   readonly buildInfo: Gauge;

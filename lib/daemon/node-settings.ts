@@ -13,6 +13,7 @@ import { applyOomScoreAdj } from '../kernel/sysctl/oom-score-adj';
 import { ProcSysctl, Sysctl } from '../kernel/sysctl/sysctl';
 import type { SysctlLog } from '../kernel/sysctl/ipvs-sysctls';
 
+/** Where node settings are logged: the sysctl log, and errors. */
 export interface NodeSettingsLog extends SysctlLog {
   error(msg: string, meta?: Record<string, unknown>): unknown;
 }
@@ -28,6 +29,7 @@ export interface NodeSettingsTargets {
   readonly numCPU: () => Promise<number>;
 }
 
+/** The real kernel files: /proc/sys, /sys/module, /proc, and the online CPU count. */
 export const realNodeSettingsTargets = (): NodeSettingsTargets => ({
   sysctl: new ProcSysctl('/proc/sys'),
   modules: new ProcSysctl('/sys/module'),

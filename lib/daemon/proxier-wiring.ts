@@ -28,6 +28,7 @@ const LAST_CHANGE_TRIGGER_TIME = 'endpoints.kubernetes.io/last-change-trigger-ti
 /** /healthz's timeout; the HealthCheckNodePort answers follow the same proxy health */
 export const healthTimeoutMs = (config: ProxyConfig): number => 2 * config.ipvs.syncPeriodMs;
 
+/** The proxier with its trackers and HealthCheckNodePort servers, as wireProxier builds them. */
 export interface ProxierWiring {
   readonly proxier: Proxier;
   readonly services: ServiceTracker;
@@ -37,6 +38,7 @@ export interface ProxierWiring {
   trigger(slice: { metadata?: { annotations?: Record<string, string> } }): void;
 }
 
+/** What wireProxier builds the proxier from. */
 export interface ProxierWiringDeps {
   readonly kernel: KernelSurfaces;
   readonly config: ProxyConfig;
@@ -115,6 +117,7 @@ export interface NodeEligibility {
   eligible: boolean;
 }
 
+/** What wireInformers connects: the API client, the proxier's wiring, metrics, families, the Node. */
 export interface InformerWiringDeps {
   readonly kc: Parameters<typeof startInformers>[0];
   readonly config: ProxyConfig;

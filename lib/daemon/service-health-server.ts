@@ -24,6 +24,7 @@ import { ServiceName } from '../model/service';
 import { EventSink } from '../proxier/proxier';
 import { ServiceHealthSink } from '../proxier/service-health';
 
+/** Options of ServiceHealthServer. */
 export interface ServiceHealthServerOptions {
   /** this node's name (in the Event message, as kube-proxy's) */
   readonly nodeName: string;
@@ -61,6 +62,7 @@ function splitName(name: ServiceName): { namespace: string; serviceName: string 
   return { namespace: name.slice(0, i), serviceName: name.slice(i + 1) };
 }
 
+/** The HealthCheckNodePort servers, one per Service that needs one (see the file comment). */
 export class ServiceHealthServer implements ServiceHealthSink {
   private readonly instances = new Map<ServiceName, Instance>();
   /** the last desired Services (to reopen them when the addresses change) */

@@ -48,12 +48,14 @@ export interface ViewsSource {
 /** A request handler for the /kube-ipvs/ paths; answers false for any other path. */
 export type ViewsHandler = (path: string, res: http.ServerResponse, req: http.IncomingMessage) => boolean;
 
+/** Options of createViewsHandler. */
 export interface ViewsOptions {
   /** the least time from the end of one diff's kernel read to the start of the next (default 5 s) */
   readonly diffMinIntervalMs?: number;
   readonly clock?: Clock;
 }
 
+/** The default least time between two diffs' kernel reads (ViewsOptions.diffMinIntervalMs). */
 export const DEFAULT_DIFF_MIN_INTERVAL_MS = 5_000;
 
 const LOOPBACK = /^(127\.\d{1,3}\.\d{1,3}\.\d{1,3}|::1|::ffff:127\.\d{1,3}\.\d{1,3}\.\d{1,3})$/i;
@@ -93,6 +95,7 @@ export function statusConfig(c: ProxyConfig): StatusResponse['config'] {
   };
 }
 
+/** The handler of the /kube-ipvs/ views (see the file comment). */
 export function createViewsHandler(
   source: ViewsSource,
   config: () => ProxyConfig,

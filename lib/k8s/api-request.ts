@@ -40,6 +40,7 @@ export interface ApiCall {
   readonly seconds: number;
 }
 
+/** Called once per API request, for the rest_client_* metrics. */
 export type ApiCallObserver = (call: ApiCall) => void;
 
 /** Where apiRequest logs a refused credential (a winston logger fits). */
@@ -292,6 +293,7 @@ export class ApiKubeConfig extends KubeConfig {
   }
 }
 
+/** One API request: method, path, query, body, deadline. */
 export interface ApiRequest {
   readonly method: 'GET' | 'POST' | 'PATCH';
   /** e.g. /api/v1/services */
@@ -306,6 +308,7 @@ export interface ApiRequest {
   readonly timeoutMs?: number;
 }
 
+/** One API answer: status and body text, or a watch's unread stream. */
 export interface ApiResponse {
   readonly status: number;
   readonly statusText: string;

@@ -52,13 +52,20 @@ export function slimClientNode(): boolean {
 
 slimClientNode();
 
+/** client-node's KubeConfig class, from dist/config.js alone. */
 export const { KubeConfig } =
   require('@kubernetes/client-node/dist/config.js') as typeof import('@kubernetes/client-node/dist/config.js');
+/** client-node's KubeConfig (the type). */
 export type KubeConfig = import('@kubernetes/client-node/dist/config.js').KubeConfig;
+/** client-node's HttpMethod enum and RequestContext class, from dist/gen/http/http.js. */
 export const { HttpMethod, RequestContext } =
   require('@kubernetes/client-node/dist/gen/http/http.js') as typeof import('@kubernetes/client-node/dist/gen/http/http.js');
+/** client-node's HttpMethod (the type). */
 export type HttpMethod = import('@kubernetes/client-node/dist/gen/http/http.js').HttpMethod;
+/** client-node's RequestContext (the type). */
 export type RequestContext = import('@kubernetes/client-node/dist/gen/http/http.js').RequestContext;
+/** client-node's ApiException class, from dist/gen/apis/exception.js. */
 export const { ApiException } =
   require('@kubernetes/client-node/dist/gen/apis/exception.js') as typeof import('@kubernetes/client-node/dist/gen/apis/exception.js');
+/** client-node's ApiException (the type): an API error with its HTTP status as `code`. */
 export type ApiException<T> = import('@kubernetes/client-node/dist/gen/apis/exception.js').ApiException<T>;

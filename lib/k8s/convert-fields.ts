@@ -4,12 +4,19 @@
  */
 import { Protocol, Refusal } from '../model/service';
 
+/** Service annotation naming the IPVS scheduler for that Service (kube-ipvs's own). */
 export const SCHEDULER_ANNOTATION = 'kube-ipvs.io/scheduler';
+/** kube-router's scheduler annotation, read when kube-ipvs.io/scheduler is absent. */
 export const KUBE_ROUTER_SCHEDULER_ANNOTATION = 'kube-router.io/service.scheduler';
+/** Label of a Service served by another proxy; kube-proxy (and kube-ipvs) skip it. */
 export const SERVICE_PROXY_NAME_LABEL = 'service.kubernetes.io/service-proxy-name';
+/** Label the EndpointSlice controller puts on a headless Service's slices; kube-proxy skips those slices. */
 export const HEADLESS_LABEL = 'service.kubernetes.io/headless';
+/** EndpointSlice label naming the slice's Service. */
 export const SERVICE_NAME_LABEL = 'kubernetes.io/service-name';
+/** Node label with the node's zone (topology-aware routing). */
 export const ZONE_LABEL = 'topology.kubernetes.io/zone';
+/** Taint of a Node the cluster autoscaler is deleting; such a node is not eligible. */
 export const TO_BE_DELETED_TAINT = 'ToBeDeletedByClusterAutoscaler';
 
 /** RFC 1123 label: namespaces, Service names (a stricter 1035 label in the API) and port names. */
@@ -67,19 +74,23 @@ export function text(v: unknown): string {
   }
 }
 
+/** Is `v` an integer port in min..65535? */
 export function isPort(v: unknown, min: number): v is number {
   return typeof v === 'number' && Number.isInteger(v) && v >= min && v <= 65535;
 }
 
+/** A port's protocol: TCP when unset, TCP/UDP/SCTP, undefined for anything else. */
 export function parseProtocol(v: unknown): Protocol | undefined {
   if (v === undefined || v === null || v === '') return 'TCP';
   return v === 'TCP' || v === 'UDP' || v === 'SCTP' ? v : undefined;
 }
 
+/** The values, duplicates dropped, sorted. */
 export function sortUnique(values: Iterable<string>): string[] {
   return [...new Set(values)].sort();
 }
 
+/** Is `v` a JSON object (not null, not an array)? */
 export function isObject(v: unknown): v is Record<string, unknown> {
   return typeof v === 'object' && v !== null && !Array.isArray(v);
 }

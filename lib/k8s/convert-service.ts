@@ -24,6 +24,7 @@ import {
 
 /** API default of sessionAffinityConfig.clientIP.timeoutSeconds (3 h); the API maximum is 1 day. */
 export const DEFAULT_STICKY_SECONDS = 10800;
+/** The API maximum of sessionAffinityConfig.clientIP.timeoutSeconds (1 day). */
 export const MAX_STICKY_SECONDS = 86400;
 
 const SCHEDULER_NAME = new RegExp(`^[a-z0-9]{1,${IP_VS_SCHEDNAME_MAXLEN - 1}}$`);
@@ -31,6 +32,7 @@ const TRAFFIC_DISTRIBUTIONS: ReadonlySet<string> = new Set(['PreferClose', 'Pref
 const SERVICE_TYPES: ReadonlySet<string> = new Set(['ClusterIP', 'NodePort', 'LoadBalancer', 'ExternalName']);
 const FAMILIES: readonly IpFamily[] = ['ipv4', 'ipv6'];
 
+/** A Service as the proxy sees it: its ServicePorts and the fields refused. */
 export interface ConvertedService {
   readonly ports: ServicePort[];
   readonly refusals: Refusal[];

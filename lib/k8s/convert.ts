@@ -68,6 +68,7 @@ export { ConvertedService, DEFAULT_STICKY_SECONDS, MAX_STICKY_SECONDS, convertSe
 /** One endpoint of a slice, before it is paired with a port. */
 export type EndpointAddress = Omit<Endpoint, 'port'>;
 
+/** One port of an EndpointSlice (ports[]). */
 export interface SlicePort {
   /** '' for an unnamed port (also when the field is absent) */
   readonly name: string;
@@ -75,6 +76,7 @@ export interface SlicePort {
   readonly port: number;
 }
 
+/** An EndpointSlice as the proxy sees it: its Service, family, ports, endpoints and refusals. */
 export interface ConvertedEndpointSlice {
   /** from the kubernetes.io/service-name label; undefined: the slice is not proxied */
   readonly service: { readonly namespace: string; readonly name: string } | undefined;
@@ -256,6 +258,7 @@ function hintNames(list: readonly { name?: string }[] | undefined): string[] | u
   return names.length > 0 ? sortUnique(names) : undefined;
 }
 
+/** This node as the proxy sees its Node object: zone, IPs, pod CIDRs, eligibility. */
 export interface NodeInfo {
   readonly name: string;
   /** topology.kubernetes.io/zone label; '' when none */

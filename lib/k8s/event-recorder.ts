@@ -35,12 +35,14 @@ export interface EventObjectRef {
   readonly apiVersion?: string;
 }
 
+/** A token bucket: `burst` tokens, one more every `refillEveryMs`. */
 export interface TokenBucketOptions {
   readonly burst: number;
   /** one token more every this many ms */
   readonly refillEveryMs: number;
 }
 
+/** Options of EventRecorder: the node, log, clock, and client-go's dedup, spam and queue limits. */
 export interface EventRecorderOptions {
   /** source.host and reportingInstance */
   readonly nodeName: string;
@@ -67,6 +69,7 @@ export interface EventRecorderOptions {
   readonly retry?: Partial<EventRetryOptions>;
 }
 
+/** How a failed Event write is retried (client-go's event broadcaster). */
 export interface EventRetryOptions {
   /** tries in all, the first included (client-go's maxTriesPerEvent) */
   readonly maxTries: number;
@@ -76,7 +79,9 @@ export interface EventRetryOptions {
   readonly random: () => number;
 }
 
+/** The Events' source.component and reportingComponent. */
 export const EVENT_COMPONENT = 'kube-ipvs';
+/** What an aggregated Event's message starts with (client-go's EventAggregator). */
 export const AGGREGATED_PREFIX = '(combined from similar events): ';
 /** The API's limit on an Event's note (validation.NoteLengthLimit), in bytes. */
 export const MAX_MESSAGE_BYTES = 1024;
@@ -162,6 +167,7 @@ interface Job {
   readonly done: () => void;
 }
 
+/** Posts Events as client-go's recorder does: deduplicated, aggregated, spam-limited, retried. */
 export class EventRecorder {
   private readonly clock: () => number;
   private readonly setTimer: (fn: () => void, ms: number) => void;

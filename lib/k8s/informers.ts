@@ -40,6 +40,7 @@ import { LIST_PAGE_SIZE, listPaged, listRaw } from './raw-list';
 import { prunedObject } from './prune';
 import { ReportingWatch, WATCH_IDLE_TIMEOUT_MS, WATCH_TIMEOUT_MS } from './reporting-watch';
 
+/** What the Service informer calls: add, update, delete, and synced after the first list. */
 export interface ServiceHandler {
   onServiceAdd(svc: V1Service): void;
   onServiceUpdate(old: V1Service, cur: V1Service): void;
@@ -48,6 +49,7 @@ export interface ServiceHandler {
   onServicesSynced(): void;
 }
 
+/** What the EndpointSlice informer calls: add, update, delete, and synced after the first list. */
 export interface EndpointSliceHandler {
   onEndpointSliceAdd(slice: V1EndpointSlice): void;
   onEndpointSliceUpdate(old: V1EndpointSlice, cur: V1EndpointSlice): void;
@@ -55,6 +57,7 @@ export interface EndpointSliceHandler {
   onEndpointSlicesSynced(): void;
 }
 
+/** What the Node informer (this node only) calls: add, update, delete, and synced. */
 export interface NodeHandler {
   onNodeAdd(node: V1Node): void;
   onNodeUpdate(old: V1Node, cur: V1Node): void;
@@ -70,6 +73,7 @@ export interface InformerLog {
   debug(message: string, meta?: object): unknown;
 }
 
+/** Options of startInformers: the node, the handlers, the log, list paging and backoff. */
 export interface InformerOptions {
   /** this node's name: the Node informer watches only it */
   readonly nodeName: string;
@@ -136,6 +140,7 @@ export interface NotWatching {
   readonly sinceMs: number;
 }
 
+/** The informers startInformers started. */
 export interface RunningInformers {
   /** The informers whose watch is not open now (listing, backing off, connecting). */
   notWatching(): NotWatching[];
@@ -154,8 +159,10 @@ export const SERVICE_SELECTOR = {
   labelSelector: '!service.kubernetes.io/service-proxy-name',
   fieldSelector: 'spec.clusterIP!=None',
 } as const;
+/** kube-proxy's EndpointSlice selector: no slices of a headless Service. */
 export const ENDPOINT_SLICE_SELECTOR = { labelSelector: '!service.kubernetes.io/headless' } as const;
 
+/** Starts a list-and-watch informer for each handler given. */
 export function startInformers(kc: KubeConfig, options: InformerOptions): RunningInformers {
   // client-go's reflector backoff (NewExponentialBackoffManager(800ms, 30s, ...)): after an API
   // server restart every node's informers come back spread over 0.8 to 1.6 s, not 0.2 to 0.4 s

@@ -20,6 +20,7 @@ export class KubeConfigError extends KubeIpvsError {
 
 const SERVICE_ACCOUNT_TOKEN = '/var/run/secrets/kubernetes.io/serviceaccount/token';
 
+/** Where the API client's configuration comes from: --kubeconfig, --master, in-cluster, and limits. */
 export interface KubeConfigOptions {
   /** --kubeconfig / clientConnection.kubeconfig; '' or undefined when unset */
   readonly kubeconfig?: string;
@@ -55,6 +56,7 @@ function checkMaster(master: string): URL {
   return url;
 }
 
+/** Loads the API client's config: --kubeconfig, else --master alone, else in-cluster, else the default. */
 export function loadKubeConfig(options: KubeConfigOptions): ApiKubeConfig {
   const kc = new ApiKubeConfig();
   kc.observer = options.observer;

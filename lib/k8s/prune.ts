@@ -9,6 +9,7 @@
  */
 import type { KubernetesObject } from '@kubernetes/client-node';
 
+/** Annotation where kubectl's client-side apply keeps a copy of the object. */
 export const LAST_APPLIED_ANNOTATION = 'kubectl.kubernetes.io/last-applied-configuration';
 
 /** The object as the informers keep it; the same object when there is nothing to drop. */

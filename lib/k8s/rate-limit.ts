@@ -16,6 +16,7 @@ const systemTimers: RateLimiterClock = {
   setTimer: (fn, ms) => void setTimeout(fn, ms).unref(),
 };
 
+/** client-go's token bucket rate limiter over API requests (see RateLimiterClock's comment). */
 export class TokenBucketRateLimiter {
   private tokens: number;
   private at: number;

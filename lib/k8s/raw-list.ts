@@ -10,6 +10,7 @@ import type { KubernetesListObject, KubernetesObject } from '@kubernetes/client-
 import { ApiException, KubeConfig } from './client-node';
 import { apiRequest, statusMessage } from './api-request';
 
+/** The query of a list request: selectors and paging. */
 export interface ListQuery {
   readonly labelSelector?: string;
   readonly fieldSelector?: string;

@@ -9,6 +9,7 @@ import type { KubeConfig, KubernetesObject } from '@kubernetes/client-node';
 import { apiRequest, statusMessage } from './api-request';
 import { prunedObject } from './prune';
 
+/** What a ReportingWatch tells its informer and asks it. */
 export interface WatchHooks {
   /** the watch answered 200 */
   readonly connected: () => void;

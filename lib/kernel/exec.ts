@@ -29,6 +29,7 @@ export function checkExec(
   throw new ExecError([cmd, ...args].join(' '), r.exitCode, r.stderr, lineOf?.(r.stderr));
 }
 
+/** Options of ChildProcessExec. */
 export interface ChildProcessExecOptions {
   /** a command still running after this long is killed (SIGKILL); default 5 min */
   readonly timeoutMs?: number;

@@ -11,6 +11,7 @@ import { join } from 'node:path';
 import { IpFamily } from '../model/ip-family';
 import { Iptables } from './iptables/iptables';
 
+/** Whether this node can proxy one IP family, and why (not). */
 export interface FamilyCheck {
   readonly supported: boolean;
   /** why not (or what was checked), for the start-up log line */
@@ -22,6 +23,7 @@ export interface FamilySupport {
   check(family: IpFamily): Promise<FamilyCheck>;
 }
 
+/** What KernelFamilySupport reads: each family's iptables, and /proc. */
 export interface KernelFamilySupportDeps {
   /** the iptables of each family (their backend detection and save) */
   readonly iptables: Readonly<Partial<Record<IpFamily, Pick<Iptables, 'save'>>>>;
@@ -29,6 +31,7 @@ export interface KernelFamilySupportDeps {
   readonly procRoot?: string;
 }
 
+/** The real FamilySupport: iptables works for the family, and for IPv6 the kernel has IPv6 on. */
 export class KernelFamilySupport implements FamilySupport {
   private readonly proc: string;
   constructor(private readonly deps: KernelFamilySupportDeps) {

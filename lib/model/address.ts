@@ -9,12 +9,14 @@ import { addressToBytes, bytesToAddress, canonicalAddress, parseIPv4 } from './i
 import { AF_INET, AF_INET6 } from '../uapi/inet';
 import { IpFamily } from './ip-family';
 
+/** A parsed IP address: its family and canonical (inet_ntop) spelling. */
 export interface ParsedAddress {
   readonly family: IpFamily;
   /** inet_ntop spelling */
   readonly text: string;
 }
 
+/** A parsed CIDR: family, network address, prefix length and address width. */
 export interface ParsedCidr {
   readonly family: IpFamily;
   /** the network address, host bits cleared, inet_ntop spelling */

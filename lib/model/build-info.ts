@@ -4,6 +4,7 @@
  * User-Agent of every API request.
  */
 
+/** The build kube-ipvs reports: version and Go-style platform. */
 export interface BuildInfo {
   /** package.json's version, "0.1.0" */
   readonly version: string;

@@ -22,11 +22,13 @@ export const IpsetType = {
   HASH_IP_PORT_NET: 'hash:ip,port,net',
   BITMAP_PORT: 'bitmap:port',
 } as const;
+/** One ipset type kube-proxy uses ("hash:ip,port", "bitmap:port", ...). */
 export type IpsetType = (typeof IpsetType)[keyof typeof IpsetType];
 
 /** Lower-case, as kube-proxy writes them into entries. */
 export type IpsetProto = 'tcp' | 'udp' | 'sctp';
 
+/** One of the sets (kube-proxy's, and KUBE-IPVS-OWNED): its key, IPv4 name, type and comment. */
 export interface IpsetInfo {
   readonly key: SetKey;
   readonly name: SetBaseName;
@@ -145,6 +147,7 @@ export const IPSET_INFO: readonly IpsetInfo[] = [
 
 const INFO_BY_KEY: ReadonlyMap<SetKey, IpsetInfo> = new Map(IPSET_INFO.map((i) => [i.key, i]));
 
+/** The IpsetInfo of a set key; throws TypeError for an unknown key. */
 export function ipsetInfo(key: SetKey): IpsetInfo {
   const info = INFO_BY_KEY.get(key);
   if (!info) throw new TypeError(`unknown ipset key ${key}`);

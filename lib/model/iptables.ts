@@ -46,6 +46,7 @@ export interface TableRules {
   readonly rules: readonly string[];
 }
 
+/** The iptables rules of one family: the jump rules and the nat and filter tables' chains. */
 export interface IptablesPlan {
   readonly family: IpFamily;
   readonly jumps: readonly JumpRule[];

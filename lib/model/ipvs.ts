@@ -39,6 +39,7 @@ export interface Stats {
   readonly outbps: bigint;
 }
 
+/** A virtual server (IPVS service) with its scheduler, flags, persistence and stats. */
 export interface VirtualServer extends VirtualServerId {
   readonly scheduler: string;
   /** IP_VS_SVC_F_* without the kernel-internal HASHED bit */
@@ -52,6 +53,7 @@ export interface VirtualServer extends VirtualServerId {
   readonly stats?: Stats;
 }
 
+/** What names a real server (IPVS destination) within its virtual server: family, address, port. */
 export interface RealServerId {
   /** family of the real server's address; may differ from the service's for tunnel dests */
   readonly af: AddressFamily;
@@ -59,6 +61,7 @@ export interface RealServerId {
   readonly port: number;
 }
 
+/** A real server (IPVS destination) with its forwarding method, weight, thresholds and counters. */
 export interface RealServer extends RealServerId {
   /** IP_VS_CONN_F_MASQ / LOCALNODE / TUNNEL / DROUTE */
   readonly fwdMethod: number;
@@ -109,12 +112,14 @@ export interface IpvsTimeouts {
   readonly udp: number;
 }
 
+/** The name of each IP protocol an IPVS service can have, as ipvsadm prints it. */
 export const PROTOCOL_NAMES: Readonly<Record<number, string>> = {
   [IPPROTO_TCP]: 'TCP',
   [IPPROTO_UDP]: 'UDP',
   [IPPROTO_SCTP]: 'SCTP',
 };
 
+/** AF_INET or AF_INET6 for an address; throws TypeError when it is not one. */
 export function familyOf(address: string): AddressFamily {
   if (isIPv4(address)) return AF_INET;
   if (isIPv6(address)) return AF_INET6;
@@ -221,10 +226,12 @@ export function virtualServerKey(id: VirtualServerId): string {
   return `${proto}/${hostPort(id.af, id.address, id.port)}`;
 }
 
+/** A real server's key within its virtual server: "10.0.0.5:80", "[fd00::5]:80". */
 export function realServerKey(id: RealServerId): string {
   return hostPort(id.af, id.address, id.port);
 }
 
+/** "address:port", the address bracketed for IPv6. */
 export function hostPort(af: AddressFamily, address: string, port: number): string {
   return af === AF_INET6 ? `[${address}]:${port}` : `${address}:${port}`;
 }
@@ -235,6 +242,7 @@ export function describeVirtualServer(id: VirtualServerId): string {
   return `${PROTOCOL_NAMES[id.protocol] ?? `proto ${id.protocol}`} ${hostPort(id.af, id.address, id.port)}`;
 }
 
+/** Stats with every counter and rate 0. */
 export const ZERO_STATS: Stats = Object.freeze({
   conns: 0n,
   inpkts: 0n,

@@ -19,6 +19,7 @@ export const Chain = {
   IPVS_FILTER: 'KUBE-IPVS-FILTER',
   IPVS_OUT_FILTER: 'KUBE-IPVS-OUT-FILTER',
 } as const;
+/** The name of one of kube-proxy's KUBE-* chains. */
 export type ChainName = (typeof Chain)[keyof typeof Chain];
 
 /** Built-in chains the jump rules hang off. */
@@ -29,8 +30,10 @@ export const BuiltinChain = {
   OUTPUT: 'OUTPUT',
   POSTROUTING: 'POSTROUTING',
 } as const;
+/** The name of a built-in chain. */
 export type BuiltinChainName = (typeof BuiltinChain)[keyof typeof BuiltinChain];
 
+/** The iptables tables kube-proxy (IPVS mode) writes. */
 export type Table = 'nat' | 'filter';
 
 /**
@@ -59,7 +62,9 @@ export const SetName = {
   IPVS_IPS: 'KUBE-IPVS-IPS',
   IPVS_OWNED: 'KUBE-IPVS-OWNED',
 } as const;
+/** The key of one of the sets (LOOP_BACK, CLUSTER_IP, ..., IPVS_OWNED). */
 export type SetKey = keyof typeof SetName;
+/** A set's IPv4 name ("KUBE-LOOP-BACK", ...). */
 export type SetBaseName = (typeof SetName)[SetKey];
 
 /** ipset's IPSET_MAXNAMELEN is 32 including the NUL. */

@@ -7,6 +7,7 @@
  */
 import { NFPROTO } from '../uapi/nf_tables';
 
+/** An nf_tables table: its family and name. */
 export interface NftTable {
   /** nfgen_family: NFPROTO_* */
   readonly family: number;

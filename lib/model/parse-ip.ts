@@ -11,6 +11,7 @@
 import { IpFamily } from './ip-family';
 import { formatCidr, parseAddress, parseCidr as parseNet, parseCidrSloppy as parseNetSloppy } from './address';
 
+/** A parsed field: its value and family, or why it could not be parsed. */
 export type Parsed<T> =
   { readonly ok: true; readonly value: T; readonly family: IpFamily } | { readonly ok: false; readonly reason: string };
 

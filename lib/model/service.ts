@@ -6,6 +6,7 @@
  */
 import { IpFamily } from './ip-family';
 
+/** A Service port's protocol. */
 export type Protocol = 'TCP' | 'UDP' | 'SCTP';
 
 /** "namespace/name" of a Service. */
@@ -17,6 +18,7 @@ export type ServiceName = string;
  */
 export type ServicePortKey = string;
 
+/** The ServicePortKey of a Service port for one family: "ns/svc:http/ipv4". */
 export function servicePortKey(namespace: string, name: string, portName: string, family: IpFamily): ServicePortKey {
   return `${namespace}/${name}:${portName}/${family}`;
 }

@@ -39,6 +39,7 @@ export type FrontendType = 'ClusterIP' | 'NodePort' | 'LoadBalancer' | 'External
  */
 export type BackendState = 'active' | 'terminating' | 'draining' | 'pending' | 'stale';
 
+/** One backend of a frontend in the service list: address, state, weight, connections. */
 export interface Backend {
   /** "10.244.1.2:8080", "[fd00::2]:8080" */
   readonly address: string;
@@ -87,6 +88,7 @@ export interface RefusedFrontend {
   readonly message: string;
 }
 
+/** GET /kube-ipvs/services: every frontend with its backends, and the frontends refused. */
 export interface ServiceListResponse {
   /** daemon: names and states from the running daemon; kernel: the IPVS table and ipsets alone */
   readonly source: 'daemon' | 'kernel';

@@ -189,6 +189,7 @@ export function forEachAttr(
   }
 }
 
+/** Parses one level of attributes into an AttrTable (see forEachAttr); DecodeError on a bad length. */
 export function parseAttrs(buf: Buffer, path: string, baseOffset = 0): AttrTable {
   const out: AttrTable = new Map();
   forEachAttr(buf, path, (type, at, len) => out.set(type, buf.subarray(at, at + len)), baseOffset);

@@ -42,6 +42,7 @@ export type IpvsRequest =
   | { readonly kind: 'getInfo' }
   | { readonly kind: 'getConfig' };
 
+/** The kind of an IPVS request: newService, getDests, setConfig, ... */
 export type IpvsRequestKind = IpvsRequest['kind'];
 
 /** The genl command and attribute bytes of one request; `dump` means NLM_F_DUMP. */
@@ -68,6 +69,7 @@ const CMD_OF: Readonly<Record<IpvsRequestKind, IpvsCmd>> = {
   flush: IPVS_CMD.FLUSH,
 };
 
+/** The netmask of a virtual server that has none: /32 (0xffffffff) for IPv4, /128 for IPv6. */
 export const defaultNetmask = (af: AddressFamily): number => (af === AF_INET6 ? 128 : 0xffffffff);
 
 // IPv4 straight into the attribute (4 bytes, as ipvsadm and moby send it); IPv6 16 bytes
@@ -387,6 +389,7 @@ export function replyNest(attrs: Buffer, type: number, path: string): Buffer {
   return found;
 }
 
+/** Decodes the attributes of IPVS_CMD_GET_INFO's answer: the IPVS version and connection table size. */
 export function decodeInfo(attrs: Buffer): IpvsInfo {
   const r = AttrReader.parse(attrs, 'IPVS_CMD_SET_INFO', IPVS_INFO_ATTR);
   return {
@@ -395,6 +398,7 @@ export function decodeInfo(attrs: Buffer): IpvsInfo {
   };
 }
 
+/** Decodes the attributes of IPVS_CMD_GET_CONFIG's answer: the tcp, tcpfin and udp timeouts (0: unset). */
 export function decodeConfig(attrs: Buffer): IpvsTimeouts {
   const r = AttrReader.parse(attrs, 'IPVS_CMD_SET_CONFIG', IPVS_CMD_ATTR);
   return {

@@ -20,6 +20,7 @@ const NFTA_GEN_NAMES: Record<string, number> = Object.fromEntries(
   Object.entries(NFTA_GEN).map(([k, v]) => ['NFTA_GEN_' + k, v]),
 );
 
+/** The nf_tables ruleset generation (NFT_MSG_NEWGEN), and who last committed, when the kernel says. */
 export interface NftGeneration {
   /** NFTA_GEN_ID */
   readonly id: number;
@@ -29,6 +30,7 @@ export interface NftGeneration {
   readonly procName?: string;
 }
 
+/** Encodes NFT_MSG_GETGEN: the current ruleset generation. */
 export function encodeGetGen(): GenlRequest {
   return { type: nftMsgType(NFT_MSG.GETGEN), cmd: AF_UNSPEC, attrs: Buffer.alloc(0) };
 }

@@ -48,6 +48,7 @@ function nfgenmsg(family: number, resId = 0): Buffer {
   return Buffer.from([family, NFNETLINK_V0, (resId >> 8) & 0xff, resId & 0xff]);
 }
 
+/** Encodes NFT_MSG_GETTABLE for NFPROTO_UNSPEC: sent as a dump, it lists every table. */
 export function encodeGetTables(): GenlRequest {
   return { type: nftMsgType(NFT_MSG.GETTABLE), cmd: NFPROTO.UNSPEC, attrs: Buffer.alloc(0) };
 }

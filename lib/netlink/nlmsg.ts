@@ -11,6 +11,7 @@ export interface NetlinkMessage {
   readonly payload: Buffer;
 }
 
+/** The netlink and genetlink headers of one generic-netlink message (nlmsghdr + genlmsghdr). */
 export interface GenlHeader {
   /** netlink message type: the generic-netlink family id */
   readonly familyId: number;
@@ -74,6 +75,7 @@ export function genlBody(msg: NetlinkMessage): { cmd: number; version: number; a
   return { cmd: msg.payload.readUInt8(0), version: msg.payload.readUInt8(1), attrs: msg.payload.subarray(GENL_HDRLEN) };
 }
 
+/** An NLMSG_ERROR message decoded: errno (0 for an ACK), the request's seq, and the extended ack. */
 export interface NetlinkAck {
   /** positive errno; 0 for a plain ACK */
   readonly errno: number;
@@ -100,5 +102,7 @@ export function decodeAck(msg: NetlinkMessage): NetlinkAck {
   return extack === undefined ? { errno, seq } : { errno, seq, extack };
 }
 
+/** Is the message an NLMSG_ERROR (an error or an ACK)? */
 export const isError = (m: NetlinkMessage): boolean => m.type === NLMSG.ERROR;
+/** Is the message NLMSG_DONE (the end of a dump)? */
 export const isDone = (m: NetlinkMessage): boolean => m.type === NLMSG.DONE;

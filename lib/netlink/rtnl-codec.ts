@@ -35,7 +35,9 @@ export const IFF_UP = 0x1;
 /** struct ifaddrmsg.ifa_scope for a host address (RT_SCOPE_UNIVERSE, as `ip addr add` uses) */
 export const RT_SCOPE_UNIVERSE = 0;
 
+/** NLM_F_CREATE: create the object when it does not exist (netlink.h, NEW requests). */
 export const NLM_F_CREATE = 0x400;
+/** NLM_F_EXCL: fail when the object exists (netlink.h, NEW requests). */
 export const NLM_F_EXCL = 0x200;
 
 /** One rtnetlink request, as data: message type, extra header flags (REQUEST|ACK are added by the socket), payload. */
@@ -66,14 +68,17 @@ export function encodeLinkInfoKind(kind: string): Buffer {
   return new AttrWriter(16).string(IFLA_INFO.KIND, kind).finish();
 }
 
+/** Encodes RTM_GETLINK as a dump: every link. */
 export function encodeGetLinks(): RtnlRequest {
   return { type: RTM.GETLINK, flags: NLM_F.DUMP, payload: link({}, {}), operation: 'list links', object: '' };
 }
 
+/** Encodes RTM_GETLINK for one link, by name. */
 export function encodeGetLink(name: string): RtnlRequest {
   return { type: RTM.GETLINK, flags: 0, payload: link({}, { ifname: name }), operation: 'get link', object: name };
 }
 
+/** Encodes RTM_NEWLINK for a new dummy link (`ip link add NAME type dummy`); EEXIST when it exists. */
 export function encodeNewDummy(name: string): RtnlRequest {
   return {
     type: RTM.NEWLINK,
@@ -84,6 +89,7 @@ export function encodeNewDummy(name: string): RtnlRequest {
   };
 }
 
+/** Encodes RTM_DELLINK for the link with this index. */
 export function encodeDelLink(index: number): RtnlRequest {
   return {
     type: RTM.DELLINK,
@@ -94,6 +100,7 @@ export function encodeDelLink(index: number): RtnlRequest {
   };
 }
 
+/** Encodes RTM_GETADDR as a dump: every address of one family. */
 export function encodeGetAddrs(family: IpFamily): RtnlRequest {
   return {
     type: RTM.GETADDR,
@@ -118,8 +125,10 @@ function hostAddr(type: number, flags: number, index: number, address: string, o
   };
 }
 
+/** Encodes RTM_NEWADDR for a host address (/32 or /128) on a link; EEXIST when it is there. */
 export const encodeNewAddr = (index: number, address: string): RtnlRequest =>
   hostAddr(RTM.NEWADDR, NLM_F_CREATE | NLM_F_EXCL, index, address, 'add address');
+/** Encodes RTM_DELADDR for a host address (/32 or /128) on a link. */
 export const encodeDelAddr = (index: number, address: string): RtnlRequest =>
   hostAddr(RTM.DELADDR, 0, index, address, 'delete address');
 

@@ -7,6 +7,7 @@ import { writeBatchDatagrams } from './batch-datagrams';
 
 // the transports live in transport.ts; importers have always found them here
 export { RawTransport } from './transport';
+/** The datagram transport a netlink socket runs over (see transport.ts). */
 export type { NetlinkTransport } from './transport';
 
 /** A reply message of a generic-netlink request: its genl cmd and attribute bytes. */
@@ -33,6 +34,7 @@ export interface GenlFailure {
   readonly extack?: string;
 }
 
+/** Options of GenlSocket: batching, requests in flight, and timeouts. */
 export interface GenlSocketOptions {
   /** messages per datagram in a batch */
   readonly batchMessages?: number;
@@ -92,6 +94,7 @@ export interface RawBatchOptions {
   readonly transaction?: boolean;
 }
 
+/** How long a request waits for its answer unless GenlSocketOptions.requestTimeoutMs says otherwise. */
 export const DEFAULT_REQUEST_TIMEOUT_MS = 30_000;
 
 /**
@@ -482,5 +485,6 @@ export class GenlSocket {
   }
 }
 
+/** Is `e` a GenlFailure (a kernel refusal, not a thrown Error)? */
 export const isGenlFailure = (e: unknown): e is GenlFailure =>
   typeof e === 'object' && e !== null && !(e instanceof Error) && typeof (e as GenlFailure).errno === 'number';

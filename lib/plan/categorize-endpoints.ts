@@ -4,6 +4,7 @@
  */
 import { Endpoint, ServicePort } from '../model/service';
 
+/** A service port's endpoints for Cluster and for Local traffic policy, and whether any is usable. */
 export interface CategorizedEndpoints {
   /** for "Cluster" policy: ready endpoints (topology-filtered), else serving+terminating ones */
   readonly cluster: readonly Endpoint[];
@@ -54,6 +55,7 @@ function topologyMode(endpoints: readonly Endpoint[], nodeName: string, zone: st
   return '';
 }
 
+/** kube-proxy's CategorizeEndpoints for one service port on this node (see the file comment). */
 export function categorizeEndpoints(
   endpoints: readonly Endpoint[],
   sp: ServicePort,

@@ -15,6 +15,7 @@ import type { FrontendType } from '../model/views';
 
 const KIND_RANK: Readonly<Record<FrontendType, number>> = { ClusterIP: 0, NodePort: 1, LoadBalancer: 2, ExternalIP: 3 };
 
+/** One service port's claim on a frontend address:port: what it has there, and its age. */
 export interface Claim {
   readonly key: ServicePortKey;
   /** what the service port has at this address:port */

@@ -32,6 +32,7 @@ export interface LbOutFilterEntry {
   readonly port: number;
 }
 
+/** What the iptables plan of one family is made from: masquerade and local-traffic settings, sets. */
 export interface IptablesPlanInput {
   readonly family: IpFamily;
   /** default 14 (mark 0x004000) */

@@ -73,6 +73,7 @@ export const FOREIGN_VIRTUAL_SERVER = 'ForeignVirtualServer';
 
 const byString = (a: string, b: string): number => (a < b ? -1 : a > b ? 1 : 0);
 
+/** Plans the desired kernel state of one service port in one family (see the file comment). */
 export function planServicePort(sp: ServicePort, endpoints: readonly Endpoint[], ctx: PlanContext): ServicePortPlan {
   if (sp.family !== ctx.family) {
     throw new TypeError(

@@ -80,6 +80,7 @@ export interface ServicePortPlan {
   readonly foreignVirtualServers?: readonly string[];
 }
 
+/** The per-port planner's signature (planServicePort's). */
 export type PlanServicePort = (sp: ServicePort, endpoints: readonly Endpoint[], ctx: PlanContext) => ServicePortPlan;
 
 /** Options of the per-family iptables plan that do not come from services. */

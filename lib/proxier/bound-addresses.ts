@@ -7,6 +7,7 @@ import { KUBE_IPVS0, Link } from '../kernel/link/link';
 import { bindAddresses, unbindAddresses } from '../kernel/link/dummy-device';
 import { NetlinkError } from '../errors';
 
+/** Binds and unbinds the addresses on kube-ipvs0, and remembers those bound (see the file comment). */
 export class BoundAddresses {
   private dummyIndex: number | undefined;
   private bound = new Set<string>();

@@ -3,12 +3,14 @@ export interface Timer {
   cancel(): void;
 }
 
+/** The time and timers the proxier uses. */
 export interface Clock {
   /** milliseconds since the epoch */
   now(): number;
   setTimer(fn: () => void, ms: number): Timer;
 }
 
+/** The real clock: Date.now and unref'd setTimeout. */
 export const systemClock: Clock = {
   now: () => Date.now(),
   setTimer(fn, ms) {

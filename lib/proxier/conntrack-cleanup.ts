@@ -11,6 +11,7 @@ import { IpFamily } from '../model/ip-family';
 import { DesiredVirtualServer, ServicePortPlan } from '../plan/service-plan';
 import { conntrackCleanupTriggers, conntrackFrontends, staleConntrackFlows } from '../reconcile/stale-conntrack';
 
+/** Deletes stale conntrack entries after IPVS changes (see the file comment). */
 export class ConntrackCleanup {
   /** conntrack tables ("ipv4/17") to clean of stale entries after this sync's IPVS changes */
   private readonly pending = new Set<string>();

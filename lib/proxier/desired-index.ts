@@ -59,6 +59,7 @@ interface FamilyIndex {
   readonly lbOutFilter: Counted<string>;
 }
 
+/** The union of every service port's plan, updated one Service at a time (see the file comment). */
 export class DesiredIndex {
   private readonly claims = new Map<string, Map<string, DesiredVirtualServer>>();
   /** the service port each plan came from (a reference to the tracker's; ranks conflicting claims) */

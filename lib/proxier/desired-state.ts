@@ -10,6 +10,7 @@ import { DesiredVirtualServer, ServicePortPlan } from '../plan/service-plan';
 import { DesiredIndex } from './desired-index';
 import { ServiceHealthIndex } from './service-health';
 
+/** How DesiredState re-plans a Service, and whom it tells. */
 export interface DesiredStateDeps {
   /** plans one Service's ports (NodeContext.planService) */
   readonly planService: (name: string) => { ports: ServicePort[]; plans: ServicePortPlan[] };
@@ -17,6 +18,7 @@ export interface DesiredStateDeps {
   readonly replanned: (name: string, before: readonly ServicePortPlan[], after: readonly ServicePortPlan[]) => void;
 }
 
+/** Every Service's plans and the index over them (see the file comment). */
 export class DesiredState {
   /** service name -> its plans (all ports, all families) */
   private readonly byService = new Map<string, ServicePortPlan[]>();

@@ -7,6 +7,7 @@
  * of real servers drain at once.
  */
 
+/** One real server draining (at weight 0). */
 export interface Drain {
   /** when it was set to weight 0 (the drain timeout counts from here) */
   readonly since: number;
@@ -21,6 +22,7 @@ interface VirtualServerDrains {
   readonly realServers: Map<string, Drain>;
 }
 
+/** The virtual servers whose draining real servers are due a read, and when the next one is. */
 export interface DueDrains {
   /** virtual server keys to read now, oldest first */
   readonly due: string[];
@@ -30,6 +32,7 @@ export interface DueDrains {
   readonly nextDue: number;
 }
 
+/** The draining real servers, by virtual server, in the order they fall due (see the file comment). */
 export class DrainingRealServers {
   private readonly byVs = new Map<string, VirtualServerDrains>();
   private total = 0;

@@ -22,6 +22,7 @@ export interface Netfilter {
   readonly started: () => boolean;
 }
 
+/** The parts of the proxier a full sync's IPVS phase works with. */
 export interface FullSyncParts {
   readonly applier: IpvsApplier;
   readonly node: NodeContext;

@@ -20,7 +20,9 @@ import { ProxierDeps } from './types';
 
 const E = osConstants.errno;
 
+/** The default drainTimeoutMs: a draining real server with connections left is deleted after it. */
 export const DEFAULT_DRAIN_TIMEOUT_MS = 10 * 60_000;
+/** The default drainCheckIntervalMs: how often draining real servers' connection counts are read. */
 export const DEFAULT_DRAIN_CHECK_MS = 15_000;
 /** virtual servers whose draining real servers one sync reads at most, and the pause before the next batch */
 const DRAIN_CHECK_BATCH = 16;
@@ -32,6 +34,7 @@ const RETRY_MAX_MS = 5 * 60_000;
 /** each retry's wait stretched by up to this much at random (client-go's retry.DefaultBackoff Jitter 0.1) */
 const RETRY_JITTER = 0.1;
 
+/** The desired virtual server of a key, if any. */
 export type DesiredLookup = (vsKey: string) => DesiredVirtualServer | undefined;
 type WriteCounts = { ipvsWrites: number; ipvsFailures: number };
 
@@ -40,6 +43,7 @@ export function serviceOf(servicePortKey: string): string {
   return servicePortKey.slice(0, servicePortKey.indexOf(':'));
 }
 
+/** What IpvsApplier works with: the proxier's IPVS, clock, log and drain settings, and callbacks. */
 export interface IpvsApplierDeps extends Pick<
   ProxierDeps,
   'ipvs' | 'readProcIpVs' | 'clock' | 'log' | 'events' | 'drainTimeoutMs' | 'drainCheckIntervalMs' | 'random'
@@ -57,6 +61,7 @@ export interface RunOutcome {
   readonly fullSync: boolean;
 }
 
+/** Applies IPVS ops and keeps the applied table, retries and drains (see the file comment). */
 export class IpvsApplier {
   /** what kube-ipvs believes the kernel holds (owned services only after the first full sync) */
   private appliedTable: IpvsTable = new Map();

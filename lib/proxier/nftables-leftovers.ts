@@ -20,6 +20,7 @@ import { describeNftTable, isKubeProxyNftTable } from '../model/nft-table';
 /** a listing followed by a deletion: a table deleted by someone else in between aborts it (ENOENT), and the next listing no longer shows it */
 const ATTEMPTS = 3;
 
+/** Deletes kube-proxy's nftables-mode tables once, after a full sync (see the file comment). */
 export class NftablesLeftovers {
   private removed = false;
 

@@ -57,6 +57,7 @@ export async function findKubeIpvs0(link: Link): Promise<number | undefined> {
 
 type NodeDeps = Pick<ProxierDeps, 'link' | 'ipsets' | 'source' | 'planner' | 'log' | 'serviceHealth' | 'randomFully'>;
 
+/** What the proxier knows of its node (see the file comment). */
 export class NodeContext {
   private settingsNow: ProxierSettings;
   private nodeNow: NodeState;

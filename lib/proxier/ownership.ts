@@ -26,6 +26,7 @@ import { needsGracefulTermination } from '../reconcile/diff-ipvs';
 import type { IpvsTable } from '../reconcile/ipvs-table';
 import type { DesiredVirtualServer } from '../plan/service-plan';
 
+/** What decides whether a virtual server is kube-ipvs's: excludeCIDRs and the foreign ones seen. */
 export interface OwnershipFacts {
   /** inside ipvs.excludeCIDRs */
   readonly excluded: (address: string) => boolean;
@@ -40,6 +41,7 @@ export function foreignReason(vsKey: string, vs: VirtualServerId, facts: Ownersh
   return facts.foreign(vsKey) ?? null;
 }
 
+/** Is the virtual server kube-ipvs's (see foreignReason)? */
 export function ownsVirtualServer(vsKey: string, vs: VirtualServerId, facts: OwnershipFacts): boolean {
   return foreignReason(vsKey, vs, facts) === null;
 }
@@ -64,6 +66,7 @@ export function firstSightReason(vsKey: string, vs: VirtualServerId, facts: Firs
   return why === null ? null : `found when kube-ipvs started: ${why}`;
 }
 
+/** The weight-0 real servers a full sync adopts as drains, and those it leaves alone. */
 export interface AdoptedDrains {
   /** [vsKey, rsKey] of every real server to drain */
   readonly drains: [string, string][];

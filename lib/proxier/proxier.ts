@@ -37,6 +37,7 @@ import { Netfilter, fullSyncOps } from './full-sync';
 import { ProxierSnapshot, dryRunFullSync, serviceList, status } from './views';
 import { NodeState, ProxierDeps, ProxierSettings, SyncResult } from './types';
 
+/** The proxier's types (types.ts), for importers of proxier.ts. */
 export type {
   EventSink,
   NodeState,
@@ -50,6 +51,7 @@ export type {
   SyncResult,
 } from './types';
 
+/** The proxy's sync loop, partial and full syncs (see the file comment). */
 export class Proxier {
   private servicesSynced = false;
   private endpointSlicesSynced = false;

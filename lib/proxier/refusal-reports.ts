@@ -10,6 +10,7 @@ import { whyWins } from '../plan/claim-rank';
 import { DesiredIndex } from './desired-index';
 import { EventSink } from './types';
 
+/** Reports refused fields and contested virtual servers once each (see the file comment). */
 export class RefusalReports {
   /** virtual servers claimed by several service ports: vsKey -> the winner and losers reported */
   private readonly conflicts = new Map<string, { winner: string; losers: ReadonlySet<string> }>();

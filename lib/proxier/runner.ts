@@ -6,6 +6,7 @@
  */
 import { Clock, Timer } from './clock';
 
+/** Options of BoundedFrequencyRunner: min and max interval, burst, clock. */
 export interface RunnerOptions {
   readonly minIntervalMs: number;
   readonly maxIntervalMs: number;
@@ -14,6 +15,7 @@ export interface RunnerOptions {
   readonly clock: Clock;
 }
 
+/** kube-proxy's BoundedFrequencyRunner (see the file comment). */
 export class BoundedFrequencyRunner {
   private tokens: number;
   private lastRefill: number;

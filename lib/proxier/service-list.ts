@@ -48,6 +48,7 @@ export class FrontendIds {
   }
 }
 
+/** What the service list is made from: desired and applied virtual servers, ports, endpoints, ids. */
 export interface ServiceListInput {
   /** by virtualServerKey */
   readonly desired: ReadonlyMap<string, DesiredVirtualServer>;

@@ -30,6 +30,7 @@ export interface ProxySource {
   takeChanges(): Set<string>;
 }
 
+/** What plans a service port (plan/plan-service-port.ts in production). */
 export interface Planner {
   readonly planServicePort: PlanServicePort;
 }
@@ -39,6 +40,7 @@ export interface EventSink {
   warn(ref: { kind: string; namespace: string; name: string }, reason: string, message: string): void;
 }
 
+/** The Node object as the proxier uses it: name, zone, IPs, pod CIDRs. */
 export interface NodeState {
   readonly name: string;
   readonly zone: string;
@@ -63,6 +65,7 @@ export interface ProxierSettings {
   readonly interfaceNamePrefix: string;
 }
 
+/** What the proxier runs against: the kernel interfaces, the trackers, the planner, clock and log. */
 export interface ProxierDeps {
   readonly ipvs: Ipvs;
   readonly link: Link;

@@ -155,6 +155,7 @@ const sliceKeyOf = (s: V1EndpointSlice): string => `${s.metadata?.namespace ?? '
 const NONE: readonly never[] = [];
 const byString = (a: string, b: string): number => (a < b ? -1 : a > b ? 1 : 0);
 
+/** Tracks every Service's endpoints, merged from its EndpointSlices (see the file comment). */
 export class EndpointSliceTracker extends ChangeTracker<ServiceEndpoints> {
   private readonly slices = new Map<string, SliceState>();
   private readonly slicesOf = new Map<ServiceName, Set<string>>();

@@ -46,6 +46,7 @@ export function sameStructure(a: unknown, b: unknown): boolean {
   return defined === 0;
 }
 
+/** The Services whose state differs from the last take (see the file comment). */
 export class PendingChanges<S> {
   /** name -> its state at the last take (null: absent), for names changed since */
   private readonly previous = new Map<string, S | null>();

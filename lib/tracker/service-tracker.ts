@@ -16,12 +16,14 @@ interface ServiceState {
 const sameService = (a: ServiceState, b: ServiceState): boolean =>
   sameStructure(a.ports, b.ports) && sameStructure(a.refusals, b.refusals);
 
+/** "namespace/name" of an object. */
 export function serviceNameOf(obj: { metadata?: { namespace?: string; name?: string } }): ServiceName {
   return `${obj.metadata?.namespace ?? ''}/${obj.metadata?.name ?? ''}`;
 }
 
 const NONE: readonly never[] = [];
 
+/** Tracks every Service's ports and refusals, and which Services changed. */
 export class ServiceTracker extends ChangeTracker<ServiceState> {
   private readonly services = new Map<ServiceName, ServiceState>();
   private readonly byKey = new Map<ServicePortKey, ServicePort>();

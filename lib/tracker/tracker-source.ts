@@ -6,6 +6,7 @@ import { Endpoint, Refusal, ServiceName, ServicePort } from '../model/service';
 import { EndpointSliceTracker } from './endpoint-slice-tracker';
 import { ServiceTracker } from './service-tracker';
 
+/** The Service and EndpointSlice trackers as the proxier reads them (see the file comment). */
 export class TrackerSource {
   constructor(
     readonly services: ServiceTracker,

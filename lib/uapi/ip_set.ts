@@ -10,6 +10,7 @@ export const NFNL_SUBSYS_IPSET = 6;
  * exactly 6. With 7 the kernel adds IPSET_ATTR_INDEX to each set header; nothing else differs.
  */
 export const IPSET_PROTOCOL = 7;
+/** IPSET_PROTOCOL_MIN: the oldest ip_set protocol version a kernel accepts (see IPSET_PROTOCOL). */
 export const IPSET_PROTOCOL_MIN = 6;
 
 /** IPSET_MAXNAMELEN: set and type names, NUL included */

@@ -11,6 +11,7 @@ export const NFNL_SUBSYS_NFTABLES = 10;
  * Their nfgenmsg: nfgen_family AF_UNSPEC, res_id the subsystem id, big-endian.
  */
 export const NFNL_MSG_BATCH_BEGIN = 0x10;
+/** NFNL_MSG_BATCH_END: the message that ends (commits) an nfnetlink batch (nfnetlink.h). */
 export const NFNL_MSG_BATCH_END = 0x11;
 
 /** enum nf_tables_msg_types (the ones kube-ipvs sends or reads) */

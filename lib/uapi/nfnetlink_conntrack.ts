@@ -6,6 +6,7 @@ export const NETLINK_NETFILTER = 12;
 
 /** struct nfgenmsg: nfgen_family u8, version u8, res_id __be16 */
 export const NFGENMSG_LEN = 4;
+/** NFNETLINK_V0: the only nfgenmsg version (nfnetlink.h). */
 export const NFNETLINK_V0 = 0;
 
 /** nfnetlink subsystem ids (nfnetlink.h); a message type is (subsys << 8) | msg */

@@ -5,7 +5,9 @@
 import { IpvsOp } from '../../kernel/ipvs/ipvs';
 import { VirtualServerId } from '../../model/ipvs';
 
+/** The program name ipvsadm prints in its messages (argv[0]). */
 export const PROGRAM = 'ipvsadm';
+/** DEF_SCHED: the scheduler a new virtual server gets without -s (ipvsadm.c). */
 export const DEF_SCHED = 'wlc';
 /** IPVS_SVC_PERSISTENT_TIMEOUT (libipvs.h): 6 minutes */
 export const DEF_PERSISTENT_TIMEOUT = 360;
@@ -24,6 +26,7 @@ export interface ListFormat {
   readonly rule: boolean;
 }
 
+/** The listing format with no listing option given. */
 export const DEFAULT_FORMAT: ListFormat = Object.freeze({
   numeric: false,
   stats: false,
@@ -53,6 +56,7 @@ export type CommandName =
   | 'save'
   | 'zero';
 
+/** One parsed ipvsadm command line: a listing, save/restore, help/version, or a table change. */
 export type IpvsadmCommand =
   | { readonly kind: 'list-all'; readonly format: ListFormat }
   | { readonly kind: 'list-service'; readonly format: ListFormat; readonly vs: VirtualServerId }
@@ -74,6 +78,7 @@ export interface ParseError {
   readonly exitCode: number;
 }
 
+/** What parseArgs returns: the command, or the message and exit status ipvsadm would give. */
 export type ParseResult =
   { readonly ok: true; readonly command: IpvsadmCommand } | ({ readonly ok: false } & ParseError);
 
@@ -89,6 +94,7 @@ export function fail(message: string): never {
   throw new Fail({ stderr: `${message}\n`, exitCode: 2 });
 }
 
+/** ipvsadm's tryhelp_exit(): "Try `ipvsadm -h'..." and exit status 255. */
 export function tryhelp(): never {
   throw new Fail({ stderr: `Try \`${PROGRAM} -h' or '${PROGRAM} --help' for more information.\n`, exitCode: 255 });
 }

@@ -15,6 +15,7 @@ import { USAGE, VERSION_LINE } from './usage';
 
 const E = osConstants.errno;
 
+/** Where ipvsadm writes its output (process.stdout / process.stderr fit). */
 export interface TextSink {
   write(chunk: string): unknown;
 }
@@ -24,6 +25,7 @@ export interface NameService extends Resolver {
   names(addresses: Iterable<{ af: AddressFamily; address: string }>): Promise<Names>;
 }
 
+/** What the ipvsadm command runs against: the IPVS table, stdio, name look-ups, /proc. */
 export interface IpvsadmDeps {
   /** the table, or how to open it (opened only when a command needs the kernel) */
   readonly ipvs: Ipvs | (() => Promise<Ipvs>);

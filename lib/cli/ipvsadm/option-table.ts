@@ -50,6 +50,7 @@ export const T = {
 const o = (long: string, short: string | undefined, arg: OptionDef['arg'], key?: string): OptionDef =>
   short ? { long, short, arg, key: key ?? short } : { long, arg, key: key! };
 
+/** ipvsadm 1.31's popt option table (options_table in ipvsadm.c). */
 export const OPTIONS: readonly OptionDef[] = [
   o('add-service', 'A', 'none'),
   o('edit-service', 'E', 'none'),
@@ -165,6 +166,7 @@ const OPT_NAMES = [
   'tun-csum',
   'tun-remcsum',
 ] as const;
+/** The name of one ipvsadm option (OPT_* in ipvsadm.c, as in its messages). */
 export type OptName = (typeof OPT_NAMES)[number];
 
 /**
@@ -191,12 +193,14 @@ const COMMANDS_V_OPTIONS: Readonly<Record<CommandName, string>> = {
 
 /** Tunnel types (rows) vs tunnel options tun-port, tun-nocsum, tun-csum, tun-remcsum. */
 export const TUNNEL_TYPES = ['ipip', 'gue', 'gre'] as const;
+/** One --tun-type value: ipip, gue or gre. */
 export type TunnelType = (typeof TUNNEL_TYPES)[number];
 const TUNNEL_V_OPTIONS: Readonly<Record<TunnelType, string>> = {
   ipip: 'xxxx',
   gue: '+111',
   gre: 'x11x',
 };
+/** The tunnel options, the columns of the tunnel-type matrix. */
 export const TUNNEL_OPTS: readonly OptName[] = ['tun-port', 'tun-nocsum', 'tun-csum', 'tun-remcsum'];
 
 /** One row of a legality matrix against the options given; `what` names the row in messages. */
@@ -240,6 +244,7 @@ export interface SvcState {
   peName: string;
 }
 
+/** The real server the options describe so far (ipvsadm's struct ip_vs_dest_user). */
 export interface DestState {
   af: number;
   address: string;
@@ -253,6 +258,7 @@ export interface DestState {
   tunFlags: number;
 }
 
+/** Everything the options given so far have set: option bits, list format, service, server. */
 export interface ParseState {
   /** the OPT_* bits set so far */
   readonly options: Set<OptName>;
@@ -265,6 +271,7 @@ export interface ParseState {
   readonly hosts: HostLookups;
 }
 
+/** The parse state before any option: ipvsadm's defaults. */
 export function newParseState(resolver: Resolver, hosts: HostLookups): ParseState {
   return {
     options: new Set(),
@@ -300,6 +307,7 @@ export function newParseState(resolver: Resolver, hosts: HostLookups): ParseStat
   };
 }
 
+/** What one option does to the parse state. */
 export interface OptionHandler {
   /** the OPT_* bit the option sets (given twice, it fails); none for -6 and --sort */
   readonly opt?: OptName;

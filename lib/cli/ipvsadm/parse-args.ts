@@ -31,6 +31,7 @@ export {
 export { OPTIONS } from './option-table';
 export { HostLookups } from './parse-values';
 
+/** Options of parseArgs. */
 export interface ParseOptions {
   /** as ipvsadm's reading_stdin: lines of -R may not be -R again */
   readonly readingStdin?: boolean;

@@ -10,7 +10,9 @@ import { DEF_PERSISTENT_TIMEOUT, DEF_SCHED, fail } from './command';
 import { inetAton, stringToNumber, strtolWhole } from './inet';
 import { Resolver } from './resolve-names';
 
+/** The longest persistence timeout ipvsadm takes (-p), in seconds: 31 days. */
 export const MAX_TIMEOUT = 86400 * 31;
+/** INT_MAX: the largest weight or threshold ipvsadm takes. */
 export const INT_MAX = 2147483647;
 
 /** Host names looked up (gethostbyname, IPv4): name -> address, undefined when unknown. */
@@ -30,6 +32,7 @@ export type ServiceWords =
   | { readonly af: typeof AF_INET6; readonly address: string; readonly portText: string | undefined }
   | { readonly af: typeof AF_INET; readonly host: string; readonly portText: string | undefined };
 
+/** Splits host[:port] as parse_service() does; undefined when it cannot be a service. */
 export function splitService(buf: string): ServiceWords | undefined {
   if (/^[0-9]*$/.test(buf)) return undefined; // str_is_digit, also true for ""
   let host = buf;
@@ -60,6 +63,7 @@ export function hostName(words: ServiceWords): string | undefined {
   return words.af === AF_INET && inetAton(words.host) === undefined ? words.host : undefined;
 }
 
+/** A parsed host[:port]: its family, address, and port (`port` false when none was given). */
 export type ParsedAddr = { port: boolean; af: AddressFamily; address: string; portValue: number };
 
 /** ipvsadm's parse_service(): host[:port], [v6]:port, with IPv4 in any inet_aton form or a name. */
@@ -95,6 +99,7 @@ export function parseService(
   return { port: words.portText !== undefined, af: words.af, address, portValue };
 }
 
+/** Reads a -p timeout as ipvsadm does: 360 s when none is given; fails outside [min, max]. */
 export function parseTimeout(buf: string | undefined, min: number, max: number): number {
   if (buf === undefined) return DEF_PERSISTENT_TIMEOUT;
   const n = stringToNumber(buf, min, max);
@@ -102,12 +107,14 @@ export function parseTimeout(buf: string | undefined, min: number, max: number):
   return n;
 }
 
+/** Reads a -f fwmark as ipvsadm does: an integer in 1..2^32-1, or fails. */
 export function parseFwmark(buf: string): number {
   const n = strtolWhole(buf);
   if (n === undefined || n <= 0 || n > 0xffffffff) fail(`invalid fwmark value \`${buf}' specified`);
   return n;
 }
 
+/** Reads -b sched-flags into IP_VS_SVC_F_SCHED* bits; sh-* and mh-* need that scheduler. */
 export function parseSchedFlags(sched: string, arg: string): number {
   const s = sched || DEF_SCHED;
   let flags = 0;

@@ -4,8 +4,10 @@
 // ("-t -s" gives "-s" to -t), an optional argument ("-p [timeout]") takes the next word only
 // when it does not start with '-', "--" ends the options, other words are left-over args.
 
+/** Whether an option takes no argument, a required one, or an optional one. */
 export type ArgKind = 'none' | 'required' | 'optional';
 
+/** One entry of the option table (popt's struct poptOption). */
 export interface OptionDef {
   readonly long: string;
   readonly short?: string;
@@ -14,6 +16,7 @@ export interface OptionDef {
   readonly key: string;
 }
 
+/** What nextOpt() yields: an option with its argument, or an error naming the word. */
 export type PoptEvent =
   | { readonly type: 'option'; readonly key: string; readonly arg: string | undefined; readonly word: string }
   | { readonly type: 'error'; readonly word: string; readonly message: string };
@@ -49,6 +52,7 @@ function indexOf(table: readonly OptionDef[]): OptionIndex {
   return index;
 }
 
+/** Walks argv against an option table as popt does (poptGetContext / poptGetNextOpt). */
 export class PoptContext {
   private next = 0;
   private cluster: { word: string; rest: string } | undefined;

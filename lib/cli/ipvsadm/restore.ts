@@ -15,6 +15,7 @@ import { CommandName, HostLookups, PROGRAM, parseArgsCached } from './parse-args
 import { parseSaveLine } from './parse-save-line';
 import { Resolver } from './resolve-names';
 
+/** One command line of -R input, parsed into its table operation. */
 export interface RestoreLine {
   /** 1-based line number in the input */
   readonly lineNo: number;
@@ -23,6 +24,7 @@ export interface RestoreLine {
   readonly op: IpvsOp;
 }
 
+/** What a -R parse gives: every line, or the first failure with its line number. */
 export type RestoreParse =
   | { readonly ok: true; readonly lines: readonly RestoreLine[] }
   | { readonly ok: false; readonly stderr: string; readonly exitCode: number; readonly lineNo: number };

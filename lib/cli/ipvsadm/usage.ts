@@ -2,8 +2,10 @@
 // PROGRAM stands where ipvsadm prints argv[0].
 import { PROGRAM } from './parse-args';
 
+/** ipvsadm 1.31's version line: what -v prints, and the first line of -h. */
 export const VERSION_LINE = 'ipvsadm v1.31 2019/12/24 (compiled with popt and IPVS v1.2.1)';
 
+/** ipvsadm 1.31's -h text. */
 export const USAGE = `${VERSION_LINE}
 Usage:
   ${PROGRAM} -A|E virtual-service [-s scheduler] [-p [timeout]] [-M netmask] [--pe persistence_engine] [-b sched-flags]

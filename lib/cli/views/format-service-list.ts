@@ -7,10 +7,12 @@ import { Affinity, Backend, Frontend, ServiceListResponse } from '../../model/vi
 const HEADER = ['ID', 'Frontend', 'Service Type', 'Service', 'Scheduler', 'Affinity', 'Backend'] as const;
 const GAP = '   ';
 
+/** "ClientIP 10800s" or "None". */
 export function formatAffinity(a: Affinity): string {
   return a.kind === 'ClientIP' ? `ClientIP ${a.timeoutSeconds}s` : 'None';
 }
 
+/** One backend line: "1 => 10.0.0.5:80 (active, weight 1)". */
 export function formatBackend(b: Backend, i: number): string {
   return `${i + 1} => ${b.address} (${b.state}, weight ${b.weight})`;
 }
@@ -19,6 +21,7 @@ function columns(f: Frontend): string[] {
   return [String(f.id), f.frontend, f.type ?? '-', f.service ?? '-', f.scheduler, formatAffinity(f.affinity)];
 }
 
+/** The service list as a table, one row per frontend and a line per backend. */
 export function formatServiceList(r: ServiceListResponse): string {
   const rows = r.frontends.map(columns);
   const widths = HEADER.slice(0, -1).map((h, i) => Math.max(h.length, ...rows.map((row) => row[i]!.length)));

@@ -30,6 +30,7 @@ function sync(s: SyncSummary | null, now: number): string {
 const enabled = (on: boolean, detail = '') => (on ? `Enabled${detail ? ` (${detail})` : ''}` : 'Disabled');
 const list = (xs: readonly (string | number)[]) => (xs.length > 0 ? xs.join(', ') : 'none');
 
+/** Formats `kube-ipvs status [--verbose]` as "Key: value" lines. */
 export function formatStatus(s: StatusResponse, opts: { verbose: boolean; now: number }): string {
   const lines: string[] = [];
   const kv = (key: string, value: string, indent = '') => lines.push(`${`${indent}${key}:`.padEnd(KEY_WIDTH)}${value}`);

@@ -25,6 +25,7 @@ export class DaemonViewError extends KubeIpvsError {
 /** Fetches `server` + `path` as JSON. */
 export type FetchView = <T>(path: string) => Promise<T>;
 
+/** A FetchView over HTTP GET against the daemon's views server. */
 export function httpFetchView(server: string, timeoutMs = 30_000): FetchView {
   return <T>(path: string) =>
     new Promise<T>((resolve, reject) => {

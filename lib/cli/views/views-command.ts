@@ -36,6 +36,7 @@ export interface ViewsEnv {
   now(): number;
 }
 
+/** The real environment: HTTP to the daemon, the kernel's IPVS table, process stdio and clock. */
 export function realViewsEnv(): ViewsEnv {
   return {
     fetchView: (server) => httpFetchView(server),

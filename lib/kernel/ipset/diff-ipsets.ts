@@ -28,6 +28,7 @@ export interface MisfitMember {
   readonly reason: string;
 }
 
+/** The restore lines that turn the known sets into the desired ones, with counts and misfits. */
 export interface IpsetDelta {
   readonly created: string[];
   readonly added: number;

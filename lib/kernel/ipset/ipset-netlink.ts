@@ -20,6 +20,7 @@ const UNAVAILABLE = new Set<number>([E.EPROTONOSUPPORT, E.EOPNOTSUPP, E.EAFNOSUP
 
 const OP = 'dump ipsets';
 
+/** Options of listIpsets: the socket, the ip_set protocol version, and the last dump's memo. */
 export interface ListIpsetsOptions extends GenlSocketOptions {
   /** the socket under the dump; default a new NETLINK_NETFILTER socket, closed afterwards */
   readonly transport?: NetlinkTransport;

@@ -4,6 +4,7 @@ import { Ipset, IpsetRunner, IpsetState } from './ipset';
 import { ipsetErrorLine } from './ipset-text';
 import { IpsetSync, WarnLogger } from './ipset-sync';
 
+/** The ipset binary ExecIpsetRunner runs unless told another. */
 export const IPSET_BIN = 'ipset';
 
 /**

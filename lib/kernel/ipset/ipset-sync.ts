@@ -31,6 +31,7 @@ interface SetQuarantine {
   whole?: QuarantinedLine;
 }
 
+/** Brings the kernel's sets to the desired ones through an IpsetRunner (see the file comment). */
 export class IpsetSync implements Ipset {
   /** What the kernel holds, as far as we know; undefined = must observe first. */
   private known: Map<string, KnownSet> | undefined;

@@ -6,6 +6,7 @@ import { IpsetType } from '../../model/ipset';
 /** kube-proxy's create options (pkg/proxy/ipvs/ipset/types.go defaults). */
 export const IPSET_CREATE_DEFAULTS = { hashsize: 1024, maxelem: 65536, portRange: '0-65535' } as const;
 
+/** The `family` keyword of ipset for an IP family: inet or inet6. */
 export function familyKeyword(f: IpFamily): 'inet' | 'inet6' {
   return f === 'ipv4' ? 'inet' : 'inet6';
 }

@@ -13,6 +13,7 @@ import { tokenize } from './parse-restore';
 
 const BUILTINS: ReadonlySet<string> = new Set(Object.values(BuiltinChain));
 
+/** The restore lines that remove the chains, and the chains only flushed (still referenced). */
 export interface ChainRemoval {
   /** restore lines: `-D <built-in> ...`, `-F <chain>`, `-X <chain>` */
   readonly lines: string[];
@@ -20,6 +21,7 @@ export interface ChainRemoval {
   readonly kept: string[];
 }
 
+/** Which chains planChainRemoval removes, in what order, and what else it deletes. */
 export interface ChainRemovalSpec {
   /** the chains to remove (those the save declares and this accepts) */
   readonly remove: (chain: string) => boolean;
@@ -39,6 +41,7 @@ function jumpTarget(t: readonly string[]): string | undefined {
   return target;
 }
 
+/** Plans the removal of chains from one table's iptables-save text (see the file comment). */
 export function planChainRemoval(saveText: string, spec: ChainRemovalSpec): ChainRemoval {
   const existing: string[] = [];
   const rules: { chain: string; line: string; tokens: string[] }[] = [];

@@ -9,6 +9,7 @@ import { Execer, ExecResult, checkExec } from '../exec';
 import { IptablesBackend } from './iptables';
 import { IpFamily } from '../../model/ip-family';
 
+/** The iptables backend chosen for a family (nft or legacy), why, and the processes it took. */
 export interface BackendDecision {
   readonly backend: IptablesBackend;
   readonly reason: string;

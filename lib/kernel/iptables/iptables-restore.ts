@@ -17,6 +17,7 @@ export function iptablesErrorLine(stderr: string): number | undefined {
   return m ? Number(m[1]) : undefined;
 }
 
+/** Options of ExecIptablesRunner: the family, backend, exec, and nf_tables generation. */
 export interface ExecIptablesOptions {
   readonly family: IpFamily;
   /** default 'auto' */
@@ -31,6 +32,7 @@ export interface ExecIptablesOptions {
   readonly peers?: GenerationPeers;
 }
 
+/** Runs iptables-save / iptables-restore for one family, the backend detected on first use. */
 export class ExecIptablesRunner implements IptablesRunner {
   readonly family: IpFamily;
   private chosen: Promise<IptablesBackend> | undefined;

@@ -117,6 +117,7 @@ export function genPlus(g: number, n: number): number {
   return g;
 }
 
+/** Writes the planned rules through an IptablesRunner and checks they stay (see the file comment). */
 export class IptablesSync implements Iptables {
   /** text of the last successful write (without jump lines) */
   private lastText: string | undefined;

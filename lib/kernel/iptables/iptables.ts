@@ -7,10 +7,12 @@ import { IpFamily } from '../../model/ip-family';
 import { Table } from '../../model/names';
 import { IptablesPlan, JumpRule } from '../../model/iptables';
 
+/** The iptables backend: iptables-nft or iptables-legacy. */
 export type IptablesBackend = 'nft' | 'legacy';
 /** Backend override: 'auto' detects (see detect-backend.ts). */
 export type IptablesBackendMode = IptablesBackend | 'auto';
 
+/** What one iptables sync did: processes started, restore written, jumps inserted, drift found. */
 export interface IptablesSyncResult {
   /** processes started by this sync (0 when the text is unchanged) */
   readonly execs: number;
@@ -33,6 +35,7 @@ export interface IptablesSyncResult {
   readonly leftoversRemoved?: readonly string[];
 }
 
+/** Options of one iptables sync: force a write, verify against the kernel. */
 export interface IptablesSyncOptions {
   /** write even when the text is unchanged, and re-check the jump rules (periodic full sync) */
   readonly force?: boolean;

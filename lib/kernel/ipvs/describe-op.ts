@@ -79,6 +79,7 @@ function reasonFor(req: IpvsRequest, errno: number): string {
   }
 }
 
+/** Turns an IPVS request's netlink failure into a NetlinkError naming the operation and object. */
 export function toNetlinkError(req: IpvsRequest, f: GenlFailure, opIndex?: number): NetlinkError {
   const { operation, object } = describeRequest(req);
   return new NetlinkError(f.errno, operation, object, reasonFor(req, f.errno), f.extack, opIndex);

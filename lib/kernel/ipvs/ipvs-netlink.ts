@@ -35,6 +35,7 @@ export class IpvsUnavailableError extends KubeIpvsError {
   readonly code = 'KIPVS_IPVS_UNAVAILABLE' as const;
 }
 
+/** Options of the IPVS netlink client: the socket's, and how many sockets dump destinations. */
 export interface IpvsNetlinkOptions extends GenlSocketOptions {
   /**
    * sockets used for listAll's per-service dest dumps; the kernel runs one dump at a time

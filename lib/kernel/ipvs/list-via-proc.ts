@@ -23,6 +23,7 @@ import { IP_VS_CONN_F } from '../../uapi/ip_vs';
 import { Ipvs, VirtualServerEntry } from './ipvs';
 import { ProcIpVsBlocks, ProcIpVsTable, ProcVirtualServer, parseProcIpVs } from './parse-proc-ip-vs';
 
+/** Options of a listing via /proc/net/ip_vs. */
 export interface ProcListingOptions {
   /** the listing shows tunnel type, port and checksum flags (ipvsadm -S, --tun-info) */
   readonly tunnelDetails: boolean;
@@ -30,6 +31,7 @@ export interface ProcListingOptions {
   readonly blocks?: ProcIpVsBlocks;
 }
 
+/** An IPVS listing and where it came from (/proc/net/ip_vs or netlink). */
 export interface ProcListing {
   readonly info: IpvsInfo;
   /** in the kernel's order (the service dump's) */

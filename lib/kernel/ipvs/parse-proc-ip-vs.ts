@@ -44,6 +44,7 @@ export class ProcIpVsParseError extends KubeIpvsError {
  */
 export type ProcRealServer = RealServer;
 
+/** One virtual server as /proc/net/ip_vs shows it, with its real servers. */
 export interface ProcVirtualServer {
   /** the service's family; undefined for a fwmark service (/proc does not show it) */
   readonly af: AddressFamily | undefined;
@@ -62,6 +63,7 @@ export interface ProcVirtualServer {
   readonly dests: readonly ProcRealServer[];
 }
 
+/** /proc/net/ip_vs parsed: the version line and every virtual server. */
 export interface ProcIpVsTable {
   readonly info: IpvsInfo;
   /** in the kernel's hash-table order, which is also the netlink dump's */

@@ -9,6 +9,7 @@
 
 import { closeSync, openSync, readSync } from 'node:fs';
 
+/** The kernel's IPVS table as text (net/netfilter/ipvs/ip_vs_ctl.c). */
 export const PROC_NET_IP_VS = '/proc/net/ip_vs';
 
 /** The whole file as latin1 text (the kernel prints ASCII). Throws the fs error (ENOENT: no ip_vs). */

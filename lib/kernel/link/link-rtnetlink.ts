@@ -164,6 +164,7 @@ export class LinkRtnetlink implements Link {
   }
 }
 
+/** Orders addresses by interface index, then address text. */
 export function compareAddresses(a: LinkAddress, b: LinkAddress): number {
   return a.ifindex - b.ifindex || (a.address < b.address ? -1 : a.address > b.address ? 1 : 0);
 }

@@ -26,6 +26,7 @@ const NO_NF_TABLES = new Set([E.EPROTONOSUPPORT, E.EAFNOSUPPORT, E.EOPNOTSUPP, E
 
 const REQUEST_TIMEOUT_MS = 5_000;
 
+/** Lists and deletes nf_tables tables over NETLINK_NETFILTER (see the file comment). */
 export class NftTablesNetlink implements NftTables {
   private readonly sock: GenlSocket;
 

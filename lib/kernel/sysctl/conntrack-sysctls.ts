@@ -14,6 +14,7 @@ import { availableParallelism } from 'node:os';
 import { Sysctl, SysctlError, ensureSysctl } from './sysctl';
 import type { SysctlLog } from './ipvs-sysctls';
 
+/** The conntrack sysctls kube-proxy sets, as keys under /proc/sys. */
 export const CONNTRACK_SYSCTL = {
   MAX: 'net/netfilter/nf_conntrack_max',
   TCP_TIMEOUT_ESTABLISHED: 'net/netfilter/nf_conntrack_tcp_timeout_established',
@@ -32,6 +33,7 @@ export const CONNTRACK_MAX_LIMIT = 1_048_576;
 /** kube-proxy's getConntrackMax: 0 means "leave nf_conntrack_max alone". */
 export type { ConntrackSettings };
 
+/** kube-proxy's getConntrackMax: maxPerCore x CPUs, at least min, at most the limit; 0: leave it. */
 export function conntrackMax(s: Pick<ConntrackSettings, 'maxPerCore' | 'min'>, numCPU: number): number {
   if (s.maxPerCore <= 0) return 0;
   const scaled = s.maxPerCore * numCPU;
@@ -82,6 +84,7 @@ export function parseCpuList(text: string): number {
   return n;
 }
 
+/** Where the conntrack settings are written: /proc/sys, /sys/module, and the CPU count. */
 export interface ConntrackSysctlTargets {
   /** /proc/sys */
   readonly sysctl: Sysctl;
@@ -90,6 +93,7 @@ export interface ConntrackSysctlTargets {
   readonly numCPU: number;
 }
 
+/** What applying the conntrack settings did: the keys written and the failures. */
 export interface ConntrackSysctlResult {
   /** the keys written */
   readonly changed: readonly string[];

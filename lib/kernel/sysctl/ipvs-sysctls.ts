@@ -1,6 +1,7 @@
 import { release } from 'node:os';
 import { SYSCTL, Sysctl, ensureSysctl } from './sysctl';
 
+/** A kernel release's version numbers. */
 export interface KernelVersion {
   readonly major: number;
   readonly minor: number;
@@ -19,13 +20,16 @@ const atLeast = (v: KernelVersion, major: number, minor: number): boolean =>
 
 /** conn_reuse_mode=0 is set on 4.1 <= kernel < 5.9 (IPVSConnReuseModeMinSupportedKernelVersion, ...FixedKernelVersion). */
 export const CONN_REUSE_MODE_MIN = { major: 4, minor: 1 } as const;
+/** The first kernel where conn_reuse_mode needs no workaround (see CONN_REUSE_MODE_MIN). */
 export const CONN_REUSE_MODE_FIXED = { major: 5, minor: 9 } as const;
 
+/** One sysctl to set: key (under /proc/sys) and value. */
 export interface SysctlSetting {
   readonly key: string;
   readonly value: string;
 }
 
+/** The IPVS sysctls to set, and warnings about those skipped. */
 export interface IpvsSysctlPlan {
   readonly settings: readonly SysctlSetting[];
   /** why a setting kube-proxy would make is skipped (logged as a warning) */
@@ -57,6 +61,7 @@ export function planIpvsSysctls(opts: { kernel: KernelVersion | undefined; stric
   return { settings, warnings };
 }
 
+/** Where the sysctl writes are logged (a winston logger fits). */
 export interface SysctlLog {
   info(msg: string, meta?: Record<string, unknown>): unknown;
   warn(msg: string, meta?: Record<string, unknown>): unknown;

@@ -62,6 +62,7 @@ const errnoOf = (e: unknown): number => {
   return typeof n === 'number' ? Math.abs(n) : E.EIO;
 };
 
+/** Sysctl over the files under a root (/proc/sys by default). */
 export class ProcSysctl implements Sysctl {
   constructor(readonly root = '/proc/sys') {}
 
