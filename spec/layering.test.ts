@@ -168,4 +168,18 @@ describe('layering of lib/', () => {
     );
     expect(runtime.map(show)).toEqual([]);
   });
+
+  it('every exported name under lib/ has a doc comment above it (a line ending */, or a // line)', () => {
+    const undocumented = LIB_FILES.flatMap((p) => {
+      const lines = readFileSync(join(ROOT, p), 'utf8').split('\n');
+      return lines.flatMap((l, i) => {
+        if (!/^export (async )?(function|class|interface|type|const|abstract class|enum) /.test(l)) return [];
+        let j = i - 1;
+        while (j >= 0 && lines[j]!.trim().startsWith('@')) j--;
+        const above = j >= 0 ? lines[j]!.trim() : '';
+        return above.endsWith('*/') || above.startsWith('//') ? [] : [`${p}:${i + 1}: ${l.slice(0, 80)}`];
+      });
+    });
+    expect(undocumented).toEqual([]);
+  });
 });
