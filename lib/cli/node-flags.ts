@@ -4,10 +4,10 @@
  * was), so they are spelled out where the process starts: the shebang of lib/cli/main.ts and
  * the image's scripts/image/kube-ipvs.sh, and here for what spawns it (tests, benchmarks).
  *
- * --max-semi-space-size=16: V8 sizes the young generation from the machine's memory: 134 MB
- * on a 23 GB machine, most of it resident after one cold start. With 16 MB the proxy over the
- * fakes at 10,000 Services x 10 endpoints held 353 MB instead of 462 MB after its first sync,
- * in the same time (scripts/bench, host); a daemon is idle between syncs and gains nothing
+ * --max-semi-space-size=16: V8 sizes the young generation from the machine's memory (over a
+ * hundred MB on a large machine), most of it resident after one cold start. With 16 MB the
+ * proxy at 10,000 Services x 10 endpoints held about a quarter less after its first sync, in
+ * the same time (scripts/bench/README.md); a daemon is idle between syncs and gains nothing
  * from a larger nursery.
  */
 export const KUBE_IPVS_NODE_FLAGS: readonly string[] = ['--max-semi-space-size=16'];

@@ -243,7 +243,7 @@ export class ProxyMetrics {
       registers,
     });
     // the table's sizes are counted when scraped, not after every sync: counting walks the
-    // whole applied table (at 50,000 Services that held up every single change by tens of ms).
+    // whole applied table (on a large node that held up every single change).
     // One scrape collects the three gauges one after another, before any promise settles: the
     // first counts, the others reuse that count.
     let scraped: TableCounts | undefined;

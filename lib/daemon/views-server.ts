@@ -9,8 +9,8 @@
  *
  * Only local clients are answered (loopback, or a unix socket), whatever metricsBindAddress
  * is: it is often 0.0.0.0 for Prometheus, and the views show every Service and its backends
- * while diff re-plans every Service and reads the whole table on the main thread (655 ms at
- * 5,000 x 10). Anyone else gets 403.
+ * while diff re-plans every Service and reads the whole table on the main thread (as long
+ * as a full sync's plan and read). Anyone else gets 403.
  * diff can never starve the sync loop: one kernel read at a time, concurrent requests share
  * it, and the next one starts no sooner than `diffMinIntervalMs` after the last one ended
  * (requests meanwhile wait for it, and share it).

@@ -1,7 +1,7 @@
 /**
  * The values kube-ipvs takes from @kubernetes/client-node, each from the one module that
  * defines it. The package's index (and the generated API clients and models behind it) is
- * never loaded: it took ~80 MB of RSS and ~0.4 s on the host before any state existed.
+ * never loaded: it cost a large share of the daemon's RSS and start-up before any state existed.
  * The package has no "exports" map, so its dist/ modules can be required one by one; types
  * come from '@kubernetes/client-node' with `import type` (erased at compile time).
  *

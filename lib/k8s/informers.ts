@@ -288,7 +288,7 @@ const SHORT_WATCH_MS = 1_000;
  * List, then watch from the list's resourceVersion, restarted on failure; the previous object
  * (as `retain` keeps it) with each update. Not client-node's ListWatch: that caches every
  * object as received for the life of the process, beside the trackers' converted state
- * (27 MB of 10,000 Services and their slices of 10 endpoints, more on a real cluster).
+ * (a second copy of every Service and EndpointSlice, larger than the state itself).
  */
 class ResilientInformer<T extends KubernetesObject> {
   /** what the handler has been told exists, by namespace/name, as `retain` keeps it */

@@ -50,8 +50,8 @@ export async function listRaw<T extends KubernetesObject>(
 
 /**
  * A list in pages of `pageSize`, as client-go's pager lists: each page's items go to `onPage`
- * as they arrive, so no more than a page of objects is held as text and JSON at once (at
- * 10,000 EndpointSlices the single answer was a 12 MB string and its parse). Every page reads
+ * as they arrive, so no more than a page of objects is held as text and JSON at once (an
+ * unpaged answer of every EndpointSlice is one string, and one parse, of all of them). Every page reads
  * the first one's snapshot; its resourceVersion is returned. A continue token that expired
  * meanwhile (410) falls back to one unpaged list, after `onRestart()` (client-go's
  * FullListIfExpired): what the pages delivered so far may be out of date.

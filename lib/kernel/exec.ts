@@ -37,8 +37,8 @@ export interface ChildProcessExecOptions {
 
 /**
  * A command still running after this long is stuck. Not a minute: `ipset restore` / `ipset save`
- * of a 10,000-Service node took over 60 s on a slow (emulated, loaded) machine in `make bench`,
- * and with a 60 s limit every full sync timed out and the node never converged.
+ * of a large node took longer than that on a slow (emulated, loaded) machine in `make bench`,
+ * and with a minute's limit every full sync timed out and the node never converged.
  */
 export const DEFAULT_EXEC_TIMEOUT_MS = 5 * 60_000;
 

@@ -11,7 +11,7 @@
  * (the kernel layer logs it once).
  */
 import * as path from 'node:path';
-// the one module (the package index also loads its nl80211 and wireguard codecs, 260 KB)
+// the one module (the package index also loads its nl80211 and wireguard codecs)
 import type { RawNetlinkSocket } from 'netlink/dist/raw';
 import { errnoName } from '../errors';
 

@@ -2,7 +2,7 @@
 // structs; the one thing the package cannot express, IFLA_LINKINFO's nested
 // IFLA_INFO_KIND, is encoded here with AttrWriter.
 // Based on include/uapi/linux/rtnetlink.h, if_link.h, if_addr.h (Linux 6.1).
-// its modules one by one: the package index also loads its nl80211 and wireguard codecs (260 KB)
+// its modules one by one: the package index also loads its nl80211 and wireguard codecs
 import { AttrStream } from 'netlink/dist/structs';
 import * as rt from 'netlink/dist/rt/structs';
 import { AttrReader, AttrWriter } from './attr';

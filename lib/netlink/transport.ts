@@ -1,5 +1,5 @@
 // the raw socket module only: the package's index also loads its rtnetlink, nl80211 and
-// WireGuard layers (~50 ms of start-up, seconds in the VM), which the IPVS client never uses
+// WireGuard layers (start-up time for nothing), which the IPVS client never uses
 import { RawNetlinkSocket } from 'netlink/dist/raw';
 import { SocketError } from '../errors';
 import { NETLINK_GENERIC } from '../uapi/netlink';

@@ -21,7 +21,7 @@ export interface TableRealServer extends RealServerSpec {
  * and is done. Such an entry holds them as a list (the plan's own objects when it can, with
  * their connection counts beside them), and builds the map by realServerKey, which costs a
  * key string and a map slot per real server, only when asked (a partial sync of this virtual
- * server, the views). 10,000 x 10: 100,000 keys and copies fewer (16 MB of heap, host).
+ * server, the views): a key and a copy fewer per real server of the table.
  */
 export class TableEntry {
   /** while set: every real server the virtual server has; `keyed` is unset */

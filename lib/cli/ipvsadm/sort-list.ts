@@ -108,7 +108,8 @@ function msort<T>(a: T[], tmp: T[], lo: number, hi: number, cmp: (a: T, b: T) =>
  * IPv4 and the fwmarks and the addresses each span less than 2^31, the comparator's wrapping
  * differences are exact, so it is a total order on (fwmark, protocol, address, port), and
  * any stable sort gives glibc's merge sort's result: the engine's sort on precomputed keys
- * then (a listing of 10,000 services compared objects with address words ~140,000 times).
+ * then (a comparison function over objects decoded the address words at every one of the
+ * sort's n log n comparisons).
  */
 export function sortServices(entries: readonly VirtualServerEntry[]): readonly VirtualServerEntry[] {
   const n = entries.length;

@@ -2,10 +2,10 @@
 //
 // The kernel's seq_file hands the file out one page per read() (its buffer grows only for a
 // single record larger than that), and ip_vs_info_seq_start walks the service table from the
-// first service again for each one: 10,000 services x 10 real servers are ~1,550 reads. Through
-// fs.promises.readFile each read is a thread-pool round trip; in the VM at that size it took
-// 0.85-0.94 s against 0.48-0.51 s for these blocking reads (and 0.47-0.83 s for `cat`). The
-// event loop waits out the read, as it waits out the JavaScript of the sync around it.
+// first service again for each one: a large table is well over a thousand reads. Through
+// fs.promises.readFile each read is a thread-pool round trip, which made it about twice as
+// slow as these blocking reads (as fast as `cat`). The event loop waits out the read, as it
+// waits out the JavaScript of the sync around it.
 
 import { closeSync, openSync, readSync } from 'node:fs';
 

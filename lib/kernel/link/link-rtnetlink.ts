@@ -1,4 +1,4 @@
-// its modules one by one: the package index also loads its nl80211 and wireguard codecs (260 KB)
+// its modules one by one: the package index also loads its nl80211 and wireguard codecs
 import { createNetlink, NetlinkSocket } from 'netlink/dist/netlink';
 import { NetlinkError, SocketError, errnoName } from '../../errors';
 import { decodeAck } from '../../netlink/nlmsg';

@@ -49,7 +49,7 @@ export interface Link {
   deleteAddress(index: number, address: string): Promise<void>;
   /**
    * addAddress of many addresses, many requests to a datagram (a cold node binds every VIP:
-   * one round trip each cost about 2 ms in the slow test guest). One result per address, in
+   * a round trip each added up on a slow machine). One result per address, in
    * order: null when added, else the NetlinkError addAddress throws (EEXIST, ENODEV).
    * Throws only when the socket fails.
    */
