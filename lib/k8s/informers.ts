@@ -3,6 +3,9 @@
  * from its resourceVersion (an apiRequest streamed as client-node's Watch streams it,
  * reporting-watch.ts), delivered to
  * kube-proxy-style handlers (pkg/proxy/config):
+ * - the list is paged (raw-list.ts), or with KUBE_FEATURE_WatchListClient=true streamed as the
+ *   watch's first events (sendInitialEvents), ended by a bookmark annotated
+ *   k8s.io/initial-events-end; a server that refuses that (422) is listed in pages;
  * - restart on every error with exponential backoff (`initialMs` doubling to `maxMs`, each
  *   wait stretched by up to as much again at random, client-go's reflector jitter 1.0, so
  *   every node's informers do not relist together after an API server outage), reset
@@ -103,7 +106,10 @@ export interface InformerOptions {
   readonly watchIdleTimeoutMs?: number;
 }
 
-/** Streaming lists unless KUBE_FEATURE_WatchListClient says otherwise (see watchListClient). */
+/**
+ * Whether lists stream when KUBE_FEATURE_WatchListClient is unset: no, unlike client-go since
+ * v1.35. Paged lists come gzip-compressed and cost kube-apiserver less CPU (scripts/bench/README.md).
+ */
 export const WATCH_LIST_CLIENT_DEFAULT = false;
 
 /**
