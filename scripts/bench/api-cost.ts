@@ -7,7 +7,7 @@
 //  - bytes the server sent: list and get bodies of Services, EndpointSlices, Nodes and
 //    ServiceCIDRs (apiserver_response_sizes_sum, verbs LIST and GET) and watch events (apiserver_watch_events_sizes_sum), server-wide: one side runs at a
 //    time and the bench's writer only writes (its answers are verb UPDATE and POST, left out).
-import { LabClient } from '../../testkit/lab-client';
+import { AuditEvent, LabClient } from '../../testkit/lab-client';
 import { run } from '../../testkit/netns';
 import { parseScrape, Scrape, sumSeries } from './process-memory';
 
@@ -27,6 +27,32 @@ export interface ApiCost {
 }
 
 const TABLE = 'bench_api';
+
+const stamp = (s: unknown) => (typeof s === 'string' ? Date.parse(s) : NaN);
+
+/**
+ * The requests of the audit `events` whose User-Agent starts with `userAgentPrefix`, by verb.
+ * A request counts where it starts: a watch at its ResponseStarted (one open before the mark
+ * ends with a ResponseComplete here), anything else at its ResponseComplete. Also when each was
+ * received, and the server's latency (ResponseComplete minus received) of those that end.
+ */
+export function auditRequests(events: readonly AuditEvent[], userAgentPrefix: string) {
+  const verbs = new Map<string, string>();
+  const received: number[] = [];
+  const latenciesMs: number[] = [];
+  for (const e of events) {
+    if (!e.userAgent?.startsWith(userAgentPrefix)) continue;
+    const ends = e.stage === 'ResponseComplete' && e.verb !== 'watch';
+    if (e.stage === 'ResponseStarted' || ends) {
+      if (!verbs.has(e.auditID)) received.push(stamp(e.requestReceivedTimestamp));
+      verbs.set(e.auditID, e.verb);
+    }
+    if (ends) latenciesMs.push(stamp(e.stageTimestamp) - stamp(e.requestReceivedTimestamp));
+  }
+  const requests: Record<string, number> = {};
+  for (const verb of verbs.values()) requests[verb] = (requests[verb] ?? 0) + 1;
+  return { requests, requestsTotal: verbs.size, received, latenciesMs };
+}
 
 export class ApiCostMeter {
   private readonly address: string;
@@ -86,23 +112,13 @@ export class ApiCostMeter {
   }
 
   async since(mark: ApiCostMark): Promise<ApiCost> {
-    const events = await this.lab.audit(mark.audit);
-    const byId = new Map<string, string>();
-    // a request counts where it starts: a watch at its ResponseStarted (one open before the
-    // mark ends with a ResponseComplete here), anything else at its ResponseComplete
-    for (const e of events) {
-      if (!e.userAgent?.startsWith(this.userAgentPrefix)) continue;
-      if (e.stage === 'ResponseStarted' || (e.stage === 'ResponseComplete' && e.verb !== 'watch'))
-        byId.set(e.auditID, e.verb);
-    }
-    const requests: Record<string, number> = {};
-    for (const verb of byId.values()) requests[verb] = (requests[verb] ?? 0) + 1;
+    const { requests, requestsTotal } = auditRequests(await this.lab.audit(mark.audit), this.userAgentPrefix);
     const now = await this.metrics();
     const delta = (name: string, keep?: (labels: string) => boolean) =>
       (sumSeries(now, name, keep) ?? 0) - (sumSeries(mark.metrics, name, keep) ?? 0);
     return {
       requests,
-      requestsTotal: byId.size,
+      requestsTotal,
       connections: this.syns() - mark.syns,
       // the proxies' resources only: the meter's own GET /metrics is a GET too
       listBytes: delta(

@@ -26,6 +26,7 @@ import path from 'node:path';
 import { AuditEvent, kubeProxyIdentity, LabClient, labFromEnv } from '../../testkit/lab-client';
 import { tryRun } from '../../testkit/netns';
 import { benchNodeNamespace, recordLine } from './bench-node';
+import { auditRequests } from './api-cost';
 import {
   e2eProxyConfig,
   LogLine,
@@ -72,30 +73,14 @@ function synced(side: Side, proc: LoggedProcess): Promise<unknown> {
   return Promise.all([cache('service config'), cache('endpoint slice config')]);
 }
 
-const stamp = (s: unknown) => (typeof s === 'string' ? Date.parse(s) : NaN);
-
-/** The side's requests since the mark: by verb, their span, and the server's latency of those that ended. */
+/** The side's requests since the mark (auditRequests): by verb, their span, and the server's latency of those that ended. */
 function requestsOf(events: readonly AuditEvent[], userAgentPrefix: string) {
-  const verbs = new Map<string, string>();
-  const received: number[] = [];
-  const latencies: number[] = [];
-  for (const e of events) {
-    if (!e.userAgent?.startsWith(userAgentPrefix)) continue;
-    if (e.stage === 'ResponseStarted' || (e.stage === 'ResponseComplete' && e.verb !== 'watch')) {
-      if (!verbs.has(e.auditID)) received.push(stamp(e.requestReceivedTimestamp));
-      verbs.set(e.auditID, e.verb);
-    }
-    if (e.stage === 'ResponseComplete' && e.verb !== 'watch')
-      latencies.push(stamp(e.stageTimestamp) - stamp(e.requestReceivedTimestamp));
-  }
-  const byVerb: Record<string, number> = {};
-  for (const v of verbs.values()) byVerb[v] = (byVerb[v] ?? 0) + 1;
-  const sorted = [...latencies].sort((a, b) => a - b);
-  const spanMs = received.length > 1 ? Math.max(...received) - Math.min(...received) : 0;
+  const { requests, requestsTotal, received, latenciesMs } = auditRequests(events, userAgentPrefix);
+  const sorted = [...latenciesMs].sort((x, y) => x - y);
   return {
-    requests: byVerb,
-    requestsTotal: verbs.size,
-    requestSpanSeconds: spanMs / 1000,
+    requests,
+    requestsTotal,
+    requestSpanSeconds: received.length > 1 ? (Math.max(...received) - Math.min(...received)) / 1000 : 0,
     latencyMs: {
       median: median(sorted),
       p99: sorted[Math.min(sorted.length - 1, Math.floor(sorted.length * 0.99))],
