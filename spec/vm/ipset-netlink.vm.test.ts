@@ -10,6 +10,7 @@ import { ChildProcessExec, checkExec } from '../../lib/kernel/exec';
 import { FakeIpset } from '../../testkit/kernel/fake-ipset';
 import { IpsetState } from '../../lib/kernel/ipset/ipset';
 import { listIpsets } from '../../lib/kernel/ipset/ipset-netlink';
+import { DumpMemo } from '../../lib/netlink/dump-memo';
 import { createIpset } from '../../lib/kernel/ipset/ipset-restore';
 import { parseIpsetSave } from '../../lib/kernel/ipset/ipset-text';
 import { planIpsets } from '../../lib/plan/ipsets';
@@ -170,4 +171,19 @@ describe('listIpsets against the kernel', () => {
     expect(datagrams).toBeGreaterThanOrEqual(2);
     expect(plain(listed)).toEqual(plain(saved));
   }, 150_000);
+});
+
+describe('ipsets read again (the full sync every syncPeriod) against the kernel', () => {
+  beforeAll(destroyAll);
+  afterAll(destroyAll);
+
+  it('a quiet kernel answers the same bytes: the same state object; a member added by ipset(8) is read anew', async () => {
+    await sh('ipset restore -exist', 'create T-MEMO hash:ip,port family inet\nadd T-MEMO 10.96.0.1,tcp:443\n');
+    const memo = new DumpMemo<IpsetState>();
+    const first = await listIpsets({ memo });
+    expect(await listIpsets({ memo })).toBe(first);
+    await sh('ipset add T-MEMO 10.96.0.10,udp:53');
+    const changed = await listIpsets({ memo });
+    expect([...changed.get('T-MEMO')!.members].sort()).toEqual(['10.96.0.1,tcp:443', '10.96.0.10,udp:53']);
+  });
 });

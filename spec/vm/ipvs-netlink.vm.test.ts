@@ -1,6 +1,7 @@
 // Runs inside the QEMU VM (real kernel with ip_vs). Compares our client with the kernel
 // and with the real ipvsadm 1.31 binary. Addresses: RFC 5737 / RFC 3849 ranges.
 import { execFileSync, spawnSync } from 'node:child_process';
+import { readFileSync } from 'node:fs';
 import { constants as osConstants } from 'node:os';
 import { IpvsNetlink, openIpvs, resolveIpvsFamily } from '../../lib/kernel/ipvs/ipvs-netlink';
 import { GenlSocket, RawTransport } from '../../lib/netlink/socket';
@@ -10,6 +11,7 @@ import { IpvsOp } from '../../lib/kernel/ipvs/ipvs';
 import { FakeIpvs } from '../../testkit/kernel/fake-ipvs';
 import { NetlinkError, isExists, isNotFound } from '../../lib/errors';
 import { VirtualServerId } from '../../lib/model/ipvs';
+import { ProcIpVsBlocks, parseProcIpVs } from '../../lib/kernel/ipvs/parse-proc-ip-vs';
 
 const E = osConstants.errno;
 const ipvsadm = (...args: string[]): string => execFileSync('ipvsadm', args, { encoding: 'utf8' });
@@ -426,5 +428,40 @@ describe('fake and kernel objects', () => {
       expect(e.vs.stats?.conns).toBe(0n);
       expect('stats' in { ...e.vs }).toBe(false);
     }
+  });
+});
+
+describe('a table read again (the full sync every syncPeriod) against the kernel', () => {
+  it('a quiet kernel answers the same bytes: the same service objects and /proc blocks; an edit by ipvsadm is read anew', async () => {
+    const a = tcp('192.0.2.201', 80);
+    const b = tcp('192.0.2.202', 80);
+    await ipvs.run([
+      { kind: 'newService', vs: { ...a, scheduler: 'rr', flags: 0, timeout: 0, netmask: 0xffffffff, peName: '' } },
+      { kind: 'newService', vs: { ...b, scheduler: 'rr', flags: 0, timeout: 0, netmask: 0xffffffff, peName: '' } },
+      { kind: 'newDest', vs: a, rs: rs('198.51.100.1', 8080) },
+      { kind: 'newDest', vs: b, rs: rs('198.51.100.2', 8080) },
+    ]);
+    const key = (vs: { address: string }) => vs.address;
+    const first = new Map((await ipvs.listServices()).map((vs) => [key(vs), vs]));
+    const again = new Map((await ipvs.listServices()).map((vs) => [key(vs), vs]));
+    expect(again.get('192.0.2.201')).toBe(first.get('192.0.2.201'));
+    expect(again.get('192.0.2.202')).toBe(first.get('192.0.2.202'));
+    const blocks = new ProcIpVsBlocks();
+    const proc1 = parseProcIpVs(readFileSync('/proc/net/ip_vs', 'utf8'), blocks);
+    const proc2 = parseProcIpVs(readFileSync('/proc/net/ip_vs', 'utf8'), blocks);
+    proc2.services.forEach((s, i) => expect(s).toBe(proc1.services[i]));
+
+    // an independent writer changes one service's scheduler and the other's real server weight
+    ipvsadm('-E', '-t', '192.0.2.201:80', '-s', 'wlc');
+    ipvsadm('-e', '-t', '192.0.2.202:80', '-r', '198.51.100.2:8080', '-m', '-w', '7');
+    const edited = new Map((await ipvs.listServices()).map((vs) => [key(vs), vs]));
+    expect(edited.get('192.0.2.201')!.scheduler).toBe('wlc');
+    expect(edited.get('192.0.2.202')).toBe(first.get('192.0.2.202'));
+    const proc3 = parseProcIpVs(readFileSync('/proc/net/ip_vs', 'utf8'), blocks);
+    expect(proc3).toEqual(parseProcIpVs(readFileSync('/proc/net/ip_vs', 'utf8')));
+    const weightOf = (t: typeof proc3) => t.services.find((s) => s.address === '192.0.2.202')!.dests[0]!.weight;
+    expect(weightOf(proc3)).toBe(7);
+    const unchanged = proc3.services.find((s) => s.address === '192.0.2.201');
+    expect(unchanged?.scheduler).toBe('wlc');
   });
 });

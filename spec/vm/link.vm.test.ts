@@ -196,3 +196,29 @@ describe('NETLINK_EXT_ACK on rtnetlink (the kernel says why, not just the errno)
     }
   });
 });
+
+describe('addresses read again (the full sync every syncPeriod) against the kernel', () => {
+  const D = 'kiptest-memo';
+  let link: Link;
+  beforeAll(async () => {
+    link = await openLink();
+    await ensureDummyDevice(link, D);
+  });
+  afterAll(async () => {
+    await deleteDummyDevice(link, D).catch(() => undefined);
+    link.close();
+  });
+
+  it('a quiet kernel answers the same bytes: the same address objects; one deleted by ip(8) is gone at the next read', async () => {
+    const index = (await link.getLink(D)).index;
+    await link.addAddress(index, '10.96.9.1');
+    await link.addAddress(index, '10.96.9.2');
+    const ours = async () => (await link.listAddresses('ipv4')).filter((a) => a.ifindex === index);
+    const first = await ours();
+    const again = await ours();
+    expect(again.map((a) => a.address)).toEqual(['10.96.9.1', '10.96.9.2']);
+    again.forEach((a, i) => expect(a).toBe(first[i]));
+    ip('addr', 'del', '10.96.9.1/32', 'dev', D);
+    expect((await ours()).map((a) => a.address)).toEqual(['10.96.9.2']);
+  });
+});
