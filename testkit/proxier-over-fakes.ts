@@ -68,6 +68,8 @@ export interface ProxierOverFakesOptions {
   readonly nftables?: NftTables;
   /** the proxier's logger (default: silent) */
   readonly log?: winston.Logger;
+  /** iptables supports MASQUERADE --random-fully, per family (default: neither, as the proxier's own default) */
+  readonly randomFully?: Partial<Record<IpFamily, boolean>>;
 }
 
 export async function proxierOverFakes(opts: ProxierOverFakesOptions = {}) {
@@ -127,6 +129,7 @@ export async function proxierOverFakes(opts: ProxierOverFakesOptions = {}) {
       ...(opts.serviceHealth ? { serviceHealth: opts.serviceHealth } : {}),
       ...(opts.conntrack ? { conntrack: opts.conntrack } : {}),
       ...(opts.nftables ? { nftables: opts.nftables } : {}),
+      ...(opts.randomFully ? { randomFully: opts.randomFully } : {}),
     },
     settings,
     node,
