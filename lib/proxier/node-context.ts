@@ -64,6 +64,8 @@ export class NodeContext {
   /** inside ipvs.excludeCIDRs: never touched */
   private excludedNow: (address: string) => boolean;
   private localAddressesNow: LinkAddress[] = [];
+  /** the node's addresses have been read once (before that, no address is known, not none) */
+  private addressesRead = false;
   private contextsNow = new Map<IpFamily, PlanContext>();
   /** the plan contexts as text: a full sync re-plans every Service only when they changed */
   private contextsText = '';
@@ -131,6 +133,7 @@ export class NodeContext {
     if (dummy.created) log.info(`created dummy link ${KUBE_IPVS0}`);
     const { bound, local } = await readNodeAddresses(link, dummy.link.index, counts);
     this.localAddressesNow = local;
+    this.addressesRead = true;
     const contextsChanged = this.rebuildContexts();
     const families = this.settingsNow.families;
     const nodePortAddresses = this.nodePortAddresses();
@@ -163,7 +166,10 @@ export class NodeContext {
     // narrows them (NodePortAddresses.MatchAll: unset, or a 0.0.0.0/0 or ::/0 entry)
     const matchAll = s.nodePortAddresses.length === 0 || s.nodePortAddresses.some((c) => /\/0$/.test(c));
     const proxied = (a: string) => s.families.includes(isIPv4(a) ? 'ipv4' : 'ipv6');
-    this.deps.serviceHealth?.setNodePortAddresses?.(matchAll ? undefined : npAll.filter(proxied));
+    // (a Node object that arrives before the first read of the addresses would else announce
+    // that no address matches)
+    if (this.addressesRead)
+      this.deps.serviceHealth?.setNodePortAddresses?.(matchAll ? undefined : npAll.filter(proxied));
     this.contextsNow = this.planContexts(this.localAddressesNow);
     const text = JSON.stringify(
       [...this.contextsNow.values()].map((c) => ({ ...c, localAddresses: [...c.localAddresses].sort() })),

@@ -189,13 +189,13 @@ describe('Proxier over the kernel fakes', () => {
     const save = await ipset.save();
     expect(save).toContain('add KUBE-CLUSTER-IP 10.96.0.10,tcp:80');
     expect(save).toContain('add KUBE-6-CLUSTER-IP 2001:db8:96::10,tcp:80');
-    // (the fake keeps rule text as written; the VM tests pin iptables-save's own spelling)
+    // (in iptables-save's spelling: `! -s` first; spec/vm/golden.vm.test.ts pins it)
     expect(await ipt6.save('nat')).toContain(
-      '-m set --match-set KUBE-6-CLUSTER-IP dst,dst ! -s 2001:db8:244::/64 -j KUBE-MARK-MASQ',
+      '! -s 2001:db8:244::/64 -m comment --comment "Kubernetes service cluster ip + port for masquerade purpose" -m set --match-set KUBE-6-CLUSTER-IP dst,dst -j KUBE-MARK-MASQ',
     );
     expect(await ipt6.save('nat')).toContain('-A KUBE-SERVICES -s ::1/128 -j RETURN');
     expect(await ipt4.save('nat')).toContain(
-      '-m set --match-set KUBE-CLUSTER-IP dst,dst ! -s 10.244.0.0/16 -j KUBE-MARK-MASQ',
+      '! -s 10.244.0.0/16 -m comment --comment "Kubernetes service cluster ip + port for masquerade purpose" -m set --match-set KUBE-CLUSTER-IP dst,dst -j KUBE-MARK-MASQ',
     );
   });
 
@@ -224,7 +224,7 @@ describe('Proxier over the kernel fakes', () => {
       '-A -t [2001:db8:96::10]:80 -s rr',
     ]);
     expect(await ipt4.save('nat')).toContain(
-      '-m set --match-set KUBE-CLUSTER-IP dst,dst ! -s 10.244.0.0/16 -j KUBE-MARK-MASQ',
+      '! -s 10.244.0.0/16 -m comment --comment "Kubernetes service cluster ip + port for masquerade purpose" -m set --match-set KUBE-CLUSTER-IP dst,dst -j KUBE-MARK-MASQ',
     );
     const nat6 = await ipt6.save('nat');
     expect(nat6).toContain('KUBE-6-CLUSTER-IP');
@@ -571,6 +571,17 @@ describe('Proxier feeding the HealthCheckNodePort servers', () => {
         return { addresses: [ip], conditions: { ready: !spec.endsWith('!') }, nodeName: node };
       });
     });
+
+  it('nodePortAddresses: the health check servers hear of the matching addresses once they are read, never of none before (a Node object first)', async () => {
+    const sink = new RecordingSink();
+    const t = await setup({ serviceHealth: sink, settings: { nodePortAddresses: ['192.0.2.0/24'] } });
+    // the Node object arrives before the first sync has read the node's addresses
+    t.proxier.onNodeChange({ name: NODE, zone: 'zone-a', nodeIPs: ['192.0.2.1'], podCIDRs: [] });
+    expect(sink.calls).toEqual([]);
+    await t.start();
+    expect(sink.calls[0]).toBe('addresses 192.0.2.1');
+    expect(sink.calls).not.toContain('addresses ');
+  });
 
   it('after each sync: every Local LoadBalancer with a health check port, and its ready local endpoints; only re-planned Services are planned again', async () => {
     const sink = new RecordingSink();
