@@ -21,8 +21,9 @@
  *   blocks committed before it stay counted. `foreignCommit()` is someone else's commit
  *   elsewhere (another table, `nft`). One counter per network namespace, as the kernel's:
  *   FakeIptables of several families given one `FakeNftGeneration` (`netns`) all move it.
- * Not emulated: match/target option syntax, counters, rule-spec normalisation (save prints the
- * rule as written, not as iptables-save would spell it), `-R`, `-P`, `-Z`, `-E`.
+ * - save prints each rule as iptables-save spells it (iptables-save-spelling.ts), and `-D`
+ *   finds a rule by that spelling, as the kernel compares rules by what they match, not by text.
+ * Not emulated: match/target option syntax, counters, `-R`, `-P`, `-Z`, `-E`.
  */
 import { ExecError } from '../../lib/errors';
 import { ExecResult, Execer } from '../../lib/kernel/exec';
@@ -38,6 +39,7 @@ import {
 import { GenerationPeers, IptablesSync, genPlus } from '../../lib/kernel/iptables/iptables-sync';
 import { RulesetGeneration } from '../../lib/kernel/iptables/nft-generation';
 import { RestoreLine, joinTokens, parseRestore } from '../../lib/kernel/iptables/parse-restore';
+import { saveSpelling } from './iptables-save-spelling';
 import { IpFamily } from '../../lib/model/ip-family';
 import { Table } from '../../lib/model/names';
 import { IptablesPlan } from '../../lib/model/iptables';
@@ -336,8 +338,8 @@ export class FakeIptables implements IptablesRunner, Iptables {
           if (pos > chain.rules.length) throw failed('Index of insertion too big.');
           chain.rules.splice(pos, 0, [...l.spec]);
         } else {
-          const want = joinTokens(l.spec);
-          const i = chain.rules.findIndex((r) => joinTokens(r) === want);
+          const want = this.spelled(l.spec);
+          const i = chain.rules.findIndex((r) => this.spelled(r) === want);
           if (i < 0) throw failed('Bad rule (does a matching rule exist in that chain?).');
           chain.rules.splice(i, 1);
         }
@@ -419,20 +421,25 @@ export class FakeIptables implements IptablesRunner, Iptables {
       );
   }
 
-  /** Rules of one chain as `-A CHAIN spec` lines (undefined when the chain is missing). */
+  /** One rule's tokens as iptables-save prints them. */
+  private spelled(rule: readonly string[]): string {
+    return joinTokens(saveSpelling(rule, this.family));
+  }
+
+  /** Rules of one chain as `-A CHAIN spec` lines, as written (undefined when the chain is missing). */
   rules(table: string, chain: string): string[] | undefined {
     return this.table(table)
       .get(chain)
       ?.rules.map((r) => `-A ${chain} ${joinTokens(r)}`);
   }
 
-  /** iptables-save-like text of one table (no header comments, counters [0:0]). */
+  /** iptables-save's text of one table (no header comments, counters [0:0]). */
   dump(table: string): string {
     const t = this.table(table);
     const out = [`*${table}`];
     const names = this.chains(table);
     for (const n of names) out.push(`:${n} ${t.get(n)!.policy === '-' ? '-' : t.get(n)!.policy} [0:0]`);
-    for (const n of names) for (const r of t.get(n)!.rules) out.push(`-A ${n} ${joinTokens(r)}`);
+    for (const n of names) for (const r of t.get(n)!.rules) out.push(`-A ${n} ${this.spelled(r)}`);
     out.push('COMMIT');
     return out.join('\n') + '\n';
   }

@@ -29,7 +29,7 @@ describe.each(['legacy', 'nft'] as const)('FakeIptables (%s)', (flavor) => {
     f.applyRestore('*filter\n:KUBE-A - [0:0]\n-A KUBE-A -j RETURN\nCOMMIT\n', true);
     expect(f.dump('filter')).toBe(
       '*filter\n:INPUT ACCEPT [0:0]\n:FORWARD ACCEPT [0:0]\n:OUTPUT ACCEPT [0:0]\n:FOREIGN - [0:0]\n:KUBE-A - [0:0]\n' +
-        '-A INPUT -j FOREIGN\n-A FOREIGN -s 192.0.2.1 -j ACCEPT\n-A KUBE-A -j RETURN\nCOMMIT\n',
+        '-A INPUT -j FOREIGN\n-A FOREIGN -s 192.0.2.1/32 -j ACCEPT\n-A KUBE-A -j RETURN\nCOMMIT\n',
     );
   });
 
@@ -136,6 +136,54 @@ describe.each(['legacy', 'nft'] as const)('FakeIptables (%s)', (flavor) => {
     expect(forced.insertedJumps).toEqual([]);
     expect(f.rules('filter', 'INPUT')!.length).toBe(4);
     expect(f.restores.at(-1)).toBe(formatIptablesRestore(plan));
+  });
+});
+
+describe('FakeIptables prints rules as iptables-save spells them', () => {
+  // each pair: the proxy's restore line, and what iptables-save 1.8.9 printed for it in the VM
+  // (spec/vm/golden.vm.test.ts)
+  const printed = (family: 'ipv4' | 'ipv6', table: string, rule: string): string => {
+    const f = new FakeIptables({ family });
+    const chain = rule.split(' ')[1]!;
+    const target = /-j (KUBE-\S+)/.exec(rule)?.[1];
+    const chains = [chain, ...(target ? [target] : [])].map((c) => `:${c} - [0:0]\n`).join('');
+    f.applyRestore(`*${table}\n${chains}${rule}\nCOMMIT\n`, true);
+    return f
+      .dump(table)
+      .split('\n')
+      .find((l) => l.startsWith(`-A ${chain} `))!;
+  };
+
+  it.each([
+    ['-A KUBE-MARK-MASQ -j MARK --or-mark 0x004000', '-A KUBE-MARK-MASQ -j MARK --set-xmark 0x4000/0x4000'],
+    ['-A KUBE-POSTROUTING -j MARK --xor-mark 0x004000', '-A KUBE-POSTROUTING -j MARK --set-xmark 0x4000/0x0'],
+    [
+      '-A KUBE-POSTROUTING -m mark ! --mark 0x004000/0x004000 -j RETURN',
+      '-A KUBE-POSTROUTING -m mark ! --mark 0x4000/0x4000 -j RETURN',
+    ],
+    [
+      '-A KUBE-SERVICES -m comment --comment "masquerade" -m set --match-set KUBE-CLUSTER-IP dst,dst ! -s 10.244.0.0/16 -j KUBE-MARK-MASQ',
+      '-A KUBE-SERVICES ! -s 10.244.0.0/16 -m comment --comment masquerade -m set --match-set KUBE-CLUSTER-IP dst,dst -j KUBE-MARK-MASQ',
+    ],
+    ['-A KUBE-SERVICES -s 127.0.0.0/8 -j RETURN', '-A KUBE-SERVICES -s 127.0.0.0/8 -j RETURN'],
+  ])('nat: %s', (rule, saved) => expect(printed('ipv4', 'nat', rule)).toBe(saved));
+
+  it("REJECT gets its family's default --reject-with", () => {
+    const rule = '-A KUBE-IPVS-FILTER -m conntrack --ctstate NEW -m set --match-set KUBE-IPVS-IPS dst -j REJECT';
+    expect(printed('ipv4', 'filter', rule)).toBe(`${rule} --reject-with icmp-port-unreachable`);
+    expect(printed('ipv6', 'filter', rule)).toBe(`${rule} --reject-with icmp6-port-unreachable`);
+  });
+
+  it('an address gets its prefix length, -m ipvs its protocol number; -D finds the rule by that spelling', () => {
+    const f = new FakeIptables({ family: 'ipv4' });
+    const rule =
+      '-A KUBE-IPVS-OUT-FILTER -s 203.0.113.10 -m ipvs --vaddr 203.0.113.10 --vproto tcp --vport 443 -j DROP';
+    f.applyRestore(`*filter\n:KUBE-IPVS-OUT-FILTER - [0:0]\n${rule}\nCOMMIT\n`, true);
+    const saved =
+      '-A KUBE-IPVS-OUT-FILTER -s 203.0.113.10/32 -m ipvs --vaddr 203.0.113.10/32 --vproto 6 --vport 443 -j DROP';
+    expect(f.dump('filter')).toContain(`${saved}\n`);
+    f.applyRestore(`*filter\n${saved.replace('-A', '-D')}\nCOMMIT\n`, true);
+    expect(f.rules('filter', 'KUBE-IPVS-OUT-FILTER')).toEqual([]);
   });
 });
 
