@@ -135,29 +135,36 @@ export function startKubeProxy(args: readonly string[], ns = ''): LoggedProcess 
 
 /**
  * The fake API server over plain http on 127.0.0.1:`port`, serving `fixtures` (written to
- * DIR/fixtures.json), with the kubeconfig that reaches it at DIR/kubeconfig (e2eProxyConfig's).
+ * DIR/fixtures.json), with the kubeconfig that reaches it at DIR/kubeconfig (e2eProxyConfig's);
+ * in network namespace `ns` ('' = this one).
  */
 export async function startFixtureApiServer(
   dir: string,
   port: number,
   fixtures: readonly unknown[],
+  ns = '',
 ): Promise<LoggedProcess> {
   fs.writeFileSync(path.join(dir, 'fixtures.json'), JSON.stringify(fixtures));
-  return startFakeApiServer([
-    '--port',
-    String(port),
-    '--host',
-    '127.0.0.1',
-    '--fixtures',
-    path.join(dir, 'fixtures.json'),
-    '--kubeconfig-out',
-    path.join(dir, 'kubeconfig'),
-  ]);
+  return startFakeApiServer(
+    [
+      '--port',
+      String(port),
+      '--host',
+      '127.0.0.1',
+      '--fixtures',
+      path.join(dir, 'fixtures.json'),
+      '--kubeconfig-out',
+      path.join(dir, 'kubeconfig'),
+    ],
+    ns,
+  );
 }
 
-/** Starts the fake API server; resolves once it prints that it listens. */
-export async function startFakeApiServer(args: readonly string[]): Promise<LoggedProcess> {
-  const child = spawn(process.execPath, [FAKE_APISERVER_BIN, ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
+/** Starts the fake API server in namespace `ns` ('' = this one); resolves once it prints that it listens. */
+export async function startFakeApiServer(args: readonly string[], ns = ''): Promise<LoggedProcess> {
+  const argv = [process.execPath, FAKE_APISERVER_BIN, ...args];
+  const full = ns ? ['ip', 'netns', 'exec', ns, ...argv] : argv;
+  const child = spawn(full[0]!, full.slice(1), { stdio: ['ignore', 'pipe', 'pipe'] });
   const p = new LoggedProcess(child, 'fake-apiserver');
   await new Promise<void>((resolve, reject) => {
     const timer = setTimeout(() => reject(new Error(`fake API server did not start: ${p.text.join('\n')}`)), 120_000);

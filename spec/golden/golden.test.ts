@@ -66,10 +66,9 @@ describe.each(goldenCaseNames())('golden case %s, over the kernel fakes', (name)
       'iptables-save.txt': await iptablesSave(p.iptablesByFamily.ipv4),
       'ip6tables-save.txt': await iptablesSave(p.iptablesByFamily.ipv6),
     };
-    for (const file of Object.keys(GOLDEN_FILES) as GoldenFile[]) {
-      const text = normaliseGolden(file, printed[file]);
-      if (UPDATE) writeGolden(c, file, text);
-      else expect({ file, text }).toEqual({ file, text: readGolden(c, file) });
-    }
+    const files = Object.keys(GOLDEN_FILES) as GoldenFile[];
+    const actual = Object.fromEntries(files.map((f) => [f, normaliseGolden(f, printed[f])]));
+    if (UPDATE) for (const f of files) writeGolden(c, f, actual[f]!);
+    expect(actual).toEqual(Object.fromEntries(files.map((f) => [f, readGolden(c, f)])));
   });
 });
