@@ -24,7 +24,7 @@ import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { performance } from 'node:perf_hooks';
 import type { AgentOptions } from 'node:https';
-import { type Dispatcher, fetch, type Response } from 'undici';
+import { Agent, type Dispatcher, fetch, type Response } from 'undici';
 import type { Cluster, User } from '@kubernetes/client-node';
 import { HttpMethod, KubeConfig, RequestContext } from './client-node';
 
@@ -95,6 +95,18 @@ function dispatcherKey(cluster: Cluster | null, o: AgentOptions): string {
     add(v);
   return h.digest('hex');
 }
+
+/**
+ * HTTP/2 flow-control windows as client-go's transport (golang.org/x/net/http2:
+ * transportDefaultStreamFlow 4 MiB a stream; the connection's, here 16 MiB, for three watches
+ * and a list). undici's 256 KiB a stream let kube-apiserver send a watch only ~100
+ * EndpointSlice events ahead of a main thread busy with a sync: its cacher then found the
+ * watcher's buffer full and closed the watch ("Forcing ... watcher close due to
+ * unresponsiveness"), and every close cost a new watch.
+ */
+export const H2_STREAM_WINDOW_BYTES = 4 << 20;
+/** The connection's HTTP/2 window (see H2_STREAM_WINDOW_BYTES). */
+export const H2_CONNECTION_WINDOW_BYTES = 16 << 20;
 
 /** client-go's fileTokenSource period: a token read longer ago than this is read again. */
 export const TOKEN_FILE_PERIOD_MS = 60_000;
@@ -195,7 +207,22 @@ export class ApiKubeConfig extends KubeConfig {
     self.createDispatcher = (cluster, options) => {
       const key = dispatcherKey(cluster, options);
       if (this.dispatcher?.key === key) return this.dispatcher.agent;
-      const agent = create(cluster, options);
+      // a direct connection (client-node's 'agent': TLS material, no proxy) is built here with
+      // client-go's HTTP/2 windows; a proxy's as client-node builds it
+      const direct = this.createDispatcherOptions(cluster, options);
+      const agent =
+        direct.type === 'agent'
+          ? new Agent({
+              connect: direct.connect,
+              h2Options: {
+                // undici 8 reads the stream window from h2Options.initialWindowSize, though
+                // its types name settings.initialWindowSize: both are given
+                settings: { initialWindowSize: H2_STREAM_WINDOW_BYTES },
+                ...{ initialWindowSize: H2_STREAM_WINDOW_BYTES },
+                connectionWindowSize: H2_CONNECTION_WINDOW_BYTES,
+              },
+            })
+          : create(cluster, options);
       const old = this.dispatcher;
       this.dispatcher = agent ? { key, agent } : undefined;
       old?.agent.close().catch(() => undefined);

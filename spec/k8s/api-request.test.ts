@@ -11,7 +11,14 @@ import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import type { V1Service } from '@kubernetes/client-node';
-import { ApiCall, ApiKubeConfig, apiRequest, TokenFile } from '../../lib/k8s/api-request';
+import {
+  ApiCall,
+  ApiKubeConfig,
+  apiRequest,
+  H2_CONNECTION_WINDOW_BYTES,
+  H2_STREAM_WINDOW_BYTES,
+  TokenFile,
+} from '../../lib/k8s/api-request';
 import { EventRecorder } from '../../lib/k8s/event-recorder';
 import { EndpointSliceHandler, NodeHandler, ServiceHandler, startInformers } from '../../lib/k8s/informers';
 import { loadKubeConfig } from '../../lib/k8s/kubeconfig';
@@ -283,6 +290,36 @@ describe('API authentication and rest_client observations', () => {
         expect(sessions).toBe(1);
         expect(streamsClosed.filter((p) => p.includes('watch'))).toEqual(['/api/v1/a?watch=true']);
         for (const w of watches.slice(1)) await w.stream!.body!.cancel();
+      } finally {
+        h2.close();
+      }
+    });
+  });
+
+  describe('HTTP/2 flow control', () => {
+    it("offers client-go's windows (4 MiB a stream, 16 MiB the connection), so the server can send a watch's events ahead of a busy main thread", async () => {
+      let settings: http2.Settings | undefined;
+      let connectionWindow = 0;
+      const h2 = http2.createSecureServer({ cert: pki.serverCert, key: pki.serverKey });
+      h2.on('session', (session) => session.on('remoteSettings', (s) => (settings = s)));
+      h2.on('stream', (stream) => {
+        stream.respond({ ':status': 200, 'content-type': 'application/json' });
+        // (by the first request the client's connection WINDOW_UPDATE has arrived)
+        connectionWindow = stream.session!.state.remoteWindowSize ?? 0;
+        stream.end(JSON.stringify({ kind: 'ServiceList', metadata: { resourceVersion: '7' }, items: [] }));
+      });
+      await new Promise<void>((r) => h2.listen(0, '127.0.0.1', r));
+      const url = `https://127.0.0.1:${(h2.address() as AddressInfo).port}`;
+      try {
+        const kc = loadKubeConfig({
+          kubeconfig: kubeconfig(url, [`certificate-authority: ${pki.caFile}`], ['token: t']),
+        });
+        await list(kc);
+        await list(kc);
+        expect(settings?.initialWindowSize).toBe(H2_STREAM_WINDOW_BYTES);
+        expect(H2_STREAM_WINDOW_BYTES).toBe(4 * 1024 * 1024);
+        // what the server may still send on the connection: about 16 MiB, less what it has sent
+        expect(connectionWindow).toBeGreaterThan(H2_CONNECTION_WINDOW_BYTES - 65_536);
       } finally {
         h2.close();
       }
