@@ -9,7 +9,8 @@ import { kubeProxyNodeIPs } from '../../lib/daemon/families';
 import { nodeInfo } from '../../lib/k8s/convert';
 import { formatListAll } from '../../lib/cli/ipvsadm/format-list';
 import { DEFAULT_FORMAT } from '../../lib/cli/ipvsadm/command';
-import { FAKE_NODE_IP, proxierOverFakes } from '../../testkit/proxier-over-fakes';
+import { proxierOverFakes } from '../../testkit/proxier-over-fakes';
+import { FakeLink } from '../../testkit/kernel/fake-link';
 import {
   GOLDEN_FILES,
   GoldenFile,
@@ -38,8 +39,11 @@ describe.each(goldenCaseNames())('golden case %s, over the kernel fakes', (name)
     const info = nodeInfo(c.node);
     expect(info.refusals).toEqual([]);
     expect(info.name).toBe(config.hostnameOverride);
-    // the fakes' node has FAKE_NODE_IP on eth0, as the VM's namespace gets the Node's address
-    expect(info.nodeIPs).toEqual([FAKE_NODE_IP]);
+    // the node's eth0 holds the Node's InternalIP addresses, as the VM test's namespace does
+    const link = new FakeLink();
+    await link.addDummy('eth0');
+    const eth0 = (await link.getLink('eth0')).index;
+    for (const a of c.node.status?.addresses ?? []) if (a.type === 'InternalIP') await link.addAddress(eth0, a.address);
     // the daemon on a kernel with both families (the VM's) proxies both, IPv4 first, and its
     // iptables has MASQUERADE --random-fully
     const p = await proxierOverFakes({
@@ -51,6 +55,7 @@ describe.each(goldenCaseNames())('golden case %s, over the kernel fakes', (name)
         podCIDRs: info.podCIDRs,
       },
       randomFully: { ipv4: true, ipv6: true },
+      link,
     });
     p.add(...c.services, ...c.slices);
     await p.start();
