@@ -431,6 +431,10 @@ async function measure(side: Side, dir: string, writer: Writer, meter: ApiCostMe
       });
       generation += w.sent;
       churnWrites += w.ok;
+      // the first scrape after the segment: prom-client's event-loop histogram was reset by the
+      // scrape before it, so its max is the main thread's longest stall in the segment
+      // (kube-ipvs only: client_golang has no such metric)
+      const during = await scrape(metricsUrl(side), 60);
       const seenMs = w.last
         ? await probe.wait(labClusterIP(w.last.service), replacementIP(w.last.gen), 900_000)
         : undefined;
@@ -440,6 +444,7 @@ async function measure(side: Side, dir: string, writer: Writer, meter: ApiCostMe
         clock,
         lastToKernelSeconds: seenMs === undefined || !w.last ? undefined : (seenMs - w.last.atMs) / 1000,
         lag: histogramDelta(before, after, HISTOGRAM),
+        eventLoopLagMaxSeconds: sumSeries(during, 'nodejs_eventloop_lag_max_seconds'),
         rss: rssBytes(pid),
       });
     }

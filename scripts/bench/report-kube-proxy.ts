@@ -89,6 +89,11 @@ const measures: Measure[] = [
       fmt: perS,
       value: (z, s) => num(churnOf(z, s, rate), 'achievedRate'),
     },
+    {
+      name: `churn ${rate}/s offered: main thread's longest stall (event loop)`,
+      fmt: sec,
+      value: (z, s) => num(churnOf(z, s, rate), 'eventLoopLagMaxSeconds'),
+    },
   ]),
   {
     name: 'idle CPU per minute (utime+stime)',
