@@ -13,9 +13,6 @@ import { FakeIptables, FakeNftGeneration } from './kernel/fake-iptables';
 import { Conntrack } from '../lib/kernel/conntrack/conntrack';
 import { NftTables } from '../lib/kernel/nftables/nftables';
 import { IpFamily } from '../lib/model/ip-family';
-import { ServiceTracker } from '../lib/tracker/service-tracker';
-import { EndpointSliceTracker } from '../lib/tracker/endpoint-slice-tracker';
-import { TrackerSource } from '../lib/tracker/tracker-source';
 import { planServicePort } from '../lib/plan/plan-service-port';
 import { Proxier } from '../lib/proxier/proxier';
 import { NodeState, Planner, ProxierSettings, SyncResult } from '../lib/proxier/types';
@@ -98,11 +95,13 @@ export async function proxierOverFakes(opts: ProxierOverFakesOptions = {}) {
       netns,
     });
   }
-  const services = new ServiceTracker();
   const node: NodeState = { name: FAKE_NODE, zone: '', nodeIPs: [FAKE_NODE_IP], podCIDRs: [], ...opts.node };
-  const slices = new EndpointSliceTracker(node.name);
   const events: string[] = [];
   const results: SyncResult[] = [];
+  /** per sync (as results), the EndpointSlice trigger times it took in */
+  const triggers: number[][] = [];
+  /** per informer event that changed something: "service N" / "endpoints N" */
+  const changes: string[] = [];
   const readProcIpVs = opts.proc
     ? async () =>
         procIpVsText(
@@ -117,14 +116,17 @@ export async function proxierOverFakes(opts: ProxierOverFakesOptions = {}) {
       link,
       ipsets,
       iptables: iptablesByFamily,
-      source: new TrackerSource(services, slices),
       planner: opts.planner ?? { planServicePort },
       clock,
       // retries at their base wait, so a test settles them at known times
       random: () => 0,
       log: opts.log ?? quiet,
       events: { warn: (ref, reason, message) => events.push(`${ref.namespace}/${ref.name} ${reason}: ${message}`) },
-      onSync: (r) => results.push(r),
+      onSync: (r, _drift, triggeredAtMs) => {
+        results.push(r);
+        triggers.push([...triggeredAtMs]);
+      },
+      onChanges: (kind, n) => changes.push(`${kind} ${n}`),
       ...(readProcIpVs ? { readProcIpVs } : {}),
       ...(opts.serviceHealth ? { serviceHealth: opts.serviceHealth } : {}),
       ...(opts.conntrack ? { conntrack: opts.conntrack } : {}),
@@ -139,18 +141,16 @@ export async function proxierOverFakes(opts: ProxierOverFakesOptions = {}) {
     await clock.advance(ms);
     await proxier.idle();
   };
+  // objects arrive as the informers hand them over: through the proxier's handlers
   const add = (...objs: (V1Service | V1EndpointSlice)[]) => {
-    for (const o of objs) 'spec' in o ? services.onAdd(o as V1Service) : slices.onAdd(o as V1EndpointSlice);
-    proxier.sync();
+    for (const o of objs)
+      'spec' in o ? proxier.onServiceAdd(o as V1Service) : proxier.onEndpointSliceAdd(o as V1EndpointSlice);
   };
   const remove = (...objs: (V1Service | V1EndpointSlice)[]) => {
-    for (const o of objs) 'spec' in o ? services.onDelete(o as V1Service) : slices.onDelete(o as V1EndpointSlice);
-    proxier.sync();
+    for (const o of objs)
+      'spec' in o ? proxier.onServiceDelete(o as V1Service) : proxier.onEndpointSliceDelete(o as V1EndpointSlice);
   };
-  const replaceSlice = (old: V1EndpointSlice, next: V1EndpointSlice) => {
-    slices.onUpdate(old, next);
-    proxier.sync();
-  };
+  const replaceSlice = (old: V1EndpointSlice, next: V1EndpointSlice) => proxier.onEndpointSliceUpdate(old, next);
   /** both informers synced: the first sync runs */
   const start = async () => {
     proxier.onServicesSynced();
@@ -165,11 +165,14 @@ export async function proxierOverFakes(opts: ProxierOverFakesOptions = {}) {
     ipset,
     iptables,
     iptablesByFamily,
-    services,
-    slices,
+    /** the proxier's trackers (a test may change one behind the handlers, then call proxier.sync()) */
+    services: proxier.services,
+    slices: proxier.slices,
     proxier,
     events,
     results,
+    triggers,
+    changes,
     settle,
     add,
     remove,

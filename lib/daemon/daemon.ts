@@ -167,7 +167,6 @@ export async function runDaemon(config: ProxyConfig, options: DaemonOptions): Pr
     config,
     nodeName: name,
     wiring,
-    metrics,
     families,
     node,
     onPrimaryUnsupported: () => resolveExit(1),

@@ -19,7 +19,7 @@ import { LocalDetector } from '../plan/iptables';
 import { IptablesOptions, PlanContext, ServicePortPlan } from '../plan/service-plan';
 import { IpvsTable } from '../reconcile/ipvs-table';
 import { FirstSightFacts, OwnershipFacts, firstSightReason } from './ownership';
-import { NodeState, ProxierDeps, ProxierSettings } from './types';
+import { NodeState, PartDeps, ProxierSettings } from './types';
 
 /** kube-ipvs0's addresses and every other link's, as one read of the node finds them. */
 export interface NodeAddresses {
@@ -55,7 +55,7 @@ export async function findKubeIpvs0(link: Link): Promise<number | undefined> {
   }
 }
 
-type NodeDeps = Pick<ProxierDeps, 'link' | 'ipsets' | 'source' | 'planner' | 'log' | 'serviceHealth' | 'randomFully'>;
+type NodeDeps = Pick<PartDeps, 'link' | 'ipsets' | 'source' | 'planner' | 'log' | 'serviceHealth' | 'randomFully'>;
 
 /** What the proxier knows of its node (see the file comment). */
 export class NodeContext {

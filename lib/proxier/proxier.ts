@@ -35,7 +35,11 @@ import { syncNetfilter } from './netfilter-sync';
 import { opKey } from '../reconcile/diff-ipvs';
 import { Netfilter, fullSyncOps } from './full-sync';
 import { ProxierSnapshot, dryRunFullSync, serviceList, status } from './views';
-import { NodeState, ProxierDeps, ProxierSettings, SyncResult } from './types';
+import type { V1EndpointSlice, V1Service } from '@kubernetes/client-node';
+import { ServiceTracker } from '../tracker/service-tracker';
+import { EndpointSliceTracker } from '../tracker/endpoint-slice-tracker';
+import { TrackerSource } from '../tracker/tracker-source';
+import { NodeState, PartDeps, ProxierDeps, ProxierSettings, SyncResult } from './types';
 
 /** The proxier's types (types.ts), for importers of proxier.ts. */
 export type {
@@ -51,10 +55,24 @@ export type {
   SyncResult,
 } from './types';
 
-/** The proxy's sync loop, partial and full syncs (see the file comment). */
+/** The EndpointSlice controller's annotation kube-proxy measures network programming latency from. */
+const LAST_CHANGE_TRIGGER_TIME = 'endpoints.kubernetes.io/last-change-trigger-time';
+
+/**
+ * The proxy's sync loop, partial and full syncs (see the file comment). It is the informers'
+ * Service and EndpointSlice handler, as kube-proxy's Proxier: each event goes to its tracker,
+ * and a change schedules a sync.
+ */
 export class Proxier {
+  /** Services, as kube-proxy's ServiceChangeTracker */
+  readonly services = new ServiceTracker();
+  /** every Service's endpoints from its EndpointSlices, as kube-proxy's EndpointsChangeTracker */
+  readonly slices: EndpointSliceTracker;
+  /** trigger times of the EndpointSlice changes no sync has taken in yet */
+  private triggeredAtMs: number[] = [];
   private servicesSynced = false;
   private endpointSlicesSynced = false;
+  private listedLogged = false;
   private readonly runner: BoundedFrequencyRunner;
   /** the node, its addresses, the plan contexts and what is not kube-ipvs's */
   private readonly nodeCtx: NodeContext;
@@ -86,11 +104,13 @@ export class Proxier {
   private readonly figures = new SyncFigures();
   private readonly frontendIds = new FrontendIds();
 
-  constructor(
-    private readonly deps: ProxierDeps,
-    settings: ProxierSettings,
-    node: NodeState,
-  ) {
+  /** the deps with the trackers, as the parts read them */
+  private readonly deps: PartDeps;
+
+  constructor(proxierDeps: ProxierDeps, settings: ProxierSettings, node: NodeState) {
+    this.slices = new EndpointSliceTracker(node.name);
+    const deps: PartDeps = { ...proxierDeps, source: new TrackerSource(this.services, this.slices) };
+    this.deps = deps;
     this.nodeCtx = new NodeContext(deps, settings, node);
     this.applier = new IpvsApplier({
       ...deps,
@@ -119,7 +139,46 @@ export class Proxier {
     });
   }
 
-  // ---- event side (kube-proxy's handlers call Sync()) ----
+  // ---- event side: the informers' handlers (kube-proxy's OnServiceAdd ... call Sync()) ----
+
+  onServiceAdd(service: V1Service): void {
+    this.changed('service', this.services.onAdd(service));
+  }
+
+  onServiceUpdate(old: V1Service, service: V1Service): void {
+    this.changed('service', this.services.onUpdate(old, service));
+  }
+
+  onServiceDelete(service: V1Service): void {
+    this.changed('service', this.services.onDelete(service));
+  }
+
+  onEndpointSliceAdd(slice: V1EndpointSlice): void {
+    this.triggered(slice);
+    this.changed('endpoints', this.slices.onAdd(slice));
+  }
+
+  onEndpointSliceUpdate(old: V1EndpointSlice, slice: V1EndpointSlice): void {
+    this.triggered(slice);
+    this.changed('endpoints', this.slices.onUpdate(old, slice));
+  }
+
+  onEndpointSliceDelete(slice: V1EndpointSlice): void {
+    this.changed('endpoints', this.slices.onDelete(slice));
+  }
+
+  /** A tracker reported the Services an event changed: count them and sync. */
+  private changed(kind: 'service' | 'endpoints', names: ReadonlySet<string>): void {
+    if (names.size === 0) return;
+    this.deps.onChanges?.(kind, names.size);
+    this.sync();
+  }
+
+  /** Notes a slice's trigger time, for the network programming latency of the sync that takes it in. */
+  private triggered(slice: V1EndpointSlice): void {
+    const at = Date.parse(slice.metadata?.annotations?.[LAST_CHANGE_TRIGGER_TIME] ?? '');
+    if (Number.isFinite(at)) this.triggeredAtMs.push(at);
+  }
 
   /** Something changed: sync as soon as the bounds allow. */
   sync(): void {
@@ -180,6 +239,12 @@ export class Proxier {
 
   private startIfReady(): void {
     if (!this.isInitialized()) return;
+    if (!this.listedLogged) {
+      // the start-up phase the benches read (daemon-latency.ts, rollout-starts.ts): both lists
+      // done, before the first sync; ms since the process started
+      this.listedLogged = true;
+      this.deps.log.info('informers synced', { sinceStartMs: Math.round(performance.now()) });
+    }
     this.deps.log.info('services and endpoint slices synced: starting the sync loop');
     this.runner.start();
   }
@@ -249,6 +314,8 @@ export class Proxier {
   /** Re-plans the changed Services (every one when the contexts changed); fills run.touched. */
   private planPhase(run: SyncRun): void {
     const changed = this.deps.source.takeChanges();
+    run.triggeredAtMs = this.triggeredAtMs;
+    this.triggeredAtMs = [];
     run.dueRetries = this.applier.beginSync(run.start);
     for (const svc of run.dueRetries) changed.add(svc);
     // a full sync re-reads the kernel; the plans are re-made only when what they depend on
@@ -397,7 +464,7 @@ export class Proxier {
       'sync done',
       { ...result },
     );
-    this.deps.onSync?.(result, run.drift);
+    this.deps.onSync?.(result, run.drift, run.triggeredAtMs);
     return result;
   }
 

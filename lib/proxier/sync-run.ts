@@ -22,6 +22,8 @@ export interface SyncRun {
   dueRetries: string[];
   replanned: number;
   drift: boolean;
+  /** trigger times (ms since the epoch) of the EndpointSlice changes this sync took in */
+  triggeredAtMs: number[];
 }
 
 /** A sync starting now: `full` decides from its start time. */
@@ -54,6 +56,7 @@ export function newSyncRun(clock: Clock, full: (start: number) => boolean): Sync
     dueRetries: [],
     replanned: 0,
     drift: false,
+    triggeredAtMs: [],
   };
 }
 

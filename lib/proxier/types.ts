@@ -65,13 +65,12 @@ export interface ProxierSettings {
   readonly interfaceNamePrefix: string;
 }
 
-/** What the proxier runs against: the kernel interfaces, the trackers, the planner, clock and log. */
+/** What the proxier runs against: the kernel interfaces, the planner, clock and log (it owns the trackers). */
 export interface ProxierDeps {
   readonly ipvs: Ipvs;
   readonly link: Link;
   readonly ipsets: Readonly<Partial<Record<IpFamily, Ipset>>>;
   readonly iptables: Readonly<Partial<Record<IpFamily, Iptables>>>;
-  readonly source: ProxySource;
   readonly planner: Planner;
   readonly clock: Clock;
   readonly log: winston.Logger;
@@ -102,8 +101,18 @@ export interface ProxierDeps {
    * after the first full sync that succeeded (nftables-leftovers.ts). None: left alone.
    */
   readonly nftables?: NftTables;
-  /** called after every sync (metrics) */
-  readonly onSync?: (result: SyncResult, driftRepaired: boolean) => void;
+  /**
+   * called after every sync (metrics), with the trigger times (ms since the epoch) of the
+   * EndpointSlice changes it took in (their endpoints.kubernetes.io/last-change-trigger-time)
+   */
+  readonly onSync?: (result: SyncResult, driftRepaired: boolean, triggeredAtMs: readonly number[]) => void;
+  /** an informer event changed `count` Services' state (kube-proxy's *_changes_total) */
+  readonly onChanges?: (kind: 'service' | 'endpoints', count: number) => void;
+}
+
+/** What the proxier's parts run against: its deps and the trackers it owns, read as a ProxySource. */
+export interface PartDeps extends ProxierDeps {
+  readonly source: ProxySource;
 }
 
 /** What one sync did: the figures tests assert exactly and operators read in the log. */

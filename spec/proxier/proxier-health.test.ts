@@ -42,7 +42,7 @@ describe('Proxier health bookkeeping', () => {
     expect(t.proxier.initialSyncDone).toBe(false);
     expect(t.proxier.lastSyncAt).toBe(0);
 
-    t.add(web);
+    t.remove(webSlice); // a change: the Service loses its endpoints
     const queuedAt = t.proxier.lastQueuedAt;
     expect(queuedAt).toBe(t.clock.now());
     await t.settle(TIMEOUT_MS + 1);

@@ -572,6 +572,38 @@ describe('Proxier feeding the HealthCheckNodePort servers', () => {
       });
     });
 
+  it("the informers' handlers: a change goes to its tracker and schedules a sync, an event that changes nothing does not; each sync hands over the trigger times of the slices it took in", async () => {
+    const t = await setup();
+    const web = clusterIP('web', '10.96.0.10');
+    const slice = (at: string, ...ips: string[]) => {
+      const s = endpoints('web', ...ips);
+      s.metadata = { ...s.metadata, annotations: { 'endpoints.kubernetes.io/last-change-trigger-time': at } };
+      return s;
+    };
+    const first = slice('2026-11-27T10:00:00Z', '10.244.1.2');
+    t.proxier.onServiceAdd(web);
+    t.proxier.onEndpointSliceAdd(first);
+    await t.start();
+    expect(t.changes).toEqual(['service 1', 'endpoints 1']);
+    expect(t.triggers).toEqual([[Date.parse('2026-11-27T10:00:00Z')]]);
+
+    // the same Service again: no change, no sync
+    t.proxier.onServiceUpdate(web, web);
+    await t.settle(1000);
+    expect(t.changes).toHaveLength(2);
+    expect(t.results).toHaveLength(1);
+
+    const second = slice('2026-11-27T10:00:05Z', '10.244.1.2', '10.244.1.3');
+    t.proxier.onEndpointSliceUpdate(first, second);
+    await t.settle(1000);
+    expect(t.changes).toEqual(['service 1', 'endpoints 1', 'endpoints 1']);
+    expect(t.triggers.at(-1)).toEqual([Date.parse('2026-11-27T10:00:05Z')]);
+    expect(formatRestore(await t.ipvs.listAll())).toContain('-a -t 10.96.0.10:80 -r 10.244.1.3:8080 -m -w 1');
+    // the next sync (the periodic one) took no slice in
+    await t.settle(30_000);
+    expect(t.triggers.at(-1)).toEqual([]);
+  });
+
   it('nodePortAddresses: the health check servers hear of the matching addresses once they are read, never of none before (a Node object first)', async () => {
     const sink = new RecordingSink();
     const t = await setup({ serviceHealth: sink, settings: { nodePortAddresses: ['192.0.2.0/24'] } });
