@@ -7,7 +7,8 @@
  * - `-m mark --mark` in plain hex (`0x004000` is `0x4000`);
  * - `-j MARK`: `--set-mark`, `--or-mark`, `--xor-mark`, `--and-mark` as `--set-xmark VALUE/MASK`;
  * - `-j REJECT` with its default `--reject-with icmp-port-unreachable` (`icmp6-` for IPv6);
- * - `-m ipvs`: `--vaddr` with its prefix length, `--vproto` as the protocol's number.
+ * - `-m ipvs`: its options in libxt_ipvs's order (`--vproto` as the protocol's number, then
+ *   `--vaddr` without a full-length prefix, `--vport`, `--vdir`, `--vmethod`, `--vportctl`).
  * Only the spellings the proxy's rules (and kube-proxy's) use are known; anything else is printed
  * as written.
  */
@@ -17,6 +18,25 @@ const HEADER = ['-s', '-d', '-i', '-o', '-p'] as const;
 type Header = (typeof HEADER)[number];
 const isHeader = (t: string | undefined): t is Header => (HEADER as readonly (string | undefined)[]).includes(t);
 const PROTOCOL_NUMBER: Readonly<Record<string, string>> = { tcp: '6', udp: '17', sctp: '132' };
+
+/** libxt_ipvs prints its options in this order, whatever order they were given in. */
+const IPVS_ORDER = ['--ipvs', '--vproto', '--vaddr', '--vport', '--vdir', '--vmethod', '--vportctl'];
+
+/** `-m ipvs`'s option units (`[!] --opt [value]`) as libxt_ipvs prints them. */
+function ipvsOptions(units: string[][], family: IpFamily): string[] {
+  const full = family === 'ipv6' ? '/128' : '/32';
+  const spelled = units.map((u) => {
+    const opt = u.find((t) => t.startsWith('--'))!;
+    const i = u.indexOf(opt);
+    const value = u[i + 1];
+    if (opt === '--vproto' && value !== undefined)
+      return [...u.slice(0, i + 1), PROTOCOL_NUMBER[value.toLowerCase()] ?? value];
+    if (opt === '--vaddr' && value?.endsWith(full)) return [...u.slice(0, i + 1), value.slice(0, -full.length)];
+    return u;
+  });
+  const rank = (u: string[]) => IPVS_ORDER.indexOf(u.find((t) => t.startsWith('--'))!);
+  return spelled.sort((a, b) => rank(a) - rank(b)).flat();
+}
 
 const hex = (n: number): string => `0x${(n >>> 0).toString(16)}`;
 /** `V` or `V/M` in plain hex (iptables reads decimal or 0x-prefixed hex). */
@@ -70,12 +90,18 @@ export function saveSpelling(rule: readonly string[], family: IpFamily): string[
     } else if (next !== undefined && target === 'MARK' && /^--(set|or|xor|and|set-x)-?mark$/.test(t)) {
       rest.push('--set-xmark', xmark(t, next));
       i++;
-    } else if (next !== undefined && t === '--vaddr') {
-      rest.push(t, withPrefix(next, family));
-      i++;
-    } else if (next !== undefined && t === '--vproto') {
-      rest.push(t, PROTOCOL_NUMBER[next.toLowerCase()] ?? next);
-      i++;
+    } else if (t === '-m' && next === 'ipvs') {
+      // its options up to the next match or target, as units of `[!] --opt [value]`
+      const units: string[][] = [];
+      let j = i + 2;
+      while (j < rule.length && !['-m', '-j', '-g'].includes(rule[j]!)) {
+        const unit = rule[j] === '!' ? ['!', rule[j + 1]!] : [rule[j]!];
+        j += unit.length;
+        if (j < rule.length && !rule[j]!.startsWith('-') && rule[j] !== '!') unit.push(rule[j++]!);
+        units.push(unit);
+      }
+      rest.push(t, next, ...ipvsOptions(units, family));
+      i = j - 1;
     } else rest.push(t);
   }
   if (target === 'REJECT' && !rest.includes('--reject-with'))

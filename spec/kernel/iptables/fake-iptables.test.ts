@@ -174,13 +174,14 @@ describe('FakeIptables prints rules as iptables-save spells them', () => {
     expect(printed('ipv6', 'filter', rule)).toBe(`${rule} --reject-with icmp6-port-unreachable`);
   });
 
-  it('an address gets its prefix length, -m ipvs its protocol number; -D finds the rule by that spelling', () => {
+  it("an address gets its prefix length, -m ipvs libxt_ipvs's order and protocol number; -D finds the rule by that spelling", () => {
     const f = new FakeIptables({ family: 'ipv4' });
     const rule =
       '-A KUBE-IPVS-OUT-FILTER -s 203.0.113.10 -m ipvs --vaddr 203.0.113.10 --vproto tcp --vport 443 -j DROP';
     f.applyRestore(`*filter\n:KUBE-IPVS-OUT-FILTER - [0:0]\n${rule}\nCOMMIT\n`, true);
+    // (as iptables-save printed the proxy's rule in the VM: spec/vm/golden.vm.test.ts)
     const saved =
-      '-A KUBE-IPVS-OUT-FILTER -s 203.0.113.10/32 -m ipvs --vaddr 203.0.113.10/32 --vproto 6 --vport 443 -j DROP';
+      '-A KUBE-IPVS-OUT-FILTER -s 203.0.113.10/32 -m ipvs --vproto 6 --vaddr 203.0.113.10 --vport 443 -j DROP';
     expect(f.dump('filter')).toContain(`${saved}\n`);
     f.applyRestore(`*filter\n${saved.replace('-A', '-D')}\nCOMMIT\n`, true);
     expect(f.rules('filter', 'KUBE-IPVS-OUT-FILTER')).toEqual([]);
