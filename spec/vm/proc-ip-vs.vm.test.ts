@@ -1,5 +1,5 @@
 // Runs inside the QEMU VM: /proc/net/ip_vs as the daemon's full check and the CLI's listings
-// read it (readProcText, blocking reads into one buffer), on a table far larger than the one
+// read it (readProcText, blocking reads into one buffer, in slices), on a table far larger than the one
 // page the kernel's seq_file hands out per read(), against `cat` and the netlink dump.
 import { execFileSync } from 'node:child_process';
 import { openIpvs, IpvsNetlink } from '../../lib/kernel/ipvs/ipvs-netlink';
@@ -35,16 +35,17 @@ afterAll(() => {
 });
 
 describe('readProcText on the kernel /proc/net/ip_vs', () => {
-  it('reads the whole file, many pages long, byte for byte as cat does', () => {
+  it('reads the whole file, many pages long, byte for byte as cat does, in one slice or in slices of one read', async () => {
     const cat = execFileSync('cat', ['/proc/net/ip_vs'], { encoding: 'latin1', maxBuffer: 64 << 20 });
     expect(cat.length).toBeGreaterThan(16 * 4096);
     // a first buffer of one page: the read loop must grow it many times over
-    expect(readProcText(undefined, 4096)).toBe(cat);
-    expect(readProcText()).toBe(cat);
+    expect(await readProcText(undefined, 4096)).toBe(cat);
+    expect(await readProcText()).toBe(cat);
+    expect(await readProcText(undefined, 4096, 0)).toBe(cat);
   });
 
   it('parses to every real server the netlink dump shows', async () => {
-    const proc = parseProcIpVs(readProcText());
+    const proc = parseProcIpVs(await readProcText());
     const netlink = await ipvs.listAll();
     const key = (
       vs: { address: string; port: number },

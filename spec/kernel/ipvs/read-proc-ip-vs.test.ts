@@ -8,7 +8,7 @@ describe('readProcText', () => {
   beforeAll(() => (dir = mkdtempSync(join(tmpdir(), 'proc-text-'))));
   afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
-  it('reads a file larger than its first buffer whole, growing the buffer as often as needed', () => {
+  it('reads a file larger than its first buffer whole, growing the buffer as often as needed', async () => {
     // 10,000 lines of 53 bytes through a 4 KiB first buffer: many doublings
     const text =
       Array.from(
@@ -17,19 +17,37 @@ describe('readProcText', () => {
       ).join('\n') + '\n';
     const path = join(dir, 'big');
     writeFileSync(path, text, 'latin1');
-    expect(readProcText(path, 4096)).toBe(text);
+    expect(await readProcText(path, 4096)).toBe(text);
   });
 
-  it('keeps bytes above 0x7f as latin1, one character each', () => {
+  it('gives the event loop a turn after each slice of reads, and none within one (the watch sockets are read meanwhile)', async () => {
+    const text = 'x'.repeat(64 * 1024);
+    const path = join(dir, 'sliced');
+    writeFileSync(path, text, 'latin1');
+    // a slice of 0 ms: a turn after every read (4 KiB first buffer, doubled: several reads)
+    let turned = false;
+    const sliced = readProcText(path, 4096, 0);
+    setImmediate(() => (turned = true));
+    expect(await sliced).toBe(text);
+    expect(turned).toBe(true);
+    // an endless slice: the file in one go, the loop waits
+    turned = false;
+    const whole = readProcText(path, 4096, Infinity);
+    setImmediate(() => (turned = true));
+    expect(await whole).toBe(text);
+    expect(turned).toBe(false);
+  });
+
+  it('keeps bytes above 0x7f as latin1, one character each', async () => {
     const path = join(dir, 'latin1');
     writeFileSync(path, Buffer.from([0x41, 0xe9, 0x0a]));
-    expect(readProcText(path)).toBe('A\u00e9\n');
+    expect(await readProcText(path)).toBe('A\u00e9\n');
   });
 
-  it('an empty file is empty text; a missing one throws the fs error', () => {
+  it('an empty file is empty text; a missing one rejects with the fs error', async () => {
     const path = join(dir, 'empty');
     writeFileSync(path, '');
-    expect(readProcText(path)).toBe('');
-    expect(() => readProcText(join(dir, 'missing'))).toThrow(expect.objectContaining({ code: 'ENOENT' }));
+    expect(await readProcText(path)).toBe('');
+    await expect(readProcText(join(dir, 'missing'))).rejects.toMatchObject({ code: 'ENOENT' });
   });
 });
