@@ -6,6 +6,7 @@ import path from 'node:path';
 import yaml from 'js-yaml';
 import { Agent, fetch as undiciFetch } from 'undici';
 import { KUBE_IPVS_NODE_FLAGS } from '../lib/cli/node-flags';
+import { inNs } from './netns';
 
 const ROOT = path.resolve(__dirname, '..', '..');
 export const KUBE_IPVS_BIN = path.join(ROOT, 'dist', 'lib', 'cli', 'main.js');
@@ -120,17 +121,16 @@ export class LoggedProcess {
 export function startKubeIpvs(args: readonly string[], env: NodeJS.ProcessEnv = {}, ns = ''): LoggedProcess {
   // JSON lines, so the test reads every field (the proxy's default is klog text)
   const format = args.some((a) => a.startsWith('--logging-format')) ? [] : ['--logging-format=json'];
-  const argv = [process.execPath, ...KUBE_IPVS_NODE_FLAGS, KUBE_IPVS_BIN, ...format, ...args];
-  const full = ns ? ['ip', 'netns', 'exec', ns, ...argv] : argv;
-  const child = spawn(full[0]!, full.slice(1), { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, ...env } });
+  const { cmd, args: argv } = inNs(ns, [process.execPath, ...KUBE_IPVS_NODE_FLAGS, KUBE_IPVS_BIN, ...format, ...args]);
+  const child = spawn(cmd, argv, { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, ...env } });
   return new LoggedProcess(child, 'kube-ipvs');
 }
 
 /** The real kube-proxy (.k8s/bin, built by scripts/k8s/build.sh), run in namespace `ns` ('' = this one). */
 export const KUBE_PROXY_BIN = path.join(ROOT, '.k8s', 'bin', 'kube-proxy');
 export function startKubeProxy(args: readonly string[], ns = ''): LoggedProcess {
-  const argv = ns ? ['ip', 'netns', 'exec', ns, KUBE_PROXY_BIN, ...args] : [KUBE_PROXY_BIN, ...args];
-  return new LoggedProcess(spawn(argv[0]!, argv.slice(1), { stdio: ['ignore', 'pipe', 'pipe'] }), 'kube-proxy');
+  const { cmd, args: argv } = inNs(ns, [KUBE_PROXY_BIN, ...args]);
+  return new LoggedProcess(spawn(cmd, argv, { stdio: ['ignore', 'pipe', 'pipe'] }), 'kube-proxy');
 }
 
 /**
@@ -162,9 +162,8 @@ export async function startFixtureApiServer(
 
 /** Starts the fake API server in namespace `ns` ('' = this one); resolves once it prints that it listens. */
 export async function startFakeApiServer(args: readonly string[], ns = ''): Promise<LoggedProcess> {
-  const argv = [process.execPath, FAKE_APISERVER_BIN, ...args];
-  const full = ns ? ['ip', 'netns', 'exec', ns, ...argv] : argv;
-  const child = spawn(full[0]!, full.slice(1), { stdio: ['ignore', 'pipe', 'pipe'] });
+  const { cmd, args: argv } = inNs(ns, [process.execPath, FAKE_APISERVER_BIN, ...args]);
+  const child = spawn(cmd, argv, { stdio: ['ignore', 'pipe', 'pipe'] });
   const p = new LoggedProcess(child, 'fake-apiserver');
   await new Promise<void>((resolve, reject) => {
     const timer = setTimeout(() => reject(new Error(`fake API server did not start: ${p.text.join('\n')}`)), 120_000);
