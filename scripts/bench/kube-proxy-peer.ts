@@ -73,6 +73,7 @@ import {
   histogramDelta,
   median,
   perKeyDelta,
+  heapBreakdown,
   rssBytes,
   Scrape,
   scrape,
@@ -103,6 +104,13 @@ const CHURN_RATES = env('BENCH_PEER_CHURN_RATES', '100 300 1000')
 const WRITER = process.env.BENCH_WRITER ?? '';
 /** a directory: kube-ipvs runs under --cpu-prof and writes its profile there when it stops (cpu-profile.ts reads it) */
 const CPU_PROFILE_DIR = process.env.BENCH_PEER_CPU_PROFILE ?? '';
+/** kube-ipvs's NODE_OPTIONS: the profiler's, and BENCH_PEER_NODE_OPTIONS (V8 flags to try) */
+const KUBE_IPVS_NODE_OPTIONS = [
+  CPU_PROFILE_DIR ? `--cpu-prof --cpu-prof-dir=${CPU_PROFILE_DIR}` : '',
+  process.env.BENCH_PEER_NODE_OPTIONS ?? '',
+]
+  .filter(Boolean)
+  .join(' ');
 /** CLOCK_MONOTONIC in microseconds: the clock of a V8 .cpuprofile written by any process here */
 const monotonicUs = () => Number(process.hrtime.bigint() / 1000n);
 const HISTOGRAM = 'kubeproxy_network_programming_duration_seconds';
@@ -235,7 +243,7 @@ function start(side: Side, cfg: string): LoggedProcess {
     ? startKubeProxy([`--config=${cfg}`, '--v=1'], nsOf(side))
     : startKubeIpvs(
         ['--config', cfg, '--v=1'],
-        CPU_PROFILE_DIR ? { NODE_OPTIONS: `--cpu-prof --cpu-prof-dir=${CPU_PROFILE_DIR}` } : {},
+        KUBE_IPVS_NODE_OPTIONS ? { NODE_OPTIONS: KUBE_IPVS_NODE_OPTIONS } : {},
         nsOf(side),
       );
 }
@@ -352,6 +360,7 @@ async function measure(side: Side, dir: string, writer: Writer, meter: ApiCostMe
     const idleMark = await meter.mark();
     const idleStart = Date.now();
     const rssStart = rssBytes(pid);
+    const heapStart = heapBreakdown(await scrape(metricsUrl(side), 60));
     await sleep(SETTLE_SECONDS * 1000);
     const c0 = cpuOf(pid);
     const threads0 = threadCpuSeconds(pid, CLK_TCK);
@@ -365,6 +374,8 @@ async function measure(side: Side, dir: string, writer: Writer, meter: ApiCostMe
     record(side, 'idle', {
       rssAfterStart: rssStart,
       rssIdle: rssBytes(pid),
+      heapAfterStart: heapStart,
+      heapIdle: heapBreakdown(await scrape(metricsUrl(side), 60)),
       seconds: minutes * 60,
       cpuPerMinute: (c1.self - c0.self) / minutes,
       // system time is the kernel's work on its behalf: building the dumps and /proc text it reads
@@ -450,7 +461,7 @@ async function measure(side: Side, dir: string, writer: Writer, meter: ApiCostMe
     }
     record(side, 'api', { phase: 'churn', writes: churnWrites, ...(await meter.since(churnMark)) });
     // 5. memory after the churn
-    record(side, 'after churn', { rss: rssBytes(pid) });
+    record(side, 'after churn', { rss: rssBytes(pid), heap: heapBreakdown(await scrape(metricsUrl(side), 60)) });
   } finally {
     probe.close();
     await p.kill('SIGTERM');

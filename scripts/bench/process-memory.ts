@@ -151,3 +151,32 @@ export function histogramDelta(
     maxAtMostSeconds: first(count),
   };
 }
+
+/**
+ * Where a process's memory is, from its own /metrics: for kube-ipvs prom-client's V8 heap
+ * (committed and used, per space) and the memory outside it (Buffers); for kube-proxy Go's
+ * runtime (heap in use, allocated, and what it holds from the OS). RSS alone cannot tell a
+ * grown-but-empty heap from retained state.
+ */
+export function heapBreakdown(s: Scrape): Record<string, number> {
+  const out: Record<string, number> = {};
+  for (const [k, v] of s) {
+    const space = /^nodejs_heap_space_size_(total|used)_bytes\{space="([^"]+)"\}$/.exec(k);
+    if (space) out[`${space[2]}${space[1] === 'total' ? 'Total' : 'Used'}`] = v;
+  }
+  const names: Record<string, string> = {
+    nodejs_heap_size_total_bytes: 'heapTotal',
+    nodejs_heap_size_used_bytes: 'heapUsed',
+    nodejs_external_memory_bytes: 'external',
+    go_memstats_heap_inuse_bytes: 'goHeapInuse',
+    go_memstats_heap_alloc_bytes: 'goHeapAlloc',
+    go_memstats_heap_idle_bytes: 'goHeapIdle',
+    go_memstats_heap_released_bytes: 'goHeapReleased',
+    go_memstats_sys_bytes: 'goSys',
+  };
+  for (const [series, name] of Object.entries(names)) {
+    const v = s.get(series);
+    if (v !== undefined) out[name] = v;
+  }
+  return out;
+}

@@ -25,6 +25,13 @@ const pick = (size: string, side: string, what: string) =>
 const num = (r: Row | undefined, k: string): number | undefined =>
   r && typeof r[k] === 'number' ? (r[k] as number) : undefined;
 
+const heapAfterChurn = (size: string, side: string) =>
+  pick(size, side, 'after churn')[0]?.heap as Record<string, number> | undefined;
+const heapOf = (size: string, side: string, v8: string, go: string): number | undefined => {
+  const h = heapAfterChurn(size, side);
+  return h?.[v8] ?? h?.[go];
+};
+
 type Fmt = (v: number) => string;
 const sec: Fmt = (v) => `${v.toFixed(v < 10 ? 2 : 1)} s`;
 const ms: Fmt = (v) => `${v.toFixed(0)} ms`;
@@ -122,6 +129,29 @@ const measures: Measure[] = [
     fmt: mb,
     target: (z) => (z.startsWith('10000x') ? 1 : undefined),
     value: (z, s) => num(pick(z, s, 'after churn')[0], 'rss'),
+  },
+  {
+    // V8's heapUsed counts garbage not yet collected too; Go's heap_inuse counts spans in use
+    name: 'after churn: heap in use (V8 used / Go heap_inuse)',
+    fmt: mb,
+    value: (z, s) => heapOf(z, s, 'heapUsed', 'goHeapInuse'),
+  },
+  {
+    name: 'after churn: heap held from the OS (V8 committed / Go heap_sys - released)',
+    fmt: mb,
+    value: (z, s) => {
+      const h = heapAfterChurn(z, s);
+      if (!h) return undefined;
+      if (h.heapTotal !== undefined) return h.heapTotal;
+      return h.goHeapInuse !== undefined && h.goHeapIdle !== undefined && h.goHeapReleased !== undefined
+        ? h.goHeapInuse + h.goHeapIdle - h.goHeapReleased
+        : undefined;
+    },
+  },
+  {
+    name: 'after churn: outside the heap (V8 external: Buffers)',
+    fmt: mb,
+    value: (z, s) => heapAfterChurn(z, s)?.external,
   },
 ];
 

@@ -57,7 +57,7 @@ if [ "${BENCH_KUBE_PROXY:-1}" = 1 ]; then
       BENCH_PEER_CHEAP_SECONDS="${BENCH_PEER_CHEAP_SECONDS:-}" BENCH_PEER_CHANGES="${BENCH_PEER_CHANGES:-}" \
       BENCH_PEER_IDLE_SECONDS="${BENCH_PEER_IDLE_SECONDS:-}" BENCH_PEER_SETTLE_SECONDS="${BENCH_PEER_SETTLE_SECONDS:-}" \
       BENCH_PEER_CHURN_SECONDS="${BENCH_PEER_CHURN_SECONDS:-}" BENCH_PEER_CHURN_RATES="${BENCH_PEER_CHURN_RATES:-}" \
-      BENCH_PEER_CPU_PROFILE="${BENCH_PEER_CPU_PROFILE:-}" \
+      BENCH_PEER_CPU_PROFILE="${BENCH_PEER_CPU_PROFILE:-}" BENCH_PEER_NODE_OPTIONS="${BENCH_PEER_NODE_OPTIONS:-}" \
       node_modules/.bin/node dist/scripts/bench/kube-proxy-peer.js "$n" "$e" >&2 || rc=$?
     kill "$WRITER"; wait "$WRITER" || true
     [ "$rc" = 0 ] || echo ">> kube-proxy bench at $size failed ($rc)" >&2
