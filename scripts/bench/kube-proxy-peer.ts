@@ -74,6 +74,7 @@ import {
   median,
   perKeyDelta,
   heapBreakdown,
+  residentByMapping,
   rssBytes,
   Scrape,
   scrape,
@@ -376,6 +377,7 @@ async function measure(side: Side, dir: string, writer: Writer, meter: ApiCostMe
       rssIdle: rssBytes(pid),
       heapAfterStart: heapStart,
       heapIdle: heapBreakdown(await scrape(metricsUrl(side), 60)),
+      mapsIdle: residentByMapping(pid),
       seconds: minutes * 60,
       cpuPerMinute: (c1.self - c0.self) / minutes,
       // system time is the kernel's work on its behalf: building the dumps and /proc text it reads
@@ -461,7 +463,11 @@ async function measure(side: Side, dir: string, writer: Writer, meter: ApiCostMe
     }
     record(side, 'api', { phase: 'churn', writes: churnWrites, ...(await meter.since(churnMark)) });
     // 5. memory after the churn
-    record(side, 'after churn', { rss: rssBytes(pid), heap: heapBreakdown(await scrape(metricsUrl(side), 60)) });
+    record(side, 'after churn', {
+      rss: rssBytes(pid),
+      heap: heapBreakdown(await scrape(metricsUrl(side), 60)),
+      maps: residentByMapping(pid),
+    });
   } finally {
     probe.close();
     await p.kill('SIGTERM');

@@ -180,3 +180,43 @@ export function heapBreakdown(s: Scrape): Record<string, number> {
   }
   return out;
 }
+
+/**
+ * Where process `pid`'s resident memory is mapped (/proc/PID/smaps): file-backed (code, node's
+ * binary), malloc's brk heap, and the anonymous mappings (V8's heap pages, malloc's thread
+ * arenas and large allocations) as totals and the largest few, in bytes.
+ */
+export function residentByMapping(pid: number, largest = 8): Record<string, unknown> {
+  let file = 0;
+  let brk = 0;
+  let anon = 0;
+  let anonMappings = 0;
+  const anons: { sizeKb: number; rssKb: number; perms: string }[] = [];
+  let cur: { name: string; sizeKb: number; perms: string } | undefined;
+  for (const line of readFileSync(`/proc/${pid}/smaps`, 'utf8').split('\n')) {
+    const head = /^[0-9a-f]+-[0-9a-f]+ (\S+) \S+ \S+ \d+\s*(.*)$/.exec(line);
+    if (head) {
+      cur = { name: head[2]!, sizeKb: 0, perms: head[1]! };
+      continue;
+    }
+    const size = /^Size:\s+(\d+) kB$/.exec(line);
+    if (size && cur) cur.sizeKb = Number(size[1]);
+    const rss = /^Rss:\s+(\d+) kB$/.exec(line);
+    if (!rss || !cur) continue;
+    const kb = Number(rss[1]);
+    if (cur.name === '[heap]') brk += kb;
+    else if (cur.name === '' || cur.name.startsWith('[anon')) {
+      anon += kb;
+      anonMappings++;
+      if (kb > 0) anons.push({ sizeKb: cur.sizeKb, rssKb: kb, perms: cur.perms });
+    } else file += kb;
+  }
+  anons.sort((a, b) => b.rssKb - a.rssKb);
+  return {
+    fileBytes: file * 1024,
+    brkHeapBytes: brk * 1024,
+    anonBytes: anon * 1024,
+    anonMappings,
+    largestAnon: anons.slice(0, largest).map((a) => ({ sizeBytes: a.sizeKb * 1024, rssBytes: a.rssKb * 1024 })),
+  };
+}
