@@ -38,7 +38,8 @@
 //     kubeproxy_network_programming_duration_seconds over the segment (trigger time -> end of
 //     the sync that applied it; mean exact, p99 as bucket bound), once it has observed every
 //     write; and the last write's real server in the kernel, from that write's start;
-//  5. RSS after the churn.
+//  5. RSS after the churn: at once, and again after BENCH_PEER_SETTLE_SECONDS, with the heap
+//     and the resident mappings beside it.
 // Each phase's cost to the API server (api-cost.ts: requests by verb from the audit log, TCP
 // connections opened, bytes the server sent) is recorded too: the kept start (process start ->
 // first sync), the idle window (settle + idle), and the churn segments together (issue 28).
@@ -464,6 +465,15 @@ async function measure(side: Side, dir: string, writer: Writer, meter: ApiCostMe
     record(side, 'api', { phase: 'churn', writes: churnWrites, ...(await meter.since(churnMark)) });
     // 5. memory after the churn
     record(side, 'after churn', {
+      rss: rssBytes(pid),
+      heap: heapBreakdown(await scrape(metricsUrl(side), 60)),
+      maps: residentByMapping(pid),
+    });
+    // and once the side has had the settle time to give memory back (Go's scavenger, V8's
+    // collections): what the process holds after the churn, not during its last sync
+    await sleep(SETTLE_SECONDS * 1000);
+    record(side, 'after churn, settled', {
+      seconds: SETTLE_SECONDS,
       rss: rssBytes(pid),
       heap: heapBreakdown(await scrape(metricsUrl(side), 60)),
       maps: residentByMapping(pid),
