@@ -1,4 +1,4 @@
-#!/usr/bin/env -S node --max-semi-space-size=16
+#!/usr/bin/env -S node --max-semi-space-size=16 --expose-gc
 // kube-ipvs command line: `kube-ipvs ipvsadm ...`, `kube-ipvs cleanup ...`, the operator views
 // (`kube-ipvs service list`, `status`, `diff`: lib/cli/views), or, with anything else, the
 // proxy taking kube-proxy's flags (lib/cli/proxy-command.ts).

@@ -202,6 +202,7 @@ export async function runDaemon(config: ProxyConfig, options: DaemonOptions): Pr
   const code = await exit;
   watcher?.close();
   proxier.stop();
+  wiring.collector.stop();
   await informers.stop();
   await proxier.idle();
   for (const s of servers) s.close();

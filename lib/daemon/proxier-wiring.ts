@@ -18,6 +18,11 @@ import { ProxyMetrics } from './metrics';
 import { kubeProxyNodeIPs } from './families';
 import { FamilyState } from './family-state';
 import { KernelSurfaces } from './kernel-surfaces';
+import { IdleCollector } from './idle-collector';
+
+/** The quiet time after a sync before IdleCollector may collect, and the heap growth it waits for. */
+export const IDLE_COLLECT_QUIET_MS = 5000;
+export const IDLE_COLLECT_MIN_GROWTH_BYTES = 32 * 2 ** 20;
 
 /** /healthz's timeout; the HealthCheckNodePort answers follow the same proxy health */
 export const healthTimeoutMs = (config: ProxyConfig): number => 2 * config.ipvs.syncPeriodMs;
@@ -26,6 +31,7 @@ export const healthTimeoutMs = (config: ProxyConfig): number => 2 * config.ipvs.
 export interface ProxierWiring {
   readonly proxier: Proxier;
   readonly serviceHealth: ServiceHealthServer;
+  readonly collector: IdleCollector;
 }
 
 /** What wireProxier builds the proxier from. */
@@ -52,6 +58,15 @@ export function wireProxier(deps: ProxierWiringDeps): ProxierWiring {
     proxyHealthy: (): boolean => proxyHealth(proxier, systemClock.now(), timeoutMs).healthy,
   });
   const { ipvs, link, ipsets, iptables, conntrack, nftables } = kernel;
+  const collector: IdleCollector = new IdleCollector({
+    gc: (globalThis as { gc?: () => void }).gc,
+    heapUsed: () => process.memoryUsage().heapUsed,
+    clock: systemClock,
+    quietMs: IDLE_COLLECT_QUIET_MS,
+    minGrowthBytes: IDLE_COLLECT_MIN_GROWTH_BYTES,
+    busy: () => proxier.syncing,
+    log: componentLog('memory'),
+  });
   const proxier: Proxier = new Proxier(
     {
       ipvs,
@@ -78,6 +93,7 @@ export function wireProxier(deps: ProxierWiringDeps): ProxierWiring {
         metrics.noLocalEndpoints.set({ traffic_policy: 'external' }, proxier.noLocalEndpoints.external);
         metrics.serviceChangesPending.set(proxier.services.pendingChanges);
         metrics.endpointChangesPending.set(proxier.slices.pendingChanges);
+        collector.afterSync();
       },
       onChanges: (kind, n) => {
         (kind === 'service' ? metrics.serviceChangesTotal : metrics.endpointChangesTotal).inc(n);
@@ -89,7 +105,7 @@ export function wireProxier(deps: ProxierWiringDeps): ProxierWiring {
   );
   metrics.tableCounts = () => proxier.counts();
   metrics.refusedFrontends = () => proxier.refusedFrontends();
-  return { proxier, serviceHealth };
+  return { proxier, serviceHealth, collector };
 }
 
 /** Whether this Node may receive load-balancer traffic (/healthz answers 503 when not). */

@@ -232,6 +232,11 @@ export class Proxier {
     this.runner.stop();
   }
 
+  /** Whether a sync is running now. */
+  get syncing(): boolean {
+    return this.runner.inProgress;
+  }
+
   /** Resolves once no sync is running (tests, shutdown). */
   idle(): Promise<void> {
     return this.runner.idle();

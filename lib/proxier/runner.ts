@@ -60,6 +60,11 @@ export class BoundedFrequencyRunner {
     this.arm(this.opts.clock.now() + ms);
   }
 
+  /** Whether a run is in progress. */
+  get inProgress(): boolean {
+    return this.running !== undefined;
+  }
+
   /** Resolves when no run is in progress. */
   async idle(): Promise<void> {
     while (this.running) await this.running;

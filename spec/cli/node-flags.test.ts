@@ -1,3 +1,4 @@
+import { spawnSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { KUBE_IPVS_NODE_FLAGS } from '../../lib/cli/node-flags';
@@ -20,5 +21,13 @@ describe('the node flags kube-ipvs runs with', () => {
     expect(exec).toBe(
       `exec /usr/local/bin/node ${KUBE_IPVS_NODE_FLAGS.join(' ')} /opt/kube-ipvs/dist/lib/cli/main.js "$@"`,
     );
+  });
+
+  it('give the process the full collection the idle collector calls (globalThis.gc)', () => {
+    const probe = 'process.stdout.write(typeof globalThis.gc)';
+    const run = (flags: readonly string[]) =>
+      spawnSync(process.execPath, [...flags, '-e', probe], { encoding: 'utf8' }).stdout;
+    expect(run(KUBE_IPVS_NODE_FLAGS)).toBe('function');
+    expect(run([])).toBe('undefined');
   });
 });
