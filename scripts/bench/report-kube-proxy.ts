@@ -1,6 +1,7 @@
 // Prints the kube-proxy bench (scripts/bench/kube-proxy-peer.ts) as one table: a row per measure
 // and size, kube-ipvs beside the real kube-proxy (IPVS mode) measured in the same boot against
-// the same API server, their ratio, and the issue's target for that ratio.
+// the same API server, their ratio, and the issue's target for that ratio; with the results of
+// several boots in the file (BENCH_PEER_BOOTS), the medians over them.
 //
 //   node dist/scripts/bench/report-kube-proxy.js RESULTS.jsonl
 import { readFileSync } from 'node:fs';
@@ -14,14 +15,28 @@ interface Row {
   [k: string]: unknown;
 }
 
+// results of several boots may be appended to one file (one `conditions` line opens each boot
+// of a size): each measure is taken per boot, and the table shows the medians
 const rows: Row[] = readFileSync(process.argv[2]!, 'utf8')
   .split('\n')
   .filter(Boolean)
   .map((l) => JSON.parse(l) as Row)
   .filter((r) => r.bench === 'kube-proxy');
-const sizes = [...new Set(rows.filter((r) => r.what !== 'load').map((r) => `${r.services}x${r.endpoints}`))];
-const pick = (size: string, side: string, what: string) =>
-  rows.filter((r) => `${r.services}x${r.endpoints}` === size && r.side === side && r.what === what);
+const sizeOf = (r: Row) => `${r.services}x${r.endpoints}`;
+const bootsSeen = new Map<string, number>();
+for (const r of rows) {
+  if (r.what === 'conditions') bootsSeen.set(sizeOf(r), (bootsSeen.get(sizeOf(r)) ?? 0) + 1);
+  r.boot = `${sizeOf(r)}#${bootsSeen.get(sizeOf(r)) ?? 0}`;
+}
+const sizes = [...new Set(rows.filter((r) => r.what !== 'load').map(sizeOf))];
+/** each boot of a size ("1000x10#2"), in file order */
+const bootsOf = (size: string) =>
+  [...new Set(rows.filter((r) => sizeOf(r) === size && r.what !== 'load').map((r) => r.boot as string))].filter((b) =>
+    rows.some((r) => r.boot === b && r.side !== undefined),
+  );
+/** one boot's rows of a side and kind ("z" is a boot key) */
+const pick = (boot: string, side: string, what: string) =>
+  rows.filter((r) => r.boot === boot && r.side === side && r.what === what);
 const num = (r: Row | undefined, k: string): number | undefined =>
   r && typeof r[k] === 'number' ? (r[k] as number) : undefined;
 
@@ -161,21 +176,34 @@ const measures: Measure[] = [
   },
 ];
 
-const header = ['services x endpoints', 'measure', 'kube-ipvs', 'kube-proxy', 'ratio', 'target', 'met'];
+const header = ['services x endpoints', 'measure', 'kube-ipvs', 'kube-proxy', 'ratio', 'of boots', 'target', 'met'];
 const body: string[][] = [];
+const defined = (xs: (number | undefined)[]): number[] => xs.filter((x): x is number => x !== undefined);
 for (const size of sizes) {
+  const boots = bootsOf(size);
   for (const m of measures) {
-    const ours = m.value(size, 'kube-ipvs');
-    const theirs = m.value(size, 'kube-proxy');
+    // medians over the boots; the ratio is the median of each boot's own ratio (the sides of one
+    // boot share its host load), with their range when there are several
+    const ours = median(defined(boots.map((b) => m.value(b, 'kube-ipvs'))));
+    const theirs = median(defined(boots.map((b) => m.value(b, 'kube-proxy'))));
     if (ours === undefined && theirs === undefined) continue;
-    const ratio = ours !== undefined && theirs ? ours / theirs : undefined;
+    const ratios = defined(
+      boots.map((b) => {
+        const o = m.value(b, 'kube-ipvs');
+        const t = m.value(b, 'kube-proxy');
+        return o !== undefined && t ? o / t : undefined;
+      }),
+    );
+    const ratio = median(ratios);
     const target = m.target?.(size);
+    const range = ratios.length > 1 ? ` (${Math.min(...ratios).toFixed(2)}-${Math.max(...ratios).toFixed(2)})` : '';
     body.push([
       size,
       m.name,
       ours === undefined ? '-' : m.fmt(ours),
       theirs === undefined ? '-' : m.fmt(theirs),
-      ratio === undefined ? '-' : `${ratio.toFixed(2)}x`,
+      ratio === undefined ? '-' : `${ratio.toFixed(2)}x${range}`,
+      String(ratios.length || defined(boots.map((b) => m.value(b, 'kube-ipvs'))).length),
       target === undefined ? '' : `<= ${target}x`,
       target === undefined || ratio === undefined ? '' : ratio <= target ? 'yes' : 'NO',
     ]);
@@ -184,7 +212,7 @@ for (const size of sizes) {
 const w = header.map((h, i) => Math.max(h.length, ...body.map((r) => r[i]!.length)));
 const line = (r: string[]) => r.map((c, i) => (i <= 1 ? c.padEnd(w[i]!) : c.padStart(w[i]!))).join('  ');
 console.log(
-  '\nkube-ipvs vs the real kube-proxy --proxy-mode=ipvs: one VM boot per size, one side after the other, each in a network namespace of its own, same objects and the same real kube-apiserver (the lab)\n',
+  "\nkube-ipvs vs the real kube-proxy --proxy-mode=ipvs: per VM boot, one side after the other, each in a network namespace of its own, same objects and the same real kube-apiserver (the lab); medians over the boots, the ratio the median of each boot's ratio (range in brackets)\n",
 );
 console.log(line(header));
 console.log('-'.repeat(w.reduce((a, b) => a + b + 2, -2)));
@@ -193,7 +221,7 @@ for (const r of body) console.log(line(r));
 // what bounded the churn's writes (lab-writer.ts, on the host): the cap of writes in flight, the
 // API server's answer time, and the kube-apiserver's, etcd's and the writer's CPU on the host
 const f2 = (v: unknown) => (typeof v === 'number' ? v.toFixed(2) : '-');
-for (const size of sizes) {
+for (const size of sizes.flatMap(bootsOf)) {
   for (const side of ['kube-ipvs', 'kube-proxy']) {
     const segs = pick(size, side, 'churn');
     if (!segs.length) continue;
@@ -221,7 +249,7 @@ const apiHeader = [
   'watch event bytes',
 ];
 const apiBody: string[][] = [];
-for (const size of sizes) {
+for (const size of sizes.flatMap(bootsOf)) {
   for (const phase of ['start', 'idle', 'churn']) {
     for (const side of ['kube-ipvs', 'kube-proxy']) {
       const all = pick(size, side, 'api').filter((r) => r.phase === phase);

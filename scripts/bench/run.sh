@@ -39,7 +39,8 @@ if [ "${BENCH_KUBE_PROXY:-1}" = 1 ]; then
   . scripts/lab/vm-lab.sh
   lab_up "$LAB" >/dev/null
   OUT=$(mktemp -d)
-  for size in ${BENCH_PEER_SIZES-1000x10 10000x10}; do
+  # BENCH_PEER_BOOTS (default 1) boots per size, each a fresh VM: the report shows their medians
+  for size in $(for s in ${BENCH_PEER_SIZES-1000x10 10000x10}; do seq "${BENCH_PEER_BOOTS:-1}" | sed "s/.*/$s/"; done); do
     n=${size%%x*}; e=10; [ "$size" != "$n" ] && e=${size#*x}
     echo ">> kube-ipvs vs kube-proxy, $n services x $e endpoints: loading the lab, then a fresh VM boot" >&2
     node_modules/.bin/node dist/scripts/bench/lab-load.js "$LAB" "$n" "$e" >> "$OUT/kube-proxy.jsonl"
