@@ -90,6 +90,7 @@ export class ProxyMetrics {
   readonly netlinkOps: Counter<'kind' | 'result'>;
   readonly execs: Counter<'program' | 'result'>;
   readonly driftRepairs: Counter;
+  readonly idleCollections: Histogram;
   readonly virtualServers: Gauge;
   readonly realServers: Gauge;
   readonly draining: Gauge;
@@ -240,6 +241,12 @@ export class ProxyMetrics {
     this.driftRepairs = new Counter({
       name: 'kube_ipvs_drift_repairs_total',
       help: 'Full syncs that found the kernel changed behind kube-ipvs and repaired it',
+      registers,
+    });
+    this.idleCollections = new Histogram({
+      name: 'kube_ipvs_idle_collection_duration_seconds',
+      help: 'Full garbage collections run once the proxy went quiet after a burst (the event loop is held meanwhile)',
+      buckets: [0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5],
       registers,
     });
     // the table's sizes are counted when scraped, not after every sync: counting walks the

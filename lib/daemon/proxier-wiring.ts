@@ -18,7 +18,7 @@ import { ProxyMetrics } from './metrics';
 import { kubeProxyNodeIPs } from './families';
 import { FamilyState } from './family-state';
 import { KernelSurfaces } from './kernel-surfaces';
-import { IdleCollector } from './idle-collector';
+import { GcOptions, IdleCollector } from './idle-collector';
 
 /** The quiet time after a sync before IdleCollector may collect, and the heap growth it waits for. */
 export const IDLE_COLLECT_QUIET_MS = 5000;
@@ -59,13 +59,14 @@ export function wireProxier(deps: ProxierWiringDeps): ProxierWiring {
   });
   const { ipvs, link, ipsets, iptables, conntrack, nftables } = kernel;
   const collector: IdleCollector = new IdleCollector({
-    gc: (globalThis as { gc?: () => void }).gc,
+    gc: (globalThis as { gc?: (o?: GcOptions) => void }).gc,
     heapUsed: () => process.memoryUsage().heapUsed,
     clock: systemClock,
     quietMs: IDLE_COLLECT_QUIET_MS,
     minGrowthBytes: IDLE_COLLECT_MIN_GROWTH_BYTES,
     busy: () => proxier.syncing,
     log: componentLog('memory'),
+    collected: (ms) => metrics.idleCollections.observe(ms / 1000),
   });
   const proxier: Proxier = new Proxier(
     {

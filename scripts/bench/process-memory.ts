@@ -173,6 +173,9 @@ export function heapBreakdown(s: Scrape): Record<string, number> {
     go_memstats_heap_idle_bytes: 'goHeapIdle',
     go_memstats_heap_released_bytes: 'goHeapReleased',
     go_memstats_sys_bytes: 'goSys',
+    // kube-ipvs's quiet-time collections so far (lib/daemon/idle-collector.ts)
+    kube_ipvs_idle_collection_duration_seconds_count: 'idleCollections',
+    kube_ipvs_idle_collection_duration_seconds_sum: 'idleCollectionSeconds',
   };
   for (const [series, name] of Object.entries(names)) {
     const v = s.get(series);
