@@ -111,11 +111,13 @@ export class ApiCostMeter {
     return { audit: await this.lab.auditMark(), syns: this.syns(), metrics: await this.metrics() };
   }
 
-  async since(mark: ApiCostMark): Promise<ApiCost> {
+  /** The cost since `mark`; `serverRestarted`: the API server restarted since, its counters began again at 0. */
+  async since(mark: ApiCostMark, opts: { serverRestarted?: boolean } = {}): Promise<ApiCost> {
     const { requests, requestsTotal } = auditRequests(await this.lab.audit(mark.audit), this.userAgentPrefix);
     const now = await this.metrics();
+    const base = opts.serverRestarted ? new Map<string, number>() : mark.metrics;
     const delta = (name: string, keep?: (labels: string) => boolean) =>
-      (sumSeries(now, name, keep) ?? 0) - (sumSeries(mark.metrics, name, keep) ?? 0);
+      (sumSeries(now, name, keep) ?? 0) - (sumSeries(base, name, keep) ?? 0);
     return {
       requests,
       requestsTotal,

@@ -99,6 +99,10 @@ const IDLE_SECONDS = Number(env('BENCH_PEER_IDLE_SECONDS', '60'));
 // start wrote, so it belongs to the start; idle is the steady state after it, for both sides
 const SETTLE_SECONDS = Number(env('BENCH_PEER_SETTLE_SECONDS', '45'));
 const CHURN_SECONDS = Number(env('BENCH_PEER_CHURN_SECONDS', '20'));
+/** the API server restart phase ("0" skips it), how long the server is down, and the wait after */
+const RESTART_APISERVER = env('BENCH_PEER_RESTART_APISERVER', '1') !== '0';
+const RESTART_DOWN_SECONDS = Number(env('BENCH_PEER_RESTART_DOWN_SECONDS', '10'));
+const RESTART_SETTLE_SECONDS = Number(env('BENCH_PEER_RESTART_SETTLE_SECONDS', '30'));
 const CHURN_RATES = env('BENCH_PEER_CHURN_RATES', '100 300 1000')
   .split(/[\s,]+/)
   .filter(Boolean)
@@ -231,7 +235,8 @@ async function main(): Promise<void> {
   });
   try {
     const server = await lab.server('a');
-    for (const side of SIDES) await measure(side, dir, writer, new ApiCostMeter(lab, nsOf(side), server, `${side}/`));
+    for (const side of SIDES)
+      await measure(side, dir, writer, new ApiCostMeter(lab, nsOf(side), server, `${side}/`), lab);
   } finally {
     await writer.close();
     for (const side of SIDES) tryRun('ip', ['netns', 'del', nsOf(side)]);
@@ -294,6 +299,40 @@ async function firstSyncEnd(side: Side, proc: LoggedProcess): Promise<number> {
   throw new Error('kube-proxy: no first sync within an hour');
 }
 
+/**
+ * One endpoint change of Service `i` (a PUT of its slice from the writer), timed from the
+ * write's start to the new real server in the side's kernel, with the side's own histogram
+ * observation of it.
+ */
+async function oneChange(
+  side: Side,
+  probe: Probe,
+  writer: Writer,
+  clock: { skewMs: number },
+  i: number,
+  what: string,
+): Promise<{ kernelMs: number; writeMs: number; ownMs: number | undefined }> {
+  const gen = nextGen();
+  const before = await scrape(metricsUrl(side), 60);
+  const seen = probe.wait(labClusterIP(i), replacementIP(gen), 600_000);
+  const w = await writer.call<{ atMs: number; answeredMs: number; status: number }>('POST', '/change', {
+    service: i,
+    gen,
+    endpoints: ENDPOINTS,
+    skewMs: clock.skewMs,
+  });
+  if (w.status < 200 || w.status > 299) throw new Error(`${side}: ${what} (svc-${i}): HTTP ${w.status}`);
+  const seenMs = await seen;
+  if (seenMs === undefined) throw new Error(`${side}: ${what} (svc-${i}) not in the kernel after 600 s`);
+  const after = await observed(side, before, 1, 30_000);
+  const own = histogramDelta(before, after, HISTOGRAM);
+  return {
+    kernelMs: seenMs - w.atMs,
+    writeMs: w.answeredMs,
+    ownMs: own.count === 1 ? own.meanSeconds * 1000 : undefined,
+  };
+}
+
 /** Scrapes until the histogram has observed `count` more than in `before` (or nothing more for `quietMs`); returns that scrape. */
 async function observed(side: Side, before: Scrape, count: number, quietMs: number): Promise<Scrape> {
   const total = (s: Scrape) => sumSeries(s, `${HISTOGRAM}_count`) ?? 0;
@@ -313,7 +352,13 @@ async function observed(side: Side, before: Scrape, count: number, quietMs: numb
   }
 }
 
-async function measure(side: Side, dir: string, writer: Writer, meter: ApiCostMeter): Promise<void> {
+async function measure(
+  side: Side,
+  dir: string,
+  writer: Writer,
+  meter: ApiCostMeter,
+  lab: ReturnType<typeof labFromEnv>,
+): Promise<void> {
   const cfg = path.join(dir, `${side}.conf`);
   writeFileSync(
     cfg,
@@ -393,26 +438,7 @@ async function measure(side: Side, dir: string, writer: Writer, meter: ApiCostMe
     const samples: { kernelMs: number; writeMs: number; ownMs: number | undefined }[] = [];
     const clock = await writer.skew();
     for (let k = 1; k <= CHANGES; k++) {
-      const i = (k * 7919) % SERVICES;
-      const gen = nextGen();
-      const before = await scrape(metricsUrl(side), 60);
-      const seen = probe.wait(labClusterIP(i), replacementIP(gen), 600_000);
-      const w = await writer.call<{ atMs: number; answeredMs: number; status: number }>('POST', '/change', {
-        service: i,
-        gen,
-        endpoints: ENDPOINTS,
-        skewMs: clock.skewMs,
-      });
-      if (w.status < 200 || w.status > 299) throw new Error(`${side}: change ${k} (svc-${i}): HTTP ${w.status}`);
-      const seenMs = await seen;
-      if (seenMs === undefined) throw new Error(`${side}: change ${k} (svc-${i}) not in the kernel after 600 s`);
-      const after = await observed(side, before, 1, 30_000);
-      const own = histogramDelta(before, after, HISTOGRAM);
-      samples.push({
-        kernelMs: seenMs - w.atMs,
-        writeMs: w.answeredMs,
-        ownMs: own.count === 1 ? own.meanSeconds * 1000 : undefined,
-      });
+      samples.push(await oneChange(side, probe, writer, clock, (k * 7919) % SERVICES, `change ${k}`));
       await sleep(1000);
     }
     const kernel = samples.map((s) => s.kernelMs);
@@ -478,6 +504,27 @@ async function measure(side: Side, dir: string, writer: Writer, meter: ApiCostMe
       heap: heapBreakdown(await scrape(metricsUrl(side), 60)),
       maps: residentByMapping(pid),
     });
+
+    // 6. the API server restarts (issue 28): down RESTART_DOWN_SECONDS, then up; what the side
+    // asks of the new server (relists, new watches) until RESTART_SETTLE_SECONDS after one
+    // change made after the restart has reached its kernel. The server's byte counters start
+    // again from 0 with the new process.
+    if (RESTART_APISERVER) {
+      const mark = await meter.mark();
+      const t0 = Date.now();
+      await lab.stopApiserver('a');
+      await sleep(RESTART_DOWN_SECONDS * 1000);
+      await lab.startApiserver('a');
+      const readyMs = Date.now() - t0;
+      const change = await oneChange(side, probe, writer, await writer.skew(), 4242 % SERVICES, 'change after restart');
+      await sleep(RESTART_SETTLE_SECONDS * 1000);
+      record(side, 'apiserver restart', { downSeconds: RESTART_DOWN_SECONDS, readyMs, ...change });
+      record(side, 'api', {
+        phase: 'apiserver restart',
+        seconds: (Date.now() - t0) / 1000,
+        ...(await meter.since(mark, { serverRestarted: true })),
+      });
+    }
   } finally {
     probe.close();
     await p.kill('SIGTERM');

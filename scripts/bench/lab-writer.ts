@@ -171,10 +171,11 @@ async function main(): Promise<void> {
   const parallel = Number(parallelArg);
   const info = JSON.parse(readFileSync(path.join(dir, 'lab.json'), 'utf8')) as LabInfo;
   const api = new LabApi(dir, `https://127.0.0.1:${info.apiservers.a.port}`, parallel);
-  const pids = {
+  // looked up per churn: the bench restarts the API server (a new pid)
+  const pids = () => ({
     apiserver: pidWith(`--secure-port=${info.apiservers.a.port}`),
     etcd: pidWith(`--listen-client-urls=http://127.0.0.1:${info.etcd.clientPort}`),
-  };
+  });
   const server = http.createServer((req, res) => {
     const reply = (code: number, v: unknown) => {
       res.writeHead(code, { 'content-type': 'application/json' });
@@ -187,15 +188,18 @@ async function main(): Promise<void> {
         if (req.method === 'POST' && req.url === '/change') {
           const t = Date.now();
           const at = new Date(t + b.skewMs!);
-          const r = await api.call(
-            'PUT',
-            `${SLICES}/${labBenchSliceName(b.service!)}`,
-            labBenchSlice(b.service!, b.endpoints!, b.gen!, at),
-          );
+          const put = () =>
+            api.call(
+              'PUT',
+              `${SLICES}/${labBenchSliceName(b.service!)}`,
+              labBenchSlice(b.service!, b.endpoints!, b.gen!, at),
+            );
+          // after an API server restart the first write may meet a kept connection the old server closed
+          const r = await put().catch(put);
           return reply(200, { atMs: at.getTime(), answeredMs: Date.now() - t, status: r.status });
         }
         if (req.method === 'POST' && req.url === '/churn') {
-          return reply(200, await churn(api, parallel, b as Parameters<typeof churn>[2], pids));
+          return reply(200, await churn(api, parallel, b as Parameters<typeof churn>[2], pids()));
         }
         reply(404, { error: `no ${req.method} ${req.url}` });
       } catch (e) {

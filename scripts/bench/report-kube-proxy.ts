@@ -135,6 +135,11 @@ const measures: Measure[] = [
     value: (z, s) => num(pick(z, s, 'idle')[0], 'cpuWithChildrenPerMinute'),
   },
   {
+    name: 'after an API server restart: a change -> new real server in the kernel',
+    fmt: ms,
+    value: (z, s) => num(pick(z, s, 'apiserver restart')[0], 'kernelMs'),
+  },
+  {
     name: 'RSS after start',
     fmt: mb,
     target: (z) => (z.startsWith('10000x') ? 1 : undefined),
@@ -250,7 +255,7 @@ const apiHeader = [
 ];
 const apiBody: string[][] = [];
 for (const size of sizes.flatMap(bootsOf)) {
-  for (const phase of ['start', 'idle', 'churn']) {
+  for (const phase of ['start', 'idle', 'churn', 'apiserver restart']) {
     for (const side of ['kube-ipvs', 'kube-proxy']) {
       const all = pick(size, side, 'api').filter((r) => r.phase === phase);
       const r = all[all.length - 1]; // the kept start
@@ -261,7 +266,9 @@ for (const size of sizes.flatMap(bootsOf)) {
           ? 'churn, per 1,000 writes'
           : phase === 'idle'
             ? `idle ${(r.seconds as number).toFixed(0)} s`
-            : 'start to first sync';
+            : phase === 'apiserver restart'
+              ? `API server restart, ${(r.seconds as number).toFixed(0)} s`
+              : 'start to first sync';
       const verbs = Object.entries(r.requests as Record<string, number>)
         .sort()
         .map(([v, n]) => `${v} ${(n * per).toFixed(phase === 'churn' ? 1 : 0)}`)
