@@ -5,9 +5,14 @@
  * proxy was busy: after an endpoint churn the heap keeps the garbage of the churn (tens of MB
  * of decoded watch events, /proc text and plans) and the pages holding it, with nothing left to
  * allocate that would trigger the collection. Go's runtime (kube-proxy) returns such memory by
- * itself; here one full collection, when no sync has run for `quietMs` and the used heap has
- * grown by `minGrowthBytes` since the last one, lets V8 free those pages. It holds the event
- * loop while it runs, so it runs only between syncs, never during a burst.
+ * itself. Here one full collection runs when the used heap has grown by `minGrowthBytes` since
+ * the last one and either
+ *  - no Service or EndpointSlice change has come for `quietMs` (a burst ended; syncs may go on
+ *    meanwhile, draining real servers), or
+ *  - it is `idleIntervalMs` since the last collection and no change has come for `quietMs`
+ *    (the periodic full syncs' garbage, at most once per interval: each collection holds the
+ *    event loop).
+ * Never while a sync runs: one that is due then runs when the sync ends.
  *
  * The collection is V8's memory-reducing one (the gc extension's flavor 'last-resort': it
  * compacts and unmaps the freed pages). A plain gc() frees the objects but V8 keeps their pages
@@ -24,8 +29,10 @@ export interface IdleCollectorOptions {
   /** bytes of the JS heap in use, garbage included (process.memoryUsage().heapUsed) */
   readonly heapUsed: () => number;
   readonly clock: Clock;
-  /** how long no sync must have run */
+  /** how long no change must have come after a burst */
   readonly quietMs: number;
+  /** the least time between two collections that no burst asked for */
+  readonly idleIntervalMs: number;
   /** how much the used heap must have grown since the last collection */
   readonly minGrowthBytes: number;
   /** whether a sync is running now (the timer may fire during one that began since) */
@@ -48,38 +55,83 @@ export const MEMORY_REDUCING_GC: GcOptions = { type: 'major', execution: 'sync',
 /** The proxy's quiet-time full collection (see the file comment). */
 export class IdleCollector {
   private timer: Timer | undefined;
+  private timerAt = Infinity;
   private baseline: number;
+  private lastChangeAt = -Infinity;
+  /** a change came since the last collection */
+  private changedSince = false;
+  private lastCollectionAt: number;
+  /** a collection came due during a sync: it runs at the sync's end */
+  private deferred = false;
   /** full collections this collector ran */
   collections = 0;
 
   constructor(private readonly opts: IdleCollectorOptions) {
     this.baseline = opts.heapUsed();
+    this.lastCollectionAt = opts.clock.now();
   }
 
-  /** A sync ended: the quiet period starts again. */
+  /** A Service or EndpointSlice change came: the quiet period starts again. */
+  changed(): void {
+    if (!this.opts.gc) return;
+    this.lastChangeAt = this.opts.clock.now();
+    this.changedSince = true;
+    // a timer set sooner finds the change when it fires and waits again: no timer per event
+    this.arm(this.lastChangeAt + this.opts.quietMs, false);
+  }
+
+  /** A sync ended: a deferred collection runs now; otherwise one is due at the idle interval. */
   afterSync(): void {
     if (!this.opts.gc) return;
-    this.timer?.cancel();
-    this.timer = this.opts.clock.setTimer(() => this.collectIfGrown(), this.opts.quietMs);
+    const now = this.opts.clock.now();
+    if (this.deferred) {
+      this.deferred = false;
+      this.arm(now, true);
+    } else this.arm(Math.max(now, this.lastCollectionAt + this.opts.idleIntervalMs), false);
   }
 
   stop(): void {
     this.timer?.cancel();
     this.timer = undefined;
+    this.timerAt = Infinity;
   }
 
-  private collectIfGrown(): void {
+  /** Sets the timer to `at`; `replace`: even when one is set (sooner or later), else only sooner. */
+  private arm(at: number, replace: boolean): void {
+    if (this.timer && !replace && this.timerAt <= at) return;
+    this.timer?.cancel();
+    this.timerAt = at;
+    this.timer = this.opts.clock.setTimer(() => this.fire(), at - this.opts.clock.now());
+  }
+
+  private fire(): void {
     this.timer = undefined;
-    const gc = this.opts.gc;
-    if (!gc) return;
-    if (this.opts.busy()) return; // its end arms the timer again
+    this.timerAt = Infinity;
+    const now = this.opts.clock.now();
+    // changes still coming: never in a burst, wait for the quiet period
+    if (now - this.lastChangeAt < this.opts.quietMs) {
+      this.arm(this.lastChangeAt + this.opts.quietMs, true);
+      return;
+    }
+    // a burst ended, or the idle interval has passed
+    if (!this.changedSince && now - this.lastCollectionAt < this.opts.idleIntervalMs) return;
+    if (this.opts.busy()) {
+      this.deferred = true;
+      return;
+    }
     const before = this.opts.heapUsed();
     if (before - this.baseline < this.opts.minGrowthBytes) return;
+    this.collect(before, now);
+  }
+
+  private collect(before: number, now: number): void {
     const start = performance.now();
-    gc(MEMORY_REDUCING_GC);
+    this.opts.gc!(MEMORY_REDUCING_GC);
     const durationMs = performance.now() - start;
     const after = this.opts.heapUsed();
     this.baseline = after;
+    this.lastCollectionAt = now;
+    this.changedSince = false;
     this.collections++;
     this.opts.collected?.(durationMs, before, after);
     this.opts.log.verbose('collected garbage after a quiet period', {

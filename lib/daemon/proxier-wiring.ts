@@ -20,8 +20,9 @@ import { FamilyState } from './family-state';
 import { KernelSurfaces } from './kernel-surfaces';
 import { GcOptions, IdleCollector } from './idle-collector';
 
-/** The quiet time after a sync before IdleCollector may collect, and the heap growth it waits for. */
+/** IdleCollector's quiet time after a burst of changes, its interval without one, and the heap growth it waits for. */
 export const IDLE_COLLECT_QUIET_MS = 5000;
+export const IDLE_COLLECT_INTERVAL_MS = 5 * 60_000;
 export const IDLE_COLLECT_MIN_GROWTH_BYTES = 32 * 2 ** 20;
 
 /** /healthz's timeout; the HealthCheckNodePort answers follow the same proxy health */
@@ -63,6 +64,7 @@ export function wireProxier(deps: ProxierWiringDeps): ProxierWiring {
     heapUsed: () => process.memoryUsage().heapUsed,
     clock: systemClock,
     quietMs: IDLE_COLLECT_QUIET_MS,
+    idleIntervalMs: IDLE_COLLECT_INTERVAL_MS,
     minGrowthBytes: IDLE_COLLECT_MIN_GROWTH_BYTES,
     busy: () => proxier.syncing,
     log: componentLog('memory'),
@@ -99,6 +101,7 @@ export function wireProxier(deps: ProxierWiringDeps): ProxierWiring {
       onChanges: (kind, n) => {
         (kind === 'service' ? metrics.serviceChangesTotal : metrics.endpointChangesTotal).inc(n);
         metrics.lastQueued.set(Date.now() / 1000);
+        collector.changed();
       },
     },
     deps.settings,

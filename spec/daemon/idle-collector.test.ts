@@ -27,6 +27,7 @@ function setup(opts: { gc?: boolean; busy?: () => boolean } = {}) {
     heapUsed: () => heap.used,
     clock,
     quietMs: 5000,
+    idleIntervalMs: 5 * 60_000,
     minGrowthBytes: 32 * MB,
     busy: opts.busy ?? (() => false),
     log: silent,
@@ -35,11 +36,11 @@ function setup(opts: { gc?: boolean; busy?: () => boolean } = {}) {
 }
 
 describe('IdleCollector', () => {
-  it('collects once the proxy has been quiet for quietMs after the heap grew by minGrowthBytes', async () => {
+  it('collects once no change has come for quietMs after a burst that grew the heap by minGrowthBytes', async () => {
     const { clock, heap, gcCalls, gcOptions, told, c } = setup();
     const start = clock.now();
     heap.used = 140 * MB;
-    c.afterSync();
+    c.changed();
     await clock.advance(4999);
     expect(gcCalls).toEqual([]);
     await clock.advance(1);
@@ -49,61 +50,100 @@ describe('IdleCollector', () => {
     expect(c.collections).toBe(1);
   });
 
-  it('does not collect during a burst: each sync ending starts the quiet period again', async () => {
+  it('does not collect during a burst, however many syncs end in it', async () => {
     const { clock, heap, gcCalls, c } = setup();
     heap.used = 200 * MB;
-    for (let i = 0; i < 10; i++) {
+    for (let i = 0; i < 40; i++) {
+      c.changed();
+      await clock.advance(500);
       c.afterSync();
-      await clock.advance(4000);
+      await clock.advance(500);
     }
     expect(gcCalls).toEqual([]);
-    await clock.advance(1000);
+    await clock.advance(4000);
     expect(gcCalls).toHaveLength(1);
+  });
+
+  it('does not collect in a churn longer than the idle interval', async () => {
+    const { clock, heap, gcCalls, c } = setup();
+    heap.used = 200 * MB;
+    for (let i = 0; i < 12 * 60; i++) {
+      c.changed();
+      if (i % 30 === 0) c.afterSync();
+      await clock.advance(1000);
+    }
+    expect(gcCalls).toEqual([]);
+    await clock.advance(4000);
+    expect(gcCalls).toHaveLength(1);
+  });
+
+  it('after a burst, syncs that go on (draining) do not hold the collection back', async () => {
+    const { clock, heap, gcCalls, c } = setup();
+    heap.used = 200 * MB;
+    c.changed();
+    for (let i = 0; i < 10; i++) {
+      await clock.advance(1000);
+      c.afterSync();
+    }
+    expect(gcCalls).toHaveLength(1);
+  });
+
+  it('a collection due during a sync runs at its end', async () => {
+    let busy = true;
+    const { clock, heap, gcCalls, c } = setup({ busy: () => busy });
+    heap.used = 200 * MB;
+    c.changed();
+    await clock.advance(60_000);
+    expect(gcCalls).toEqual([]);
+    busy = false;
+    c.afterSync();
+    await clock.advance(0);
+    expect(gcCalls).toHaveLength(1);
+  });
+
+  it('without changes, collects at most once per idleIntervalMs (the periodic syncs)', async () => {
+    const { clock, heap, gcCalls, c } = setup();
+    const start = clock.now();
+    // a full sync every 30 s, each leaving 40 MB of garbage
+    for (let t = 0; t < 12 * 60_000; t += 30_000) {
+      heap.used += 40 * MB;
+      c.afterSync();
+      await clock.advance(30_000);
+    }
+    expect(gcCalls.map((at) => at - start)).toEqual([5 * 60_000, 10 * 60_000]);
   });
 
   it('does not collect when the heap grew less than minGrowthBytes since the last collection', async () => {
     const { clock, heap, gcCalls, c } = setup();
     heap.used = 131 * MB;
-    c.afterSync();
+    c.changed();
     await clock.advance(10_000);
     expect(gcCalls).toEqual([]);
     // measured from what the last collection left, not from the start
     heap.used = 150 * MB;
     heap.live = 120 * MB;
-    c.afterSync();
+    c.changed();
     await clock.advance(5000);
     expect(gcCalls).toHaveLength(1);
     heap.used = 151 * MB;
-    c.afterSync();
+    c.changed();
     await clock.advance(5000);
     expect(gcCalls).toHaveLength(1);
     heap.used = 152 * MB;
-    c.afterSync();
+    c.changed();
     await clock.advance(5000);
     expect(gcCalls).toHaveLength(2);
-  });
-
-  it('does not collect while a sync is running', async () => {
-    let busy = true;
-    const { clock, heap, gcCalls, c } = setup({ busy: () => busy });
-    heap.used = 200 * MB;
-    c.afterSync();
-    await clock.advance(10_000);
-    expect(gcCalls).toEqual([]);
-    busy = false;
-    c.afterSync();
-    await clock.advance(5000);
-    expect(gcCalls).toHaveLength(1);
   });
 
   it('arms no timer without a collector (node run without --expose-gc), and stop cancels one', async () => {
     const none = setup({ gc: false });
     none.heap.used = 500 * MB;
+    none.c.changed();
     none.c.afterSync();
     expect(none.clock.pendingTimers()).toEqual([]);
     const { clock, heap, gcCalls, c } = setup();
     heap.used = 500 * MB;
-    c.afterSync();
+    c.changed();
     c.stop();
     await clock.advance(10_000);
     expect(gcCalls).toEqual([]);
