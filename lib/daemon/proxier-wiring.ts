@@ -20,7 +20,7 @@ import { FamilyState } from './family-state';
 import { KernelSurfaces } from './kernel-surfaces';
 import { GcOptions, IdleCollector } from './idle-collector';
 
-/** IdleCollector's quiet time after a burst of changes, its interval without one, and the heap growth it waits for. */
+/** IdleCollector's quiet time after a burst of changes, its interval without one, and the growth of resident memory it waits for. */
 export const IDLE_COLLECT_QUIET_MS = 5000;
 export const IDLE_COLLECT_INTERVAL_MS = 5 * 60_000;
 export const IDLE_COLLECT_MIN_GROWTH_BYTES = 32 * 2 ** 20;
@@ -61,7 +61,7 @@ export function wireProxier(deps: ProxierWiringDeps): ProxierWiring {
   const { ipvs, link, ipsets, iptables, conntrack, nftables } = kernel;
   const collector: IdleCollector = new IdleCollector({
     gc: (globalThis as { gc?: (o?: GcOptions) => void }).gc,
-    heapUsed: () => process.memoryUsage().heapUsed,
+    resident: () => process.memoryUsage.rss(),
     clock: systemClock,
     quietMs: IDLE_COLLECT_QUIET_MS,
     idleIntervalMs: IDLE_COLLECT_INTERVAL_MS,

@@ -7,10 +7,10 @@ import { FakeClock } from '../../testkit/fake-clock';
 const MB = 2 ** 20;
 const silent = winston.createLogger({ silent: true });
 
-/** A collector over a heap whose use the test sets; gc() drops it to `live`. */
+/** A collector over a process whose resident memory the test sets; gc() drops it to `live`. */
 function setup(opts: { gc?: boolean; busy?: () => boolean } = {}) {
   const clock = new FakeClock();
-  const heap = { used: 100 * MB, live: 100 * MB };
+  const mem = { resident: 100 * MB, live: 100 * MB };
   const gcCalls: number[] = [];
   const gcOptions: (GcOptions | undefined)[] = [];
   const told: [number, number][] = [];
@@ -21,10 +21,10 @@ function setup(opts: { gc?: boolean; busy?: () => boolean } = {}) {
         : (o) => {
             gcCalls.push(clock.now());
             gcOptions.push(o);
-            heap.used = heap.live;
+            mem.resident = mem.live;
           },
     collected: (_ms, before, after) => told.push([before, after]),
-    heapUsed: () => heap.used,
+    resident: () => mem.resident,
     clock,
     quietMs: 5000,
     idleIntervalMs: 5 * 60_000,
@@ -32,14 +32,14 @@ function setup(opts: { gc?: boolean; busy?: () => boolean } = {}) {
     busy: opts.busy ?? (() => false),
     log: silent,
   });
-  return { clock, heap, gcCalls, gcOptions, told, c };
+  return { clock, mem, gcCalls, gcOptions, told, c };
 }
 
 describe('IdleCollector', () => {
-  it('collects once no change has come for quietMs after a burst that grew the heap by minGrowthBytes', async () => {
-    const { clock, heap, gcCalls, gcOptions, told, c } = setup();
+  it('collects once no change has come for quietMs after a burst that grew resident memory by minGrowthBytes', async () => {
+    const { clock, mem, gcCalls, gcOptions, told, c } = setup();
     const start = clock.now();
-    heap.used = 140 * MB;
+    mem.resident = 140 * MB;
     c.changed();
     await clock.advance(4999);
     expect(gcCalls).toEqual([]);
@@ -51,8 +51,8 @@ describe('IdleCollector', () => {
   });
 
   it('does not collect during a burst, however many syncs end in it', async () => {
-    const { clock, heap, gcCalls, c } = setup();
-    heap.used = 200 * MB;
+    const { clock, mem, gcCalls, c } = setup();
+    mem.resident = 200 * MB;
     for (let i = 0; i < 40; i++) {
       c.changed();
       await clock.advance(500);
@@ -65,8 +65,8 @@ describe('IdleCollector', () => {
   });
 
   it('does not collect in a churn longer than the idle interval', async () => {
-    const { clock, heap, gcCalls, c } = setup();
-    heap.used = 200 * MB;
+    const { clock, mem, gcCalls, c } = setup();
+    mem.resident = 200 * MB;
     for (let i = 0; i < 12 * 60; i++) {
       c.changed();
       if (i % 30 === 0) c.afterSync();
@@ -78,8 +78,8 @@ describe('IdleCollector', () => {
   });
 
   it('after a burst, syncs that go on (draining) do not hold the collection back', async () => {
-    const { clock, heap, gcCalls, c } = setup();
-    heap.used = 200 * MB;
+    const { clock, mem, gcCalls, c } = setup();
+    mem.resident = 200 * MB;
     c.changed();
     for (let i = 0; i < 10; i++) {
       await clock.advance(1000);
@@ -90,8 +90,8 @@ describe('IdleCollector', () => {
 
   it('a collection due during a sync runs at its end', async () => {
     let busy = true;
-    const { clock, heap, gcCalls, c } = setup({ busy: () => busy });
-    heap.used = 200 * MB;
+    const { clock, mem, gcCalls, c } = setup({ busy: () => busy });
+    mem.resident = 200 * MB;
     c.changed();
     await clock.advance(60_000);
     expect(gcCalls).toEqual([]);
@@ -102,34 +102,34 @@ describe('IdleCollector', () => {
   });
 
   it('without changes, collects at most once per idleIntervalMs (the periodic syncs)', async () => {
-    const { clock, heap, gcCalls, c } = setup();
+    const { clock, mem, gcCalls, c } = setup();
     const start = clock.now();
     // a full sync every 30 s, each leaving 40 MB of garbage
     for (let t = 0; t < 12 * 60_000; t += 30_000) {
-      heap.used += 40 * MB;
+      mem.resident += 40 * MB;
       c.afterSync();
       await clock.advance(30_000);
     }
     expect(gcCalls.map((at) => at - start)).toEqual([5 * 60_000, 10 * 60_000]);
   });
 
-  it('does not collect when the heap grew less than minGrowthBytes since the last collection', async () => {
-    const { clock, heap, gcCalls, c } = setup();
-    heap.used = 131 * MB;
+  it('does not collect when resident memory grew less than minGrowthBytes since the last collection', async () => {
+    const { clock, mem, gcCalls, c } = setup();
+    mem.resident = 131 * MB;
     c.changed();
     await clock.advance(10_000);
     expect(gcCalls).toEqual([]);
     // measured from what the last collection left, not from the start
-    heap.used = 150 * MB;
-    heap.live = 120 * MB;
+    mem.resident = 150 * MB;
+    mem.live = 120 * MB;
     c.changed();
     await clock.advance(5000);
     expect(gcCalls).toHaveLength(1);
-    heap.used = 151 * MB;
+    mem.resident = 151 * MB;
     c.changed();
     await clock.advance(5000);
     expect(gcCalls).toHaveLength(1);
-    heap.used = 152 * MB;
+    mem.resident = 152 * MB;
     c.changed();
     await clock.advance(5000);
     expect(gcCalls).toHaveLength(2);
@@ -137,12 +137,12 @@ describe('IdleCollector', () => {
 
   it('arms no timer without a collector (node run without --expose-gc), and stop cancels one', async () => {
     const none = setup({ gc: false });
-    none.heap.used = 500 * MB;
+    none.mem.resident = 500 * MB;
     none.c.changed();
     none.c.afterSync();
     expect(none.clock.pendingTimers()).toEqual([]);
-    const { clock, heap, gcCalls, c } = setup();
-    heap.used = 500 * MB;
+    const { clock, mem, gcCalls, c } = setup();
+    mem.resident = 500 * MB;
     c.changed();
     c.stop();
     await clock.advance(10_000);
