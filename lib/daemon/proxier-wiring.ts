@@ -22,7 +22,7 @@ import { GcOptions, IdleCollector } from './idle-collector';
 
 /** IdleCollector's quiet time after a burst of changes, its interval without one, and the growth of resident memory it waits for. */
 export const IDLE_COLLECT_QUIET_MS = 5000;
-export const IDLE_COLLECT_INTERVAL_MS = 5 * 60_000;
+export const IDLE_COLLECT_INTERVAL_MS = 30_000;
 export const IDLE_COLLECT_MIN_GROWTH_BYTES = 32 * 2 ** 20;
 
 /** /healthz's timeout; the HealthCheckNodePort answers follow the same proxy health */
