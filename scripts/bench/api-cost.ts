@@ -115,19 +115,44 @@ export class ApiCostMeter {
   async since(mark: ApiCostMark, opts: { serverRestarted?: boolean } = {}): Promise<ApiCost> {
     const { requests, requestsTotal } = auditRequests(await this.lab.audit(mark.audit), this.userAgentPrefix);
     const now = await this.metrics();
-    const base = opts.serverRestarted ? new Map<string, number>() : mark.metrics;
-    const delta = (name: string, keep?: (labels: string) => boolean) =>
-      (sumSeries(now, name, keep) ?? 0) - (sumSeries(base, name, keep) ?? 0);
-    return {
-      requests,
-      requestsTotal,
-      connections: this.syns() - mark.syns,
-      // the proxies' resources only: the meter's own GET /metrics is a GET too
-      listBytes: delta(
-        'apiserver_response_sizes_sum',
-        (l) => /verb="(LIST|GET)"/.test(l) && /resource="(services|endpointslices|nodes|servicecidrs)"/.test(l),
-      ),
-      watchEventBytes: delta('apiserver_watch_events_sizes_sum'),
-    };
+    const bytes = serverBytes(now, opts.serverRestarted ? new Map() : mark.metrics);
+    return { requests, requestsTotal, connections: this.syns() - mark.syns, ...bytes };
   }
+}
+
+/**
+ * The bytes the server sent between two scrapes of its /metrics: list and get bodies of the
+ * proxies' resources (the meter's own GET /metrics is a GET too) and watch events, server-wide.
+ * `before` empty: since the server started (its counters begin at 0).
+ */
+export function serverBytes(now: Scrape, before: Scrape): { listBytes: number; watchEventBytes: number } {
+  const delta = (name: string, keep?: (labels: string) => boolean) =>
+    (sumSeries(now, name, keep) ?? 0) - (sumSeries(before, name, keep) ?? 0);
+  return {
+    listBytes: delta(
+      'apiserver_response_sizes_sum',
+      (l) => /verb="(LIST|GET)"/.test(l) && /resource="(services|endpointslices|nodes|servicecidrs)"/.test(l),
+    ),
+    watchEventBytes: delta('apiserver_watch_events_sizes_sum'),
+  };
+}
+
+/**
+ * The bytes a restarted API server sends with no proxy watching it (its own informers' lists
+ * and watches count in the same server-wide series): the baseline of the restart rows. The
+ * server is down `downSeconds`, then up for `upSeconds` before the scrape.
+ */
+export async function restartBaseline(
+  lab: LabClient,
+  downSeconds: number,
+  upSeconds: number,
+): Promise<{ readyMs: number; seconds: number; listBytes: number; watchEventBytes: number }> {
+  const t0 = Date.now();
+  await lab.stopApiserver('a');
+  await new Promise((r) => setTimeout(r, downSeconds * 1000));
+  await lab.startApiserver('a');
+  const readyMs = Date.now() - t0;
+  await new Promise((r) => setTimeout(r, upSeconds * 1000));
+  const now = parseScrape((await lab.kubectl(['get', '--raw', '/metrics'])).stdout);
+  return { readyMs, seconds: (Date.now() - t0) / 1000, ...serverBytes(now, new Map()) };
 }

@@ -82,7 +82,7 @@ import {
   sumSeries,
   threadCpuSeconds,
 } from './process-memory';
-import { ApiCostMeter } from './api-cost';
+import { ApiCostMeter, restartBaseline } from './api-cost';
 
 type Side = 'kube-proxy' | 'kube-ipvs';
 
@@ -242,6 +242,16 @@ async function main(): Promise<void> {
   });
   try {
     const server = await lab.server('a');
+    // what a restart of the server costs it with no proxy at all (its own informers), over the
+    // same window as the sides' restart phase takes (up 40 s: a change and the settle time)
+    if (RESTART_APISERVER)
+      record(undefined, 'api', {
+        phase: 'apiserver restart, no proxy',
+        requests: {},
+        requestsTotal: 0,
+        connections: 0,
+        ...(await restartBaseline(lab, RESTART_DOWN_SECONDS, RESTART_SETTLE_SECONDS + 10)),
+      });
     for (const side of SIDES)
       await measure(side, dir, writer, new ApiCostMeter(lab, nsOf(side), server, `${side}/`), lab);
   } finally {

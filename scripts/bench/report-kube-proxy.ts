@@ -256,8 +256,14 @@ const apiHeader = [
 const apiBody: string[][] = [];
 for (const size of sizes.flatMap(bootsOf)) {
   for (const phase of ['start', 'idle', 'churn', 'apiserver restart']) {
-    for (const side of ['kube-ipvs', 'kube-proxy']) {
-      const all = pick(size, side, 'api').filter((r) => r.phase === phase);
+    // the restart's baseline: the same restart with no proxy (its bytes are the server's own)
+    for (const side of phase === 'apiserver restart'
+      ? ['no proxy', 'kube-ipvs', 'kube-proxy']
+      : ['kube-ipvs', 'kube-proxy']) {
+      const all =
+        side === 'no proxy'
+          ? rows.filter((r) => r.boot === size && r.what === 'api' && r.phase === 'apiserver restart, no proxy')
+          : pick(size, side, 'api').filter((r) => r.phase === phase);
       const r = all[all.length - 1]; // the kept start
       if (!r) continue;
       const per = phase === 'churn' && (r.writes as number) > 0 ? 1000 / (r.writes as number) : 1;
