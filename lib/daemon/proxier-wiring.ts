@@ -20,9 +20,11 @@ import { FamilyState } from './family-state';
 import { KernelSurfaces } from './kernel-surfaces';
 import { GcOptions, IdleCollector } from './idle-collector';
 
-/** IdleCollector's quiet time after a burst of changes, its interval without one, and the growth of resident memory it waits for. */
+/** IdleCollector: how long no Service or EndpointSlice change must come after a burst. */
 export const IDLE_COLLECT_QUIET_MS = 5000;
+/** IdleCollector: the least time between collections no burst asked for (the periodic full sync's). */
 export const IDLE_COLLECT_INTERVAL_MS = 30_000;
+/** IdleCollector: the growth of resident memory since the last collection it waits for. */
 export const IDLE_COLLECT_MIN_GROWTH_BYTES = 32 * 2 ** 20;
 
 /** /healthz's timeout; the HealthCheckNodePort answers follow the same proxy health */
