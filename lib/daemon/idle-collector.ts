@@ -64,8 +64,6 @@ export class IdleCollector {
   private lastCollectionAt: number;
   /** a collection came due during a sync: it runs at the sync's end */
   private deferred = false;
-  /** full collections this collector ran */
-  collections = 0;
 
   constructor(private readonly opts: IdleCollectorOptions) {
     this.baseline = opts.resident();
@@ -133,7 +131,6 @@ export class IdleCollector {
     this.baseline = after;
     this.lastCollectionAt = now;
     this.changedSince = false;
-    this.collections++;
     this.opts.collected?.(durationMs, before, after);
     this.opts.log.verbose('collected garbage after a quiet period', {
       residentBeforeMB: Math.round(before / 2 ** 20),

@@ -103,8 +103,8 @@ export class ApiCostMeter {
     throw new Error(`no SYN counter in ${this.ns}`);
   }
 
-  private async metrics(): Promise<Scrape> {
-    return parseScrape((await this.lab.kubectl(['get', '--raw', '/metrics'])).stdout);
+  private metrics(): Promise<Scrape> {
+    return serverMetrics(this.lab);
   }
 
   async mark(): Promise<ApiCostMark> {
@@ -148,11 +148,21 @@ export async function restartBaseline(
   upSeconds: number,
 ): Promise<{ readyMs: number; seconds: number; listBytes: number; watchEventBytes: number }> {
   const t0 = Date.now();
+  const readyMs = await restartApiserver(lab, downSeconds);
+  await new Promise((r) => setTimeout(r, upSeconds * 1000));
+  return { readyMs, seconds: (Date.now() - t0) / 1000, ...serverBytes(await serverMetrics(lab), new Map()) };
+}
+
+/** Stops the lab's API server, waits `downSeconds`, starts it again; the ms until it is ready. */
+export async function restartApiserver(lab: LabClient, downSeconds: number): Promise<number> {
+  const t0 = Date.now();
   await lab.stopApiserver('a');
   await new Promise((r) => setTimeout(r, downSeconds * 1000));
   await lab.startApiserver('a');
-  const readyMs = Date.now() - t0;
-  await new Promise((r) => setTimeout(r, upSeconds * 1000));
-  const now = parseScrape((await lab.kubectl(['get', '--raw', '/metrics'])).stdout);
-  return { readyMs, seconds: (Date.now() - t0) / 1000, ...serverBytes(now, new Map()) };
+  return Date.now() - t0;
+}
+
+/** The lab API server's /metrics. */
+export async function serverMetrics(lab: LabClient): Promise<Scrape> {
+  return parseScrape((await lab.kubectl(['get', '--raw', '/metrics'])).stdout);
 }

@@ -82,7 +82,7 @@ import {
   sumSeries,
   threadCpuSeconds,
 } from './process-memory';
-import { ApiCostMeter, restartBaseline } from './api-cost';
+import { ApiCostMeter, restartApiserver, restartBaseline } from './api-cost';
 
 type Side = 'kube-proxy' | 'kube-ipvs';
 
@@ -529,10 +529,7 @@ async function measure(
     if (RESTART_APISERVER) {
       const mark = await meter.mark();
       const t0 = Date.now();
-      await lab.stopApiserver('a');
-      await sleep(RESTART_DOWN_SECONDS * 1000);
-      await lab.startApiserver('a');
-      const readyMs = Date.now() - t0;
+      const readyMs = await restartApiserver(lab, RESTART_DOWN_SECONDS);
       const change = await oneChange(side, probe, writer, await writer.skew(), 4242 % SERVICES, 'change after restart');
       await sleep(RESTART_SETTLE_SECONDS * 1000);
       record(side, 'apiserver restart', { downSeconds: RESTART_DOWN_SECONDS, readyMs, ...change });

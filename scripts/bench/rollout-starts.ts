@@ -26,7 +26,7 @@ import path from 'node:path';
 import { AuditEvent, kubeProxyIdentity, LabClient, labFromEnv } from '../../testkit/lab-client';
 import { tryRun } from '../../testkit/netns';
 import { benchNodeNamespace, recordLine } from './bench-node';
-import { auditRequests } from './api-cost';
+import { auditRequests, serverMetrics } from './api-cost';
 import {
   e2eProxyConfig,
   LogLine,
@@ -36,7 +36,7 @@ import {
   startKubeProxy,
 } from '../../testkit/processes';
 import { NODE_NAME } from './lab-bench-objects';
-import { median, parseScrape, Scrape, sumSeries } from './process-memory';
+import { median, sumSeries } from './process-memory';
 
 type Side = 'kube-proxy' | 'kube-ipvs';
 
@@ -87,10 +87,6 @@ function requestsOf(events: readonly AuditEvent[], userAgentPrefix: string) {
       max: sorted[sorted.length - 1],
     },
   };
-}
-
-async function serverMetrics(lab: LabClient): Promise<Scrape> {
-  return parseScrape((await lab.kubectl(['get', '--raw', '/metrics'])).stdout);
 }
 
 async function measure(side: Side, lab: LabClient, cfg: string, watchList = ''): Promise<void> {
