@@ -253,7 +253,18 @@ export class ApiKubeConfig extends KubeConfig {
       exec.getCredential = (user: User) => {
         let run = running.get(user.name);
         if (!run) {
-          run = getCredential(user).finally(() => running.delete(user.name));
+          const started = performance.now();
+          const killedAt = this.requestTimeoutMs;
+          run = getCredential(user)
+            .catch((e: unknown) => {
+              // client-node reports a killed plugin as an Error with its (empty) stderr;
+              // a request sharing the run whose own deadline is later must still read a timeout
+              if (performance.now() - started < killedAt) throw e;
+              throw deadlineError(
+                `the credentials (exec plugin ${user.exec?.command}) did not come within ${killedAt} ms`,
+              );
+            })
+            .finally(() => running.delete(user.name));
           running.set(user.name, run);
         }
         return run;
@@ -386,7 +397,11 @@ export async function apiRequest(kc: KubeConfig, req: ApiRequest, stream = false
       waitingFor = api?.getCurrentUser()?.exec
         ? `the credentials (exec plugin ${api.getCurrentUser()!.exec.command})`
         : 'the credentials';
-      await untilAborted(kc.applySecurityAuthentication(ctx), signal);
+      await untilAborted(kc.applySecurityAuthentication(ctx), signal).catch((e: unknown) => {
+        // a plugin killed at the kubeconfig's deadline before this request's own came
+        if (e === signal.reason || (e as Error)?.name !== 'TimeoutError') throw e;
+        throw deadlineError(`${req.method} ${url.pathname}: ${(e as Error).message}`);
+      });
       waitingFor = 'an answer';
       const headers: Record<string, string> = { Accept: 'application/json', ...ctx.getHeaders() };
       if (req.body !== undefined) headers['Content-Type'] = req.contentType ?? 'application/json';

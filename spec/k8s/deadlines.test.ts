@@ -10,7 +10,7 @@ import { AddressInfo, Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import type { V1Service } from '@kubernetes/client-node';
-import { ApiKubeConfig } from '../../lib/k8s/api-request';
+import { ApiKubeConfig, apiRequest } from '../../lib/k8s/api-request';
 import { RunningInformers, ServiceHandler, startInformers } from '../../lib/k8s/informers';
 import { loadKubeConfig } from '../../lib/k8s/kubeconfig';
 import { listRaw } from '../../lib/k8s/raw-list';
@@ -154,6 +154,21 @@ describe('deadlines (issue 25 item 6)', () => {
       }
     };
     await waitFor('the hung plugin killed', () => !alive(started[0]!), 3000);
+    expect(hung.requests).toEqual([]);
+  });
+
+  it("a request whose own deadline is later than the plugin's kill still fails with a TimeoutError naming the plugin", async () => {
+    // the plugin is killed at the kubeconfig's deadline (300 ms); the request allows 5 s
+    hung.hangLists = false;
+    const plugin = path.join(dir, 'slow-plugin.js');
+    writeFileSync(plugin, 'setInterval(() => {}, 60_000);');
+    const kc = kcWith(300, loadKubeConfig({ kubeconfig: execPluginKubeconfig(plugin) }));
+    const outcome = await within(apiRequest(kc, { method: 'GET', path: '/api/v1/services', timeoutMs: 5000 }), 4000);
+    expect(outcome).not.toBe('pending');
+    expect((outcome as { error: Error }).error).toMatchObject({
+      name: 'TimeoutError',
+      message: `GET /api/v1/services: the credentials (exec plugin ${process.execPath}) did not come within 300 ms`,
+    });
     expect(hung.requests).toEqual([]);
   });
 
