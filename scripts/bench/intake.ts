@@ -28,6 +28,7 @@ import { startInformers } from '../../lib/k8s/informers';
 import { prunedObject } from '../../lib/k8s/prune';
 import { convertEndpointSlice } from '../../lib/k8s/convert';
 import { EndpointSliceTracker } from '../../lib/tracker/endpoint-slice-tracker';
+import { ProtobufEvents } from './protobuf-events';
 
 const TAKE_EVERY = 100;
 const STREAM = 'stream: HTTP -> informer -> tracker';
@@ -163,6 +164,7 @@ async function main(): Promise<void> {
 
   const rows = new Map<string, Measure[]>();
   const note = (label: string, m: Measure) => rows.set(label, [...(rows.get(label) ?? []), m]);
+  let lastLines: string[] = [];
   for (let round = 0; round < rounds; round++) {
     const stream = async (label: string, first: number): Promise<string[]> => {
       seen = 0;
@@ -180,6 +182,7 @@ async function main(): Promise<void> {
     await stream('stream, no tracker (the floor)', 1 + (2 * round + 1) * events);
     floor = false;
     if (lines.length !== events) throw new Error(`server sent ${lines.length} lines, expected ${events}`);
+    lastLines = lines;
 
     note(
       'JSON.parse',
@@ -240,6 +243,121 @@ async function main(): Promise<void> {
   console.log(
     `\n(in parses: the row's CPU per event over JSON.parse's of the same lines, this run; of stream: the row's CPU per event as a share of the stream's)`,
   );
+  if (process.env.BENCH_INTAKE_PROTOBUF !== '0') jsonOrProtobuf(lastLines, rounds);
+}
+
+/**
+ * The manager entry kube-apiserver keeps on an EndpointSlice the EndpointSlice controller
+ * writes (an Update: endpoints and ports are atomic lists, so one key each). The fake API
+ * server keeps none; the real one sends it with every event, in either encoding.
+ */
+function withManagedFields(line: string): string {
+  const ev = JSON.parse(line) as { type: string; object: V1EndpointSlice };
+  ev.object.metadata!.managedFields = [
+    {
+      manager: 'kube-controller-manager',
+      operation: 'Update',
+      apiVersion: 'discovery.k8s.io/v1',
+      time: new Date(0).toISOString().replace('.000Z', 'Z') as unknown as Date,
+      fieldsType: 'FieldsV1',
+      fieldsV1: {
+        'f:addressType': {},
+        'f:endpoints': {},
+        'f:metadata': {
+          'f:annotations': { '.': {}, 'f:endpoints.kubernetes.io/last-change-trigger-time': {} },
+          'f:labels': { '.': {}, 'f:kubernetes.io/service-name': {} },
+        },
+        'f:ports': {},
+      },
+    },
+  ];
+  return JSON.stringify(ev);
+}
+
+/**
+ * The same watch events as JSON lines and as protobuf frames (issue 28): bytes per event and
+ * CPU per event of each decoding, up to the tracker's input (prune and convertEndpointSlice),
+ * as the fake server sends them and with the managedFields entry the real server adds.
+ */
+function jsonOrProtobuf(fakeLines: readonly string[], rounds: number): void {
+  const pb = new ProtobufEvents();
+  let sink = 0;
+  const variants = [
+    { name: 'as the fake sends them', lines: fakeLines },
+    { name: 'with managedFields (as kube-apiserver)', lines: fakeLines.map(withManagedFields) },
+  ].map((v) => ({ ...v, frames: v.lines.map((l) => pb.frame(l)) }));
+  type Variant = (typeof variants)[number];
+  const stages: [string, (v: Variant) => void][] = [
+    ['JSON.parse', (v) => v.lines.forEach((l) => (sink += (JSON.parse(l) as { type: string }).type.length))],
+    [
+      'JSON.parse + prune',
+      (v) =>
+        v.lines.forEach(
+          (l) => (sink += prunedObject((JSON.parse(l) as { object: V1EndpointSlice }).object).metadata!.name!.length),
+        ),
+    ],
+    [
+      'JSON.parse + prune + convertEndpointSlice',
+      (v) =>
+        v.lines.forEach(
+          (l) =>
+            (sink += convertEndpointSlice(
+              prunedObject((JSON.parse(l) as { object: V1EndpointSlice }).object),
+              NODE_NAME,
+            ).endpoints.length),
+        ),
+    ],
+    ['protobuf decode (message objects)', (v) => v.frames.forEach((f) => (sink += pb.decode(f).type.length))],
+    [
+      'protobuf decode + prune + to the JSON shape',
+      (v) => v.frames.forEach((f) => (sink += pb.toPrunedJsonShape(pb.decode(f).object).metadata!.name!.length)),
+    ],
+    [
+      'protobuf decode + prune + JSON shape + convertEndpointSlice',
+      (v) =>
+        v.frames.forEach(
+          (f) => (sink += convertEndpointSlice(pb.toPrunedJsonShape(pb.decode(f).object), NODE_NAME).endpoints.length),
+        ),
+    ],
+  ];
+  // the converter reads both the same: a frame decodes to what its line parses to
+  const a = convertEndpointSlice(
+    prunedObject((JSON.parse(fakeLines[0]!) as { object: V1EndpointSlice }).object),
+    NODE_NAME,
+  );
+  const b = convertEndpointSlice(pb.toPrunedJsonShape(pb.decode(variants[1]!.frames[0]!).object), NODE_NAME);
+  if (JSON.stringify(a) !== JSON.stringify(b))
+    throw new Error(`protobuf and JSON convert apart: ${JSON.stringify([a, b])}`);
+
+  const cpu = new Map<string, number[]>();
+  for (let round = 0; round < rounds; round++)
+    for (const v of variants)
+      for (const [label, run] of stages) {
+        const key = `${v.name}\0${label}`;
+        cpu.set(key, [...(cpu.get(key) ?? []), timed(() => run(v)).cpuMs]);
+      }
+  if (sink < 0) console.log(sink);
+  const median = (xs: number[]) => [...xs].sort((x, y) => x - y)[xs.length >> 1]!;
+  const n = fakeLines.length;
+  console.log(
+    `\nthe same ${n} events as JSON lines or protobuf frames (median of ${rounds} rounds; CPU of this thread)\n`,
+  );
+  const w = Math.max(...stages.map(([l]) => l.length));
+  for (const v of variants) {
+    const jsonBytes = v.lines.reduce((s, l) => s + l.length + 1, 0) / n;
+    const pbBytes = v.frames.reduce((s, f) => s + f.length, 0) / n;
+    console.log(
+      `${v.name}: ${jsonBytes.toFixed(0)} bytes per event as JSON, ${pbBytes.toFixed(0)} as protobuf (${(pbBytes / jsonBytes).toFixed(2)}x)`,
+    );
+    const parse = median(cpu.get(`${v.name}\0JSON.parse`)!);
+    console.log(`  ${'stage'.padEnd(w)}  ${'µs CPU/event'.padStart(12)}  ${'in parses'.padStart(9)}`);
+    for (const [label] of stages) {
+      const ms = median(cpu.get(`${v.name}\0${label}`)!);
+      console.log(
+        `  ${label.padEnd(w)}  ${((1000 * ms) / n).toFixed(2).padStart(12)}  ${`${(ms / parse).toFixed(2)}x`.padStart(9)}`,
+      );
+    }
+  }
 }
 
 if (isMainThread) {

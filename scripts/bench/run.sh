@@ -142,3 +142,9 @@ fi
 if [ "${BENCH_RETAINED:-1}" = 1 ]; then
   node_modules/.bin/node --expose-gc dist/scripts/bench/retained-heap.js "${BENCH_RETAINED_SERVICES:-10000}" "${BENCH_RETAINED_UPDATES:-30000}"
 fi
+# what one periodic full sync allocates with nothing changed, and where, on the host over the
+# fakes (V8's sampling heap profiler; BENCH_FULL_SYNC_ALLOC=0 skips): the garbage each
+# syncPeriod leaves for the collector
+if [ "${BENCH_FULL_SYNC_ALLOC:-1}" = 1 ]; then
+  node_modules/.bin/node dist/scripts/bench/full-sync-alloc.js "${BENCH_FULL_SYNC_ALLOC_SERVICES:-10000}" 3
+fi
