@@ -6,7 +6,7 @@ export PATH := $(CURDIR)/node_modules/.bin:$(PATH)
 JEST := node_modules/.bin/node --experimental-vm-modules --disable-warning=ExperimentalWarning node_modules/jest/bin/jest.js
 VM_TIMEOUT ?= 3000
 
-.PHONY: all deps build test unit vm vm-image image image-arm64 image-multiarch bench demo clean lab-up lab-down k8s format
+.PHONY: all deps build test unit vm vm-image image image-arm64 image-multiarch bench demo clean lab-up lab-down k8s format protobuf
 
 all: build
 
@@ -71,6 +71,11 @@ vm: build vm-image k8s
 # The real Kubernetes components (scripts/k8s/build.sh; nothing to do when built)
 k8s:
 	bash scripts/k8s/build.sh
+
+# lib/k8s/k8s-api-protobuf.json from the .proto files of the pinned k8s.io/api (after changing
+# scripts/k8s/go.mod; a lab test fails while it differs)
+protobuf: build k8s
+	node_modules/.bin/node dist/scripts/k8s/gen-protobuf.js
 
 # A real control plane on this host's loopback as kubeadm sets it up (scripts/lab/lab.ts):
 # etcd, kube-apiserver with TLS, Node,RBAC and an audit log, kubeadm's kube-proxy objects.

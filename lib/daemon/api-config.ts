@@ -4,6 +4,7 @@
 import { ProxyConfig } from '../config/proxy-config';
 import type { ApiKubeConfig } from '../k8s/api-request';
 import { loadKubeConfig } from '../k8s/kubeconfig';
+import { PROTOBUF_CONTENT_TYPE } from '../k8s/protobuf';
 import { componentLog } from '../log';
 import { BuildInfo, userAgent } from '../model/build-info';
 
@@ -19,5 +20,18 @@ export function loadDaemonKubeConfig(config: ProxyConfig, build?: BuildInfo): Ap
     // client-go's token bucket (kube-proxy's defaults, qps 5 burst 10, come from the config)
     qps: config.clientConnection.qps,
     burst: config.clientConnection.burst,
+    accept: informerAccept(config.clientConnection.contentType),
   });
+}
+
+/**
+ * The Accept header of the informers' lists and watches for clientConnection.contentType
+ * (--kube-api-content-type; protobuf by default, as kube-proxy's). client-go sends the type
+ * and "*\/*"; here JSON is named instead of any type, since JSON and protobuf are what the
+ * daemon decodes (the API server answers JSON for what it cannot send in protobuf).
+ */
+export function informerAccept(contentType: string): string {
+  return contentType.split(';')[0]!.trim().toLowerCase() === PROTOBUF_CONTENT_TYPE
+    ? `${PROTOBUF_CONTENT_TYPE}, application/json`
+    : 'application/json';
 }

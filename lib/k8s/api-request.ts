@@ -27,6 +27,7 @@ import type { AgentOptions } from 'node:https';
 import { Agent, type Dispatcher, fetch, type Response } from 'undici';
 import type { Cluster, User } from '@kubernetes/client-node';
 import { HttpMethod, KubeConfig, RequestContext } from './client-node';
+import { decodeObject, isProtobuf } from './protobuf';
 
 /** One HTTP request as client-go's rest_client metrics count it. */
 export interface ApiCall {
@@ -177,6 +178,11 @@ export class ApiKubeConfig extends KubeConfig {
   rateLimiter: { wait(): Promise<void> } | undefined;
   /** each request's deadline (credentials and answer), unless the request names its own */
   requestTimeoutMs = REQUEST_TIMEOUT_MS;
+  /**
+   * the Accept header of the informers' lists and watches (clientConnection.contentType /
+   * acceptContentTypes, as client-go sets it); other requests ask for JSON
+   */
+  accept = 'application/json';
   /** a refusal has been logged; cleared by the next success */
   private refusalLogged = false;
 
@@ -344,14 +350,21 @@ export interface ApiRequest {
   readonly signal?: AbortSignal;
   /** the deadline for the credentials and the answer (default the kubeconfig's requestTimeoutMs) */
   readonly timeoutMs?: number;
+  /** the Accept header (default application/json); a protobuf answer is decoded (protobuf.ts) */
+  readonly accept?: string;
 }
 
 /** One API answer: status and body text, or a watch's unread stream. */
 export interface ApiResponse {
   readonly status: number;
   readonly statusText: string;
-  /** the body as text ('' for a watch that answered 200: read `stream`) */
+  /**
+   * the body as text ('' for a watch that answered 200: read `stream`; '' for a 200 in
+   * protobuf: read `object`); a Status in protobuf is given here as its JSON
+   */
   readonly body: string;
+  /** a 200 answered in protobuf (not a watch's): the object, in the JSON shape */
+  readonly object?: Record<string, unknown>;
   /** a watch that answered 200: the response, its body unread */
   readonly stream?: Response;
 }
@@ -403,7 +416,7 @@ export async function apiRequest(kc: KubeConfig, req: ApiRequest, stream = false
         throw deadlineError(`${req.method} ${url.pathname}: ${(e as Error).message}`);
       });
       waitingFor = 'an answer';
-      const headers: Record<string, string> = { Accept: 'application/json', ...ctx.getHeaders() };
+      const headers: Record<string, string> = { Accept: req.accept ?? 'application/json', ...ctx.getHeaders() };
       if (req.body !== undefined) headers['Content-Type'] = req.contentType ?? 'application/json';
       if (api?.userAgent) headers['User-Agent'] = api.userAgent;
       const started = performance.now();
@@ -411,6 +424,7 @@ export async function apiRequest(kc: KubeConfig, req: ApiRequest, stream = false
         api?.observer?.({ method: req.method, host, code, seconds: (performance.now() - started) / 1000 });
       let res: Response;
       let body = '';
+      let object: Record<string, unknown> | undefined;
       try {
         res = await fetch(url, {
           method: req.method,
@@ -419,7 +433,11 @@ export async function apiRequest(kc: KubeConfig, req: ApiRequest, stream = false
           dispatcher: ctx.getDispatcher(),
           signal,
         });
-        if (!stream || res.status !== 200) body = await res.text();
+        if (stream && res.status === 200) {
+          // the caller reads the stream
+        } else if (isProtobuf(res.headers.get('content-type'))) {
+          ({ body, object } = protobufBody(new Uint8Array(await res.arrayBuffer()), res.status));
+        } else body = await res.text();
       } catch (e) {
         observe('<error>');
         throw e;
@@ -438,9 +456,23 @@ export async function apiRequest(kc: KubeConfig, req: ApiRequest, stream = false
         status: res.status,
         statusText: res.statusText,
         body,
+        ...(object ? { object } : {}),
         ...(stream && res.status === 200 ? { stream: res } : {}),
       };
     }
+  }
+}
+
+/**
+ * A protobuf body: a 200's object, or any other answer's Status as JSON text (what the error
+ * paths read); a body that does not decode is named as such (a decode error of a 200 throws).
+ */
+function protobufBody(bytes: Uint8Array, status: number): { body: string; object?: Record<string, unknown> } {
+  if (status === 200) return { body: '', object: decodeObject(bytes) };
+  try {
+    return { body: JSON.stringify(decodeObject(bytes)) };
+  } catch (e) {
+    return { body: `a protobuf body of ${bytes.length} bytes that did not decode (${(e as Error).message})` };
   }
 }
 

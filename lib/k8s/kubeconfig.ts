@@ -41,6 +41,8 @@ export interface KubeConfigOptions {
   /** clientConnection.qps / burst: client-go's token bucket on every request start (none when qps is 0 or absent) */
   readonly qps?: number;
   readonly burst?: number;
+  /** the Accept header of the informers' lists and watches (default application/json) */
+  readonly accept?: string;
 }
 
 function checkMaster(master: string): URL {
@@ -62,6 +64,7 @@ export function loadKubeConfig(options: KubeConfigOptions): ApiKubeConfig {
   kc.observer = options.observer;
   kc.log = options.log;
   kc.userAgent = options.userAgent;
+  if (options.accept) kc.accept = options.accept;
   if (options.qps && options.qps > 0)
     kc.rateLimiter = new TokenBucketRateLimiter(options.qps, Math.max(1, options.burst ?? 1));
   const master = options.master || undefined;

@@ -8,7 +8,7 @@
  */
 import type { KubernetesListObject, KubernetesObject } from '@kubernetes/client-node';
 import { ApiException, KubeConfig } from './client-node';
-import { apiRequest, statusMessage } from './api-request';
+import { ApiKubeConfig, apiRequest, statusMessage } from './api-request';
 
 /** The query of a list request: selectors and paging. */
 export interface ListQuery {
@@ -37,12 +37,13 @@ export async function listRaw<T extends KubernetesObject>(
       limit: query.limit || undefined,
       continue: query.continue,
     },
+    ...(kc instanceof ApiKubeConfig ? { accept: kc.accept } : {}),
   });
   const body = res.body;
   if (res.status !== 200) {
     throw new ApiException(res.status, `list ${path}: HTTP ${res.status}: ${statusMessage(body)}`, body, {});
   }
-  const list = JSON.parse(body) as KubernetesListObject<T>;
+  const list = (res.object ?? JSON.parse(body)) as KubernetesListObject<T>;
   if (!Array.isArray(list.items))
     throw new ApiException(res.status, `list ${path}: the response has no items array`, body, {});
   return list;

@@ -1,13 +1,15 @@
 /**
- * The informers' watch stream (informers.ts): client-node's Watch, sent through apiRequest.
+ * The informers' watch stream (informers.ts): client-node's Watch, sent through apiRequest;
+ * newline-delimited JSON events, or protobuf frames when the server answers in protobuf.
  */
 import { STATUS_CODES } from 'node:http';
 import { createInterface } from 'node:readline';
 import { Readable } from 'node:stream';
 import type { ReadableStream as WebReadableStream } from 'node:stream/web';
 import type { KubeConfig, KubernetesObject } from '@kubernetes/client-node';
-import { apiRequest, statusMessage } from './api-request';
+import { ApiKubeConfig, apiRequest, statusMessage } from './api-request';
 import { prunedObject } from './prune';
+import { WatchFrames, decodeWatchEvent, isProtobuf } from './protobuf';
 
 /** What a ReportingWatch tells its informer and asks it. */
 export interface WatchHooks {
@@ -90,6 +92,7 @@ export class ReportingWatch {
           query: { ...queryParams, watch: true },
           signal: controller.signal,
           timeoutMs: this.timeoutMs,
+          ...(this.kc instanceof ApiKubeConfig ? { accept: this.kc.accept } : {}),
         },
         true,
       );
@@ -106,6 +109,23 @@ export class ReportingWatch {
       body.on('error', finish);
       body.on('close', () => finish(null));
       body.on('data', resetTimer);
+      if (isProtobuf(res.stream.headers.get('content-type'))) {
+        // length-delimited WatchEvent frames; one that does not decode ends the watch (the
+        // informer logs it and starts again), as client-go's decoder does
+        const frames = new WatchFrames();
+        body.on('data', (chunk: Buffer) => {
+          if (finished) return;
+          try {
+            for (const frame of frames.push(chunk)) {
+              const ev = decodeWatchEvent(frame);
+              callback(ev.type, ev.object, ev);
+            }
+          } catch (e) {
+            finish(e);
+          }
+        });
+        return this.opened(controller, finished);
+      }
       const lines = createInterface(body);
       lines.on('error', finish);
       lines.on('line', (line) => {
@@ -122,6 +142,11 @@ export class ReportingWatch {
       finish(e);
       return controller;
     }
+    return this.opened(controller, finished);
+  }
+
+  /** The watch answered and its body is being read: connected, unless stopped meanwhile. */
+  private opened(controller: AbortController, finished: boolean): AbortController {
     // stopped while the request was in flight
     if (this.hooks.stopped()) {
       controller.abort();

@@ -125,7 +125,7 @@ fi
 # ----------------------------------------------------------------- app layer ----
 APP_KEY=$( {
   sha256sum "$0" scripts/image/stage-app.sh scripts/image/kube-ipvs.sh "$NODE_BIN" package.json "$CACHE/base.tar.gz"
-  find dist/lib -type f -name '*.js' -print0 | sort -z | xargs -0 sha256sum
+  find dist/lib -type f \( -name '*.js' -o -name '*.json' \) -print0 | sort -z | xargs -0 sha256sum
   sha256sum "$NATIVE_DIR"/*.node
   npm ls --omit=dev --all 2>/dev/null # the production dependencies' installed versions
 } | sha256sum | cut -d' ' -f1)
