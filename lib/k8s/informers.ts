@@ -104,7 +104,19 @@ export interface InformerOptions {
   readonly watchTimeoutMs?: number;
   /** an open watch with no byte for this long is ended (default WATCH_IDLE_TIMEOUT_MS, 130 s) */
   readonly watchIdleTimeoutMs?: number;
+  /**
+   * the first lists wait a random time below this (drawn with `random`; default 0, none), so
+   * the nodes of a rollout or of a cluster-wide restart do not all list at the same moment
+   */
+  readonly firstListSpreadMs?: number;
 }
+
+/**
+ * The daemon's spread of its first lists (InformerOptions.firstListSpreadMs): up to 2 s, so
+ * a thousand nodes started together list over two seconds rather than at one instant, and a
+ * single node's first sync waits one second on average.
+ */
+export const FIRST_LIST_SPREAD_MS = 2_000;
 
 /**
  * Whether lists stream when KUBE_FEATURE_WatchListClient is unset: no, unlike client-go since
@@ -236,7 +248,12 @@ export function startInformers(kc: KubeConfig, options: InformerOptions): Runnin
       }),
     );
   }
-  for (const r of running) r.start();
+  const spreadMs = Math.floor((options.random ?? Math.random)() * (options.firstListSpreadMs ?? 0));
+  let pending: NodeJS.Timeout | undefined;
+  if (spreadMs > 0) {
+    options.log.debug(`first lists in ${spreadMs} ms (spread over ${options.firstListSpreadMs} ms)`, { spreadMs });
+    pending = setTimeout(() => ((pending = undefined), running.forEach((r) => r.start())), spreadMs);
+  } else for (const r of running) r.start();
   return {
     notWatching() {
       return running.flatMap((r) =>
@@ -244,6 +261,7 @@ export function startInformers(kc: KubeConfig, options: InformerOptions): Runnin
       );
     },
     async stop() {
+      if (pending) clearTimeout(pending);
       await Promise.all(running.map((r) => r.stop()));
     },
   };

@@ -168,6 +168,35 @@ describe('startInformers', () => {
     }
   });
 
+  it('firstListSpreadMs: the first lists wait the drawn share of the spread (none before it), then go together; stop() before then lists nothing', async () => {
+    server.create(service('s1'));
+    const startAt = (draw: number) => {
+      const rec = new Recorder();
+      const r = startInformers(loadKubeConfig({ master: server.url }), {
+        nodeName: 'node-a',
+        handlers: { service: rec, endpointSlice: new Recorder() },
+        log,
+        random: () => draw,
+        firstListSpreadMs: 600,
+      });
+      running.push(r);
+      return { rec, r, at: Date.now() };
+    };
+    const { rec, at } = startAt(0.5);
+    await new Promise((r) => setTimeout(r, 200));
+    expect(server.requests.filter((r) => r.verb === 'list')).toEqual([]);
+    await waitFor('synced', () => rec.has('synced'));
+    expect(Date.now() - at).toBeGreaterThanOrEqual(295);
+    expect(count('list')).toBe(1);
+    expect(count('list', 'discovery.k8s.io/v1/endpointslices')).toBe(1);
+    expect(log.lines).toEqual([{ level: 'debug', message: 'first lists in 300 ms (spread over 600 ms)' }]);
+
+    const stopped = startAt(0.99);
+    await stopped.r.stop();
+    await new Promise((r) => setTimeout(r, 700));
+    expect(count('list')).toBe(1);
+  });
+
   it('delivers updates with the previous object, deletes, and selector moves', async () => {
     server.create(service('s1'));
     server.create(service('s2'));
