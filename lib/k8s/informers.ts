@@ -248,10 +248,12 @@ export function startInformers(kc: KubeConfig, options: InformerOptions): Runnin
       }),
     );
   }
-  const spreadMs = Math.floor((options.random ?? Math.random)() * (options.firstListSpreadMs ?? 0));
+  // drawn only with a spread: the backoff's draws come from the same `random`
+  const spread = options.firstListSpreadMs ?? 0;
+  const spreadMs = spread > 0 ? Math.floor((options.random ?? Math.random)() * spread) : 0;
   let pending: NodeJS.Timeout | undefined;
   if (spreadMs > 0) {
-    options.log.debug(`first lists in ${spreadMs} ms (spread over ${options.firstListSpreadMs} ms)`, { spreadMs });
+    options.log.debug(`first lists in ${spreadMs} ms (spread over ${spread} ms)`, { spreadMs });
     pending = setTimeout(() => ((pending = undefined), running.forEach((r) => r.start())), spreadMs);
   } else for (const r of running) r.start();
   return {
