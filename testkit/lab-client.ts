@@ -8,6 +8,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { Agent, fetch } from 'undici';
+import type { KubeConfig } from '@kubernetes/client-node';
 import { inNs, run, tryRun } from './netns';
 import { SERVICE_ACCOUNT_DIR, shippedKubeconfig } from './processes';
 
@@ -235,4 +236,22 @@ export async function kubeProxyIdentity(
   const file = path.join(dir, 'kubeconfig');
   fs.writeFileSync(file, shippedKubeconfig(await lab.server('a')));
   return file;
+}
+
+/**
+ * `kc` loaded with one cluster at `server` (trusting `ca`, PEM) and one user (a kubeconfig
+ * `user` entry: token, client certificate data, ...), as its current context.
+ */
+export function loadClusterUser<T extends KubeConfig>(kc: T, server: string, ca: string, user: object): T {
+  kc.loadFromString(
+    JSON.stringify({
+      apiVersion: 'v1',
+      kind: 'Config',
+      clusters: [{ name: 'c', cluster: { server, 'certificate-authority-data': Buffer.from(ca).toString('base64') } }],
+      users: [{ name: 'u', user }],
+      contexts: [{ name: 'c', context: { cluster: 'c', user: 'u' } }],
+      'current-context': 'c',
+    }),
+  );
+  return kc;
 }

@@ -18,7 +18,7 @@ import { ENDPOINT_SLICE_SELECTOR, SERVICE_SELECTOR } from '../../lib/k8s/informe
 import { listPaged, listRaw } from '../../lib/k8s/raw-list';
 import { ReportingWatch } from '../../lib/k8s/reporting-watch';
 import { FakeApiServer, FakeObject, KUBE_PROXY_USER, NODE_PROXIER_RULES } from '../../testkit/fake-apiserver';
-import { LabClient, labFromEnv } from '../../testkit/lab-client';
+import { LabClient, labFromEnv, loadClusterUser } from '../../testkit/lab-client';
 import { makeTestPki } from '../../testkit/test-pki';
 
 const lab: LabClient = labFromEnv();
@@ -46,18 +46,7 @@ interface Side {
 }
 
 function kubeconfig(server: string, ca: string, user: Json): KubeConfig {
-  const kc = new KubeConfig();
-  kc.loadFromString(
-    JSON.stringify({
-      apiVersion: 'v1',
-      kind: 'Config',
-      clusters: [{ name: 'c', cluster: { server, 'certificate-authority-data': Buffer.from(ca).toString('base64') } }],
-      users: [{ name: 'u', user }],
-      contexts: [{ name: 'c', context: { cluster: 'c', user: 'u' } }],
-      'current-context': 'c',
-    }),
-  );
-  return kc;
+  return loadClusterUser(new KubeConfig(), server, ca, user);
 }
 
 const service = (name: string, labels: Record<string, string> = {}, clusterIP?: 'None'): FakeObject => ({

@@ -20,7 +20,7 @@ import { ReportingWatch } from '../../lib/k8s/reporting-watch';
 import { informerAccept } from '../../lib/daemon/api-config';
 import { ROOT_TYPES, loadApiProtos, prunedDescriptor } from '../../scripts/k8s/gen-protobuf';
 import generated from '../../lib/k8s/k8s-api-protobuf.json';
-import { LabClient, labFromEnv } from '../../testkit/lab-client';
+import { LabClient, labFromEnv, loadClusterUser } from '../../testkit/lab-client';
 
 const lab: LabClient = labFromEnv();
 const run = randomBytes(3).toString('hex');
@@ -98,17 +98,7 @@ let pb: ApiKubeConfig;
 
 /** A kubeconfig for the lab's API server a with `user`, whose informer Accept is `accept`. */
 function configFor(ca: string, user: Json, accept: string): ApiKubeConfig {
-  const kc = new ApiKubeConfig();
-  kc.loadFromString(
-    JSON.stringify({
-      apiVersion: 'v1',
-      kind: 'Config',
-      clusters: [{ name: 'c', cluster: { server, 'certificate-authority-data': Buffer.from(ca).toString('base64') } }],
-      users: [{ name: 'u', user }],
-      contexts: [{ name: 'c', context: { cluster: 'c', user: 'u' } }],
-      'current-context': 'c',
-    }),
-  );
+  const kc = loadClusterUser(new ApiKubeConfig(), server, ca, user);
   kc.accept = accept;
   return kc;
 }
