@@ -11,11 +11,12 @@
  * setsockopt(IPT_SO_SET_REPLACE) with no generation or change notification, so there is no
  * cheap way to know they are unchanged; IptablesSync keeps reading them with iptables-save.
  */
-import { NetlinkError, SocketError, errnoName, withOperation } from '../../errors';
+import { NetlinkError, errnoName, withOperation } from '../../errors';
 import { decodeNewGen, encodeGetGen } from '../../netlink/nft-gen-codec';
 import { GenlSocket, GenlSocketOptions, NetlinkTransport, isGenlFailure } from '../../netlink/socket';
 import { openRawTransport } from '../../netlink/transport';
 import { NETLINK_NETFILTER, NFNETLINK_V0 } from '../../uapi/nfnetlink_conntrack';
+import { LazySocket } from '../lazy-socket';
 
 /** Reads the current ruleset generation (a u32, never 0). */
 export interface RulesetGeneration {
@@ -77,24 +78,21 @@ export function openNftGeneration(options: GenlSocketOptions = {}): NftGeneratio
  * never reads the generation, never opens one.
  */
 export class LazyNftGeneration implements RulesetGeneration {
-  private reader: RulesetGeneration | undefined;
-  private closed = false;
+  private readonly socket: LazySocket<RulesetGeneration>;
 
-  constructor(private readonly open: () => RulesetGeneration = openNftGeneration) {}
+  constructor(open: () => RulesetGeneration = openNftGeneration) {
+    this.socket = new LazySocket(open, 'read nf_tables generation');
+  }
 
   read(): Promise<number> {
-    if (this.closed) return Promise.reject(new SocketError('read nf_tables generation: closed'));
     try {
-      this.reader ??= this.open();
+      return this.socket.get().read();
     } catch (e) {
       return Promise.reject(e);
     }
-    return this.reader.read();
   }
 
   close(): void {
-    this.closed = true;
-    this.reader?.close();
-    this.reader = undefined;
+    this.socket.close();
   }
 }

@@ -13,6 +13,7 @@ import { GenlSocket, GenlSocketOptions, NetlinkTransport, isGenlFailure } from '
 import { openRawTransport } from '../../netlink/transport';
 import { NETLINK_NETFILTER, NFNETLINK_V0 } from '../../uapi/nfnetlink_conntrack';
 import { NftTables } from './nftables';
+import { LazySocket } from '../lazy-socket';
 
 const E = osConstants.errno;
 
@@ -95,20 +96,16 @@ export function openNftTables(options: GenlSocketOptions = {}): NftTablesNetlink
  * nfnetlink lists no table.
  */
 export class LazyNftTables implements NftTables {
-  private tables: NftTables | undefined;
-  private closed = false;
+  private readonly socket: LazySocket<NftTables>;
 
-  constructor(private readonly open: () => NftTables = openNftTables) {}
-
-  private opened(): NftTables {
-    if (this.closed) throw new SocketError('nftables tables: closed');
-    return (this.tables ??= this.open());
+  constructor(open: () => NftTables = openNftTables) {
+    this.socket = new LazySocket(open, 'nftables tables');
   }
 
   async listTables(): Promise<NftTable[]> {
     let tables: NftTables;
     try {
-      tables = this.opened();
+      tables = this.socket.get();
     } catch (e) {
       if (e instanceof SocketError && e.errno !== undefined && NO_NF_TABLES.has(e.errno)) return [];
       throw e;
@@ -118,12 +115,10 @@ export class LazyNftTables implements NftTables {
 
   async deleteTables(tables: readonly NftTable[]): Promise<void> {
     if (tables.length === 0) return;
-    return this.opened().deleteTables(tables);
+    return this.socket.get().deleteTables(tables);
   }
 
   close(): void {
-    this.closed = true;
-    this.tables?.close();
-    this.tables = undefined;
+    this.socket.close();
   }
 }
