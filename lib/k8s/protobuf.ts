@@ -125,6 +125,8 @@ export function decodeObject(bytes: Uint8Array): Obj {
   }
   dropManagedFields(message as unknown as Obj);
   const o = type.toObject(message, TO_OBJECT);
+  // a list's items are pruned each (kubectl's last-applied copy is per object)
+  if (Array.isArray(o.items)) o.items = (o.items as Obj[]).map(prunedObject);
   return prunedObject({ apiVersion, kind, ...o });
 }
 

@@ -120,11 +120,16 @@ describe('protobuf objects', () => {
         metadata: { resourceVersion: '42', continue: 'next' },
         items: [service('a', { type: 0, intVal: 1 })],
       }),
-    ) as { metadata: object; items: { metadata: { managedFields?: unknown; creationTimestamp: string } }[] };
+    ) as {
+      metadata: object;
+      items: { metadata: { managedFields?: unknown; creationTimestamp: string; annotations?: object } }[];
+    };
     expect(list.metadata).toEqual({ resourceVersion: '42', continue: 'next' });
     expect(list.items).toHaveLength(1);
     expect(list.items[0]!.metadata.creationTimestamp).toBe('2025-11-24T16:00:00Z');
     expect(list.items[0]!.metadata).not.toHaveProperty('managedFields');
+    // each item pruned: kubectl's last-applied copy gone, the other annotations kept
+    expect(list.items[0]!.metadata.annotations).toEqual({ keep: 'me' });
   });
 
   it("refuses what is not the serializer's: no prefix, a kind it has no decoder for, a truncated message", () => {

@@ -15,6 +15,7 @@ import { ApiKubeConfig, apiRequest, statusMessage } from '../../lib/k8s/api-requ
 import { convertEndpointSlice, nodeInfo } from '../../lib/k8s/convert';
 import { convertService } from '../../lib/k8s/convert-service';
 import { PROTOBUF_CONTENT_TYPE } from '../../lib/k8s/protobuf';
+import { prunedObject } from '../../lib/k8s/prune';
 import { listRaw } from '../../lib/k8s/raw-list';
 import { ReportingWatch } from '../../lib/k8s/reporting-watch';
 import { informerAccept } from '../../lib/daemon/api-config';
@@ -183,7 +184,8 @@ describe('protobuf from the real kube-apiserver', () => {
     '%s: the same fields and values, protobuf adding only zero values; the same conversion',
     async (_kind, listPath, convert) => {
       const [a, b] = await Promise.all([listRaw<V1Service>(json, listPath), listRaw<V1Service>(pb, listPath)]);
-      const fromJson = mine(a.items);
+      // pruned as the informers keep them (the protobuf decoder prunes as it copies)
+      const fromJson = mine(a.items).map(prunedObject);
       const fromPb = mine(b.items);
       expect(fromPb.map((i) => i.metadata!.name)).toEqual(fromJson.map((i) => i.metadata!.name));
       expect(fromJson.length).toBeGreaterThan(0);
