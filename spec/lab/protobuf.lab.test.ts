@@ -136,6 +136,10 @@ beforeAll(async () => {
 });
 
 afterAll(async () => {
+  // the objects themselves first: the lab runs no namespace controller, so a deleted
+  // namespace keeps its Services, and the VM tests' proxies (sharing this lab) would program
+  // this test's externalIP and NodePorts
+  await lab.kubectl(['delete', '-n', ns, 'services,endpointslices', '--all', '--wait=false'], undefined, true);
   await lab.kubectl(['delete', 'namespace', ns, '--wait=false'], undefined, true);
   await lab.kubectl(['delete', 'node', nodeName, '--wait=false'], undefined, true);
 });
