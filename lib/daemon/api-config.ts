@@ -4,7 +4,7 @@
 import { ProxyConfig } from '../config/proxy-config';
 import type { ApiKubeConfig } from '../k8s/api-request';
 import { loadKubeConfig } from '../k8s/kubeconfig';
-import { PROTOBUF_CONTENT_TYPE } from '../k8s/protobuf';
+import { PROTOBUF_CONTENT_TYPE, isProtobuf } from '../k8s/protobuf';
 import { componentLog } from '../log';
 import { BuildInfo, userAgent } from '../model/build-info';
 
@@ -31,7 +31,5 @@ export function loadDaemonKubeConfig(config: ProxyConfig, build?: BuildInfo): Ap
  * daemon decodes (the API server answers JSON for what it cannot send in protobuf).
  */
 export function informerAccept(contentType: string): string {
-  return contentType.split(';')[0]!.trim().toLowerCase() === PROTOBUF_CONTENT_TYPE
-    ? `${PROTOBUF_CONTENT_TYPE}, application/json`
-    : 'application/json';
+  return isProtobuf(contentType) ? `${PROTOBUF_CONTENT_TYPE}, application/json` : 'application/json';
 }

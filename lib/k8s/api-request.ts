@@ -179,8 +179,8 @@ export class ApiKubeConfig extends KubeConfig {
   /** each request's deadline (credentials and answer), unless the request names its own */
   requestTimeoutMs = REQUEST_TIMEOUT_MS;
   /**
-   * the Accept header of the informers' lists and watches (clientConnection.contentType /
-   * acceptContentTypes, as client-go sets it); other requests ask for JSON
+   * the Accept header of the informers' lists and watches (from clientConnection.contentType,
+   * lib/daemon/api-config.ts); other requests ask for JSON
    */
   accept = 'application/json';
   /** a refusal has been logged; cleared by the next success */
@@ -424,7 +424,7 @@ export async function apiRequest(kc: KubeConfig, req: ApiRequest, stream = false
         api?.observer?.({ method: req.method, host, code, seconds: (performance.now() - started) / 1000 });
       let res: Response;
       let body = '';
-      let object: Record<string, unknown> | undefined;
+      let protobufBytes: Uint8Array | undefined;
       try {
         res = await fetch(url, {
           method: req.method,
@@ -433,16 +433,19 @@ export async function apiRequest(kc: KubeConfig, req: ApiRequest, stream = false
           dispatcher: ctx.getDispatcher(),
           signal,
         });
-        if (stream && res.status === 200) {
-          // the caller reads the stream
-        } else if (isProtobuf(res.headers.get('content-type'))) {
-          ({ body, object } = protobufBody(new Uint8Array(await res.arrayBuffer()), res.status));
-        } else body = await res.text();
+        // a watch that answered 200 is the caller's to read
+        if (!stream || res.status !== 200) {
+          if (isProtobuf(res.headers.get('content-type'))) protobufBytes = new Uint8Array(await res.arrayBuffer());
+          else body = await res.text();
+        }
       } catch (e) {
         observe('<error>');
         throw e;
       }
       observe(String(res.status));
+      // decoded once the answer is counted: a body that does not decode is not a lost answer
+      let object: Record<string, unknown> | undefined;
+      if (protobufBytes) ({ body, object } = protobufBody(protobufBytes, res.status));
       // the kubelet rotated the token since it was read (or the plugin's credential went
       // stale): once more with the new one
       if (res.status === 401 && attempt === 0 && api?.refreshCredentials(headers.Authorization)) {

@@ -254,7 +254,10 @@ export function startInformers(kc: KubeConfig, options: InformerOptions): Runnin
   let pending: NodeJS.Timeout | undefined;
   if (spreadMs > 0) {
     options.log.debug(`first lists in ${spreadMs} ms (spread over ${spread} ms)`, { spreadMs });
-    pending = setTimeout(() => ((pending = undefined), running.forEach((r) => r.start())), spreadMs);
+    pending = setTimeout(() => {
+      pending = undefined;
+      for (const r of running) r.start();
+    }, spreadMs);
   } else for (const r of running) r.start();
   return {
     notWatching() {

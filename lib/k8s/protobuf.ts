@@ -48,20 +48,13 @@ function rfc3339(t: Seconds): string {
   return new Date(seconds(t) * 1000).toISOString().replace(/\.\d{3}Z$/, 'Z');
 }
 
-/** metav1.MicroTime: RFC 3339 with six decimals. */
-function rfc3339Micro(t: Seconds): string {
-  const micros = String(Math.floor((t.nanos ?? 0) / 1000)).padStart(6, '0');
-  return new Date(seconds(t) * 1000).toISOString().replace(/\.\d{3}Z$/, `.${micros}Z`);
-}
-
-// the JSON forms of the types whose JSON is not their message's (their MarshalJSON)
+// the JSON forms of the types whose JSON is not their message's (their MarshalJSON), of those
+// the descriptor reaches outside managedFields (dropped before the copy: no FieldsV1 here)
 const WRAPPERS: Record<string, (m: Obj) => unknown> = {
   [`.${META}.Time`]: (m) => rfc3339(m as Seconds),
-  [`.${META}.MicroTime`]: (m) => rfc3339Micro(m as Seconds),
   '.k8s.io.apimachinery.pkg.util.intstr.IntOrString': (m) =>
     Number(m.type ?? 0) === 1 ? String(m.strVal ?? '') : Number(m.intVal ?? 0),
   '.k8s.io.apimachinery.pkg.api.resource.Quantity': (m) => String(m.string ?? ''),
-  [`.${META}.FieldsV1`]: (m) => JSON.parse(Buffer.from((m.Raw as Uint8Array | undefined) ?? []).toString() || '{}'),
 };
 for (const [name, toJson] of Object.entries(WRAPPERS))
   (protobuf.wrappers as Record<string, protobuf.IWrapper>)[name] = {
@@ -162,23 +155,29 @@ export class WatchFrames {
     this.pending.push(Buffer.from(chunk.buffer, chunk.byteOffset, chunk.byteLength));
     this.pendingBytes += chunk.byteLength;
     const frames: Uint8Array[] = [];
-    let buf = this.pending.length === 1 ? this.pending[0]! : Buffer.concat(this.pending, this.pendingBytes);
-    let at = 0;
-    while (buf.length - at >= 4) {
-      const length = buf.readUInt32BE(at);
+    while (this.pendingBytes >= 4) {
+      // chunks are joined only once a frame is whole (or its length prefix is split): a large
+      // frame arriving in many chunks is copied once, not once per chunk
+      if (this.pending[0]!.length < 4) this.join();
+      const length = this.pending[0]!.readUInt32BE(0);
       if (length > MAX_FRAME_BYTES) throw new ProtobufDecodeError(`a watch frame of ${length} bytes`);
-      if (buf.length - at - 4 < length) break;
-      frames.push(buf.subarray(at + 4, at + 4 + length));
-      at += 4 + length;
+      if (this.pendingBytes < 4 + length) break;
+      this.join();
+      const buf = this.pending[0]!;
+      frames.push(buf.subarray(4, 4 + length));
+      const rest = buf.subarray(4 + length);
+      this.pending = rest.length > 0 ? [rest] : [];
+      this.pendingBytes = rest.length;
     }
-    buf = buf.subarray(at);
-    this.pending = buf.length > 0 ? [buf] : [];
-    this.pendingBytes = buf.length;
     return frames;
   }
 
   /** Bytes of an unfinished frame left at the end. */
   get leftover(): number {
     return this.pendingBytes;
+  }
+
+  private join(): void {
+    if (this.pending.length > 1) this.pending = [Buffer.concat(this.pending, this.pendingBytes)];
   }
 }

@@ -209,7 +209,10 @@ describe('a server that answers in protobuf', () => {
   beforeAll(async () => {
     s = await serve((req, res) => {
       accepts.push(req.headers.accept ?? '');
-      if (req.url!.startsWith('/forbidden')) {
+      if (req.url!.startsWith('/garbage')) {
+        res.writeHead(200, { 'Content-Type': PROTOBUF_CONTENT_TYPE });
+        res.end(Buffer.from('not protobuf'));
+      } else if (req.url!.startsWith('/forbidden')) {
         res.writeHead(403, { 'Content-Type': PROTOBUF_CONTENT_TYPE });
         res.end(status);
       } else if (/[?&]watch=true/.test(req.url!)) {
@@ -245,6 +248,16 @@ describe('a server that answers in protobuf', () => {
     const res = await apiRequest(kc(), { method: 'GET', path: '/forbidden', accept: PROTOBUF_CONTENT_TYPE });
     expect(res.status).toBe(403);
     expect(statusMessage(res.body)).toBe('services is forbidden: User "x" cannot list resource "services"');
+  });
+
+  it('a 200 whose protobuf body does not decode throws the decode error, and is counted as the 200 it was', async () => {
+    const codes: string[] = [];
+    const k = loadKubeConfig({ master: s.url, observer: (c) => codes.push(c.code) });
+    const err = await apiRequest(k, { method: 'GET', path: '/garbage', accept: PROTOBUF_CONTENT_TYPE }).catch(
+      (e: unknown) => e,
+    );
+    expect(err).toBeInstanceOf(ProtobufDecodeError);
+    expect(codes).toEqual(['200']);
   });
 
   it('a request that names no Accept asks for JSON (the Event recorder)', async () => {
