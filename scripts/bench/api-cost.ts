@@ -4,6 +4,9 @@
 //    a request counts in the phase it started in;
 //  - connections opened to the API server: an nftables counter of SYNs from the side's
 //    namespace to the server's address and port (every one a TLS handshake);
+//  - bytes the side received from the server: an nftables counter of the IP packets from the
+//    server's address and port into the side's namespace (TLS, TCP and IP headers included),
+//    the one byte count that holds while both sides run at once;
 //  - bytes the server sent: list and get bodies of Services, EndpointSlices, Nodes and
 //    ServiceCIDRs (apiserver_response_sizes_sum, verbs LIST and GET) and watch events (apiserver_watch_events_sizes_sum), server-wide: one side runs at a
 //    time and the bench's writer only writes (its answers are verb UPDATE and POST, left out).
@@ -14,6 +17,7 @@ import { parseScrape, Scrape, sumSeries } from './process-memory';
 export interface ApiCostMark {
   readonly audit: number;
   readonly syns: number;
+  readonly receivedBytes: number;
   readonly metrics: Scrape;
 }
 
@@ -22,6 +26,8 @@ export interface ApiCost {
   readonly requests: Readonly<Record<string, number>>;
   readonly requestsTotal: number;
   readonly connections: number;
+  /** the bytes of every packet from the server into the side's namespace */
+  readonly receivedBytes: number;
   readonly listBytes: number;
   readonly watchEventBytes: number;
 }
@@ -94,13 +100,22 @@ export class ApiCostMeter {
       'syn',
       'counter',
     );
+    nft('add', 'chain', 'ip', TABLE, 'in', '{ type filter hook input priority 0 ; policy accept ; }');
+    nft('add', 'rule', 'ip', TABLE, 'in', 'ip', 'saddr', this.address, 'tcp', 'sport', this.port, 'counter');
+  }
+
+  /** The counter of chain `chain` in the side's namespace. */
+  private counter(chain: 'out' | 'in'): { packets: number; bytes: number } {
+    const out = run('ip', ['netns', 'exec', this.ns, 'nft', '-j', 'list', 'chain', 'ip', TABLE, chain]);
+    const parsed = JSON.parse(out) as {
+      nftables: { rule?: { expr: { counter?: { packets: number; bytes: number } }[] } }[];
+    };
+    for (const item of parsed.nftables) for (const e of item.rule?.expr ?? []) if (e.counter) return e.counter;
+    throw new Error(`no counter in chain ${chain} of ${this.ns}`);
   }
 
   private syns(): number {
-    const out = run('ip', ['netns', 'exec', this.ns, 'nft', '-j', 'list', 'chain', 'ip', TABLE, 'out']);
-    const parsed = JSON.parse(out) as { nftables: { rule?: { expr: { counter?: { packets: number } }[] } }[] };
-    for (const item of parsed.nftables) for (const e of item.rule?.expr ?? []) if (e.counter) return e.counter.packets;
-    throw new Error(`no SYN counter in ${this.ns}`);
+    return this.counter('out').packets;
   }
 
   private metrics(): Promise<Scrape> {
@@ -108,7 +123,12 @@ export class ApiCostMeter {
   }
 
   async mark(): Promise<ApiCostMark> {
-    return { audit: await this.lab.auditMark(), syns: this.syns(), metrics: await this.metrics() };
+    return {
+      audit: await this.lab.auditMark(),
+      syns: this.syns(),
+      receivedBytes: this.counter('in').bytes,
+      metrics: await this.metrics(),
+    };
   }
 
   /** The cost since `mark`; `serverRestarted`: the API server restarted since, its counters began again at 0. */
@@ -116,7 +136,13 @@ export class ApiCostMeter {
     const { requests, requestsTotal } = auditRequests(await this.lab.audit(mark.audit), this.userAgentPrefix);
     const now = await this.metrics();
     const bytes = serverBytes(now, opts.serverRestarted ? new Map() : mark.metrics);
-    return { requests, requestsTotal, connections: this.syns() - mark.syns, ...bytes };
+    return {
+      requests,
+      requestsTotal,
+      connections: this.syns() - mark.syns,
+      receivedBytes: this.counter('in').bytes - mark.receivedBytes,
+      ...bytes,
+    };
   }
 }
 

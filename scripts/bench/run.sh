@@ -76,8 +76,22 @@ if [ "${BENCH_KUBE_PROXY:-1}" = 1 ]; then
       BENCH_ROLLOUT_WATCH_LIST="${BENCH_ROLLOUT_WATCH_LIST:-}" \
       node_modules/.bin/node dist/scripts/bench/rollout-starts.js "$n" "$e" >&2 || echo ">> rollout bench at $size failed" >&2
   done
+  # one node of each side started at once and left alone for BENCH_STEADY_SECONDS (default an
+  # hour) with the server's default watch timeouts: what each costs the API server per hour of
+  # steady state (issue 28; scripts/bench/steady-state.ts), at BENCH_STEADY_SIZE (default
+  # 1000x10; "" skips it)
+  for size in ${BENCH_STEADY_SIZE-1000x10}; do
+    n=${size%%x*}; e=10; [ "$size" != "$n" ] && e=${size#*x}
+    echo ">> steady state, $n services x $e endpoints: loading the lab, then a fresh VM boot" >&2
+    node_modules/.bin/node dist/scripts/bench/lab-load.js "$LAB" "$n" "$e" >> "$OUT/kube-proxy.jsonl"
+    bash scripts/vm/run.sh -t "${BENCH_PEER_VM_TIMEOUT:-21600}" -m "${BENCH_VM_MEM:-4G}" -w "$OUT" "${LAB_VM_ARGS[@]}" -- \
+      env BENCH_OUT="$OUT/kube-proxy.jsonl" BENCH_STEADY_SECONDS="${BENCH_STEADY_SECONDS:-}" \
+      BENCH_STEADY_SETTLE_SECONDS="${BENCH_STEADY_SETTLE_SECONDS:-}" \
+      node_modules/.bin/node dist/scripts/bench/steady-state.js "$n" "$e" >&2 || echo ">> steady-state bench at $size failed" >&2
+  done
   [ -s "$OUT/kube-proxy.jsonl" ] && node_modules/.bin/node dist/scripts/bench/report-kube-proxy.js "$OUT/kube-proxy.jsonl"
   [ -s "$OUT/kube-proxy.jsonl" ] && node_modules/.bin/node dist/scripts/bench/report-rollout.js "$OUT/kube-proxy.jsonl"
+  [ -s "$OUT/kube-proxy.jsonl" ] && node_modules/.bin/node dist/scripts/bench/report-steady.js "$OUT/kube-proxy.jsonl"
   [ -n "${BENCH_KEEP_RESULTS:-}" ] && cp "$OUT/kube-proxy.jsonl" "$BENCH_KEEP_RESULTS"
   rm -rf "$OUT"
   lab_down "$LAB" >/dev/null
