@@ -13,7 +13,7 @@ all: build
 deps:
 	bash scripts/install-deps.sh
 
-build: node_modules/.bin/node dist/native/netlink_sockopt.node
+build: node_modules/.bin/node dist/native/netlink_sockopt.node dist/native/malloc_trim.node
 	node_modules/.bin/node node_modules/typescript/bin/tsc -p tsconfig.json
 
 # NETLINK_EXT_ACK for the `netlink` package's sockets (lib/netlink/ext-ack.ts): a Node-API
@@ -24,8 +24,17 @@ dist/native/netlink_sockopt.node: native/netlink-sockopt.c node_modules/.bin/nod
 	mkdir -p $(@D)
 	cc $(ADDON_FLAGS) -o $@ $<
 
-# the same addon for the arm64 image (make image-arm64), cross-compiled
+# malloc_trim(0) after the daemon's quiet-time collection (lib/daemon/malloc-trim.ts)
+dist/native/malloc_trim.node: native/malloc-trim.c node_modules/.bin/node
+	mkdir -p $(@D)
+	cc $(ADDON_FLAGS) -o $@ $<
+
+# the same addons for the arm64 image (make image-arm64), cross-compiled
 dist/arm64/native/netlink_sockopt.node: native/netlink-sockopt.c node_modules/.bin/node
+	mkdir -p $(@D)
+	aarch64-linux-gnu-gcc $(ADDON_FLAGS) -o $@ $<
+
+dist/arm64/native/malloc_trim.node: native/malloc-trim.c node_modules/.bin/node
 	mkdir -p $(@D)
 	aarch64-linux-gnu-gcc $(ADDON_FLAGS) -o $@ $<
 

@@ -19,6 +19,7 @@ import { kubeProxyNodeIPs } from './families';
 import { FamilyState } from './family-state';
 import { KernelSurfaces } from './kernel-surfaces';
 import { GcOptions, IdleCollector } from './idle-collector';
+import { mallocTrim } from './malloc-trim';
 
 /** IdleCollector: how long no Service or EndpointSlice change must come after a burst. */
 export const IDLE_COLLECT_QUIET_MS = 5000;
@@ -61,8 +62,12 @@ export function wireProxier(deps: ProxierWiringDeps): ProxierWiring {
     proxyHealthy: (): boolean => proxyHealth(proxier, systemClock.now(), timeoutMs).healthy,
   });
   const { ipvs, link, ipsets, iptables, conntrack, nftables } = kernel;
+  const trim = mallocTrim();
+  if (trim instanceof Error)
+    componentLog('memory').info(`the C heap is not trimmed after a quiet-time collection: ${trim.message}`);
   const collector: IdleCollector = new IdleCollector({
     gc: (globalThis as { gc?: (o?: GcOptions) => void }).gc,
+    trim: trim instanceof Error ? undefined : trim,
     resident: () => process.memoryUsage.rss(),
     clock: systemClock,
     quietMs: IDLE_COLLECT_QUIET_MS,

@@ -10,34 +10,18 @@
  * socket works as before and errors carry the errno alone; extendedAckProblem() says why
  * (the kernel layer logs it once).
  */
-import * as path from 'node:path';
 // the one module (the package index also loads its nl80211 and wireguard codecs)
 import type { RawNetlinkSocket } from 'netlink/dist/raw';
 import { errnoName } from '../errors';
+import { nativeAddonLoader } from '../native-addon';
 
 interface SockoptAddon {
   enableExtAck(protocol: number, port: number): number;
   extAckEnabled(protocol: number, port: number): boolean;
 }
 
-/** dist/native/ sits beside dist/lib/ (the Makefile compiles the addon there). */
-export const SOCKOPT_ADDON_PATH = path.join(__dirname, '..', '..', 'native', 'netlink_sockopt.node');
-
-let addon: SockoptAddon | Error | undefined;
+const loadAddon = nativeAddonLoader<SockoptAddon>('netlink_sockopt.node');
 let problem: string | undefined;
-
-function loadAddon(): SockoptAddon | Error {
-  if (addon === undefined) {
-    try {
-      addon = require(SOCKOPT_ADDON_PATH) as SockoptAddon;
-    } catch (e) {
-      addon = new Error(
-        `netlink sockopt addon not loadable (${SOCKOPT_ADDON_PATH}): ${(e as Error).message.split('\n')[0]}`,
-      );
-    }
-  }
-  return addon;
-}
 
 function describe(e: unknown): string {
   const errno = (e as { errno?: unknown }).errno;

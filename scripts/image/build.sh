@@ -81,7 +81,7 @@ if [ "$ARCH" = arm64 ]; then
     rm -f "$CACHE/$tgz"
   fi
   NODE_BIN=$CACHE/node-v$NODE_VERSION/bin/node
-  make "$NATIVE_DIR/netlink_sockopt.node"
+  make "$NATIVE_DIR/netlink_sockopt.node" "$NATIVE_DIR/malloc_trim.node"
 fi
 
 # deterministic tar: sorted names, numeric owners, no atime/ctime

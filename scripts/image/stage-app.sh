@@ -24,7 +24,9 @@ case $ARCH in
   *) echo "stage-app.sh: unknown ARCH $ARCH (x64 or arm64)" >&2; exit 1 ;;
 esac
 [ -s dist/lib/cli/main.js ] || { echo "stage-app.sh: no dist/lib/cli/main.js: run make build first" >&2; exit 1; }
-[ -s "$NATIVE_DIR/netlink_sockopt.node" ] || { echo "stage-app.sh: no $NATIVE_DIR/netlink_sockopt.node (the Makefile builds it)" >&2; exit 1; }
+for addon in netlink_sockopt malloc_trim; do
+  [ -s "$NATIVE_DIR/$addon.node" ] || { echo "stage-app.sh: no $NATIVE_DIR/$addon.node (the Makefile builds it)" >&2; exit 1; }
+done
 
 # production dependencies only, exactly the installed versions (no registry access)
 mapfile -t PROD < <(npm ls --omit=dev --parseable --all 2>/dev/null | tail -n +2 | sed "s|^$PWD/||" |
@@ -53,6 +55,7 @@ stale=$(find "$APP/dist/lib" -name 'fake-*.js' | head -3)
 [ -z "$stale" ] || { echo "stage-app.sh: test fakes in dist/lib ($stale ...): make clean build" >&2; exit 1; }
 mkdir -p "$APP/dist/native"
 cp -a "$NATIVE_DIR/netlink_sockopt.node" "$APP/dist/native/"
+cp -a "$NATIVE_DIR/malloc_trim.node" "$APP/dist/native/"
 find "$APP/dist" -name '*.map' -delete
 cp -a --parents "${PROD[@]}" "$APP/"
 # what never runs: type declarations, sources, maps, docs, other platforms' prebuilt addons
@@ -69,5 +72,5 @@ ln -s kube-ipvs "$STAGE/usr/local/bin/kube-proxy"
 (cd / && $RUN "$STAGE/usr/local/bin/node" "$APP/dist/lib/cli/main.js" --help >/dev/null) ||
   { echo "stage-app.sh: the staged app does not start" >&2; exit 1; }
 # shellcheck disable=SC2086
-(cd / && $RUN "$STAGE/usr/local/bin/node" -e "require('$APP/dist/lib/daemon/daemon.js'); require('$APP/dist/lib/kernel/ipvs/ipvs-netlink.js'); require('$APP/dist/native/netlink_sockopt.node')") ||
+(cd / && $RUN "$STAGE/usr/local/bin/node" -e "require('$APP/dist/lib/daemon/daemon.js'); require('$APP/dist/lib/kernel/ipvs/ipvs-netlink.js'); require('$APP/dist/native/netlink_sockopt.node'); require('$APP/dist/native/malloc_trim.node')") ||
   { echo "stage-app.sh: the staged app lacks a runtime module" >&2; exit 1; }

@@ -8,9 +8,11 @@ const MB = 2 ** 20;
 const silent = winston.createLogger({ silent: true });
 
 /** A collector over a process whose resident memory the test sets; gc() drops it to `live`. */
-function setup(opts: { gc?: boolean; busy?: () => boolean } = {}) {
+function setup(opts: { gc?: boolean; busy?: () => boolean; trim?: boolean } = {}) {
   const clock = new FakeClock();
   const mem = { resident: 100 * MB, live: 100 * MB };
+  /** what the collector called, in order */
+  const calls: string[] = [];
   const gcCalls: number[] = [];
   const gcOptions: (GcOptions | undefined)[] = [];
   const told: [number, number][] = [];
@@ -19,10 +21,18 @@ function setup(opts: { gc?: boolean; busy?: () => boolean } = {}) {
       opts.gc === false
         ? undefined
         : (o) => {
+            calls.push('gc');
             gcCalls.push(clock.now());
             gcOptions.push(o);
             mem.resident = mem.live;
           },
+    // malloc's free pages: 10 MB below what the collection left
+    trim: opts.trim
+      ? () => {
+          calls.push('trim');
+          mem.resident -= 10 * MB;
+        }
+      : undefined,
     collected: (_ms, before, after) => told.push([before, after]),
     resident: () => mem.resident,
     clock,
@@ -32,7 +42,7 @@ function setup(opts: { gc?: boolean; busy?: () => boolean } = {}) {
     busy: opts.busy ?? (() => false),
     log: silent,
   });
-  return { clock, mem, gcCalls, gcOptions, told, c };
+  return { clock, mem, calls, gcCalls, gcOptions, told, c };
 }
 
 describe('IdleCollector', () => {
@@ -47,6 +57,23 @@ describe('IdleCollector', () => {
     expect(gcCalls).toEqual([start + 5000]);
     expect(gcOptions).toEqual([MEMORY_REDUCING_GC]);
     expect(told).toEqual([[140 * MB, 100 * MB]]);
+  });
+
+  it('trims the C heap after each collection, and reports the memory after both; never without one', async () => {
+    const { clock, mem, calls, told, c } = setup({ trim: true });
+    mem.resident = 140 * MB;
+    c.changed();
+    await clock.advance(4999);
+    expect(calls).toEqual([]);
+    await clock.advance(1);
+    // after the collection freed what held malloc's chunks
+    expect(calls).toEqual(['gc', 'trim']);
+    expect(told).toEqual([[140 * MB, 90 * MB]]);
+    // grown less than minGrowthBytes since: no collection, no trim
+    mem.resident = 100 * MB;
+    c.changed();
+    await clock.advance(5000);
+    expect(calls).toEqual(['gc', 'trim']);
   });
 
   it('does not collect during a burst, however many syncs end in it', async () => {

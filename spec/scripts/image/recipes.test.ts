@@ -55,10 +55,22 @@ describe('Containerfile and make image (scripts/image/build.sh)', () => {
     const copied = new Set(build.filter((l) => l.startsWith('COPY ')).flatMap((l) => l.split(/\s+/).slice(1, -1)));
     const tsconfig = JSON.parse(read('tsconfig.json')) as { include: string[] };
     const makefile = read('Makefile');
-    const addon = /^dist\/native\/netlink_sockopt\.node: (.+)$/m.exec(makefile)?.[1]?.split(/\s+/) ?? [];
-    expect(addon).toContain('native/netlink-sockopt.c');
-    // the compiler the Containerfile's gcc provides, with the flags the arm64 image's build uses too
-    expect(makefile).toMatch(/^dist\/native\/netlink_sockopt\.node: .*\n.*\n\tcc \$\(ADDON_FLAGS\) -o \$@ \$<$/m);
+    const addons = [
+      ['netlink_sockopt', 'native/netlink-sockopt.c'],
+      ['malloc_trim', 'native/malloc-trim.c'],
+    ] as const;
+    const addon: string[] = [];
+    for (const [name, source] of addons) {
+      const prerequisites =
+        new RegExp(`^dist/native/${name}\\.node: (.+)$`, 'm').exec(makefile)?.[1]?.split(/\s+/) ?? [];
+      expect(prerequisites).toContain(source);
+      addon.push(...prerequisites);
+      // the compiler the Containerfile's gcc provides, with the flags the arm64 image's build uses too
+      expect(makefile).toMatch(
+        new RegExp(`^dist/native/${name}\\.node: .*\\n.*\\n\\tcc \\$\\(ADDON_FLAGS\\) -o \\$@ \\$<$`, 'm'),
+      );
+      expect(makefile).toMatch(new RegExp(`^build: .*dist/native/${name}\\.node`, 'm'));
+    }
     const needed = [
       'Makefile',
       'tsconfig.json',
@@ -103,8 +115,10 @@ describe('stage-app.sh', () => {
     expect(stage).toMatch(/^ln -s kube-ipvs "\$STAGE\/usr\/local\/bin\/kube-proxy"$/m);
   });
 
-  it('ships the native addon and checks the staged tree loads it', () => {
-    expect(stage).toMatch(/cp -a "\$NATIVE_DIR\/netlink_sockopt\.node" "\$APP\/dist\/native\/"/);
-    expect(stage).toContain("require('$APP/dist/native/netlink_sockopt.node')");
+  it('ships the native addons and checks the staged tree loads them', () => {
+    for (const name of ['netlink_sockopt', 'malloc_trim']) {
+      expect(stage).toContain(`cp -a "$NATIVE_DIR/${name}.node" "$APP/dist/native/"`);
+      expect(stage).toContain(`require('$APP/dist/native/${name}.node')`);
+    }
   });
 });
