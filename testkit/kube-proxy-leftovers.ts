@@ -108,6 +108,54 @@ export interface NftService {
   readonly endpoint: string;
 }
 
+/** kube-proxy v1.37's iptables mode (ipv4), one Service with an endpoint and one without: nat and filter */
+export const IPTABLES_MODE =
+  [
+    '*nat',
+    ':KUBE-SERVICES - [0:0]',
+    ':KUBE-POSTROUTING - [0:0]',
+    ':KUBE-MARK-MASQ - [0:0]',
+    ':KUBE-NODEPORTS - [0:0]',
+    ':KUBE-PROXY-CANARY - [0:0]',
+    ':KUBE-SVC-ERIFXISQEP7F7OF4 - [0:0]',
+    ':KUBE-SEP-IT2ZTR26TO4XFPTO - [0:0]',
+    ':KUBE-EXT-ERIFXISQEP7F7OF4 - [0:0]',
+    '-A PREROUTING -m comment --comment "kubernetes service portals" -j KUBE-SERVICES',
+    '-A OUTPUT -m comment --comment "kubernetes service portals" -j KUBE-SERVICES',
+    '-A POSTROUTING -m comment --comment "kubernetes postrouting rules" -j KUBE-POSTROUTING',
+    '-A KUBE-MARK-MASQ -j MARK --set-xmark 0x4000/0x4000',
+    '-A KUBE-SERVICES -d 10.96.0.10/32 -p tcp -m comment --comment "default/web:http cluster IP" -m tcp --dport 80 -j KUBE-SVC-ERIFXISQEP7F7OF4',
+    '-A KUBE-SERVICES -m comment --comment "kubernetes service nodeports; NOTE: this must be the last rule in this chain" -m addrtype --dst-type LOCAL -j KUBE-NODEPORTS',
+    '-A KUBE-NODEPORTS -p tcp -m comment --comment "default/web:http" -m tcp --dport 30080 -j KUBE-EXT-ERIFXISQEP7F7OF4',
+    '-A KUBE-EXT-ERIFXISQEP7F7OF4 -j KUBE-SVC-ERIFXISQEP7F7OF4',
+    '-A KUBE-SVC-ERIFXISQEP7F7OF4 -m comment --comment "default/web:http -> 10.244.1.2:8080" -j KUBE-SEP-IT2ZTR26TO4XFPTO',
+    '-A KUBE-SEP-IT2ZTR26TO4XFPTO -p tcp -m comment --comment "default/web:http" -m tcp -j DNAT --to-destination 10.244.1.2:8080',
+    'COMMIT',
+    '*filter',
+    ':KUBE-SERVICES - [0:0]',
+    ':KUBE-EXTERNAL-SERVICES - [0:0]',
+    ':KUBE-NODEPORTS - [0:0]',
+    ':KUBE-PROXY-FIREWALL - [0:0]',
+    ':KUBE-FORWARD - [0:0]',
+    ':KUBE-PROXY-CANARY - [0:0]',
+    '-A INPUT -m conntrack --ctstate NEW -m comment --comment "kubernetes load balancer firewall" -j KUBE-PROXY-FIREWALL',
+    '-A INPUT -m comment --comment "kubernetes health check service ports" -j KUBE-NODEPORTS',
+    '-A INPUT -m conntrack --ctstate NEW -m comment --comment "kubernetes externally-visible service portals" -j KUBE-EXTERNAL-SERVICES',
+    '-A FORWARD -m conntrack --ctstate NEW -m comment --comment "kubernetes load balancer firewall" -j KUBE-PROXY-FIREWALL',
+    '-A FORWARD -m comment --comment "kubernetes forwarding rules" -j KUBE-FORWARD',
+    '-A FORWARD -m conntrack --ctstate NEW -m comment --comment "kubernetes service portals" -j KUBE-SERVICES',
+    '-A FORWARD -m conntrack --ctstate NEW -m comment --comment "kubernetes externally-visible service portals" -j KUBE-EXTERNAL-SERVICES',
+    '-A OUTPUT -m conntrack --ctstate NEW -m comment --comment "kubernetes load balancer firewall" -j KUBE-PROXY-FIREWALL',
+    '-A OUTPUT -m conntrack --ctstate NEW -m comment --comment "kubernetes service portals" -j KUBE-SERVICES',
+    '-A KUBE-SERVICES -d 10.96.0.20/32 -p tcp -m comment --comment "default/empty:http has no endpoints" -m tcp --dport 80 -j REJECT --reject-with icmp-port-unreachable',
+    '-A KUBE-EXTERNAL-SERVICES -p tcp -m comment --comment "default/empty:http has no endpoints" -m addrtype --dst-type LOCAL -m tcp --dport 30081 -j REJECT --reject-with icmp-port-unreachable',
+    '-A KUBE-FORWARD -m conntrack --ctstate INVALID -m nfacct --nfacct-name ct_state_invalid_dropped_pkts -j DROP',
+    'COMMIT',
+  ].join('\n') + '\n';
+
+/** iptables mode's canary in the mangle table (its Monitor creates it in mangle, nat and filter) */
+export const IPTABLES_MODE_MANGLE = '*mangle\n:KUBE-PROXY-CANARY - [0:0]\nCOMMIT\n';
+
 /**
  * `nft -f` text of a table as kube-proxy's nftables mode writes it (abridged: one Service): a
  * map of service verdicts, DNAT chains hooked at prerouting and output, a filter chain that

@@ -1,7 +1,8 @@
 /**
- * `kube-ipvs cleanup` (kube-proxy `--cleanup`, K8S pkg/proxy/ipvs/proxier.go cleanupLeftovers):
- * removes what kube-proxy's IPVS mode (or kube-ipvs) leaves on a node, in the order the
- * kernel requires, touching nothing else:
+ * `kube-ipvs cleanup` (kube-proxy `--cleanup`, K8S cmd/kube-proxy/app/server_linux.go
+ * platformCleanup with cleanupAndExit: pkg/proxy/iptables, ipvs and nftables CleanupLeftovers):
+ * removes what kube-proxy in any of its Linux modes (or kube-ipvs) leaves on a node, in the
+ * order the kernel requires, touching nothing else:
  *
  *  0. read the ownership evidence first (what steps 2 and 4 remove): the KUBE-* sets, the
  *     addresses bound on kube-ipvs0, and the node's addresses;
@@ -14,15 +15,21 @@
  *     (keepalived's, an admin's): each one left is reported with why. kube-proxy flushes the
  *     whole table here; kube-ipvs does not;
  *  2. delete the kube-ipvs0 dummy (a kube-ipvs0 of another kind is reported, never deleted);
- *  3. per family (iptables, ip6tables) and table (nat, filter), ONE `iptables-restore --noflush`:
- *     delete every rule of a built-in chain that jumps to one of the 11 KUBE-* chains, flush
- *     those chains, then delete them (a chain may jump to another, so all flushes come first);
- *  4. destroy the KUBE-* / KUBE-6-* sets (after 3: a set referenced by a rule cannot go).
+ *  3. per family (iptables, ip6tables), ONE `iptables-restore --noflush` over nat, filter and
+ *     mangle: delete every rule of a built-in chain that jumps to one of the chains removed,
+ *     flush those chains, then delete them (a chain may jump to another, so all flushes come
+ *     first). The chains: IPVS mode's 11 KUBE-* chains and iptables mode's own (its per-Service
+ *     KUBE-SVC-/SEP-/EXT-/FW-/SVL- chains, filter KUBE-SERVICES and KUBE-EXTERNAL-SERVICES,
+ *     KUBE-NODEPORTS, and KUBE-PROXY-CANARY in all three tables), with iptables mode's jumps to
+ *     KUBE-PROXY-FIREWALL;
+ *  4. destroy the KUBE-* / KUBE-6-* sets (after 3: a set referenced by a rule cannot go);
+ *  5. delete nftables mode's two tables, `ip kube-proxy` and `ip6 kube-proxy`, in one
+ *     transaction (never `inet kube-proxy` or any other table).
  *
  * `dryRun`: the same reads, no change; the report lists what would be removed.
  * Only the names kube-proxy uses are touched (so kubelet's KUBE-FIREWALL, KUBE-MARK-DROP,
- * KUBE-KUBELET-CANARY and any foreign chain, rule, set or link stay). Idempotent: what is
- * already gone is skipped, and a second run starts no iptables-restore and no ipset process.
+ * KUBE-KUBELET-CANARY and any foreign chain, rule, set, link or table stay). Idempotent: what
+ * is already gone is skipped, and a second run starts no iptables-restore and no ipset process.
  * A step that fails is reported and the others still run; a chain still referenced from a
  * foreign chain is flushed but kept (deleting it would fail the whole table's restore).
  */
@@ -36,7 +43,9 @@ import { planChainRemoval } from '../kernel/iptables/chain-removal';
 import { KUBE_IPVS0 } from '../kernel/link/link';
 import { IpFamily } from '../model/ip-family';
 import { SetName, Table, ipsetName } from '../model/names';
-import { KUBE_CHAINS } from '../model/iptables';
+import { IPTABLES_MODE_CANARY, KUBE_CHAINS, isIptablesModeChain, isIptablesModeFirewallJump } from '../model/iptables';
+import type { NftTables } from '../kernel/nftables/nftables';
+import { describeNftTable, isKubeProxyNftTable } from '../model/nft-table';
 import { OwnershipEvidence, unownedReason } from '../model/ipset-claims';
 import { VirtualServer, describeVirtualServer } from '../model/ipvs';
 import { isNoDevice } from '../kernel/link/link';
@@ -50,6 +59,8 @@ export interface CleanupDeps {
   /** one runner per family to clean (iptables and ip6tables) */
   readonly iptables: readonly IptablesRunner[];
   readonly ipset: IpsetRunner;
+  /** nf_tables' tables, for nftables mode's two */
+  readonly nftables: Pick<NftTables, 'listTables' | 'deleteTables'>;
   readonly log?: CleanupLog;
   /** read only; the report lists what would be removed */
   readonly dryRun?: boolean;
@@ -62,8 +73,8 @@ export interface CleanupLog {
   error(msg: string, meta?: Record<string, unknown>): unknown;
 }
 
-/** The steps of cleanup(): the IPVS table, the kube-ipvs0 link, iptables chains, ipsets. */
-export type CleanupStep = 'ipvs' | 'link' | 'iptables' | 'ipset';
+/** The steps of cleanup(): the IPVS table, the kube-ipvs0 link, iptables chains, ipsets, nftables tables. */
+export type CleanupStep = 'ipvs' | 'link' | 'iptables' | 'ipset' | 'nftables';
 
 /** One thing cleanup() failed to remove: the step, what it was, and the error. */
 export interface CleanupFailure {
@@ -93,6 +104,8 @@ export interface CleanupReport {
   readonly chainsKept: readonly string[];
   /** sets destroyed (dry run: that would be) */
   readonly setsDestroyed: readonly string[];
+  /** nftables mode's tables deleted (dry run: that would be), "table ip kube-proxy" */
+  readonly nftTablesDeleted: readonly string[];
   /** processes started for iptables/ipset (saves + restores) */
   readonly execs: number;
   readonly failures: readonly CleanupFailure[];
@@ -110,7 +123,9 @@ async function dummyThere(link: Link): Promise<boolean> {
   }
 }
 
-const TABLES: readonly Table[] = ['nat', 'filter'];
+/** the tables step 3 cleans: mangle only for iptables mode's canary */
+type CleanupTable = Table | 'mangle';
+const TABLES: readonly CleanupTable[] = ['nat', 'filter', 'mangle'];
 
 /** Every set name kube-proxy's IPVS mode may have created: the 17, IPv4 and KUBE-6- IPv6. */
 export function kubeSetNames(): string[] {
@@ -120,10 +135,18 @@ export function kubeSetNames(): string[] {
   return out;
 }
 
-/** What one table's cleanup restore must do, computed from its `iptables-save -t` text. Pure. */
-export function planTableCleanup(table: Table, saveText: string): { lines: string[]; kept: string[] } {
+/**
+ * What one table's cleanup restore must do, computed from its `iptables-save -t` text: IPVS
+ * mode's chains (in KUBE_CHAINS' order), then iptables mode's (in the save's). Pure.
+ */
+export function planTableCleanup(table: CleanupTable, saveText: string): { lines: string[]; kept: string[] } {
+  if (table === 'mangle') return planChainRemoval(saveText, { remove: (c) => c === IPTABLES_MODE_CANARY });
   const ours = new Set<string>(KUBE_CHAINS[table]);
-  return planChainRemoval(saveText, { remove: (c) => ours.has(c), order: KUBE_CHAINS[table] });
+  return planChainRemoval(saveText, {
+    remove: (c) => ours.has(c) || isIptablesModeChain(table, c),
+    order: KUBE_CHAINS[table],
+    alsoDelete: isIptablesModeFirewallJump,
+  });
 }
 
 /**
@@ -143,7 +166,7 @@ async function defaultNodePortAddresses(link: Link, exceptIndex: number | undefi
   return new Set(selectNodePortAddresses(await listLocalAddresses(link, exceptIndex), []));
 }
 
-/** Removes what kube-proxy (IPVS mode) or kube-ipvs left in the kernel (kube-proxy --cleanup). */
+/** Removes what kube-proxy (any mode) or kube-ipvs left in the kernel (kube-proxy --cleanup). */
 export async function cleanup(deps: CleanupDeps): Promise<CleanupReport> {
   const { log } = deps;
   const failures: CleanupFailure[] = [];
@@ -287,6 +310,19 @@ export async function cleanup(deps: CleanupDeps): Promise<CleanupReport> {
     }
   }
 
+  // 5. nftables mode's tables
+  const nftTablesDeleted: string[] = [];
+  try {
+    const found = (await deps.nftables.listTables()).filter(isKubeProxyNftTable);
+    if (found.length > 0 && !dryRun) {
+      await deps.nftables.deleteTables(found);
+      log?.info(`cleanup: deleted nftables ${found.map(describeNftTable).join(', ')}`);
+    }
+    nftTablesDeleted.push(...found.map(describeNftTable));
+  } catch (e) {
+    fail('nftables', `table ip kube-proxy and table ip6 kube-proxy`, e);
+  }
+
   return {
     dryRun,
     virtualServersRemoved,
@@ -295,6 +331,7 @@ export async function cleanup(deps: CleanupDeps): Promise<CleanupReport> {
     iptablesDone,
     chainsKept,
     setsDestroyed,
+    nftTablesDeleted,
     execs,
     failures,
   };

@@ -1,5 +1,6 @@
-// `kube-ipvs cleanup` (and kube-proxy's `--cleanup` flag): remove what kube-proxy's IPVS mode
-// or kube-ipvs left on the node, and only that (lib/cleanup/cleanup.ts), and exit 0, or 1 when
+// `kube-ipvs cleanup` (and kube-proxy's `--cleanup` flag): remove what kube-proxy (its IPVS,
+// iptables or nftables mode) or kube-ipvs left on the node, and only that
+// (lib/cleanup/cleanup.ts), and exit 0, or 1 when
 // a step failed (IPVS unreachable for any reason but "ip_vs not loaded" is a failure), naming
 // what was left behind; every virtual server left in place is named with why. An unknown
 // option or an argument exits 2 before anything is read or changed. `--dry-run` prints what
@@ -16,6 +17,8 @@ import { IptablesBackendMode, IptablesRunner } from '../kernel/iptables/iptables
 import { IpsetRunner } from '../kernel/ipset/ipset';
 import { ExecIpsetRunner } from '../kernel/ipset/ipset-restore';
 import { ChildProcessExec } from '../kernel/exec';
+import type { NftTables } from '../kernel/nftables/nftables';
+import { LazyNftTables } from '../kernel/nftables/nftables-netlink';
 import { IpFamily } from '../model/ip-family';
 
 /** What the command opens; tests give fakes. */
@@ -24,6 +27,7 @@ export interface CleanupEnv {
   openLink(): Promise<Link>;
   iptables(family: IpFamily, backend: IptablesBackendMode): IptablesRunner;
   ipset(): IpsetRunner;
+  nftables(): NftTables;
   log: CleanupLog;
   /** where --dry-run's list goes (default: process.stdout) */
   stdout?: { write(text: string): unknown };
@@ -38,6 +42,7 @@ function realEnv(): CleanupEnv {
     openLink: () => openLink(),
     iptables: (family, backend) => new ExecIptablesRunner({ family, backend, exec }),
     ipset: () => new ExecIpsetRunner(exec),
+    nftables: () => new LazyNftTables(),
     log: componentLog('cleanup'),
   };
 }
@@ -71,7 +76,9 @@ function leftBehind(f: CleanupFailure): string {
         ? KUBE_IPVS0
         : f.step === 'iptables'
           ? `KUBE-* ${f.what}`
-          : 'KUBE-* ipsets';
+          : f.step === 'nftables'
+            ? `nftables ${f.what}`
+            : 'KUBE-* ipsets';
   return `${what} (${f.step} ${f.what}: ${(f.error as Error)?.message ?? String(f.error)})`;
 }
 
@@ -109,6 +116,7 @@ function formatDryRun(report: CleanupReport): string {
     ...report.iptablesDone.map((l) => `would run ${l}`),
     ...report.chainsKept.map((c) => `would keep ${c} (flushed): a foreign rule still jumps to it`),
     ...report.setsDestroyed.map((n) => `would remove ipset ${n}`),
+    ...report.nftTablesDeleted.map((t) => `would remove nftables ${t}`),
   ];
   return lines.length === 0 ? 'nothing to remove\n' : lines.join('\n') + '\n';
 }
@@ -121,8 +129,8 @@ export async function runCleanup(argv: readonly string[], env: CleanupEnv = real
   const stderr = env.stderr ?? process.stderr;
   const program = new Command('kube-ipvs cleanup')
     .description(
-      'remove the IPVS virtual servers kube-proxy (IPVS mode) or kube-ipvs owns, kube-ipvs0, KUBE-* chains and sets; ' +
-        'fwmark and foreign virtual servers (keepalived, an admin) stay',
+      'remove the IPVS virtual servers kube-proxy (IPVS mode) or kube-ipvs owns, kube-ipvs0, KUBE-* chains and sets, ' +
+        "and what kube-proxy's iptables and nftables modes leave; fwmark and foreign virtual servers (keepalived, an admin) stay",
     )
     .addOption(
       new Option('--iptables-backend <mode>', 'iptables backend').choices(['auto', 'nft', 'legacy']).default('auto'),
@@ -150,11 +158,13 @@ export async function runCleanup(argv: readonly string[], env: CleanupEnv = real
   const { log } = env;
   const { ipvs, close } = await ipvsOrNothing(env);
   const link = await env.openLink();
+  const nftables = env.nftables();
   const deps: CleanupDeps = {
     ipvs,
     link,
     iptables: families.map((family) => env.iptables(family, opts.iptablesBackend)),
     ipset: env.ipset(),
+    nftables,
     log,
     dryRun,
   };
@@ -165,7 +175,8 @@ export async function runCleanup(argv: readonly string[], env: CleanupEnv = real
       `cleanup ${dryRun ? 'dry run ' : ''}done: ${report.virtualServersRemoved.length} virtual servers ${dryRun ? 'to remove' : 'removed'}, ` +
         `${report.virtualServersKept.length} left (not kube-proxy's), ` +
         `kube-ipvs0 ${report.linkDeleted ? (dryRun ? 'to delete' : 'deleted') : 'absent'}, ${report.iptablesDone.length} iptables changes, ` +
-        `${report.setsDestroyed.length} sets ${dryRun ? 'to destroy' : 'destroyed'}, ${report.failures.length} failures`,
+        `${report.setsDestroyed.length} sets ${dryRun ? 'to destroy' : 'destroyed'}, ` +
+        `${report.nftTablesDeleted.length} nftables tables ${dryRun ? 'to delete' : 'deleted'}, ${report.failures.length} failures`,
     );
     if (report.failures.length === 0) return 0;
     log.error(`cleanup incomplete; left behind: ${report.failures.map(leftBehind).join('; ')}`);
@@ -173,5 +184,6 @@ export async function runCleanup(argv: readonly string[], env: CleanupEnv = real
   } finally {
     close();
     link.close();
+    nftables.close();
   }
 }

@@ -59,6 +59,8 @@ export function jumpRuleSpec(j: JumpRule): string {
   return `-m comment --comment "${j.comment}" -j ${j.to}`;
 }
 
+/** iptables mode's canary chain, also in the mangle table (kube-proxy's cleanup deletes it there too) */
+export const IPTABLES_MODE_CANARY = 'KUBE-PROXY-CANARY';
 /**
  * What kube-proxy's iptables mode (K8S pkg/proxy/iptables/proxier.go) leaves that IPVS mode
  * never writes: its own chains per table (nat KUBE-SERVICES, KUBE-POSTROUTING and
@@ -69,8 +71,8 @@ export function jumpRuleSpec(j: JumpRule): string {
  * had no endpoints at the switch, for good, whatever endpoints it gets later.
  */
 export const IPTABLES_MODE_CHAINS: { readonly [T in Table]: readonly string[] } = {
-  nat: ['KUBE-NODEPORTS', 'KUBE-PROXY-CANARY'],
-  filter: ['KUBE-SERVICES', 'KUBE-EXTERNAL-SERVICES', 'KUBE-NODEPORTS', 'KUBE-PROXY-CANARY'],
+  nat: ['KUBE-NODEPORTS', IPTABLES_MODE_CANARY],
+  filter: ['KUBE-SERVICES', 'KUBE-EXTERNAL-SERVICES', 'KUBE-NODEPORTS', IPTABLES_MODE_CANARY],
 };
 /** nat: KUBE-SVC-/SVL- (per Service), KUBE-SEP- (per endpoint), KUBE-FW-/EXT- (firewall, external) */
 export const IPTABLES_MODE_CHAIN_PREFIXES: readonly string[] = [

@@ -5,7 +5,15 @@ import { FakeIpset } from '../../testkit/kernel/fake-ipset';
 import { FakeIptables } from '../../testkit/kernel/fake-iptables';
 import { KUBE_IPVS0 } from '../../lib/kernel/link/link';
 import { AF_INET, IPPROTO_TCP } from '../../lib/uapi/inet';
-import { FOREIGN, kubeProxyIpsetSeed, kubeProxyIptablesSeed } from '../../testkit/kube-proxy-leftovers';
+import {
+  FOREIGN,
+  IPTABLES_MODE,
+  IPTABLES_MODE_MANGLE,
+  kubeProxyIpsetSeed,
+  kubeProxyIptablesSeed,
+} from '../../testkit/kube-proxy-leftovers';
+import { FakeNftTables } from '../../testkit/kernel/fake-nftables';
+import { NFPROTO } from '../../lib/uapi/nf_tables';
 
 async function kubeProxyNode() {
   const ipvs = new FakeIpvs();
@@ -25,7 +33,8 @@ async function kubeProxyNode() {
   const ipt6 = new FakeIptables({ family: 'ipv6', flavor: 'legacy', ipsets: ipset });
   await ipt4.restore(kubeProxyIptablesSeed('ipv4'));
   await ipt6.restore(kubeProxyIptablesSeed('ipv6'));
-  return { ipvs, link, ipset, ipt4, ipt6, deps: { ipvs, link, ipset, iptables: [ipt4, ipt6] } };
+  const nftables = new FakeNftTables();
+  return { ipvs, link, ipset, ipt4, ipt6, nftables, deps: { ipvs, link, ipset, iptables: [ipt4, ipt6], nftables } };
 }
 
 const chainsOf = (save: string) =>
@@ -57,8 +66,8 @@ describe('cleanup on fakes seeded as a kube-proxy node', () => {
     for (const name of kubeSetNames()) expect(n.ipset.has(name)).toBe(false);
     expect(n.ipset.has(FOREIGN.SET)).toBe(true);
     expect(n.ipset.has(FOREIGN.SET6)).toBe(true);
-    // 2 saves + 1 restore per family, 1 ipset save + 1 restore
-    expect(r.execs).toBe(8);
+    // 3 saves (nat, filter, mangle) + 1 restore per family, 1 ipset save + 1 restore
+    expect(r.execs).toBe(10);
   });
 
   it('a second run succeeds and changes nothing: saves only, no restore', async () => {
@@ -74,7 +83,8 @@ describe('cleanup on fakes seeded as a kube-proxy node', () => {
       iptablesDone: [],
       chainsKept: [],
       setsDestroyed: [],
-      execs: 5,
+      nftTablesDeleted: [],
+      execs: 7,
       failures: [],
     });
     expect(n.ipt4.restores.length + n.ipt6.restores.length + n.ipset.restores.length).toBe(restores);
@@ -100,9 +110,10 @@ describe('cleanup on fakes seeded as a kube-proxy node', () => {
       link: new FakeLink(),
       ipset,
       iptables: [new FakeIptables({ ipsets: ipset })],
+      nftables: new FakeNftTables(),
     });
     expect(r.failures).toEqual([]);
-    expect(r.execs).toBe(3);
+    expect(r.execs).toBe(4);
   });
 
   it('a kube-ipvs0 of another kind is reported, left in place, and the rest still runs', async () => {
@@ -127,6 +138,88 @@ describe('cleanup on fakes seeded as a kube-proxy node', () => {
     expect(r.failures.map((f) => `${f.step} ${f.what}`)).toEqual(['ipset destroy KUBE-CLUSTER-IP']);
     expect(n.ipset.has('KUBE-CLUSTER-IP')).toBe(true);
     expect(r.setsDestroyed).toHaveLength(11);
+  });
+});
+
+// kube-proxy --cleanup removes what each of its Linux modes leaves (platformCleanup with
+// cleanupAndExit: iptables, ipvs and nftables CleanupLeftovers), whichever mode it ran in
+describe("cleanup of kube-proxy's iptables-mode and nftables-mode leftovers", () => {
+  const kubeProxyChains = (save: string) => chainsOf(save).filter((c) => /^KUBE-(?!FIREWALL$)/.test(c!));
+
+  it("removes iptables mode's chains in nat, filter and mangle, with their jumps; the kubelet's and an admin's stay", async () => {
+    const ipset = new FakeIpset();
+    const ipt = new FakeIptables({ family: 'ipv4', flavor: 'legacy', ipsets: ipset });
+    await ipt.restore(
+      '*filter\n:KUBE-FIREWALL - [0:0]\n-A INPUT -j KUBE-FIREWALL\n-A INPUT -p tcp -m tcp --dport 22 -j ACCEPT\nCOMMIT\n',
+    );
+    const foreign = { nat: await ipt.save('nat'), filter: await ipt.save('filter'), mangle: await ipt.save('mangle') };
+    await ipt.restore(IPTABLES_MODE);
+    await ipt.restore(IPTABLES_MODE_MANGLE);
+    const r = await cleanup({
+      ipvs: new FakeIpvs(),
+      link: new FakeLink(),
+      ipset,
+      iptables: [ipt],
+      nftables: new FakeNftTables(),
+    });
+    expect(r.failures).toEqual([]);
+    expect(r.chainsKept).toEqual([]);
+    for (const table of ['nat', 'filter', 'mangle'] as const) {
+      expect(kubeProxyChains(await ipt.save(table))).toEqual([]);
+      expect(await ipt.save(table)).toBe(foreign[table]);
+    }
+    expect(r.iptablesDone).toEqual(
+      expect.arrayContaining([
+        'ipv4 nat -D PREROUTING -m comment --comment "kubernetes service portals" -j KUBE-SERVICES',
+        'ipv4 nat -X KUBE-SVC-ERIFXISQEP7F7OF4',
+        'ipv4 nat -X KUBE-SEP-IT2ZTR26TO4XFPTO',
+        'ipv4 filter -D INPUT -m conntrack --ctstate NEW -m comment --comment "kubernetes load balancer firewall" -j KUBE-PROXY-FIREWALL',
+        'ipv4 filter -X KUBE-EXTERNAL-SERVICES',
+        'ipv4 mangle -X KUBE-PROXY-CANARY',
+      ]),
+    );
+    // one restore for the three tables
+    expect(ipt.restores.length).toBe(4);
+  });
+
+  it("deletes nftables mode's ip and ip6 kube-proxy tables in one transaction; inet kube-proxy and others stay", async () => {
+    const nftables = new FakeNftTables();
+    nftables.addTable({ family: NFPROTO.IPV4, name: 'kube-proxy' });
+    nftables.addTable({ family: NFPROTO.INET, name: 'kube-proxy' });
+    nftables.addTable({ family: NFPROTO.IPV6, name: 'kube-proxy' });
+    nftables.addTable({ family: NFPROTO.IPV4, name: 'filter' });
+    const ipset = new FakeIpset();
+    const deps = {
+      ipvs: new FakeIpvs(),
+      link: new FakeLink(),
+      ipset,
+      iptables: [new FakeIptables({ ipsets: ipset })],
+      nftables,
+    };
+    const dry = await cleanup({ ...deps, dryRun: true });
+    expect(dry.nftTablesDeleted).toEqual(['table ip kube-proxy', 'table ip6 kube-proxy']);
+    expect(nftables.all()).toHaveLength(4);
+    const r = await cleanup(deps);
+    expect(r.failures).toEqual([]);
+    expect(r.nftTablesDeleted).toEqual(['table ip kube-proxy', 'table ip6 kube-proxy']);
+    expect(nftables.all()).toEqual([
+      { family: NFPROTO.INET, name: 'kube-proxy' },
+      { family: NFPROTO.IPV4, name: 'filter' },
+    ]);
+    expect(nftables.transactions).toBe(1);
+    // nothing left: nothing sent
+    expect((await cleanup(deps)).nftTablesDeleted).toEqual([]);
+    expect(nftables.transactions).toBe(1);
+  });
+
+  it('nftables refused (no CAP_NET_ADMIN): a failure of that step, the other steps still run', async () => {
+    const n = await kubeProxyNode();
+    n.nftables.privileged = false;
+    const r = await cleanup(n.deps);
+    expect(r.failures.map((f) => `${f.step} ${(f.error as { code?: string }).code}`)).toEqual([
+      expect.stringMatching(/^nftables /),
+    ]);
+    expect(r.setsDestroyed).toHaveLength(12);
   });
 });
 

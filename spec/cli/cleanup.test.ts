@@ -5,6 +5,7 @@ import { FakeIpvs } from '../../testkit/kernel/fake-ipvs';
 import { FakeLink } from '../../testkit/kernel/fake-link';
 import { FakeIpset } from '../../testkit/kernel/fake-ipset';
 import { FakeIptables } from '../../testkit/kernel/fake-iptables';
+import { FakeNftTables } from '../../testkit/kernel/fake-nftables';
 import { KUBE_IPVS0 } from '../../lib/kernel/link/link';
 import { NetlinkError } from '../../lib/errors';
 import { kubeProxyIpsetSeed, kubeProxyIptablesSeed } from '../../testkit/kube-proxy-leftovers';
@@ -29,6 +30,7 @@ async function node(openIpvs: CleanupEnv['openIpvs']) {
     openLink: async () => link,
     iptables: () => ipt,
     ipset: () => ipset,
+    nftables: () => new FakeNftTables(),
     log: { info: at('info'), warn: at('warn'), error: at('error') },
   };
   return { env, logged, link, ipset };

@@ -20,6 +20,7 @@ import { createIpset } from '../../lib/kernel/ipset/ipset-restore';
 import { createIptables } from '../../lib/kernel/iptables/iptables-restore';
 import { ExecIptablesRunner } from '../../lib/kernel/iptables/iptables-restore';
 import { ExecIpsetRunner } from '../../lib/kernel/ipset/ipset-restore';
+import { LazyNftTables } from '../../lib/kernel/nftables/nftables-netlink';
 import { ChildProcessExec } from '../../lib/kernel/exec';
 import { cleanup } from '../../lib/cleanup/cleanup';
 import { nonEmptySetKeys, planIpsets } from '../../lib/plan/ipsets';
@@ -156,6 +157,7 @@ describe.each<['nft' | 'legacy']>([['nft'], ['legacy']])(
         link,
         iptables: [new ExecIptablesRunner({ family: 'ipv4', backend, exec })],
         ipset: new ExecIpsetRunner(exec),
+        nftables: new LazyNftTables(),
       });
       expect(report.failures).toEqual([]);
       expect(report.virtualServersKept).toEqual([]);

@@ -25,7 +25,7 @@ export interface ChainRemoval {
 export interface ChainRemovalSpec {
   /** the chains to remove (those the save declares and this accepts) */
   readonly remove: (chain: string) => boolean;
-  /** their order in `lines`: the set's own order (cleanup lists kube-proxy's); else the save's */
+  /** their order in `lines`: these first (cleanup lists kube-proxy's), then the save's order */
   readonly order?: readonly string[];
   /** also delete a built-in rule this accepts (its tokens after `-A`), whatever it jumps to */
   readonly alsoDelete?: (tokens: readonly string[]) => boolean;
@@ -66,7 +66,8 @@ export function planChainRemoval(saveText: string, spec: ChainRemovalSpec): Chai
       if (intoSet || spec.alsoDelete?.(r.tokens)) jumps.push(`-D ${r.chain} ${r.line.slice(3 + r.chain.length + 1)}`);
     } else if (intoSet) foreignRefs.add(target);
   }
-  const chains = spec.order ? spec.order.filter((c) => removing.has(c)) : existing;
+  const listed = spec.order?.filter((c) => removing.has(c)) ?? [];
+  const chains = [...listed, ...existing.filter((c) => !listed.includes(c))];
   const kept = chains.filter((c) => foreignRefs.has(c));
   return {
     lines: [

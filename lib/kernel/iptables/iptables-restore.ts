@@ -71,7 +71,7 @@ export class ExecIptablesRunner implements IptablesRunner {
     return chosen;
   }
 
-  async save(table: Table): Promise<string> {
+  async save(table: Table | 'mangle'): Promise<string> {
     const bin = iptablesBinary(this.family, await this.backend(), 'save');
     const args = ['-t', table];
     return checkExec(bin, args, await this.exec.run(bin, args)).stdout;

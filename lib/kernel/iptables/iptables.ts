@@ -72,8 +72,8 @@ export interface Iptables {
 export interface IptablesRunner {
   readonly family: IpFamily;
   backend(): Promise<IptablesBackend>;
-  /** `iptables-save -t <table>` */
-  save(table: Table): Promise<string>;
+  /** `iptables-save -t <table>` (mangle: for `kube-ipvs cleanup` alone) */
+  save(table: Table | 'mangle'): Promise<string>;
   /** `iptables-restore --noflush -w` with `text` on stdin; throws ExecError */
   restore(text: string): Promise<void>;
 }

@@ -1,0 +1,186 @@
+// `kube-ipvs cleanup` against the real `kube-proxy --cleanup` (.k8s/bin, the pinned release), after
+// the real kube-proxy ran in each of its Linux modes: kube-proxy programs the node from the
+// lab's real kube-apiserver and stops (SIGTERM, no cleanup, as a DaemonSet rollout stops it);
+// `kube-proxy --cleanup` cleans the node; kube-proxy programs it again and stops; `kube-ipvs
+// cleanup` cleans it. Both must leave the same node: the same IPVS table, ipsets, iptables nat,
+// filter and mangle, nftables tables and kube-ipvs0 addresses (testkit/node-snapshot.ts,
+// normalised), and nothing of kube-proxy's but what kube-proxy's own cleanup leaves (the
+// sysctls it set).
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { randomBytes } from 'node:crypto';
+import { ChildProcess } from 'node:child_process';
+import {
+  e2eProxyConfig,
+  KUBE_IPVS_BIN,
+  KUBE_PROXY_BIN,
+  LoggedProcess,
+  SERVICE_ACCOUNT_DIR,
+  startKubeProxy,
+} from '../../testkit/processes';
+import { run, tryRun } from '../../testkit/netns';
+import { connectToLab, kubeProxyIdentity, labFromEnv } from '../../testkit/lab-client';
+import { labNode, labService, labSlice } from '../../testkit/lab-objects';
+import { differences, snapshot, Snapshot } from '../../testkit/node-snapshot';
+import {
+  SWAP_NODE,
+  SwapAddresses,
+  makeSwapNode,
+  removeSwapNode,
+  swapAddresses,
+  swapServices,
+} from '../../testkit/swap-traffic';
+import { eventually } from '../../testkit/wait-for';
+
+const RUN = randomBytes(3).toString('hex');
+const FILE_LABEL = { 'e2e.kube-ipvs.io/file': 'kube-proxy-cleanup' };
+const { NODE_IP, POD1 } = SWAP_NODE;
+
+/** snapshot() with the two surfaces only a cleanup of every mode touches: mangle, and the nftables tables */
+function nodeState(): Snapshot {
+  const lines = (text: string) =>
+    text
+      .split('\n')
+      .filter((l) => l !== '' && !l.startsWith('#'))
+      .map((l) => l.replace(/ \[\d+:\d+\]$/, ''))
+      .sort();
+  return {
+    ...snapshot(''),
+    'iptables mangle': lines(run('iptables-save', ['-t', 'mangle'])),
+    'ip6tables mangle': lines(run('ip6tables-save', ['-t', 'mangle'])),
+    'nftables tables': lines(run('nft', ['list', 'tables'])),
+  };
+}
+
+describe.each<[string, string]>([
+  ['iptables', ''],
+  ['nftables', 'nftables'],
+  ['ipvs', 'ipvs'],
+])(
+  'after the real kube-proxy in %s mode, kube-ipvs cleanup leaves the node as kube-proxy --cleanup does',
+  (modeName, mode) => {
+    const lab = labFromEnv();
+    const ns = `cleanup-${modeName}-${RUN}`;
+    const nodeName = `cleanup-${modeName}-node-${RUN}`;
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), `kube-ipvs-cleanup-${modeName}-`));
+    const cfg = path.join(dir, 'config.conf');
+    const children: ChildProcess[] = [];
+    let kubeProxy: LoggedProcess | undefined;
+    let addrs: SwapAddresses;
+
+    /** kube-proxy programs the node, then stops without cleaning (SIGTERM) */
+    async function kubeProxyRunsAndStops(): Promise<void> {
+      kubeProxy = startKubeProxy([`--config=${cfg}`, '--v=1']);
+      const programmed =
+        mode === 'nftables'
+          ? () => tryRun('nft', ['list', 'table', 'ip', 'kube-proxy']).stdout
+          : mode === 'ipvs'
+            ? () => run('ipvsadm', ['-Sn'])
+            : () => run('iptables-save', ['-t', 'nat']);
+      await eventually(
+        `kube-proxy (${modeName} mode) programs the Services`,
+        programmed,
+        (t) => t.includes(addrs.web) && t.includes(addrs.dns),
+        240_000,
+      );
+      // its other rules and sets (filter, the health check chains) come in the same sync; one more sync period
+      await new Promise((r) => setTimeout(r, 3000));
+      await kubeProxy.kill('SIGTERM');
+      kubeProxy = undefined;
+    }
+
+    beforeAll(async () => {
+      connectToLab();
+      children.push(...(await makeSwapNode()));
+      const slice = (svc: string, port = 8080, portName = 'http', protocol = 'TCP') =>
+        labSlice(ns, svc, `${svc}-1`, [{ ip: POD1.ip, node: nodeName }], {
+          port,
+          portName,
+          protocol,
+          labels: FILE_LABEL,
+        });
+      await lab.apply([
+        { apiVersion: 'v1', kind: 'Namespace', metadata: { name: ns } },
+        labNode(nodeName, [NODE_IP]),
+        ...swapServices((name, spec) => labService(ns, name, spec, { labels: FILE_LABEL }), slice),
+        labService(ns, 'empty', {}, { labels: FILE_LABEL }),
+      ]);
+      const get = (name: string) =>
+        lab.getJson<{ spec: { clusterIP: string; ports: { nodePort?: number }[] } }>(['service', name, '-n', ns]);
+      addrs = await swapAddresses(
+        get,
+        async (name, status) =>
+          void (await lab.kubectl([
+            'patch',
+            'service',
+            name,
+            '-n',
+            ns,
+            '--subresource=status',
+            '--type=merge',
+            '-p',
+            JSON.stringify({ status }),
+          ])),
+      );
+      await kubeProxyIdentity(lab, dir, { duration: '1h' });
+      fs.writeFileSync(
+        cfg,
+        e2eProxyConfig({ dir, node: nodeName, ipvs: ['syncPeriod: 30s'], forKubeProxy: true, mode }),
+      );
+    });
+
+    afterAll(async () => {
+      await kubeProxy?.kill('SIGTERM');
+      removeSwapNode(children);
+      tryRun(process.execPath, [KUBE_IPVS_BIN, 'cleanup']);
+      tryRun('nft', ['delete', 'table', 'ip', 'kube-proxy']);
+      tryRun('nft', ['delete', 'table', 'ip6', 'kube-proxy']);
+      await lab.kubectl(
+        [
+          'delete',
+          'services,endpointslices',
+          '-n',
+          ns,
+          '-l',
+          'e2e.kube-ipvs.io/file=kube-proxy-cleanup',
+          '--wait=false',
+        ],
+        undefined,
+        true,
+      );
+      await lab.kubectl(['delete', 'node', nodeName, '--wait=false'], undefined, true);
+      fs.rmSync(dir, { recursive: true, force: true });
+      fs.rmSync(SERVICE_ACCOUNT_DIR, { recursive: true, force: true });
+    });
+
+    it('the same node after either cleanup, and nothing of kube-proxy left but its sysctls', async () => {
+      const before = nodeState();
+      await kubeProxyRunsAndStops();
+      const left = nodeState();
+      // it left its rules (else the comparison below proves nothing)
+      expect(differences(before, left).length).toBeGreaterThan(0);
+
+      const kp = tryRun(KUBE_PROXY_BIN, ['--cleanup', `--config=${cfg}`]);
+      const kpErrors = kp.stderr.split('\n').filter((l) => /^E\d{4}|error/i.test(l));
+      console.log(`kube-proxy --cleanup after ${modeName} mode: exit ${kp.status}\n${kpErrors.join('\n')}`);
+      const byKubeProxy = nodeState();
+
+      await kubeProxyRunsAndStops();
+      expect(differences(before, nodeState()).length).toBeGreaterThan(0);
+      const r = tryRun(process.execPath, [KUBE_IPVS_BIN, 'cleanup']);
+      expect({ status: r.status, stderr: r.status === 0 ? '' : r.stderr }).toEqual({ status: 0, stderr: '' });
+      const byKubeIpvs = nodeState();
+
+      expect(differences(byKubeProxy, byKubeIpvs)).toEqual([]);
+      // what kube-proxy's own cleanup leaves of its run, and nothing else: the sysctls it set;
+      // iptables mode's KUBE-FIREWALL (its guard for route_localnet, which no cleanup removes);
+      // the empty tables iptables-nft made for its chains
+      const kept = (d: { surface: string; line: string }) =>
+        d.surface === 'sysctls' ||
+        (modeName === 'iptables' && /KUBE-FIREWALL/.test(d.line)) ||
+        (d.surface === 'nftables tables' && /^table ip6? (filter|nat|mangle)$/.test(d.line));
+      expect(differences(before, byKubeIpvs).filter((d) => !kept(d))).toEqual([]);
+    });
+  },
+);
