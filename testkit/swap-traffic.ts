@@ -9,6 +9,8 @@
 import { ChildProcess, spawn } from 'node:child_process';
 import { deletePod, makePod, run, startEchoServer, tryRun } from './netns';
 import { eventually } from './wait-for';
+import type { LabClient } from './lab-client';
+import { labNode, labService, labSlice } from './lab-objects';
 
 type Target =
   { kind: 'requests' | 'udp'; addr: string; port: number } | { kind: 'tcp'; addr: string; port: number; count: number };
@@ -252,6 +254,44 @@ export async function swapAddresses(
     long: (await get('long')).spec.clusterIP,
     dns: (await get('dns')).spec.clusterIP,
   };
+}
+
+/**
+ * The swap node's objects in the lab: namespace `ns`, Node `node`, swapServices (each with its
+ * one endpoint on POD1, labelled `labels`) and `extra`; lb gets its VIP. Their addresses.
+ */
+export async function applySwapObjects(
+  lab: LabClient,
+  ns: string,
+  node: string,
+  labels: Record<string, string>,
+  extra: readonly Obj[] = [],
+): Promise<SwapAddresses> {
+  await lab.apply([
+    { apiVersion: 'v1', kind: 'Namespace', metadata: { name: ns } },
+    labNode(node, [SWAP_NODE.NODE_IP]),
+    ...swapServices(
+      (name, spec) => labService(ns, name, spec, { labels }),
+      (svc, port, portName, protocol) =>
+        labSlice(ns, svc, `${svc}-1`, [{ ip: SWAP_NODE.POD1.ip, node }], { port, portName, protocol, labels }),
+    ),
+    ...extra,
+  ]);
+  return swapAddresses(
+    (name) => lab.getJson(['service', name, '-n', ns]),
+    async (name, status) =>
+      void (await lab.kubectl([
+        'patch',
+        'service',
+        name,
+        '-n',
+        ns,
+        '--subresource=status',
+        '--type=merge',
+        '-p',
+        JSON.stringify({ status }),
+      ])),
+  );
 }
 
 /** `ipvsadm -Sn` lines of swapServices, all served by POD1. */

@@ -21,21 +21,13 @@ import {
 } from '../../testkit/processes';
 import { run, tryRun } from '../../testkit/netns';
 import { connectToLab, kubeProxyIdentity, labFromEnv } from '../../testkit/lab-client';
-import { labNode, labService, labSlice } from '../../testkit/lab-objects';
+import { labService } from '../../testkit/lab-objects';
 import { differences, snapshot, Snapshot } from '../../testkit/node-snapshot';
-import {
-  SWAP_NODE,
-  SwapAddresses,
-  makeSwapNode,
-  removeSwapNode,
-  swapAddresses,
-  swapServices,
-} from '../../testkit/swap-traffic';
+import { SwapAddresses, applySwapObjects, makeSwapNode, removeSwapNode } from '../../testkit/swap-traffic';
 import { eventually } from '../../testkit/wait-for';
 
 const RUN = randomBytes(3).toString('hex');
 const FILE_LABEL = { 'e2e.kube-ipvs.io/file': 'kube-proxy-cleanup' };
-const { NODE_IP, POD1 } = SWAP_NODE;
 
 /** snapshot() with the two surfaces only a cleanup of every mode touches: mangle, and the nftables tables */
 function nodeState(): Snapshot {
@@ -93,36 +85,9 @@ describe.each<[string, string]>([
     beforeAll(async () => {
       connectToLab();
       children.push(...(await makeSwapNode()));
-      const slice = (svc: string, port = 8080, portName = 'http', protocol = 'TCP') =>
-        labSlice(ns, svc, `${svc}-1`, [{ ip: POD1.ip, node: nodeName }], {
-          port,
-          portName,
-          protocol,
-          labels: FILE_LABEL,
-        });
-      await lab.apply([
-        { apiVersion: 'v1', kind: 'Namespace', metadata: { name: ns } },
-        labNode(nodeName, [NODE_IP]),
-        ...swapServices((name, spec) => labService(ns, name, spec, { labels: FILE_LABEL }), slice),
+      addrs = await applySwapObjects(lab, ns, nodeName, FILE_LABEL, [
         labService(ns, 'empty', {}, { labels: FILE_LABEL }),
       ]);
-      const get = (name: string) =>
-        lab.getJson<{ spec: { clusterIP: string; ports: { nodePort?: number }[] } }>(['service', name, '-n', ns]);
-      addrs = await swapAddresses(
-        get,
-        async (name, status) =>
-          void (await lab.kubectl([
-            'patch',
-            'service',
-            name,
-            '-n',
-            ns,
-            '--subresource=status',
-            '--type=merge',
-            '-p',
-            JSON.stringify({ status }),
-          ])),
-      );
       await kubeProxyIdentity(lab, dir, { duration: '1h' });
       fs.writeFileSync(
         cfg,

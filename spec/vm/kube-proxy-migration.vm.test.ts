@@ -24,7 +24,7 @@ import {
 } from '../../testkit/processes';
 import { connect, run, tryRun } from '../../testkit/netns';
 import { connectToLab, kubeProxyIdentity, labFromEnv } from '../../testkit/lab-client';
-import { labNode, labService, labSlice } from '../../testkit/lab-objects';
+import { labService, labSlice } from '../../testkit/lab-objects';
 import { differences, snapshot } from '../../testkit/node-snapshot';
 import {
   SWAP_NODE,
@@ -33,8 +33,7 @@ import {
   makeSwapNode,
   removeSwapNode,
   startSwapTraffic,
-  swapAddresses,
-  swapServices,
+  applySwapObjects,
   swapTable,
   swapTableLines,
 } from '../../testkit/swap-traffic';
@@ -42,7 +41,7 @@ import { eventually } from '../../testkit/wait-for';
 
 const RUN = randomBytes(3).toString('hex');
 const FILE_LABEL = { 'e2e.kube-ipvs.io/file': 'kube-proxy-migration' };
-const { NODE_IP, POD1, POD2, LB_IP, EXTERNAL_IP } = SWAP_NODE;
+const { POD1, POD2, LB_IP, EXTERNAL_IP } = SWAP_NODE;
 
 /** what only kube-proxy's iptables mode writes in nat and filter (model/iptables.ts) */
 const IPTABLES_MODE_LINE =
@@ -83,30 +82,11 @@ describe.each<[string, string]>([
     // forward, where IPVS sends from LOCAL_IN
     fs.writeFileSync('/proc/sys/net/ipv4/ip_forward', '1');
     children.push(...(await makeSwapNode()));
-    await lab.apply([
-      { apiVersion: 'v1', kind: 'Namespace', metadata: { name: ns } },
-      labNode(nodeName, [NODE_IP]),
-      ...swapServices((name, spec) => labService(ns, name, spec, { labels: FILE_LABEL }), slice),
-      // no endpoints until after the switch
+    // the Service without endpoints until after the switch
+    addrs = await applySwapObjects(lab, ns, nodeName, FILE_LABEL, [
       labService(ns, 'empty', {}, { labels: FILE_LABEL }),
     ]);
-    const get = (name: string) =>
-      lab.getJson<{ spec: { clusterIP: string; ports: { nodePort?: number }[] } }>(['service', name, '-n', ns]);
-    addrs = await swapAddresses(
-      get,
-      async (name, status) =>
-        void (await lab.kubectl([
-          'patch',
-          'service',
-          name,
-          '-n',
-          ns,
-          '--subresource=status',
-          '--type=merge',
-          '-p',
-          JSON.stringify({ status }),
-        ])),
-    );
+    const get = (name: string) => lab.getJson<{ spec: { clusterIP: string } }>(['service', name, '-n', ns]);
     empty = (await get('empty')).spec.clusterIP;
     await kubeProxyIdentity(lab, dir, { duration: '1h' });
     fs.writeFileSync(cfg, e2eProxyConfig({ dir, node: nodeName, ipvs: ['syncPeriod: 30s'], forKubeProxy: true, mode }));

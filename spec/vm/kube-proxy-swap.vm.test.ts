@@ -26,20 +26,18 @@ import {
   makeSwapNode,
   removeSwapNode,
   startSwapTraffic,
-  swapAddresses,
-  swapServices,
+  applySwapObjects,
   swapTable,
   swapTableLines,
 } from '../../testkit/swap-traffic';
 import { connectToLab, kubeProxyIdentity, labFromEnv } from '../../testkit/lab-client';
-import { labNode, labService, labSlice } from '../../testkit/lab-objects';
 import { eventually } from '../../testkit/wait-for';
 
 const RUN = randomBytes(3).toString('hex');
 const NS = `swap-${RUN}`;
 const NODE = `swap-node-${RUN}`;
 const FILE_LABEL = { 'e2e.kube-ipvs.io/file': 'kube-proxy-swap' };
-const { NODE_IP, POD1, LB_IP, EXTERNAL_IP } = SWAP_NODE;
+const { LB_IP, EXTERNAL_IP } = SWAP_NODE;
 
 describe('a live swap between the real kube-proxy and kube-ipvs, both ways, under traffic', () => {
   const lab = labFromEnv();
@@ -66,35 +64,7 @@ describe('a live swap between the real kube-proxy and kube-ipvs, both ways, unde
       'e2e.kube-ipvs.io/file=kube-proxy-swap',
       '--wait=false',
     ]);
-    await lab.apply([
-      { apiVersion: 'v1', kind: 'Namespace', metadata: { name: NS } },
-      labNode(NODE, [NODE_IP]),
-      ...swapServices(
-        (name, spec) => labService(NS, name, spec, { labels: FILE_LABEL }),
-        (svc, port, portName, protocol) =>
-          labSlice(NS, svc, `${svc}-1`, [{ ip: POD1.ip, node: NODE }], {
-            port,
-            portName,
-            protocol,
-            labels: FILE_LABEL,
-          }),
-      ),
-    ]);
-    addrs = await swapAddresses(
-      (name) => lab.getJson(['service', name, '-n', NS]),
-      async (name, status) =>
-        void (await lab.kubectl([
-          'patch',
-          'service',
-          name,
-          '-n',
-          NS,
-          '--subresource=status',
-          '--type=merge',
-          '-p',
-          JSON.stringify({ status }),
-        ])),
-    );
+    addrs = await applySwapObjects(lab, NS, NODE, FILE_LABEL);
     await kubeProxyIdentity(lab, dir, { duration: '1h' });
     fs.writeFileSync(cfg, e2eProxyConfig({ dir, node: NODE, ipvs: ['syncPeriod: 30s'], forKubeProxy: true }));
   });
