@@ -61,7 +61,12 @@ describe.each<[string, string]>([
     let kubeProxy: LoggedProcess | undefined;
     let addrs: SwapAddresses;
 
-    /** kube-proxy programs the node, then stops without cleaning (SIGTERM) */
+    /**
+     * kube-proxy programs the node, then stops without cleaning (SIGTERM), once what it wrote is
+     * the same three reads in a row, 3 s apart: both families' syncs are over (stopped in the
+     * middle of one, it leaves virtual servers that none of its sets names yet, which kube-ipvs's
+     * cleanup rightly keeps, and one family's rules but not the other's)
+     */
     async function kubeProxyRunsAndStops(): Promise<void> {
       kubeProxy = startKubeProxy([`--config=${cfg}`, '--v=1']);
       const programmed =
@@ -76,8 +81,17 @@ describe.each<[string, string]>([
         (t) => t.includes(addrs.web) && t.includes(addrs.dns),
         240_000,
       );
-      // its other rules and sets (filter, the health check chains) come in the same sync; one more sync period
-      await new Promise((r) => setTimeout(r, 3000));
+      const reads: string[] = [];
+      await eventually(
+        `kube-proxy (${modeName} mode) done writing`,
+        async () => {
+          await new Promise((r) => setTimeout(r, 3000));
+          reads.push(JSON.stringify(nodeState()));
+          return reads.slice(-3);
+        },
+        (last) => last.length === 3 && last.every((x) => x === last[0]),
+        240_000,
+      );
       await kubeProxy.kill('SIGTERM');
       kubeProxy = undefined;
     }
