@@ -152,13 +152,15 @@ describe.each<['nft' | 'legacy']>([['nft'], ['legacy']])(
 
     it('cleanup removes the data plane and leaves the foreign chain, rule, set and link', async () => {
       const exec = new ChildProcessExec();
+      // its netlink socket opens on first use and would keep jest's process alive
+      const nftables = new LazyNftTables();
       const report = await cleanup({
         ipvs,
         link,
         iptables: [new ExecIptablesRunner({ family: 'ipv4', backend, exec })],
         ipset: new ExecIpsetRunner(exec),
-        nftables: new LazyNftTables(),
-      });
+        nftables,
+      }).finally(() => nftables.close());
       expect(report.failures).toEqual([]);
       expect(report.virtualServersKept).toEqual([]);
       expect(await ipvs.listServices()).toEqual([]);
