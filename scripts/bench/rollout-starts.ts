@@ -25,16 +25,9 @@ import os from 'node:os';
 import path from 'node:path';
 import { AuditEvent, kubeProxyIdentity, LabClient, labFromEnv } from '../../testkit/lab-client';
 import { tryRun } from '../../testkit/netns';
-import { benchNodeNamespace, recordLine } from './bench-node';
+import { benchNodeNamespace, cachesSynced, recordLine } from './bench-node';
 import { auditRequests, serverMetrics } from './api-cost';
-import {
-  e2eProxyConfig,
-  LogLine,
-  LoggedProcess,
-  SERVICE_ACCOUNT_DIR,
-  startKubeIpvs,
-  startKubeProxy,
-} from '../../testkit/processes';
+import { e2eProxyConfig, SERVICE_ACCOUNT_DIR, startKubeIpvs, startKubeProxy } from '../../testkit/processes';
 import { NODE_NAME } from './lab-bench-objects';
 import { median, sumSeries } from './process-memory';
 
@@ -62,15 +55,6 @@ function record(side: Side | undefined, what: string, value: Record<string, unkn
 function nodeNamespace(side: Side, k: number): string {
   benchNodeNamespace(nsOf(side, k), k);
   return nsOf(side, k);
-}
-
-/** Resolves when `proc`'s Service and EndpointSlice caches are synced. */
-function synced(side: Side, proc: LoggedProcess): Promise<unknown> {
-  if (side === 'kube-ipvs')
-    return proc.waitFor((l) => l.message === 'informers synced', 'informers synced', 0, SYNC_TIMEOUT_MS);
-  const cache = (name: string) =>
-    proc.waitFor((l: LogLine) => l.message === 'Caches are synced' && l.controller === name, name, 0, SYNC_TIMEOUT_MS);
-  return Promise.all([cache('service config'), cache('endpoint slice config')]);
 }
 
 /** The side's requests since the mark (auditRequests): by verb, their span, and the server's latency of those that ended. */
@@ -115,7 +99,7 @@ async function measure(side: Side, lab: LabClient, cfg: string, watchList = ''):
   try {
     await Promise.all(
       procs.map(async (p) => {
-        await synced(side, p);
+        await cachesSynced(side, p, SYNC_TIMEOUT_MS);
         syncedAfter.push((Date.now() - t0) / 1000);
         // its start is over: the rest of its first sync asks the API server nothing
         await p.kill('SIGTERM');

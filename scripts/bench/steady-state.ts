@@ -19,11 +19,10 @@ import os from 'node:os';
 import path from 'node:path';
 import { kubeProxyIdentity, labFromEnv } from '../../testkit/lab-client';
 import { tryRun } from '../../testkit/netns';
-import { benchNodeNamespace, recordLine } from './bench-node';
+import { benchNodeNamespace, cachesSynced, recordLine } from './bench-node';
 import { ApiCostMeter } from './api-cost';
 import {
   e2eProxyConfig,
-  LogLine,
   LoggedProcess,
   SERVICE_ACCOUNT_DIR,
   startKubeIpvs,
@@ -46,15 +45,6 @@ const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 function record(side: Side | undefined, what: string, value: Record<string, unknown>): void {
   const size = { services: Number(servicesArg), endpoints: Number(endpointsArg) };
   recordLine({ bench: 'steady', ...size, ...(side ? { side } : {}), what, ...value });
-}
-
-/** Resolves when `proc`'s Service and EndpointSlice caches are synced. */
-function synced(side: Side, proc: LoggedProcess): Promise<unknown> {
-  if (side === 'kube-ipvs')
-    return proc.waitFor((l) => l.message === 'informers synced', 'informers synced', 0, SYNC_TIMEOUT_MS);
-  const cache = (name: string) =>
-    proc.waitFor((l: LogLine) => l.message === 'Caches are synced' && l.controller === name, name, 0, SYNC_TIMEOUT_MS);
-  return Promise.all([cache('service config'), cache('endpoint slice config')]);
 }
 
 async function main(): Promise<void> {
@@ -99,7 +89,7 @@ async function main(): Promise<void> {
         : startKubeIpvs(['--config', cfg, '--v=1'], {}, nsOf(side)),
     );
     procs.push(...started);
-    await Promise.all(SIDES.map((side, i) => synced(side, started[i]!)));
+    await Promise.all(SIDES.map((side, i) => cachesSynced(side, started[i]!, SYNC_TIMEOUT_MS)));
     await sleep(SETTLE_SECONDS * 1000);
     for (const [i, side] of SIDES.entries())
       record(side, 'api', {
