@@ -294,6 +294,20 @@ export async function applySwapObjects(
   );
 }
 
+/** Removes what applySwapObjects put in the lab: the Services and slices labelled `labels`, and the Node. */
+export async function removeSwapObjects(
+  lab: LabClient,
+  ns: string,
+  node: string,
+  labels: Record<string, string>,
+): Promise<void> {
+  const selector = Object.entries(labels)
+    .map(([k, v]) => `${k}=${v}`)
+    .join(',');
+  await lab.kubectl(['delete', 'services,endpointslices', '-n', ns, '-l', selector, '--wait=false'], undefined, true);
+  await lab.kubectl(['delete', 'node', node, '--wait=false'], undefined, true);
+}
+
 /** `ipvsadm -Sn` lines of swapServices, all served by POD1. */
 export function swapTable(a: SwapAddresses): string[] {
   const { NODE_IP, POD1, LB_IP, EXTERNAL_IP } = SWAP_NODE;

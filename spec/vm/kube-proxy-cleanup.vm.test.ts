@@ -23,7 +23,13 @@ import { run, tryRun } from '../../testkit/netns';
 import { connectToLab, kubeProxyIdentity, labFromEnv } from '../../testkit/lab-client';
 import { labService } from '../../testkit/lab-objects';
 import { Difference, differences, snapshot, Snapshot } from '../../testkit/node-snapshot';
-import { SwapAddresses, applySwapObjects, makeSwapNode, removeSwapNode } from '../../testkit/swap-traffic';
+import {
+  SwapAddresses,
+  applySwapObjects,
+  makeSwapNode,
+  removeSwapNode,
+  removeSwapObjects,
+} from '../../testkit/swap-traffic';
 import { eventually } from '../../testkit/wait-for';
 
 const RUN = randomBytes(3).toString('hex');
@@ -113,22 +119,7 @@ describe.each<[string, string]>([
       await kubeProxy?.kill('SIGTERM');
       removeSwapNode(children);
       tryRun(process.execPath, [KUBE_IPVS_BIN, 'cleanup']);
-      tryRun('nft', ['delete', 'table', 'ip', 'kube-proxy']);
-      tryRun('nft', ['delete', 'table', 'ip6', 'kube-proxy']);
-      await lab.kubectl(
-        [
-          'delete',
-          'services,endpointslices',
-          '-n',
-          ns,
-          '-l',
-          'e2e.kube-ipvs.io/file=kube-proxy-cleanup',
-          '--wait=false',
-        ],
-        undefined,
-        true,
-      );
-      await lab.kubectl(['delete', 'node', nodeName, '--wait=false'], undefined, true);
+      await removeSwapObjects(lab, ns, nodeName, FILE_LABEL);
       fs.rmSync(dir, { recursive: true, force: true });
       fs.rmSync(SERVICE_ACCOUNT_DIR, { recursive: true, force: true });
     });

@@ -34,6 +34,7 @@ import {
   removeSwapNode,
   startSwapTraffic,
   applySwapObjects,
+  removeSwapObjects,
   swapTable,
   swapTableLines,
 } from '../../testkit/swap-traffic';
@@ -100,20 +101,7 @@ describe.each<[string, string]>([
     // the next mode starts from a clean node
     tryRun(process.execPath, [KUBE_IPVS_BIN, 'cleanup']);
     tryRun('nft', ['flush', 'ruleset']);
-    await lab.kubectl(
-      [
-        'delete',
-        'services,endpointslices',
-        '-n',
-        ns,
-        '-l',
-        'e2e.kube-ipvs.io/file=kube-proxy-migration',
-        '--wait=false',
-      ],
-      undefined,
-      true,
-    );
-    await lab.kubectl(['delete', 'node', nodeName, '--wait=false'], undefined, true);
+    await removeSwapObjects(lab, ns, nodeName, FILE_LABEL);
     fs.rmSync(dir, { recursive: true, force: true });
     fs.rmSync(SERVICE_ACCOUNT_DIR, { recursive: true, force: true });
   });

@@ -27,6 +27,7 @@ import {
   removeSwapNode,
   startSwapTraffic,
   applySwapObjects,
+  removeSwapObjects,
   swapTable,
   swapTableLines,
 } from '../../testkit/swap-traffic';
@@ -75,12 +76,7 @@ describe('a live swap between the real kube-proxy and kube-ipvs, both ways, unde
     await daemon?.kill('SIGTERM');
     removeSwapNode(children);
     tryRun('ipvsadm', ['-C']);
-    await lab.kubectl(
-      ['delete', 'services,endpointslices', '-n', NS, '-l', 'e2e.kube-ipvs.io/file=kube-proxy-swap', '--wait=false'],
-      undefined,
-      true,
-    );
-    await lab.kubectl(['delete', 'node', NODE, '--wait=false'], undefined, true);
+    await removeSwapObjects(lab, NS, NODE, FILE_LABEL);
     fs.rmSync(dir, { recursive: true, force: true });
     fs.rmSync(SERVICE_ACCOUNT_DIR, { recursive: true, force: true });
   });
