@@ -13,12 +13,17 @@ import {
   IptablesOptions,
   ServicePortPlan,
   VirtualServerConflict,
+  planContents,
 } from './service-plan';
+import { FrontendFacts, withholding } from './frontend-guard';
 import { IpFamily } from '../model/ip-family';
 import { SetKey } from '../model/names';
 import { entryFrontend, entryIp, IpsetMember } from '../model/ipset';
 
 const byString = (a: string, b: string): number => (a < b ? -1 : a > b ? 1 : 0);
+
+/** Nothing withheld. */
+const NO_FACTS: FrontendFacts = { excludeCIDRs: [], foreign: () => undefined };
 
 /**
  * Union of `plans` (all of `family`; another family's plan is a caller bug and throws):
@@ -28,6 +33,7 @@ const byString = (a: string, b: string): number => (a < b ? -1 : a > b ? 1 : 0);
  *  - bound addresses; KUBE-IPVS-IPS holds exactly them; KUBE-IPVS-OWNED every virtual server;
  *  - every set's members (planIpsets: all 17 sets, empty ones too);
  *  - iptables (planIptables) with the non-empty sets and the LB out-filter entries.
+ * A frontend `facts` withholds (frontend-guard.ts) is left out whole.
  * The result does not depend on the order of `plans`.
  */
 export function planFamilyState(
@@ -35,6 +41,7 @@ export function planFamilyState(
   family: IpFamily,
   iptablesOptions: IptablesOptions,
   servicePorts: ReadonlyMap<ServicePortKey, ServicePort> = new Map(),
+  facts: FrontendFacts = NO_FACTS,
 ): FamilyDesiredState {
   const sorted = [...plans].sort((a, b) => byString(a.key, b.key));
   const claims = new Map<string, DesiredVirtualServer[]>();
@@ -45,15 +52,16 @@ export function planFamilyState(
 
   for (const p of sorted) {
     if (p.family !== family) throw new TypeError(`plan ${p.key} is ${p.family}, not ${family}`);
-    for (const v of p.virtualServers) {
+    const given = planContents(p, (f) => withholding(f.key, f.virtualServer.vs.address, facts) === undefined);
+    for (const v of given.virtualServers) {
       const k = virtualServerKey(v.vs);
       const list = claims.get(k);
       if (list) list.push(v);
       else claims.set(k, [v]);
     }
-    for (const a of p.boundAddresses) bound.add(a);
-    for (const e of p.ipsetEntries) (members[e.set] ??= new Set()).add(e.member);
-    for (const e of p.lbOutFilter) lbOut.set(`${e.lbIP} ${e.proto} ${e.port}`, e);
+    for (const a of given.boundAddresses) bound.add(a);
+    for (const e of given.ipsetEntries) (members[e.set] ??= new Set()).add(e.member);
+    for (const e of given.lbOutFilter) lbOut.set(`${e.lbIP} ${e.proto} ${e.port}`, e);
   }
 
   const virtualServers = new Map<string, DesiredVirtualServer>();

@@ -20,26 +20,18 @@
  * service port that had endpoints, all excluded, gets an empty plan (another CNI's proxy
  * serves it). A service port without any endpoint is planned as usual.
  *
- * ipvs.excludeCIDRs (ctx.excludeCIDRs): a VIP inside them is not kube-ipvs's (keepalived's,
- * an admin's): no virtual server, no kube-ipvs0 address, no ipset entry or LB out-filter entry
- * names it, and the Service gets a Refusal (reason VIPInExcludedCIDR) naming the CIDR. kube-proxy
- * only spares them when cleaning up; a tenant's externalIP there would take a foreign virtual
- * server over. NodePort virtual servers on node addresses inside them are not planned (no
- * Refusal: that is the node's configuration, not the Service's).
- *
- * A foreign virtual server (ctx.foreignVirtualServers: found in the kernel, not kube-ipvs's) at
- * the exact ip:proto:port a frontend wants is refused the same way, for that ip:port only: no
- * virtual server, ipset entry, LB firewall or out-filter entry, or kube-ipvs0 address for it,
- * and a Refusal (reason ForeignVirtualServer) naming the virtual server and why it is foreign.
+ * Every frontend the Service asks for is planned: whether the node gives it (ipvs.excludeCIDRs,
+ * a foreign virtual server, another Service's claim) is not the planner's to know
+ * (plan/frontend-guard.ts, lib/proxier/desired-index.ts).
  */
 import { AddressFamily, RealServerSpec, VirtualServerSpec, realServerKey, virtualServerKey } from '../model/ipvs';
 import { Endpoint, Refusal, ServicePort, ServicePortKey, servicePortKey } from '../model/service';
-import { cidrContains, cidrMatcher } from '../model/address';
+import { cidrMatcher } from '../model/address';
 import { AF_INET, AF_INET6, IPPROTO_SCTP, IPPROTO_TCP, IPPROTO_UDP } from '../uapi/inet';
 import { IP_VS_CONN_F, IP_VS_SVC_F, IP_VS_SVC_F_SCHED_MH_PORT } from '../uapi/ip_vs';
 import { LbOutFilterEntry } from './iptables';
 import { CategorizedEndpoints, categorizeEndpoints } from './categorize-endpoints';
-import { DesiredVirtualServer, IpsetEntry, PlanContext, ServicePortPlan } from './service-plan';
+import { IpsetEntry, PlanContext, PlannedFrontend, ServicePortPlan } from './service-plan';
 import { SetKey } from '../model/names';
 import { entriesIpPortNet, entryIpPort, entryIpPortIp, entryPort, IpsetMember, IpsetProto } from '../model/ipset';
 import type { FrontendType } from '../model/views';
@@ -59,17 +51,6 @@ function excludedMatcher(cidrs: readonly string[]): (ip: string) => boolean {
   }
   return m;
 }
-
-/** The CIDR of `cidrs` that holds `ip`, or undefined (fast when none does). */
-function excludingCidr(cidrs: readonly string[], ip: string): string | undefined {
-  if (cidrs.length === 0 || !excludedMatcher(cidrs)(ip)) return undefined;
-  return cidrs.find((c) => cidrContains(c, ip));
-}
-
-/** The Event reason of a VIP inside ipvs.excludeCIDRs. */
-export const VIP_IN_EXCLUDED_CIDR = 'VIPInExcludedCIDR';
-/** The Event reason of a frontend at the ip:port of a virtual server kube-ipvs does not own. */
-export const FOREIGN_VIRTUAL_SERVER = 'ForeignVirtualServer';
 
 const byString = (a: string, b: string): number => (a < b ? -1 : a > b ? 1 : 0);
 
@@ -102,10 +83,8 @@ function emptyPlan(sp: ServicePort, key: ServicePortKey): ServicePortPlan {
   return {
     key,
     family: sp.family,
-    virtualServers: [],
-    boundAddresses: [],
-    ipsetEntries: [],
-    lbOutFilter: [],
+    frontends: [],
+    portEntries: [],
     localEndpoints: 0,
     noLocalEndpoints: { internal: false, external: false },
     refusals: [],
@@ -134,15 +113,23 @@ function selectRealServers(eps: readonly Endpoint[], sp: ServicePort, ctx: PlanC
   return { cat, noLocal, internalRs: realServers(internalEps), externalRs: realServers(externalEps) };
 }
 
+/** One frontend while it is built: its set members keyed by "set member". */
+interface FrontendDraft {
+  readonly key: string;
+  readonly virtualServer: PlannedFrontend['virtualServer'];
+  readonly field: string;
+  boundAddress?: string;
+  readonly entries: Map<string, IpsetEntry>;
+  lbOutFilter?: LbOutFilterEntry;
+}
+
 /** One service port's plan while it is built: the frontend helpers add to it, and refuse through it. */
 class PlanDraft {
-  readonly vss = new Map<string, DesiredVirtualServer>();
+  /** by virtual server key, in the order planned */
+  readonly frontends = new Map<string, FrontendDraft>();
   readonly refusals: Refusal[] = [];
-  readonly bound = new Set<string>();
-  readonly entries = new Map<string, IpsetEntry>();
-  readonly lbOutFilter: LbOutFilterEntry[] = [];
-  /** foreign virtual server keys this port wanted, each refused once */
-  readonly withheld: string[] = [];
+  /** the members no single frontend owns */
+  readonly portEntries = new Map<string, IpsetEntry>();
   readonly proto: IpsetProto;
   private readonly af: AddressFamily;
   private readonly scheduler: string;
@@ -176,72 +163,48 @@ class PlanDraft {
     };
   }
 
+  /** a member of the port as a whole */
   add(set: SetKey, member: IpsetMember): void {
-    this.entries.set(`${set} ${member}`, { set, member });
+    this.portEntries.set(`${set} ${member}`, { set, member });
   }
 
   /** The one refusal collector: every part of the Service this port does not program. */
-  refuse(field: string, value: string, reason: string, eventReason?: string): void {
+  refuse(field: string, value: string, reason: string): void {
     const { namespace, name } = this.sp;
-    this.refusals.push({
-      kind: 'Service',
-      namespace,
-      name,
-      field,
-      value,
-      reason,
-      ...(eventReason !== undefined ? { eventReason } : {}),
-    });
+    this.refusals.push({ kind: 'Service', namespace, name, field, value, reason });
   }
 
-  /** false (and refused) when this port already planned the virtual server */
-  addVs(vs: VirtualServerSpec, rs: readonly RealServerSpec[], field: string, kind: FrontendType): boolean {
-    const k = virtualServerKey(vs);
-    if (this.vss.has(k)) {
-      this.refuse(field, vs.address, `virtual server ${k} is already planned for this port; ignored`);
-      return false;
+  /**
+   * The frontend at address:port, new; or the one this port already planned there (refused:
+   * its members join that frontend, `isNew` is false).
+   */
+  frontend(
+    address: string,
+    port: number,
+    rs: readonly RealServerSpec[],
+    field: string,
+    kind: FrontendType,
+  ): { f: FrontendDraft; isNew: boolean } {
+    const vs = this.vsSpec(address, port);
+    const key = virtualServerKey(vs);
+    const had = this.frontends.get(key);
+    if (had) {
+      this.refuse(field, address, `virtual server ${key} is already planned for this port; ignored`);
+      return { f: had, isNew: false };
     }
-    this.vss.set(k, { vs, realServers: rs, owner: this.key, kind });
-    return true;
-  }
-
-  /** a VIP inside ipvs.excludeCIDRs: refused */
-  vipExcluded(ip: string, field: string): boolean {
-    const cidr = excludingCidr(this.ctx.excludeCIDRs, ip);
-    if (cidr === undefined) return false;
-    const { protocol, port } = this.sp;
-    this.refuse(
+    const f: FrontendDraft = {
+      key,
+      virtualServer: { vs, realServers: rs, owner: this.key, kind },
       field,
-      ip,
-      `inside ipvs.excludeCIDRs ${cidr}: kube-ipvs never creates, changes or deletes a virtual server there (port ${protocol}/${port} not programmed on it)`,
-      VIP_IN_EXCLUDED_CIDR,
-    );
-    return true;
+      entries: new Map(),
+    };
+    this.frontends.set(key, f);
+    return { f, isNew: true };
   }
+}
 
-  /** a foreign virtual server at ip:port: refused, told (once per key) */
-  vsForeign(ip: string, port: number, field: string): boolean {
-    const foreignMap = this.ctx.foreignVirtualServers;
-    if (!foreignMap || foreignMap.size === 0) return false;
-    const k = virtualServerKey(this.vsSpec(ip, port));
-    const why = foreignMap.get(k);
-    if (why === undefined) return false;
-    if (!this.withheld.includes(k)) {
-      this.withheld.push(k);
-      this.refuse(
-        field,
-        ip,
-        `virtual server ${k} exists in the kernel and is not kube-ipvs's (${why}): kube-ipvs never changes or deletes it, and programs nothing for it (port ${this.sp.protocol}/${port} not programmed on ${ip})`,
-        FOREIGN_VIRTUAL_SERVER,
-      );
-    }
-    return true;
-  }
-
-  /** a VIP this port may program at its own port: neither excluded nor foreign */
-  vipAllowed(ip: string, field: string): boolean {
-    return !this.vipExcluded(ip, field) && !this.vsForeign(ip, this.sp.port, field);
-  }
+function addEntry(f: FrontendDraft, set: SetKey, member: IpsetMember): void {
+  f.entries.set(`${set} ${member}`, { set, member });
 }
 
 /** hairpin: every local endpoint, whatever its state */
@@ -251,19 +214,17 @@ function planLoopBack(d: PlanDraft, eps: readonly Endpoint[]): void {
 
 function planClusterIP(d: PlanDraft, rs: readonly RealServerSpec[]): void {
   const { clusterIP, port } = d.sp;
-  if (!d.vipAllowed(clusterIP, 'spec.clusterIPs')) return;
-  d.add('CLUSTER_IP', entryIpPort(clusterIP, d.proto, port));
-  d.addVs(d.vsSpec(clusterIP, port), rs, 'spec.clusterIPs', 'ClusterIP');
-  d.bound.add(clusterIP);
+  const { f } = d.frontend(clusterIP, port, rs, 'spec.clusterIPs', 'ClusterIP');
+  addEntry(f, 'CLUSTER_IP', entryIpPort(clusterIP, d.proto, port));
+  f.boundAddress = clusterIP;
 }
 
 function planExternalIPs(d: PlanDraft, rs: readonly RealServerSpec[]): void {
   const { sp, ctx } = d;
   for (const ip of sp.externalIPs) {
-    if (!d.vipAllowed(ip, 'spec.externalIPs')) continue;
-    d.add(sp.externalPolicyLocal ? 'EXTERNAL_IP_LOCAL' : 'EXTERNAL_IP', entryIpPort(ip, d.proto, sp.port));
-    if (d.addVs(d.vsSpec(ip, sp.port), rs, 'spec.externalIPs', 'ExternalIP') && !ctx.localAddresses.has(ip))
-      d.bound.add(ip);
+    const { f, isNew } = d.frontend(ip, sp.port, rs, 'spec.externalIPs', 'ExternalIP');
+    addEntry(f, sp.externalPolicyLocal ? 'EXTERNAL_IP_LOCAL' : 'EXTERNAL_IP', entryIpPort(ip, d.proto, sp.port));
+    if (isNew && !ctx.localAddresses.has(ip)) f.boundAddress = ip;
   }
 }
 
@@ -274,23 +235,19 @@ function planLoadBalancerIPs(d: PlanDraft, rs: readonly RealServerSpec[]): void 
   const nodeInRanges =
     sp.loadBalancerSourceRanges.length > 0 && ctx.nodeIPs.some(cidrMatcher(sp.loadBalancerSourceRanges));
   for (const ip of sp.loadBalancerIPs) {
-    if (!d.vipAllowed(ip, 'status.loadBalancer.ingress')) continue;
+    const { f, isNew } = d.frontend(ip, sp.port, rs, 'status.loadBalancer.ingress', 'LoadBalancer');
     const entry = entryIpPort(ip, proto, sp.port);
-    d.add('LOAD_BALANCER', entry);
-    if (sp.externalPolicyLocal) d.add('LOAD_BALANCER_LOCAL', entry);
+    addEntry(f, 'LOAD_BALANCER', entry);
+    if (sp.externalPolicyLocal) addEntry(f, 'LOAD_BALANCER_LOCAL', entry);
     if (firewalled) {
-      d.add('LOAD_BALANCER_FW', entry);
+      addEntry(f, 'LOAD_BALANCER_FW', entry);
       // 0.0.0.0/0 and ::/0 are held as two half ranges (ipset refuses a /0 net)
       for (const cidr of sp.loadBalancerSourceRanges)
-        for (const m of entriesIpPortNet(ip, proto, sp.port, cidr)) d.add('LOAD_BALANCER_SOURCE_CIDR', m);
-      if (nodeInRanges) d.add('LOAD_BALANCER_SOURCE_IP', entryIpPortIp(ip, proto, sp.port, ip));
-      else d.lbOutFilter.push({ lbIP: ip, proto, port: sp.port });
+        for (const m of entriesIpPortNet(ip, proto, sp.port, cidr)) addEntry(f, 'LOAD_BALANCER_SOURCE_CIDR', m);
+      if (nodeInRanges) addEntry(f, 'LOAD_BALANCER_SOURCE_IP', entryIpPortIp(ip, proto, sp.port, ip));
+      else f.lbOutFilter = { lbIP: ip, proto, port: sp.port };
     }
-    if (
-      d.addVs(d.vsSpec(ip, sp.port), rs, 'status.loadBalancer.ingress', 'LoadBalancer') &&
-      !ctx.localAddresses.has(ip)
-    )
-      d.bound.add(ip);
+    if (isNew && !ctx.localAddresses.has(ip)) f.boundAddress = ip;
   }
 }
 
@@ -298,45 +255,49 @@ function planNodePort(d: PlanDraft, rs: readonly RealServerSpec[]): void {
   const { sp, ctx, proto } = d;
   if (sp.nodePort === 0) return;
   const local = sp.externalPolicyLocal;
-  let nodePortAddresses =
-    ctx.excludeCIDRs.length === 0
-      ? ctx.nodePortAddresses
-      : ctx.nodePortAddresses.filter((ip) => !excludedMatcher(ctx.excludeCIDRs)(ip));
-  const foreignMap = ctx.foreignVirtualServers;
-  if (foreignMap && foreignMap.size > 0)
-    nodePortAddresses = nodePortAddresses.filter((ip) => !d.vsForeign(ip, sp.nodePort, 'spec.ports[].nodePort'));
-  if (sp.protocol === 'SCTP') {
-    for (const ip of nodePortAddresses) {
-      d.add('NODE_PORT_SCTP', entryIpPort(ip, proto, sp.nodePort));
-      if (local) d.add('NODE_PORT_LOCAL_SCTP', entryIpPort(ip, proto, sp.nodePort));
-    }
-  } else {
+  if (sp.protocol !== 'SCTP') {
     const tcp = sp.protocol === 'TCP';
     d.add(tcp ? 'NODE_PORT_TCP' : 'NODE_PORT_UDP', entryPort(sp.nodePort));
     if (local) d.add(tcp ? 'NODE_PORT_LOCAL_TCP' : 'NODE_PORT_LOCAL_UDP', entryPort(sp.nodePort));
   }
-  for (const ip of nodePortAddresses) d.addVs(d.vsSpec(ip, sp.nodePort), rs, 'spec.ports[].nodePort', 'NodePort');
+  for (const ip of ctx.nodePortAddresses) {
+    const { f } = d.frontend(ip, sp.nodePort, rs, 'spec.ports[].nodePort', 'NodePort');
+    if (sp.protocol === 'SCTP') {
+      addEntry(f, 'NODE_PORT_SCTP', entryIpPort(ip, proto, sp.nodePort));
+      if (local) addEntry(f, 'NODE_PORT_LOCAL_SCTP', entryIpPort(ip, proto, sp.nodePort));
+    }
+  }
 }
 
-/** The draft as the sorted plan the diff expects. */
+const sortedEntries = (m: ReadonlyMap<string, IpsetEntry>): IpsetEntry[] =>
+  [...m.keys()].sort(byString).map((k) => m.get(k)!);
+
+/** The draft as the plan the index expects. */
 function finishPlan(d: PlanDraft, eps: readonly Endpoint[], sel: RealServerSelection): ServicePortPlan {
-  const { sp, vss, entries, withheld } = d;
+  const { sp } = d;
   const { cat, noLocal } = sel;
   const hasExternal = sp.externalIPs.length > 0 || sp.loadBalancerIPs.length > 0 || sp.nodePort !== 0;
   return {
     key: d.key,
     family: sp.family,
-    virtualServers: [...vss.keys()].sort(byString).map((k) => vss.get(k)!),
-    boundAddresses: [...d.bound].sort(byString),
-    ipsetEntries: [...entries.keys()].sort(byString).map((k) => entries.get(k)!),
-    lbOutFilter: d.lbOutFilter,
+    frontends: [...d.frontends.keys()]
+      .sort(byString)
+      .map((k) => d.frontends.get(k)!)
+      .map((f): PlannedFrontend => ({
+        key: f.key,
+        virtualServer: f.virtualServer,
+        field: f.field,
+        ...(f.boundAddress !== undefined ? { boundAddress: f.boundAddress } : {}),
+        ipsetEntries: sortedEntries(f.entries),
+        ...(f.lbOutFilter ? { lbOutFilter: f.lbOutFilter } : {}),
+      })),
+    portEntries: sortedEntries(d.portEntries),
     localEndpoints: new Set(eps.filter((e) => e.isLocal && e.ready).map((e) => e.ip)).size,
     noLocalEndpoints: {
       internal: sp.internalPolicyLocal && cat.hasAny && noLocal,
       external: sp.externalPolicyLocal && hasExternal && cat.hasAny && noLocal,
     },
     refusals: d.refusals,
-    ...(withheld.length > 0 ? { foreignVirtualServers: withheld.sort(byString) } : {}),
   };
 }
 

@@ -4,6 +4,12 @@
  * changed and diffs their old plan against the new one, so an endpoint change costs
  * O(that service's real servers).
  *
+ * A plan's unit is the frontend (PlannedFrontend): one VIP:port/protocol with its virtual
+ * server, its kube-ipvs0 address, its set members and its LB out-filter entry. The planner
+ * plans every frontend a Service asks for; whether the node gets it (another Service's claim,
+ * a foreign virtual server, ipvs.excludeCIDRs) is settled over the frontends, in one place
+ * (lib/proxier/desired-index.ts with plan/frontend-guard.ts and plan/claim-rank.ts).
+ *
  * Implemented in plan-service-port.ts / plan-desired-state.ts.
  */
 import { RealServerSpec, VirtualServerSpec } from '../model/ipvs';
@@ -49,35 +55,71 @@ export interface PlanContext {
   readonly nodeIPs: readonly string[];
   /** multi-CNI: endpoints inside these CIDRs are ignored (this family, canonical) */
   readonly excludeClusterCIDRs: readonly string[];
-  /** ipvs.excludeCIDRs (this family): no VIP inside them is planned */
-  readonly excludeCIDRs: readonly string[];
-  /**
-   * virtual servers found in the kernel that are not kube-ipvs's (virtualServerKey -> why, in
-   * words): none is planned, nor an ipset entry or kube-ipvs0 address for it (the proxier's
-   * memory, lib/proxier/ownership.ts; absent or empty: none)
-   */
-  readonly foreignVirtualServers?: ReadonlyMap<string, string>;
+}
+
+/**
+ * One VIP:port/protocol of a service port: its virtual server and everything that names it.
+ * Withheld (plan/frontend-guard.ts), all of it is left out together.
+ */
+export interface PlannedFrontend {
+  /** virtualServerKey(virtualServer.vs) */
+  readonly key: string;
+  readonly virtualServer: DesiredVirtualServer;
+  /** the Service field it comes from (a refusal names it) */
+  readonly field: string;
+  /** its address on kube-ipvs0; absent for a NodePort, or an address already on another link */
+  readonly boundAddress?: string;
+  /** the set members that name this ip:port, sorted by set, then member */
+  readonly ipsetEntries: readonly IpsetEntry[];
+  /** a load-balancer VIP with source ranges and no node IP in them (KUBE-IPVS-OUT-FILTER) */
+  readonly lbOutFilter?: LbOutFilterEntry;
 }
 
 /** The desired state contributed by one service port in one family. */
 export interface ServicePortPlan {
   readonly key: ServicePortKey;
   readonly family: IpFamily;
-  /** sorted by virtualServerKey */
-  readonly virtualServers: readonly DesiredVirtualServer[];
-  /** addresses to bind on kube-ipvs0, sorted, unique */
-  readonly boundAddresses: readonly string[];
-  /** sorted by set, then member */
-  readonly ipsetEntries: readonly IpsetEntry[];
-  readonly lbOutFilter: readonly LbOutFilterEntry[];
+  /** one per virtual server key, sorted by it */
+  readonly frontends: readonly PlannedFrontend[];
+  /** the members no single frontend owns (LOOP_BACK, HEALTH_CHECK_NODE_PORT, the NodePort
+   * bitmaps), sorted by set, then member */
+  readonly portEntries: readonly IpsetEntry[];
   /** ready local endpoints (HealthCheckNodePort answer) */
   readonly localEndpoints: number;
   /** policy Local with no local endpoint (kubeproxy_sync_proxy_rules_no_local_endpoints_total) */
   readonly noLocalEndpoints: { readonly internal: boolean; readonly external: boolean };
-  /** parts of the objects that were refused (the rest is planned) */
+  /** parts of the objects the planner refused (a withheld frontend's refusal is the guard's) */
   readonly refusals: readonly Refusal[];
-  /** virtual server keys this port wanted that are foreign (ctx.foreignVirtualServers), sorted; absent: none */
-  readonly foreignVirtualServers?: readonly string[];
+}
+
+/** What a plan puts on the node, every frontend or only those `live` says are given. */
+export interface PlanContents {
+  /** sorted by virtualServerKey */
+  readonly virtualServers: readonly DesiredVirtualServer[];
+  /** addresses to bind on kube-ipvs0, sorted, unique */
+  readonly boundAddresses: readonly string[];
+  /** sorted by set, then member, unique */
+  readonly ipsetEntries: readonly IpsetEntry[];
+  /** in frontend (virtual server key) order */
+  readonly lbOutFilter: readonly LbOutFilterEntry[];
+}
+
+const byString = (a: string, b: string): number => (a < b ? -1 : a > b ? 1 : 0);
+
+/** A plan's frontends flattened: what it puts on the node when `live` gives it those frontends. */
+export function planContents(p: ServicePortPlan, live: (f: PlannedFrontend) => boolean = () => true): PlanContents {
+  const frontends = p.frontends.filter(live);
+  const entries = new Map<string, IpsetEntry>();
+  for (const e of p.portEntries) entries.set(`${e.set} ${e.member}`, e);
+  for (const f of frontends) for (const e of f.ipsetEntries) entries.set(`${e.set} ${e.member}`, e);
+  const bound = new Set<string>();
+  for (const f of frontends) if (f.boundAddress !== undefined) bound.add(f.boundAddress);
+  return {
+    virtualServers: frontends.map((f) => f.virtualServer),
+    boundAddresses: [...bound].sort(byString),
+    ipsetEntries: [...entries.keys()].sort(byString).map((k) => entries.get(k)!),
+    lbOutFilter: frontends.flatMap((f) => (f.lbOutFilter ? [f.lbOutFilter] : [])),
+  };
 }
 
 /** The per-port planner's signature (planServicePort's). */

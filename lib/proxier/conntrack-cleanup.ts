@@ -8,7 +8,7 @@ import type winston from 'winston';
 import { Conntrack } from '../kernel/conntrack/conntrack';
 import { PROTOCOL_NAMES } from '../model/ipvs';
 import { IpFamily } from '../model/ip-family';
-import { DesiredVirtualServer, ServicePortPlan } from '../plan/service-plan';
+import { DesiredVirtualServer } from '../plan/service-plan';
 import { conntrackCleanupTriggers, conntrackFrontends, staleConntrackFlows } from '../reconcile/stale-conntrack';
 
 /** Deletes stale conntrack entries after IPVS changes (see the file comment). */
@@ -18,11 +18,10 @@ export class ConntrackCleanup {
 
   constructor(private readonly deps: { readonly conntrack?: Conntrack; readonly log: winston.Logger }) {}
 
-  /** A Service was re-planned from `before` to `after`. */
-  replanned(before: readonly ServicePortPlan[], after: readonly ServicePortPlan[]): void {
+  /** The virtual servers given to a Service went from `before` to `after`. */
+  replanned(before: readonly DesiredVirtualServer[], after: readonly DesiredVirtualServer[]): void {
     if (!this.deps.conntrack) return;
-    const vss = (plans: readonly ServicePortPlan[]) => plans.flatMap((p) => p.virtualServers);
-    for (const t of conntrackCleanupTriggers(vss(before), vss(after))) this.pending.add(t);
+    for (const t of conntrackCleanupTriggers(before, after)) this.pending.add(t);
   }
 
   get hasPending(): boolean {

@@ -3,22 +3,27 @@
  * sync costs O(the changed Services) instead of re-planning the node (planFamilyState computes
  * the same union from scratch; a unit test pins the two together).
  *
- * - virtual servers: every claimant per key; the best claim wins (plan/claim-rank.ts: a ClusterIP
- *   over a NodePort over a load-balancer IP over an externalIP, then the older Service, then
- *   ServicePortKey order); two Services claiming one VIP:port is a conflict the loser is told
- *   about;
+ * Every claim on a frontend (one VIP:port/protocol) is settled here:
+ * - a frontend ipvs.excludeCIDRs or a foreign virtual server withholds (plan/frontend-guard.ts)
+ *   is given to no claimant: nothing of it is counted, and each claimant's Service is told;
+ *   when the facts change (reguard) the frontend is given or taken back without re-planning;
+ * - of the rest, every claimant per key is kept and the best claim wins the virtual server
+ *   (plan/claim-rank.ts: a ClusterIP over a NodePort over a load-balancer IP over an
+ *   externalIP, then the older Service, then ServicePortKey order); two Services claiming one
+ *   VIP:port is a conflict the loser is told about;
  * - kube-ipvs0 addresses and ipset members: reference counts, since several service ports
  *   share a cluster IP, a NodePort set member or a source range;
  * - iptables: re-planned from the non-empty sets and the LB out-filter entries (cheap).
  */
-import { virtualServerKey } from '../model/ipvs';
 import { LbOutFilterEntry, planIptables } from '../plan/iptables';
-import { DesiredVirtualServer, IptablesOptions, ServicePortPlan } from '../plan/service-plan';
+import { DesiredVirtualServer, IptablesOptions, PlannedFrontend, ServicePortPlan } from '../plan/service-plan';
+import { FrontendFacts, Withholding, withheldRefusal, withholding } from '../plan/frontend-guard';
 import { IpFamily } from '../model/ip-family';
 import { SetKey, ipsetName } from '../model/names';
 import { DesiredIpsets, DesiredSet, IPSET_INFO, entryFrontend } from '../model/ipset';
+import type { IpsetEntry } from '../plan/service-plan';
 import { IptablesPlan } from '../model/iptables';
-import { ServicePort, ServicePortKey } from '../model/service';
+import { Refusal, ServiceName, ServicePort, ServicePortKey, parseServicePortKey } from '../model/service';
 import { Claim, claimOf, compareClaims } from '../plan/claim-rank';
 
 /** A virtual server claimed by more than one service port: the winner and the others, best first. */
@@ -59,9 +64,20 @@ interface FamilyIndex {
   readonly lbOutFilter: Counted<string>;
 }
 
+/** The service ports that claim one frontend key, and whether the key is withheld from them all. */
+interface FrontendClaims {
+  /** why no claimant gets it (frontend-guard.ts); undefined: given to the best claim */
+  withheld: Withholding | undefined;
+  readonly claims: Map<ServicePortKey, { readonly f: PlannedFrontend; readonly family: IpFamily }>;
+}
+
+/** Nothing withheld. */
+const NO_FACTS: FrontendFacts = { excludeCIDRs: [], foreign: () => undefined };
+
 /** The union of every service port's plan, updated one Service at a time (see the file comment). */
 export class DesiredIndex {
-  private readonly claims = new Map<string, Map<string, DesiredVirtualServer>>();
+  /** frontend (virtual server) key -> its claims */
+  private readonly frontends = new Map<string, FrontendClaims>();
   /** the service port each plan came from (a reference to the tracker's; ranks conflicting claims) */
   private readonly ports = new Map<ServicePortKey, ServicePort>();
   private readonly addresses = new Counted<string>();
@@ -71,7 +87,10 @@ export class DesiredIndex {
   /** whether some address became wanted or unwanted on kube-ipvs0 since takeAddressesChanged */
   private addressesChanged = false;
 
-  constructor(families: readonly IpFamily[]) {
+  constructor(
+    families: readonly IpFamily[],
+    private readonly facts: FrontendFacts = NO_FACTS,
+  ) {
     for (const family of families) {
       const sets = new Map<string, { type: DesiredSet['type']; family: IpFamily; members: Set<Member> }>();
       const memberCounts = new Map<string, Counted<Member>>();
@@ -109,55 +128,124 @@ export class DesiredIndex {
       const sp = ports[i];
       if (sp) this.ports.set(p.key, sp);
     });
-    for (const p of before) this.claim(p, -1, touched);
-    for (const p of after) this.claim(p, +1, touched);
+    // a withheld key is not touched: its virtual server is not kube-ipvs's to diff
+    for (const p of before)
+      for (const f of p.frontends) {
+        const c = this.frontends.get(f.key);
+        if (c && !c.withheld) touched.add(f.key);
+        c?.claims.delete(p.key);
+      }
+    for (const p of after)
+      for (const f of p.frontends) {
+        let c = this.frontends.get(f.key);
+        // a key claimed already keeps its withholding until reguard: every claimant shares it
+        if (!c) this.frontends.set(f.key, (c = { withheld: this.guard(f), claims: new Map() }));
+        c.claims.set(p.key, { f, family: p.family });
+        if (!c.withheld) touched.add(f.key);
+      }
     // counts: the new plan's references first, so an address or member both plans hold never
     // drops to zero on the way (which would mark the sets and addresses changed and make a
     // one-endpoint sync diff every set and address of the node)
     for (const p of after) this.count(p, +1);
     for (const p of before) this.count(p, -1);
+    for (const p of before)
+      for (const f of p.frontends) if (this.frontends.get(f.key)?.claims.size === 0) this.frontends.delete(f.key);
     return touched;
   }
 
-  /** The service port's claims on its virtual servers (keyed by service port: remove before add). */
-  private claim(p: ServicePortPlan, sign: 1 | -1, touched: Set<string>): void {
-    for (const v of p.virtualServers) {
-      const key = virtualServerKey(v.vs);
+  /**
+   * The facts that withhold frontends changed for `keys` (every key when undefined): each is
+   * given or taken back from all its claimants, without re-planning. Adds the keys that
+   * changed to `touched`; returns the Services (namespace/name) whose withheld frontends
+   * changed, and the virtual servers of the claims just given.
+   */
+  reguard(
+    keys: Iterable<string> | undefined,
+    touched: Set<string>,
+  ): { services: Set<ServiceName>; given: DesiredVirtualServer[] } {
+    const services = new Set<ServiceName>();
+    const given: DesiredVirtualServer[] = [];
+    for (const key of keys ?? [...this.frontends.keys()]) {
+      const c = this.frontends.get(key);
+      const first = c?.claims.values().next().value;
+      if (!c || !first) continue;
+      const now = this.guard(first.f);
+      if (JSON.stringify(now) === JSON.stringify(c.withheld)) continue;
+      if (!c.withheld) for (const { f, family } of c.claims.values()) this.countFrontend(family, f, -1);
+      c.withheld = now;
+      if (!now)
+        for (const { f, family } of c.claims.values()) {
+          this.countFrontend(family, f, +1);
+          given.push(f.virtualServer);
+        }
       touched.add(key);
-      let c = this.claims.get(key);
-      if (sign > 0) {
-        if (!c) this.claims.set(key, (c = new Map()));
-        c.set(p.key, v);
-      } else if (c) {
-        c.delete(p.key);
-        if (c.size === 0) this.claims.delete(key);
+      for (const k of c.claims.keys()) {
+        const { namespace, name } = parseServicePortKey(k);
+        services.add(`${namespace}/${name}`);
       }
     }
+    return { services, given };
   }
 
-  /** The service port's references to kube-ipvs0 addresses, set members and LB out-filter entries. */
+  /** The virtual servers of the plans' frontends that are given (not withheld). */
+  givenVirtualServers(plans: readonly ServicePortPlan[]): DesiredVirtualServer[] {
+    return plans.flatMap((p) =>
+      p.frontends.filter((f) => !this.frontends.get(f.key)?.withheld).map((f) => f.virtualServer),
+    );
+  }
+
+  /** Whether some service port claims the frontend key (withheld or not). */
+  claimed(key: string): boolean {
+    return this.frontends.has(key);
+  }
+
+  /** The refusals of the plan's withheld frontends (frontend-guard.ts), in its frontend order. */
+  withheldRefusals(p: ServicePortPlan): Refusal[] {
+    const out: Refusal[] = [];
+    for (const f of p.frontends) {
+      const w = this.frontends.get(f.key)?.withheld;
+      const r = w && withheldRefusal(p.key, f, w);
+      if (r) out.push(r);
+    }
+    return out;
+  }
+
+  private guard(f: PlannedFrontend): Withholding | undefined {
+    return withholding(f.key, f.virtualServer.vs.address, this.facts);
+  }
+
+  /** The service port's references to set members; its given frontends' too. */
   private count(p: ServicePortPlan, sign: 1 | -1): void {
     const fam = this.families.get(p.family);
     if (!fam) return;
-    for (const a of p.boundAddresses) {
-      const changed = sign > 0 ? this.addresses.add(a) : this.addresses.remove(a);
-      if (changed) {
-        this.addressesChanged = true;
-        this.member(fam, fam.ipvsIps, a as unknown as Member, sign);
-      }
+    for (const e of p.portEntries) this.entry(fam, e, sign);
+    for (const f of p.frontends) if (!this.frontends.get(f.key)?.withheld) this.countFrontend(p.family, f, sign);
+  }
+
+  /** One given frontend's kube-ipvs0 address, set members and LB out-filter entry. */
+  private countFrontend(family: IpFamily, f: PlannedFrontend, sign: 1 | -1): void {
+    const fam = this.families.get(family);
+    if (!fam) return;
+    const a = f.boundAddress;
+    if (a !== undefined && (sign > 0 ? this.addresses.add(a) : this.addresses.remove(a))) {
+      this.addressesChanged = true;
+      this.member(fam, fam.ipvsIps, a as unknown as Member, sign);
     }
-    for (const e of p.ipsetEntries) {
-      const name = fam.nameOf.get(e.set);
-      if (name) this.member(fam, name, e.member as unknown as Member, sign);
-    }
+    for (const e of f.ipsetEntries) this.entry(fam, e, sign);
     // KUBE-IPVS-OWNED: every virtual server some plan claims (counted: claimants share a key)
-    for (const v of p.virtualServers)
-      if (v.vs.fwmark === 0) this.member(fam, fam.owned, entryFrontend(v.vs) as unknown as Member, sign);
-    for (const e of p.lbOutFilter) {
-      const k = JSON.stringify([e.lbIP, e.proto, e.port]);
+    if (f.virtualServer.vs.fwmark === 0)
+      this.member(fam, fam.owned, entryFrontend(f.virtualServer.vs) as unknown as Member, sign);
+    const o = f.lbOutFilter;
+    if (o) {
+      const k = JSON.stringify([o.lbIP, o.proto, o.port]);
       if (sign > 0) fam.lbOutFilter.add(k);
       else fam.lbOutFilter.remove(k);
     }
+  }
+
+  private entry(fam: FamilyIndex, e: IpsetEntry, sign: 1 | -1): void {
+    const name = fam.nameOf.get(e.set);
+    if (name) this.member(fam, name, e.member as unknown as Member, sign);
   }
 
   private member(fam: FamilyIndex, set: string, m: Member, sign: 1 | -1): void {
@@ -176,39 +264,42 @@ export class DesiredIndex {
 
   /** The winning claim of a virtual server key (plan/claim-rank.ts). */
   virtualServer(key: string): DesiredVirtualServer | undefined {
-    const c = this.claims.get(key);
-    if (!c) return undefined;
-    if (c.size === 1) return c.values().next().value;
-    return c.get(this.ranked(c)[0]!.key);
+    const c = this.frontends.get(key);
+    if (!c || c.withheld) return undefined;
+    if (c.claims.size === 1) return c.claims.values().next().value?.f.virtualServer;
+    return c.claims.get(this.ranked(c)[0]!.key)?.f.virtualServer;
   }
 
-  /** Every desired virtual server, by key. */
+  /** Every desired virtual server (withheld ones are not), by key. */
   virtualServers(): Map<string, DesiredVirtualServer> {
     const out = new Map<string, DesiredVirtualServer>();
-    for (const key of this.claims.keys()) out.set(key, this.virtualServer(key)!);
+    for (const key of this.frontends.keys()) {
+      const v = this.virtualServer(key);
+      if (v) out.set(key, v);
+    }
     return out;
   }
 
-  /** The claims on one virtual server key when more than one service port makes one. */
+  /** The claims on one given virtual server key when more than one service port makes one. */
   conflict(key: string): ClaimConflict | undefined {
-    const c = this.claims.get(key);
-    if (!c || c.size < 2) return undefined;
+    const c = this.frontends.get(key);
+    if (!c || c.withheld || c.claims.size < 2) return undefined;
     const [winner, ...losers] = this.ranked(c);
     return { key, winner: winner!, losers };
   }
 
-  /** Every virtual server claimed by more than one service port. */
+  /** Every given virtual server claimed by more than one service port. */
   conflicts(): ClaimConflict[] {
     const out: ClaimConflict[] = [];
-    for (const key of this.claims.keys()) {
+    for (const key of this.frontends.keys()) {
       const c = this.conflict(key);
       if (c) out.push(c);
     }
     return out;
   }
 
-  private ranked(c: ReadonlyMap<string, DesiredVirtualServer>): Claim[] {
-    return [...c].map(([k, v]) => claimOf(k, this.ports.get(k), v.kind)).sort(compareClaims);
+  private ranked(c: FrontendClaims): Claim[] {
+    return [...c.claims].map(([k, v]) => claimOf(k, this.ports.get(k), v.f.virtualServer.kind)).sort(compareClaims);
   }
 
   /** Did the set of wanted kube-ipvs0 addresses change since the last call? (Then clears the mark.) */

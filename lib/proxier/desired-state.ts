@@ -1,12 +1,13 @@
 /**
- * The desired state, written by re-plans only: every Service's plans, the index over them
+ * The desired state, written by re-plans (a Service changed) and re-guards (what withholds a
+ * frontend changed): every Service's plans, the index over them
  * (virtual servers, ipsets, iptables, kube-ipvs0 addresses; desired-index.ts), the health
  * check ports, and the count of service ports with a Local traffic policy and no local endpoint.
  */
-import { virtualServerKey } from '../model/ipvs';
 import { IpFamily } from '../model/ip-family';
-import { ServicePort } from '../model/service';
+import { Refusal, ServiceName, ServicePort } from '../model/service';
 import { DesiredVirtualServer, ServicePortPlan } from '../plan/service-plan';
+import { FrontendFacts } from '../plan/frontend-guard';
 import { DesiredIndex } from './desired-index';
 import { ServiceHealthIndex } from './service-health';
 
@@ -14,8 +15,12 @@ import { ServiceHealthIndex } from './service-health';
 export interface DesiredStateDeps {
   /** plans one Service's ports (NodeContext.planService) */
   readonly planService: (name: string) => { ports: ServicePort[]; plans: ServicePortPlan[] };
-  /** a Service went from `before` to `after` (conntrack cleanup, refusal reports) */
-  readonly replanned: (name: string, before: readonly ServicePortPlan[], after: readonly ServicePortPlan[]) => void;
+  /** what withholds frontends (the node's excludeCIDRs and foreign virtual servers), read live */
+  readonly facts: FrontendFacts;
+  /** the virtual servers given to a Service went from `before` to `after` (conntrack cleanup) */
+  readonly replanned: (before: readonly DesiredVirtualServer[], after: readonly DesiredVirtualServer[]) => void;
+  /** a Service's refusals now: its plans' and its withheld frontends' (refusal reports) */
+  readonly refused: (name: ServiceName, refusals: readonly Refusal[]) => void;
 }
 
 /** Every Service's plans and the index over them (see the file comment). */
@@ -32,7 +37,7 @@ export class DesiredState {
     private readonly deps: DesiredStateDeps,
     families: readonly IpFamily[],
   ) {
-    this.indexNow = new DesiredIndex(families);
+    this.indexNow = new DesiredIndex(families, deps.facts);
   }
 
   get index(): DesiredIndex {
@@ -48,15 +53,16 @@ export class DesiredState {
 
   /** The families changed: nothing planned holds any more. */
   reset(families: readonly IpFamily[]): void {
-    this.indexNow = new DesiredIndex(families);
+    this.indexNow = new DesiredIndex(families, this.deps.facts);
     this.byService.clear();
     this.noLocalEndpoints.internal = 0;
     this.noLocalEndpoints.external = 0;
   }
 
   /** Re-plans one Service into the index; adds the virtual server keys it touches. */
-  replan(name: string, touched: Set<string>): void {
+  replan(name: ServiceName, touched: Set<string>): void {
     const before = this.byService.get(name) ?? [];
+    const givenBefore = this.indexNow.givenVirtualServers(before);
     const { ports, plans: after } = this.deps.planService(name);
     this.health.update(name, ports, after);
     for (const k of this.indexNow.replace(before, after, ports)) touched.add(k);
@@ -64,25 +70,25 @@ export class DesiredState {
     for (const p of after) this.countNoLocal(p, +1);
     if (after.length > 0) this.byService.set(name, after);
     else this.byService.delete(name);
-    this.deps.replanned(name, before, after);
+    this.deps.replanned(givenBefore, this.indexNow.givenVirtualServers(after));
+    this.deps.refused(name, this.refusals(after));
   }
 
-  /** The Services that claim these virtual server keys, or were refused them as foreign. */
-  claimantsOf(keys: readonly string[]): Set<string> {
-    const want = new Set(keys);
-    const out = new Set<string>();
-    for (const [name, plans] of this.byService) {
-      for (const p of plans) {
-        if (
-          p.foreignVirtualServers?.some((k) => want.has(k)) ||
-          p.virtualServers.some((v) => want.has(virtualServerKey(v.vs)))
-        ) {
-          out.add(name);
-          break;
-        }
-      }
-    }
-    return out;
+  /**
+   * What withholds frontends changed for `keys` (every key when undefined, `quiet`: no Service
+   * is told, as every one is re-planned next): the index gives or takes them back (no re-plan);
+   * adds the keys that changed to `touched`.
+   */
+  reguard(keys: Iterable<string> | undefined, touched: Set<string>, quiet = false): void {
+    const { services, given } = this.indexNow.reguard(keys, touched);
+    if (given.length > 0) this.deps.replanned([], given);
+    if (quiet) return;
+    for (const name of services) this.deps.refused(name, this.refusals(this.byService.get(name) ?? []));
+  }
+
+  /** A Service's refusals from its plans: the planner's, then its withheld frontends', per port. */
+  private refusals(plans: readonly ServicePortPlan[]): Refusal[] {
+    return plans.flatMap((p) => [...p.refusals, ...this.indexNow.withheldRefusals(p)]);
   }
 
   private countNoLocal(p: ServicePortPlan, sign: 1 | -1): void {

@@ -1,6 +1,6 @@
 /**
  * A full sync's IPVS phase: read the table, classify what was not seen before (ownership.ts),
- * re-plan the Services a newly foreign (or gone) virtual server concerns, adopt the draining
+ * re-guard the frontends a newly foreign (or gone) virtual server withholds, adopt the draining
  * real servers the kernel shows, and diff the whole table against the plan, touching only what
  * kube-ipvs owns.
  */
@@ -32,8 +32,8 @@ export interface FullSyncParts {
 
 /** What the sequence hears from a full sync's IPVS phase, as it happens. */
 export interface FullSyncHooks {
-  /** Services to re-plan at the next sync, and whether one must come soon */
-  readonly later: (names: Set<string>, rerun: boolean) => void;
+  /** frontend keys to re-guard at the next sync, and whether one must come soon */
+  readonly later: (keys: readonly string[], rerun: boolean) => void;
   /** a full sync has run before: ops beyond what the tracked state says are drift */
   readonly tracked: boolean;
   /** the drift repaired (called before the table read replaces the applied one) */
@@ -59,18 +59,21 @@ export async function fullSyncOps(
     (k) => desired.virtualServer(k) !== undefined,
   );
   applier.forgetUncertainCreates();
-  // claimed ones are refused now, before the netfilter sync starts; a gone one's
-  // claimants get it now when the netfilter sync has not started yet, else next sync
+  // claimed ones are withheld now, before the netfilter sync starts; a gone one is given
+  // back now when the netfilter sync has not started yet, else next sync
   const now = netfilter.started() ? claimed : [...claimed, ...gone];
   if (now.length > 0) {
-    for (const name of desired.claimantsOf(now)) desired.replan(name, run.touched);
+    desired.reguard(now, run.touched);
     reports.conflictsOf(desired.index, run.touched);
     observed = tableFromDump(dump, desired.index.virtualServers());
   }
   if (netfilter.started()) {
     // (claimed is empty here, as wantsUnknown() was false: were it not, the sets
     // the netfilter sync in flight writes would be withdrawn by the next sync)
-    hooks.later(desired.claimantsOf(gone), claimed.length > 0);
+    hooks.later(
+      gone.filter((k) => desired.index.claimed(k)),
+      claimed.length > 0,
+    );
   }
   netfilter.start();
   const desiredVs = desired.index.virtualServers();

@@ -50,14 +50,20 @@ export interface IpvsApplierDeps extends Pick<
 > {
   /** ask for a sync within `ms` (the runner's retryAfter) */
   readonly retryAfter: (ms: number) => void;
-  /** a create found the virtual server there already: it is not kube-ipvs's (NodeContext.markForeign) */
-  readonly markForeign: (vsKey: string, vs: VirtualServerId, why: string) => void;
+}
+
+/** A virtual server a guarded create found there already: not kube-ipvs's (NodeContext.markForeign). */
+export interface AppearedVirtualServer {
+  readonly key: string;
+  readonly vs: VirtualServerId;
+  /** why it is not kube-ipvs's, in words */
+  readonly why: string;
 }
 
 /** What a batch of ops left uncertain: `fullSync` when a failure belongs to no Service. */
 export interface RunOutcome {
-  /** virtual servers a guarded create found already there (now foreign) */
-  readonly appeared: string[];
+  /** virtual servers a guarded create found already there (foreign) */
+  readonly appeared: readonly AppearedVirtualServer[];
   readonly fullSync: boolean;
 }
 
@@ -170,7 +176,7 @@ export class IpvsApplier {
   /**
    * Runs ops; returns the virtual servers found to exist already when created (`guardNew`: a
    * partial sync's creates go first, alone; one the kernel refuses with EEXIST appeared since
-   * the last full read, is remembered foreign, and none of the other ops touch it).
+   * the last full read, is foreign, and none of the other ops touch it).
    */
   async run(
     ops: readonly IpvsOp[],
@@ -183,19 +189,20 @@ export class IpvsApplier {
     }
     const creates = ops.filter((op) => op.kind === 'newService');
     const first = await this.runBatch(creates, desired, counts, true);
-    const rest = ops.filter((op) => op.kind !== 'newService' && !first.appeared.includes(opVirtualServerKey(op) ?? ''));
+    const appeared = new Set(first.appeared.map((a) => a.key));
+    const rest = ops.filter((op) => op.kind !== 'newService' && !appeared.has(opVirtualServerKey(op) ?? ''));
     const second = await this.runBatch(rest, desired, counts);
     return { appeared: first.appeared, fullSync: first.fullSync || second.fullSync };
   }
 
-  /** One ipvs.run of `ops`; `creates`: EEXIST on a create marks the virtual server foreign (returned). */
+  /** One ipvs.run of `ops`; `creates`: a create refused with EEXIST found a foreign virtual server (returned). */
   private async runBatch(
     ops: readonly IpvsOp[],
     desired: DesiredLookup,
     counts: WriteCounts,
     creates = false,
   ): Promise<RunOutcome> {
-    const appeared: string[] = [];
+    const appeared: AppearedVirtualServer[] = [];
     let fullSync = false;
     if (ops.length === 0) return { appeared, fullSync };
     counts.ipvsWrites += ops.length;
@@ -221,12 +228,11 @@ export class IpvsApplier {
       }
       if (creates && op.kind === 'newService' && r.error.errno === E.EEXIST && !this.appliedTable.has(vsKey)) {
         // not in the table kube-ipvs read and not created by it: someone else made it since
-        this.deps.markForeign(
-          vsKey,
-          op.vs,
-          'it appeared in the kernel after kube-ipvs last read the table, and kube-ipvs did not create it',
-        );
-        appeared.push(vsKey);
+        appeared.push({
+          key: vsKey,
+          vs: op.vs,
+          why: 'it appeared in the kernel after kube-ipvs last read the table, and kube-ipvs did not create it',
+        });
         return;
       }
       counts.ipvsFailures++;

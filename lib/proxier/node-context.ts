@@ -17,6 +17,7 @@ import { IpFamily } from '../model/ip-family';
 import { ServicePort } from '../model/service';
 import { LocalDetector } from '../plan/iptables';
 import { IptablesOptions, PlanContext, ServicePortPlan } from '../plan/service-plan';
+import { FrontendFacts } from '../plan/frontend-guard';
 import { IpvsTable } from '../reconcile/ipvs-table';
 import { FirstSightFacts, OwnershipFacts, firstSightReason } from './ownership';
 import { NodeState, PartDeps, ProxierSettings } from './types';
@@ -72,10 +73,12 @@ export class NodeContext {
   private observedIpsets: IpsetState | undefined;
   /**
    * virtual servers a full sync found in the kernel that were not kube-ipvs's when first seen
-   * (vsKey -> why), for as long as they exist there (ownership.ts); the planner's
-   * ctx.foreignVirtualServers: no Service gets one
+   * (vsKey -> why), for as long as they exist there (ownership.ts); the frontend facts: no
+   * Service gets one
    */
   private readonly foreign = new Map<string, string>();
+  /** what withholds frontends (plan/frontend-guard.ts), read live by the desired index */
+  readonly frontendFacts: FrontendFacts;
   /** whether a full sync has classified the kernel's table once (the adoption read) */
   private adopted = false;
   /** the kube-proxy sets and kube-ipvs0's addresses as first read, until the adoption read */
@@ -89,6 +92,13 @@ export class NodeContext {
     this.settingsNow = settings;
     this.nodeNow = node;
     this.excludedNow = cidrMatcher(settings.excludeCIDRs);
+    const self = this;
+    this.frontendFacts = {
+      get excludeCIDRs() {
+        return self.settingsNow.excludeCIDRs;
+      },
+      foreign: (k) => this.foreign.get(k),
+    };
   }
 
   get settings(): ProxierSettings {
@@ -171,9 +181,11 @@ export class NodeContext {
     if (this.addressesRead)
       this.deps.serviceHealth?.setNodePortAddresses?.(matchAll ? undefined : npAll.filter(proxied));
     this.contextsNow = this.planContexts(this.localAddressesNow);
-    const text = JSON.stringify(
-      [...this.contextsNow.values()].map((c) => ({ ...c, localAddresses: [...c.localAddresses].sort() })),
-    );
+    // with excludeCIDRs: a change of them re-guards every frontend (Proxier.planPhase)
+    const text = JSON.stringify([
+      s.excludeCIDRs,
+      ...[...this.contextsNow.values()].map((c) => ({ ...c, localAddresses: [...c.localAddresses].sort() })),
+    ]);
     const changed = text !== this.contextsText;
     this.contextsText = text;
     return changed;
@@ -196,9 +208,6 @@ export class NodeContext {
         localAddresses: local,
         nodeIPs: this.nodeNow.nodeIPs.filter(ofFamily),
         excludeClusterCIDRs: s.excludeClusterCIDRs.filter((c) => ofFamily(c.split('/')[0]!)),
-        excludeCIDRs: s.excludeCIDRs.filter((c) => ofFamily(c.split('/')[0]!)),
-        // live: a change re-plans the Services it concerns (claimantsOf), not every Service
-        foreignVirtualServers: this.foreign,
       });
     }
     return contexts;

@@ -91,8 +91,8 @@ export class Proxier {
   private needFullSync = true;
   private replanAll = true;
   private lastFullSyncAt = -Infinity;
-  /** Services to re-plan at the next sync: a foreign virtual server they claim appeared or went */
-  private readonly replanNext = new Set<string>();
+  /** frontend keys to re-guard at the next sync: a foreign virtual server a Service claims is gone */
+  private readonly reguardNext = new Set<string>();
 
   /** timestamps for health and metrics: the last sync that went through (kube-proxy's
    * healthz Updated()), the oldest change queued since (QueuedUpdate()) */
@@ -112,11 +112,7 @@ export class Proxier {
     const deps: PartDeps = { ...proxierDeps, source: new TrackerSource(this.services, this.slices) };
     this.deps = deps;
     this.nodeCtx = new NodeContext(deps, settings, node);
-    this.applier = new IpvsApplier({
-      ...deps,
-      retryAfter: (ms) => this.runner.retryAfter(ms),
-      markForeign: (k, vs, why) => this.nodeCtx.markForeign(k, vs, why),
-    });
+    this.applier = new IpvsApplier({ ...deps, retryAfter: (ms) => this.runner.retryAfter(ms) });
     this.bound = new BoundAddresses(deps);
     this.conntrack = new ConntrackCleanup(deps);
     this.reports = new RefusalReports(deps);
@@ -124,10 +120,9 @@ export class Proxier {
     this.desired = new DesiredState(
       {
         planService: (name) => this.nodeCtx.planService(name),
-        replanned: (name, before, after) => {
-          this.conntrack.replanned(before, after);
-          this.reports.refusalsOf(name, [...deps.source.refusals(name), ...after.flatMap((p) => p.refusals)]);
-        },
+        facts: this.nodeCtx.frontendFacts,
+        replanned: (before, after) => this.conntrack.replanned(before, after),
+        refused: (name, refusals) => this.reports.refusalsOf(name, [...deps.source.refusals(name), ...refusals]),
       },
       settings.families,
     );
@@ -332,8 +327,11 @@ export class Proxier {
       : changed;
     this.replanAll = false;
     if (replanEverything) this.desired.health.clear();
-    for (const svc of this.replanNext) changed.add(svc);
-    this.replanNext.clear();
+    // what withholds frontends first (a full re-plan follows a change of excludeCIDRs): the
+    // Services re-planned below are told their refusals with it
+    if (replanEverything) this.desired.reguard(undefined, run.touched, true);
+    else if (this.reguardNext.size > 0) this.desired.reguard(this.reguardNext, run.touched);
+    this.reguardNext.clear();
     for (const name of names) this.desired.replan(name, run.touched);
     run.replanned = names.size;
     this.reports.conflictsOf(this.desired.index, run.touched);
@@ -367,9 +365,13 @@ export class Proxier {
       const outcome = await this.applier.run(ops, this.desired.virtualServer, run.counts, !run.full);
       if (outcome.fullSync) this.needFullSync = true;
       if (outcome.appeared.length > 0) {
-        // its claimants are refused it now (no kube-ipvs0 address below); the sets the
-        // netfilter sync in flight wrote for it are withdrawn by the next sync
-        for (const name of this.desired.claimantsOf(outcome.appeared)) this.desired.replan(name, run.touched);
+        // foreign from now on: its claimants are refused it now (no kube-ipvs0 address below);
+        // the sets the netfilter sync in flight wrote for it are withdrawn by the next sync
+        for (const a of outcome.appeared) this.nodeCtx.markForeign(a.key, a.vs, a.why);
+        this.desired.reguard(
+          outcome.appeared.map((a) => a.key),
+          run.touched,
+        );
         this.reports.conflictsOf(this.desired.index, run.touched);
         this.runner.run();
       }
@@ -393,9 +395,9 @@ export class Proxier {
   private async fullSyncOps(run: SyncRun, netfilter: Netfilter): Promise<IpvsOp[]> {
     const parts = { applier: this.applier, node: this.nodeCtx, desired: this.desired, reports: this.reports };
     return fullSyncOps(parts, run, netfilter, {
-      later: (names, rerun) => {
-        for (const name of names) this.replanNext.add(name);
-        if (this.replanNext.size > 0 || rerun) this.runner.run();
+      later: (keys, rerun) => {
+        for (const k of keys) this.reguardNext.add(k);
+        if (this.reguardNext.size > 0 || rerun) this.runner.run();
       },
       tracked: this.lastFullSyncAt > -Infinity,
       drift: (drift) => {

@@ -155,7 +155,7 @@ export async function dryRunFullSync(s: ProxierSnapshot): Promise<IpvsOp[]> {
     throw new NotSyncedError('Services and EndpointSlices have not been listed yet: nothing is planned');
   const { bound, local } = await readNodeAddresses(s.link, await findKubeIpvs0(s.link));
   const contexts = s.node.planContexts(local);
-  const index = new DesiredIndex(s.node.settings.families);
+  const index = new DesiredIndex(s.node.settings.families, s.node.frontendFacts);
   for (const name of new Set(s.source.serviceNames())) {
     const { ports, plans } = s.node.planService(name, contexts);
     index.replace([], plans, ports);

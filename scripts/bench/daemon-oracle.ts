@@ -31,7 +31,6 @@ export function desiredFromApi(server: FakeApiServer): DesiredTable {
     localAddresses: new Set(),
     nodeIPs: [NODE_IP],
     excludeClusterCIDRs: [],
-    excludeCIDRs: [],
   };
   const plans: ServicePortPlan[] = [];
   for (const name of st.serviceNames())

@@ -3,7 +3,7 @@
 // this node 192.0.2.1.
 import { Claim, claimOf, compareClaims, whyWins } from '../../lib/plan/claim-rank';
 import { planServicePort } from '../../lib/plan/plan-service-port';
-import { PlanContext } from '../../lib/plan/service-plan';
+import { PlanContext, planContents } from '../../lib/plan/service-plan';
 import { ServicePort } from '../../lib/model/service';
 
 const sp = (o: Partial<ServicePort> = {}): ServicePort => ({
@@ -38,11 +38,10 @@ describe('the kind of a claim is the frontend that made it (issue 25 item 3)', (
     localAddresses: new Set(['192.0.2.1']),
     nodeIPs: ['192.0.2.1'],
     excludeClusterCIDRs: [],
-    excludeCIDRs: [],
   };
   const kinds = (o: Partial<ServicePort>) =>
     Object.fromEntries(
-      planServicePort(sp(o), [], ctx).virtualServers.map((v) => [`${v.vs.address}:${v.vs.port}`, v.kind]),
+      planContents(planServicePort(sp(o), [], ctx)).virtualServers.map((v) => [`${v.vs.address}:${v.vs.port}`, v.kind]),
     );
 
   it.each<[string, Partial<ServicePort>, Record<string, string>]>([

@@ -20,7 +20,6 @@ const CTX4: PlanContext = {
   localAddresses: new Set(['192.0.2.1']),
   nodeIPs: ['192.0.2.1'],
   excludeClusterCIDRs: [],
-  excludeCIDRs: [],
 };
 const OPTS: IptablesOptions = {
   masqueradeBit: 14,

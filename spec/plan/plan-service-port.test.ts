@@ -9,7 +9,16 @@ import type { V1Endpoint, V1EndpointSlice, V1Service } from '@kubernetes/client-
 import { convertService } from '../../lib/k8s/convert';
 import { RealServerSpec } from '../../lib/model/ipvs';
 import { planServicePort } from '../../lib/plan/plan-service-port';
-import { DesiredVirtualServer, IpsetEntry, PlanContext, ServicePortPlan } from '../../lib/plan/service-plan';
+import {
+  DesiredVirtualServer,
+  IpsetEntry,
+  PlanContents,
+  PlanContext,
+  PlannedFrontend,
+  ServicePortPlan,
+  planContents,
+} from '../../lib/plan/service-plan';
+import { FrontendFacts, withheldRefusal, withholding } from '../../lib/plan/frontend-guard';
 import { makeEndpointSlice, makeService, svcPort } from '../../testkit/builders';
 import { EndpointSliceTracker } from '../../lib/tracker/endpoint-slice-tracker';
 import { Refusal } from '../../lib/model/service';
@@ -25,7 +34,6 @@ const CTX4: PlanContext = {
   localAddresses: new Set(['192.0.2.1', '192.0.2.2', '203.0.113.99']),
   nodeIPs: ['192.0.2.1'],
   excludeClusterCIDRs: [],
-  excludeCIDRs: [],
 };
 const CTX6: PlanContext = {
   ...CTX4,
@@ -74,6 +82,36 @@ function vs(
 // golden members are hand-written text, cast to the brand only here
 const e = (set: IpsetEntry['set'], member: string): IpsetEntry => ({ set, member: member as IpsetMember });
 
+/** A plan as the node gets it: its given frontends flattened, the withheld ones' refusals after the planner's. */
+interface GivenPlan extends PlanContents {
+  key: string;
+  family: ServicePortPlan['family'];
+  localEndpoints: number;
+  noLocalEndpoints: ServicePortPlan['noLocalEndpoints'];
+  refusals: readonly Refusal[];
+}
+
+const NO_FACTS: FrontendFacts = { excludeCIDRs: [], foreign: () => undefined };
+
+function given(p: ServicePortPlan, facts: FrontendFacts = NO_FACTS): GivenPlan {
+  const withheld = (f: PlannedFrontend) => withholding(f.key, f.virtualServer.vs.address, facts);
+  return {
+    key: p.key,
+    family: p.family,
+    ...planContents(p, (f) => withheld(f) === undefined),
+    localEndpoints: p.localEndpoints,
+    noLocalEndpoints: p.noLocalEndpoints,
+    refusals: [
+      ...p.refusals,
+      ...p.frontends.flatMap((f) => {
+        const w = withheld(f);
+        const r = w && withheldRefusal(p.key, f, w);
+        return r ? [r] : [];
+      }),
+    ],
+  };
+}
+
 function plan(
   key: string,
   p: {
@@ -84,9 +122,8 @@ function plan(
     localEndpoints?: number;
     noLocalEndpoints?: { internal: boolean; external: boolean };
     refusals?: Refusal[];
-    foreignVirtualServers?: string[];
   },
-): ServicePortPlan {
+): GivenPlan {
   return {
     key,
     family: key.endsWith('/ipv6') ? 'ipv6' : 'ipv4',
@@ -97,9 +134,13 @@ function plan(
     localEndpoints: p.localEndpoints ?? 0,
     noLocalEndpoints: p.noLocalEndpoints ?? { internal: false, external: false },
     refusals: p.refusals ?? [],
-    ...(p.foreignVirtualServers ? { foreignVirtualServers: p.foreignVirtualServers } : {}),
   };
 }
+
+const foreignOf = (entries: [string, string][]) => {
+  const m = new Map(entries);
+  return (k: string) => m.get(k);
+};
 
 // ---- fixtures ----
 
@@ -147,7 +188,9 @@ interface Row {
   svc: V1Service;
   slices: V1EndpointSlice[];
   ctx?: Partial<PlanContext>;
-  want: ServicePortPlan[];
+  /** what withholds frontends (plan/frontend-guard.ts) */
+  facts?: Partial<FrontendFacts>;
+  want: GivenPlan[];
   refusals?: Refusal[];
 }
 
@@ -854,7 +897,7 @@ const rows: Row[] = [
       s.status = { loadBalancer: { ingress: [{ ip: '203.0.113.210' }] } };
     }),
     slices: [],
-    ctx: { excludeCIDRs: ['203.0.113.128/25', '2001:db8:ff::/48'] },
+    facts: { excludeCIDRs: ['203.0.113.128/25', '2001:db8:ff::/48'] },
     want: [
       plan(K, {
         virtualServers: [vs(K, 'TCP', '10.96.0.10', 80, []), vs(K, 'TCP', '203.0.113.10', 80, [])],
@@ -892,7 +935,7 @@ const rows: Row[] = [
       s.spec!.ports = [svcPort('p80', 80, 'TCP', 30080)];
     }),
     slices: [],
-    ctx: { excludeCIDRs: ['10.96.0.10/32', '192.0.2.2/32'] },
+    facts: { excludeCIDRs: ['10.96.0.10/32', '192.0.2.2/32'] },
     want: [
       plan(K, {
         virtualServers: [vs(K, 'TCP', '192.0.2.1', 30080, [])],
@@ -921,8 +964,8 @@ const rows: Row[] = [
       s.status = { loadBalancer: { ingress: [{ ip: '203.0.113.20' }] } };
     }),
     slices: [],
-    ctx: {
-      foreignVirtualServers: new Map([
+    facts: {
+      foreign: foreignOf([
         ['TCP/203.0.113.10:80', 'keepalived'],
         ['TCP/203.0.113.20:80', 'found'],
         ['TCP/203.0.113.10:443', 'another port'],
@@ -955,7 +998,6 @@ const rows: Row[] = [
             eventReason: 'ForeignVirtualServer',
           },
         ],
-        foreignVirtualServers: ['TCP/203.0.113.10:80', 'TCP/203.0.113.20:80'],
       }),
     ],
   },
@@ -966,8 +1008,8 @@ const rows: Row[] = [
       s.spec!.ports = [svcPort('p80', 80, 'TCP', 30080)];
     }),
     slices: [],
-    ctx: {
-      foreignVirtualServers: new Map([
+    facts: {
+      foreign: foreignOf([
         ['TCP/10.96.0.10:80', 'why'],
         ['TCP/192.0.2.2:30080', 'why'],
       ]),
@@ -998,7 +1040,6 @@ const rows: Row[] = [
             eventReason: 'ForeignVirtualServer',
           },
         ],
-        foreignVirtualServers: ['TCP/10.96.0.10:80', 'TCP/192.0.2.2:30080'],
       }),
     ],
   },
@@ -1150,7 +1191,7 @@ describe('planServicePort (kube-proxy IPVS mode per service port)', () => {
     const plans = ports.map((sp) =>
       planServicePort(sp, slices.endpoints(sp), { ...(sp.family === 'ipv4' ? CTX4 : CTX6), ...row.ctx }),
     );
-    expect(plans).toEqual(row.want);
+    expect(plans.map((p) => given(p, { ...NO_FACTS, ...row.facts }))).toEqual(row.want);
   });
 
   it('ignores the order of its endpoints (real servers sorted by ip:port)', () => {
@@ -1158,10 +1199,19 @@ describe('planServicePort (kube-proxy IPVS mode per service port)', () => {
     const a = { ip: '10.244.2.1', port: 8080, ready: true, serving: true, terminating: false, isLocal: false };
     const b = { ...a, ip: '10.244.1.1', isLocal: true };
     expect(planServicePort(sp!, [a, b], CTX4)).toEqual(planServicePort(sp!, [b, a], CTX4));
-    expect(planServicePort(sp!, [a, b], CTX4).virtualServers[0]!.realServers).toEqual([LOCAL_RS, REMOTE_RS]);
+    expect(planContents(planServicePort(sp!, [a, b], CTX4)).virtualServers[0]!.realServers).toEqual([
+      LOCAL_RS,
+      REMOTE_RS,
+    ]);
     // already in order (as the trackers give them), and an ip:port given twice: one real server
-    expect(planServicePort(sp!, [b, a, a], CTX4).virtualServers[0]!.realServers).toEqual([LOCAL_RS, REMOTE_RS]);
-    expect(planServicePort(sp!, [b, b, a], CTX4).virtualServers[0]!.realServers).toEqual([LOCAL_RS, REMOTE_RS]);
+    expect(planContents(planServicePort(sp!, [b, a, a], CTX4)).virtualServers[0]!.realServers).toEqual([
+      LOCAL_RS,
+      REMOTE_RS,
+    ]);
+    expect(planContents(planServicePort(sp!, [b, b, a], CTX4)).virtualServers[0]!.realServers).toEqual([
+      LOCAL_RS,
+      REMOTE_RS,
+    ]);
   });
 
   it('refuses a context of the other family (a caller bug)', () => {
@@ -1172,7 +1222,7 @@ describe('planServicePort (kube-proxy IPVS mode per service port)', () => {
   it('an external IP equal to the cluster IP: one VS, the duplicate refused', () => {
     const [sp] = convertService(svc1((s) => (s.spec!.externalIPs = ['10.96.0.10']))).ports;
     const p = planServicePort(sp!, [], CTX4);
-    expect(p.virtualServers).toEqual([vs(K, 'TCP', '10.96.0.10', 80, [])]);
+    expect(planContents(p).virtualServers).toEqual([vs(K, 'TCP', '10.96.0.10', 80, [])]);
     expect(p.refusals).toEqual([
       {
         kind: 'Service',

@@ -1,6 +1,6 @@
 // The IPVS applier alone, over the IPVS fake: the applied table follows the ops that went
 // through, a refused op retries its Service with backoff, a guarded create that finds the
-// virtual server there marks it foreign, and draining real servers are deleted once drained.
+// virtual server there returns it as foreign, and draining real servers are deleted once drained.
 import winston from 'winston';
 import { FakeIpvs } from '../../testkit/kernel/fake-ipvs';
 import { FakeClock } from '../../testkit/fake-clock';
@@ -29,7 +29,6 @@ function setup(random = () => 0) {
   const ipvs = new FakeIpvs();
   const clock = new FakeClock();
   const retries: number[] = [];
-  const foreign: string[] = [];
   const events: string[] = [];
   const sink: EventSink = { warn: (ref, reason) => events.push(`${ref.namespace}/${ref.name} ${reason}`) };
   const applier = new IpvsApplier({
@@ -39,11 +38,10 @@ function setup(random = () => 0) {
     events: sink,
     random,
     retryAfter: (ms) => retries.push(ms),
-    markForeign: (k) => foreign.push(k),
   });
   const desired = (k: string): DesiredVirtualServer | undefined =>
     k === KEY ? { vs: VS, realServers: [RS], owner: OWNER, kind: 'ClusterIP' } : undefined;
-  return { ipvs, clock, retries, foreign, events, applier, desired };
+  return { ipvs, clock, retries, events, applier, desired };
 }
 
 describe('IpvsApplier', () => {
@@ -117,8 +115,8 @@ describe('IpvsApplier', () => {
     expect(applier.syncFailed()).toBe(1000);
   });
 
-  it('a guarded create that finds the virtual server there marks it foreign and sends nothing else for it', async () => {
-    const { applier, desired, ipvs, foreign } = setup();
+  it('a guarded create that finds the virtual server there returns it as foreign and sends nothing else for it', async () => {
+    const { applier, desired, ipvs } = setup();
     await ipvs.run([{ kind: 'newService', vs: VS }]); // someone else's, made since the last read
     const before = ipvs.applied.length;
     const counts = zeroCounts();
@@ -131,8 +129,10 @@ describe('IpvsApplier', () => {
       counts,
       true,
     );
-    expect(out).toEqual({ appeared: [KEY], fullSync: false });
-    expect(foreign).toEqual([KEY]);
+    expect(out).toEqual({
+      appeared: [{ key: KEY, vs: VS, why: expect.stringMatching(/appeared in the kernel after kube-ipvs last read/) }],
+      fullSync: false,
+    });
     expect(counts).toEqual({ ipvsWrites: 1, ipvsReads: 0, ipvsFailures: 0 });
     expect(ipvs.applied.length).toBe(before);
     expect((await ipvs.listAll())[0]!.dests).toEqual([]);

@@ -75,7 +75,7 @@ describe('NodeContext', () => {
     expect(counts.linkOps).toBe(2);
   });
 
-  it('plan contexts carry the node, its NodePort addresses and the live foreign memory', async () => {
+  it('plan contexts carry the node and its NodePort addresses; the frontend facts the live foreign memory', async () => {
     const { ctx } = setup();
     await ctx.observe({ linkOps: 0, execs: 0 });
     const c = ctx.planContexts(ctx.localAddresses).get('ipv4')!;
@@ -87,9 +87,10 @@ describe('NodeContext', () => {
       scheduler: 'rr',
     });
     expect(c.nodePortAddresses).toContain('192.0.2.1');
-    expect(c.foreignVirtualServers?.has(KEY)).toBe(false);
+    expect(c).not.toHaveProperty('foreignVirtualServers');
+    expect(ctx.frontendFacts.foreign(KEY)).toBeUndefined();
     ctx.markForeign(KEY, VS, 'test');
-    expect(c.foreignVirtualServers?.get(KEY)).toBe('test');
+    expect(ctx.frontendFacts.foreign(KEY)).toBe('test');
   });
 
   it('a virtual server kube-ipvs did not create is foreign when first seen, claimed if wanted, and forgotten when gone', async () => {

@@ -13,6 +13,7 @@ import { driftOps } from '../../lib/reconcile/diff-ipvs';
 import { SyncResult } from '../../lib/proxier/types';
 import { FakeClock } from '../../testkit/fake-clock';
 import { DesiredVirtualServer, ServicePortPlan } from '../../lib/plan/service-plan';
+import { FrontendFacts } from '../../lib/plan/frontend-guard';
 import { Refusal } from '../../lib/model/service';
 import { VirtualServerSpec, virtualServerKey } from '../../lib/model/ipvs';
 import { AF_INET, IPPROTO_TCP, IPPROTO_UDP } from '../../lib/uapi/inet';
@@ -36,17 +37,21 @@ function udpVs(...backends: string[]): DesiredVirtualServer {
 }
 function plan(vss: DesiredVirtualServer[], extra: Partial<ServicePortPlan> = {}): ServicePortPlan {
   return {
-    key: 'kube-system/dns:dns',
+    key: 'kube-system/dns:dns/ipv4',
     family: 'ipv4',
-    virtualServers: vss,
-    boundAddresses: [],
-    ipsetEntries: [],
-    lbOutFilter: [],
+    frontends: vss.map((v) => ({
+      key: virtualServerKey(v.vs),
+      virtualServer: v,
+      field: 'spec.clusterIPs',
+      boundAddress: v.vs.address,
+      ipsetEntries: [],
+    })),
+    portEntries: [],
     localEndpoints: 0,
     noLocalEndpoints: { internal: false, external: false },
     refusals: [],
     ...extra,
-  } as unknown as ServicePortPlan;
+  };
 }
 
 describe('BoundAddresses', () => {
@@ -90,7 +95,7 @@ describe('ConntrackCleanup', () => {
     });
     ct.add(flow(1001, '10.244.1.2'));
     ct.add(flow(1002, '10.244.1.3'));
-    cleanup.replanned([plan([udpVs('10.244.1.2', '10.244.1.3')])], [plan([udpVs('10.244.1.3')])]);
+    cleanup.replanned([udpVs('10.244.1.2', '10.244.1.3')], [udpVs('10.244.1.3')]);
     expect(cleanup.hasPending).toBe(true);
     const counts = { conntrackOps: 0, conntrackDeleted: 0 };
     expect(await cleanup.clean([udpVs('10.244.1.3')], counts)).toBe(1);
@@ -101,12 +106,14 @@ describe('ConntrackCleanup', () => {
 
   it('without a conntrack table nothing is ever pending', () => {
     const cleanup = new ConntrackCleanup({ log: quiet });
-    cleanup.replanned([plan([udpVs('10.244.1.2')])], [plan([udpVs('10.244.1.3')])]);
+    cleanup.replanned([udpVs('10.244.1.2')], [udpVs('10.244.1.3')]);
     expect(cleanup.hasPending).toBe(false);
   });
 });
 
 describe('DesiredState', () => {
+  const NO_FACTS: FrontendFacts = { excludeCIDRs: [], foreign: () => undefined };
+
   it("a re-plan replaces the Service's plans in the index, counts no-local ports, and tells what changed", () => {
     let next: ServicePortPlan[] = [
       plan([udpVs('10.244.1.2')], { noLocalEndpoints: { internal: true, external: false } }),
@@ -115,7 +122,9 @@ describe('DesiredState', () => {
     const d = new DesiredState(
       {
         planService: () => ({ ports: [], plans: next }),
-        replanned: (name, before, after) => seen.push(`${name} ${before.length}->${after.length}`),
+        facts: NO_FACTS,
+        replanned: (before, after) => seen.push(`${before.length}->${after.length}`),
+        refused: (name, refusals) => seen.push(`${name} refused ${refusals.length}`),
       },
       ['ipv4'],
     );
@@ -125,23 +134,51 @@ describe('DesiredState', () => {
     expect([...touched]).toEqual([key]);
     expect(d.virtualServer(key)?.realServers.map((r) => r.address)).toEqual(['10.244.1.2']);
     expect(d.noLocalEndpoints).toEqual({ internal: 1, external: 0 });
-    expect(d.claimantsOf([key])).toEqual(new Set(['kube-system/dns']));
+    expect(d.index.claimed(key)).toBe(true);
     next = [];
     d.replan('kube-system/dns', touched);
     expect(d.virtualServer(key)).toBeUndefined();
+    expect(d.index.claimed(key)).toBe(false);
     expect(d.plans.size).toBe(0);
     expect(d.noLocalEndpoints).toEqual({ internal: 0, external: 0 });
-    expect(seen).toEqual(['kube-system/dns 0->1', 'kube-system/dns 1->0']);
+    expect(seen).toEqual(['0->1', 'kube-system/dns refused 0', '1->0', 'kube-system/dns refused 0']);
   });
 
-  it('a Service refused a foreign virtual server still claims it', () => {
+  it('a foreign frontend is withheld from its Service and given back by a re-guard, with no re-plan', () => {
+    const foreign = new Map<string, string>();
+    let plans = 0;
+    const told: string[] = [];
+    const given: string[] = [];
     const d = new DesiredState(
-      { planService: () => ({ ports: [], plans: [plan([], { foreignVirtualServers: ['x'] })] }), replanned: () => {} },
+      {
+        planService: () => (plans++, { ports: [], plans: [plan([udpVs('10.244.1.2')])] }),
+        facts: { excludeCIDRs: [], foreign: (k) => foreign.get(k) },
+        replanned: (_before, after) => given.push(after.map((v) => v.vs.address).join()),
+        refused: (name, refusals) => told.push(`${name}: ${refusals.map((r) => r.eventReason).join()}`),
+      },
       ['ipv4'],
     );
-    d.replan('ns/a', new Set());
-    expect(d.claimantsOf(['x'])).toEqual(new Set(['ns/a']));
-    expect(d.claimantsOf(['y'])).toEqual(new Set());
+    const key = virtualServerKey(udpVs().vs);
+    foreign.set(key, 'keepalived');
+    d.replan('kube-system/dns', new Set());
+    expect(d.virtualServer(key)).toBeUndefined();
+    expect(d.index.claimed(key)).toBe(true);
+    expect(d.index.boundAddresses()).toEqual(new Set());
+    expect(told).toEqual(['kube-system/dns: ForeignVirtualServer']);
+    expect(given).toEqual(['']);
+    // nothing changed: nothing touched, nobody told
+    const touched = new Set<string>();
+    d.reguard([key], touched);
+    expect(touched.size).toBe(0);
+    foreign.delete(key);
+    d.reguard([key], touched);
+    expect([...touched]).toEqual([key]);
+    expect(d.virtualServer(key)?.vs.address).toBe('10.96.0.10');
+    expect(d.index.boundAddresses()).toEqual(new Set(['10.96.0.10']));
+    expect(told).toEqual(['kube-system/dns: ForeignVirtualServer', 'kube-system/dns: ']);
+    // the conntrack cleanup hears of the virtual server just given
+    expect(given).toEqual(['', '10.96.0.10']);
+    expect(plans).toBe(1);
   });
 });
 

@@ -493,12 +493,15 @@ describe('Proxier over the kernel fakes', () => {
     expect(await reads(true)).toEqual([1, 1]);
   });
 
-  it('the incremental index equals planFamilyState after a series of changes', async () => {
+  it('the incremental index equals planFamilyState after a series of changes and re-guards', async () => {
     const t = await setup();
     const svcs = ['a', 'b', 'c', 'd'].map((n, i) => clusterIP(n, `10.96.0.${20 + i}`));
     svcs.forEach((s, i) => t.addService(s, endpoints(s.metadata!.name!, `10.244.${i}.2`)));
     await t.start();
-    const index = new DesiredIndex(['ipv4']);
+    // d's ClusterIP is inside excludeCIDRs; a's becomes foreign, then is gone again
+    const foreign = new Map<string, string>();
+    const facts = { excludeCIDRs: ['10.96.0.23/32'], foreign: (k: string) => foreign.get(k) };
+    const index = new DesiredIndex(['ipv4'], facts);
     const plans = new Map<string, ReturnType<typeof planServicePort>[]>();
     const ctx = {
       family: 'ipv4' as const,
@@ -509,25 +512,45 @@ describe('Proxier over the kernel fakes', () => {
       localAddresses: new Set(['192.0.2.1']),
       nodeIPs: ['192.0.2.1'],
       excludeClusterCIDRs: [],
-      excludeCIDRs: [],
     };
     const replan = (name: string) => {
       const after = t.services.servicePorts(name).map((sp) => planServicePort(sp, t.slices.endpoints(sp), ctx));
       index.replace(plans.get(name) ?? [], after);
       plans.set(name, after);
     };
+    const opts = { masqueradeBit: 14, masqueradeAll: false, randomFully: false };
+    const same = () => {
+      const want = planFamilyState([...plans.values()].flat(), 'ipv4', opts, new Map(), facts);
+      expect([...index.virtualServers().entries()].sort()).toEqual([...want.virtualServers.entries()].sort());
+      expect(new Map([...index.ipsets('ipv4')].map(([k, v]) => [k, [...v.members].sort()]))).toEqual(
+        new Map([...want.ipsets].map(([k, v]) => [k, [...v.members].sort()])),
+      );
+      expect(index.iptables('ipv4', opts)).toEqual(want.iptables);
+      expect([...index.boundAddresses()].sort()).toEqual([...want.boundAddresses]);
+      return want;
+    };
     for (const n of t.services.serviceNames()) replan(n);
+    expect([...same().boundAddresses]).toEqual(['10.96.0.20', '10.96.0.21', '10.96.0.22']);
     t.services.onDelete(svcs[1]!);
     replan('default/b');
     t.slices.onUpdate(endpoints('c', '10.244.2.2'), endpoints('c', '10.244.2.2', '10.244.9.9'));
     replan('default/c');
-    const opts = { masqueradeBit: 14, masqueradeAll: false, randomFully: false };
-    const want = planFamilyState([...plans.values()].flat(), 'ipv4', opts);
-    expect([...index.virtualServers().entries()].sort()).toEqual([...want.virtualServers.entries()].sort());
-    expect(new Map([...index.ipsets('ipv4')].map(([k, v]) => [k, [...v.members].sort()]))).toEqual(
-      new Map([...want.ipsets].map(([k, v]) => [k, [...v.members].sort()])),
-    );
-    expect(index.iptables('ipv4', opts)).toEqual(want.iptables);
+    same();
+    const a = 'TCP/10.96.0.20:80';
+    foreign.set(a, 'keepalived');
+    const touched = new Set<string>();
+    expect(index.reguard([a], touched).services).toEqual(new Set(['default/a']));
+    expect([...touched]).toEqual([a]);
+    expect(index.virtualServer(a)).toBeUndefined();
+    expect([...same().boundAddresses]).toEqual(['10.96.0.22']);
+    // a re-plan of a withheld frontend's Service keeps it withheld, and touches nothing
+    t.slices.onUpdate(endpoints('a', '10.244.0.2'), endpoints('a', '10.244.0.3'));
+    replan('default/a');
+    same();
+    foreign.delete(a);
+    index.reguard(undefined, touched);
+    expect(index.virtualServer(a)?.realServers.map((r) => r.address)).toEqual(['10.244.0.3']);
+    expect([...same().boundAddresses]).toEqual(['10.96.0.20', '10.96.0.22']);
   });
 });
 

@@ -54,9 +54,17 @@ async function setup(initialized = true) {
     FAKE_SETTINGS,
     { name: 'n', zone: '', nodeIPs: ['192.0.2.1'], podCIDRs: [] },
   );
-  const applier = new IpvsApplier({ ipvs, clock, log: quiet, retryAfter: () => {}, markForeign: () => {} });
+  const applier = new IpvsApplier({ ipvs, clock, log: quiet, retryAfter: () => {} });
   const bound = new BoundAddresses({ link, log: quiet });
-  const desired = new DesiredState({ planService: () => ({ ports: [], plans: [] }), replanned: () => {} }, ['ipv4']);
+  const desired = new DesiredState(
+    {
+      planService: () => ({ ports: [], plans: [] }),
+      facts: node.frontendFacts,
+      replanned: () => {},
+      refused: () => {},
+    },
+    ['ipv4'],
+  );
   const seen = await node.observe({ linkOps: 0, execs: 0 });
   bound.observed(seen.dummyIndex, seen.bound);
   await applier.run([{ kind: 'newService', vs: OURS }], () => undefined, { ipvsWrites: 0, ipvsFailures: 0 });

@@ -1,0 +1,66 @@
+/**
+ * Whether the node gives a planned frontend at all, beside other Services' claims
+ * (claim-rank.ts): a VIP inside ipvs.excludeCIDRs is not kube-ipvs's (keepalived's, an
+ * admin's), and neither is a virtual server found in the kernel that kube-ipvs did not make
+ * (lib/proxier/ownership.ts). Such a frontend is withheld whole: no virtual server, kube-ipvs0
+ * address, ipset member or out-filter entry names it, and the Service is told why (a NodePort
+ * on a node address inside excludeCIDRs is the node's configuration: withheld silently).
+ * kube-proxy only spares excludeCIDRs when cleaning up; a tenant's externalIP there would take
+ * a foreign virtual server over. Pure.
+ */
+import { PROTOCOL_NAMES } from '../model/ipvs';
+import { cidrContains, cidrMatcher } from '../model/address';
+import { Refusal, ServicePortKey, parseServicePortKey } from '../model/service';
+import { PlannedFrontend } from './service-plan';
+
+/** The Event reason of a VIP inside ipvs.excludeCIDRs. */
+export const VIP_IN_EXCLUDED_CIDR = 'VIPInExcludedCIDR';
+/** The Event reason of a frontend at the ip:port of a virtual server kube-ipvs does not own. */
+export const FOREIGN_VIRTUAL_SERVER = 'ForeignVirtualServer';
+
+/** What withholds frontends: the configuration's excludeCIDRs and what the kernel showed. */
+export interface FrontendFacts {
+  /** ipvs.excludeCIDRs, both families */
+  readonly excludeCIDRs: readonly string[];
+  /** why a virtual server key in the kernel is not kube-ipvs's; undefined: it is not foreign */
+  readonly foreign: (vsKey: string) => string | undefined;
+}
+
+/** Why a frontend key is withheld: the same for every service port that claims it. */
+export type Withholding =
+  { readonly kind: 'excluded'; readonly cidr: string } | { readonly kind: 'foreign'; readonly why: string };
+
+// one matcher per excludeCIDRs array (the facts hand the same array until the config changes)
+const matchers = new WeakMap<readonly string[], (ip: string) => boolean>();
+
+/** Whether the frontend `key` at `address` is withheld, and why (excludeCIDRs first). */
+export function withholding(key: string, address: string, facts: FrontendFacts): Withholding | undefined {
+  const cidrs = facts.excludeCIDRs;
+  if (cidrs.length > 0) {
+    let m = matchers.get(cidrs);
+    if (!m) matchers.set(cidrs, (m = cidrMatcher(cidrs)));
+    if (m(address)) return { kind: 'excluded', cidr: cidrs.find((c) => cidrContains(c, address))! };
+  }
+  const why = facts.foreign(key);
+  return why === undefined ? undefined : { kind: 'foreign', why };
+}
+
+/** The refusal `owner` gets for its withheld frontend `f`; undefined when it is told nothing. */
+export function withheldRefusal(owner: ServicePortKey, f: PlannedFrontend, w: Withholding): Refusal | undefined {
+  const { vs, kind } = f.virtualServer;
+  if (w.kind === 'excluded' && kind === 'NodePort') return undefined;
+  const { namespace, name } = parseServicePortKey(owner);
+  const port = `${PROTOCOL_NAMES[vs.protocol] ?? vs.protocol}/${vs.port}`;
+  const base = { kind: 'Service', namespace, name, field: f.field, value: vs.address };
+  if (w.kind === 'excluded')
+    return {
+      ...base,
+      reason: `inside ipvs.excludeCIDRs ${w.cidr}: kube-ipvs never creates, changes or deletes a virtual server there (port ${port} not programmed on it)`,
+      eventReason: VIP_IN_EXCLUDED_CIDR,
+    };
+  return {
+    ...base,
+    reason: `virtual server ${f.key} exists in the kernel and is not kube-ipvs's (${w.why}): kube-ipvs never changes or deletes it, and programs nothing for it (port ${port} not programmed on ${vs.address})`,
+    eventReason: FOREIGN_VIRTUAL_SERVER,
+  };
+}
