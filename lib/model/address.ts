@@ -6,8 +6,8 @@
 import { isIPv6 } from 'node:net';
 import { Address4, Address6 } from 'ip-address';
 import { addressToBytes, bytesToAddress, canonicalAddress, parseIPv4 } from './ipvs';
-import { AF_INET, AF_INET6 } from '../uapi/inet';
-import { IpFamily } from './ip-family';
+import { AF_INET6 } from '../uapi/inet';
+import { IpFamily, toAddressFamily } from './ip-family';
 
 /** A parsed IP address: its family and canonical (inet_ntop) spelling. */
 export interface ParsedAddress {
@@ -115,7 +115,7 @@ export function formatCidr(c: ParsedCidr): string {
 }
 
 function maskAddress(addr: ParsedAddress, prefix: number): string {
-  const af = addr.family === 'ipv4' ? AF_INET : AF_INET6;
+  const af = toAddressFamily(addr.family);
   const bytes = addressToBytes(af, addr.text);
   if (prefix === bytes.length * 8) return addr.text;
   for (let i = 0; i < bytes.length; i++) {

@@ -26,6 +26,7 @@
  */
 import { AddressFamily, RealServerSpec, VirtualServerSpec, realServerKey, virtualServerKey } from '../model/ipvs';
 import { Endpoint, Refusal, ServicePort, ServicePortKey, servicePortKey } from '../model/service';
+import { toAddressFamily } from '../model/ip-family';
 import { cidrMatcher } from '../model/address';
 import { AF_INET, AF_INET6, IPPROTO_SCTP, IPPROTO_TCP, IPPROTO_UDP } from '../uapi/inet';
 import { IP_VS_CONN_F, IP_VS_SVC_F, IP_VS_SVC_F_SCHED_MH_PORT } from '../uapi/ip_vs';
@@ -140,7 +141,7 @@ class PlanDraft {
     readonly ctx: PlanContext,
     readonly key: ServicePortKey,
   ) {
-    this.af = sp.family === 'ipv4' ? AF_INET : AF_INET6;
+    this.af = toAddressFamily(sp.family);
     this.proto = sp.protocol.toLowerCase() as IpsetProto;
     this.scheduler = sp.scheduler || ctx.scheduler || DEFAULT_SCHEDULER;
     let flags = 0;

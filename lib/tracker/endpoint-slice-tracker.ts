@@ -12,7 +12,7 @@ import { AddressFamily, hostPort } from '../model/ipvs';
 import { Endpoint, Protocol, Refusal, ServiceName, ServicePort } from '../model/service';
 import { AF_INET, AF_INET6 } from '../uapi/inet';
 import { ChangeTracker, sameStructure } from './pending-changes';
-import { IpFamily } from '../model/ip-family';
+import { IpFamily, toAddressFamily } from '../model/ip-family';
 
 interface SliceState {
   /** "ns/name" of the Service, '' when the slice belongs to none */
@@ -34,7 +34,7 @@ function sliceState(service: ServiceName, converted: ConvertedEndpointSlice): Sl
   const family = converted.family;
   if (family === undefined || converted.ports.length === 0)
     return { service, byPort: NO_PORTS, refusals: converted.refusals };
-  const af = family === 'ipv4' ? AF_INET : AF_INET6;
+  const af = toAddressFamily(family);
   if (converted.ports.length === 1) {
     const port = converted.ports[0]!;
     const list = converted.endpoints.map((e) => withPort(e, port.port));
