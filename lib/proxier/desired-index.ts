@@ -18,7 +18,7 @@
 import { LbOutFilterEntry, planIptables } from '../plan/iptables';
 import { DesiredVirtualServer, IptablesOptions, PlannedFrontend, ServicePortPlan } from '../plan/service-plan';
 import { FrontendFacts, Withholding, withheldRefusal, withholding } from '../plan/frontend-guard';
-import { IpFamily } from '../model/ip-family';
+import { IpFamily, fromAddressFamily } from '../model/ip-family';
 import { SetKey, ipsetName } from '../model/names';
 import { DesiredIpsets, DesiredSet, IPSET_INFO, entryFrontend } from '../model/ipset';
 import type { IpsetEntry } from '../plan/service-plan';
@@ -68,7 +68,7 @@ interface FamilyIndex {
 interface FrontendClaims {
   /** why no claimant gets it (frontend-guard.ts); undefined: given to the best claim */
   withheld: Withholding | undefined;
-  readonly claims: Map<ServicePortKey, { readonly f: PlannedFrontend; readonly family: IpFamily }>;
+  readonly claims: Map<ServicePortKey, PlannedFrontend>;
 }
 
 /** Nothing withheld. */
@@ -140,7 +140,7 @@ export class DesiredIndex {
         let c = this.frontends.get(f.key);
         // a key claimed already keeps its withholding until reguard: every claimant shares it
         if (!c) this.frontends.set(f.key, (c = { withheld: this.guard(f), claims: new Map() }));
-        c.claims.set(p.key, { f, family: p.family });
+        c.claims.set(p.key, f);
         if (!c.withheld) touched.add(f.key);
       }
     // counts: the new plan's references first, so an address or member both plans hold never
@@ -169,13 +169,13 @@ export class DesiredIndex {
       const c = this.frontends.get(key);
       const first = c?.claims.values().next().value;
       if (!c || !first) continue;
-      const now = this.guard(first.f);
+      const now = this.guard(first);
       if (JSON.stringify(now) === JSON.stringify(c.withheld)) continue;
-      if (!c.withheld) for (const { f, family } of c.claims.values()) this.countFrontend(family, f, -1);
+      if (!c.withheld) for (const f of c.claims.values()) this.countFrontend(f, -1);
       c.withheld = now;
       if (!now)
-        for (const { f, family } of c.claims.values()) {
-          this.countFrontend(family, f, +1);
+        for (const f of c.claims.values()) {
+          this.countFrontend(f, +1);
           given.push(f.virtualServer);
         }
       touched.add(key);
@@ -219,12 +219,12 @@ export class DesiredIndex {
     const fam = this.families.get(p.family);
     if (!fam) return;
     for (const e of p.portEntries) this.entry(fam, e, sign);
-    for (const f of p.frontends) if (!this.frontends.get(f.key)?.withheld) this.countFrontend(p.family, f, sign);
+    for (const f of p.frontends) if (!this.frontends.get(f.key)?.withheld) this.countFrontend(f, sign);
   }
 
   /** One given frontend's kube-ipvs0 address, set members and LB out-filter entry. */
-  private countFrontend(family: IpFamily, f: PlannedFrontend, sign: 1 | -1): void {
-    const fam = this.families.get(family);
+  private countFrontend(f: PlannedFrontend, sign: 1 | -1): void {
+    const fam = this.families.get(fromAddressFamily(f.virtualServer.vs.af));
     if (!fam) return;
     const a = f.boundAddress;
     if (a !== undefined && (sign > 0 ? this.addresses.add(a) : this.addresses.remove(a))) {
@@ -266,8 +266,8 @@ export class DesiredIndex {
   virtualServer(key: string): DesiredVirtualServer | undefined {
     const c = this.frontends.get(key);
     if (!c || c.withheld) return undefined;
-    if (c.claims.size === 1) return c.claims.values().next().value?.f.virtualServer;
-    return c.claims.get(this.ranked(c)[0]!.key)?.f.virtualServer;
+    if (c.claims.size === 1) return c.claims.values().next().value?.virtualServer;
+    return c.claims.get(this.ranked(c)[0]!.key)?.virtualServer;
   }
 
   /** Every desired virtual server (withheld ones are not), by key. */
@@ -299,7 +299,7 @@ export class DesiredIndex {
   }
 
   private ranked(c: FrontendClaims): Claim[] {
-    return [...c.claims].map(([k, v]) => claimOf(k, this.ports.get(k), v.f.virtualServer.kind)).sort(compareClaims);
+    return [...c.claims].map(([k, f]) => claimOf(k, this.ports.get(k), f.virtualServer.kind)).sort(compareClaims);
   }
 
   /** Did the set of wanted kube-ipvs0 addresses change since the last call? (Then clears the mark.) */
