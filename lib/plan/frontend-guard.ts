@@ -45,6 +45,13 @@ export function withholding(key: string, address: string, facts: FrontendFacts):
   return why === undefined ? undefined : { kind: 'foreign', why };
 }
 
+/** Whether two withholdings are the same (both none, or the same kind for the same reason). */
+export function sameWithholding(a: Withholding | undefined, b: Withholding | undefined): boolean {
+  if (a === undefined || b === undefined) return a === b;
+  if (a.kind === 'excluded') return b.kind === 'excluded' && a.cidr === b.cidr;
+  return b.kind === 'foreign' && a.why === b.why;
+}
+
 /** The refusal `owner` gets for its withheld frontend `f`; undefined when it is told nothing. */
 export function withheldRefusal(owner: ServicePortKey, f: PlannedFrontend, w: Withholding): Refusal | undefined {
   const { vs, kind } = f.virtualServer;

@@ -17,7 +17,7 @@
  */
 import { LbOutFilterEntry, planIptables } from '../plan/iptables';
 import { DesiredVirtualServer, IptablesOptions, PlannedFrontend, ServicePortPlan } from '../plan/service-plan';
-import { FrontendFacts, Withholding, withheldRefusal, withholding } from '../plan/frontend-guard';
+import { FrontendFacts, Withholding, sameWithholding, withheldRefusal, withholding } from '../plan/frontend-guard';
 import { IpFamily, fromAddressFamily } from '../model/ip-family';
 import { SetKey, ipsetName } from '../model/names';
 import { DesiredIpsets, DesiredSet, IPSET_INFO, entryFrontend } from '../model/ipset';
@@ -170,7 +170,7 @@ export class DesiredIndex {
       const first = c?.claims.values().next().value;
       if (!c || !first) continue;
       const now = this.guard(first);
-      if (JSON.stringify(now) === JSON.stringify(c.withheld)) continue;
+      if (sameWithholding(now, c.withheld)) continue;
       if (!c.withheld) for (const f of c.claims.values()) this.countFrontend(f, -1);
       c.withheld = now;
       if (!now)
