@@ -5,7 +5,8 @@
  * kube-proxy-style handlers (pkg/proxy/config):
  * - the list is paged (raw-list.ts), or with KUBE_FEATURE_WatchListClient=true streamed as the
  *   watch's first events (sendInitialEvents), ended by a bookmark annotated
- *   k8s.io/initial-events-end; a server that refuses that (422) is listed in pages;
+ *   k8s.io/initial-events-end; a server that refuses that (422) is listed in pages; the Node,
+ *   one object, is always streamed (one request for it, not two);
  * - restart on every error with exponential backoff (`initialMs` doubling to `maxMs`, each
  *   wait stretched by up to as much again at random, client-go's reflector jitter 1.0, so
  *   every node's informers do not relist together after an API server outage), reset
@@ -87,7 +88,7 @@ export interface InformerOptions {
     readonly node?: NodeHandler;
   };
   readonly log: InformerLog;
-  /** items per list request (default client-go's 500), when listing in pages */
+  /** items per list request (default raw-list.ts LIST_PAGE_SIZE), when listing in pages */
   readonly listPageSize?: number;
   /**
    * list as a watch that streams the initial state (sendInitialEvents, KEP-3157), as
@@ -192,6 +193,7 @@ export function startInformers(kc: KubeConfig, options: InformerOptions): Runnin
     readonly resource: string;
     readonly downSinceMs: number | undefined;
   }[] = [];
+  const streamingLists = options.streamingLists ?? WATCH_LIST_CLIENT_DEFAULT;
   const informer = <T extends KubernetesObject>(spec: InformerSpec<T>) =>
     new ResilientInformer<T>(
       kc,
@@ -204,7 +206,7 @@ export function startInformers(kc: KubeConfig, options: InformerOptions): Runnin
         idleMs: options.watchIdleTimeoutMs ?? WATCH_IDLE_TIMEOUT_MS,
       },
       options.random ?? Math.random,
-      options.streamingLists ?? WATCH_LIST_CLIENT_DEFAULT,
+      spec.streamAlways === true || streamingLists,
     );
   const { service, endpointSlice, node } = options.handlers;
   if (service) {
@@ -241,6 +243,7 @@ export function startInformers(kc: KubeConfig, options: InformerOptions): Runnin
         resource: 'nodes',
         path: '/api/v1/nodes',
         selector: { fieldSelector: `metadata.name=${options.nodeName}` },
+        streamAlways: true,
         onAdd: (o) => node.onNodeAdd(o),
         onUpdate: (a, b) => node.onNodeUpdate(a, b),
         onDelete: (o) => node.onNodeDelete(o),
@@ -284,6 +287,11 @@ interface InformerSpec<T extends KubernetesObject> {
   readonly onSynced: () => void;
   /** what is kept of an object until its next event (default: all of it) */
   readonly retain?: (obj: T) => T;
+  /**
+   * list by streaming whatever streamingLists says (the node's own Node: one object, so one
+   * request, the watch, instead of a list and a watch; paged again if the server refuses)
+   */
+  readonly streamAlways?: boolean;
 }
 
 const keyOf = (o: KubernetesObject): string => `${o.metadata?.namespace ?? ''}/${o.metadata?.name ?? ''}`;

@@ -226,7 +226,7 @@ describe('startInformers', () => {
     await waitFor('the update', () => rec.calls.length >= 4);
     expect(rec.calls).toEqual(['add demo/s1', 'synced', 'add demo/s2', 'update demo/s1 ->10.96.0.12']);
     // the list, and one page of one to check the server's history before resuming
-    expect(server.requests.filter((r) => r.verb === 'list').map((r) => r.query.limit ?? '')).toEqual(['500', '1']);
+    expect(server.requests.filter((r) => r.verb === 'list').map((r) => r.query.limit ?? '')).toEqual(['2000', '1']);
     expect(log.lines).toHaveLength(1);
     expect(log.lines[0]).toMatchObject({
       level: 'warn',
@@ -412,7 +412,7 @@ describe('startInformers', () => {
     server.delete(svcRef('s2'));
     await waitFor('the delete after the relist', () => rec.has('delete demo/s2') && server.openWatches === 1);
     // the first list, then (the history check's page of one after the drop) one full relist after the 403
-    expect(server.requests.filter((r) => r.verb === 'list').map((r) => r.query.limit)).toEqual(['500', '1', '500']);
+    expect(server.requests.filter((r) => r.verb === 'list').map((r) => r.query.limit)).toEqual(['2000', '1', '2000']);
     expect(log.lines.filter((l) => /^services informer failed: .*403/.test(l.message)).length).toBeGreaterThanOrEqual(
       1,
     );
@@ -495,7 +495,7 @@ describe('startInformers', () => {
     ]);
   });
 
-  it('the Node informer sees only its own node', async () => {
+  it('the Node informer sees only its own node, in one request: a watch that streams it', async () => {
     for (const n of ['n1', 'n2']) server.create({ apiVersion: 'v1', kind: 'Node', metadata: { name: n } });
     const rec = new Recorder();
     start({ node: rec }, 'n2');
@@ -509,10 +509,11 @@ describe('startInformers', () => {
     expect(rec.calls).toEqual(['add n2', 'synced', 'update n2', 'delete n2']);
     // the Node is kept whole: its update comes with the previous object as delivered
     expect(rec.olds).toEqual([rec.objects[0]]);
-    expect(server.requests.filter((r) => r.resource === 'v1/nodes').map((r) => r.query.fieldSelector)).toEqual([
-      'metadata.name=n2',
-      'metadata.name=n2',
-    ]);
+    expect(
+      server.requests
+        .filter((r) => r.resource === 'v1/nodes')
+        .map((r) => [r.verb, r.query.fieldSelector, r.query.sendInitialEvents]),
+    ).toEqual([['watch', 'metadata.name=n2', 'true']]);
   });
 
   it('runs Services, EndpointSlices and Node side by side', async () => {
