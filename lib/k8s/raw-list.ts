@@ -21,9 +21,9 @@ export interface ListQuery {
 
 /**
  * Items per list page: 2,000, where client-go's pager asks for 500. A node's start lists every
- * Service and EndpointSlice; 500 a page made it 43 requests at 10,000 Services against the real
- * kube-proxy's 23, and 7 at 1,000 against its 5 (scripts/bench/README.md). A page of 2,000
- * EndpointSlices is a few MB decoded, and freed before the next.
+ * Service and EndpointSlice, so the page size sets how many requests a start costs the API
+ * server; a larger page costs the start more memory until the quiet-time collection (both
+ * measured in scripts/bench/README.md, "List pages of 500 or 2,000").
  */
 export const LIST_PAGE_SIZE = 2000;
 
