@@ -173,6 +173,17 @@ export function cidrMatcher(cidrs: readonly string[]): (ip: string) => boolean {
   };
 }
 
+// one matcher per CIDR array: the configuration and the plan contexts hand the same array
+// until it changes
+const sharedMatchers = new WeakMap<readonly string[], (ip: string) => boolean>();
+
+/** cidrMatcher(cidrs), made once per array (the same array object: the same matcher). */
+export function cachedCidrMatcher(cidrs: readonly string[]): (ip: string) => boolean {
+  let m = sharedMatchers.get(cidrs);
+  if (!m) sharedMatchers.set(cidrs, (m = cidrMatcher(cidrs)));
+  return m;
+}
+
 /** Is `ip` inside `cidr`? (One-off form of cidrMatcher.) */
 export function cidrContains(cidr: string, ip: string): boolean {
   return cidrMatcher([cidr])(ip);

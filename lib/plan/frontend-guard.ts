@@ -9,7 +9,7 @@
  * a foreign virtual server over. Pure.
  */
 import { PROTOCOL_NAMES } from '../model/ipvs';
-import { cidrContains, cidrMatcher } from '../model/address';
+import { cachedCidrMatcher, cidrContains } from '../model/address';
 import { Refusal, ServicePortKey, parseServicePortKey } from '../model/service';
 import { PlannedFrontend } from './service-plan';
 
@@ -30,17 +30,11 @@ export interface FrontendFacts {
 export type Withholding =
   { readonly kind: 'excluded'; readonly cidr: string } | { readonly kind: 'foreign'; readonly why: string };
 
-// one matcher per excludeCIDRs array (the facts hand the same array until the config changes)
-const matchers = new WeakMap<readonly string[], (ip: string) => boolean>();
-
 /** Whether the frontend `key` at `address` is withheld, and why (excludeCIDRs first). */
 export function withholding(key: string, address: string, facts: FrontendFacts): Withholding | undefined {
   const cidrs = facts.excludeCIDRs;
-  if (cidrs.length > 0) {
-    let m = matchers.get(cidrs);
-    if (!m) matchers.set(cidrs, (m = cidrMatcher(cidrs)));
-    if (m(address)) return { kind: 'excluded', cidr: cidrs.find((c) => cidrContains(c, address))! };
-  }
+  if (cidrs.length > 0 && cachedCidrMatcher(cidrs)(address))
+    return { kind: 'excluded', cidr: cidrs.find((c) => cidrContains(c, address))! };
   const why = facts.foreign(key);
   return why === undefined ? undefined : { kind: 'foreign', why };
 }

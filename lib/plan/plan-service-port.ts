@@ -27,7 +27,7 @@
 import { AddressFamily, RealServerSpec, VirtualServerSpec, realServerKey, virtualServerKey } from '../model/ipvs';
 import { Endpoint, Refusal, ServicePort, ServicePortKey, servicePortKey } from '../model/service';
 import { toAddressFamily } from '../model/ip-family';
-import { cidrMatcher } from '../model/address';
+import { cachedCidrMatcher, cidrMatcher } from '../model/address';
 import { AF_INET, AF_INET6, IPPROTO_SCTP, IPPROTO_TCP, IPPROTO_UDP } from '../uapi/inet';
 import { IP_VS_CONN_F, IP_VS_SVC_F, IP_VS_SVC_F_SCHED_MH_PORT } from '../uapi/ip_vs';
 import { LbOutFilterEntry } from './iptables';
@@ -42,17 +42,6 @@ export const DEFAULT_SCHEDULER = 'rr';
 
 const IPPROTO = { TCP: IPPROTO_TCP, UDP: IPPROTO_UDP, SCTP: IPPROTO_SCTP } as const;
 
-// excludeClusterCIDRs is one array per context: parse it once
-const matchers = new WeakMap<readonly string[], (ip: string) => boolean>();
-function excludedMatcher(cidrs: readonly string[]): (ip: string) => boolean {
-  let m = matchers.get(cidrs);
-  if (!m) {
-    m = cidrMatcher(cidrs);
-    matchers.set(cidrs, m);
-  }
-  return m;
-}
-
 const byString = (a: string, b: string): number => (a < b ? -1 : a > b ? 1 : 0);
 
 /** Plans the desired kernel state of one service port in one family (see the file comment). */
@@ -63,7 +52,7 @@ export function planServicePort(sp: ServicePort, endpoints: readonly Endpoint[],
     );
   }
   const key = servicePortKey(sp.namespace, sp.name, sp.portName, sp.family);
-  const excluded = excludedMatcher(ctx.excludeClusterCIDRs);
+  const excluded = cachedCidrMatcher(ctx.excludeClusterCIDRs);
   const eps = ctx.excludeClusterCIDRs.length === 0 ? endpoints : endpoints.filter((e) => !excluded(e.ip));
   if (endpoints.length > 0 && eps.length === 0) return emptyPlan(sp, key);
 

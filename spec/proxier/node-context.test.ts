@@ -87,7 +87,6 @@ describe('NodeContext', () => {
       scheduler: 'rr',
     });
     expect(c.nodePortAddresses).toContain('192.0.2.1');
-    expect(c).not.toHaveProperty('foreignVirtualServers');
     expect(ctx.frontendFacts.foreign(KEY)).toBeUndefined();
     ctx.markForeign(KEY, VS, 'test');
     expect(ctx.frontendFacts.foreign(KEY)).toBe('test');
