@@ -7,7 +7,10 @@
  * allocate that would trigger the collection. Go's runtime (kube-proxy) returns such memory by
  * itself. Here one full collection runs when the resident memory has grown by `minGrowthBytes`
  * since the last one left it (the used heap alone misses it: after the churn V8 held 186 MB of
- * committed heap for 129 MB used, and the process 332 MB) and either
+ * committed heap for 129 MB used, and the process 332 MB), not counting the young generation
+ * (`young`: the collection shrinks it, and any sync grows it back to its full size, 32 MB with
+ * the daemon's flags: counted, that alone called a collection after every periodic full sync,
+ * 1.2 s of held event loop each at 10,000 x 10), and either
  *  - no Service or EndpointSlice change has come for `quietMs` (a burst ended; syncs may go on
  *    meanwhile, draining real servers), or
  *  - it is `idleIntervalMs` since the last collection and no change has come for `quietMs`
@@ -21,6 +24,7 @@
  * free pages are given back too (`trim`): the collection frees the Buffers whose memory malloc
  * holds, and glibc keeps those pages resident by itself.
  */
+import { getHeapSpaceStatistics } from 'node:v8';
 import type winston from 'winston';
 import { Clock, Timer } from '../proxier/clock';
 
@@ -32,6 +36,12 @@ export interface IdleCollectorOptions {
   readonly trim?: () => unknown;
   /** the process's resident memory, bytes (process.memoryUsage.rss) */
   readonly resident: () => number;
+  /**
+   * the part of `resident` V8 fills again at once after any collection, bytes: its young
+   * generation, which the memory-reducing collection shrinks and the next sync's first
+   * allocations grow back. Not counted as growth. Undefined: none.
+   */
+  readonly young?: () => number;
   readonly clock: Clock;
   /** how long no change must have come after a burst */
   readonly quietMs: number;
@@ -53,6 +63,14 @@ export interface GcOptions {
   readonly flavor?: 'regular' | 'last-resort';
 }
 
+/** The resident bytes of V8's young generation (its new space and new large objects). */
+export function youngGenerationResident(): number {
+  let bytes = 0;
+  for (const s of getHeapSpaceStatistics())
+    if (s.space_name === 'new_space' || s.space_name === 'new_large_object_space') bytes += s.physical_space_size;
+  return bytes;
+}
+
 /** A full, synchronous, memory-reducing collection. */
 export const MEMORY_REDUCING_GC: GcOptions = { type: 'major', execution: 'sync', flavor: 'last-resort' };
 
@@ -69,8 +87,13 @@ export class IdleCollector {
   private deferred = false;
 
   constructor(private readonly opts: IdleCollectorOptions) {
-    this.baseline = opts.resident();
+    this.baseline = this.settled();
     this.lastCollectionAt = opts.clock.now();
+  }
+
+  /** Resident memory less the young generation: what a collection's growth is measured on. */
+  private settled(): number {
+    return this.opts.resident() - (this.opts.young?.() ?? 0);
   }
 
   /** A Service or EndpointSlice change came: the quiet period starts again. */
@@ -122,7 +145,7 @@ export class IdleCollector {
       return;
     }
     const before = this.opts.resident();
-    if (before - this.baseline < this.opts.minGrowthBytes) return;
+    if (before - (this.opts.young?.() ?? 0) - this.baseline < this.opts.minGrowthBytes) return;
     this.collect(before, now);
   }
 
@@ -133,7 +156,7 @@ export class IdleCollector {
     this.opts.trim?.();
     const durationMs = performance.now() - start;
     const after = this.opts.resident();
-    this.baseline = after;
+    this.baseline = after - (this.opts.young?.() ?? 0);
     this.lastCollectionAt = now;
     this.changedSince = false;
     this.opts.collected?.(durationMs, before, after);

@@ -5,7 +5,7 @@
  */
 import { ProxyConfig } from '../config/proxy-config';
 import { componentLog } from '../log';
-import { readProcText } from '../kernel/ipvs/read-proc-ip-vs';
+import { procTextReader } from '../kernel/ipvs/read-proc-ip-vs';
 import { planServicePort } from '../plan/plan-service-port';
 import { EventSink, NodeState, Proxier, ProxierSettings } from '../proxier/proxier';
 import { systemClock } from '../proxier/clock';
@@ -18,7 +18,7 @@ import { ProxyMetrics } from './metrics';
 import { kubeProxyNodeIPs } from './families';
 import { FamilyState } from './family-state';
 import { KernelSurfaces } from './kernel-surfaces';
-import { GcOptions, IdleCollector } from './idle-collector';
+import { GcOptions, IdleCollector, youngGenerationResident } from './idle-collector';
 import { mallocTrim } from './malloc-trim';
 
 /** IdleCollector: how long no Service or EndpointSlice change must come after a burst. */
@@ -69,6 +69,7 @@ export function wireProxier(deps: ProxierWiringDeps): ProxierWiring {
     gc: (globalThis as { gc?: (o?: GcOptions) => void }).gc,
     trim: trim instanceof Error ? undefined : trim,
     resident: () => process.memoryUsage.rss(),
+    young: youngGenerationResident,
     clock: systemClock,
     quietMs: IDLE_COLLECT_QUIET_MS,
     idleIntervalMs: IDLE_COLLECT_INTERVAL_MS,
@@ -87,7 +88,7 @@ export function wireProxier(deps: ProxierWiringDeps): ProxierWiring {
       events,
       randomFully: deps.randomFully,
       // a full sync reads every real server from here: one read, not one dump per service
-      readProcIpVs: async () => readProcText(),
+      readProcIpVs: procTextReader(),
       serviceHealth,
       ...(conntrack ? { conntrack } : {}),
       planner: { planServicePort },

@@ -8,9 +8,10 @@ const MB = 2 ** 20;
 const silent = winston.createLogger({ silent: true });
 
 /** A collector over a process whose resident memory the test sets; gc() drops it to `live`. */
-function setup(opts: { gc?: boolean; busy?: () => boolean; trim?: boolean } = {}) {
+function setup(opts: { gc?: boolean; busy?: () => boolean; trim?: boolean; young?: boolean } = {}) {
   const clock = new FakeClock();
-  const mem = { resident: 100 * MB, live: 100 * MB };
+  // young: of `resident`, the young generation (its own figure only with opts.young)
+  const mem = { resident: 100 * MB, live: 100 * MB, young: 0 };
   /** what the collector called, in order */
   const calls: string[] = [];
   const gcCalls: number[] = [];
@@ -25,6 +26,8 @@ function setup(opts: { gc?: boolean; busy?: () => boolean; trim?: boolean } = {}
             gcCalls.push(clock.now());
             gcOptions.push(o);
             mem.resident = mem.live;
+            // the memory-reducing collection shrinks the young generation to its least
+            mem.young = MB;
           },
     // malloc's free pages: 10 MB below what the collection left
     trim: opts.trim
@@ -35,6 +38,7 @@ function setup(opts: { gc?: boolean; busy?: () => boolean; trim?: boolean } = {}
       : undefined,
     collected: (_ms, before, after) => told.push([before, after]),
     resident: () => mem.resident,
+    young: opts.young ? () => mem.young : undefined,
     clock,
     quietMs: 5000,
     idleIntervalMs: 5 * 60_000,
@@ -159,6 +163,32 @@ describe('IdleCollector', () => {
     c.changed();
     await clock.advance(5000);
     expect(gcCalls).toHaveLength(2);
+  });
+
+  it('does not count the young generation growing back after a collection as growth', async () => {
+    const { clock, mem, gcCalls, c } = setup({ young: true });
+    const start = clock.now();
+    // the first collection: a burst grew the young generation to its 32 MB and the rest by 40 MB
+    mem.resident = 172 * MB;
+    mem.young = 32 * MB;
+    c.changed();
+    await clock.advance(5000);
+    expect(gcCalls).toHaveLength(1);
+    expect(mem.resident).toBe(100 * MB);
+    // every periodic full sync then grows the young generation back to its 32 MB (RSS +31 MB
+    // over what the collection left): no collection for that, however long
+    for (let t = 0; t < 10 * 60_000; t += 30_000) {
+      mem.resident = 100 * MB + 31 * MB + 4 * MB;
+      mem.young = 32 * MB;
+      c.afterSync();
+      await clock.advance(30_000);
+    }
+    expect(gcCalls).toHaveLength(1);
+    // growth beyond the young generation still calls one
+    mem.resident = 100 * MB + 31 * MB + 33 * MB;
+    c.afterSync();
+    await clock.advance(30_000);
+    expect(gcCalls.map((at) => at - start)).toEqual([5000, 5000 + 10 * 60_000]);
   });
 
   it('arms no timer without a collector (node run without --expose-gc), and stop cancels one', async () => {
