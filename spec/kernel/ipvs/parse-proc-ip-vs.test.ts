@@ -2,6 +2,9 @@
 // VM (ipvsadm built the table: every protocol, both families, fwmarks shared by an IPv4 and an
 // IPv6 service, ops, persistence with masks, the sip engine, scheduler flags, every forwarding
 // method); trailing blanks are the kernel's.
+import { spawnSync } from 'node:child_process';
+import { join } from 'node:path';
+import { KUBE_IPVS_NODE_FLAGS } from '../../../lib/cli/node-flags';
 import { ProcIpVsBlocks, ProcIpVsParseError, parseProcIpVs } from '../../../lib/kernel/ipvs/parse-proc-ip-vs';
 import { RealServer } from '../../../lib/model/ipvs';
 import { AF_INET, AF_INET6, IPPROTO_SCTP, IPPROTO_TCP, IPPROTO_UDP } from '../../../lib/uapi/inet';
@@ -388,5 +391,40 @@ describe("parseProcIpVs with the last parse's blocks", () => {
       expect.objectContaining({ line: lines + 1 }) as unknown as Error,
     );
     expect(parseProcIpVs(REAL, blocks).services[0]).toBe(first.services[0]);
+  });
+
+  // the periodic full sync parses a new text every 30 s: the blocks it keeps must not hold on to
+  // the texts they came from, or a block changed once keeps a whole text of its generation alive
+  it('holds about one text, however many parses each changed one block', () => {
+    const script = `
+      const { ProcIpVsBlocks, parseProcIpVs } = require(${JSON.stringify(join(__dirname, '../../../lib/kernel/ipvs/parse-proc-ip-vs.js'))});
+      const head = ${JSON.stringify(HEAD)};
+      const hex = (n, w) => n.toString(16).toUpperCase().padStart(w, '0');
+      // 5,000 services of 20 real servers; generation g moves a connection count of service g
+      const text = (g) => {
+        const lines = [head];
+        for (let s = 0; s < 5000; s++) {
+          lines.push('TCP  0A' + hex(s, 6) + ':0050 rr \\n');
+          for (let d = 0; d < 20; d++)
+            lines.push('  -> 0B' + hex(s * 20 + d, 6) + ':1F90      Masq    1      ' + (s === g ? 1 : 0) + '          0\\n');
+        }
+        return lines.join('');
+      };
+      const blocks = new ProcIpVsBlocks();
+      let t = text(-1);
+      const length = t.length;
+      parseProcIpVs(t, blocks);
+      t = undefined;
+      gc();
+      const first = process.memoryUsage().heapUsed;
+      for (let g = 0; g < 8; g++) parseProcIpVs(text(g), blocks);
+      gc();
+      process.stdout.write(JSON.stringify({ length, grew: process.memoryUsage().heapUsed - first }));`;
+    const r = spawnSync(process.execPath, [...KUBE_IPVS_NODE_FLAGS, '-e', script], { encoding: 'utf8' });
+    expect(r.stderr).toBe('');
+    const { length, grew } = JSON.parse(r.stdout) as { length: number; grew: number };
+    expect(length).toBeGreaterThan(5 * 2 ** 20);
+    // eight generations each kept alive would be eight texts
+    expect(grew).toBeLessThan(length / 2);
   });
 });

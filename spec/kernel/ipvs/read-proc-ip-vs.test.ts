@@ -1,7 +1,7 @@
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { readProcText } from '../../../lib/kernel/ipvs/read-proc-ip-vs';
+import { procTextReader, readProcText } from '../../../lib/kernel/ipvs/read-proc-ip-vs';
 
 describe('readProcText', () => {
   let dir: string;
@@ -49,5 +49,33 @@ describe('readProcText', () => {
     writeFileSync(path, '');
     expect(await readProcText(path)).toBe('');
     await expect(readProcText(join(dir, 'missing'))).rejects.toMatchObject({ code: 'ENOENT' });
+  });
+});
+
+describe('procTextReader', () => {
+  let dir: string;
+  beforeAll(() => (dir = mkdtempSync(join(tmpdir(), 'proc-reader-'))));
+  afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+  it('sizes each read from the last one: one buffer for a file of the same size, whole text when it grew', async () => {
+    const path = join(dir, 'table');
+    const text = (n: number): string => 'TCP  0A000001:0050 rr \n'.repeat(n);
+    writeFileSync(path, text(200_000), 'latin1');
+    const read = procTextReader(path);
+    const allocs = jest.spyOn(Buffer, 'allocUnsafe');
+    try {
+      // the first read starts at 1 MiB: 4.6 MB of text takes three doublings
+      expect(await read()).toBe(text(200_000));
+      const first = allocs.mock.calls.filter(([n]) => n >= 65536).length;
+      expect(first).toBe(4);
+      allocs.mockClear();
+      expect(await read()).toBe(text(200_000));
+      expect(allocs.mock.calls.filter(([n]) => n >= 65536)).toHaveLength(1);
+      // a table that grew past the guess is still read whole
+      writeFileSync(path, text(400_000), 'latin1');
+      expect(await read()).toBe(text(400_000));
+    } finally {
+      allocs.mockRestore();
+    }
   });
 });
