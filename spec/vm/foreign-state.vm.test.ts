@@ -288,7 +288,35 @@ describe('foreign IPVS state under the real daemon (issue 18)', () => {
     ]);
   }, 600_000);
 
-  it('after the tenants are deleted, over more full syncs: still byte-identical', async () => {
+  // the give-back: the frontend `take` was refused while keepalived's virtual server held it;
+  // once its owner deletes it, a full sync hands it to the Service with no re-plan (the desired
+  // index re-guards it), and it is kube-ipvs's from then on
+  it('deleted by its owner: a later full sync gives TCP 192.0.2.100:443 to the Service that asked for it', async () => {
+    const from = daemon.lines.length;
+    run('ipvsadm', ['-D', '-t', '192.0.2.100:443']);
+    await daemon.waitFor(
+      (l) => String(l.message).includes('foreign virtual server') && String(l.message).includes('192.0.2.100'),
+      'the gone foreign virtual server',
+      from,
+      240_000,
+    );
+    await daemon.waitFor((l) => isSync(l) && (l.ipvsWrites as number) > 0, 'the sync that programs it', from, 240_000);
+    await fullSyncs(2, 0);
+    expect(ipvsRules().filter((l) => l.includes(' 192.0.2.100:443 '))).toEqual([
+      '-A -t 192.0.2.100:443 -s rr',
+      '-a -t 192.0.2.100:443 -r 10.244.7.9:8443 -m -w 1',
+    ]);
+    expect(setLines('192.0.2.100,tcp:443')).toEqual([
+      'add KUBE-EXTERNAL-IP 192.0.2.100,tcp:443',
+      'add KUBE-IPVS-OWNED 192.0.2.100,tcp:443',
+    ]);
+    // the excluded one is still foreign, byte-identical
+    expect(foreignLines().filter((l) => l.includes('203.0.113.200'))).toEqual(
+      before.filter((l) => l.includes('203.0.113.200')),
+    );
+  }, 600_000);
+
+  it('after the tenants are deleted, over more full syncs: the excluded one still byte-identical, the given one gone with its Service', async () => {
     for (const [ns, name] of TENANTS) {
       await api.delete(`/api/v1/namespaces/${ns}/services/${name}`);
       await api.delete(`/apis/discovery.k8s.io/v1/namespaces/${ns}/endpointslices/${name}-1`);
@@ -301,9 +329,9 @@ describe('foreign IPVS state under the real daemon (issue 18)', () => {
       240_000,
     );
     await fullSyncs(3, 20_000);
-    expect(foreignLines()).toEqual(before);
+    expect(foreignLines()).toEqual(before.filter((l) => l.includes('203.0.113.200')));
     const rules = ipvsRules();
-    expect(rules.filter((l) => /10\.96\.0\.(20|21|22|30)|192\.0\.2\.100:8443/.test(l))).toEqual([]);
+    expect(rules.filter((l) => /10\.96\.0\.(20|21|22|30)|192\.0\.2\.100:(8443|443)/.test(l))).toEqual([]);
     expect(setLines('192.0.2.100,tcp:443')).toEqual([]);
     expect(rules).toEqual(
       expect.arrayContaining(['-A -u 10.96.0.10:53 -s rr', '-a -u 10.96.0.10:53 -r 10.244.1.53:53 -m -w 1']),
