@@ -87,13 +87,13 @@ export class IdleCollector {
   private deferred = false;
 
   constructor(private readonly opts: IdleCollectorOptions) {
-    this.baseline = this.settled();
+    this.baseline = opts.resident() - this.young();
     this.lastCollectionAt = opts.clock.now();
   }
 
-  /** Resident memory less the young generation: what a collection's growth is measured on. */
-  private settled(): number {
-    return this.opts.resident() - (this.opts.young?.() ?? 0);
+  /** The young generation's resident bytes now: left out of every growth measured. */
+  private young(): number {
+    return this.opts.young?.() ?? 0;
   }
 
   /** A Service or EndpointSlice change came: the quiet period starts again. */
@@ -145,7 +145,7 @@ export class IdleCollector {
       return;
     }
     const before = this.opts.resident();
-    if (before - (this.opts.young?.() ?? 0) - this.baseline < this.opts.minGrowthBytes) return;
+    if (before - this.young() - this.baseline < this.opts.minGrowthBytes) return;
     this.collect(before, now);
   }
 
@@ -156,7 +156,7 @@ export class IdleCollector {
     this.opts.trim?.();
     const durationMs = performance.now() - start;
     const after = this.opts.resident();
-    this.baseline = after - (this.opts.young?.() ?? 0);
+    this.baseline = after - this.young();
     this.lastCollectionAt = now;
     this.changedSince = false;
     this.opts.collected?.(durationMs, before, after);

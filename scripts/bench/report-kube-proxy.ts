@@ -146,6 +146,12 @@ const measures: Measure[] = [
     value: (z, s) => num(pick(z, s, 'idle')[0], 'rssAfterStart'),
   },
   {
+    // the same process at the end of the idle window (settle + idle, no change meanwhile)
+    name: 'RSS after start, then idle (settle + idle window)',
+    fmt: mb,
+    value: (z, s) => num(pick(z, s, 'idle')[0], 'rssIdle'),
+  },
+  {
     name: 'RSS at the end of the churn (its last sync)',
     fmt: mb,
     value: (z, s) => num(pick(z, s, 'after churn')[0], 'rss'),
