@@ -102,6 +102,8 @@ export async function proxierOverFakes(opts: ProxierOverFakesOptions = {}) {
   const triggers: number[][] = [];
   /** per informer event that changed something: "service N" / "endpoints N" */
   const changes: string[] = [];
+  /** per syncEnded call: whether a sync was running then */
+  const syncEnds: boolean[] = [];
   const readProcIpVs = opts.proc
     ? async () =>
         procIpVsText(
@@ -127,6 +129,8 @@ export async function proxierOverFakes(opts: ProxierOverFakesOptions = {}) {
         triggers.push([...triggeredAtMs]);
       },
       onChanges: (kind, n) => changes.push(`${kind} ${n}`),
+      // whether a sync was still running when its end was told
+      syncEnded: () => syncEnds.push(proxier.syncing),
       ...(readProcIpVs ? { readProcIpVs } : {}),
       ...(opts.serviceHealth ? { serviceHealth: opts.serviceHealth } : {}),
       ...(opts.conntrack ? { conntrack: opts.conntrack } : {}),
@@ -173,6 +177,7 @@ export async function proxierOverFakes(opts: ProxierOverFakesOptions = {}) {
     results,
     triggers,
     changes,
+    syncEnds,
     settle,
     add,
     remove,

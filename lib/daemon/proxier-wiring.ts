@@ -104,8 +104,9 @@ export function wireProxier(deps: ProxierWiringDeps): ProxierWiring {
         metrics.noLocalEndpoints.set({ traffic_policy: 'external' }, proxier.noLocalEndpoints.external);
         metrics.serviceChangesPending.set(proxier.services.pendingChanges);
         metrics.endpointChangesPending.set(proxier.slices.pendingChanges);
-        collector.afterSync();
       },
+      // not from onSync: a collection deferred by the sync would find it still running there
+      syncEnded: () => collector.afterSync(),
       onChanges: (kind, n) => {
         (kind === 'service' ? metrics.serviceChangesTotal : metrics.endpointChangesTotal).inc(n);
         metrics.lastQueued.set(Date.now() / 1000);

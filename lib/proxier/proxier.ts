@@ -131,6 +131,7 @@ export class Proxier {
       maxIntervalMs: settings.syncPeriodMs,
       burst: 2,
       clock: deps.clock,
+      ended: () => deps.syncEnded?.(),
     });
   }
 

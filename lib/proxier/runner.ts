@@ -13,6 +13,8 @@ export interface RunnerOptions {
   /** runs allowed back to back before minInterval applies (kube-proxy: 2) */
   readonly burst?: number;
   readonly clock: Clock;
+  /** called after each run, once it is no longer in progress */
+  readonly ended?: () => void;
 }
 
 /** kube-proxy's BoundedFrequencyRunner (see the file comment). */
@@ -121,6 +123,7 @@ export class BoundedFrequencyRunner {
           this.rerun = false;
           this.arm(end);
         }
+        this.opts.ended?.();
       });
   }
 }

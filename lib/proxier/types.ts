@@ -108,6 +108,11 @@ export interface ProxierDeps {
   readonly onSync?: (result: SyncResult, driftRepaired: boolean, triggeredAtMs: readonly number[]) => void;
   /** an informer event changed `count` Services' state (kube-proxy's *_changes_total) */
   readonly onChanges?: (kind: 'service' | 'endpoints', count: number) => void;
+  /**
+   * called once a sync is over with all that follows it (onSync comes before the nftables
+   * leftovers' removal after a full sync): no sync is running then
+   */
+  readonly syncEnded?: () => void;
 }
 
 /** What the proxier's parts run against: its deps and the trackers it owns, read as a ProxySource. */

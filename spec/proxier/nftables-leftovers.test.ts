@@ -89,6 +89,28 @@ describe("kube-proxy's nftables-mode tables", () => {
     expect(t.removed()).toHaveLength(2);
   });
 
+  // the daemon's quiet-time collection waits for a sync's end (lib/daemon/idle-collector.ts):
+  // told from onSync, a collection deferred by the first full sync found it still running
+  it("the first full sync's end is told after the tables' removal, with no sync running", async () => {
+    const nft = afterKubeProxy();
+    const t = await setup(nft);
+    let atDelete: { synced: number; ended: number } | undefined;
+    const deleteTables = nft.deleteTables.bind(nft);
+    nft.deleteTables = async (tables) => {
+      atDelete = { synced: t.results.length, ended: t.syncEnds.length };
+      return deleteTables(tables);
+    };
+    t.add(web, webSlice);
+    await t.start();
+    expect(t.proxier.initialSyncDone).toBe(true);
+    // onSync had told the sync; its end was told only after the removal
+    expect(atDelete).toEqual({ synced: 1, ended: 0 });
+    expect(t.syncEnds).toEqual([false]);
+    await t.settle(2 * SYNC_PERIOD_MS);
+    expect(t.syncEnds.length).toBe(t.results.length);
+    expect(t.syncEnds.every((running) => !running)).toBe(true);
+  });
+
   it('a failed removal is a warning with its errno, tried again after the next successful full sync (not after a partial one)', async () => {
     const nft = afterKubeProxy();
     nft.privileged = false;

@@ -4,14 +4,16 @@ import { FakeClock } from '../../testkit/fake-clock';
 function setup(minIntervalMs: number, maxIntervalMs: number, runMs = 0) {
   const clock = new FakeClock(0);
   const starts: number[] = [];
-  const runner = new BoundedFrequencyRunner(
+  /** per `ended` call: the time, and whether a run was still in progress */
+  const ends: [number, boolean][] = [];
+  const runner: BoundedFrequencyRunner = new BoundedFrequencyRunner(
     () => {
       starts.push(clock.now());
       return runMs === 0 ? Promise.resolve() : new Promise<void>((r) => clock.setTimer(r, runMs));
     },
-    { minIntervalMs, maxIntervalMs, burst: 2, clock },
+    { minIntervalMs, maxIntervalMs, burst: 2, clock, ended: () => ends.push([clock.now(), runner.inProgress]) },
   );
-  return { clock, runner, starts };
+  return { clock, runner, starts, ends };
 }
 
 describe('BoundedFrequencyRunner', () => {
@@ -59,6 +61,19 @@ describe('BoundedFrequencyRunner', () => {
     runner.run();
     await clock.advance(2000);
     expect(starts).toEqual([0, 500]);
+  });
+
+  it('tells `ended` after each run, once it is no longer in progress (and before the coalesced one)', async () => {
+    const { clock, runner, starts, ends } = setup(0, 30_000, 500);
+    runner.start();
+    await clock.advance(100);
+    runner.run();
+    await clock.advance(2000);
+    expect(starts).toEqual([0, 500]);
+    expect(ends).toEqual([
+      [500, false],
+      [1000, false],
+    ]);
   });
 
   it('retryAfter brings the next run forward, never later', async () => {
