@@ -1,6 +1,7 @@
 import { spawnSync } from 'node:child_process';
 import winston from 'winston';
 import { KUBE_IPVS_NODE_FLAGS } from '../../lib/cli/node-flags';
+import { join } from 'node:path';
 import { GcOptions, IdleCollector, MEMORY_REDUCING_GC } from '../../lib/daemon/idle-collector';
 import { FakeClock } from '../../testkit/fake-clock';
 
@@ -228,5 +229,26 @@ describe("V8's memory-reducing collection", () => {
     expect(reducing.before).toBeGreaterThan(150 * MB);
     expect(reducing.after).toBeLessThan(reducing.before - 100 * MB);
     expect(reducing.after).toBeLessThan(plain.after - 50 * MB);
+  });
+});
+
+// youngGenerationResident names V8's spaces: were they renamed, it would read 0, and the collector
+// would again collect after every periodic full sync. Pinned on the node that runs the daemon.
+describe('youngGenerationResident', () => {
+  it("reads V8's young generation: grown to its 32 MB by allocation, shrunk by the memory-reducing collection", () => {
+    const script = `
+      const { youngGenerationResident, MEMORY_REDUCING_GC } = require(${JSON.stringify(join(__dirname, '../../lib/daemon/idle-collector.js'))});
+      const keep = [];
+      for (let r = 0; r < 20; r++) { const a = []; for (let i = 0; i < 3e5; i++) a.push({ i, s: 'x' + i }); keep.push(a[5]); }
+      const grown = youngGenerationResident();
+      gc(MEMORY_REDUCING_GC);
+      process.stdout.write(JSON.stringify({ grown, shrunk: youngGenerationResident() }));`;
+    const r = spawnSync(process.execPath, [...KUBE_IPVS_NODE_FLAGS, '-e', script], { encoding: 'utf8' });
+    expect(r.stderr).toBe('');
+    const { grown, shrunk } = JSON.parse(r.stdout) as { grown: number; shrunk: number };
+    // --max-semi-space-size=16: two semispaces of 16 MB at most
+    expect(grown).toBeGreaterThan(16 * MB);
+    expect(grown).toBeLessThanOrEqual(48 * MB);
+    expect(shrunk).toBeLessThan(4 * MB);
   });
 });

@@ -4,7 +4,7 @@
 import { execFileSync } from 'node:child_process';
 import { openIpvs, IpvsNetlink } from '../../lib/kernel/ipvs/ipvs-netlink';
 import { IpvsOp } from '../../lib/kernel/ipvs/ipvs';
-import { readProcText } from '../../lib/kernel/ipvs/read-proc-ip-vs';
+import { procTextReader, readProcText } from '../../lib/kernel/ipvs/read-proc-ip-vs';
 import { parseProcIpVs } from '../../lib/kernel/ipvs/parse-proc-ip-vs';
 import { formatIPv4 } from '../../lib/model/ipvs';
 
@@ -42,6 +42,42 @@ describe('readProcText on the kernel /proc/net/ip_vs', () => {
     expect(await readProcText(undefined, 4096)).toBe(cat);
     expect(await readProcText()).toBe(cat);
     expect(await readProcText(undefined, 4096, 0)).toBe(cat);
+  });
+
+  // the daemon's full sync reads through procTextReader: each buffer sized from the last read
+  it('procTextReader: read again, and again after the table grew past its guess, byte for byte as cat', async () => {
+    const cat = () => execFileSync('cat', ['/proc/net/ip_vs'], { encoding: 'latin1', maxBuffer: 64 << 20 });
+    const read = procTextReader();
+    expect(await read()).toBe(cat());
+    expect(await read()).toBe(cat());
+    // 200 more services of 10 real servers: well past the last length's eighth and 64 KiB
+    const ops: IpvsOp[] = [];
+    const added = Array.from({ length: 200 }, (_, i) => ({
+      af: 2 as const,
+      protocol: 17,
+      address: formatIPv4(0xc6120000 + i),
+      port: 53,
+      fwmark: 0,
+    }));
+    for (const vs of added) {
+      ops.push({ kind: 'newService', vs: { ...vs, scheduler: 'rr' } });
+      for (let j = 0; j < DESTS; j++)
+        ops.push({
+          kind: 'newDest',
+          vs,
+          rs: { af: 2, address: formatIPv4(0xc6140000 + j), port: 53, weight: 1, fwdMethod: 0 },
+        });
+    }
+    const before = cat().length;
+    expect((await ipvs.run(ops)).filter((r) => !r.ok)).toEqual([]);
+    try {
+      const grown = cat();
+      expect(grown.length).toBeGreaterThan(before + (before >> 3) + 65536);
+      expect(await read()).toBe(grown);
+    } finally {
+      await ipvs.run(added.map((vs) => ({ kind: 'delService' as const, vs })));
+    }
+    expect(await read()).toBe(cat());
   });
 
   it('parses to every real server the netlink dump shows', async () => {
