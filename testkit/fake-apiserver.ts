@@ -31,8 +31,9 @@
  *   into or out of a watcher's selector reaches that watcher as ADDED or DELETED (the
  *   DELETED carries the previous object with the new resourceVersion), as the watch cache does;
  * - `allowWatchBookmarks=true` with `timeoutSeconds` gets a BOOKMARK every `bookmarkIntervalMs`
- *   (kube-apiserver bookmarks only a watch with a deadline); `timeoutSeconds` ends the stream
- *   cleanly;
+ *   and 2 s before the deadline, each only once the resourceVersion has passed the one the watch
+ *   started from (kube-apiserver bookmarks only a watch with a deadline, and only with a newer
+ *   version); `timeoutSeconds` ends the stream cleanly;
  * - POST (201, 409 AlreadyExists), PUT (404, 409 Conflict on a stale resourceVersion),
  *   PATCH with application/merge-patch+json (strategic merge is applied as a merge patch),
  *   DELETE (answers the deleted object).
@@ -1056,15 +1057,28 @@ export class FakeApiServer {
     res.on('close', () => w.destroy());
     const timeout = Number(query.timeoutSeconds ?? '0');
     if (timeout > 0) timers.push(setTimeout(() => w.end(), timeout * 1000));
-    // kube-apiserver's watch cache bookmarks only a watch with a deadline (timeoutSeconds):
-    // roughly every minute (and 2 s before a deadline 75 s away; not before one 5 s away); a
-    // watch without one got none in 100 s
+    // kube-apiserver's watch cache (cache_watcher.go nextBookmarkTime) bookmarks only a watch
+    // with a deadline: roughly every minute, and 2 s before the deadline. The bookmark carries
+    // the cache's last version, and the watcher passes it on only when that version is newer
+    // than the one the watch started from: a watch with nothing newer gets no bookmark at all.
+    // (The real cache learns of other resources' writes only from etcd's progress
+    // notifications; the fake's one version counts them at once.)
     if (bookmarks && timeout > 0) {
-      const bookmark = (): void => {
-        w.send('BOOKMARK', this.bookmarkJson(r));
-        timers.push(setTimeout(bookmark, this.bookmarkIntervalMs));
+      const startedAt = Date.now();
+      const startVersion = from === 0 ? this.rv : from;
+      const lastCall = startedAt + timeout * 1000 - 2000;
+      const schedule = (): void => {
+        const now = Date.now();
+        const at = Math.min(now + this.bookmarkIntervalMs, lastCall);
+        if (at < now) return;
+        timers.push(
+          setTimeout(() => {
+            if (this.rv > startVersion) w.send('BOOKMARK', this.bookmarkJson(r));
+            if (Date.now() < lastCall) schedule();
+          }, at - now),
+        );
       };
-      timers.push(setTimeout(bookmark, this.bookmarkIntervalMs));
+      schedule();
     }
   }
 

@@ -26,7 +26,9 @@ export const WATCH_TIMEOUT_MS = 30_000;
  * An open watch with no byte for this long is taken for a dead connection and ended with a
  * TimeoutError. kube-apiserver's watch cache bookmarks a watch that has a deadline (the
  * informers send timeoutSeconds) roughly every minute (cacher.go's bookmarkFrequency), so this
- * is two missed bookmarks and a margin. At 30 s (client-node's) every quiet watch was cut and
+ * is two missed bookmarks and a margin. It bookmarks only once its version has passed the
+ * watch's, so a watch on a resource nothing wrote to may still be cut: it resumes from its
+ * version, with no relist. At 30 s (client-node's) every quiet watch was cut and
  * opened again twice a minute against a real API server.
  */
 export const WATCH_IDLE_TIMEOUT_MS = 130_000;

@@ -251,7 +251,10 @@ describe('startInformers', () => {
       }),
     );
     await waitFor('the watch', () => rec.has('synced') && server.openWatches === 1);
-    // quiet for three idle timeouts: the fake's bookmarks (as kube-apiserver's, only to a watch with a deadline) keep it open
+    // a write the watch's selector leaves out: the version passes the watch's, and the
+    // server's bookmarks (as kube-apiserver's, only then and only to a watch with a deadline)
+    // keep it open through three idle timeouts with no event
+    server.create(service('other', { 'service.kubernetes.io/service-proxy-name': 'other' }));
     await new Promise((r) => setTimeout(r, 1200));
     expect(count('watch')).toBe(1);
     server.endWatches(); // the server's timeout: resumed with a new draw

@@ -188,6 +188,8 @@ function listShape(list: Json, namespace: string | null = ns) {
 
 interface Watched {
   readonly events: { type: string; object: Json }[];
+  /** when each event arrived (Date.now()) */
+  readonly times: number[];
   readonly connected: () => boolean;
   readonly ended: () => boolean;
   readonly endError: () => unknown;
@@ -201,6 +203,7 @@ async function watch(
   query: Record<string, string | number | boolean | undefined>,
 ): Promise<Watched> {
   const events: { type: string; object: Json }[] = [];
+  const times: number[] = [];
   let connected = false;
   let ended = false;
   let endError: unknown;
@@ -209,7 +212,10 @@ async function watch(
   const controller = await w.watch(
     p,
     query,
-    (_phase, _obj, raw) => events.push(raw as { type: string; object: Json }),
+    (_phase, _obj, raw) => {
+      events.push(raw as { type: string; object: Json });
+      times.push(Date.now());
+    },
     (err) => {
       ended = true;
       endError = err;
@@ -217,6 +223,7 @@ async function watch(
   );
   return {
     events,
+    times,
     connected: () => connected,
     ended: () => ended,
     endError: () => endError,
@@ -586,22 +593,47 @@ describe("the fake API server answers the daemon's requests as kube-apiserver do
       expect(r.fake).toEqual(r.real);
     });
 
-    it('a watch with timeoutSeconds=5 ends cleanly at its deadline, with no bookmark before it', async () => {
+    it("a watch with timeoutSeconds=5 gets a BOOKMARK 2 s before its deadline once the resources' version passed its own, then ends cleanly", async () => {
+      // The cache bookmarks a watch 2 s before its deadline, with the cache's last version, and
+      // only when that version is newer than the watch's. Without a write that newer version
+      // comes (or not) from etcd's progress notifications, so the test writes one: a Service
+      // the watch's selector leaves out, so that the bookmark is the only event.
+      const p = `/api/v1/namespaces/${ns}/services`;
       const r = await both(async (s) => {
-        const list = await listRaw(s.sa, `/api/v1/namespaces/${ns}/services`);
-        const w = await watch(s.sa, `/api/v1/namespaces/${ns}/services`, {
+        const list = await listRaw(s.sa, p, SERVICE_SELECTOR);
+        const listed = Number(list.metadata!.resourceVersion);
+        const openedAt = Date.now();
+        const w = await watch(s.sa, p, {
+          ...SERVICE_SELECTOR,
           resourceVersion: list.metadata!.resourceVersion,
           allowWatchBookmarks: true,
           timeoutSeconds: 5,
         });
+        const unseen = `unseen-${s.name}`;
+        await s.create([service(unseen, { 'service.kubernetes.io/service-proxy-name': 'other' })]);
         await until(`${s.name}: the stream to end`, () => w.ended());
+        const endedAt = Date.now() - openedAt;
+        await s.deleteService(ns, unseen);
+        const bookmarks = w.events.filter((e) => e.type === 'BOOKMARK');
+        const at = w.times.filter((_t, i) => w.events[i].type === 'BOOKMARK');
         return {
           endError: w.endError() ?? null,
           types: [...new Set(w.events.map((e) => e.type))],
-          bookmarkKind: w.events.find((e) => e.type === 'BOOKMARK')?.object.kind,
+          bookmarkKind: bookmarks[0]?.object.kind,
+          bookmarksNewerThanTheList: bookmarks.every((b) => Number(b.object.metadata.resourceVersion) > listed),
+          // 2 s before the deadline: the real cache's buckets are whole seconds, its timer ticks every 1-1.25 s
+          firstBookmarkBeforeTheDeadline: at.length > 0 && at[0] - openedAt >= 1500 && at[0] - openedAt <= 4500,
+          endedAtTheDeadline: endedAt >= 4500 && endedAt < 7000,
         };
       });
-      expect(r.real).toEqual({ endError: null, types: [], bookmarkKind: undefined });
+      expect(r.real).toEqual({
+        endError: null,
+        types: ['BOOKMARK'],
+        bookmarkKind: 'Service',
+        bookmarksNewerThanTheList: true,
+        firstBookmarkBeforeTheDeadline: true,
+        endedAtTheDeadline: true,
+      });
       expect(r.fake).toEqual(r.real);
     });
   });

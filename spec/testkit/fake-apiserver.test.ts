@@ -280,6 +280,33 @@ describe('FakeApiServer', () => {
       expect(noDeadline.events.map((e) => e.type)).toEqual(['ADDED']);
     });
 
+    it("bookmarks a watch only once the version passed its own, and once 2 s before its deadline (kube-apiserver's cache_watcher)", async () => {
+      const q = 'watch=true&allowWatchBookmarks=true&timeoutSeconds=3';
+      const quiet = await watch(`/api/v1/services?${q}&resourceVersion=${server.resourceVersion}`);
+      await new Promise((r) => setTimeout(r, 200)); // ten bookmark intervals with nothing newer
+      expect(quiet.events).toEqual([]);
+      quiet.close();
+
+      const slow = new FakeApiServer({ bookmarkIntervalMs: 60_000 });
+      const slowBase = await slow.listen();
+      try {
+        slow.create(service('a', 's0')); // a version above "0": no initial events
+        const w = await openWatch(`${slowBase}/api/v1/services?${q}&resourceVersion=${slow.resourceVersion}`);
+        watches.push(w);
+        const opened = Date.now();
+        slow.create(service('a', 's1', { app: 'web' }));
+        await waitFor('the ADDED', () => w.events.length === 1);
+        await waitFor('the bookmark before the deadline', () => w.events.length === 2, 2500);
+        const at = Date.now() - opened;
+        expect(w.events.map((e) => e.type)).toEqual(['ADDED', 'BOOKMARK']);
+        expect(at).toBeGreaterThanOrEqual(900);
+        await waitFor('the end', () => w.ended(), 2500);
+        expect(w.events).toHaveLength(2);
+      } finally {
+        await slow.close();
+      }
+    });
+
     it('ends the stream cleanly after timeoutSeconds', async () => {
       const w = await watch(`/api/v1/services?watch=true&timeoutSeconds=1&resourceVersion=${server.resourceVersion}`);
       await waitFor('the stream to end', () => w.ended());
