@@ -86,6 +86,8 @@ export class DesiredIndex {
   private readonly ipsetsChanged = new Set<IpFamily>();
   /** whether some address became wanted or unwanted on kube-ipvs0 since takeAddressesChanged */
   private addressesChanged = false;
+  /** virtualServers() until a claim changes: a full sync with nothing changed asks three times */
+  private winners: Map<string, DesiredVirtualServer> | undefined;
 
   constructor(
     families: readonly IpFamily[],
@@ -122,6 +124,7 @@ export class DesiredIndex {
     ports: readonly ServicePort[] = [],
   ): Set<string> {
     const touched = new Set<string>();
+    this.winners = undefined;
     // `ports[i]` is the service port `after[i]` was planned from
     for (const p of before) this.ports.delete(p.key);
     after.forEach((p, i) => {
@@ -171,6 +174,7 @@ export class DesiredIndex {
       if (!c || !first) continue;
       const now = this.guard(first);
       if (sameWithholding(now, c.withheld)) continue;
+      this.winners = undefined;
       if (!c.withheld) for (const f of c.claims.values()) this.countFrontend(f, -1);
       c.withheld = now;
       if (!now)
@@ -270,14 +274,15 @@ export class DesiredIndex {
     return c.claims.get(this.ranked(c)[0]!.key)?.virtualServer;
   }
 
-  /** Every desired virtual server (withheld ones are not), by key. */
-  virtualServers(): Map<string, DesiredVirtualServer> {
+  /** Every desired virtual server (withheld ones are not), by key; the same map until a claim changes. */
+  virtualServers(): ReadonlyMap<string, DesiredVirtualServer> {
+    if (this.winners) return this.winners;
     const out = new Map<string, DesiredVirtualServer>();
     for (const key of this.frontends.keys()) {
       const v = this.virtualServer(key);
       if (v) out.set(key, v);
     }
-    return out;
+    return (this.winners = out);
   }
 
   /** The claims on one given virtual server key when more than one service port makes one. */

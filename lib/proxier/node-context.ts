@@ -293,16 +293,18 @@ export class NodeContext {
    * kube-ipvs0 address) already vouches for.
    */
   wantsUnknown(
-    wanted: Iterable<[string, { readonly vs: VirtualServerId }]>,
+    wanted: ReadonlyMap<string, { readonly vs: VirtualServerId }>,
     known: (vsKey: string) => boolean,
   ): boolean {
     const adoption = this.adopted ? undefined : { created: () => false, adoption: this.adoptionFacts };
-    for (const [k, d] of wanted) {
-      if (known(k)) continue;
-      if (adoption && firstSightReason(k, d.vs, adoption) === null) continue;
-      return true;
-    }
-    return false;
+    let unknown = false;
+    // forEach, not for-of: no [key, value] array per entry (every full sync, all known)
+    wanted.forEach((d, k) => {
+      if (unknown || known(k)) return;
+      if (adoption && firstSightReason(k, d.vs, adoption) === null) return;
+      unknown = true;
+    });
+    return unknown;
   }
 
   /**
@@ -320,14 +322,14 @@ export class NodeContext {
     const facts = this.firstSightFacts(created);
     const claimed: string[] = [];
     const gone: string[] = [];
-    for (const [k, e] of observed) {
+    observed.forEach((e, k) => {
       // seen before: classified then (kube-ipvs's unless remembered foreign)
-      if (this.foreign.has(k) || seen(k)) continue;
+      if (this.foreign.has(k) || seen(k)) return;
       const why = firstSightReason(k, e.vs, facts);
-      if (why === null) continue;
+      if (why === null) return;
       this.markForeign(k, e.vs, why);
       if (wanted(k)) claimed.push(k);
-    }
+    });
     for (const k of [...this.foreign.keys()]) {
       if (observed.has(k)) continue;
       this.foreign.delete(k);

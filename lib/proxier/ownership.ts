@@ -87,8 +87,9 @@ export function adoptDrains(
 ): AdoptedDrains {
   const drains: [string, string][] = [];
   const foreign: { vsKey: string; rsKeys: string[]; reason: string }[] = [];
-  for (const [vsKey, entry] of table) {
-    if (!needsGracefulTermination(entry.vs.protocol)) continue;
+  // forEach, not for-of: no [key, value] array per entry (a full sync runs this over the whole table)
+  table.forEach((entry, vsKey) => {
+    if (!needsGracefulTermination(entry.vs.protocol)) return;
     const want = desired(vsKey);
     let found: string[] | undefined;
     for (const rs of entry.values()) {
@@ -97,10 +98,10 @@ export function adoptDrains(
       if (want?.realServers.some((r) => realServerKey(r) === rsKey)) continue;
       (found ??= []).push(rsKey);
     }
-    if (!found) continue;
+    if (!found) return;
     const reason = foreignReason(vsKey, entry.vs, facts);
     if (reason === null) for (const rsKey of found) drains.push([vsKey, rsKey]);
     else foreign.push({ vsKey, rsKeys: found, reason });
-  }
+  });
   return { drains, foreign };
 }

@@ -437,7 +437,7 @@ export class Proxier {
         continue;
       }
       const want = this.desired.virtualServer(k);
-      (want ? ops : deletes).push(...diffVirtualServer(applied.get(k), want));
+      diffVirtualServer(applied.get(k), want, want ? ops : deletes);
     }
     return deletes.length > 0 ? ops.concat(deletes) : ops;
   }

@@ -21,12 +21,16 @@ export function needsGracefulTermination(protocol: number): boolean {
   return protocol === IPPROTO_TCP;
 }
 
-/** Ops turning `current` (undefined: absent) into `desired` (undefined: must go). */
+/**
+ * Ops turning `current` (undefined: absent) into `desired` (undefined: must go), appended to
+ * `ops` (a whole table's diff appends every virtual server's to one array: no array per
+ * virtual server, 10,000 per full sync at 10,000 Services).
+ */
 export function diffVirtualServer(
   current: TableEntry | undefined,
   desired: DesiredVirtualServer | undefined,
+  ops: IpvsOp[] = [],
 ): IpvsOp[] {
-  const ops: IpvsOp[] = [];
   if (!desired) {
     if (current) ops.push({ kind: 'delService', vs: current.vs });
     return ops;
@@ -80,10 +84,11 @@ export function diffIpvsTable(
   owned: (entry: TableEntry) => boolean,
 ): IpvsOp[] {
   const ops: IpvsOp[] = [];
-  for (const [key, want] of desired) ops.push(...diffVirtualServer(current.get(key), want));
-  for (const [key, have] of current) {
-    if (!desired.has(key) && owned(have)) ops.push(...diffVirtualServer(have, undefined));
-  }
+  // forEach, not for-of: no [key, value] array per entry
+  desired.forEach((want, key) => void diffVirtualServer(current.get(key), want, ops));
+  current.forEach((have, key) => {
+    if (!desired.has(key) && owned(have)) diffVirtualServer(have, undefined, ops);
+  });
   return ops;
 }
 

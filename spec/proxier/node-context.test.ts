@@ -96,8 +96,8 @@ describe('NodeContext', () => {
     const { ctx } = setup();
     await ctx.observe({ linkOps: 0, execs: 0 });
     const never = () => false;
-    expect(ctx.wantsUnknown([[KEY, { vs: VS }]], never)).toBe(true);
-    expect(ctx.wantsUnknown([[KEY, { vs: VS }]], () => true)).toBe(false);
+    expect(ctx.wantsUnknown(new Map([[KEY, { vs: VS }]]), never)).toBe(true);
+    expect(ctx.wantsUnknown(new Map([[KEY, { vs: VS }]]), () => true)).toBe(false);
     const first = ctx.classifyTable(table(VS), never, never, (k) => k === KEY);
     expect(first).toEqual({ claimed: [KEY], gone: [] });
     expect(ctx.isForeign(KEY)).toBe(true);

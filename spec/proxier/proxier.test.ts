@@ -531,8 +531,15 @@ describe('Proxier over the kernel fakes', () => {
     };
     for (const n of t.services.serviceNames()) replan(n);
     expect([...same().boundAddresses]).toEqual(['10.96.0.20', '10.96.0.21', '10.96.0.22']);
+    // nothing changed: the same map (a full sync asks three times); a change: a new one, the
+    // one handed out before left as it was
+    const before = index.virtualServers();
+    expect(index.virtualServers()).toBe(before);
+    const keysBefore = [...before.keys()];
     t.services.onDelete(svcs[1]!);
     replan('default/b');
+    expect(index.virtualServers()).not.toBe(before);
+    expect([...before.keys()]).toEqual(keysBefore);
     t.slices.onUpdate(endpoints('c', '10.244.2.2'), endpoints('c', '10.244.2.2', '10.244.9.9'));
     replan('default/c');
     same();

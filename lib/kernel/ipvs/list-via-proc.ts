@@ -45,27 +45,40 @@ export interface ProcListing {
 const procKey = (s: { protocol: number; address: string; port: number }): string =>
   `${s.protocol}/${s.address}/${s.port}`;
 
-/** Which /proc service stands for each netlink service, or undefined when none can. */
+/**
+ * Which /proc service stands for each netlink service, or undefined when none can. /proc and
+ * the service dump walk the kernel's service table in the same order, so the /proc service at
+ * the same index is tried first; only a service found elsewhere (the table changed between the
+ * two reads) or a fwmark one is looked up by key, in maps built on first need.
+ */
 export function matchProcServices(
   services: readonly VirtualServer[],
   table: ProcIpVsTable,
   opts: ProcListingOptions,
 ): (ProcVirtualServer | undefined)[] {
-  const byKey = new Map<string, ProcVirtualServer>();
-  const byMark = new Map<number, ProcVirtualServer[]>();
-  for (const p of table.services) {
-    if (p.fwmark) {
-      const list = byMark.get(p.fwmark);
-      if (list) list.push(p);
-      else byMark.set(p.fwmark, [p]);
-    } else byKey.set(procKey(p), p);
-  }
-  return services.map((vs) => {
-    let p: ProcVirtualServer | undefined;
-    if (vs.fwmark) {
-      const list = byMark.get(vs.fwmark);
-      p = list?.length === 1 ? list[0] : undefined;
-    } else p = byKey.get(procKey(vs));
+  const procs = table.services;
+  let byKey: Map<string, ProcVirtualServer> | undefined;
+  let byMark: Map<number, ProcVirtualServer[]> | undefined;
+  const index = () => {
+    byKey = new Map();
+    byMark = new Map();
+    for (const p of procs) {
+      if (p.fwmark) {
+        const list = byMark.get(p.fwmark);
+        if (list) list.push(p);
+        else byMark.set(p.fwmark, [p]);
+      } else byKey.set(procKey(p), p);
+    }
+  };
+  return services.map((vs, i) => {
+    let p: ProcVirtualServer | undefined = procs[i];
+    if (vs.fwmark || !p || p.fwmark || p.protocol !== vs.protocol || p.port !== vs.port || p.address !== vs.address) {
+      if (!byKey) index();
+      if (vs.fwmark) {
+        const list = byMark!.get(vs.fwmark);
+        p = list?.length === 1 ? list[0] : undefined;
+      } else p = byKey!.get(procKey(vs));
+    }
     if (!p || p.scheduler !== vs.scheduler) return undefined;
     if (opts.tunnelDetails && p.dests.some((d) => d.fwdMethod === IP_VS_CONN_F.TUNNEL)) return undefined;
     return p;

@@ -171,6 +171,25 @@ describe('listAllViaProc', () => {
     expect(r.destDumps).toBe(2);
   });
 
+  it('/proc in another order than the dump: each service still gets its own real servers, by key, with no dest dump', async () => {
+    // the same protocol and port on two addresses, so a match by position alone would swap them
+    const ipvs = await table([
+      ...TABLE,
+      { kind: 'newService', vs: { ...tcp('10.0.0.3', 80), scheduler: 'rr' } },
+      {
+        kind: 'newDest',
+        vs: tcp('10.0.0.3', 80),
+        rs: { af: AF_INET, address: '10.3.0.1', port: 80, fwdMethod: IP_VS_CONN_F.MASQ, weight: 1 },
+      },
+    ]);
+    const entries = await ipvs.listAll();
+    const c = counting(ipvs);
+    const r = await listAllViaProc(c.ipvs, async () => procIpVsText([...entries].reverse()), { tunnelDetails: false });
+    expect(r.entries).toEqual(entries);
+    expect(c.dumps()).toBe(0);
+    expect(r.destDumps).toBe(0);
+  });
+
   it.each([
     ['cannot be read', async () => Promise.reject(new Error('ENOENT'))],
     ['does not parse', async () => 'IP Virtual Server version 9\n'],
