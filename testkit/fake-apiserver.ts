@@ -30,10 +30,12 @@
  * - label and field selectors (testkit/selectors.ts); an update that moves an object
  *   into or out of a watcher's selector reaches that watcher as ADDED or DELETED (the
  *   DELETED carries the previous object with the new resourceVersion), as the watch cache does;
- * - `allowWatchBookmarks=true` with `timeoutSeconds` gets a BOOKMARK every `bookmarkIntervalMs`
- *   and 2 s before the deadline, each only once the resourceVersion has passed the one the watch
- *   started from (kube-apiserver bookmarks only a watch with a deadline, and only with a newer
- *   version); `timeoutSeconds` ends the stream cleanly;
+ * - every watch has a deadline: its `timeoutSeconds`, else the server's own
+ *   (--min-request-timeout, 1800 s, times 1 to 2, as kube-apiserver draws it); the deadline ends
+ *   the stream cleanly. With `allowWatchBookmarks=true` it gets a BOOKMARK every
+ *   `bookmarkIntervalMs` and 2 s before the deadline, each only once the resourceVersion has
+ *   passed the one the watch started from (kube-apiserver's cache bookmarks with its newest
+ *   version, and passes on only a newer one);
  * - POST (201, 409 AlreadyExists), PUT (404, 409 Conflict on a stale resourceVersion),
  *   PATCH with application/merge-patch+json (strategic merge is applied as a merge patch),
  *   DELETE (answers the deleted object).
@@ -156,6 +158,9 @@ export interface FakeRequest {
   readonly resource?: string;
   readonly query: Readonly<Record<string, string>>;
 }
+
+/** kube-apiserver's --min-request-timeout default: a watch without timeoutSeconds ends after 1 to 2 times this. */
+const MIN_REQUEST_TIMEOUT_SECONDS = 1800;
 
 export interface FakeApiServerOptions {
   /** interval of BOOKMARK events for watches that allow them (default 10 s) */
@@ -1055,15 +1060,17 @@ export class FakeApiServer {
     // the response's 'close' is the connection going away (the request's fires once its
     // body has been read, which for a GET is at once)
     res.on('close', () => w.destroy());
-    const timeout = Number(query.timeoutSeconds ?? '0');
-    if (timeout > 0) timers.push(setTimeout(() => w.end(), timeout * 1000));
-    // kube-apiserver's watch cache (cache_watcher.go nextBookmarkTime) bookmarks only a watch
-    // with a deadline: roughly every minute, and 2 s before the deadline. The bookmark carries
+    // kube-apiserver's watch handler (get.go): no timeoutSeconds is --min-request-timeout x [1, 2)
+    const asked = Number(query.timeoutSeconds ?? '0');
+    const timeout = asked > 0 ? asked : MIN_REQUEST_TIMEOUT_SECONDS * (1 + Math.random());
+    timers.push(setTimeout(() => w.end(), timeout * 1000));
+    // kube-apiserver's watch cache (cache_watcher.go nextBookmarkTime) bookmarks a watch
+    // roughly every minute, and 2 s before its deadline. The bookmark carries
     // the cache's last version, and the watcher passes it on only when that version is newer
     // than the one the watch started from: a watch with nothing newer gets no bookmark at all.
     // (The real cache learns of other resources' writes only from etcd's progress
     // notifications; the fake's one version counts them at once.)
-    if (bookmarks && timeout > 0) {
+    if (bookmarks) {
       const startedAt = Date.now();
       const startVersion = from === 0 ? this.rv : from;
       const lastCall = startedAt + timeout * 1000 - 2000;

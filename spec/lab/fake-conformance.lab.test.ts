@@ -593,6 +593,33 @@ describe("the fake API server answers the daemon's requests as kube-apiserver do
       expect(r.fake).toEqual(r.real);
     });
 
+    it("a watch without timeoutSeconds has the server's own deadline: bookmarked within about a minute once the version passed its own", async () => {
+      const p = `/api/v1/namespaces/${ns}/services`;
+      const r = await both(async (s) => {
+        const list = await listRaw(s.sa, p, SERVICE_SELECTOR);
+        const w = await watch(s.sa, p, {
+          ...SERVICE_SELECTOR,
+          resourceVersion: list.metadata!.resourceVersion,
+          allowWatchBookmarks: true,
+        });
+        const unseen = `unseen-nt-${s.name}`;
+        await s.create([service(unseen, { 'service.kubernetes.io/service-proxy-name': 'other' })]);
+        // the cache's bookmark interval is a minute (cacher.go bookmarkFrequency), plus its 1 s ticks
+        await until(`${s.name}: a bookmark`, () => w.events.some((e) => e.type === 'BOOKMARK'), 80_000);
+        w.stop();
+        await s.deleteService(ns, unseen);
+        return {
+          types: [...new Set(w.events.map((e) => e.type))],
+          newerThanTheList: w.events.every(
+            (e) => Number(e.object.metadata.resourceVersion) > Number(list.metadata!.resourceVersion),
+          ),
+          ended: w.ended() && w.endError() === undefined ? 'by the server' : 'open until stopped',
+        };
+      });
+      expect(r.real).toEqual({ types: ['BOOKMARK'], newerThanTheList: true, ended: 'open until stopped' });
+      expect(r.fake).toEqual(r.real);
+    }, 200_000);
+
     it("a watch with timeoutSeconds=5 gets a BOOKMARK 2 s before its deadline once the resources' version passed its own, then ends cleanly", async () => {
       // The cache bookmarks a watch 2 s before its deadline, with the cache's last version, and
       // only when that version is newer than the watch's. Without a write that newer version

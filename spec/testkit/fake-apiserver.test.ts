@@ -258,13 +258,13 @@ describe('FakeApiServer', () => {
       expect(names(w)).toEqual(['ADDED s3']);
     });
 
-    it('sends BOOKMARKs with the current resourceVersion only to watches that allow them and have a deadline', async () => {
+    it('sends BOOKMARKs with the current resourceVersion only to watches that allow them, with or without timeoutSeconds', async () => {
       const plain = await watch(`/api/v1/services?watch=true&resourceVersion=${server.resourceVersion}`);
       const withBookmarks = await watch(
         `/api/v1/services?watch=true&allowWatchBookmarks=true&timeoutSeconds=60&resourceVersion=${server.resourceVersion}`,
       );
-      // kube-apiserver bookmarks only a watch with a deadline
-      const noDeadline = await watch(
+      // kube-apiserver gives a watch without timeoutSeconds a deadline of its own: bookmarked too
+      const noTimeout = await watch(
         `/api/v1/services?watch=true&allowWatchBookmarks=true&resourceVersion=${server.resourceVersion}`,
       );
       server.create(service('a', 's1'));
@@ -277,7 +277,9 @@ describe('FakeApiServer', () => {
         metadata: { resourceVersion: server.resourceVersion },
       });
       expect(names(plain)).toEqual(['ADDED s1']);
-      expect(noDeadline.events.map((e) => e.type)).toEqual(['ADDED']);
+      await waitFor('a bookmark without timeoutSeconds', () => noTimeout.events.some((e) => e.type === 'BOOKMARK'));
+      expect(noTimeout.events[0]?.type).toBe('ADDED');
+      expect(plain.events.map((e) => e.type)).toEqual(['ADDED']);
     });
 
     it("bookmarks a watch only once the version passed its own, and once 2 s before its deadline (kube-apiserver's cache_watcher)", async () => {
