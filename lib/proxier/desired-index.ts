@@ -86,6 +86,8 @@ export class DesiredIndex {
   private readonly ipsetsChanged = new Set<IpFamily>();
   /** whether some address became wanted or unwanted on kube-ipvs0 since takeAddressesChanged */
   private addressesChanged = false;
+  /** boundAddresses() until an address is wanted or unwanted: every full sync asks */
+  private bound: Set<string> | undefined;
   /** virtualServers() until a claim changes: a full sync with nothing changed asks three times */
   private winners: Map<string, DesiredVirtualServer> | undefined;
 
@@ -233,6 +235,7 @@ export class DesiredIndex {
     const a = f.boundAddress;
     if (a !== undefined && (sign > 0 ? this.addresses.add(a) : this.addresses.remove(a))) {
       this.addressesChanged = true;
+      this.bound = undefined;
       this.member(fam, fam.ipvsIps, a as unknown as Member, sign);
     }
     for (const e of f.ipsetEntries) this.entry(fam, e, sign);
@@ -314,8 +317,9 @@ export class DesiredIndex {
     return changed;
   }
 
+  /** Every wanted kube-ipvs0 address; the same set until one is wanted or unwanted. */
   boundAddresses(): ReadonlySet<string> {
-    return new Set(this.addresses.counts.keys());
+    return (this.bound ??= new Set(this.addresses.counts.keys()));
   }
 
   /** Did the family's set members change since the last call? (Then clears the mark.) */

@@ -534,12 +534,16 @@ describe('Proxier over the kernel fakes', () => {
     // nothing changed: the same map (a full sync asks three times); a change: a new one, the
     // one handed out before left as it was
     const before = index.virtualServers();
+    const boundBefore = index.boundAddresses();
     expect(index.virtualServers()).toBe(before);
+    expect(index.boundAddresses()).toBe(boundBefore);
     const keysBefore = [...before.keys()];
     t.services.onDelete(svcs[1]!);
     replan('default/b');
     expect(index.virtualServers()).not.toBe(before);
+    expect(index.boundAddresses()).not.toBe(boundBefore);
     expect([...before.keys()]).toEqual(keysBefore);
+    expect([...boundBefore]).toEqual(['10.96.0.20', '10.96.0.21', '10.96.0.22']);
     t.slices.onUpdate(endpoints('c', '10.244.2.2'), endpoints('c', '10.244.2.2', '10.244.9.9'));
     replan('default/c');
     same();
