@@ -62,5 +62,8 @@ export function procIpVsText(
       out += `  -> ${hostPort(d.af, d.address, d.port)}      ${left(fwdName(d.fwdMethod), 7)} ${left(d.weight, 6)} ${left(d.activeConns, 10)} ${left(d.inactConns, 10)}\n`;
     }
   }
-  return out;
+  // one flat string, as the daemon's read of the file into a Buffer gives it: the parser's
+  // first indexOf would otherwise flatten the concatenation, counted as the parser's
+  // allocation in scripts/bench/full-sync-alloc.ts
+  return Buffer.from(out, 'latin1').toString('latin1');
 }

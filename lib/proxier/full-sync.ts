@@ -50,8 +50,8 @@ export async function fullSyncOps(
   const { applier, node, desired, reports } = parts;
   const dump = await applier.readTable(run.counts);
   run.lap('ipvsRead');
-  let observed = tableFromDump(dump, desired.index.virtualServers());
   const applied = applier.applied;
+  let observed = tableFromDump(dump, desired.index.virtualServers(), applied);
   const { claimed, gone } = node.classifyTable(
     observed,
     (k) => applied.has(k),
@@ -65,7 +65,7 @@ export async function fullSyncOps(
   if (now.length > 0) {
     desired.reguard(now, run.touched);
     reports.conflictsOf(desired.index, run.touched);
-    observed = tableFromDump(dump, desired.index.virtualServers());
+    observed = tableFromDump(dump, desired.index.virtualServers(), applied);
   }
   if (netfilter.started()) {
     // (claimed is empty here, as wantsUnknown() was false: were it not, the sets

@@ -69,6 +69,11 @@ export class TableEntry {
     return true;
   }
 
+  /** `holds(list)`, with no connection counts beside it: what a read of `list` with none shows. */
+  holdsQuietly(list: readonly RealServerSpec[]): boolean {
+    return !this.conns && !this.ownsList && this.holds(list);
+  }
+
   /** Every real server, without building keys. */
   values(): Iterable<TableRealServer> {
     return this.keyed ? this.keyed.values() : this.realServersListed();
@@ -127,30 +132,56 @@ function plannedOrder(dests: readonly RealServerSpec[], planned: readonly RealSe
   return 1;
 }
 
+/** Does `spec` say what the dumped `vs` says, field for field (as tableFromDump copies them)? */
+function sameSpec(spec: VirtualServerSpec, vs: VirtualServerSpec): boolean {
+  return (
+    spec.af === vs.af &&
+    spec.protocol === vs.protocol &&
+    spec.address === vs.address &&
+    spec.port === vs.port &&
+    spec.fwmark === vs.fwmark &&
+    spec.scheduler === vs.scheduler &&
+    spec.flags === vs.flags &&
+    spec.timeout === vs.timeout &&
+    spec.netmask === vs.netmask &&
+    spec.peName === vs.peName
+  );
+}
+
 /**
  * A kernel dump (Ipvs.listAll) as a table. With `desired` (by virtualServerKey), a virtual
  * server whose real servers are exactly the planned ones holds the plan's objects (and the
- * dump's connection counts beside them): no copy, and the diff sees `holds` at once.
+ * dump's connection counts beside them): no copy, and the diff sees `holds` at once. With
+ * `previous` (the last read, as applied since), an entry that shows the same spec and the same
+ * plan with no connections is taken over as it is: a periodic full sync of an unchanged table
+ * builds no entry, so the last one does not become garbage for the old generation every
+ * syncPeriod.
  */
 export function tableFromDump(
   entries: readonly VirtualServerEntry[],
   desired?: ReadonlyMap<string, { readonly realServers: readonly RealServerSpec[] }>,
+  previous?: IpvsTable,
 ): IpvsTable {
   const table: IpvsTable = new Map();
-  for (const { vs, dests } of entries) {
-    const spec: VirtualServerSpec = {
-      af: vs.af,
-      protocol: vs.protocol,
-      address: vs.address,
-      port: vs.port,
-      fwmark: vs.fwmark,
-      scheduler: vs.scheduler,
-      flags: vs.flags,
-      timeout: vs.timeout,
-      netmask: vs.netmask,
-      peName: vs.peName,
-    };
+  for (let e = 0; e < entries.length; e++) {
+    const { vs, dests } = entries[e]!;
     const key = virtualServerKey(vs);
+    const before = previous?.get(key);
+    const spec: VirtualServerSpec =
+      before && sameSpec(before.vs, vs)
+        ? before.vs
+        : {
+            af: vs.af,
+            protocol: vs.protocol,
+            address: vs.address,
+            port: vs.port,
+            fwmark: vs.fwmark,
+            scheduler: vs.scheduler,
+            flags: vs.flags,
+            timeout: vs.timeout,
+            netmask: vs.netmask,
+            peName: vs.peName,
+          };
     const planned = desired?.get(key)?.realServers;
     const order = planned ? plannedOrder(dests, planned) : 0;
     if (planned && order !== 0) {
@@ -164,7 +195,8 @@ export function tableFromDump(
         conns[2 * at] = d.activeConns;
         conns[2 * at + 1] = d.inactConns;
       }
-      table.set(key, new TableEntry(spec, planned, { shared: true, conns }));
+      const same = !conns && before?.vs === spec && before.holdsQuietly(planned);
+      table.set(key, same ? before : new TableEntry(spec, planned, { shared: true, conns }));
       continue;
     }
     const realServers: TableRealServer[] = dests.map((d) => ({

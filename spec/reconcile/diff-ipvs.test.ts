@@ -266,6 +266,35 @@ describe("TableEntry: the plan's real servers as a list until a key is needed", 
     }
   });
 
+  it("takes over the last read's entry when the kernel shows the same spec and plan with no connections; builds a new one otherwise", () => {
+    const plan = new Map([[key, want]]);
+    const quiet = want.realServers.map((r) => dumped(r)).reverse();
+    const last = tableFromDump(dump(...quiet), plan);
+    const again = tableFromDump(dump(...quiet), plan, last);
+    expect(again.get(key)).toBe(last.get(key));
+    // each of these shows something the last entry does not say
+    const otherScheduler = [{ ...dump(...quiet)[0]!, vs: { ...dump()[0]!.vs, scheduler: 'lc' } }];
+    const withConns = dump(dumped(want.realServers[2]!, 1, 0), ...quiet.slice(1));
+    const otherPlan = new Map([[key, desired(v, rs('10.244.1.1'), rs('10.244.1.2'), rs('10.244.1.3'))]]);
+    for (const [what, read, p] of [
+      ['another scheduler', otherScheduler, plan],
+      ['a connection', withConns, plan],
+      ['another plan (new objects)', dump(...quiet), otherPlan],
+    ] as const) {
+      const e = tableFromDump(read, p, last).get(key)!;
+      expect({ what, same: e === last.get(key) }).toEqual({ what, same: false });
+      expect({ what, ops: diffVirtualServer(e, p.get(key)!) }).toEqual({
+        what,
+        ops: what === 'another scheduler' ? [{ kind: 'setService', vs: v }] : [],
+      });
+    }
+    // the spec object is taken over too when only the real servers differ
+    expect(tableFromDump(withConns, plan, last).get(key)!.vs).toBe(last.get(key)!.vs);
+    // an entry a partial sync keyed (it applied a change) is not taken over
+    applyOpsToTable(last, [{ kind: 'setDest', vs: v, rs: rs('10.244.1.2', 0) }], [ok]);
+    expect(tableFromDump(dump(...quiet), plan, last).get(key)).not.toBe(last.get(key));
+  });
+
   it("keeps the dump's connection counts beside the plan's objects, in the plan's order", () => {
     const [a, b, c] = want.realServers;
     const e = tableFromDump(dump(dumped(c!, 0, 4), dumped(b!), dumped(a!, 7, 1)), new Map([[key, want]])).get(key)!;
