@@ -6,6 +6,7 @@ import { openIpvs, IpvsNetlink } from '../../lib/kernel/ipvs/ipvs-netlink';
 import { IpvsOp } from '../../lib/kernel/ipvs/ipvs';
 import { procTextReader, readProcText } from '../../lib/kernel/ipvs/read-proc-ip-vs';
 import { parseProcIpVs } from '../../lib/kernel/ipvs/parse-proc-ip-vs';
+import { matchProcServices } from '../../lib/kernel/ipvs/list-via-proc';
 import { formatIPv4 } from '../../lib/model/ipvs';
 
 const SERVICES = 300;
@@ -93,5 +94,25 @@ describe('readProcText on the kernel /proc/net/ip_vs', () => {
         .join(' ')}`;
     expect(proc.services.map((s) => key(s, s.dests)).sort()).toEqual(netlink.map((e) => key(e.vs, e.dests)).sort());
     expect(proc.services.reduce((n, s) => n + s.dests.length, 0)).toBe(SERVICES * DESTS);
+  });
+
+  it('lists the services in the order of the netlink service dump (what matchProcServices tries first), with a fwmark service after them', async () => {
+    const mark = { af: 2 as const, protocol: 0, address: '', port: 0, fwmark: 77 };
+    expect((await ipvs.run([{ kind: 'newService', vs: { ...mark, scheduler: 'rr' } }]))[0]).toEqual({ ok: true });
+    try {
+      const proc = parseProcIpVs(await readProcText());
+      const dumped = await ipvs.listServices();
+      const id = (s: { protocol: number; address: string; port: number; fwmark: number }) =>
+        s.fwmark ? `FWM ${s.fwmark}` : `${s.protocol} ${s.address}:${s.port}`;
+      expect(proc.services.map(id)).toEqual(dumped.map(id));
+      expect(dumped.map(id).at(-1)).toBe('FWM 77');
+      // the hash table's order, not the order they were added in
+      const added = Array.from({ length: SERVICES }, (_, i) => formatIPv4(0xc6120000 + i));
+      expect(dumped.slice(0, SERVICES).map((s) => s.address)).not.toEqual(added);
+      const matched = matchProcServices(dumped, proc, { tunnelDetails: false });
+      expect(matched.every((p, i) => p === proc.services[i])).toBe(true);
+    } finally {
+      await ipvs.run([{ kind: 'delService', vs: mark }]);
+    }
   });
 });
