@@ -603,7 +603,14 @@ describe("the fake API server answers the daemon's requests as kube-apiserver do
           allowWatchBookmarks: true,
         });
         const unseen = `unseen-nt-${s.name}`;
-        await s.create([service(unseen, { 'service.kubernetes.io/service-proxy-name': 'other' })]);
+        // one POST, not kubectl: the write must reach the cache well before the bookmark's time
+        const created = await request(
+          s.admin,
+          'POST',
+          p,
+          service(unseen, { 'service.kubernetes.io/service-proxy-name': 'other' }),
+        );
+        expect(created.status).toBe(201);
         // the cache's bookmark interval is a minute (cacher.go bookmarkFrequency), plus its 1 s ticks
         await until(`${s.name}: a bookmark`, () => w.events.some((e) => e.type === 'BOOKMARK'), 80_000);
         w.stop();
@@ -637,7 +644,14 @@ describe("the fake API server answers the daemon's requests as kube-apiserver do
           timeoutSeconds: 5,
         });
         const unseen = `unseen-${s.name}`;
-        await s.create([service(unseen, { 'service.kubernetes.io/service-proxy-name': 'other' })]);
+        // one POST, not kubectl: the write must reach the cache well before the bookmark's time
+        const created = await request(
+          s.admin,
+          'POST',
+          p,
+          service(unseen, { 'service.kubernetes.io/service-proxy-name': 'other' }),
+        );
+        expect(created.status).toBe(201);
         await until(`${s.name}: the stream to end`, () => w.ended());
         const endedAt = Date.now() - openedAt;
         await s.deleteService(ns, unseen);
