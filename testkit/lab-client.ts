@@ -15,6 +15,8 @@ import { SERVICE_ACCOUNT_DIR, shippedKubeconfig } from './processes';
 /** Where the guest reaches each API server (and, on a's address, the control API). */
 export const LAB_GUEST_IPS = { a: '10.0.2.100', b: '10.0.2.101' } as const;
 export type ApiserverName = keyof typeof LAB_GUEST_IPS;
+/** the unix socket in the lab's folder where scripts/node/ proxies the API servers' connections to a kubelet */
+export const CLUSTER_EGRESS_SOCKET = 'cluster-egress.sock';
 
 export interface LabInfo {
   pid: number;

@@ -1,14 +1,18 @@
 #!/bin/bash
 # build.sh — builds the real Kubernetes components the lab runs against (kube-apiserver,
 # kubectl, kube-proxy at the release pinned in scripts/k8s/go.mod, and the etcd server that
-# release requires) into .k8s/bin, with the Go module and build caches in .k8s/ (ignored).
+# release requires) into .k8s/bin. The Go module and build caches live outside the clone
+# (KUBE_IPVS_GO_CACHE, default /var/cache/kube-ipvs/go), so a fresh clone on the same machine
+# (CI's) links from a warm cache instead of compiling Kubernetes again.
 # Idempotent: does nothing when .k8s/bin/VERSION already names this go.mod's pin.
 # Nothing built here ships; kube-ipvs is TypeScript. Go comes from the machine (1.26).
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 MOD=$ROOT/scripts/k8s
 OUT=$ROOT/.k8s/bin
-export GOMODCACHE=$ROOT/.k8s/gomod GOCACHE=$ROOT/.k8s/gocache GOTOOLCHAIN=local GOFLAGS=-buildvcs=false CGO_ENABLED=0
+CACHE=${KUBE_IPVS_GO_CACHE:-/var/cache/kube-ipvs/go}
+mkdir -p "$CACHE"
+export GOMODCACHE=$CACHE/mod GOCACHE=$CACHE/build GOTOOLCHAIN=local GOFLAGS=-buildvcs=false CGO_ENABLED=0
 GO=$(command -v /usr/local/go/bin/go || command -v go) || { echo "build.sh: no Go toolchain (1.26 or later) on this machine" >&2; exit 2; }
 # the version go.mod requires a module at (a `require` line of its own, or one in a block)
 required() { awk -v m="$1" '{ for (i = 1; i < NF; i++) if ($i == m && $(i + 1) ~ /^v[0-9]/) { print $(i + 1); exit } }' "$MOD/go.mod"; }

@@ -15,16 +15,17 @@
  * run kubectl as the cluster admin, stop and start an API server, compact etcd, read the audit
  * log. Ports are picked free at start, so two labs (two DIRs) never share one.
  */
-import { ChildProcess, execFile, spawn } from 'node:child_process';
+import { execFile, spawn } from 'node:child_process';
 import fs from 'node:fs';
 import http from 'node:http';
 import https from 'node:https';
-import net from 'node:net';
 import path from 'node:path';
 import { makeTestPki } from '../../testkit/test-pki';
 import { run } from '../../testkit/netns';
 import { withServer } from '../../testkit/processes';
-import { LabInfo, LAB_GUEST_IPS } from '../../testkit/lab-client';
+import { freePort } from '../../testkit/ports';
+import { Member } from '../../testkit/member';
+import { CLUSTER_EGRESS_SOCKET, LabInfo, LAB_GUEST_IPS } from '../../testkit/lab-client';
 
 const ROOT = path.resolve(__dirname, '..', '..', '..');
 const BIN = path.join(ROOT, '.k8s', 'bin');
@@ -41,42 +42,6 @@ const SERVICE_CIDRS = '10.96.0.0/16,fd00:10:96::/112';
 const READY_TIMEOUT_MS = 180_000;
 
 type ApiserverName = keyof typeof LAB_GUEST_IPS;
-
-/** Whether `port` can be bound on loopback now. */
-function bindable(port: number): Promise<boolean> {
-  return new Promise((resolve) => {
-    const s = net.createServer();
-    s.once('error', () => resolve(false));
-    s.listen(port, '127.0.0.1', () => s.close(() => resolve(true)));
-  });
-}
-
-/** The kernel's range of ephemeral ports (the local ports of outgoing connections). */
-function ephemeralRange(): [number, number] {
-  try {
-    const [lo, hi] = fs.readFileSync('/proc/sys/net/ipv4/ip_local_port_range', 'utf8').trim().split(/\s+/).map(Number);
-    if (lo! > 0 && hi! >= lo!) return [lo!, hi!];
-  } catch {
-    // not Linux: the default range
-  }
-  return [32768, 60999];
-}
-
-/**
- * A port free now, below the ephemeral range: a port the kernel hands out (listen on 0) is
- * released before its user binds it seconds later, and meanwhile an outgoing connection (the
- * API server's to etcd) may take it as its local port: one `make test` lost its lab to
- * EADDRINUSE that way. `taken` are the ports already chosen for this lab.
- */
-async function freePort(taken: readonly number[] = []): Promise<number> {
-  const [lo, hi] = ephemeralRange();
-  const [from, to] = lo > 20_000 ? [10_000, lo - 1] : [hi + 1, 65_535];
-  for (let i = 0; i < 1000; i++) {
-    const port = from + Math.floor(Math.random() * (to - from + 1));
-    if (!taken.includes(port) && (await bindable(port))) return port;
-  }
-  throw new Error(`no free port in ${from}-${to}`);
-}
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
@@ -108,42 +73,6 @@ function controlGet(port: number, p: string): Promise<string | undefined> {
     req.on('error', () => resolve(undefined));
     req.on('timeout', () => req.destroy());
   });
-}
-
-/** A process of the lab: its command line (kept for a restart) and its log file. */
-class Member {
-  child: ChildProcess | undefined;
-  constructor(
-    readonly name: string,
-    readonly cmd: string,
-    readonly args: readonly string[],
-    readonly logFile: string,
-  ) {}
-
-  start(): void {
-    const log = fs.openSync(this.logFile, 'a');
-    this.child = spawn(this.cmd, this.args, { stdio: ['ignore', log, log] });
-    fs.closeSync(log);
-    const child = this.child;
-    child.on('exit', (code, signal) => {
-      if (this.child === child) this.child = undefined;
-      console.log(`${this.name} exited (${code ?? signal})`);
-    });
-  }
-
-  async stop(): Promise<void> {
-    const child = this.child;
-    if (!child || child.exitCode !== null || child.signalCode !== null) return;
-    const exited = new Promise((r) => child.once('exit', r));
-    child.kill('SIGTERM');
-    const t = setTimeout(() => child.kill('SIGKILL'), 30_000);
-    await exited;
-    clearTimeout(t);
-  }
-
-  get running(): boolean {
-    return this.child !== undefined;
-  }
 }
 
 class Lab {
@@ -181,6 +110,19 @@ class Lab {
       path.join(dir, 'audit-policy.yaml'),
       // every request with its user, verb, resource and response code (no bodies)
       'apiVersion: audit.k8s.io/v1\nkind: Policy\nomitStages: [RequestReceived]\nrules:\n- level: Metadata\n',
+    );
+    fs.writeFileSync(
+      path.join(dir, 'egress-selector.yaml'),
+      [
+        'apiVersion: apiserver.k8s.io/v1beta1',
+        'kind: EgressSelectorConfiguration',
+        'egressSelections:',
+        '- name: cluster',
+        '  connection:',
+        '    proxyProtocol: HTTPConnect',
+        `    transport: {uds: {udsName: ${path.join(dir, CLUSTER_EGRESS_SOCKET)}}}`,
+        '',
+      ].join('\n'),
     );
     const e = info.etcd;
     this.etcd = new Member(
@@ -221,6 +163,14 @@ class Lab {
             '--authorization-mode=Node,RBAC',
             '--enable-admission-plugins=NodeRestriction',
             '--allow-privileged=true',
+            // a node of the lab (scripts/node/) is a VM this host reaches only through a forwarded
+            // port: the API server's way to a kubelet (exec, logs, port-forward) is an HTTP CONNECT
+            // proxy on a unix socket (the egress selector konnectivity uses), which scripts/node/
+            // serves; with no node it is never dialled
+            `--egress-selector-config-file=${path.join(dir, 'egress-selector.yaml')}`,
+            '--kubelet-preferred-address-types=InternalIP',
+            `--kubelet-client-certificate=${this.pki.clientCertFile}`,
+            `--kubelet-client-key=${this.pki.clientKeyFile}`,
             `--audit-policy-file=${path.join(dir, 'audit-policy.yaml')}`,
             `--audit-log-path=${this.auditLog}`,
             '--audit-log-maxsize=0',

@@ -14,6 +14,8 @@
 #   -f IP:PORT        give the guest a network (QEMU user networking, restricted: nothing
 #                     else is reachable) where a TCP connection to IP:PORT reaches the host's
 #                     127.0.0.1:PORT (repeatable; the lab's API servers, scripts/lab/)
+#   -F HPORT:GPORT    with -f: a TCP connection to the host's 127.0.0.1:HPORT reaches the guest's
+#                     port GPORT (QEMU hostfwd; repeatable: the API server to a kubelet, scripts/node/)
 #   -e NAME=VALUE     export NAME=VALUE in the guest command's environment (repeatable)
 # The command runs as root under bash in the current directory ($PWD), with the
 # host's PATH.  stdout+stderr stream back here (guest ttyS1 -> qemu stdio).
@@ -24,12 +26,13 @@
 set -euo pipefail
 
 VM_DIR=${VM_DIR:-$(cd "$(dirname "$0")/../.." && pwd)/.vm}
-ACCEL=auto TIMEOUT=600 MEM=2G CPUS=2 KEEP=0 RW=() FWD=() GENV=()
-while getopts "a:t:m:c:w:f:e:kh" o; do
+ACCEL=auto TIMEOUT=600 MEM=2G CPUS=2 KEEP=0 RW=() FWD=() HFWD=() GENV=()
+while getopts "a:t:m:c:w:f:F:e:kh" o; do
   case $o in
     a) ACCEL=$OPTARG ;; t) TIMEOUT=$OPTARG ;; m) MEM=$OPTARG ;; c) CPUS=$OPTARG ;;
     w) RW+=("$(realpath "$OPTARG")") ;; k) KEEP=1 ;;
     f) [[ $OPTARG =~ ^[0-9.]+:[0-9]+$ ]] || { echo "-f wants IP:PORT, not $OPTARG" >&2; exit 2; }; FWD+=("$OPTARG") ;;
+    F) [[ $OPTARG =~ ^[0-9]+:[0-9]+$ ]] || { echo "-F wants HOSTPORT:GUESTPORT, not $OPTARG" >&2; exit 2; }; HFWD+=("$OPTARG") ;;
     e) [[ $OPTARG =~ ^[A-Za-z_][A-Za-z0-9_]*= ]] || { echo "-e wants NAME=VALUE, not $OPTARG" >&2; exit 2; }; GENV+=("$OPTARG") ;;
     *) sed -n '2,20p' "$0"; exit 2 ;;
   esac
@@ -97,6 +100,7 @@ if [ ${#FWD[@]} -gt 0 ]; then
   command -v socat >/dev/null || { echo "apt-get install socat (scripts/install-deps.sh)" >&2; exit 2; }
   nd=user,id=n0,restrict=on
   for f in "${FWD[@]}"; do nd+=",guestfwd=tcp:$f-cmd:socat - TCP:127.0.0.1:${f##*:}"; done
+  for f in "${HFWD[@]+"${HFWD[@]}"}"; do nd+=",hostfwd=tcp:127.0.0.1:${f%%:*}-10.0.2.15:${f##*:}"; done
   NET=(-netdev "$nd" -device virtio-net-pci,netdev=n0,romfile=)   # no iPXE option ROM: nothing boots from it
 fi
 
