@@ -6,7 +6,7 @@ export PATH := $(CURDIR)/node_modules/.bin:$(PATH)
 JEST := node_modules/.bin/node --experimental-vm-modules --disable-warning=ExperimentalWarning node_modules/jest/bin/jest.js
 VM_TIMEOUT ?= 3000
 
-.PHONY: all deps build test unit vm vm-image image image-arm64 image-multiarch bench demo clean lab-up lab-down k8s format protobuf
+.PHONY: all deps build test unit vm vm-image image image-arm64 image-multiarch bench demo clean lab-up lab-down k8s format protobuf node-deps node-up node-down e2e
 
 all: build
 
@@ -95,6 +95,27 @@ lab-up: build k8s
 
 lab-down:
 	node_modules/.bin/node dist/scripts/lab/lab.js down $(LAB_DIR)
+
+# A real one-node cluster (scripts/node/): the lab's etcd and kube-apiserver, kube-controller-manager
+# and kube-scheduler on this host; containerd, runc, the CNI bridge and a kubelet in the VM; kubeadm's
+# kube-proxy DaemonSet (the real kube-proxy, IPVS mode) and CoreDNS. Every part is built here from its
+# Go module (scripts/node/build.sh, cached outside the clone) and every image too (scripts/node/images.sh).
+NODE_DIR ?= .lab/node
+node-deps: deps build image
+	bash scripts/node/build.sh
+	bash scripts/node/images.sh
+
+node-up: node-deps
+	node_modules/.bin/node dist/scripts/node/cluster.js up $(NODE_DIR)
+
+node-down:
+	node_modules/.bin/node dist/scripts/node/cluster.js down $(NODE_DIR)
+
+# Kubernetes' own [sig-network] Services tests (e2e.test) with kube-proxy, then with kube-ipvs swapped
+# in by `kubectl set image` under traffic, and back; prints the table (scripts/node/e2e.ts).
+# E2E_ARGS: e.g. --focus='\[sig-network\] Services' --procs=2
+e2e: node-up
+	node_modules/.bin/node dist/scripts/node/e2e.js $(NODE_DIR) $(E2E_ARGS); rc=$$?; $(MAKE) node-down; exit $$rc
 
 bench: deps build
 	bash scripts/bench/run.sh

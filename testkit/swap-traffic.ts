@@ -12,7 +12,7 @@ import { eventually } from './wait-for';
 import type { LabClient } from './lab-client';
 import { labNode, labService, labSlice } from './lab-objects';
 
-type Target =
+export type Target =
   { kind: 'requests' | 'udp'; addr: string; port: number } | { kind: 'tcp'; addr: string; port: number; count: number };
 
 /**
@@ -20,7 +20,7 @@ type Target =
  * <ms since the epoch>)`, per request (3 s deadline each); `pong i.k N` per echo on long
  * connection k (or the UDP flow, k 0); `broken i.k <closed|error CODE>` when one ends.
  */
-function clientScript(targets: readonly Target[], rateMs: number, pingMs: number): string {
+export function clientScript(targets: readonly Target[], rateMs: number, pingMs: number): string {
   return `
 const http=require('http'),net=require('net'),dgram=require('dgram');
 const T=${JSON.stringify(targets)};

@@ -2,7 +2,7 @@
 # build.sh — builds the parts of a real Kubernetes node the e2e lab runs (make e2e), from Go
 # modules, into .k8s/node/bin:
 #   from k8s.io/kubernetes (scripts/node/go/go.mod, the release scripts/k8s/go.mod pins):
-#     kubelet, kube-controller-manager, kube-scheduler, agnhost, e2e.test
+#     kubelet, kube-controller-manager, kube-scheduler, agnhost, e2e.test (and the ginkgo CLI it links)
 #   containerd, containerd-shim-runc-v2, ctr  github.com/containerd/containerd/v2   (CONTAINERD)
 #   runc (static, seccomp)                    github.com/opencontainers/runc        (RUNC)
 #   bridge, host-local, loopback, portmap     github.com/containernetworking/plugins (CNI)
@@ -81,5 +81,5 @@ build_part() {
   esac
 }
 parts=("$@")
-[ ${#parts[@]} -gt 0 ] || parts=(kubelet containerd runc cni crictl pause controllers coredns agnhost e2e)
+[ ${#parts[@]} -gt 0 ] || parts=(kubelet containerd runc cni crictl pause controllers coredns agnhost e2e ginkgo)
 for part in "${parts[@]}"; do build_part "$part"; done

@@ -27,6 +27,8 @@ const ROOT = path.resolve(__dirname, '..', '..', '..');
 const K8S_BIN = path.join(ROOT, '.k8s', 'bin');
 const NODE_BIN = path.join(ROOT, '.k8s', 'node', 'bin');
 const IMAGES = path.join(ROOT, '.k8s', 'node', 'images');
+/** `make image`'s archive: the image an operator swaps in */
+const KUBE_IPVS_ARCHIVE = path.join(ROOT, 'dist', 'image', 'kube-ipvs.oci.tar');
 export const NODE_NAME = 'node-1';
 export const POD_CIDR = '10.244.0.0/24';
 const CLUSTER_CIDR = '10.244.0.0/16';
@@ -202,7 +204,7 @@ function writeNodeState(state: string, pki: string, kubeletConf: string): void {
   fs.writeFileSync(path.join(state, 'resolv.conf'), 'nameserver 10.0.2.3\n');
   fs.writeFileSync(
     path.join(state, 'node.env'),
-    Object.entries({ NODE_NAME, POD_CIDR, NODE_IP, BIN: NODE_BIN, IMAGES })
+    Object.entries({ NODE_NAME, POD_CIDR, NODE_IP, BIN: NODE_BIN, IMAGES, KUBE_IPVS_ARCHIVE })
       .map(([k, v]) => `${k}=${v}\n`)
       .join(''),
   );

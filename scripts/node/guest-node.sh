@@ -7,7 +7,7 @@
 #   usage: guest-node.sh STATE   (STATE is shared read-write with the host: logs land there)
 set -uo pipefail
 S=$1
-. "$S/node.env" # NODE_NAME POD_CIDR NODE_IP BIN IMAGES KUBELET_PORT
+. "$S/node.env" # NODE_NAME POD_CIDR NODE_IP BIN IMAGES KUBE_IPVS_ARCHIVE
 ts() { echo "guest-node: [$(cut -d' ' -f1 /proc/uptime)] $*"; }
 fail() { ts "FAILED: $*"; echo "$*" > "$S/failed"; exit 1; }
 
@@ -65,7 +65,7 @@ containerd --config /etc/containerd/config.toml > "$S/containerd.log" 2>&1 &
 for _ in $(seq 120); do ctr version > /dev/null 2>&1 && break; sleep 0.5; done
 ctr version > /dev/null 2>&1 || fail "containerd did not start (containerd.log)"
 ts "containerd ready"
-for a in "$IMAGES"/*.oci.tar; do
+for a in "$IMAGES"/*.oci.tar "$KUBE_IPVS_ARCHIVE"; do
   t0=$(date +%s)
   ctr -n k8s.io images import --snapshotter=overlayfs "$a" > /dev/null || fail "import $a"
   ts "imported $(basename "$a") in $(($(date +%s) - t0)) s"
