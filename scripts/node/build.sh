@@ -77,6 +77,8 @@ build_part() {
     agnhost) timed agnhost "$(cat "$GOMODCACHE/k8s.io/kubernetes@$K8S/test/images/agnhost/VERSION" 2>/dev/null || echo "$K8S")" \
       k8s_build k8s.io/kubernetes/test/images/agnhost ;;
     e2e) timed e2e "$K8S" bash -c "cd '$MOD' && '$GO' test -c -p 2 -trimpath -ldflags '$ld' -o '$OUT/e2e.test' k8s.io/kubernetes/test/e2e" ;;
+    # the ginkgo CLI at the version e2e.test links (it runs the suite in parallel processes)
+    ginkgo) timed ginkgo "$(awk '$1 == "github.com/onsi/ginkgo/v2" { print $2 }' "$MOD/go.mod")" k8s_build github.com/onsi/ginkgo/v2/ginkgo ;;
     *) echo "node/build.sh: no part $1" >&2; exit 2 ;;
   esac
 }
