@@ -11,7 +11,13 @@ import { createGunzip } from 'node:zlib';
 export interface ImageConfig {
   readonly architecture: string;
   readonly os: string;
-  readonly config: { Entrypoint?: string[]; Env?: string[]; WorkingDir?: string; Labels?: Record<string, string> };
+  readonly config: {
+    Entrypoint?: string[];
+    Cmd?: string[];
+    Env?: string[];
+    WorkingDir?: string;
+    Labels?: Record<string, string>;
+  };
   readonly rootfs: { type: string; diff_ids: string[] };
 }
 

@@ -6,10 +6,13 @@
  *
  *   node dist/scripts/image/write-oci-layout.js --out DIR --name REPO:TAG --created EPOCH_S
  *        --layer FILE.tar.gz:DIFF_ID_HEX:DESCRIPTION [--layer ...] [--arch amd64|arm64]
+ *        [--entrypoint JSON_ARRAY] [--cmd JSON_ARRAY] [--title TITLE]
  *
  * Layers are given bottom first; DIFF_ID is the sha256 of the uncompressed tar (the config's
  * rootfs.diff_ids). The image runs `/usr/local/bin/kube-ipvs` (kubeadm's DaemonSet overrides
- * it with `command`, as it does for kube-proxy's image).
+ * it with `command`, as it does for kube-proxy's image), titled kube-ipvs, with no Cmd; the
+ * node's test images (scripts/node/images.sh: pause, agnhost, coredns, kube-proxy) give their
+ * own entry point, Cmd and title.
  */
 import { createHash } from 'node:crypto';
 import { copyFileSync, createReadStream, mkdirSync, statSync, writeFileSync } from 'node:fs';
@@ -33,6 +36,12 @@ export interface OciLayoutInput {
   readonly layers: readonly LayerInput[];
   /** the OCI (GOARCH) name; default amd64 */
   readonly architecture?: OciArch;
+  /** the config's Entrypoint; default IMAGE_RUN_CONFIG's (kube-ipvs) */
+  readonly entrypoint?: readonly string[];
+  /** the config's Cmd (the entry point's default arguments); default none */
+  readonly cmd?: readonly string[];
+  /** the org.opencontainers.image.title label; default kube-ipvs */
+  readonly title?: string;
 }
 
 export type OciArch = 'amd64' | 'arm64';
@@ -105,8 +114,14 @@ export async function writeOciLayout(input: OciLayoutInput): Promise<Descriptor>
       architecture: input.architecture ?? 'amd64',
       os: 'linux',
       config: {
+        // (an override keeps Entrypoint's place: the default config is the same bytes as before)
         ...IMAGE_RUN_CONFIG,
-        Labels: { 'org.opencontainers.image.title': 'kube-ipvs', 'org.opencontainers.image.version': tag },
+        ...(input.entrypoint ? { Entrypoint: input.entrypoint } : {}),
+        ...(input.cmd ? { Cmd: input.cmd } : {}),
+        Labels: {
+          'org.opencontainers.image.title': input.title ?? 'kube-ipvs',
+          'org.opencontainers.image.version': tag,
+        },
       },
       rootfs: { type: 'layers', diff_ids: input.layers.map((l) => 'sha256:' + l.diffId) },
       history: input.layers.map((l) => ({ created, created_by: l.description })),
@@ -150,6 +165,19 @@ export function parseLayerArg(arg: string): LayerInput {
   return { file: m[1]!, diffId: m[2]!, description: m[3]! };
 }
 
+/** --entrypoint / --cmd: a JSON array of strings, as a Containerfile's exec form. */
+export function parseArgvArg(flag: string, arg: string): string[] {
+  let value: unknown;
+  try {
+    value = JSON.parse(arg);
+  } catch {
+    throw new Error(`--${flag} ${arg}: not JSON (expected an array of strings: '["/pause"]')`);
+  }
+  if (!Array.isArray(value) || !value.every((v) => typeof v === 'string'))
+    throw new Error(`--${flag} ${arg}: expected a JSON array of strings`);
+  return value as string[];
+}
+
 async function main(argv: string[]): Promise<number> {
   const { values } = parseArgs({
     args: argv,
@@ -159,11 +187,15 @@ async function main(argv: string[]): Promise<number> {
       created: { type: 'string' },
       layer: { type: 'string', multiple: true },
       arch: { type: 'string' },
+      entrypoint: { type: 'string' },
+      cmd: { type: 'string' },
+      title: { type: 'string' },
     },
   });
   if (!values.out || !values.name || !values.created || !values.layer?.length) {
     process.stderr.write(
-      'usage: write-oci-layout --out DIR --name REPO:TAG --created EPOCH_S --layer FILE.tar.gz:DIFF_ID:DESC...\n',
+      'usage: write-oci-layout --out DIR --name REPO:TAG --created EPOCH_S --layer FILE.tar.gz:DIFF_ID:DESC...' +
+        ' [--arch amd64|arm64] [--entrypoint JSON] [--cmd JSON] [--title TITLE]\n',
     );
     return 2;
   }
@@ -178,6 +210,9 @@ async function main(argv: string[]): Promise<number> {
     created: new Date(seconds * 1000),
     layers: values.layer.map(parseLayerArg),
     architecture: arch,
+    ...(values.entrypoint !== undefined ? { entrypoint: parseArgvArg('entrypoint', values.entrypoint) } : {}),
+    ...(values.cmd !== undefined ? { cmd: parseArgvArg('cmd', values.cmd) } : {}),
+    ...(values.title !== undefined ? { title: values.title } : {}),
   });
   process.stdout.write(`${values.name} ${d.digest}\n`);
   return 0;
