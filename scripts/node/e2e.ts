@@ -55,10 +55,13 @@ export function parseJunit(xml: string): CaseResult[] {
       .replace(/&amp;/g, '&');
   for (const m of xml.matchAll(/<testcase\b([^>]*?)(\/>|>([\s\S]*?)<\/testcase>)/g)) {
     const attrs = Object.fromEntries([...m[1]!.matchAll(/(\w+)="([^"]*)"/g)].map((a) => [a[1]!, unescape(a[2]!)]));
+    // the specs only ("[It] <text> [labels]"), not the suite's own setup and report nodes
+    const spec = /^\[It\] (.*?)(?: \[[^\]]*\])?$/.exec(attrs.name ?? '');
+    if (!spec) continue;
     const body = m[3] ?? '';
     const msg = /<(?:failure|skipped|error)\b[^>]*message="([^"]*)"/.exec(body);
     out.push({
-      name: attrs.name ?? '',
+      name: spec[1]!,
       status: attrs.status ?? (/<failure|<error/.test(body) ? 'failed' : /<skipped/.test(body) ? 'skipped' : 'passed'),
       seconds: Number(attrs.time ?? 0),
       message: msg ? unescape(msg[1]!) : '',
@@ -287,6 +290,13 @@ function formatCounts(c: TrafficCounts): string {
   return `${c.ok} ok, ${c.failed.length} failed, ${c.broken.length} broken connections, ${c.pongs} echoes`;
 }
 
+/** The tests that pass with kube-proxy and do not with kube-ipvs (the target: none). */
+export function regressions(kubeProxy: readonly CaseResult[], kubeIpvs: readonly CaseResult[]): string[] {
+  return kubeProxy
+    .filter((r) => r.status === 'passed' && kubeIpvs.find((k) => k.name === r.name)?.status !== 'passed')
+    .map((r) => r.name);
+}
+
 export function resultTable(results: Map<Proxy, CaseResult[]>): string[] {
   const proxies = [...results.keys()];
   const names = new Set<string>();
@@ -379,11 +389,9 @@ async function main(): Promise<number> {
   const kp = results.get('kube-proxy');
   const ki = results.get('kube-ipvs');
   if (kp && ki) {
-    const regressions = kp.filter(
-      (r) => r.status === 'passed' && ki.find((k) => k.name === r.name)?.status !== 'passed',
-    );
-    for (const r of regressions) say(`REGRESSION: passes with kube-proxy, not with kube-ipvs: ${r.name}`);
-    return regressions.length === 0 ? 0 : 1;
+    const lost = regressions(kp, ki);
+    for (const name of lost) say(`REGRESSION: passes with kube-proxy, not with kube-ipvs: ${name}`);
+    return lost.length === 0 ? 0 : 1;
   }
   return 0;
 }
