@@ -246,6 +246,8 @@ class Cluster {
     const t0 = Date.now();
     const mark = (what: string) => (info.timings[what] = Math.round((Date.now() - t0) / 100) / 10);
     const labDir = path.join(this.dir, 'lab');
+    // a new cluster each time: no etcd data, node or pods left from the last one
+    fs.rmSync(labDir, { recursive: true, force: true });
     const out = execFileSync(process.execPath, [path.join(ROOT, 'dist', 'scripts', 'lab', 'lab.js'), 'up', labDir], {
       encoding: 'utf8',
     });
@@ -357,6 +359,7 @@ class Cluster {
         process.env.NODE_VM_MEM ?? '6G',
         '-c',
         '2',
+        '-R',
         '-w',
         state,
         ...fwd.flatMap((f) => ['-f', f]),

@@ -21,17 +21,18 @@ import { ClusterInfo, KUBE_PROXY_IMAGE, kubectl } from './cluster';
 const ROOT = path.resolve(__dirname, '..', '..', '..');
 const NODE_BIN = path.join(ROOT, '.k8s', 'node', 'bin');
 type Proxy = 'kube-proxy' | 'kube-ipvs';
-/** The selection: issue 38's anchor is Cilium's `[sig-network]` run with its skip list; ours is below. */
-export const DEFAULT_FOCUS = String.raw`\[sig-network\] Services.*\[Conformance\]`;
 /**
- * What cannot run on this cluster, each with why (the e2e framework skips by itself what needs
- * more nodes or a cloud provider, and says so in its report).
+ * The selection: every `[sig-network] Services` test, the `Networking Granular Checks` (pod to
+ * pod, node to pod, pod and node to Service, on one node) and kube-proxy's URLs. Issue 38's anchor
+ * is Cilium's `[sig-network]` run with its skip list; ours is DEFAULT_SKIP, each with why.
  */
+export const DEFAULT_FOCUS = String.raw`\[sig-network\] (Services |Networking Granular Checks|Networking should check kube-proxy urls)`;
 export const DEFAULT_SKIP: readonly [string, string][] = [
   [String.raw`\[Serial\]`, 'serial tests change the whole cluster; run alone with --procs 1 --focus'],
   [String.raw`\[Disruptive\]`, 'restarts or breaks control-plane components'],
   [String.raw`\[Feature:`, 'needs a feature gate or an optional component this cluster does not enable'],
   [String.raw`\[Flaky\]`, 'marked flaky upstream'],
+  [String.raw`\[Slow\]`, 'over 5 minutes each upstream; longer still under TCG'],
 ];
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));

@@ -77,9 +77,16 @@ kubelet --config="$S/kubelet.yaml" --kubeconfig="$S/kubelet.conf" --node-ip="$NO
 KUBELET=$!
 ts "kubelet started"
 touch "$S/started"
-# until the host says stop (or the kubelet dies)
+# until the host says stop (or the kubelet dies); every 30 s the node's memory and load, and
+# the resident size of its own processes, into STATE/resources.log
+n=0
 while [ ! -e "$S/stop" ]; do
   kill -0 $KUBELET 2> /dev/null || fail "kubelet exited (kubelet.log)"
+  if [ $((n % 30)) = 0 ]; then
+    { echo "t=$(cut -d' ' -f1 /proc/uptime) load=$(cut -d' ' -f1-3 /proc/loadavg) $(free -m | awk '/^Mem:/ { print "used_mb=" $3 " available_mb=" $7 }')"
+      ps -eo rss=,comm= | awk '{ kb[$2] += $1 } END { for (c in kb) if (kb[c] > 20000) printf "  %s %d MB\n", c, kb[c] / 1024 }' | sort; } >> "$S/resources.log"
+  fi
+  n=$((n + 1))
   sleep 1
 done
 ts "stopping"

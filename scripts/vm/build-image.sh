@@ -126,13 +126,14 @@ KVER=$(cat /etc/kver)
 ts() { read -r up _ </proc/uptime; echo "ipvs-vm: [$up] $*" >/dev/ttyS0; }
 die() { echo "ipvs-vm init: $*" >/dev/ttyS0; echo "ipvs-vm init: $*" >/dev/ttyS1 2>/dev/null; poweroff -f; sleep 5; exit 1; }
 
-JOB= NRW=0 NNET=0 CACHE=loose
+JOB= NRW=0 NNET=0 CACHE=loose MOVEROOT=0
 for arg in $(cat /proc/cmdline); do
   case $arg in
     ipvsvm.job=*) JOB=${arg#ipvsvm.job=} ;;
     ipvsvm.rw=*) NRW=${arg#ipvsvm.rw=} ;;
     ipvsvm.cache=*) CACHE=${arg#ipvsvm.cache=} ;;
     ipvsvm.net=*) NNET=${arg#ipvsvm.net=} ;;
+    ipvsvm.moveroot=*) MOVEROOT=${arg#ipvsvm.moveroot=} ;;
   esac
 done
 [ -n "$JOB" ] || die "no ipvsvm.job= on cmdline"
@@ -185,6 +186,12 @@ busybox stty -F /dev/ttyS1 raw -echo 2>/dev/null   # no CR/LF mangling on the ou
 ts "running job"
 # run the job; its stdout/stderr go to ttyS1 (= qemu stdio on the host)
 # (env.sh/cmd.sh are written with bash's printf %q, so they need bash, which the host has)
+# run.sh -R: the root moved over the initramfs, as switch_root does, so it is the mount
+# namespace's root: a process that joins the namespace (setns, as `runc exec` does for
+# `kubectl exec`) lands in it, not in the initramfs. Without it the root is a chroot.
+if [ "$MOVEROOT" = 1 ]; then
+  cd "$R" && mount --move . / && R=. || die "move the root over the initramfs"
+fi
 chroot "$R" /bin/bash -c ". \"$JOB/env.sh\"; cd \"\$IPVSVM_CWD\" 2>/dev/null || cd /; exec /bin/bash \"$JOB/cmd.sh\"" </dev/null >/dev/ttyS1 2>&1
 rc=$?
 ts "job exited rc=$rc"

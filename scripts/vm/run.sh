@@ -17,6 +17,8 @@
 #   -F HPORT:GPORT    with -f: a TCP connection to the host's 127.0.0.1:HPORT reaches the guest's
 #                     port GPORT (QEMU hostfwd; repeatable: the API server to a kubelet, scripts/node/)
 #   -e NAME=VALUE     export NAME=VALUE in the guest command's environment (repeatable)
+#   -R                the guest's root moved over the initramfs (switch_root's way) instead of a
+#                     chroot, so it is its mount namespace's root (a real node: runc exec joins it)
 # The command runs as root under bash in the current directory ($PWD), with the
 # host's PATH.  stdout+stderr stream back here (guest ttyS1 -> qemu stdio).
 # Guest kernel log + init timestamps: $JOB/console.log (tail printed on failure;
@@ -26,11 +28,11 @@
 set -euo pipefail
 
 VM_DIR=${VM_DIR:-$(cd "$(dirname "$0")/../.." && pwd)/.vm}
-ACCEL=auto TIMEOUT=600 MEM=2G CPUS=2 KEEP=0 RW=() FWD=() HFWD=() GENV=()
-while getopts "a:t:m:c:w:f:F:e:kh" o; do
+ACCEL=auto TIMEOUT=600 MEM=2G CPUS=2 KEEP=0 MOVEROOT=0 RW=() FWD=() HFWD=() GENV=()
+while getopts "a:t:m:c:w:f:F:e:kRh" o; do
   case $o in
     a) ACCEL=$OPTARG ;; t) TIMEOUT=$OPTARG ;; m) MEM=$OPTARG ;; c) CPUS=$OPTARG ;;
-    w) RW+=("$(realpath "$OPTARG")") ;; k) KEEP=1 ;;
+    w) RW+=("$(realpath "$OPTARG")") ;; k) KEEP=1 ;; R) MOVEROOT=1 ;;
     f) [[ $OPTARG =~ ^[0-9.]+:[0-9]+$ ]] || { echo "-f wants IP:PORT, not $OPTARG" >&2; exit 2; }; FWD+=("$OPTARG") ;;
     F) [[ $OPTARG =~ ^[0-9]+:[0-9]+$ ]] || { echo "-F wants HOSTPORT:GUESTPORT, not $OPTARG" >&2; exit 2; }; HFWD+=("$OPTARG") ;;
     e) [[ $OPTARG =~ ^[A-Za-z_][A-Za-z0-9_]*= ]] || { echo "-e wants NAME=VALUE, not $OPTARG" >&2; exit 2; }; GENV+=("$OPTARG") ;;
@@ -106,7 +108,7 @@ fi
 
 MODDIR=$VM_DIR/kernel/lib/modules/$KVER
 echo "$MODDIR" > "$JOB/moddir"
-APPEND="console=ttyS0 loglevel=4 panic=-1 ipvsvm.job=$JOB ipvsvm.rw=${#RW[@]} ipvsvm.net=${#FWD[@]} ${IPVSVM_APPEND:-}"
+APPEND="console=ttyS0 loglevel=4 panic=-1 ipvsvm.job=$JOB ipvsvm.rw=${#RW[@]} ipvsvm.net=${#FWD[@]} ipvsvm.moveroot=$MOVEROOT ${IPVSVM_APPEND:-}"
 
 T0=$(date +%s.%N)
 set +e
