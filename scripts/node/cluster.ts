@@ -35,6 +35,8 @@ const CLUSTER_CIDR = '10.244.0.0/16';
 const SERVICE_CIDRS = '10.96.0.0/16,fd00:10:96::/112';
 /** the guest's address on QEMU's user network (scripts/vm/build-image.sh) */
 const NODE_IP = '10.0.2.15';
+/** the node's relay to pods and Services for the API server (guest-relay.ts) */
+const RELAY_PORT = 10251;
 export const KUBE_PROXY_IMAGE = 'registry.k8s.io/kube-proxy:v1.37.2';
 /** minutes under TCG: image import, kubelet start, the first pods (real-node.md measured ~3) */
 const READY_TIMEOUT_MS = 20 * 60_000;
@@ -48,6 +50,8 @@ export interface ClusterInfo {
   kubectl: string;
   lab: LabInfo;
   kubeletHostPort: number;
+  /** the host's port forwarded to the node's relay to pods and Services (guest-relay.ts) */
+  relayHostPort: number;
   ready: boolean;
   /** seconds from the start to each milestone */
   timings: Record<string, number>;
@@ -160,12 +164,13 @@ function kubeconfigFor(server: string, caFile: string, user: string, cert: { cer
 }
 
 /**
- * The API servers' way to the kubelet: an HTTP CONNECT proxy on a unix socket (the egress
- * selector's HTTPConnect over UDS, as konnectivity serves it). Every tunnel goes to the node's
- * kubelet through the VM's forwarded port, whatever address the API server asked for (there is
- * one node); anything but CONNECT is refused.
+ * The API servers' way into the cluster: an HTTP CONNECT proxy on a unix socket (the egress
+ * selector's HTTPConnect over UDS, as konnectivity serves it). A tunnel to the node's kubelet
+ * (exec, logs, port-forward) goes to the VM's forwarded port 10250; one to anything else (a pod
+ * or a Service: pods/proxy, services/proxy) goes to the node's relay (guest-relay.ts), which
+ * connects there from inside the VM. Anything but CONNECT is refused.
  */
-function egressProxy(socket: string, kubeletHostPort: number): net.Server {
+export function egressProxy(socket: string, kubeletHostPort: number, relayHostPort: number): net.Server {
   fs.rmSync(socket, { force: true });
   const server = net.createServer((client) => {
     let head = Buffer.alloc(0);
@@ -174,17 +179,42 @@ function egressProxy(socket: string, kubeletHostPort: number): net.Server {
       const end = head.indexOf('\r\n\r\n');
       if (end < 0) return;
       client.off('data', onData);
-      const line = head.subarray(0, head.indexOf('\r\n')).toString();
-      if (!/^CONNECT \S+ HTTP\/1\.[01]$/.test(line)) {
+      const m = /^CONNECT (\S+) HTTP\/1\.[01]$/.exec(head.subarray(0, head.indexOf('\r\n')).toString());
+      if (!m) {
         client.end('HTTP/1.1 405 Method Not Allowed\r\n\r\n');
         return;
       }
-      const upstream = net.connect(kubeletHostPort, '127.0.0.1', () => {
+      const target = m[1]!;
+      const toKubelet = target === `${NODE_IP}:10250` || target === `${NODE_NAME}:10250`;
+      const upstream = net.connect(toKubelet ? kubeletHostPort : relayHostPort, '127.0.0.1');
+      /** `early`: what the target sent before the tunnel was confirmed (after the relay's ok) */
+      const established = (early?: Buffer) => {
         client.write('HTTP/1.1 200 Connection established\r\n\r\n');
+        if (early?.length) client.write(early);
         const rest = head.subarray(end + 4);
         if (rest.length) upstream.write(rest);
         client.pipe(upstream).pipe(client);
-      });
+      };
+      if (toKubelet) upstream.once('connect', () => established());
+      else {
+        upstream.once('connect', () => upstream.write(`${target}\n`));
+        // the relay says ok once it reached the target, or closes
+        let answer = Buffer.alloc(0);
+        let ok = false;
+        const onAnswer = (d: Buffer) => {
+          answer = Buffer.concat([answer, d]);
+          const nl = answer.indexOf('\n');
+          if (nl < 0) return;
+          upstream.off('data', onAnswer);
+          if (answer.subarray(0, nl + 1).toString() !== 'ok\n')
+            return void client.end('HTTP/1.1 502 Bad Gateway\r\n\r\n');
+          ok = true;
+          established(answer.subarray(nl + 1));
+        };
+        upstream.on('data', onAnswer);
+        // closed before ok: the relay could not reach the target
+        upstream.once('close', () => (ok ? client.destroy() : client.end('HTTP/1.1 502 Bad Gateway\r\n\r\n')));
+      }
       upstream.on('error', () => client.destroy());
       client.on('error', () => upstream.destroy());
     };
@@ -204,7 +234,7 @@ function writeNodeState(state: string, pki: string, kubeletConf: string): void {
   fs.writeFileSync(path.join(state, 'resolv.conf'), 'nameserver 10.0.2.3\n');
   fs.writeFileSync(
     path.join(state, 'node.env'),
-    Object.entries({ NODE_NAME, POD_CIDR, NODE_IP, BIN: NODE_BIN, IMAGES, KUBE_IPVS_ARCHIVE })
+    Object.entries({ NODE_NAME, POD_CIDR, NODE_IP, BIN: NODE_BIN, IMAGES, KUBE_IPVS_ARCHIVE, RELAY_PORT, ROOT })
       .map(([k, v]) => `${k}=${v}\n`)
       .join(''),
   );
@@ -271,6 +301,7 @@ class Cluster {
     const kcmPort = await freePort(taken);
     const schedPort = await freePort([...taken, kcmPort]);
     info.kubeletHostPort = await freePort([...taken, kcmPort, schedPort]);
+    info.relayHostPort = await freePort([...taken, kcmPort, schedPort, info.kubeletHostPort]);
     const kcmConf = path.join(this.dir, 'controller-manager.conf');
     fs.writeFileSync(
       kcmConf,
@@ -333,7 +364,7 @@ class Cluster {
       ),
     );
     for (const m of this.members) m.start();
-    this.proxy = egressProxy(path.join(labDir, CLUSTER_EGRESS_SOCKET), info.kubeletHostPort);
+    this.proxy = egressProxy(path.join(labDir, CLUSTER_EGRESS_SOCKET), info.kubeletHostPort, info.relayHostPort);
 
     // the node
     const state = path.join(this.dir, 'node');
@@ -365,6 +396,8 @@ class Cluster {
         ...fwd.flatMap((f) => ['-f', f]),
         '-F',
         `${info.kubeletHostPort}:10250`,
+        '-F',
+        `${info.relayHostPort}:${RELAY_PORT}`,
         '--',
         'bash',
         path.join(ROOT, 'scripts', 'node', 'guest-node.sh'),
@@ -463,6 +496,7 @@ async function serve(dir: string): Promise<void> {
     kubectl: path.join(K8S_BIN, 'kubectl'),
     lab: undefined as unknown as LabInfo,
     kubeletHostPort: 0,
+    relayHostPort: 0,
     ready: false,
     timings: {},
   };

@@ -7,7 +7,7 @@
 #   usage: guest-node.sh STATE   (STATE is shared read-write with the host: logs land there)
 set -uo pipefail
 S=$1
-. "$S/node.env" # NODE_NAME POD_CIDR NODE_IP BIN IMAGES KUBE_IPVS_ARCHIVE
+. "$S/node.env" # NODE_NAME POD_CIDR NODE_IP BIN IMAGES KUBE_IPVS_ARCHIVE RELAY_PORT ROOT
 ts() { echo "guest-node: [$(cut -d' ' -f1 /proc/uptime)] $*"; }
 fail() { ts "FAILED: $*"; echo "$*" > "$S/failed"; exit 1; }
 
@@ -72,6 +72,8 @@ for a in "$IMAGES"/*.oci.tar "$KUBE_IPVS_ARCHIVE"; do
 done
 ctr -n k8s.io images ls -q > "$S/images.txt"
 
+# the API server's tunnels to pods and Services (pods/proxy), carried from the host (cluster.ts)
+"$ROOT/node_modules/.bin/node" "$ROOT/dist/scripts/node/guest-relay.js" "$NODE_IP" "$RELAY_PORT" > "$S/relay.log" 2>&1 &
 kubelet --config="$S/kubelet.yaml" --kubeconfig="$S/kubelet.conf" --node-ip="$NODE_IP" \
   --hostname-override="$NODE_NAME" --root-dir=/var/lib/kubelet --v="${KUBELET_V:-1}" > "$S/kubelet.log" 2>&1 &
 KUBELET=$!
