@@ -53,10 +53,11 @@ MIRROR=${DEBIAN_MIRROR:-http://deb.debian.org/debian}
 SECURITY_MIRROR=${DEBIAN_SECURITY_MIRROR:-http://deb.debian.org/debian-security}
 SUITE=bookworm
 EPOCH=${SOURCE_DATE_EPOCH:-1767225600}
-# agnhost's Dockerfile: bind-tools curl netcat-openbsd iproute2 iperf bash util-linux-misc socat
+# agnhost's Dockerfile: bind-tools curl netcat-openbsd iproute2 iperf bash util-linux-misc socat, on
+# Alpine, whose busybox gives wget (service.go runs `wget -qO- -T`)
 # (bash and util-linux's ipcs are Essential here); e2e execs ping and ps in it too; kube-proxy:
 # iptables ipset conntrack kmod (distroless-iptables has those)
-BASE_PACKAGES=ca-certificates,curl,netcat-openbsd,bind9-dnsutils,iproute2,iputils-ping,procps,iperf,socat,iptables,ipset,conntrack,kmod
+BASE_PACKAGES=ca-certificates,curl,wget,netcat-openbsd,bind9-dnsutils,iproute2,iputils-ping,procps,iperf,socat,iptables,ipset,conntrack,kmod
 ALL=(pause agnhost coredns kube-proxy distroless-iptables busybox regression-issue-74839)
 umask 022
 
