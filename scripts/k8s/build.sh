@@ -20,6 +20,8 @@ K8S=$(required k8s.io/kubernetes)
 ETCD=$(required go.etcd.io/etcd/server/v3)
 [ -n "$K8S" ] && [ -n "$ETCD" ] || { echo "build.sh: $MOD/go.mod requires no k8s.io/kubernetes or etcd server version" >&2; exit 2; }
 STAMP="k8s.io/kubernetes $K8S go.etcd.io/etcd/server/v3 $ETCD $(sha256sum "$MOD/go.sum" | cut -c1-16)"
+# where the pinned modules' sources are (scripts/k8s/gen-protobuf.ts reads the .proto files there)
+mkdir -p "$OUT" && echo "$GOMODCACHE" > "$OUT/GOMODCACHE"
 if [ -f "$OUT/VERSION" ] && [ "$(cat "$OUT/VERSION")" = "$STAMP" ] &&
    [ -x "$OUT/kube-apiserver" ] && [ -x "$OUT/kubectl" ] && [ -x "$OUT/kube-proxy" ] && [ -x "$OUT/etcd" ]; then
   exit 0

@@ -12,7 +12,8 @@ import protobuf from 'protobufjs';
 
 const ROOT = path.join(__dirname, '..', '..', '..');
 const OUT = path.join(ROOT, 'lib', 'k8s', 'k8s-api-protobuf.json');
-const GOMOD = path.join(ROOT, '.k8s', 'gomod');
+/** the Go module cache scripts/k8s/build.sh used (outside the clone), as it wrote it down */
+const goModCache = () => readFileSync(path.join(ROOT, '.k8s', 'bin', 'GOMODCACHE'), 'utf8').trim();
 
 /** The message types the daemon decodes; everything they reach comes along. */
 export const ROOT_TYPES: readonly string[] = [
@@ -40,7 +41,7 @@ export function loadApiProtos(version = pinnedApiVersion()): protobuf.Root {
   const root = new protobuf.Root();
   root.resolvePath = (_origin, target) => {
     const m = /^k8s\.io\/(api|apimachinery)\/(.*)$/.exec(target);
-    return m ? path.join(GOMOD, 'k8s.io', `${m[1]}@${version}`, m[2]!) : target;
+    return m ? path.join(goModCache(), 'k8s.io', `${m[1]}@${version}`, m[2]!) : target;
   };
   root.loadSync(
     [
