@@ -332,6 +332,8 @@ async function main(): Promise<number> {
       procs: { type: 'string', default: '3' },
       proxies: { type: 'string', default: 'kube-proxy,kube-ipvs' },
       'no-swap': { type: 'boolean', default: false },
+      // a proxy's results from an earlier run in the same folder (its junit.xml), for the table
+      reuse: { type: 'string', default: '' },
     },
   });
   const dir = path.resolve(positionals[0] ?? '.lab/node');
@@ -348,6 +350,10 @@ async function main(): Promise<number> {
     report.push(l);
   };
   let traffic: TrafficLog | undefined;
+  for (const p of values.reuse ? (values.reuse.split(',') as Proxy[]) : []) {
+    results.set(p, parseJunit(fs.readFileSync(path.join(out, p, 'junit.xml'), 'utf8')));
+    say(`e2e with ${p}: from the earlier run in ${path.join(out, p)}`);
+  }
   for (const p of proxies) {
     if ((await proxyImageNow(info)) !== images[p]) {
       if (!values['no-swap']) {
