@@ -49,6 +49,8 @@ export function parseJunit(xml: string): CaseResult[] {
   const out: CaseResult[] = [];
   const unescape = (s: string) =>
     s
+      .replace(/&#x([0-9a-fA-F]+);/g, (_, h: string) => String.fromCodePoint(parseInt(h, 16)))
+      .replace(/&#(\d+);/g, (_, d: string) => String.fromCodePoint(Number(d)))
       .replace(/&quot;/g, '"')
       .replace(/&apos;/g, "'")
       .replace(/&lt;/g, '<')
@@ -210,9 +212,13 @@ class TrafficLog {
   counts: TrafficCounts = { ok: 0, failed: [], broken: [], pongs: 0 };
   private child: ReturnType<typeof spawn> | undefined;
   start(info: ClusterInfo): void {
-    this.child = spawn(info.kubectl, ['--kubeconfig', info.kubeconfig, '-n', TRAFFIC_NS, 'logs', '-f', 'client'], {
-      stdio: ['ignore', 'pipe', 'ignore'],
-    });
+    this.child = spawn(
+      info.kubectl,
+      ['--kubeconfig', info.kubeconfig, '-n', TRAFFIC_NS, 'logs', '-f', '--since=1s', 'client'],
+      {
+        stdio: ['ignore', 'pipe', 'ignore'],
+      },
+    );
     let buf = '';
     this.child.stdout!.on('data', (d: Buffer) => {
       buf += d.toString();
@@ -291,6 +297,9 @@ function formatCounts(c: TrafficCounts): string {
   return `${c.ok} ok, ${c.failed.length} failed, ${c.broken.length} broken connections, ${c.pongs} echoes`;
 }
 
+/** a reason fit for a table cell: one line, at most 120 characters */
+const oneLine = (s: string) => s.replace(/\s+/g, ' ').trim().slice(0, 120);
+
 /** The tests that pass with kube-proxy and do not with kube-ipvs (the target: none). */
 export function regressions(kubeProxy: readonly CaseResult[], kubeIpvs: readonly CaseResult[]): string[] {
   return kubeProxy
@@ -308,8 +317,10 @@ export function resultTable(results: Map<Proxy, CaseResult[]>): string[] {
     !r
       ? 'not run'
       : r.status === 'skipped'
-        ? `skipped${r.message && r.message !== 'skipped' ? `: ${r.message.slice(0, 120)}` : ''}`
-        : r.status;
+        ? `skipped${r.message && r.message !== 'skipped' ? `: ${oneLine(r.message)}` : ''}`
+        : r.status === 'failed'
+          ? `failed: ${oneLine(r.message)}`
+          : r.status;
   for (const name of [...names].sort()) {
     const row = proxies.map((p) => results.get(p)!.find((r) => r.name === name));
     const secs = row.map((r) => (r ? r.seconds.toFixed(0) : '-')).join(' / ');

@@ -8,7 +8,7 @@ const junit = `<?xml version="1.0" encoding="UTF-8"?>
       <testsuite name="Kubernetes e2e suite" tests="5" skipped="2" failures="1">
           <testcase name="[SynchronizedBeforeSuite]" classname="Kubernetes e2e suite" status="passed" time="0.013"></testcase>
           <testcase name="[It] [sig-network] Services should serve a basic endpoint from pods [Conformance] [sig-network, Conformance]" classname="Kubernetes e2e suite" status="failed" time="137.137">
-              <failure message="service is not reachable within 2m0s timeout on endpoint endpoint-test2:80 over TCP protocol" type="failed">[FAILED] service is not reachable&#xA;In [It]</failure>
+              <failure message="service is not reachable within 2m0s timeout&#xA;on endpoint endpoint-test2:80 over TCP protocol" type="failed">[FAILED] service is not reachable&#xA;In [It]</failure>
               <system-err>&gt; Enter [BeforeEach]</system-err>
           </testcase>
           <testcase name="[It] [sig-network] Services should provide secure master service [Conformance] [sig-network, Conformance]" classname="Kubernetes e2e suite" status="passed" time="2.5"></testcase>
@@ -39,7 +39,7 @@ describe('parseJunit', () => {
       name: '[sig-network] Services should serve a basic endpoint from pods [Conformance]',
       status: 'failed',
       seconds: 137.137,
-      message: 'service is not reachable within 2m0s timeout on endpoint endpoint-test2:80 over TCP protocol',
+      message: 'service is not reachable within 2m0s timeout\non endpoint endpoint-test2:80 over TCP protocol',
     });
     expect(cases[1]!.status).toBe('passed');
     expect(cases[3]!.message).toBe('skipped - Requires at least 2 nodes (not 1) & a provider "gce"');
@@ -79,8 +79,8 @@ describe('the comparison', () => {
       '| test | kube-proxy | kube-ipvs | seconds |',
       '|---|---|---|---|',
       '| a | passed | passed | 10 / 9 |',
-      '| b | passed | failed | 20 / 21 |',
-      '| c | failed | passed | 30 / 8 |',
+      '| b | passed | failed: y | 20 / 21 |',
+      '| c | failed: x | passed | 30 / 8 |',
       '| e | skipped: skipped - Requires at least 2 nodes | skipped: skipped - Requires at least 2 nodes | 0 / 0 |',
       'kube-proxy: 2 passed, 1 failed, 1 skipped',
       'kube-ipvs: 2 passed, 1 failed, 1 skipped',
