@@ -2,6 +2,18 @@ import { ChildProcess, spawn } from 'node:child_process';
 import fs from 'node:fs';
 
 /** A supervised process (the lab's, the node's): its command line (kept for a restart) and its log file. */
+export const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+/** Whether process `pid` is still there. */
+export function alive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
 export class Member {
   child: ChildProcess | undefined;
   constructor(

@@ -84,15 +84,7 @@ if [ "$ARCH" = arm64 ]; then
   make "$NATIVE_DIR/netlink_sockopt.node" "$NATIVE_DIR/malloc_trim.node"
 fi
 
-# deterministic tar: sorted names, numeric owners, no atime/ctime
-# (the top-level entries by name, never ".": a layer must not carry the root directory's mode)
-tar_layer() { # DIR OUT.tar [extra tar options...]
-  local dir=$1 out=$2; shift 2
-  local top; mapfile -t top < <(cd "$dir" && ls -A | LC_ALL=C sort)
-  tar -C "$dir" --sort=name --numeric-owner --format=posix \
-    --pax-option=exthdr.name=%d/PaxHeaders/%f,delete=atime,delete=ctime "$@" -cf "$out" -- "${top[@]}"
-}
-sha() { sha256sum "$1" | cut -d' ' -f1; }
+. "$REPO/scripts/image/tar-layer.sh"
 
 # ---------------------------------------------------------------- base layer ----
 mkdir -p "$CACHE"

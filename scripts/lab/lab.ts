@@ -24,7 +24,7 @@ import { makeTestPki } from '../../testkit/test-pki';
 import { run } from '../../testkit/netns';
 import { withServer } from '../../testkit/processes';
 import { freePort } from '../../testkit/ports';
-import { Member } from '../../testkit/member';
+import { alive, Member, sleep } from '../../testkit/member';
 import { CLUSTER_EGRESS_SOCKET, LabInfo, LAB_GUEST_IPS } from '../../testkit/lab-client';
 
 const ROOT = path.resolve(__dirname, '..', '..', '..');
@@ -42,17 +42,6 @@ const SERVICE_CIDRS = '10.96.0.0/16,fd00:10:96::/112';
 const READY_TIMEOUT_MS = 180_000;
 
 type ApiserverName = keyof typeof LAB_GUEST_IPS;
-
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-
-function alive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
-  }
-}
 
 function readInfo(dir: string): LabInfo | undefined {
   try {

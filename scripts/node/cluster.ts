@@ -19,7 +19,7 @@ import { execFile, execFileSync, spawn } from 'node:child_process';
 import fs from 'node:fs';
 import net from 'node:net';
 import path from 'node:path';
-import { Member } from '../../testkit/member';
+import { alive, Member, sleep } from '../../testkit/member';
 import { freePort } from '../../testkit/ports';
 import { CLUSTER_EGRESS_SOCKET, LabInfo, LAB_GUEST_IPS } from '../../testkit/lab-client';
 
@@ -55,17 +55,6 @@ export interface ClusterInfo {
   ready: boolean;
   /** seconds from the start to each milestone */
   timings: Record<string, number>;
-}
-
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-
-function alive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
-  }
 }
 
 function readInfo(dir: string): ClusterInfo | undefined {

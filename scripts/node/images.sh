@@ -75,15 +75,7 @@ if [ ${#missing[@]} -gt 0 ]; then
 fi
 mkdir -p "$OUT" "$CACHE"
 
-# deterministic tar, as scripts/image/build.sh's: sorted names, numeric owners, no atime/ctime,
-# the top-level entries by name (never ".": a layer must not carry the root directory's mode)
-tar_layer() { # DIR OUT.tar [extra tar options...]
-  local dir=$1 out=$2; shift 2
-  local top; mapfile -t top < <(cd "$dir" && ls -A | LC_ALL=C sort)
-  tar -C "$dir" --sort=name --numeric-owner --format=posix \
-    --pax-option=exthdr.name=%d/PaxHeaders/%f,delete=atime,delete=ctime "$@" -cf "$out" -- "${top[@]}"
-}
-sha() { sha256sum "$1" | cut -d' ' -f1; }
+. "$REPO/scripts/image/tar-layer.sh" # tar_layer, sha: as the project image's layers
 # gz_layer DIR NAME [tar options...]: $CACHE/NAME.tar.gz and NAME.diffid
 gz_layer() {
   local dir=$1 name=$2; shift 2
