@@ -83,7 +83,7 @@ export function kubectl(
   });
 }
 
-async function mustKubectl(kubeconfig: string, args: readonly string[], stdin?: string): Promise<string> {
+export async function mustKubectl(kubeconfig: string, args: readonly string[], stdin?: string): Promise<string> {
   const r = await kubectl(kubeconfig, args, stdin);
   if (r.status !== 0) throw new Error(`kubectl ${args.join(' ')}: ${r.stderr.trim()}`);
   return r.stdout;
@@ -551,9 +551,9 @@ async function up(dir: string): Promise<number> {
 }
 
 async function down(dir: string): Promise<number> {
-  const pid =
-    readInfo(dir)?.pid ??
-    Number(fs.existsSync(path.join(dir, 'cluster.pid')) ? fs.readFileSync(path.join(dir, 'cluster.pid'), 'utf8') : NaN);
+  // the supervisor writes its pid first thing (cluster.json only once the cluster is ready)
+  const pidFile = path.join(dir, 'cluster.pid');
+  const pid = fs.existsSync(pidFile) ? Number(fs.readFileSync(pidFile, 'utf8')) : NaN;
   if (!Number.isInteger(pid) || !alive(pid)) return 0;
   process.kill(pid, 'SIGTERM');
   const deadline = Date.now() + 180_000;

@@ -16,7 +16,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
 import { clientScript } from '../../testkit/swap-traffic';
-import { ClusterInfo, KUBE_PROXY_IMAGE, kubectl } from './cluster';
+import { ClusterInfo, KUBE_PROXY_IMAGE, mustKubectl } from './cluster';
 
 const ROOT = path.resolve(__dirname, '..', '..', '..');
 const NODE_BIN = path.join(ROOT, '.k8s', 'node', 'bin');
@@ -73,12 +73,6 @@ export function parseJunit(xml: string): CaseResult[] {
   return out;
 }
 
-async function must(info: ClusterInfo, args: readonly string[], stdin?: string): Promise<string> {
-  const r = await kubectl(info.kubeconfig, args, stdin);
-  if (r.status !== 0) throw new Error(`kubectl ${args.join(' ')}: ${r.stderr.trim()}`);
-  return r.stdout;
-}
-
 function kubeIpvsImage(): string {
   return fs.readFileSync(path.join(ROOT, 'dist', 'image', 'image-name'), 'utf8').trim();
 }
@@ -86,14 +80,28 @@ function kubeIpvsImage(): string {
 /** kubeadm's DaemonSet with `image`, rolled out (the new pod Ready on the node). */
 async function setProxyImage(info: ClusterInfo, image: string): Promise<number> {
   const t0 = Date.now();
-  await must(info, ['-n', 'kube-system', 'set', 'image', 'daemonset/kube-proxy', `kube-proxy=${image}`]);
-  await must(info, ['-n', 'kube-system', 'rollout', 'status', 'daemonset/kube-proxy', '--timeout=15m']);
+  await mustKubectl(info.kubeconfig, [
+    '-n',
+    'kube-system',
+    'set',
+    'image',
+    'daemonset/kube-proxy',
+    `kube-proxy=${image}`,
+  ]);
+  await mustKubectl(info.kubeconfig, [
+    '-n',
+    'kube-system',
+    'rollout',
+    'status',
+    'daemonset/kube-proxy',
+    '--timeout=15m',
+  ]);
   return (Date.now() - t0) / 1000;
 }
 
 async function proxyImageNow(info: ClusterInfo): Promise<string> {
   return (
-    await must(info, [
+    await mustKubectl(info.kubeconfig, [
       '-n',
       'kube-system',
       'get',
@@ -274,11 +282,20 @@ function diff(later: TrafficCounts, earlier: TrafficCounts): TrafficCounts {
 
 async function startTraffic(info: ClusterInfo): Promise<TrafficLog> {
   const image = kubeIpvsImage();
-  await must(info, ['apply', '-f', '-'], trafficObjects(image));
-  await must(info, ['-n', TRAFFIC_NS, 'rollout', 'status', 'deploy/backend', '--timeout=10m']);
-  const ip = (await must(info, ['-n', TRAFFIC_NS, 'get', 'svc', 'backend', '-o', 'jsonpath={.spec.clusterIP}'])).trim();
-  await must(info, ['apply', '-f', '-'], clientPod(image, ip));
-  await must(info, ['-n', TRAFFIC_NS, 'wait', '--for=condition=Ready', 'pod/client', '--timeout=10m']);
+  await mustKubectl(info.kubeconfig, ['apply', '-f', '-'], trafficObjects(image));
+  await mustKubectl(info.kubeconfig, ['-n', TRAFFIC_NS, 'rollout', 'status', 'deploy/backend', '--timeout=10m']);
+  const ip = (
+    await mustKubectl(info.kubeconfig, ['-n', TRAFFIC_NS, 'get', 'svc', 'backend', '-o', 'jsonpath={.spec.clusterIP}'])
+  ).trim();
+  await mustKubectl(info.kubeconfig, ['apply', '-f', '-'], clientPod(image, ip));
+  await mustKubectl(info.kubeconfig, [
+    '-n',
+    TRAFFIC_NS,
+    'wait',
+    '--for=condition=Ready',
+    'pod/client',
+    '--timeout=10m',
+  ]);
   const log = new TrafficLog();
   log.start(info);
   // the traffic flows before the swap begins
@@ -291,6 +308,15 @@ async function startTraffic(info: ClusterInfo): Promise<TrafficLog> {
     await sleep(1000);
   }
   return log;
+}
+
+/** A swap's line in the report, then its first 20 failed requests and broken connections. */
+function swapReport(s: SwapResult): string[] {
+  const bad = [...s.during.failed, ...s.during.broken, ...s.after.failed, ...s.after.broken];
+  return [
+    `swap ${s.direction}: rollout ${s.rolloutSeconds.toFixed(0)} s; during: ${formatCounts(s.during)}; 30 s after: ${formatCounts(s.after)}`,
+    ...bad.slice(0, 20).map((l) => `  ${l}`),
+  ];
 }
 
 function formatCounts(c: TrafficCounts): string {
@@ -376,11 +402,7 @@ async function main(): Promise<number> {
           `${p === 'kube-ipvs' ? 'kube-proxy -> kube-ipvs' : 'kube-ipvs -> kube-proxy'}`,
         );
         swaps.push(s);
-        say(
-          `swap ${s.direction}: rollout ${s.rolloutSeconds.toFixed(0)} s; during: ${formatCounts(s.during)}; 30 s after: ${formatCounts(s.after)}`,
-        );
-        for (const l of [...s.during.failed, ...s.during.broken, ...s.after.failed, ...s.after.broken].slice(0, 20))
-          say(`  ${l}`);
+        swapReport(s).forEach(say);
       } else await setProxyImage(info, images[p]);
     }
     const t0 = Date.now();
@@ -392,11 +414,7 @@ async function main(): Promise<number> {
     traffic ??= await startTraffic(info);
     const s = await swapUnderTraffic(info, traffic, images['kube-proxy'], 'kube-ipvs -> kube-proxy');
     swaps.push(s);
-    say(
-      `swap ${s.direction}: rollout ${s.rolloutSeconds.toFixed(0)} s; during: ${formatCounts(s.during)}; 30 s after: ${formatCounts(s.after)}`,
-    );
-    for (const l of [...s.during.failed, ...s.during.broken, ...s.after.failed, ...s.after.broken].slice(0, 20))
-      say(`  ${l}`);
+    swapReport(s).forEach(say);
   }
   traffic?.stop();
   for (const l of resultTable(results)) say(l);
