@@ -132,17 +132,30 @@ export function loadKubeConfig(options: KubeConfigOptions): ApiKubeConfig {
 /**
  * What a failed load says, in one line and without the file's text: js-yaml's message quotes
  * the lines around the error (a token, a client key: a secret in the log), so a YAML error is
- * its reason with the line and column (1-based) only. The cause is not kept either: a logger
+ * its reason with the line and column (1-based) only. The reason itself quotes the file where
+ * it names a tag, an alias or a tag handle (`token: !<secret>` gives "unknown scalar tag
+ * !<secret>"), so it is cut before the first quote: every js-yaml reason (4.x, and client-node's
+ * 5.x) quotes the file only after `!<`, `"` or `: `. The cause is not kept either: a logger
  * that prints causes would print the quote.
  */
 function loadErrorText(e: unknown): string {
   const y = e as { name?: unknown; reason?: unknown; mark?: { line?: unknown; column?: unknown } };
-  if (y?.name === 'YAMLException' && typeof y.mark?.line === 'number' && typeof y.mark.column === 'number') {
-    return `YAML error at line ${y.mark.line + 1}, column ${y.mark.column + 1}: ${String(y.reason ?? 'malformed')}`;
+  if (y?.name === 'YAMLException') {
+    const reason = yamlReason(y.reason);
+    if (typeof y.mark?.line === 'number' && typeof y.mark.column === 'number')
+      return `YAML error at line ${y.mark.line + 1}, column ${y.mark.column + 1}: ${reason}`;
+    return `YAML error: ${reason}`;
   }
-  if (y?.name === 'YAMLException') return `YAML error: ${String(y.reason ?? 'malformed')}`;
   const text = e instanceof Error ? e.message : String(e);
   return text.split('\n')[0]!;
+}
+
+/** js-yaml's reason up to where it would quote the file (see loadErrorText). */
+function yamlReason(reason: unknown): string {
+  const text = typeof reason === 'string' && reason !== '' ? reason.split('\n')[0]! : 'malformed';
+  const quote = /!<|"|: /.exec(text);
+  if (!quote) return text;
+  return `${text.slice(0, quote.index).trimEnd() || 'malformed'} (the file's text withheld)`;
 }
 
 /**

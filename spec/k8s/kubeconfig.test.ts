@@ -108,6 +108,27 @@ current-context: x
       expect(e.message).not.toContain('client-key-data');
     });
 
+    // js-yaml puts a tag, an alias or a tag handle in its reason: written where a value goes,
+    // that is the secret itself (issue 39 item 9)
+    it.each([
+      ['a verbatim tag', `!<${SECRET_TOKEN}>`],
+      ['a verbatim tag before a value', `!<${SECRET_TOKEN}> x`],
+      ['a local tag', `!${SECRET_TOKEN} x`],
+      ['an alias', `*${SECRET_TOKEN}`],
+      ['a tag with a flow character', `!<${SECRET_TOKEN}{> x`],
+      ['an undeclared tag handle', `!${SECRET_TOKEN.replace('.', '')}!y z`],
+    ])('%s where the token goes: the reason, and nothing of the token', (_name, value) => {
+      const f = file(good('u').replace(`    token: ${SECRET_TOKEN}\n`, `    token: ${value}\n`));
+      const e = thrown(f);
+      expect(e).toBeInstanceOf(KubeConfigError);
+      expect(e.message).toMatch(new RegExp(`^kubeconfig ${f}: YAML error at line 10, column \\d+: \\w`));
+      expect(e.message).not.toContain('\n');
+      // not the token, nor any 6 characters of it
+      for (let i = 0; i + 6 <= SECRET_TOKEN.length; i++) expect(e.message).not.toContain(SECRET_TOKEN.slice(i, i + 6));
+      expect(e.message).not.toContain(SECRET_KEY);
+      expect((e as { cause?: unknown }).cause).toBeUndefined();
+    });
+
     it("a context naming a user the file does not have is refused, naming the user (client-go's validation)", () => {
       const e = thrown(file(good('nobody')));
       expect(e).toBeInstanceOf(KubeConfigError);
