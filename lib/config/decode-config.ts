@@ -6,7 +6,9 @@
 // `ipvs.trictARP`) and decoding goes on. A value of the wrong type, an invalid value, or a
 // wrong apiVersion/kind is a ConfigError naming the field path and the value; every such
 // error of one file is reported at once (kube-proxy aggregates its validation errors), one
-// line: "FILE: N errors: field: detail; field: detail". Types are as strict as kube-proxy's
+// line: "FILE: N errors: field: detail; field: detail"; the cross-field checks are among them,
+// each over fields that decoded (one over a field that did not is left out: it would judge
+// the default in its place). Types are as strict as kube-proxy's
 // decoder (YAML 1.1 read as go-yaml v2 reads it, then JSON into typed fields): a bare `yes`
 // is a boolean, a quoted "yes" a string, refused for a bool field as a bare `yes` is for a
 // string field.
@@ -357,8 +359,12 @@ function decode(text: string): DecodedConfig {
   const problems = new Problems();
   walk(doc, SCHEMA, '', values, warnings, problems);
   const config = buildConfig(values, warnings, problems);
-  // the cross-field checks only over fields that decoded (else they would repeat an error)
-  if (problems.errors.length === 0) for (const e of proxyConfigErrors(config)) problems.add(e);
+  // both stages at once (issue 39 item 9): the cross-field checks too, but only those over
+  // fields that decoded (one over a field that did not would judge its default in its place,
+  // or say its error again)
+  const failed = problems.errors.map((e) => e.field);
+  for (const check of crossFieldChecks(config))
+    if (!check.fields.some((f) => failed.some((bad) => related(f, bad)))) problems.add(check.error);
   problems.throwAny();
   return { config, warnings };
 }
@@ -530,32 +536,56 @@ export function modeWarning(field: string, mode: string): ConfigWarning {
   };
 }
 
-/** Every cross-field error of a configuration (run again after flags are applied). */
-export function proxyConfigErrors(c: ProxyConfig): ConfigError[] {
-  const out: ConfigError[] = [];
+/** One cross-field check that failed: its error and every field it read. */
+interface CrossFieldError {
+  readonly error: ConfigError;
+  readonly fields: readonly string[];
+}
+
+/** `a` and `b` are one field, or one holds the other (`ipvs` and `ipvs.syncPeriod`, `x` and `x[0]`); '' holds all. */
+function related(a: string, b: string): boolean {
+  const holds = (outer: string, inner: string) =>
+    outer === '' || inner === outer || inner.startsWith(`${outer}.`) || inner.startsWith(`${outer}[`);
+  return holds(a, b) || holds(b, a);
+}
+
+function crossFieldChecks(c: ProxyConfig): CrossFieldError[] {
+  const out: CrossFieldError[] = [];
+  const fail = (fields: readonly string[], field: string, detail: string) =>
+    out.push({ error: new ConfigError(field, detail), fields });
   if (c.ipvs.syncPeriodMs <= 0)
-    out.push(new ConfigError('ipvs.syncPeriod', `${formatDurationMs(c.ipvs.syncPeriodMs)}: must be greater than 0`));
+    fail(['ipvs.syncPeriod'], 'ipvs.syncPeriod', `${formatDurationMs(c.ipvs.syncPeriodMs)}: must be greater than 0`);
   else if (c.ipvs.minSyncPeriodMs > c.ipvs.syncPeriodMs) {
-    out.push(
-      new ConfigError(
-        'ipvs.syncPeriod',
-        `${formatDurationMs(c.ipvs.syncPeriodMs)} must be greater than or equal to ipvs.minSyncPeriod (${formatDurationMs(c.ipvs.minSyncPeriodMs)})`,
-      ),
+    fail(
+      ['ipvs.syncPeriod', 'ipvs.minSyncPeriod'],
+      'ipvs.syncPeriod',
+      `${formatDurationMs(c.ipvs.syncPeriodMs)} must be greater than or equal to ipvs.minSyncPeriod (${formatDurationMs(c.ipvs.minSyncPeriodMs)})`,
     );
   }
   if (c.configSyncPeriodMs <= 0)
-    out.push(new ConfigError('configSyncPeriod', `${formatDurationMs(c.configSyncPeriodMs)}: must be greater than 0`));
+    fail(['configSyncPeriod'], 'configSyncPeriod', `${formatDurationMs(c.configSyncPeriodMs)}: must be greater than 0`);
   if (c.clientConnection.burst < 0)
-    out.push(new ConfigError('clientConnection.burst', `${c.clientConnection.burst}: must be non-negative`));
+    fail(['clientConnection.burst'], 'clientConnection.burst', `${c.clientConnection.burst}: must be non-negative`);
   if (c.detectLocalMode === 'BridgeInterface' && c.detectLocal.bridgeInterface === '') {
-    out.push(new ConfigError('detectLocal.bridgeInterface', 'must be set when detectLocalMode is BridgeInterface'));
+    fail(
+      ['detectLocalMode', 'detectLocal.bridgeInterface'],
+      'detectLocal.bridgeInterface',
+      'must be set when detectLocalMode is BridgeInterface',
+    );
   }
   if (c.detectLocalMode === 'InterfaceNamePrefix' && c.detectLocal.interfaceNamePrefix === '') {
-    out.push(
-      new ConfigError('detectLocal.interfaceNamePrefix', 'must be set when detectLocalMode is InterfaceNamePrefix'),
+    fail(
+      ['detectLocalMode', 'detectLocal.interfaceNamePrefix'],
+      'detectLocal.interfaceNamePrefix',
+      'must be set when detectLocalMode is InterfaceNamePrefix',
     );
   }
   return out;
+}
+
+/** Every cross-field error of a configuration (run again after flags are applied). */
+export function proxyConfigErrors(c: ProxyConfig): ConfigError[] {
+  return crossFieldChecks(c).map((e) => e.error);
 }
 
 /** Checks that span fields (run again after flags are applied). Throws ConfigError (ConfigErrors for several). */

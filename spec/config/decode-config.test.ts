@@ -1,5 +1,5 @@
 import { ConfigError } from '../../lib/errors';
-import { decodeProxyConfig, defaultProxyConfig } from '../../lib/config/decode-config';
+import { ConfigErrors, decodeProxyConfig, defaultProxyConfig } from '../../lib/config/decode-config';
 import { ProxyConfig } from '../../lib/config/proxy-config';
 
 const HEADER = 'apiVersion: kubeproxy.config.k8s.io/v1alpha1\nkind: KubeProxyConfiguration\n';
@@ -465,6 +465,32 @@ describe('decodeProxyConfig as strict as kube-proxy, every error at once, the mo
       expect(e.message).toContain(`${field}: `);
     }
     expect(e.message).not.toContain('\n');
+  });
+
+  it('the cross-field errors come with the field errors, not only once those are fixed (issue 39 item 9)', () => {
+    const e = thrown(HEADER + 'mode: ipvs\noomScoreAdj: 5000\nipvs:\n  strictARP: 3\nclientConnection:\n  burst: -3\n');
+    expect(e.message).toMatch(/^\/etc\/kp\.yaml: 3 errors: /);
+    for (const field of ['oomScoreAdj', 'ipvs.strictARP', 'clientConnection.burst']) {
+      expect(e.message).toContain(`${field}: `);
+    }
+    expect((e as ConfigErrors).errors.map((x) => x.field)).toEqual([
+      'ipvs.strictARP',
+      'oomScoreAdj',
+      'clientConnection.burst',
+    ]);
+  });
+
+  it.each([
+    // the syncPeriod that did not decode is not compared with minSyncPeriod as the default 30s
+    ['ipvs:\n  syncPeriod: soon\n  minSyncPeriod: 1h\n', ['ipvs.syncPeriod']],
+    ['ipvs:\n  minSyncPeriod: [1]\n  syncPeriod: 1s\n', ['ipvs.minSyncPeriod']],
+    ['ipvs: 5\n', ['ipvs']],
+    ['detectLocalMode: BridgeInterface\ndetectLocal:\n  bridgeInterface: 7\n', ['detectLocal.bridgeInterface']],
+    ['detectLocalMode: 7\n', ['detectLocalMode']],
+    ['clientConnection:\n  burst: "-3"\n', ['clientConnection.burst']],
+  ])('a cross-field check over a field that did not decode says nothing more: %j', (yaml, fields) => {
+    const e = thrown(HEADER + 'mode: ipvs\n' + yaml);
+    expect(e instanceof ConfigErrors ? e.errors.map((x) => x.field) : [e.field]).toEqual(fields);
   });
 
   it('one error stays one error, as before', () => {
