@@ -14,15 +14,22 @@
  *  - a global token bucket (default 25, one more a second) and at most 4 requests in flight:
  *    the rest wait in a queue (bounded, 1,000; beyond, dropped) in arrival order; a warning
  *    about an Event whose PATCH is still queued rides on that PATCH.
- * A message is cut to 1,024 bytes before it is used or remembered (events.k8s.io's note
- * limit; kube-scheduler cuts core/v1 Event messages the same way, with " ..."), so the caches
- * (at most 4,096 entries each) hold at most a few MB whatever the callers pass.
+ * A message is cut to 1,024 bytes before it is used (events.k8s.io's note limit;
+ * kube-scheduler cuts core/v1 Event messages the same way, with " ..."). The caches hold at
+ * most MAX_REMEMBERED (4,096) entries each, the least recently touched forgotten first, and
+ * remember no text a caller passed: the object + reason and the message are kept as 22-character
+ * digests (DIGEST_CHARS). Holding the messages and keys made of them (client-go keeps them
+ * whole), they reached ~40 MB at the cap (4,096 x 9 messages of 1 KB); now an object's three
+ * cache entries keep ~300 characters of digests, ~1.2 million at the cap, and a remembered
+ * Event its namespace and name besides (as the API accepted them). The queue (at most 1,000
+ * requests) holds each request's body, its message at most 1 KB.
  * A request that got no answer is tried again, 12 times at most, 10 s apart after a random
  * first wait (client-go's recordToSink); an answer, even an error, is final.
  * Posting never throws: failures and drops are logged at debug (an unreachable API server
  * must not turn one problem into a log flood). The POST and PATCH are apiRequests
  * (api-request.ts): the token file re-read, the 401 retry, the rest_client metrics.
  */
+import { createHash } from 'node:crypto';
 import type { CoreV1Event, KubeConfig } from '@kubernetes/client-node';
 import { apiRequest, statusMessage } from './api-request';
 
@@ -53,7 +60,7 @@ export interface EventRecorderOptions {
   readonly setTimer?: (fn: () => void, ms: number) => void;
   /** dedup and aggregation window (default 10 minutes) */
   readonly dedupWindowMs?: number;
-  /** remembered Events, aggregation records and spam buckets, each; the oldest is forgotten first (default 4096) */
+  /** remembered Events, aggregation records and spam buckets, each; the oldest is forgotten first (default MAX_REMEMBERED) */
   readonly maxRemembered?: number;
   /** different messages of one object + reason within the window before they are combined (default 10) */
   readonly maxSimilar?: number;
@@ -85,6 +92,15 @@ export const EVENT_COMPONENT = 'kube-ipvs';
 export const AGGREGATED_PREFIX = '(combined from similar events): ';
 /** The API's limit on an Event's note (validation.NoteLengthLimit), in bytes. */
 export const MAX_MESSAGE_BYTES = 1024;
+/** Entries of each cache (remembered Events, aggregation records, spam buckets): the default maxRemembered. */
+export const MAX_REMEMBERED = 4096;
+/** The length of the digests the caches keep in place of messages and object keys (132 bits of SHA-256). */
+export const DIGEST_CHARS = 22;
+
+/** What the caches keep of a text: a fixed-size digest (no text a caller passed is remembered). */
+function digest(text: string): string {
+  return createHash('sha256').update(text).digest('base64url').slice(0, DIGEST_CHARS);
+}
 
 /** `message` cut to `max` UTF-8 bytes with " ..." (kube-scheduler's truncateMessage), never inside a character. */
 export function truncateMessage(message: string, max = MAX_MESSAGE_BYTES): string {
@@ -158,6 +174,7 @@ interface Posted {
 }
 
 interface Similar {
+  /** the digests of the different messages */
   readonly messages: Set<string>;
   lastMs: number;
 }
@@ -200,7 +217,7 @@ export class EventRecorder {
     this.maxInFlight = options.maxInFlight ?? 4;
     this.maxQueued = options.maxQueued ?? 1000;
     this.retry = { maxTries: 12, sleepMs: 10_000, random: Math.random, ...options.retry };
-    const max = options.maxRemembered ?? 4096;
+    const max = options.maxRemembered ?? MAX_REMEMBERED;
     this.posted = new Lru(max);
     this.similar = new Lru(max);
     this.spam = new Lru(max);
@@ -211,15 +228,16 @@ export class EventRecorder {
   warn(ref: EventObjectRef, reason: string, message: string): Promise<void> {
     const now = this.clock();
     message = truncateMessage(message);
-    const objectKey = JSON.stringify([ref.kind, ref.namespace ?? '', ref.name, ref.uid ?? '', reason]);
+    const objectKey = digest(JSON.stringify([ref.kind, ref.namespace ?? '', ref.name, ref.uid ?? '', reason]));
+    const messageKey = digest(message);
 
     // aggregation: many different messages about one object + reason become one Event
     let similar = this.similar.get(objectKey);
     if (!similar || now - similar.lastMs >= this.windowMs) similar = { messages: new Set(), lastMs: now };
-    similar.messages.add(message);
+    similar.messages.add(messageKey);
     similar.lastMs = now;
     this.similar.touch(objectKey, similar);
-    let key = JSON.stringify([objectKey, message]);
+    let key = objectKey + messageKey;
     if (similar.messages.size >= this.maxSimilar) {
       // as client-go (PopAny): the set never grows beyond the threshold
       similar.messages.delete(similar.messages.values().next().value!);

@@ -1,4 +1,4 @@
-import { AGGREGATED_PREFIX, EventRecorder, EventRecorderOptions } from '../../lib/k8s/event-recorder';
+import { AGGREGATED_PREFIX, EventRecorder, EventRecorderOptions, MAX_REMEMBERED } from '../../lib/k8s/event-recorder';
 import { loadKubeConfig } from '../../lib/k8s/kubeconfig';
 import { FakeApiServer, FakeObject } from '../../testkit/fake-apiserver';
 import { waitFor } from '../../testkit/wait-for';
@@ -283,6 +283,33 @@ describe('EventRecorder', () => {
       // still one combined Event that counts, as before
       const combined = events().filter((e) => String(e.message).startsWith(AGGREGATED_PREFIX));
       expect(combined).toEqual([expect.objectContaining({ count: 991 })]);
+    });
+
+    it('at the cap (4,096 objects, each with 10 different 1 KB messages) the caches hold digests, not the messages (issue 39 item 8)', async () => {
+      // one POST per object (a spam bucket of 1, one more token 5 minutes later), each answered
+      // at once without HTTP
+      const r = make({ global: UNBOUNDED, spam: { burst: 1, refillEveryMs: 5 * 60_000 } });
+      const sent: string[] = [];
+      jest
+        .spyOn(r as unknown as { send: (method: string) => Promise<void> }, 'send')
+        .mockImplementation(async (method: string) => void sent.push(method));
+      const ref = (o: number) => ({ ...svc, name: `svc-${String(o).padStart(4, '0')}`, uid: `uid-${o}` });
+      const message = (o: number, m: number) => `${o}: field ${m} is bad: '${'v'.repeat(2000)}'`;
+      for (let o = 0; o < MAX_REMEMBERED; o++)
+        for (let m = 0; m < 10; m++) await r.warn(ref(o), 'InvalidField', message(o, m));
+      expect(sent).toHaveLength(MAX_REMEMBERED);
+      const inner = r as unknown as { posted: Map<string, unknown>; similar: Map<string, unknown> };
+      expect([inner.posted.size, inner.similar.size]).toEqual([MAX_REMEMBERED, MAX_REMEMBERED]);
+      // holding the messages, this was ~40 million characters (4,096 x 9 x 1 KB and the keys)
+      expect(heldChars(r)).toBeLessThan(MAX_REMEMBERED * 512);
+      // one object more forgets the oldest; it is still deduplicated at the cap (a PATCH), and
+      // the oldest object's first message again is a new Event
+      await r.warn(ref(MAX_REMEMBERED), 'InvalidField', message(MAX_REMEMBERED, 0));
+      now += 5 * 60_000;
+      await r.warn(ref(MAX_REMEMBERED), 'InvalidField', message(MAX_REMEMBERED, 0));
+      await r.warn(ref(0), 'InvalidField', message(0, 0));
+      expect(sent.slice(MAX_REMEMBERED)).toEqual(['POST', 'PATCH', 'POST']);
+      expect(inner.posted.size).toBe(MAX_REMEMBERED);
     });
 
     it("an Event message is at most 1024 bytes (the API's note limit; kube-scheduler truncates the same way), cut on a character", async () => {
