@@ -47,7 +47,7 @@ import { IPTABLES_MODE_CANARY, KUBE_CHAINS, isIptablesModeChain, isIptablesModeF
 import type { NftTables } from '../kernel/nftables/nftables';
 import { describeNftTable, isKubeProxyNftTable } from '../model/nft-table';
 import { OwnershipEvidence, unownedReason } from '../model/ipset-claims';
-import { VirtualServer, describeVirtualServer } from '../model/ipvs';
+import { VirtualServer, describeVirtualServer, virtualServerKey } from '../model/ipvs';
 import { isNoDevice } from '../kernel/link/link';
 import { listBoundAddresses, listLocalAddresses } from '../kernel/link/dummy-device';
 import { selectNodePortAddresses } from '../kernel/link/node-addresses';
@@ -155,7 +155,7 @@ export function planTableCleanup(table: CleanupTable, saveText: string): { lines
  */
 export function keepReason(vs: VirtualServer, evidence: OwnershipEvidence): string | null {
   if (vs.fwmark > 0) return 'a fwmark service (kube-proxy never makes one)';
-  return unownedReason(evidence, vs);
+  return unownedReason(evidence, virtualServerKey(vs), { vs, realServerAddresses: [] });
 }
 
 /**

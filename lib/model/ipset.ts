@@ -145,6 +145,12 @@ export const IPSET_INFO: readonly IpsetInfo[] = [
   },
 ];
 
+/**
+ * The sets a sync's netfilter half writes: kube-proxy's 17. kube-ipvs's record is written apart,
+ * in order with the IPVS changes it records (proxier/ownership-record.ts).
+ */
+export const SYNCED_IPSET_INFO: readonly IpsetInfo[] = IPSET_INFO.filter((i) => i.key !== 'IPVS_OWNED');
+
 const INFO_BY_KEY: ReadonlyMap<SetKey, IpsetInfo> = new Map(IPSET_INFO.map((i) => [i.key, i]));
 
 /** The IpsetInfo of a set key; throws TypeError for an unknown key. */

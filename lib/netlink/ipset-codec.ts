@@ -42,6 +42,8 @@ export interface DumpedIpset {
   readonly options: string;
   /** in `ipset save`'s spelling */
   readonly members: Set<string>;
+  /** a set created with `comment`: each member's comment ('' for none) */
+  readonly comments?: Map<string, string>;
 }
 
 /**
@@ -95,6 +97,8 @@ interface Building {
   readonly family?: IpFamily;
   readonly options: string;
   readonly members: Set<string>;
+  /** a set created with `comment`: each member's comment */
+  readonly comments?: Map<string, string>;
   readonly dims: readonly Dim[];
 }
 
@@ -140,6 +144,7 @@ export class IpsetDumpDecoder {
         ...(s.family ? { family: s.family } : {}),
         options: s.options,
         members: s.members,
+        ...(s.comments ? { comments: s.comments } : {}),
       });
     }
     return out;
@@ -152,12 +157,14 @@ export class IpsetDumpDecoder {
     const family = type.startsWith('hash:') && type !== 'hash:mac' ? fam : undefined;
     const data = top.get(IPSET_ATTR.DATA);
     const h = data ? parseAttrs(data, `${path}>IPSET_ATTR_DATA`) : new Map<number, Buffer>();
+    const options = formatOptions(type, family, h, `${path}>IPSET_ATTR_DATA`);
     return {
       name,
       type,
       ...(family ? { family } : {}),
-      options: formatOptions(type, family, h, `${path}>IPSET_ATTR_DATA`),
+      options,
       members: new Set(),
+      ...(/(^| )comment( |$)/.test(options) ? { comments: new Map<string, string>() } : {}),
       dims: dimsOf(name, type),
     };
   }
@@ -260,10 +267,11 @@ class Fields {
   iface: string | undefined;
   mark = -1;
   name: string | undefined;
+  comment: string | undefined;
 
   reset(): void {
     this.ip = this.ip2 = this.ether = undefined;
-    this.iface = this.name = undefined;
+    this.iface = this.name = this.comment = undefined;
     this.cidr = this.cidr2 = this.port = this.proto = this.mark = -1;
     this.flags = 0;
   }
@@ -312,10 +320,15 @@ function decodeMembers(set: Building, adt: Buffer, path: string): void {
         case A.NAME:
           f.name = cstring(elem.subarray(eat, eat + elen));
           break;
-        default: // extensions (timeout, counters, comment, skbinfo): `ipset save` prints them after the entry
+        case A.COMMENT:
+          f.comment = cstring(elem.subarray(eat, eat + elen));
+          break;
+        default: // extensions (timeout, counters, skbinfo): `ipset save` prints them after the entry
       }
     });
-    set.members.add(spell(set, f, epath));
+    const member = spell(set, f, epath);
+    set.members.add(member);
+    set.comments?.set(member, f.comment ?? '');
   });
 }
 

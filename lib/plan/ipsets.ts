@@ -3,7 +3,7 @@
  * ensureIPSet). The set vocabulary (types, IPSET_INFO, members) is model/ipset.ts. Pure: no I/O.
  */
 import { IpFamily } from '../model/ip-family';
-import { DesiredIpsets, DesiredSet, IPSET_INFO, IpsetMember } from '../model/ipset';
+import { DesiredIpsets, DesiredSet, IPSET_INFO, IpsetMember, SYNCED_IPSET_INFO } from '../model/ipset';
 import { SetKey, ipsetName } from '../model/names';
 
 /**
@@ -16,7 +16,7 @@ export function planIpsets(
   members: Partial<Record<SetKey, Iterable<IpsetMember>>> = {},
 ): Map<string, DesiredSet> {
   const out = new Map<string, DesiredSet>();
-  for (const info of IPSET_INFO) {
+  for (const info of SYNCED_IPSET_INFO) {
     out.set(ipsetName(info.name, family), { type: info.type, family, members: new Set(members[info.key] ?? []) });
   }
   return out;

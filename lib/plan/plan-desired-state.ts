@@ -18,7 +18,7 @@ import {
 import { FrontendFacts, withholding } from './frontend-guard';
 import { IpFamily } from '../model/ip-family';
 import { SetKey } from '../model/names';
-import { entryFrontend, entryIp, IpsetMember } from '../model/ipset';
+import { entryIp, IpsetMember } from '../model/ipset';
 
 const byString = (a: string, b: string): number => (a < b ? -1 : a > b ? 1 : 0);
 
@@ -30,7 +30,8 @@ const NO_FACTS: FrontendFacts = { excludeCIDRs: [], foreign: () => undefined };
  *  - virtual servers by virtualServerKey; when two service ports claim the same key the best
  *    claim keeps it (claim-rank.ts, over `servicePorts`: the ServicePort each plan came from)
  *    and every other gets a conflict entry;
- *  - bound addresses; KUBE-IPVS-IPS holds exactly them; KUBE-IPVS-OWNED every virtual server;
+ *  - bound addresses; KUBE-IPVS-IPS holds exactly them (the record KUBE-IPVS-OWNED is not
+ *    planned: proxier/ownership-record.ts writes it in order with the IPVS changes);
  *  - every set's members (planIpsets: all 17 sets, empty ones too);
  *  - iptables (planIptables) with the non-empty sets and the LB out-filter entries.
  * A frontend `facts` withholds (frontend-guard.ts) is left out whole.
@@ -94,10 +95,6 @@ export function planFamilyState(
 
   const boundAddresses = new Set([...bound].sort(byString));
   members.IPVS_IPS = new Set([...boundAddresses].map(entryIp));
-  // kube-ipvs's record of what it programs: exactly the virtual servers planned (ownership.ts)
-  members.IPVS_OWNED = new Set(
-    [...virtualServers.values()].filter((v) => v.vs.fwmark === 0).map((v) => entryFrontend(v.vs)),
-  );
   const ipsets = planIpsets(family, members);
   const iptables = planIptables({
     family,

@@ -20,7 +20,7 @@ import { DesiredVirtualServer, IptablesOptions, PlannedFrontend, ServicePortPlan
 import { FrontendFacts, Withholding, sameWithholding, withheldRefusal, withholding } from '../plan/frontend-guard';
 import { IpFamily, fromAddressFamily } from '../model/ip-family';
 import { SetKey, ipsetName } from '../model/names';
-import { DesiredIpsets, DesiredSet, IPSET_INFO, entryFrontend } from '../model/ipset';
+import { DesiredIpsets, DesiredSet, SYNCED_IPSET_INFO } from '../model/ipset';
 import type { IpsetEntry } from '../plan/service-plan';
 import { IptablesPlan } from '../model/iptables';
 import { Refusal, ServiceName, ServicePort, ServicePortKey, parseServicePortKey } from '../model/service';
@@ -59,8 +59,6 @@ interface FamilyIndex {
   readonly memberCounts: Map<string, Counted<Member>>;
   readonly nameOf: Map<SetKey, string>;
   readonly ipvsIps: string;
-  /** KUBE-IPVS-OWNED: one member per claimed virtual server key */
-  readonly owned: string;
   readonly lbOutFilter: Counted<string>;
 }
 
@@ -99,7 +97,7 @@ export class DesiredIndex {
       const sets = new Map<string, { type: DesiredSet['type']; family: IpFamily; members: Set<Member> }>();
       const memberCounts = new Map<string, Counted<Member>>();
       const nameOf = new Map<SetKey, string>();
-      for (const info of IPSET_INFO) {
+      for (const info of SYNCED_IPSET_INFO) {
         const name = ipsetName(info.name, family);
         sets.set(name, { type: info.type, family, members: new Set() });
         memberCounts.set(name, new Counted());
@@ -110,7 +108,6 @@ export class DesiredIndex {
         memberCounts,
         nameOf,
         ipvsIps: nameOf.get('IPVS_IPS')!,
-        owned: nameOf.get('IPVS_OWNED')!,
         lbOutFilter: new Counted(),
       });
     }
@@ -239,9 +236,6 @@ export class DesiredIndex {
       this.member(fam, fam.ipvsIps, a as unknown as Member, sign);
     }
     for (const e of f.ipsetEntries) this.entry(fam, e, sign);
-    // KUBE-IPVS-OWNED: every virtual server some plan claims (counted: claimants share a key)
-    if (f.virtualServer.vs.fwmark === 0)
-      this.member(fam, fam.owned, entryFrontend(f.virtualServer.vs) as unknown as Member, sign);
     const o = f.lbOutFilter;
     if (o) {
       const k = JSON.stringify([o.lbIP, o.proto, o.port]);

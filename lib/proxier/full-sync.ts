@@ -5,7 +5,7 @@
  * kube-ipvs owns.
  */
 import { IpvsOp } from '../kernel/ipvs/ipvs';
-import { virtualServerKey } from '../model/ipvs';
+import { VirtualServerSpec, virtualServerKey } from '../model/ipvs';
 import { TableEntry, tableFromDump } from '../reconcile/ipvs-table';
 import { diffIpvsTable } from '../reconcile/diff-ipvs';
 import { DesiredState } from './desired-state';
@@ -56,7 +56,7 @@ export async function fullSyncOps(
     observed,
     (k) => applied.has(k),
     (k) => applier.created(k, (f) => node.isForeign(f)),
-    (k) => desired.virtualServer(k) !== undefined,
+    desired.virtualServer,
   );
   applier.forgetUncertainCreates();
   // claimed ones are withheld now, before the netfilter sync starts; a gone one is given
@@ -88,5 +88,12 @@ export async function fullSyncOps(
   }
   applier.replaceApplied(observed);
   applier.adoptDraining(desired.virtualServer, facts);
+  // the record: exactly what kube-ipvs owns in the kernel now, before this sync's creates
+  applier.record.load(node.observedIpsets, node.settings.families);
+  const ownedNow: VirtualServerSpec[] = [];
+  observed.forEach((e) => {
+    if (owned(e)) ownedNow.push(e.vs);
+  });
+  applier.record.rewrite(ownedNow);
   return ops;
 }

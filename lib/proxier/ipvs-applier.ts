@@ -9,7 +9,13 @@ import { constants as osConstants } from 'node:os';
 import { IpvsOp, IpvsOpResult, VirtualServerEntry } from '../kernel/ipvs/ipvs';
 import { listAllViaProc } from '../kernel/ipvs/list-via-proc';
 import { ProcIpVsBlocks } from '../kernel/ipvs/parse-proc-ip-vs';
-import { VirtualServerId, describeVirtualServer, realServerKey, virtualServerKey } from '../model/ipvs';
+import {
+  VirtualServerId,
+  VirtualServerSpec,
+  describeVirtualServer,
+  realServerKey,
+  virtualServerKey,
+} from '../model/ipvs';
 import { DesiredVirtualServer } from '../plan/service-plan';
 import { IpvsTable, applyOpsToTable, virtualServerKeyer } from '../reconcile/ipvs-table';
 import { opVirtualServerKey } from '../reconcile/diff-ipvs';
@@ -17,6 +23,8 @@ import { NetlinkError } from '../errors';
 import { DrainingRealServers } from './draining';
 import { OwnershipFacts, adoptDrains, foreignReason } from './ownership';
 import { ProxierDeps } from './types';
+import { OwnershipRecord } from './ownership-record';
+import { faultPoint } from './fault-points';
 
 const E = osConstants.errno;
 
@@ -36,7 +44,8 @@ const RETRY_JITTER = 0.1;
 
 /** The desired virtual server of a key, if any. */
 export type DesiredLookup = (vsKey: string) => DesiredVirtualServer | undefined;
-type WriteCounts = { ipvsWrites: number; ipvsFailures: number };
+/** `execs`: the ownership record's writes (processes) are counted there when given */
+type WriteCounts = { ipvsWrites: number; ipvsFailures: number; execs?: number };
 
 /** The Service ("ns/name") of a service port key ("ns/name:port/family"). */
 export function serviceOf(servicePortKey: string): string {
@@ -44,10 +53,13 @@ export function serviceOf(servicePortKey: string): string {
 }
 
 /** What IpvsApplier works with: the proxier's IPVS, clock, log and drain settings, and callbacks. */
-export interface IpvsApplierDeps extends Pick<
-  ProxierDeps,
-  'ipvs' | 'readProcIpVs' | 'clock' | 'log' | 'events' | 'drainTimeoutMs' | 'drainCheckIntervalMs' | 'random'
-> {
+export interface IpvsApplierDeps
+  extends
+    Pick<
+      ProxierDeps,
+      'ipvs' | 'readProcIpVs' | 'clock' | 'log' | 'events' | 'drainTimeoutMs' | 'drainCheckIntervalMs' | 'random'
+    >,
+    Partial<Pick<ProxierDeps, 'ipsets'>> {
   /** ask for a sync within `ms` (the runner's retryAfter) */
   readonly retryAfter: (ms: number) => void;
 }
@@ -84,8 +96,12 @@ export class IpvsApplier {
   /** foreign virtual servers whose weight-0 real servers were said to be left alone (vsKey -> what was said) */
   private reportedForeignDrains = new Map<string, string>();
   private warnedProc = false;
+  /** kube-ipvs's ownership record, written around every batch of ops (ownership-record.ts) */
+  readonly record: OwnershipRecord;
 
-  constructor(private readonly deps: IpvsApplierDeps) {}
+  constructor(private readonly deps: IpvsApplierDeps) {
+    this.record = new OwnershipRecord(deps);
+  }
 
   get applied(): IpvsTable {
     return this.appliedTable;
@@ -184,6 +200,12 @@ export class IpvsApplier {
     counts: WriteCounts,
     guardNew = false,
   ): Promise<RunOutcome> {
+    // recorded before the kernel has them (with what a full sync staged): a crash after the
+    // ops leaves them owned
+    // (room: what the table holds and what the ops create)
+    const newCount = ops.reduce((n, op) => n + (op.kind === 'newService' ? 1 : 0), 0);
+    const applied = (vs: VirtualServerSpec) => this.appliedTable.get(virtualServerKey(vs))?.vs;
+    await this.record.before(ops, applied, this.appliedTable.size + newCount, counts);
     if (!guardNew || !ops.some((op) => op.kind === 'newService')) {
       return { appeared: [], fullSync: (await this.runBatch(ops, desired, counts)).fullSync };
     }
@@ -208,6 +230,7 @@ export class IpvsApplier {
     counts.ipvsWrites += ops.length;
     let results: IpvsOpResult[];
     try {
+      faultPoint('IPVS ops');
       results = await this.deps.ipvs.run(ops); // throws only for a socket failure
     } catch (e) {
       // what went through is unknown: a virtual server found at the next full read may be one
@@ -264,6 +287,8 @@ export class IpvsApplier {
       this.deps.retryAfter(delay);
     }
     for (const svc of failedServices.keys()) this.failedThisSync.add(svc);
+    // forgotten once the kernel no longer has them
+    await this.record.after(ops, results, counts);
     return { appeared, fullSync };
   }
 

@@ -29,15 +29,21 @@ export async function syncNetfilter(
       const ipset = deps.ipsets[family];
       // a partial sync that changed no member skips even the in-memory diff of every set
       const membersChanged = index.takeIpsetsChanged(family);
-      if (ipset && (full || membersChanged)) counts.execs += (await ipset.sync(index.ipsets(family))).execs;
+      // (awaited before the +=: the ownership record's writes add to execs meanwhile)
+      if (ipset && (full || membersChanged)) {
+        const { execs } = await ipset.sync(index.ipsets(family));
+        counts.execs += execs;
+      }
     }
     phasesMs.ipsets = clock.now() - start;
     start = clock.now();
     phase = 'iptables';
     for (const family of families) {
       const ipt = deps.iptables[family];
-      if (ipt)
-        counts.execs += (await ipt.sync(index.iptables(family, node.iptablesOptions(family)), { verify: full })).execs;
+      if (ipt) {
+        const { execs } = await ipt.sync(index.iptables(family, node.iptablesOptions(family)), { verify: full });
+        counts.execs += execs;
+      }
     }
     phasesMs.iptables = clock.now() - start;
     return undefined;

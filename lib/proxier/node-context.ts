@@ -20,6 +20,7 @@ import { IptablesOptions, PlanContext, ServicePortPlan } from '../plan/service-p
 import { FrontendFacts } from '../plan/frontend-guard';
 import { IpvsTable } from '../reconcile/ipvs-table';
 import { FirstSightFacts, OwnershipFacts, firstSightReason } from './ownership';
+import type { AdoptionClaim } from '../model/ipset-claims';
 import { NodeState, PartDeps, ProxierSettings } from './types';
 
 /** kube-ipvs0's addresses and every other link's, as one read of the node finds them. */
@@ -70,7 +71,7 @@ export class NodeContext {
   private contextsNow = new Map<IpFamily, PlanContext>();
   /** the plan contexts as text: a full sync re-plans every Service only when they changed */
   private contextsText = '';
-  private observedIpsets: IpsetState | undefined;
+  private observedIpsets_: IpsetState | undefined;
   /**
    * virtual servers a full sync found in the kernel that were not kube-ipvs's when first seen
    * (vsKey -> why), for as long as they exist there (ownership.ts); the frontend facts: no
@@ -107,6 +108,11 @@ export class NodeContext {
 
   get node(): NodeState {
     return this.nodeNow;
+  }
+
+  /** the sets as the last full sync read them (undefined: not read) */
+  get observedIpsets(): IpsetState | undefined {
+    return this.observedIpsets_;
   }
 
   get localAddresses(): readonly LinkAddress[] {
@@ -154,7 +160,7 @@ export class NodeContext {
     const ipset = fam ? ipsets[fam] : undefined;
     if (ipset) {
       const observed = await ipset.observeCounted();
-      this.observedIpsets = observed.state;
+      this.observedIpsets_ = observed.state;
       counts.execs += observed.execs;
       // the adoption read classifies by the sets as first read: later, kube-ipvs wrote them
       if (!this.adopted && !this.adoptionFacts)
@@ -276,10 +282,18 @@ export class NodeContext {
    * the adoption read, named by the sets (or kube-ipvs0's addresses) as first read. `bound`
    * replaces those addresses (the dry run's own read).
    */
-  firstSightFacts(created: (vsKey: string) => boolean, bound?: Set<string>): FirstSightFacts {
+  firstSightFacts(
+    created: (vsKey: string) => boolean,
+    claims: (vsKey: string) => AdoptionClaim | undefined,
+    bound?: Set<string>,
+  ): FirstSightFacts {
     if (this.adopted) return { created };
-    if (bound === undefined) return { created, adoption: this.adoptionFacts };
-    return { created, adoption: { ipsets: this.observedIpsets, bound, nodePortAddresses: this.nodePortAddresses() } };
+    const inClusterCidr = cidrMatcher(this.settingsNow.clusterCIDRs);
+    const first =
+      bound === undefined
+        ? this.adoptionFacts
+        : { ipsets: this.observedIpsets_, bound, nodePortAddresses: this.nodePortAddresses() };
+    return { created, ...(first ? { adoption: { ...first, claims, inClusterCidr } } : {}) };
   }
 
   /** This node's NodePort addresses now, every family it runs (from the plan contexts). */
@@ -296,12 +310,11 @@ export class NodeContext {
     wanted: ReadonlyMap<string, { readonly vs: VirtualServerId }>,
     known: (vsKey: string) => boolean,
   ): boolean {
-    const adoption = this.adopted ? undefined : { created: () => false, adoption: this.adoptionFacts };
     let unknown = false;
     // forEach, not for-of: no [key, value] array per entry (every full sync, all known)
-    wanted.forEach((d, k) => {
+    // (at the adoption read nothing is known: the rule needs the kernel's own entry)
+    wanted.forEach((_d, k) => {
       if (unknown || known(k)) return;
-      if (adoption && firstSightReason(k, d.vs, adoption) === null) return;
       unknown = true;
     });
     return unknown;
@@ -317,18 +330,18 @@ export class NodeContext {
     observed: IpvsTable,
     seen: (vsKey: string) => boolean,
     created: (vsKey: string) => boolean,
-    wanted: (vsKey: string) => boolean,
+    wanted: (vsKey: string) => AdoptionClaim | undefined,
   ): { claimed: string[]; gone: string[] } {
-    const facts = this.firstSightFacts(created);
+    const facts = this.firstSightFacts(created, wanted);
     const claimed: string[] = [];
     const gone: string[] = [];
     observed.forEach((e, k) => {
       // seen before: classified then (kube-ipvs's unless remembered foreign)
       if (this.foreign.has(k) || seen(k)) return;
-      const why = firstSightReason(k, e.vs, facts);
+      const why = firstSightReason(k, e, facts);
       if (why === null) return;
       this.markForeign(k, e.vs, why);
-      if (wanted(k)) claimed.push(k);
+      if (wanted(k) !== undefined) claimed.push(k);
     });
     for (const k of [...this.foreign.keys()]) {
       if (observed.has(k)) continue;

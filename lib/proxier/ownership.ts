@@ -21,9 +21,9 @@
  * refused that frontend (plan-service-port.ts, ForeignVirtualServer).
  */
 import { VirtualServerId, realServerKey } from '../model/ipvs';
-import { OwnershipEvidence, unownedReason } from '../model/ipset-claims';
+import { AdoptionCandidate, OwnershipEvidence, unownedReason } from '../model/ipset-claims';
 import { needsGracefulTermination } from '../reconcile/diff-ipvs';
-import type { IpvsTable } from '../reconcile/ipvs-table';
+import type { IpvsTable, TableEntry } from '../reconcile/ipvs-table';
 import type { DesiredVirtualServer } from '../plan/service-plan';
 
 /** What decides whether a virtual server is kube-ipvs's: excludeCIDRs and the foreign ones seen. */
@@ -58,12 +58,19 @@ export interface FirstSightFacts {
 }
 
 /** Why a virtual server seen for the first time is foreign, in words; null when it is kube-ipvs's. */
-export function firstSightReason(vsKey: string, vs: VirtualServerId, facts: FirstSightFacts): string | null {
+export function firstSightReason(vsKey: string, entry: TableEntry, facts: FirstSightFacts): string | null {
   if (facts.created(vsKey)) return null;
   const a = facts.adoption;
   if (!a) return 'it appeared in the kernel after kube-ipvs adopted the table, and kube-ipvs did not create it';
-  const why = unownedReason(a, vs);
+  const why = unownedReason(a, vsKey, adoptionCandidate(entry));
   return why === null ? null : `found when kube-ipvs started: ${why}`;
+}
+
+/** A kernel virtual server as the adoption rule reads it. */
+export function adoptionCandidate(entry: TableEntry): AdoptionCandidate {
+  const realServerAddresses: string[] = [];
+  for (const rs of entry.values()) realServerAddresses.push(rs.address);
+  return { vs: entry.vs, realServerAddresses };
 }
 
 /** The weight-0 real servers a full sync adopts as drains, and those it leaves alone. */

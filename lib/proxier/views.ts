@@ -165,11 +165,15 @@ export async function dryRunFullSync(s: ProxierSnapshot): Promise<IpvsOp[]> {
   // as classifyTable would, without remembering: a virtual server not seen before is
   // kube-ipvs's only if it created it (or, before the adoption read, a set names it)
   const facts = s.node.ownershipFacts();
-  const first = s.node.firstSightFacts((k) => s.applier.created(k, (f) => s.node.isForeign(f)), bound);
+  const first = s.node.firstSightFacts(
+    (k) => s.applier.created(k, (f) => s.node.isForeign(f)),
+    (k) => index.virtualServer(k),
+    bound,
+  );
   const owned = (e: TableEntry) => {
     const k = virtualServerKey(e.vs);
     if (!ownsVirtualServer(k, e.vs, facts)) return false;
-    return s.applier.applied.has(k) || firstSightReason(k, e.vs, first) === null;
+    return s.applier.applied.has(k) || firstSightReason(k, e, first) === null;
   };
   return diffIpvsTable(observed, desiredVs, owned);
 }

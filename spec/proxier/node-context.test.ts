@@ -8,7 +8,7 @@ import { NodeContext, findKubeIpvs0, readNodeAddresses } from '../../lib/proxier
 import { ProxySource, Planner } from '../../lib/proxier/types';
 import { FAKE_SETTINGS } from '../../testkit/proxier-over-fakes';
 import { VirtualServer, virtualServerKey } from '../../lib/model/ipvs';
-import { IpvsTable } from '../../lib/reconcile/ipvs-table';
+import { IpvsTable, TableEntry } from '../../lib/reconcile/ipvs-table';
 import { AF_INET, IPPROTO_TCP } from '../../lib/uapi/inet';
 
 const quiet = winston.createLogger({ silent: true });
@@ -47,7 +47,7 @@ function setup() {
   return { link, ctx };
 }
 const table = (...vss: VirtualServer[]): IpvsTable =>
-  new Map(vss.map((vs) => [virtualServerKey(vs), { vs, size: 0 } as never]));
+  new Map(vss.map((vs) => [virtualServerKey(vs), new TableEntry(vs)]));
 
 describe('NodeContext', () => {
   it("observe creates kube-ipvs0 once, splits its addresses from the other links', and says when the contexts changed", async () => {
@@ -98,23 +98,18 @@ describe('NodeContext', () => {
     const never = () => false;
     expect(ctx.wantsUnknown(new Map([[KEY, { vs: VS }]]), never)).toBe(true);
     expect(ctx.wantsUnknown(new Map([[KEY, { vs: VS }]]), () => true)).toBe(false);
-    const first = ctx.classifyTable(table(VS), never, never, (k) => k === KEY);
+    const claim = { kind: 'NodePort' as const, vs: { scheduler: 'rr' }, realServers: [] };
+    const claims = (k: string) => (k === KEY ? claim : undefined);
+    const first = ctx.classifyTable(table(VS), never, never, claims);
     expect(first).toEqual({ claimed: [KEY], gone: [] });
     expect(ctx.isForeign(KEY)).toBe(true);
     expect(ctx.ownershipFacts().foreign(KEY)).toBeDefined();
     // seen again: not classified again
-    expect(ctx.classifyTable(table(VS), never, never, () => true)).toEqual({ claimed: [], gone: [] });
-    expect(ctx.classifyTable(table(), never, never, () => true)).toEqual({ claimed: [], gone: [KEY] });
+    expect(ctx.classifyTable(table(VS), never, never, claims)).toEqual({ claimed: [], gone: [] });
+    expect(ctx.classifyTable(table(), never, never, claims)).toEqual({ claimed: [], gone: [KEY] });
     expect(ctx.isForeign(KEY)).toBe(false);
     // one it created is its own
-    expect(
-      ctx.classifyTable(
-        table(VS),
-        never,
-        () => true,
-        () => true,
-      ),
-    ).toEqual({ claimed: [], gone: [] });
+    expect(ctx.classifyTable(table(VS), never, () => true, claims)).toEqual({ claimed: [], gone: [] });
     expect(ctx.isForeign(KEY)).toBe(false);
   });
 

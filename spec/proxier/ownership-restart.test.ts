@@ -19,6 +19,8 @@ import { AF_INET, IPPROTO_TCP } from '../../lib/uapi/inet';
 import { IpvsOp, VirtualServerEntry } from '../../lib/kernel/ipvs/ipvs';
 import { RealServerSpec, VirtualServerId, virtualServerKey } from '../../lib/model/ipvs';
 import { SetName } from '../../lib/model/names';
+import { SCHEDULER_ANNOTATION } from '../../lib/k8s/convert-fields';
+import { ExecError } from '../../lib/errors';
 
 /** kube-ipvs's record of the frontends it programmed (hash:ip,port), per family */
 const RECORD = 'KUBE-IPVS-OWNED';
@@ -329,6 +331,216 @@ describe('claims are ranked by the frontend that made them (issue 25 item 3)', (
     expect(of(await t.table(), '192.0.2.1', 30443)).toEqual([
       'TCP/192.0.2.1:30443 -> 10.244.9.9:8443 w1',
       'TCP/192.0.2.1:30443 rr',
+    ]);
+    t.proxier.stop();
+  });
+});
+
+// Issue 39: the record's whole life. Without a record only what a tenant cannot forge adopts
+// (item 1); a record is checked against the kernel before anything is deleted (item 2); it is
+// written before a create and forgotten after a delete (item 3).
+describe('no record: only evidence a tenant cannot forge adopts (issue 39 item 1)', () => {
+  it("keepalived's 192.0.2.1:30443 stays keepalived's after the record is destroyed, though the port-only set holds 30443", async () => {
+    const first = await daemon();
+    await keepalived(first.ipvs, tcp('192.0.2.1', 30443));
+    const before = of(await first.table(), '192.0.2.1', 30443);
+    first.add(tenant(), tenantEps());
+    await first.run();
+    first.proxier.stop();
+    first.ipset.destroy(RECORD);
+    expect(first.ipset.members(SetName.NODE_PORT_TCP)).toContain('30443');
+
+    const again = await daemon(first);
+    again.add(tenant(), tenantEps());
+    await again.run();
+    expect(of(await again.table(), '192.0.2.1', 30443)).toEqual(before);
+    expect(again.opsOn('192.0.2.1')).toEqual([]);
+    expect(again.log).toContainEqual(
+      expect.stringMatching(
+        /virtual server TCP 192\.0\.2\.1:30443 is not kube-ipvs's .*no ownership record .*none of its real servers \(192\.0\.2\.6[01], 192\.0\.2\.6[01]\) is an endpoint/,
+      ),
+    );
+    expect(again.events).toEqual([expect.stringMatching(/^aaa\/np ForeignVirtualServer: .*TCP\/192\.0\.2\.1:30443/)]);
+    again.proxier.stop();
+  });
+
+  it("every set gone: a tenant's externalIP bound on kube-ipvs0 (another port) does not take keepalived's VIP:443", async () => {
+    const first = await daemon();
+    await keepalived(first.ipvs, tcp('198.51.100.100', 443));
+    const before = of(await first.table(), '198.51.100.100', 443);
+    const web = service('aaa', 'web', { clusterIP: '10.96.0.71', port: 80, externalIPs: ['198.51.100.100'] });
+    const tls = service('aaa', 'tls', { clusterIP: '10.96.0.72', port: 443, externalIPs: ['198.51.100.100'] });
+    first.add(web, slice('aaa', 'web', 8080, '10.244.7.71'));
+    first.add(tls, slice('aaa', 'tls', 8443, '10.244.7.72'));
+    await first.run();
+    expect(await first.bound()).toContain('198.51.100.100');
+    first.proxier.stop();
+
+    // `iptables -F -X; ipset destroy`: a kernel with no set at all
+    const again = await daemon({ ipvs: first.ipvs, link: first.link, ipset: new FakeIpset() });
+    again.add(web, slice('aaa', 'web', 8080, '10.244.7.71'));
+    again.add(tls, slice('aaa', 'tls', 8443, '10.244.7.72'));
+    await again.run();
+    expect(of(await again.table(), '198.51.100.100', 443)).toEqual(before);
+    // its own, bound and with its pod, is adopted
+    expect(of(await again.table(), '198.51.100.100', 80)).toEqual([
+      'TCP/198.51.100.100:80 -> 10.244.7.71:8080 w1',
+      'TCP/198.51.100.100:80 rr',
+    ]);
+    expect(again.events).toEqual([
+      expect.stringMatching(/^aaa\/tls ForeignVirtualServer: .*TCP\/198\.51\.100\.100:443/),
+    ]);
+    again.proxier.stop();
+  });
+
+  it('after kube-proxy: its NodePort with no real server (the scheduler the plan programs, the port in its set) is adopted', async () => {
+    const t = await daemon();
+    // kube-proxy's: the virtual server, and its port in the port-only set
+    await t.ipvs.apply({ kind: 'newService', vs: { ...tcp('192.0.2.1', 30444), scheduler: 'rr' } });
+    await t.ipset.restore('create KUBE-NODE-PORT-TCP bitmap:port range 0-65535\nadd KUBE-NODE-PORT-TCP 30444\n');
+    const local = service('aaa', 'local', { clusterIP: '10.96.0.73', port: 443, nodePort: 30444 });
+    t.add(local, slice('aaa', 'local', 8443, '10.244.7.73'));
+    await t.run();
+    expect(t.log.filter((l) => l.includes("is not kube-ipvs's"))).toEqual([]);
+    expect(t.proxier.refusedFrontends()).toEqual([]);
+    expect(of(await t.table(), '192.0.2.1', 30444)).toContain('TCP/192.0.2.1:30444 rr');
+    expect(t.ipset.members(RECORD)).toContain('192.0.2.1,tcp:30444');
+    t.proxier.stop();
+  });
+});
+
+describe('a stale record deletes nothing another program made since (issue 39 item 2)', () => {
+  it("kube-ipvs stopped; its NodePort's ip:port is keepalived's now: the next start leaves it, the record forgets it", async () => {
+    const first = await daemon();
+    first.add(tenant(), tenantEps());
+    await first.run();
+    first.proxier.stop();
+    expect([...first.ipset.members(RECORD)!]).toContain('192.0.2.1,tcp:30443');
+    // while kube-ipvs was away: the Service went, and keepalived took its ip:port
+    await first.ipvs.apply({ kind: 'delService', vs: tcp('192.0.2.1', 30443) });
+    await keepalived(first.ipvs, tcp('192.0.2.1', 30443));
+    const before = of(await first.table(), '192.0.2.1', 30443);
+
+    const again = await daemon(first);
+    await again.run();
+    expect(of(await again.table(), '192.0.2.1', 30443)).toEqual(before);
+    expect(again.opsOn('192.0.2.1')).toEqual([]);
+    expect(again.log).toContainEqual(
+      expect.stringMatching(
+        /record \(KUBE-IPVS-OWNED\) says it programmed rr\/0x0000\/0 there, and the kernel holds wlc/,
+      ),
+    );
+    expect(again.ipset.members(RECORD)).not.toContain('192.0.2.1,tcp:30443');
+    again.proxier.stop();
+  });
+
+  it('a record without comments (an earlier kube-ipvs) is taken at its word once, and rebuilt with them', async () => {
+    const first = await daemon();
+    first.add(tenant(), tenantEps());
+    await first.run();
+    first.proxier.stop();
+    const members = [...first.ipset.members(RECORD)!].sort();
+    first.ipset.destroy(RECORD);
+    await first.ipset.restore(
+      `create ${RECORD} hash:ip,port family inet hashsize 1024 maxelem 65536\n` +
+        members.map((m) => `add ${RECORD} ${m}`).join('\n') +
+        '\n',
+    );
+
+    const again = await daemon(first);
+    again.add(tenant(), tenantEps());
+    await again.run();
+    expect(again.results[0]).toMatchObject({ ipvsWrites: 0 });
+    const saved = (await again.ipset.save()).split('\n').filter((l) => l.includes(RECORD + ' '));
+    expect(saved).toEqual([
+      `create ${RECORD} hash:ip,port family inet hashsize 1024 maxelem 65536 comment bucketsize 12 initval 0x00000000`,
+      ...members.map((m) => `add ${RECORD} ${m} comment "rr/0x0000/0"`),
+    ]);
+    expect(again.ipset.has(`${RECORD}-NEW`)).toBe(false);
+    again.proxier.stop();
+  });
+});
+
+describe('the record is written before a create and forgotten after a delete (issue 39 item 3)', () => {
+  it('each create finds its member recorded; each delete has gone through before its member is forgotten', async () => {
+    const t = await daemon();
+    const seen: string[] = [];
+    const run = t.ipvs.run.bind(t.ipvs);
+    t.ipvs.run = async (ops) => {
+      const record = t.ipset.members(RECORD) ?? new Set();
+      for (const op of ops)
+        if (op.kind === 'newService')
+          seen.push(
+            `create ${op.vs.address}:${op.vs.port} recorded=${record.has(`${op.vs.address},tcp:${op.vs.port}`)}`,
+          );
+      return run(ops);
+    };
+    const restore = t.ipset.restore.bind(t.ipset);
+    t.ipset.restore = async (text) => {
+      for (const m of text.matchAll(/^del KUBE-IPVS-OWNED (\S+),tcp:(\d+)$/gm)) {
+        const there = (await t.ipvs.listAll()).some((e) => `${e.vs.address}` === m[1] && e.vs.port === Number(m[2]));
+        seen.push(`forget ${m[1]}:${m[2]} inKernel=${there}`);
+      }
+      return restore(text);
+    };
+    t.add(tenant(), tenantEps());
+    await t.run();
+    expect(seen.sort()).toEqual(['create 10.96.0.70:443 recorded=true', 'create 192.0.2.1:30443 recorded=true']);
+    seen.length = 0;
+    t.remove(tenant(), tenantEps());
+    await t.settle();
+    expect(seen.sort()).toEqual(['forget 10.96.0.70:443 inKernel=false', 'forget 192.0.2.1:30443 inKernel=false']);
+    expect([...(t.ipset.members(RECORD) ?? [])]).toEqual([]);
+    t.proxier.stop();
+  });
+
+  it('a scheduler change: the record names both states while the edit is in flight, then the new one', async () => {
+    const t = await daemon();
+    t.add(tenant(), tenantEps());
+    await t.run();
+    const during: string[] = [];
+    const run = t.ipvs.run.bind(t.ipvs);
+    t.ipvs.run = async (ops) => {
+      if (ops.some((op) => op.kind === 'setService')) {
+        const save = await t.ipset.save();
+        during.push(...save.split('\n').filter((l) => l.startsWith(`add ${RECORD} 10.96.0.70,tcp:443`)));
+      }
+      return run(ops);
+    };
+    const wlc = tenant();
+    wlc.metadata!.annotations = { [SCHEDULER_ANNOTATION]: 'wlc' };
+    t.services.onUpdate(tenant(), wlc);
+    t.proxier.sync();
+    await t.settle();
+    expect(during).toEqual([`add ${RECORD} 10.96.0.70,tcp:443 comment "rr/0x0000/0|wlc/0x0000/0"`]);
+    expect((await t.ipset.save()).split('\n').filter((l) => l.startsWith(`add ${RECORD} 10.96.0.70,tcp:443`))).toEqual([
+      `add ${RECORD} 10.96.0.70,tcp:443 comment "wlc/0x0000/0"`,
+    ]);
+    t.proxier.stop();
+  });
+
+  it('a record that cannot be written: no virtual server is created, the sync fails loudly and is retried', async () => {
+    const t = await daemon();
+    const restore = t.ipset.restore.bind(t.ipset);
+    let refuse = true;
+    t.ipset.restore = async (text) => {
+      if (refuse && text.includes(RECORD))
+        throw new ExecError('ipset restore -exist', 1, 'ipset v7.17: Kernel error\n');
+      return restore(text);
+    };
+    t.add(tenant(), tenantEps());
+    await t.start();
+    expect(await t.ipvs.listAll()).toEqual([]);
+    expect(t.log).toContainEqual(
+      expect.stringMatching(
+        /^error sync failed, .*could not write ownership record KUBE-IPVS-OWNED: .*no virtual server is created or changed until it can be written/,
+      ),
+    );
+    refuse = false;
+    await t.settle(60_000);
+    expect((await t.ipvs.listAll()).map((e) => `${e.vs.address}:${e.vs.port}`).sort()).toEqual([
+      '10.96.0.70:443',
+      '192.0.2.1:30443',
     ]);
     t.proxier.stop();
   });

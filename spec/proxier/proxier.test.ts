@@ -94,8 +94,9 @@ describe('Proxier over the kernel fakes', () => {
     t.slices.onAdd(endpoints('api', '10.244.2.2'));
     await t.start();
     // 2 VS + 3 RS; kube-ipvs0 created (lookup, add, lookup) + 2 address dumps + 2 binds;
-    // ipset: the netlink read (no exec) + one restore; iptables: save nat + save filter + one restore
-    expect(last(t.results)).toEqual({ full: true, ipvsWrites: 5, ipvsFailures: 0, execs: 4, linkOps: 7 });
+    // ipset: the netlink read (no exec) + one restore, and the ownership record's one write (its
+    // create and members, before the IPVS creates); iptables: save nat + save filter + one restore
+    expect(last(t.results)).toEqual({ full: true, ipvsWrites: 5, ipvsFailures: 0, execs: 5, linkOps: 7 });
     expect(formatRestore(await t.ipvs.listAll())).toEqual([
       '-A -t 10.96.0.10:80 -s rr',
       '-a -t 10.96.0.10:80 -r 10.244.1.2:8080 -m -w 1',
@@ -123,10 +124,12 @@ describe('Proxier over the kernel fakes', () => {
     expect(last(t.results)).toEqual({ full: false, ipvsWrites: 2, ipvsFailures: 0, execs: 0, linkOps: 0 });
     expect(formatRestore(await t.ipvs.listAll())).toContain('-a -t 10.96.0.10:80 -r 10.244.1.3:8080 -m -w 0');
 
-    // one Service added: VS + RS, one bind, one ipset restore (CLUSTER-IP and IPVS-IPS members)
+    // one Service added: VS + RS, one bind, one ipset restore (CLUSTER-IP and IPVS-IPS members),
+    // and the record's member written before the create
     t.addService(clusterIP('db', '10.96.0.12'), endpoints('db', '10.244.3.2'));
     await t.settle();
-    expect(last(t.results)).toEqual({ full: false, ipvsWrites: 2, ipvsFailures: 0, execs: 1, linkOps: 1 });
+    expect(last(t.results)).toEqual({ full: false, ipvsWrites: 2, ipvsFailures: 0, execs: 2, linkOps: 1 });
+    expect(t.ipset.restores.at(-1)).toBe('add KUBE-IPVS-OWNED 10.96.0.12,tcp:80 comment "rr/0x0000/0"\n');
   });
 
   it('a no-change full sync starts no ipset process: the sets are read over netlink (issue 9)', async () => {
@@ -173,8 +176,9 @@ describe('Proxier over the kernel fakes', () => {
       }),
     );
     await start();
-    // one netlink read (no exec) serves both families: 2 restores; per family 2 iptables-save + 1 restore
-    expect(results[0]).toMatchObject({ full: true, ipvsWrites: 4, ipvsFailures: 0, execs: 8 });
+    // one netlink read (no exec) serves both families: 2 restores, and one record write for both
+    // (one Ipset); per family 2 iptables-save + 1 restore
+    expect(results[0]).toMatchObject({ full: true, ipvsWrites: 4, ipvsFailures: 0, execs: 9 });
     expect({ saves: ipset.saves, lists: ipset.lists }).toEqual({ saves: 0, lists: 1 });
     expect(formatRestore(await ipvs.listAll())).toEqual([
       '-A -t 10.96.0.10:80 -s rr',

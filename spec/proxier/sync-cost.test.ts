@@ -69,8 +69,9 @@ describe('SyncResult.phasesMs', () => {
     await t.settle(100);
     const r = t.proxier.lastResult!;
     expect(r.full).toBe(true);
-    // IPVS 0-7 ms, binds 7-10 ms; ipsets 0-11 ms, then iptables 11-24 ms: the sync waited 14 ms for them
-    expect(r.phasesMs).toMatchObject({ ipvsWrite: 7, addresses: 3, ipsets: 11, iptables: 13, netfilterWait: 14 });
+    // the ownership record's write 0-11 ms (the creates' members, before them), IPVS 11-18 ms,
+    // binds 18-21 ms; ipsets 0-11 ms, then iptables 11-24 ms: the sync waited 3 ms for them
+    expect(r.phasesMs).toMatchObject({ ipvsWrite: 18, addresses: 3, ipsets: 11, iptables: 13, netfilterWait: 3 });
     expect(Object.keys(r.phasesMs).sort()).toEqual([
       'addresses',
       'draining',
@@ -125,14 +126,15 @@ describe('SyncResult.phasesMs', () => {
     await t.settle(100);
     const r = t.proxier.lastResult!;
     expect(r.full).toBe(true);
-    // read 0-30 ms; then ipsets 30-41, iptables 41-54 beside IPVS 30-37 and binds 37-40
+    // read 0-30 ms; then ipsets 30-41, iptables 41-54 beside the record's write 30-41, IPVS
+    // 41-48 and binds 48-51
     expect(r.phasesMs).toMatchObject({
       ipvsRead: 30,
       ipsets: 11,
       iptables: 13,
-      ipvsWrite: 7,
+      ipvsWrite: 18,
       addresses: 3,
-      netfilterWait: 14,
+      netfilterWait: 3,
     });
     expect(laps(r)).toBe(r.durationMs);
     expect(r.durationMs).toBe(54);
@@ -159,17 +161,27 @@ describe('SyncResult.phasesMs', () => {
 });
 
 describe('the ipset and iptables restores beside the IPVS writes', () => {
-  /** Holds every ipset restore until release(); records the order of the kernel calls. */
+  /**
+   * Holds every ipset restore of the netfilter sync until release() (the ownership record's
+   * writes, which come before the IPVS ops they record, go through); records the order of the
+   * kernel calls.
+   */
   async function heldIpsets() {
     const t = await proxierOverFakes();
     const calls: string[] = [];
     let release!: () => void;
     const held = new Promise<void>((r) => (release = r));
-    around(t.ipset, 'restore', async (name) => {
-      calls.push(`${name} start`);
+    const restore = t.ipset.restore.bind(t.ipset);
+    t.ipset.restore = async (text: string) => {
+      if (/^(create|add|del) KUBE-IPVS-OWNED /.test(text)) {
+        calls.push('record');
+        return restore(text);
+      }
+      calls.push('restore start');
       await held;
-      calls.push(`${name} end`);
-    });
+      calls.push('restore end');
+      return restore(text);
+    };
     for (const [o, m] of [
       [t.ipvs, 'run'],
       [t.link, 'addAddresses'],
@@ -184,12 +196,13 @@ describe('the ipset and iptables restores beside the IPVS writes', () => {
     const { t, calls, release } = await heldIpsets();
     t.add(web, webSlice('10.244.1.2'));
     await begin(t);
-    // the IPVS writes and the binds went on while the restore was held; iptables waits
-    expect(calls).toEqual(['restore start', 'run', 'addAddresses']);
+    // the record's write, the IPVS writes and the binds went on while the restore was held;
+    // iptables waits
+    expect(calls).toEqual(['restore start', 'record', 'run', 'addAddresses']);
     expect(t.proxier.lastResult).toBeUndefined();
     release();
     await t.settle();
-    expect(calls).toEqual(['restore start', 'run', 'addAddresses', 'restore end', 'restore']);
+    expect(calls).toEqual(['restore start', 'record', 'run', 'addAddresses', 'restore end', 'restore']);
     expect(t.proxier.lastResult).toMatchObject({ full: true, ipvsFailures: 0 });
     expect((await t.ipset.observe()).get('KUBE-CLUSTER-IP')!.members).toEqual(new Set(['10.96.0.10,tcp:80']));
   });
@@ -200,12 +213,12 @@ describe('the ipset and iptables restores beside the IPVS writes', () => {
     t.ipvs.run = () => Promise.reject(new Error('socket closed'));
     t.add(web, webSlice('10.244.1.2'));
     await begin(t);
-    expect(calls).toEqual(['restore start']);
+    expect(calls).toEqual(['restore start', 'record']);
     expect(t.proxier.lastResult).toBeUndefined(); // still waiting for the restore
     release();
     await t.settle();
     // iptables depends on the plan alone: it is restored after the ipsets all the same
-    expect(calls).toEqual(['restore start', 'restore end', 'restore']);
+    expect(calls).toEqual(['restore start', 'record', 'restore end', 'restore']);
     expect(t.proxier.lastResult).toMatchObject({ full: true });
     expect(t.proxier.lastResult!.phasesMs.ipvsWrite).toBeUndefined();
     // the retry (a full sync after the backoff) programs the IPVS side; the sets and rules
@@ -213,7 +226,8 @@ describe('the ipset and iptables restores beside the IPVS writes', () => {
     t.ipvs.run = run;
     await t.settle(5_000);
     expect(t.proxier.lastResult).toMatchObject({ full: true, ipvsFailures: 0 });
-    expect(calls.slice(3)).toEqual(['run', 'addAddresses']);
+    // (the record already names the virtual server: no write before the create)
+    expect(calls.slice(4)).toEqual(['run', 'addAddresses']);
     expect((await t.ipvs.listAll()).map((e) => e.vs.address)).toEqual(['10.96.0.10']);
   });
 });

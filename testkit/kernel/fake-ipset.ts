@@ -15,8 +15,10 @@
  * a kernel refusal (already added / not added) keeps the elements before it.
  * A hash:ip,port,net network with a /0 prefix passes the tool and is refused by the kernel
  * (a kernel refusal); a prefix beyond 32/128 is a syntax error.
- * Not emulated: hash:ip CIDR/range expansion, timeouts, comments, counters, maxelem/hashsize
- * limits, other set types (refused as unknown).
+ * Comments (a set created with `comment`: `add S M comment "x"`, updated by an -exist add,
+ * printed by save), maxelem (an add beyond it: "Hash is full"), and `swap` (same type and family).
+ * Not emulated: hash:ip CIDR/range expansion, timeouts, counters, hashsize limits, other set
+ * types (refused as unknown).
  */
 import { isIPv4, isIPv6 } from 'node:net';
 import { ExecError } from '../../lib/errors';
@@ -43,7 +45,10 @@ interface FakeSet {
   readonly type: IpsetType;
   readonly family?: IpFamily;
   readonly options: string;
-  readonly members: Set<string>;
+  members: Set<string>;
+  /** created with `comment`: member -> comment ('' for none) */
+  comments?: Map<string, string>;
+  maxelem: number;
 }
 
 /** A refusal: `line` false = ipset prints no line number for it (bitmap port parsing). */
@@ -85,6 +90,9 @@ export class FakeIpset implements IpsetRunner, Ipset {
   invalidate(): void {
     this.sync_.invalidate();
   }
+  write(text: string): Promise<number> {
+    return this.sync_.write(text);
+  }
 
   // ---- IpsetRunner ----
   async save(): Promise<string> {
@@ -92,7 +100,10 @@ export class FakeIpset implements IpsetRunner, Ipset {
     const out: string[] = [];
     for (const s of this.sets.values()) {
       out.push(`create ${s.name} ${s.type} ${s.options}`);
-      for (const m of s.members) out.push(`add ${s.name} ${m}`);
+      for (const m of s.members) {
+        const c = s.comments?.get(m);
+        out.push(`add ${s.name} ${m}${c ? ` comment "${c}"` : ''}`);
+      }
     }
     return out.join('\n') + (out.length ? '\n' : '');
   }
@@ -112,6 +123,7 @@ export class FakeIpset implements IpsetRunner, Ipset {
         ...(s.family ? { family: s.family } : {}),
         options: s.options,
         members: new Set(s.members),
+        ...(s.comments ? { comments: new Map(s.comments) } : {}),
       });
     }
     return out;
@@ -147,14 +159,15 @@ export class FakeIpset implements IpsetRunner, Ipset {
   applyRestore(text: string, exist: boolean): void {
     this.restores.push(text);
     const cmd = `ipset restore${exist ? ' -exist' : ''}`;
-    let batch: { set: FakeSet; verb: 'add' | 'del'; entries: { entry: string; line: number }[] } | undefined;
+    let batch:
+      { set: FakeSet; verb: 'add' | 'del'; entries: { entry: string; comment?: string; line: number }[] } | undefined;
     const send = (): void => {
       if (!batch) return;
       const b = batch;
       batch = undefined;
-      for (const { entry, line } of b.entries) {
+      for (const { entry, comment, line } of b.entries) {
         try {
-          this.applyElement(b.set, b.verb, entry, exist);
+          this.applyElement(b.set, b.verb, entry, exist, comment);
         } catch (e) {
           if (e instanceof Refusal) throw fail(cmd, e, line);
           throw e;
@@ -174,15 +187,17 @@ export class FakeIpset implements IpsetRunner, Ipset {
           const set = this.sets.get(name ?? '');
           if (!set) throw new Refusal('The set with the given name does not exist');
           const entry = parseEntry(set, words[2] ?? '');
+          const comment = parseComment(set, verb, words.slice(3));
           if (!batch || batch.set !== set || batch.verb !== verb) {
             send();
             batch = { set, verb, entries: [] };
           }
-          batch.entries.push({ entry, line: lineNo });
+          batch.entries.push({ entry, ...(comment !== undefined ? { comment } : {}), line: lineNo });
           continue;
         }
         send();
         if (verb === 'create') this.create(words.slice(1), exist);
+        else if (verb === 'swap' || verb === 'w') this.swap(name, words[2]);
         else if (verb === 'destroy' || verb === 'x') this.destroyOne(name);
         else if (verb === 'flush') this.flushOne(name);
         else throw new Refusal(`No command specified: unknown argument ${verb}`, 2, false);
@@ -259,11 +274,33 @@ export class FakeIpset implements IpsetRunner, Ipset {
         throw new Refusal('Set cannot be created: set with the same name already exists');
       return;
     }
+    const commented = opts.includes('comment');
+    const maxelem = type === 'bitmap:port' ? 65536 : optNum(opts, 'maxelem', 65536);
+    // the order ipset save prints (lib/netlink/ipset-codec.ts formatOptions, pinned in the VM)
     const options =
       type === 'bitmap:port'
-        ? `range ${opts[opts.indexOf('range') + 1] ?? ''}`
-        : `family ${familyKeyword(family!)} hashsize ${optNum(opts, 'hashsize', 1024)} maxelem ${optNum(opts, 'maxelem', 65536)} bucketsize 12 initval 0x00000000`;
-    this.sets.set(name, { name, type: type as IpsetType, ...(family ? { family } : {}), options, members: new Set() });
+        ? `range ${opts[opts.indexOf('range') + 1] ?? ''}${commented ? ' comment' : ''}`
+        : `family ${familyKeyword(family!)} hashsize ${optNum(opts, 'hashsize', 1024)} maxelem ${maxelem}${commented ? ' comment' : ''} bucketsize 12 initval 0x00000000`;
+    this.sets.set(name, {
+      name,
+      type: type as IpsetType,
+      ...(family ? { family } : {}),
+      options,
+      members: new Set(),
+      ...(commented ? { comments: new Map() } : {}),
+      maxelem,
+    });
+  }
+
+  /** `swap A B`: the two sets exchange their contents (and create options), as the kernel does. */
+  private swap(a: string | undefined, b: string | undefined): void {
+    const x = this.sets.get(a ?? '');
+    const y = this.sets.get(b ?? '');
+    if (!x || !y) throw new Refusal('The set with the given name does not exist');
+    if (x.type !== y.type || x.family !== y.family)
+      throw new Refusal('The sets cannot be swapped: their type does not match');
+    this.sets.set(x.name, { ...y, name: x.name });
+    this.sets.set(y.name, { ...x, name: y.name });
   }
 
   private destroyOne(name: string | undefined): void {
@@ -278,25 +315,34 @@ export class FakeIpset implements IpsetRunner, Ipset {
 
   private flushOne(name: string | undefined): void {
     if (name === undefined) {
-      for (const s of this.sets.values()) s.members.clear();
+      for (const s of this.sets.values()) {
+        s.members.clear();
+        s.comments?.clear();
+      }
       return;
     }
     const s = this.sets.get(name);
     if (!s) throw new Refusal('The set with the given name does not exist');
     s.members.clear();
+    s.comments?.clear();
   }
 
-  private applyElement(set: FakeSet, verb: 'add' | 'del', entry: string, exist: boolean): void {
+  private applyElement(set: FakeSet, verb: 'add' | 'del', entry: string, exist: boolean, comment?: string): void {
     if (set.type === 'hash:ip,port,net' && entry.endsWith('/0')) {
       throw new Refusal('The value of the CIDR parameter of the IP address is invalid');
     }
     if (verb === 'add') {
       if (set.members.has(entry) && !exist) throw new Refusal("Element cannot be added to the set: it's already added");
+      if (!set.members.has(entry) && set.members.size >= set.maxelem)
+        throw new Refusal('Hash is full, cannot add more elements');
       set.members.add(entry);
+      // an -exist add replaces the comment (none given: none kept), as the kernel's overwrite does
+      set.comments?.set(entry, comment ?? '');
     } else {
       if (!set.members.has(entry) && !exist)
         throw new Refusal("Element cannot be deleted from the set: it's not added");
       set.members.delete(entry);
+      set.comments?.delete(entry);
     }
   }
 }
@@ -370,6 +416,15 @@ function expand6(ip: string): number[] {
   const t = tail ? tail.split(':') : [];
   const mid = tail === undefined ? [] : Array(8 - h.length - t.length).fill('0');
   return [...h, ...mid, ...t].map((x) => parseInt(x, 16));
+}
+
+/** The `comment "x"` after an add's entry (undefined: none); refused for a set without comments. */
+function parseComment(set: FakeSet, verb: 'add' | 'del', words: readonly string[]): string | undefined {
+  if (words.length === 0) return undefined;
+  if (words[0] !== 'comment' || words.length !== 2 || verb !== 'add')
+    throw new Refusal(`Syntax error: Unknown argument: '${words[0]}'`);
+  if (!set.comments) throw new Refusal('Comment extension is not enabled for the set');
+  return words[1]!.replace(/^"(.*)"$/, '$1');
 }
 
 /** Validates an entry for the set's type and returns it in ipset's spelling. */

@@ -73,6 +73,11 @@ export class IpsetSync implements Ipset {
     return { state, execs };
   }
 
+  async write(text: string): Promise<number> {
+    await this.runner.restore(text);
+    return 1;
+  }
+
   invalidate(): void {
     this.known = undefined;
     this.quarantine.clear();

@@ -21,7 +21,14 @@ export function formatCreate(name: string, type: IpsetType, family: IpFamily): s
 export function parseIpsetSave(text: string): Map<string, ObservedSet> {
   const sets = new Map<
     string,
-    { name: string; type: string; family?: IpFamily; options: string; members: Set<string> }
+    {
+      name: string;
+      type: string;
+      family?: IpFamily;
+      options: string;
+      members: Set<string>;
+      comments?: Map<string, string>;
+    }
   >();
   for (const raw of text.split('\n')) {
     const line = raw.trim();
@@ -31,7 +38,14 @@ export function parseIpsetSave(text: string): Map<string, ObservedSet> {
       const fi = opts.indexOf('family');
       const fam = fi >= 0 ? opts[fi + 1] : undefined;
       const family: IpFamily | undefined = fam === 'inet' ? 'ipv4' : fam === 'inet6' ? 'ipv6' : undefined;
-      sets.set(name, { name, type, ...(family ? { family } : {}), options: opts.join(' '), members: new Set() });
+      sets.set(name, {
+        name,
+        type,
+        ...(family ? { family } : {}),
+        options: opts.join(' '),
+        members: new Set(),
+        ...(opts.includes('comment') ? { comments: new Map() } : {}),
+      });
     } else if (line.startsWith('add ')) {
       // "add NAME ENTRY [timeout N] [comment ...]": the entry is the third token
       const sp1 = line.indexOf(' ', 4);
@@ -39,7 +53,11 @@ export function parseIpsetSave(text: string): Map<string, ObservedSet> {
       const name = line.slice(4, sp1);
       const rest = line.slice(sp1 + 1);
       const sp2 = rest.indexOf(' ');
-      sets.get(name)?.members.add(sp2 < 0 ? rest : rest.slice(0, sp2));
+      const set = sets.get(name);
+      const member = sp2 < 0 ? rest : rest.slice(0, sp2);
+      set?.members.add(member);
+      // ipset prints a comment last, quoted: `comment "rr/0x0000/0"`
+      if (set?.comments) set.comments.set(member, /\scomment "([^"]*)"$/.exec(rest)?.[1] ?? '');
     }
   }
   return sets;
@@ -51,7 +69,10 @@ export function formatIpsetState(state: IpsetState): string {
   for (const name of [...state.keys()].sort()) {
     const s = state.get(name)!;
     out.push(`create ${name} ${s.type}${s.family ? ` family ${familyKeyword(s.family)}` : ''}`);
-    for (const m of [...s.members].sort()) out.push(`add ${name} ${m}`);
+    for (const m of [...s.members].sort()) {
+      const c = s.comments?.get(m);
+      out.push(`add ${name} ${m}${c ? ` comment "${c}"` : ''}`);
+    }
   }
   return out.join('\n') + (out.length ? '\n' : '');
 }

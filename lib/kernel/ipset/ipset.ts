@@ -19,6 +19,8 @@ export interface ObservedSet {
   readonly options: string;
   /** in ipset's own spelling (lower-case proto, canonical IPv6) */
   readonly members: ReadonlySet<string>;
+  /** a set created with `comment`: each member's comment ('' when it has none) */
+  readonly comments?: ReadonlyMap<string, string>;
 }
 
 /** Every set in the kernel, by name. */
@@ -76,6 +78,11 @@ export interface Ipset {
   /** observe(), saying how many processes it started (0 when the runner listed over netlink) */
   observeCounted(): Promise<IpsetObservation>;
   sync(desired: DesiredIpsets): Promise<IpsetSyncResult>;
+  /**
+   * One `ipset restore -exist` of text written outside `sync`, for sets `sync` is never given
+   * (kube-ipvs's ownership record); resolves to the processes started (1). Throws ExecError.
+   */
+  write(text: string): Promise<number>;
   /** Forget what was applied and what was quarantined: the next sync starts with
    * `observe()` and retries every line (after a failure, or when someone else may have
    * changed the sets). */

@@ -351,7 +351,7 @@ describe('Ipset deltas (FakeIpset)', () => {
     const first = await fake.sync(desired);
     expect(first.execs).toBe(1);
     expect(fake.restores.length).toBe(1);
-    expect(first.created.length).toBe(18);
+    expect(first.created.length).toBe(17);
     expect(fake.members('KUBE-CLUSTER-IP')!.size).toBe(300);
     expect((await fake.sync(planIpsets('ipv4', members))).execs).toBe(0);
     expect(fake.restores.length).toBe(1);
