@@ -251,7 +251,7 @@ describe('foreign IPVS state under the real daemon (issue 18)', () => {
     // (and in kube-ipvs's own record of what it programmed, which the refused :443 is not in)
     expect(setLines('192.0.2.100,tcp:8443')).toEqual([
       'add KUBE-EXTERNAL-IP 192.0.2.100,tcp:8443',
-      'add KUBE-IPVS-OWNED 192.0.2.100,tcp:8443',
+      'add KUBE-IPVS-OWNED 192.0.2.100,tcp:8443 comment "rr/0x0000/0"',
     ]);
     // kube-dns keeps its ClusterIP: grab's endpoint is not on it
     expect(rules.filter((l) => l.includes('10.244.9.9'))).toEqual(['-a -u 10.96.0.30:53 -r 10.244.9.9:5353 -m -w 1']);
@@ -308,7 +308,7 @@ describe('foreign IPVS state under the real daemon (issue 18)', () => {
     ]);
     expect(setLines('192.0.2.100,tcp:443')).toEqual([
       'add KUBE-EXTERNAL-IP 192.0.2.100,tcp:443',
-      'add KUBE-IPVS-OWNED 192.0.2.100,tcp:443',
+      'add KUBE-IPVS-OWNED 192.0.2.100,tcp:443 comment "rr/0x0000/0"',
     ]);
     // the excluded one is still foreign, byte-identical
     expect(foreignLines().filter((l) => l.includes('203.0.113.200'))).toEqual(

@@ -140,7 +140,7 @@ describe('keepalived across a restart of the real daemon (issue 25 item 1)', () 
     );
     expect(setLines('KUBE-NODE-PORT-TCP')).toEqual(['add KUBE-NODE-PORT-TCP 30443']);
     // 192.0.2.1:30443 was refused as foreign: not in the record
-    expect(setLines('KUBE-IPVS-OWNED')).toEqual(['add KUBE-IPVS-OWNED 10.96.0.70,tcp:443']);
+    expect(setLines('KUBE-IPVS-OWNED')).toEqual(['add KUBE-IPVS-OWNED 10.96.0.70,tcp:443 comment "rr/0x0000/0"']);
     expect(
       daemon.lines
         .map((l) => String(l.message))
@@ -206,6 +206,6 @@ describe('keepalived across a restart of the real daemon (issue 25 item 1)', () 
     // keepalived's addresses are not on kube-ipvs0: still foreign, still byte-identical
     expect(foreignLines()).toEqual(before);
     // and the record now names the adopted frontend
-    expect(setLines('KUBE-IPVS-OWNED')).toEqual(['add KUBE-IPVS-OWNED 10.96.0.70,tcp:443']);
+    expect(setLines('KUBE-IPVS-OWNED')).toEqual(['add KUBE-IPVS-OWNED 10.96.0.70,tcp:443 comment "rr/0x0000/0"']);
   }, 600_000);
 });

@@ -89,14 +89,17 @@ describe.each<['nft' | 'legacy']>([['nft'], ['legacy']])(
         LOAD_BALANCER_FW: [entryIpPort(LB_IP, 'tcp', 80)],
         LOAD_BALANCER_SOURCE_CIDR: [entryIpPortNet(LB_IP, 'tcp', 80, '192.0.2.0/24')],
         IPVS_IPS: [entryIp(CLUSTER_IP), entryIp(LB_IP)],
-        // the daemon records every frontend it programs; with a record, cleanup trusts nothing else
-        IPVS_OWNED: [
-          entryIpPort(CLUSTER_IP, 'tcp', 80),
-          entryIpPort(LB_IP, 'tcp', 80),
-          entryIpPort(NODE_IP, 'tcp', NODE_PORT),
-        ],
       });
       await createIpset().sync(sets);
+      // the daemon records every frontend it programs (proxier/ownership-record.ts); with a
+      // record, cleanup trusts nothing else
+      await createIpset().write(
+        'create KUBE-IPVS-OWNED hash:ip,port family inet hashsize 1024 maxelem 65536 comment\n' +
+          [entryIpPort(CLUSTER_IP, 'tcp', 80), entryIpPort(LB_IP, 'tcp', 80), entryIpPort(NODE_IP, 'tcp', NODE_PORT)]
+            .map((m) => `add KUBE-IPVS-OWNED ${m} comment "rr/0x0000/0"`)
+            .join('\n') +
+          '\n',
+      );
       await createIptables({ family: 'ipv4', backend }).sync(
         planIptables({
           family: 'ipv4',

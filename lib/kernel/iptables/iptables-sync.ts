@@ -124,6 +124,12 @@ export class IptablesSync implements Iptables {
   /** the jump rules are known to be in place */
   private jumpsChecked = false;
   /**
+   * kube-proxy's iptables-mode leftovers were looked for in tables read and none remain (none
+   * found, or removed): never looked for again in this daemon's life. A chain by such a name made
+   * later is another program's (every sync would delete it 30 s after it appeared).
+   */
+  private leftoversSettled = false;
+  /**
    * The nf_tables generation at which the kernel was proven to hold exactly `lastText` and
    * the jumps of `verifiedJumps`: recorded after a verify whose saves saw no drift and no
    * commit by anyone while they ran, or after our own restore when the generation moved by
@@ -236,10 +242,12 @@ export class IptablesSync implements Iptables {
         const save = await this.runner.save(table);
         const rules = parseSaveRules(save);
         existing.set(table, rules);
-        leftovers.push(...iptablesModeLeftovers(plan, table, save, rules));
+        if (!this.leftoversSettled) leftovers.push(...iptablesModeLeftovers(plan, table, save, rules));
         // drift matters only for text we believe is in place; a changed text is written anyway
         if (opts.verify && unchanged) repaired.push(...chainDrift(plan, table, save, rules));
       }
+      // looked for in every table: settled unless a removal is still to go through
+      if (leftovers.length === 0 && TABLES.every((t) => existing.has(t))) this.leftoversSettled = true;
       missing = plan.jumps.filter((j) => {
         const want = joinTokens(tokenize(jumpRuleSpec(j)));
         return !(existing.get(j.table)?.get(j.from) ?? []).includes(want);
@@ -338,8 +346,19 @@ export class IptablesSync implements Iptables {
         removed: lines,
       },
     );
+    this.leftoversSettled = true;
     return { leftoversRemoved: lines };
   }
+}
+
+/** A rule kube-proxy's iptables mode writes: commented, or a bare jump to one of its chains. */
+function isIptablesModeRule(table: Table, rule: string): boolean {
+  if (rule.includes('--comment ')) return true;
+  const target = /(?:^| )-j (\S+)/.exec(rule)?.[1];
+  return (
+    target !== undefined &&
+    (isIptablesModeChain(table, target) || target === 'KUBE-MARK-MASQ' || target === 'KUBE-MARK-DROP')
+  );
 }
 
 /** restore lines of one table */
@@ -360,7 +379,11 @@ function iptablesModeLeftovers(
   rules: ReadonlyMap<string, readonly string[]>,
 ): TableLines[] {
   const { lines, kept } = planChainRemoval(save, {
-    remove: (c) => isIptablesModeChain(table, c),
+    // by name and by kube-proxy's own rules: it comments every rule of its iptables mode
+    // ("ns/svc:port has no endpoints", "... -> 10.244.1.2:8080") but the bare jumps between its
+    // own chains (KUBE-EXT-X -j KUBE-SVC-X); a chain by that name with another rule is another
+    // program's
+    remove: (c) => isIptablesModeChain(table, c) && (rules.get(c) ?? []).every((r) => isIptablesModeRule(table, r)),
     alsoDelete: isIptablesModeFirewallJump,
     rewritten: new Set(plan[table].chains),
   });

@@ -69,22 +69,34 @@ describe("kube-proxy's iptables-mode leftovers at the first sync", () => {
     expect(r.leftoversRemoved).toBeUndefined();
   });
 
-  it('found by a later verify (tables read then): removed without rewriting ours', async () => {
+  it('looked for once (issue 39 item 4): chains by those names that appear after the first sync are left alone', async () => {
     const ipt = await node(FOREIGN);
     await ipt.sync(plan);
-    const ours = await ipt.save('nat');
-    await ipt.restore(
-      '*filter\n:KUBE-SERVICES - [0:0]\n-A OUTPUT -m conntrack --ctstate NEW -m comment --comment "kubernetes service portals" -j KUBE-SERVICES\n-A KUBE-SERVICES -d 10.96.0.20/32 -p tcp -m tcp --dport 80 -j REJECT --reject-with icmp-port-unreachable\nCOMMIT\n',
-    );
-    const r = await ipt.sync(plan, { verify: true });
-    expect(r).toMatchObject({ execs: 3, wrote: false, repaired: [] });
-    expect(r.leftoversRemoved).toEqual([
-      'filter -D OUTPUT -m conntrack --ctstate NEW -m comment --comment "kubernetes service portals" -j KUBE-SERVICES',
-      'filter -F KUBE-SERVICES',
-      'filter -X KUBE-SERVICES',
-    ]);
-    expect(await ipt.save('nat')).toBe(ours);
-    expect(await ipt.save('filter')).not.toMatch(/KUBE-SERVICES/);
+    const later =
+      '*filter\n:KUBE-SERVICES - [0:0]\n-A OUTPUT -m conntrack --ctstate NEW -m comment --comment "kubernetes service portals" -j KUBE-SERVICES\n-A KUBE-SERVICES -d 10.96.0.20/32 -p tcp -m comment --comment "default/web:http has no endpoints" -m tcp --dport 80 -j REJECT --reject-with icmp-port-unreachable\nCOMMIT\n' +
+      '*nat\n:KUBE-EXT-TOOL - [0:0]\n-A KUBE-EXT-TOOL -p tcp -m comment --comment "x" -j DNAT --to-destination 10.1.2.3:80\nCOMMIT\n';
+    await ipt.restore(later);
+    const filter = await ipt.save('filter');
+    const nat = await ipt.save('nat');
+    for (let i = 0; i < 3; i++) {
+      const r = await ipt.sync(plan, { verify: true });
+      expect(r).toMatchObject({ execs: 2, wrote: false, repaired: [] });
+      expect(r.leftoversRemoved).toBeUndefined();
+    }
+    expect(await ipt.save('filter')).toBe(filter);
+    expect(await ipt.save('nat')).toBe(nat);
+  });
+
+  it("a chain by such a name with a rule kube-proxy did not write (no comment) is another program's: it and its jump stay", async () => {
+    const tool =
+      '*filter\n:KUBE-SERVICES - [0:0]\n-A INPUT -j KUBE-SERVICES\n-A KUBE-SERVICES -s 203.0.113.0/24 -j DROP\nCOMMIT\n' +
+      '*nat\n:KUBE-EXT-TOOL - [0:0]\n-A PREROUTING -j KUBE-EXT-TOOL\n-A KUBE-EXT-TOOL -p tcp -j DNAT --to-destination 10.1.2.3:80\nCOMMIT\n';
+    const ipt = await node(FOREIGN, tool);
+    const r = await ipt.sync(plan);
+    expect(r.leftoversRemoved).toBeUndefined();
+    expect(await ipt.save('filter')).toContain('-A KUBE-SERVICES -s 203.0.113.0/24 -j DROP');
+    expect(await ipt.save('filter')).toContain('-A INPUT -j KUBE-SERVICES');
+    expect(await ipt.save('nat')).toContain('-A KUBE-EXT-TOOL -p tcp -j DNAT --to-destination 10.1.2.3:80');
   });
 
   it('a chain a foreign chain still jumps to is flushed, kept, and not touched again', async () => {

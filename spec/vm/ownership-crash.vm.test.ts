@@ -1,0 +1,178 @@
+// The ownership record under a crash at every step of a sync (issue 39 item 3), inside the VM:
+// the real daemon, the real kernel, killed by SIGKILL just before each ordered kernel write of
+// its first sync after a change (KUBE_IPVS_FAULT_KILL_AT=N, lib/proxier/fault-points.ts), then
+// started again. Whatever step it died at, the restart must take back every virtual server it
+// made (none refused as foreign, its own NodePort not stranded) and converge: the record is
+// written before a create and forgotten after a delete, so it is always true of the kernel.
+//
+// The change: Service a (ClusterIP + NodePort) goes from rr to wlc (an edit), b is deleted, c is
+// new. This node: 192.0.2.1/24 on a dummy link `node0` (its one NodePort address).
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { join } from 'node:path';
+import { e2eProxyConfig, LoggedProcess, LogLine, startFixtureApiServer, startKubeIpvs } from '../../testkit/processes';
+import { ip, run, tryRun } from '../../testkit/netns';
+
+const API_PORT = 16447;
+const NODE = 'node-a';
+const MAIN = join(__dirname, '..', '..', 'lib', 'cli', 'main.js');
+
+type Obj = Record<string, unknown>;
+const node: Obj = {
+  apiVersion: 'v1',
+  kind: 'Node',
+  metadata: { name: NODE, uid: 'uid-node-a', labels: { 'kubernetes.io/hostname': NODE } },
+  spec: { podCIDR: '10.244.0.0/24', podCIDRs: ['10.244.0.0/24'] },
+  status: { addresses: [{ type: 'InternalIP', address: '192.0.2.1' }] },
+};
+function service(name: string, clusterIP: string, nodePort?: number, scheduler?: string): Obj {
+  return {
+    apiVersion: 'v1',
+    kind: 'Service',
+    metadata: {
+      namespace: 'default',
+      name,
+      uid: `uid-${name}`,
+      ...(scheduler ? { annotations: { 'kube-ipvs.io/scheduler': scheduler } } : {}),
+    },
+    spec: {
+      type: nodePort ? 'NodePort' : 'ClusterIP',
+      sessionAffinity: 'None',
+      ipFamilies: ['IPv4'],
+      clusterIP,
+      clusterIPs: [clusterIP],
+      ports: [{ name: 'p', port: 80, protocol: 'TCP', ...(nodePort ? { nodePort } : {}) }],
+    },
+    status: { loadBalancer: {} },
+  };
+}
+function slice(svc: string, pod: string): Obj {
+  return {
+    apiVersion: 'discovery.k8s.io/v1',
+    kind: 'EndpointSlice',
+    metadata: {
+      namespace: 'default',
+      name: `${svc}-1`,
+      uid: `uid-${svc}-1`,
+      labels: {
+        'kubernetes.io/service-name': svc,
+        'endpointslice.kubernetes.io/managed-by': 'endpointslice-controller.k8s.io',
+      },
+    },
+    addressType: 'IPv4',
+    ports: [{ name: 'p', port: 8080, protocol: 'TCP' }],
+    endpoints: [
+      { addresses: [pod], conditions: { ready: true, serving: true, terminating: false }, nodeName: 'node-b' },
+    ],
+  };
+}
+const BEFORE = [
+  node,
+  service('a', '10.96.0.80', 30480),
+  slice('a', '10.244.8.80'),
+  service('b', '10.96.0.81'),
+  slice('b', '10.244.8.81'),
+];
+const AFTER = [
+  node,
+  service('a', '10.96.0.80', 30480, 'wlc'),
+  slice('a', '10.244.8.80'),
+  service('c', '10.96.0.82'),
+  slice('c', '10.244.8.82'),
+];
+const WANT_IPVS = [
+  '-A -t 10.96.0.80:80 -s wlc',
+  '-a -t 10.96.0.80:80 -r 10.244.8.80:8080 -m -w 1',
+  '-A -t 10.96.0.82:80 -s rr',
+  '-a -t 10.96.0.82:80 -r 10.244.8.82:8080 -m -w 1',
+  '-A -t 192.0.2.1:30480 -s wlc',
+  '-a -t 192.0.2.1:30480 -r 10.244.8.80:8080 -m -w 1',
+];
+const WANT_RECORD = [
+  'add KUBE-IPVS-OWNED 10.96.0.80,tcp:80 comment "wlc/0x0000/0"',
+  'add KUBE-IPVS-OWNED 10.96.0.82,tcp:80 comment "rr/0x0000/0"',
+  'add KUBE-IPVS-OWNED 192.0.2.1,tcp:30480 comment "wlc/0x0000/0"',
+];
+
+const ipvsRules = () => run('ipvsadm', ['-Sn']).split('\n').filter(Boolean).sort();
+const recordLines = () =>
+  run('ipset', ['save'])
+    .split('\n')
+    .filter((l) => l.startsWith('add KUBE-IPVS-OWNED '))
+    .sort();
+const isFullSync = (l: LogLine) => l.message === 'sync done' && l.full === true;
+
+describe('a SIGKILL at every step of a sync: the record stays true of the kernel (issue 39 item 3)', () => {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'kube-ipvs-crash-'));
+  const cfg = path.join(dir, 'config.conf');
+  let apiserver: LoggedProcess | undefined;
+
+  async function serve(objects: readonly unknown[]): Promise<void> {
+    await apiserver?.kill('SIGTERM');
+    apiserver = await startFixtureApiServer(dir, API_PORT, objects);
+  }
+  async function untilFullSync(d: LoggedProcess, what: string): Promise<void> {
+    await d.waitFor(isFullSync, what, 0, 300_000);
+  }
+
+  beforeAll(() => {
+    ip('link', 'add', 'node0', 'type', 'dummy');
+    ip('addr', 'add', '192.0.2.1/24', 'dev', 'node0');
+    ip('link', 'set', 'node0', 'up');
+    fs.writeFileSync(cfg, e2eProxyConfig({ dir, node: NODE, ipvs: ['syncPeriod: 30s'] }));
+  });
+  afterAll(async () => {
+    await apiserver?.kill('SIGTERM');
+    tryRun(process.execPath, [MAIN, 'cleanup'], undefined, 180_000);
+    tryRun('ip', ['link', 'del', 'node0']);
+    fs.rmSync(dir, { recursive: true, force: true });
+  });
+
+  it('killed before each write in turn, then started again: its own table back, nothing refused, the record exact', async () => {
+    const crashes: string[] = [];
+    for (let k = 1; k <= 8; k++) {
+      expect(tryRun(process.execPath, [MAIN, 'cleanup'], undefined, 180_000).status).toBe(0);
+      await serve(BEFORE);
+      const first = startKubeIpvs(['--config', cfg, '--v=2']);
+      await untilFullSync(first, 'the first run');
+      await first.kill('SIGTERM');
+
+      await serve(AFTER);
+      const faulty = startKubeIpvs(['--config', cfg, '--v=2'], { KUBE_IPVS_FAULT_KILL_AT: String(k) });
+      const died = await Promise.race([
+        faulty.exited.then(() => true),
+        faulty.waitFor(isFullSync, 'a full sync', 0, 300_000).then(() => false),
+      ]);
+      if (!died) {
+        // past the last write: the change went through without a crash
+        await faulty.kill('SIGTERM');
+        expect(ipvsRules()).toEqual(WANT_IPVS);
+        break;
+      }
+      const said = faulty.text.find((l) => l.startsWith(`KUBE_IPVS_FAULT_KILL_AT=${k}: killed before `));
+      expect(said).toBeDefined();
+      crashes.push(said!.slice(said!.indexOf('killed before ')));
+      const rules = ipvsRules();
+      const record = recordLines();
+      // what the kernel holds at the crash, as the record says it: never a virtual server of
+      // c that the record does not name, never a member of b forgotten while b is there
+      if (rules.includes('-A -t 10.96.0.82:80 -s rr')) expect(record.join('\n')).toContain('10.96.0.82,tcp:80');
+      if (rules.includes('-A -t 10.96.0.81:80 -s rr')) expect(record.join('\n')).toContain('10.96.0.81,tcp:80');
+
+      const again = startKubeIpvs(['--config', cfg, '--v=2']);
+      await untilFullSync(again, `the restart after crash ${k}`);
+      const refused = again.lines.map((l) => String(l.message)).filter((m) => m.includes("not kube-ipvs's"));
+      expect({ k, refused }).toEqual({ k, refused: [] });
+      expect({ k, rules: ipvsRules() }).toEqual({ k, rules: WANT_IPVS });
+      expect({ k, record: recordLines() }).toEqual({ k, record: WANT_RECORD });
+      await again.kill('SIGTERM');
+    }
+    // the record before the IPVS ops, the ops, the record after them (b forgotten, a narrowed)
+    expect(crashes).toEqual([
+      'killed before ownership record',
+      'killed before IPVS ops',
+      'killed before ownership record',
+    ]);
+  }, 1_800_000);
+});
