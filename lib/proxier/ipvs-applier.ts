@@ -199,7 +199,11 @@ export class IpvsApplier {
     desired: DesiredLookup,
     counts: WriteCounts,
     guardNew = false,
+    facts?: OwnershipFacts,
   ): Promise<RunOutcome> {
+    // the last word on ownership, for every sync: no op on a virtual server that is not
+    // kube-ipvs's (inside excludeCIDRs, fwmark, foreign) is sent, whatever diff made it
+    if (facts) ops = this.withoutForeign(ops, facts);
     // recorded before the kernel has them (with what a full sync staged): a crash after the
     // ops leaves them owned
     // (room: what the table holds and what the ops create)
@@ -215,6 +219,32 @@ export class IpvsApplier {
     const rest = ops.filter((op) => op.kind !== 'newService' && !appeared.has(opVirtualServerKey(op) ?? ''));
     const second = await this.runBatch(rest, desired, counts);
     return { appeared: first.appeared, fullSync: first.fullSync || second.fullSync };
+  }
+
+  /** `ops` but those on a virtual server `facts` says is not kube-ipvs's (each said once per run). */
+  private withoutForeign(ops: readonly IpvsOp[], facts: OwnershipFacts): readonly IpvsOp[] {
+    let kept: IpvsOp[] | undefined;
+    const said = new Set<string>();
+    ops.forEach((op, i) => {
+      const vs = 'vs' in op ? op.vs : undefined;
+      const key = vs ? virtualServerKey(vs) : '';
+      const why = vs ? foreignReason(key, vs, facts) : null;
+      if (why === null) {
+        kept?.push(op);
+        return;
+      }
+      kept ??= ops.slice(0, i);
+      if (said.has(key)) return;
+      said.add(key);
+      this.deps.log.warn(
+        `leaving virtual server ${describeVirtualServer(vs!)} alone: not kube-ipvs's (${why}); its ${op.kind} is not sent`,
+        {
+          virtualServer: key,
+          op: op.kind,
+        },
+      );
+    });
+    return kept ?? ops;
   }
 
   /** One ipvs.run of `ops`; `creates`: a create refused with EEXIST found a foreign virtual server (returned). */

@@ -18,7 +18,6 @@
  * retried with backoff, and every other Service stays as programmed.
  */
 import { IpvsOp } from '../kernel/ipvs/ipvs';
-import { describeVirtualServer } from '../model/ipvs';
 import { diffVirtualServer } from '../reconcile/diff-ipvs';
 import { Frontend, RefusedFrontend, StatusResponse } from '../model/views';
 import { BoundedFrequencyRunner } from './runner';
@@ -363,7 +362,13 @@ export class Proxier {
       run.lap('plan');
       // a partial sync has not read the table since the last full sync: a virtual server it
       // creates may have appeared since (EEXIST), and then is foreign, not to be filled
-      const outcome = await this.applier.run(ops, this.desired.virtualServer, run.counts, !run.full);
+      const outcome = await this.applier.run(
+        ops,
+        this.desired.virtualServer,
+        run.counts,
+        !run.full,
+        this.nodeCtx.ownershipFacts(),
+      );
       if (outcome.fullSync) this.needFullSync = true;
       if (outcome.appeared.length > 0) {
         // foreign from now on: its claimants are refused it now (no kube-ipvs0 address below);
@@ -427,15 +432,7 @@ export class Proxier {
     const deletes: IpvsOp[] = [];
     const applied = this.applier.applied;
     for (const k of run.touched) {
-      const vs = this.desired.virtualServer(k)?.vs ?? applied.get(k)?.vs;
-      // the planner plans nothing inside excludeCIDRs; a virtual server applied before they
-      // changed is left to the full sync the change queued, which leaves it alone
-      if (vs && this.nodeCtx.excluded(vs.address)) {
-        this.deps.log.warn(`leaving virtual server ${describeVirtualServer(vs)} alone: inside ipvs.excludeCIDRs`, {
-          virtualServer: k,
-        });
-        continue;
-      }
+      // (an op on a virtual server inside excludeCIDRs, or foreign, is never sent: applier.run)
       const want = this.desired.virtualServer(k);
       diffVirtualServer(applied.get(k), want, want ? ops : deletes);
     }

@@ -2,6 +2,7 @@
 // through, a refused op retries its Service with backoff, a guarded create that finds the
 // virtual server there returns it as foreign, and draining real servers are deleted once drained.
 import winston from 'winston';
+import Transport from 'winston-transport';
 import { FakeIpvs } from '../../testkit/kernel/fake-ipvs';
 import { FakeClock } from '../../testkit/fake-clock';
 import { IpvsApplier } from '../../lib/proxier/ipvs-applier';
@@ -197,5 +198,55 @@ describe('IpvsApplier', () => {
     expect(applier.created(virtualServerKey(other), () => false)).toBe(true);
     applier.forgetUncertainCreates();
     expect(applier.created(virtualServerKey(other), () => false)).toBe(false);
+  });
+});
+
+describe("IpvsApplier: no op on a virtual server that is not kube-ipvs's is sent (issue 39 item 10)", () => {
+  it('ops inside excludeCIDRs, on a foreign virtual server or a fwmark one are dropped, said once each; the rest go', async () => {
+    const { ipvs, applier, desired } = setup();
+    const lines: string[] = [];
+    const log = winston.createLogger({
+      transports: [
+        new (class extends Transport {
+          override log(info: { message: string }, next: () => void) {
+            lines.push(info.message);
+            next();
+          }
+        })(),
+      ],
+    });
+    (applier as unknown as { deps: { log: winston.Logger } }).deps.log = log;
+    const excluded: VirtualServerSpec = { ...VS, address: '203.0.113.9' };
+    const foreign: VirtualServerSpec = { ...VS, address: '10.96.0.99' };
+    const facts = {
+      excluded: (a: string) => a === '203.0.113.9',
+      foreign: (k: string) => (k === virtualServerKey(foreign) ? 'keepalived' : undefined),
+    };
+    for (const vs of [excluded, foreign]) await ipvs.apply({ kind: 'newService', vs });
+    const sent: string[] = [];
+    const run = ipvs.run.bind(ipvs);
+    ipvs.run = async (ops) => {
+      sent.push(...ops.map((op) => `${op.kind} ${'vs' in op ? op.vs?.address : ''}`));
+      return run(ops);
+    };
+    await applier.run(
+      [
+        { kind: 'delService', vs: excluded },
+        { kind: 'newDest', vs: foreign, rs: RS },
+        { kind: 'delService', vs: foreign },
+        { kind: 'newService', vs: VS },
+        { kind: 'newDest', vs: VS, rs: RS },
+      ],
+      desired,
+      zeroCounts(),
+      false,
+      facts,
+    );
+    expect(sent).toEqual(['newService 10.96.0.10', 'newDest 10.96.0.10']);
+    expect((await ipvs.listAll()).map((e) => e.vs.address).sort()).toEqual(['10.96.0.10', '10.96.0.99', '203.0.113.9']);
+    expect(lines).toEqual([
+      "leaving virtual server TCP 203.0.113.9:80 alone: not kube-ipvs's (inside ipvs.excludeCIDRs); its delService is not sent",
+      "leaving virtual server TCP 10.96.0.99:80 alone: not kube-ipvs's (keepalived); its newDest is not sent",
+    ]);
   });
 });
