@@ -67,8 +67,13 @@ export class Proxier {
   readonly services = new ServiceTracker();
   /** every Service's endpoints from its EndpointSlices, as kube-proxy's EndpointsChangeTracker */
   readonly slices: EndpointSliceTracker;
-  /** trigger times of the EndpointSlice changes no sync has taken in yet */
-  private triggeredAtMs: number[] = [];
+  /**
+   * the trigger time of each EndpointSlice's oldest change no sync has taken in yet, by
+   * "ns/name": bounded by the slices there are, however many updates come before a sync (one
+   * entry per update grew without bound until the Services were first listed: 200,000 updates,
+   * 200,000 entries); the oldest is the one the latency is measured from
+   */
+  private triggeredAtMs = new Map<string, number>();
   private servicesSynced = false;
   private endpointSlicesSynced = false;
   private listedLogged = false;
@@ -172,7 +177,10 @@ export class Proxier {
   /** Notes a slice's trigger time, for the network programming latency of the sync that takes it in. */
   private triggered(slice: V1EndpointSlice): void {
     const at = Date.parse(slice.metadata?.annotations?.[LAST_CHANGE_TRIGGER_TIME] ?? '');
-    if (Number.isFinite(at)) this.triggeredAtMs.push(at);
+    if (!Number.isFinite(at)) return;
+    const key = `${slice.metadata?.namespace ?? ''}/${slice.metadata?.name ?? ''}`;
+    const was = this.triggeredAtMs.get(key);
+    if (was === undefined || at < was) this.triggeredAtMs.set(key, at);
   }
 
   /** Something changed: sync as soon as the bounds allow. */
@@ -314,8 +322,8 @@ export class Proxier {
   /** Re-plans the changed Services (every one when the contexts changed); fills run.touched. */
   private planPhase(run: SyncRun): void {
     const changed = this.deps.source.takeChanges();
-    run.triggeredAtMs = this.triggeredAtMs;
-    this.triggeredAtMs = [];
+    run.triggeredAtMs = [...this.triggeredAtMs.values()];
+    this.triggeredAtMs.clear();
     run.dueRetries = this.applier.beginSync(run.start);
     for (const svc of run.dueRetries) changed.add(svc);
     // a full sync re-reads the kernel; the plans are re-made only when what they depend on

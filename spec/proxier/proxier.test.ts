@@ -642,6 +642,26 @@ describe('Proxier feeding the HealthCheckNodePort servers', () => {
     expect(t.triggers.at(-1)).toEqual([]);
   });
 
+  it('trigger times are bounded by the slices (issue 39 item 8): 200,000 updates of two slices before a sync keep two, each its oldest', async () => {
+    const t = await setup();
+    const sliceAt = (name: string, ms: number) => {
+      const s = makeEndpointSlice('default', 'web', name, (sl) => {
+        sl.ports = [{ name: 'http', port: 8080, protocol: 'TCP' }];
+        sl.endpoints = [{ addresses: ['10.244.1.2'], conditions: { ready: true }, nodeName: 'node-b' }];
+      });
+      s.metadata!.annotations = { 'endpoints.kubernetes.io/last-change-trigger-time': new Date(ms).toISOString() };
+      return s;
+    };
+    const base = Date.parse('2026-11-27T10:00:00Z');
+    t.proxier.onServiceAdd(clusterIP('web', '10.96.0.10'));
+    for (let i = 0; i < 100_000; i++) {
+      t.proxier.onEndpointSliceAdd(sliceAt('web-a', base + i * 1000));
+      t.proxier.onEndpointSliceAdd(sliceAt('web-b', base + 7 + i * 1000));
+    }
+    await t.start();
+    expect(t.triggers).toEqual([[base, base + 7]]);
+  });
+
   it('nodePortAddresses: the health check servers hear of the matching addresses once they are read, never of none before (a Node object first)', async () => {
     const sink = new RecordingSink();
     const t = await setup({ serviceHealth: sink, settings: { nodePortAddresses: ['192.0.2.0/24'] } });
