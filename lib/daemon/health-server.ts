@@ -18,6 +18,7 @@
 import http from 'node:http';
 import { AddressInfo } from 'node:net';
 import { Clock } from '../proxier/clock';
+import { ProbeServerLimits, createProbeServer } from './probe-server';
 
 /** What the proxy's health is computed from: the last sync and the oldest queued change. */
 export interface HealthSource {
@@ -56,11 +57,13 @@ export interface HealthServerOptions {
   readonly onRequest?: (path: 'healthz' | 'livez', code: number) => void;
   /** the informers without an open watch, since when (ms since the epoch) */
   readonly notWatching?: () => readonly { readonly resource: string; readonly sinceMs: number }[];
+  /** the server's timeouts and caps (default PROBE_SERVER_LIMITS; tests shorten them) */
+  readonly limits?: Partial<ProbeServerLimits>;
 }
 
 /** The healthz server: /healthz and /livez as kube-proxy's ProxyHealthServer answers them. */
 export function createHealthServer(opts: HealthServerOptions): http.Server {
-  return http.createServer((req, res) => {
+  return createProbeServer((req, res) => {
     const path = (req.url ?? '/').split('?')[0];
     if (path !== '/healthz' && path !== '/livez') {
       res.writeHead(404).end();
@@ -87,7 +90,7 @@ export function createHealthServer(opts: HealthServerOptions): http.Server {
     opts.onRequest?.(path === '/healthz' ? 'healthz' : 'livez', code);
     res.writeHead(code, { 'Content-Type': 'application/json', 'X-Content-Type-Options': 'nosniff' });
     res.end(JSON.stringify(body));
-  });
+  }, opts.limits);
 }
 
 /** "0.0.0.0:10256", "[::]:10256", ":10256" -> listen arguments. */

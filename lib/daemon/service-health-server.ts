@@ -17,12 +17,18 @@
  * or one wildcard listener (every address, both families) when nodePortAddresses is unset.
  * A port that cannot be opened (already in use) is an error log line and a Warning Event
  * FailedToStartServiceHealthcheck for that Service only; the next syncServices tries again.
+ *
+ * Bounded (probe-server.ts; kube-proxy's Go servers set no limit): each listener has the
+ * probe servers' timeouts and header caps, and all the listeners together hold at most
+ * PROBE_SERVER_LIMITS.maxConnections connections (one budget, so the count of Services does
+ * not multiply it); one beyond is closed unanswered, which a prober counts as a failed probe.
  */
 import http from 'node:http';
 import type winston from 'winston';
 import { ServiceName } from '../model/service';
 import { EventSink } from '../proxier/proxier';
 import { ServiceHealthSink } from '../proxier/service-health';
+import { ConnectionBudget, PROBE_SERVER_LIMITS, ProbeServerLimits, createProbeServer } from './probe-server';
 
 /** Options of ServiceHealthServer. */
 export interface ServiceHealthServerOptions {
@@ -34,6 +40,8 @@ export interface ServiceHealthServerOptions {
   readonly events?: EventSink;
   /** addresses to listen on; undefined (default) = every address */
   readonly addresses?: readonly string[];
+  /** each listener's timeouts, and the connections of all of them together (default PROBE_SERVER_LIMITS) */
+  readonly limits?: Partial<ProbeServerLimits>;
 }
 
 /** One Service's health check: its port and its listeners. */
@@ -73,9 +81,12 @@ export class ServiceHealthServer implements ServiceHealthSink {
   private readonly pending = new Set<Promise<void>>();
   private addresses: readonly string[] | undefined;
   private stopped = false;
+  /** one budget for every listener: however many Services, the connections they hold are capped together */
+  private readonly budget: ConnectionBudget;
 
   constructor(private readonly opts: ServiceHealthServerOptions) {
     this.addresses = opts.addresses;
+    this.budget = new ConnectionBudget(opts.limits?.maxConnections ?? PROBE_SERVER_LIMITS.maxConnections);
   }
 
   syncServices(services: ReadonlyMap<ServiceName, number>): void {
@@ -150,7 +161,7 @@ export class ServiceHealthServer implements ServiceHealthSink {
       (async () => {
         try {
           for (const address of where) {
-            const server = http.createServer((_req, res) => this.answer(inst, res));
+            const server = createProbeServer((_req, res) => this.answer(inst, res), this.opts.limits, this.budget);
             await listen(server, port, address);
             inst.servers.push(server);
             if (inst.closed) closeServer(server); // closed while it was opening

@@ -1,5 +1,6 @@
 import { createHealthServer, listen, parseBindAddress, proxyHealth } from '../../lib/daemon/health-server';
 import { FakeClock } from '../../testkit/fake-clock';
+import { HALF_OPEN_REQUEST, rawConnection } from '../../testkit/raw-http';
 
 describe('proxyHealth', () => {
   it.each([
@@ -133,5 +134,63 @@ describe('health server', () => {
     } finally {
       server.close();
     }
+  });
+
+  describe('bounded (issue 39 item 8)', () => {
+    const healthy = { lastSyncAt: 999_000, lastQueuedAt: 0, initialSyncDone: true };
+    /** resolves once the server counts `n` open connections (polled every 5 ms: I/O goes on between) */
+    const connectionsReach = async (server: import('node:http').Server, n: number) => {
+      for (;;) {
+        const open = await new Promise<number>((r) => server.getConnections((_e, k) => r(k)));
+        if (open === n) return;
+        await new Promise((r) => setTimeout(r, 5));
+      }
+    };
+
+    it('half-open requests at the connection cap: one more is closed unanswered; after the header timeout each gets 408 and is closed, and a probe gets through', async () => {
+      const server = createHealthServer({
+        source: healthy,
+        timeoutMs: 60_000,
+        clock: new FakeClock(1_000_000),
+        nodeEligible: () => true,
+        limits: { maxConnections: 5, headersTimeoutMs: 300, requestTimeoutMs: 300, checkEveryMs: 50 },
+      });
+      const { port } = await listen(server, '127.0.0.1:0');
+      try {
+        const held = Array.from({ length: 5 }, () => rawConnection(port, HALF_OPEN_REQUEST));
+        await connectionsReach(server, 5);
+        // the cap is spent: one more is closed at once, with no answer
+        expect(await rawConnection(port, HALF_OPEN_REQUEST).closed).toBe('');
+        // each half-open request is answered 408 and closed once its headers are late
+        for (const c of held) expect(await c.closed).toMatch(/^HTTP\/1\.1 408 /);
+        await connectionsReach(server, 0);
+        const r = await fetch(`http://127.0.0.1:${port}/healthz`);
+        expect(r.status).toBe(200);
+      } finally {
+        server.close();
+        server.closeAllConnections();
+      }
+    }, 30_000);
+
+    it('request headers beyond 8 KB are refused (431), not parsed', async () => {
+      const server = createHealthServer({
+        source: healthy,
+        timeoutMs: 60_000,
+        clock: new FakeClock(1_000_000),
+        nodeEligible: () => true,
+      });
+      const { port } = await listen(server, '127.0.0.1:0');
+      try {
+        const big = rawConnection(port, `GET /healthz HTTP/1.1\r\nHost: x\r\nX-Big: ${'a'.repeat(9 * 1024)}\r\n\r\n`);
+        expect(await big.closed).toMatch(/^HTTP\/1\.1 431 /);
+        const small = rawConnection(
+          port,
+          `GET /healthz HTTP/1.1\r\nHost: x\r\nX-Small: ${'a'.repeat(7 * 1024)}\r\nConnection: close\r\n\r\n`,
+        );
+        expect(await small.closed).toMatch(/^HTTP\/1\.1 200 /);
+      } finally {
+        server.close();
+      }
+    });
   });
 });

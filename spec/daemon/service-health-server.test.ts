@@ -5,6 +5,8 @@ import net from 'node:net';
 import winston from 'winston';
 import Transport from 'winston-transport';
 import { ServiceHealthServer, healthCheckBody } from '../../lib/daemon/service-health-server';
+import { ProbeServerLimits } from '../../lib/daemon/probe-server';
+import { HALF_OPEN_REQUEST, KEEP_ALIVE_REQUEST, rawConnection } from '../../testkit/raw-http';
 
 interface Line {
   level: string;
@@ -44,7 +46,7 @@ async function get(port: number, host = '127.0.0.1', path = '/'): Promise<Reply>
   }
 }
 
-function setup(addresses: readonly string[] = ['127.0.0.1']) {
+function setup(addresses: readonly string[] = ['127.0.0.1'], limits?: Partial<ProbeServerLimits>) {
   const rec = new Recorder();
   const log = winston.createLogger({ level: 'debug', transports: [rec] });
   const events: string[] = [];
@@ -54,6 +56,7 @@ function setup(addresses: readonly string[] = ['127.0.0.1']) {
     log,
     addresses,
     proxyHealthy: () => healthy,
+    ...(limits ? { limits } : {}),
     events: {
       warn: (ref, reason, message) => events.push(`${ref.kind} ${ref.namespace}/${ref.name} ${reason}: ${message}`),
     },
@@ -232,4 +235,43 @@ describe('ServiceHealthServer', () => {
     expect(await get(port, '127.0.0.1')).toMatchObject({ status: 200 });
     expect(await get(port, '127.0.0.4')).toMatchObject({ status: 200 });
   });
+
+  it('bounded (issue 39 item 8): one connection budget for every Service; one beyond it is closed unanswered; idle and half-open ones are closed after their timeouts', async () => {
+    t = setup(['127.0.0.1'], {
+      maxConnections: 3,
+      keepAliveTimeoutMs: 300,
+      headersTimeoutMs: 300,
+      requestTimeoutMs: 300,
+      checkEveryMs: 50,
+    });
+    const [a, b] = [await freePort(), await freePort()];
+    t.server.syncServices(
+      new Map([
+        ['default/a', a],
+        ['default/b', b],
+      ]),
+    );
+    t.server.syncEndpoints(
+      new Map([
+        ['default/a', 1],
+        ['default/b', 1],
+      ]),
+    );
+    await t.server.settled();
+    // three kept-alive connections, answered (so counted), spend the budget of both Services
+    const kept = [
+      rawConnection(a, KEEP_ALIVE_REQUEST),
+      rawConnection(a, KEEP_ALIVE_REQUEST),
+      rawConnection(b, KEEP_ALIVE_REQUEST),
+    ];
+    for (const c of kept) while (!/^HTTP\/1\.1 200 /.test(c.received())) await new Promise((r) => setTimeout(r, 5));
+    expect(await rawConnection(b, KEEP_ALIVE_REQUEST).closed).toBe('');
+    // idle, they are closed after the keep-alive timeout; then probes get through again
+    for (const c of kept) expect(await c.closed).toMatch(/^HTTP\/1\.1 200 /);
+    let answer = await get(b);
+    while ('error' in answer) answer = await get(b); // the server counts a close a moment after the client sees it
+    expect(answer).toMatchObject({ status: 200 });
+    // a half-open request is answered 408 and closed once its headers are late
+    expect(await rawConnection(a, HALF_OPEN_REQUEST).closed).toMatch(/^HTTP\/1\.1 408 /);
+  }, 30_000);
 });
