@@ -17,7 +17,10 @@
  *   streamed watch, its headers): past it the request throws a TimeoutError naming what it
  *   waited for, so the caller's backoff runs instead of waiting for ever;
  * - every response (and every request that got none) to an observer, for client-go's
- *   rest_client_requests_total{code,host,method} and rest_client_request_duration_seconds.
+ *   rest_client_requests_total{code,host,method} and rest_client_request_duration_seconds;
+ * - a body read whole (not a watch's) is refused once it passes RESPONSE_MAX_BYTES, as it
+ *   streams in, so no answer is buffered without bound; the Retry-After header of an answer
+ *   is handed on (the informers wait at least that long before asking again).
  */
 import { spawn, type SpawnOptions } from 'node:child_process';
 import { createHash } from 'node:crypto';
@@ -48,6 +51,30 @@ export type ApiCallObserver = (call: ApiCall) => void;
 export interface ApiLog {
   error(message: string, meta?: object): unknown;
   warn(message: string, meta?: object): unknown;
+}
+
+/**
+ * The largest body apiRequest reads whole (a list page, a Status; not a watch's stream, whose
+ * events reporting-watch.ts caps one by one): 512 MiB, the longest string V8 makes
+ * (0x1fffffe8 characters), so a JSON answer larger than this could not have been parsed
+ * anyway (`res.text()` threw only once it had buffered all of it). Real answers stay far below:
+ * kube-apiserver takes objects of at most 3 MiB (its MaxRequestBodyBytes) and etcd stores
+ * values of at most 1.5 MiB (--max-request-bytes), and a page is LIST_PAGE_SIZE (2,000)
+ * objects: 2,000 EndpointSlices of 100 endpoints (the controller's default maximum per slice)
+ * are about 50 MB of JSON. Counted after decompression (a gzip bomb is refused too).
+ */
+export const RESPONSE_MAX_BYTES = 512 * 2 ** 20;
+
+/** A body larger than the request's cap (RESPONSE_MAX_BYTES): refused as it came, not read further. */
+export class ResponseTooLargeError extends Error {
+  override readonly name = 'ResponseTooLargeError';
+  constructor(
+    message: string,
+    /** the HTTP status of the answer whose body was refused */
+    readonly status: number,
+  ) {
+    super(message);
+  }
 }
 
 /** A request's deadline unless the kubeconfig or the request says otherwise (kube-apiserver's --request-timeout default). */
@@ -178,6 +205,8 @@ export class ApiKubeConfig extends KubeConfig {
   rateLimiter: { wait(): Promise<void> } | undefined;
   /** each request's deadline (credentials and answer), unless the request names its own */
   requestTimeoutMs = REQUEST_TIMEOUT_MS;
+  /** the largest body read whole (RESPONSE_MAX_BYTES), unless the request names its own */
+  maxResponseBytes = RESPONSE_MAX_BYTES;
   /**
    * the Accept header of the informers' lists and watches (from clientConnection.contentType,
    * lib/daemon/api-config.ts); other requests ask for JSON
@@ -352,6 +381,8 @@ export interface ApiRequest {
   readonly timeoutMs?: number;
   /** the Accept header (default application/json); a protobuf answer is decoded (protobuf.ts) */
   readonly accept?: string;
+  /** the largest body read whole (default the kubeconfig's maxResponseBytes, else RESPONSE_MAX_BYTES) */
+  readonly maxBodyBytes?: number;
 }
 
 /** One API answer: status and body text, or a watch's unread stream. */
@@ -367,6 +398,8 @@ export interface ApiResponse {
   readonly object?: Record<string, unknown>;
   /** a watch that answered 200: the response, its body unread */
   readonly stream?: Response;
+  /** the Retry-After header as sent (kube-apiserver sends "1" with a 429), when there was one */
+  readonly retryAfter?: string;
 }
 
 /** client-go's host label: the server URL's host as written (JS URL.host drops a default port). */
@@ -374,9 +407,42 @@ function hostOf(server: string): string {
   return /^[a-z][a-z0-9+.-]*:\/\/([^/?#]*)/i.exec(server)?.[1] ?? server;
 }
 
+/** As Response.text() decodes a body (UTF-8, a byte-order mark dropped). */
+const UTF8 = new TextDecoder();
+
+/**
+ * The body of `res`, read as it streams in and refused (ResponseTooLargeError, the rest
+ * cancelled) once it passes `cap` bytes: at once when Content-Length says so already.
+ */
+async function readCapped(res: Response, cap: number, what: string): Promise<Buffer> {
+  const tooLarge = () =>
+    new ResponseTooLargeError(
+      `${what}: the answer (HTTP ${res.status}) is larger than ${cap} bytes, the most a body may have; not read further`,
+      res.status,
+    );
+  const declared = Number(res.headers.get('content-length') ?? NaN);
+  // (compressed, Content-Length counts fewer bytes than the body has: checked again below)
+  if (declared > cap && !res.headers.get('content-encoding')) {
+    await res.body?.cancel().catch(() => undefined);
+    throw tooLarge();
+  }
+  if (!res.body) return Buffer.alloc(0);
+  const chunks: Buffer[] = [];
+  let total = 0;
+  for await (const chunk of res.body) {
+    const bytes = chunk as Uint8Array;
+    total += bytes.byteLength;
+    // leaving the loop cancels the rest of the body
+    if (total > cap) throw tooLarge();
+    chunks.push(Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength));
+  }
+  return chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, total);
+}
+
 /**
  * Sends `req` with the kubeconfig's credentials; the body read unless `stream` and the
- * answer is 200. Throws only when no response came (refused connection, TLS, abort).
+ * answer is 200. Throws only when no response came (refused connection, TLS, abort) or its
+ * body was larger than the cap (ResponseTooLargeError).
  */
 export async function apiRequest(kc: KubeConfig, req: ApiRequest, stream = false): Promise<ApiResponse> {
   const cluster = kc.getCurrentCluster();
@@ -388,6 +454,7 @@ export async function apiRequest(kc: KubeConfig, req: ApiRequest, stream = false
   const host = hostOf(cluster.server);
   await api?.rateLimiter?.wait();
   const timeoutMs = req.timeoutMs ?? api?.requestTimeoutMs ?? REQUEST_TIMEOUT_MS;
+  const maxBodyBytes = req.maxBodyBytes ?? api?.maxResponseBytes ?? RESPONSE_MAX_BYTES;
   const deadline = new AbortController();
   let waitingFor = 'the credentials';
   const timer = setTimeout(
@@ -435,11 +502,13 @@ export async function apiRequest(kc: KubeConfig, req: ApiRequest, stream = false
         });
         // a watch that answered 200 is the caller's to read
         if (!stream || res.status !== 200) {
-          if (isProtobuf(res.headers.get('content-type'))) protobufBytes = new Uint8Array(await res.arrayBuffer());
-          else body = await res.text();
+          const bytes = await readCapped(res, maxBodyBytes, `${req.method} ${url.pathname}`);
+          if (isProtobuf(res.headers.get('content-type'))) protobufBytes = bytes;
+          else body = UTF8.decode(bytes);
         }
       } catch (e) {
-        observe('<error>');
+        // an answer too large to read is an answer all the same
+        observe(e instanceof ResponseTooLargeError ? String(e.status) : '<error>');
         throw e;
       }
       observe(String(res.status));
@@ -455,12 +524,14 @@ export async function apiRequest(kc: KubeConfig, req: ApiRequest, stream = false
         continue;
       }
       api?.noteOutcome(res.status, req.method, url, body);
+      const retryAfter = res.headers.get('retry-after');
       return {
         status: res.status,
         statusText: res.statusText,
         body,
         ...(object ? { object } : {}),
         ...(stream && res.status === 200 ? { stream: res } : {}),
+        ...(retryAfter !== null ? { retryAfter } : {}),
       };
     }
   }

@@ -140,8 +140,13 @@ export function decodeWatchEvent(frame: Uint8Array): DecodedWatchEvent {
   return { type: ev.type ?? '', object: decodeObject(ev.object?.raw ?? new Uint8Array()) };
 }
 
-/** The largest watch frame taken (the API server's own limit for a decoded object is far below). */
-const MAX_FRAME_BYTES = 64 << 20;
+/**
+ * The largest watch event taken, a protobuf frame (after its length) or a JSON line (before
+ * its newline): 16 MiB, client-go's own (apimachinery's streaming decoder, maxBytes; past it
+ * ErrObjectTooLarge ends the watch). Real events stay far below: kube-apiserver takes objects
+ * of at most 3 MiB (MaxRequestBodyBytes) and etcd stores values of at most 1.5 MiB.
+ */
+export const WATCH_EVENT_MAX_BYTES = 16 * 2 ** 20;
 
 /**
  * Splits a watch body into its length-delimited frames as the chunks come: push each chunk,
@@ -160,7 +165,11 @@ export class WatchFrames {
       // frame arriving in many chunks is copied once, not once per chunk
       if (this.pending[0]!.length < 4) this.join();
       const length = this.pending[0]!.readUInt32BE(0);
-      if (length > MAX_FRAME_BYTES) throw new ProtobufDecodeError(`a watch frame of ${length} bytes`);
+      // refused on its length alone: nothing of it is buffered
+      if (length > WATCH_EVENT_MAX_BYTES)
+        throw new ProtobufDecodeError(
+          `a watch frame of ${length} bytes, more than the ${WATCH_EVENT_MAX_BYTES} an event may have`,
+        );
       if (this.pendingBytes < 4 + length) break;
       this.join();
       const buf = this.pending[0]!;

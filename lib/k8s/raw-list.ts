@@ -27,7 +27,11 @@ export interface ListQuery {
  */
 export const LIST_PAGE_SIZE = 2000;
 
-/** GET `path` (e.g. /api/v1/services) with the query; throws ApiException (code = HTTP status) unless 200. */
+/**
+ * GET `path` (e.g. /api/v1/services) with the query; throws ApiException (code = HTTP status,
+ * headers['retry-after'] when the server sent one) unless 200, ResponseTooLargeError for a
+ * body past the cap (api-request.ts RESPONSE_MAX_BYTES).
+ */
 export async function listRaw<T extends KubernetesObject>(
   kc: KubeConfig,
   path: string,
@@ -46,7 +50,9 @@ export async function listRaw<T extends KubernetesObject>(
   });
   const body = res.body;
   if (res.status !== 200) {
-    throw new ApiException(res.status, `list ${path}: HTTP ${res.status}: ${statusMessage(body)}`, body, {});
+    // Retry-After as ApiException carries headers (the informers wait at least that long)
+    const headers: Record<string, string> = res.retryAfter !== undefined ? { 'retry-after': res.retryAfter } : {};
+    throw new ApiException(res.status, `list ${path}: HTTP ${res.status}: ${statusMessage(body)}`, body, headers);
   }
   const list = (res.object ?? JSON.parse(body)) as KubernetesListObject<T>;
   if (!Array.isArray(list.items))

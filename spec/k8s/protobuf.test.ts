@@ -14,6 +14,7 @@ import generated from '../../lib/k8s/k8s-api-protobuf.json';
 import {
   PROTOBUF_CONTENT_TYPE,
   ProtobufDecodeError,
+  WATCH_EVENT_MAX_BYTES,
   WatchFrames,
   decodeObject,
   decodeWatchEvent,
@@ -182,6 +183,24 @@ describe('watch frames', () => {
       expect(out).toEqual(['ADDED a', 'DELETED b']);
       expect(frames.leftover).toBe(0);
     }
+  });
+
+  it(`a frame of ${WATCH_EVENT_MAX_BYTES} bytes (the cap, client-go's) is taken; one of a byte more is refused on its length alone`, () => {
+    const length = (n: number) => {
+      const b = Buffer.alloc(4);
+      b.writeUInt32BE(n);
+      return b;
+    };
+    const frames = new WatchFrames();
+    expect(frames.push(length(WATCH_EVENT_MAX_BYTES))).toEqual([]);
+    const [whole] = frames.push(Buffer.alloc(WATCH_EVENT_MAX_BYTES));
+    expect(whole?.length).toBe(WATCH_EVENT_MAX_BYTES);
+    // nothing of it buffered: the prefix is enough
+    expect(() => new WatchFrames().push(length(WATCH_EVENT_MAX_BYTES + 1))).toThrow(
+      new ProtobufDecodeError(
+        `a watch frame of ${WATCH_EVENT_MAX_BYTES + 1} bytes, more than the ${WATCH_EVENT_MAX_BYTES} an event may have`,
+      ),
+    );
   });
 });
 

@@ -1,12 +1,16 @@
 /**
  * listRaw against the fake API server: items keep the wire shape (a timestamp stays a string,
  * fields client-node's models do not know survive), selectors are sent, and a refused list is
- * an ApiException carrying the HTTP status the informers' backoff log reads.
+ * an ApiException carrying the HTTP status (and Retry-After) the informers' backoff reads; a
+ * body past the cap is refused as it comes.
  */
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { ApiException } from '@kubernetes/client-node';
 import type { V1Service } from '@kubernetes/client-node';
 import { listPaged, listRaw } from '../../lib/k8s/raw-list';
 import { loadKubeConfig } from '../../lib/k8s/kubeconfig';
+import { RESPONSE_MAX_BYTES, ResponseTooLargeError } from '../../lib/k8s/api-request';
 import { FakeApiServer, FakeObject } from '../../testkit/fake-apiserver';
 
 const svc = (name: string, labels: Record<string, string> = {}): FakeObject => ({
@@ -112,5 +116,73 @@ describe('listPaged', () => {
     expect(pages).toEqual([['a', 'b'], ['restart'], ['b', 'c']]);
     expect(rv).toBe(server.resourceVersion);
     expect(lists()).toEqual(['limit=2 continue=no', 'limit=2 continue=yes', 'limit= continue=no']);
+  });
+});
+
+describe('a list body past the cap (RESPONSE_MAX_BYTES, or the kubeconfig’s maxResponseBytes)', () => {
+  let server: http.Server;
+  let url: string;
+  let answer: (res: http.ServerResponse) => void;
+  beforeAll(async () => {
+    server = http.createServer((_req, res) => answer(res));
+    await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+    url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  });
+  afterAll(() => new Promise<void>((r) => server.close(() => r())));
+
+  const cap = 1024;
+  /** A ServiceList body of exactly `bytes` bytes (padded with trailing spaces). */
+  const body = (bytes: number) => {
+    const text = JSON.stringify({
+      kind: 'ServiceList',
+      metadata: { resourceVersion: '7' },
+      items: [{ metadata: { name: 'a' } }],
+    });
+    return text + ' '.repeat(bytes - text.length);
+  };
+  const capped = () => {
+    const kc = loadKubeConfig({ master: url });
+    kc.maxResponseBytes = cap;
+    return kc;
+  };
+
+  it('the default is 512 MiB, the longest string V8 makes', () => {
+    expect(RESPONSE_MAX_BYTES).toBe(512 * 2 ** 20);
+    expect(loadKubeConfig({ master: url }).maxResponseBytes).toBe(RESPONSE_MAX_BYTES);
+  });
+
+  it.each([
+    ['with a Content-Length', false],
+    ['chunked, no Content-Length', true],
+  ])(
+    '%s: a body of the cap is read; a byte more is refused with ResponseTooLargeError naming the cap',
+    async (_what, chunked) => {
+      const send = (bytes: number) => (res: http.ServerResponse) => {
+        const b = Buffer.from(body(bytes));
+        res.writeHead(200, { 'content-type': 'application/json', ...(chunked ? {} : { 'content-length': b.length }) });
+        if (!chunked) return res.end(b);
+        res.write(b.subarray(0, 600));
+        res.end(b.subarray(600));
+      };
+      answer = send(cap);
+      const list = await listRaw(capped(), '/api/v1/services');
+      expect(list.items.map((i) => i.metadata?.name)).toEqual(['a']);
+      answer = send(cap + 1);
+      const err = await listRaw(capped(), '/api/v1/services').catch((e: unknown) => e);
+      expect(err).toBeInstanceOf(ResponseTooLargeError);
+      expect((err as Error).message).toBe(
+        `GET /api/v1/services: the answer (HTTP 200) is larger than ${cap} bytes, the most a body may have; not read further`,
+      );
+    },
+  );
+
+  it("a refusal's Retry-After is on the ApiException's headers (the informers wait at least that long)", async () => {
+    answer = (res) => {
+      res.writeHead(429, { 'content-type': 'application/json', 'retry-after': '1' });
+      res.end('{"kind":"Status","message":"Too many requests, please try again later.","code":429}');
+    };
+    const err = (await listRaw(capped(), '/api/v1/services').catch((e: unknown) => e)) as ApiException<string>;
+    expect(err.code).toBe(429);
+    expect(err.headers).toEqual({ 'retry-after': '1' });
   });
 });
