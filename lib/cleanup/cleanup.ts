@@ -130,8 +130,11 @@ const TABLES: readonly CleanupTable[] = ['nat', 'filter', 'mangle'];
 /** Every set name kube-proxy's IPVS mode may have created: the 17, IPv4 and KUBE-6- IPv6. */
 export function kubeSetNames(): string[] {
   const out: string[] = [];
-  for (const family of ['ipv4', 'ipv6'] as IpFamily[])
+  for (const family of ['ipv4', 'ipv6'] as IpFamily[]) {
     for (const base of Object.values(SetName)) out.push(ipsetName(base, family));
+    // a record's rebuild a killed daemon left (proxier/ownership-record.ts)
+    out.push(`${ipsetName(SetName.IPVS_OWNED, family)}-NEW`);
+  }
   return out;
 }
 

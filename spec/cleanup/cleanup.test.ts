@@ -93,13 +93,18 @@ describe('cleanup on fakes seeded as a kube-proxy node', () => {
   it("destroys kube-ipvs's own record (KUBE-IPVS-OWNED, KUBE-6-IPVS-OWNED) with kube-proxy's sets", async () => {
     const n = await kubeProxyNode();
     await n.ipset.restore(
-      'create KUBE-IPVS-OWNED hash:ip,port family inet hashsize 1024 maxelem 65536\nadd KUBE-IPVS-OWNED 10.96.0.10,tcp:80\ncreate KUBE-6-IPVS-OWNED hash:ip,port family inet6 hashsize 1024 maxelem 65536\n',
+      'create KUBE-IPVS-OWNED hash:ip,port family inet hashsize 1024 maxelem 65536 comment\nadd KUBE-IPVS-OWNED 10.96.0.10,tcp:80 comment "rr/0x0000/0"\ncreate KUBE-6-IPVS-OWNED hash:ip,port family inet6 hashsize 1024 maxelem 65536\n' +
+        // a rebuild a killed daemon left before its swap
+        'create KUBE-IPVS-OWNED-NEW hash:ip,port family inet hashsize 1024 maxelem 131072 comment\n',
     );
     const r = await cleanup(n.deps);
     expect(r.failures).toEqual([]);
-    expect(r.setsDestroyed).toEqual(expect.arrayContaining(['KUBE-IPVS-OWNED', 'KUBE-6-IPVS-OWNED']));
+    expect(r.setsDestroyed).toEqual(
+      expect.arrayContaining(['KUBE-IPVS-OWNED', 'KUBE-6-IPVS-OWNED', 'KUBE-IPVS-OWNED-NEW']),
+    );
     expect(n.ipset.has('KUBE-IPVS-OWNED')).toBe(false);
     expect(n.ipset.has('KUBE-6-IPVS-OWNED')).toBe(false);
+    expect(n.ipset.has('KUBE-IPVS-OWNED-NEW')).toBe(false);
     expect(n.ipset.has(FOREIGN.SET)).toBe(true);
   });
 
