@@ -170,6 +170,7 @@ export async function runDaemon(config: ProxyConfig, options: DaemonOptions): Pr
     families,
     node,
     onPrimaryUnsupported: () => resolveExit(1),
+    metrics,
   });
 
   // ---- servers ----

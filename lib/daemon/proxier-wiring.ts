@@ -136,6 +136,8 @@ export interface InformerWiringDeps {
   readonly node: NodeEligibility;
   /** the Node's addresses moved the primary family to one this node cannot proxy */
   readonly onPrimaryUnsupported: () => void;
+  /** counts the informers' relists after watch events that did not decode */
+  readonly metrics?: Pick<ProxyMetrics, 'watchDecodeRelists'>;
 }
 
 /** The informers: Services and EndpointSlices go to the proxier (its handlers), this Node to the node state. */
@@ -161,6 +163,7 @@ export function wireInformers(deps: InformerWiringDeps): RunningInformers {
     log: informersLog,
     streamingLists: watchListClient(process.env, informersLog),
     firstListSpreadMs: FIRST_LIST_SPREAD_MS,
+    onDecodeRelist: (resource) => deps.metrics?.watchDecodeRelists.inc({ resource }),
     handlers: {
       service: proxier,
       endpointSlice: proxier,

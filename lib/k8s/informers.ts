@@ -9,10 +9,20 @@
  *   one object, is always streamed (one request for it, not two);
  * - restart on every error with exponential backoff (`initialMs` doubling to `maxMs`, each
  *   wait stretched by up to as much again at random, client-go's reflector jitter 1.0, so
- *   every node's informers do not relist together after an API server outage), reset
- *   once a list succeeds or a watch connects; never after stop(); a log line per failure
- *   naming the resource and the error (at debug for a 401/403: apiRequest logs the refused
- *   credential once, with the kubeconfig and user to fix);
+ *   every node's informers do not relist together after an API server outage), reset only
+ *   once the informer has gone BACKOFF_RESET_MS (2 min, client-go's defaultBackoffReset)
+ *   without a failure, so a watch has lasted that long: a list that succeeds, or a watch that
+ *   connects and fails at once, does not (that reset made 9-10 full LISTs in 8 s against an
+ *   API server that refused every watch; client-go makes 4); never after stop(); a log line
+ *   per failure naming the resource and the error (at debug for a 401/403: apiRequest logs
+ *   the refused credential once, with the kubeconfig and user to fix);
+ * - 429 Too Many Requests (the API server overloaded, its priority and fairness rejecting) on
+ *   anything: the same request again after the backoff, and never sooner than its Retry-After
+ *   (up to RETRY_AFTER_MAX_MS): a 429'd watch is watched again from the same version, no
+ *   relist, as client-go's reflector does (isWatchErrorRetriable). client-go's rest client
+ *   first repeats the request up to 10 times Retry-After apart (1 s from kube-apiserver), then
+ *   the reflector backs off; here the backoff alone, at least Retry-After: each repeat would
+ *   be one more request to a server that is shedding load;
  * - every watch asks the server to end it after timeoutSeconds, drawn in [5, 10) minutes as
  *   client-go's reflector draws it (minWatchTimeout 5 min), with bookmarks: kube-apiserver
  *   then sends a BOOKMARK roughly every minute (it sends none to a watch without a deadline),
@@ -22,6 +32,11 @@
  *   watch itself (a 403 once RBAC is restored, a 5xx) the restart relists from scratch, the
  *   same way; after no answer at all (the server went away) one page of one first checks
  *   that the server's store was not rewound (historyRewound);
+ * - a watch event that does not decode (a protobuf frame, a JSON line: reporting-watch.ts)
+ *   ends the watch, which resumes from the last version after the backoff; once events fail
+ *   DECODE_FAILURES_BEFORE_RELIST times at one resourceVersion, the informer relists (the
+ *   list has the state the undecodable event changed), with one log line and `onDecodeRelist`
+ *   (the daemon's kube_ipvs_watch_decode_relists_total);
  * - `onUpdate(old, cur)` with the previous object as kept: the Node whole, a Service or an
  *   EndpointSlice by its metadata only (namespace, name, resourceVersion; the trackers keep
  *   what they need of the rest, converted, and a second copy of every object as received
@@ -42,7 +57,7 @@
 import type { KubeConfig, KubernetesObject, V1EndpointSlice, V1Node, V1Service } from '@kubernetes/client-node';
 import { LIST_PAGE_SIZE, listPaged, listRaw } from './raw-list';
 import { prunedObject } from './prune';
-import { ReportingWatch, WATCH_IDLE_TIMEOUT_MS, WATCH_TIMEOUT_MS } from './reporting-watch';
+import { ReportingWatch, WATCH_IDLE_TIMEOUT_MS, WATCH_TIMEOUT_MS, isWatchDecodeError } from './reporting-watch';
 
 /** What the Service informer calls: add, update, delete, and synced after the first list. */
 export interface ServiceHandler {
@@ -110,7 +125,44 @@ export interface InformerOptions {
    * the nodes of a rollout or of a cluster-wide restart do not all list at the same moment
    */
   readonly firstListSpreadMs?: number;
+  /** the time and the timers of the backoff and the spread (default Date.now and setTimeout) */
+  readonly clock?: InformerClock;
+  /** an informer relisted after repeated watch events that did not decode (a metric counts them) */
+  readonly onDecodeRelist?: (resource: string) => void;
 }
+
+/** The time and timers the informers wait with (lib/proxier/clock.ts's Clock has this shape). */
+export interface InformerClock {
+  /** milliseconds since the epoch */
+  now(): number;
+  setTimer(fn: () => void, ms: number): { cancel(): void };
+}
+
+const SYSTEM_CLOCK: InformerClock = {
+  now: () => Date.now(),
+  setTimer(fn, ms) {
+    const t = setTimeout(fn, Math.max(0, ms));
+    return { cancel: () => clearTimeout(t) };
+  },
+};
+
+/**
+ * client-go's reflector (defaultBackoffReset, "if we don't backoff for 2min, assume API server
+ * is healthy and we reset the backoff"): the backoff starts again from `initialMs` only once
+ * this long has passed since the last restart without a failure. (client-go's backoff manager
+ * counts from its last reset, so under a lasting failure it starts over at 0.8 s every 2 min;
+ * here it stays at the cap until the API server has answered well for 2 min.)
+ */
+export const BACKOFF_RESET_MS = 120_000;
+
+/**
+ * The longest Retry-After honoured: the longest the backoff itself waits (30 s, jittered up to
+ * twice that). kube-apiserver sends 1 s; a larger value (a proxy's) is taken up to this.
+ */
+export const RETRY_AFTER_MAX_MS = 60_000;
+
+/** Watch events that fail to decode at one resourceVersion before the informer relists. */
+export const DECODE_FAILURES_BEFORE_RELIST = 3;
 
 /**
  * The daemon's spread of its first lists (InformerOptions.firstListSpreadMs): up to 2 s, so
@@ -194,6 +246,7 @@ export function startInformers(kc: KubeConfig, options: InformerOptions): Runnin
     readonly downSinceMs: number | undefined;
   }[] = [];
   const streamingLists = options.streamingLists ?? WATCH_LIST_CLIENT_DEFAULT;
+  const clock = options.clock ?? SYSTEM_CLOCK;
   const informer = <T extends KubernetesObject>(spec: InformerSpec<T>) =>
     new ResilientInformer<T>(
       kc,
@@ -207,6 +260,8 @@ export function startInformers(kc: KubeConfig, options: InformerOptions): Runnin
       },
       options.random ?? Math.random,
       spec.streamAlways === true || streamingLists,
+      clock,
+      options.onDecodeRelist,
     );
   const { service, endpointSlice, node } = options.handlers;
   if (service) {
@@ -254,10 +309,10 @@ export function startInformers(kc: KubeConfig, options: InformerOptions): Runnin
   // drawn only with a spread: the backoff's draws come from the same `random`
   const spread = options.firstListSpreadMs ?? 0;
   const spreadMs = spread > 0 ? Math.floor((options.random ?? Math.random)() * spread) : 0;
-  let pending: NodeJS.Timeout | undefined;
+  let pending: { cancel(): void } | undefined;
   if (spreadMs > 0) {
     options.log.debug(`first lists in ${spreadMs} ms (spread over ${spread} ms)`, { spreadMs });
-    pending = setTimeout(() => {
+    pending = clock.setTimer(() => {
       pending = undefined;
       for (const r of running) r.start();
     }, spreadMs);
@@ -269,7 +324,7 @@ export function startInformers(kc: KubeConfig, options: InformerOptions): Runnin
       );
     },
     async stop() {
-      if (pending) clearTimeout(pending);
+      pending?.cancel();
       await Promise.all(running.map((r) => r.stop()));
     },
   };
@@ -302,6 +357,17 @@ function describeError(e: unknown): string {
   const cause = e.cause instanceof Error ? ` (${e.cause.message})` : '';
   const head = `${e.name}: ${e.message.split('\n')[0]}${cause}`;
   return typeof status === 'number' && !e.message.includes(String(status)) ? `HTTP ${status} ${head}` : head;
+}
+
+/**
+ * How long the server asked the client to wait (its Retry-After, whole seconds as client-go's
+ * retryAfterSeconds reads it; an HTTP date is ignored, as there), up to RETRY_AFTER_MAX_MS; 0
+ * without one.
+ */
+export function retryAfterMs(e: unknown): number {
+  const value = (e as { headers?: Record<string, string | undefined> } | undefined)?.headers?.['retry-after'];
+  if (value === undefined || !/^\d+$/.test(value.trim())) return 0;
+  return Math.min(Number(value.trim()) * 1000, RETRY_AFTER_MAX_MS);
 }
 
 /** An HTTP status on the watch or list, as opposed to a broken or refused connection. */
@@ -341,10 +407,14 @@ class ResilientInformer<T extends KubernetesObject> {
   private stopped = false;
   private synced = false;
   private delayMs: number;
-  private timer: NodeJS.Timeout | undefined;
+  /** when the last restart after a backoff began: 2 min after it without a failure reset the backoff */
+  private lastRestartAtMs: number | undefined;
+  private timer: { cancel(): void } | undefined;
   private readonly retain: (obj: T) => T;
   /** when the watch stopped being open (the start, at first); undefined while one is open */
-  downSinceMs: number | undefined = Date.now();
+  downSinceMs: number | undefined;
+  /** watch events that failed to decode in a row at one resourceVersion */
+  private decodeFailures = { resourceVersion: '', count: 0 };
   /** the current watch has answered 200 */
   private watchOpen = false;
   /** while a streaming list is under way: the keys it has delivered (the rest is gone at its end) */
@@ -360,7 +430,10 @@ class ResilientInformer<T extends KubernetesObject> {
     private readonly random: () => number,
     /** list by streaming (sendInitialEvents); false once the server refused it */
     private streaming: boolean,
+    private readonly clock: InformerClock,
+    private readonly onDecodeRelist: ((resource: string) => void) | undefined,
   ) {
+    this.downSinceMs = clock.now();
     this.delayMs = backoff.initialMs;
     this.retain = spec.retain ?? ((o) => o);
     this.watch = new ReportingWatch(
@@ -375,10 +448,10 @@ class ResilientInformer<T extends KubernetesObject> {
     return this.spec.resource;
   }
 
+  /** The watch answered 200: open (the backoff is not reset by that: a watch must last, nextDelay). */
   private connected(): void {
     this.watchOpen = true;
     this.downSinceMs = undefined;
-    this.resetBackoff();
   }
 
   start(): void {
@@ -388,7 +461,7 @@ class ResilientInformer<T extends KubernetesObject> {
   async stop(): Promise<void> {
     this.stopped = true;
     this.generation++;
-    if (this.timer) clearTimeout(this.timer);
+    this.timer?.cancel();
     this.timer = undefined;
     this.controller?.abort();
     this.controller = undefined;
@@ -437,7 +510,6 @@ class ResilientInformer<T extends KubernetesObject> {
         return;
       }
       if (!current()) return;
-      this.resetBackoff();
       // what the complete list lacks is gone
       for (const [key, old] of [...this.known]) if (!present.has(key)) this.deleted(old);
       this.resourceVersion = version;
@@ -455,13 +527,13 @@ class ResilientInformer<T extends KubernetesObject> {
       labelSelector: this.spec.selector.labelSelector,
       fieldSelector: this.spec.selector.fieldSelector,
     };
-    const startedAt = Date.now();
+    const startedAt = this.clock.now();
     this.watchOpen = false;
     const controller = await this.watch.watch(
       this.spec.path,
       query,
       (phase, obj) => current() && this.event(phase, obj as T),
-      (err) => current() && this.watchEnded(err, Date.now() - startedAt),
+      (err) => current() && this.watchEnded(err, this.clock.now() - startedAt),
     );
     if (current()) this.controller = controller;
     else controller.abort();
@@ -542,7 +614,7 @@ class ResilientInformer<T extends KubernetesObject> {
 
   private watchEnded(err: unknown, lastedMs: number): void {
     this.controller = undefined;
-    this.downSinceMs ??= Date.now();
+    this.downSinceMs ??= this.clock.now();
     const streamed = this.initial !== undefined;
     this.initial = undefined;
     if (streamed && STREAMING_REFUSED.has(httpStatusOf(err) ?? 0)) {
@@ -558,6 +630,7 @@ class ResilientInformer<T extends KubernetesObject> {
     }
     // a watch that never answered (server or credentials hung past the deadline) failed
     const timedOut = this.watchOpen && (err as { name?: string } | null)?.name === 'TimeoutError';
+    if (isWatchDecodeError(err)) return this.undecodable(err, streamed);
     if (err && !timedOut) return this.failed(err);
     // the server closed the stream (its timeout, or after a 410), or nothing came for the
     // client's inactivity timeout: resume (or relist), at once unless the watch was brief
@@ -595,36 +668,73 @@ class ResilientInformer<T extends KubernetesObject> {
     }
   }
 
-  private resetBackoff(): void {
-    this.delayMs = this.backoff.initialMs;
-  }
-
   private failed(e: unknown): void {
     if (this.stopped || this.timer) return;
     const status = httpStatusOf(e);
     const level = status === 401 || status === 403 ? 'debug' : 'warn';
-    const delay = this.nextDelay();
-    this.log[level](`${this.spec.resource} informer failed: ${describeError(e)}; restarting in ${delay} ms`, {
+    // never sooner than the server asked (a 429's Retry-After; any answer's that has one)
+    const delay = this.nextDelay(retryAfterMs(e));
+    // 429: the server is shedding load; nothing is wrong with what was asked: the same again
+    const again = status === 429 ? ' (the API server is overloaded: the same request again, no relist)' : '';
+    this.log[level](`${this.spec.resource} informer failed: ${describeError(e)}; restarting in ${delay} ms${again}`, {
       resource: this.spec.resource,
       error: describeError(e),
       retryInMs: delay,
     });
-    // an HTTP error: relist from scratch; no answer at all (the server went away): check its
-    // history before resuming (historyRewound)
-    if (httpStatusOf(e) === undefined) this.checkHistory = true;
-    this.restartAfterBackoff(httpStatusOf(e) !== undefined, delay);
+    // another HTTP error: relist from scratch; no answer at all (the server went away): check
+    // its history before resuming (historyRewound)
+    if (status === undefined) this.checkHistory = true;
+    this.restartAfterBackoff(status !== undefined && status !== 429, delay);
   }
 
-  /** The next wait, jittered (client-go's wait.Jitter(d, 1.0): d to 2d), and the backoff doubled. */
-  private nextDelay(): number {
-    const delay = Math.round(this.delayMs * (1 + this.random()));
+  /**
+   * A watch event did not decode: watch again from the same version after the backoff (a
+   * frame damaged on its way comes whole the next time); once the events at one version have
+   * failed DECODE_FAILURES_BEFORE_RELIST times, relist (the list brings the state the event
+   * changed, and the watch goes on from the list's version), logged once and counted.
+   */
+  private undecodable(e: Error, streamed: boolean): void {
+    if (this.stopped || this.timer) return;
+    const version = this.resourceVersion;
+    const count = this.decodeFailures.resourceVersion === version ? this.decodeFailures.count + 1 : 1;
+    this.decodeFailures = { resourceVersion: version, count };
+    const delay = this.nextDelay();
+    const from = streamed ? 'a streamed list' : `resourceVersion ${version}`;
+    if (count < DECODE_FAILURES_BEFORE_RELIST) {
+      this.log.debug(
+        `${this.spec.resource} informer: a watch event from ${from} did not decode (${describeError(e)}); watching again in ${delay} ms`,
+        { resource: this.spec.resource, resourceVersion: version, error: describeError(e), retryInMs: delay },
+      );
+      this.restartAfterBackoff(false, delay);
+      return;
+    }
+    this.decodeFailures = { resourceVersion: version, count: 0 };
+    this.log.warn(
+      `${this.spec.resource} informer: watch events from ${from} did not decode ${count} times (${describeError(e)}); relisting in ${delay} ms`,
+      { resource: this.spec.resource, resourceVersion: version, error: describeError(e), retryInMs: delay },
+    );
+    this.onDecodeRelist?.(this.spec.resource);
+    this.restartAfterBackoff(true, delay);
+  }
+
+  /**
+   * The next wait, jittered (client-go's wait.Jitter(d, 1.0): d to 2d), at least `atLeastMs`,
+   * and the backoff doubled; the backoff starts again from `initialMs` once BACKOFF_RESET_MS
+   * have passed since the last restart without a failure.
+   */
+  private nextDelay(atLeastMs = 0): number {
+    const now = this.clock.now();
+    if (this.lastRestartAtMs !== undefined && now - this.lastRestartAtMs >= BACKOFF_RESET_MS)
+      this.delayMs = this.backoff.initialMs;
+    const delay = Math.max(Math.round(this.delayMs * (1 + this.random())), atLeastMs);
     this.delayMs = Math.min(this.delayMs * 2, this.backoff.maxMs);
+    this.lastRestartAtMs = now + delay;
     return delay;
   }
 
   private restartAfterBackoff(relist: boolean, delay = this.nextDelay()): void {
     this.generation++;
-    this.timer = setTimeout(() => {
+    this.timer = this.clock.setTimer(() => {
       this.timer = undefined;
       if (this.stopped) return;
       if (relist) this.resourceVersion = '';

@@ -1,15 +1,99 @@
 /**
  * The informers' watch stream (informers.ts): client-node's Watch, sent through apiRequest;
  * newline-delimited JSON events, or protobuf frames when the server answers in protobuf.
+ * An event that does not decode (a frame protobuf.ts refuses, a line that is not a JSON watch
+ * event, either larger than WATCH_EVENT_MAX_BYTES) ends the watch with that error
+ * (isWatchDecodeError): skipped, it could have been a DELETED, lost for good.
  */
 import { STATUS_CODES } from 'node:http';
-import { createInterface } from 'node:readline';
 import { Readable } from 'node:stream';
 import type { ReadableStream as WebReadableStream } from 'node:stream/web';
 import type { KubeConfig, KubernetesObject } from '@kubernetes/client-node';
 import { ApiKubeConfig, apiRequest, statusMessage } from './api-request';
 import { prunedObject } from './prune';
-import { WatchFrames, decodeWatchEvent, isProtobuf } from './protobuf';
+import { ProtobufDecodeError, WATCH_EVENT_MAX_BYTES, WatchFrames, decodeWatchEvent, isProtobuf } from './protobuf';
+
+/** A JSON watch line that is no watch event: not JSON, no type or object, or longer than the cap. */
+export class WatchDecodeError extends Error {
+  override readonly name = 'WatchDecodeError';
+}
+
+/** An event of the watch's stream that did not decode, JSON or protobuf: the stream ended there. */
+export function isWatchDecodeError(e: unknown): e is Error {
+  return e instanceof WatchDecodeError || e instanceof ProtobufDecodeError;
+}
+
+/**
+ * Splits a JSON watch body into its lines as the chunks come (what readline did, without its
+ * unbounded line buffer): push each chunk, get back the lines it completed; a line longer
+ * than `maxBytes` (WATCH_EVENT_MAX_BYTES) throws WatchDecodeError once that many bytes have
+ * come without a newline, so no more than the cap is ever held.
+ */
+export class WatchLines {
+  private pending: Buffer[] = [];
+  private pendingBytes = 0;
+
+  constructor(private readonly maxBytes = WATCH_EVENT_MAX_BYTES) {}
+
+  push(chunk: Uint8Array): string[] {
+    const lines: string[] = [];
+    let buf = Buffer.from(chunk.buffer, chunk.byteOffset, chunk.byteLength);
+    for (;;) {
+      const nl = buf.indexOf(0x0a);
+      if (nl < 0) break;
+      const length = this.pendingBytes + nl;
+      if (length > this.maxBytes) throw this.tooLong(length);
+      const line = this.pending.length
+        ? Buffer.concat([...this.pending, buf.subarray(0, nl)], length)
+        : buf.subarray(0, nl);
+      this.pending = [];
+      this.pendingBytes = 0;
+      // a newline never occurs inside a UTF-8 sequence: each line decodes alone
+      lines.push(line.toString('utf8'));
+      buf = buf.subarray(nl + 1);
+    }
+    if (buf.length > 0) {
+      if (this.pendingBytes + buf.length > this.maxBytes) throw this.tooLong(this.pendingBytes + buf.length);
+      this.pending.push(buf);
+      this.pendingBytes += buf.length;
+    }
+    return lines;
+  }
+
+  /** What came after the last newline (a last line the server did not end), and forgets it. */
+  rest(): string {
+    const text = Buffer.concat(this.pending, this.pendingBytes).toString('utf8');
+    this.pending = [];
+    this.pendingBytes = 0;
+    return text;
+  }
+
+  private tooLong(bytes: number): WatchDecodeError {
+    return new WatchDecodeError(
+      `a watch event line longer than ${this.maxBytes} bytes, the most an event may have (at least ${bytes})`,
+    );
+  }
+}
+
+/** One JSON watch line as an event; WatchDecodeError for anything that is not one. */
+export function parseWatchLine(line: string): { type: string; object: KubernetesObject } {
+  let data: unknown;
+  try {
+    data = JSON.parse(line);
+  } catch (e) {
+    throw new WatchDecodeError(`a watch line that is not JSON (${(e as Error).message}): ${line.slice(0, 80)}`);
+  }
+  const ev = data as { type?: unknown; object?: unknown } | null;
+  if (
+    typeof ev !== 'object' ||
+    ev === null ||
+    typeof ev.type !== 'string' ||
+    typeof ev.object !== 'object' ||
+    ev.object === null
+  )
+    throw new WatchDecodeError(`a watch line that is no watch event (a type and an object): ${line.slice(0, 80)}`);
+  return { type: ev.type, object: ev.object as KubernetesObject };
+}
 
 /** What a ReportingWatch tells its informer and asks it. */
 export interface WatchHooks {
@@ -101,8 +185,10 @@ export class ReportingWatch {
       if (!res.stream?.body) {
         const error = new Error(
           `${res.statusText || STATUS_CODES[res.status] || 'Error'}: ${statusMessage(res.body)}`,
-        ) as Error & { statusCode: number };
+        ) as Error & { statusCode: number; headers: Record<string, string> };
         error.statusCode = res.status;
+        // as ApiException carries them (raw-list.ts): the informer honours Retry-After
+        error.headers = res.retryAfter !== undefined ? { 'retry-after': res.retryAfter } : {};
         throw error;
       }
       // from here on an inactivity timeout
@@ -128,18 +214,36 @@ export class ReportingWatch {
         });
         return this.opened(controller, finished);
       }
-      const lines = createInterface(body);
-      lines.on('error', finish);
-      lines.on('line', (line) => {
-        let data: { type?: string; object?: unknown };
+      // newline-delimited JSON events; one that does not decode ends the watch as a bad frame
+      // does (client-node skipped it: a DELETED lost so stayed lost)
+      const lines = new WatchLines();
+      const deliver = (line: string) => {
+        if (line.trim() === '') return; // no event: nothing is lost
+        const ev = parseWatchLine(line);
+        callback(ev.type, prunedObject(ev.object), ev);
+      };
+      body.on('data', (chunk: Buffer) => {
+        if (finished) return;
         try {
-          data = JSON.parse(line) as { type?: string; object?: unknown };
-        } catch {
-          return; // as client-node: a line that is not JSON is skipped
+          for (const line of lines.push(chunk)) {
+            deliver(line);
+            if (finished) return;
+          }
+        } catch (e) {
+          finish(e);
         }
-        callback(data.type ?? '', prunedObject(data.object as KubernetesObject), data);
       });
-      lines.on('close', () => finish(null));
+      body.on('end', () => {
+        if (finished) return;
+        // a last line without its newline: an event when it parses; else the stream was cut
+        // inside it, and the watch resumed from the last version gets it again
+        const rest = lines.rest();
+        try {
+          if (rest.trim() !== '') deliver(rest);
+        } catch {
+          // cut short, not undecodable
+        }
+      });
     } catch (e) {
       finish(e);
       return controller;
