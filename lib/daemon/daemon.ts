@@ -161,7 +161,8 @@ export async function runDaemon(config: ProxyConfig, options: DaemonOptions): Pr
   // ---- trackers, proxier, informers ----
   const wiring = wireProxier({ kernel, config, nodeName: name, settings, randomFully, events, metrics });
   const { proxier } = wiring;
-  const node: NodeEligibility = { eligible: true };
+  // not eligible until this Node is seen (kube-proxy: a nil Node is not eligible, /healthz 503)
+  const node: NodeEligibility = { eligible: false };
   const informers = wireInformers({
     kc,
     config,
@@ -174,6 +175,8 @@ export async function runDaemon(config: ProxyConfig, options: DaemonOptions): Pr
   });
 
   // ---- servers ----
+  metrics.notWatching = () =>
+    informers.notWatching().map((n) => ({ resource: n.resource, seconds: Math.max(0, Date.now() - n.sinceMs) / 1000 }));
   const running: RunningConfig = { current: config };
   const servers = await startServers({ config, running, proxier, metrics, node, informers, log });
 

@@ -69,6 +69,9 @@ export function buildInfoLabels(b: BuildInfo): Record<string, string> {
   };
 }
 
+/** The informers' resources (lib/k8s/informers.ts), each exported by kube_ipvs_informer_not_watching_seconds. */
+const INFORMER_RESOURCES = ['services', 'endpointslices', 'nodes'] as const;
+
 /** The daemon's Prometheus metrics, kube-proxy's and kube-ipvs's, in one registry. */
 export class ProxyMetrics {
   readonly registry = new Registry();
@@ -95,6 +98,7 @@ export class ProxyMetrics {
   readonly realServers: Gauge;
   readonly draining: Gauge;
   readonly refused: Gauge<'reason'>;
+  readonly informerNotWatching: Gauge<'resource'>;
   readonly conntrackSyncDuration: Histogram;
   readonly conntrackDeleted: Counter;
   readonly restClientRequests: Counter<'code' | 'host' | 'method'>;
@@ -303,8 +307,24 @@ export class ProxyMetrics {
         for (const [reason, n] of by) this.set({ reason }, n);
       },
     });
+    // informer staleness is a metric, not /healthz's code (issue 39 item 7: health-server.ts)
+    const notWatchingNow = () => this.notWatching?.() ?? [];
+    this.informerNotWatching = new Gauge({
+      name: 'kube_ipvs_informer_not_watching_seconds',
+      help: 'Seconds since the informer last had an open watch (Services, EndpointSlices, this Node); 0 while it has one',
+      labelNames: ['resource'],
+      registers,
+      collect(this: Gauge<'resource'>) {
+        this.reset();
+        for (const resource of INFORMER_RESOURCES) this.set({ resource }, 0);
+        for (const n of notWatchingNow()) this.set({ resource: n.resource }, n.seconds);
+      },
+    });
     collectDefaultMetrics({ register: this.registry });
   }
+
+  /** What kube_ipvs_informer_not_watching_seconds shows, asked at each scrape: the informers without an open watch. */
+  notWatching: (() => readonly { readonly resource: string; readonly seconds: number }[]) | undefined;
 
   /** What kube_ipvs_refused_frontends shows, asked at each scrape. */
   refusedFrontends: (() => readonly RefusedFrontend[]) | undefined;

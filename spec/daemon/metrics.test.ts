@@ -227,4 +227,23 @@ describe('ProxyMetrics: kube-proxy IPVS mode series', () => {
     text = await m.registry.metrics();
     expect(text).toContain('kube_ipvs_refused_frontends{reason="ForeignVirtualServer"} 0');
   });
+
+  it('kube_ipvs_informer_not_watching_seconds{resource}: how long each informer has had no open watch, 0 while it has one (what /healthz no longer fails on, issue 39 item 7)', async () => {
+    const m = new ProxyMetrics();
+    let gaps: { resource: string; seconds: number }[] = [];
+    m.notWatching = () => gaps;
+    expect((await families(m)).get('kube_ipvs_informer_not_watching_seconds')).toEqual({
+      type: 'gauge',
+      labels: ['resource'],
+    });
+    let text = await m.registry.metrics();
+    for (const r of ['services', 'endpointslices', 'nodes'])
+      expect(text).toContain(`kube_ipvs_informer_not_watching_seconds{resource="${r}"} 0`);
+    gaps = [{ resource: 'services', seconds: 125.5 }];
+    text = await m.registry.metrics();
+    expect(text).toContain('kube_ipvs_informer_not_watching_seconds{resource="services"} 125.5');
+    expect(text).toContain('kube_ipvs_informer_not_watching_seconds{resource="nodes"} 0');
+    gaps = [];
+    expect(await m.registry.metrics()).toContain('kube_ipvs_informer_not_watching_seconds{resource="services"} 0');
+  });
 });
