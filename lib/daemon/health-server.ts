@@ -1,19 +1,22 @@
 /**
  * kube-proxy's proxy health server (pkg/proxy/healthcheck/proxy_health.go) on
  * healthzBindAddress: `/healthz` and `/livez`. Unhealthy when a queued change has waited
- * longer than `timeoutMs` (2 x syncPeriod) without a successful sync.
+ * `timeoutMs` (2 x syncPeriod) or longer without a successful sync: the proxier's syncs do
+ * not keep up.
  * `/livez` is kube-proxy's: healthy while starting up, so a slow first list never gets the
  * pod restarted by its livenessProbe.
  * `/healthz` also answers 503 until the Services and EndpointSlices have been listed and a
  * first full sync has applied them (a readiness probe then holds a rolling update on a node
  * that cannot reach or authenticate to the API server, where kube-proxy's would pass), and
- * when the node is not eligible (being deleted, or tainted ToBeDeletedByClusterAutoscaler) so
- * cloud load balancers drain it.
- * `/healthz` answers 503, too, when an informer (Services, EndpointSlices, Node) has had no
- * open watch for longer than `timeoutMs` (a hung API server or credential plugin: each
- * request's deadline has passed, over and over), naming each one and since when under
- * `notWatching`; `/livez` ignores it (a restart does not mend the API server). The JSON is
- * kube-proxy's otherwise.
+ * when the node is not eligible (as kube-proxy 1.31+: its Node not seen, being deleted, or
+ * tainted ToBeDeletedByClusterAutoscaler) so cloud load balancers drain it (KEP-3836).
+ * An informer with no open watch (the API server down or refusing, a hung credential plugin)
+ * does not make either 503 (issue 39 item 7): cloud load balancers probe `/healthz`, so that
+ * would turn a control-plane outage into a data-plane one, every node drained at once, while
+ * the programmed table keeps serving; nor would a restart mend the API server. The informers
+ * that have had none for longer than `timeoutMs` are named under `notWatching` (since when),
+ * for the operator; kube_ipvs_informer_not_watching_seconds is the metric to alert on. The
+ * JSON is kube-proxy's otherwise.
  */
 import http from 'node:http';
 import { AddressInfo } from 'node:net';
@@ -40,7 +43,8 @@ export interface HealthState {
 /** Pure: kube-proxy's ProxyHealthServer.Health(). */
 export function proxyHealth(src: Omit<HealthSource, 'initialSyncDone'>, now: number, timeoutMs: number): HealthState {
   const pending = src.lastQueuedAt > src.lastSyncAt;
-  const healthy = !pending || now - src.lastQueuedAt <= timeoutMs;
+  // kube-proxy: unhealthy once the oldest queued change is timeoutMs old
+  const healthy = !pending || now - src.lastQueuedAt < timeoutMs;
   // lastUpdated is "now" while healthy, as kube-proxy reports it
   const lastUpdated = healthy ? now : src.lastSyncAt;
   return { healthy, lastUpdated: new Date(lastUpdated), currentTime: new Date(now) };
@@ -55,7 +59,7 @@ export interface HealthServerOptions {
   readonly nodeEligible: () => boolean;
   /** counts per path and code (kubeproxy_proxy_healthz_total / livez_total) */
   readonly onRequest?: (path: 'healthz' | 'livez', code: number) => void;
-  /** the informers without an open watch, since when (ms since the epoch) */
+  /** the informers without an open watch, since when (ms since the epoch): named in /healthz's body, never its code */
   readonly notWatching?: () => readonly { readonly resource: string; readonly sinceMs: number }[];
   /** the server's timeouts and caps (default PROBE_SERVER_LIMITS; tests shorten them) */
   readonly limits?: Partial<ProbeServerLimits>;
@@ -84,7 +88,7 @@ export function createHealthServer(opts: HealthServerOptions): http.Server {
       const stale = (opts.notWatching?.() ?? []).filter((n) => now - n.sinceMs > opts.timeoutMs);
       if (stale.length > 0)
         body.notWatching = Object.fromEntries(stale.map((n) => [n.resource, new Date(n.sinceMs).toISOString()]));
-      ok = ok && eligible && synced && stale.length === 0;
+      ok = ok && eligible && synced;
     }
     const code = ok ? 200 : 503;
     opts.onRequest?.(path === '/healthz' ? 'healthz' : 'livez', code);

@@ -7,6 +7,9 @@ describe('proxyHealth', () => {
     { name: 'starting up, nothing queued', lastSyncAt: 0, lastQueuedAt: 0, now: 1000, healthy: true },
     { name: 'synced after the last queued change', lastSyncAt: 500, lastQueuedAt: 400, now: 100_000, healthy: true },
     { name: 'queued, within the timeout', lastSyncAt: 500, lastQueuedAt: 1000, now: 60_000, healthy: true },
+    { name: 'queued, just within the timeout', lastSyncAt: 500, lastQueuedAt: 1000, now: 60_999, healthy: true },
+    // kube-proxy: unhealthy once now - oldest queued >= the timeout
+    { name: 'queued, at the timeout', lastSyncAt: 500, lastQueuedAt: 1000, now: 61_000, healthy: false },
     { name: 'queued, past the timeout', lastSyncAt: 500, lastQueuedAt: 1000, now: 61_001, healthy: false },
   ])('$name', ({ lastSyncAt, lastQueuedAt, now, healthy }) => {
     expect(proxyHealth({ lastSyncAt, lastQueuedAt }, now, 60_000).healthy).toBe(healthy);
@@ -90,7 +93,7 @@ describe('health server', () => {
   ])('parses bind address %s', (bind, want) => {
     expect(parseBindAddress(bind)).toEqual(want);
   });
-  it('/healthz answers 503 once an informer has had no open watch for longer than the timeout (a hung API server or credential plugin, issue 25); /livez does not', async () => {
+  it('/healthz stays 200 while informers have no open watch, however long (a control-plane outage must not drain every node: KEP-3836, issue 39 item 7); the body names them; /livez is 200 too', async () => {
     const clock = new FakeClock(1_000_000);
     const src = { lastSyncAt: 999_000, lastQueuedAt: 0, initialSyncDone: true };
     let notWatching: { resource: string; sinceMs: number }[] = [];
@@ -100,14 +103,14 @@ describe('health server', () => {
       clock,
       nodeEligible: () => true,
       notWatching: () => notWatching,
-    } as Parameters<typeof createHealthServer>[0]);
+    });
     const { port } = await listen(server, '127.0.0.1:0');
     try {
       const get = async (p: string) => {
         const r = await fetch(`http://127.0.0.1:${port}${p}`);
         return { code: r.status, body: (await r.json()) as Record<string, unknown> };
       };
-      // a watch being re-established is normal
+      // a watch being re-established is normal: not even named
       notWatching = [{ resource: 'services', sinceMs: 1_000_000 }];
       await clock.advance(60_000);
       expect(await get('/healthz')).toEqual({
@@ -118,18 +121,33 @@ describe('health server', () => {
           nodeEligible: true,
         },
       });
-      await clock.advance(1);
+      // the API server gone for an hour: named, for the operator, and still 200
+      notWatching = [
+        { resource: 'services', sinceMs: 1_000_000 },
+        { resource: 'endpointslices', sinceMs: 1_000_000 },
+      ];
+      await clock.advance(3_600_000);
+      const now = new Date(4_660_000).toISOString();
       expect(await get('/healthz')).toEqual({
-        code: 503,
+        code: 200,
         body: {
-          lastUpdated: new Date(1_060_001).toISOString(),
-          currentTime: new Date(1_060_001).toISOString(),
+          lastUpdated: now,
+          currentTime: now,
           nodeEligible: true,
-          notWatching: { services: new Date(1_000_000).toISOString() },
+          notWatching: {
+            services: new Date(1_000_000).toISOString(),
+            endpointslices: new Date(1_000_000).toISOString(),
+          },
         },
       });
       expect((await get('/livez')).code).toBe(200);
+      // what does turn it 503 is kube-proxy's: a queued change not applied within the timeout
+      src.lastQueuedAt = 4_660_000;
+      await clock.advance(60_000);
+      expect((await get('/healthz')).code).toBe(503);
+      expect((await get('/livez')).code).toBe(503);
       notWatching = [];
+      src.lastSyncAt = 4_720_000;
       expect((await get('/healthz')).code).toBe(200);
     } finally {
       server.close();
