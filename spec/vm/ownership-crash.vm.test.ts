@@ -88,7 +88,7 @@ const WANT_IPVS = [
   '-a -t 10.96.0.82:80 -r 10.244.8.82:8080 -m -w 1',
   '-A -t 192.0.2.1:30480 -s wlc',
   '-a -t 192.0.2.1:30480 -r 10.244.8.80:8080 -m -w 1',
-];
+].sort();
 const WANT_RECORD = [
   'add KUBE-IPVS-OWNED 10.96.0.80,tcp:80 comment "wlc/0x0000/0"',
   'add KUBE-IPVS-OWNED 10.96.0.82,tcp:80 comment "rr/0x0000/0"',
@@ -107,6 +107,13 @@ describe('a SIGKILL at every step of a sync: the record stays true of the kernel
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'kube-ipvs-crash-'));
   const cfg = path.join(dir, 'config.conf');
   let apiserver: LoggedProcess | undefined;
+  /** every daemon started: a failed expectation must not leave one running */
+  const daemons: LoggedProcess[] = [];
+  const daemon = (env: NodeJS.ProcessEnv = {}) => {
+    const d = startKubeIpvs(['--config', cfg, '--v=2'], env);
+    daemons.push(d);
+    return d;
+  };
 
   async function serve(objects: readonly unknown[]): Promise<void> {
     await apiserver?.kill('SIGTERM');
@@ -123,6 +130,7 @@ describe('a SIGKILL at every step of a sync: the record stays true of the kernel
     fs.writeFileSync(cfg, e2eProxyConfig({ dir, node: NODE, ipvs: ['syncPeriod: 30s'] }));
   });
   afterAll(async () => {
+    for (const d of daemons) await d.kill('SIGKILL');
     await apiserver?.kill('SIGTERM');
     tryRun(process.execPath, [MAIN, 'cleanup'], undefined, 180_000);
     tryRun('ip', ['link', 'del', 'node0']);
@@ -134,16 +142,17 @@ describe('a SIGKILL at every step of a sync: the record stays true of the kernel
     for (let k = 1; k <= 8; k++) {
       expect(tryRun(process.execPath, [MAIN, 'cleanup'], undefined, 180_000).status).toBe(0);
       await serve(BEFORE);
-      const first = startKubeIpvs(['--config', cfg, '--v=2']);
+      const first = daemon();
       await untilFullSync(first, 'the first run');
       await first.kill('SIGTERM');
 
       await serve(AFTER);
-      const faulty = startKubeIpvs(['--config', cfg, '--v=2'], { KUBE_IPVS_FAULT_KILL_AT: String(k) });
-      const died = await Promise.race([
-        faulty.exited.then(() => true),
-        faulty.waitFor(isFullSync, 'a full sync', 0, 300_000).then(() => false),
-      ]);
+      const faulty = daemon({ KUBE_IPVS_FAULT_KILL_AT: String(k) });
+      // (the wait for a full sync fails when the process dies first)
+      const died = await faulty.waitFor(isFullSync, 'a full sync', 0, 300_000).then(
+        () => false,
+        () => true,
+      );
       if (!died) {
         // past the last write: the change went through without a crash
         await faulty.kill('SIGTERM');
@@ -160,7 +169,7 @@ describe('a SIGKILL at every step of a sync: the record stays true of the kernel
       if (rules.includes('-A -t 10.96.0.82:80 -s rr')) expect(record.join('\n')).toContain('10.96.0.82,tcp:80');
       if (rules.includes('-A -t 10.96.0.81:80 -s rr')) expect(record.join('\n')).toContain('10.96.0.81,tcp:80');
 
-      const again = startKubeIpvs(['--config', cfg, '--v=2']);
+      const again = daemon();
       await untilFullSync(again, `the restart after crash ${k}`);
       const refused = again.lines.map((l) => String(l.message)).filter((m) => m.includes("not kube-ipvs's"));
       expect({ k, refused }).toEqual({ k, refused: [] });

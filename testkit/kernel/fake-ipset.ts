@@ -423,7 +423,7 @@ function parseComment(set: FakeSet, verb: 'add' | 'del', words: readonly string[
   if (words.length === 0) return undefined;
   if (words[0] !== 'comment' || words.length !== 2 || verb !== 'add')
     throw new Refusal(`Syntax error: Unknown argument: '${words[0]}'`);
-  if (!set.comments) throw new Refusal('Comment extension is not enabled for the set');
+  if (!set.comments) throw new Refusal('Comment cannot be used: set was created without comment support');
   return words[1]!.replace(/^"(.*)"$/, '$1');
 }
 
