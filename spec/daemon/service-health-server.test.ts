@@ -236,14 +236,8 @@ describe('ServiceHealthServer', () => {
     expect(await get(port, '127.0.0.4')).toMatchObject({ status: 200 });
   });
 
-  it('bounded (issue 39 item 8): one connection budget for every Service; one beyond it is closed unanswered; idle and half-open ones are closed after their timeouts', async () => {
-    t = setup(['127.0.0.1'], {
-      maxConnections: 3,
-      keepAliveTimeoutMs: 300,
-      headersTimeoutMs: 300,
-      requestTimeoutMs: 300,
-      checkEveryMs: 50,
-    });
+  const twoServices = async (limits: Partial<ProbeServerLimits>) => {
+    t = setup(['127.0.0.1'], limits);
     const [a, b] = [await freePort(), await freePort()];
     t.server.syncServices(
       new Map([
@@ -258,20 +252,48 @@ describe('ServiceHealthServer', () => {
       ]),
     );
     await t.server.settled();
+    return { a, b };
+  };
+  /** resolves once `c` got a whole 200 answer, its chunked body ended (polled every 5 ms) */
+  const answered = async (c: ReturnType<typeof rawConnection>) => {
+    while (!/^HTTP\/1\.1 200 [^]*\r\n0\r\n\r\n$/.test(c.received())) await new Promise((r) => setTimeout(r, 5));
+  };
+
+  it('bounded (issue 39 item 8): one connection budget for every Service; one beyond it is closed at once, unanswered', async () => {
+    // the timeouts are long here: nothing but the cap closes a connection
+    const { a, b } = await twoServices({
+      maxConnections: 3,
+      keepAliveTimeoutMs: 600_000,
+      headersTimeoutMs: 600_000,
+      requestTimeoutMs: 600_000,
+    });
     // three kept-alive connections, answered (so counted), spend the budget of both Services
     const kept = [
       rawConnection(a, KEEP_ALIVE_REQUEST),
       rawConnection(a, KEEP_ALIVE_REQUEST),
       rawConnection(b, KEEP_ALIVE_REQUEST),
     ];
-    for (const c of kept) while (!/^HTTP\/1\.1 200 /.test(c.received())) await new Promise((r) => setTimeout(r, 5));
+    for (const c of kept) await answered(c);
     expect(await rawConnection(b, KEEP_ALIVE_REQUEST).closed).toBe('');
-    // idle, they are closed after the keep-alive timeout; then probes get through again
-    for (const c of kept) expect(await c.closed).toMatch(/^HTTP\/1\.1 200 /);
+    expect(await rawConnection(a, HALF_OPEN_REQUEST).closed).toBe('');
+    // one closed by its client: a probe gets through again (the server counts the close a
+    // moment after the client made it)
+    kept[0]!.socket.destroy();
     let answer = await get(b);
-    while ('error' in answer) answer = await get(b); // the server counts a close a moment after the client sees it
+    while ('error' in answer) answer = await get(b);
     expect(answer).toMatchObject({ status: 200 });
-    // a half-open request is answered 408 and closed once its headers are late
+    for (const c of kept) c.socket.destroy();
+  }, 30_000);
+
+  it('bounded (issue 39 item 8): an idle kept-alive connection is closed after the keep-alive timeout, a half-open request answered 408 and closed', async () => {
+    const { a, b } = await twoServices({
+      keepAliveTimeoutMs: 300,
+      headersTimeoutMs: 300,
+      requestTimeoutMs: 300,
+      checkEveryMs: 50,
+    });
+    const idle = rawConnection(b, KEEP_ALIVE_REQUEST);
+    expect(await idle.closed).toMatch(/^HTTP\/1\.1 200 /);
     expect(await rawConnection(a, HALF_OPEN_REQUEST).closed).toMatch(/^HTTP\/1\.1 408 /);
   }, 30_000);
 });
