@@ -13,59 +13,43 @@ import path from 'node:path';
 import { join } from 'node:path';
 import { e2eProxyConfig, LoggedProcess, LogLine, startFixtureApiServer, startKubeIpvs } from '../../testkit/processes';
 import { ip, run, tryRun } from '../../testkit/netns';
+import { makeEndpointSlice, makeNode, makeService, svcPort } from '../../testkit/builders';
 
 const API_PORT = 16447;
 const NODE = 'node-a';
 const MAIN = join(__dirname, '..', '..', 'lib', 'cli', 'main.js');
 
-type Obj = Record<string, unknown>;
-const node: Obj = {
+// the builders' objects (testkit/builders.ts), with the kind the fixture API server serves them as
+const node = {
   apiVersion: 'v1',
   kind: 'Node',
-  metadata: { name: NODE, uid: 'uid-node-a', labels: { 'kubernetes.io/hostname': NODE } },
-  spec: { podCIDR: '10.244.0.0/24', podCIDRs: ['10.244.0.0/24'] },
-  status: { addresses: [{ type: 'InternalIP', address: '192.0.2.1' }] },
+  ...makeNode(NODE, (n) => {
+    n.metadata!.labels = { 'kubernetes.io/hostname': NODE };
+    n.spec = { podCIDR: '10.244.0.0/24', podCIDRs: ['10.244.0.0/24'] };
+    n.status = { addresses: [{ type: 'InternalIP', address: '192.0.2.1' }] };
+  }),
 };
-function service(name: string, clusterIP: string, nodePort?: number, scheduler?: string): Obj {
-  return {
-    apiVersion: 'v1',
-    kind: 'Service',
-    metadata: {
-      namespace: 'default',
-      name,
-      uid: `uid-${name}`,
-      ...(scheduler ? { annotations: { 'kube-ipvs.io/scheduler': scheduler } } : {}),
-    },
-    spec: {
+function service(name: string, clusterIP: string, nodePort?: number, scheduler?: string) {
+  const svc = makeService('default', name, (s) => {
+    if (scheduler) s.metadata!.annotations = { 'kube-ipvs.io/scheduler': scheduler };
+    s.spec = {
       type: nodePort ? 'NodePort' : 'ClusterIP',
-      sessionAffinity: 'None',
       ipFamilies: ['IPv4'],
       clusterIP,
       clusterIPs: [clusterIP],
-      ports: [{ name: 'p', port: 80, protocol: 'TCP', ...(nodePort ? { nodePort } : {}) }],
-    },
-    status: { loadBalancer: {} },
-  };
+      ports: [svcPort('p', 80, 'TCP', nodePort)],
+    };
+  });
+  return { apiVersion: 'v1', kind: 'Service', ...svc };
 }
-function slice(svc: string, pod: string): Obj {
-  return {
-    apiVersion: 'discovery.k8s.io/v1',
-    kind: 'EndpointSlice',
-    metadata: {
-      namespace: 'default',
-      name: `${svc}-1`,
-      uid: `uid-${svc}-1`,
-      labels: {
-        'kubernetes.io/service-name': svc,
-        'endpointslice.kubernetes.io/managed-by': 'endpointslice-controller.k8s.io',
-      },
-    },
-    addressType: 'IPv4',
-    ports: [{ name: 'p', port: 8080, protocol: 'TCP' }],
-    endpoints: [
+function slice(svc: string, pod: string) {
+  const sl = makeEndpointSlice('default', svc, `${svc}-1`, (e) => {
+    e.ports = [{ name: 'p', port: 8080, protocol: 'TCP' }];
+    e.endpoints = [
       { addresses: [pod], conditions: { ready: true, serving: true, terminating: false }, nodeName: 'node-b' },
-    ],
-  };
+    ];
+  });
+  return { apiVersion: 'discovery.k8s.io/v1', kind: 'EndpointSlice', ...sl };
 }
 const BEFORE = [
   node,
