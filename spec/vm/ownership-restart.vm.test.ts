@@ -1,4 +1,5 @@
-// Ownership across a restart of the real daemon (issue 25 item 1), inside the VM: keepalived's
+// Ownership across a restart of the real daemon (issue 25 item 1; issue 39 item 1: the record
+// destroyed), inside the VM: keepalived's
 // virtual servers are programmed with ipvsadm first, a tenant Service gets nodePort 30443 (their
 // port), the daemon runs, is stopped (SIGTERM) and started again over the same kernel; the
 // foreign virtual servers' `ipvsadm -Sn` lines must come out byte-identical through both runs.
@@ -169,6 +170,28 @@ describe('keepalived across a restart of the real daemon (issue 25 item 1)', () 
         (m) => m.startsWith("virtual server TCP 192.0.2.1:30443 is not kube-ipvs's") && m.includes('KUBE-IPVS-OWNED'),
       ),
     ).toHaveLength(1);
+  }, 600_000);
+
+  it("the record destroyed, kube-proxy's sets left (issue 39 item 1): keepalived's 192.0.2.1:30443 is still not taken, though KUBE-NODE-PORT-TCP holds 30443", async () => {
+    expect(await daemon.kill('SIGTERM')).not.toBeNull();
+    run('ipset', ['destroy', 'KUBE-IPVS-OWNED']);
+    tryRun('ipset', ['destroy', 'KUBE-6-IPVS-OWNED']);
+    expect(setLines('KUBE-NODE-PORT-TCP')).toEqual(['add KUBE-NODE-PORT-TCP 30443']);
+    daemon = startKubeIpvs(['--config', cfg, '--v=2']);
+    await fullSyncs(1);
+    expect(foreignLines()).toEqual(before);
+    const msgs = daemon.lines.map((l) => String(l.message));
+    expect(
+      msgs.filter(
+        (m) =>
+          m.startsWith("virtual server TCP 192.0.2.1:30443 is not kube-ipvs's") &&
+          m.includes('no ownership record') &&
+          m.includes('is an endpoint of the Service claiming it'),
+      ),
+    ).toHaveLength(1);
+    // its own ClusterIP (an address the API server allocated) is adopted, and recorded again
+    expect(msgs.filter((m) => m.includes('10.96.0.70:443') && m.includes("not kube-ipvs's"))).toEqual([]);
+    expect(setLines('KUBE-IPVS-OWNED')).toEqual(['add KUBE-IPVS-OWNED 10.96.0.70,tcp:443 comment "rr/0x0000/0"']);
   }, 600_000);
 
   it('`kube-ipvs cleanup` destroys the record with the KUBE-* sets', async () => {
