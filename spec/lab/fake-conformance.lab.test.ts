@@ -519,11 +519,19 @@ describe("the fake API server answers the daemon's requests as kube-apiserver do
           await until(`${s.name}: the initial events`, () => w.events.filter((e) => e.type === 'ADDED').length >= 5);
           await sleep(1500);
           w.stop();
-          out[label] = w.events.map((e) =>
-            e.type === 'BOOKMARK'
-              ? `BOOKMARK ${JSON.stringify(e.object.metadata.annotations ?? {})} ${e.object.kind}`
-              : `${e.type} ${e.object.metadata.name}`,
-          );
+          out[label] = w.events
+            .map((e) =>
+              e.type === 'BOOKMARK'
+                ? `BOOKMARK ${JSON.stringify(e.object.metadata.annotations ?? {})} ${e.object.kind}`
+                : `${e.type} ${e.object.metadata.name}`,
+            )
+            // a periodic bookmark may follow whenever the watch cache's version moved (any
+            // write in the cluster; seen under load in CI): the real server's contract, not
+            // what this test is about
+            .filter(
+              (line, i, all) =>
+                !(line === 'BOOKMARK {} Service' && all.slice(0, i).some((l) => l.includes('initial-events-end'))),
+            );
         }
         return out;
       });
