@@ -431,7 +431,7 @@ describe('kube-ipvs daemon end to end (fake API server, real kernel, real traffi
     );
   });
 
-  it('one Service added: its virtual server and real server, its VIP, one ipset restore and the ownership record's write', async () => {
+  it("one Service added: its virtual server and real server, its VIP, one ipset restore and the ownership record's write", async () => {
     const from = daemon.lines.length;
     await api.create(
       '/api/v1/namespaces/default/services',
