@@ -22,10 +22,7 @@ export interface RecordedState {
 }
 
 /** The record's maxelem is never below kube-proxy's default for its sets. */
-export const RECORD_MIN_MAXELEM = 65536;
-
-/** kernel's IPSET_MAX_COMMENT_SIZE: a longer comment is cut (then it would not parse) */
-export const IPSET_MAX_COMMENT_SIZE = 255;
+const RECORD_MIN_MAXELEM = 65536;
 
 /** The state a spec programs (or a kernel virtual server holds). */
 export function recordedStateOf(vs: Pick<VirtualServerSpec, 'scheduler' | 'flags' | 'timeout'>): RecordedState {
@@ -75,9 +72,4 @@ export function recordMaxelem(entries: number): number {
   let m = RECORD_MIN_MAXELEM;
   while (m < entries * 2) m *= 2;
   return m;
-}
-
-/** Describes a kernel virtual server's state as the record spells it (for log lines). */
-export function describeRecordedState(vs: Pick<VirtualServer, 'scheduler' | 'flags' | 'timeout'>): string {
-  return formatOne(recordedStateOf(vs));
 }

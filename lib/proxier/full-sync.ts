@@ -90,9 +90,10 @@ export async function fullSyncOps(
   applier.adoptDraining(desired.virtualServer, facts);
   // the record: exactly what kube-ipvs owns in the kernel now, before this sync's creates
   applier.record.load(node.observedIpsets, node.settings.families);
+  // (the table's own keys: no key made again per entry)
   const ownedNow: VirtualServerSpec[] = [];
-  observed.forEach((e) => {
-    if (owned(e)) ownedNow.push(e.vs);
+  observed.forEach((e, k) => {
+    if (ownsVirtualServer(k, e.vs, facts)) ownedNow.push(e.vs);
   });
   applier.record.rewrite(ownedNow);
   return ops;

@@ -225,10 +225,18 @@ export class IpvsApplier {
   private withoutForeign(ops: readonly IpvsOp[], facts: OwnershipFacts): readonly IpvsOp[] {
     let kept: IpvsOp[] | undefined;
     const said = new Set<string>();
+    // an op's vs is shared by every op on that virtual server (a cold start's 100,000 real
+    // servers): its key and verdict are made once per run of them
+    let lastVs: VirtualServerId | undefined;
+    let key = '';
+    let why: string | null = null;
     ops.forEach((op, i) => {
       const vs = 'vs' in op ? op.vs : undefined;
-      const key = vs ? virtualServerKey(vs) : '';
-      const why = vs ? foreignReason(key, vs, facts) : null;
+      if (vs !== lastVs) {
+        lastVs = vs;
+        key = vs ? virtualServerKey(vs) : '';
+        why = vs ? foreignReason(key, vs, facts) : null;
+      }
       if (why === null) {
         kept?.push(op);
         return;

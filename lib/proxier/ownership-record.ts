@@ -79,11 +79,6 @@ export class OwnershipRecord {
     }
   }
 
-  /** The members of a family's record and their comments, as it is to be (status, tests). */
-  entries(family: IpFamily): ReadonlyMap<string, string> {
-    return this.sets.get(family)?.entries ?? new Map();
-  }
-
   /**
    * A full sync, after classification: the record is to become exactly `owned` (the kernel's
    * virtual servers kube-ipvs owns, as the kernel holds them). Written with the sync's `before`,
