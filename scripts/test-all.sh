@@ -3,6 +3,9 @@
 # file in its own network namespace); prints one summary line "N passed, N failed" over
 # both, and fails if either run failed. The lab (a real etcd and kube-apiserver, scripts/lab/)
 # runs on the host for the whole run, in a folder and on ports of its own.
+# The results stay in .test-results/RUN (jest's JSON per run, the guest's wall clock per VM
+# file, the phases' wall clocks; .test-results/last links the newest) and the per-file time
+# table (scripts/test-times.ts) is printed at the end.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 . scripts/lab/vm-lab.sh
@@ -11,25 +14,38 @@ LAB=$(mktemp -d "$PWD/.lab/test.XXXXXX")
 trap 'lab_down "$LAB"; rm -rf "$LAB"' EXIT
 lab_up "$LAB" || { echo "the lab did not start (its log: $LAB/lab.log)"; LAB_VM_ARGS=(); }
 JEST=(node_modules/.bin/node --experimental-vm-modules --disable-warning=ExperimentalWarning node_modules/jest/bin/jest.js)
-OUT=$(mktemp -d)
+mkdir -p .test-results
+OUT=$(mktemp -d "$PWD/.test-results/$(date -u +%Y%m%dT%H%M%SZ).XXXX")
+ln -sfn "$(basename "$OUT")" .test-results/last
+# phase NAME CMD...: runs CMD, appends "NAME start end" (epoch seconds) to phases.txt
+phase() {
+  local name=$1 t0 rc
+  shift
+  t0=$(date +%s.%N)
+  "$@"
+  rc=$?
+  echo "$name $t0 $(date +%s.%N)" >> "$OUT/phases.txt"
+  return $rc
+}
 # the tree is as the formatter leaves it (`make format` fixes it)
-bash scripts/format.sh --check
+phase format bash scripts/format.sh --check
 format_rc=$?
-"${JEST[@]}" --selectProjects unit --json --outputFile="$OUT/unit.json"
+phase unit "${JEST[@]}" --selectProjects unit --json --outputFile="$OUT/unit.json"
 unit_rc=$?
 # host tests against the real kube-apiserver (the fake's conformance to it)
 if [ -n "${KUBE_IPVS_LAB:-}" ]; then
-  "${JEST[@]}" --selectProjects lab --runInBand --json --outputFile="$OUT/lab.json"
+  phase lab "${JEST[@]}" --selectProjects lab --runInBand --json --outputFile="$OUT/lab.json"
   lab_rc=$?
 else
   lab_rc=1
 fi
-# (a loaded run passed 3600 s with 15 files to go; CI's 90 minutes bound the whole)
-bash scripts/vm/run.sh -t "${VM_TIMEOUT:-4500}" -w "$OUT" "${LAB_VM_ARGS[@]}" -- bash scripts/vm/guest-jest.sh "$OUT"
+# one VM boot; the lab's files in one lane, the kernel-only files beside them (guest-jest.sh),
+# so the guest gets memory for two daemons and their peers at once
+phase vm bash scripts/vm/run.sh -t "${VM_TIMEOUT:-4500}" -m "${VM_MEM:-4G}" -w "$OUT" "${LAB_VM_ARGS[@]}" -- bash scripts/vm/guest-jest.sh "$OUT"
 vm_rc=$?
 node_modules/.bin/node -e '
   const fs = require("fs"); const dir = process.argv[1]; let p = 0, f = 0;
-  const files = fs.readdirSync(dir).filter((n) => n.endsWith(".json")).sort();
+  const files = fs.readdirSync(dir).filter((n) => /^(unit|lab|vm-[0-9]+)\.json$/.test(n)).sort();
   if (!files.includes("unit.json")) { console.log("unit: no result file"); f++; }
   if (!files.includes("lab.json")) { console.log("lab: no result file (the lab did not start)"); f++; }
   if (!files.some((n) => n.startsWith("vm-"))) { console.log("vm: no result file (the VM run failed before jest)"); f++; }
@@ -41,6 +57,6 @@ node_modules/.bin/node -e '
   }
   console.log(`${p} passed, ${f} failed`);
 ' "$OUT"
-rm -rf "$OUT"
+node_modules/.bin/node dist/scripts/test-times.js "$OUT"
 [ "$format_rc" = 0 ] || echo "format: files differ from prettier's output (make format)"
 [ "$format_rc" = 0 ] && [ "$unit_rc" = 0 ] && [ "$lab_rc" = 0 ] && [ "$vm_rc" = 0 ]

@@ -2,11 +2,20 @@
 # guest-jest.sh OUTDIR [jest path filters...] — runs inside the VM. Each VM test file runs
 # in a network namespace of its own (unshare --net): IPVS tables, ipsets, iptables rules,
 # links and vs/* sysctls are per namespace, so no file can see what another left behind.
-# Writes OUTDIR/vm-N.json per file; exits non-zero if any file failed.
+# Each also gets a mount namespace with its own /run/secrets (the service-account token the
+# daemon tests write), so files can run side by side.
+#
+# Lanes (VM_LANES, default 2): the files that use the lab (connectToLab: they stop and start
+# its shared API servers) run one after another in lane 1; the files that need only the
+# kernel run in the other lanes, beside them. VM_LANES=1 runs every file in one lane.
+# A file's output is printed whole when it ends (lanes would interleave it otherwise).
+# Writes OUTDIR/vm-N.json (jest) and OUTDIR/vm-N.wall (file, lane, start, end, exit code) per
+# file; exits non-zero if any file failed.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 OUT=$1
 shift
+LANES=${VM_LANES:-2}
 JEST=(node_modules/.bin/node --experimental-vm-modules --disable-warning=ExperimentalWarning node_modules/jest/bin/jest.js --selectProjects vm --runInBand)
 # (no process substitution: the guest's /dev has no /dev/fd)
 LIST=$("${JEST[@]}" --listTests "$@" 2>/dev/null | grep "\.vm\.test\.js$" | sort)
@@ -16,11 +25,55 @@ if [ ${#FILES[@]} -eq 0 ]; then
   echo "guest-jest: no VM test files match: $*" >&2
   exit 1
 fi
-rc=0
+mkdir -p /run/secrets
+
+# run_file N FILE LANE: one file in its own network and mount namespaces
+run_file() {
+  local n=$1 f=$2 lane=$3 t0 t1 rc
+  t0=$(date +%s.%N)
+  unshare --net --mount --propagation private -- bash -c \
+    'mount -t tmpfs -o size=16m secrets /run/secrets && ip link set lo up && exec "$@"' _ \
+    "${JEST[@]}" --json --outputFile="$OUT/vm-$n.json" "$f" > "$OUT/vm-$n.log" 2>&1
+  rc=$?
+  t1=$(date +%s.%N)
+  echo "$f $lane $t0 $t1 $rc" > "$OUT/vm-$n.wall"
+  cat "$OUT/vm-$n.log"
+  rm -f "$OUT/vm-$n.log"
+  return $rc
+}
+
+# run_lane LANE N:FILE...: the lane's files one after another
+run_lane() {
+  local lane=$1 rc=0 item
+  shift
+  for item in "$@"; do run_file "${item%%:*}" "${item#*:}" "$lane" || rc=1; done
+  return $rc
+}
+
+declare -a QUEUE
+for ((l = 1; l <= LANES; l++)); do QUEUE[l]=""; done
 i=0
+k=0
 for f in "${FILES[@]}"; do
   i=$((i + 1))
-  unshare --net -- bash -c 'ip link set lo up && exec "$@"' _ \
-    "${JEST[@]}" --json --outputFile="$OUT/vm-$i.json" "$f" || rc=1
+  if [ "$LANES" -le 1 ]; then
+    lane=1
+  elif grep -q connectToLab "$f"; then
+    lane=1
+  else
+    # the kernel-only files dealt round-robin over lanes 2..LANES
+    lane=$((2 + k % (LANES - 1)))
+    k=$((k + 1))
+  fi
+  QUEUE[lane]+="$i:$f "
 done
+
+pids=()
+for ((l = 1; l <= LANES; l++)); do
+  # shellcheck disable=SC2086 # the queue is space-separated N:FILE items (paths have no spaces)
+  run_lane "$l" ${QUEUE[l]} &
+  pids+=($!)
+done
+rc=0
+for p in "${pids[@]}"; do wait "$p" || rc=1; done
 exit $rc

@@ -1,0 +1,104 @@
+// test-times.ts DIR — the per-file time table of a `make test` run, from the results
+// scripts/test-all.sh keeps in DIR (default .test-results/last): jest's JSON per run
+// (unit.json, lab.json, vm-N.json), the guest's wall clock per VM file (vm-N.wall: jest's
+// start-up in the TCG guest included) and the phases' wall clocks (phases.txt).
+// Prints, per run, the files slowest first, then each phase's wall time.
+import * as fs from 'fs';
+import * as path from 'path';
+
+interface JestFileResult {
+  name: string;
+  startTime: number;
+  endTime: number;
+  status: string;
+  assertionResults: { status: string }[];
+}
+
+interface FileTime {
+  file: string;
+  seconds: number;
+  tests: number;
+  failed: number;
+  lane?: string;
+}
+
+function readJest(file: string): JestFileResult[] {
+  const r = JSON.parse(fs.readFileSync(file, 'utf8')) as { testResults: JestFileResult[] };
+  return r.testResults;
+}
+
+function shortName(name: string): string {
+  return name.replace(/.*\/dist\//, '').replace(/\.js$/, '.ts');
+}
+
+function fromJest(results: JestFileResult[]): FileTime[] {
+  return results.map((t) => ({
+    file: shortName(t.name),
+    seconds: (t.endTime - t.startTime) / 1000,
+    tests: t.assertionResults.length,
+    failed: t.assertionResults.filter((a) => a.status === 'failed').length,
+  }));
+}
+
+/** The VM files: the guest's wall clock around each jest process where it was kept. */
+function vmTimes(dir: string): FileTime[] {
+  const out: FileTime[] = [];
+  for (const n of fs.readdirSync(dir).filter((f) => /^vm-\d+\.wall$/.test(f))) {
+    const [file = '?', lane = '?', t0 = '0', t1 = '0', rc = '1'] = fs
+      .readFileSync(path.join(dir, n), 'utf8')
+      .trim()
+      .split(' ');
+    const json = path.join(dir, n.replace(/\.wall$/, '.json'));
+    const results = fs.existsSync(json) ? readJest(json) : [];
+    const tests = results.reduce((s, t) => s + t.assertionResults.length, 0);
+    const failed = results.reduce((s, t) => s + t.assertionResults.filter((a) => a.status === 'failed').length, 0);
+    out.push({
+      file: shortName(file),
+      seconds: Number(t1) - Number(t0),
+      tests,
+      failed: failed || (rc === '0' ? 0 : 1),
+      lane,
+    });
+  }
+  return out;
+}
+
+function table(title: string, rows: FileTime[]): string {
+  const sorted = [...rows].sort((a, b) => b.seconds - a.seconds);
+  const total = rows.reduce((s, r) => s + r.seconds, 0);
+  const lines = [`## ${title}: ${rows.length} files, ${total.toFixed(0)} s summed`, ''];
+  const lane = rows.some((r) => r.lane !== undefined);
+  lines.push(`| file | s | tests | failed${lane ? ' | lane' : ''} |`, `|---|---:|---:|---:${lane ? '|---:' : ''}|`);
+  for (const r of sorted) {
+    lines.push(`| ${r.file} | ${r.seconds.toFixed(1)} | ${r.tests} | ${r.failed}${lane ? ` | ${r.lane ?? ''}` : ''} |`);
+  }
+  return lines.join('\n');
+}
+
+function main(): void {
+  const dir = process.argv[2] ?? '.test-results/last';
+  if (!fs.existsSync(dir)) {
+    console.error(`test-times: no results in ${dir} (scripts/test-all.sh keeps them there)`);
+    process.exit(2);
+  }
+  const parts: string[] = [];
+  for (const run of ['unit', 'lab']) {
+    const f = path.join(dir, `${run}.json`);
+    if (fs.existsSync(f)) parts.push(table(run, fromJest(readJest(f))));
+  }
+  const vm = vmTimes(dir);
+  if (vm.length > 0) parts.push(table('vm (guest wall clock per file, jest start-up included)', vm));
+  const phases = path.join(dir, 'phases.txt');
+  if (fs.existsSync(phases)) {
+    const rows = fs
+      .readFileSync(phases, 'utf8')
+      .trim()
+      .split('\n')
+      .map((l) => l.split(' '))
+      .map(([name = '?', t0 = '0', t1 = '0']) => `| ${name} | ${(Number(t1) - Number(t0)).toFixed(0)} |`);
+    parts.push(['## phases (wall clock)', '', '| phase | s |', '|---|---:|', ...rows].join('\n'));
+  }
+  console.log(parts.join('\n\n'));
+}
+
+main();
