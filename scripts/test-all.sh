@@ -15,6 +15,9 @@ OUT=$(mktemp -d)
 # the tree is as the formatter leaves it (`make format` fixes it)
 bash scripts/format.sh --check
 format_rc=$?
+# no floating or misused promise, no switch that misses a case (eslint.config.mjs)
+bash scripts/lint.sh
+lint_rc=$?
 "${JEST[@]}" --selectProjects unit --json --outputFile="$OUT/unit.json"
 unit_rc=$?
 # host tests against the real kube-apiserver (the fake's conformance to it)
@@ -43,4 +46,5 @@ node_modules/.bin/node -e '
 ' "$OUT"
 rm -rf "$OUT"
 [ "$format_rc" = 0 ] || echo "format: files differ from prettier's output (make format)"
-[ "$format_rc" = 0 ] && [ "$unit_rc" = 0 ] && [ "$lab_rc" = 0 ] && [ "$vm_rc" = 0 ]
+[ "$lint_rc" = 0 ] || echo "lint: eslint found problems (make lint)"
+[ "$format_rc" = 0 ] && [ "$lint_rc" = 0 ] && [ "$unit_rc" = 0 ] && [ "$lab_rc" = 0 ] && [ "$vm_rc" = 0 ]
