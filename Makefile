@@ -6,7 +6,7 @@ export PATH := $(CURDIR)/node_modules/.bin:$(PATH)
 JEST := node_modules/.bin/node --experimental-vm-modules --disable-warning=ExperimentalWarning node_modules/jest/bin/jest.js
 VM_TIMEOUT ?= 3000
 
-.PHONY: all deps build test unit vm vm-image image image-arm64 image-multiarch bench demo clean lab-up lab-down k8s format protobuf node-deps node-up node-down e2e
+.PHONY: all deps build test unit vm vm-image image image-arm64 image-multiarch bench demo clean lab-up lab-down k8s format lint protobuf node-deps node-up node-down e2e
 
 all: build
 
@@ -68,6 +68,10 @@ test: deps build image
 # prettier over the source tree (.prettierrc.json); `make test` checks it
 format:
 	bash scripts/format.sh
+
+# typescript-eslint over the source tree, type-aware (eslint.config.mjs); `make test` runs it
+lint:
+	bash scripts/lint.sh
 
 unit: build
 	$(JEST) --selectProjects unit

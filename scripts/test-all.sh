@@ -32,6 +32,10 @@ phase format bash scripts/format.sh --check
 format_rc=$?
 phase unit "${JEST[@]}" --selectProjects unit --json --outputFile="$OUT/unit.json"
 unit_rc=$?
+# no floating or misused promise, no switch that misses a case (eslint.config.mjs); beside the
+# lab's tests, which mostly wait on the API server (its output printed after theirs)
+phase lint bash scripts/lint.sh > "$OUT/lint.log" 2>&1 &
+lint_pid=$!
 # host tests against the real kube-apiserver (the fake's conformance to it)
 if [ -n "${KUBE_IPVS_LAB:-}" ]; then
   phase lab "${JEST[@]}" --selectProjects lab --runInBand --json --outputFile="$OUT/lab.json"
@@ -39,6 +43,9 @@ if [ -n "${KUBE_IPVS_LAB:-}" ]; then
 else
   lab_rc=1
 fi
+wait "$lint_pid"
+lint_rc=$?
+cat "$OUT/lint.log"
 # one VM boot; the lab's files in one lane, the kernel-only files beside them (guest-jest.sh),
 # so the guest gets memory for two daemons and their peers at once
 phase vm bash scripts/vm/run.sh -t "${VM_TIMEOUT:-4500}" -m "${VM_MEM:-4G}" -w "$OUT" "${LAB_VM_ARGS[@]}" -- bash scripts/vm/guest-jest.sh "$OUT"
@@ -59,4 +66,5 @@ node_modules/.bin/node -e '
 ' "$OUT"
 node_modules/.bin/node dist/scripts/test-times.js "$OUT"
 [ "$format_rc" = 0 ] || echo "format: files differ from prettier's output (make format)"
-[ "$format_rc" = 0 ] && [ "$unit_rc" = 0 ] && [ "$lab_rc" = 0 ] && [ "$vm_rc" = 0 ]
+[ "$lint_rc" = 0 ] || echo "lint: eslint found problems (make lint)"
+[ "$format_rc" = 0 ] && [ "$lint_rc" = 0 ] && [ "$unit_rc" = 0 ] && [ "$lab_rc" = 0 ] && [ "$vm_rc" = 0 ]

@@ -12,7 +12,7 @@ import { parseProxyFlags } from '../lib/config/proxy-flags';
 const ROOT = path.resolve(__dirname, '..', '..');
 const DIR = path.join(ROOT, 'manifests');
 
-type Obj = Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any
+type Obj = Record<string, any>;
 
 function loadManifests(): Obj[] {
   const docs: Obj[] = [];

@@ -665,7 +665,7 @@ export class FakeApiServer {
     this.history.push(c);
     if (this.history.length > this.maxHistory) {
       const cut = this.history.length >> 1;
-      this.floor = this.history[cut - 1].rv;
+      this.floor = this.history[cut - 1]!.rv; // cut >= 1: the history is over maxHistory
       this.history = this.history.slice(cut);
     }
     for (const w of this.watchers) if (w.res === c.res) w.deliver(c);
@@ -865,8 +865,9 @@ export class FakeApiServer {
     let group: string;
     let version: string;
     let rest: string[];
-    if (seg[0] === 'api') [group, version, rest] = ['', seg[1], seg.slice(2)];
-    else if (seg[0] === 'apis') [group, version, rest] = [seg[1], seg[2], seg.slice(3)];
+    if (seg[0] === 'api' && seg[1] !== undefined) [group, version, rest] = ['', seg[1], seg.slice(2)];
+    else if (seg[0] === 'apis' && seg[1] !== undefined && seg[2] !== undefined)
+      [group, version, rest] = [seg[1], seg[2], seg.slice(3)];
     else return { kind: 'none' };
     let namespace: string | undefined;
     if (rest[0] === 'namespaces' && rest.length >= 3) {
@@ -912,7 +913,7 @@ export class FakeApiServer {
       case 'update':
         return sendRaw(res, 200, fullJson(r, this.replaceIn(r, ns, name, parseJson(body))));
       case 'patch': {
-        const type = (req.headers['content-type'] ?? '').split(';')[0].trim();
+        const type = (req.headers['content-type'] ?? '').split(';')[0]!.trim();
         if (type !== 'application/merge-patch+json' && type !== 'application/strategic-merge-patch+json') {
           throw new FakeApiError(
             415,
@@ -1051,10 +1052,7 @@ export class FakeApiServer {
       // when bookmarks are allowed
       if (bookmarks) w.send('BOOKMARK', this.bookmarkJson(r, { 'k8s.io/initial-events-end': 'true' }));
     } else if (from <= this.rv) {
-      for (let i = this.firstAfter(from); i < this.history.length; i++) {
-        const c = this.history[i];
-        if (c.res === r) w.deliver(c);
-      }
+      for (const c of this.history.slice(this.firstAfter(from))) if (c.res === r) w.deliver(c);
     }
     this.watchers.add(w);
     // the response's 'close' is the connection going away (the request's fires once its
@@ -1100,7 +1098,8 @@ export class FakeApiServer {
     let hi = this.history.length;
     while (lo < hi) {
       const mid = (lo + hi) >> 1;
-      if (this.history[mid].rv <= rv) lo = mid + 1;
+      if (this.history[mid]!.rv <= rv)
+        lo = mid + 1; // lo <= mid < hi <= length
       else hi = mid;
     }
     return lo;
@@ -1166,8 +1165,10 @@ export class FakeApiServer {
           });
         }
         if (seg.length === 3 && groups.includes(`${seg[1]}/${seg[2]}`))
-          return sendJson(res, 200, resources(seg[1], seg[2]));
+          return sendJson(res, 200, resources(seg[1]!, seg[2]!));
         break;
+      default:
+        break; // the 404 below
     }
     throw new FakeApiError(404, 'NotFound', `the server could not find the requested resource (${path})`);
   }

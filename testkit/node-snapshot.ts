@@ -6,7 +6,8 @@
  */
 import { run, tryRun } from './netns';
 
-export type Snapshot = Record<string, string[]>;
+/** the surfaces snapshot() always reads (a caller may add more, kube-proxy-cleanup.vm does) */
+export type Snapshot = Record<string, string[]> & Record<'ipvs' | 'ipset' | 'kube-ipvs0' | 'sysctls', string[]>;
 
 /** the sysctls kube-proxy (either mode) or kube-ipvs set */
 export const PROXY_SYSCTLS = [

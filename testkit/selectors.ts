@@ -51,23 +51,24 @@ function checkValue(value: string, selector: string): string {
 function compileLabelTerm(term: string, selector: string): LabelPredicate {
   let m = /^(\S+?)\s+(in|notin)\s*\((.*)\)$/.exec(term);
   if (m) {
-    const key = checkKey(m[1], selector);
-    const values = new Set(m[3].split(',').map((v) => checkValue(v.trim(), selector)));
+    // the regexes' groups are not optional: a match has every one
+    const key = checkKey(m[1]!, selector);
+    const values = new Set(m[3]!.split(',').map((v) => checkValue(v.trim(), selector)));
     return m[2] === 'in'
-      ? (l) => l !== undefined && key in l && values.has(l[key])
-      : (l) => l === undefined || !(key in l) || !values.has(l[key]);
+      ? (l) => l?.[key] !== undefined && values.has(l[key])
+      : (l) => l?.[key] === undefined || !values.has(l[key]);
   }
   m = /^([^=!\s]+)\s*(==|=|!=)\s*(\S*)$/.exec(term);
   if (m) {
-    const key = checkKey(m[1], selector);
-    const value = checkValue(m[3], selector);
+    const key = checkKey(m[1]!, selector);
+    const value = checkValue(m[3]!, selector);
     return m[2] === '!='
       ? (l) => l === undefined || l[key] !== value
       : (l) => l !== undefined && key in l && l[key] === value;
   }
   m = /^(!?)\s*(\S+)$/.exec(term);
   if (m) {
-    const key = checkKey(m[2], selector);
+    const key = checkKey(m[2]!, selector);
     return m[1] === '!' ? (l) => l === undefined || !(key in l) : (l) => l !== undefined && key in l;
   }
   throw new SelectorError(`unable to parse requirement "${term}" in label selector "${selector}"`);
@@ -100,7 +101,7 @@ export function compileFieldSelector(selector: string | undefined | null): Field
   const preds = splitTerms(selector).map((term): FieldPredicate => {
     const m = /^([^=!\s]+)\s*(==|=|!=)\s*(\S*)$/.exec(term);
     if (!m) throw new SelectorError(`invalid field selector term "${term}" in "${selector}"`);
-    const get = FIELDS[m[1]];
+    const get = FIELDS[m[1]!];
     if (!get) throw new SelectorError(`field label not supported: ${m[1]}`);
     const value = m[3];
     return m[2] === '!=' ? (o) => get(o) !== value : (o) => get(o) === value;

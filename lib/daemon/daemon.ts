@@ -1,13 +1,15 @@
 /**
- * The proxy process: wiring only. Informers (lib/k8s) feed the trackers (lib/tracker), which
- * tell the proxier (lib/proxier) which Services changed; the proxier plans (lib/plan), diffs
+ * The proxy process: wiring only. Informers (lib/k8s) feed the proxier (lib/proxier), whose
+ * handlers give each object to its trackers (lib/tracker) and learn which Services changed;
+ * at each sync the proxier takes their changes, plans (lib/plan), diffs
  * (lib/reconcile) and drives the kernel surfaces (lib/kernel), then feeds the HealthCheckNodePort
  * servers (service-health-server.ts). Also the health and metrics servers, the live
  * configuration reload (live-reload.ts) and the shutdown.
  *
- * runDaemon only sequences the start-up, in this order: the kernel surfaces
- * (kernel-surfaces.ts), the families (family-state.ts), the API client, the trackers, proxier and
- * informers (proxier-wiring.ts), the servers, the config watch and the signals.
+ * runDaemon only sequences the start-up, in this order: the API client's kubeconfig (before
+ * anything touches the kernel), the kernel surfaces (kernel-surfaces.ts), the families
+ * (family-state.ts), the trackers, proxier and informers (proxier-wiring.ts), the servers, the
+ * config watch and the signals.
  */
 import os from 'node:os';
 import http from 'node:http';

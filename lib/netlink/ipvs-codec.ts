@@ -224,6 +224,7 @@ function attrName(names: Readonly<Record<string, number>>, type: number): string
 // Where collect() found each attribute type of the message being decoded: offset and length
 // of its payload, -1 when absent. Module-level scratch (decoding is synchronous and never
 // nested), instead of an object per attribute: a -S listing decodes 10,000+ services.
+// Indexed by the IPVS attribute numbers, all below 64: a read with `!` never passes the end.
 const FOUND_AT = new Int32Array(64);
 const FOUND_LEN = new Int32Array(64);
 

@@ -61,6 +61,9 @@ export class BoundAddresses {
         failed = true;
         continue;
       }
+      // one result per address (Link's contract): more would name no address
+      if (results.length !== addresses.length)
+        throw new Error(`${what} on ${KUBE_IPVS0}: ${results.length} results for ${addresses.length} addresses`);
       results.forEach((e, i) => {
         const a = addresses[i]!;
         if (!e) {

@@ -123,6 +123,9 @@ export class OwnershipRecord {
 
   /** After IPVS ops ran: the deletes forgotten, the edits narrowed, refused creates forgotten. */
   async after(ops: readonly IpvsOp[], results: readonly IpvsOpResult[], counts: Counts): Promise<void> {
+    // one result per op (Ipvs.run's contract): a shorter list would forget what the kernel holds
+    if (results.length !== ops.length)
+      throw new Error(`ownership record: ${results.length} IPVS results for ${ops.length} ops`);
     ops.forEach((op, i) => {
       if (op.kind !== 'newService' && op.kind !== 'setService' && op.kind !== 'delService') return;
       const member = memberOf(op.vs);

@@ -363,7 +363,8 @@ export class Proxier {
     try {
       const wantsUnknown =
         run.full && this.nodeCtx.wantsUnknown(this.desired.index.virtualServers(), (k) => this.applier.applied.has(k));
-      if (!wantsUnknown) startNetfilter();
+      // beside the IPVS work; it never rejects, and the finally below awaits it (netfilterDone)
+      if (!wantsUnknown) void startNetfilter();
       const ops = run.full
         ? await this.fullSyncOps(run, { start: startNetfilter, started: () => netfilterDone !== undefined })
         : this.partialSyncOps(run, startNetfilter);

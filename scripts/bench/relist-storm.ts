@@ -566,7 +566,6 @@ async function informersSide(argv: readonly string[]): Promise<void> {
     return argv[i + 1]!;
   };
   const lib = arg('lib');
-  /* eslint-disable @typescript-eslint/no-require-imports */
   const informers = require(path.join(lib, 'k8s/informers.js')) as typeof import('../../lib/k8s/informers');
   const apiConfig = require(path.join(lib, 'daemon/api-config.js')) as typeof import('../../lib/daemon/api-config');
   const logs = require(path.join(lib, 'log.js')) as typeof import('../../lib/log');

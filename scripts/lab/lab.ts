@@ -311,52 +311,54 @@ function readBody(req: http.IncomingMessage): Promise<string> {
 
 /** The control API (loopback, plain HTTP; the guest reaches it through a forwarded port). */
 function controlServer(lab: Lab): http.Server {
-  return http.createServer(async (req, res) => {
-    const url = new URL(req.url ?? '/', 'http://lab');
-    const reply = (code: number, body: unknown) => {
-      res.writeHead(code, { 'content-type': typeof body === 'string' ? 'text/plain' : 'application/json' });
-      res.end(typeof body === 'string' ? body : JSON.stringify(body));
-    };
-    try {
-      const m = /^\/apiserver\/([a-z])\/(start|stop)$/.exec(url.pathname);
-      if (req.method === 'GET' && url.pathname === '/info') return reply(200, lab.info);
-      if (req.method === 'GET' && url.pathname === '/ca.crt') return reply(200, lab.pki.ca);
-      if (req.method === 'GET' && url.pathname === '/audit') {
-        // the audit log from byte `offset` on (whole lines only), and the offset to ask for next
-        // (an offset past the end, as auditMark asks, is the end: the next call starts there)
-        const size = fs.existsSync(lab.auditLog) ? fs.statSync(lab.auditLog).size : 0;
-        const offset = Math.min(Number(url.searchParams.get('offset') ?? 0), size);
-        let text = '';
-        if (offset < size) {
-          const buf = Buffer.alloc(size - offset);
-          const fd = fs.openSync(lab.auditLog, 'r');
-          try {
-            fs.readSync(fd, buf, 0, buf.length, offset);
-          } finally {
-            fs.closeSync(fd);
-          }
-          text = buf.toString('utf8');
+  // a reply that fails in turn (its headers already sent) ends that connection, not the lab
+  return http.createServer((req, res) => void controlRequest(lab, req, res).catch((e: Error) => res.destroy(e)));
+}
+
+async function controlRequest(lab: Lab, req: http.IncomingMessage, res: http.ServerResponse): Promise<void> {
+  const url = new URL(req.url ?? '/', 'http://lab');
+  const reply = (code: number, body: unknown) => {
+    res.writeHead(code, { 'content-type': typeof body === 'string' ? 'text/plain' : 'application/json' });
+    res.end(typeof body === 'string' ? body : JSON.stringify(body));
+  };
+  try {
+    const m = /^\/apiserver\/([a-z])\/(start|stop)$/.exec(url.pathname);
+    if (req.method === 'GET' && url.pathname === '/info') return reply(200, lab.info);
+    if (req.method === 'GET' && url.pathname === '/ca.crt') return reply(200, lab.pki.ca);
+    if (req.method === 'GET' && url.pathname === '/audit') {
+      // the audit log from byte `offset` on (whole lines only), and the offset to ask for next
+      // (an offset past the end, as auditMark asks, is the end: the next call starts there)
+      const size = fs.existsSync(lab.auditLog) ? fs.statSync(lab.auditLog).size : 0;
+      const offset = Math.min(Number(url.searchParams.get('offset') ?? 0), size);
+      let text = '';
+      if (offset < size) {
+        const buf = Buffer.alloc(size - offset);
+        const fd = fs.openSync(lab.auditLog, 'r');
+        try {
+          fs.readSync(fd, buf, 0, buf.length, offset);
+        } finally {
+          fs.closeSync(fd);
         }
-        const whole = text.slice(0, text.lastIndexOf('\n') + 1);
-        return reply(200, { next: offset + Buffer.byteLength(whole), lines: whole.split('\n').filter(Boolean) });
+        text = buf.toString('utf8');
       }
-      if (req.method === 'POST' && url.pathname === '/kubectl') {
-        const { args, stdin } = JSON.parse(await readBody(req)) as { args: string[]; stdin?: string };
-        return reply(200, await lab.kubectl(args, stdin));
-      }
-      if (req.method === 'POST' && url.pathname === '/etcd/compact')
-        return reply(200, { revision: await lab.compact() });
-      if (req.method === 'POST' && m && lab.apiservers.has(m[1] as ApiserverName)) {
-        const name = m[1] as ApiserverName;
-        if (m[2] === 'stop') await lab.apiservers.get(name)!.stop();
-        else await lab.startApiserver(name);
-        return reply(200, { name, running: lab.apiservers.get(name)!.running });
-      }
-      reply(404, `no ${req.method} ${url.pathname}\n`);
-    } catch (e) {
-      reply(500, `${(e as Error).message}\n`);
+      const whole = text.slice(0, text.lastIndexOf('\n') + 1);
+      return reply(200, { next: offset + Buffer.byteLength(whole), lines: whole.split('\n').filter(Boolean) });
     }
-  });
+    if (req.method === 'POST' && url.pathname === '/kubectl') {
+      const { args, stdin } = JSON.parse(await readBody(req)) as { args: string[]; stdin?: string };
+      return reply(200, await lab.kubectl(args, stdin));
+    }
+    if (req.method === 'POST' && url.pathname === '/etcd/compact') return reply(200, { revision: await lab.compact() });
+    if (req.method === 'POST' && m && lab.apiservers.has(m[1] as ApiserverName)) {
+      const name = m[1] as ApiserverName;
+      if (m[2] === 'stop') await lab.apiservers.get(name)!.stop();
+      else await lab.startApiserver(name);
+      return reply(200, { name, running: lab.apiservers.get(name)!.running });
+    }
+    reply(404, `no ${req.method} ${url.pathname}\n`);
+  } catch (e) {
+    reply(500, `${(e as Error).message}\n`);
+  }
 }
 
 async function serve(dir: string): Promise<void> {

@@ -127,7 +127,8 @@ describe('startInformers', () => {
     await waitFor('add s3', () => rec.has('add demo/s3'));
     expect(rec.calls).toEqual(['add demo/labelled', 'add demo/s1', 'add demo/s2', 'synced', 'add demo/s3']);
     // list items carry no kind; the handler got them all the same
-    expect(rec.objects[0].kind).toBeUndefined();
+    expect(rec.objects[0]).toBeDefined();
+    expect(rec.objects[0]!.kind).toBeUndefined();
     const list = server.requests.find((r) => r.verb === 'list')!;
     expect([list.query.labelSelector, list.query.fieldSelector]).toEqual([
       '!service.kubernetes.io/service-proxy-name',
@@ -461,15 +462,15 @@ describe('startInformers', () => {
     await server.listen(Number(new URL(url).port));
     await waitFor('synced', () => rec.has('synced'));
     expect(rec.calls).toEqual(['add demo/s1', 'synced']);
-    expect(log.lines[0].message).toMatch(/^services informer failed: .*; restarting in 5 ms$/);
-    expect(log.lines[1].message).toMatch(/restarting in 10 ms$/);
+    expect(log.lines[0]?.message).toMatch(/^services informer failed: .*; restarting in 5 ms$/);
+    expect(log.lines[1]?.message).toMatch(/restarting in 10 ms$/);
     // the successful list did not reset the backoff (only a watch that lasted 2 minutes does,
     // spec/k8s/informer-retries.test.ts): two failures or more, so the cap
     await waitFor('the watch', () => server.openWatches === 1);
     const failures = log.lines.length;
     server.dropWatches();
     await waitFor('the drop logged', () => log.lines.length > failures);
-    expect(log.lines[failures].message).toMatch(/restarting in 20 ms$/);
+    expect(log.lines[failures]?.message).toMatch(/restarting in 20 ms$/);
   });
 
   it('a throwing handler is logged with the object and does not stop the informer', async () => {

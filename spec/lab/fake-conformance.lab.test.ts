@@ -26,7 +26,7 @@ const run = randomBytes(3).toString('hex');
 const ns = `conf-${run}`;
 const nodeName = `conf-node-${run}`;
 
-type Json = Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any
+type Json = Record<string, any>;
 
 /** One API server as the test drives it. */
 interface Side {
@@ -664,14 +664,14 @@ describe("the fake API server answers the daemon's requests as kube-apiserver do
         const endedAt = Date.now() - openedAt;
         await s.deleteService(ns, unseen);
         const bookmarks = w.events.filter((e) => e.type === 'BOOKMARK');
-        const at = w.times.filter((_t, i) => w.events[i].type === 'BOOKMARK');
+        const at = w.times.filter((_t, i) => w.events[i]?.type === 'BOOKMARK');
         return {
           endError: w.endError() ?? null,
           types: [...new Set(w.events.map((e) => e.type))],
           bookmarkKind: bookmarks[0]?.object.kind,
           bookmarksNewerThanTheList: bookmarks.every((b) => Number(b.object.metadata.resourceVersion) > listed),
           // 2 s before the deadline: the real cache's buckets are whole seconds, its timer ticks every 1-1.25 s
-          firstBookmarkBeforeTheDeadline: at.length > 0 && at[0] - openedAt >= 1500 && at[0] - openedAt <= 4500,
+          firstBookmarkBeforeTheDeadline: at[0] !== undefined && at[0] - openedAt >= 1500 && at[0] - openedAt <= 4500,
           endedAtTheDeadline: endedAt >= 4500 && endedAt < 7000,
         };
       });

@@ -271,7 +271,7 @@ describe('FakeApiServer', () => {
       await waitFor('two bookmarks', () => withBookmarks.events.filter((e) => e.type === 'BOOKMARK').length >= 2);
       await waitFor('the ADDED on the plain watch', () => plain.events.length >= 1);
       const bm = withBookmarks.events.filter((e) => e.type === 'BOOKMARK')[1];
-      expect(bm.object).toEqual({
+      expect(bm?.object).toEqual({
         kind: 'Service',
         apiVersion: 'v1',
         metadata: { resourceVersion: server.resourceVersion },
@@ -328,7 +328,7 @@ describe('FakeApiServer', () => {
       server.patch(ref, { spec: { clusterIP: '10.96.0.98' } });
       await waitFor('3 events', () => w.events.length >= 3);
       expect(names(w)).toEqual(['DELETED s1', 'ADDED s1', 'MODIFIED s1']);
-      const deleted = w.events[0].object as unknown as FakeObject;
+      const deleted = w.events[0]!.object as unknown as FakeObject;
       expect(deleted.metadata.labels).toEqual({ app: 'web' });
       expect(deleted.metadata.resourceVersion).toBe(outRv);
     });
@@ -368,7 +368,7 @@ describe('FakeApiServer', () => {
       expect((await fetch(`${base}/fake/compact`, { method: 'POST' })).status).toBe(200);
       const expired = await watch(`/api/v1/services?watch=true&resourceVersion=${old}`);
       await waitFor('the end of the stream', () => expired.ended());
-      expect(expired.events[0].object.code).toBe(410);
+      expect(expired.events[0]?.object.code).toBe(410);
       const stats = (
         await get<{
           resourceVersion: string;

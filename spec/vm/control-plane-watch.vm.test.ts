@@ -288,7 +288,7 @@ describe('kube-ipvs against the real kube-apiserver: restarts, compaction, pagin
     ].sort();
     await eventually(
       'the changes made through b',
-      () => rulesOf([vip.web!, vip.other!, vip.gone!, vip.added]),
+      () => rulesOf([vip.web!, vip.other!, vip.gone!, vip.added!]),
       (r) => JSON.stringify(r) === JSON.stringify(want),
       300_000,
     );

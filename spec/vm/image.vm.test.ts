@@ -31,7 +31,7 @@ const KUBEADM_COMMAND = [
 ];
 const POD = { name: 'imgpod', ip: '10.244.7.2', gw: '10.244.7.1' };
 
-type Obj = Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any
+type Obj = Record<string, any>;
 
 function manifest(file: string): Obj {
   return yaml.load(fs.readFileSync(path.join(REPO, 'manifests', file), 'utf8')) as Obj;
