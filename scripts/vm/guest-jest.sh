@@ -3,7 +3,8 @@
 # in a network namespace of its own (unshare --net): IPVS tables, ipsets, iptables rules,
 # links and vs/* sysctls are per namespace, so no file can see what another left behind.
 # Each also gets a mount namespace with its own /run/secrets (the service-account token the
-# daemon tests write), so files can run side by side.
+# daemon tests write) and /run/netns (`ip netns add pod1` names a namespace there: two files
+# would claim the same name), so files can run side by side.
 #
 # Lanes (VM_LANES, default 2): the files that use the lab (connectToLab: they stop and start
 # its shared API servers) run one after another in lane 1; the files that need only the
@@ -25,14 +26,15 @@ if [ ${#FILES[@]} -eq 0 ]; then
   echo "guest-jest: no VM test files match: $*" >&2
   exit 1
 fi
-mkdir -p /run/secrets
+mkdir -p /run/secrets /run/netns
 
 # run_file N FILE LANE: one file in its own network and mount namespaces
 run_file() {
   local n=$1 f=$2 lane=$3 t0 t1 rc
   t0=$(date +%s.%N)
   unshare --net --mount --propagation private -- bash -c \
-    'mount -t tmpfs -o size=16m secrets /run/secrets && ip link set lo up && exec "$@"' _ \
+    'mount -t tmpfs -o size=16m secrets /run/secrets && mount -t tmpfs -o size=1m netns /run/netns &&
+     ip link set lo up && exec "$@"' _ \
     "${JEST[@]}" --json --outputFile="$OUT/vm-$n.json" "$f" > "$OUT/vm-$n.log" 2>&1
   rc=$?
   t1=$(date +%s.%N)
