@@ -8,7 +8,8 @@
 #
 # Lanes (VM_LANES, default 2): the files that use the lab (connectToLab: they stop and start
 # its shared API servers) run one after another in lane 1; the files that need only the
-# kernel run in the other lanes, beside them. VM_LANES=1 runs every file in one lane.
+# kernel are taken from one queue by every lane (lane 1 once its lab files are done), so
+# they run beside the lab's. VM_LANES=1 runs every file in one lane.
 # A file's output is printed whole when it ends (lanes would interleave it otherwise).
 # Writes OUTDIR/vm-N.json (jest) and OUTDIR/vm-N.wall (file, lane, start, end, exit code) per
 # file; exits non-zero if any file failed.
@@ -44,38 +45,45 @@ run_file() {
   return $rc
 }
 
-# run_lane LANE N:FILE...: the lane's files one after another
+# next_shared: the next kernel-only file off the shared queue as N:FILE (empty when none is left);
+# the lanes take from it in turn, so a lane that finishes early takes more
+next_shared() {
+  (
+    flock 9
+    local k
+    k=$(cat "$OUT/.queue-next")
+    echo $((k + 1)) > "$OUT/.queue-next"
+    sed -n "$((k + 1))p" "$OUT/.queue"
+  ) 9> "$OUT/.queue-lock"
+}
+
+# run_lane LANE N:FILE...: the given files one after another, then from the shared queue
 run_lane() {
   local lane=$1 rc=0 item
   shift
   for item in "$@"; do run_file "${item%%:*}" "${item#*:}" "$lane" || rc=1; done
+  while item=$(next_shared) && [ -n "$item" ]; do run_file "${item%%:*}" "${item#*:}" "$lane" || rc=1; done
   return $rc
 }
 
-declare -a QUEUE
-for ((l = 1; l <= LANES; l++)); do QUEUE[l]=""; done
+# the lab's files in lane 1; the kernel-only ones in the shared queue
+LAB_ITEMS=()
+: > "$OUT/.queue"
+echo 0 > "$OUT/.queue-next"
 i=0
-k=0
 for f in "${FILES[@]}"; do
   i=$((i + 1))
-  if [ "$LANES" -le 1 ]; then
-    lane=1
-  elif grep -q connectToLab "$f"; then
-    lane=1
-  else
-    # the kernel-only files dealt round-robin over lanes 2..LANES
-    lane=$((2 + k % (LANES - 1)))
-    k=$((k + 1))
-  fi
-  QUEUE[lane]+="$i:$f "
+  if grep -q connectToLab "$f"; then LAB_ITEMS+=("$i:$f"); else echo "$i:$f" >> "$OUT/.queue"; fi
 done
 
 pids=()
-for ((l = 1; l <= LANES; l++)); do
-  # shellcheck disable=SC2086 # the queue is space-separated N:FILE items (paths have no spaces)
-  run_lane "$l" ${QUEUE[l]} &
+run_lane 1 "${LAB_ITEMS[@]+"${LAB_ITEMS[@]}"}" &
+pids+=($!)
+for ((l = 2; l <= LANES; l++)); do
+  run_lane "$l" &
   pids+=($!)
 done
 rc=0
 for p in "${pids[@]}"; do wait "$p" || rc=1; done
+rm -f "$OUT/.queue" "$OUT/.queue-next" "$OUT/.queue-lock"
 exit $rc
