@@ -14,7 +14,7 @@ import { selectNodePortAddresses } from '../kernel/link/node-addresses';
 import { VirtualServerId, describeVirtualServer } from '../model/ipvs';
 import { cidrMatcher } from '../model/address';
 import { IpFamily } from '../model/ip-family';
-import { ServicePort } from '../model/service';
+import { ServicePort, TrackedService } from '../model/service';
 import { LocalDetector } from '../plan/iptables';
 import { IptablesOptions, PlanContext, ServicePortPlan } from '../plan/service-plan';
 import { FrontendFacts } from '../plan/frontend-guard';
@@ -221,17 +221,16 @@ export class NodeContext {
 
   /** Plans one Service's ports in the families this node runs (and returns those ports). */
   planService(
-    name: string,
+    service: TrackedService,
     contexts: ReadonlyMap<IpFamily, PlanContext> = this.contextsNow,
   ): { ports: ServicePort[]; plans: ServicePortPlan[] } {
-    const { source, planner } = this.deps;
     const ports: ServicePort[] = [];
     const plans: ServicePortPlan[] = [];
-    for (const sp of source.servicePorts(name)) {
-      const ctx = contexts.get(sp.family);
+    for (const { port, endpoints } of service.ports) {
+      const ctx = contexts.get(port.family);
       if (!ctx) continue; // a family this node does not run
-      ports.push(sp);
-      plans.push(planner.planServicePort(sp, source.endpoints(sp), ctx));
+      ports.push(port);
+      plans.push(this.deps.planner.planServicePort(port, endpoints, ctx));
     }
     return { ports, plans };
   }

@@ -157,7 +157,7 @@ export async function dryRunFullSync(s: ProxierSnapshot): Promise<IpvsOp[]> {
   const contexts = s.node.planContexts(local);
   const index = new DesiredIndex(s.node.settings.families, s.node.frontendFacts);
   for (const name of new Set(s.source.serviceNames())) {
-    const { ports, plans } = s.node.planService(name, contexts);
+    const { ports, plans } = s.node.planService(s.source.service(name), contexts);
     index.replace([], plans, ports);
   }
   const desiredVs = index.virtualServers();

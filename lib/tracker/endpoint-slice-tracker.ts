@@ -6,7 +6,8 @@
  * not depend on event order.
  */
 import type { V1EndpointSlice } from '@kubernetes/client-node';
-import { ConvertedEndpointSlice, SERVICE_NAME_LABEL, convertEndpointSlice } from '../k8s/convert';
+import { SERVICE_NAME_LABEL } from '../k8s/convert-fields';
+import { ConvertedEndpointSlice, convertEndpointSlice } from './endpoint-slice-convert';
 import { MalformedObjectError } from '../errors';
 import { AddressFamily, hostPort } from '../model/ipvs';
 import { Endpoint, Protocol, Refusal, ServiceName, ServicePort } from '../model/service';
