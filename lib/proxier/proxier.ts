@@ -19,7 +19,7 @@
  */
 import { IpvsOp } from '../kernel/ipvs/ipvs';
 import { diffVirtualServer } from '../reconcile/diff-ipvs';
-import { Frontend, RefusedFrontend, StatusResponse } from '../model/views';
+import { FrontendRow, RefusedFrontend, StatusResponse } from '../model/views';
 import { BoundedFrequencyRunner } from './runner';
 import { FrontendIds } from './service-list';
 import { NodeContext } from './node-context';
@@ -528,7 +528,7 @@ export class Proxier {
   }
 
   /** `kube-ipvs service list`: every desired virtual server with its backends' states. */
-  serviceList(): Frontend[] {
+  serviceList(): FrontendRow[] {
     return serviceList(this.snapshot());
   }
 
