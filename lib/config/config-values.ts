@@ -2,29 +2,14 @@
 // `field` is the config path (`ipvs.excludeCIDRs[1]`) or the flag (`--ipvs-exclude-cidrs`);
 // every failure is a ConfigError naming it and the value.
 import { ConfigError } from '../errors';
-import { canonicalAddress } from '../model/ipvs';
+import { IPVS_SCHEDULERS, canonicalAddress } from '../model/ipvs';
 import { addressBits, addressPort, familyOfValidAddress } from '../model/ip-family';
 import { formatCidr, parseAddress, parseCidr as parseNet } from '../model/address';
 import { parseDurationMs } from './duration';
 import { DetectLocalMode } from './proxy-config';
 
-/** Schedulers kube-ipvs accepts ('' means rr), the kernel's ip_vs_<name> modules. */
-export const KNOWN_SCHEDULERS: readonly string[] = [
-  'rr',
-  'wrr',
-  'lc',
-  'wlc',
-  'lblc',
-  'lblcr',
-  'dh',
-  'sh',
-  'sed',
-  'nq',
-  'mh',
-  'fo',
-  'ovf',
-  'twos',
-];
+/** Schedulers kube-ipvs accepts ('' means rr): the kernel's. */
+export const KNOWN_SCHEDULERS: readonly string[] = IPVS_SCHEDULERS;
 
 /** The detectLocalMode values (KubeProxyConfiguration's LocalMode). */
 export const DETECT_LOCAL_MODES: readonly DetectLocalMode[] = [

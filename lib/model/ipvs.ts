@@ -236,6 +236,50 @@ export function describeVirtualServer(id: VirtualServerId): string {
   return `${PROTOCOL_NAMES[id.protocol] ?? `proto ${id.protocol}`} ${hostPort(id.af, id.address, id.port)}`;
 }
 
+/** The kernel's IPVS schedulers, its ip_vs_<name> modules (Debian's 6.1 kernel ships them all). */
+export const IPVS_SCHEDULERS: readonly string[] = [
+  'rr',
+  'wrr',
+  'lc',
+  'wlc',
+  'lblc',
+  'lblcr',
+  'dh',
+  'sh',
+  'sed',
+  'nq',
+  'mh',
+  'fo',
+  'ovf',
+  'twos',
+];
+
+/**
+ * A RealServer as `rs` programs it, before any traffic: the spec's optional fields at the
+ * kernel's defaults, the connection counts as given (0 when none).
+ */
+export function realServerOf(
+  rs: RealServerSpec,
+  conns: { readonly activeConns: number; readonly inactConns: number } = NO_CONNS,
+): RealServer {
+  return {
+    af: rs.af,
+    address: rs.address,
+    port: rs.port,
+    fwdMethod: rs.fwdMethod,
+    weight: rs.weight,
+    uThreshold: rs.uThreshold ?? 0,
+    lThreshold: rs.lThreshold ?? 0,
+    activeConns: conns.activeConns,
+    inactConns: conns.inactConns,
+    persistConns: 0,
+    tunType: rs.tunType ?? 0,
+    tunPort: rs.tunPort ?? 0,
+    tunFlags: rs.tunFlags ?? 0,
+  };
+}
+const NO_CONNS = { activeConns: 0, inactConns: 0 } as const;
+
 /** Stats with every counter and rate 0. */
 export const ZERO_STATS: Stats = Object.freeze({
   conns: 0n,
