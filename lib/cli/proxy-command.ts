@@ -99,20 +99,54 @@ function cleanupArgv(argv: readonly string[]): string[] | undefined {
 const defaultLoadKubeConfig = (config: ProxyConfig, build: BuildInfo): DaemonOptions['kubeConfig'] =>
   (require('../daemon/api-config') as typeof import('../daemon/api-config')).loadDaemonKubeConfig(config, build);
 
+/** `--cleanup`: the proxy's flags checked (a bad one is a usage error), then the cleanup. */
+async function cleanupMain(cleanup: readonly string[], deps: ProxyCommandDeps): Promise<number> {
+  const { own, rest } = splitCleanupArgv(cleanup);
+  try {
+    parseProxyFlags(rest);
+  } catch (e) {
+    if (!(e instanceof UsageError)) throw e;
+    deps.stderr.write(`kube-ipvs: ${e.message}\nRun 'kube-ipvs --help' for usage.\n`);
+    return 2;
+  }
+  return (deps.runCleanup ?? runCleanup)(own);
+}
+
+/**
+ * Loads the configuration (the file under the flags), at start and at each reload: the
+ * first load sets the log's format and verbosity; each warning is logged once.
+ */
+function configLoader(flags: ProxyFlags, deps: ProxyCommandDeps): () => Promise<ProxyConfig> {
+  const log = deps.log ?? componentLog('config');
+  // once each: a reload re-applies the same flags (and mostly the same file)
+  const warned = new Set<string>();
+  const warn = (warnings: readonly ConfigWarning[]): void => {
+    for (const w of warnings) {
+      if (warned.has(`${w.field}\0${w.message}`)) continue;
+      warned.add(`${w.field}\0${w.message}`);
+      log.warn(w.message, { field: w.field, ...(flags.configFile ? { file: flags.configFile } : {}) });
+    }
+  };
+  let loaded = false;
+  return async (): Promise<ProxyConfig> => {
+    const result = await loadProxyConfig(flags, deps.readFile);
+    if (!loaded) {
+      loaded = true;
+      // logging.format / logging.verbosity, the flags already applied on top; the level is
+      // left alone (KUBE_IPVS_LOG_LEVEL) unless --v or the file asks for one
+      const { format, verbosity } = result.config.logging;
+      if (format !== (flags.loggingFormat ?? 'text')) (deps.setLogFormat ?? setLogFormat)(format);
+      if (flags.verbosity !== undefined || verbosity > 0) (deps.setVerbosity ?? setLogVerbosity)(verbosity);
+    }
+    warn(result.warnings);
+    return result.config;
+  };
+}
+
 /** Runs the proxy; argv is what follows the program name. Resolves to the exit code. */
 export async function proxyMain(argv: readonly string[], deps: ProxyCommandDeps): Promise<number> {
   const cleanup = cleanupArgv(argv);
-  if (cleanup) {
-    const { own, rest } = splitCleanupArgv(cleanup);
-    try {
-      parseProxyFlags(rest);
-    } catch (e) {
-      if (!(e instanceof UsageError)) throw e;
-      deps.stderr.write(`kube-ipvs: ${e.message}\nRun 'kube-ipvs --help' for usage.\n`);
-      return 2;
-    }
-    return (deps.runCleanup ?? runCleanup)(own);
-  }
+  if (cleanup) return cleanupMain(cleanup, deps);
 
   let flags: ProxyFlags;
   try {
@@ -128,30 +162,7 @@ export async function proxyMain(argv: readonly string[], deps: ProxyCommandDeps)
   }
   // the format of any line before the file is read (a bad file is reported on stderr)
   (deps.setLogFormat ?? setLogFormat)(flags.loggingFormat ?? 'text');
-  const log = deps.log ?? componentLog('config');
-  // once each: a reload re-applies the same flags (and mostly the same file)
-  const warned = new Set<string>();
-  const warn = (warnings: readonly ConfigWarning[]): void => {
-    for (const w of warnings) {
-      if (warned.has(`${w.field}\0${w.message}`)) continue;
-      warned.add(`${w.field}\0${w.message}`);
-      log.warn(w.message, { field: w.field, ...(flags.configFile ? { file: flags.configFile } : {}) });
-    }
-  };
-  let loaded = false;
-  const load = async (): Promise<ProxyConfig> => {
-    const result = await loadProxyConfig(flags, deps.readFile);
-    if (!loaded) {
-      loaded = true;
-      // logging.format / logging.verbosity, the flags already applied on top; the level is
-      // left alone (KUBE_IPVS_LOG_LEVEL) unless --v or the file asks for one
-      const { format, verbosity } = result.config.logging;
-      if (format !== (flags.loggingFormat ?? 'text')) (deps.setLogFormat ?? setLogFormat)(format);
-      if (flags.verbosity !== undefined || verbosity > 0) (deps.setVerbosity ?? setLogVerbosity)(verbosity);
-    }
-    warn(result.warnings);
-    return result.config;
-  };
+  const load = configLoader(flags, deps);
 
   let config: ProxyConfig;
   try {

@@ -2,28 +2,14 @@
 // `field` is the config path (`ipvs.excludeCIDRs[1]`) or the flag (`--ipvs-exclude-cidrs`);
 // every failure is a ConfigError naming it and the value.
 import { ConfigError } from '../errors';
-import { canonicalAddress, familyOf } from '../model/ipvs';
+import { IPVS_SCHEDULERS, canonicalAddress } from '../model/ipvs';
+import { addressBits, addressPort, familyOfValidAddress } from '../model/ip-family';
 import { formatCidr, parseAddress, parseCidr as parseNet } from '../model/address';
 import { parseDurationMs } from './duration';
 import { DetectLocalMode } from './proxy-config';
 
-/** Schedulers kube-ipvs accepts ('' means rr), the kernel's ip_vs_<name> modules. */
-export const KNOWN_SCHEDULERS: readonly string[] = [
-  'rr',
-  'wrr',
-  'lc',
-  'wlc',
-  'lblc',
-  'lblcr',
-  'dh',
-  'sh',
-  'sed',
-  'nq',
-  'mh',
-  'fo',
-  'ovf',
-  'twos',
-];
+/** Schedulers kube-ipvs accepts ('' means rr): the kernel's. */
+export const KNOWN_SCHEDULERS: readonly string[] = IPVS_SCHEDULERS;
 
 /** The detectLocalMode values (KubeProxyConfiguration's LocalMode). */
 export const DETECT_LOCAL_MODES: readonly DetectLocalMode[] = [
@@ -55,7 +41,7 @@ export function configCidr(text: string, field: string): string {
   }
   const c = parseNet(text);
   if (!c) {
-    const bits = text.includes(':') ? 128 : 32;
+    const bits = addressBits(familyOfValidAddress(text.slice(0, slash)));
     throw new ConfigError(
       field,
       `${q(text)} is not a valid CIDR: prefix length ${Number(text.slice(slash + 1))} > ${bits}`,
@@ -79,19 +65,15 @@ export function parseIP(text: string, field: string): string {
 export function parseBindAddress(text: string, field: string, defaultPort: number): string {
   const bad = (why: string): ConfigError =>
     new ConfigError(field, `${q(text)} is not a valid IP:port bind address: ${why}`);
-  if (isIP(text)) return hostPort(canonicalAddress(text), defaultPort);
+  if (isIP(text)) return addressPort(canonicalAddress(text), defaultPort);
   const m = /^(?:\[([^\]]*)\]|([^:[\]]*)):([0-9]+)$/.exec(text);
   if (!m) throw bad('expected IP:port or [IPv6]:port');
   const host = m[1] ?? m[2] ?? '';
   if (!isIP(host)) throw bad(`${q(host)} is not an IP address`);
-  if (m[2] !== undefined && host.includes(':')) throw bad('an IPv6 address needs brackets');
+  if (m[2] !== undefined && familyOfValidAddress(host) === 'ipv6') throw bad('an IPv6 address needs brackets');
   const port = Number(m[3]);
   if (port < 1 || port > 65535) throw bad(`port ${m[3]} is outside 1-65535`);
-  return hostPort(canonicalAddress(host), port);
-}
-
-function hostPort(address: string, port: number): string {
-  return address.includes(':') ? `[${address}]:${port}` : `${address}:${port}`;
+  return addressPort(canonicalAddress(host), port);
 }
 
 /** clusterCIDR: one CIDR or a dual-stack pair (one per family), comma-separated. */
@@ -100,10 +82,7 @@ export function parseClusterCidrs(list: readonly string[], field: string): strin
     .map((c) => c.trim())
     .filter((c) => c !== '')
     .map((c) => configCidr(c, field));
-  if (
-    cidrs.length > 2 ||
-    (cidrs.length === 2 && familyOf(cidrs[0]!.split('/')[0]!) === familyOf(cidrs[1]!.split('/')[0]!))
-  ) {
+  if (cidrs.length > 2 || (cidrs.length === 2 && familyOfValidAddress(cidrs[0]!) === familyOfValidAddress(cidrs[1]!))) {
     throw new ConfigError(
       field,
       `${q(list.join(','))}: only one CIDR or a dual-stack pair (one IPv4 and one IPv6, e.g. 10.244.0.0/16,fd00:10:244::/56) is allowed`,

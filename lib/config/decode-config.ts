@@ -36,6 +36,7 @@ import {
 } from './config-values';
 import { formatDurationMs } from './duration';
 import { ProxyConfig } from './proxy-config';
+import { familyOfValidAddress } from '../model/ip-family';
 
 /** The apiVersion of a KubeProxyConfiguration document. */
 export const API_VERSION = 'kubeproxy.config.k8s.io/v1alpha1';
@@ -62,7 +63,7 @@ export interface DecodedConfig {
 
 /** kube-proxy's v1alpha1 defaults, with the bind addresses that follow `bindAddress`. */
 export function defaultProxyConfig(bindAddress = '0.0.0.0'): ProxyConfig {
-  const v6 = bindAddress.includes(':');
+  const v6 = familyOfValidAddress(bindAddress) === 'ipv6';
   return {
     mode: 'ipvs',
     hostnameOverride: '',

@@ -131,16 +131,9 @@ export async function runDaemon(config: ProxyConfig, options: DaemonOptions): Pr
   });
 
   // ---- API configuration, before anything touches the kernel ----
-  let kc: ApiKubeConfig;
-  try {
-    kc = options.kubeConfig ?? loadDaemonKubeConfig(config, options.build);
-  } catch (e) {
-    if (!(e instanceof KubeConfigError)) throw e;
-    log.error(e.message);
-    return 1;
-  }
-  const metrics = new ProxyMetrics(options.build);
-  kc.observer = (c) => metrics.recordApiCall(c);
+  const api = apiConfig(config, options, log);
+  if (!api) return 1;
+  const { kc, metrics } = api;
 
   // ---- kernel and families ----
   const opened = await openIpvsAndLink(config, log);
@@ -197,22 +190,59 @@ export async function runDaemon(config: ProxyConfig, options: DaemonOptions): Pr
         })
       : undefined;
 
+  exitOnSignal(log, resolveExit);
+  const code = await exit;
+  await shutDown({ watcher, wiring, informers, servers, kernel });
+  return code;
+}
+
+/**
+ * The kubeconfig (the flags', the file's, or in-cluster) and the metrics its requests are
+ * counted in; undefined (logged) when the kubeconfig cannot be used.
+ */
+function apiConfig(
+  config: ProxyConfig,
+  options: DaemonOptions,
+  log: DaemonLog,
+): { kc: ApiKubeConfig; metrics: ProxyMetrics } | undefined {
+  let kc: ApiKubeConfig;
+  try {
+    kc = options.kubeConfig ?? loadDaemonKubeConfig(config, options.build);
+  } catch (e) {
+    if (!(e instanceof KubeConfigError)) throw e;
+    log.error(e.message);
+    return undefined;
+  }
+  const metrics = new ProxyMetrics(options.build);
+  kc.observer = (c) => metrics.recordApiCall(c);
+  return { kc, metrics };
+}
+
+/** SIGTERM and SIGINT end the daemon with 0. */
+function exitOnSignal(log: DaemonLog, exit: (code: number) => void): void {
   const onSignal = (sig: string) => {
     log.info(`${sig}: stopping (the kernel state stays as programmed)`);
-    resolveExit(0);
+    exit(0);
   };
   process.once('SIGTERM', () => onSignal('SIGTERM'));
   process.once('SIGINT', () => onSignal('SIGINT'));
+}
 
-  // ---- shutdown: stop syncing, stop watching, let the last sync finish, then close ----
-  const code = await exit;
-  watcher?.close();
+/** Shutdown: stop syncing, stop watching, let the last sync finish, then close. */
+async function shutDown(d: {
+  readonly watcher: { close(): void } | undefined;
+  readonly wiring: ReturnType<typeof wireProxier>;
+  readonly informers: { stop(): Promise<void> };
+  readonly servers: readonly { close(): void }[];
+  readonly kernel: { close(): void };
+}): Promise<void> {
+  const { proxier } = d.wiring;
+  d.watcher?.close();
   proxier.stop();
-  wiring.collector.stop();
-  await informers.stop();
+  d.wiring.collector.stop();
+  await d.informers.stop();
   await proxier.idle();
-  for (const s of servers) s.close();
-  await wiring.serviceHealth.close();
-  kernel.close();
-  return code;
+  for (const s of d.servers) s.close();
+  await d.wiring.serviceHealth.close();
+  d.kernel.close();
 }

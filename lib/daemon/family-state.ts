@@ -15,6 +15,7 @@ import {
   primarySourceText,
 } from './families';
 import { DaemonLog, KernelSurfaces } from './kernel-surfaces';
+import { familyOfValidAddress } from '../model/ip-family';
 
 /** The chosen families and the current primary family, which follows the Node's addresses. */
 export class FamilyState {
@@ -44,7 +45,7 @@ export class FamilyState {
     const { config, primary } = this;
     if (
       config.detectLocalMode === 'ClusterCIDR' &&
-      !config.clusterCIDR.some((c) => c.includes(':') === (primary.family === 'ipv6'))
+      !config.clusterCIDR.some((c) => familyOfValidAddress(c) === primary.family)
     ) {
       this.log.info(
         `detect-local-mode ClusterCIDR, but no clusterCIDR of the primary family ${primary.family}: no local-traffic rule for it`,

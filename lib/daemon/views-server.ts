@@ -27,7 +27,7 @@ import { NotSyncedError } from '../errors';
 import type { IpvsOp } from '../kernel/ipvs/ipvs';
 import {
   DiffResponse,
-  Frontend,
+  FrontendRow,
   RefusedFrontend,
   ServiceListResponse,
   StatusResponse,
@@ -38,7 +38,7 @@ import {
 
 /** What the views read: the Proxier. */
 export interface ViewsSource {
-  serviceList(): Frontend[];
+  serviceList(): FrontendRow[];
   /** the frontends Services asked for that are not programmed now */
   refusedFrontends?(): RefusedFrontend[];
   status(): Promise<Omit<StatusResponse, 'mode' | 'config'>>;

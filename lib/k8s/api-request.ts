@@ -483,38 +483,17 @@ export async function apiRequest(kc: KubeConfig, req: ApiRequest, stream = false
         throw deadlineError(`${req.method} ${url.pathname}: ${(e as Error).message}`);
       });
       waitingFor = 'an answer';
-      const headers: Record<string, string> = { Accept: req.accept ?? 'application/json', ...ctx.getHeaders() };
-      if (req.body !== undefined) headers['Content-Type'] = req.contentType ?? 'application/json';
-      if (api?.userAgent) headers['User-Agent'] = api.userAgent;
+      const headers = requestHeaders(req, ctx, api);
       const started = performance.now();
       const observe = (code: string) =>
         api?.observer?.({ method: req.method, host, code, seconds: (performance.now() - started) / 1000 });
-      let res: Response;
-      let body = '';
-      let protobufBytes: Uint8Array | undefined;
-      try {
-        res = await fetch(url, {
-          method: req.method,
-          headers,
-          body: req.body,
-          dispatcher: ctx.getDispatcher(),
-          signal,
-        });
-        // a watch that answered 200 is the caller's to read
-        if (!stream || res.status !== 200) {
-          const bytes = await readCapped(res, maxBodyBytes, `${req.method} ${url.pathname}`);
-          if (isProtobuf(res.headers.get('content-type'))) protobufBytes = bytes;
-          else body = UTF8.decode(bytes);
-        }
-      } catch (e) {
-        // an answer too large to read is an answer all the same
-        observe(e instanceof ResponseTooLargeError ? String(e.status) : '<error>');
-        throw e;
-      }
+      const answer = await send(url, req, { headers, ctx, signal, stream, maxBodyBytes }, observe);
+      const { res } = answer;
       observe(String(res.status));
       // decoded once the answer is counted: a body that does not decode is not a lost answer
+      let body = answer.body;
       let object: Record<string, unknown> | undefined;
-      if (protobufBytes) ({ body, object } = protobufBody(protobufBytes, res.status));
+      if (answer.protobufBytes) ({ body, object } = protobufBody(answer.protobufBytes, res.status));
       // the kubelet rotated the token since it was read (or the plugin's credential went
       // stale): once more with the new one
       if (res.status === 401 && attempt === 0 && api?.refreshCredentials(headers.Authorization)) {
@@ -534,6 +513,50 @@ export async function apiRequest(kc: KubeConfig, req: ApiRequest, stream = false
         ...(retryAfter !== null ? { retryAfter } : {}),
       };
     }
+  }
+}
+
+/** A request's headers: what it accepts, the credentials, its body's type, the User-Agent. */
+function requestHeaders(req: ApiRequest, ctx: RequestContext, api: ApiKubeConfig | undefined): Record<string, string> {
+  const headers: Record<string, string> = { Accept: req.accept ?? 'application/json', ...ctx.getHeaders() };
+  if (req.body !== undefined) headers['Content-Type'] = req.contentType ?? 'application/json';
+  if (api?.userAgent) headers['User-Agent'] = api.userAgent;
+  return headers;
+}
+
+/**
+ * One try: the request and its answer, the body read (capped) unless a watch answered 200
+ * (the caller's to read), as text or protobuf bytes. A try that got no answer, or one too
+ * large to read, is observed here (the caller observes the others, once counted).
+ */
+async function send(
+  url: URL,
+  req: ApiRequest,
+  how: {
+    readonly headers: Record<string, string>;
+    readonly ctx: RequestContext;
+    readonly signal: AbortSignal;
+    readonly stream: boolean;
+    readonly maxBodyBytes: number;
+  },
+  observe: (code: string) => void,
+): Promise<{ res: Response; body: string; protobufBytes?: Uint8Array }> {
+  try {
+    const res = await fetch(url, {
+      method: req.method,
+      headers: how.headers,
+      body: req.body,
+      dispatcher: how.ctx.getDispatcher(),
+      signal: how.signal,
+    });
+    if (how.stream && res.status === 200) return { res, body: '' };
+    const bytes = await readCapped(res, how.maxBodyBytes, `${req.method} ${url.pathname}`);
+    if (isProtobuf(res.headers.get('content-type'))) return { res, body: '', protobufBytes: bytes };
+    return { res, body: UTF8.decode(bytes) };
+  } catch (e) {
+    // an answer too large to read is an answer all the same
+    observe(e instanceof ResponseTooLargeError ? String(e.status) : '<error>');
+    throw e;
   }
 }
 

@@ -233,36 +233,23 @@ export const SERVICE_SELECTOR = {
 /** kube-proxy's EndpointSlice selector: no slices of a headless Service. */
 export const ENDPOINT_SLICE_SELECTOR = { labelSelector: '!service.kubernetes.io/headless' } as const;
 
-/** Starts a list-and-watch informer for each handler given. */
-export function startInformers(kc: KubeConfig, options: InformerOptions): RunningInformers {
-  // client-go's reflector backoff (NewExponentialBackoffManager(800ms, 30s, ...)): after an API
-  // server restart every node's informers come back spread over 0.8 to 1.6 s, not 0.2 to 0.4 s
-  const backoff = options.backoff ?? { initialMs: 800, maxMs: 30_000 };
-  const pageSize = options.listPageSize ?? LIST_PAGE_SIZE;
-  const running: {
-    start(): void;
-    stop(): Promise<void>;
-    readonly resource: string;
-    readonly downSinceMs: number | undefined;
-  }[] = [];
-  const streamingLists = options.streamingLists ?? WATCH_LIST_CLIENT_DEFAULT;
-  const clock = options.clock ?? SYSTEM_CLOCK;
-  const informer = <T extends KubernetesObject>(spec: InformerSpec<T>) =>
-    new ResilientInformer<T>(
-      kc,
-      options.log,
-      backoff,
-      pageSize,
-      spec,
-      {
-        answerMs: options.watchTimeoutMs ?? WATCH_TIMEOUT_MS,
-        idleMs: options.watchIdleTimeoutMs ?? WATCH_IDLE_TIMEOUT_MS,
-      },
-      options.random ?? Math.random,
-      spec.streamAlways === true || streamingLists,
-      clock,
-      options.onDecodeRelist,
-    );
+/** A started informer as startInformers keeps it. */
+interface Running {
+  start(): void;
+  stop(): Promise<void>;
+  readonly resource: string;
+  readonly downSinceMs: number | undefined;
+}
+
+/**
+ * An informer for each handler given: Services and EndpointSlices with kube-proxy's
+ * selectors (only their metadata kept between events), this node's Node by name.
+ */
+function informersFor(
+  options: InformerOptions,
+  informer: <T extends KubernetesObject>(spec: InformerSpec<T>) => Running,
+): Running[] {
+  const running: Running[] = [];
   const { service, endpointSlice, node } = options.handlers;
   if (service) {
     running.push(
@@ -306,17 +293,57 @@ export function startInformers(kc: KubeConfig, options: InformerOptions): Runnin
       }),
     );
   }
+  return running;
+}
+
+/**
+ * Starts the informers now, or (firstListSpreadMs) after a random part of the spread; the
+ * timer of a start still to come, to cancel on stop.
+ */
+function startSpread(
+  running: readonly Running[],
+  options: InformerOptions,
+  clock: InformerClock,
+): { cancel(): void } | undefined {
   // drawn only with a spread: the backoff's draws come from the same `random`
   const spread = options.firstListSpreadMs ?? 0;
   const spreadMs = spread > 0 ? Math.floor((options.random ?? Math.random)() * spread) : 0;
-  let pending: { cancel(): void } | undefined;
-  if (spreadMs > 0) {
-    options.log.debug(`first lists in ${spreadMs} ms (spread over ${spread} ms)`, { spreadMs });
-    pending = clock.setTimer(() => {
-      pending = undefined;
-      for (const r of running) r.start();
-    }, spreadMs);
-  } else for (const r of running) r.start();
+  if (spreadMs <= 0) {
+    for (const r of running) r.start();
+    return undefined;
+  }
+  options.log.debug(`first lists in ${spreadMs} ms (spread over ${spread} ms)`, { spreadMs });
+  return clock.setTimer(() => {
+    for (const r of running) r.start();
+  }, spreadMs);
+}
+
+/** Starts a list-and-watch informer for each handler given. */
+export function startInformers(kc: KubeConfig, options: InformerOptions): RunningInformers {
+  // client-go's reflector backoff (NewExponentialBackoffManager(800ms, 30s, ...)): after an API
+  // server restart every node's informers come back spread over 0.8 to 1.6 s, not 0.2 to 0.4 s
+  const backoff = options.backoff ?? { initialMs: 800, maxMs: 30_000 };
+  const pageSize = options.listPageSize ?? LIST_PAGE_SIZE;
+  const streamingLists = options.streamingLists ?? WATCH_LIST_CLIENT_DEFAULT;
+  const clock = options.clock ?? SYSTEM_CLOCK;
+  const informer = <T extends KubernetesObject>(spec: InformerSpec<T>) =>
+    new ResilientInformer<T>(
+      kc,
+      options.log,
+      backoff,
+      pageSize,
+      spec,
+      {
+        answerMs: options.watchTimeoutMs ?? WATCH_TIMEOUT_MS,
+        idleMs: options.watchIdleTimeoutMs ?? WATCH_IDLE_TIMEOUT_MS,
+      },
+      options.random ?? Math.random,
+      spec.streamAlways === true || streamingLists,
+      clock,
+      options.onDecodeRelist,
+    );
+  const running = informersFor(options, informer);
+  const pending = startSpread(running, options, clock);
   return {
     notWatching() {
       return running.flatMap((r) =>

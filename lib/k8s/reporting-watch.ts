@@ -119,6 +119,97 @@ export const WATCH_IDLE_TIMEOUT_MS = 130_000;
 
 const timeoutError = () => new DOMException('The operation was aborted due to timeout', 'TimeoutError');
 
+type WatchCallback = (phase: string, apiObj: unknown, watchObj?: unknown) => void;
+
+/** The watch's inactivity timeout: re-armed by every chunk; `expire` once it runs out. */
+class IdleTimer {
+  timedOut = false;
+  private timer: NodeJS.Timeout | undefined;
+
+  constructor(
+    private readonly ms: number,
+    private readonly expire: () => void,
+  ) {}
+
+  readonly reset = (): void => {
+    this.clear();
+    this.timer = setTimeout(() => {
+      this.timedOut = true;
+      this.expire();
+    }, this.ms);
+    this.timer.unref();
+  };
+
+  clear(): void {
+    if (this.timer !== undefined) clearTimeout(this.timer);
+    this.timer = undefined;
+  }
+}
+
+/**
+ * Length-delimited WatchEvent frames; one that does not decode ends the watch (the informer
+ * logs it and starts again), as client-go's decoder does.
+ */
+function readFrames(
+  body: Readable,
+  callback: WatchCallback,
+  finish: (err: unknown) => void,
+  end: { readonly finished: boolean },
+): void {
+  const frames = new WatchFrames();
+  body.on('data', (chunk: Buffer) => {
+    if (end.finished) return;
+    try {
+      for (const frame of frames.push(chunk)) {
+        const ev = decodeWatchEvent(frame);
+        callback(ev.type, ev.object, ev);
+      }
+    } catch (e) {
+      finish(e);
+    }
+  });
+}
+
+/**
+ * Newline-delimited JSON events; one that does not decode ends the watch as a bad frame does
+ * (client-node skipped it: a DELETED lost so stayed lost).
+ */
+function readLines(
+  body: Readable,
+  callback: WatchCallback,
+  finish: (err: unknown) => void,
+  end: { readonly finished: boolean },
+): void {
+  const lines = new WatchLines();
+  const deliver = (line: string) => {
+    if (line.trim() === '') return; // no event: nothing is lost
+    const ev = parseWatchLine(line);
+    callback(ev.type, prunedObject(ev.object), ev);
+  };
+  body.on('data', (chunk: Buffer) => {
+    if (end.finished) return;
+    try {
+      for (const line of lines.push(chunk)) {
+        deliver(line);
+        if (end.finished) return;
+      }
+    } catch (e) {
+      finish(e);
+    }
+  });
+  body.on('end', () => {
+    if (end.finished) return;
+    // a last line without its newline: an event when it parses; else the stream was cut
+    // inside it, and the watch resumed from the last version gets it again
+    const rest = lines.rest();
+    try {
+      if (rest.trim() !== '') deliver(rest);
+    } catch {
+      // cut short, not undecodable
+    }
+  });
+}
+
 /**
  * A watch stream as client-node's Watch reads it (newline-delimited JSON events, an
  * inactivity timeout, `done` called once), but sent through apiRequest (token file, 401
@@ -136,7 +227,7 @@ export class ReportingWatch {
   async watch(
     path: string,
     queryParams: Record<string, string | number | boolean | undefined>,
-    callback: (phase: string, apiObj: unknown, watchObj?: unknown) => void,
+    callback: WatchCallback,
     done: (err: unknown) => void,
   ): Promise<AbortController> {
     const controller = new AbortController();
@@ -146,109 +237,66 @@ export class ReportingWatch {
       done(e);
       return controller;
     }
-    let finished = false;
-    let timedOut = false;
-    let timer: NodeJS.Timeout | undefined;
-    const clearTimer = () => {
-      if (timer !== undefined) clearTimeout(timer);
-      timer = undefined;
-    };
-    const resetTimer = () => {
-      clearTimer();
-      timer = setTimeout(() => {
-        timedOut = true;
-        controller.abort(timeoutError());
-      }, this.idleTimeoutMs);
-      timer.unref();
-    };
+    const idle = new IdleTimer(this.idleTimeoutMs, () => controller.abort(timeoutError()));
+    const end = { finished: false };
     const finish = (err: unknown) => {
-      if (finished) return;
-      finished = true;
-      clearTimer();
+      if (end.finished) return;
+      end.finished = true;
+      idle.clear();
       controller.abort();
-      done(err && timedOut ? timeoutError() : err);
+      done(err && idle.timedOut ? timeoutError() : err);
     };
     try {
-      // until the answer, apiRequest's deadline (credentials included) names what hung
-      const res = await apiRequest(
-        this.kc,
-        {
-          method: 'GET',
-          path,
-          query: { ...queryParams, watch: true },
-          signal: controller.signal,
-          timeoutMs: this.timeoutMs,
-          ...(this.kc instanceof ApiKubeConfig ? { accept: this.kc.accept } : {}),
-        },
-        true,
-      );
-      if (!res.stream?.body) {
-        const error = new Error(
-          `${res.statusText || STATUS_CODES[res.status] || 'Error'}: ${statusMessage(res.body)}`,
-        ) as Error & { statusCode: number; headers: Record<string, string> };
-        error.statusCode = res.status;
-        // as ApiException carries them (raw-list.ts): the informer honours Retry-After
-        error.headers = res.retryAfter !== undefined ? { 'retry-after': res.retryAfter } : {};
-        throw error;
-      }
+      const { body, protobuf } = await this.open(path, queryParams, controller);
       // from here on an inactivity timeout
-      resetTimer();
-      const body = Readable.fromWeb(res.stream.body as WebReadableStream);
+      idle.reset();
       body.on('error', finish);
       body.on('close', () => finish(null));
-      body.on('data', resetTimer);
-      if (isProtobuf(res.stream.headers.get('content-type'))) {
-        // length-delimited WatchEvent frames; one that does not decode ends the watch (the
-        // informer logs it and starts again), as client-go's decoder does
-        const frames = new WatchFrames();
-        body.on('data', (chunk: Buffer) => {
-          if (finished) return;
-          try {
-            for (const frame of frames.push(chunk)) {
-              const ev = decodeWatchEvent(frame);
-              callback(ev.type, ev.object, ev);
-            }
-          } catch (e) {
-            finish(e);
-          }
-        });
-        return this.opened(controller, finished);
-      }
-      // newline-delimited JSON events; one that does not decode ends the watch as a bad frame
-      // does (client-node skipped it: a DELETED lost so stayed lost)
-      const lines = new WatchLines();
-      const deliver = (line: string) => {
-        if (line.trim() === '') return; // no event: nothing is lost
-        const ev = parseWatchLine(line);
-        callback(ev.type, prunedObject(ev.object), ev);
-      };
-      body.on('data', (chunk: Buffer) => {
-        if (finished) return;
-        try {
-          for (const line of lines.push(chunk)) {
-            deliver(line);
-            if (finished) return;
-          }
-        } catch (e) {
-          finish(e);
-        }
-      });
-      body.on('end', () => {
-        if (finished) return;
-        // a last line without its newline: an event when it parses; else the stream was cut
-        // inside it, and the watch resumed from the last version gets it again
-        const rest = lines.rest();
-        try {
-          if (rest.trim() !== '') deliver(rest);
-        } catch {
-          // cut short, not undecodable
-        }
-      });
+      body.on('data', idle.reset);
+      if (protobuf) readFrames(body, callback, finish, end);
+      else readLines(body, callback, finish, end);
     } catch (e) {
       finish(e);
       return controller;
     }
-    return this.opened(controller, finished);
+    return this.opened(controller, end.finished);
+  }
+
+  /**
+   * The watch request, until its answer (apiRequest's deadline, credentials included, names
+   * what hung): the body as a stream, and whether it is protobuf; an answer without a body
+   * throws what the informer reads (the status, Retry-After).
+   */
+  private async open(
+    path: string,
+    queryParams: Record<string, string | number | boolean | undefined>,
+    controller: AbortController,
+  ): Promise<{ body: Readable; protobuf: boolean }> {
+    const res = await apiRequest(
+      this.kc,
+      {
+        method: 'GET',
+        path,
+        query: { ...queryParams, watch: true },
+        signal: controller.signal,
+        timeoutMs: this.timeoutMs,
+        ...(this.kc instanceof ApiKubeConfig ? { accept: this.kc.accept } : {}),
+      },
+      true,
+    );
+    if (!res.stream?.body) {
+      const error = new Error(
+        `${res.statusText || STATUS_CODES[res.status] || 'Error'}: ${statusMessage(res.body)}`,
+      ) as Error & { statusCode: number; headers: Record<string, string> };
+      error.statusCode = res.status;
+      // as ApiException carries them (raw-list.ts): the informer honours Retry-After
+      error.headers = res.retryAfter !== undefined ? { 'retry-after': res.retryAfter } : {};
+      throw error;
+    }
+    return {
+      body: Readable.fromWeb(res.stream.body as WebReadableStream),
+      protobuf: isProtobuf(res.stream.headers.get('content-type')),
+    };
   }
 
   /** The watch answered and its body is being read: connected, unless stopped meanwhile. */

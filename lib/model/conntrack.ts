@@ -2,7 +2,7 @@
  * Netfilter conntrack entries as kube-ipvs sees them: the two tuples of a flow. Pure data;
  * lib/netlink/conntrack-codec.ts maps it to ctnetlink bytes.
  */
-import { IpFamily } from './ip-family';
+import { IpFamily, addressPort } from './ip-family';
 import { IPPROTO_SCTP, IPPROTO_TCP, IPPROTO_UDP } from '../uapi/inet';
 
 /** One direction of a flow (canonical addresses; ports 0 for protocols without ports). */
@@ -29,8 +29,6 @@ export interface ConntrackFlow {
 /** The conntrack protocol number of a Service protocol. */
 export const CONNTRACK_PROTOCOL = { TCP: IPPROTO_TCP, UDP: IPPROTO_UDP, SCTP: IPPROTO_SCTP } as const;
 
-const hostPort = (a: string, p: number): string => (a.includes(':') ? `[${a}]:${p}` : `${a}:${p}`);
-
 /** How logs name a flow: "UDP 10.0.0.1:40000 -> 10.96.0.10:53 (reply 10.244.1.5:53 -> 10.0.0.1:40000)". */
 export function describeFlow(f: ConntrackFlow): string {
   const name =
@@ -41,12 +39,12 @@ export function describeFlow(f: ConntrackFlow): string {
         : f.protocol === IPPROTO_TCP
           ? 'TCP'
           : `proto ${f.protocol}`;
-  return `${name} ${hostPort(f.orig.src, f.orig.srcPort)} -> ${hostPort(f.orig.dst, f.orig.dstPort)} (reply ${hostPort(f.reply.src, f.reply.srcPort)} -> ${hostPort(f.reply.dst, f.reply.dstPort)})${f.zone ? ` zone ${f.zone}` : ''}`;
+  return `${name} ${addressPort(f.orig.src, f.orig.srcPort)} -> ${addressPort(f.orig.dst, f.orig.dstPort)} (reply ${addressPort(f.reply.src, f.reply.srcPort)} -> ${addressPort(f.reply.dst, f.reply.dstPort)})${f.zone ? ` zone ${f.zone}` : ''}`;
 }
 
 /** The identity of an entry in the kernel's table: family, protocol, zone and orig tuple (what a delete names). */
 export function flowKey(f: ConntrackFlow): string {
-  return `${f.family}/${f.protocol}/${f.zone}/${hostPort(f.orig.src, f.orig.srcPort)}>${hostPort(f.orig.dst, f.orig.dstPort)}`;
+  return `${f.family}/${f.protocol}/${f.zone}/${addressPort(f.orig.src, f.orig.srcPort)}>${addressPort(f.orig.dst, f.orig.dstPort)}`;
 }
 
 /** KubeProxyConfiguration conntrack.*, as lib/config decodes it and lib/kernel/sysctl applies it. */

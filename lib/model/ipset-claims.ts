@@ -3,8 +3,7 @@
  * kernel remembers it): the proxier's ownership rule and `kube-ipvs service list`'s Service
  * type when only the kernel is there to ask. Pure.
  */
-import { isIPv4 } from 'node:net';
-import { IpFamily } from './ip-family';
+import { familyOfValidAddress } from './ip-family';
 import { ipsetAddress } from './ipset';
 import { PROTOCOL_NAMES, VirtualServerId, VirtualServerSpec } from './ipvs';
 import { checkRecord, formatRecordedStates, recordedStateOf } from './ownership-record';
@@ -24,7 +23,7 @@ export type SetMembers = ReadonlyMap<
  */
 export function frontendTypeFromIpsets(sets: SetMembers, vs: VirtualServerId): FrontendType | null {
   if (vs.fwmark > 0) return null;
-  const family: IpFamily = isIPv4(vs.address) ? 'ipv4' : 'ipv6';
+  const family = familyOfValidAddress(vs.address);
   const proto = (PROTOCOL_NAMES[vs.protocol] ?? '').toLowerCase();
   const member = `${ipsetAddress(vs.address)},${proto}:${vs.port}`;
   const has = (base: (typeof SetName)[keyof typeof SetName], m: string) =>
@@ -68,7 +67,7 @@ function kubeProxySetsVouch(
   vs: VirtualServerId,
   nodePortAddresses: ReadonlySet<string>,
 ): { readonly exact: boolean } | string {
-  const family: IpFamily = isIPv4(vs.address) ? 'ipv4' : 'ipv6';
+  const family = familyOfValidAddress(vs.address);
   const proto = (PROTOCOL_NAMES[vs.protocol] ?? '').toLowerCase();
   const member = `${ipsetAddress(vs.address)},${proto}:${vs.port}`;
   const has = (base: (typeof SetName)[keyof typeof SetName], m: string) =>
@@ -141,7 +140,7 @@ function adoptionReason(
 ): string | null {
   const vs = c.vs;
   if (vs.fwmark > 0) return 'a fwmark service';
-  const family: IpFamily = isIPv4(vs.address) ? 'ipv4' : 'ipv6';
+  const family = familyOfValidAddress(vs.address);
   const proto = (PROTOCOL_NAMES[vs.protocol] ?? '').toLowerCase();
   const member = `${ipsetAddress(vs.address)},${proto}:${vs.port}`;
   const recordName = ipsetName(SetName.IPVS_OWNED, family);

@@ -11,7 +11,7 @@
 import { InvalidIpsetEntryError, quoteIfOdd } from '../errors';
 import { ParsedAddress, parseAddress, parseCidr } from './address';
 import { PROTOCOL_NAMES, VirtualServerId, canonicalAddress } from './ipvs';
-import { IpFamily } from './ip-family';
+import { IpFamily, familyOfValidAddress } from './ip-family';
 import { SetBaseName, SetKey, SetName } from './names';
 
 /** Set types kube-proxy uses. */
@@ -297,7 +297,7 @@ export function ipsetMemberMismatch(type: IpsetType, family: IpFamily, member: s
   const want = type === IpsetType.HASH_IP ? 1 : type === IpsetType.HASH_IP_PORT ? 2 : 3;
   if (parts.length !== want) return `${parts.length} part(s), a ${type} member has ${want}`;
   if (want > 1 && !parts[1]!.includes(':')) return `no protocol:port, in a ${type} set`;
-  const fam = (p: string): IpFamily => (p.includes(':') ? 'ipv6' : 'ipv4');
+  const fam = familyOfValidAddress;
   if (fam(parts[0]!) !== family || (want === 3 && fam(parts[2]!) !== family))
     return `not ${family}, in a ${family} set`;
   if (type === IpsetType.HASH_IP_PORT_IP && parts[2]!.includes('/')) return `a network, in a ${type} set`;

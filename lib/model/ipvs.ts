@@ -1,10 +1,11 @@
 import { isIPv4, isIPv6, SocketAddress } from 'node:net';
 // The model's one import outside lib/model: lib/uapi, the ground floor, is a table of the
 // kernel's numeric constants (no code, no I/O), and the kernel's numbers are the model's values.
+import { AddressFamily, addressFamilyOf } from './ip-family';
 import { AF_INET, AF_INET6, IPPROTO_SCTP, IPPROTO_TCP, IPPROTO_UDP } from '../uapi/inet';
 
 /** AF_INET (2) or AF_INET6 (10), as the kernel numbers them. */
-export type AddressFamily = typeof AF_INET | typeof AF_INET6;
+export type { AddressFamily } from './ip-family';
 
 /**
  * What identifies a virtual server to the kernel: a fwmark (fwmark > 0; protocol, address
@@ -119,13 +120,6 @@ export const PROTOCOL_NAMES: Readonly<Record<number, string>> = {
   [IPPROTO_SCTP]: 'SCTP',
 };
 
-/** AF_INET or AF_INET6 for an address; throws TypeError when it is not one. */
-export function familyOf(address: string): AddressFamily {
-  if (isIPv4(address)) return AF_INET;
-  if (isIPv6(address)) return AF_INET6;
-  throw new TypeError(`not an IP address: '${address}'`);
-}
-
 /**
  * A dotted-quad IPv4 address as a number (big-endian value), or -1 when it is not one.
  * Strict like inet_pton: four decimal octets 0-255, no leading zeros, nothing else.
@@ -215,7 +209,7 @@ export function canonicalAddress(address: string): string {
   // node's isIPv4 accepts only plain dotted decimal without leading zeros: already canonical
   // (the hot path: every endpoint of every slice and plan; no bytes round trip)
   if (isIPv4(address)) return address;
-  const af = familyOf(address);
+  const af = addressFamilyOf(address);
   return bytesToAddress(af, addressToBytes(af, address));
 }
 
@@ -241,6 +235,50 @@ export function describeVirtualServer(id: VirtualServerId): string {
   if (id.fwmark > 0) return `FWM ${id.fwmark}${id.af === AF_INET6 ? ' IPv6' : ''}`;
   return `${PROTOCOL_NAMES[id.protocol] ?? `proto ${id.protocol}`} ${hostPort(id.af, id.address, id.port)}`;
 }
+
+/** The kernel's IPVS schedulers, its ip_vs_<name> modules (Debian's 6.1 kernel ships them all). */
+export const IPVS_SCHEDULERS: readonly string[] = [
+  'rr',
+  'wrr',
+  'lc',
+  'wlc',
+  'lblc',
+  'lblcr',
+  'dh',
+  'sh',
+  'sed',
+  'nq',
+  'mh',
+  'fo',
+  'ovf',
+  'twos',
+];
+
+/**
+ * A RealServer as `rs` programs it, before any traffic: the spec's optional fields at the
+ * kernel's defaults, the connection counts as given (0 when none).
+ */
+export function realServerOf(
+  rs: RealServerSpec,
+  conns: { readonly activeConns: number; readonly inactConns: number } = NO_CONNS,
+): RealServer {
+  return {
+    af: rs.af,
+    address: rs.address,
+    port: rs.port,
+    fwdMethod: rs.fwdMethod,
+    weight: rs.weight,
+    uThreshold: rs.uThreshold ?? 0,
+    lThreshold: rs.lThreshold ?? 0,
+    activeConns: conns.activeConns,
+    inactConns: conns.inactConns,
+    persistConns: 0,
+    tunType: rs.tunType ?? 0,
+    tunPort: rs.tunPort ?? 0,
+    tunFlags: rs.tunFlags ?? 0,
+  };
+}
+const NO_CONNS = { activeConns: 0, inactConns: 0 } as const;
 
 /** Stats with every counter and rate 0. */
 export const ZERO_STATS: Stats = Object.freeze({

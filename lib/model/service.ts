@@ -103,6 +103,15 @@ export interface Endpoint {
   readonly nodeHints?: readonly string[];
 }
 
+/**
+ * One Service as the trackers hold it now, what a sync plans it from: its ports (every
+ * family), each with its endpoints, and what was refused in its Service and EndpointSlices.
+ */
+export interface TrackedService {
+  readonly ports: readonly { readonly port: ServicePort; readonly endpoints: readonly Endpoint[] }[];
+  readonly refusals: readonly Refusal[];
+}
+
 /** An object field the proxy refused (and what it did instead), for a log line and an Event. */
 export interface Refusal {
   /** "Service" | "EndpointSlice" */

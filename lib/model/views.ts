@@ -54,7 +54,7 @@ export interface Backend {
 export type Affinity = { readonly kind: 'None' } | { readonly kind: 'ClientIP'; readonly timeoutSeconds: number };
 
 /** One row of `kube-ipvs service list`: a virtual server and its real servers. */
-export interface Frontend {
+export interface FrontendRow {
   /** stable for the daemon's lifetime (the kernel fallback numbers rows in order) */
   readonly id: number;
   /** "10.96.0.10:53/UDP", "[fd00::a]:80/TCP" */
@@ -93,7 +93,7 @@ export interface ServiceListResponse {
   /** daemon: names and states from the running daemon; kernel: the IPVS table and ipsets alone */
   readonly source: 'daemon' | 'kernel';
   /** sorted by family, protocol, address, port */
-  readonly frontends: readonly Frontend[];
+  readonly frontends: readonly FrontendRow[];
   /** daemon only: the frontends Services asked for that are not programmed, sorted by service */
   readonly refused?: readonly RefusedFrontend[];
 }

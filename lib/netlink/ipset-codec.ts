@@ -28,7 +28,7 @@ import {
   NFPROTO,
   ipsetMsgType,
 } from '../uapi/ip_set';
-import { IpFamily } from '../model/ip-family';
+import { IpFamily, addressBits, familyOfValidAddress } from '../model/ip-family';
 import { bytesToAddress } from '../model/ipvs';
 import { DecodeError } from '../errors';
 
@@ -345,7 +345,7 @@ function spell(set: Building, f: Fields, path: string): string {
         if (!ip) throw new DecodeError(`missing ${addrs === 1 ? 'IPSET_ATTR_IP' : 'IPSET_ATTR_IP2'}`, path, 0);
         const a = nestedAddress(ip, path);
         // a host prefix is not printed
-        out += cidr < 0 || cidr === (a.includes(':') ? 128 : 32) ? a : `${a}/${cidr}`;
+        out += cidr < 0 || cidr === addressBits(familyOfValidAddress(a)) ? a : `${a}/${cidr}`;
         break;
       }
       case 'port': {

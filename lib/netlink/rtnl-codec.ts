@@ -8,7 +8,8 @@ import * as rt from 'netlink/dist/rt/structs';
 import { AttrReader, AttrWriter } from './attr';
 import { NLM_F } from '../uapi/netlink';
 import { AF_INET, AF_INET6 } from '../uapi/inet';
-import { addressToBytes, bytesToAddress, familyOf } from '../model/ipvs';
+import { addressToBytes, bytesToAddress } from '../model/ipvs';
+import { addressFamilyOf } from '../model/ip-family';
 import { IpFamily, fromAddressFamily, ipVersion, toAddressFamily } from '../model/ip-family';
 import { DecodeError } from '../errors';
 import { LinkAddress, LinkInfo } from '../model/link';
@@ -112,7 +113,7 @@ export function encodeGetAddrs(family: IpFamily): RtnlRequest {
 }
 
 function hostAddr(type: number, flags: number, index: number, address: string, operation: string): RtnlRequest {
-  const af = familyOf(address);
+  const af = addressFamilyOf(address);
   const bytes = addressToBytes(af, address);
   const prefixlen = af === AF_INET6 ? 128 : 32;
   return {

@@ -11,7 +11,7 @@
 import { PROTOCOL_NAMES } from '../model/ipvs';
 import { cachedCidrMatcher, cidrContains } from '../model/address';
 import { Refusal, ServicePortKey, parseServicePortKey } from '../model/service';
-import { PlannedFrontend } from './service-plan';
+import { DesiredFrontend } from './service-plan';
 
 /** The Event reason of a VIP inside ipvs.excludeCIDRs. */
 export const VIP_IN_EXCLUDED_CIDR = 'VIPInExcludedCIDR';
@@ -47,7 +47,7 @@ export function sameWithholding(a: Withholding | undefined, b: Withholding | und
 }
 
 /** The refusal `owner` gets for its withheld frontend `f`; undefined when it is told nothing. */
-export function withheldRefusal(owner: ServicePortKey, f: PlannedFrontend, w: Withholding): Refusal | undefined {
+export function withheldRefusal(owner: ServicePortKey, f: DesiredFrontend, w: Withholding): Refusal | undefined {
   const { vs, kind } = f.virtualServer;
   if (w.kind === 'excluded' && kind === 'NodePort') return undefined;
   const { namespace, name } = parseServicePortKey(owner);

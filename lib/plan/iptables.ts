@@ -181,23 +181,39 @@ export function validatePlanInput(input: IptablesPlanInput): IptablesPlanInput {
 /** kube-proxy's rules for one family, in its order. */
 export function planIptables(raw: IptablesPlanInput): IptablesPlan {
   const input = validatePlanInput(raw);
-  const { family, nonEmptySets: live } = input;
+  const { family } = input;
   const mark = masqueradeMark(input.masqueradeBit ?? 14);
   const set = (k: SetKey) => ipsetName(SetName[k], family);
-  const comment = (k: SetKey) => `-m comment --comment "${COMMENT[k]}"`;
-  const nat: string[] = [];
+  const nat: string[] = [`-A ${Chain.SERVICES} -s ${family === 'ipv4' ? '127.0.0.0/8' : '::1/128'} -j RETURN`];
   const filter: string[] = [];
-
-  nat.push(`-A ${Chain.SERVICES} -s ${family === 'ipv4' ? '127.0.0.0/8' : '::1/128'} -j RETURN`);
-
   for (const r of SET_RULES) {
-    if (!live.has(r.set)) continue;
+    if (!input.nonEmptySets.has(r.set)) continue;
     const proto = r.proto ? ` -p ${r.proto}` : '';
     (r.table === 'nat' ? nat : filter).push(
       `-A ${r.from}${proto} ${comment(r.set)} -m set --match-set ${set(r.set)} ${r.match} -j ${r.to}`,
     );
   }
+  nat.push(...serviceRules(input, set));
+  filter.push(...filterRules(input, set, mark));
+  nat.push(...masqueradeRules(mark, input.randomFully));
+  return {
+    family,
+    jumps: JUMP_RULES,
+    nat: { chains: KUBE_CHAINS.nat, rules: nat },
+    filter: { chains: KUBE_CHAINS.filter, rules: filter },
+  };
+}
 
+const comment = (k: SetKey) => `-m comment --comment "${COMMENT[k]}"`;
+
+/**
+ * nat KUBE-SERVICES after the per-set rules: which Service traffic is marked for masquerade
+ * (cluster IPs by the local detector, external IPs) or accepted as it is, the jump to
+ * KUBE-NODE-PORT, and kube-proxy's acceptIPVSTraffic last.
+ */
+function serviceRules(input: IptablesPlanInput, set: (k: SetKey) => string): string[] {
+  const live = input.nonEmptySets;
+  const nat: string[] = [];
   if (live.has('CLUSTER_IP')) {
     const head = `-A ${Chain.SERVICES} ${comment('CLUSTER_IP')} -m set --match-set ${set('CLUSTER_IP')}`;
     const detector = input.localDetector;
@@ -205,7 +221,6 @@ export function planIptables(raw: IptablesPlanInput): IptablesPlan {
     else if (detector) nat.push(`${head} dst,dst ${ifNotLocal(detector)} -j ${Chain.MARK_MASQ}`);
     else nat.push(`${head} src,dst -j ${Chain.MARK_MASQ}`);
   }
-
   const externalIpRules = (head: string): void => {
     nat.push(`${head} -m physdev ! --physdev-is-in -m addrtype ! --src-type LOCAL -j ACCEPT`);
     nat.push(`${head} -m addrtype --dst-type LOCAL -j ACCEPT`);
@@ -220,21 +235,27 @@ export function planIptables(raw: IptablesPlanInput): IptablesPlan {
       `-A ${Chain.SERVICES} ${comment('EXTERNAL_IP_LOCAL')} -m set --match-set ${set('EXTERNAL_IP_LOCAL')} dst,dst`,
     );
   }
-
   nat.push(`-A ${Chain.SERVICES} -m addrtype --dst-type LOCAL -j ${Chain.NODE_PORT}`);
   nat.push(`-A ${Chain.LOAD_BALANCER} -j ${Chain.MARK_MASQ}`);
-  filter.push(`-A ${Chain.SOURCE_RANGES_FIREWALL} -j DROP`);
+  // acceptIPVSTraffic(): last rules of KUBE-SERVICES
+  for (const k of ['CLUSTER_IP', 'LOAD_BALANCER'] as const) {
+    if (live.has(k)) nat.push(`-A ${Chain.SERVICES} -m set --match-set ${set(k)} dst,dst -j ACCEPT`);
+  }
+  return nat;
+}
+
+/**
+ * filter after the per-set rules: what is dropped (source ranges, a load balancer's own
+ * traffic to itself: KUBE-IPVS-OUT-FILTER), forwarded (marked or established), and the
+ * KUBE-IPVS-FILTER that rejects new connections to an address with no Service port.
+ */
+function filterRules(input: IptablesPlanInput, set: (k: SetKey) => string, mark: string): string[] {
+  const filter: string[] = [`-A ${Chain.SOURCE_RANGES_FIREWALL} -j DROP`];
   for (const e of input.lbOutFilter ?? []) {
     filter.push(
       `-A ${Chain.IPVS_OUT_FILTER} -s ${e.lbIP} -m ipvs --vaddr ${e.lbIP} --vproto ${e.proto} --vport ${e.port} -j DROP`,
     );
   }
-
-  // acceptIPVSTraffic(): last rules of KUBE-SERVICES
-  for (const k of ['CLUSTER_IP', 'LOAD_BALANCER'] as const) {
-    if (live.has(k)) nat.push(`-A ${Chain.SERVICES} -m set --match-set ${set(k)} dst,dst -j ACCEPT`);
-  }
-
   filter.push(
     `-A ${Chain.FORWARD} -m comment --comment "kubernetes forwarding rules" -m mark --mark ${mark}/${mark} -j ACCEPT`,
   );
@@ -249,18 +270,15 @@ export function planIptables(raw: IptablesPlanInput): IptablesPlan {
   }
   filter.push(`-A ${Chain.IPVS_FILTER} -m set --match-set ${set('HEALTH_CHECK_NODE_PORT')} dst -j RETURN`);
   filter.push(`-A ${Chain.IPVS_FILTER} -m conntrack --ctstate NEW -m set --match-set ${set('IPVS_IPS')} dst -j REJECT`);
+  return filter;
+}
 
-  nat.push(`-A ${Chain.POSTROUTING} -m mark ! --mark ${mark}/${mark} -j RETURN`);
-  nat.push(`-A ${Chain.POSTROUTING} -j MARK --xor-mark ${mark}`);
-  nat.push(
-    `-A ${Chain.POSTROUTING} -m comment --comment "kubernetes service traffic requiring SNAT" -j MASQUERADE${input.randomFully ? ' --random-fully' : ''}`,
-  );
-  nat.push(`-A ${Chain.MARK_MASQ} -j MARK --or-mark ${mark}`);
-
-  return {
-    family,
-    jumps: JUMP_RULES,
-    nat: { chains: KUBE_CHAINS.nat, rules: nat },
-    filter: { chains: KUBE_CHAINS.filter, rules: filter },
-  };
+/** nat KUBE-POSTROUTING and KUBE-MARK-MASQ: marked traffic is masqueraded, the mark cleared. */
+function masqueradeRules(mark: string, randomFully: boolean): string[] {
+  return [
+    `-A ${Chain.POSTROUTING} -m mark ! --mark ${mark}/${mark} -j RETURN`,
+    `-A ${Chain.POSTROUTING} -j MARK --xor-mark ${mark}`,
+    `-A ${Chain.POSTROUTING} -m comment --comment "kubernetes service traffic requiring SNAT" -j MASQUERADE${randomFully ? ' --random-fully' : ''}`,
+    `-A ${Chain.MARK_MASQ} -j MARK --or-mark ${mark}`,
+  ];
 }

@@ -26,13 +26,13 @@
  */
 import { AddressFamily, RealServerSpec, VirtualServerSpec, realServerKey, virtualServerKey } from '../model/ipvs';
 import { Endpoint, Refusal, ServicePort, ServicePortKey, servicePortKey } from '../model/service';
-import { toAddressFamily } from '../model/ip-family';
+import { familyOfValidAddress, toAddressFamily } from '../model/ip-family';
 import { cachedCidrMatcher, cidrMatcher } from '../model/address';
-import { AF_INET, AF_INET6, IPPROTO_SCTP, IPPROTO_TCP, IPPROTO_UDP } from '../uapi/inet';
+import { AF_INET, IPPROTO_SCTP, IPPROTO_TCP, IPPROTO_UDP } from '../uapi/inet';
 import { IP_VS_CONN_F, IP_VS_SVC_F, IP_VS_SVC_F_SCHED_MH_PORT } from '../uapi/ip_vs';
 import { LbOutFilterEntry } from './iptables';
 import { CategorizedEndpoints, categorizeEndpoints } from './categorize-endpoints';
-import { IpsetEntry, PlanContext, PlannedFrontend, ServicePortPlan } from './service-plan';
+import { IpsetEntry, PlanContext, DesiredFrontend, ServicePortPlan } from './service-plan';
 import { SetKey } from '../model/names';
 import { entriesIpPortNet, entryIpPort, entryIpPortIp, entryPort, IpsetMember, IpsetProto } from '../model/ipset';
 import type { FrontendType } from '../model/views';
@@ -106,7 +106,7 @@ function selectRealServers(eps: readonly Endpoint[], sp: ServicePort, ctx: PlanC
 /** One frontend while it is built: its set members keyed by "set member". */
 interface FrontendDraft {
   readonly key: string;
-  readonly virtualServer: PlannedFrontend['virtualServer'];
+  readonly virtualServer: DesiredFrontend['virtualServer'];
   readonly field: string;
   boundAddress?: string;
   readonly entries: Map<string, IpsetEntry>;
@@ -273,7 +273,7 @@ function finishPlan(d: PlanDraft, eps: readonly Endpoint[], sel: RealServerSelec
     frontends: [...d.frontends.keys()]
       .sort(byString)
       .map((k) => d.frontends.get(k)!)
-      .map((f): PlannedFrontend => ({
+      .map((f): DesiredFrontend => ({
         key: f.key,
         virtualServer: f.virtualServer,
         field: f.field,
@@ -294,7 +294,7 @@ function finishPlan(d: PlanDraft, eps: readonly Endpoint[], sel: RealServerSelec
 /** Weight 1, masquerade, one per ip:port, sorted by realServerKey (kube-proxy newDest). */
 function realServers(endpoints: readonly Endpoint[]): RealServerSpec[] {
   const specs = endpoints.map((e): RealServerSpec => ({
-    af: e.ip.includes(':') ? AF_INET6 : AF_INET,
+    af: toAddressFamily(familyOfValidAddress(e.ip)),
     address: e.ip,
     port: e.port,
     fwdMethod: IP_VS_CONN_F.MASQ,

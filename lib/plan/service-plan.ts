@@ -4,7 +4,7 @@
  * changed and diffs their old plan against the new one, so an endpoint change costs
  * O(that service's real servers).
  *
- * A plan's unit is the frontend (PlannedFrontend): one VIP:port/protocol with its virtual
+ * A plan's unit is the frontend (DesiredFrontend): one VIP:port/protocol with its virtual
  * server, its kube-ipvs0 address, its set members and its LB out-filter entry. The planner
  * plans every frontend a Service asks for; whether the node gets it (another Service's claim,
  * a foreign virtual server, ipvs.excludeCIDRs) is settled over the frontends, in one place
@@ -61,7 +61,7 @@ export interface PlanContext {
  * One VIP:port/protocol of a service port: its virtual server and everything that names it.
  * Withheld (plan/frontend-guard.ts), all of it is left out together.
  */
-export interface PlannedFrontend {
+export interface DesiredFrontend {
   /** virtualServerKey(virtualServer.vs) */
   readonly key: string;
   readonly virtualServer: DesiredVirtualServer;
@@ -80,7 +80,7 @@ export interface ServicePortPlan {
   readonly key: ServicePortKey;
   readonly family: IpFamily;
   /** one per virtual server key, sorted by it */
-  readonly frontends: readonly PlannedFrontend[];
+  readonly frontends: readonly DesiredFrontend[];
   /** the members no single frontend owns (LOOP_BACK, HEALTH_CHECK_NODE_PORT, the NodePort
    * bitmaps), sorted by set, then member */
   readonly portEntries: readonly IpsetEntry[];
@@ -107,7 +107,7 @@ export interface PlanContents {
 const byString = (a: string, b: string): number => (a < b ? -1 : a > b ? 1 : 0);
 
 /** A plan's frontends flattened: what it puts on the node when `live` gives it those frontends. */
-export function planContents(p: ServicePortPlan, live: (f: PlannedFrontend) => boolean = () => true): PlanContents {
+export function planContents(p: ServicePortPlan, live: (f: DesiredFrontend) => boolean = () => true): PlanContents {
   const frontends = p.frontends.filter(live);
   const entries = new Map<string, IpsetEntry>();
   for (const e of p.portEntries) entries.set(`${e.set} ${e.member}`, e);

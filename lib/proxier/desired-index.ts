@@ -16,7 +16,7 @@
  * - iptables: re-planned from the non-empty sets and the LB out-filter entries (cheap).
  */
 import { LbOutFilterEntry, planIptables } from '../plan/iptables';
-import { DesiredVirtualServer, IptablesOptions, PlannedFrontend, ServicePortPlan } from '../plan/service-plan';
+import { DesiredVirtualServer, IptablesOptions, DesiredFrontend, ServicePortPlan } from '../plan/service-plan';
 import { FrontendFacts, Withholding, sameWithholding, withheldRefusal, withholding } from '../plan/frontend-guard';
 import { IpFamily, fromAddressFamily } from '../model/ip-family';
 import { SetKey, ipsetName } from '../model/names';
@@ -66,7 +66,7 @@ interface FamilyIndex {
 interface FrontendClaims {
   /** why no claimant gets it (frontend-guard.ts); undefined: given to the best claim */
   withheld: Withholding | undefined;
-  readonly claims: Map<ServicePortKey, PlannedFrontend>;
+  readonly claims: Map<ServicePortKey, DesiredFrontend>;
 }
 
 /** Nothing withheld. */
@@ -213,7 +213,7 @@ export class DesiredIndex {
     return out;
   }
 
-  private guard(f: PlannedFrontend): Withholding | undefined {
+  private guard(f: DesiredFrontend): Withholding | undefined {
     return withholding(f.key, f.virtualServer.vs.address, this.facts);
   }
 
@@ -226,7 +226,7 @@ export class DesiredIndex {
   }
 
   /** One given frontend's kube-ipvs0 address, set members and LB out-filter entry. */
-  private countFrontend(f: PlannedFrontend, sign: 1 | -1): void {
+  private countFrontend(f: DesiredFrontend, sign: 1 | -1): void {
     const fam = this.families.get(fromAddressFamily(f.virtualServer.vs.af));
     if (!fam) return;
     const a = f.boundAddress;

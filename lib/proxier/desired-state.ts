@@ -5,7 +5,7 @@
  * check ports, and the count of service ports with a Local traffic policy and no local endpoint.
  */
 import { IpFamily } from '../model/ip-family';
-import { Refusal, ServiceName, ServicePort } from '../model/service';
+import { Refusal, ServiceName, ServicePort, TrackedService } from '../model/service';
 import { DesiredVirtualServer, ServicePortPlan } from '../plan/service-plan';
 import { FrontendFacts } from '../plan/frontend-guard';
 import { DesiredIndex } from './desired-index';
@@ -14,12 +14,12 @@ import { ServiceHealthIndex } from './service-health';
 /** How DesiredState re-plans a Service, and whom it tells. */
 export interface DesiredStateDeps {
   /** plans one Service's ports (NodeContext.planService) */
-  readonly planService: (name: string) => { ports: ServicePort[]; plans: ServicePortPlan[] };
+  readonly planService: (service: TrackedService) => { ports: ServicePort[]; plans: ServicePortPlan[] };
   /** what withholds frontends (the node's excludeCIDRs and foreign virtual servers), read live */
   readonly facts: FrontendFacts;
   /** the virtual servers given to a Service went from `before` to `after` (conntrack cleanup) */
   readonly replanned: (before: readonly DesiredVirtualServer[], after: readonly DesiredVirtualServer[]) => void;
-  /** a Service's refusals now: its plans' and its withheld frontends' (refusal reports) */
+  /** a Service's refusals now: its objects', its plans' and its withheld frontends' (refusal reports) */
   readonly refused: (name: ServiceName, refusals: readonly Refusal[]) => void;
 }
 
@@ -27,6 +27,8 @@ export interface DesiredStateDeps {
 export class DesiredState {
   /** service name -> its plans (all ports, all families) */
   private readonly byService = new Map<string, ServicePortPlan[]>();
+  /** service name -> what was refused in its objects when it was last re-planned (none: absent) */
+  private readonly objectRefusals = new Map<string, readonly Refusal[]>();
   private indexNow: DesiredIndex;
   /** health check ports and local endpoint counts per Service (for deps.serviceHealth) */
   readonly health = new ServiceHealthIndex();
@@ -55,15 +57,18 @@ export class DesiredState {
   reset(families: readonly IpFamily[]): void {
     this.indexNow = new DesiredIndex(families, this.deps.facts);
     this.byService.clear();
+    this.objectRefusals.clear();
     this.noLocalEndpoints.internal = 0;
     this.noLocalEndpoints.external = 0;
   }
 
-  /** Re-plans one Service into the index; adds the virtual server keys it touches. */
-  replan(name: ServiceName, touched: Set<string>): void {
+  /** Re-plans one Service from what the trackers hold of it; adds the virtual server keys it touches. */
+  replan(name: ServiceName, service: TrackedService, touched: Set<string>): void {
     const before = this.byService.get(name) ?? [];
     const givenBefore = this.indexNow.givenVirtualServers(before);
-    const { ports, plans: after } = this.deps.planService(name);
+    const { ports, plans: after } = this.deps.planService(service);
+    if (service.refusals.length > 0) this.objectRefusals.set(name, service.refusals);
+    else this.objectRefusals.delete(name);
     this.health.update(name, ports, after);
     for (const k of this.indexNow.replace(before, after, ports)) touched.add(k);
     for (const p of before) this.countNoLocal(p, -1);
@@ -71,7 +76,7 @@ export class DesiredState {
     if (after.length > 0) this.byService.set(name, after);
     else this.byService.delete(name);
     this.deps.replanned(givenBefore, this.indexNow.givenVirtualServers(after));
-    this.deps.refused(name, this.refusals(after));
+    this.deps.refused(name, this.refusals(name, after));
   }
 
   /**
@@ -83,12 +88,14 @@ export class DesiredState {
     const { services, given } = this.indexNow.reguard(keys, touched);
     if (given.length > 0) this.deps.replanned([], given);
     if (quiet) return;
-    for (const name of services) this.deps.refused(name, this.refusals(this.byService.get(name) ?? []));
+    for (const name of services) this.deps.refused(name, this.refusals(name, this.byService.get(name) ?? []));
   }
 
-  /** A Service's refusals from its plans: the planner's, then its withheld frontends', per port. */
-  private refusals(plans: readonly ServicePortPlan[]): Refusal[] {
-    return plans.flatMap((p) => [...p.refusals, ...this.indexNow.withheldRefusals(p)]);
+  /** A Service's refusals: its objects', then per port of its plans the planner's and its withheld frontends'. */
+  private refusals(name: ServiceName, plans: readonly ServicePortPlan[]): Refusal[] {
+    const fromPlans = plans.flatMap((p) => [...p.refusals, ...this.indexNow.withheldRefusals(p)]);
+    const fromObjects = this.objectRefusals.get(name);
+    return fromObjects === undefined ? fromPlans : [...fromObjects, ...fromPlans];
   }
 
   private countNoLocal(p: ServicePortPlan, sign: 1 | -1): void {

@@ -5,7 +5,6 @@
  * kube-ipvs's (the ownership rule is pure, in ownership.ts; the memory of what was classified
  * foreign, and the adoption read's facts, live here).
  */
-import { isIPv4 } from 'node:net';
 import { IpsetState } from '../kernel/ipset/ipset';
 import { KUBE_IPVS0, Link, isNoDevice } from '../kernel/link/link';
 import { LinkAddress } from '../model/link';
@@ -13,8 +12,8 @@ import { ensureDummyDevice } from '../kernel/link/dummy-device';
 import { selectNodePortAddresses } from '../kernel/link/node-addresses';
 import { VirtualServerId, describeVirtualServer } from '../model/ipvs';
 import { cidrMatcher } from '../model/address';
-import { IpFamily } from '../model/ip-family';
-import { ServicePort } from '../model/service';
+import { IpFamily, familyOfValidAddress } from '../model/ip-family';
+import { ServicePort, TrackedService } from '../model/service';
 import { LocalDetector } from '../plan/iptables';
 import { IptablesOptions, PlanContext, ServicePortPlan } from '../plan/service-plan';
 import { FrontendFacts } from '../plan/frontend-guard';
@@ -181,7 +180,7 @@ export class NodeContext {
     // kube-proxy's health check servers listen on every address unless nodePortAddresses
     // narrows them (NodePortAddresses.MatchAll: unset, or a 0.0.0.0/0 or ::/0 entry)
     const matchAll = s.nodePortAddresses.length === 0 || s.nodePortAddresses.some((c) => /\/0$/.test(c));
-    const proxied = (a: string) => s.families.includes(isIPv4(a) ? 'ipv4' : 'ipv6');
+    const proxied = (a: string) => s.families.includes(familyOfValidAddress(a));
     // (a Node object that arrives before the first read of the addresses would else announce
     // that no address matches)
     if (this.addressesRead)
@@ -204,7 +203,7 @@ export class NodeContext {
     const npAll = selectNodePortAddresses(localAddresses, s.nodePortAddresses, this.nodeNow.nodeIPs);
     const contexts = new Map<IpFamily, PlanContext>();
     for (const family of s.families) {
-      const ofFamily = (a: string) => (family === 'ipv4') === isIPv4(a);
+      const ofFamily = (a: string) => familyOfValidAddress(a) === family;
       contexts.set(family, {
         family,
         scheduler: s.scheduler,
@@ -213,7 +212,7 @@ export class NodeContext {
         nodePortAddresses: npAll.filter(ofFamily),
         localAddresses: local,
         nodeIPs: this.nodeNow.nodeIPs.filter(ofFamily),
-        excludeClusterCIDRs: s.excludeClusterCIDRs.filter((c) => ofFamily(c.split('/')[0]!)),
+        excludeClusterCIDRs: s.excludeClusterCIDRs.filter(ofFamily),
       });
     }
     return contexts;
@@ -221,24 +220,23 @@ export class NodeContext {
 
   /** Plans one Service's ports in the families this node runs (and returns those ports). */
   planService(
-    name: string,
+    service: TrackedService,
     contexts: ReadonlyMap<IpFamily, PlanContext> = this.contextsNow,
   ): { ports: ServicePort[]; plans: ServicePortPlan[] } {
-    const { source, planner } = this.deps;
     const ports: ServicePort[] = [];
     const plans: ServicePortPlan[] = [];
-    for (const sp of source.servicePorts(name)) {
-      const ctx = contexts.get(sp.family);
+    for (const { port, endpoints } of service.ports) {
+      const ctx = contexts.get(port.family);
       if (!ctx) continue; // a family this node does not run
-      ports.push(sp);
-      plans.push(planner.planServicePort(sp, source.endpoints(sp), ctx));
+      ports.push(port);
+      plans.push(this.deps.planner.planServicePort(port, endpoints, ctx));
     }
     return { ports, plans };
   }
 
   iptablesOptions(family: IpFamily): IptablesOptions {
     const s = this.settingsNow;
-    const ofFamily = (c: string) => (family === 'ipv4') === c.includes('.');
+    const ofFamily = (c: string) => familyOfValidAddress(c) === family;
     let localDetector: LocalDetector | undefined;
     switch (s.detectLocalMode) {
       case 'ClusterCIDR': {

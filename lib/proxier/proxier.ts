@@ -19,7 +19,7 @@
  */
 import { IpvsOp } from '../kernel/ipvs/ipvs';
 import { diffVirtualServer } from '../reconcile/diff-ipvs';
-import { Frontend, RefusedFrontend, StatusResponse } from '../model/views';
+import { FrontendRow, RefusedFrontend, StatusResponse } from '../model/views';
 import { BoundedFrequencyRunner } from './runner';
 import { FrontendIds } from './service-list';
 import { NodeContext } from './node-context';
@@ -123,10 +123,10 @@ export class Proxier {
     this.nftLeftovers = deps.nftables ? new NftablesLeftovers({ nftables: deps.nftables, log: deps.log }) : undefined;
     this.desired = new DesiredState(
       {
-        planService: (name) => this.nodeCtx.planService(name),
+        planService: (service) => this.nodeCtx.planService(service),
         facts: this.nodeCtx.frontendFacts,
         replanned: (before, after) => this.conntrack.replanned(before, after),
-        refused: (name, refusals) => this.reports.refusalsOf(name, [...deps.source.refusals(name), ...refusals]),
+        refused: (name, refusals) => this.reports.refusalsOf(name, refusals),
       },
       settings.families,
     );
@@ -321,18 +321,19 @@ export class Proxier {
 
   /** Re-plans the changed Services (every one when the contexts changed); fills run.touched. */
   private planPhase(run: SyncRun): void {
-    const changed = this.deps.source.takeChanges();
     run.triggeredAtMs = [...this.triggeredAtMs.values()];
     this.triggeredAtMs.clear();
     run.dueRetries = this.applier.beginSync(run.start);
-    for (const svc of run.dueRetries) changed.add(svc);
     // a full sync re-reads the kernel; the plans are re-made only when what they depend on
     // beyond the Service and its endpoints changed (settings, the node, its addresses): a
     // Service whose objects did not change plans the same (planServicePort is pure)
     const replanEverything = this.replanAll;
-    const names = replanEverything
-      ? new Set([...this.deps.source.serviceNames(), ...this.desired.plans.keys()])
-      : changed;
+    // the one read of the trackers: the changed Services (and those to retry), or every one
+    // (and those planned, which may be gone)
+    const services = this.deps.source.take(
+      replanEverything ? this.desired.plans.keys() : run.dueRetries,
+      replanEverything,
+    );
     this.replanAll = false;
     if (replanEverything) this.desired.health.clear();
     // what withholds frontends first (a full re-plan follows a change of excludeCIDRs): the
@@ -340,8 +341,8 @@ export class Proxier {
     if (replanEverything) this.desired.reguard(undefined, run.touched, true);
     else if (this.reguardNext.size > 0) this.desired.reguard(this.reguardNext, run.touched);
     this.reguardNext.clear();
-    for (const name of names) this.desired.replan(name, run.touched);
-    run.replanned = names.size;
+    for (const [name, service] of services) this.desired.replan(name, service, run.touched);
+    run.replanned = services.size;
     this.reports.conflictsOf(this.desired.index, run.touched);
     run.lap('plan');
   }
@@ -528,7 +529,7 @@ export class Proxier {
   }
 
   /** `kube-ipvs service list`: every desired virtual server with its backends' states. */
-  serviceList(): Frontend[] {
+  serviceList(): FrontendRow[] {
     return serviceList(this.snapshot());
   }
 

@@ -8,7 +8,7 @@ import { Endpoint, ServicePort, ServicePortKey } from '../model/service';
 import {
   Backend,
   BackendState,
-  Frontend,
+  FrontendRow,
   FrontendType,
   affinityOf,
   compareBackends,
@@ -75,7 +75,7 @@ function backend(
 }
 
 /** One frontend per desired virtual server, in row order. */
-export function buildServiceList(input: ServiceListInput): Frontend[] {
+export function buildServiceList(input: ServiceListInput): FrontendRow[] {
   const keys = [...input.desired.keys()].sort((a, b) =>
     compareFrontends(input.desired.get(a)!.vs, input.desired.get(b)!.vs),
   );

@@ -9,7 +9,7 @@ import type { Iptables } from '../kernel/iptables/iptables';
 import type { Link } from '../kernel/link/link';
 import type { Conntrack } from '../kernel/conntrack/conntrack';
 import type { NftTables } from '../kernel/nftables/nftables';
-import type { Endpoint, Refusal, ServicePort } from '../model/service';
+import type { Endpoint, ServiceName, ServicePort, TrackedService } from '../model/service';
 import type { IpFamily } from '../model/ip-family';
 import type { LocalDetector } from '../plan/iptables';
 import type { PlanServicePort } from '../plan/service-plan';
@@ -18,16 +18,19 @@ import type { ServiceHealthSink } from './service-health';
 
 /** Where the proxier reads Services and endpoints from (the trackers). */
 export interface ProxySource {
+  /**
+   * A sync's one read: the Services changed since the last take and those in `also` (every
+   * Service and those in `also` when `everything`), each as it is now
+   */
+  take(also: Iterable<ServiceName>, everything: boolean): Map<ServiceName, TrackedService>;
+  /** one Service as it is now (the dry run plans every Service from it) */
+  service(name: ServiceName): TrackedService;
   /** every Service name ("ns/name") that currently has ports */
-  serviceNames(): Iterable<string>;
+  serviceNames(): Iterable<ServiceName>;
   /** the current ports of one Service, every family; empty when it is gone */
-  servicePorts(service: string): readonly ServicePort[];
+  servicePorts(service: ServiceName): readonly ServicePort[];
   /** the endpoints of one service port (its family), sorted */
   endpoints(sp: ServicePort): readonly Endpoint[];
-  /** what the converters refused in this Service's objects */
-  refusals(service: string): readonly Refusal[];
-  /** names of Services changed since the last call */
-  takeChanges(): Set<string>;
 }
 
 /** What plans a service port (plan/plan-service-port.ts in production). */

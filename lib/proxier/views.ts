@@ -8,7 +8,7 @@ import { KUBE_IPVS0, Link } from '../kernel/link/link';
 import { selectNodePortAddresses } from '../kernel/link/node-addresses';
 import { virtualServerKey } from '../model/ipvs';
 import { ServicePort, servicePortKey } from '../model/service';
-import { Frontend, RefusedFrontend, StatusResponse } from '../model/views';
+import { FrontendRow, RefusedFrontend, StatusResponse } from '../model/views';
 import { IP_VS_SVC_F } from '../uapi/ip_vs';
 import { ServicePortPlan } from '../plan/service-plan';
 import { TableEntry, tableFromDump } from '../reconcile/ipvs-table';
@@ -49,7 +49,7 @@ function servicePortOf(source: ProxySource, key: string): ServicePort | undefine
 }
 
 /** `kube-ipvs service list`: every desired virtual server with its backends' states. */
-export function serviceList(s: ProxierSnapshot): Frontend[] {
+export function serviceList(s: ProxierSnapshot): FrontendRow[] {
   return buildServiceList({
     desired: s.index.virtualServers(),
     applied: s.applier.applied,
@@ -157,7 +157,7 @@ export async function dryRunFullSync(s: ProxierSnapshot): Promise<IpvsOp[]> {
   const contexts = s.node.planContexts(local);
   const index = new DesiredIndex(s.node.settings.families, s.node.frontendFacts);
   for (const name of new Set(s.source.serviceNames())) {
-    const { ports, plans } = s.node.planService(name, contexts);
+    const { ports, plans } = s.node.planService(s.source.service(name), contexts);
     index.replace([], plans, ports);
   }
   const desiredVs = index.virtualServers();

@@ -6,11 +6,11 @@
  * not depend on event order.
  */
 import type { V1EndpointSlice } from '@kubernetes/client-node';
-import { ConvertedEndpointSlice, SERVICE_NAME_LABEL, convertEndpointSlice } from '../k8s/convert';
+import { SERVICE_NAME_LABEL } from '../k8s/convert-fields';
+import { ConvertedEndpointSlice, convertEndpointSlice } from './endpoint-slice-convert';
 import { MalformedObjectError } from '../errors';
 import { AddressFamily, hostPort } from '../model/ipvs';
 import { Endpoint, Protocol, Refusal, ServiceName, ServicePort } from '../model/service';
-import { AF_INET, AF_INET6 } from '../uapi/inet';
 import { ChangeTracker, sameStructure } from './pending-changes';
 import { IpFamily, toAddressFamily } from '../model/ip-family';
 
@@ -25,6 +25,8 @@ interface SliceState {
    */
   readonly byPort: ReadonlyMap<string, readonly Endpoint[]>;
   readonly refusals: readonly Refusal[];
+  /** the family of its addresses; undefined when it has no endpoints to merge (no family, no ports) */
+  readonly family?: IpFamily;
 }
 
 const NO_PORTS: ReadonlyMap<string, readonly Endpoint[]> = new Map();
@@ -42,6 +44,7 @@ function sliceState(service: ServiceName, converted: ConvertedEndpointSlice): Sl
       service,
       byPort: new Map([[portKey(port.name, port.protocol, family), mergedList(af, [list])]]),
       refusals: converted.refusals,
+      family,
     };
   }
   const lists = new Map<string, Endpoint[]>();
@@ -54,7 +57,7 @@ function sliceState(service: ServiceName, converted: ConvertedEndpointSlice): Sl
   }
   const byPort = new Map<string, readonly Endpoint[]>();
   for (const pk of [...lists.keys()].sort(byString)) byPort.set(pk, mergedList(af, [lists.get(pk)!]));
-  return { service, byPort, refusals: converted.refusals };
+  return { service, byPort, refusals: converted.refusals, family };
 }
 
 /**
@@ -293,11 +296,15 @@ export class EndpointSliceTracker extends ChangeTracker<ServiceEndpoints> {
         continue;
       }
       const lists: (readonly Endpoint[])[] = [];
+      let family: IpFamily = 'ipv4';
       for (const slice of slices) {
         const list = slice.byPort.get(pk);
-        if (list !== undefined) lists.push(list);
+        if (list === undefined) continue;
+        lists.push(list);
+        // the port key names the family too: every slice listing it has this one
+        family = slice.family ?? family;
       }
-      byPort.set(pk, mergedList(pk.endsWith('/ipv6') ? AF_INET6 : AF_INET, lists));
+      byPort.set(pk, mergedList(toAddressFamily(family), lists));
     }
     return { byPort, refusals };
   }

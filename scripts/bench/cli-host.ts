@@ -8,6 +8,7 @@
 import { main } from '../../lib/cli/ipvsadm/ipvsadm';
 import { IpvsNetlink } from '../../lib/kernel/ipvs/ipvs-netlink';
 import { VirtualServerEntry } from '../../lib/kernel/ipvs/ipvs';
+import { realServerOf } from '../../lib/model/ipvs';
 import { NetlinkTransport } from '../../lib/netlink/socket';
 import { IPVS_CMD, IPVS_CMD_ATTR, IPVS_INFO_ATTR, IPVS_SVC_ATTR } from '../../lib/uapi/ip_vs';
 import { be16, be32, cstr, genlMsg, ipv4in16, nla, nlDone, plainNest, u16, u32 } from '../../testkit/nl-builder';
@@ -153,18 +154,7 @@ async function run(): Promise<void> {
   for (const op of table.ops) {
     if (op.kind === 'newService')
       entries.push({ vs: { ...op.vs, flags: 0, timeout: 0, netmask: 0xffffffff, peName: '' }, dests: [] });
-    else if (op.kind === 'newDest')
-      entries[entries.length - 1]!.dests.push({
-        ...op.rs,
-        uThreshold: 0,
-        lThreshold: 0,
-        activeConns: 0,
-        inactConns: 0,
-        persistConns: 0,
-        tunType: 0,
-        tunPort: 0,
-        tunFlags: 0,
-      });
+    else if (op.kind === 'newDest') entries[entries.length - 1]!.dests.push(realServerOf(op.rs));
   }
   const proc = what === 'restore' ? '' : procIpVsText(entries);
   const dump = serviceDump(entries);

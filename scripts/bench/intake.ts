@@ -26,7 +26,7 @@ import { FakeApiServer, kubeconfigFor } from '../../testkit/fake-apiserver';
 import { benchObjects, benchSlice, NODE_NAME } from './daemon-fixtures';
 import { startInformers } from '../../lib/k8s/informers';
 import { prunedObject } from '../../lib/k8s/prune';
-import { convertEndpointSlice } from '../../lib/k8s/convert';
+import { convertEndpointSlice } from '../../lib/tracker/endpoint-slice-convert';
 import { EndpointSliceTracker } from '../../lib/tracker/endpoint-slice-tracker';
 import { ProtobufEvents } from './protobuf-events';
 import { decodeWatchEvent } from '../../lib/k8s/protobuf';

@@ -1,11 +1,11 @@
 import { FrontendFacts, sameWithholding, withheldRefusal, withholding } from '../../lib/plan/frontend-guard';
-import { PlannedFrontend } from '../../lib/plan/service-plan';
+import { DesiredFrontend } from '../../lib/plan/service-plan';
 import { AF_INET, AF_INET6, IPPROTO_TCP, IPPROTO_UDP } from '../../lib/uapi/inet';
 import type { FrontendType } from '../../lib/model/views';
 
 const OWNER = 'ns1/svc1:p80/ipv4';
 
-function frontend(address: string, port: number, kind: FrontendType, protocol = IPPROTO_TCP): PlannedFrontend {
+function frontend(address: string, port: number, kind: FrontendType, protocol = IPPROTO_TCP): DesiredFrontend {
   const af = address.includes(':') ? AF_INET6 : AF_INET;
   const proto = protocol === IPPROTO_TCP ? 'TCP' : 'UDP';
   return {

@@ -14,7 +14,7 @@ import {
   IpsetEntry,
   PlanContents,
   PlanContext,
-  PlannedFrontend,
+  DesiredFrontend,
   ServicePortPlan,
   planContents,
 } from '../../lib/plan/service-plan';
@@ -94,7 +94,7 @@ interface GivenPlan extends PlanContents {
 const NO_FACTS: FrontendFacts = { excludeCIDRs: [], foreign: () => undefined };
 
 function given(p: ServicePortPlan, facts: FrontendFacts = NO_FACTS): GivenPlan {
-  const withheld = (f: PlannedFrontend) => withholding(f.key, f.virtualServer.vs.address, facts);
+  const withheld = (f: DesiredFrontend) => withholding(f.key, f.virtualServer.vs.address, facts);
   return {
     key: p.key,
     family: p.family,

@@ -14,11 +14,11 @@ import { AF_INET, IPPROTO_TCP } from '../../lib/uapi/inet';
 const quiet = winston.createLogger({ silent: true });
 const NODE = { name: 'node-a', zone: 'z1', nodeIPs: ['192.0.2.1'], podCIDRs: [] };
 const source: ProxySource = {
+  take: () => new Map(),
+  service: () => ({ ports: [], refusals: [] }),
   serviceNames: () => [],
   servicePorts: () => [],
   endpoints: () => [],
-  refusals: () => [],
-  takeChanges: () => new Set(),
 };
 const planner: Planner = {
   planServicePort: () => {

@@ -14,7 +14,7 @@ import { SyncResult } from '../../lib/proxier/types';
 import { FakeClock } from '../../testkit/fake-clock';
 import { DesiredVirtualServer, ServicePortPlan } from '../../lib/plan/service-plan';
 import { FrontendFacts } from '../../lib/plan/frontend-guard';
-import { Refusal } from '../../lib/model/service';
+import { Refusal, TrackedService } from '../../lib/model/service';
 import { VirtualServerSpec, virtualServerKey } from '../../lib/model/ipvs';
 import { AF_INET, IPPROTO_TCP, IPPROTO_UDP } from '../../lib/uapi/inet';
 import { IP_VS_CONN_F } from '../../lib/uapi/ip_vs';
@@ -113,6 +113,8 @@ describe('ConntrackCleanup', () => {
 
 describe('DesiredState', () => {
   const NO_FACTS: FrontendFacts = { excludeCIDRs: [], foreign: () => undefined };
+  // the planService stubs below plan without reading the Service
+  const NO_OBJECTS: TrackedService = { ports: [], refusals: [] };
 
   it("a re-plan replaces the Service's plans in the index, counts no-local ports, and tells what changed", () => {
     let next: ServicePortPlan[] = [
@@ -129,14 +131,14 @@ describe('DesiredState', () => {
       ['ipv4'],
     );
     const touched = new Set<string>();
-    d.replan('kube-system/dns', touched);
+    d.replan('kube-system/dns', NO_OBJECTS, touched);
     const key = virtualServerKey(udpVs().vs);
     expect([...touched]).toEqual([key]);
     expect(d.virtualServer(key)?.realServers.map((r) => r.address)).toEqual(['10.244.1.2']);
     expect(d.noLocalEndpoints).toEqual({ internal: 1, external: 0 });
     expect(d.index.claimed(key)).toBe(true);
     next = [];
-    d.replan('kube-system/dns', touched);
+    d.replan('kube-system/dns', NO_OBJECTS, touched);
     expect(d.virtualServer(key)).toBeUndefined();
     expect(d.index.claimed(key)).toBe(false);
     expect(d.plans.size).toBe(0);
@@ -160,7 +162,7 @@ describe('DesiredState', () => {
     );
     const key = virtualServerKey(udpVs().vs);
     foreign.set(key, 'keepalived');
-    d.replan('kube-system/dns', new Set());
+    d.replan('kube-system/dns', NO_OBJECTS, new Set());
     expect(d.virtualServer(key)).toBeUndefined();
     expect(d.index.claimed(key)).toBe(true);
     expect(d.index.boundAddresses()).toEqual(new Set());

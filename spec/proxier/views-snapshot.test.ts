@@ -19,11 +19,11 @@ import { AF_INET, IPPROTO_TCP } from '../../lib/uapi/inet';
 
 const quiet = winston.createLogger({ silent: true });
 const source: ProxySource = {
+  take: () => new Map(),
+  service: () => ({ ports: [], refusals: [] }),
   serviceNames: () => [],
   servicePorts: () => [],
   endpoints: () => [],
-  refusals: () => [],
-  takeChanges: () => new Set(),
 };
 const OURS: VirtualServerSpec = {
   af: AF_INET,

@@ -1,7 +1,7 @@
 // Merge semantics written from kube-proxy's endpointslicecache.go: many slices per Service,
 // one endpoint per ip:port of a service port, the local copy preferred.
 import type { V1Endpoint, V1EndpointSlice } from '@kubernetes/client-node';
-import { convertEndpointSlice } from '../../lib/k8s/convert';
+import { convertEndpointSlice } from '../../lib/tracker/endpoint-slice-convert';
 import { hostPort } from '../../lib/model/ipvs';
 import { Endpoint, Refusal } from '../../lib/model/service';
 import { AF_INET, AF_INET6 } from '../../lib/uapi/inet';
@@ -277,7 +277,7 @@ describe('EndpointSliceTracker: merged endpoints after any sequence of events eq
 });
 
 describe('TrackerSource', () => {
-  it('joins both trackers: ports, endpoints per port, refusals, one taken set', () => {
+  it('joins both trackers: ports, endpoints per port, refusals, one take of the changed Services', () => {
     const src = new TrackerSource(new ServiceTracker(), new EndpointSliceTracker('node-a'));
     src.services.onAdd(
       makeService('ns1', 'svc1', (s) => (s.spec = { clusterIP: '10.96.0.10', ports: [svcPort('p80', 80)] })),
@@ -287,9 +287,17 @@ describe('TrackerSource', () => {
     expect([...src.serviceNames()]).toEqual(['ns1/svc1']);
     const [sp] = src.servicePorts('ns1/svc1');
     expect(src.endpoints(sp!)).toEqual([ready('10.244.1.1', 8080)]);
-    expect(src.refusals('ns1/svc1')).toEqual([]);
-    expect(src.takeChanges()).toEqual(new Set(['ns1/svc1', 'ns1/svc2']));
-    expect(src.takeChanges()).toEqual(new Set());
+    expect(src.service('ns1/svc1')).toEqual({
+      ports: [{ port: sp, endpoints: [ready('10.244.1.1', 8080)] }],
+      refusals: [],
+    });
+    // one take: the changed Services, each whole; then nothing until the next change
+    const taken = src.take([], false);
+    expect([...taken.keys()]).toEqual(['ns1/svc1', 'ns1/svc2']);
+    expect(taken.get('ns1/svc2')).toEqual({ ports: [], refusals: [] });
+    expect(src.take(['ns1/gone'], false)).toEqual(new Map([['ns1/gone', { ports: [], refusals: [] }]]));
+    // everything: every Service there is, and those asked for
+    expect([...src.take(['ns1/gone'], true).keys()]).toEqual(['ns1/svc1', 'ns1/gone']);
   });
 });
 

@@ -17,9 +17,11 @@ import {
   VirtualServer,
   VirtualServerId,
   VirtualServerSpec,
+  IPVS_SCHEDULERS,
   ZERO_STATS,
   canonicalAddress,
   realServerKey,
+  realServerOf,
   virtualServerKey,
 } from '../../lib/model/ipvs';
 import { IpvsRequest, defaultNetmask, observedRealServer, observedVirtualServer } from '../../lib/netlink/ipvs-codec';
@@ -29,22 +31,7 @@ import { Ipvs, IpvsOp, IpvsOpResult, VirtualServerEntry } from '../../lib/kernel
 const E = osConstants.errno;
 
 /** Scheduler and persistence-engine modules of Debian's 6.1 kernel. */
-export const KERNEL_SCHEDULERS: readonly string[] = [
-  'rr',
-  'wrr',
-  'lc',
-  'wlc',
-  'lblc',
-  'lblcr',
-  'dh',
-  'sh',
-  'sed',
-  'nq',
-  'fo',
-  'ovf',
-  'mh',
-  'twos',
-];
+export const KERNEL_SCHEDULERS: readonly string[] = IPVS_SCHEDULERS;
 export const KERNEL_PERSISTENCE_ENGINES: readonly string[] = ['sip'];
 
 interface ServiceState {
@@ -133,19 +120,11 @@ export class FakeIpvs implements Ipvs {
       this.fail(req, E.EINVAL);
     }
     return {
-      af: rs.af,
-      address: canonicalAddress(rs.address),
-      port: rs.port,
-      fwdMethod: rs.fwdMethod & IP_VS_CONN_F_FWD_MASK,
-      weight: rs.weight,
-      uThreshold: rs.uThreshold ?? 0,
-      lThreshold: rs.lThreshold ?? 0,
-      activeConns: 0,
-      inactConns: 0,
-      persistConns: 0,
-      tunType: rs.tunType ?? 0,
-      tunPort: rs.tunPort ?? 0,
-      tunFlags: rs.tunFlags ?? 0,
+      ...realServerOf({
+        ...rs,
+        address: canonicalAddress(rs.address),
+        fwdMethod: rs.fwdMethod & IP_VS_CONN_F_FWD_MASK,
+      }),
       stats: ZERO_STATS,
     };
   }

@@ -8,13 +8,13 @@ import {
   IpvsInfo,
   IpvsTimeouts,
   RealServer,
-  RealServerSpec,
   Stats,
   VirtualServer,
   VirtualServerId,
   VirtualServerSpec,
   ZERO_STATS,
   formatIPv4,
+  realServerOf,
 } from '../../model/ipvs';
 import { TableChange } from '../../model/views';
 import { AF_INET, AF_INET6, IPPROTO_SCTP, IPPROTO_TCP, IPPROTO_UDP } from '../../uapi/inet';
@@ -331,24 +331,6 @@ function fullService(vs: VirtualServerId & Partial<VirtualServerSpec>): VirtualS
   };
 }
 
-function fullRealServer(rs: RealServerSpec): RealServer {
-  return {
-    af: rs.af,
-    address: rs.address,
-    port: rs.port,
-    fwdMethod: rs.fwdMethod,
-    weight: rs.weight,
-    uThreshold: rs.uThreshold ?? 0,
-    lThreshold: rs.lThreshold ?? 0,
-    activeConns: 0,
-    inactConns: 0,
-    persistConns: 0,
-    tunType: rs.tunType ?? 0,
-    tunPort: rs.tunPort ?? 0,
-    tunFlags: rs.tunFlags ?? 0,
-  };
-}
-
 /**
  * One table change as the ipvsadm command that makes it, numeric, in ipvsadm-save's spelling
  * (`-A -t 10.96.0.1:443 -s rr`, `-E ...`, `-D -t ...`, `-a -t ... -r ... -m -w 1`, `-e ...`,
@@ -365,9 +347,9 @@ export function formatChangeLine(change: TableChange): string {
     case 'delService':
       return `-D ${svcName}`;
     case 'newDest':
-      return destLine(vs, svcName, fullRealServer(change.rs), RULE_FORMAT, NUMERIC_NAMES).trimEnd();
+      return destLine(vs, svcName, realServerOf(change.rs), RULE_FORMAT, NUMERIC_NAMES).trimEnd();
     case 'setDest':
-      return `-e${destLine(vs, svcName, fullRealServer(change.rs), RULE_FORMAT, NUMERIC_NAMES).trimEnd().slice(2)}`;
+      return `-e${destLine(vs, svcName, realServerOf(change.rs), RULE_FORMAT, NUMERIC_NAMES).trimEnd().slice(2)}`;
     case 'delDest':
       return `-d ${svcName} -r ${addrPortName(change.rs.af, change.rs.address, change.rs.port, vs.protocol, RULE_FORMAT, NUMERIC_NAMES)}`;
   }

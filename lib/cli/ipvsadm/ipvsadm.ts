@@ -9,7 +9,8 @@ import { listAllViaProc } from '../../kernel/ipvs/list-via-proc';
 import { AddressFamily } from '../../model/ipvs';
 import { formatListAll, formatListService, formatTimeouts } from './format-list';
 import { CommandName, ListFormat, PROGRAM, parseArgs } from './parse-args';
-import { parseRestore } from './restore';
+import { RestoreLine, parseRestore } from './restore';
+import type { IpvsadmCommand } from './command';
 import { Names, Resolver, SystemResolver } from './resolve-names';
 import { USAGE, VERSION_LINE } from './usage';
 
@@ -122,12 +123,8 @@ export async function main(argv: readonly string[], deps: IpvsadmDeps): Promise<
     stdout.write(`${VERSION_LINE}\n`);
     return EXIT.OK;
   }
-  if (cmd.kind === 'daemon' || cmd.kind === 'list-daemon' || cmd.kind === 'list-connections') {
-    const what =
-      cmd.kind === 'daemon' ? `--${cmd.command}` : cmd.kind === 'list-daemon' ? '--daemon' : '-c/--connection';
-    stderr.write(`${PROGRAM}: ${what} is not supported by kube-ipvs\n`);
-    return EXIT.USAGE;
-  }
+  if (cmd.kind === 'daemon' || cmd.kind === 'list-daemon' || cmd.kind === 'list-connections')
+    return unsupported(cmd, stderr);
 
   // the restore text is checked completely before the kernel is touched
   let restore: Awaited<ReturnType<typeof parseRestore>> | undefined;
@@ -173,26 +170,39 @@ export async function main(argv: readonly string[], deps: IpvsadmDeps): Promise<
           stderr.write(`${errorText(cmd.command, e)}\n`);
           return EXIT.KERNEL;
         }
-      case 'restore': {
-        const lines = restore!.ok ? restore!.lines : [];
-        if (lines.length === 0) return EXIT.OK;
-        const results = await ipvs.run(lines.map((l) => l.op));
-        let failed = 0;
-        results.forEach((r, i) => {
-          if (r.ok) return;
-          failed++;
-          const l = lines[i]!;
-          stderr.write(
-            `${PROGRAM}: restore: line ${l.lineNo}: ${ipvsStrerror(l.command, r.error.errno)} (${r.error.message})\n`,
-          );
-        });
-        return failed ? EXIT.KERNEL : EXIT.OK;
-      }
+      case 'restore':
+        return await runRestore(ipvs, restore!.ok ? restore!.lines : [], stderr);
     }
     return assertNever(cmd);
   } finally {
     if (opened) ipvs.close();
   }
+}
+
+/** ipvsadm's sync daemon and connection listing: not kube-ipvs's (a usage error). */
+function unsupported(
+  cmd: Extract<IpvsadmCommand, { kind: 'daemon' | 'list-daemon' | 'list-connections' }>,
+  stderr: IpvsadmDeps['stderr'],
+): number {
+  const what = cmd.kind === 'daemon' ? `--${cmd.command}` : cmd.kind === 'list-daemon' ? '--daemon' : '-c/--connection';
+  stderr.write(`${PROGRAM}: ${what} is not supported by kube-ipvs\n`);
+  return EXIT.USAGE;
+}
+
+/** `ipvsadm -R`: the checked lines in one run; each line the kernel refused named on stderr. */
+async function runRestore(ipvs: Ipvs, lines: readonly RestoreLine[], stderr: IpvsadmDeps['stderr']): Promise<number> {
+  if (lines.length === 0) return EXIT.OK;
+  const results = await ipvs.run(lines.map((l) => l.op));
+  let failed = 0;
+  results.forEach((r, i) => {
+    if (r.ok) return;
+    failed++;
+    const l = lines[i]!;
+    stderr.write(
+      `${PROGRAM}: restore: line ${l.lineNo}: ${ipvsStrerror(l.command, r.error.errno)} (${r.error.message})\n`,
+    );
+  });
+  return failed ? EXIT.KERNEL : EXIT.OK;
 }
 
 function assertNever(x: never): never {

@@ -23,6 +23,7 @@ import { lookup, lookupService } from 'node:dns/promises';
 import { readFileSync } from 'node:fs';
 import { AddressFamily } from '../../model/ipvs';
 import { IPPROTO_SCTP, IPPROTO_TCP, IPPROTO_UDP } from '../../uapi/inet';
+import { familyOfValidAddress } from '../../model/ip-family';
 
 /** What parsing host[:port] needs. */
 export interface Resolver {
@@ -147,7 +148,8 @@ export class StaticNames implements Resolver, Names {
   ) {}
 
   async hostToIPv4(name: string): Promise<string | undefined> {
-    for (const [addr, host] of Object.entries(this.hosts)) if (host === name && !addr.includes(':')) return addr;
+    for (const [addr, host] of Object.entries(this.hosts))
+      if (host === name && familyOfValidAddress(addr) === 'ipv4') return addr;
     return undefined;
   }
 

@@ -2,7 +2,7 @@
  * `kube-ipvs service list` as text, cilium service list's shape: one row per frontend, its
  * backends one per line under the Backend column. Pure.
  */
-import { Affinity, Backend, Frontend, ServiceListResponse } from '../../model/views';
+import { Affinity, Backend, FrontendRow, ServiceListResponse } from '../../model/views';
 
 const HEADER = ['ID', 'Frontend', 'Service Type', 'Service', 'Scheduler', 'Affinity', 'Backend'] as const;
 const GAP = '   ';
@@ -17,7 +17,7 @@ export function formatBackend(b: Backend, i: number): string {
   return `${i + 1} => ${b.address} (${b.state}, weight ${b.weight})`;
 }
 
-function columns(f: Frontend): string[] {
+function columns(f: FrontendRow): string[] {
   return [String(f.id), f.frontend, f.type ?? '-', f.service ?? '-', f.scheduler, formatAffinity(f.affinity)];
 }
 

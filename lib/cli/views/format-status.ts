@@ -30,10 +30,20 @@ function sync(s: SyncSummary | null, now: number): string {
 const enabled = (on: boolean, detail = '') => (on ? `Enabled${detail ? ` (${detail})` : ''}` : 'Disabled');
 const list = (xs: readonly (string | number)[]) => (xs.length > 0 ? xs.join(', ') : 'none');
 
+/** Writes "Key: value" lines (`kv`) and lines as they are (`line`). */
+interface Lines {
+  kv(key: string, value: string, indent?: string): void;
+  line(text: string): void;
+}
+
 /** Formats `kube-ipvs status [--verbose]` as "Key: value" lines. */
 export function formatStatus(s: StatusResponse, opts: { verbose: boolean; now: number }): string {
   const lines: string[] = [];
-  const kv = (key: string, value: string, indent = '') => lines.push(`${`${indent}${key}:`.padEnd(KEY_WIDTH)}${value}`);
+  const out: Lines = {
+    kv: (key, value, indent = '') => lines.push(`${`${indent}${key}:`.padEnd(KEY_WIDTH)}${value}`),
+    line: (text) => lines.push(text),
+  };
+  const { kv } = out;
   const { verbose } = opts;
   const c = s.counts;
   kv('Mode', s.mode);
@@ -43,51 +53,8 @@ export function formatStatus(s: StatusResponse, opts: { verbose: boolean; now: n
     kv('Pod CIDRs', list(s.node.podCIDRs));
     kv('IP families', s.families.join(', '));
   }
-  if (verbose) {
-    kv('Devices', '');
-    for (const d of s.devices) lines.push(`  ${d.name} (${d.role}): ${list(d.addresses)}`);
-  } else {
-    kv(
-      'Devices',
-      s.devices
-        .map((d) =>
-          d.role === 'kube-ipvs0'
-            ? `${d.name} (${plural(d.addresses.length, 'address', 'addresses')})`
-            : `${d.name} ${d.addresses.join(' ')} (NodePort)`,
-        )
-        .join(', '),
-    );
-  }
-  const overrides =
-    s.scheduler.overriddenBy > 0
-      ? ` (${plural(s.scheduler.overriddenBy, 'Service')} override${s.scheduler.overriddenBy === 1 ? 's' : ''} it)`
-      : '';
-  kv('Scheduler', `${s.scheduler.default}${overrides}`);
-  kv(
-    'Session Affinity',
-    enabled(
-      s.sessionAffinity.enabled,
-      `ClientIP as IPVS persistence, ${plural(s.sessionAffinity.frontends, 'frontend')}`,
-    ),
-  );
-  const g = s.gracefulTermination;
-  const gDetail = verbose
-    ? `${g.protocols.join(', ')}; drained at 0 connections, checked every ${g.checkIntervalSeconds}s, at most ${g.drainTimeoutSeconds}s; ${plural(g.draining, 'real server')} draining`
-    : `${g.protocols.join(', ')}; ${plural(g.draining, 'real server')} draining`;
-  kv('Graceful Termination', enabled(g.enabled, gDetail));
-  lines.push('Services:');
-  kv('ClusterIP', enabled(s.services.clusterIP), '- ');
-  const np = s.services.nodePort;
-  kv(
-    'NodePort',
-    enabled(
-      np.enabled,
-      `on ${list(np.addresses)}; ports in use: ${list(np.portsInUse)}; range: the API server's --service-node-port-range`,
-    ),
-    '- ',
-  );
-  kv('LoadBalancer', enabled(s.services.loadBalancer), '- ');
-  kv('externalIPs', enabled(s.services.externalIPs), '- ');
+  devices(s.devices, verbose, out);
+  features(s, verbose, out);
   kv('Synced', s.initialized ? 'yes' : 'no (waiting for the Services and EndpointSlices lists)');
   kv('Last full sync', sync(s.lastFullSync, opts.now));
   kv('Last partial sync', sync(s.lastPartialSync, opts.now));
@@ -107,23 +74,80 @@ export function formatStatus(s: StatusResponse, opts: { verbose: boolean; now: n
       'Totals',
       `${plural(t.syncs, 'sync')} (${t.fullSyncs} full), ${plural(t.ipvsWrites, 'IPVS write')} (${t.ipvsFailures} refused), ${plural(t.execs, 'exec')}`,
     );
-    const k = s.config;
-    lines.push('Configuration:');
-    kv('syncPeriod', `${k.syncPeriod} (min ${k.minSyncPeriod})`, '- ');
-    kv('clusterCIDR', list(k.clusterCIDRs), '- ');
-    kv('detectLocalMode', k.detectLocalMode, '- ');
-    kv('nodePortAddresses', list(k.nodePortAddresses), '- ');
-    kv('excludeCIDRs', list(k.excludeCIDRs), '- ');
-    kv('excludeClusterCIDRs', list(k.excludeClusterCIDRs), '- ');
-    kv('masquerade', `bit ${k.masqueradeBit}${k.masqueradeAll ? ', all traffic' : ''}`, '- ');
-    kv('strictARP', String(k.strictARP), '- ');
-    kv(
-      'IPVS timeouts',
-      `tcp ${k.ipvsTimeouts.tcp}s, tcpfin ${k.ipvsTimeouts.tcpFin}s, udp ${k.ipvsTimeouts.udp}s (0: kernel default)`,
-      '- ',
-    );
-    kv('healthz', k.healthzBindAddress || 'off', '- ');
-    kv('metrics', k.metricsBindAddress || 'off', '- ');
+    configuration(s.config, out);
   }
   return lines.join('\n') + '\n';
+}
+
+/** kube-ipvs0 and the NodePort links: one line each when verbose, else one line for all. */
+function devices(devs: StatusResponse['devices'], verbose: boolean, { kv, line }: Lines): void {
+  if (verbose) {
+    kv('Devices', '');
+    for (const d of devs) line(`  ${d.name} (${d.role}): ${list(d.addresses)}`);
+    return;
+  }
+  kv(
+    'Devices',
+    devs
+      .map((d) =>
+        d.role === 'kube-ipvs0'
+          ? `${d.name} (${plural(d.addresses.length, 'address', 'addresses')})`
+          : `${d.name} ${d.addresses.join(' ')} (NodePort)`,
+      )
+      .join(', '),
+  );
+}
+
+/** What the proxy does: the scheduler, session affinity, graceful termination, the Service types. */
+function features(s: StatusResponse, verbose: boolean, { kv, line }: Lines): void {
+  const overrides =
+    s.scheduler.overriddenBy > 0
+      ? ` (${plural(s.scheduler.overriddenBy, 'Service')} override${s.scheduler.overriddenBy === 1 ? 's' : ''} it)`
+      : '';
+  kv('Scheduler', `${s.scheduler.default}${overrides}`);
+  kv(
+    'Session Affinity',
+    enabled(
+      s.sessionAffinity.enabled,
+      `ClientIP as IPVS persistence, ${plural(s.sessionAffinity.frontends, 'frontend')}`,
+    ),
+  );
+  const g = s.gracefulTermination;
+  const gDetail = verbose
+    ? `${g.protocols.join(', ')}; drained at 0 connections, checked every ${g.checkIntervalSeconds}s, at most ${g.drainTimeoutSeconds}s; ${plural(g.draining, 'real server')} draining`
+    : `${g.protocols.join(', ')}; ${plural(g.draining, 'real server')} draining`;
+  kv('Graceful Termination', enabled(g.enabled, gDetail));
+  line('Services:');
+  kv('ClusterIP', enabled(s.services.clusterIP), '- ');
+  const np = s.services.nodePort;
+  kv(
+    'NodePort',
+    enabled(
+      np.enabled,
+      `on ${list(np.addresses)}; ports in use: ${list(np.portsInUse)}; range: the API server's --service-node-port-range`,
+    ),
+    '- ',
+  );
+  kv('LoadBalancer', enabled(s.services.loadBalancer), '- ');
+  kv('externalIPs', enabled(s.services.externalIPs), '- ');
+}
+
+/** The configuration in effect (verbose). */
+function configuration(k: StatusResponse['config'], { kv, line }: Lines): void {
+  line('Configuration:');
+  kv('syncPeriod', `${k.syncPeriod} (min ${k.minSyncPeriod})`, '- ');
+  kv('clusterCIDR', list(k.clusterCIDRs), '- ');
+  kv('detectLocalMode', k.detectLocalMode, '- ');
+  kv('nodePortAddresses', list(k.nodePortAddresses), '- ');
+  kv('excludeCIDRs', list(k.excludeCIDRs), '- ');
+  kv('excludeClusterCIDRs', list(k.excludeClusterCIDRs), '- ');
+  kv('masquerade', `bit ${k.masqueradeBit}${k.masqueradeAll ? ', all traffic' : ''}`, '- ');
+  kv('strictARP', String(k.strictARP), '- ');
+  kv(
+    'IPVS timeouts',
+    `tcp ${k.ipvsTimeouts.tcp}s, tcpfin ${k.ipvsTimeouts.tcpFin}s, udp ${k.ipvsTimeouts.udp}s (0: kernel default)`,
+    '- ',
+  );
+  kv('healthz', k.healthzBindAddress || 'off', '- ');
+  kv('metrics', k.metricsBindAddress || 'off', '- ');
 }

@@ -31,6 +31,13 @@ interface SetQuarantine {
   whole?: QuarantinedLine;
 }
 
+/** What IpsetSync.restoreAll sent: its restores, the last text that went through, whether ipset refused a line. */
+interface Restored {
+  readonly execs: number;
+  readonly lastText: string;
+  readonly refused: boolean;
+}
+
 /** Brings the kernel's sets to the desired ones through an IpsetRunner (see the file comment). */
 export class IpsetSync implements Ipset {
   /** What the kernel holds, as far as we know; undefined = must observe first. */
@@ -86,11 +93,7 @@ export class IpsetSync implements Ipset {
   async sync(desired: DesiredIpsets): Promise<IpsetSyncResult> {
     let execs = 0;
     if (!this.known) execs += (await this.observeCounted()).execs;
-    // a set whose desired members changed gets its quarantined lines retried
-    for (const [name, q] of this.quarantine) {
-      const want = desired.get(name);
-      if (!want || !sameMembers(want.members, q.desired)) this.quarantine.delete(name);
-    }
+    this.retryChangedSets(desired);
     const fresh: QuarantinedLine[] = [];
     const delta = diffIpsets(this.known!, desired, (l) => this.blocked(l));
     for (const m of delta.misfits) {
@@ -100,59 +103,17 @@ export class IpsetSync implements Ipset {
     if (delta.ops.length === 0) {
       return { execs, created: [], added: 0, deleted: 0, restoreText: '', quarantined: fresh };
     }
-
-    let lastText = '';
-    let refused = false;
-    /** lines ipset refused in this sync, per set */
-    const refusals = new Map<string, number>();
+    let restored: Restored;
     try {
-      // a stack of chunks still to apply, first chunk on top
-      const stack: DeltaLine[][] = [delta.ops];
-      while (stack.length > 0) {
-        let chunk = stack.pop()!.filter((l) => !this.blocked(l));
-        while (chunk.length > 0) {
-          const text = chunk.map((l) => l.text).join('\n') + '\n';
-          try {
-            execs++;
-            await this.runner.restore(text);
-            lastText = text;
-            break;
-          } catch (e) {
-            if (!(e instanceof ExecError)) throw e;
-            refused = true;
-            const bad =
-              e.line !== undefined && e.line >= 1 && e.line <= chunk.length
-                ? chunk[e.line - 1]
-                : chunk.length === 1
-                  ? chunk[0]
-                  : undefined;
-            if (bad) {
-              this.hold(
-                desired,
-                fresh,
-                bad,
-                ipsetComplaint(e.stderr),
-                (refusals.get(bad.set) ?? 0) >= MAX_REFUSED_LINES_PER_SET,
-              );
-              refusals.set(bad.set, (refusals.get(bad.set) ?? 0) + 1);
-              chunk = chunk.filter((l) => !this.blocked(l));
-              continue;
-            }
-            // ipset named no line: halve, apply each half on its own (lines are idempotent)
-            const mid = chunk.length >> 1;
-            stack.push(chunk.slice(mid), chunk.slice(0, mid));
-            chunk = [];
-          }
-        }
-      }
+      restored = await this.restoreAll(delta.ops, desired, fresh);
     } catch (e) {
       // ipset restore is not transactional: some lines may have been applied.
       this.known = undefined;
       throw e;
     }
-
+    execs += restored.execs;
     const applied = delta.ops.filter((l) => !this.blocked(l));
-    if (refused) {
+    if (restored.refused) {
       // lines before a refused one may or may not have been applied on the way: read the truth
       execs += (await this.observeCounted()).execs;
     } else {
@@ -163,9 +124,70 @@ export class IpsetSync implements Ipset {
       created: applied.filter((l) => l.verb === 'create').map((l) => l.set),
       added: applied.filter((l) => l.verb === 'add').length,
       deleted: applied.filter((l) => l.verb === 'del').length,
-      restoreText: lastText,
+      restoreText: restored.lastText,
       quarantined: fresh,
     };
+  }
+
+  /** A set whose desired members changed gets its quarantined lines retried. */
+  private retryChangedSets(desired: DesiredIpsets): void {
+    for (const [name, q] of this.quarantine) {
+      const want = desired.get(name);
+      if (!want || !sameMembers(want.members, q.desired)) this.quarantine.delete(name);
+    }
+  }
+
+  /**
+   * Sends `ops` in as few restores as ipset allows: a line ipset refuses (named by its line
+   * number, or the only one) is quarantined and the rest sent again; a refusal that names no
+   * line halves the chunk (lines are idempotent). Throws what is not ipset's refusal.
+   */
+  private async restoreAll(ops: DeltaLine[], desired: DesiredIpsets, fresh: QuarantinedLine[]): Promise<Restored> {
+    let execs = 0;
+    let lastText = '';
+    let refused = false;
+    /** lines ipset refused in this sync, per set */
+    const refusals = new Map<string, number>();
+    // a stack of chunks still to apply, first chunk on top
+    const stack: DeltaLine[][] = [ops];
+    while (stack.length > 0) {
+      let chunk = stack.pop()!.filter((l) => !this.blocked(l));
+      while (chunk.length > 0) {
+        const text = chunk.map((l) => l.text).join('\n') + '\n';
+        try {
+          execs++;
+          await this.runner.restore(text);
+          lastText = text;
+          break;
+        } catch (e) {
+          if (!(e instanceof ExecError)) throw e;
+          refused = true;
+          const bad =
+            e.line !== undefined && e.line >= 1 && e.line <= chunk.length
+              ? chunk[e.line - 1]
+              : chunk.length === 1
+                ? chunk[0]
+                : undefined;
+          if (bad) {
+            this.hold(
+              desired,
+              fresh,
+              bad,
+              ipsetComplaint(e.stderr),
+              (refusals.get(bad.set) ?? 0) >= MAX_REFUSED_LINES_PER_SET,
+            );
+            refusals.set(bad.set, (refusals.get(bad.set) ?? 0) + 1);
+            chunk = chunk.filter((l) => !this.blocked(l));
+            continue;
+          }
+          // ipset named no line: halve, apply each half on its own (lines are idempotent)
+          const mid = chunk.length >> 1;
+          stack.push(chunk.slice(mid), chunk.slice(0, mid));
+          chunk = [];
+        }
+      }
+    }
+    return { execs, lastText, refused };
   }
 
   /** The kernel now holds `desired`, except for quarantined lines, which were not sent. */

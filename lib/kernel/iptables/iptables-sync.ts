@@ -225,49 +225,13 @@ export class IptablesSync implements Iptables {
     if (!opts.force && opts.verify && unchanged && provenAtGen0) {
       return { execs: 0, wrote: false, insertedJumps: [], restoreText: '', repaired: [] };
     }
-    let execs = 0;
-    let missing: JumpRule[] = [];
-    const repaired: string[] = [];
     /** the jump rules were read in this sync, after gen0 */
-    let jumpsReadAfterGen0 = false;
-    /** kube-proxy's iptables-mode leftovers in the tables read: restore lines per table */
-    const leftovers: TableLines[] = [];
-    if (opts.force || opts.verify || !this.jumpsChecked) {
-      jumpsReadAfterGen0 = true;
-      const existing = new Map<Table, Map<string, string[]>>();
-      for (const table of TABLES) {
-        const check = opts.verify || plan.jumps.some((j) => j.table === table);
-        if (!check) continue;
-        execs++;
-        const save = await this.runner.save(table);
-        const rules = parseSaveRules(save);
-        existing.set(table, rules);
-        if (!this.leftoversSettled) leftovers.push(...iptablesModeLeftovers(plan, table, save, rules));
-        // drift matters only for text we believe is in place; a changed text is written anyway
-        if (opts.verify && unchanged) repaired.push(...chainDrift(plan, table, save, rules));
-      }
-      // looked for in every table: settled unless a removal is still to go through
-      if (leftovers.length === 0 && TABLES.every((t) => existing.has(t))) this.leftoversSettled = true;
-      missing = plan.jumps.filter((j) => {
-        const want = joinTokens(tokenize(jumpRuleSpec(j)));
-        return !(existing.get(j.table)?.get(j.from) ?? []).includes(want);
-      });
-      if (opts.verify && unchanged)
-        repaired.push(...missing.map((j) => `${j.table} ${j.from}: jump to ${j.to} missing`));
-      if (!opts.force && unchanged && repaired.length === 0) {
-        if (leftovers.length > 0) {
-          const removed = await this.removeLeftovers(leftovers);
-          return { execs: execs + 1, wrote: false, insertedJumps: [], restoreText: '', repaired, ...removed };
-        }
-        // (a verify: `unchanged` without verify returned above.) Proven only when nobody
-        // committed while the saves ran: then they read the state at gen0.
-        if (gen0 !== undefined && (await this.readGeneration()) === gen0) {
-          this.verifiedGen = gen0;
-          this.verifiedJumps = jumpsKey;
-        }
-        return { execs, wrote: false, insertedJumps: [], restoreText: '', repaired };
-      }
-    }
+    const jumpsReadAfterGen0 = opts.force === true || opts.verify === true || !this.jumpsChecked;
+    const read = jumpsReadAfterGen0 ? await this.readTables(plan, opts.verify === true, unchanged) : nothingRead();
+    const { missing, repaired, leftovers } = read;
+    let execs = read.execs;
+    if (jumpsReadAfterGen0 && !opts.force && unchanged && repaired.length === 0)
+      return this.inPlace(read, gen0, jumpsKey);
     if (repaired.length > 0) {
       componentLog('iptables').warn(
         `${this.family} iptables changed behind our back, rewriting: ${repaired.join('; ')}`,
@@ -288,22 +252,7 @@ export class IptablesSync implements Iptables {
     }
     this.lastText = text;
     this.jumpsChecked = true;
-    // Ours at the new generation only when it moved by exactly our own commits since gen0 (no
-    // one else committed in between) and the state at gen0 had the jumps: read in this sync,
-    // so the inserted ones complete them, or proven at gen0 by an earlier record. Our
-    // restore rewrites every KUBE-* chain of the plan whatever they held.
-    // Either way, a move by exactly our commits is news for the other families (GenerationPeers).
-    const commits = restoreCommits(payload);
-    if (gen0 !== undefined && commits !== undefined && (jumpsReadAfterGen0 || provenAtGen0 || this.peers)) {
-      const after = await this.readGeneration();
-      if (after !== undefined && after === genPlus(gen0, commits)) {
-        if (jumpsReadAfterGen0 || provenAtGen0) {
-          this.verifiedGen = after;
-          this.verifiedJumps = jumpsKey;
-        }
-        this.peers?.committedAlone(this, gen0, after);
-      }
-    }
+    await this.afterRestore(payload, gen0, jumpsKey, jumpsReadAfterGen0 || provenAtGen0);
     // after our own restore: nat KUBE-SERVICES no longer jumps to the KUBE-SVC-* chains
     const removed = leftovers.length > 0 ? await this.removeLeftovers(leftovers) : {};
     if (leftovers.length > 0) execs++;
@@ -315,6 +264,78 @@ export class IptablesSync implements Iptables {
       ...(opts.verify ? { repaired } : {}),
       ...removed,
     };
+  }
+
+  /**
+   * Reads the tables the plan's jumps leave from (every table on a verify): the jump rules
+   * missing, what changed behind our back in a text believed in place (a verify of an
+   * unchanged text), and kube-proxy's iptables-mode leftovers.
+   */
+  private async readTables(plan: IptablesPlan, verify: boolean, unchanged: boolean): Promise<TablesRead> {
+    let execs = 0;
+    const repaired: string[] = [];
+    const leftovers: TableLines[] = [];
+    const existing = new Map<Table, Map<string, string[]>>();
+    for (const table of TABLES) {
+      const check = verify || plan.jumps.some((j) => j.table === table);
+      if (!check) continue;
+      execs++;
+      const save = await this.runner.save(table);
+      const rules = parseSaveRules(save);
+      existing.set(table, rules);
+      if (!this.leftoversSettled) leftovers.push(...iptablesModeLeftovers(plan, table, save, rules));
+      // drift matters only for text we believe is in place; a changed text is written anyway
+      if (verify && unchanged) repaired.push(...chainDrift(plan, table, save, rules));
+    }
+    // looked for in every table: settled unless a removal is still to go through
+    if (leftovers.length === 0 && TABLES.every((t) => existing.has(t))) this.leftoversSettled = true;
+    const missing = plan.jumps.filter((j) => {
+      const want = joinTokens(tokenize(jumpRuleSpec(j)));
+      return !(existing.get(j.table)?.get(j.from) ?? []).includes(want);
+    });
+    if (verify && unchanged) repaired.push(...missing.map((j) => `${j.table} ${j.from}: jump to ${j.to} missing`));
+    return { execs, missing, repaired, leftovers };
+  }
+
+  /** The tables read hold the text and its jumps: nothing to write but leftovers to remove. */
+  private async inPlace(read: TablesRead, gen0: number | undefined, jumpsKey: string): Promise<IptablesSyncResult> {
+    const { execs, repaired, leftovers } = read;
+    if (leftovers.length > 0) {
+      const removed = await this.removeLeftovers(leftovers);
+      return { execs: execs + 1, wrote: false, insertedJumps: [], restoreText: '', repaired, ...removed };
+    }
+    // (a verify: `unchanged` without verify returned before.) Proven only when nobody
+    // committed while the saves ran: then they read the state at gen0.
+    if (gen0 !== undefined && (await this.readGeneration()) === gen0) {
+      this.verifiedGen = gen0;
+      this.verifiedJumps = jumpsKey;
+    }
+    return { execs, wrote: false, insertedJumps: [], restoreText: '', repaired };
+  }
+
+  /**
+   * After our restore: ours at the new generation only when it moved by exactly our own
+   * commits since gen0 (no one else committed in between) and the state at gen0 had the jumps
+   * (`jumpsKnown`: read in this sync, so the inserted ones complete them, or proven at gen0 by
+   * an earlier record). Our restore rewrites every KUBE-* chain of the plan whatever they
+   * held. Either way, a move by exactly our commits is news for the other families
+   * (GenerationPeers).
+   */
+  private async afterRestore(
+    payload: string,
+    gen0: number | undefined,
+    jumpsKey: string,
+    jumpsKnown: boolean,
+  ): Promise<void> {
+    const commits = restoreCommits(payload);
+    if (gen0 === undefined || commits === undefined || !(jumpsKnown || this.peers)) return;
+    const after = await this.readGeneration();
+    if (after === undefined || after !== genPlus(gen0, commits)) return;
+    if (jumpsKnown) {
+      this.verifiedGen = after;
+      this.verifiedJumps = jumpsKey;
+    }
+    this.peers?.committedAlone(this, gen0, after);
   }
 
   /**
@@ -362,6 +383,15 @@ function isIptablesModeRule(table: Table, rule: string): boolean {
 }
 
 /** restore lines of one table */
+/** What a read of the tables found (IptablesSync.readTables). */
+interface TablesRead {
+  readonly execs: number;
+  readonly missing: JumpRule[];
+  readonly repaired: string[];
+  readonly leftovers: TableLines[];
+}
+const nothingRead = (): TablesRead => ({ execs: 0, missing: [], repaired: [], leftovers: [] });
+
 interface TableLines {
   readonly table: Table;
   readonly lines: readonly string[];

@@ -22,7 +22,7 @@
 // name (4-7, which only a raw netlink client can set): it is read as Masq.
 
 import { KubeIpvsError } from '../../errors';
-import { AddressFamily, IpvsInfo, RealServer, bytesToAddress, formatIPv4 } from '../../model/ipvs';
+import { AddressFamily, IpvsInfo, RealServer, bytesToAddress, formatIPv4, realServerOf } from '../../model/ipvs';
 import { AF_INET, AF_INET6, IPPROTO_SCTP, IPPROTO_TCP, IPPROTO_UDP } from '../../uapi/inet';
 import { IP_VS_CONN_F } from '../../uapi/ip_vs';
 
@@ -183,21 +183,7 @@ function scanIPv4Dest(s: string, start: number, end: number): ProcRealServer | u
   const inactConns = intAt(s, p, e);
   if (Number.isNaN(weight) || Number.isNaN(activeConns) || Number.isNaN(inactConns) || skipBlanks(s, e, end) !== end)
     return undefined;
-  return {
-    af: AF_INET,
-    address: formatIPv4(a),
-    port,
-    fwdMethod,
-    weight,
-    uThreshold: 0,
-    lThreshold: 0,
-    activeConns,
-    inactConns,
-    persistConns: 0,
-    tunType: 0,
-    tunPort: 0,
-    tunFlags: 0,
-  };
+  return realServerOf({ af: AF_INET, address: formatIPv4(a), port, fwdMethod, weight }, { activeConns, inactConns });
 }
 
 /** The forwarding method named by s[from, to), as FORWARD has it; -1 for any other word. */
@@ -338,21 +324,9 @@ export function parseProcIpVs(text: string, blocks?: ProcIpVsBlocks): ProcIpVsTa
       const [weight, activeConns, inactConns] = [int(w[3]), int(w[4]), int(w[5])];
       if (Number.isNaN(weight) || Number.isNaN(activeConns) || Number.isNaN(inactConns))
         bad('bad weight or connection counts');
-      current!.dests.push({
-        af: a.af,
-        address: a.address,
-        port: a.port,
-        fwdMethod,
-        weight,
-        uThreshold: 0,
-        lThreshold: 0,
-        activeConns,
-        inactConns,
-        persistConns: 0,
-        tunType: 0,
-        tunPort: 0,
-        tunFlags: 0,
-      });
+      current!.dests.push(
+        realServerOf({ af: a.af, address: a.address, port: a.port, fwdMethod, weight }, { activeConns, inactConns }),
+      );
       continue;
     }
     // a service: PROT ADDR:PORT SCHED [ops] [persistent TIMEOUT MASK] | FWM MARK SCHED [ops] [persistent ...]

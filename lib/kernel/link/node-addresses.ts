@@ -1,4 +1,4 @@
-import { isIPv4 } from 'node:net';
+import { familyOfValidAddress } from '../../model/ip-family';
 import { cidrMatcher } from '../../model/address';
 import { canonicalAddress } from '../../model/ipvs';
 import { LinkAddress } from '../../model/link';
@@ -6,8 +6,9 @@ import { LinkAddress } from '../../model/link';
 /** The special `nodePortAddresses` value meaning "the node's primary IPs" (K8S v1.29+). */
 export const NODE_PORT_ADDRESSES_PRIMARY = 'primary' as const;
 
-const isLoopback = (a: string): boolean => (isIPv4(a) ? a.startsWith('127.') : a === '::1');
-const isLinkLocal6 = (a: string): boolean => !isIPv4(a) && /^fe[89ab]/i.test(a);
+const isV4 = (a: string): boolean => familyOfValidAddress(a) === 'ipv4';
+const isLoopback = (a: string): boolean => (isV4(a) ? a.startsWith('127.') : a === '::1');
+const isLinkLocal6 = (a: string): boolean => !isV4(a) && /^fe[89ab]/i.test(a);
 
 /**
  * The node's addresses NodePorts are served on (kube-proxy's NodePortAddresses.GetNodeIPs,
@@ -36,5 +37,5 @@ export function selectNodePortAddresses(
     const inCidrs = cidrMatcher(cidrs);
     out = addrs.filter((a) => (wantPrimary && primary.has(a)) || (!isLoopback(a) && inCidrs(a)));
   }
-  return out.sort((a, b) => Number(!isIPv4(a)) - Number(!isIPv4(b)) || (a < b ? -1 : a > b ? 1 : 0));
+  return out.sort((a, b) => Number(!isV4(a)) - Number(!isV4(b)) || (a < b ? -1 : a > b ? 1 : 0));
 }
