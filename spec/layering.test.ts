@@ -129,7 +129,7 @@ const LAYERS: Readonly<Record<string, readonly string[]>> = {
   kernel: ['netlink', 'uapi', 'model', 'errors', 'log'],
   plan: ['model', 'uapi', 'errors'],
   k8s: ['model', 'uapi', 'errors'],
-  tracker: ['k8s', 'model', 'uapi', 'errors'],
+  tracker: ['k8s', 'model', 'errors'],
   reconcile: ['kernel', 'netlink', 'plan', 'model', 'uapi'],
   proxier: ['kernel', 'plan', 'reconcile', 'tracker', 'model', 'uapi', 'errors'],
   cleanup: ['kernel', 'model'],
