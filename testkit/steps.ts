@@ -13,8 +13,8 @@ import { familyOfAddress } from '../lib/model/ip-family';
 import type { V1EndpointSlice, V1Node, V1Service } from '@kubernetes/client-node';
 
 const ROOT = path.resolve(__dirname, '..', '..');
-/** Where the cases live: the source tree (the YAML and text are not compiled). */
-export const CASES_DIR = path.join(ROOT, 'spec', 'golden', 'cases');
+/** Where the cases live: the source tree (the YAML and text are not compiled); GOLDEN_CASES_DIR for another folder. */
+export const CASES_DIR = process.env.GOLDEN_CASES_DIR ?? path.join(ROOT, 'spec', 'golden', 'cases');
 /** The config and Node every case starts from (a case's `config` is merged over it). */
 export const BASE_FILE = path.join(ROOT, 'spec', 'golden', 'base.yaml');
 
