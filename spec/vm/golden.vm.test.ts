@@ -164,6 +164,12 @@ class VmNode {
   }
 }
 
+/** The cases to run: GOLDEN_VM_CASES (comma-separated, in that order) or every one. */
+function vmCaseNames(): string[] {
+  const only = process.env.GOLDEN_VM_CASES;
+  return only ? only.split(',').filter((n) => stepCaseNames().includes(n)) : stepCaseNames();
+}
+
 /** Cases at once, each in its own namespace (the guest's CPUs idle while a daemon waits). */
 const LANES = Number(process.env.GOLDEN_VM_LANES ?? 3);
 
@@ -187,7 +193,7 @@ const lane = limiter(LANES);
 describe('step files, real daemon and kernel', () => {
   afterAll(() => fs.rmSync(COMPILE_CACHE, { recursive: true, force: true }));
 
-  it.concurrent.each(stepCaseNames().map((name, i) => [name, i] as const))(
+  it.concurrent.each(vmCaseNames().map((name, i) => [name, i] as const))(
     '%s: programs, step by step, the tables its expected file holds',
     (name, i) =>
       lane(async () => {
@@ -196,6 +202,7 @@ describe('step files, real daemon and kernel', () => {
         const node = new VmNode(`golden${i}`, c);
         const t0 = Date.now();
         const laps: string[] = [];
+        let verdict = 'FAIL';
         try {
           for (const [n, step] of c.steps.entries()) {
             let t = Date.now();
@@ -207,10 +214,11 @@ describe('step files, real daemon and kernel', () => {
             expect({ step: step.title, ...now }).toEqual({ step: step.title, ...expected[n] });
           }
           expect(node.daemon!.text.filter((l) => /"level":"error"/.test(l))).toEqual([]);
+          verdict = 'PASS';
         } finally {
           await node.stop();
           // the per-case figures, for the time table (not asserted)
-          process.stderr.write(`golden.vm ${name}: ${Date.now() - t0} ms (${laps.join(', ')})\n`);
+          process.stderr.write(`golden.vm ${verdict} ${name}: ${Date.now() - t0} ms (${laps.join(', ')})\n`);
         }
       }),
     // (queued behind the other lanes: the timer runs while a case waits for one)
