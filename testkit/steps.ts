@@ -130,7 +130,10 @@ export function loadStepCase(name: string): StepCase {
   return {
     name,
     config: mergeConfig(base.config, (doc.config as Record<string, unknown> | undefined) ?? {}),
-    node: (doc.node as V1Node | undefined) ?? base.node,
+    node: withDefaults(
+      file,
+      ((doc.node as Record<string, unknown> | undefined) ?? base.node) as Record<string, unknown>,
+    ) as V1Node,
     steps: steps.map((s, i) => {
       const where = `${file} step ${i + 1}`;
       for (const k of Object.keys(s)) if (!STEP_KEYS.has(k)) throw new Error(`${where}: unknown key ${k}`);
