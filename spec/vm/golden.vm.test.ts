@@ -123,9 +123,9 @@ class VmNode {
   /** Runs `step`: the first starts the API server (with the step's objects) and the daemon. */
   async step(step: Step, first: boolean): Promise<void> {
     if (step.restart) await this.daemon?.kill('SIGTERM');
+    if (first) nodeNamespace(this.ns, this.c.node);
     for (const command of step.kernel) inNs(this.ns, command.trim().split(/\s+/));
     if (first) {
-      nodeNamespace(this.ns, this.c.node);
       const objects = [this.c.node as StepObject, ...step.apply];
       for (const o of objects) this.known.add(objectKey(o));
       this.apiserver = await startFixtureApiServer(this.dir, Number(API.split(':')[1]), objects, this.ns);
