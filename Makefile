@@ -6,7 +6,7 @@ export PATH := $(CURDIR)/node_modules/.bin:$(PATH)
 JEST := node_modules/.bin/node --experimental-vm-modules --disable-warning=ExperimentalWarning node_modules/jest/bin/jest.js
 VM_TIMEOUT ?= 3000
 
-.PHONY: all deps build test unit vm vm-image image image-arm64 image-multiarch bench demo clean lab-up lab-down k8s format lint protobuf node-deps node-up node-down e2e
+.PHONY: all deps build test unit golden vm vm-image image image-arm64 image-multiarch bench demo clean lab-up lab-down k8s format lint protobuf node-deps node-up node-down e2e
 
 all: build
 
@@ -75,6 +75,11 @@ lint:
 
 unit: build
 	$(JEST) --selectProjects unit
+
+# The step files' expectations over the kernel twins (spec/golden/README.md); UPDATE=1
+# rewrites spec/golden/cases/*.expected.txt from the twins instead: review the diff.
+golden: build
+	GOLDEN_UPDATE=$(if $(UPDATE),1,) $(JEST) dist/spec/golden/ --selectProjects unit
 
 # VM tests only; narrow with e.g. `make vm FILTER=dist/spec/vm/ipset`. The lab runs in LAB_DIR
 # (started if it is not up, left running for the next `make vm`; `make lab-down` stops it).

@@ -1,88 +1,41 @@
 /**
- * The golden cases (spec/golden/cases/NAME/): `objects.yaml` holds a KubeProxyConfiguration, this
- * node's Node, and Services and EndpointSlices; beside it, the node's tables as the kernel's own
- * tools print them, normalised (GOLDEN_FILES). The unit suite runs each case over the kernel
- * fakes (spec/golden/golden.test.ts), the VM runs the real daemon against the real kernel with
- * the same files (spec/vm/golden.vm.test.ts): a fake that drifts from the kernel fails there.
+ * The outputs of a step (testkit/steps.ts) normalised to what NAME.expected.txt holds, from the
+ * text the kernel's tools print (or the fakes print the same way). Pure.
  */
-import fs from 'node:fs';
-import path from 'node:path';
-import yaml from 'js-yaml';
-import type { V1EndpointSlice, V1Node, V1Service } from '@kubernetes/client-node';
+import { familyOfAddress } from '../lib/model/ip-family';
+import { Output } from './steps';
 
-const ROOT = path.resolve(__dirname, '..', '..');
-/** Where the cases live: the source tree (the YAML and text are not compiled). */
-export const GOLDEN_DIR = path.join(ROOT, 'spec', 'golden', 'cases');
+/** The command each kernel-table output is read with, in the node's namespace (the VM). */
+export const OUTPUT_COMMANDS = {
+  'ipvsadm -Sn': ['ipvsadm', '-Sn'],
+  'ipset save': ['ipset', 'save'],
+  'iptables-save': ['iptables-save'],
+  'ip6tables-save': ['ip6tables-save'],
+} as const satisfies Partial<Record<Output, readonly string[]>>;
 
-/** The files beside objects.yaml: the tool each is read with, in the kernel's netns. */
-export const GOLDEN_FILES = {
-  'ipvsadm-Sn.txt': ['ipvsadm', '-Sn'],
-  'ipset-save.txt': ['ipset', 'save'],
-  'iptables-save.txt': ['iptables-save'],
-  'ip6tables-save.txt': ['ip6tables-save'],
-} as const;
-export type GoldenFile = keyof typeof GOLDEN_FILES;
-
-/** One case: its objects by kind, and its KubeProxyConfiguration as a plain object. */
-export interface GoldenCase {
-  readonly name: string;
-  readonly dir: string;
-  readonly config: Record<string, unknown>;
-  readonly node: V1Node;
-  readonly services: V1Service[];
-  readonly slices: V1EndpointSlice[];
-}
-
-/** The case names, sorted. */
-export function goldenCaseNames(): string[] {
-  return fs
-    .readdirSync(GOLDEN_DIR, { withFileTypes: true })
-    .filter((d) => d.isDirectory())
-    .map((d) => d.name)
-    .sort();
-}
-
-/** Reads one case's objects.yaml; throws on a document of another kind, or a missing config or Node. */
-export function loadGoldenCase(name: string): GoldenCase {
-  const dir = path.join(GOLDEN_DIR, name);
-  const docs = yaml.loadAll(fs.readFileSync(path.join(dir, 'objects.yaml'), 'utf8')) as Record<string, unknown>[];
-  let config: Record<string, unknown> | undefined;
-  let node: V1Node | undefined;
-  const services: V1Service[] = [];
-  const slices: V1EndpointSlice[] = [];
-  for (const d of docs.filter((x) => x !== null && x !== undefined)) {
-    if (d.kind === 'KubeProxyConfiguration') config = d;
-    else if (d.kind === 'Node') node = d as V1Node;
-    else if (d.kind === 'Service') services.push(d as V1Service);
-    else if (d.kind === 'EndpointSlice') slices.push(d as unknown as V1EndpointSlice);
-    else throw new Error(`${name}/objects.yaml: a ${String(d.kind)} is not a golden case's kind`);
-  }
-  if (!config || !node) throw new Error(`${name}/objects.yaml: needs a KubeProxyConfiguration and a Node`);
-  return { name, dir, config, node, services, slices };
-}
-
-/** The expected text of one file of a case. */
-export function readGolden(c: GoldenCase, file: GoldenFile): string {
-  return fs.readFileSync(path.join(c.dir, file), 'utf8');
-}
-
-/** Writes one file of a case (GOLDEN_UPDATE=1 in the unit suite). */
-export function writeGolden(c: GoldenCase, file: GoldenFile, text: string): void {
-  fs.writeFileSync(path.join(c.dir, file), text);
-}
-
-/** A tool's output as its golden file holds it. */
-export function normaliseGolden(file: GoldenFile, text: string): string {
-  switch (file) {
-    case 'ipvsadm-Sn.txt':
+/** One output's text as NAME.expected.txt holds it. */
+export function normaliseOutput(what: Output, text: string): string {
+  switch (what) {
+    case 'ipvsadm -Sn':
       // ipvsadm sorts services and real servers itself: its order is kept
       return joinLines(text.split('\n').filter((l) => l !== ''));
-    case 'ipset-save.txt':
+    case 'ipset save':
       return normaliseIpsetSave(text);
-    case 'iptables-save.txt':
-    case 'ip6tables-save.txt':
+    case 'iptables-save':
+    case 'ip6tables-save':
       return normaliseIptablesSave(text);
+    case 'kube-ipvs0':
+    case 'kube-ipvs service list':
+      return text;
   }
+}
+
+/** kube-ipvs0's addresses ("10.96.0.1/32"), IPv4 first, each family sorted; null: no kube-ipvs0. */
+export function formatDummyAddresses(addresses: readonly string[] | null): string {
+  if (addresses === null) return '(no kube-ipvs0)\n';
+  const of = (f: string) => addresses.filter((a) => familyOfAddress(a.split('/')[0]!) === f).sort();
+  const [v4, v6] = [of('ipv4'), of('ipv6')];
+  return joinLines([...v4, ...v6]);
 }
 
 const joinLines = (lines: readonly string[]): string => lines.map((l) => `${l}\n`).join('');

@@ -50,6 +50,8 @@ export interface ProxierOverFakesOptions {
   readonly ipvs?: FakeIpvs;
   readonly link?: FakeLink;
   readonly ipset?: FakeIpset;
+  /** the iptables fakes per family, when kept from another proxier (a restart); made for `families` otherwise */
+  readonly iptables?: Partial<Record<IpFamily, FakeIptables>>;
   /** FakeIptables reads nft's ruleset generation (default: off) */
   readonly readGeneration?: boolean;
   /**
@@ -88,12 +90,14 @@ export async function proxierOverFakes(opts: ProxierOverFakesOptions = {}) {
   const netns = new FakeNftGeneration();
   for (const family of settings.families) {
     ipsets[family] = ipset;
-    iptablesByFamily[family] = new FakeIptables({
-      family,
-      ipsets: ipset,
-      readGeneration: opts.readGeneration ?? false,
-      netns,
-    });
+    iptablesByFamily[family] =
+      opts.iptables?.[family] ??
+      new FakeIptables({
+        family,
+        ipsets: ipset,
+        readGeneration: opts.readGeneration ?? false,
+        netns,
+      });
   }
   const node: NodeState = { name: FAKE_NODE, zone: '', nodeIPs: [FAKE_NODE_IP], podCIDRs: [], ...opts.node };
   const events: string[] = [];

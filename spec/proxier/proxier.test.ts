@@ -203,37 +203,7 @@ describe('Proxier over the kernel fakes', () => {
     );
   });
 
-  it('dual-stack with one clusterCIDR (IPv4): IPv6 is proxied all the same, with no local-traffic masquerade rule of its own', async () => {
-    const { ipvs, iptablesByFamily, services, start } = await setup({
-      link: new FakeLink(),
-      node: { nodeIPs: [] },
-      settings: { families: ['ipv4', 'ipv6'], clusterCIDRs: ['10.244.0.0/16'] },
-    });
-    const { ipv4: ipt4, ipv6: ipt6 } = iptablesByFamily as Required<typeof iptablesByFamily>;
-    services.onAdd(
-      makeService('default', 'v6', (s) => {
-        s.spec = {
-          type: 'ClusterIP',
-          ipFamilies: ['IPv6'],
-          clusterIP: '2001:db8:96::10',
-          clusterIPs: ['2001:db8:96::10'],
-          ports: [svcPort('http', 80)],
-        };
-      }),
-    );
-    services.onAdd(clusterIP('v4', '10.96.0.10'));
-    await start();
-    expect(formatRestore(await ipvs.listAll())).toEqual([
-      '-A -t 10.96.0.10:80 -s rr',
-      '-A -t [2001:db8:96::10]:80 -s rr',
-    ]);
-    expect(await ipt4.save('nat')).toContain(
-      '! -s 10.244.0.0/16 -m comment --comment "Kubernetes service cluster ip + port for masquerade purpose" -m set --match-set KUBE-CLUSTER-IP dst,dst -j KUBE-MARK-MASQ',
-    );
-    const nat6 = await ipt6.save('nat');
-    expect(nat6).toContain('KUBE-6-CLUSTER-IP');
-    expect(nat6).not.toMatch(/KUBE-6-CLUSTER-IP dst,dst.* -j KUBE-MARK-MASQ/);
-  });
+  // dual-stack with one clusterCIDR (IPv4): spec/golden/cases/dual-stack-one-cluster-cidr.yaml
 
   it('counts service ports with a Local policy and no local endpoint, incrementally', async () => {
     const t = await setup();
