@@ -6,7 +6,7 @@ export PATH := $(CURDIR)/node_modules/.bin:$(PATH)
 JEST := node_modules/.bin/node --experimental-vm-modules --disable-warning=ExperimentalWarning node_modules/jest/bin/jest.js
 VM_TIMEOUT ?= 3000
 
-.PHONY: all deps demo-deps build test unit vm vm-image image image-arm64 image-multiarch bench demo clean lab-up lab-down k8s format protobuf node-deps node-up node-down e2e
+.PHONY: all deps demo-deps image-reproducible build test unit vm vm-image image image-arm64 image-multiarch bench demo clean lab-up lab-down k8s format protobuf node-deps node-up node-down e2e
 
 all: build
 
@@ -53,6 +53,12 @@ vm-image:
 # for docker load / podman load / ctr images import; no registry or container runtime needed.
 image: build
 	bash scripts/image/build.sh
+
+# Two image builds of this checkout into fresh folders (the cached base layer, the app layer,
+# config and manifests made twice) must give byte-identical archives: the same digest
+# (scripts/image/check-reproducible.sh; ~1 min a build here). CI runs it after make test.
+image-reproducible: build
+	bash scripts/image/check-reproducible.sh
 
 # The arm64 image (dist/image-arm64/kube-ipvs.oci.tar), built on this amd64 host through
 # qemu-user-static and binfmt_misc (scripts/image/build.sh says how)
