@@ -7,7 +7,7 @@
 #
 # Needs (Debian bookworm):
 #   apt-get install -y --no-install-recommends qemu-system-x86 busybox-static kmod \
-#       ipvsadm ipset iptables      (scripts/install-deps.sh demo does it)
+#       ipvsadm ipset iptables      (scripts/install-deps.sh does it)
 # (the kernel .deb is only *downloaded* and unpacked, never installed).
 # Idempotent: does nothing when the image is already built from this script.
 #
