@@ -6,12 +6,17 @@ export PATH := $(CURDIR)/node_modules/.bin:$(PATH)
 JEST := node_modules/.bin/node --experimental-vm-modules --disable-warning=ExperimentalWarning node_modules/jest/bin/jest.js
 VM_TIMEOUT ?= 3000
 
-.PHONY: all deps build test unit golden vm vm-image image image-arm64 image-multiarch bench demo clean lab-up lab-down k8s format lint protobuf node-deps node-up node-down e2e
+.PHONY: all deps demo-deps image-reproducible build test unit golden vm vm-image image image-arm64 image-multiarch bench demo clean lab-up lab-down k8s format lint protobuf node-deps node-up node-down e2e
 
 all: build
 
+# everything: make test's and CI's (the lab's Kubernetes build included, scripts/install-deps.sh)
 deps:
-	bash scripts/install-deps.sh
+	bash scripts/install-deps.sh all
+
+# only what make demo uses: the build's, the VM's and the tools the demo runs; no Go, no Kubernetes
+demo-deps:
+	bash scripts/install-deps.sh demo
 
 build: node_modules/.bin/node dist/native/netlink_sockopt.node dist/native/malloc_trim.node
 	node_modules/.bin/node node_modules/typescript/bin/tsc -p tsconfig.json
@@ -39,7 +44,7 @@ dist/arm64/native/malloc_trim.node: native/malloc-trim.c node_modules/.bin/node
 	aarch64-linux-gnu-gcc $(ADDON_FLAGS) -o $@ $<
 
 node_modules/.bin/node:
-	bash scripts/install-deps.sh
+	bash scripts/install-deps.sh build
 
 vm-image:
 	bash scripts/vm/build-image.sh
@@ -48,6 +53,12 @@ vm-image:
 # for docker load / podman load / ctr images import; no registry or container runtime needed.
 image: build
 	bash scripts/image/build.sh
+
+# Two image builds of this checkout into fresh folders (the cached base layer, the app layer,
+# config and manifests made twice) must give byte-identical archives: the same digest
+# (scripts/image/check-reproducible.sh; ~1 min a build here). CI runs it after make test.
+image-reproducible: build
+	bash scripts/image/check-reproducible.sh
 
 # The arm64 image (dist/image-arm64/kube-ipvs.oci.tar), built on this amd64 host through
 # qemu-user-static and binfmt_misc (scripts/image/build.sh says how)
@@ -130,7 +141,7 @@ bench: deps build
 	bash scripts/bench/run.sh
 
 # Boots the VM, programs a small table with kube-ipvs and lists it as ipvsadm would.
-demo: deps build
+demo: demo-deps build
 	bash scripts/vm/run.sh -t 300 -- bash scripts/demo.sh
 
 clean:

@@ -1,5 +1,6 @@
-// manifests/: what an operator applies. Parsed as Kubernetes would read them, then checked
-// against the code that runs them: the DaemonSet's command through the real flag parser, the
+// manifests/: what an operator applies. kubeadm/ (the image swap on a kubeadm cluster) against
+// kubeadm's own DaemonSet; new-cluster/ (every object, for a cluster without kube-proxy) parsed as
+// Kubernetes would read it, then checked against the code that runs it: the DaemonSet's command through the real flag parser, the
 // ConfigMap's config.conf through the real config loader (no warnings), the probes against the
 // health server's port, the image against the name `make image` gives it.
 import { readdirSync, readFileSync } from 'node:fs';
@@ -10,7 +11,8 @@ import { loadProxyConfig } from '../lib/config/load-config';
 import { parseProxyFlags } from '../lib/config/proxy-flags';
 
 const ROOT = path.resolve(__dirname, '..', '..');
-const DIR = path.join(ROOT, 'manifests');
+const DIR = path.join(ROOT, 'manifests', 'new-cluster');
+const KUBEADM_DIR = path.join(ROOT, 'manifests', 'kubeadm');
 
 type Obj = Record<string, any>;
 
@@ -45,7 +47,7 @@ function mountedConfigMap(): Map<string, string> {
   return new Map(Object.entries(cm().data as Record<string, string>).map(([k, v]) => [path.posix.join(at, k), v]));
 }
 
-describe('manifests/', () => {
+describe('manifests/new-cluster/', () => {
   it('holds the ServiceAccount, the system:node-proxier binding, the ConfigMap, its Role and RoleBinding and the DaemonSet, all in kube-system', () => {
     expect(docs.map((d) => d.kind).sort()).toEqual([
       'ClusterRoleBinding',
@@ -197,5 +199,35 @@ describe('manifests/', () => {
     expect(port).toBe(HEALTHZ_PORT);
     expect(container().livenessProbe.httpGet).toEqual({ path: '/livez', port });
     expect(container().readinessProbe.httpGet).toEqual({ path: '/healthz', port });
+  });
+});
+
+describe('manifests/kubeadm/', () => {
+  const kustomization = yaml.load(readFileSync(path.join(KUBEADM_DIR, 'kustomization.yaml'), 'utf8')) as Obj;
+  const resources = (kustomization.resources as string[]).map(
+    (f) => yaml.load(readFileSync(path.join(KUBEADM_DIR, f), 'utf8')) as Obj,
+  );
+  // kubeadm's DaemonSet as kubeadm renders it (the lab test applies the kustomization over it)
+  const kubeadmDs = yaml.load(
+    readFileSync(path.join(ROOT, 'scripts', 'node', 'kubeadm', 'kube-proxy-daemonset.yaml'), 'utf8'),
+  ) as Obj;
+
+  it('is a kustomization of one resource, the DaemonSet: no ConfigMap, ServiceAccount or RBAC to overwrite', () => {
+    expect(kustomization).toMatchObject({ apiVersion: 'kustomize.config.k8s.io/v1beta1', kind: 'Kustomization' });
+    expect(Object.keys(kustomization).sort()).toEqual(['apiVersion', 'kind', 'resources']);
+    expect(resources.map((r) => `${r.kind}/${r.metadata.namespace}/${r.metadata.name}`)).toEqual([
+      `DaemonSet/${kubeadmDs.metadata.namespace}/${kubeadmDs.metadata.name}`,
+    ]);
+  });
+
+  it("names kubeadm's container and sets its image to new-cluster/'s, and nothing else", () => {
+    const partial = resources[0]!;
+    const kubeadmContainer = kubeadmDs.spec.template.spec.containers[0] as Obj;
+    expect(partial).toEqual({
+      apiVersion: kubeadmDs.apiVersion,
+      kind: 'DaemonSet',
+      metadata: { name: kubeadmDs.metadata.name, namespace: kubeadmDs.metadata.namespace },
+      spec: { template: { spec: { containers: [{ name: kubeadmContainer.name, image: container().image }] } } },
+    });
   });
 });

@@ -283,9 +283,9 @@ export function e2eProxyConfig(o: {
 
 /** Where the kubelet projects a pod's service-account token, CA and namespace. */
 export const SERVICE_ACCOUNT_DIR = '/var/run/secrets/kubernetes.io/serviceaccount';
-const CONFIGMAP = path.join(ROOT, 'manifests', 'configmap.yaml');
+const CONFIGMAP = path.join(ROOT, 'manifests', 'new-cluster', 'configmap.yaml');
 
-/** kubeadm's kubeconfig.conf from the shipped ConfigMap (manifests/configmap.yaml), pointed at `server`. */
+/** kubeadm's kubeconfig.conf from the shipped ConfigMap (manifests/new-cluster/configmap.yaml), pointed at `server`. */
 export function shippedKubeconfig(server: string): string {
   const cm = yaml.load(fs.readFileSync(CONFIGMAP, 'utf8')) as { data: Record<string, string> };
   const text = cm.data['kubeconfig.conf']!;

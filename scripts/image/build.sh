@@ -20,10 +20,17 @@
 # in .image/ by a stamp of its inputs; the whole archive is rebuilt only when the app, Node or
 # this script changed.
 #
+# Reproducible: the app layer, the config and the manifests depend only on the commit and the
+# inputs (SOURCE_DATE_EPOCH, default the last commit's time, is every app-layer entry's mtime and
+# the config's `created`; entries sorted, owners 0:0, umask 022; gzip -n), so two builds of one
+# commit over the same base layer give the same digest (make image-reproducible checks it). The
+# base layer is cached here; rebuilt, it is the Debian archive's state that day (RELEASING.md).
+#
 # Env: DEBIAN_MIRROR (default http://deb.debian.org/debian), DEBIAN_SECURITY_MIRROR
 #      (default http://deb.debian.org/debian-security), IMAGE_OUT (default dist/image, or
 #      dist/image-arm64), IMAGE_ARCH (amd64, the default, or arm64).
 set -euo pipefail
+umask 022
 cd "$(dirname "$0")/../.."
 REPO=$PWD
 ARCH=${IMAGE_ARCH:-amd64}
@@ -115,7 +122,10 @@ if [ ! -s "$CACHE/base.tar.gz" ] || [ "$(cat "$CACHE/base.stamp" 2>/dev/null)" !
 fi
 
 # ----------------------------------------------------------------- app layer ----
+# every app-layer entry's mtime and the config's `created`: the commit's time, not the build's
+EPOCH=${SOURCE_DATE_EPOCH:-$(git log -1 --format=%ct 2>/dev/null || date +%s)}
 APP_KEY=$( {
+  echo "$EPOCH"
   sha256sum "$0" scripts/image/stage-app.sh scripts/image/kube-ipvs.sh "$NODE_BIN" package.json "$CACHE/base.tar.gz"
   find dist/lib -type f \( -name '*.js' -o -name '*.json' \) -print0 | sort -z | xargs -0 sha256sum
   sha256sum "$NATIVE_DIR"/*.node
@@ -133,8 +143,7 @@ APP=$STAGE/opt/kube-ipvs
 # the same recipe as Containerfile's build stage
 bash scripts/image/stage-app.sh "$STAGE" "$NODE_BIN" "$NODE_ARCH" "$NATIVE_DIR" "$RUN_TARGET"
 
-EPOCH=$(git log -1 --format=%ct 2>/dev/null || date +%s)
-tar_layer "$STAGE" "$LAYOUT/app.tar" --owner=0 --group=0 --mtime="@$EPOCH" --clamp-mtime
+tar_layer "$STAGE" "$LAYOUT/app.tar" --owner=0 --group=0 --mtime="@$EPOCH"
 APP_DIFFID=$(sha "$LAYOUT/app.tar")
 gzip -n -6 < "$LAYOUT/app.tar" > "$LAYOUT/app.tar.gz"
 rm -f "$LAYOUT/app.tar"

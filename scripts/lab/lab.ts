@@ -3,7 +3,7 @@
  * kube-apiserver (built from the release pinned in scripts/k8s/go.mod by scripts/k8s/build.sh)
  * running natively on this host's loopback, TLS with a CA of the lab's own, service-account
  * signing keys, `--authorization-mode=Node,RBAC`, an audit log of every request, and kubeadm's
- * kube-proxy objects applied with kubectl (manifests/). The VM reaches it through QEMU's user
+ * kube-proxy objects applied with kubectl (manifests/new-cluster/). The VM reaches it through QEMU's user
  * network (scripts/vm/run.sh -f), each guest address forwarded to one loopback port here.
  *
  *   node dist/scripts/lab/lab.js up DIR     start (or find running) the lab in DIR; prints its JSON
@@ -29,7 +29,7 @@ import { CLUSTER_EGRESS_SOCKET, LabInfo, LAB_GUEST_IPS } from '../../testkit/lab
 
 const ROOT = path.resolve(__dirname, '..', '..', '..');
 const BIN = path.join(ROOT, '.k8s', 'bin');
-const MANIFESTS = path.join(ROOT, 'manifests');
+const MANIFESTS = path.join(ROOT, 'manifests', 'new-cluster');
 /** kubeadm's objects for kube-proxy, applied as they ship (the ConfigMap's server set to the lab's) */
 const KUBEADM_OBJECTS = [
   'service-account.yaml',

@@ -34,7 +34,7 @@ describe('the lab', () => {
     expect(await can('get', 'configmaps/kube-proxy', '-n', 'kube-system')).toBe('no');
   });
 
-  it("the kube-proxy ConfigMap is manifests/configmap.yaml's, its kubeconfig pointed at the lab", async () => {
+  it("the kube-proxy ConfigMap is manifests/new-cluster/configmap.yaml's, its kubeconfig pointed at the lab", async () => {
     const cm = await lab.getJson<{ data: Record<string, string> }>(['configmap', 'kube-proxy', '-n', 'kube-system']);
     const info = await lab.info();
     expect(cm.data['kubeconfig.conf']).toContain(`server: https://${info.guest.a}:${info.apiservers.a.port}`);

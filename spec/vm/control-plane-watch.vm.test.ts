@@ -1,7 +1,7 @@
 // Watch realities against the REAL control plane (the lab: etcd and kube-apiserver on the
 // host, scripts/lab/lab.ts; issue 24 part 3). The real `kube-ipvs --config FILE` process in
 // this file's network namespace talks to API server a with kubeadm's kubeconfig.conf from
-// manifests/configmap.yaml (only `server:` replaced), authenticating as
+// manifests/new-cluster/configmap.yaml (only `server:` replaced), authenticating as
 // system:serviceaccount:kube-system:kube-proxy with a bound token from a projected volume laid
 // out as the kubelet's atomic writer does. The test changes the world under it: API server a
 // restarted while changes go through API server b (same etcd), etcd compacted under a resumed
@@ -42,7 +42,7 @@ import { connect, deletePod, makePod, run, startEchoServer, tryRun } from '../..
 import { eventually } from '../../testkit/wait-for';
 
 const ROOT = path.resolve(__dirname, '..', '..', '..');
-const CRB_MANIFEST = path.join(ROOT, 'manifests', 'cluster-role-binding.yaml');
+const CRB_MANIFEST = path.join(ROOT, 'manifests', 'new-cluster', 'cluster-role-binding.yaml');
 const SA_USER = 'system:serviceaccount:kube-system:kube-proxy';
 
 const NS = 'cpw';

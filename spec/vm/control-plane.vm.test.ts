@@ -3,7 +3,7 @@
 // the VM: the real `kube-ipvs --config FILE` process authenticates as kubeadm's
 // kube-system/kube-proxy ServiceAccount with a bound token from the TokenRequest API, laid out
 // as the kubelet's atomic writer lays out a projected volume, and reads kubeadm's
-// kubeconfig.conf from manifests/configmap.yaml. Every Service is created with kubectl, so the
+// kubeconfig.conf from manifests/new-cluster/configmap.yaml. Every Service is created with kubectl, so the
 // real allocation (ClusterIPs, NodePorts), defaulting and validation apply; LoadBalancer status
 // goes through the status subresource; EndpointSlices are the test's (no controller manager
 // runs), with endpoints.kubernetes.io/last-change-trigger-time. Real traffic from a pod

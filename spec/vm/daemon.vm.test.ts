@@ -1,7 +1,7 @@
 // The daemon end to end, inside the VM: the real `kube-ipvs --config FILE` process, its
 // informers talking list/watch to the project's fake API server (another real process) over
 // HTTPS with bearer-token authentication, the real kernel, and real traffic from client
-// namespaces. The daemon reads kubeadm's kubeconfig.conf exactly as manifests/configmap.yaml
+// namespaces. The daemon reads kubeadm's kubeconfig.conf exactly as manifests/new-cluster/configmap.yaml
 // ships it (only `server:` replaced): the CA and the service-account token at
 // /var/run/secrets/kubernetes.io/serviceaccount, as in the pod (the guest's root is a tmpfs
 // overlay: the directory is made here); the token is rotated while the daemon runs.

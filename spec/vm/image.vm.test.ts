@@ -1,5 +1,5 @@
 // The image `make image` builds (dist/image/kube-ipvs.oci.tar), run the way the kubelet runs
-// manifests/daemonset.yaml, inside the VM. make image reads the archive back as a runtime would
+// manifests/new-cluster/daemonset.yaml, inside the VM. make image reads the archive back as a runtime would
 // (every digest and diff id) and unpacks its layers into dist/image/rootfs (on the host:
 // unpacking 220 MB in the TCG guest takes minutes); this file checks that tree is the
 // archive's and runs the DaemonSet's command chrooted into it with the pod's mounts (proc,
@@ -34,7 +34,7 @@ const POD = { name: 'imgpod', ip: '10.244.7.2', gw: '10.244.7.1' };
 type Obj = Record<string, any>;
 
 function manifest(file: string): Obj {
-  return yaml.load(fs.readFileSync(path.join(REPO, 'manifests', file), 'utf8')) as Obj;
+  return yaml.load(fs.readFileSync(path.join(REPO, 'manifests', 'new-cluster', file), 'utf8')) as Obj;
 }
 
 const meta = (namespace: string, name: string, extra: Obj = {}) => ({
