@@ -23,6 +23,7 @@ import {
   StepOutputs,
   loadStepCase,
   objectKey,
+  CASES_DIR,
   readExpected,
   refTo,
   stepCaseNames,
@@ -164,14 +165,25 @@ class VmNode {
   }
 }
 
-/** The cases to run: GOLDEN_VM_CASES (comma-separated, in that order) or every one. */
+/** The cases to run: GOLDEN_VM_CASES (comma-separated, in that order; `all` for every one) or
+ * those spec/golden/vm-cases.txt lists. A listed name with no case fails the file. */
 function vmCaseNames(): string[] {
   const only = process.env.GOLDEN_VM_CASES;
-  return only ? only.split(',').filter((n) => stepCaseNames().includes(n)) : stepCaseNames();
+  if (only === 'all') return stepCaseNames();
+  const names = only
+    ? only.split(',')
+    : fs
+        .readFileSync(path.join(CASES_DIR, '..', 'vm-cases.txt'), 'utf8')
+        .split('\n')
+        .map((l) => l.trim())
+        .filter((l) => l !== '' && !l.startsWith('#'));
+  const unknown = names.filter((n) => !stepCaseNames().includes(n));
+  if (unknown.length > 0) throw new Error(`golden.vm: no step file for ${unknown.join(', ')}`);
+  return names;
 }
 
 /** Cases at once, each in its own namespace (the guest's CPUs idle while a daemon waits). */
-const LANES = Number(process.env.GOLDEN_VM_LANES ?? 3);
+const LANES = Number(process.env.GOLDEN_VM_LANES ?? 2);
 
 /** Runs at most `n` of the functions given to it at once. */
 function limiter(n: number): <T>(f: () => Promise<T>) => Promise<T> {
