@@ -3,19 +3,10 @@
  * the top of lib/, and every folder of spec/ that does not mirror one of lib/.
  */
 import { existsSync, readFileSync, readdirSync, statSync } from 'node:fs';
-import { dirname, join } from 'node:path';
+import { join } from 'node:path';
+import { REPO_ROOT } from '../testkit/repo-root';
 
-function repoRoot(): string {
-  let dir = __dirname;
-  while (!(existsSync(join(dir, 'package.json')) && existsSync(join(dir, 'lib')))) {
-    const up = dirname(dir);
-    if (up === dir) throw new Error(`no repository root (package.json + lib/) above ${__dirname}`);
-    dir = up;
-  }
-  return dir;
-}
-
-const ROOT = repoRoot();
+const ROOT = REPO_ROOT;
 
 /** `tree` and every folder under it, repo-relative with a trailing '/'. */
 function folders(tree: string): string[] {

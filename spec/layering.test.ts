@@ -3,8 +3,9 @@
  * folder may import which. An `import type` (or `export type ... from`, or braces whose every
  * name is `type X`) vanishes at compile time and counts as type-only.
  */
-import { existsSync, readFileSync, readdirSync, statSync } from 'node:fs';
-import { dirname, join, posix, relative, sep } from 'node:path';
+import { readFileSync, readdirSync, statSync } from 'node:fs';
+import { join, posix, relative, sep } from 'node:path';
+import { REPO_ROOT } from '../testkit/repo-root';
 
 interface Import {
   /** repo-relative, e.g. lib/kernel/link/link.ts */
@@ -45,16 +46,6 @@ export function parseImports(file: string, text: string): Import[] {
   return out;
 }
 
-function repoRoot(): string {
-  let dir = __dirname;
-  while (!(existsSync(join(dir, 'package.json')) && existsSync(join(dir, 'lib')))) {
-    const up = dirname(dir);
-    if (up === dir) throw new Error(`no repository root (package.json + lib/) above ${__dirname}`);
-    dir = up;
-  }
-  return dir;
-}
-
 function tsFiles(dir: string): string[] {
   const out: string[] = [];
   for (const name of readdirSync(dir)) {
@@ -65,7 +56,7 @@ function tsFiles(dir: string): string[] {
   return out;
 }
 
-const ROOT = repoRoot();
+const ROOT = REPO_ROOT;
 /** repo-relative, '/' separated */
 const LIB_FILES = tsFiles(join(ROOT, 'lib')).map((p) => relative(ROOT, p).split(sep).join('/'));
 const IMPORTS: Import[] = LIB_FILES.flatMap((p) => parseImports(p, readFileSync(join(ROOT, p), 'utf8')));
