@@ -9,7 +9,10 @@
 # Lanes (VM_LANES, default 2): the files that use the lab (connectToLab: they stop and start
 # its shared API servers) run one after another in lane 1; the files that need only the
 # kernel are taken from one queue by every lane (lane 1 once its lab files are done), so
-# they run beside the lab's. VM_LANES=1 runs every file in one lane.
+# they run beside the lab's. VM_LANES=1 runs every file in one lane. A file that says
+# `guest-jest: alone` runs before the lanes start, with nothing beside it (what it reads
+# depends on the kernel across namespaces: IPVS keeps one service hash table for all, and a
+# multi-page /proc/net/ip_vs read skipped some while another namespace's table changed).
 # A file's output is printed whole when it ends (lanes would interleave it otherwise).
 # Writes OUTDIR/vm-N.json (jest) and OUTDIR/vm-N.wall (file, lane, start, end, exit code) per
 # file; exits non-zero if any file failed.
@@ -66,15 +69,25 @@ run_lane() {
   return $rc
 }
 
-# the lab's files in lane 1; the kernel-only ones in the shared queue
+# the lab's files in lane 1; the kernel-only ones in the shared queue; the alone ones first
+ALONE_ITEMS=()
 LAB_ITEMS=()
 : > "$OUT/.queue"
 echo 0 > "$OUT/.queue-next"
 i=0
 for f in "${FILES[@]}"; do
   i=$((i + 1))
-  if grep -q connectToLab "$f"; then LAB_ITEMS+=("$i:$f"); else echo "$i:$f" >> "$OUT/.queue"; fi
+  if grep -q 'guest-jest: alone' "$f"; then
+    ALONE_ITEMS+=("$i:$f")
+  elif grep -q connectToLab "$f"; then
+    LAB_ITEMS+=("$i:$f")
+  else
+    echo "$i:$f" >> "$OUT/.queue"
+  fi
 done
+
+rc=0
+for item in "${ALONE_ITEMS[@]+"${ALONE_ITEMS[@]}"}"; do run_file "${item%%:*}" "${item#*:}" 0 || rc=1; done
 
 pids=()
 run_lane 1 "${LAB_ITEMS[@]+"${LAB_ITEMS[@]}"}" &
@@ -83,7 +96,6 @@ for ((l = 2; l <= LANES; l++)); do
   run_lane "$l" &
   pids+=($!)
 done
-rc=0
 for p in "${pids[@]}"; do wait "$p" || rc=1; done
 rm -f "$OUT/.queue" "$OUT/.queue-next" "$OUT/.queue-lock"
 exit $rc
