@@ -15,7 +15,7 @@ const KUSTOMIZATION = path.join(ROOT, 'manifests', 'kubeadm');
 const KUBEADM_DAEMONSET = path.join(ROOT, 'scripts', 'node', 'kubeadm', 'kube-proxy-daemonset.yaml');
 const KUBEADM_IMAGE = 'registry.k8s.io/kube-proxy:v1.37.2';
 
-type Obj = Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any
+type Obj = Record<string, any>;
 
 describe('manifests/kubeadm/ on a kubeadm cluster', () => {
   const lab = labFromEnv();
