@@ -17,6 +17,8 @@ JEST=(node_modules/.bin/node --experimental-vm-modules --disable-warning=Experim
 mkdir -p .test-results
 OUT=$(mktemp -d "$PWD/.test-results/$(date -u +%Y%m%dT%H%M%SZ).XXXX")
 ln -sfn "$(basename "$OUT")" .test-results/last
+# the five newest runs are kept (a run's JSON is a few MB)
+ls -1d .test-results/2*/ 2>/dev/null | sort | head -n -5 | xargs -r rm -rf
 # phase NAME CMD...: runs CMD, appends "NAME start end" (epoch seconds) to phases.txt
 phase() {
   local name=$1 t0 rc
