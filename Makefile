@@ -18,8 +18,11 @@ deps:
 demo-deps:
 	bash scripts/install-deps.sh demo
 
+# tsc's tree (dist/lib, dist/spec, ...) and the one-file bundle the image ships and the VM
+# tests start (dist/bundle/kube-ipvs.js, scripts/bundle.ts)
 build: node_modules/.bin/node dist/native/netlink_sockopt.node dist/native/malloc_trim.node
 	node_modules/.bin/node node_modules/typescript/bin/tsc -p tsconfig.json
+	node_modules/.bin/node dist/scripts/bundle.js
 
 # NETLINK_EXT_ACK for the `netlink` package's sockets (lib/netlink/ext-ack.ts): a Node-API
 # addon, ABI-stable, compiled against the node-api-headers package (no node-gyp download)

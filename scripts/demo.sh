@@ -36,7 +36,7 @@ ipvs:
   scheduler: rr
 CONF
 echo "\$ kube-ipvs --config config.conf   (fake API server: 3 Services, 3 EndpointSlices)"
-node dist/lib/cli/main.js --config "$DIR/config.conf" > "$DIR/daemon.log" 2>&1 &
+node dist/bundle/kube-ipvs.js --config "$DIR/config.conf" > "$DIR/daemon.log" 2>&1 &
 DAEMON=$!
 for _ in $(seq 1 480); do grep -q '"sync done"' "$DIR/daemon.log" && break; sleep 0.5; done
 grep '"sync done"' "$DIR/daemon.log" | head -1

@@ -115,18 +115,19 @@ const LAYERS: Readonly<Record<string, readonly string[]>> = {
   errors: [],
   log: [],
   'native-addon': [],
+  'bundle-flag': [],
   model: ['uapi', 'errors'],
   netlink: ['uapi', 'model', 'errors', 'native-addon'],
   kernel: ['netlink', 'uapi', 'model', 'errors', 'log'],
   plan: ['model', 'uapi', 'errors'],
-  k8s: ['model', 'uapi', 'errors'],
+  k8s: ['model', 'uapi', 'errors', 'bundle-flag'],
   tracker: ['k8s', 'model', 'errors'],
   reconcile: ['kernel', 'netlink', 'plan', 'model', 'uapi'],
   proxier: ['kernel', 'plan', 'reconcile', 'tracker', 'model', 'uapi', 'errors'],
   cleanup: ['kernel', 'model'],
   config: ['plan', 'model', 'errors', 'log'],
   daemon: ['config', 'k8s', 'kernel', 'netlink', 'plan', 'proxier', 'model', 'errors', 'log', 'native-addon'],
-  cli: ['cleanup', 'config', 'daemon', 'kernel', 'model', 'uapi', 'errors', 'log'],
+  cli: ['cleanup', 'config', 'daemon', 'kernel', 'model', 'uapi', 'errors', 'log', 'bundle-flag'],
 };
 
 /** The entry of lib/ a repo-relative file or import target is in: lib/kernel/link/link(.ts) -> kernel. */

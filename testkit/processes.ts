@@ -9,7 +9,8 @@ import { KUBE_IPVS_NODE_FLAGS } from '../lib/cli/node-flags';
 import { inNs } from './netns';
 
 const ROOT = path.resolve(__dirname, '..', '..');
-export const KUBE_IPVS_BIN = path.join(ROOT, 'dist', 'lib', 'cli', 'main.js');
+/** the one-file bundle the image ships (scripts/bundle.ts), built from dist/lib by `make build` */
+export const KUBE_IPVS_BIN = path.join(ROOT, 'dist', 'bundle', 'kube-ipvs.js');
 export const FAKE_APISERVER_BIN = path.join(ROOT, 'dist', 'scripts', 'fake-apiserver.js');
 
 /** One JSON log line of the daemon (winston's json format). */

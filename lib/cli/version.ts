@@ -13,6 +13,7 @@
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import semver from 'semver';
+import { IN_BUNDLE } from '../bundle-flag';
 import { UsageError } from '../errors';
 
 /** What kube-ipvs reads from its package.json: the version and the Node range. */
@@ -22,8 +23,10 @@ export interface PackageInfo {
   readonly nodeRange: string;
 }
 
-/** dist/lib/cli/version.js -> the package root (dist's parent) */
-export const PACKAGE_JSON = path.resolve(__dirname, '..', '..', '..', 'package.json');
+/** dist/lib/cli/version.js (or the bundle, dist/bundle/kube-ipvs.js) -> the package root (dist's parent) */
+export const PACKAGE_JSON = IN_BUNDLE
+  ? path.resolve(__dirname, '..', '..', 'package.json')
+  : path.resolve(__dirname, '..', '..', '..', 'package.json');
 
 /** Reads the version and engines.node from package.json. */
 export function readPackageInfo(file: string = PACKAGE_JSON): PackageInfo {

@@ -19,12 +19,15 @@
 import { registerHooks } from 'node:module';
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
+import { IN_BUNDLE } from '../bundle-flag';
 
 let registered = false;
 
 /** Registers the resolve hook once; true when it is in place. */
 export function slimClientNode(): boolean {
   if (registered) return true;
+  // the bundle answers that import at build time (scripts/bundle/build.mjs)
+  if (IN_BUNDLE) return true;
   if (typeof registerHooks !== 'function') return false;
   const dist = path.dirname(require.resolve('@kubernetes/client-node/dist/config.js'));
   const configUrl = pathToFileURL(path.join(dist, 'config.js')).href;

@@ -20,6 +20,12 @@ import protobuf from 'protobufjs/light';
 import generated from './k8s-api-protobuf.json';
 import { prunedObject } from './prune';
 
+// int64 fields decode to numbers, as toObject's `longs: Number` returns them anyway. protobufjs
+// otherwise takes the `long` package if require() finds it at run time: the repository has it,
+// the bundle in the image does not, and the two would decode by different paths.
+protobuf.util.Long = null as unknown as typeof protobuf.util.Long;
+protobuf.configure();
+
 /** The content type of Kubernetes' protobuf encoding. */
 export const PROTOBUF_CONTENT_TYPE = 'application/vnd.kubernetes.protobuf';
 

@@ -89,7 +89,7 @@ async function main(): Promise<void> {
     const file = '/tmp/bench.rules';
     writeFileSync(file, table.restoreText);
     const prof = process.env.BENCH_CPU_PROF ? ` --cpu-prof --cpu-prof-dir=${process.env.BENCH_CPU_PROF}` : '';
-    const cli = `${process.execPath}${prof} dist/lib/cli/main.js ipvsadm`;
+    const cli = `${process.execPath}${prof} dist/bundle/kube-ipvs.js ipvsadm`;
     const timed = (cmd: string): number => {
       const t0 = now();
       execFileSync('sh', ['-c', cmd], { maxBuffer: 1 << 30 });

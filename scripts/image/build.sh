@@ -54,7 +54,7 @@ BASE_PACKAGES=iptables,ipset,kmod,ca-certificates,libstdc++6
 T0=$(date +%s)
 
 [ "$(id -u)" = 0 ] || { echo "build.sh: needs root (mmdebstrap --mode=root)" >&2; exit 1; }
-[ -s dist/lib/cli/main.js ] || { echo "build.sh: no dist/lib/cli/main.js: run make build first" >&2; exit 1; }
+[ -s dist/bundle/kube-ipvs.js ] || { echo "build.sh: no dist/bundle/kube-ipvs.js: run make build first" >&2; exit 1; }
 missing=()
 command -v mmdebstrap >/dev/null || missing+=(mmdebstrap)
 command -v strip >/dev/null || missing+=(binutils)
@@ -127,7 +127,7 @@ EPOCH=${SOURCE_DATE_EPOCH:-$(git log -1 --format=%ct 2>/dev/null || date +%s)}
 APP_KEY=$( {
   echo "$EPOCH"
   sha256sum "$0" scripts/image/stage-app.sh scripts/image/kube-ipvs.sh "$NODE_BIN" package.json "$CACHE/base.tar.gz"
-  find dist/lib -type f \( -name '*.js' -o -name '*.json' \) -print0 | sort -z | xargs -0 sha256sum
+  sha256sum dist/bundle/kube-ipvs.js
   sha256sum "$NATIVE_DIR"/*.node
   npm ls --omit=dev --all 2>/dev/null # the production dependencies' installed versions
 } | sha256sum | cut -d' ' -f1)

@@ -2,7 +2,8 @@
 # stage-app.sh — the image's app layer as a directory tree, the one recipe both image builds
 # use: scripts/image/build.sh (`make image`) tars it as the second layer, Containerfile's build
 # stage runs it and copies the tree onto debian:bookworm-slim. Run from the repository root
-# after `make build` (dist/lib, and the native addon built by the Makefile's cc rule).
+# after `make build` (the bundle dist/bundle/kube-ipvs.js, and the native addons built by the
+# Makefile's cc rule).
 #
 #   bash scripts/image/stage-app.sh STAGE NODE_BIN [ARCH [NATIVE_DIR [RUN]]]
 #
@@ -23,15 +24,17 @@ case $ARCH in
   arm64) LOADER=/lib/ld-linux-aarch64.so.1; STRIP=aarch64-linux-gnu-strip ;;
   *) echo "stage-app.sh: unknown ARCH $ARCH (x64 or arm64)" >&2; exit 1 ;;
 esac
-[ -s dist/lib/cli/main.js ] || { echo "stage-app.sh: no dist/lib/cli/main.js: run make build first" >&2; exit 1; }
+[ -s dist/bundle/kube-ipvs.js ] || { echo "stage-app.sh: no dist/bundle/kube-ipvs.js: run make build first" >&2; exit 1; }
 for addon in netlink_sockopt malloc_trim; do
   [ -s "$NATIVE_DIR/$addon.node" ] || { echo "stage-app.sh: no $NATIVE_DIR/$addon.node (the Makefile builds it)" >&2; exit 1; }
 done
 
-# production dependencies only, exactly the installed versions (no registry access)
-mapfile -t PROD < <(npm ls --omit=dev --parseable --all 2>/dev/null | tail -n +2 | sed "s|^$PWD/||" |
-  grep -E '^node_modules/(@[^/]+/)?[^/]+$' | sort -u)
-[ ${#PROD[@]} -gt 0 ] || { echo "stage-app.sh: npm ls found no production dependencies" >&2; exit 1; }
+# the daemon and CLI are one file (scripts/bundle.ts); what it leaves outside: the netlink package,
+# whose native binding node-gyp-build finds from the package's own directory, and our addons
+NODE_MODULES=(node_modules/netlink node_modules/node-gyp-build)
+for m in "${NODE_MODULES[@]}"; do
+  [ -s "$m/package.json" ] || { echo "stage-app.sh: no $m (npm install)" >&2; exit 1; }
+done
 
 APP=$STAGE/opt/kube-ipvs
 mkdir -p "$STAGE/usr/local/bin" "$APP/dist"
@@ -44,20 +47,12 @@ unexpected=$(readelf -d "$NODE_BIN" | sed -n 's/.*(NEEDED).*\[\(.*\)\]/\1/p' |
 readelf -l "$NODE_BIN" | grep -qF "[Requesting program interpreter: $LOADER]" ||
   { echo "stage-app.sh: $NODE_BIN is not a linux-$ARCH binary (no $LOADER)" >&2; exit 1; }
 "$STRIP" -o "$STAGE/usr/local/bin/node" "$NODE_BIN"
-# the test kit lives in testkit/ (dist/testkit), outside dist/lib; a dist/lib/testing is a
-# build from before it moved there, and would ship
-[ ! -e dist/lib/testing ] || { echo "stage-app.sh: stale dist/lib/testing (the test kit is testkit/ now): make clean build" >&2; exit 1; }
 cp package.json "$APP/"
-cp -a dist/lib "$APP/dist/"
-# only production code ships: a fake compiled into dist/lib (a stale build from before the
-# fakes moved to testkit/kernel) stops the build
-stale=$(find "$APP/dist/lib" -name 'fake-*.js' | head -3)
-[ -z "$stale" ] || { echo "stage-app.sh: test fakes in dist/lib ($stale ...): make clean build" >&2; exit 1; }
-mkdir -p "$APP/dist/native"
+mkdir -p "$APP/dist/bundle" "$APP/dist/native"
+cp -a dist/bundle/kube-ipvs.js "$APP/dist/bundle/"
 cp -a "$NATIVE_DIR/netlink_sockopt.node" "$APP/dist/native/"
 cp -a "$NATIVE_DIR/malloc_trim.node" "$APP/dist/native/"
-find "$APP/dist" -name '*.map' -delete
-cp -a --parents "${PROD[@]}" "$APP/"
+cp -a --parents "${NODE_MODULES[@]}" "$APP/"
 # what never runs: type declarations, sources, maps, docs, other platforms' prebuilt addons
 find "$APP/node_modules" \( -name '*.ts' -o -name '*.mts' -o -name '*.cts' -o -name '*.map' -o -name '*.md' \) -type f -delete
 rm -rf "$APP"/node_modules/@types "$APP"/node_modules/*/node_modules/@types "$APP"/node_modules/@*/*/node_modules/@types
@@ -69,8 +64,8 @@ ln -s kube-ipvs "$STAGE/usr/local/bin/kube-proxy"
 
 # the app must start from the staged tree alone (every runtime module present)
 # shellcheck disable=SC2086 # RUN is a command and its arguments
-(cd / && $RUN "$STAGE/usr/local/bin/node" "$APP/dist/lib/cli/main.js" --help >/dev/null) ||
+(cd / && $RUN "$STAGE/usr/local/bin/node" "$APP/dist/bundle/kube-ipvs.js" --help >/dev/null) ||
   { echo "stage-app.sh: the staged app does not start" >&2; exit 1; }
 # shellcheck disable=SC2086
-(cd / && $RUN "$STAGE/usr/local/bin/node" -e "require('$APP/dist/lib/daemon/daemon.js'); require('$APP/dist/lib/kernel/ipvs/ipvs-netlink.js'); require('$APP/dist/native/netlink_sockopt.node'); require('$APP/dist/native/malloc_trim.node')") ||
+(cd / && $RUN "$STAGE/usr/local/bin/node" -e "require('$APP/node_modules/netlink'); require('$APP/dist/native/netlink_sockopt.node'); require('$APP/dist/native/malloc_trim.node')") ||
   { echo "stage-app.sh: the staged app lacks a runtime module" >&2; exit 1; }

@@ -12,6 +12,8 @@ describe('the node flags kube-ipvs runs with', () => {
     expect(firstLine('lib/cli/main.ts')).toBe(`#!/usr/bin/env -S node ${KUBE_IPVS_NODE_FLAGS.join(' ')}`);
     // tsc keeps the shebang: what npm links as `kube-ipvs` starts node with the flags
     expect(firstLine('dist/lib/cli/main.js')).toBe(firstLine('lib/cli/main.ts'));
+    // and esbuild keeps it in the bundle (package.json's bin, the image's entry point)
+    expect(firstLine('dist/bundle/kube-ipvs.js')).toBe(firstLine('lib/cli/main.ts'));
   });
 
   it("are given by the image's entry script", () => {
@@ -19,7 +21,7 @@ describe('the node flags kube-ipvs runs with', () => {
       .split('\n')
       .find((l) => l.startsWith('exec '));
     expect(exec).toBe(
-      `exec /usr/local/bin/node ${KUBE_IPVS_NODE_FLAGS.join(' ')} /opt/kube-ipvs/dist/lib/cli/main.js "$@"`,
+      `exec /usr/local/bin/node ${KUBE_IPVS_NODE_FLAGS.join(' ')} /opt/kube-ipvs/dist/bundle/kube-ipvs.js "$@"`,
     );
   });
 

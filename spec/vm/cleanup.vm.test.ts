@@ -1,17 +1,16 @@
 // `kube-ipvs cleanup` on a node seeded the way kube-proxy (IPVS mode) leaves it, with foreign
 // chains, rules, sets and links that must survive; iptables-nft and iptables-legacy, IPv4 and
 // IPv6; keepalived's virtual server and a fwmark service stay in the IPVS table. Drives the
-// real CLI entry point (dist/lib/cli/main.js) as an operator would.
-import { join } from 'node:path';
+// real CLI entry point (the bundle the image ships) as an operator would.
 import { run, tryRun, ip } from '../../testkit/netns';
 import { FOREIGN, kubeProxyIpsetSeed, kubeProxyIptablesSeed } from '../../testkit/kube-proxy-leftovers';
 import { kubeSetNames } from '../../lib/cleanup/cleanup';
+import { KUBE_IPVS_BIN } from '../../testkit/processes';
 
-const MAIN = join(__dirname, '..', '..', 'lib', 'cli', 'main.js');
 const NODE = process.execPath;
 // the CLI runs ~10 iptables/ipset processes; JavaScript in the TCG guest is ~14x slower
 const CLI_TIMEOUT_MS = 180_000;
-const cli = (...args: string[]) => tryRun(NODE, [MAIN, ...args], undefined, CLI_TIMEOUT_MS);
+const cli = (...args: string[]) => tryRun(NODE, [KUBE_IPVS_BIN, ...args], undefined, CLI_TIMEOUT_MS);
 
 type Backend = 'nft' | 'legacy';
 const bin = (family: 'ipv4' | 'ipv6', b: Backend, tool: 'save' | 'restore') =>

@@ -6,11 +6,11 @@ import { ChildProcess, execFile, spawn, spawnSync } from 'node:child_process';
 import { promisify } from 'node:util';
 import { appendFileSync } from 'node:fs';
 import { createServer, Server } from 'node:net';
-import { join } from 'node:path';
 import { Readable } from 'node:stream';
 import { main } from '../../lib/cli/ipvsadm/ipvsadm';
 import { openIpvs } from '../../lib/kernel/ipvs/ipvs-netlink';
 import { listAllViaProc } from '../../lib/kernel/ipvs/list-via-proc';
+import { KUBE_IPVS_BIN } from '../../testkit/processes';
 import { parseProcIpVs } from '../../lib/kernel/ipvs/parse-proc-ip-vs';
 import { readProcText } from '../../lib/kernel/ipvs/read-proc-ip-vs';
 
@@ -247,8 +247,8 @@ describe('listings are byte-identical to ipvsadm 1.31', () => {
     expect(mine).toEqual(theirs);
   });
 
-  it('the installed entry point (node dist/lib/cli/main.js ipvsadm -Ln) prints the same', () => {
-    const mine = sh(process.execPath, [join(__dirname, '..', '..', 'lib', 'cli', 'main.js'), 'ipvsadm', '-Sn']);
+  it('the installed entry point (node dist/bundle/kube-ipvs.js ipvsadm -Ln) prints the same', () => {
+    const mine = sh(process.execPath, [KUBE_IPVS_BIN, 'ipvsadm', '-Sn']);
     expect(mine).toEqual(ipvsadm(['-Sn']));
   });
 });

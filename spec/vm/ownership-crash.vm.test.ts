@@ -10,14 +10,19 @@
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { join } from 'node:path';
-import { e2eProxyConfig, LoggedProcess, LogLine, startFixtureApiServer, startKubeIpvs } from '../../testkit/processes';
+import {
+  e2eProxyConfig,
+  KUBE_IPVS_BIN,
+  LoggedProcess,
+  LogLine,
+  startFixtureApiServer,
+  startKubeIpvs,
+} from '../../testkit/processes';
 import { ip, run, tryRun } from '../../testkit/netns';
 import { makeEndpointSlice, makeNode, makeService, svcPort } from '../../testkit/builders';
 
 const API_PORT = 16447;
 const NODE = 'node-a';
-const MAIN = join(__dirname, '..', '..', 'lib', 'cli', 'main.js');
 
 // the builders' objects (testkit/builders.ts), with the kind the fixture API server serves them as
 const node = {
@@ -116,7 +121,7 @@ describe('a SIGKILL at every step of a sync: the record stays true of the kernel
   afterAll(async () => {
     for (const d of daemons) await d.kill('SIGKILL');
     await apiserver?.kill('SIGTERM');
-    tryRun(process.execPath, [MAIN, 'cleanup'], undefined, 180_000);
+    tryRun(process.execPath, [KUBE_IPVS_BIN, 'cleanup'], undefined, 180_000);
     tryRun('ip', ['link', 'del', 'node0']);
     fs.rmSync(dir, { recursive: true, force: true });
   });
@@ -124,7 +129,7 @@ describe('a SIGKILL at every step of a sync: the record stays true of the kernel
   it('killed before each write in turn, then started again: its own table back, nothing refused, the record exact', async () => {
     const crashes: string[] = [];
     for (let k = 1; k <= 8; k++) {
-      expect(tryRun(process.execPath, [MAIN, 'cleanup'], undefined, 180_000).status).toBe(0);
+      expect(tryRun(process.execPath, [KUBE_IPVS_BIN, 'cleanup'], undefined, 180_000).status).toBe(0);
       await serve(BEFORE);
       const first = daemon();
       await untilFullSync(first, 'the first run');

@@ -13,15 +13,20 @@
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { join } from 'node:path';
-import { e2eProxyConfig, LoggedProcess, LogLine, startFixtureApiServer, startKubeIpvs } from '../../testkit/processes';
+import {
+  e2eProxyConfig,
+  KUBE_IPVS_BIN,
+  LoggedProcess,
+  LogLine,
+  startFixtureApiServer,
+  startKubeIpvs,
+} from '../../testkit/processes';
 import { ip, run, tryRun } from '../../testkit/netns';
 
 const API_PORT = 16445;
 const NODE = 'node-a';
 const SYNC_PERIOD = '5s';
 const FOREIGN_VIPS = ['198.51.100.100:30443', '192.0.2.1:30443'];
-const MAIN = join(__dirname, '..', '..', 'lib', 'cli', 'main.js');
 
 type Obj = Record<string, unknown>;
 const meta = (namespace: string, name: string, extra: Obj = {}) => ({
@@ -196,7 +201,7 @@ describe('keepalived across a restart of the real daemon (issue 25 item 1)', () 
 
   it('`kube-ipvs cleanup` destroys the record with the KUBE-* sets', async () => {
     await daemon.kill('SIGTERM');
-    const r = tryRun(process.execPath, [MAIN, 'cleanup'], undefined, 180_000);
+    const r = tryRun(process.execPath, [KUBE_IPVS_BIN, 'cleanup'], undefined, 180_000);
     expect(r.status).toBe(0);
     expect(
       run('ipset', ['list', '-n'])
