@@ -7,13 +7,16 @@
 #   demo   build + the VM tools and the user tools the demo's daemon runs or is compared with
 #          (ipvsadm 1.31, ipset, iptables, curl) and the VM image (Debian's stock kernel,
 #          downloaded and unpacked, never installed): `make demo`, in minutes
-#   all    demo + what only the tests and the bench use: Go and moby/ipvs for make bench's
-#          peer (kube-proxy's IPVS library, built offline from Debian's source packages),
+#   all    demo + what only the tests and the bench use: Debian's Go and moby/ipvs for make
+#          bench's peer (kube-proxy's IPVS library, built offline from Debian's source packages),
 #          openssl (the fake API server's test CA and certificates, testkit/test-pki.ts),
 #          socat (the VM's forwarding to the lab), nftables (`nft`: the real kube-proxy runs it
-#          in nftables mode, which the migration tests start from), and the real Kubernetes
-#          components the lab runs (scripts/k8s/build.sh: a Go build of kube-apiserver,
-#          kubectl, kube-proxy and etcd, ~8 min on a quiet 2-core machine): `make test`, CI
+#          in nftables mode, which the migration tests start from), the Go release that
+#          scripts/k8s/go.mod needs at /usr/local/go (scripts/install-go.sh: bookworm's own Go is
+#          1.19, too old; it fetches the exact toolchain through the Go module proxy), and the
+#          real Kubernetes components the lab runs (scripts/k8s/build.sh: a Go build of
+#          kube-apiserver, kubectl, kube-proxy and etcd, ~8 min on a quiet 2-core machine):
+#          `make test`, CI
 #
 #   bash scripts/install-deps.sh [--print] [build|demo|all]    (default: all)
 #   --print  names the packages and steps of the profile and installs nothing
@@ -28,7 +31,7 @@ ALL_PKGS=(golang-go golang-github-docker-docker-dev openssl socat nftables)
 case $PROFILE in
   build) PKGS=("${BUILD_PKGS[@]}"); STEPS=(node-modules) ;;
   demo) PKGS=("${BUILD_PKGS[@]}" "${DEMO_PKGS[@]}"); STEPS=(node-modules vm-image) ;;
-  all) PKGS=("${BUILD_PKGS[@]}" "${DEMO_PKGS[@]}" "${ALL_PKGS[@]}"); STEPS=(node-modules vm-image k8s) ;;
+  all) PKGS=("${BUILD_PKGS[@]}" "${DEMO_PKGS[@]}" "${ALL_PKGS[@]}"); STEPS=(node-modules vm-image go k8s) ;;
   *) echo "install-deps.sh: unknown profile '$PROFILE' (build, demo or all)" >&2; exit 2 ;;
 esac
 if [ -n "$PRINT" ]; then
@@ -59,5 +62,7 @@ if step vm-image; then
   fi
   bash scripts/vm/build-image.sh
 fi
+# nothing when /usr/local/go (or the go on PATH) is already go.mod's release or newer
+if step go; then bash scripts/install-go.sh; fi
 # nothing when already built
 if step k8s; then bash scripts/k8s/build.sh; fi

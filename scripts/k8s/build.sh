@@ -5,7 +5,8 @@
 # (KUBE_IPVS_GO_CACHE, default /var/cache/kube-ipvs/go), so a fresh clone on the same machine
 # (CI's) links from a warm cache instead of compiling Kubernetes again.
 # Idempotent: does nothing when .k8s/bin/VERSION already names this go.mod's pin.
-# Nothing built here ships; kube-ipvs is TypeScript. Go comes from the machine (1.26).
+# Nothing built here ships; kube-ipvs is TypeScript. Go comes from the machine: /usr/local/go,
+# which scripts/install-go.sh fills with go.mod's release when the machine has none as new.
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 MOD=$ROOT/scripts/k8s
@@ -13,7 +14,7 @@ OUT=$ROOT/.k8s/bin
 CACHE=${KUBE_IPVS_GO_CACHE:-/var/cache/kube-ipvs/go}
 mkdir -p "$CACHE"
 export GOMODCACHE=$CACHE/mod GOCACHE=$CACHE/build GOTOOLCHAIN=local GOFLAGS=-buildvcs=false CGO_ENABLED=0
-GO=$(command -v /usr/local/go/bin/go || command -v go) || { echo "build.sh: no Go toolchain (1.26 or later) on this machine" >&2; exit 2; }
+GO=$(command -v /usr/local/go/bin/go || command -v go) || { echo "build.sh: no Go toolchain (1.26 or later) on this machine: bash scripts/install-go.sh" >&2; exit 2; }
 # the version go.mod requires a module at (a `require` line of its own, or one in a block)
 required() { awk -v m="$1" '{ for (i = 1; i < NF; i++) if ($i == m && $(i + 1) ~ /^v[0-9]/) { print $(i + 1); exit } }' "$MOD/go.mod"; }
 K8S=$(required k8s.io/kubernetes)
@@ -26,7 +27,7 @@ if [ -f "$OUT/VERSION" ] && [ "$(cat "$OUT/VERSION")" = "$STAMP" ] &&
    [ -x "$OUT/kube-apiserver" ] && [ -x "$OUT/kubectl" ] && [ -x "$OUT/kube-proxy" ] && [ -x "$OUT/etcd" ]; then
   exit 0
 fi
-"$GO" version | awk '{ split(substr($3, 3), v, "."); if (v[1] < 1 || (v[1] == 1 && v[2] < 26)) { print "build.sh: " $3 " is older than go1.26, which k8s.io/kubernetes " ENVIRON["K8S"] " needs" > "/dev/stderr"; exit 2 } }'
+"$GO" version | K8S=$K8S awk '{ split(substr($3, 3), v, "."); if (v[1] < 1 || (v[1] == 1 && v[2] < 26)) { print "build.sh: " $3 " is older than go1.26, which k8s.io/kubernetes " ENVIRON["K8S"] " needs (bash scripts/install-go.sh installs it)" > "/dev/stderr"; exit 2 } }'
 # what hack/lib/version.sh stamps, so `kube-apiserver --version` prints the pinned release
 minor=$(echo "$K8S" | cut -d. -f2)
 pkgs=(k8s.io/component-base/version k8s.io/client-go/pkg/version)
