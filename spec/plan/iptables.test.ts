@@ -80,9 +80,6 @@ ${natTail(true)}${FILTER_CHAINS}-A KUBE-SOURCE-RANGES-FIREWALL -j DROP
 -A KUBE-IPVS-OUT-FILTER -s fd00::7 -m ipvs --vaddr fd00::7 --vproto sctp --vport 9000 -j DROP
 ${filterTail('KUBE-6-')}`);
 
-const CLUSTER_RULE_HEAD =
-  '-A KUBE-SERVICES -m comment --comment "Kubernetes service cluster ip + port for masquerade purpose" -m set --match-set KUBE-CLUSTER-IP';
-
 describe('planIptables + formatIptablesRestore', () => {
   it('writes only the unconditional rules when every set is empty', () => {
     const plan = planIptables({ family: 'ipv4', nonEmptySets: new Set(), randomFully: true });
@@ -111,44 +108,6 @@ describe('planIptables + formatIptablesRestore', () => {
       randomFully: true,
     });
     expect(formatIptablesRestore(plan)).toBe(CLUSTER_ONLY_V6);
-  });
-
-  it.each([
-    [
-      'masqueradeAll wins over a detector',
-      { masqueradeAll: true, clusterCIDR: '10.244.0.0/16' },
-      `${CLUSTER_RULE_HEAD} dst,dst -j KUBE-MARK-MASQ`,
-    ],
-    [
-      'ClusterCIDR detector',
-      { clusterCIDR: '10.244.0.0/16' },
-      `${CLUSTER_RULE_HEAD} dst,dst ! -s 10.244.0.0/16 -j KUBE-MARK-MASQ`,
-    ],
-    [
-      'NodeCIDR detector',
-      { localDetector: { kind: 'NodeCIDR', cidr: '10.244.3.0/24' } },
-      `${CLUSTER_RULE_HEAD} dst,dst ! -s 10.244.3.0/24 -j KUBE-MARK-MASQ`,
-    ],
-    [
-      'BridgeInterface detector',
-      { localDetector: { kind: 'BridgeInterface', iface: 'cbr0' } },
-      `${CLUSTER_RULE_HEAD} dst,dst ! -i cbr0 -j KUBE-MARK-MASQ`,
-    ],
-    [
-      'InterfaceNamePrefix detector',
-      { localDetector: { kind: 'InterfaceNamePrefix', prefix: 'veth' } },
-      `${CLUSTER_RULE_HEAD} dst,dst ! -i veth+ -j KUBE-MARK-MASQ`,
-    ],
-    ['no detector', {}, `${CLUSTER_RULE_HEAD} src,dst -j KUBE-MARK-MASQ`],
-  ] as const)('cluster IP masquerade: %s', (_name, opts, expected) => {
-    const plan = planIptables({
-      family: 'ipv4',
-      nonEmptySets: new Set<SetKey>(['CLUSTER_IP']),
-      randomFully: true,
-      ...opts,
-    });
-    const masq = plan.nat.rules.filter((r) => r.includes('KUBE-MARK-MASQ') && r.includes('KUBE-CLUSTER-IP'));
-    expect(masq).toEqual([expected]);
   });
 
   it('no cluster IP rule at all while KUBE-CLUSTER-IP is empty, even with masqueradeAll', () => {

@@ -160,15 +160,6 @@ describe('planFamilyState', () => {
     expect(formatIptablesRestore(other.iptables)).toBe(RESTORE);
   });
 
-  it('no plans: empty sets, only the unconditional rules', () => {
-    const { localDetector: _v4only, ...v6opts } = OPTS;
-    const empty = planFamilyState([], 'ipv6', v6opts);
-    expect(empty.virtualServers.size).toBe(0);
-    expect([...empty.ipsets.values()].every((s) => s.members.size === 0)).toBe(true);
-    expect(empty.iptables.nat.rules).not.toContainEqual(expect.stringContaining('--match-set'));
-    expect(empty.iptables.nat.rules[0]).toBe('-A KUBE-SERVICES -s ::1/128 -j RETURN');
-  });
-
   it('refuses a plan of another family (a caller bug)', () => {
     expect(() => planFamilyState([alpha], 'ipv6', OPTS)).toThrow(/ns1\/alpha:p80\/ipv4 is ipv4, not ipv6/);
   });
