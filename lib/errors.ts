@@ -100,6 +100,19 @@ export class UsageError extends KubeIpvsError {
 }
 
 /**
+ * A word on the proxy's command line that is no flag and no flag's value (`kube-ipvs services
+ * list`): kube-proxy takes no arguments, so it is most likely a mistyped command.
+ */
+export class UnexpectedArgumentError extends UsageError {
+  constructor(
+    readonly argument: string,
+    options?: { cause?: unknown },
+  ) {
+    super(`unexpected argument '${argument}'`, options);
+  }
+}
+
+/**
  * A child process (ipset, iptables-restore, ...) failed. `line` is the 1-based line of the
  * restore input the tool blamed, when it named one.
  */

@@ -7,19 +7,20 @@
 // the --logging-format and --v flags winning (applied by applyProxyFlags).
 import { writeFile as fsWriteFile } from 'node:fs/promises';
 import type winston from 'winston';
-import { ConfigError, UsageError } from '../errors';
+import { ConfigError, UnexpectedArgumentError, UsageError } from '../errors';
 import { LogFormat, componentLog, setLogFormat, setVerbosity as setLogVerbosity } from '../log';
 import { ConfigWarning } from '../config/decode-config';
 import { applyConntrack } from '../daemon/node-settings';
 import { formatProxyConfig } from '../config/format-config';
 import { loadProxyConfig, ReadConfigFile } from '../config/load-config';
 import { ProxyConfig } from '../config/proxy-config';
+import { normalizeFlagNames } from '../config/flag-names';
 import { parseProxyFlags, ProxyFlags } from '../config/proxy-flags';
 import type { DaemonOptions } from '../daemon/daemon';
 import { runCleanup, splitCleanupArgv } from './cleanup';
 import { readPackageInfo } from './version';
 import { BuildInfo, goPlatform } from '../model/build-info';
-import { formatTopHelp } from './top-help';
+import { formatTopHelp, unknownCommandMessage } from './top-help';
 
 interface Writer {
   write(text: string): unknown;
@@ -99,6 +100,12 @@ function cleanupArgv(argv: readonly string[]): string[] | undefined {
 const defaultLoadKubeConfig = (config: ProxyConfig, build: BuildInfo): DaemonOptions['kubeConfig'] =>
   (require('../daemon/api-config') as typeof import('../daemon/api-config')).loadDaemonKubeConfig(config, build);
 
+/** A usage error's lines on stderr (an unexpected word: the nearest command suggested). */
+function writeUsageError(e: UsageError, stderr: Writer): void {
+  const what = e instanceof UnexpectedArgumentError ? unknownCommandMessage(e.argument) : e.message;
+  stderr.write(`kube-ipvs: ${what}\nRun 'kube-ipvs --help' for usage.\n`);
+}
+
 /** `--cleanup`: the proxy's flags checked (a bad one is a usage error), then the cleanup. */
 async function cleanupMain(cleanup: readonly string[], deps: ProxyCommandDeps): Promise<number> {
   const { own, rest } = splitCleanupArgv(cleanup);
@@ -106,7 +113,7 @@ async function cleanupMain(cleanup: readonly string[], deps: ProxyCommandDeps): 
     parseProxyFlags(rest);
   } catch (e) {
     if (!(e instanceof UsageError)) throw e;
-    deps.stderr.write(`kube-ipvs: ${e.message}\nRun 'kube-ipvs --help' for usage.\n`);
+    writeUsageError(e, deps.stderr);
     return 2;
   }
   return (deps.runCleanup ?? runCleanup)(own);
@@ -144,7 +151,9 @@ function configLoader(flags: ProxyFlags, deps: ProxyCommandDeps): () => Promise<
 }
 
 /** Runs the proxy; argv is what follows the program name. Resolves to the exit code. */
-export async function proxyMain(argv: readonly string[], deps: ProxyCommandDeps): Promise<number> {
+export async function proxyMain(given: readonly string[], deps: ProxyCommandDeps): Promise<number> {
+  // kube-proxy's names: `--init_only`, `--iptables_backend` (with --cleanup) are theirs too
+  const argv = normalizeFlagNames(given);
   const cleanup = cleanupArgv(argv);
   if (cleanup) return cleanupMain(cleanup, deps);
 
@@ -153,7 +162,7 @@ export async function proxyMain(argv: readonly string[], deps: ProxyCommandDeps)
     flags = parseProxyFlags(argv);
   } catch (e) {
     if (!(e instanceof UsageError)) throw e;
-    deps.stderr.write(`kube-ipvs: ${e.message}\nRun 'kube-ipvs --help' for usage.\n`);
+    writeUsageError(e, deps.stderr);
     return 2;
   }
   if (flags.help !== undefined) {

@@ -17,7 +17,8 @@
 // is a ConfigError naming the flag (exit 1), as kube-proxy's validation does after parsing.
 import { LOG_FORMATS, LogFormat } from '../log';
 import { Command, InvalidArgumentError, Option } from 'commander';
-import { UsageError } from '../errors';
+import { UnexpectedArgumentError, UsageError } from '../errors';
+import { normalizeFlagNames } from './flag-names';
 import {
   parseBindAddress,
   configCidr,
@@ -445,16 +446,22 @@ function buildProgram(): Command {
   return program;
 }
 
-/** Parses kube-proxy's command line (arguments after the program name). Throws UsageError. */
+/**
+ * Parses kube-proxy's command line (arguments after the program name), every flag name
+ * normalised as kube-proxy's are (`--hostname_override` is `--hostname-override`). Throws
+ * UsageError; UnexpectedArgumentError for a word that is no flag (kube-proxy takes none).
+ */
 export function parseProxyFlags(argv: readonly string[]): ProxyFlags {
   const program = buildProgram();
   try {
-    program.parse([...argv], { from: 'user' });
+    program.parse(normalizeFlagNames(argv), { from: 'user' });
   } catch (e) {
     const ce = e as { code?: string; message?: string };
     if (ce.code === 'commander.helpDisplayed' || ce.code === 'commander.help') {
       return { cleanup: false, help: program.helpInformation(), given: new Map() };
     }
+    if (ce.code === 'commander.excessArguments' && program.args.length > 0)
+      throw new UnexpectedArgumentError(program.args[0]!, { cause: e });
     throw new UsageError(String(ce.message ?? e).replace(/^error: /, ''), { cause: e });
   }
   const opts = program.opts<Record<string, unknown>>();

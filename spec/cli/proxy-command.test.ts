@@ -226,7 +226,7 @@ describe('proxyMain', () => {
   it.each<[string[], RegExp]>([
     [['--no-such-flag'], /^kube-ipvs: unknown option '--no-such-flag'\nRun 'kube-ipvs --help' for usage.\n$/],
     [['--ipvs-sync-period=often'], /invalid duration "often"/],
-    [['extra'], /too many arguments/],
+    [['extra'], /unknown command 'extra'/],
   ])('%j: exit 2, the daemon never called', async (argv, message) => {
     const h = harness();
     expect(await proxyMain(argv, h.deps)).toBe(2);

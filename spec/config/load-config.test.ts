@@ -87,7 +87,7 @@ describe('parseProxyFlags', () => {
   it.each<[string[], RegExp]>([
     [['--foo'], /unknown option '--foo'/],
     [['--config'], /'--config <file>' argument missing/],
-    [['stray'], /too many arguments/],
+    [['stray'], /unexpected argument 'stray'/],
     [['--masquerade-all=maybe'], /argument 'maybe' is invalid/],
     [['--iptables-masquerade-bit=x'], /--iptables-masquerade-bit.*'x' is invalid/],
     [['--ipvs-sync-period=soon'], /--ipvs-sync-period.*invalid duration "soon"/],
