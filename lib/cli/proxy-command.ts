@@ -37,7 +37,7 @@ export interface ProxyCommandDeps {
   readonly readFile?: ReadConfigFile;
   readonly writeFile?: (path: string, text: string) => Promise<void>;
   /** where configuration warnings go (default: the process logger, component "config") */
-  readonly log?: Pick<winston.Logger, 'warn'>;
+  readonly log?: Pick<winston.Logger, 'warn' | 'info'>;
   /** applies --v (default: lib/log.ts setVerbosity) */
   readonly setVerbosity?: (v: number) => void;
   /** applies --logging-format, text when not given (default: lib/log.ts setLogFormat) */
@@ -131,7 +131,9 @@ function configLoader(flags: ProxyFlags, deps: ProxyCommandDeps): () => Promise<
     for (const w of warnings) {
       if (warned.has(`${w.field}\0${w.message}`)) continue;
       warned.add(`${w.field}\0${w.message}`);
-      log.warn(w.message, { field: w.field, ...(flags.configFile ? { file: flags.configFile } : {}) });
+      const meta = { field: w.field, ...(flags.configFile ? { file: flags.configFile } : {}) };
+      if (w.level === 'info') log.info(w.message, meta);
+      else log.warn(w.message, meta);
     }
   };
   let loaded = false;

@@ -37,6 +37,7 @@ import {
 import { formatDurationMs } from './duration';
 import { ProxyConfig } from './proxy-config';
 import { familyOfValidAddress } from '../model/ip-family';
+import { checkFeatureGates } from './feature-gates';
 
 /** The apiVersion of a KubeProxyConfiguration document. */
 export const API_VERSION = 'kubeproxy.config.k8s.io/v1alpha1';
@@ -53,6 +54,8 @@ export interface ConfigWarning {
   /** field path (`ipvs.trictARP`) or flag (`--proxy-mode`) */
   readonly field: string;
   readonly message: string;
+  /** 'info': a note (logged at info), not a warning */
+  readonly level?: 'info';
 }
 
 /** A decoded configuration document and the warnings its decoding gave. */
@@ -364,6 +367,12 @@ function decode(text: string): DecodedConfig {
   // fields that decoded (one over a field that did not would judge its default in its place,
   // or say its error again)
   const failed = problems.errors.map((e) => e.field);
+  // the gates as kube-proxy checks them (unknown, locked), once their values decoded
+  if (!failed.some((bad) => related('featureGates', bad))) {
+    const gates = checkFeatureGates(config.featureGates, 'featureGates');
+    for (const e of gates.errors) problems.add(e);
+    warnings.push(...gates.notes.map((n) => ({ ...n, level: 'info' as const })));
+  }
   for (const check of crossFieldChecks(config))
     if (!check.fields.some((f) => failed.some((bad) => related(f, bad)))) problems.add(check.error);
   problems.throwAny();

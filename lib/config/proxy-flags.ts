@@ -34,7 +34,8 @@ import {
   parseProxyMode,
   parseScheduler,
 } from './config-values';
-import { ConfigWarning, HEALTHZ_PORT, METRICS_PORT, modeWarning } from './decode-config';
+import { ConfigErrors, ConfigWarning, HEALTHZ_PORT, METRICS_PORT, modeWarning } from './decode-config';
+import { checkFeatureGates } from './feature-gates';
 import { parseDurationNs } from './duration';
 import { ProxyConfig } from './proxy-config';
 
@@ -264,8 +265,12 @@ const CONFIG_FLAGS: readonly FlagSpec[] = [
   flag<Record<string, boolean>>(
     '--feature-gates',
     'map',
-    "A=true,B=false (merged over the file's featureGates)",
-    (c, v) => {
+    "A=true,B=false (merged over the file's featureGates; kube-proxy's gates, none used)",
+    (c, v, f, w) => {
+      const { errors, notes } = checkFeatureGates(v, f);
+      if (errors.length === 1) throw errors[0]!;
+      if (errors.length > 1) throw new ConfigErrors(errors);
+      w.push(...notes.map((n) => ({ ...n, level: 'info' as const })));
       c.featureGates = { ...c.featureGates, ...v };
     },
   ),

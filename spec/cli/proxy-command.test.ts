@@ -26,6 +26,7 @@ interface Harness {
   verbosity: number[];
   formats: string[];
   warnings: { message: string; meta: unknown }[];
+  notes: { message: string; meta: unknown }[];
   stdout: () => string;
   stderr: () => string;
 }
@@ -41,6 +42,7 @@ function harness(daemonExit = 0): Harness {
     verbosity: [],
     formats: [],
     warnings: [],
+    notes: [],
     stdout: () => out.join(''),
     stderr: () => err.join(''),
     deps: undefined as unknown as ProxyCommandDeps,
@@ -70,12 +72,54 @@ function harness(daemonExit = 0): Harness {
       warn: ((message: string, meta: unknown) => {
         h.warnings.push({ message, meta });
       }) as never,
+      info: ((message: string, meta: unknown) => {
+        h.notes.push({ message, meta });
+      }) as never,
     },
     setVerbosity: (v) => h.verbosity.push(v),
     setLogFormat: (f) => h.formats.push(f),
   };
   return h;
 }
+
+describe('feature gates as kube-proxy checks them (issue 41 item 7)', () => {
+  const withGates = (gates: string): string => `${GOOD}\nfeatureGates:\n${gates}\n`;
+
+  it('an unknown gate in the file is refused: exit 1, the daemon never called', async () => {
+    const h = harness();
+    h.files.set(FILE, withGates('  NoSuchGate: true'));
+    expect(await proxyMain([`--config=${FILE}`], h.deps)).toBe(1);
+    expect(h.stderr()).toBe(`kube-ipvs: ${FILE}: featureGates: unrecognized feature gate: NoSuchGate\n`);
+    expect(h.daemonCalls).toEqual([]);
+  });
+
+  it('an unknown gate in --feature-gates is refused the same way', async () => {
+    const h = harness();
+    expect(await proxyMain([`--config=${FILE}`, '--feature-gates=Bogus=true'], h.deps)).toBe(1);
+    expect(h.stderr()).toBe('kube-ipvs: --feature-gates: unrecognized feature gate: Bogus\n');
+    expect(h.daemonCalls).toEqual([]);
+  });
+
+  it("a gate locked to its default cannot be set to the other value, as kube-proxy's", async () => {
+    const h = harness();
+    expect(await proxyMain([`--config=${FILE}`, '--feature-gates=NFTablesProxyMode=false'], h.deps)).toBe(1);
+    expect(h.stderr()).toBe(
+      'kube-ipvs: --feature-gates: cannot set feature gate NFTablesProxyMode to false, feature is locked to true\n',
+    );
+  });
+
+  it('a gate kube-proxy knows is accepted with one info line each, not a warning', async () => {
+    const h = harness();
+    h.files.set(FILE, withGates('  KubeProxyIPVS: true'));
+    expect(await proxyMain([`--config=${FILE}`, '--feature-gates=ContextualLogging=false'], h.deps)).toBe(0);
+    expect(h.daemonCalls[0]!.config.featureGates).toEqual({ KubeProxyIPVS: true, ContextualLogging: false });
+    expect(h.notes.map((n) => n.message)).toEqual([
+      'feature gate KubeProxyIPVS=true (DEPRECATED in kube-proxy) has no effect in kube-ipvs; accepted',
+      'feature gate ContextualLogging=false (BETA in kube-proxy) has no effect in kube-ipvs; accepted',
+    ]);
+    expect(h.warnings.map((w) => w.message).filter((m) => m.includes('feature gate'))).toEqual([]);
+  });
+});
 
 describe('proxyMain', () => {
   it('runs the daemon with the file plus flags, warnings logged, exit code passed through', async () => {

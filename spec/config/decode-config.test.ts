@@ -206,8 +206,8 @@ describe('decodeProxyConfig: good configurations', () => {
     },
     {
       name: 'featureGates',
-      yaml: 'featureGates:\n  TopologyAwareHints: true\n  Foo: false\n',
-      want: { featureGates: { TopologyAwareHints: true, Foo: false } },
+      yaml: 'featureGates:\n  ContextualLogging: true\n  LoggingBetaOptions: false\n',
+      want: { featureGates: { ContextualLogging: true, LoggingBetaOptions: false } },
     },
     {
       name: 'client connection',
@@ -228,15 +228,48 @@ describe('decodeProxyConfig: good configurations', () => {
     },
     {
       name: 'YAML 1.1 booleans, as kube-proxy reads them',
-      yaml: 'ipvs:\n  strictARP: yes\niptables:\n  masqueradeAll: on\nfeatureGates:\n  A: off\n  B: Y\n',
-      want: { ipvs: { strictARP: true }, iptables: { masqueradeAll: true }, featureGates: { A: false, B: true } },
+      yaml: 'ipvs:\n  strictARP: yes\niptables:\n  masqueradeAll: on\nfeatureGates:\n  ContextualLogging: off\n  LoggingBetaOptions: Y\n',
+      want: {
+        ipvs: { strictARP: true },
+        iptables: { masqueradeAll: true },
+        featureGates: { ContextualLogging: false, LoggingBetaOptions: true },
+      },
     },
     { name: 'null anywhere is unset', yaml: 'ipvs: null\nclusterCIDR: null\nfeatureGates: ~\n', want: {} },
   ])('$name', ({ yaml, want, warn }) => {
     const { config, warnings } = decodeProxyConfig(HEADER + yaml);
     expect(config).toEqual(withDefaults(want));
     // no mode: kube-proxy would run iptables, one warning (issue 25 item 10)
-    expect(warnings.map((w) => w.field)).toEqual([...(warn ?? []), ...(/^mode:/m.test(yaml) ? [] : ['mode'])]);
+    expect(warnings.filter((w) => w.level !== 'info').map((w) => w.field)).toEqual([
+      ...(warn ?? []),
+      ...(/^mode:/m.test(yaml) ? [] : ['mode']),
+    ]);
+  });
+
+  it("featureGates: a gate kube-proxy does not know is refused with component-base's words (issue 41 item 7)", () => {
+    let error: unknown;
+    try {
+      decodeProxyConfig(HEADER + 'featureGates:\n  NoSuchGate: true\n  TopologyAwareHints: true\n', 'f.yaml');
+    } catch (e) {
+      error = e;
+    }
+    expect(error).toBeInstanceOf(ConfigErrors);
+    expect((error as ConfigErrors).errors.map((e) => `${e.field}: ${e.detail}`)).toEqual([
+      'featureGates: unrecognized feature gate: NoSuchGate',
+      // no longer one of Kubernetes' gates: kube-proxy v1.37 refuses it too
+      'featureGates: unrecognized feature gate: TopologyAwareHints',
+    ]);
+  });
+
+  it('featureGates: a gate kube-proxy knows is a note at info, not a warning', () => {
+    const { warnings } = decodeProxyConfig(HEADER + 'mode: ipvs\nfeatureGates:\n  KubeProxyIPVS: true\n');
+    expect(warnings).toEqual([
+      {
+        field: 'featureGates.KubeProxyIPVS',
+        level: 'info',
+        message: 'feature gate KubeProxyIPVS=true (DEPRECATED in kube-proxy) has no effect in kube-ipvs; accepted',
+      },
+    ]);
   });
 
   it('the mode warning says kube-ipvs always runs IPVS', () => {

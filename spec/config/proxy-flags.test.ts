@@ -13,7 +13,7 @@ const KUBE_PROXY_FLAGS: Readonly<Record<string, string>> = {
   '--write-config-to': '/tmp/out.yaml',
   '--cleanup': 'false',
   '--init-only': 'false',
-  '--feature-gates': 'A=true',
+  '--feature-gates': 'ContextualLogging=true',
   '--kubeconfig': '/k',
   '--master': 'https://10.0.0.1:6443',
   '--kube-api-content-type': 'application/json',
