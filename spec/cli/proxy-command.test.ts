@@ -89,7 +89,10 @@ describe('feature gates as kube-proxy checks them (issue 41 item 7)', () => {
     const h = harness();
     h.files.set(FILE, withGates('  NoSuchGate: true'));
     expect(await proxyMain([`--config=${FILE}`], h.deps)).toBe(1);
-    expect(h.stderr()).toBe(`kube-ipvs: ${FILE}: featureGates: unrecognized feature gate: NoSuchGate\n`);
+    expect(h.stderr().split('\n').slice(0, 2)).toEqual([
+      `kube-ipvs: ${FILE}: 1 error, and 1 unknown field:`,
+      `  ${FILE}: featureGates: unrecognized feature gate: NoSuchGate`,
+    ]);
     expect(h.daemonCalls).toEqual([]);
   });
 
@@ -244,7 +247,8 @@ describe('proxyMain', () => {
       'a bad value in the file',
       [`--config=${FILE}`],
       GOOD.replace('scheduler: wrr', 'scheduler: fast'),
-      /^kube-ipvs: \/var\/lib\/kube-proxy\/config.conf: ipvs.scheduler: unknown IPVS scheduler "fast"/,
+      // with it, the file's typo (ipvs.trictARP), one line each
+      /^kube-ipvs: \/var\/lib\/kube-proxy\/config.conf: 1 error, and 1 unknown field:\n {2}\/var\/lib\/kube-proxy\/config.conf: ipvs.scheduler: unknown IPVS scheduler "fast".*\n {2}\/var\/lib\/kube-proxy\/config.conf: unknown field "ipvs.trictARP"/,
     ],
     [
       'a bad flag value',

@@ -110,7 +110,11 @@ describe('decodeProxyConfig: a real kubeadm config.conf', () => {
   it('warns about ipvs.trictARP, decodes the rest, and zero values take the defaults', () => {
     const { config, warnings } = decodeProxyConfig(KUBEADM_CONFIG_CONF);
     expect(warnings).toEqual([
-      { field: 'ipvs.trictARP', message: expect.stringContaining('unknown field "ipvs.trictARP"') },
+      {
+        field: 'ipvs.trictARP',
+        message: expect.stringContaining('unknown field "ipvs.trictARP"'),
+        unknownField: true,
+      },
     ]);
     expect(config).toEqual(
       withDefaults({
@@ -486,7 +490,7 @@ describe('decodeProxyConfig as strict as kube-proxy, every error at once, the mo
       HEADER +
         'mode: ipvs\nclusterCIDR: not-a-cidr\noomScoreAdj: 5000\nipvs:\n  scheduler: nope\n  strictARP: "yes"\nconntrack:\n  min: "x"\nconfigSyncPeriod: 15\n',
     );
-    expect(e.message).toMatch(/^\/etc\/kp\.yaml: 6 errors: /);
+    expect(e.message).toMatch(/^\/etc\/kp\.yaml: 6 errors:\n/);
     for (const field of [
       'clusterCIDR',
       'oomScoreAdj',
@@ -497,12 +501,30 @@ describe('decodeProxyConfig as strict as kube-proxy, every error at once, the mo
     ]) {
       expect(e.message).toContain(`${field}: `);
     }
-    expect(e.message).not.toContain('\n');
+  });
+
+  it('one error per line, each naming the file, the field and the value; unknown fields in the same pass (issue 41 item 11)', () => {
+    const e = thrown(
+      HEADER + 'mode: ipvs\noomScoreAdj: 5000\nipvs:\n  trictARP: true\n  scheduler: nope\nclusterCIDR: 10.0.0.0/33\n',
+    );
+    expect(e.message.split('\n')).toEqual([
+      '/etc/kp.yaml: 3 errors, and 1 unknown field:',
+      '  /etc/kp.yaml: clusterCIDR: "10.0.0.0/33" is not a valid CIDR: prefix length 33 > 32',
+      `  /etc/kp.yaml: ipvs.scheduler: unknown IPVS scheduler "nope" (known: rr wrr lc wlc lblc lblcr dh sh sed nq mh fo ovf twos; '' means rr)`,
+      '  /etc/kp.yaml: oomScoreAdj: 5000: must be within the range [-1000, 1000]',
+      '  /etc/kp.yaml: unknown field "ipvs.trictARP" ignored (is it misspelled? ipvs has: syncPeriod, minSyncPeriod, scheduler, excludeCIDRs, strictARP, tcpTimeout, tcpFinTimeout, udpTimeout, excludeClusterCIDRs)',
+    ]);
+    // one error and an unknown field: the typo is still said with it
+    expect(thrown(HEADER + 'mode: ipvs\noomScoreAdj: 5000\nipvs:\n  trictARP: true\n').message.split('\n')).toEqual([
+      '/etc/kp.yaml: 1 error, and 1 unknown field:',
+      '  /etc/kp.yaml: oomScoreAdj: 5000: must be within the range [-1000, 1000]',
+      expect.stringMatching(/^ {2}\/etc\/kp\.yaml: unknown field "ipvs\.trictARP" ignored/),
+    ]);
   });
 
   it('the cross-field errors come with the field errors, not only once those are fixed (issue 39 item 9)', () => {
     const e = thrown(HEADER + 'mode: ipvs\noomScoreAdj: 5000\nipvs:\n  strictARP: 3\nclientConnection:\n  burst: -3\n');
-    expect(e.message).toMatch(/^\/etc\/kp\.yaml: 3 errors: /);
+    expect(e.message).toMatch(/^\/etc\/kp\.yaml: 3 errors:\n/);
     for (const field of ['oomScoreAdj', 'ipvs.strictARP', 'clientConnection.burst']) {
       expect(e.message).toContain(`${field}: `);
     }
