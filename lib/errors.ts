@@ -177,6 +177,45 @@ export const isNotFound = (e: unknown): boolean => hasErrno(e, E.ESRCH, E.ENOENT
 export const isPermission = (e: unknown): boolean => hasErrno(e, E.EPERM);
 
 /**
+ * The errno of `e` or of an error in its cause chain when it is EPERM or EACCES: a NetlinkError's
+ * or SocketError's, a SysctlError's, a Node system error's (negative errno, its code). The errno
+ * the kernel gave, never the text.
+ */
+export function privilegeErrno(e: unknown): 'EPERM' | 'EACCES' | undefined {
+  for (let x: unknown = e, depth = 0; x instanceof Error && depth < 8; x = x.cause, depth++) {
+    const errno = (x as { errno?: unknown }).errno;
+    const n = typeof errno === 'number' ? Math.abs(errno) : undefined;
+    if (n === E.EPERM) return 'EPERM';
+    if (n === E.EACCES) return 'EACCES';
+  }
+  return undefined;
+}
+
+/**
+ * The process lacks the privilege the kernel asked for (EPERM or EACCES): kube-ipvs, like
+ * kube-proxy, runs as root (privileged: true in the DaemonSet). One line says so and what it
+ * needed; the command exits 1.
+ */
+export class NeedsRootError extends KubeIpvsError {
+  readonly code = 'KIPVS_NEEDS_ROOT' as const;
+  constructor(
+    /** what it needed root for: "the IPVS table", "--init-only's conntrack sysctls" */
+    readonly what: string,
+    readonly errnoName: 'EPERM' | 'EACCES',
+    options?: { cause?: unknown },
+  ) {
+    const first = options?.cause instanceof Error ? options.cause.message : '';
+    super(`kube-ipvs needs root (CAP_NET_ADMIN) for ${what}${first ? `: ${first}` : ` (${errnoName})`}`, options);
+  }
+}
+
+/** `e` as a NeedsRootError naming `what` when the kernel refused it for want of privilege; else undefined. */
+export function asNeedsRoot(e: unknown, what: string): NeedsRootError | undefined {
+  const errno = privilegeErrno(e);
+  return errno === undefined ? undefined : new NeedsRootError(what, errno, { cause: e });
+}
+
+/**
  * A KubeProxyConfiguration file or a kube-proxy flag has a value kube-ipvs cannot run with.
  * `field` is the field path (`ipvs.scheduler`) or the flag (`--ipvs-scheduler`); the message
  * names both the field and the offending value. The proxy exits 1 without touching the kernel.

@@ -7,17 +7,17 @@
 // the --logging-format and --v flags winning (applied by applyProxyFlags).
 import { writeFile as fsWriteFile } from 'node:fs/promises';
 import type winston from 'winston';
-import { ConfigError, UnexpectedArgumentError, UsageError } from '../errors';
+import { asNeedsRoot, ConfigError, UnexpectedArgumentError, UsageError } from '../errors';
 import { LogFormat, componentLog, setLogFormat, setVerbosity as setLogVerbosity } from '../log';
 import { ConfigWarning } from '../config/decode-config';
-import { applyConntrack } from '../daemon/node-settings';
+import { applyConntrack, NodeSettingsTargets } from '../daemon/node-settings';
 import { formatProxyConfig } from '../config/format-config';
 import { loadProxyConfig, ReadConfigFile } from '../config/load-config';
 import { ProxyConfig } from '../config/proxy-config';
 import { normalizeFlagNames } from '../config/flag-names';
 import { parseProxyFlags, ProxyFlags } from '../config/proxy-flags';
 import type { DaemonOptions } from '../daemon/daemon';
-import { runCleanup, splitCleanupArgv } from './cleanup';
+import { cleanupOptionsFromProxyFlags, runCleanup, splitCleanupArgv } from './cleanup';
 import { readPackageInfo } from './version';
 import { BuildInfo, goPlatform } from '../model/build-info';
 import { formatTopHelp, unknownCommandMessage } from './top-help';
@@ -51,10 +51,18 @@ export interface ProxyCommandDeps {
   readonly runInit?: (config: ProxyConfig) => Promise<number>;
 }
 
-/** kube-proxy's --init-only on Linux: the conntrack sysctls (platformSetup), then exit. */
-export async function runInitOnly(config: ProxyConfig, stderr: Writer): Promise<number> {
+/**
+ * kube-proxy's --init-only on Linux: the conntrack sysctls (platformSetup), then exit. Refused
+ * for want of privilege (EACCES/EPERM), it is one line saying kube-ipvs needs root, exit 1.
+ */
+export async function runInitOnly(config: ProxyConfig, stderr: Writer, targets?: NodeSettingsTargets): Promise<number> {
   const log = componentLog('sysctl');
-  const { changed, failed } = await applyConntrack(config, log);
+  const { changed, failed } = await applyConntrack(config, log, targets);
+  const root = failed.map((e) => asNeedsRoot(e, "--init-only's conntrack sysctls")).find((r) => r !== undefined);
+  if (root) {
+    stderr.write(`${root.message}\n`);
+    return 1;
+  }
   for (const e of failed)
     stderr.write(`kube-ipvs: --init-only: could not set conntrack parameters from the configuration: ${e.message}\n`);
   log.info(`init done: ${changed.length} conntrack setting(s) changed`, {
@@ -109,14 +117,15 @@ function writeUsageError(e: UsageError, stderr: Writer): void {
 /** `--cleanup`: the proxy's flags checked (a bad one is a usage error), then the cleanup. */
 async function cleanupMain(cleanup: readonly string[], deps: ProxyCommandDeps): Promise<number> {
   const { own, rest } = splitCleanupArgv(cleanup);
+  let flags: ProxyFlags;
   try {
-    parseProxyFlags(rest);
+    flags = parseProxyFlags(rest);
   } catch (e) {
     if (!(e instanceof UsageError)) throw e;
     writeUsageError(e, deps.stderr);
     return 2;
   }
-  return (deps.runCleanup ?? runCleanup)(own);
+  return (deps.runCleanup ?? runCleanup)([...own, ...cleanupOptionsFromProxyFlags(flags)]);
 }
 
 /**

@@ -3,9 +3,12 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { ConfigError } from '../../lib/errors';
 import { DaemonOptions } from '../../lib/daemon/daemon';
-import { decodeProxyConfig } from '../../lib/config/decode-config';
+import { decodeProxyConfig, defaultProxyConfig } from '../../lib/config/decode-config';
 import { ProxyConfig } from '../../lib/config/proxy-config';
-import { proxyMain, ProxyCommandDeps } from '../../lib/cli/proxy-command';
+import { proxyMain, ProxyCommandDeps, runInitOnly } from '../../lib/cli/proxy-command';
+import { NodeSettingsTargets } from '../../lib/daemon/node-settings';
+import { CONNTRACK_HASHSIZE, CONNTRACK_SYSCTL as K } from '../../lib/kernel/sysctl/conntrack-sysctls';
+import { FakeSysctl } from '../../testkit/kernel/fake-sysctl';
 import { IGNORED_FLAG_NAMES } from '../../lib/config/proxy-flags';
 
 const FILE = '/var/lib/kube-proxy/config.conf';
@@ -81,6 +84,39 @@ function harness(daemonExit = 0): Harness {
   };
   return h;
 }
+
+describe('--init-only without root (issue 41 item 9)', () => {
+  const targets = (privileged: boolean): NodeSettingsTargets => ({
+    sysctl: new FakeSysctl(
+      {
+        [K.MAX]: '65536',
+        [K.TCP_TIMEOUT_ESTABLISHED]: '432000',
+        [K.TCP_TIMEOUT_CLOSE_WAIT]: '60',
+        [K.TCP_BE_LIBERAL]: '0',
+        [K.UDP_TIMEOUT]: '30',
+        [K.UDP_TIMEOUT_STREAM]: '120',
+      },
+      { privileged },
+    ),
+    modules: new FakeSysctl({ [CONNTRACK_HASHSIZE]: '16384' }, { privileged }),
+    proc: new FakeSysctl({ 'self/oom_score_adj': '0' }, { privileged }),
+    numCPU: async () => 2,
+  });
+
+  it('EACCES from the sysctls: one line naming what it needed, exit 1, no "init done"', async () => {
+    const err: string[] = [];
+    expect(await runInitOnly(defaultProxyConfig(), { write: (s: string) => err.push(s) }, targets(false))).toBe(1);
+    expect(err).toEqual([
+      "kube-ipvs needs root (CAP_NET_ADMIN) for --init-only's conntrack sysctls: write sysctl net/netfilter/nf_conntrack_max = 131072: EACCES\n",
+    ]);
+  });
+
+  it('as root: the settings applied, exit 0, nothing on stderr', async () => {
+    const err: string[] = [];
+    expect(await runInitOnly(defaultProxyConfig(), { write: (s: string) => err.push(s) }, targets(true))).toBe(0);
+    expect(err).toEqual([]);
+  });
+});
 
 describe('feature gates as kube-proxy checks them (issue 41 item 7)', () => {
   const withGates = (gates: string): string => `${GOOD}\nfeatureGates:\n${gates}\n`;
