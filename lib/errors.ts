@@ -286,6 +286,26 @@ export function quoteIfOdd(value: string): string {
   return /^[\x21-\x7e]+$/.test(value) ? value : JSON.stringify(value);
 }
 
+/**
+ * A request to the API server got no answer: the connection was refused, the name did not
+ * resolve, TLS failed. The message is client-go's: `Get "URL": dial tcp HOST:PORT: connect:
+ * connection refused`, the URL and the cause on one line.
+ */
+export class ApiConnectionError extends KubeIpvsError {
+  readonly code = 'KIPVS_API_CONNECTION' as const;
+  constructor(
+    /** "GET" */
+    readonly method: string,
+    readonly url: string,
+    /** what went wrong, in Go's words: "dial tcp 10.0.0.1:6443: connect: connection refused" */
+    readonly reason: string,
+    options?: { cause?: unknown },
+  ) {
+    const verb = method.charAt(0).toUpperCase() + method.slice(1).toLowerCase();
+    super(`${verb} "${url}": ${reason}`, options);
+  }
+}
+
 /** A view (service list, status, diff) asked of a daemon that has not listed Services and EndpointSlices yet. */
 export class NotSyncedError extends KubeIpvsError {
   readonly code = 'KIPVS_NOT_SYNCED' as const;
