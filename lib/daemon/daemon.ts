@@ -41,7 +41,7 @@ export interface DaemonOptions {
   readonly reloadConfig?: () => Promise<ProxyConfig>;
   /** --v */
   readonly verbosity: number;
-  /** kubernetes_build_info's and the User-Agent's (default 0.0.0 on this platform) */
+  /** kube_ipvs_build_info's and the User-Agent's (default 0.0.0 on this platform) */
   readonly build?: BuildInfo;
   /** the kubeconfig, already loaded and checked (lib/daemon/api-config.ts); else loaded first thing */
   readonly kubeConfig?: ApiKubeConfig;
