@@ -100,6 +100,19 @@ export class UsageError extends KubeIpvsError {
 }
 
 /**
+ * A word on the proxy's command line that is no flag and no flag's value (`kube-ipvs services
+ * list`): kube-proxy takes no arguments, so it is most likely a mistyped command.
+ */
+export class UnexpectedArgumentError extends UsageError {
+  constructor(
+    readonly argument: string,
+    options?: { cause?: unknown },
+  ) {
+    super(`unexpected argument '${argument}'`, options);
+  }
+}
+
+/**
  * A child process (ipset, iptables-restore, ...) failed. `line` is the 1-based line of the
  * restore input the tool blamed, when it named one.
  */
@@ -162,6 +175,45 @@ export const isExists = (e: unknown): boolean => hasErrno(e, E.EEXIST);
 export const isNotFound = (e: unknown): boolean => hasErrno(e, E.ESRCH, E.ENOENT);
 /** The caller lacks CAP_NET_ADMIN. */
 export const isPermission = (e: unknown): boolean => hasErrno(e, E.EPERM);
+
+/**
+ * The errno of `e` or of an error in its cause chain when it is EPERM or EACCES: a NetlinkError's
+ * or SocketError's, a SysctlError's, a Node system error's (negative errno, its code). The errno
+ * the kernel gave, never the text.
+ */
+export function privilegeErrno(e: unknown): 'EPERM' | 'EACCES' | undefined {
+  for (let x: unknown = e, depth = 0; x instanceof Error && depth < 8; x = x.cause, depth++) {
+    const errno = (x as { errno?: unknown }).errno;
+    const n = typeof errno === 'number' ? Math.abs(errno) : undefined;
+    if (n === E.EPERM) return 'EPERM';
+    if (n === E.EACCES) return 'EACCES';
+  }
+  return undefined;
+}
+
+/**
+ * The process lacks the privilege the kernel asked for (EPERM or EACCES): kube-ipvs, like
+ * kube-proxy, runs as root (privileged: true in the DaemonSet). One line says so and what it
+ * needed; the command exits 1.
+ */
+export class NeedsRootError extends KubeIpvsError {
+  readonly code = 'KIPVS_NEEDS_ROOT' as const;
+  constructor(
+    /** what it needed root for: "the IPVS table", "--init-only's conntrack sysctls" */
+    readonly what: string,
+    readonly errnoName: 'EPERM' | 'EACCES',
+    options?: { cause?: unknown },
+  ) {
+    const first = options?.cause instanceof Error ? options.cause.message : '';
+    super(`kube-ipvs needs root (CAP_NET_ADMIN) for ${what}${first ? `: ${first}` : ` (${errnoName})`}`, options);
+  }
+}
+
+/** `e` as a NeedsRootError naming `what` when the kernel refused it for want of privilege; else undefined. */
+export function asNeedsRoot(e: unknown, what: string): NeedsRootError | undefined {
+  const errno = privilegeErrno(e);
+  return errno === undefined ? undefined : new NeedsRootError(what, errno, { cause: e });
+}
 
 /**
  * A KubeProxyConfiguration file or a kube-proxy flag has a value kube-ipvs cannot run with.
@@ -232,6 +284,26 @@ export class UnsafeRuleTextError extends KubeIpvsError {
 /** The value as is when it is plain printable text, else JSON-quoted (newlines, spaces, ...). */
 export function quoteIfOdd(value: string): string {
   return /^[\x21-\x7e]+$/.test(value) ? value : JSON.stringify(value);
+}
+
+/**
+ * A request to the API server got no answer: the connection was refused, the name did not
+ * resolve, TLS failed. The message is client-go's: `Get "URL": dial tcp HOST:PORT: connect:
+ * connection refused`, the URL and the cause on one line.
+ */
+export class ApiConnectionError extends KubeIpvsError {
+  readonly code = 'KIPVS_API_CONNECTION' as const;
+  constructor(
+    /** "GET" */
+    readonly method: string,
+    readonly url: string,
+    /** what went wrong, in Go's words: "dial tcp 10.0.0.1:6443: connect: connection refused" */
+    readonly reason: string,
+    options?: { cause?: unknown },
+  ) {
+    const verb = method.charAt(0).toUpperCase() + method.slice(1).toLowerCase();
+    super(`${verb} "${url}": ${reason}`, options);
+  }
 }
 
 /** A view (service list, status, diff) asked of a daemon that has not listed Services and EndpointSlices yet. */

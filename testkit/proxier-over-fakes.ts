@@ -128,9 +128,9 @@ export async function proxierOverFakes(opts: ProxierOverFakesOptions = {}) {
       random: () => 0,
       log: opts.log ?? quiet,
       events: { warn: (ref, reason, message) => events.push(`${ref.namespace}/${ref.name} ${reason}: ${message}`) },
-      onSync: (r, _drift, triggeredAtMs) => {
+      onSync: (r, _drift, triggered) => {
         results.push(r);
-        triggers.push([...triggeredAtMs]);
+        triggers.push(triggered.map((t) => t.atMs));
       },
       onChanges: (kind, n) => changes.push(`${kind} ${n}`),
       // whether a sync was still running when its end was told

@@ -4,9 +4,12 @@
 // a step failed (IPVS unreachable for any reason but "ip_vs not loaded" is a failure), naming
 // what was left behind; every virtual server left in place is named with why. An unknown
 // option or an argument exits 2 before anything is read or changed. `--dry-run` prints what
-// would be removed (and what would be left) on stdout and changes nothing.
+// would be removed (and what would be left) on stdout and changes nothing. Without root (the
+// first reads refused with EPERM/EACCES) it is one line saying so, exit 1, nothing tried.
+// Log lines are text (klog) unless --logging-format=json, as kube-proxy's.
 import { Command, Option } from 'commander';
-import { componentLog } from '../log';
+import { componentLog, LOG_FORMATS, LogFormat, setLogFormat } from '../log';
+import { asNeedsRoot } from '../errors';
 import { cleanup, CleanupDeps, CleanupFailure, CleanupLog, CleanupReport } from '../cleanup/cleanup';
 import { KUBE_IPVS0, Link } from '../kernel/link/link';
 import { Ipvs } from '../kernel/ipvs/ipvs';
@@ -33,6 +36,8 @@ export interface CleanupEnv {
   stdout?: { write(text: string): unknown };
   /** where a usage error goes (default: process.stderr) */
   stderr?: { write(text: string): unknown };
+  /** applies --logging-format, text when not given (default: lib/log.ts setLogFormat) */
+  setLogFormat?: (format: LogFormat) => void;
 }
 
 function realEnv(): CleanupEnv {
@@ -48,8 +53,9 @@ function realEnv(): CleanupEnv {
 }
 
 /** When IPVS is not loaded there is no table to flush: flushing is then a no-op. */
-async function ipvsOrNothing(env: CleanupEnv): Promise<{ ipvs: Pick<Ipvs, 'apply' | 'listServices'>; close(): void }> {
-  const { log } = env;
+async function ipvsOrNothing(
+  env: CleanupEnv,
+): Promise<{ ipvs: Pick<Ipvs, 'apply' | 'listServices'>; close(): void; unavailable?: string }> {
   try {
     const ipvs = await env.openIpvs();
     return { ipvs, close: () => ipvs.close() };
@@ -62,9 +68,25 @@ async function ipvsOrNothing(env: CleanupEnv): Promise<{ ipvs: Pick<Ipvs, 'apply
         close: () => undefined,
       };
     }
-    log.info(`cleanup: ${e.message}; no IPVS table to clean`);
-    return { ipvs: { apply: async () => undefined, listServices: async () => [] }, close: () => undefined };
+    return {
+      ipvs: { apply: async () => undefined, listServices: async () => [] },
+      close: () => undefined,
+      unavailable: `cleanup: ${e.message}; no IPVS table to clean`,
+    };
   }
+}
+
+/** The needs-root line when a probe is refused for want of privilege (EPERM/EACCES); its other errors are the steps'. */
+async function needsRoot(probes: readonly [string, () => Promise<unknown>][]): Promise<string | undefined> {
+  for (const [what, probe] of probes) {
+    try {
+      await probe();
+    } catch (e) {
+      const root = asNeedsRoot(e, what);
+      if (root) return root.message;
+    }
+  }
+  return undefined;
 }
 
 /** What a failed step leaves on the node, in words. */
@@ -89,6 +111,11 @@ export const CLEANUP_OPTIONS: readonly { readonly name: string; readonly takesVa
   { name: '--dry-run', takesValue: false },
   { name: '--cleanup', takesValue: false },
 ];
+
+/** With kube-proxy's `--cleanup`, the proxy's flags runCleanup honours too (`--logging-format`). */
+export function cleanupOptionsFromProxyFlags(flags: { readonly loggingFormat?: LogFormat }): string[] {
+  return flags.loggingFormat === undefined ? [] : [`--logging-format=${flags.loggingFormat}`];
+}
 
 /**
  * Splits kube-proxy's argv given with `--cleanup` into runCleanup's own options and the rest
@@ -138,6 +165,11 @@ export async function runCleanup(argv: readonly string[], env: CleanupEnv = real
     .addOption(new Option('--families <list>', 'comma-separated: ipv4,ipv6').default('ipv4,ipv6'))
     .option('--dry-run', 'list what would be removed (and what would be left), change nothing')
     .option('--cleanup', 'kube-proxy compatibility: the same as the cleanup subcommand')
+    .addOption(
+      new Option('--logging-format <format>', 'log line format: text (klog, the default) or json')
+        .choices(LOG_FORMATS)
+        .default('text'),
+    )
     .configureOutput({ writeErr: (s) => stderr.write(s), writeOut: (s) => (env.stdout ?? process.stdout).write(s) })
     .exitOverride();
   try {
@@ -147,7 +179,13 @@ export async function runCleanup(argv: readonly string[], env: CleanupEnv = real
     // --help prints and exits 0; every other parse error is a usage error, exit 2 (kube-proxy's)
     return code === 0 ? 0 : 2;
   }
-  const opts = program.opts<{ iptablesBackend: IptablesBackendMode; families: string; dryRun?: boolean }>();
+  const opts = program.opts<{
+    iptablesBackend: IptablesBackendMode;
+    families: string;
+    dryRun?: boolean;
+    loggingFormat: LogFormat;
+  }>();
+  (env.setLogFormat ?? setLogFormat)(opts.loggingFormat);
   const families = opts.families.split(',').map((f) => f.trim()) as IpFamily[];
   if (families.some((f) => f !== 'ipv4' && f !== 'ipv6')) {
     stderr.write(`kube-ipvs cleanup: --families takes ipv4 and/or ipv6, got ${opts.families}\n`);
@@ -156,9 +194,22 @@ export async function runCleanup(argv: readonly string[], env: CleanupEnv = real
   const dryRun = opts.dryRun === true;
 
   const { log } = env;
-  const { ipvs, close } = await ipvsOrNothing(env);
-  const link = await env.openLink();
+  const { ipvs, close, unavailable } = await ipvsOrNothing(env);
   const nftables = env.nftables();
+  // the first reads that need CAP_NET_ADMIN (the IPVS table, nf_tables' tables): refused for
+  // want of it, one line says so and nothing else is tried (each step would fail the same way)
+  const refused = await needsRoot([
+    ['cleanup (the IPVS table)', () => ipvs.listServices()],
+    ["cleanup (nf_tables' tables)", () => nftables.listTables()],
+  ]);
+  if (refused) {
+    log.error(refused);
+    close();
+    nftables.close();
+    return 1;
+  }
+  if (unavailable !== undefined) log.info(unavailable);
+  const link = await env.openLink();
   const deps: CleanupDeps = {
     ipvs,
     link,

@@ -1,7 +1,9 @@
 #!/usr/bin/env -S node --max-semi-space-size=16 --expose-gc
 // kube-ipvs command line: `kube-ipvs ipvsadm ...`, `kube-ipvs cleanup ...`, the operator views
-// (`kube-ipvs service list`, `status`, `diff`: lib/cli/views), or, with anything else, the
-// proxy taking kube-proxy's flags (lib/cli/proxy-command.ts).
+// (`kube-ipvs service list`, `status`, `diff`: lib/cli/views), `version` and `help [COMMAND]`,
+// or, with anything else, the proxy taking kube-proxy's flags (lib/cli/proxy-command.ts; a
+// word there that is no flag is taken as a mistyped command, the nearest one suggested).
+// Every flag name but ipvsadm's is normalised as kube-proxy's pflag set does: `_` is `-`.
 // `ipvsadm` takes the rest of argv raw and parses it the way ipvsadm does. `--version` on the
 // proxy's command line prints the version and exits 0 whatever else is given, as kube-proxy's
 // does (the image's /usr/local/bin/kube-proxy is this same entry point: kubeadm's DaemonSet
@@ -12,9 +14,11 @@
 // of a listing in the VM where every module file is read over 9p.
 
 import { UsageError } from '../errors';
+import { normalizeFlagNames } from '../config/flag-names';
 import {
   formatVersion,
   nodeSatisfies,
+  PackageInfo,
   readPackageInfo,
   VersionRequest,
   versionRequest,
@@ -44,10 +48,16 @@ export async function run(argv: readonly string[]): Promise<number> {
       stdin: process.stdin,
     });
   }
+  // every other command's flags are named as kube-proxy's are: `_` is `-` (pflag's normalisation)
+  return runCommand(normalizeFlagNames(args), pkg);
+}
+
+async function runCommand(args: readonly string[], pkg: PackageInfo): Promise<number> {
   if (args[0] === 'cleanup') {
     const { runCleanup } = await import('./cleanup');
     return runCleanup(args.slice(1));
   }
+  if (args[0] === 'version' || args[0] === 'help') return runVersionOrHelp(args, pkg);
   const views = await import('./views/views-command');
   if (views.isViewCommand(args[0])) return views.runViews(args);
   // anything else is the proxy itself, with kube-proxy's flags (including `--cleanup`)
@@ -65,6 +75,31 @@ export async function run(argv: readonly string[]): Promise<number> {
   }
   const { defaultProxyCommandDeps, proxyMain } = await import('./proxy-command');
   return proxyMain(withoutVersionFlags(args), defaultProxyCommandDeps());
+}
+
+/**
+ * `kube-ipvs version` (as --version) and `kube-ipvs help [COMMAND]` (as --help, or as
+ * COMMAND --help).
+ */
+async function runVersionOrHelp(args: readonly string[], pkg: PackageInfo): Promise<number> {
+  const usage = (message: string): number => {
+    process.stderr.write(`kube-ipvs: ${message}\nRun 'kube-ipvs --help' for usage.\n`);
+    return 2;
+  };
+  if (args[0] === 'version') {
+    if (args.length > 1) return usage(`version takes no arguments, got '${args[1]}'`);
+    process.stdout.write(formatVersion(pkg, 'print'));
+    return 0;
+  }
+  const { CLI_COMMANDS, unknownCommandMessage } = await import('./top-help');
+  if (args.length > 2) return usage(`help takes one command, got '${args.slice(1).join(' ')}'`);
+  const topic = args[1];
+  if (topic !== undefined && topic !== 'help' && topic !== 'version') {
+    if (!CLI_COMMANDS.some((c) => c.name === topic)) return usage(unknownCommandMessage(topic));
+    return runCommand([topic, '--help'], pkg);
+  }
+  const { defaultProxyCommandDeps, proxyMain } = await import('./proxy-command');
+  return proxyMain(['--help'], defaultProxyCommandDeps());
 }
 
 if (require.main === module) {

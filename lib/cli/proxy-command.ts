@@ -7,19 +7,20 @@
 // the --logging-format and --v flags winning (applied by applyProxyFlags).
 import { writeFile as fsWriteFile } from 'node:fs/promises';
 import type winston from 'winston';
-import { ConfigError, UsageError } from '../errors';
+import { asNeedsRoot, ConfigError, UnexpectedArgumentError, UsageError } from '../errors';
 import { LogFormat, componentLog, setLogFormat, setVerbosity as setLogVerbosity } from '../log';
 import { ConfigWarning } from '../config/decode-config';
-import { applyConntrack } from '../daemon/node-settings';
+import { applyConntrack, NodeSettingsTargets } from '../daemon/node-settings';
 import { formatProxyConfig } from '../config/format-config';
 import { loadProxyConfig, ReadConfigFile } from '../config/load-config';
 import { ProxyConfig } from '../config/proxy-config';
+import { normalizeFlagNames } from '../config/flag-names';
 import { parseProxyFlags, ProxyFlags } from '../config/proxy-flags';
 import type { DaemonOptions } from '../daemon/daemon';
-import { runCleanup, splitCleanupArgv } from './cleanup';
+import { cleanupOptionsFromProxyFlags, runCleanup, splitCleanupArgv } from './cleanup';
 import { readPackageInfo } from './version';
 import { BuildInfo, goPlatform } from '../model/build-info';
-import { formatTopHelp } from './top-help';
+import { formatTopHelp, unknownCommandMessage } from './top-help';
 
 interface Writer {
   write(text: string): unknown;
@@ -36,7 +37,7 @@ export interface ProxyCommandDeps {
   readonly readFile?: ReadConfigFile;
   readonly writeFile?: (path: string, text: string) => Promise<void>;
   /** where configuration warnings go (default: the process logger, component "config") */
-  readonly log?: Pick<winston.Logger, 'warn'>;
+  readonly log?: Pick<winston.Logger, 'warn' | 'info'>;
   /** applies --v (default: lib/log.ts setVerbosity) */
   readonly setVerbosity?: (v: number) => void;
   /** applies --logging-format, text when not given (default: lib/log.ts setLogFormat) */
@@ -50,10 +51,18 @@ export interface ProxyCommandDeps {
   readonly runInit?: (config: ProxyConfig) => Promise<number>;
 }
 
-/** kube-proxy's --init-only on Linux: the conntrack sysctls (platformSetup), then exit. */
-export async function runInitOnly(config: ProxyConfig, stderr: Writer): Promise<number> {
+/**
+ * kube-proxy's --init-only on Linux: the conntrack sysctls (platformSetup), then exit. Refused
+ * for want of privilege (EACCES/EPERM), it is one line saying kube-ipvs needs root, exit 1.
+ */
+export async function runInitOnly(config: ProxyConfig, stderr: Writer, targets?: NodeSettingsTargets): Promise<number> {
   const log = componentLog('sysctl');
-  const { changed, failed } = await applyConntrack(config, log);
+  const { changed, failed } = await applyConntrack(config, log, targets);
+  const root = failed.map((e) => asNeedsRoot(e, "--init-only's conntrack sysctls")).find((r) => r !== undefined);
+  if (root) {
+    stderr.write(`${root.message}\n`);
+    return 1;
+  }
   for (const e of failed)
     stderr.write(`kube-ipvs: --init-only: could not set conntrack parameters from the configuration: ${e.message}\n`);
   log.info(`init done: ${changed.length} conntrack setting(s) changed`, {
@@ -99,17 +108,24 @@ function cleanupArgv(argv: readonly string[]): string[] | undefined {
 const defaultLoadKubeConfig = (config: ProxyConfig, build: BuildInfo): DaemonOptions['kubeConfig'] =>
   (require('../daemon/api-config') as typeof import('../daemon/api-config')).loadDaemonKubeConfig(config, build);
 
+/** A usage error's lines on stderr (an unexpected word: the nearest command suggested). */
+function writeUsageError(e: UsageError, stderr: Writer): void {
+  const what = e instanceof UnexpectedArgumentError ? unknownCommandMessage(e.argument) : e.message;
+  stderr.write(`kube-ipvs: ${what}\nRun 'kube-ipvs --help' for usage.\n`);
+}
+
 /** `--cleanup`: the proxy's flags checked (a bad one is a usage error), then the cleanup. */
 async function cleanupMain(cleanup: readonly string[], deps: ProxyCommandDeps): Promise<number> {
   const { own, rest } = splitCleanupArgv(cleanup);
+  let flags: ProxyFlags;
   try {
-    parseProxyFlags(rest);
+    flags = parseProxyFlags(rest);
   } catch (e) {
     if (!(e instanceof UsageError)) throw e;
-    deps.stderr.write(`kube-ipvs: ${e.message}\nRun 'kube-ipvs --help' for usage.\n`);
+    writeUsageError(e, deps.stderr);
     return 2;
   }
-  return (deps.runCleanup ?? runCleanup)(own);
+  return (deps.runCleanup ?? runCleanup)([...own, ...cleanupOptionsFromProxyFlags(flags)]);
 }
 
 /**
@@ -124,7 +140,9 @@ function configLoader(flags: ProxyFlags, deps: ProxyCommandDeps): () => Promise<
     for (const w of warnings) {
       if (warned.has(`${w.field}\0${w.message}`)) continue;
       warned.add(`${w.field}\0${w.message}`);
-      log.warn(w.message, { field: w.field, ...(flags.configFile ? { file: flags.configFile } : {}) });
+      const meta = { field: w.field, ...(flags.configFile ? { file: flags.configFile } : {}) };
+      if (w.level === 'info') log.info(w.message, meta);
+      else log.warn(w.message, meta);
     }
   };
   let loaded = false;
@@ -144,7 +162,9 @@ function configLoader(flags: ProxyFlags, deps: ProxyCommandDeps): () => Promise<
 }
 
 /** Runs the proxy; argv is what follows the program name. Resolves to the exit code. */
-export async function proxyMain(argv: readonly string[], deps: ProxyCommandDeps): Promise<number> {
+export async function proxyMain(given: readonly string[], deps: ProxyCommandDeps): Promise<number> {
+  // kube-proxy's names: `--init_only`, `--iptables_backend` (with --cleanup) are theirs too
+  const argv = normalizeFlagNames(given);
   const cleanup = cleanupArgv(argv);
   if (cleanup) return cleanupMain(cleanup, deps);
 
@@ -153,7 +173,7 @@ export async function proxyMain(argv: readonly string[], deps: ProxyCommandDeps)
     flags = parseProxyFlags(argv);
   } catch (e) {
     if (!(e instanceof UsageError)) throw e;
-    deps.stderr.write(`kube-ipvs: ${e.message}\nRun 'kube-ipvs --help' for usage.\n`);
+    writeUsageError(e, deps.stderr);
     return 2;
   }
   if (flags.help !== undefined) {

@@ -1,3 +1,5 @@
+import { Command } from 'commander';
+
 /**
  * `kube-ipvs --help`: every command main.ts dispatches, then the proxy's own flags (kube-proxy's,
  * from lib/config/proxy-flags.ts). Each command has its own --help; this is the one place an
@@ -31,7 +33,31 @@ export const CLI_COMMANDS: readonly { readonly name: string; readonly usage: str
     usage: 'kube-ipvs cleanup',
     summary: 'remove what kube-proxy (IPVS mode) or kube-ipvs left in the kernel (kube-proxy --cleanup)',
   },
+  { name: 'version', usage: 'kube-ipvs version', summary: 'print the version and exit (as --version)' },
+  { name: 'help', usage: 'kube-ipvs help [COMMAND]', summary: "this help, or COMMAND's own (as COMMAND --help)" },
 ];
+
+/**
+ * What to say of a word on the proxy's command line that is no flag (kube-proxy takes no
+ * arguments): commander's "unknown command" with its nearest-command suggestion over
+ * CLI_COMMANDS (`services` -> "(Did you mean service?)"), or, for a command given after a
+ * flag, that it must come first.
+ */
+export function unknownCommandMessage(word: string): string {
+  const program = new Command('kube-ipvs')
+    .exitOverride()
+    .showSuggestionAfterError()
+    .configureOutput({ writeOut: () => undefined, writeErr: () => undefined });
+  for (const c of CLI_COMMANDS) program.command(c.name).allowUnknownOption().allowExcessArguments();
+  try {
+    program.parse([word], { from: 'user' });
+  } catch (e) {
+    const { code, message } = e as { code?: string; message?: string };
+    if (code === 'commander.unknownCommand' && message) return message.replace(/^error: /, '');
+    throw e;
+  }
+  return `'${word}' is a command: give it first (kube-ipvs ${word} ...), before any flag`;
+}
 
 /** The kube-ipvs --help text: the commands, then the proxy's flags. */
 export function formatTopHelp(proxyHelp: string): string {

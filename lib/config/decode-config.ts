@@ -5,8 +5,9 @@
 // unknown field is a warning naming its full path (kubeadm ConfigMaps carry typos such as
 // `ipvs.trictARP`) and decoding goes on. A value of the wrong type, an invalid value, or a
 // wrong apiVersion/kind is a ConfigError naming the field path and the value; every such
-// error of one file is reported at once (kube-proxy aggregates its validation errors), one
-// line: "FILE: N errors: field: detail; field: detail"; the cross-field checks are among them,
+// error of one file is reported at once (kube-proxy aggregates its validation errors), a
+// heading line then one line each, "FILE: field: detail", the file's unknown fields listed
+// after them (the same pass: not a second start to learn of a typo); the cross-field checks are among them,
 // each over fields that decoded (one over a field that did not is left out: it would judge
 // the default in its place). Types are as strict as kube-proxy's
 // decoder (YAML 1.1 read as go-yaml v2 reads it, then JSON into typed fields): a bare `yes`
@@ -37,6 +38,7 @@ import {
 import { formatDurationMs } from './duration';
 import { ProxyConfig } from './proxy-config';
 import { familyOfValidAddress } from '../model/ip-family';
+import { checkFeatureGates } from './feature-gates';
 
 /** The apiVersion of a KubeProxyConfiguration document. */
 export const API_VERSION = 'kubeproxy.config.k8s.io/v1alpha1';
@@ -53,6 +55,10 @@ export interface ConfigWarning {
   /** field path (`ipvs.trictARP`) or flag (`--proxy-mode`) */
   readonly field: string;
   readonly message: string;
+  /** 'info': a note (logged at info), not a warning */
+  readonly level?: 'info';
+  /** a field the schema does not have (a typo such as `ipvs.trictARP`): listed with the errors too */
+  readonly unknownField?: true;
 }
 
 /** A decoded configuration document and the warnings its decoding gave. */
@@ -235,25 +241,46 @@ class Problems {
     if (e instanceof ConfigErrors) for (const one of e.errors) this.add(one);
     else if (!this.errors.some((x) => x.field === e.field && x.detail === e.detail)) this.errors.push(e);
   }
-  /** one error as itself; several as one ConfigError listing them all */
-  throwAny(): void {
-    if (this.errors.length === 1) throw this.errors[0]!;
-    if (this.errors.length > 1) throw new ConfigErrors(this.errors);
+  /**
+   * one error as itself; several, or any with unknown fields beside them, as one ConfigErrors
+   * listing them all
+   */
+  throwAny(unknownFields: readonly ConfigWarning[] = []): void {
+    if (this.errors.length === 1 && unknownFields.length === 0) throw this.errors[0]!;
+    if (this.errors.length > 0) throw new ConfigErrors(this.errors, { unknownFields });
   }
 }
 
-/** Several validation errors of one configuration, reported together (kube-proxy's aggregate). */
+/**
+ * Several validation errors of one configuration, reported together (kube-proxy's aggregate),
+ * one line each after a heading line, every line naming the file, the field and the value;
+ * the unknown fields of the same file follow (kube-proxy's strict decoding names them; both
+ * ignore them), so one pass shows everything wrong with the file.
+ */
 export class ConfigErrors extends ConfigError {
+  /** one line per error, then one per unknown field: "FILE: field: detail" */
+  readonly lines: readonly string[];
   constructor(
     readonly errors: readonly ConfigError[],
-    options?: { source?: string },
+    options?: { source?: string; unknownFields?: readonly ConfigWarning[] },
   ) {
+    const unknown = options?.unknownFields ?? [];
+    const lines = [
+      ...errors.map((e) => [options?.source, e.field, e.detail].filter((p) => p).join(': ')),
+      ...unknown.map((w) => [options?.source, w.message].filter((p) => p).join(': ')),
+    ];
+    const also = unknown.length === 0 ? '' : `, and ${unknown.length} unknown field${unknown.length === 1 ? '' : 's'}`;
     super(
       '',
-      `${errors.length} errors: ${errors.map((e) => [e.field, e.detail].filter((p) => p).join(': ')).join('; ')}`,
-      options,
+      `${errors.length} error${errors.length === 1 ? '' : 's'}${also}:\n${lines.map((l) => `  ${l}`).join('\n')}`,
+      {
+        ...(options?.source !== undefined ? { source: options.source } : {}),
+      },
     );
+    this.lines = lines;
+    this.unknownFields = unknown;
   }
+  readonly unknownFields: readonly ConfigWarning[];
 }
 
 function decodeLeaf(kind: Leaf, value: unknown, path: string): unknown {
@@ -306,7 +333,13 @@ function walk(
     const path = prefix ? `${prefix}.${name}` : name;
     const kind = Object.prototype.hasOwnProperty.call(fields, name) ? fields[name] : undefined;
     if (kind === undefined) {
-      warnings.push({ field: path, message: `unknown field "${path}" ignored (is it misspelled?)` });
+      // kube-proxy's strict decoding: `unknown field "ipvs.trictARP"`; what the section has beside it
+      const has = prefix ? ` ${prefix} has: ${Object.keys(fields).join(', ')}` : '';
+      warnings.push({
+        field: path,
+        message: `unknown field "${path}" ignored (is it misspelled?${has})`,
+        unknownField: true,
+      });
       continue;
     }
     if (value === null || value === undefined) continue; // null is "unset", as in Go
@@ -328,7 +361,8 @@ export function decodeProxyConfig(text: string, source?: string): DecodedConfig 
   try {
     return decode(text);
   } catch (e) {
-    if (e instanceof ConfigErrors && source !== undefined) throw new ConfigErrors(e.errors, { source });
+    if (e instanceof ConfigErrors && source !== undefined)
+      throw new ConfigErrors(e.errors, { source, unknownFields: e.unknownFields });
     if (e instanceof ConfigError && source !== undefined)
       throw new ConfigError(e.field, e.detail, { source, cause: e });
     throw e;
@@ -364,9 +398,15 @@ function decode(text: string): DecodedConfig {
   // fields that decoded (one over a field that did not would judge its default in its place,
   // or say its error again)
   const failed = problems.errors.map((e) => e.field);
+  // the gates as kube-proxy checks them (unknown, locked), once their values decoded
+  if (!failed.some((bad) => related('featureGates', bad))) {
+    const gates = checkFeatureGates(config.featureGates, 'featureGates');
+    for (const e of gates.errors) problems.add(e);
+    warnings.push(...gates.notes.map((n) => ({ ...n, level: 'info' as const })));
+  }
   for (const check of crossFieldChecks(config))
     if (!check.fields.some((f) => failed.some((bad) => related(f, bad)))) problems.add(check.error);
-  problems.throwAny();
+  problems.throwAny(warnings.filter((w) => w.unknownField));
   return { config, warnings };
 }
 

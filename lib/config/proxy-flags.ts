@@ -17,7 +17,8 @@
 // is a ConfigError naming the flag (exit 1), as kube-proxy's validation does after parsing.
 import { LOG_FORMATS, LogFormat } from '../log';
 import { Command, InvalidArgumentError, Option } from 'commander';
-import { UsageError } from '../errors';
+import { UnexpectedArgumentError, UsageError } from '../errors';
+import { normalizeFlagNames } from './flag-names';
 import {
   parseBindAddress,
   configCidr,
@@ -33,7 +34,8 @@ import {
   parseProxyMode,
   parseScheduler,
 } from './config-values';
-import { ConfigWarning, HEALTHZ_PORT, METRICS_PORT, modeWarning } from './decode-config';
+import { ConfigErrors, ConfigWarning, HEALTHZ_PORT, METRICS_PORT, modeWarning } from './decode-config';
+import { checkFeatureGates } from './feature-gates';
 import { parseDurationNs } from './duration';
 import { ProxyConfig } from './proxy-config';
 
@@ -263,8 +265,12 @@ const CONFIG_FLAGS: readonly FlagSpec[] = [
   flag<Record<string, boolean>>(
     '--feature-gates',
     'map',
-    "A=true,B=false (merged over the file's featureGates)",
-    (c, v) => {
+    "A=true,B=false (merged over the file's featureGates; kube-proxy's gates, none used)",
+    (c, v, f, w) => {
+      const { errors, notes } = checkFeatureGates(v, f);
+      if (errors.length === 1) throw errors[0]!;
+      if (errors.length > 1) throw new ConfigErrors(errors);
+      w.push(...notes.map((n) => ({ ...n, level: 'info' as const })));
       c.featureGates = { ...c.featureGates, ...v };
     },
   ),
@@ -445,16 +451,22 @@ function buildProgram(): Command {
   return program;
 }
 
-/** Parses kube-proxy's command line (arguments after the program name). Throws UsageError. */
+/**
+ * Parses kube-proxy's command line (arguments after the program name), every flag name
+ * normalised as kube-proxy's are (`--hostname_override` is `--hostname-override`). Throws
+ * UsageError; UnexpectedArgumentError for a word that is no flag (kube-proxy takes none).
+ */
 export function parseProxyFlags(argv: readonly string[]): ProxyFlags {
   const program = buildProgram();
   try {
-    program.parse([...argv], { from: 'user' });
+    program.parse(normalizeFlagNames(argv), { from: 'user' });
   } catch (e) {
     const ce = e as { code?: string; message?: string };
     if (ce.code === 'commander.helpDisplayed' || ce.code === 'commander.help') {
       return { cleanup: false, help: program.helpInformation(), given: new Map() };
     }
+    if (ce.code === 'commander.excessArguments' && program.args.length > 0)
+      throw new UnexpectedArgumentError(program.args[0]!, { cause: e });
     throw new UsageError(String(ce.message ?? e).replace(/^error: /, ''), { cause: e });
   }
   const opts = program.opts<Record<string, unknown>>();

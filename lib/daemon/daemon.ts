@@ -41,7 +41,7 @@ export interface DaemonOptions {
   readonly reloadConfig?: () => Promise<ProxyConfig>;
   /** --v */
   readonly verbosity: number;
-  /** kubernetes_build_info's and the User-Agent's (default 0.0.0 on this platform) */
+  /** kube_ipvs_build_info's and the User-Agent's (default 0.0.0 on this platform) */
   readonly build?: BuildInfo;
   /** the kubeconfig, already loaded and checked (lib/daemon/api-config.ts); else loaded first thing */
   readonly kubeConfig?: ApiKubeConfig;
@@ -119,12 +119,26 @@ async function startServers(deps: ServerDeps): Promise<http.Server[]> {
   return servers;
 }
 
+/**
+ * The start-up line: which kube-ipvs (the version), where its configuration came from (the
+ * file, or the flags alone), the mode it runs and the node; "kube-ipvs starting: node NAME,"
+ * first, as the bench and the VM tests read it.
+ */
+export function startingLine(config: ProxyConfig, options: DaemonOptions, node: string): string {
+  const version = options.build ? `v${options.build.version}` : 'version unknown';
+  const file = options.configFile ?? 'none (flags and defaults only)';
+  return `kube-ipvs starting: node ${node}, ${version}, config ${file}, mode ${config.mode}, scheduler ${config.ipvs.scheduler || 'rr'}`;
+}
+
 /** Runs until SIGTERM/SIGINT; resolves to the process exit code. */
 export async function runDaemon(config: ProxyConfig, options: DaemonOptions): Promise<number> {
   const log = componentLog('daemon');
   const name = nodeName(config);
-  log.info(`kube-ipvs starting: node ${name}, scheduler ${config.ipvs.scheduler || 'rr'}`, {
+  log.info(startingLine(config, options, name), {
     node: name,
+    ...(options.build ? { version: `v${options.build.version}` } : {}),
+    config: options.configFile ?? '',
+    mode: config.mode,
     verbosity: options.verbosity,
     // ms since the process started: Node's own start and the module loading
     sinceStartMs: Math.round(performance.now()),

@@ -6,6 +6,7 @@
 import { Conntrack } from '../kernel/conntrack/conntrack';
 import { openConntrack } from '../kernel/conntrack/conntrack-netlink';
 import { ProxyConfig } from '../config/proxy-config';
+import { asNeedsRoot } from '../errors';
 import { componentLog } from '../log';
 import { applyNodeSettings } from './node-settings';
 import { openIpvs, IpvsUnavailableError } from '../kernel/ipvs/ipvs-netlink';
@@ -64,10 +65,11 @@ export async function applyIpvsTimeouts(ipvs: Ipvs, config: ProxyConfig, log: Da
 export async function openIpvsAndLink(
   config: ProxyConfig,
   log: DaemonLog,
+  open: { ipvs(): Promise<Ipvs> } = { ipvs: () => openIpvs() },
 ): Promise<{ ipvs: Ipvs; link: Link } | undefined> {
   let ipvs: Ipvs;
   try {
-    ipvs = await openIpvs();
+    ipvs = await open.ipvs();
   } catch (e) {
     if (e instanceof IpvsUnavailableError) {
       log.error(`${e.message}: load the ip_vs module (modprobe ip_vs) or run on a kernel with IPVS`);
@@ -75,11 +77,22 @@ export async function openIpvsAndLink(
     }
     throw e;
   }
+  // the first request that needs CAP_NET_ADMIN (every IPVS command does): refused, the
+  // daemon says so once and stops before anything else is tried (sysctls, conntrack, ...)
+  try {
+    await ipvs.info();
+  } catch (e) {
+    const root = asNeedsRoot(e, 'the IPVS table');
+    if (!root) throw e;
+    log.error(root.message);
+    ipvs.close();
+    return undefined;
+  }
   const link: Link = await openLink();
   try {
     await ensureIpvsSysctls(new ProcSysctl(), { strictARP: config.ipvs.strictARP }, componentLog('sysctl'));
   } catch (e) {
-    log.error(`sysctl: ${(e as Error).message}`);
+    log.error(asNeedsRoot(e, 'the IPVS sysctls')?.message ?? `sysctl: ${(e as Error).message}`);
     ipvs.close();
     link.close();
     return undefined;

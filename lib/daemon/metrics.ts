@@ -13,6 +13,7 @@ import {
   linearBuckets,
 } from 'prom-client';
 import { BuildInfo, goPlatform } from '../model/build-info';
+import type { IpFamily } from '../model/ip-family';
 import type { SyncResult } from '../proxier/proxier';
 import type { ExecObservation } from '../kernel/exec';
 import type { ApiCall } from '../k8s/api-request';
@@ -49,7 +50,10 @@ export interface TableCounts {
 }
 
 /**
- * component-base's kubernetes_build_info labels (metrics/version.go RegisterBuildInfo), filled
+ * kube_ipvs_build_info: component-base's kubernetes_build_info labels (metrics/version.go
+ * RegisterBuildInfo) under kube-ipvs's own name (kube-prometheus' KubeVersionMismatch counts
+ * the distinct git_version of kubernetes_build_info across components: kube-ipvs's would fire
+ * it), filled
  * with what applies to kube-ipvs: major, minor and git_version from its own version (not
  * Kubernetes'), compiler "tsc", platform the node's; git_commit, git_tree_state and
  * build_date are not recorded in a build (empty), and go_version is empty (no Go).
@@ -69,6 +73,9 @@ export function buildInfoLabels(b: BuildInfo): Record<string, string> {
   };
 }
 
+/** kube-proxy's ip_family label values: v1.IPFamily, "IPv4" and "IPv6". */
+export const ipFamilyLabel = (family: IpFamily): 'IPv4' | 'IPv6' => (family === 'ipv6' ? 'IPv6' : 'IPv4');
+
 /** The informers' resources (lib/k8s/informers.ts), each exported by kube_ipvs_informer_not_watching_seconds. */
 const INFORMER_RESOURCES = ['services', 'endpointslices', 'nodes'] as const;
 
@@ -76,20 +83,42 @@ const INFORMER_RESOURCES = ['services', 'endpointslices', 'nodes'] as const;
 export class ProxyMetrics {
   readonly registry = new Registry();
   readonly buildInfo: Gauge;
-  readonly syncDuration: Histogram;
-  readonly syncFullDuration: Histogram;
-  readonly syncPartialDuration: Histogram;
-  readonly lastSync: Gauge;
-  readonly lastQueued: Gauge;
+  readonly syncDuration: Histogram<'ip_family'>;
+  readonly syncFullDuration: Histogram<'ip_family'>;
+  readonly syncPartialDuration: Histogram<'ip_family'>;
+  readonly lastSync: Gauge<'ip_family'>;
+  readonly lastQueued: Gauge<'ip_family'>;
   readonly endpointChangesPending: Gauge;
   readonly endpointChangesTotal: Counter;
   readonly serviceChangesPending: Gauge;
   readonly serviceChangesTotal: Counter;
   readonly healthzTotal: Counter<'code'>;
   readonly livezTotal: Counter<'code'>;
-  readonly networkProgramming: Histogram;
+  readonly networkProgramming: Histogram<'ip_family'>;
   readonly noLocalEndpoints: Gauge<'traffic_policy'>;
-  readonly restoreFailures: Counter;
+  readonly restoreFailures: Counter<'ip_family'>;
+
+  private proxied: readonly IpFamily[] = ['ipv4'];
+
+  /**
+   * The families the daemon proxies (set once they are chosen): one sync programs them all,
+   * so a sync's duration and time are recorded under each, as kube-proxy's per-family
+   * proxiers each record their own. Setting them shows each family's histograms and restore
+   * failures at zero from the first scrape.
+   */
+  get families(): readonly IpFamily[] {
+    return this.proxied;
+  }
+
+  set families(families: readonly IpFamily[]) {
+    this.proxied = families;
+    for (const family of families) {
+      const labels = { ip_family: ipFamilyLabel(family) };
+      for (const h of [this.syncDuration, this.syncFullDuration, this.syncPartialDuration, this.networkProgramming])
+        h.zero(labels);
+      this.restoreFailures.inc(labels, 0);
+    }
+  }
   readonly netlinkOps: Counter<'kind' | 'result'>;
   readonly execs: Counter<'program' | 'result'>;
   readonly driftRepairs: Counter;
@@ -108,10 +137,10 @@ export class ProxyMetrics {
   constructor(build: BuildInfo = { version: '0.0.0', platform: goPlatform() }) {
     const registers = [this.registry];
     this.buildInfo = new Gauge({
-      name: 'kubernetes_build_info',
+      name: 'kube_ipvs_build_info',
       help:
         "A metric with a constant '1' value labeled by major, minor, git version, git commit, git tree state, build date, Go version, " +
-        'and compiler from which Kubernetes was built, and platform on which it is running.',
+        'and compiler from which kube-ipvs was built, and platform on which it is running.',
       labelNames: [
         'major',
         'minor',
@@ -131,28 +160,33 @@ export class ProxyMetrics {
       name: 'kubeproxy_sync_proxy_rules_duration_seconds',
       help: 'SyncProxyRules latency in seconds',
       buckets: dur,
+      labelNames: ['ip_family'],
       registers,
     });
     this.syncFullDuration = new Histogram({
       name: 'kubeproxy_sync_full_proxy_rules_duration_seconds',
       help: 'SyncProxyRules latency in seconds for full resyncs',
       buckets: dur,
+      labelNames: ['ip_family'],
       registers,
     });
     this.syncPartialDuration = new Histogram({
       name: 'kubeproxy_sync_partial_proxy_rules_duration_seconds',
       help: 'SyncProxyRules latency in seconds for partial resyncs',
       buckets: dur,
+      labelNames: ['ip_family'],
       registers,
     });
     this.lastSync = new Gauge({
       name: 'kubeproxy_sync_proxy_rules_last_timestamp_seconds',
       help: 'The last time proxy rules were successfully synced',
+      labelNames: ['ip_family'],
       registers,
     });
     this.lastQueued = new Gauge({
       name: 'kubeproxy_sync_proxy_rules_last_queued_timestamp_seconds',
       help: 'The last time a sync of proxy rules was queued',
+      labelNames: ['ip_family'],
       registers,
     });
     this.endpointChangesPending = new Gauge({
@@ -191,6 +225,7 @@ export class ProxyMetrics {
       name: 'kubeproxy_network_programming_duration_seconds',
       help: 'In Cluster Network Programming Latency in seconds',
       buckets: [...NETWORK_PROGRAMMING_BUCKETS],
+      labelNames: ['ip_family'],
       registers,
     });
     this.noLocalEndpoints = new Gauge({
@@ -237,6 +272,7 @@ export class ProxyMetrics {
     this.restoreFailures = new Counter({
       name: 'kubeproxy_sync_proxy_rules_iptables_restore_failures_total',
       help: 'Cumulative proxy iptables restore failures',
+      labelNames: ['ip_family'],
       registers,
     });
     this.netlinkOps = new Counter({
@@ -335,7 +371,28 @@ export class ProxyMetrics {
    */
   recordExec(o: ExecObservation): void {
     this.execs.inc({ program: o.program, result: o.result });
-    if (o.result === 'error' && /^ip6?tables(-legacy|-nft)?-restore$/.test(o.program)) this.restoreFailures.inc();
+    if (o.result === 'error' && /^ip6?tables(-legacy|-nft)?-restore$/.test(o.program))
+      this.restoreFailures.inc({ ip_family: o.program.startsWith('ip6') ? 'IPv6' : 'IPv4' });
+  }
+
+  /** A change queued now, for every family (kube-proxy's last_queued_timestamp). */
+  recordQueued(atMs: number): void {
+    for (const family of this.families) this.lastQueued.set({ ip_family: ipFamilyLabel(family) }, atMs / 1000);
+  }
+
+  /**
+   * Network programming latency of the EndpointSlice changes a sync ended at `nowMs` took in,
+   * each under its slice's family (an FQDN slice, which has none, under the primary family).
+   */
+  recordProgrammed(
+    triggered: readonly { readonly atMs: number; readonly family: IpFamily | undefined }[],
+    nowMs: number,
+  ): void {
+    for (const t of triggered)
+      this.networkProgramming.observe(
+        { ip_family: ipFamilyLabel(t.family ?? this.families[0] ?? 'ipv4') },
+        Math.max(0, nowMs - t.atMs) / 1000,
+      );
   }
 
   /** One API request (lib/k8s apiRequest's observer); client-go's verb label is the HTTP method. */
@@ -350,9 +407,12 @@ export class ProxyMetrics {
   /** One sync's figures. */
   recordSync(r: SyncResult, drift: boolean, at: number): void {
     const s = r.durationMs / 1000;
-    this.syncDuration.observe(s);
-    (r.full ? this.syncFullDuration : this.syncPartialDuration).observe(s);
-    this.lastSync.set(at / 1000);
+    for (const family of this.families) {
+      const labels = { ip_family: ipFamilyLabel(family) };
+      this.syncDuration.observe(labels, s);
+      (r.full ? this.syncFullDuration : this.syncPartialDuration).observe(labels, s);
+      this.lastSync.set(labels, at / 1000);
+    }
     this.netlinkOps.inc({ kind: 'write', result: 'ok' }, r.ipvsWrites - r.ipvsFailures);
     this.netlinkOps.inc({ kind: 'write', result: 'error' }, r.ipvsFailures);
     this.netlinkOps.inc({ kind: 'read', result: 'ok' }, r.ipvsReads);

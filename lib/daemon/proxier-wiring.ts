@@ -52,6 +52,8 @@ export interface ProxierWiringDeps {
 /** The HealthCheckNodePort servers and the proxier, with its sync metrics. */
 export function wireProxier(deps: ProxierWiringDeps): ProxierWiring {
   const { kernel, config, nodeName: name, metrics, events } = deps;
+  // the families the metrics' ip_family label takes (kube-proxy: one proxier per family)
+  metrics.families = deps.settings.families;
   // kube-proxy's node IPs: bindAddress (when an IP) until the Node object names its addresses
   const node: NodeState = { name, zone: '', nodeIPs: kubeProxyNodeIPs(config.bindAddress, []), podCIDRs: [] };
   const timeoutMs = healthTimeoutMs(config);
@@ -94,12 +96,12 @@ export function wireProxier(deps: ProxierWiringDeps): ProxierWiring {
       planner: { planServicePort },
       clock: systemClock,
       log: componentLog('proxier'),
-      onSync: (r, drift, triggeredAtMs) => {
+      onSync: (r, drift, triggered) => {
         const now = Date.now();
         metrics.recordSync(r, drift, now);
         // network programming latency: from each EndpointSlice's trigger time to the end of
         // the sync that took the change in
-        for (const at of triggeredAtMs) metrics.networkProgramming.observe(Math.max(0, now - at) / 1000);
+        metrics.recordProgrammed(triggered, now);
         metrics.noLocalEndpoints.set({ traffic_policy: 'internal' }, proxier.noLocalEndpoints.internal);
         metrics.noLocalEndpoints.set({ traffic_policy: 'external' }, proxier.noLocalEndpoints.external);
         metrics.serviceChangesPending.set(proxier.services.pendingChanges);
@@ -109,7 +111,7 @@ export function wireProxier(deps: ProxierWiringDeps): ProxierWiring {
       syncEnded: () => collector.afterSync(),
       onChanges: (kind, n) => {
         (kind === 'service' ? metrics.serviceChangesTotal : metrics.endpointChangesTotal).inc(n);
-        metrics.lastQueued.set(Date.now() / 1000);
+        metrics.recordQueued(Date.now());
         collector.changed();
       },
     },

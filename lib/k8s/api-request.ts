@@ -28,6 +28,8 @@ import { readFileSync } from 'node:fs';
 import { performance } from 'node:perf_hooks';
 import type { AgentOptions } from 'node:https';
 import { Agent, type Dispatcher, fetch, type Response } from 'undici';
+import { isNativeError } from 'node:util/types';
+import { ApiConnectionError } from '../errors';
 import type { Cluster, User } from '@kubernetes/client-node';
 import { HttpMethod, KubeConfig, RequestContext } from './client-node';
 import { decodeObject, isProtobuf } from './protobuf';
@@ -556,8 +558,55 @@ async function send(
   } catch (e) {
     // an answer too large to read is an answer all the same
     observe(e instanceof ResponseTooLargeError ? String(e.status) : '<error>');
+    // undici's "fetch failed" (a TypeError) carries the socket's error as its cause: said as
+    // client-go says it, with the URL (an abort or a deadline is not one: it keeps its class)
+    // (isNativeError: the socket's error may come from another realm than this module's Error)
+    if (isNativeError(e) && e.name === 'TypeError' && isNativeError(e.cause))
+      throw new ApiConnectionError(req.method, url.toString(), dialReason(e.cause, url), { cause: e });
     throw e;
   }
+}
+
+/** Go's net.OpError texts for the errno codes a dial or a read meets (syscall.Errno's Error()). */
+const GO_ERRNO_TEXT: Readonly<Record<string, string>> = {
+  ECONNREFUSED: 'connection refused',
+  ECONNRESET: 'connection reset by peer',
+  EHOSTUNREACH: 'no route to host',
+  ENETUNREACH: 'network is unreachable',
+  ETIMEDOUT: 'connection timed out',
+  EPIPE: 'broken pipe',
+  EACCES: 'permission denied',
+  EADDRNOTAVAIL: 'cannot assign requested address',
+};
+
+/**
+ * What failed, in client-go's (Go net's) words, from the code of the socket's error (never its
+ * text): `dial tcp 10.0.0.1:6443: connect: connection refused`, `dial tcp: lookup api.example:
+ * no such host`, `dial tcp 10.0.0.1:6443: i/o timeout`; a TLS failure as `tls: ...`.
+ */
+export function dialReason(cause: Error, url: URL): string {
+  const c = cause as Error & {
+    code?: unknown;
+    syscall?: unknown;
+    address?: unknown;
+    port?: unknown;
+    hostname?: unknown;
+  };
+  const code = typeof c.code === 'string' ? c.code : '';
+  const port = url.port || (url.protocol === 'https:' ? '443' : '80');
+  const at = typeof c.address === 'string' ? c.address : url.hostname.replace(/^\[|\]$/g, '');
+  const hostPort = `${at.includes(':') ? `[${at}]` : at}:${typeof c.port === 'number' ? c.port : port}`;
+  if (code === 'ENOTFOUND' || code === 'EAI_AGAIN')
+    return `dial tcp: lookup ${typeof c.hostname === 'string' ? c.hostname : url.hostname}: ${code === 'ENOTFOUND' ? 'no such host' : 'temporary failure in name resolution'}`;
+  if (code === 'UND_ERR_CONNECT_TIMEOUT') return `dial tcp ${hostPort}: i/o timeout`;
+  const text = GO_ERRNO_TEXT[code];
+  if (text !== undefined) {
+    const op = typeof c.syscall === 'string' ? c.syscall : 'read';
+    return `${op === 'connect' ? 'dial' : op} tcp ${hostPort}: ${op}: ${text}`;
+  }
+  // TLS (ERR_TLS_*, CERT_*, UNABLE_TO_VERIFY_*, ...) and anything else: its own message
+  if (/^(ERR_TLS|ERR_SSL|CERT_|UNABLE_TO|DEPTH_ZERO|SELF_SIGNED)/.test(code)) return `tls: ${cause.message}`;
+  return code ? `${cause.message} (${code})` : cause.message;
 }
 
 /**

@@ -58,6 +58,7 @@ import type { KubeConfig, KubernetesObject, V1EndpointSlice, V1Node, V1Service }
 import { LIST_PAGE_SIZE, listPaged, listRaw } from './raw-list';
 import { prunedObject } from './prune';
 import { ReportingWatch, WATCH_IDLE_TIMEOUT_MS, WATCH_TIMEOUT_MS, isWatchDecodeError } from './reporting-watch';
+import { ApiConnectionError } from '../errors';
 
 /** What the Service informer calls: add, update, delete, and synced after the first list. */
 export interface ServiceHandler {
@@ -380,6 +381,8 @@ const keyOf = (o: KubernetesObject): string => `${o.metadata?.namespace ?? ''}/$
 
 function describeError(e: unknown): string {
   if (!(e instanceof Error)) return String(e);
+  // no answer: client-go's line, the URL and the cause (Get "URL": dial tcp ...: connection refused)
+  if (e instanceof ApiConnectionError) return e.message;
   const status = (e as { statusCode?: number; code?: unknown }).statusCode ?? (e as { code?: unknown }).code;
   const cause = e.cause instanceof Error ? ` (${e.cause.message})` : '';
   const head = `${e.name}: ${e.message.split('\n')[0]}${cause}`;

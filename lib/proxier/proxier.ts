@@ -38,7 +38,7 @@ import type { V1EndpointSlice, V1Service } from '@kubernetes/client-node';
 import { ServiceTracker } from '../tracker/service-tracker';
 import { EndpointSliceTracker } from '../tracker/endpoint-slice-tracker';
 import { TrackerSource } from '../tracker/tracker-source';
-import { NodeState, PartDeps, ProxierDeps, ProxierSettings, SyncResult } from './types';
+import { EndpointTrigger, NodeState, PartDeps, ProxierDeps, ProxierSettings, SyncResult } from './types';
 
 /** The proxier's types (types.ts), for importers of proxier.ts. */
 export type {
@@ -73,7 +73,7 @@ export class Proxier {
    * entry per update grew without bound until the Services were first listed: 200,000 updates,
    * 200,000 entries); the oldest is the one the latency is measured from
    */
-  private triggeredAtMs = new Map<string, number>();
+  private triggeredAt = new Map<string, EndpointTrigger>();
   private servicesSynced = false;
   private endpointSlicesSynced = false;
   private listedLogged = false;
@@ -179,8 +179,10 @@ export class Proxier {
     const at = Date.parse(slice.metadata?.annotations?.[LAST_CHANGE_TRIGGER_TIME] ?? '');
     if (!Number.isFinite(at)) return;
     const key = `${slice.metadata?.namespace ?? ''}/${slice.metadata?.name ?? ''}`;
-    const was = this.triggeredAtMs.get(key);
-    if (was === undefined || at < was) this.triggeredAtMs.set(key, at);
+    const was = this.triggeredAt.get(key);
+    const type = slice.addressType;
+    const family = type === 'IPv4' ? 'ipv4' : type === 'IPv6' ? 'ipv6' : undefined;
+    if (was === undefined || at < was.atMs) this.triggeredAt.set(key, { atMs: at, family });
   }
 
   /** Something changed: sync as soon as the bounds allow. */
@@ -321,8 +323,8 @@ export class Proxier {
 
   /** Re-plans the changed Services (every one when the contexts changed); fills run.touched. */
   private planPhase(run: SyncRun): void {
-    run.triggeredAtMs = [...this.triggeredAtMs.values()];
-    this.triggeredAtMs.clear();
+    run.triggered = [...this.triggeredAt.values()];
+    this.triggeredAt.clear();
     run.dueRetries = this.applier.beginSync(run.start);
     // a full sync re-reads the kernel; the plans are re-made only when what they depend on
     // beyond the Service and its endpoints changed (settings, the node, its addresses): a
@@ -479,7 +481,7 @@ export class Proxier {
       'sync done',
       { ...result },
     );
-    this.deps.onSync?.(result, run.drift, run.triggeredAtMs);
+    this.deps.onSync?.(result, run.drift, run.triggered);
     return result;
   }
 

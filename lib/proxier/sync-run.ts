@@ -4,7 +4,7 @@
  */
 import { Clock } from './clock';
 import { SyncSummary } from '../model/views';
-import { SyncCounts, SyncPhase, SyncPhases, SyncResult } from './types';
+import { EndpointTrigger, SyncCounts, SyncPhase, SyncPhases, SyncResult } from './types';
 
 /** One sync in progress: its kind, figures and phase clock. */
 export interface SyncRun {
@@ -22,8 +22,8 @@ export interface SyncRun {
   dueRetries: string[];
   replanned: number;
   drift: boolean;
-  /** trigger times (ms since the epoch) of the EndpointSlice changes this sync took in */
-  triggeredAtMs: number[];
+  /** the EndpointSlice changes this sync took in: trigger times and families */
+  triggered: EndpointTrigger[];
 }
 
 /** A sync starting now: `full` decides from its start time. */
@@ -56,7 +56,7 @@ export function newSyncRun(clock: Clock, full: (start: number) => boolean): Sync
     dueRetries: [],
     replanned: 0,
     drift: false,
-    triggeredAtMs: [],
+    triggered: [],
   };
 }
 

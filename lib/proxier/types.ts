@@ -105,10 +105,10 @@ export interface ProxierDeps {
    */
   readonly nftables?: NftTables;
   /**
-   * called after every sync (metrics), with the trigger times (ms since the epoch) of the
-   * EndpointSlice changes it took in (their endpoints.kubernetes.io/last-change-trigger-time)
+   * called after every sync (metrics), with the trigger times of the EndpointSlice changes it
+   * took in (their endpoints.kubernetes.io/last-change-trigger-time) and each slice's family
    */
-  readonly onSync?: (result: SyncResult, driftRepaired: boolean, triggeredAtMs: readonly number[]) => void;
+  readonly onSync?: (result: SyncResult, driftRepaired: boolean, triggered: readonly EndpointTrigger[]) => void;
   /** an informer event changed `count` Services' state (kube-proxy's *_changes_total) */
   readonly onChanges?: (kind: 'service' | 'endpoints', count: number) => void;
   /**
@@ -167,4 +167,11 @@ export interface SyncCounts {
   execs: number;
   conntrackOps: number;
   conntrackDeleted: number;
+}
+
+/** An EndpointSlice change a sync took in: its trigger time (ms since the epoch) and its family. */
+export interface EndpointTrigger {
+  readonly atMs: number;
+  /** the slice's addressType; undefined for FQDN (no family) */
+  readonly family: IpFamily | undefined;
 }

@@ -24,16 +24,20 @@ async function node(openIpvs: CleanupEnv['openIpvs']) {
   const ipt = new FakeIptables({ family: 'ipv4', flavor: 'legacy', ipsets: ipset });
   await ipt.restore(kubeProxyIptablesSeed('ipv4'));
   const logged: Logged[] = [];
+  const formats: string[] = [];
   const at = (level: string) => (msg: string) => logged.push({ level, msg });
+  // each run opens its own (a run closes what it opened); `nft.privileged` false: EPERM
+  const nft = { privileged: true };
   const env: CleanupEnv = {
     openIpvs,
     openLink: async () => link,
     iptables: () => ipt,
     ipset: () => ipset,
-    nftables: () => new FakeNftTables(),
+    nftables: () => Object.assign(new FakeNftTables(), { privileged: nft.privileged }),
     log: { info: at('info'), warn: at('warn'), error: at('error') },
+    setLogFormat: (f) => formats.push(f),
   };
-  return { env, logged, link, ipset };
+  return { env, logged, link, ipset, ipt, nft, formats };
 }
 
 describe('kube-ipvs cleanup (command)', () => {
@@ -55,9 +59,9 @@ describe('kube-ipvs cleanup (command)', () => {
   });
 
   it('IPVS unreachable for another reason: cleans the rest, exits 1 and says the IPVS virtual servers were left', async () => {
-    const eperm = new NetlinkError(1, 'resolve generic netlink family', 'IPVS', 'operation not permitted');
+    const eio = new NetlinkError(5, 'resolve generic netlink family', 'IPVS', 'input/output error');
     const { env, logged, link, ipset } = await node(async () => {
-      throw eperm;
+      throw eio;
     });
     expect(await runCleanup(['--families', 'ipv4'], env)).toBe(1);
     // the rest still ran
@@ -66,8 +70,51 @@ describe('kube-ipvs cleanup (command)', () => {
     const last = logged[logged.length - 1]!;
     expect(last.level).toBe('error');
     expect(last.msg).toBe(
-      'cleanup incomplete; left behind: IPVS virtual servers (ipvs list virtual servers: resolve generic netlink family IPVS: operation not permitted (EPERM))',
+      'cleanup incomplete; left behind: IPVS virtual servers (ipvs list virtual servers: resolve generic netlink family IPVS: input/output error (EIO))',
     );
+  });
+});
+
+describe('kube-ipvs cleanup without root (issue 41 item 9)', () => {
+  it('IPVS refuses with EPERM: one line naming what it needed, exit 1, nothing else tried', async () => {
+    const { env, logged, link, ipset, ipt } = await node(async () => new FakeIpvs({ privileged: false }));
+    const iptablesBefore = await ipt.save('nat');
+    expect(await runCleanup(['--families', 'ipv4'], env)).toBe(1);
+    expect(logged).toEqual([
+      {
+        level: 'error',
+        msg: 'kube-ipvs needs root (CAP_NET_ADMIN) for cleanup (the IPVS table): list virtual servers: operation not permitted (needs CAP_NET_ADMIN in the network namespace) (EPERM)',
+      },
+    ]);
+    // nothing was touched
+    expect((await link.listLinks()).map((l) => l.name)).toContain(KUBE_IPVS0);
+    expect(await ipset.save()).toMatch(/KUBE-/);
+    expect(await ipt.save('nat')).toBe(iptablesBefore);
+  });
+
+  it('ip_vs not loaded and nf_tables refuses with EPERM: the one line names nf_tables, no other line', async () => {
+    const { env, logged, nft } = await node(async () => {
+      throw new IpvsUnavailableError(
+        'IPVS generic netlink family not found (ENOENT): is the ip_vs kernel module loaded?',
+      );
+    });
+    nft.privileged = false;
+    expect(await runCleanup([], env)).toBe(1);
+    expect(logged).toEqual([
+      {
+        level: 'error',
+        msg: "kube-ipvs needs root (CAP_NET_ADMIN) for cleanup (nf_tables' tables): dump nftables tables: EPERM (EPERM)",
+      },
+    ]);
+  });
+
+  it("--logging-format sets the lines' format, text by default as kube-proxy's", async () => {
+    const text = await node(async () => new FakeIpvs());
+    expect(await runCleanup(['--dry-run'], text.env)).toBe(0);
+    expect(text.formats).toEqual(['text']);
+    const json = await node(async () => new FakeIpvs());
+    expect(await runCleanup(['--dry-run', '--logging-format=json'], json.env)).toBe(0);
+    expect(json.formats).toEqual(['json']);
   });
 });
 

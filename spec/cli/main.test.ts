@@ -38,7 +38,7 @@ describe('kube-ipvs --help', () => {
       .split('\n')
       .map((l) => /^ {2}kube-ipvs ([a-z]+)/.exec(l)?.[1])
       .filter((n) => n !== undefined);
-    expect(listed).toEqual(['service', 'status', 'diff', 'ipvsadm', 'cleanup']);
+    expect(listed).toEqual(['service', 'status', 'diff', 'ipvsadm', 'cleanup', 'version', 'help']);
     expect(help.stdout).toMatch(/^ {7}kube-ipvs --version +print the version and exit$/m);
     // the proxy's own flags follow, with no second, shorter command list
     expect(help.stdout).toContain('--hostname-override');
@@ -47,13 +47,57 @@ describe('kube-ipvs --help', () => {
 
   it('every command it lists is one main.ts dispatches (each answers its own --help)', () => {
     for (const { name } of CLI_COMMANDS) {
-      if (name !== 'ipvsadm' && name !== 'cleanup')
+      if (name !== 'ipvsadm' && name !== 'cleanup' && name !== 'help' && name !== 'version')
         expect({ name, view: isViewCommand(name) }).toEqual({ name, view: true });
+      if (name === 'help' || name === 'version') continue;
       const own = kubeIpvs(name, '--help');
       expect({ name, status: own.status }).toEqual({ name, status: 0 });
       // the proxy's help is not what came back: the command itself answered
       expect({ name, proxyHelp: own.stdout.includes('--hostname-override') }).toEqual({ name, proxyHelp: false });
     }
+  });
+});
+
+describe('commands as an operator types them (issue 41 item 8)', () => {
+  const usage = "Run 'kube-ipvs --help' for usage.\n";
+
+  it('`kube-ipvs help` is --help; `help COMMAND` is COMMAND --help', () => {
+    const top = kubeIpvs('help');
+    expect(top).toEqual({ status: 0, stdout: kubeIpvs('--help').stdout, stderr: '' });
+    const status = kubeIpvs('help', 'status');
+    expect(status).toEqual({ status: 0, stdout: kubeIpvs('status', '--help').stdout, stderr: '' });
+    expect(status.stdout).toMatch(/^Usage: kube-ipvs status/);
+  });
+
+  it('`kube-ipvs version` is --version', () => {
+    expect(kubeIpvs('version')).toEqual({ status: 0, stdout: `kube-ipvs v${pkg.version}\n`, stderr: '' });
+  });
+
+  it("a mistyped command is an unknown command with commander's nearest suggestion, exit 2", () => {
+    expect(kubeIpvs('services', 'list')).toEqual({
+      status: 2,
+      stdout: '',
+      stderr: `kube-ipvs: unknown command 'services'\n(Did you mean service?)\n${usage}`,
+    });
+    expect(kubeIpvs('help', 'stauts').stderr).toBe(
+      `kube-ipvs: unknown command 'stauts'\n(Did you mean status?)\n${usage}`,
+    );
+    // a command after a flag is said to come first
+    expect(kubeIpvs('--v=2', 'status')).toEqual({
+      status: 2,
+      stdout: '',
+      stderr: `kube-ipvs: 'status' is a command: give it first (kube-ipvs status ...), before any flag\n${usage}`,
+    });
+  });
+
+  it("flag names are normalised as kube-proxy's pflag set does: `_` is `-`", () => {
+    // the file is read, so the flags parsed: the error is the missing file's, not the flag's
+    const r = kubeIpvs('--hostname_override=node-a', '--init_only', '--config=/nonexistent/config.conf');
+    expect(r).toEqual({
+      status: 1,
+      stdout: '',
+      stderr: 'kube-ipvs: --config: cannot read /nonexistent/config.conf: ENOENT\n',
+    });
   });
 });
 

@@ -3,9 +3,12 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { ConfigError } from '../../lib/errors';
 import { DaemonOptions } from '../../lib/daemon/daemon';
-import { decodeProxyConfig } from '../../lib/config/decode-config';
+import { decodeProxyConfig, defaultProxyConfig } from '../../lib/config/decode-config';
 import { ProxyConfig } from '../../lib/config/proxy-config';
-import { proxyMain, ProxyCommandDeps } from '../../lib/cli/proxy-command';
+import { proxyMain, ProxyCommandDeps, runInitOnly } from '../../lib/cli/proxy-command';
+import { NodeSettingsTargets } from '../../lib/daemon/node-settings';
+import { CONNTRACK_HASHSIZE, CONNTRACK_SYSCTL as K } from '../../lib/kernel/sysctl/conntrack-sysctls';
+import { FakeSysctl } from '../../testkit/kernel/fake-sysctl';
 import { IGNORED_FLAG_NAMES } from '../../lib/config/proxy-flags';
 
 const FILE = '/var/lib/kube-proxy/config.conf';
@@ -26,6 +29,7 @@ interface Harness {
   verbosity: number[];
   formats: string[];
   warnings: { message: string; meta: unknown }[];
+  notes: { message: string; meta: unknown }[];
   stdout: () => string;
   stderr: () => string;
 }
@@ -41,6 +45,7 @@ function harness(daemonExit = 0): Harness {
     verbosity: [],
     formats: [],
     warnings: [],
+    notes: [],
     stdout: () => out.join(''),
     stderr: () => err.join(''),
     deps: undefined as unknown as ProxyCommandDeps,
@@ -70,12 +75,90 @@ function harness(daemonExit = 0): Harness {
       warn: ((message: string, meta: unknown) => {
         h.warnings.push({ message, meta });
       }) as never,
+      info: ((message: string, meta: unknown) => {
+        h.notes.push({ message, meta });
+      }) as never,
     },
     setVerbosity: (v) => h.verbosity.push(v),
     setLogFormat: (f) => h.formats.push(f),
   };
   return h;
 }
+
+describe('--init-only without root (issue 41 item 9)', () => {
+  const targets = (privileged: boolean): NodeSettingsTargets => ({
+    sysctl: new FakeSysctl(
+      {
+        [K.MAX]: '65536',
+        [K.TCP_TIMEOUT_ESTABLISHED]: '432000',
+        [K.TCP_TIMEOUT_CLOSE_WAIT]: '60',
+        [K.TCP_BE_LIBERAL]: '0',
+        [K.UDP_TIMEOUT]: '30',
+        [K.UDP_TIMEOUT_STREAM]: '120',
+      },
+      { privileged },
+    ),
+    modules: new FakeSysctl({ [CONNTRACK_HASHSIZE]: '16384' }, { privileged }),
+    proc: new FakeSysctl({ 'self/oom_score_adj': '0' }, { privileged }),
+    numCPU: async () => 2,
+  });
+
+  it('EACCES from the sysctls: one line naming what it needed, exit 1, no "init done"', async () => {
+    const err: string[] = [];
+    expect(await runInitOnly(defaultProxyConfig(), { write: (s: string) => err.push(s) }, targets(false))).toBe(1);
+    expect(err).toEqual([
+      "kube-ipvs needs root (CAP_NET_ADMIN) for --init-only's conntrack sysctls: write sysctl net/netfilter/nf_conntrack_max = 131072: EACCES\n",
+    ]);
+  });
+
+  it('as root: the settings applied, exit 0, nothing on stderr', async () => {
+    const err: string[] = [];
+    expect(await runInitOnly(defaultProxyConfig(), { write: (s: string) => err.push(s) }, targets(true))).toBe(0);
+    expect(err).toEqual([]);
+  });
+});
+
+describe('feature gates as kube-proxy checks them (issue 41 item 7)', () => {
+  const withGates = (gates: string): string => `${GOOD}\nfeatureGates:\n${gates}\n`;
+
+  it('an unknown gate in the file is refused: exit 1, the daemon never called', async () => {
+    const h = harness();
+    h.files.set(FILE, withGates('  NoSuchGate: true'));
+    expect(await proxyMain([`--config=${FILE}`], h.deps)).toBe(1);
+    expect(h.stderr().split('\n').slice(0, 2)).toEqual([
+      `kube-ipvs: ${FILE}: 1 error, and 1 unknown field:`,
+      `  ${FILE}: featureGates: unrecognized feature gate: NoSuchGate`,
+    ]);
+    expect(h.daemonCalls).toEqual([]);
+  });
+
+  it('an unknown gate in --feature-gates is refused the same way', async () => {
+    const h = harness();
+    expect(await proxyMain([`--config=${FILE}`, '--feature-gates=Bogus=true'], h.deps)).toBe(1);
+    expect(h.stderr()).toBe('kube-ipvs: --feature-gates: unrecognized feature gate: Bogus\n');
+    expect(h.daemonCalls).toEqual([]);
+  });
+
+  it("a gate locked to its default cannot be set to the other value, as kube-proxy's", async () => {
+    const h = harness();
+    expect(await proxyMain([`--config=${FILE}`, '--feature-gates=NFTablesProxyMode=false'], h.deps)).toBe(1);
+    expect(h.stderr()).toBe(
+      'kube-ipvs: --feature-gates: cannot set feature gate NFTablesProxyMode to false, feature is locked to true\n',
+    );
+  });
+
+  it('a gate kube-proxy knows is accepted with one info line each, not a warning', async () => {
+    const h = harness();
+    h.files.set(FILE, withGates('  KubeProxyIPVS: true'));
+    expect(await proxyMain([`--config=${FILE}`, '--feature-gates=ContextualLogging=false'], h.deps)).toBe(0);
+    expect(h.daemonCalls[0]!.config.featureGates).toEqual({ KubeProxyIPVS: true, ContextualLogging: false });
+    expect(h.notes.map((n) => n.message)).toEqual([
+      'feature gate KubeProxyIPVS=true (DEPRECATED in kube-proxy) has no effect in kube-ipvs; accepted',
+      'feature gate ContextualLogging=false (BETA in kube-proxy) has no effect in kube-ipvs; accepted',
+    ]);
+    expect(h.warnings.map((w) => w.message).filter((m) => m.includes('feature gate'))).toEqual([]);
+  });
+});
 
 describe('proxyMain', () => {
   it('runs the daemon with the file plus flags, warnings logged, exit code passed through', async () => {
@@ -200,7 +283,8 @@ describe('proxyMain', () => {
       'a bad value in the file',
       [`--config=${FILE}`],
       GOOD.replace('scheduler: wrr', 'scheduler: fast'),
-      /^kube-ipvs: \/var\/lib\/kube-proxy\/config.conf: ipvs.scheduler: unknown IPVS scheduler "fast"/,
+      // with it, the file's typo (ipvs.trictARP), one line each
+      /^kube-ipvs: \/var\/lib\/kube-proxy\/config.conf: 1 error, and 1 unknown field:\n {2}\/var\/lib\/kube-proxy\/config.conf: ipvs.scheduler: unknown IPVS scheduler "fast".*\n {2}\/var\/lib\/kube-proxy\/config.conf: unknown field "ipvs.trictARP"/,
     ],
     [
       'a bad flag value',
@@ -226,7 +310,7 @@ describe('proxyMain', () => {
   it.each<[string[], RegExp]>([
     [['--no-such-flag'], /^kube-ipvs: unknown option '--no-such-flag'\nRun 'kube-ipvs --help' for usage.\n$/],
     [['--ipvs-sync-period=often'], /invalid duration "often"/],
-    [['extra'], /too many arguments/],
+    [['extra'], /unknown command 'extra'/],
   ])('%j: exit 2, the daemon never called', async (argv, message) => {
     const h = harness();
     expect(await proxyMain(argv, h.deps)).toBe(2);

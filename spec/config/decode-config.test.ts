@@ -110,7 +110,11 @@ describe('decodeProxyConfig: a real kubeadm config.conf', () => {
   it('warns about ipvs.trictARP, decodes the rest, and zero values take the defaults', () => {
     const { config, warnings } = decodeProxyConfig(KUBEADM_CONFIG_CONF);
     expect(warnings).toEqual([
-      { field: 'ipvs.trictARP', message: expect.stringContaining('unknown field "ipvs.trictARP"') },
+      {
+        field: 'ipvs.trictARP',
+        message: expect.stringContaining('unknown field "ipvs.trictARP"'),
+        unknownField: true,
+      },
     ]);
     expect(config).toEqual(
       withDefaults({
@@ -206,8 +210,8 @@ describe('decodeProxyConfig: good configurations', () => {
     },
     {
       name: 'featureGates',
-      yaml: 'featureGates:\n  TopologyAwareHints: true\n  Foo: false\n',
-      want: { featureGates: { TopologyAwareHints: true, Foo: false } },
+      yaml: 'featureGates:\n  ContextualLogging: true\n  LoggingBetaOptions: false\n',
+      want: { featureGates: { ContextualLogging: true, LoggingBetaOptions: false } },
     },
     {
       name: 'client connection',
@@ -228,15 +232,48 @@ describe('decodeProxyConfig: good configurations', () => {
     },
     {
       name: 'YAML 1.1 booleans, as kube-proxy reads them',
-      yaml: 'ipvs:\n  strictARP: yes\niptables:\n  masqueradeAll: on\nfeatureGates:\n  A: off\n  B: Y\n',
-      want: { ipvs: { strictARP: true }, iptables: { masqueradeAll: true }, featureGates: { A: false, B: true } },
+      yaml: 'ipvs:\n  strictARP: yes\niptables:\n  masqueradeAll: on\nfeatureGates:\n  ContextualLogging: off\n  LoggingBetaOptions: Y\n',
+      want: {
+        ipvs: { strictARP: true },
+        iptables: { masqueradeAll: true },
+        featureGates: { ContextualLogging: false, LoggingBetaOptions: true },
+      },
     },
     { name: 'null anywhere is unset', yaml: 'ipvs: null\nclusterCIDR: null\nfeatureGates: ~\n', want: {} },
   ])('$name', ({ yaml, want, warn }) => {
     const { config, warnings } = decodeProxyConfig(HEADER + yaml);
     expect(config).toEqual(withDefaults(want));
     // no mode: kube-proxy would run iptables, one warning (issue 25 item 10)
-    expect(warnings.map((w) => w.field)).toEqual([...(warn ?? []), ...(/^mode:/m.test(yaml) ? [] : ['mode'])]);
+    expect(warnings.filter((w) => w.level !== 'info').map((w) => w.field)).toEqual([
+      ...(warn ?? []),
+      ...(/^mode:/m.test(yaml) ? [] : ['mode']),
+    ]);
+  });
+
+  it("featureGates: a gate kube-proxy does not know is refused with component-base's words (issue 41 item 7)", () => {
+    let error: unknown;
+    try {
+      decodeProxyConfig(HEADER + 'featureGates:\n  NoSuchGate: true\n  TopologyAwareHints: true\n', 'f.yaml');
+    } catch (e) {
+      error = e;
+    }
+    expect(error).toBeInstanceOf(ConfigErrors);
+    expect((error as ConfigErrors).errors.map((e) => `${e.field}: ${e.detail}`)).toEqual([
+      'featureGates: unrecognized feature gate: NoSuchGate',
+      // no longer one of Kubernetes' gates: kube-proxy v1.37 refuses it too
+      'featureGates: unrecognized feature gate: TopologyAwareHints',
+    ]);
+  });
+
+  it('featureGates: a gate kube-proxy knows is a note at info, not a warning', () => {
+    const { warnings } = decodeProxyConfig(HEADER + 'mode: ipvs\nfeatureGates:\n  KubeProxyIPVS: true\n');
+    expect(warnings).toEqual([
+      {
+        field: 'featureGates.KubeProxyIPVS',
+        level: 'info',
+        message: 'feature gate KubeProxyIPVS=true (DEPRECATED in kube-proxy) has no effect in kube-ipvs; accepted',
+      },
+    ]);
   });
 
   it('the mode warning says kube-ipvs always runs IPVS', () => {
@@ -453,7 +490,7 @@ describe('decodeProxyConfig as strict as kube-proxy, every error at once, the mo
       HEADER +
         'mode: ipvs\nclusterCIDR: not-a-cidr\noomScoreAdj: 5000\nipvs:\n  scheduler: nope\n  strictARP: "yes"\nconntrack:\n  min: "x"\nconfigSyncPeriod: 15\n',
     );
-    expect(e.message).toMatch(/^\/etc\/kp\.yaml: 6 errors: /);
+    expect(e.message).toMatch(/^\/etc\/kp\.yaml: 6 errors:\n/);
     for (const field of [
       'clusterCIDR',
       'oomScoreAdj',
@@ -464,12 +501,30 @@ describe('decodeProxyConfig as strict as kube-proxy, every error at once, the mo
     ]) {
       expect(e.message).toContain(`${field}: `);
     }
-    expect(e.message).not.toContain('\n');
+  });
+
+  it('one error per line, each naming the file, the field and the value; unknown fields in the same pass (issue 41 item 11)', () => {
+    const e = thrown(
+      HEADER + 'mode: ipvs\noomScoreAdj: 5000\nipvs:\n  trictARP: true\n  scheduler: nope\nclusterCIDR: 10.0.0.0/33\n',
+    );
+    expect(e.message.split('\n')).toEqual([
+      '/etc/kp.yaml: 3 errors, and 1 unknown field:',
+      '  /etc/kp.yaml: clusterCIDR: "10.0.0.0/33" is not a valid CIDR: prefix length 33 > 32',
+      `  /etc/kp.yaml: ipvs.scheduler: unknown IPVS scheduler "nope" (known: rr wrr lc wlc lblc lblcr dh sh sed nq mh fo ovf twos; '' means rr)`,
+      '  /etc/kp.yaml: oomScoreAdj: 5000: must be within the range [-1000, 1000]',
+      '  /etc/kp.yaml: unknown field "ipvs.trictARP" ignored (is it misspelled? ipvs has: syncPeriod, minSyncPeriod, scheduler, excludeCIDRs, strictARP, tcpTimeout, tcpFinTimeout, udpTimeout, excludeClusterCIDRs)',
+    ]);
+    // one error and an unknown field: the typo is still said with it
+    expect(thrown(HEADER + 'mode: ipvs\noomScoreAdj: 5000\nipvs:\n  trictARP: true\n').message.split('\n')).toEqual([
+      '/etc/kp.yaml: 1 error, and 1 unknown field:',
+      '  /etc/kp.yaml: oomScoreAdj: 5000: must be within the range [-1000, 1000]',
+      expect.stringMatching(/^ {2}\/etc\/kp\.yaml: unknown field "ipvs\.trictARP" ignored/),
+    ]);
   });
 
   it('the cross-field errors come with the field errors, not only once those are fixed (issue 39 item 9)', () => {
     const e = thrown(HEADER + 'mode: ipvs\noomScoreAdj: 5000\nipvs:\n  strictARP: 3\nclientConnection:\n  burst: -3\n');
-    expect(e.message).toMatch(/^\/etc\/kp\.yaml: 3 errors: /);
+    expect(e.message).toMatch(/^\/etc\/kp\.yaml: 3 errors:\n/);
     for (const field of ['oomScoreAdj', 'ipvs.strictARP', 'clientConnection.burst']) {
       expect(e.message).toContain(`${field}: `);
     }

@@ -1,5 +1,7 @@
 import { defaultProxyConfig } from '../../lib/config/decode-config';
 import { applyProxyFlags, CONFIG_FLAG_NAMES, IGNORED_FLAG_NAMES, parseProxyFlags } from '../../lib/config/proxy-flags';
+import { normalizeFlagNames } from '../../lib/config/flag-names';
+import { UnexpectedArgumentError } from '../../lib/errors';
 
 /**
  * Every flag of `kube-proxy --help` on Linux (cmd/kube-proxy/app/options.go AddFlags,
@@ -11,7 +13,7 @@ const KUBE_PROXY_FLAGS: Readonly<Record<string, string>> = {
   '--write-config-to': '/tmp/out.yaml',
   '--cleanup': 'false',
   '--init-only': 'false',
-  '--feature-gates': 'A=true',
+  '--feature-gates': 'ContextualLogging=true',
   '--kubeconfig': '/k',
   '--master': 'https://10.0.0.1:6443',
   '--kube-api-content-type': 'application/json',
@@ -109,5 +111,29 @@ describe("kube-proxy's flags", () => {
   it('-v 4 and -v=4 are --v', () => {
     expect(parseProxyFlags(['-v', '4']).verbosity).toBe(4);
     expect(parseProxyFlags(['-v=4']).verbosity).toBe(4);
+  });
+});
+
+describe("flag names normalised as kube-proxy's (component-base WordSepNormalizeFunc, issue 41 item 8)", () => {
+  it('`_` in a long flag name is `-`; values and everything after `--` are left alone', () => {
+    expect(
+      normalizeFlagNames(['--hostname_override=my_node', '--ipvs_scheduler', 'wrr', '-v=2', '--', '--a_b']),
+    ).toEqual(['--hostname-override=my_node', '--ipvs-scheduler', 'wrr', '-v=2', '--', '--a_b']);
+  });
+
+  it('applies to every flag the parser takes', () => {
+    const f = parseProxyFlags(['--hostname_override=node_1', '--ipvs_strict_arp', '--logging_format=json']);
+    expect(f.given.get('--hostname-override')).toBe('node_1');
+    expect(f.given.get('--ipvs-strict-arp')).toBe(true);
+    expect(f.loggingFormat).toBe('json');
+  });
+
+  it('a word that is no flag is an UnexpectedArgumentError naming it', () => {
+    expect(() => parseProxyFlags(['--v=2', 'services', 'list'])).toThrow(UnexpectedArgumentError);
+    try {
+      parseProxyFlags(['services', 'list']);
+    } catch (e) {
+      expect((e as UnexpectedArgumentError).argument).toBe('services');
+    }
   });
 });

@@ -6,20 +6,21 @@ import { NETWORK_PROGRAMMING_BUCKETS, ProxyMetrics, REST_CLIENT_DURATION_BUCKETS
 
 type Kind = 'counter' | 'gauge' | 'histogram';
 const KUBE_PROXY_IPVS: readonly [string, Kind, string[]][] = [
-  ['kubeproxy_sync_proxy_rules_duration_seconds', 'histogram', []],
-  ['kubeproxy_sync_full_proxy_rules_duration_seconds', 'histogram', []],
-  ['kubeproxy_sync_partial_proxy_rules_duration_seconds', 'histogram', []],
-  ['kubeproxy_sync_proxy_rules_last_queued_timestamp_seconds', 'gauge', []],
-  ['kubeproxy_sync_proxy_rules_last_timestamp_seconds', 'gauge', []],
+  // ip_family as kube-proxy 1.37's metrics.go has it (issue 41 item 6)
+  ['kubeproxy_sync_proxy_rules_duration_seconds', 'histogram', ['ip_family']],
+  ['kubeproxy_sync_full_proxy_rules_duration_seconds', 'histogram', ['ip_family']],
+  ['kubeproxy_sync_partial_proxy_rules_duration_seconds', 'histogram', ['ip_family']],
+  ['kubeproxy_sync_proxy_rules_last_queued_timestamp_seconds', 'gauge', ['ip_family']],
+  ['kubeproxy_sync_proxy_rules_last_timestamp_seconds', 'gauge', ['ip_family']],
   ['kubeproxy_sync_proxy_rules_endpoint_changes_pending', 'gauge', []],
   ['kubeproxy_sync_proxy_rules_endpoint_changes_total', 'counter', []],
   ['kubeproxy_sync_proxy_rules_service_changes_pending', 'gauge', []],
   ['kubeproxy_sync_proxy_rules_service_changes_total', 'counter', []],
   ['kubeproxy_proxy_healthz_total', 'counter', ['code']],
   ['kubeproxy_proxy_livez_total', 'counter', ['code']],
-  ['kubeproxy_network_programming_duration_seconds', 'histogram', []],
+  ['kubeproxy_network_programming_duration_seconds', 'histogram', ['ip_family']],
   ['kubeproxy_sync_proxy_rules_no_local_endpoints_total', 'gauge', ['traffic_policy']],
-  ['kubeproxy_sync_proxy_rules_iptables_restore_failures_total', 'counter', []],
+  ['kubeproxy_sync_proxy_rules_iptables_restore_failures_total', 'counter', ['ip_family']],
   ['kubeproxy_conntrack_reconciler_sync_duration_seconds', 'histogram', []],
   ['kubeproxy_conntrack_reconciler_deleted_entries_total', 'counter', []],
 ];
@@ -35,12 +36,32 @@ async function families(m: ProxyMetrics): Promise<Map<string, { type: string; la
   return out;
 }
 
+const SYNC = {
+  full: false,
+  replanned: 1,
+  ipvsWrites: 1,
+  ipvsReads: 0,
+  ipvsFailures: 0,
+  linkOps: 0,
+  execs: 0,
+  conntrackOps: 0,
+  conntrackDeleted: 0,
+  durationMs: 5,
+  phasesMs: {},
+};
+
 describe('ProxyMetrics: kube-proxy IPVS mode series', () => {
   it("registers each of them with kube-proxy's type and labels", async () => {
     const m = new ProxyMetrics();
     m.healthzTotal.inc({ code: '200' });
     m.livezTotal.inc({ code: '200' });
     m.noLocalEndpoints.set({ traffic_policy: 'internal' }, 0);
+    // the ip_family series exist once something is recorded (kube-proxy's too)
+    m.recordSync(SYNC, false, 1000);
+    m.recordSync({ ...SYNC, full: true }, false, 1000);
+    m.recordQueued(1000);
+    m.recordProgrammed([{ atMs: 500, family: 'ipv4' }], 1000);
+    m.recordExec({ program: 'iptables-restore', result: 'error' });
     const got = await families(m);
     for (const [name, type, labels] of KUBE_PROXY_IPVS) {
       expect({ name, ...got.get(name) }).toEqual({ name, type, labels });
@@ -49,6 +70,8 @@ describe('ProxyMetrics: kube-proxy IPVS mode series', () => {
 
   it("uses kube-proxy's buckets", async () => {
     const m = new ProxyMetrics();
+    m.recordSync(SYNC, false, 1000);
+    m.recordProgrammed([{ atMs: 500, family: 'ipv4' }], 1000);
     const bounds = async (name: string) =>
       ((await m.registry.getSingleMetric(name)!.get()).values as { labels: { le?: number | string } }[])
         .map((v) => v.labels.le)
@@ -68,9 +91,40 @@ describe('ProxyMetrics: kube-proxy IPVS mode series', () => {
     expect(await bounds('kubeproxy_network_programming_duration_seconds')).toEqual(kubeProxy);
   });
 
-  it("kubernetes_build_info: component-base's gauge and labels, filled with what applies to kube-ipvs", async () => {
+  it('ip_family: IPv4 and IPv6 as kube-proxy writes them; a sync under every family, a slice under its own', async () => {
+    const m = new ProxyMetrics();
+    m.families = ['ipv4', 'ipv6'];
+    m.recordSync(SYNC, false, 1000);
+    m.recordProgrammed(
+      [
+        { atMs: 0, family: 'ipv6' },
+        { atMs: 500, family: undefined },
+      ],
+      1000,
+    );
+    m.recordExec({ program: 'ip6tables-nft-restore', result: 'error' });
+    const text = await m.registry.metrics();
+    expect(text).toMatch(/^kubeproxy_sync_proxy_rules_duration_seconds_count\{ip_family="IPv4"\} 1$/m);
+    expect(text).toMatch(/^kubeproxy_sync_proxy_rules_duration_seconds_count\{ip_family="IPv6"\} 1$/m);
+    expect(text).toMatch(/^kubeproxy_network_programming_duration_seconds_sum\{ip_family="IPv6"\} 1$/m);
+    // an FQDN slice (no family) under the primary one
+    expect(text).toMatch(/^kubeproxy_network_programming_duration_seconds_sum\{ip_family="IPv4"\} 0.5$/m);
+    expect(text).toMatch(/^kubeproxy_sync_proxy_rules_iptables_restore_failures_total\{ip_family="IPv6"\} 1$/m);
+  });
+
+  it("the proxied families' histograms are there at zero once the families are set, before any sync", async () => {
+    const m = new ProxyMetrics();
+    m.families = ['ipv6'];
+    const text = await m.registry.metrics();
+    expect(text).toMatch(/^kubeproxy_network_programming_duration_seconds_count\{ip_family="IPv6"\} 0$/m);
+    expect(text).toMatch(/^kubeproxy_sync_proxy_rules_duration_seconds_count\{ip_family="IPv6"\} 0$/m);
+    expect(text).not.toMatch(/ip_family="IPv4"/);
+  });
+
+  it("kube_ipvs_build_info: component-base's gauge and labels under kube-ipvs's name, no kubernetes_build_info (KubeVersionMismatch)", async () => {
     const m = new ProxyMetrics({ version: '1.2.3', platform: 'linux/arm64' });
-    const f = (await m.registry.getMetricsAsJSON()).find((x) => x.name === 'kubernetes_build_info');
+    expect(await m.registry.metrics()).not.toMatch(/^kubernetes_build_info/m);
+    const f = (await m.registry.getMetricsAsJSON()).find((x) => x.name === 'kube_ipvs_build_info');
     expect(f?.type).toBe('gauge');
     expect(f?.values).toEqual([
       {
@@ -108,7 +162,9 @@ describe('ProxyMetrics: kube-proxy IPVS mode series', () => {
       'iptables-restore ok 1',
       'iptables-save error 1',
     ]);
-    expect((await m.restoreFailures.get()).values[0]!.value).toBe(2);
+    // each under its family: iptables-* IPv4, ip6tables-* IPv6
+    const failures = (await m.restoreFailures.get()).values.map((v) => `${v.labels.ip_family} ${v.value}`).sort();
+    expect(failures).toEqual(['IPv4 1', 'IPv6 1']);
   });
 
   it('the table gauges are counted once per scrape, not per sync; with no counter set they stay 0', async () => {

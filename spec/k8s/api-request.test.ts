@@ -18,6 +18,7 @@ import {
   H2_CONNECTION_WINDOW_BYTES,
   H2_STREAM_WINDOW_BYTES,
   TokenFile,
+  dialReason,
 } from '../../lib/k8s/api-request';
 import { EventRecorder } from '../../lib/k8s/event-recorder';
 import { EndpointSliceHandler, NodeHandler, ServiceHandler, startInformers } from '../../lib/k8s/informers';
@@ -520,5 +521,33 @@ describe('API authentication and rest_client observations', () => {
     writeFileSync(f, kubeconfigFor(s.url, { caFile: pki.caFile, tokenFile: tokenPath }));
     await list(loadKubeConfig({ kubeconfig: f }));
     expect(auths()).toEqual(['Bearer sa-token-1 ok']);
+  });
+});
+
+describe("dialReason: a failed connection in client-go's words, from the socket error's code (issue 41 item 10)", () => {
+  const url = new URL('https://10.0.0.1:6443/api/v1/services?limit=500');
+  const sys = (code: string, more: Record<string, unknown> = {}) =>
+    Object.assign(new Error(`some text ${code}`), { code, ...more });
+  it.each<[Error, string]>([
+    [
+      sys('ECONNREFUSED', { syscall: 'connect', address: '10.0.0.1', port: 6443 }),
+      'dial tcp 10.0.0.1:6443: connect: connection refused',
+    ],
+    [
+      sys('EHOSTUNREACH', { syscall: 'connect', address: 'fd00::1', port: 6443 }),
+      'dial tcp [fd00::1]:6443: connect: no route to host',
+    ],
+    [sys('ECONNRESET', { syscall: 'read' }), 'read tcp 10.0.0.1:6443: read: connection reset by peer'],
+    [
+      sys('ENOTFOUND', { syscall: 'getaddrinfo', hostname: 'api.example' }),
+      'dial tcp: lookup api.example: no such host',
+    ],
+    [sys('UND_ERR_CONNECT_TIMEOUT'), 'dial tcp 10.0.0.1:6443: i/o timeout'],
+    [
+      Object.assign(new Error('unable to verify the first certificate'), { code: 'UNABLE_TO_VERIFY_LEAF_SIGNATURE' }),
+      'tls: unable to verify the first certificate',
+    ],
+  ])('%s', (cause, want) => {
+    expect(dialReason(cause, url)).toBe(want);
   });
 });

@@ -462,7 +462,11 @@ describe('startInformers', () => {
     await server.listen(Number(new URL(url).port));
     await waitFor('synced', () => rec.has('synced'));
     expect(rec.calls).toEqual(['add demo/s1', 'synced']);
-    expect(log.lines[0]?.message).toMatch(/^services informer failed: .*; restarting in 5 ms$/);
+    // one line per backoff step naming the URL and the cause, as client-go's (issue 41 item 10)
+    const port = new URL(url).port;
+    expect(log.lines[0]?.message).toBe(
+      `services informer failed: Get "${url}/api/v1/services?labelSelector=%21service.kubernetes.io%2Fservice-proxy-name&fieldSelector=spec.clusterIP%21%3DNone&limit=2000": dial tcp 127.0.0.1:${port}: connect: connection refused; restarting in 5 ms`,
+    );
     expect(log.lines[1]?.message).toMatch(/restarting in 10 ms$/);
     // the successful list did not reset the backoff (only a watch that lasted 2 minutes does,
     // spec/k8s/informer-retries.test.ts): two failures or more, so the cap

@@ -287,8 +287,8 @@ describe('kube-ipvs against the real kube-apiserver (RBAC, bound token, kubectl-
 
   it('a Service created while it runs is programmed; network_programming_duration agrees with the trigger-time annotation', async () => {
     const before = {
-      count: metric('kubeproxy_network_programming_duration_seconds_count'),
-      sum: metric('kubeproxy_network_programming_duration_seconds_sum'),
+      count: metric('kubeproxy_network_programming_duration_seconds_count{ip_family="IPv4"}'),
+      sum: metric('kubeproxy_network_programming_duration_seconds_sum{ip_family="IPv4"}'),
     };
     await lab.apply([service('late', {})]);
     await readBack('late');
@@ -304,8 +304,8 @@ describe('kube-ipvs against the real kube-apiserver (RBAC, bound token, kubectl-
     const after = await eventually(
       'the histogram',
       () => ({
-        count: metric('kubeproxy_network_programming_duration_seconds_count'),
-        sum: metric('kubeproxy_network_programming_duration_seconds_sum'),
+        count: metric('kubeproxy_network_programming_duration_seconds_count{ip_family="IPv4"}'),
+        sum: metric('kubeproxy_network_programming_duration_seconds_sum{ip_family="IPv4"}'),
       }),
       (m) => m.count > before.count,
     );

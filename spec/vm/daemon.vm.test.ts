@@ -529,7 +529,7 @@ describe('kube-ipvs daemon end to end (fake API server, real kernel, real traffi
           .find((l) => l.startsWith(series + ' '))
           ?.split(' ')[1],
       );
-    expect(value('kubeproxy_sync_proxy_rules_duration_seconds_count')).toBeGreaterThan(0);
+    expect(value('kubeproxy_sync_proxy_rules_duration_seconds_count{ip_family="IPv4"}')).toBeGreaterThan(0);
     // client-go's API request series: the lists and watches, over HTTPS
     expect(value(`rest_client_requests_total{code="200",host="127.0.0.1:${API_PORT}",method="GET"}`)).toBeGreaterThan(
       0,
@@ -537,7 +537,7 @@ describe('kube-ipvs daemon end to end (fake API server, real kernel, real traffi
     expect(
       value(`rest_client_request_duration_seconds_count{verb="GET",host="127.0.0.1:${API_PORT}"}`),
     ).toBeGreaterThan(0);
-    expect(value('kubeproxy_network_programming_duration_seconds_count')).toBeGreaterThan(0);
+    expect(value('kubeproxy_network_programming_duration_seconds_count{ip_family="IPv4"}')).toBeGreaterThan(0);
     expect(value('kubeproxy_sync_proxy_rules_endpoint_changes_total')).toBeGreaterThan(0);
     expect(value('kubeproxy_proxy_healthz_total{code="200"}')).toBe(1);
     // the local Service (eTP=Local) has a local endpoint: no port without one

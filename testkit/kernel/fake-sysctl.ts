@@ -5,13 +5,17 @@ const E = osConstants.errno;
 
 /**
  * In-memory fake. Unknown keys are ENOENT; a non-integer written to an integer sysctl is
- * EINVAL (proc_dointvec). Records every write.
+ * EINVAL (proc_dointvec); without root (`privileged: false`) every write is EACCES, as the
+ * kernel's root-owned 0644 files answer. Records every write.
  */
 export class FakeSysctl implements Sysctl {
   private readonly values: Map<string, string>;
   readonly writes: { key: string; value: string }[] = [];
 
-  constructor(initial: Readonly<Record<string, string>> = {}) {
+  constructor(
+    initial: Readonly<Record<string, string>> = {},
+    private readonly options: { readonly privileged?: boolean } = {},
+  ) {
     this.values = new Map(Object.entries(initial));
   }
 
@@ -26,6 +30,7 @@ export class FakeSysctl implements Sysctl {
     checkKey(key);
     const cur = this.values.get(key);
     if (cur === undefined) throw new SysctlError(key, 'write', E.ENOENT, value);
+    if (this.options.privileged === false) throw new SysctlError(key, 'write', E.EACCES, value);
     const v = value.trim();
     if (/^-?\d+$/.test(cur) && !/^-?\d+$/.test(v)) throw new SysctlError(key, 'write', E.EINVAL, value);
     this.writes.push({ key, value: v });
