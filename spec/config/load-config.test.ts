@@ -219,6 +219,7 @@ describe('loadProxyConfig: flags over file', () => {
         tcpFinTimeoutSec: 120,
         udpTimeoutSec: 300,
         excludeClusterCIDRs: ['10.99.0.0/16', 'fd99::/64'],
+        schedulerFlags: null,
       },
       configSyncPeriodMs: 300_000,
       conntrack: defaultProxyConfig().conntrack,
