@@ -325,4 +325,17 @@ describe('--write-config-to output (formatProxyConfig)', () => {
       /^ {2}excludeClusterCIDRs:\n {4}- 10.1.0.0\/16$/m,
     );
   });
+
+  it.each<[string, string]>([
+    ['a list', '[mh-port, mh-fallback]'],
+    ['[] (no flag)', '[]'],
+  ])('ipvs.schedulerFlags as %s: written, and read back the same', async (_name, list) => {
+    const { config } = await load(
+      [`--config=${FILE}`],
+      CONFIG.replace('  strictARP: true\n', `  strictARP: true\n  schedulerFlags: ${list}\n`),
+    );
+    const written = formatProxyConfig(config);
+    expect(written).toContain('schedulerFlags:');
+    expect(decodeProxyConfig(written).config).toEqual(config);
+  });
 });
