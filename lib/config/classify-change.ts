@@ -9,6 +9,7 @@ export const LIVE_FIELDS: readonly string[] = [
   'ipvs.minSyncPeriodMs',
   'ipvs.excludeCIDRs',
   'ipvs.excludeClusterCIDRs',
+  'ipvs.schedulerFlags',
   'ipvs.strictARP',
   'ipvs.tcpTimeoutSec',
   'ipvs.tcpFinTimeoutSec',

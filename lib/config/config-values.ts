@@ -2,7 +2,14 @@
 // `field` is the config path (`ipvs.excludeCIDRs[1]`) or the flag (`--ipvs-exclude-cidrs`);
 // every failure is a ConfigError naming it and the value.
 import { ConfigError } from '../errors';
-import { IPVS_SCHEDULERS, canonicalAddress } from '../model/ipvs';
+import {
+  IPVS_SCHEDULERS,
+  SCHEDULER_FLAG_NAMES,
+  SchedulerFlag,
+  canonicalAddress,
+  isSchedulerFlag,
+  sortSchedulerFlags,
+} from '../model/ipvs';
 import { addressBits, addressPort, familyOfValidAddress } from '../model/ip-family';
 import { formatCidr, parseAddress, parseCidr as parseNet } from '../model/address';
 import { parseDurationMs } from './duration';
@@ -118,6 +125,21 @@ export function parseScheduler(text: string, field: string): string {
     );
   }
   return text;
+}
+
+/**
+ * Checks ipvs.schedulerFlags (kube-ipvs extension): each one of ipvsadm's scheduler flag names
+ * (sh-fallback, sh-port, mh-fallback, mh-port); the flags in SCHEDULER_FLAGS's order, each once.
+ */
+export function parseSchedulerFlags(list: readonly string[], field: string): SchedulerFlag[] {
+  list.forEach((f, i) => {
+    if (!isSchedulerFlag(f))
+      throw new ConfigError(
+        `${field}[${i}]`,
+        `unknown scheduler flag ${q(f)} (known: ${SCHEDULER_FLAG_NAMES.join(' ')})`,
+      );
+  });
+  return sortSchedulerFlags(list.filter(isSchedulerFlag));
 }
 
 /** Reads detectLocalMode: '' means ClusterCIDR; an unknown mode is a ConfigError. */

@@ -33,6 +33,7 @@ import {
   parsePortRange,
   parseProxyMode,
   parseScheduler,
+  parseSchedulerFlags,
   parseShowHiddenMetricsForVersion,
 } from './config-values';
 import { formatDurationMs } from './duration';
@@ -93,6 +94,7 @@ export function defaultProxyConfig(bindAddress = '0.0.0.0'): ProxyConfig {
       tcpFinTimeoutSec: 0,
       udpTimeoutSec: 0,
       excludeClusterCIDRs: [],
+      schedulerFlags: null,
     },
     configSyncPeriodMs: 15 * 60_000,
     conntrack: {
@@ -157,6 +159,8 @@ const SCHEMA: Fields = {
     udpTimeout: 'duration',
     // kube-ipvs extension (multi-CNI), see IpvsConfig.excludeClusterCIDRs
     excludeClusterCIDRs: 'stringList',
+    // kube-ipvs extension (scheduler flags), see IpvsConfig.schedulerFlags
+    schedulerFlags: 'stringList',
   },
   nftables: { masqueradeBit: 'int', masqueradeAll: 'bool', syncPeriod: 'duration', minSyncPeriod: 'duration' },
   winkernel: {
@@ -495,6 +499,10 @@ function buildConfig(v: Values, warnings: ConfigWarning[], problems: Problems): 
       excludeClusterCIDRs: list('ipvs.excludeClusterCIDRs').map((c, i) =>
         p(() => configCidr(c, `ipvs.excludeClusterCIDRs[${i}]`), c),
       ),
+      // absent (or null): unset, kube-proxy's default; a list, even [], replaces it
+      schedulerFlags: v.has('ipvs.schedulerFlags')
+        ? p(() => parseSchedulerFlags(list('ipvs.schedulerFlags'), 'ipvs.schedulerFlags'), null)
+        : null,
     },
     configSyncPeriodMs: nonZero('configSyncPeriod', d.configSyncPeriodMs),
     conntrack: {

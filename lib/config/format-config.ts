@@ -21,6 +21,7 @@ export function formatProxyConfig(c: ProxyConfig): string {
   };
   // the kube-ipvs extension only when used, so the document stays plain kube-proxy otherwise
   if (c.ipvs.excludeClusterCIDRs.length > 0) ipvs.excludeClusterCIDRs = [...c.ipvs.excludeClusterCIDRs];
+  if (c.ipvs.schedulerFlags !== null) ipvs.schedulerFlags = [...c.ipvs.schedulerFlags];
   const doc = {
     apiVersion: API_VERSION,
     kind: KIND,

@@ -9,6 +9,7 @@
 import type { ConntrackSettings } from '../model/conntrack';
 import { LocalDetector } from '../plan/iptables';
 import type { LogFormat } from '../log';
+import type { SchedulerFlag } from '../model/ipvs';
 
 /** How the proxy tells local traffic (detectLocalMode): ClusterCIDR, NodeCIDR, ... */
 export type DetectLocalMode = LocalDetector['kind'];
@@ -33,6 +34,15 @@ export interface IpvsConfig {
    * an unknown field and ignores it) or with `--exclude-cluster-cidr CIDR[,CIDR]`.
    */
   readonly excludeClusterCIDRs: readonly string[];
+  /**
+   * kube-ipvs extension: the node's IPVS scheduler flags (ipvsadm's names), for every Service
+   * without its own kube-ipvs.io/scheduler-flags annotation; each applies to the virtual servers
+   * of its scheduler (sh-* to sh, mh-* to mh). null when unset: kube-proxy's default (mh-port
+   * for mh). A list replaces that default ([] is no flag at all). Set in the file as
+   * `ipvs.schedulerFlags` (a list; kube-proxy decodes the file leniently, logs the unknown
+   * field and ignores it, see README "Scheduler flags").
+   */
+  readonly schedulerFlags: readonly SchedulerFlag[] | null;
 }
 
 /**

@@ -60,6 +60,7 @@ export function proxierSettings(config: ProxyConfig, families: readonly IpFamily
     minSyncPeriodMs: config.ipvs.minSyncPeriodMs,
     excludeCIDRs: config.ipvs.excludeCIDRs,
     excludeClusterCIDRs: config.ipvs.excludeClusterCIDRs,
+    schedulerFlags: config.ipvs.schedulerFlags,
     nodePortAddresses: config.nodePortAddresses,
     masqueradeAll: config.iptables.masqueradeAll,
     masqueradeBit: config.iptables.masqueradeBit,

@@ -6,6 +6,8 @@ import { Protocol, Refusal } from '../model/service';
 
 /** Service annotation naming the IPVS scheduler for that Service (kube-ipvs's own). */
 export const SCHEDULER_ANNOTATION = 'kube-ipvs.io/scheduler';
+/** kube-ipvs.io/scheduler-flags (model/service.ts: the planner names it in its refusals too). */
+export { SCHEDULER_FLAGS_ANNOTATION } from '../model/service';
 /** kube-router's scheduler annotation, read when kube-ipvs.io/scheduler is absent. */
 export const KUBE_ROUTER_SCHEDULER_ANNOTATION = 'kube-router.io/service.scheduler';
 /** Label of a Service served by another proxy; kube-proxy (and kube-ipvs) skip it. */

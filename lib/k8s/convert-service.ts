@@ -9,11 +9,13 @@ import { parseCidrFieldSloppy, parseIpField } from '../model/parse-ip';
 import { specialAddressProblem } from '../model/address';
 import { IP_VS_SCHEDNAME_MAXLEN } from '../uapi/ip_vs';
 import { IpFamily } from '../model/ip-family';
+import { SCHEDULER_FLAG_NAMES, SchedulerFlag, isSchedulerFlag, sortSchedulerFlags } from '../model/ipvs';
 import {
   DNS_LABEL,
   KUBE_ROUTER_SCHEDULER_ANNOTATION,
   RefusalCollector,
   SCHEDULER_ANNOTATION,
+  SCHEDULER_FLAGS_ANNOTATION,
   SERVICE_PROXY_NAME_LABEL,
   isObject,
   isPort,
@@ -76,6 +78,7 @@ export function convertService(svc: V1Service): ConvertedService {
   const trafficDistribution = readTrafficDistribution(spec, r);
   const healthCheckNodePort = readHealthCheckNodePort(spec, type, etp, r);
   const scheduler = readSchedulerAnnotation(svc.metadata?.annotations ?? {}, r);
+  const schedulerFlags = readSchedulerFlagsAnnotation(svc.metadata?.annotations ?? {}, r);
   const creationTimestamp = readCreationTimestamp(svc);
 
   const ports: ServicePort[] = [];
@@ -102,6 +105,7 @@ export function convertService(svc: V1Service): ConvertedService {
         healthCheckNodePort,
         trafficDistribution,
         scheduler,
+        ...(schedulerFlags !== undefined ? { schedulerFlags } : {}),
         ...(creationTimestamp !== undefined ? { creationTimestamp } : {}),
       });
     }
@@ -268,6 +272,36 @@ function readSchedulerAnnotation(annotations: Readonly<Record<string, string>>, 
     'not a scheduler name ([a-z0-9]{1,15}); the configured scheduler is used',
   );
   return '';
+}
+
+/**
+ * kube-ipvs.io/scheduler-flags: comma-separated flag names (blanks around each ignored); an
+ * unknown name is refused alone. undefined without the annotation, or when it names no known
+ * flag; [] for an empty value (no scheduler flag, kube-proxy's mh-port default included). Whether each
+ * flag fits the Service's scheduler is the planner's to say (the scheduler may be the node's).
+ */
+function readSchedulerFlagsAnnotation(
+  annotations: Readonly<Record<string, string>>,
+  r: RefusalCollector,
+): readonly SchedulerFlag[] | undefined {
+  const value: unknown = annotations[SCHEDULER_FLAGS_ANNOTATION];
+  if (value === undefined) return undefined;
+  const field = `metadata.annotations[${SCHEDULER_FLAGS_ANNOTATION}]`;
+  if (typeof value !== 'string') {
+    r.refuse(field, value, "not a string; the node's scheduler flags are used");
+    return undefined;
+  }
+  const words = value
+    .split(',')
+    .map((w) => w.trim())
+    .filter((w) => w !== '');
+  const flags = words.filter(isSchedulerFlag);
+  for (const word of words)
+    if (!isSchedulerFlag(word))
+      r.refuse(field, word, `not a scheduler flag (${SCHEDULER_FLAG_NAMES.join(', ')}); ignored`);
+  // only unknown words: as if the annotation were absent (not "no flags")
+  if (words.length > 0 && flags.length === 0) return undefined;
+  return sortSchedulerFlags(flags);
 }
 
 function readCreationTimestamp(svc: V1Service): string | undefined {

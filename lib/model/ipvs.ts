@@ -3,6 +3,12 @@ import { isIPv4, isIPv6, SocketAddress } from 'node:net';
 // kernel's numeric constants (no code, no I/O), and the kernel's numbers are the model's values.
 import { AddressFamily, addressFamilyOf } from './ip-family';
 import { AF_INET, AF_INET6, IPPROTO_SCTP, IPPROTO_TCP, IPPROTO_UDP } from '../uapi/inet';
+import {
+  IP_VS_SVC_F_SCHED_MH_FALLBACK,
+  IP_VS_SVC_F_SCHED_MH_PORT,
+  IP_VS_SVC_F_SCHED_SH_FALLBACK,
+  IP_VS_SVC_F_SCHED_SH_PORT,
+} from '../uapi/ip_vs';
 
 /** AF_INET (2) or AF_INET6 (10), as the kernel numbers them. */
 export type { AddressFamily } from './ip-family';
@@ -253,6 +259,36 @@ export const IPVS_SCHEDULERS: readonly string[] = [
   'ovf',
   'twos',
 ];
+
+/**
+ * A virtual server's scheduler flag as ipvsadm names it (`-b`): sh's and mh's two each. Each is
+ * a flag of its scheduler only: the kernel has three bits for all schedulers (sh-fallback and
+ * mh-fallback are one bit, SCHED1; sh-port and mh-port another, SCHED2), so a flag set on a
+ * virtual server of another scheduler would mean something else, or nothing.
+ */
+export type SchedulerFlag = 'sh-fallback' | 'sh-port' | 'mh-fallback' | 'mh-port';
+
+/** Each scheduler flag: its scheduler and its bit (IP_VS_SVC_F_SCHED_*, ip_vs.h). */
+export const SCHEDULER_FLAGS: Readonly<Record<SchedulerFlag, { readonly scheduler: string; readonly bit: number }>> = {
+  'sh-fallback': { scheduler: 'sh', bit: IP_VS_SVC_F_SCHED_SH_FALLBACK },
+  'sh-port': { scheduler: 'sh', bit: IP_VS_SVC_F_SCHED_SH_PORT },
+  'mh-fallback': { scheduler: 'mh', bit: IP_VS_SVC_F_SCHED_MH_FALLBACK },
+  'mh-port': { scheduler: 'mh', bit: IP_VS_SVC_F_SCHED_MH_PORT },
+};
+
+/** The scheduler flags' names, in SCHEDULER_FLAGS's order. */
+export const SCHEDULER_FLAG_NAMES = Object.keys(SCHEDULER_FLAGS) as readonly SchedulerFlag[];
+
+/** Is `s` one of the scheduler flag names? */
+export function isSchedulerFlag(s: unknown): s is SchedulerFlag {
+  return typeof s === 'string' && Object.hasOwn(SCHEDULER_FLAGS, s);
+}
+
+/** Scheduler flags in SCHEDULER_FLAGS's order, each once. */
+export function sortSchedulerFlags(flags: Iterable<SchedulerFlag>): SchedulerFlag[] {
+  const set = new Set(flags);
+  return SCHEDULER_FLAG_NAMES.filter((f) => set.has(f));
+}
 
 /**
  * A RealServer as `rs` programs it, before any traffic: the spec's optional fields at the

@@ -5,6 +5,14 @@
  * (kube-proxy: pkg/proxy/serviceport.go BaseServicePortInfo, endpoint.go BaseEndpointInfo.)
  */
 import { IpFamily } from './ip-family';
+import type { SchedulerFlag } from './ipvs';
+
+/**
+ * Service annotation listing IPVS scheduler flags for that Service (kube-ipvs's own):
+ * comma-separated ipvsadm names (sh-fallback, sh-port, mh-fallback, mh-port); replaces
+ * ipvs.schedulerFlags and kube-proxy's default (mh-port for mh) for the Service.
+ */
+export const SCHEDULER_FLAGS_ANNOTATION = 'kube-ipvs.io/scheduler-flags';
 
 /** A Service port's protocol. */
 export type Protocol = 'TCP' | 'UDP' | 'SCTP';
@@ -80,6 +88,12 @@ export interface ServicePort {
   readonly trafficDistribution: string;
   /** per-Service scheduler from the annotation; '' means the configured ipvs.scheduler */
   readonly scheduler: string;
+  /**
+   * per-Service scheduler flags from the annotation kube-ipvs.io/scheduler-flags (known names
+   * only, in SCHEDULER_FLAGS's order; [] when it lists none); absent without the annotation:
+   * then ipvs.schedulerFlags, else kube-proxy's default (mh-port for mh)
+   */
+  readonly schedulerFlags?: readonly SchedulerFlag[];
   /** metadata.creationTimestamp (RFC 3339), when the object has one: ranks claims on one ip:port */
   readonly creationTimestamp?: string;
 }

@@ -24,8 +24,23 @@
  * a foreign virtual server, another Service's claim) is not the planner's to know
  * (plan/frontend-guard.ts, lib/proxier/desired-index.ts).
  */
-import { AddressFamily, RealServerSpec, VirtualServerSpec, realServerKey, virtualServerKey } from '../model/ipvs';
-import { Endpoint, Refusal, ServicePort, ServicePortKey, servicePortKey } from '../model/service';
+import {
+  AddressFamily,
+  RealServerSpec,
+  SCHEDULER_FLAGS,
+  SchedulerFlag,
+  VirtualServerSpec,
+  realServerKey,
+  virtualServerKey,
+} from '../model/ipvs';
+import {
+  Endpoint,
+  Refusal,
+  SCHEDULER_FLAGS_ANNOTATION,
+  ServicePort,
+  ServicePortKey,
+  servicePortKey,
+} from '../model/service';
 import { familyOfValidAddress, toAddressFamily } from '../model/ip-family';
 import { cachedCidrMatcher, cidrMatcher } from '../model/address';
 import { AF_INET, IPPROTO_SCTP, IPPROTO_TCP, IPPROTO_UDP } from '../uapi/inet';
@@ -66,6 +81,32 @@ export function planServicePort(sp: ServicePort, endpoints: readonly Endpoint[],
   planNodePort(draft, sel.externalRs);
   if (sp.healthCheckNodePort !== 0) draft.add('HEALTH_CHECK_NODE_PORT', entryPort(sp.healthCheckNodePort));
   return finishPlan(draft, eps, sel);
+}
+
+/**
+ * A virtual server's scheduler flag bits: the Service's list (its annotation) if it has one,
+ * else the node's (ipvs.schedulerFlags), else kube-proxy's default (mh-port for mh, none for
+ * the others). A list replaces the default: `mh-fallback` alone is mh-fallback without
+ * mh-port. Only the flags of `scheduler` are set; `unfit` names the Service's own flags that
+ * are another scheduler's (to be refused: the kernel's bits are shared, sh-fallback on an mh
+ * virtual server would be mh-fallback). The node's list is one for every scheduler: its other
+ * schedulers' flags are left out silently.
+ */
+export function schedulerFlagBits(
+  scheduler: string,
+  service: readonly SchedulerFlag[] | undefined,
+  node: readonly SchedulerFlag[] | undefined,
+): { bits: number; unfit: SchedulerFlag[] } {
+  const list = service ?? node;
+  if (list === undefined) return { bits: scheduler === 'mh' ? IP_VS_SVC_F_SCHED_MH_PORT : 0, unfit: [] };
+  let bits = 0;
+  const unfit: SchedulerFlag[] = [];
+  for (const flag of list) {
+    const f = SCHEDULER_FLAGS[flag];
+    if (f.scheduler === scheduler) bits |= f.bit;
+    else if (service !== undefined) unfit.push(flag);
+  }
+  return { bits, unfit };
 }
 
 /** Multi-CNI: every endpoint was inside excludeClusterCIDRs, another CNI's proxy serves the port. */
@@ -135,8 +176,15 @@ class PlanDraft {
     this.scheduler = sp.scheduler || ctx.scheduler || DEFAULT_SCHEDULER;
     let flags = 0;
     if (sp.stickyMaxAgeSeconds > 0) flags |= IP_VS_SVC_F.PERSISTENT;
-    if (this.scheduler === 'mh') flags |= IP_VS_SVC_F_SCHED_MH_PORT;
-    this.flags = flags;
+    const sched = schedulerFlagBits(this.scheduler, sp.schedulerFlags, ctx.schedulerFlags);
+    for (const flag of sched.unfit) {
+      this.refuse(
+        `metadata.annotations[${SCHEDULER_FLAGS_ANNOTATION}]`,
+        flag,
+        `a flag of the ${SCHEDULER_FLAGS[flag].scheduler} scheduler, and this Service's scheduler is ${this.scheduler}; programmed without it`,
+      );
+    }
+    this.flags = flags | sched.bits;
   }
 
   vsSpec(address: string, port: number): VirtualServerSpec {

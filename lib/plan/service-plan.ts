@@ -12,7 +12,7 @@
  *
  * Implemented in plan-service-port.ts / plan-desired-state.ts.
  */
-import { RealServerSpec, VirtualServerSpec } from '../model/ipvs';
+import { RealServerSpec, SchedulerFlag, VirtualServerSpec } from '../model/ipvs';
 import { Endpoint, Refusal, ServicePort, ServicePortKey } from '../model/service';
 import { LbOutFilterEntry, LocalDetector } from './iptables';
 import { IpFamily } from '../model/ip-family';
@@ -23,7 +23,11 @@ import type { FrontendType } from '../model/views';
 
 /** A virtual server with the real servers it should have (weight 1, masquerade). */
 export interface DesiredVirtualServer {
-  /** scheduler resolved (annotation, else config); flags: persistent 0x1 with affinity, 0x10 for mh */
+  /**
+   * scheduler resolved (annotation, else config); flags: persistent 0x1 with affinity, the
+   * scheduler flags that fit the scheduler (plan-service-port.ts schedulerFlagBits: mh-port 0x10
+   * for mh unless a flags list says otherwise)
+   */
   readonly vs: VirtualServerSpec;
   /** sorted by realServerKey */
   readonly realServers: readonly RealServerSpec[];
@@ -44,6 +48,11 @@ export interface PlanContext {
   readonly family: IpFamily;
   /** ipvs.scheduler, '' meaning rr */
   readonly scheduler: string;
+  /**
+   * ipvs.schedulerFlags (kube-ipvs extension); absent when unset: kube-proxy's default (mh-port
+   * for mh). A Service's annotation replaces it.
+   */
+  readonly schedulerFlags?: readonly SchedulerFlag[];
   readonly nodeName: string;
   /** the node's topology.kubernetes.io/zone label, '' when none */
   readonly nodeZone: string;

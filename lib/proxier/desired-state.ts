@@ -93,7 +93,17 @@ export class DesiredState {
 
   /** A Service's refusals: its objects', then per port of its plans the planner's and its withheld frontends'. */
   private refusals(name: ServiceName, plans: readonly ServicePortPlan[]): Refusal[] {
-    const fromPlans = plans.flatMap((p) => [...p.refusals, ...this.indexNow.withheldRefusals(p)]);
+    // one refusal each: every port and family of a Service may refuse the same field (a
+    // scheduler flag of another scheduler), and it is said once
+    const seen = new Set<string>();
+    const fromPlans = plans
+      .flatMap((p) => [...p.refusals, ...this.indexNow.withheldRefusals(p)])
+      .filter((r) => {
+        const k = `${r.field}\0${r.value}\0${r.reason}\0${r.eventReason ?? ''}`;
+        if (seen.has(k)) return false;
+        seen.add(k);
+        return true;
+      });
     const fromObjects = this.objectRefusals.get(name);
     return fromObjects === undefined ? fromPlans : [...fromObjects, ...fromPlans];
   }

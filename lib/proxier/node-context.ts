@@ -207,6 +207,7 @@ export class NodeContext {
       contexts.set(family, {
         family,
         scheduler: s.scheduler,
+        ...(s.schedulerFlags ? { schedulerFlags: s.schedulerFlags } : {}),
         nodeName: this.nodeNow.name,
         nodeZone: this.nodeNow.zone,
         nodePortAddresses: npAll.filter(ofFamily),

@@ -11,6 +11,7 @@ import type { Conntrack } from '../kernel/conntrack/conntrack';
 import type { NftTables } from '../kernel/nftables/nftables';
 import type { Endpoint, ServiceName, ServicePort, TrackedService } from '../model/service';
 import type { IpFamily } from '../model/ip-family';
+import type { SchedulerFlag } from '../model/ipvs';
 import type { LocalDetector } from '../plan/iptables';
 import type { PlanServicePort } from '../plan/service-plan';
 import type { Clock } from './clock';
@@ -59,6 +60,8 @@ export interface ProxierSettings {
   readonly minSyncPeriodMs: number;
   readonly excludeCIDRs: readonly string[];
   readonly excludeClusterCIDRs: readonly string[];
+  /** ipvs.schedulerFlags; null or absent: unset (kube-proxy's default) */
+  readonly schedulerFlags?: readonly SchedulerFlag[] | null;
   readonly nodePortAddresses: readonly string[];
   readonly masqueradeAll: boolean;
   readonly masqueradeBit: number;

@@ -16,6 +16,11 @@ describe('classifyConfigChange', () => {
     },
     { name: 'excludeCIDRs', next: withIpvs({ excludeCIDRs: ['10.0.0.0/8'] }), live: ['ipvs.excludeCIDRs'] },
     {
+      name: 'schedulerFlags (kube-ipvs extension)',
+      next: withIpvs({ schedulerFlags: ['mh-fallback', 'mh-port'] }),
+      live: ['ipvs.schedulerFlags'],
+    },
+    {
       name: 'excludeClusterCIDRs',
       next: withIpvs({ excludeClusterCIDRs: ['10.0.0.0/8'] }),
       live: ['ipvs.excludeClusterCIDRs'],

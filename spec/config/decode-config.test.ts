@@ -174,6 +174,21 @@ describe('decodeProxyConfig: good configurations', () => {
       want: { ipvs: { excludeClusterCIDRs: ['10.99.1.0/24', 'fd99::/64'] } },
     },
     {
+      name: 'kube-ipvs extension ipvs.schedulerFlags: in one order, each once',
+      yaml: 'ipvs:\n  schedulerFlags: [mh-port, sh-fallback, mh-fallback, mh-port]\n',
+      want: { ipvs: { schedulerFlags: ['sh-fallback', 'mh-fallback', 'mh-port'] } },
+    },
+    {
+      name: 'ipvs.schedulerFlags: [] is a list (no flag, not the default)',
+      yaml: 'ipvs:\n  schedulerFlags: []\n',
+      want: { ipvs: { schedulerFlags: [] } },
+    },
+    {
+      name: 'ipvs.schedulerFlags null: unset (kube-proxy default)',
+      yaml: 'ipvs:\n  schedulerFlags: null\n',
+      want: { ipvs: { schedulerFlags: null } },
+    },
+    {
       name: 'dual-stack clusterCIDR canonicalised',
       yaml: 'clusterCIDR: "10.244.1.1/16,FD00:10:244::1/56"\n',
       want: { clusterCIDR: ['10.244.0.0/16', 'fd00:10:244::/56'] },
@@ -321,6 +336,18 @@ describe('decodeProxyConfig: bad configurations name the field and the value', (
       text: HEADER + 'ipvs:\n  excludeClusterCIDRs: [10.0.0.0]\n',
       field: 'ipvs.excludeClusterCIDRs[0]',
       value: '10.0.0.0',
+    },
+    {
+      name: 'unknown scheduler flag',
+      text: HEADER + 'ipvs:\n  schedulerFlags: [mh-fallback, flag-3]\n',
+      field: 'ipvs.schedulerFlags[1]',
+      value: 'flag-3',
+    },
+    {
+      name: 'scheduler flags as a string, not a list',
+      text: HEADER + 'ipvs:\n  schedulerFlags: mh-fallback,mh-port\n',
+      field: 'ipvs.schedulerFlags',
+      value: 'mh-fallback,mh-port',
     },
     {
       name: 'negative duration',

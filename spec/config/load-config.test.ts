@@ -219,6 +219,7 @@ describe('loadProxyConfig: flags over file', () => {
         tcpFinTimeoutSec: 120,
         udpTimeoutSec: 300,
         excludeClusterCIDRs: ['10.99.0.0/16', 'fd99::/64'],
+        schedulerFlags: null,
       },
       configSyncPeriodMs: 300_000,
       conntrack: defaultProxyConfig().conntrack,
@@ -323,5 +324,18 @@ describe('--write-config-to output (formatProxyConfig)', () => {
     expect(formatProxyConfig((await load(['--exclude-cluster-cidr=10.1.0.0/16'])).config)).toMatch(
       /^ {2}excludeClusterCIDRs:\n {4}- 10.1.0.0\/16$/m,
     );
+  });
+
+  it.each<[string, string]>([
+    ['a list', '[mh-port, mh-fallback]'],
+    ['[] (no flag)', '[]'],
+  ])('ipvs.schedulerFlags as %s: written, and read back the same', async (_name, list) => {
+    const { config } = await load(
+      [`--config=${FILE}`],
+      CONFIG.replace('  strictARP: true\n', `  strictARP: true\n  schedulerFlags: ${list}\n`),
+    );
+    const written = formatProxyConfig(config);
+    expect(written).toContain('schedulerFlags:');
+    expect(decodeProxyConfig(written).config).toEqual(config);
   });
 });

@@ -386,6 +386,40 @@ const rows: Row[] = [
     ],
   },
   {
+    name: 'scheduler flags annotation: known names kept in one order, blanks and repeats dropped',
+    svc: svc1((s) => (s.metadata!.annotations = { 'kube-ipvs.io/scheduler-flags': ' mh-port, mh-fallback,,mh-port ' })),
+    ports: [{ ...BASE, schedulerFlags: ['mh-fallback', 'mh-port'] }],
+  },
+  {
+    name: 'scheduler flags annotation empty: no flag at all (not the default)',
+    svc: svc1((s) => (s.metadata!.annotations = { 'kube-ipvs.io/scheduler-flags': '' })),
+    ports: [{ ...BASE, schedulerFlags: [] }],
+  },
+  {
+    name: 'scheduler flags annotation: an unknown name is refused alone, the rest kept',
+    svc: svc1((s) => (s.metadata!.annotations = { 'kube-ipvs.io/scheduler-flags': 'mh-fallback,flag-3' })),
+    ports: [{ ...BASE, schedulerFlags: ['mh-fallback'] }],
+    refusals: [
+      refusal(
+        'metadata.annotations[kube-ipvs.io/scheduler-flags]',
+        'flag-3',
+        'not a scheduler flag (sh-fallback, sh-port, mh-fallback, mh-port); ignored',
+      ),
+    ],
+  },
+  {
+    name: 'scheduler flags annotation naming no known flag: as if absent (the default stays)',
+    svc: svc1((s) => (s.metadata!.annotations = { 'kube-ipvs.io/scheduler-flags': 'MH-PORT' })),
+    ports: [BASE],
+    refusals: [
+      refusal(
+        'metadata.annotations[kube-ipvs.io/scheduler-flags]',
+        'MH-PORT',
+        'not a scheduler flag (sh-fallback, sh-port, mh-fallback, mh-port); ignored',
+      ),
+    ],
+  },
+  {
     name: 'bad metadata.name: the whole Service is refused',
     svc: makeService('ns1', 'Svc/1', (s) => (s.spec = { clusterIP: '10.96.0.10', ports: [svcPort('p80', 80)] })),
     ports: [],

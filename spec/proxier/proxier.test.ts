@@ -251,6 +251,44 @@ describe('Proxier over the kernel fakes', () => {
     expect(formatRestore(await t.ipvs.listAll()).filter((l) => l.endsWith('-w 0'))).toEqual([]);
   });
 
+  it("a scheduler flag the Service's scheduler lacks: one log line and one Event, the Service programmed without it", async () => {
+    const t = await setup({ settings: { scheduler: 'mh' } });
+    // two ports: the refusal is said once for the Service, not once per port
+    const svc = clusterIP('odd', '10.96.0.11', { 'kube-ipvs.io/scheduler-flags': 'sh-port,mh-fallback' });
+    svc.spec!.ports = [svcPort('http', 80), svcPort('https', 443)];
+    t.addService(svc);
+    await t.start();
+    expect(formatRestore(await t.ipvs.listAll()).sort()).toEqual([
+      '-A -t 10.96.0.11:443 -s mh -b mh-fallback',
+      '-A -t 10.96.0.11:80 -s mh -b mh-fallback',
+    ]);
+    expect(t.events).toEqual([
+      "default/odd InvalidField: kube-ipvs ignored metadata.annotations[kube-ipvs.io/scheduler-flags] 'sh-port': a flag of the sh scheduler, and this Service's scheduler is mh; programmed without it",
+    ]);
+  });
+
+  it('a scheduler flags change is one SET per virtual server: no delete, the draining real server kept', async () => {
+    const t = await setup({ settings: { scheduler: 'mh' } });
+    t.addService(clusterIP('web', '10.96.0.10'), endpoints('web', '10.244.1.2', '10.244.1.3'));
+    await t.start();
+    t.slices.onUpdate(endpoints('web', '10.244.1.2', '10.244.1.3'), endpoints('web', '10.244.1.2'));
+    t.proxier.sync();
+    await t.settle();
+    const before = t.ipvs.applied.length;
+    t.services.onUpdate(
+      clusterIP('web', '10.96.0.10'),
+      clusterIP('web', '10.96.0.10', { 'kube-ipvs.io/scheduler-flags': 'mh-fallback,mh-port' }),
+    );
+    t.proxier.sync();
+    await t.settle();
+    expect(t.ipvs.applied.slice(before).map((o) => o.kind)).toEqual(['setService']);
+    expect(formatRestore(await t.ipvs.listAll())).toEqual([
+      '-A -t 10.96.0.10:80 -s mh -b mh-fallback,mh-port',
+      '-a -t 10.96.0.10:80 -r 10.244.1.2:8080 -m -w 1',
+      '-a -t 10.96.0.10:80 -r 10.244.1.3:8080 -m -w 0',
+    ]);
+  });
+
   it('a scheduler the kernel lacks fails that Service only, with an Event, and is retried with backoff', async () => {
     const t = await setup({ schedulers: ['rr', 'lc'] });
     t.addService(clusterIP('web', '10.96.0.10'), endpoints('web', '10.244.1.2'));

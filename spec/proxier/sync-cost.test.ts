@@ -320,4 +320,21 @@ describe('the periodic full sync', () => {
     expect(t.proxier.lastResult).toMatchObject({ full: true, replanned: 2 });
     expect([...new Set((await t.ipvs.listAll()).map((e) => e.vs.scheduler))]).toEqual(['lc']);
   });
+
+  it("after a change of the node's scheduler flags (ipvs.schedulerFlags): every Service re-planned, one SET per virtual server, nothing deleted", async () => {
+    const t = await proxierOverFakes({ settings: { ...FAKE_SETTINGS, scheduler: 'mh' } });
+    t.add(web, webSlice('10.244.1.2'), nodePort, npSlice);
+    await t.start();
+    const before = t.ipvs.applied.length;
+    const servers = (await t.ipvs.listAll()).length;
+    t.proxier.updateSettings({ ...FAKE_SETTINGS, scheduler: 'mh', schedulerFlags: ['mh-fallback', 'mh-port'] });
+    await t.settle();
+    expect(t.proxier.lastResult).toMatchObject({ full: true, replanned: 2, ipvsWrites: servers });
+    expect(t.ipvs.applied.slice(before).map((o) => o.kind)).toEqual(Array(servers).fill('setService'));
+    expect([...new Set((await t.ipvs.listAll()).map((e) => e.vs.flags))]).toEqual([0x18]);
+    // unset again: kube-proxy's mh-port
+    t.proxier.updateSettings({ ...FAKE_SETTINGS, scheduler: 'mh', schedulerFlags: null });
+    await t.settle();
+    expect([...new Set((await t.ipvs.listAll()).map((e) => e.vs.flags))]).toEqual([0x10]);
+  });
 });

@@ -67,6 +67,16 @@ describe('diffVirtualServer', () => {
       ops: ['setService TCP/10.96.0.10:80 lc f0'],
     },
     {
+      name: 'scheduler flags only (mh-port -> mh-fallback,mh-port) is one SET, real servers untouched',
+      current: entry(
+        vs('10.96.0.10', 80, { scheduler: 'mh', flags: 0x10 }),
+        [rs('10.244.1.1')],
+        [rs('10.244.1.2', 0), 2],
+      ),
+      want: desired(vs('10.96.0.10', 80, { scheduler: 'mh', flags: 0x18 }), rs('10.244.1.1')),
+      ops: ['setService TCP/10.96.0.10:80 mh f24'],
+    },
+    {
       name: 'affinity on is a SET with the persistent flag',
       current: entry(vs('10.96.0.10')),
       want: desired(vs('10.96.0.10', 80, { flags: 1, timeout: 10800 })),
