@@ -539,7 +539,7 @@ describe('decodeProxyConfig as strict as kube-proxy, every error at once, the mo
       '  /etc/kp.yaml: clusterCIDR: "10.0.0.0/33" is not a valid CIDR: prefix length 33 > 32',
       `  /etc/kp.yaml: ipvs.scheduler: unknown IPVS scheduler "nope" (known: rr wrr lc wlc lblc lblcr dh sh sed nq mh fo ovf twos; '' means rr)`,
       '  /etc/kp.yaml: oomScoreAdj: 5000: must be within the range [-1000, 1000]',
-      '  /etc/kp.yaml: unknown field "ipvs.trictARP" ignored (is it misspelled? ipvs has: syncPeriod, minSyncPeriod, scheduler, excludeCIDRs, strictARP, tcpTimeout, tcpFinTimeout, udpTimeout, excludeClusterCIDRs)',
+      '  /etc/kp.yaml: unknown field "ipvs.trictARP" ignored (is it misspelled? ipvs has: syncPeriod, minSyncPeriod, scheduler, excludeCIDRs, strictARP, tcpTimeout, tcpFinTimeout, udpTimeout, excludeClusterCIDRs, schedulerFlags)',
     ]);
     // one error and an unknown field: the typo is still said with it
     expect(thrown(HEADER + 'mode: ipvs\noomScoreAdj: 5000\nipvs:\n  trictARP: true\n').message.split('\n')).toEqual([
