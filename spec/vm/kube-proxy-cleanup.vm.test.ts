@@ -32,6 +32,10 @@ import {
 } from '../../testkit/swap-traffic';
 import { eventually } from '../../testkit/wait-for';
 
+// each cleanup is many iptables, ipset and nft processes: on a loaded host the guest took over
+// the default 60 s for kube-proxy's (killed: it left its nftables tables) and the test over 300 s
+const CLEANUP_TIMEOUT_MS = 300_000;
+
 const RUN = randomBytes(3).toString('hex');
 const FILE_LABEL = { 'e2e.kube-ipvs.io/file': 'kube-proxy-cleanup' };
 
@@ -131,14 +135,14 @@ describe.each<[string, string]>([
       // it left its rules (else the comparison below proves nothing)
       expect(differences(before, left).length).toBeGreaterThan(0);
 
-      const kp = tryRun(KUBE_PROXY_BIN, ['--cleanup', `--config=${cfg}`]);
+      const kp = tryRun(KUBE_PROXY_BIN, ['--cleanup', `--config=${cfg}`], undefined, CLEANUP_TIMEOUT_MS);
       const kpErrors = kp.stderr.split('\n').filter((l) => /^E\d{4}|error/i.test(l));
       console.log(`kube-proxy --cleanup after ${modeName} mode: exit ${kp.status}\n${kpErrors.join('\n')}`);
       const byKubeProxy = nodeState();
 
       await kubeProxyRunsAndStops();
       expect(differences(before, nodeState()).length).toBeGreaterThan(0);
-      const r = tryRun(process.execPath, [KUBE_IPVS_BIN, 'cleanup']);
+      const r = tryRun(process.execPath, [KUBE_IPVS_BIN, 'cleanup'], undefined, CLEANUP_TIMEOUT_MS);
       expect({ status: r.status, stderr: r.status === 0 ? '' : r.stderr }).toEqual({ status: 0, stderr: '' });
       const byKubeIpvs = nodeState();
 
@@ -156,6 +160,6 @@ describe.each<[string, string]>([
         (modeName === 'iptables' && /KUBE-FIREWALL/.test(d.line)) ||
         (d.surface === 'nftables tables' && /^table ip6? (filter|nat|mangle)$/.test(d.line));
       expect(differences(before, byKubeIpvs).filter((d) => !kept(d))).toEqual([]);
-    });
+    }, 900_000);
   },
 );
