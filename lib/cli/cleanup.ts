@@ -148,11 +148,19 @@ function formatDryRun(report: CleanupReport): string {
   return lines.length === 0 ? 'nothing to remove\n' : lines.join('\n') + '\n';
 }
 
+/** What `kube-ipvs cleanup`'s command line asks for. */
+interface CleanupRequest {
+  readonly families: IpFamily[];
+  readonly iptablesBackend: IptablesBackendMode;
+  readonly dryRun: boolean;
+}
+
 /**
  * argv: the arguments after `cleanup` (or, from kube-proxy's `--cleanup`, the options of
- * CLEANUP_OPTIONS in it). Unknown options and arguments exit 2.
+ * CLEANUP_OPTIONS in it). The request, or the exit code: 0 after --help, 2 for unknown options
+ * and arguments. Sets the log format it names.
  */
-export async function runCleanup(argv: readonly string[], env: CleanupEnv = realEnv()): Promise<number> {
+function parseCleanupArgs(argv: readonly string[], env: CleanupEnv): CleanupRequest | number {
   const stderr = env.stderr ?? process.stderr;
   const program = new Command('kube-ipvs cleanup')
     .description(
@@ -191,7 +199,28 @@ export async function runCleanup(argv: readonly string[], env: CleanupEnv = real
     stderr.write(`kube-ipvs cleanup: --families takes ipv4 and/or ipv6, got ${opts.families}\n`);
     return 2;
   }
-  const dryRun = opts.dryRun === true;
+  return { families, iptablesBackend: opts.iptablesBackend, dryRun: opts.dryRun === true };
+}
+
+/** The closing info line: what was (or, in a dry run, would be) removed and left. */
+function cleanupSummary(report: CleanupReport, dryRun: boolean): string {
+  return (
+    `cleanup ${dryRun ? 'dry run ' : ''}done: ${report.virtualServersRemoved.length} virtual servers ${dryRun ? 'to remove' : 'removed'}, ` +
+    `${report.virtualServersKept.length} left (not kube-proxy's), ` +
+    `kube-ipvs0 ${report.linkDeleted ? (dryRun ? 'to delete' : 'deleted') : 'absent'}, ${report.iptablesDone.length} iptables changes, ` +
+    `${report.setsDestroyed.length} sets ${dryRun ? 'to destroy' : 'destroyed'}, ` +
+    `${report.nftTablesDeleted.length} nftables tables ${dryRun ? 'to delete' : 'deleted'}, ${report.failures.length} failures`
+  );
+}
+
+/**
+ * argv: the arguments after `cleanup` (or, from kube-proxy's `--cleanup`, the options of
+ * CLEANUP_OPTIONS in it). Unknown options and arguments exit 2.
+ */
+export async function runCleanup(argv: readonly string[], env: CleanupEnv = realEnv()): Promise<number> {
+  const request = parseCleanupArgs(argv, env);
+  if (typeof request === 'number') return request;
+  const { families, dryRun } = request;
 
   const { log } = env;
   const { ipvs, close, unavailable } = await ipvsOrNothing(env);
@@ -213,7 +242,7 @@ export async function runCleanup(argv: readonly string[], env: CleanupEnv = real
   const deps: CleanupDeps = {
     ipvs,
     link,
-    iptables: families.map((family) => env.iptables(family, opts.iptablesBackend)),
+    iptables: families.map((family) => env.iptables(family, request.iptablesBackend)),
     ipset: env.ipset(),
     nftables,
     log,
@@ -222,13 +251,7 @@ export async function runCleanup(argv: readonly string[], env: CleanupEnv = real
   try {
     const report = await cleanup(deps);
     if (dryRun) (env.stdout ?? process.stdout).write(formatDryRun(report));
-    log.info(
-      `cleanup ${dryRun ? 'dry run ' : ''}done: ${report.virtualServersRemoved.length} virtual servers ${dryRun ? 'to remove' : 'removed'}, ` +
-        `${report.virtualServersKept.length} left (not kube-proxy's), ` +
-        `kube-ipvs0 ${report.linkDeleted ? (dryRun ? 'to delete' : 'deleted') : 'absent'}, ${report.iptablesDone.length} iptables changes, ` +
-        `${report.setsDestroyed.length} sets ${dryRun ? 'to destroy' : 'destroyed'}, ` +
-        `${report.nftTablesDeleted.length} nftables tables ${dryRun ? 'to delete' : 'deleted'}, ${report.failures.length} failures`,
-    );
+    log.info(cleanupSummary(report, dryRun));
     if (report.failures.length === 0) return 0;
     log.error(`cleanup incomplete; left behind: ${report.failures.map(leftBehind).join('; ')}`);
     return 1;
