@@ -122,10 +122,13 @@ function foreignLines(): string[] {
   return ipvsRules().filter((l) => FOREIGN_VIPS.some((v) => l.includes(` ${v} `)));
 }
 /** `ipset save` add lines naming this member. */
+/** The `add` lines naming `member`, sorted: `ipset save` lists sets in the kernel's index order,
+ * which follows creation and reuse order, not anything kube-ipvs promises. */
 function setLines(member: string): string[] {
   return run('ipset', ['save'])
     .split('\n')
-    .filter((l) => l.startsWith('add ') && l.includes(` ${member}`));
+    .filter((l) => l.startsWith('add ') && l.includes(` ${member}`))
+    .sort();
 }
 function boundAddresses(): string[] {
   const out = tryRun('ip', ['-o', '-4', 'addr', 'show', 'dev', 'kube-ipvs0']).stdout;
