@@ -30,6 +30,7 @@ import {
   startFixtureApiServer,
   startKubeIpvs,
 } from '../../testkit/processes';
+import { eventually } from '../../testkit/wait-for';
 import { deletePod, makePod, run, startEchoServer, tryRun } from '../../testkit/netns';
 
 const API_PORT = 16448;
@@ -218,14 +219,15 @@ describe('scheduler flags (daemon, real kernel, real traffic)', () => {
       (l) => typeof l.message === 'string' && l.message.includes("kube-ipvs.io/scheduler-flags] 'sh-port'"),
     );
     expect(line?.message).toContain("a flag of the sh scheduler, and this Service's scheduler is mh");
-    const end = Date.now() + 60_000;
-    let found: Obj[] = [];
-    while (Date.now() < end) {
-      const list = (await api.get('/api/v1/namespaces/default/events')) as { items: Obj[] };
-      found = list.items.filter((e) => (e.involvedObject as Obj).name === 'plain');
-      if (found.length > 0) break;
-      await new Promise((r) => setTimeout(r, 500));
-    }
+    const found = await eventually(
+      "the Service's Event",
+      async () =>
+        ((await api.get('/api/v1/namespaces/default/events')) as { items: Obj[] }).items.filter(
+          (e) => (e.involvedObject as Obj).name === 'plain',
+        ),
+      (events) => events.length > 0,
+      60_000,
+    );
     expect(found).toEqual([
       expect.objectContaining({
         type: 'Warning',

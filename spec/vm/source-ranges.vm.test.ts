@@ -23,6 +23,7 @@ import {
   startFixtureApiServer,
   startKubeIpvs,
 } from '../../testkit/processes';
+import { eventually } from '../../testkit/wait-for';
 import { connect, deletePod, makePod, run, startEchoServer, tryRun } from '../../testkit/netns';
 
 const API_PORT = 16444;
@@ -168,14 +169,15 @@ describe('loadBalancerSourceRanges fail closed (daemon, real kernel, real traffi
         typeof l.message === 'string' && l.message.includes("refused spec.loadBalancerSourceRanges[0] '192.0.2.0/24x'"),
     );
     expect(line?.message).toContain('admits no client');
-    const end = Date.now() + 60_000;
-    let found: Obj[] = [];
-    while (Date.now() < end) {
-      const list = (await api.get('/api/v1/namespaces/default/events')) as { items: Obj[] };
-      found = list.items.filter((e) => (e.involvedObject as Obj).name === 'closed');
-      if (found.length > 0) break;
-      await new Promise((r) => setTimeout(r, 500));
-    }
+    const found = await eventually(
+      "the Service's Event",
+      async () =>
+        ((await api.get('/api/v1/namespaces/default/events')) as { items: Obj[] }).items.filter(
+          (e) => (e.involvedObject as Obj).name === 'closed',
+        ),
+      (events) => events.length > 0,
+      60_000,
+    );
     expect(found).toEqual([
       expect.objectContaining({
         type: 'Warning',
