@@ -567,68 +567,6 @@ const rows: Row[] = [
     ],
   },
   {
-    name: 'scheduler flags annotation replaces the mh-port default: mh-fallback alone is 0x08',
-    svc: svc1((s) => (s.metadata!.annotations = { 'kube-ipvs.io/scheduler-flags': 'mh-fallback' })),
-    slices: [],
-    ctx: { scheduler: 'mh' },
-    want: [
-      plan(K, {
-        virtualServers: [vs(K, 'TCP', '10.96.0.10', 80, [], { scheduler: 'mh', flags: 0x08 })],
-        boundAddresses: ['10.96.0.10'],
-        ipsetEntries: [e('CLUSTER_IP', '10.96.0.10,tcp:80')],
-      }),
-    ],
-  },
-  {
-    name: 'scheduler flags annotation mh-fallback,mh-port with affinity: 0x19',
-    svc: svc1((s) => {
-      s.metadata!.annotations = {
-        'kube-ipvs.io/scheduler': 'mh',
-        'kube-ipvs.io/scheduler-flags': 'mh-fallback,mh-port',
-      };
-      s.spec!.sessionAffinity = 'ClientIP';
-    }),
-    slices: [],
-    want: [
-      plan(K, {
-        virtualServers: [vs(K, 'TCP', '10.96.0.10', 80, [], { scheduler: 'mh', flags: 0x19, timeout: 10800 })],
-        boundAddresses: ['10.96.0.10'],
-        ipsetEntries: [e('CLUSTER_IP', '10.96.0.10,tcp:80')],
-      }),
-    ],
-  },
-  {
-    name: 'scheduler flags annotation empty: mh without mh-port',
-    svc: svc1((s) => (s.metadata!.annotations = { 'kube-ipvs.io/scheduler-flags': '' })),
-    slices: [],
-    ctx: { scheduler: 'mh', schedulerFlags: ['mh-fallback'] },
-    want: [
-      plan(K, {
-        virtualServers: [vs(K, 'TCP', '10.96.0.10', 80, [], { scheduler: 'mh', flags: 0 })],
-        boundAddresses: ['10.96.0.10'],
-        ipsetEntries: [e('CLUSTER_IP', '10.96.0.10,tcp:80')],
-      }),
-    ],
-  },
-  {
-    name: 'sh flags on sh: sh-fallback 0x08, sh-port 0x10',
-    svc: svc1(
-      (s) =>
-        (s.metadata!.annotations = {
-          'kube-ipvs.io/scheduler': 'sh',
-          'kube-ipvs.io/scheduler-flags': 'sh-fallback,sh-port',
-        }),
-    ),
-    slices: [],
-    want: [
-      plan(K, {
-        virtualServers: [vs(K, 'TCP', '10.96.0.10', 80, [], { scheduler: 'sh', flags: 0x18 })],
-        boundAddresses: ['10.96.0.10'],
-        ipsetEntries: [e('CLUSTER_IP', '10.96.0.10,tcp:80')],
-      }),
-    ],
-  },
-  {
     name: "a Service's flag its scheduler lacks is refused and left out; the rest of the Service is planned",
     svc: svc1((s) => (s.metadata!.annotations = { 'kube-ipvs.io/scheduler-flags': 'sh-fallback,mh-fallback,mh-port' })),
     slices: TWO_EPS,
@@ -682,32 +620,6 @@ const rows: Row[] = [
     want: [
       plan(K, {
         virtualServers: [vs(K, 'TCP', '10.96.0.10', 80, [], { scheduler: 'mh', flags: 0x18 })],
-        boundAddresses: ['10.96.0.10'],
-        ipsetEntries: [e('CLUSTER_IP', '10.96.0.10,tcp:80')],
-      }),
-    ],
-  },
-  {
-    name: "the node's flags replace the default: a node list without mh-port leaves mh without it",
-    svc: svc1(() => undefined),
-    slices: [],
-    ctx: { scheduler: 'mh', schedulerFlags: ['sh-port'] },
-    want: [
-      plan(K, {
-        virtualServers: [vs(K, 'TCP', '10.96.0.10', 80, [], { scheduler: 'mh', flags: 0 })],
-        boundAddresses: ['10.96.0.10'],
-        ipsetEntries: [e('CLUSTER_IP', '10.96.0.10,tcp:80')],
-      }),
-    ],
-  },
-  {
-    name: "a Service's flags replace the node's",
-    svc: svc1((s) => (s.metadata!.annotations = { 'kube-ipvs.io/scheduler-flags': 'mh-port' })),
-    slices: [],
-    ctx: { scheduler: 'mh', schedulerFlags: ['mh-fallback'] },
-    want: [
-      plan(K, {
-        virtualServers: [vs(K, 'TCP', '10.96.0.10', 80, [], { scheduler: 'mh', flags: 0x10 })],
         boundAddresses: ['10.96.0.10'],
         ipsetEntries: [e('CLUSTER_IP', '10.96.0.10,tcp:80')],
       }),
