@@ -1,6 +1,8 @@
-// The proxier's read-only views over the kernel fakes: service list rows and backend states,
-// status, and the dry-run full sync behind `kube-ipvs diff` (a drifted fake shows exactly the
-// repair, and neither the fake nor the proxier's own state changes).
+// The proxier's read-only views over the kernel fakes: backend states the kernel text cannot
+// show, status, and the dry-run full sync behind `kube-ipvs diff` (a drifted fake shows exactly
+// the repair, and neither the fake nor the proxier's own state changes). The service list's rows,
+// ids and backend states after each step are in the step files' expected text
+// (spec/golden/cases: service-list, terminating-step).
 //
 // Addresses (testkit/builders.ts): ClusterIPs 10.96.0.0/12, pods 10.244.0.0/16, this node
 // 192.0.2.1 on eth0, LB VIP 203.0.113.10, external IP 203.0.113.20.
@@ -57,7 +59,6 @@ const slice = (
 const webSlice = slice('web', 'default', 8080, 'http', 'TCP', [{ ip: '10.244.1.2' }, { ip: '10.244.2.2' }]);
 const dnsSlice = slice('dns', 'kube-system', 53, undefined, 'UDP', [{ ip: '10.244.3.2' }]);
 
-const active = (address: string) => ({ address, state: 'active', weight: 1, activeConns: 0, inactConns: 0 });
 const vs = (address: string, port: number, protocol = IPPROTO_TCP): VirtualServerId => ({
   af: AF_INET,
   protocol,
@@ -79,90 +80,11 @@ async function table(entries: Promise<VirtualServerEntry[]>) {
 }
 
 describe('Proxier.serviceList', () => {
-  it('one row per frontend: type, Service port, scheduler, affinity, backends', async () => {
-    const { proxier } = await started();
-    const webBackends = [active('10.244.1.2:8080'), active('10.244.2.2:8080')];
-    expect(proxier.serviceList()).toEqual([
-      {
-        id: 1,
-        frontend: '10.96.0.10:80/TCP',
-        type: 'ClusterIP',
-        service: 'default/web:http',
-        scheduler: 'rr',
-        affinity: { kind: 'None' },
-        backends: webBackends,
-      },
-      {
-        id: 2,
-        frontend: '192.0.2.1:30080/TCP',
-        type: 'NodePort',
-        service: 'default/web:http',
-        scheduler: 'rr',
-        affinity: { kind: 'None' },
-        backends: webBackends,
-      },
-      {
-        id: 3,
-        frontend: '203.0.113.10:80/TCP',
-        type: 'LoadBalancer',
-        service: 'default/web:http',
-        scheduler: 'rr',
-        affinity: { kind: 'None' },
-        backends: webBackends,
-      },
-      {
-        id: 4,
-        frontend: '203.0.113.20:80/TCP',
-        type: 'ExternalIP',
-        service: 'default/web:http',
-        scheduler: 'rr',
-        affinity: { kind: 'None' },
-        backends: webBackends,
-      },
-      // an unnamed port is named by its number
-      {
-        id: 5,
-        frontend: '10.96.0.11:53/UDP',
-        type: 'ClusterIP',
-        service: 'kube-system/dns:53',
-        scheduler: 'lc',
-        affinity: { kind: 'ClientIP', timeoutSeconds: 600 },
-        backends: [active('10.244.3.2:53')],
-      },
-    ]);
-  });
-
-  it('a rolling update: the terminating endpoint serves (terminating), the removed one drains; ids stay', async () => {
-    const t = await started();
-    t.replaceSlice(
-      webSlice,
-      slice('web', 'default', 8080, 'http', 'TCP', [
-        { ip: '10.244.1.2', ready: false, serving: true, terminating: true },
-      ]),
-    );
-    await t.settle();
-    const row = t.proxier.serviceList().find((f) => f.frontend === '10.96.0.10:80/TCP')!;
-    expect(row.id).toBe(1);
-    expect(row.backends).toEqual([
-      { address: '10.244.1.2:8080', state: 'terminating', weight: 1, activeConns: 0, inactConns: 0 },
-      { address: '10.244.2.2:8080', state: 'draining', weight: 0, activeConns: 0, inactConns: 0 },
-    ]);
-  });
-
   it('backends of a virtual server the kernel refused are pending', async () => {
     const t = await started({ schedulers: ['rr'] }); // no 'lc' for the dns Service
     expect(t.proxier.serviceList().find((f) => f.service === 'kube-system/dns:53')!.backends).toEqual([
       { address: '10.244.3.2:53', state: 'pending', weight: 1, activeConns: 0, inactConns: 0 },
     ]);
-  });
-
-  it('a frontend that goes away frees its id; the others keep theirs', async () => {
-    const t = await started();
-    expect(t.proxier.serviceList().map((f) => f.id)).toEqual([1, 2, 3, 4, 5]);
-    t.services.onDelete(web);
-    t.proxier.sync();
-    await t.settle();
-    expect(t.proxier.serviceList().map((f) => [f.id, f.frontend])).toEqual([[5, '10.96.0.11:53/UDP']]);
   });
 });
 
