@@ -365,27 +365,6 @@ describe('ipvs.excludeCIDRs (issue 18 item 3): nothing inside is created, change
       expect.stringMatching(/^aaa\/mine VIPInExcludedCIDR: .*203\.0\.113\.50.*203\.0\.113\.0\/24/),
     ]);
   });
-
-  it('the ipsets and LB firewall name no VIP inside them', async () => {
-    const t = await setup();
-    t.add(
-      makeService('aaa', 'lb', (s) => {
-        s.spec = {
-          type: 'LoadBalancer',
-          clusterIP: '10.96.0.21',
-          clusterIPs: ['10.96.0.21'],
-          ports: [svcPort('p', 80)],
-          loadBalancerSourceRanges: ['198.51.100.0/24'],
-        };
-        s.status = { loadBalancer: { ingress: [{ ip: '203.0.113.210' }] } };
-      }),
-      slice('aaa', 'lb', 8080, 'TCP', '10.244.7.8'),
-    );
-    await t.start();
-    const members = [...(await t.ipset.observe()).values()].flatMap((s) => [...s.members]);
-    expect(members.filter((m) => m.includes('203.0.113.210'))).toEqual([]);
-    expect(members).toContain('10.96.0.21,tcp:80');
-  });
 });
 
 describe('two Services claiming one ip:port (issue 18 item 4)', () => {
