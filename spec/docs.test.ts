@@ -4,6 +4,7 @@
  * with the operator's quickstart, its links and docs/'s resolve, and measured figures stay in
  * scripts/bench/README.md rather than in manifests' comments.
  */
+import { execFileSync } from 'node:child_process';
 import { existsSync, readFileSync, readdirSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { REPO_ROOT } from '../testkit/repo-root';
@@ -122,5 +123,16 @@ describe('manifests/', () => {
           if (/\d\s*(?:[KMGT]i?B)\b/.test(comment)) figures.push(`${sub}/${f}: ${l.trim()}`);
         }
     expect(figures).toEqual([]);
+  });
+});
+
+describe('the tree', () => {
+  // a merge that left its conflict in a file the compiler never reads (CONTRIBUTING.md did)
+  it('holds no merge-conflict markers in a tracked text file', () => {
+    const tracked = execFileSync('git', ['ls-files', '-z'], { cwd: ROOT, encoding: 'utf8' })
+      .split('\0')
+      .filter((f) => /\.(md|ts|js|mjs|sh|ya?ml|json|txt|go|c)$|^Makefile$/.test(f) && existsSync(join(ROOT, f)));
+    const marked = tracked.filter((f) => /^(<{7} |>{7} )/m.test(readFileSync(join(ROOT, f), 'utf8')));
+    expect(marked).toEqual([]);
   });
 });
