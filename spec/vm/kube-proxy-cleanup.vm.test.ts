@@ -85,10 +85,16 @@ describe.each<[string, string]>([
           : mode === 'ipvs'
             ? () => run('ipvsadm', ['-Sn'])
             : () => run('iptables-save', ['-t', 'nat']);
+      // and its IPv6 proxier has written its base chains (the Services are IPv4 only): the three
+      // equal reads below then come after both families' first syncs
+      const programmed6 =
+        mode === 'nftables'
+          ? () => tryRun('nft', ['list', 'table', 'ip6', 'kube-proxy']).stdout
+          : () => run('ip6tables-save', ['-t', 'nat']);
       await eventually(
         `kube-proxy (${modeName} mode) programs the Services`,
-        programmed,
-        (t) => t.includes(addrs.web) && t.includes(addrs.dns),
+        () => ({ v4: programmed(), v6: programmed6() }),
+        ({ v4, v6 }) => v4.includes(addrs.web) && v4.includes(addrs.dns) && /KUBE-SERVICES|services/.test(v6),
         240_000,
       );
       const reads: string[] = [];

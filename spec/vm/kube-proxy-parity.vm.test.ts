@@ -74,7 +74,12 @@ describe('the same table as the real kube-proxy --proxy-mode=ipvs', () => {
   let daemon: LoggedProcess;
   let kubeProxy: LoggedProcess;
 
-  /** Both sides read until each is the same twice in a row (each has synced what it saw), and `ready` holds of ours. */
+  /**
+   * Both sides read until `ready` (what the step changed is there) holds of each and each is the
+   * same twice in a row (each has synced what it saw). `ready` of both, not only of ours: two
+   * equal reads 2.5 s apart can come before kube-proxy has seen the step (a step 2 compared
+   * kube-proxy's table of step 1 once snapshots got cheaper)
+   */
   async function settled(ready: (s: Snapshot) => boolean): Promise<{ kp: Snapshot; ours: Snapshot }> {
     let last = '';
     return eventually(
@@ -83,7 +88,7 @@ describe('the same table as the real kube-proxy --proxy-mode=ipvs', () => {
         await new Promise((r) => setTimeout(r, 2500));
         const now = { kp: snapshot(KP_NS), ours: snapshot('') };
         const key = JSON.stringify(now);
-        const stable = key === last && ready(now.ours);
+        const stable = key === last && ready(now.ours) && ready(now.kp);
         last = key;
         return { now, stable };
       },
@@ -150,13 +155,13 @@ describe('the same table as the real kube-proxy --proxy-mode=ipvs', () => {
         (await lab.getJson<{ spec: { clusterIPs: string[] } }>(['service', n, '-n', NS])).spec.clusterIPs,
       );
   }
-  const hasAll = (s: Snapshot) =>
-    [...clusterIPs.values()]
-      .flat()
-      .every((ip) => s.ipvs.some((l) => l.includes(ip.includes(':') ? `[${ip}]` : `${ip}:`)));
+  const inTable = (s: Snapshot, ip: string) => s.ipvs.some((l) => l.includes(ip.includes(':') ? `[${ip}]` : `${ip}:`));
+  const hasAll = (s: Snapshot) => [...clusterIPs.values()].flat().every((ip) => inTable(s, ip));
+  const vsLine = (s: Snapshot, name: string, port: number) =>
+    s.ipvs.find((l) => l.startsWith(`-A -t ${clusterIPs.get(name)![0]}:${port} `));
 
-  async function compare(step: string): Promise<void> {
-    const { kp, ours } = await settled(hasAll);
+  async function compare(step: string, ready: (s: Snapshot) => boolean = hasAll): Promise<void> {
+    const { kp, ours } = await settled(ready);
     const d = differences(kp, ours);
     if (d.length)
       console.log(
@@ -258,14 +263,23 @@ describe('the same table as the real kube-proxy --proxy-mode=ipvs', () => {
       service('sticky', { sessionAffinity: 'None' }),
       service('ext', { externalIPs: ['203.0.113.20'], externalTrafficPolicy: 'Cluster', type: 'NodePort' }),
     ]);
-    await compare('step 2');
+    // each change of the step is in the table: the added endpoint, the new port, no persistence
+    await compare(
+      'step 2',
+      (s) =>
+        hasAll(s) &&
+        s.ipvs.some((l) => l.startsWith(`-a -t ${clusterIPs.get('cip')![0]}:80 -r 10.244.1.3:8080 `)) &&
+        vsLine(s, 'np', 81) !== undefined &&
+        vsLine(s, 'sticky', 80)?.includes(' -p ') === false,
+    );
   });
 
   it('step 3: deletions', async () => {
     await lab.kubectl(['delete', 'service', 'lb', 'multi', 'dual', '-n', NS]);
     await lab.kubectl(['delete', 'endpointslice', 'lb-1', 'multi-1', 'dual-ipv4', 'dual-ipv6', '-n', NS]);
+    const gone = ['lb', 'multi', 'dual'].flatMap((n) => clusterIPs.get(n)!);
     for (const n of ['lb', 'multi', 'dual']) clusterIPs.delete(n);
-    await compare('step 3');
+    await compare('step 3', (s) => hasAll(s) && gone.every((ip) => !inTable(s, ip)));
     // kube-proxy had no error but its own deprecation notice (KEP-5495), logged at error level
     expect(
       kubeProxy.text
