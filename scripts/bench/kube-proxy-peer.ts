@@ -398,11 +398,14 @@ async function oneChange(
   const seenMs = await seen;
   if (seenMs === undefined) throw new Error(`${side}: ${what} (svc-${i}) not in the kernel after 600 s`);
   const after = await observed(side, before, 1, 30_000);
-  const own = histogramDelta(before, after, HISTOGRAM);
+  // kube-proxy exposes the histogram only once it has observed something: a first change whose
+  // sync had not ended 30 s after the kernel showed it (1,000 x 10 on a loaded host) found none
+  const own =
+    sumSeries(after, `${HISTOGRAM}_count`) === undefined ? undefined : histogramDelta(before, after, HISTOGRAM);
   return {
     kernelMs: seenMs - w.atMs,
     writeMs: w.answeredMs,
-    ownMs: own.count === 1 ? own.meanSeconds * 1000 : undefined,
+    ownMs: own?.count === 1 ? own.meanSeconds * 1000 : undefined,
   };
 }
 

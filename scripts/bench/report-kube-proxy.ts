@@ -271,7 +271,7 @@ function table(title: string, head: string[], rowsOut: string[][], left: number)
 
 // where each side's resident memory is (/proc/PID/smaps by kind of mapping), medians over the boots
 const kindRows: string[][] = [];
-const mbOrDash = (v: number | undefined) => (v === undefined ? '-' : mb(v));
+const mbOrDash = (v: number | undefined) => (v === undefined ? '-' : `${(v / 1048576).toFixed(1)} MB`);
 for (const size of sizes) {
   for (const moment of MOMENTS) {
     const per = (side: string, kind: string, k: keyof MemoryRollup) =>

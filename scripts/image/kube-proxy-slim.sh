@@ -48,5 +48,5 @@ node dist/scripts/image/write-oci-layout.js --out "$OUT/oci" --name "localhost/k
   --layer "$OUT/app.tar.gz:$APP_DIFFID:kube-proxy $VERSION"
 tar -C "$OUT/oci" --sort=name --owner=0 --group=0 --numeric-owner --mtime="@$EPOCH" -cf "$OUT/kube-proxy-slim.oci.tar" \
   oci-layout index.json manifest.json blobs
-rm -rf "$OUT/rootfs" "$OUT/stage" "$OUT/oci" "$OUT"/*.tar "$OUT"/*.tar.gz
+rm -rf "$OUT/rootfs" "$OUT/stage" "$OUT/oci" "$OUT/base.tar" "$OUT/base.tar.gz" "$OUT/app.tar" "$OUT/app.tar.gz"
 echo ">> $OUT/kube-proxy-slim.oci.tar"
