@@ -118,11 +118,27 @@ export class LoggedProcess {
   }
 }
 
-/** Starts the daemon as the image does (KUBE_IPVS_NODE_FLAGS), in namespace `ns` ('' = this one; `ip netns exec` execs it: same pid). */
-export function startKubeIpvs(args: readonly string[], env: NodeJS.ProcessEnv = {}, ns = ''): LoggedProcess {
+/**
+ * Starts the daemon as the image does (KUBE_IPVS_NODE_FLAGS), in namespace `ns` ('' = this one;
+ * `ip netns exec` execs it: same pid); `nodeFlags` go to node after those (a later V8 flag wins:
+ * the benchmarks try other values that way).
+ */
+export function startKubeIpvs(
+  args: readonly string[],
+  env: NodeJS.ProcessEnv = {},
+  ns = '',
+  nodeFlags: readonly string[] = [],
+): LoggedProcess {
   // JSON lines, so the test reads every field (the proxy's default is klog text)
   const format = args.some((a) => a.startsWith('--logging-format')) ? [] : ['--logging-format=json'];
-  const { cmd, args: argv } = inNs(ns, [process.execPath, ...KUBE_IPVS_NODE_FLAGS, KUBE_IPVS_BIN, ...format, ...args]);
+  const { cmd, args: argv } = inNs(ns, [
+    process.execPath,
+    ...KUBE_IPVS_NODE_FLAGS,
+    ...nodeFlags,
+    KUBE_IPVS_BIN,
+    ...format,
+    ...args,
+  ]);
   const child = spawn(cmd, argv, { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, ...env } });
   return new LoggedProcess(child, 'kube-ipvs');
 }

@@ -40,6 +40,15 @@
 //     write; and the last write's real server in the kernel, from that write's start;
 //  5. RSS after the churn: at once, and again after BENCH_PEER_SETTLE_SECONDS, with the heap
 //     and the resident mappings beside it.
+// Memory at each moment (after start, after the idle window, after churn once settled) is RSS,
+// and from /proc/PID/smaps_rollup PSS and the anonymous part (a binary or library other
+// processes map too counts for its share only in PSS, not at all in the anonymous part), with
+// RSS/PSS/anonymous per kind of mapping from /proc/PID/smaps (process-memory.ts residentByKind).
+// BENCH_PEER_VARIANTS adds kube-ipvs sides that differ from the default only in node's flags
+// or the environment, measured the same way in the same boot right after the default one:
+// "LABEL:TOKEN TOKEN;LABEL:..." where a TOKEN starting with "--" is a node flag (after
+// KUBE_IPVS_NODE_FLAGS: a later V8 flag wins) and NAME=VALUE an environment variable, e.g.
+// "arena2:MALLOC_ARENA_MAX=2;stgc:--single-threaded-gc"; each is the side "kube-ipvs+LABEL".
 // Each phase's cost to the API server (api-cost.ts: requests by verb from the audit log, TCP
 // connections opened, bytes the server sent) is recorded too: the kept start (process start ->
 // first sync), the idle window (settle + idle), and the churn segments together (issue 28).
@@ -75,8 +84,10 @@ import {
   median,
   perKeyDelta,
   heapBreakdown,
+  residentByKind,
   residentByMapping,
   rssBytes,
+  smapsRollup,
   Scrape,
   scrape,
   sumSeries,
@@ -84,13 +95,39 @@ import {
 } from './process-memory';
 import { ApiCostMeter, restartApiserver, restartBaseline } from './api-cost';
 
-type Side = 'kube-proxy' | 'kube-ipvs';
+/** 'kube-proxy', 'kube-ipvs', or a variant of kube-ipvs: 'kube-ipvs+LABEL' (BENCH_PEER_VARIANTS) */
+type Side = string;
 
 const [servicesArg = '1000', endpointsArg = '10'] = process.argv.slice(2);
 const SERVICES = Number(servicesArg);
 const ENDPOINTS = Number(endpointsArg);
 const env = (name: string, fallback: string) => process.env[name] || fallback;
-const SIDES = env('BENCH_PEER_SIDES', 'kube-proxy kube-ipvs').split(/\s+/).filter(Boolean) as Side[];
+const BASE_SIDES = env('BENCH_PEER_SIDES', 'kube-proxy kube-ipvs').split(/\s+/).filter(Boolean);
+/** kube-ipvs's variants: side name -> node flags and environment (BENCH_PEER_VARIANTS) */
+const VARIANTS = new Map(
+  (process.env.BENCH_PEER_VARIANTS ?? '')
+    .split(';')
+    .map((v) => v.trim())
+    .filter(Boolean)
+    .map((v): [Side, { flags: string[]; env: Record<string, string> }] => {
+      const [label, ...rest] = v.split(':');
+      const tokens = rest.join(':').split(/\s+/).filter(Boolean);
+      const envOf = tokens.filter((t) => !t.startsWith('--')).map((t) => t.split('='));
+      if (!label || envOf.some((kv) => kv.length < 2)) throw new Error(`BENCH_PEER_VARIANTS: cannot read "${v}"`);
+      return [
+        `kube-ipvs+${label}`,
+        {
+          flags: tokens.filter((t) => t.startsWith('--')),
+          env: Object.fromEntries(envOf.map(([k, ...x]) => [k, x.join('=')])),
+        },
+      ];
+    }),
+);
+/** the variants run right after the default kube-ipvs (or last when it does not run) */
+const SIDES: Side[] = BASE_SIDES.includes('kube-ipvs')
+  ? BASE_SIDES.flatMap((s) => (s === 'kube-ipvs' ? [s, ...VARIANTS.keys()] : [s]))
+  : [...BASE_SIDES, ...VARIANTS.keys()];
+const isKubeIpvs = (side: Side) => side === 'kube-ipvs' || side.startsWith('kube-ipvs+');
 const STARTS = Number(env('BENCH_PEER_STARTS', '3'));
 const CHEAP_SECONDS = Number(env('BENCH_PEER_CHEAP_SECONDS', '60'));
 const CHANGES = Number(env('BENCH_PEER_CHANGES', SERVICES <= 1000 ? '10' : '5'));
@@ -121,10 +158,19 @@ const KUBE_IPVS_NODE_OPTIONS = [
 const monotonicUs = () => Number(process.hrtime.bigint() / 1000n);
 const HISTOGRAM = 'kubeproxy_network_programming_duration_seconds';
 /** each side's namespace and its /30 to the lab (connectToLab's slot): its address there serves its metrics */
-const SLOTS: Record<Side, number> = { 'kube-proxy': 1, 'kube-ipvs': 2 };
-const nodeAddress = (side: Side) => `169.254.123.${SLOTS[side] * 4 + 2}`;
+const SLOTS: Record<Side, number> = {
+  'kube-proxy': 1,
+  'kube-ipvs': 2,
+  ...Object.fromEntries([...VARIANTS.keys()].map((v, i) => [v, 3 + i])),
+};
+const slotOf = (side: Side) => {
+  const slot = SLOTS[side];
+  if (slot === undefined) throw new Error(`no side ${side}`);
+  return slot;
+};
+const nodeAddress = (side: Side) => `169.254.123.${slotOf(side) * 4 + 2}`;
 const metricsUrl = (side: Side) => `http://${nodeAddress(side)}:10249/metrics`;
-const nsOf = (side: Side) => `bench-${side}`;
+const nsOf = (side: Side) => `bench-${side.replace(/[^A-Za-z0-9-]/g, '-')}`;
 const CLK_TCK = Number(spawnSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).stdout.trim()) || 100;
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -143,7 +189,7 @@ function record(side: Side | undefined, what: string, value: Record<string, unkn
 const cpuOf = (pid: number) => cpuSeconds(pid, CLK_TCK);
 
 /** A fresh node namespace for `side` (benchNodeNamespace). */
-const freshNamespace = (side: Side) => benchNodeNamespace(nsOf(side), SLOTS[side]);
+const freshNamespace = (side: Side) => benchNodeNamespace(nsOf(side), slotOf(side));
 
 /** The side's view of one virtual server's real servers, from inside its namespace (ipvs-probe.ts). */
 class Probe {
@@ -232,6 +278,7 @@ async function main(): Promise<void> {
     cpus: os.cpus().length,
     memoryBytes: os.totalmem(),
     sides: SIDES,
+    variants: Object.fromEntries(VARIANTS),
     starts: STARTS,
     changes: CHANGES,
     idleSeconds: IDLE_SECONDS,
@@ -253,7 +300,14 @@ async function main(): Promise<void> {
         ...(await restartBaseline(lab, RESTART_DOWN_SECONDS, RESTART_SETTLE_SECONDS + 10)),
       });
     for (const side of SIDES)
-      await measure(side, dir, writer, new ApiCostMeter(lab, nsOf(side), server, `${side}/`), lab);
+      await measure(
+        side,
+        dir,
+        writer,
+        // a variant's requests carry kube-ipvs's own User-Agent
+        new ApiCostMeter(lab, nsOf(side), server, `${isKubeIpvs(side) ? 'kube-ipvs' : side}/`),
+        lab,
+      );
   } finally {
     await writer.close();
     for (const side of SIDES) tryRun('ip', ['netns', 'del', nsOf(side)]);
@@ -263,12 +317,14 @@ async function main(): Promise<void> {
 }
 
 function start(side: Side, cfg: string): LoggedProcess {
+  const variant = VARIANTS.get(side);
   return side === 'kube-proxy'
     ? startKubeProxy([`--config=${cfg}`, '--v=1'], nsOf(side))
     : startKubeIpvs(
         ['--config', cfg, '--v=1'],
-        KUBE_IPVS_NODE_OPTIONS ? { NODE_OPTIONS: KUBE_IPVS_NODE_OPTIONS } : {},
+        { ...(KUBE_IPVS_NODE_OPTIONS ? { NODE_OPTIONS: KUBE_IPVS_NODE_OPTIONS } : {}), ...variant?.env },
         nsOf(side),
+        variant?.flags ?? [],
       );
 }
 
@@ -283,7 +339,7 @@ async function tryScrape(url: string): Promise<Scrape | undefined> {
 
 /** When (ms since the epoch) `proc`'s first full sync ended; throws when it failed or the process exited. */
 async function firstSyncEnd(side: Side, proc: LoggedProcess): Promise<number> {
-  if (side === 'kube-ipvs') {
+  if (isKubeIpvs(side)) {
     const done = await proc.waitFor(
       (l: LogLine) => l.message === 'sync done' && l.full === true,
       'the first full sync',
@@ -342,11 +398,14 @@ async function oneChange(
   const seenMs = await seen;
   if (seenMs === undefined) throw new Error(`${side}: ${what} (svc-${i}) not in the kernel after 600 s`);
   const after = await observed(side, before, 1, 30_000);
-  const own = histogramDelta(before, after, HISTOGRAM);
+  // kube-proxy exposes the histogram only once it has observed something: a first change whose
+  // sync had not ended 30 s after the kernel showed it (1,000 x 10 on a loaded host) found none
+  const own =
+    sumSeries(after, `${HISTOGRAM}_count`) === undefined ? undefined : histogramDelta(before, after, HISTOGRAM);
   return {
     kernelMs: seenMs - w.atMs,
     writeMs: w.answeredMs,
-    ownMs: own.count === 1 ? own.meanSeconds * 1000 : undefined,
+    ownMs: own?.count === 1 ? own.meanSeconds * 1000 : undefined,
   };
 }
 
@@ -424,6 +483,8 @@ async function measure(
     const idleMark = await meter.mark();
     const idleStart = Date.now();
     const rssStart = rssBytes(pid);
+    const rollupStart = smapsRollup(pid);
+    const kindsStart = residentByKind(pid);
     const heapStart = heapBreakdown(await scrape(metricsUrl(side), 60));
     await sleep(SETTLE_SECONDS * 1000);
     const c0 = cpuOf(pid);
@@ -438,6 +499,10 @@ async function measure(
     record(side, 'idle', {
       rssAfterStart: rssStart,
       rssIdle: rssBytes(pid),
+      rollupAfterStart: rollupStart,
+      rollupIdle: smapsRollup(pid),
+      kindsAfterStart: kindsStart,
+      kindsIdle: residentByKind(pid),
       heapAfterStart: heapStart,
       heapIdle: heapBreakdown(await scrape(metricsUrl(side), 60)),
       mapsIdle: residentByMapping(pid),
@@ -518,6 +583,8 @@ async function measure(
     record(side, 'after churn, settled', {
       seconds: SETTLE_SECONDS,
       rss: rssBytes(pid),
+      rollup: smapsRollup(pid),
+      kinds: residentByKind(pid),
       heap: heapBreakdown(await scrape(metricsUrl(side), 60)),
       maps: residentByMapping(pid),
     });

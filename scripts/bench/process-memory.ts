@@ -1,6 +1,6 @@
 // Memory and metrics of the daemon process under benchmark: VmRSS from /proc/<pid>/status,
 // and the daemon's Prometheus text (/metrics, prom-client's default nodejs_* series included).
-import { readdirSync, readFileSync } from 'node:fs';
+import { readdirSync, readFileSync, readlinkSync } from 'node:fs';
 
 /** VmRSS of process `pid`, bytes. */
 export function rssBytes(pid: number): number {
@@ -222,4 +222,88 @@ export function residentByMapping(pid: number, largest = 8): Record<string, unkn
     anonMappings,
     largestAnon: anons.slice(0, largest).map((a) => ({ sizeBytes: a.sizeKb * 1024, rssBytes: a.rssKb * 1024 })),
   };
+}
+
+/**
+ * /proc/PID/smaps_rollup: Rss, Pss and the anonymous part (bytes). PSS splits each shared page
+ * among the processes mapping it, so a binary or library other processes map too counts for a
+ * share only; `Anonymous` is what no file backs (heaps, arenas, stacks): the process's own cost.
+ */
+export interface MemoryRollup {
+  readonly rss: number;
+  readonly pss: number;
+  readonly anon: number;
+}
+
+/** Parses smaps_rollup (or one smaps entry's) "Key:  N kB" lines into bytes by key. */
+export function parseKbLines(text: string): Record<string, number> {
+  const out: Record<string, number> = {};
+  for (const m of text.matchAll(/^(\w+):\s+(\d+) kB$/gm)) out[m[1]!] = Number(m[2]) * 1024;
+  return out;
+}
+
+export function rollupOf(text: string): MemoryRollup {
+  const kb = parseKbLines(text);
+  if (kb.Rss === undefined || kb.Pss === undefined || kb.Anonymous === undefined)
+    throw new Error('smaps_rollup without Rss, Pss or Anonymous');
+  return { rss: kb.Rss, pss: kb.Pss, anon: kb.Anonymous };
+}
+
+export function smapsRollup(pid: number): MemoryRollup {
+  return rollupOf(readFileSync(`/proc/${pid}/smaps_rollup`, 'utf8'));
+}
+
+/**
+ * The kinds of mapping an RSS breakdown separates: the process's own executable file (node's
+ * binary, kube-proxy's static Go binary), shared libraries (.so, node's .node addons), malloc's
+ * brk heap, anonymous mappings (glibc's thread arenas and large allocations, V8's heap spaces and
+ * code, Go's heap and goroutine stacks: Go allocates all of them by mmap), the main thread's
+ * stack, and the rest (other files, [vdso], [vvar], ...).
+ */
+export const MAPPING_KINDS = [
+  'executable',
+  'shared libraries',
+  'heap (brk)',
+  'anonymous mmaps',
+  'stack',
+  'other',
+] as const;
+export type MappingKind = (typeof MAPPING_KINDS)[number];
+
+export function mappingKind(name: string, exe: string): MappingKind {
+  if (name === '[heap]') return 'heap (brk)';
+  if (name === '[stack]') return 'stack';
+  if (name === '' || name.startsWith('[anon')) return 'anonymous mmaps';
+  const file = name.replace(/ \(deleted\)$/, '');
+  if (file === exe) return 'executable';
+  if (/\.so(\.[\d.]+)?$/.test(file) || file.endsWith('.node')) return 'shared libraries';
+  return 'other';
+}
+
+/** Rss, Pss and Anonymous (bytes) per kind of mapping, from /proc/PID/smaps text; `exe` is the process's executable. */
+export function breakdownOf(smaps: string, exe: string): Record<MappingKind, MemoryRollup> {
+  const out = Object.fromEntries(MAPPING_KINDS.map((k) => [k, { rss: 0, pss: 0, anon: 0 }])) as Record<
+    MappingKind,
+    { rss: number; pss: number; anon: number }
+  >;
+  let cur: { rss: number; pss: number; anon: number } | undefined;
+  for (const line of smaps.split('\n')) {
+    const head = /^[0-9a-f]+-[0-9a-f]+ \S+ \S+ \S+ \d+\s*(.*)$/.exec(line);
+    if (head) {
+      cur = out[mappingKind(head[1]!, exe)];
+      continue;
+    }
+    const kv = /^(Rss|Pss|Anonymous):\s+(\d+) kB$/.exec(line);
+    if (!kv || !cur) continue;
+    const bytes = Number(kv[2]) * 1024;
+    if (kv[1] === 'Rss') cur.rss += bytes;
+    else if (kv[1] === 'Pss') cur.pss += bytes;
+    else cur.anon += bytes;
+  }
+  return out;
+}
+
+/** breakdownOf process `pid`'s /proc/PID/smaps. */
+export function residentByKind(pid: number): Record<MappingKind, MemoryRollup> {
+  return breakdownOf(readFileSync(`/proc/${pid}/smaps`, 'utf8'), readlinkSync(`/proc/${pid}/exe`));
 }

@@ -5,7 +5,7 @@
 //
 //   node dist/scripts/bench/report-kube-proxy.js RESULTS.jsonl
 import { readFileSync } from 'node:fs';
-import { median } from './process-memory';
+import { MAPPING_KINDS, median, MemoryRollup } from './process-memory';
 
 interface Row {
   services: number;
@@ -64,6 +64,30 @@ interface Measure {
 }
 
 const half = () => 0.5;
+const one = () => 1;
+type Kinds = Record<string, MemoryRollup>;
+/** the three moments memory is read at (kube-proxy-peer.ts): smaps_rollup and the breakdown by kind of mapping */
+const MOMENTS: {
+  label: string;
+  rollup: (z: string, s: string) => MemoryRollup | undefined;
+  kinds: (z: string, s: string) => Kinds | undefined;
+}[] = [
+  {
+    label: 'after start',
+    rollup: (z, s) => pick(z, s, 'idle')[0]?.rollupAfterStart as MemoryRollup | undefined,
+    kinds: (z, s) => pick(z, s, 'idle')[0]?.kindsAfterStart as Kinds | undefined,
+  },
+  {
+    label: 'after start, then idle',
+    rollup: (z, s) => pick(z, s, 'idle')[0]?.rollupIdle as MemoryRollup | undefined,
+    kinds: (z, s) => pick(z, s, 'idle')[0]?.kindsIdle as Kinds | undefined,
+  },
+  {
+    label: 'after churn, settled',
+    rollup: (z, s) => pick(z, s, 'after churn, settled')[0]?.rollup as MemoryRollup | undefined,
+    kinds: (z, s) => pick(z, s, 'after churn, settled')[0]?.kinds as Kinds | undefined,
+  },
+];
 const churnOf = (size: string, side: string, rate: number) =>
   pick(size, side, 'churn').find((r) => r.targetRate === rate);
 const rates = [...new Set(rows.filter((r) => r.what === 'churn').map((r) => r.targetRate as number))].sort(
@@ -142,13 +166,14 @@ const measures: Measure[] = [
   {
     name: 'RSS after start',
     fmt: mb,
-    target: (z) => (z.startsWith('10000x') ? 1 : undefined),
+    target: one,
     value: (z, s) => num(pick(z, s, 'idle')[0], 'rssAfterStart'),
   },
   {
     // the same process at the end of the idle window (settle + idle, no change meanwhile)
     name: 'RSS after start, then idle (settle + idle window)',
     fmt: mb,
+    target: one,
     value: (z, s) => num(pick(z, s, 'idle')[0], 'rssIdle'),
   },
   {
@@ -159,9 +184,13 @@ const measures: Measure[] = [
   {
     name: 'RSS after churn, after the settle time',
     fmt: mb,
-    target: (z) => (z.startsWith('10000x') ? 1 : undefined),
+    target: one,
     value: (z, s) => num(pick(z, s, 'after churn, settled')[0], 'rss'),
   },
+  ...MOMENTS.flatMap(({ label, rollup }): Measure[] => [
+    { name: `PSS ${label}`, fmt: mb, value: (z, s) => rollup(z, s)?.pss },
+    { name: `anonymous (smaps_rollup) ${label}`, fmt: mb, value: (z, s) => rollup(z, s)?.anon },
+  ]),
   {
     // V8's heapUsed counts garbage not yet collected too; Go's heap_inuse counts spans in use
     name: 'after churn, settled: heap in use (V8 used / Go heap_inuse)',
@@ -228,6 +257,106 @@ console.log(
 console.log(line(header));
 console.log('-'.repeat(w.reduce((a, b) => a + b + 2, -2)));
 for (const r of body) console.log(line(r));
+
+/** Prints `body` under `header`, the first `left` columns left-aligned. */
+function table(title: string, head: string[], rowsOut: string[][], left: number): void {
+  if (!rowsOut.length) return;
+  const cw = head.map((h, i) => Math.max(h.length, ...rowsOut.map((r) => r[i]!.length)));
+  const cl = (r: string[]) => r.map((c, i) => (i < left ? c.padEnd(cw[i]!) : c.padStart(cw[i]!))).join('  ');
+  console.log(`\n${title}\n`);
+  console.log(cl(head));
+  console.log('-'.repeat(cw.reduce((a, b) => a + b + 2, -2)));
+  for (const r of rowsOut) console.log(cl(r));
+}
+
+// where each side's resident memory is (/proc/PID/smaps by kind of mapping), medians over the boots
+const kindRows: string[][] = [];
+const mbOrDash = (v: number | undefined) => (v === undefined ? '-' : `${(v / 1048576).toFixed(1)} MB`);
+for (const size of sizes) {
+  for (const moment of MOMENTS) {
+    const per = (side: string, kind: string, k: keyof MemoryRollup) =>
+      median(defined(bootsOf(size).map((b) => moment.kinds(b, side)?.[kind]?.[k])));
+    if (per('kube-ipvs', 'executable', 'rss') === undefined && per('kube-proxy', 'executable', 'rss') === undefined)
+      continue;
+    for (const kind of [...MAPPING_KINDS, 'total']) {
+      const get = (side: string, k: keyof MemoryRollup) =>
+        kind === 'total'
+          ? median(
+              defined(
+                bootsOf(size).map((b) => {
+                  const all = moment.kinds(b, side);
+                  return all ? Object.values(all).reduce((a, x) => a + x[k], 0) : undefined;
+                }),
+              ),
+            )
+          : per(side, kind, k);
+      kindRows.push([
+        size,
+        moment.label,
+        kind,
+        ...(['kube-ipvs', 'kube-proxy'] as const).flatMap((side) =>
+          (['rss', 'pss', 'anon'] as const).map((k) => mbOrDash(get(side, k))),
+        ),
+      ]);
+    }
+  }
+}
+table(
+  'resident memory by kind of mapping (/proc/PID/smaps; medians over the boots): RSS, PSS and the anonymous part of each',
+  ['services x endpoints', 'moment', 'mapping', 'kube-ipvs RSS', 'PSS', 'anon', 'kube-proxy RSS', 'PSS', 'anon'],
+  kindRows,
+  3,
+);
+
+// kube-ipvs's variants (BENCH_PEER_VARIANTS) against the default kube-ipvs of the same boot
+const variantNames = [
+  ...new Set(rows.map((r) => r.side).filter((s): s is string => !!s && s.startsWith('kube-ipvs+'))),
+];
+const variantMeasures = measures.filter((m) =>
+  /^(first sync|one change: API|churn .*lag mean|churn .*longest stall|idle CPU per minute \(|RSS|PSS|anonymous)/.test(
+    m.name,
+  ),
+);
+const variantRows: string[][] = [];
+for (const size of sizes) {
+  const boots = bootsOf(size);
+  for (const v of variantNames) {
+    const spec = rows.find((r) => r.what === 'conditions' && (r.variants as Record<string, unknown> | undefined)?.[v])
+      ?.variants as Record<string, { flags: string[]; env: Record<string, string> }> | undefined;
+    const how = spec?.[v]
+      ? [...spec[v].flags, ...Object.entries(spec[v].env).map(([k, x]) => `${k}=${x}`)].join(' ')
+      : v;
+    for (const m of variantMeasures) {
+      const theirs = median(defined(boots.map((b) => m.value(b, v))));
+      const ours = median(defined(boots.map((b) => m.value(b, 'kube-ipvs'))));
+      if (theirs === undefined) continue;
+      const ratios = defined(
+        boots.map((b) => {
+          const o = m.value(b, v);
+          const d = m.value(b, 'kube-ipvs');
+          return o !== undefined && d ? o / d : undefined;
+        }),
+      );
+      const ratio = median(ratios);
+      const kp = median(defined(boots.map((b) => m.value(b, 'kube-proxy'))));
+      variantRows.push([
+        size,
+        how,
+        m.name,
+        ours === undefined ? '-' : m.fmt(ours),
+        m.fmt(theirs),
+        ratio === undefined ? '-' : `${ratio.toFixed(2)}x`,
+        kp === undefined ? '-' : `${(theirs / kp).toFixed(2)}x`,
+      ]);
+    }
+  }
+}
+table(
+  "kube-ipvs's variants (BENCH_PEER_VARIANTS: node flags or environment) against the default kube-ipvs of the same boot",
+  ['services x endpoints', 'variant', 'measure', 'default', 'variant', 'variant/default', 'variant/kube-proxy'],
+  variantRows,
+  3,
+);
 
 // what bounded the churn's writes (lab-writer.ts, on the host): the cap of writes in flight, the
 // API server's answer time, and the kube-apiserver's, etcd's and the writer's CPU on the host

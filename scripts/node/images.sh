@@ -35,11 +35,12 @@
 #
 #   usage: scripts/node/images.sh [NAME...]   (default: all; then a table of sizes)
 # Env: DEBIAN_MIRROR, DEBIAN_SECURITY_MIRROR (as scripts/image/build.sh), KUBE_IPVS_GO_CACHE,
+#      NODE_IMAGES_OUT (default .k8s/node/images: where the archives and their cache go),
 #      SOURCE_DATE_EPOCH (the layers' and images' time; default 2026-01-01T00:00:00Z).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 REPO=$PWD
-OUT=$REPO/.k8s/node/images
+OUT=${NODE_IMAGES_OUT:-$REPO/.k8s/node/images}
 CACHE=$OUT/.cache
 BIN=$REPO/.k8s/node/bin
 export PATH=$REPO/node_modules/.bin:$PATH

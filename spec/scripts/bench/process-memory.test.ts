@@ -1,4 +1,14 @@
-import { histogramDelta, rssBytes, Scrape, sumSeries } from '../../../scripts/bench/process-memory';
+import {
+  breakdownOf,
+  histogramDelta,
+  mappingKind,
+  residentByKind,
+  rollupOf,
+  rssBytes,
+  Scrape,
+  smapsRollup,
+  sumSeries,
+} from '../../../scripts/bench/process-memory';
 
 describe('histogramDelta', () => {
   const h = (counts: [string, number][], sum: number): Scrape =>
@@ -131,5 +141,93 @@ describe('sumSeries', () => {
     expect(
       sumSeries(s, 'apiserver_response_sizes_sum', (l) => /verb="(LIST|GET)"/.test(l) && /resource="services"/.test(l)),
     ).toBe(100);
+  });
+});
+
+describe('smaps_rollup and the breakdown by mapping', () => {
+  const rollup = [
+    '55d0c0000000-7ffc00000000 ---p 00000000 00:00 0                          [rollup]',
+    'Rss:              102400 kB',
+    'Pss:               81920 kB',
+    'Pss_Dirty:         60000 kB',
+    'Pss_Anon:          60000 kB',
+    'Anonymous:         60000 kB',
+    'Swap:                  0 kB',
+  ].join('\n');
+
+  it('reads Rss, Pss and Anonymous in bytes', () => {
+    expect(rollupOf(rollup)).toEqual({ rss: 102400 * 1024, pss: 81920 * 1024, anon: 60000 * 1024 });
+  });
+
+  it('refuses a text without them', () => {
+    expect(() => rollupOf('Rss: 1 kB\n')).toThrow(/Pss/);
+  });
+
+  it('sorts mappings by kind: the executable, shared libraries and addons, brk, anonymous, stack, other', () => {
+    const exe = '/usr/bin/node';
+    expect(mappingKind('/usr/bin/node', exe)).toBe('executable');
+    expect(mappingKind('/usr/bin/node (deleted)', exe)).toBe('executable');
+    expect(mappingKind('/usr/lib/x86_64-linux-gnu/libc.so.6', exe)).toBe('shared libraries');
+    expect(mappingKind('/usr/lib/x86_64-linux-gnu/libstdc++.so.6.0.30', exe)).toBe('shared libraries');
+    expect(mappingKind('/opt/kube-ipvs/dist/native/malloc_trim.node', exe)).toBe('shared libraries');
+    expect(mappingKind('[heap]', exe)).toBe('heap (brk)');
+    expect(mappingKind('', exe)).toBe('anonymous mmaps');
+    expect(mappingKind('[anon:v8]', exe)).toBe('anonymous mmaps');
+    expect(mappingKind('[stack]', exe)).toBe('stack');
+    expect(mappingKind('[vdso]', exe)).toBe('other');
+    expect(mappingKind('/usr/lib/locale/locale-archive', exe)).toBe('other');
+  });
+
+  it('adds up each kind over its mappings', () => {
+    const smaps = [
+      '00400000-00500000 r-xp 00000000 fd:01 42 /usr/bin/node',
+      'Size:               1024 kB',
+      'Rss:                 800 kB',
+      'Pss:                 400 kB',
+      'Anonymous:             0 kB',
+      '00600000-00700000 rw-p 00100000 fd:01 42 /usr/bin/node',
+      'Rss:                  20 kB',
+      'Pss:                  20 kB',
+      'Anonymous:            20 kB',
+      '01000000-02000000 rw-p 00000000 00:00 0                                  [heap]',
+      'Rss:                 300 kB',
+      'Pss:                 300 kB',
+      'Anonymous:           300 kB',
+      '7f0000000000-7f0004000000 rw-p 00000000 00:00 0 ',
+      'Rss:                5000 kB',
+      'Pss:                5000 kB',
+      'Anonymous:          5000 kB',
+      '7f1000000000-7f1000100000 r-xp 00000000 fd:01 7 /usr/lib/x86_64-linux-gnu/libc.so.6',
+      'Rss:                 900 kB',
+      'Pss:                  90 kB',
+      'Anonymous:             0 kB',
+      '7ffc00000000-7ffc00021000 rw-p 00000000 00:00 0                          [stack]',
+      'Rss:                  40 kB',
+      'Pss:                  40 kB',
+      'Anonymous:            40 kB',
+      '7ffc10000000-7ffc10002000 r-xp 00000000 00:00 0                          [vdso]',
+      'Rss:                   8 kB',
+      'Pss:                   0 kB',
+      'Anonymous:             0 kB',
+    ].join('\n');
+    const k = (kb: number) => kb * 1024;
+    expect(breakdownOf(smaps, '/usr/bin/node')).toEqual({
+      executable: { rss: k(820), pss: k(420), anon: k(20) },
+      'shared libraries': { rss: k(900), pss: k(90), anon: 0 },
+      'heap (brk)': { rss: k(300), pss: k(300), anon: k(300) },
+      'anonymous mmaps': { rss: k(5000), pss: k(5000), anon: k(5000) },
+      stack: { rss: k(40), pss: k(40), anon: k(40) },
+      other: { rss: k(8), pss: 0, anon: 0 },
+    });
+  });
+
+  it("reads this process's own: the kinds add up to its rollup's Rss (within what moved between the reads)", () => {
+    const kinds = residentByKind(process.pid);
+    const whole = smapsRollup(process.pid);
+    const sum = Object.values(kinds).reduce((a, k) => a + k.rss, 0);
+    expect(Math.abs(sum - whole.rss)).toBeLessThan(16 * 1048576);
+    expect(kinds.executable.rss).toBeGreaterThan(0);
+    expect(whole.pss).toBeLessThanOrEqual(whole.rss);
+    expect(whole.anon).toBeLessThanOrEqual(whole.rss);
   });
 });
