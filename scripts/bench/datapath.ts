@@ -22,7 +22,9 @@ function echoServer(ns: string, port: number): Promise<ChildProcess> {
   const script =
     `require('net').createServer((s)=>{s.on('error',()=>{});s.pipe(s)})` +
     `.listen(${port},'0.0.0.0',()=>console.log('ready'))`;
-  const child = spawn('ip', ['netns', 'exec', ns, process.execPath, '-e', script], { stdio: ['ignore', 'pipe', 'inherit'] });
+  const child = spawn('ip', ['netns', 'exec', ns, process.execPath, '-e', script], {
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
   return new Promise((resolve, reject) => {
     const timer = setTimeout(() => reject(new Error(`echo server in ${ns} did not start`)), 120_000);
     child.stdout!.on('data', (d: Buffer) => {

@@ -48,13 +48,26 @@ describe("kube-proxy's nftables table as nft lists it", () => {
     expect(serviceChainOf(map, '0.96.1.0', 80)).toBeUndefined();
   });
 
-  it("sees an endpoint by its endpoint chain's name, not a longer address's", () => {
-    const chain =
-      'numgen random mod 2 vmap { 0 : goto endpoint-AAAA-kube-ipvs-bench/svc-0/tcp/http__10.200.1.23/8080, ' +
-      '1 : goto endpoint-BBBB-kube-ipvs-bench/svc-0/tcp/http__10.100.0.1/8080 }';
+  it('sees an endpoint in a v1.37 service chain (as nft 1.0.6 listed one), the whole address and port', () => {
+    const chain = [
+      'table ip kube-proxy {',
+      '\tchain service-O6UKKYV4-bench/svc-0/tcp/http {',
+      '\t\tmeta l4proto tcp dnat ip to numgen random mod 2 map { 0 : 10.100.0.0 . 8080, 1 : 10.200.1.23 . 8080 }',
+      '\t}',
+      '}',
+    ].join('\n');
     expect(namesEndpoint(chain, '10.200.1.23', 8080)).toBe(true);
+    expect(namesEndpoint(chain, '10.100.0.0', 8080)).toBe(true);
     expect(namesEndpoint(chain, '10.200.1.2', 8080)).toBe(false);
     expect(namesEndpoint(chain, '0.200.1.23', 8080)).toBe(false);
-    expect(namesEndpoint(chain, '10.100.0.1', 80)).toBe(false);
+    expect(namesEndpoint(chain, '10.100.0.0', 80)).toBe(false);
+    expect(namesEndpoint('dnat ip to 10.100.0.7:8080', '10.100.0.7', 8080)).toBe(true);
+  });
+
+  it("sees an endpoint by an older release's endpoint chain name", () => {
+    const chain = 'vmap { 0 : goto endpoint-AAAA-ns/svc-0/tcp/http__10.200.1.23/8080 }';
+    expect(namesEndpoint(chain, '10.200.1.23', 8080)).toBe(true);
+    expect(namesEndpoint(chain, '10.200.1.2', 8080)).toBe(false);
+    expect(namesEndpoint(chain, '10.200.1.23', 80)).toBe(false);
   });
 });
