@@ -52,6 +52,12 @@
 // Each phase's cost to the API server (api-cost.ts: requests by verb from the audit log, TCP
 // connections opened, bytes the server sent) is recorded too: the kept start (process start ->
 // first sync), the idle window (settle + idle), and the churn segments together (issue 28).
+// A third side, kube-proxy-nft: the same kube-proxy in nftables mode (the mode upstream tells IPVS
+// users to move to; issue 42), measured the same way: its first sync end is the same gauge, and a
+// change is seen in its kernel by nft-probe.ts (the Service's chain in table ip kube-proxy naming
+// the new endpoint). After the other phases, a datapath row for every side (datapath.ts,
+// BENCH_PEER_DATAPATH=0 skips it): new TCP connections per second through one ClusterIP from a
+// client namespace to pod namespaces, and their connect latency, the same client for all sides.
 // Prints JSON lines; scripts/bench/report-kube-proxy.ts turns them into a table.
 //
 //   node dist/scripts/bench/kube-proxy-peer.js SERVICES ENDPOINTS   (in the VM, KUBE_IPVS_LAB
@@ -74,7 +80,7 @@ import {
   startKubeProxy,
 } from '../../testkit/processes';
 import { churnGen } from './churn-generator';
-import { replacementIP } from './daemon-fixtures';
+import { endpointIP, replacementIP } from './daemon-fixtures';
 import { Agent, fetch } from 'undici';
 import { labClusterIP, NODE_NAME } from './lab-bench-objects';
 import type { ChurnWrites } from './lab-writer';
@@ -94,8 +100,9 @@ import {
   threadCpuSeconds,
 } from './process-memory';
 import { ApiCostMeter, restartApiserver, restartBaseline } from './api-cost';
+import { runDatapath } from './datapath';
 
-/** 'kube-proxy', 'kube-ipvs', or a variant of kube-ipvs: 'kube-ipvs+LABEL' (BENCH_PEER_VARIANTS) */
+/** 'kube-proxy' (IPVS mode), 'kube-proxy-nft' (nftables mode), 'kube-ipvs', or a variant of kube-ipvs: 'kube-ipvs+LABEL' (BENCH_PEER_VARIANTS) */
 type Side = string;
 
 const [servicesArg = '1000', endpointsArg = '10'] = process.argv.slice(2);
@@ -145,6 +152,10 @@ const CHURN_RATES = env('BENCH_PEER_CHURN_RATES', '100 300 1000')
   .filter(Boolean)
   .map(Number);
 const WRITER = process.env.BENCH_WRITER ?? '';
+/** the datapath phase (datapath.ts; "0" skips it): its window, warm-up and client loops */
+const DATAPATH = env('BENCH_PEER_DATAPATH', '1') !== '0';
+const DATAPATH_SECONDS = Number(env('BENCH_PEER_DATAPATH_SECONDS', '15'));
+const DATAPATH_CONCURRENCY = Number(env('BENCH_PEER_DATAPATH_CONCURRENCY', '8'));
 /** a directory: kube-ipvs runs under --cpu-prof and writes its profile there when it stops (cpu-profile.ts reads it) */
 const CPU_PROFILE_DIR = process.env.BENCH_PEER_CPU_PROFILE ?? '';
 /** kube-ipvs's NODE_OPTIONS: the profiler's, and BENCH_PEER_NODE_OPTIONS (V8 flags to try) */
@@ -161,7 +172,8 @@ const HISTOGRAM = 'kubeproxy_network_programming_duration_seconds';
 const SLOTS: Record<Side, number> = {
   'kube-proxy': 1,
   'kube-ipvs': 2,
-  ...Object.fromEntries([...VARIANTS.keys()].map((v, i) => [v, 3 + i])),
+  'kube-proxy-nft': 3,
+  ...Object.fromEntries([...VARIANTS.keys()].map((v, i) => [v, 4 + i])),
 };
 const slotOf = (side: Side) => {
   const slot = SLOTS[side];
@@ -200,7 +212,14 @@ class Probe {
   constructor(side: Side) {
     this.child = spawn(
       'ip',
-      ['netns', 'exec', nsOf(side), process.execPath, path.join(__dirname, 'ipvs-probe.js'), '5'],
+      [
+        'netns',
+        'exec',
+        nsOf(side),
+        process.execPath,
+        path.join(__dirname, side === 'kube-proxy-nft' ? 'nft-probe.js' : 'ipvs-probe.js'),
+        '5',
+      ],
       { stdio: ['pipe', 'pipe', 'inherit'] },
     );
     this.lines = createInterface({ input: this.child.stdout! })[Symbol.asyncIterator]();
@@ -304,8 +323,8 @@ async function main(): Promise<void> {
         side,
         dir,
         writer,
-        // a variant's requests carry kube-ipvs's own User-Agent
-        new ApiCostMeter(lab, nsOf(side), server, `${isKubeIpvs(side) ? 'kube-ipvs' : side}/`),
+        // a variant's requests carry kube-ipvs's own User-Agent, either mode's kube-proxy's
+        new ApiCostMeter(lab, nsOf(side), server, `${isKubeIpvs(side) ? 'kube-ipvs' : 'kube-proxy'}/`),
         lab,
       );
   } finally {
@@ -318,7 +337,7 @@ async function main(): Promise<void> {
 
 function start(side: Side, cfg: string): LoggedProcess {
   const variant = VARIANTS.get(side);
-  return side === 'kube-proxy'
+  return !isKubeIpvs(side)
     ? startKubeProxy([`--config=${cfg}`, '--v=1'], nsOf(side))
     : startKubeIpvs(
         ['--config', cfg, '--v=1'],
@@ -445,6 +464,7 @@ async function measure(
       forKubeProxy: true,
       metrics: `${nodeAddress(side)}:10249`,
       healthz: `${nodeAddress(side)}:10256`,
+      ...(side === 'kube-proxy-nft' ? { mode: 'nftables' } : {}),
     }),
   );
   console.error(`>> ${side}: ${SERVICES} x ${ENDPOINTS}`);
@@ -605,6 +625,38 @@ async function measure(
         seconds: (Date.now() - t0) / 1000,
         ...(await meter.since(mark, { serverRestarted: true })),
       });
+    }
+
+    // 7. the datapath: one Service's endpoints (endpoint 0 set by a fresh change, so its
+    // address is known whatever earlier runs left) as pods, a client beside them
+    if (DATAPATH) {
+      const i = SERVICES - 1;
+      const gen = nextGen();
+      const w = await writer.call<{ status: number }>('POST', '/change', {
+        service: i,
+        gen,
+        endpoints: ENDPOINTS,
+        skewMs: (await writer.skew()).skewMs,
+      });
+      if (w.status < 200 || w.status > 299) throw new Error(`${side}: the datapath's change: HTTP ${w.status}`);
+      if ((await probe.wait(labClusterIP(i), replacementIP(gen), 600_000)) === undefined)
+        throw new Error(`${side}: the datapath's change not in the kernel after 600 s`);
+      const endpoints = [
+        replacementIP(gen),
+        ...Array.from({ length: ENDPOINTS - 1 }, (_, j) => endpointIP(i, j + 1, ENDPOINTS)),
+      ];
+      // a failure here is the datapath's (its namespaces, its client): recorded, the other sides still run
+      const dp = await runDatapath({
+        ns: nsOf(side),
+        vip: labClusterIP(i),
+        port: 80,
+        endpoints,
+        targetPort: 8080,
+        seconds: DATAPATH_SECONDS,
+        warmupSeconds: 3,
+        concurrency: DATAPATH_CONCURRENCY,
+      }).catch((e: Error) => ({ error: e.message }));
+      record(side, 'datapath', { vip: labClusterIP(i), pods: endpoints.length, ...dp });
     }
   } finally {
     probe.close();

@@ -1,7 +1,9 @@
 // Prints the kube-proxy bench (scripts/bench/kube-proxy-peer.ts) as one table: a row per measure
 // and size, kube-ipvs beside the real kube-proxy (IPVS mode) measured in the same boot against
 // the same API server, their ratio, and the issue's target for that ratio; with the results of
-// several boots in the file (BENCH_PEER_BOOTS), the medians over them.
+// several boots in the file (BENCH_PEER_BOOTS), the medians over them. A boot with kube-proxy in
+// nftables mode as a side (kube-proxy-nft) adds its column and kube-ipvs's ratio to it, and the
+// datapath rows (datapath.ts) for every side.
 //
 //   node dist/scripts/bench/report-kube-proxy.js RESULTS.jsonl
 import { readFileSync } from 'node:fs';
@@ -54,6 +56,7 @@ const ms: Fmt = (v) => `${v.toFixed(0)} ms`;
 const mb: Fmt = (v) => `${(v / 1048576).toFixed(0)} MB`;
 const perS: Fmt = (v) => `${v.toFixed(0)}/s`;
 const cpu: Fmt = (v) => `${v.toFixed(2)} s`;
+const ms1: Fmt = (v) => `${v.toFixed(1)} ms`;
 
 /** One measure: each side's value, how to print it, and the most kube-ipvs/kube-proxy the issue allows (undefined: no target). */
 interface Measure {
@@ -214,9 +217,24 @@ const measures: Measure[] = [
     fmt: mb,
     value: (z, s) => heapAfterChurn(z, s)?.external,
   },
+  ...datapathMeasures(),
 ];
 
+/** The datapath rows (datapath.ts): the same client through each side's ClusterIP. */
+function datapathMeasures(): Measure[] {
+  const dp = (z: string, s: string, k: string) => num(pick(z, s, 'datapath')[0], k);
+  return [
+    { name: 'datapath: new TCP connections/s through a ClusterIP', fmt: perS, value: (z, s) => dp(z, s, 'perSecond') },
+    { name: 'datapath: connect latency p50', fmt: ms1, value: (z, s) => dp(z, s, 'connectP50Ms') },
+    { name: 'datapath: connect latency p99', fmt: ms1, value: (z, s) => dp(z, s, 'connectP99Ms') },
+  ];
+}
+/** kube-proxy in nftables mode (kube-proxy-peer.ts's third side), when a boot ran it */
+const NFT = 'kube-proxy-nft';
+const withNft = rows.some((r) => r.side === NFT);
+
 const header = ['services x endpoints', 'measure', 'kube-ipvs', 'kube-proxy', 'ratio', 'of boots', 'target', 'met'];
+if (withNft) header.push('kube-proxy nft', 'ratio to nft');
 const body: string[][] = [];
 const defined = (xs: (number | undefined)[]): number[] => xs.filter((x): x is number => x !== undefined);
 for (const size of sizes) {
@@ -226,7 +244,8 @@ for (const size of sizes) {
     // boot share its host load), with their range when there are several
     const ours = median(defined(boots.map((b) => m.value(b, 'kube-ipvs'))));
     const theirs = median(defined(boots.map((b) => m.value(b, 'kube-proxy'))));
-    if (ours === undefined && theirs === undefined) continue;
+    const nft = withNft ? median(defined(boots.map((b) => m.value(b, NFT)))) : undefined;
+    if (ours === undefined && theirs === undefined && nft === undefined) continue;
     const ratios = defined(
       boots.map((b) => {
         const o = m.value(b, 'kube-ipvs');
@@ -246,8 +265,22 @@ for (const size of sizes) {
       String(ratios.length || defined(boots.map((b) => m.value(b, 'kube-ipvs'))).length),
       target === undefined ? '' : `<= ${target}x`,
       target === undefined || ratio === undefined ? '' : ratio <= target ? 'yes' : 'NO',
+      ...(withNft ? nftCells(boots, m, nft) : []),
     ]);
   }
+}
+/** the nftables-mode side's value and kube-ipvs's ratio to it (the median of each boot's) */
+function nftCells(boots: readonly string[], m: Measure, nft: number | undefined): string[] {
+  const ratios = defined(
+    boots.map((b) => {
+      const o = m.value(b, 'kube-ipvs');
+      const t = m.value(b, NFT);
+      return o !== undefined && t ? o / t : undefined;
+    }),
+  );
+  const ratio = median(ratios);
+  const range = ratios.length > 1 ? ` (${Math.min(...ratios).toFixed(2)}-${Math.max(...ratios).toFixed(2)})` : '';
+  return [nft === undefined ? '-' : m.fmt(nft), ratio === undefined ? '-' : `${ratio.toFixed(2)}x${range}`];
 }
 const w = header.map((h, i) => Math.max(h.length, ...body.map((r) => r[i]!.length)));
 const line = (r: string[]) => r.map((c, i) => (i <= 1 ? c.padEnd(w[i]!) : c.padStart(w[i]!))).join('  ');
@@ -362,7 +395,7 @@ table(
 // API server's answer time, and the kube-apiserver's, etcd's and the writer's CPU on the host
 const f2 = (v: unknown) => (typeof v === 'number' ? v.toFixed(2) : '-');
 for (const size of sizes.flatMap(bootsOf)) {
-  for (const side of ['kube-ipvs', 'kube-proxy']) {
+  for (const side of ['kube-ipvs', 'kube-proxy', NFT]) {
     const segs = pick(size, side, 'churn');
     if (!segs.length) continue;
     console.log(`${size}, beside ${side}, churn writes from the host:`);
@@ -393,8 +426,8 @@ for (const size of sizes.flatMap(bootsOf)) {
   for (const phase of ['start', 'idle', 'churn', 'apiserver restart']) {
     // the restart's baseline: the same restart with no proxy (its bytes are the server's own)
     for (const side of phase === 'apiserver restart'
-      ? ['no proxy', 'kube-ipvs', 'kube-proxy']
-      : ['kube-ipvs', 'kube-proxy']) {
+      ? ['no proxy', 'kube-ipvs', 'kube-proxy', NFT]
+      : ['kube-ipvs', 'kube-proxy', NFT]) {
       const all =
         side === 'no proxy'
           ? rows.filter((r) => r.boot === size && r.what === 'api' && r.phase === 'apiserver restart, no proxy')
