@@ -17,7 +17,7 @@ import path from 'node:path';
 import { pipeline } from 'node:stream/promises';
 import { Writable } from 'node:stream';
 import { createGunzip, createGzip } from 'node:zlib';
-import { readOciLayout, unpackRootfs, untar, verifyDiffIds } from './oci-image';
+import { readOciArchive, unpackRootfs } from './oci-image';
 
 export interface ImageSize {
   readonly name: string;
@@ -58,11 +58,7 @@ export async function layerSizes(file: string): Promise<{ gz: number; tar: numbe
 export async function imageSize(archive: string): Promise<ImageSize> {
   const work = mkdtempSync(path.join(os.tmpdir(), 'image-size-'));
   try {
-    const oci = path.join(work, 'oci');
-    mkdirSync(oci);
-    untar(archive, oci);
-    const image = await readOciLayout(oci);
-    await verifyDiffIds(image);
+    const image = await readOciArchive(archive, work);
     const sizes: { gz: number; tar: number; gz6: number }[] = [];
     for (const f of image.layerFiles) sizes.push(await layerSizes(f));
     const root = path.join(work, 'rootfs');

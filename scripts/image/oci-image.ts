@@ -4,7 +4,7 @@
 // Layers are applied in order with plain tar (our layers carry no whiteouts).
 import { spawnSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { createReadStream, readFileSync, statSync } from 'node:fs';
+import { createReadStream, mkdirSync, readFileSync, statSync } from 'node:fs';
 import path from 'node:path';
 import { createGunzip } from 'node:zlib';
 
@@ -124,6 +124,16 @@ export async function verifyDiffIds(image: OciImage): Promise<void> {
 export function untar(archive: string, dir: string, gzip = false): void {
   const r = spawnSync('tar', ['-C', dir, gzip ? '-xzf' : '-xf', archive], { encoding: 'utf8' });
   if (r.status !== 0) throw new Error(`tar -x ${archive}: ${r.stderr || r.error?.message}`);
+}
+
+/** Extracts an OCI archive into `work`/oci and reads it back, its layers checked against the config's diff_ids. */
+export async function readOciArchive(archive: string, work: string): Promise<OciImage> {
+  const oci = path.join(work, 'oci');
+  mkdirSync(oci);
+  untar(archive, oci);
+  const image = await readOciLayout(oci);
+  await verifyDiffIds(image);
+  return image;
 }
 
 /** Applies the layers, bottom first, into `dir` (owners and modes kept: run as root). */

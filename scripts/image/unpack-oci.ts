@@ -10,7 +10,7 @@
  */
 import { mkdirSync, mkdtempSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
-import { readOciLayout, unpackRootfs, untar, verifyDiffIds } from './oci-image';
+import { readOciArchive, unpackRootfs } from './oci-image';
 
 async function main(argv: string[]): Promise<number> {
   const [archive, dest] = argv;
@@ -27,11 +27,7 @@ async function main(argv: string[]): Promise<number> {
   if (mounted.length > 0) throw new Error(`${mounted.join(', ')} mounted under ${abs}: unmount first`);
   const work = mkdtempSync(path.join(path.dirname(path.resolve(dest)), '.unpack-'));
   try {
-    const oci = path.join(work, 'oci');
-    mkdirSync(oci);
-    untar(archive, oci);
-    const image = await readOciLayout(oci);
-    await verifyDiffIds(image);
+    const image = await readOciArchive(archive, work);
     const root = path.join(work, 'rootfs');
     mkdirSync(root);
     unpackRootfs(image, root);
