@@ -43,7 +43,7 @@
 // Memory at each moment (after start, after the idle window, after churn once settled) is RSS,
 // and from /proc/PID/smaps_rollup PSS and the anonymous part (a binary or library other
 // processes map too counts for its share only in PSS, not at all in the anonymous part), with
-// RSS/PSS/anonymous per kind of mapping from /proc/PID/smaps (process-memory.ts residentByKind).
+// RSS/PSS/anonymous per kind of mapping from /proc/PID/smaps (process-memory.ts residentMemory).
 // BENCH_PEER_VARIANTS adds kube-ipvs sides that differ from the default only in node's flags
 // or the environment, measured the same way in the same boot right after the default one:
 // "LABEL:TOKEN TOKEN;LABEL:..." where a TOKEN starting with "--" is a node flag (after
@@ -90,8 +90,7 @@ import {
   median,
   perKeyDelta,
   heapBreakdown,
-  residentByKind,
-  residentByMapping,
+  residentMemory,
   rssBytes,
   smapsRollup,
   Scrape,
@@ -504,7 +503,7 @@ async function measure(
     const idleStart = Date.now();
     const rssStart = rssBytes(pid);
     const rollupStart = smapsRollup(pid);
-    const kindsStart = residentByKind(pid);
+    const kindsStart = residentMemory(pid).kinds;
     const heapStart = heapBreakdown(await scrape(metricsUrl(side), 60));
     await sleep(SETTLE_SECONDS * 1000);
     const c0 = cpuOf(pid);
@@ -516,16 +515,17 @@ async function measure(
     const threads1 = threadCpuSeconds(pid, CLK_TCK);
     const m1 = monotonicUs();
     const minutes = (Date.now() - w0) / 60_000;
+    const idleMemory = residentMemory(pid);
     record(side, 'idle', {
       rssAfterStart: rssStart,
       rssIdle: rssBytes(pid),
       rollupAfterStart: rollupStart,
       rollupIdle: smapsRollup(pid),
       kindsAfterStart: kindsStart,
-      kindsIdle: residentByKind(pid),
+      kindsIdle: idleMemory.kinds,
       heapAfterStart: heapStart,
       heapIdle: heapBreakdown(await scrape(metricsUrl(side), 60)),
-      mapsIdle: residentByMapping(pid),
+      mapsIdle: idleMemory.maps,
       seconds: minutes * 60,
       cpuPerMinute: (c1.self - c0.self) / minutes,
       // system time is the kernel's work on its behalf: building the dumps and /proc text it reads
@@ -595,18 +595,19 @@ async function measure(
     record(side, 'after churn', {
       rss: rssBytes(pid),
       heap: heapBreakdown(await scrape(metricsUrl(side), 60)),
-      maps: residentByMapping(pid),
+      maps: residentMemory(pid).maps,
     });
     // and once the side has had the settle time to give memory back (Go's scavenger, V8's
     // collections): what the process holds after the churn, not during its last sync
     await sleep(SETTLE_SECONDS * 1000);
+    const settled = residentMemory(pid);
     record(side, 'after churn, settled', {
       seconds: SETTLE_SECONDS,
       rss: rssBytes(pid),
       rollup: smapsRollup(pid),
-      kinds: residentByKind(pid),
+      kinds: settled.kinds,
       heap: heapBreakdown(await scrape(metricsUrl(side), 60)),
-      maps: residentByMapping(pid),
+      maps: settled.maps,
     });
 
     // 6. the API server restarts (issue 28): down RESTART_DOWN_SECONDS, then up; what the side

@@ -184,35 +184,56 @@ export function heapBreakdown(s: Scrape): Record<string, number> {
   return out;
 }
 
+/** One mapping of /proc/PID/smaps: its name (path, [heap], '' ...), permissions, and sizes in kB. */
+export interface SmapsEntry {
+  readonly name: string;
+  readonly perms: string;
+  sizeKb: number;
+  rssKb: number;
+  pssKb: number;
+  anonKb: number;
+}
+
+/** /proc/PID/smaps text, one entry per mapping: the one parser the breakdowns below read. */
+export function smapsEntries(text: string): SmapsEntry[] {
+  const out: SmapsEntry[] = [];
+  let cur: SmapsEntry | undefined;
+  for (const line of text.split('\n')) {
+    const head = /^[0-9a-f]+-[0-9a-f]+ (\S+) \S+ \S+ \d+\s*(.*)$/.exec(line);
+    if (head) {
+      cur = { name: head[2]!, perms: head[1]!, sizeKb: 0, rssKb: 0, pssKb: 0, anonKb: 0 };
+      out.push(cur);
+      continue;
+    }
+    const kv = /^(Size|Rss|Pss|Anonymous):\s+(\d+) kB$/.exec(line);
+    if (!kv || !cur) continue;
+    const kb = Number(kv[2]);
+    if (kv[1] === 'Size') cur.sizeKb = kb;
+    else if (kv[1] === 'Rss') cur.rssKb = kb;
+    else if (kv[1] === 'Pss') cur.pssKb = kb;
+    else cur.anonKb = kb;
+  }
+  return out;
+}
+
 /**
- * Where process `pid`'s resident memory is mapped (/proc/PID/smaps): file-backed (code, node's
- * binary), malloc's brk heap, and the anonymous mappings (V8's heap pages, malloc's thread
- * arenas and large allocations) as totals and the largest few, in bytes.
+ * Where resident memory is mapped: file-backed (code, node's binary), malloc's brk heap, and the
+ * anonymous mappings (V8's heap pages, malloc's thread arenas and large allocations) as totals
+ * and the largest few, in bytes.
  */
-export function residentByMapping(pid: number, largest = 8): Record<string, unknown> {
+export function mappingsOf(entries: readonly SmapsEntry[], largest = 8): Record<string, unknown> {
   let file = 0;
   let brk = 0;
   let anon = 0;
   let anonMappings = 0;
-  const anons: { sizeKb: number; rssKb: number; perms: string }[] = [];
-  let cur: { name: string; sizeKb: number; perms: string } | undefined;
-  for (const line of readFileSync(`/proc/${pid}/smaps`, 'utf8').split('\n')) {
-    const head = /^[0-9a-f]+-[0-9a-f]+ (\S+) \S+ \S+ \d+\s*(.*)$/.exec(line);
-    if (head) {
-      cur = { name: head[2]!, sizeKb: 0, perms: head[1]! };
-      continue;
-    }
-    const size = /^Size:\s+(\d+) kB$/.exec(line);
-    if (size && cur) cur.sizeKb = Number(size[1]);
-    const rss = /^Rss:\s+(\d+) kB$/.exec(line);
-    if (!rss || !cur) continue;
-    const kb = Number(rss[1]);
-    if (cur.name === '[heap]') brk += kb;
-    else if (cur.name === '' || cur.name.startsWith('[anon')) {
-      anon += kb;
+  const anons: SmapsEntry[] = [];
+  for (const e of entries) {
+    if (e.name === '[heap]') brk += e.rssKb;
+    else if (e.name === '' || e.name.startsWith('[anon')) {
+      anon += e.rssKb;
       anonMappings++;
-      if (kb > 0) anons.push({ sizeKb: cur.sizeKb, rssKb: kb, perms: cur.perms });
-    } else file += kb;
+      if (e.rssKb > 0) anons.push(e);
+    } else file += e.rssKb;
   }
   anons.sort((a, b) => b.rssKb - a.rssKb);
   return {
@@ -280,30 +301,26 @@ export function mappingKind(name: string, exe: string): MappingKind {
   return 'other';
 }
 
-/** Rss, Pss and Anonymous (bytes) per kind of mapping, from /proc/PID/smaps text; `exe` is the process's executable. */
-export function breakdownOf(smaps: string, exe: string): Record<MappingKind, MemoryRollup> {
+/** Rss, Pss and Anonymous (bytes) per kind of mapping; `exe` is the process's executable. */
+export function breakdownOf(entries: readonly SmapsEntry[], exe: string): Record<MappingKind, MemoryRollup> {
   const out = Object.fromEntries(MAPPING_KINDS.map((k) => [k, { rss: 0, pss: 0, anon: 0 }])) as Record<
     MappingKind,
     { rss: number; pss: number; anon: number }
   >;
-  let cur: { rss: number; pss: number; anon: number } | undefined;
-  for (const line of smaps.split('\n')) {
-    const head = /^[0-9a-f]+-[0-9a-f]+ \S+ \S+ \S+ \d+\s*(.*)$/.exec(line);
-    if (head) {
-      cur = out[mappingKind(head[1]!, exe)];
-      continue;
-    }
-    const kv = /^(Rss|Pss|Anonymous):\s+(\d+) kB$/.exec(line);
-    if (!kv || !cur) continue;
-    const bytes = Number(kv[2]) * 1024;
-    if (kv[1] === 'Rss') cur.rss += bytes;
-    else if (kv[1] === 'Pss') cur.pss += bytes;
-    else cur.anon += bytes;
+  for (const e of entries) {
+    const k = out[mappingKind(e.name, exe)];
+    k.rss += e.rssKb * 1024;
+    k.pss += e.pssKb * 1024;
+    k.anon += e.anonKb * 1024;
   }
   return out;
 }
 
-/** breakdownOf process `pid`'s /proc/PID/smaps. */
-export function residentByKind(pid: number): Record<MappingKind, MemoryRollup> {
-  return breakdownOf(readFileSync(`/proc/${pid}/smaps`, 'utf8'), readlinkSync(`/proc/${pid}/exe`));
+/** Process `pid`'s /proc/PID/smaps, read once: by kind of mapping, and file/brk/anonymous with the largest anonymous mappings. */
+export function residentMemory(pid: number): {
+  kinds: Record<MappingKind, MemoryRollup>;
+  maps: Record<string, unknown>;
+} {
+  const entries = smapsEntries(readFileSync(`/proc/${pid}/smaps`, 'utf8'));
+  return { kinds: breakdownOf(entries, readlinkSync(`/proc/${pid}/exe`)), maps: mappingsOf(entries) };
 }

@@ -2,10 +2,12 @@ import {
   breakdownOf,
   histogramDelta,
   mappingKind,
-  residentByKind,
+  mappingsOf,
+  residentMemory,
   rollupOf,
   rssBytes,
   Scrape,
+  smapsEntries,
   smapsRollup,
   sumSeries,
 } from '../../../scripts/bench/process-memory';
@@ -211,7 +213,16 @@ describe('smaps_rollup and the breakdown by mapping', () => {
       'Anonymous:             0 kB',
     ].join('\n');
     const k = (kb: number) => kb * 1024;
-    expect(breakdownOf(smaps, '/usr/bin/node')).toEqual({
+    const entries = smapsEntries(smaps);
+    // the same parse gives the file/brk/anonymous totals ([stack] and [vdso] count as file-backed there)
+    expect(mappingsOf(entries)).toEqual({
+      fileBytes: k(800 + 20 + 900 + 40 + 8),
+      brkHeapBytes: k(300),
+      anonBytes: k(5000),
+      anonMappings: 1,
+      largestAnon: [{ sizeBytes: 0, rssBytes: k(5000) }],
+    });
+    expect(breakdownOf(entries, '/usr/bin/node')).toEqual({
       executable: { rss: k(820), pss: k(420), anon: k(20) },
       'shared libraries': { rss: k(900), pss: k(90), anon: 0 },
       'heap (brk)': { rss: k(300), pss: k(300), anon: k(300) },
@@ -222,7 +233,7 @@ describe('smaps_rollup and the breakdown by mapping', () => {
   });
 
   it("reads this process's own: the kinds add up to its rollup's Rss (within what moved between the reads)", () => {
-    const kinds = residentByKind(process.pid);
+    const kinds = residentMemory(process.pid).kinds;
     const whole = smapsRollup(process.pid);
     const sum = Object.values(kinds).reduce((a, k) => a + k.rss, 0);
     expect(Math.abs(sum - whole.rss)).toBeLessThan(16 * 1048576);
