@@ -39,7 +39,7 @@ import {
 import { GenerationPeers, IptablesSync, genPlus } from '../../lib/kernel/iptables/iptables-sync';
 import { RulesetGeneration } from '../../lib/kernel/iptables/nft-generation';
 import { RestoreLine, joinTokens, parseRestore } from '../../lib/kernel/iptables/parse-restore';
-import { saveSpelling } from './iptables-save-spelling';
+import { saveText } from './iptables-save-spelling';
 import { IpFamily } from '../../lib/model/ip-family';
 import { Table } from '../../lib/model/names';
 import { IptablesPlan } from '../../lib/model/iptables';
@@ -423,7 +423,7 @@ export class FakeIptables implements IptablesRunner, Iptables {
 
   /** One rule's tokens as iptables-save prints them. */
   private spelled(rule: readonly string[]): string {
-    return joinTokens(saveSpelling(rule, this.family));
+    return saveText(rule, this.family);
   }
 
   /** Rules of one chain as `-A CHAIN spec` lines, as written (undefined when the chain is missing). */

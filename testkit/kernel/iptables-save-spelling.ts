@@ -8,7 +8,10 @@
  * - `-j MARK`: `--set-mark`, `--or-mark`, `--xor-mark`, `--and-mark` as `--set-xmark VALUE/MASK`;
  * - `-j REJECT` with its default `--reject-with icmp-port-unreachable` (`icmp6-` for IPv6);
  * - `-m ipvs`: its options in libxt_ipvs's order (`--vproto` as the protocol's number, then
- *   `--vaddr` without a full-length prefix, `--vport`, `--vdir`, `--vmethod`, `--vportctl`).
+ *   `--vaddr` without a full-length prefix, `--vport`, `--vdir`, `--vmethod`, `--vportctl`);
+ * - a `--comment` as libxtables' xtables_save_string prints it: bare when it is only letters,
+ *   digits, `_` and `-`, else in double quotes with `"`, `\` and `'` escaped by a backslash
+ *   (the VM printed kube-proxy's SCTP NodePort comment as `... type \'hash ip:port\'`).
  * Only the spellings the proxy's rules (and kube-proxy's) use are known; anything else is printed
  * as written.
  */
@@ -107,4 +110,18 @@ export function saveSpelling(rule: readonly string[], family: IpFamily): string[
   if (target === 'REJECT' && !rest.includes('--reject-with'))
     rest.push('--reject-with', family === 'ipv6' ? 'icmp6-port-unreachable' : 'icmp-port-unreachable');
   return [...HEADER.flatMap((h) => header.get(h) ?? []), ...rest];
+}
+
+/** A comment's text as libxtables' xtables_save_string prints it. */
+export function saveComment(text: string): string {
+  if (/^[_\-0-9A-Za-z]+$/.test(text)) return text;
+  return `"${text.replace(/["\\']/g, (c) => `\\${c}`)}"`;
+}
+
+/** One rule's tokens (after `-A CHAIN`) as one iptables-save line's text. */
+export function saveText(rule: readonly string[], family: IpFamily): string {
+  const tokens = saveSpelling(rule, family);
+  return tokens
+    .map((t, i) => (tokens[i - 1] === '--comment' ? saveComment(t) : t === '' || /[\s"]/.test(t) ? `"${t}"` : t))
+    .join(' ');
 }

@@ -33,6 +33,29 @@ describe.each(['legacy', 'nft'] as const)('FakeIptables (%s)', (flavor) => {
     );
   });
 
+  // as iptables-save 1.8.9 printed these three on this machine (libxtables' xtables_save_string)
+  it('prints a comment as iptables-save does: bare, quoted, or quoted with \\\' and \\"', () => {
+    const f = fresh();
+    f.applyRestore(
+      '*filter\n:KUBE-C - [0:0]\n' +
+        '-A KUBE-C -m comment --comment "ab_c-1" -j ACCEPT\n' +
+        '-A KUBE-C -m comment --comment a/b -j ACCEPT\n' +
+        `-A KUBE-C -m comment --comment "x 'y'" -j ACCEPT\n` +
+        'COMMIT\n',
+      true,
+    );
+    expect(
+      f
+        .dump('filter')
+        .split('\n')
+        .filter((l) => l.startsWith('-A KUBE-C')),
+    ).toEqual([
+      '-A KUBE-C -m comment --comment ab_c-1 -j ACCEPT',
+      '-A KUBE-C -m comment --comment "a/b" -j ACCEPT',
+      `-A KUBE-C -m comment --comment "x \\'y\\'" -j ACCEPT`,
+    ]);
+  });
+
   it('without --noflush the table is reset', () => {
     const f = fresh();
     f.applyRestore('*filter\n:KUBE-A - [0:0]\nCOMMIT\n', false);
