@@ -3,7 +3,7 @@
 // time from stdin:
 //   wait ID ADDRESS PORT RS_ADDRESS RS_PORT TIMEOUT_MS
 // polls until TCP ADDRESS:PORT's service chain (found in table ip kube-proxy's service-ips map)
-// sends to endpoint RS_ADDRESS:RS_PORT (its endpoint chain named in the chain's vmap; nft-text.ts),
+// sends to endpoint RS_ADDRESS:RS_PORT (named in the chain: v1.37's inline endpoint map; nft-text.ts),
 // and prints {"id":ID,"seenMs":<Date.now() of the poll that saw it>,"polls":N} or
 // {"id":ID,"timeout":true}. Each poll is an exec of nft (`nft list chain`, one chain): in the TCG
 // guest an exec costs tens of ms, so that, not POLL_MS, is its resolution ("pollMs" says how
