@@ -20,6 +20,8 @@ interface FileTime {
   tests: number;
   failed: number;
   lane?: string;
+  /** CPU seconds the file's processes used (the VM files, where the guest counted them) */
+  cpu?: number;
 }
 
 function readJest(file: string): JestFileResult[] {
@@ -44,7 +46,7 @@ function fromJest(results: JestFileResult[]): FileTime[] {
 function vmTimes(dir: string): FileTime[] {
   const out: FileTime[] = [];
   for (const n of fs.readdirSync(dir).filter((f) => /^vm-\d+\.wall$/.test(f))) {
-    const [file = '?', lane = '?', t0 = '0', t1 = '0', rc = '1'] = fs
+    const [file = '?', lane = '?', t0 = '0', t1 = '0', rc = '1', cpu] = fs
       .readFileSync(path.join(dir, n), 'utf8')
       .trim()
       .split(' ');
@@ -58,6 +60,7 @@ function vmTimes(dir: string): FileTime[] {
       tests,
       failed: failed || (rc === '0' ? 0 : 1),
       lane,
+      ...(cpu === undefined ? {} : { cpu: Number(cpu) }),
     });
   }
   return out;
@@ -68,9 +71,16 @@ function table(title: string, rows: FileTime[]): string {
   const total = rows.reduce((s, r) => s + r.seconds, 0);
   const lines = [`## ${title}: ${rows.length} files, ${total.toFixed(0)} s summed`, ''];
   const lane = rows.some((r) => r.lane !== undefined);
-  lines.push(`| file | s | tests | failed${lane ? ' | lane' : ''} |`, `|---|---:|---:|---:${lane ? '|---:' : ''}|`);
+  const cpu = rows.some((r) => r.cpu !== undefined);
+  lines.push(
+    `| file | s | tests | failed${lane ? ' | lane' : ''}${cpu ? ' | cpu s' : ''} |`,
+    `|---|---:|---:|---:${lane ? '|---:' : ''}${cpu ? '|---:' : ''}|`,
+  );
   for (const r of sorted) {
-    lines.push(`| ${r.file} | ${r.seconds.toFixed(1)} | ${r.tests} | ${r.failed}${lane ? ` | ${r.lane ?? ''}` : ''} |`);
+    const cells = [r.file, r.seconds.toFixed(1), r.tests, r.failed];
+    if (lane) cells.push(r.lane ?? '');
+    if (cpu) cells.push(r.cpu?.toFixed(1) ?? '');
+    lines.push(`| ${cells.join(' | ')} |`);
   }
   return lines.join('\n');
 }
@@ -88,6 +98,13 @@ function main(): void {
   }
   const vm = vmTimes(dir);
   if (vm.length > 0) parts.push(table('vm (guest wall clock per file, jest start-up included)', vm));
+  const guestCpu = path.join(dir, 'vm-cpu.txt');
+  if (fs.existsSync(guestCpu)) {
+    const [busy = 0, total = 0, cpus = 0] = fs.readFileSync(guestCpu, 'utf8').trim().split(' ').map(Number);
+    parts.push(
+      `guest CPU over the lanes: busy ${busy} of ${total} CPU-seconds (${((100 * busy) / Math.max(total, 1)).toFixed(0)}%, ${cpus} CPUs)`,
+    );
+  }
   const phases = path.join(dir, 'phases.txt');
   if (fs.existsSync(phases)) {
     const rows = fs

@@ -14,8 +14,10 @@
 # depends on the kernel across namespaces: IPVS keeps one service hash table for all, and a
 # multi-page /proc/net/ip_vs read skipped some while another namespace's table changed).
 # A file's output is printed whole when it ends (lanes would interleave it otherwise).
-# Writes OUTDIR/vm-N.json (jest) and OUTDIR/vm-N.wall (file, lane, start, end, exit code) per
-# file; exits non-zero if any file failed.
+# Writes OUTDIR/vm-N.json (jest) and OUTDIR/vm-N.wall (file, lane, start, end, exit code, CPU
+# seconds its processes used) per file, and OUTDIR/vm-cpu.txt (the guest's busy and total
+# CPU-seconds over the lanes, from /proc/stat): whether the guest waits or works; exits non-zero
+# if any file failed.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 OUT=$1
@@ -36,9 +38,24 @@ mkdir -p /run/secrets /run/netns
 # daemon's bundle 1.6 -> 1.0 s (the guest's /tmp is its own tmpfs, gone with the boot)
 export NODE_COMPILE_CACHE=/tmp/kube-ipvs-node-compile-cache
 
+# children_cpu FILE: the user+system seconds of this shell's waited-for children so far, written
+# to FILE (`times` is a builtin: in $(...) it would report the subshell's own children, none)
+children_cpu() {
+  times > "$1.times"
+  awk 'NR == 2 { s = 0; for (i = 1; i <= 2; i++) { split($i, p, /[ms]/); s += p[1] * 60 + p[2] } print s }' "$1.times" > "$1"
+  rm -f "$1.times"
+}
+
+# cpu_stat: the guest's busy and total CPU ticks from /proc/stat's first line (idle and iowait are not busy)
+cpu_stat() {
+  awk '$1 == "cpu" { t = 0; for (i = 2; i <= NF; i++) t += $i; print t - $5 - $6, t }' /proc/stat
+}
+
 # run_file N FILE LANE: one file in its own network and mount namespaces
 run_file() {
-  local n=$1 f=$2 lane=$3 t0 t1 rc
+  local n=$1 f=$2 lane=$3 t0 t1 rc c0 c1
+  children_cpu "$OUT/.cpu-$lane"
+  c0=$(cat "$OUT/.cpu-$lane")
   t0=$(date +%s.%N)
   unshare --net --mount --propagation private -- bash -c \
     'mount -t tmpfs -o size=16m secrets /run/secrets && mount -t tmpfs -o size=1m netns /run/netns &&
@@ -46,7 +63,9 @@ run_file() {
     "${JEST[@]}" --json --outputFile="$OUT/vm-$n.json" "$f" > "$OUT/vm-$n.log" 2>&1
   rc=$?
   t1=$(date +%s.%N)
-  echo "$f $lane $t0 $t1 $rc" > "$OUT/vm-$n.wall"
+  children_cpu "$OUT/.cpu-$lane"
+  c1=$(cat "$OUT/.cpu-$lane")
+  echo "$f $lane $t0 $t1 $rc $(awk "BEGIN { print $c1 - $c0 }")" > "$OUT/vm-$n.wall"
   cat "$OUT/vm-$n.log"
   rm -f "$OUT/vm-$n.log"
   return $rc
@@ -93,6 +112,7 @@ done
 rc=0
 for item in "${ALONE_ITEMS[@]+"${ALONE_ITEMS[@]}"}"; do run_file "${item%%:*}" "${item#*:}" 0 || rc=1; done
 
+read -r busy0 total0 <<< "$(cpu_stat)"
 pids=()
 run_lane 1 "${LAB_ITEMS[@]+"${LAB_ITEMS[@]}"}" &
 pids+=($!)
@@ -101,5 +121,9 @@ for ((l = 2; l <= LANES; l++)); do
   pids+=($!)
 done
 for p in "${pids[@]}"; do wait "$p" || rc=1; done
-rm -f "$OUT/.queue" "$OUT/.queue-next" "$OUT/.queue-lock"
+read -r busy1 total1 <<< "$(cpu_stat)"
+hz=$(getconf CLK_TCK)
+echo "$(((busy1 - busy0) / hz)) $(((total1 - total0) / hz)) $(nproc)" > "$OUT/vm-cpu.txt"
+echo "guest-jest: the guest's CPUs were busy $(((busy1 - busy0) / hz)) of $(((total1 - total0) / hz)) CPU-seconds over the lanes ($(nproc) CPUs)"
+rm -f "$OUT/.queue" "$OUT/.queue-next" "$OUT/.queue-lock" "$OUT"/.cpu-*
 exit $rc
