@@ -10,7 +10,13 @@ import { planServicePort } from '../plan/plan-service-port';
 import { EventSink, NodeState, Proxier, ProxierSettings } from '../proxier/proxier';
 import { systemClock } from '../proxier/clock';
 import { nodeInfo } from '../k8s/convert';
-import { FIRST_LIST_SPREAD_MS, RunningInformers, startInformers, watchListClient } from '../k8s/informers';
+import {
+  FIRST_LIST_SPREAD_MS,
+  RunningInformers,
+  startInformers,
+  listPageSize,
+  watchListClient,
+} from '../k8s/informers';
 import { IpFamily } from '../model/ip-family';
 import { proxyHealth } from './health-server';
 import { ServiceHealthServer } from './service-health-server';
@@ -164,6 +170,7 @@ export function wireInformers(deps: InformerWiringDeps): RunningInformers {
     nodeName: name,
     log: informersLog,
     streamingLists: watchListClient(process.env, informersLog),
+    listPageSize: listPageSize(process.env, informersLog),
     firstListSpreadMs: FIRST_LIST_SPREAD_MS,
     onDecodeRelist: (resource) => deps.metrics?.watchDecodeRelists.inc({ resource }),
     handlers: {

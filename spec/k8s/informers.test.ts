@@ -7,6 +7,7 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { KubernetesObject } from '@kubernetes/client-node';
 import {
+  listPageSize,
   startInformers,
   watchListClient,
   WATCH_LIST_CLIENT_DEFAULT,
@@ -16,6 +17,7 @@ import {
   ServiceHandler,
 } from '../../lib/k8s/informers';
 import { loadKubeConfig } from '../../lib/k8s/kubeconfig';
+import { LIST_PAGE_SIZE } from '../../lib/k8s/raw-list';
 import { FakeApiError, FakeApiServer, FakeObject } from '../../testkit/fake-apiserver';
 import { waitFor } from '../../testkit/wait-for';
 
@@ -711,5 +713,19 @@ describe('watchListClient (KUBE_FEATURE_WatchListClient)', () => {
     expect(watchListClient({}, log)).toBe(WATCH_LIST_CLIENT_DEFAULT);
     expect(watchListClient({ KUBE_FEATURE_WatchListClient: 'yes' }, log)).toBe(WATCH_LIST_CLIENT_DEFAULT);
     expect(warned).toEqual([expect.stringMatching(/^KUBE_FEATURE_WatchListClient="yes" is not a boolean/)]);
+  });
+});
+
+describe('listPageSize (KUBE_IPVS_LIST_PAGE_SIZE)', () => {
+  it('reads a positive integer, and keeps the default for anything else, with a warning', () => {
+    const warned: string[] = [];
+    const log = { warn: (m: string) => warned.push(m) };
+    expect(listPageSize({ KUBE_IPVS_LIST_PAGE_SIZE: '100' }, log)).toBe(100);
+    expect(listPageSize({}, log)).toBe(LIST_PAGE_SIZE);
+    expect(warned).toEqual([]);
+    for (const bad of ['0', '-5', '1e3', '', ' 100', '12345678'])
+      expect(listPageSize({ KUBE_IPVS_LIST_PAGE_SIZE: bad }, log)).toBe(LIST_PAGE_SIZE);
+    expect(warned).toHaveLength(6);
+    expect(warned[0]).toMatch(/^KUBE_IPVS_LIST_PAGE_SIZE="0" is not a positive integer; lists are paged by 2000$/);
   });
 });

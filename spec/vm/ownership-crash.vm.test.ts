@@ -7,10 +7,16 @@
 //
 // The change: Service a (ClusterIP + NodePort) goes from rr to wlc (an edit), b is deleted, c is
 // new. This node: 192.0.2.1/24 on a dummy link `node0` (its one NodePort address).
+// One fake API server serves the whole test, its objects changed through its API. Only the first
+// round starts from a clean node; each later one starts from the node the previous round's
+// restarted daemon leaves once the change is undone and it converges back, which must be the
+// first round's node exactly (testkit/node-snapshot.ts): a daemon start fewer per round, and the
+// undo is a convergence the test checks too.
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import {
+  ApiClient,
   e2eProxyConfig,
   KUBE_IPVS_BIN,
   LoggedProcess,
@@ -20,6 +26,8 @@ import {
 } from '../../testkit/processes';
 import { ip, run, tryRun } from '../../testkit/netns';
 import { makeEndpointSlice, makeNode, makeService, svcPort } from '../../testkit/builders';
+import { differences, snapshot } from '../../testkit/node-snapshot';
+import { eventually } from '../../testkit/wait-for';
 
 const API_PORT = 16447;
 const NODE = 'node-a';
@@ -63,13 +71,21 @@ const BEFORE = [
   service('b', '10.96.0.81'),
   slice('b', '10.244.8.81'),
 ];
-const AFTER = [
-  node,
-  service('a', '10.96.0.80', 30480, 'wlc'),
-  slice('a', '10.244.8.80'),
-  service('c', '10.96.0.82'),
-  slice('c', '10.244.8.82'),
-];
+const SERVICES = '/api/v1/namespaces/default/services';
+const SLICES = '/apis/discovery.k8s.io/v1/namespaces/default/endpointslices';
+/** BEFORE -> AFTER through the API (and back): a's scheduler annotation, b deleted, c created */
+async function change(api: ApiClient, to: 'after' | 'before'): Promise<void> {
+  const after = to === 'after';
+  await api.patch(`${SERVICES}/a`, {
+    metadata: { annotations: after ? { 'kube-ipvs.io/scheduler': 'wlc' } : null },
+  });
+  const [gone, made] = after ? ['b', 'c'] : ['c', 'b'];
+  const ip = { b: '81', c: '82' }[made];
+  await api.delete(`${SLICES}/${gone}-1`);
+  await api.delete(`${SERVICES}/${gone}`);
+  await api.create(SERVICES, service(made, `10.96.0.${ip}`));
+  await api.create(SLICES, slice(made, `10.244.8.${ip}`));
+}
 const WANT_IPVS = [
   '-A -t 10.96.0.80:80 -s wlc',
   '-a -t 10.96.0.80:80 -r 10.244.8.80:8080 -m -w 1',
@@ -104,10 +120,6 @@ describe('a SIGKILL at every step of a sync: the record stays true of the kernel
     return d;
   };
 
-  async function serve(objects: readonly unknown[]): Promise<void> {
-    await apiserver?.kill('SIGTERM');
-    apiserver = await startFixtureApiServer(dir, API_PORT, objects);
-  }
   async function untilFullSync(d: LoggedProcess, what: string): Promise<void> {
     await d.waitFor(isFullSync, what, 0, 300_000);
   }
@@ -128,14 +140,26 @@ describe('a SIGKILL at every step of a sync: the record stays true of the kernel
 
   it('killed before each write in turn, then started again: its own table back, nothing refused, the record exact', async () => {
     const crashes: string[] = [];
+    expect(tryRun(process.execPath, [KUBE_IPVS_BIN, 'cleanup'], undefined, 180_000).status).toBe(0);
+    apiserver = await startFixtureApiServer(dir, API_PORT, BEFORE);
+    const api = new ApiClient(`http://127.0.0.1:${API_PORT}`);
+    let running = daemon();
+    await untilFullSync(running, 'the first run');
+    const fresh = snapshot('');
     for (let k = 1; k <= 8; k++) {
-      expect(tryRun(process.execPath, [KUBE_IPVS_BIN, 'cleanup'], undefined, 180_000).status).toBe(0);
-      await serve(BEFORE);
-      const first = daemon();
-      await untilFullSync(first, 'the first run');
-      await first.kill('SIGTERM');
+      if (k > 1) {
+        // the last round's daemon, the change undone: back to the first round's node
+        await change(api, 'before');
+        await eventually(
+          `the node as the first run left it, before round ${k}`,
+          () => differences(fresh, snapshot('')),
+          (d) => d.length === 0,
+          300_000,
+        );
+      }
+      await running.kill('SIGTERM');
 
-      await serve(AFTER);
+      await change(api, 'after');
       const faulty = daemon({ KUBE_IPVS_FAULT_KILL_AT: String(k) });
       // (the wait for a full sync fails when the process dies first)
       const died = await faulty.waitFor(isFullSync, 'a full sync', 0, 300_000).then(
@@ -158,13 +182,12 @@ describe('a SIGKILL at every step of a sync: the record stays true of the kernel
       if (rules.includes('-A -t 10.96.0.82:80 -s rr')) expect(record.join('\n')).toContain('10.96.0.82,tcp:80');
       if (rules.includes('-A -t 10.96.0.81:80 -s rr')) expect(record.join('\n')).toContain('10.96.0.81,tcp:80');
 
-      const again = daemon();
-      await untilFullSync(again, `the restart after crash ${k}`);
-      const refused = again.lines.map((l) => String(l.message)).filter((m) => m.includes("not kube-ipvs's"));
+      running = daemon();
+      await untilFullSync(running, `the restart after crash ${k}`);
+      const refused = running.lines.map((l) => String(l.message)).filter((m) => m.includes("not kube-ipvs's"));
       expect({ k, refused }).toEqual({ k, refused: [] });
       expect({ k, rules: ipvsRules() }).toEqual({ k, rules: WANT_IPVS });
       expect({ k, record: recordLines() }).toEqual({ k, record: WANT_RECORD });
-      await again.kill('SIGTERM');
     }
     // the record before the IPVS ops, the ops, the record after them (b forgotten, a narrowed)
     expect(crashes).toEqual([
