@@ -38,12 +38,11 @@ mkdir -p /run/secrets /run/netns
 # daemon's bundle 1.6 -> 1.0 s (the guest's /tmp is its own tmpfs, gone with the boot)
 export NODE_COMPILE_CACHE=/tmp/kube-ipvs-node-compile-cache
 
-# children_cpu FILE: the user+system seconds of this shell's waited-for children so far, written
-# to FILE (`times` is a builtin: in $(...) it would report the subshell's own children, none)
+# children_cpu FILE: the user+system seconds of the waited-for children in FILE, as this
+# shell's `times` wrote it there (a builtin: inside $(...) it would report the subshell's own
+# children, none, so only the parse runs in the subshell)
 children_cpu() {
-  times > "$1.times"
-  awk 'NR == 2 { s = 0; for (i = 1; i <= 2; i++) { split($i, p, /[ms]/); s += p[1] * 60 + p[2] } print s }' "$1.times" > "$1"
-  rm -f "$1.times"
+  awk 'NR == 2 { s = 0; for (i = 1; i <= 2; i++) { split($i, p, /[ms]/); s += p[1] * 60 + p[2] } print s }' "$1"
 }
 
 # cpu_stat: the guest's busy and total CPU ticks from /proc/stat's first line (idle and iowait are not busy)
@@ -54,8 +53,8 @@ cpu_stat() {
 # run_file N FILE LANE: one file in its own network and mount namespaces
 run_file() {
   local n=$1 f=$2 lane=$3 t0 t1 rc c0 c1
-  children_cpu "$OUT/.cpu-$lane"
-  c0=$(cat "$OUT/.cpu-$lane")
+  times > "$OUT/.cpu-$lane"
+  c0=$(children_cpu "$OUT/.cpu-$lane")
   t0=$(date +%s.%N)
   unshare --net --mount --propagation private -- bash -c \
     'mount -t tmpfs -o size=16m secrets /run/secrets && mount -t tmpfs -o size=1m netns /run/netns &&
@@ -63,8 +62,8 @@ run_file() {
     "${JEST[@]}" --json --outputFile="$OUT/vm-$n.json" "$f" > "$OUT/vm-$n.log" 2>&1
   rc=$?
   t1=$(date +%s.%N)
-  children_cpu "$OUT/.cpu-$lane"
-  c1=$(cat "$OUT/.cpu-$lane")
+  times > "$OUT/.cpu-$lane"
+  c1=$(children_cpu "$OUT/.cpu-$lane")
   echo "$f $lane $t0 $t1 $rc $(awk "BEGIN { print $c1 - $c0 }")" > "$OUT/vm-$n.wall"
   cat "$OUT/vm-$n.log"
   rm -f "$OUT/vm-$n.log"
