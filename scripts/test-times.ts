@@ -11,7 +11,9 @@ interface JestFileResult {
   startTime: number;
   endTime: number;
   status: string;
-  assertionResults: { status: string }[];
+  assertionResults: { status: string; fullName: string; failureMessages?: string[] }[];
+  /** a file that failed outside its tests (a beforeAll, a compile error) */
+  message?: string;
 }
 
 interface FileTime {
@@ -66,6 +68,30 @@ function vmTimes(dir: string): FileTime[] {
   return out;
 }
 
+/**
+ * Every failed test by name, with the first lines of its message: printed last, so that a log
+ * cut to its head and tail (CI's) still names what failed.
+ */
+function failures(results: JestFileResult[]): string[] {
+  const out: string[] = [];
+  const firstLines = (m: string): string =>
+    m
+      .replace(/\x1b\[[0-9;]*m/g, '')
+      .split('\n')
+      .filter((l) => l.trim() !== '')
+      .slice(0, 6)
+      .map((l) => `    ${l}`)
+      .join('\n');
+  for (const t of results) {
+    const failed = t.assertionResults.filter((a) => a.status === 'failed');
+    for (const a of failed)
+      out.push(`- ${shortName(t.name)}: ${a.fullName}\n${firstLines(a.failureMessages?.join('\n') ?? '')}`);
+    if (failed.length === 0 && t.status === 'failed')
+      out.push(`- ${shortName(t.name)}\n${firstLines(t.message ?? '')}`);
+  }
+  return out;
+}
+
 function table(title: string, rows: FileTime[]): string {
   const sorted = [...rows].sort((a, b) => b.seconds - a.seconds);
   const total = rows.reduce((s, r) => s + r.seconds, 0);
@@ -92,10 +118,15 @@ function main(): void {
     process.exit(2);
   }
   const parts: string[] = [];
+  const failed: string[] = [];
   for (const run of ['unit', 'lab']) {
     const f = path.join(dir, `${run}.json`);
-    if (fs.existsSync(f)) parts.push(table(run, fromJest(readJest(f))));
+    if (!fs.existsSync(f)) continue;
+    parts.push(table(run, fromJest(readJest(f))));
+    failed.push(...failures(readJest(f)));
   }
+  for (const n of fs.readdirSync(dir).filter((f) => /^vm-\d+\.json$/.test(f)))
+    failed.push(...failures(readJest(path.join(dir, n))));
   const vm = vmTimes(dir);
   if (vm.length > 0) parts.push(table('vm (guest wall clock per file, jest start-up included)', vm));
   const guestCpu = path.join(dir, 'vm-cpu.txt');
@@ -115,6 +146,7 @@ function main(): void {
       .map(([name = '?', t0 = '0', t1 = '0']) => `| ${name} | ${(Number(t1) - Number(t0)).toFixed(0)} |`);
     parts.push(['## phases (wall clock)', '', '| phase | s |', '|---|---:|', ...rows].join('\n'));
   }
+  if (failed.length > 0) parts.push([`## failed: ${failed.length}`, '', ...failed].join('\n'));
   console.log(parts.join('\n\n'));
 }
 
