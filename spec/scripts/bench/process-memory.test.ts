@@ -1,3 +1,5 @@
+import { spawn } from 'node:child_process';
+import { readFileSync } from 'node:fs';
 import {
   breakdownOf,
   histogramDelta,
@@ -232,13 +234,27 @@ describe('smaps_rollup and the breakdown by mapping', () => {
     });
   });
 
-  it("reads this process's own: the kinds add up to its rollup's Rss (within what moved between the reads)", () => {
-    const kinds = residentMemory(process.pid).kinds;
-    const whole = smapsRollup(process.pid);
-    const sum = Object.values(kinds).reduce((a, k) => a + k.rss, 0);
-    expect(Math.abs(sum - whole.rss)).toBeLessThan(16 * 1048576);
-    expect(kinds.executable.rss).toBeGreaterThan(0);
-    expect(whole.pss).toBeLessThanOrEqual(whole.rss);
-    expect(whole.anon).toBeLessThanOrEqual(whole.rss);
+  // a sleeping child, not this process: jest's own worker moved 17 MB between two reads once
+  it("reads a sleeping process's: the kinds add up to its rollup's Rss exactly", async () => {
+    const child = spawn('sleep', ['60'], { stdio: 'ignore' });
+    try {
+      const pid = child.pid!;
+      // until it sleeps in nanosleep: exec'd (before, its smaps are node's) and past the dynamic
+      // loader (which maps libc after comm already says sleep)
+      const asleep = (): boolean =>
+        readFileSync(`/proc/${pid}/comm`, 'utf8') === 'sleep\n' &&
+        / S /.test(readFileSync(`/proc/${pid}/stat`, 'utf8')) &&
+        readFileSync(`/proc/${pid}/maps`, 'utf8').includes('libc');
+      for (let i = 0; i < 500 && !asleep(); i++) await new Promise((r) => setTimeout(r, 10));
+      expect(asleep()).toBe(true);
+      const kinds = residentMemory(pid).kinds;
+      const whole = smapsRollup(pid);
+      expect(Object.values(kinds).reduce((a, k) => a + k.rss, 0)).toBe(whole.rss);
+      expect(kinds.executable.rss).toBeGreaterThan(0);
+      expect(whole.pss).toBeLessThanOrEqual(whole.rss);
+      expect(whole.anon).toBeLessThanOrEqual(whole.rss);
+    } finally {
+      child.kill('SIGKILL');
+    }
   });
 });
