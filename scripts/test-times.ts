@@ -44,9 +44,14 @@ function fromJest(results: JestFileResult[]): FileTime[] {
   }));
 }
 
-/** The VM files: the guest's wall clock around each jest process where it was kept. */
-function vmTimes(dir: string): FileTime[] {
-  const out: FileTime[] = [];
+/**
+ * The VM files: the guest's wall clock around each jest process where it was kept, and their
+ * failed tests (a file whose jest exited non-zero without a failed test in its results, or with
+ * none written, is named too: it died outside its tests).
+ */
+function vmTimes(dir: string): { rows: FileTime[]; failed: string[] } {
+  const rows: FileTime[] = [];
+  const failed: string[] = [];
   for (const n of fs.readdirSync(dir).filter((f) => /^vm-\d+\.wall$/.test(f))) {
     const [file = '?', lane = '?', t0 = '0', t1 = '0', rc = '1', cpu] = fs
       .readFileSync(path.join(dir, n), 'utf8')
@@ -54,18 +59,22 @@ function vmTimes(dir: string): FileTime[] {
       .split(' ');
     const json = path.join(dir, n.replace(/\.wall$/, '.json'));
     const results = fs.existsSync(json) ? readJest(json) : [];
-    const tests = results.reduce((s, t) => s + t.assertionResults.length, 0);
-    const failed = results.reduce((s, t) => s + t.assertionResults.filter((a) => a.status === 'failed').length, 0);
-    out.push({
+    const named = failures(results);
+    failed.push(...named);
+    if (rc !== '0' && named.length === 0)
+      failed.push(`- ${shortName(file)}: jest exited ${rc} (no failed test in its results)`);
+    rows.push({
       file: shortName(file),
       seconds: Number(t1) - Number(t0),
-      tests,
-      failed: failed || (rc === '0' ? 0 : 1),
+      tests: results.reduce((s, t) => s + t.assertionResults.length, 0),
+      failed:
+        results.reduce((s, t) => s + t.assertionResults.filter((a) => a.status === 'failed').length, 0) ||
+        (rc === '0' ? 0 : 1),
       lane,
       ...(cpu === undefined ? {} : { cpu: Number(cpu) }),
     });
   }
-  return out;
+  return { rows, failed };
 }
 
 /**
@@ -122,13 +131,13 @@ function main(): void {
   for (const run of ['unit', 'lab']) {
     const f = path.join(dir, `${run}.json`);
     if (!fs.existsSync(f)) continue;
-    parts.push(table(run, fromJest(readJest(f))));
-    failed.push(...failures(readJest(f)));
+    const results = readJest(f);
+    parts.push(table(run, fromJest(results)));
+    failed.push(...failures(results));
   }
-  for (const n of fs.readdirSync(dir).filter((f) => /^vm-\d+\.json$/.test(f)))
-    failed.push(...failures(readJest(path.join(dir, n))));
   const vm = vmTimes(dir);
-  if (vm.length > 0) parts.push(table('vm (guest wall clock per file, jest start-up included)', vm));
+  failed.push(...vm.failed);
+  if (vm.rows.length > 0) parts.push(table('vm (guest wall clock per file, jest start-up included)', vm.rows));
   const guestCpu = path.join(dir, 'vm-cpu.txt');
   if (fs.existsSync(guestCpu)) {
     const [busy = 0, total = 0, cpus = 0] = fs.readFileSync(guestCpu, 'utf8').trim().split(' ').map(Number);

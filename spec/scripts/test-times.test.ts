@@ -60,6 +60,16 @@ describe('scripts/test-times.ts', () => {
     expect(out.indexOf('| spec/a.test.ts | 2.0 | 2 | 1 |')).toBeLessThan(out.indexOf('## failed'));
   });
 
+  it('names a VM file whose jest exited non-zero without writing a failed test', () => {
+    writeFileSync(path.join(dir, 'vm-1.wall'), '/x/dist/spec/vm/gone.vm.test.js 1 10.0 70.5 1 12.5\n');
+    writeFileSync(path.join(dir, 'vm-2.wall'), '/x/dist/spec/vm/fine.vm.test.js 2 10.0 20.0 0 3.0\n');
+    const out = printTable(dir);
+    expect(out).toContain('| spec/vm/gone.vm.test.ts | 60.5 | 0 | 1 | 1 | 12.5 |');
+    expect(out.slice(out.indexOf('## failed'))).toBe(
+      ['## failed: 1', '', '- spec/vm/gone.vm.test.ts: jest exited 1 (no failed test in its results)', ''].join('\n'),
+    );
+  });
+
   it('prints no failed section when nothing failed', () => {
     writeFileSync(
       path.join(dir, 'unit.json'),

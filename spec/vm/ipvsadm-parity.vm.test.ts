@@ -63,8 +63,9 @@ const pause = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms
  * Real, ours, real: ours must equal the listing ipvsadm gave right before or right after it;
  * retried while the two ipvsadm listings around ours differ from each other and from ours.
  */
+const same = (a: Outcome, b: Outcome): boolean => JSON.stringify(a) === JSON.stringify(b);
+
 async function compare(args: readonly string[]): Promise<{ theirs: Outcome; mine: Outcome }> {
-  const same = (a: Outcome, b: Outcome): boolean => JSON.stringify(a) === JSON.stringify(b);
   const deadline = Date.now() + SETTLE_MS;
   for (;;) {
     const before = ipvsadm(args);
@@ -297,7 +298,7 @@ describe('listings through /proc/net/ip_vs print what the netlink-only listings 
     const deadline = Date.now() + SETTLE_MS;
     let viaProc = await ours(args, '', 'proc');
     let viaNetlink = await ours(args, '', 'netlink');
-    while (JSON.stringify(viaProc) !== JSON.stringify(viaNetlink) && Date.now() < deadline) {
+    while (!same(viaProc, viaNetlink) && Date.now() < deadline) {
       await pause(250);
       viaProc = await ours(args, '', 'proc');
       viaNetlink = await ours(args, '', 'netlink');
