@@ -15,6 +15,7 @@ import {
   RunningInformers,
   startInformers,
   listPageSize,
+  informerBackoff,
   watchListClient,
 } from '../k8s/informers';
 import { IpFamily } from '../model/ip-family';
@@ -171,6 +172,7 @@ export function wireInformers(deps: InformerWiringDeps): RunningInformers {
     log: informersLog,
     streamingLists: watchListClient(process.env, informersLog),
     listPageSize: listPageSize(process.env, informersLog),
+    backoff: informerBackoff(process.env, informersLog),
     firstListSpreadMs: FIRST_LIST_SPREAD_MS,
     onDecodeRelist: (resource) => deps.metrics?.watchDecodeRelists.inc({ resource }),
     handlers: {

@@ -197,22 +197,55 @@ export function watchListClient(env: NodeJS.ProcessEnv, log: Pick<InformerLog, '
 }
 
 /**
- * Items per list page from KUBE_IPVS_LIST_PAGE_SIZE, a positive integer; unset, or anything
- * else (with a warning), is LIST_PAGE_SIZE. For tests: a few hundred objects page against the
- * real kube-apiserver as 2,000 would (spec/vm/control-plane-watch), at a tenth of the guest's work.
+ * A positive integer (at most 7 digits) from `env[variable]`; unset is undefined, and anything
+ * else is undefined with a warning that says what applies instead (`otherwise`).
+ */
+function positiveIntegerFromEnv(
+  env: NodeJS.ProcessEnv,
+  variable: string,
+  log: Pick<InformerLog, 'warn'>,
+  otherwise: string,
+): number | undefined {
+  const value = env[variable];
+  if (value === undefined) return undefined;
+  if (/^[1-9]\d{0,6}$/.test(value)) return Number(value);
+  log.warn(`${variable}=${JSON.stringify(value)} is not a positive integer; ${otherwise}`, { variable, value });
+  return undefined;
+}
+
+/**
+ * Items per list page from KUBE_IPVS_LIST_PAGE_SIZE; unset or not a positive integer (with a
+ * warning) is LIST_PAGE_SIZE. For tests: a few hundred objects page against the real
+ * kube-apiserver as 2,000 would (spec/vm/control-plane-watch), at a tenth of the guest's work.
  */
 export function listPageSize(env: NodeJS.ProcessEnv, log: Pick<InformerLog, 'warn'>): number {
-  const value = env.KUBE_IPVS_LIST_PAGE_SIZE;
-  if (value === undefined) return LIST_PAGE_SIZE;
-  if (/^[1-9]\d{0,6}$/.test(value)) return Number(value);
-  log.warn(
-    `KUBE_IPVS_LIST_PAGE_SIZE=${JSON.stringify(value)} is not a positive integer; lists are paged by ${LIST_PAGE_SIZE}`,
-    {
-      variable: 'KUBE_IPVS_LIST_PAGE_SIZE',
-      value,
-    },
+  return (
+    positiveIntegerFromEnv(env, 'KUBE_IPVS_LIST_PAGE_SIZE', log, `lists are paged by ${LIST_PAGE_SIZE}`) ??
+    LIST_PAGE_SIZE
   );
-  return LIST_PAGE_SIZE;
+}
+
+/** client-go's reflector backoff (NewExponentialBackoffManager(800ms, 30s, ...)). */
+export const INFORMER_BACKOFF = { initialMs: 800, maxMs: 30_000 } as const;
+
+/**
+ * The informers' restart backoff with its cap from KUBE_IPVS_INFORMER_BACKOFF_MAX_MS (and its
+ * start the lower of 800 ms and the cap); unset or not a positive integer (with a warning) is
+ * INFORMER_BACKOFF. For tests: an API server restarted, a token revoked or a binding deleted is
+ * retried within seconds instead of up to a jittered minute, and every check of what the daemon
+ * does meanwhile and after still holds (spec/vm/control-plane-watch).
+ */
+export function informerBackoff(
+  env: NodeJS.ProcessEnv,
+  log: Pick<InformerLog, 'warn'>,
+): { readonly initialMs: number; readonly maxMs: number } {
+  const maxMs = positiveIntegerFromEnv(
+    env,
+    'KUBE_IPVS_INFORMER_BACKOFF_MAX_MS',
+    log,
+    `the informers back off up to ${INFORMER_BACKOFF.maxMs} ms`,
+  );
+  return maxMs === undefined ? INFORMER_BACKOFF : { initialMs: Math.min(INFORMER_BACKOFF.initialMs, maxMs), maxMs };
 }
 
 /** The annotation of the bookmark that ends a streaming list's initial events (metav1.InitialEventsAnnotationKey). */
@@ -340,9 +373,9 @@ function startSpread(
 
 /** Starts a list-and-watch informer for each handler given. */
 export function startInformers(kc: KubeConfig, options: InformerOptions): RunningInformers {
-  // client-go's reflector backoff (NewExponentialBackoffManager(800ms, 30s, ...)): after an API
-  // server restart every node's informers come back spread over 0.8 to 1.6 s, not 0.2 to 0.4 s
-  const backoff = options.backoff ?? { initialMs: 800, maxMs: 30_000 };
+  // client-go's reflector backoff: after an API server restart every node's informers come
+  // back spread over 0.8 to 1.6 s, not 0.2 to 0.4 s
+  const backoff = options.backoff ?? INFORMER_BACKOFF;
   const pageSize = options.listPageSize ?? LIST_PAGE_SIZE;
   const streamingLists = options.streamingLists ?? WATCH_LIST_CLIENT_DEFAULT;
   const clock = options.clock ?? SYSTEM_CLOCK;

@@ -8,6 +8,8 @@ import type { AddressInfo } from 'node:net';
 import type { KubernetesObject } from '@kubernetes/client-node';
 import {
   listPageSize,
+  informerBackoff,
+  INFORMER_BACKOFF,
   startInformers,
   watchListClient,
   WATCH_LIST_CLIENT_DEFAULT,
@@ -727,5 +729,23 @@ describe('listPageSize (KUBE_IPVS_LIST_PAGE_SIZE)', () => {
       expect(listPageSize({ KUBE_IPVS_LIST_PAGE_SIZE: bad }, log)).toBe(LIST_PAGE_SIZE);
     expect(warned).toHaveLength(6);
     expect(warned[0]).toMatch(/^KUBE_IPVS_LIST_PAGE_SIZE="0" is not a positive integer; lists are paged by 2000$/);
+  });
+});
+
+describe('informerBackoff (KUBE_IPVS_INFORMER_BACKOFF_MAX_MS)', () => {
+  it("caps the backoff (its start too, when lower), and keeps client-go's for anything else, with a warning", () => {
+    const warned: string[] = [];
+    const log = { warn: (m: string) => warned.push(m) };
+    expect(informerBackoff({}, log)).toEqual({ initialMs: 800, maxMs: 30_000 });
+    expect(informerBackoff({ KUBE_IPVS_INFORMER_BACKOFF_MAX_MS: '3000' }, log)).toEqual({
+      initialMs: 800,
+      maxMs: 3000,
+    });
+    expect(informerBackoff({ KUBE_IPVS_INFORMER_BACKOFF_MAX_MS: '500' }, log)).toEqual({ initialMs: 500, maxMs: 500 });
+    expect(warned).toEqual([]);
+    expect(informerBackoff({ KUBE_IPVS_INFORMER_BACKOFF_MAX_MS: '3s' }, log)).toBe(INFORMER_BACKOFF);
+    expect(warned).toEqual([
+      'KUBE_IPVS_INFORMER_BACKOFF_MAX_MS="3s" is not a positive integer; the informers back off up to 30000 ms',
+    ]);
   });
 });

@@ -50,6 +50,10 @@ const BULK_NS = 'cpw-bulk';
 // 2,000 would against the default, at an eighth of the API server's and the guest's work
 const PAGE = 100;
 const BULK = 250;
+// the informers' backoff capped at 2 s (KUBE_IPVS_INFORMER_BACKOFF_MAX_MS; the daemon's is
+// client-go's 30 s, jittered up to 60): what the daemon does while the API server is gone or
+// refuses it, and after, is the same; the file waited minutes for retries at the cap
+const BACKOFF_MAX_MS = 2000;
 const NODE = 'cpw-node';
 const NODE_IP = '192.0.2.1';
 const P1 = { name: 'cpw-p1', ip: '10.244.1.2', gw: '10.244.1.1' };
@@ -204,6 +208,7 @@ describe('kube-ipvs against the real kube-apiserver: restarts, compaction, pagin
     startMark = await lab.auditMark();
     daemon = startKubeIpvs(['--config', path.join(dir, 'config.conf'), '--v=2'], {
       KUBE_IPVS_LIST_PAGE_SIZE: String(PAGE),
+      KUBE_IPVS_INFORMER_BACKOFF_MAX_MS: String(BACKOFF_MAX_MS),
     });
   }, 600_000);
 
