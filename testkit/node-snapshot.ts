@@ -41,14 +41,20 @@ function readSysctls(ns: string): string[] {
 }
 
 /** The state in network namespace `ns` ('' for the current one). */
+/** A save text as sorted lines, comments and blanks out (and ipset's initval, each set's random hash seed). */
+const lines = (text: string) =>
+  text
+    .replace(/ initval 0x[0-9a-f]+/g, '')
+    .split('\n')
+    .filter((l) => l !== '' && !l.startsWith('#'))
+    .sort();
+
+/** snapshot()'s `ipvs` alone (`ipvsadm -Sn`, one exec): to wait on before reading the whole node. */
+export function ipvsTable(ns: string): string[] {
+  return lines(readIn(ns, 'ipvsadm', ['-Sn']));
+}
+
 export function snapshot(ns: string): Snapshot {
-  // (ipset's initval is each set's random hash seed)
-  const lines = (text: string) =>
-    text
-      .replace(/ initval 0x[0-9a-f]+/g, '')
-      .split('\n')
-      .filter((l) => l !== '' && !l.startsWith('#'))
-      .sort();
   const tables = (cmd: string, table: string) =>
     lines(
       readIn(ns, cmd, ['-t', table])
@@ -61,7 +67,7 @@ export function snapshot(ns: string): Snapshot {
     ns ? ['-n', ns, '-o', 'addr', 'show', 'dev', 'kube-ipvs0'] : ['-o', 'addr', 'show', 'dev', 'kube-ipvs0'],
   );
   return {
-    ipvs: lines(readIn(ns, 'ipvsadm', ['-Sn'])),
+    ipvs: ipvsTable(ns),
     ipset: lines(readIn(ns, 'ipset', ['save'])),
     'iptables nat': tables('iptables-save', 'nat'),
     'iptables filter': tables('iptables-save', 'filter'),

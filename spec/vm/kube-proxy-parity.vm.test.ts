@@ -18,7 +18,7 @@ import {
   startKubeProxy,
 } from '../../testkit/processes';
 import { run, tryRun } from '../../testkit/netns';
-import { Difference, Snapshot, differences, snapshot } from '../../testkit/node-snapshot';
+import { Difference, Snapshot, differences, ipvsTable, snapshot } from '../../testkit/node-snapshot';
 import { connectToLab, kubeProxyIdentity, labFromEnv } from '../../testkit/lab-client';
 import { LabEndpoint, labNode, labService, labSlice } from '../../testkit/lab-objects';
 import { eventually } from '../../testkit/wait-for';
@@ -44,6 +44,8 @@ const EXPLAINED: readonly { surface: string; side: 'kube-proxy' | 'kube-ipvs'; l
 ];
 
 type Obj = Record<string, unknown>;
+/** what a step's readiness reads: the IPVS table */
+type IpvsOnly = Pick<Snapshot, 'ipvs'>;
 
 const unexplained = (d: readonly Difference[]) =>
   d.filter((x) => !EXPLAINED.some((e) => e.surface === x.surface && e.side === x.side && e.line.test(x.line)));
@@ -80,7 +82,14 @@ describe('the same table as the real kube-proxy --proxy-mode=ipvs', () => {
    * equal reads 2.5 s apart can come before kube-proxy has seen the step (a step 2 compared
    * kube-proxy's table of step 1 once snapshots got cheaper)
    */
-  async function settled(ready: (s: Snapshot) => boolean): Promise<{ kp: Snapshot; ours: Snapshot }> {
+  async function settled(ready: (s: IpvsOnly) => boolean): Promise<{ kp: Snapshot; ours: Snapshot }> {
+    // first the IPVS tables alone (one exec a side, not a whole node's seven), until both hold the step
+    await eventually(
+      'both sides have the step',
+      () => ({ kp: { ipvs: ipvsTable(KP_NS) }, ours: { ipvs: ipvsTable('') } }),
+      (v) => ready(v.ours) && ready(v.kp),
+      240_000,
+    );
     let last = '';
     return eventually(
       'both sides settled',
@@ -155,9 +164,9 @@ describe('the same table as the real kube-proxy --proxy-mode=ipvs', () => {
         (await lab.getJson<{ spec: { clusterIPs: string[] } }>(['service', n, '-n', NS])).spec.clusterIPs,
       );
   }
-  const inTable = (s: Snapshot, ip: string) => s.ipvs.some((l) => l.includes(ip.includes(':') ? `[${ip}]` : `${ip}:`));
-  const hasAll = (s: Snapshot) => [...clusterIPs.values()].flat().every((ip) => inTable(s, ip));
-  const vsLine = (s: Snapshot, name: string, port: number) =>
+  const inTable = (s: IpvsOnly, ip: string) => s.ipvs.some((l) => l.includes(ip.includes(':') ? `[${ip}]` : `${ip}:`));
+  const hasAll = (s: IpvsOnly) => [...clusterIPs.values()].flat().every((ip) => inTable(s, ip));
+  const vsLine = (s: IpvsOnly, name: string, port: number) =>
     s.ipvs.find((l) => l.startsWith(`-A -t ${clusterIPs.get(name)![0]}:${port} `));
 
   /** the addresses a line names: `ipvsadm -Sn`'s `10.96.0.10:80` and `[fd00::a]:80`, ipset's `10.96.0.10,tcp:80` */
@@ -169,7 +178,7 @@ describe('the same table as the real kube-proxy --proxy-mode=ipvs', () => {
     return [...clusterIPs].find(([, ips]) => ips.some((ip) => named.has(ip)))?.[0] ?? 'no Service of this file';
   };
 
-  async function compare(step: string, ready: (s: Snapshot) => boolean = hasAll): Promise<void> {
+  async function compare(step: string, ready: (s: IpvsOnly) => boolean = hasAll): Promise<void> {
     const { kp, ours } = await settled(ready);
     const d = differences(kp, ours);
     if (d.length)
