@@ -226,9 +226,11 @@ export class ApiClient {
     try {
       r = await send();
     } catch (e) {
-      // a kept-alive connection the server closed as it was reused ("other side closed"):
-      // the request never reached the server, so sending it again is safe
-      if (!/other side closed/.test(String((e as { cause?: unknown }).cause))) throw e;
+      // a kept-alive connection the server closed (its 5 s keep-alive timeout) as it was reused:
+      // undici's "other side closed" (UND_ERR_SOCKET), or ECONNRESET when the reset came first
+      // (seen in the TCG guest); the request never reached the server, so sending it again is safe
+      const code = ((e as { cause?: unknown }).cause as { code?: unknown } | undefined)?.code;
+      if (code !== 'UND_ERR_SOCKET' && code !== 'ECONNRESET') throw e;
       r = await send();
     }
     const text = await r.text();
