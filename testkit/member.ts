@@ -34,12 +34,13 @@ export class Member {
     });
   }
 
-  async stop(): Promise<void> {
+  /** SIGTERM, then SIGKILL if it has not exited after `graceMs`; resolves once it has exited. */
+  async stop(graceMs = 30_000): Promise<void> {
     const child = this.child;
     if (!child || child.exitCode !== null || child.signalCode !== null) return;
     const exited = new Promise((r) => child.once('exit', r));
     child.kill('SIGTERM');
-    const t = setTimeout(() => child.kill('SIGKILL'), 30_000);
+    const t = setTimeout(() => child.kill('SIGKILL'), graceMs);
     await exited;
     clearTimeout(t);
   }
