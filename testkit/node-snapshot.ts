@@ -40,7 +40,6 @@ function readSysctls(ns: string): string[] {
   return values;
 }
 
-/** The state in network namespace `ns` ('' for the current one). */
 /** A save text as sorted lines, comments and blanks out (and ipset's initval, each set's random hash seed). */
 const lines = (text: string) =>
   text
@@ -54,6 +53,7 @@ export function ipvsTable(ns: string): string[] {
   return lines(readIn(ns, 'ipvsadm', ['-Sn']));
 }
 
+/** The state in network namespace `ns` ('' for the current one). */
 export function snapshot(ns: string): Snapshot {
   const tables = (cmd: string, table: string) =>
     lines(
