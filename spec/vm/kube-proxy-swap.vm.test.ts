@@ -118,6 +118,9 @@ describe('a live swap between the real kube-proxy and kube-ipvs, both ways, unde
     daemon = startKubeIpvs(['--config', cfg, '--v=2']);
     const first = await daemon.waitFor((l) => l.message === 'sync done', "kube-ipvs's first sync", 0, 280_000);
     await traffic.goesOn(5000);
+    // a failure beside the daemon's start: what it logged, on the same clock as each "sent at"
+    if (failedSince(from).length > 0)
+      console.log(`kube-ipvs's log (the failures: ${failedSince(from).join('; ')}):\n${daemon.text.join('\n')}`);
     expect(failedSince(from)).toEqual([]);
     expect(traffic.broken()).toEqual([]);
     expect(ours()).toEqual(expected());
