@@ -47,7 +47,8 @@
 // BENCH_PEER_VARIANTS adds kube-ipvs sides that differ from the default only in node's flags
 // or the environment, measured the same way in the same boot right after the default one:
 // "LABEL:TOKEN TOKEN;LABEL:..." where a TOKEN starting with "--" is a node flag (after
-// KUBE_IPVS_NODE_FLAGS: a later V8 flag wins) and NAME=VALUE an environment variable, e.g.
+// KUBE_IPVS_NODE_FLAGS: a later V8 flag wins), "proxy:--FLAG=VALUE" one of kube-ipvs's own
+// flags (after --config: it wins over the file) and NAME=VALUE an environment variable, e.g.
 // "arena2:MALLOC_ARENA_MAX=2;stgc:--single-threaded-gc"; each is the side "kube-ipvs+LABEL".
 // Each phase's cost to the API server (api-cost.ts: requests by verb from the audit log, TCP
 // connections opened, bytes the server sent) is recorded too: the kept start (process start ->
@@ -115,9 +116,12 @@ const VARIANTS = new Map(
     .split(';')
     .map((v) => v.trim())
     .filter(Boolean)
-    .map((v): [Side, { flags: string[]; env: Record<string, string> }] => {
+    .map((v): [Side, { flags: string[]; env: Record<string, string>; args: string[] }] => {
       const [label, ...rest] = v.split(':');
-      const tokens = rest.join(':').split(/\s+/).filter(Boolean);
+      const all = rest.join(':').split(/\s+/).filter(Boolean);
+      // proxy:--FLAG=VALUE: one of kube-ipvs's own (kube-proxy's) flags, after --config
+      const args = all.filter((t) => t.startsWith('proxy:')).map((t) => t.slice('proxy:'.length));
+      const tokens = all.filter((t) => !t.startsWith('proxy:'));
       const envOf = tokens.filter((t) => !t.startsWith('--')).map((t) => t.split('='));
       if (!label || envOf.some((kv) => kv.length < 2)) throw new Error(`BENCH_PEER_VARIANTS: cannot read "${v}"`);
       return [
@@ -125,6 +129,7 @@ const VARIANTS = new Map(
         {
           flags: tokens.filter((t) => t.startsWith('--')),
           env: Object.fromEntries(envOf.map(([k, ...x]) => [k, x.join('=')])),
+          args,
         },
       ];
     }),
@@ -339,7 +344,7 @@ function start(side: Side, cfg: string): LoggedProcess {
   return !isKubeIpvs(side)
     ? startKubeProxy([`--config=${cfg}`, '--v=1'], nsOf(side))
     : startKubeIpvs(
-        ['--config', cfg, '--v=1'],
+        ['--config', cfg, '--v=1', ...(variant?.args ?? [])],
         { ...(KUBE_IPVS_NODE_OPTIONS ? { NODE_OPTIONS: KUBE_IPVS_NODE_OPTIONS } : {}), ...variant?.env },
         nsOf(side),
         variant?.flags ?? [],
@@ -353,6 +358,29 @@ async function tryScrape(url: string): Promise<Scrape | undefined> {
   } catch {
     return undefined;
   }
+}
+
+/** kube-ipvs's syncs in `lines` (its `sync done` log lines; the idle window's, a churn segment's): each one's kind, duration and phases (ms). */
+function idleSyncs(lines: readonly LogLine[]): {
+  full: boolean;
+  durationMs: number;
+  phasesMs: Record<string, number>;
+  replanned: number;
+  ipvsWrites: number;
+  ipvsReads: number;
+  execs: number;
+}[] {
+  return lines
+    .filter((l) => l.message === 'sync done')
+    .map((l) => ({
+      full: l.full === true,
+      durationMs: Number(l.durationMs),
+      phasesMs: (l.phasesMs ?? {}) as Record<string, number>,
+      replanned: Number(l.replanned),
+      ipvsWrites: Number(l.ipvsWrites),
+      ipvsReads: Number(l.ipvsReads),
+      execs: Number(l.execs),
+    }));
 }
 
 /** When (ms since the epoch) `proc`'s first full sync ended; throws when it failed or the process exited. */
@@ -510,6 +538,7 @@ async function measure(
     const threads0 = threadCpuSeconds(pid, CLK_TCK);
     const w0 = Date.now();
     const m0 = monotonicUs();
+    const linesBefore = isKubeIpvs(side) ? p.lines.length : 0;
     await sleep(IDLE_SECONDS * 1000);
     const c1 = cpuOf(pid);
     const threads1 = threadCpuSeconds(pid, CLK_TCK);
@@ -532,6 +561,8 @@ async function measure(
       cpuSystemPerMinute: (c1.system - c0.system) / minutes,
       cpuWithChildrenPerMinute: (c1.self + c1.children - c0.self - c0.children) / minutes,
       cpuPerMinuteByThread: perKeyDelta(threads0, threads1, 1 / minutes),
+      // where kube-ipvs's idle CPU goes: the periodic full syncs (ipvs.syncPeriod) in the window
+      ...(isKubeIpvs(side) ? { idleSyncs: idleSyncs(p.lines.slice(linesBefore)) } : {}),
       ...(CPU_PROFILE_DIR ? { pid, profileWindowUs: [m0, m1] } : {}),
     });
     record(side, 'api', { phase: 'idle', seconds: (Date.now() - idleStart) / 1000, ...(await meter.since(idleMark)) });
@@ -563,6 +594,7 @@ async function measure(
     for (const rate of CHURN_RATES) {
       const clock = await writer.skew();
       const before = await scrape(metricsUrl(side), 60);
+      const churnLinesFrom = isKubeIpvs(side) ? p.lines.length : 0;
       const w = await writer.call<ChurnWrites>('POST', '/churn', {
         rate,
         seconds: CHURN_SECONDS,
@@ -581,7 +613,10 @@ async function measure(
         ? await probe.wait(labClusterIP(w.last.service), replacementIP(w.last.gen), 900_000)
         : undefined;
       const after = await observed(side, before, w.ok, 30_000);
+      // where kube-ipvs's lag went: its syncs from the segment's start until it had seen every write
+      const churnSyncs = isKubeIpvs(side) ? idleSyncs(p.lines.slice(churnLinesFrom)) : [];
       record(side, 'churn', {
+        ...(isKubeIpvs(side) ? { syncs: churnSyncs } : {}),
         ...w,
         clock,
         lastToKernelSeconds: seenMs === undefined || !w.last ? undefined : (seenMs - w.last.atMs) / 1000,

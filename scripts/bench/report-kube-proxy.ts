@@ -66,6 +66,11 @@ interface Measure {
   readonly target?: (size: string) => number | undefined;
 }
 
+/** kube-ipvs's full syncs in the idle window (kube-proxy-peer.ts idleSyncs); undefined for kube-proxy */
+const fullIdleSyncs = (z: string, s: string) =>
+  (pick(z, s, 'idle')[0]?.idleSyncs as { full: boolean; durationMs: number }[] | undefined)?.filter((x) => x.full);
+const mean = (xs: number[] | undefined) =>
+  xs && xs.length > 0 ? xs.reduce((a, b) => a + b, 0) / xs.length : undefined;
 const half = () => 0.5;
 const one = () => 1;
 type Kinds = Record<string, MemoryRollup>;
@@ -160,6 +165,16 @@ const measures: Measure[] = [
     name: 'idle CPU per minute, with reaped children (ipset, iptables)',
     fmt: cpu,
     value: (z, s) => num(pick(z, s, 'idle')[0], 'cpuWithChildrenPerMinute'),
+  },
+  {
+    name: 'idle: full syncs in the window (kube-ipvs: each re-reads the kernel, ipvs.syncPeriod)',
+    fmt: (v) => v.toFixed(0),
+    value: (z, s) => fullIdleSyncs(z, s)?.length,
+  },
+  {
+    name: 'idle: a full sync, mean duration',
+    fmt: ms,
+    value: (z, s) => mean(fullIdleSyncs(z, s)?.map((x) => x.durationMs)),
   },
   {
     name: 'after an API server restart: a change -> new real server in the kernel',
@@ -390,6 +405,22 @@ table(
   variantRows,
   3,
 );
+
+// where kube-ipvs's idle CPU went: its periodic full syncs' phases (mean ms per boot)
+for (const size of sizes.flatMap(bootsOf)) {
+  const full = (
+    pick(size, 'kube-ipvs', 'idle')[0]?.idleSyncs as { full: boolean; phasesMs: Record<string, number> }[] | undefined
+  )?.filter((x) => x.full);
+  if (!full?.length) continue;
+  const phases = [...new Set(full.flatMap((x) => Object.keys(x.phasesMs)))];
+  const perPhase = phases
+    .map((ph) => [ph, mean(full.map((x) => x.phasesMs[ph] ?? 0))!] as const)
+    .sort((a, b) => b[1] - a[1])
+    .map(([ph, v]) => `${ph} ${v.toFixed(0)}`);
+  console.log(
+    `${size}, kube-ipvs's ${full.length} full syncs in the idle window, mean ms per phase: ${perPhase.join(', ')}`,
+  );
+}
 
 // what bounded the churn's writes (lab-writer.ts, on the host): the cap of writes in flight, the
 // API server's answer time, and the kube-apiserver's, etcd's and the writer's CPU on the host
