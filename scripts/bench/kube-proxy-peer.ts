@@ -361,7 +361,7 @@ async function tryScrape(url: string): Promise<Scrape | undefined> {
 }
 
 /** kube-ipvs's syncs in `lines` (its `sync done` log lines; the idle window's, a churn segment's): each one's kind, duration and phases (ms). */
-function idleSyncs(lines: readonly LogLine[]): {
+function syncsIn(lines: readonly LogLine[]): {
   full: boolean;
   durationMs: number;
   phasesMs: Record<string, number>;
@@ -562,7 +562,7 @@ async function measure(
       cpuWithChildrenPerMinute: (c1.self + c1.children - c0.self - c0.children) / minutes,
       cpuPerMinuteByThread: perKeyDelta(threads0, threads1, 1 / minutes),
       // where kube-ipvs's idle CPU goes: the periodic full syncs (ipvs.syncPeriod) in the window
-      ...(isKubeIpvs(side) ? { idleSyncs: idleSyncs(p.lines.slice(linesBefore)) } : {}),
+      ...(isKubeIpvs(side) ? { idleSyncs: syncsIn(p.lines.slice(linesBefore)) } : {}),
       ...(CPU_PROFILE_DIR ? { pid, profileWindowUs: [m0, m1] } : {}),
     });
     record(side, 'api', { phase: 'idle', seconds: (Date.now() - idleStart) / 1000, ...(await meter.since(idleMark)) });
@@ -614,7 +614,7 @@ async function measure(
         : undefined;
       const after = await observed(side, before, w.ok, 30_000);
       // where kube-ipvs's lag went: its syncs from the segment's start until it had seen every write
-      const churnSyncs = isKubeIpvs(side) ? idleSyncs(p.lines.slice(churnLinesFrom)) : [];
+      const churnSyncs = isKubeIpvs(side) ? syncsIn(p.lines.slice(churnLinesFrom)) : [];
       record(side, 'churn', {
         ...(isKubeIpvs(side) ? { syncs: churnSyncs } : {}),
         ...w,

@@ -66,9 +66,12 @@ interface Measure {
   readonly target?: (size: string) => number | undefined;
 }
 
-/** kube-ipvs's full syncs in the idle window (kube-proxy-peer.ts idleSyncs); undefined for kube-proxy */
+/** kube-ipvs's full syncs in the idle window (kube-proxy-peer.ts syncsIn); undefined for kube-proxy */
 const fullIdleSyncs = (z: string, s: string) =>
-  (pick(z, s, 'idle')[0]?.idleSyncs as { full: boolean; durationMs: number }[] | undefined)?.filter((x) => x.full);
+  (
+    pick(z, s, 'idle')[0]?.idleSyncs as
+      { full: boolean; durationMs: number; phasesMs: Record<string, number> }[] | undefined
+  )?.filter((x) => x.full);
 const mean = (xs: number[] | undefined) =>
   xs && xs.length > 0 ? xs.reduce((a, b) => a + b, 0) / xs.length : undefined;
 const half = () => 0.5;
@@ -408,9 +411,7 @@ table(
 
 // where kube-ipvs's idle CPU went: its periodic full syncs' phases (mean ms per boot)
 for (const size of sizes.flatMap(bootsOf)) {
-  const full = (
-    pick(size, 'kube-ipvs', 'idle')[0]?.idleSyncs as { full: boolean; phasesMs: Record<string, number> }[] | undefined
-  )?.filter((x) => x.full);
+  const full = fullIdleSyncs(size, 'kube-ipvs');
   if (!full?.length) continue;
   const phases = [...new Set(full.flatMap((x) => Object.keys(x.phasesMs)))];
   const perPhase = phases
