@@ -79,6 +79,15 @@ export const ipFamilyLabel = (family: IpFamily): 'IPv4' | 'IPv6' => (family === 
 /** The informers' resources (lib/k8s/informers.ts), each exported by kube_ipvs_informer_not_watching_seconds. */
 const INFORMER_RESOURCES = ['services', 'endpointslices', 'nodes'] as const;
 
+/**
+ * The timer behind nodejs_eventloop_lag_* (prom-client's monitorEventLoopDelay): prom-client's
+ * 10 ms default woke an idle daemon 100 times a second, 0.62 CPU-s a minute on the host (a bare
+ * node with the default metrics; 0.12 at 100 ms); at 1,000 x 10 in the TCG guest kube-ipvs idled
+ * at 4.4-4.9 CPU-s a minute with it, 2.2 at 100 ms (scripts/bench/README.md). A stall of 100 ms
+ * or more still shows in _max.
+ */
+export const EVENT_LOOP_MONITORING_PRECISION_MS = 100;
+
 /** The daemon's Prometheus metrics, kube-proxy's and kube-ipvs's, in one registry. */
 export class ProxyMetrics {
   readonly registry = new Registry();
@@ -356,7 +365,10 @@ export class ProxyMetrics {
         for (const n of notWatchingNow()) this.set({ resource: n.resource }, n.seconds);
       },
     });
-    collectDefaultMetrics({ register: this.registry });
+    collectDefaultMetrics({
+      register: this.registry,
+      eventLoopMonitoringPrecision: EVENT_LOOP_MONITORING_PRECISION_MS,
+    });
   }
 
   /** What kube_ipvs_informer_not_watching_seconds shows, asked at each scrape: the informers without an open watch. */

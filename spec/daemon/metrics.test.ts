@@ -1,8 +1,14 @@
 // The /metrics contract: every series kube-proxy's IPVS mode registers (K8S
 // pkg/proxy/metrics/metrics.go; ../shared/reference/kube-proxy-ipvs.md §1.9), with its type,
 // labels and buckets, so dashboards and alerts written for kube-proxy keep working.
+import perfHooks from 'node:perf_hooks';
 import { exponentialBuckets } from 'prom-client';
-import { NETWORK_PROGRAMMING_BUCKETS, ProxyMetrics, REST_CLIENT_DURATION_BUCKETS } from '../../lib/daemon/metrics';
+import {
+  EVENT_LOOP_MONITORING_PRECISION_MS,
+  NETWORK_PROGRAMMING_BUCKETS,
+  ProxyMetrics,
+  REST_CLIENT_DURATION_BUCKETS,
+} from '../../lib/daemon/metrics';
 
 type Kind = 'counter' | 'gauge' | 'histogram';
 const KUBE_PROXY_IPVS: readonly [string, Kind, string[]][] = [
@@ -301,5 +307,18 @@ describe('ProxyMetrics: kube-proxy IPVS mode series', () => {
     expect(text).toContain('kube_ipvs_informer_not_watching_seconds{resource="nodes"} 0');
     gaps = [];
     expect(await m.registry.metrics()).toContain('kube_ipvs_informer_not_watching_seconds{resource="services"} 0');
+  });
+});
+
+describe('ProxyMetrics: the event-loop delay monitor', () => {
+  test("samples every 100 ms, not prom-client's 10 ms default (100 wakeups a second of an idle daemon)", () => {
+    const spy = jest.spyOn(perfHooks, 'monitorEventLoopDelay');
+    try {
+      new ProxyMetrics();
+      expect(spy.mock.calls.map((c) => c[0])).toEqual([{ resolution: EVENT_LOOP_MONITORING_PRECISION_MS }]);
+      expect(EVENT_LOOP_MONITORING_PRECISION_MS).toBe(100);
+    } finally {
+      spy.mockRestore();
+    }
   });
 });
