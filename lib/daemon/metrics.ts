@@ -86,7 +86,7 @@ const INFORMER_RESOURCES = ['services', 'endpointslices', 'nodes'] as const;
  * at 4.4-4.9 CPU-s a minute with it, 2.2 at 100 ms (scripts/bench/README.md). A stall of 100 ms
  * or more still shows in _max.
  */
-export const EVENT_LOOP_MONITORING_PRECISION_MS = 100;
+const EVENT_LOOP_MONITORING_PRECISION_MS = 100;
 
 /** The daemon's Prometheus metrics, kube-proxy's and kube-ipvs's, in one registry. */
 export class ProxyMetrics {

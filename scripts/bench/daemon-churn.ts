@@ -8,10 +8,11 @@
 // the API state implies (daemon-oracle.ts) until they match.
 import { Ipvs } from '../../lib/kernel/ipvs/ipvs';
 import { FakeApiServer } from '../../testkit/fake-apiserver';
-import { LogLine, LoggedProcess } from '../../testkit/processes';
+import { LoggedProcess } from '../../testkit/processes';
 import { generateChurn } from './churn-generator';
 import { compareKernel, desiredFromApi, TableComparison } from './daemon-oracle';
 import { histogramDelta, metric, rssBytes, scrape } from './process-memory';
+import { syncsIn, total } from './sync-log';
 
 export interface ChurnOptions {
   readonly server: FakeApiServer;
@@ -102,8 +103,7 @@ export async function runChurn(o: ChurnOptions): Promise<ChurnResult> {
   await sampler;
   const after = await scrape(o.metricsUrl);
 
-  const syncs = o.daemon.lines.slice(fromLine).filter((l: LogLine) => l.message === 'sync done');
-  const num = (l: LogLine, k: string) => (typeof l[k] === 'number' ? (l[k] as number) : 0);
+  const syncs = syncsIn(o.daemon.lines.slice(fromLine));
   return {
     targetRate: o.rate,
     seconds: writingSeconds,
@@ -111,12 +111,12 @@ export async function runChurn(o: ChurnOptions): Promise<ChurnResult> {
     achievedRate: sent / writingSeconds,
     lag: histogramDelta(before, after, HISTOGRAM),
     syncs: syncs.length,
-    maxBatch: Math.max(0, ...syncs.filter((l) => l.full !== true).map((l) => num(l, 'replanned'))),
+    maxBatch: Math.max(0, ...syncs.filter((x) => !x.full).map((x) => x.replanned)),
     maxPending,
     metricsRetries,
-    maxSyncMs: Math.max(0, ...syncs.map((l) => num(l, 'durationMs'))),
-    ipvsWrites: syncs.reduce((n, l) => n + num(l, 'ipvsWrites'), 0),
-    execs: syncs.reduce((n, l) => n + num(l, 'execs'), 0),
+    maxSyncMs: Math.max(0, ...syncs.map((x) => x.durationMs)),
+    ipvsWrites: total(syncs, 'ipvsWrites'),
+    execs: total(syncs, 'execs'),
     settleSeconds,
     final,
     rssStart,

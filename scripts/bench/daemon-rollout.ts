@@ -7,8 +7,9 @@ import { Ipvs } from '../../lib/kernel/ipvs/ipvs';
 import { AF_INET, IPPROTO_TCP } from '../../lib/uapi/inet';
 import { realServerKey, VirtualServerId } from '../../lib/model/ipvs';
 import { FakeApiServer, FakeObject } from '../../testkit/fake-apiserver';
-import { LogLine, LoggedProcess } from '../../testkit/processes';
+import { LoggedProcess } from '../../testkit/processes';
 import { endpointSlice, service, SliceEndpoint } from './daemon-fixtures';
+import { syncsIn, total } from './sync-log';
 
 export const ROLLOUT_SERVICE = 'rollout';
 export const ROLLOUT_CLUSTER_IP = '10.97.0.1';
@@ -70,12 +71,12 @@ export async function runRollout(server: FakeApiServer, daemon: LoggedProcess, i
   // the log line of the last step's sync comes after its kernel change
   await daemon.waitFor((l) => l.message === 'sync done' && (l.ipvsWrites as number) > 0, 'the last rollout sync', from);
   await new Promise((r) => setTimeout(r, 500));
-  const syncs = daemon.lines.slice(from).filter((l: LogLine) => l.message === 'sync done');
+  const syncs = syncsIn(daemon.lines.slice(from));
   return {
     steps,
     stepMs,
     totalMs: stepMs.reduce((a, b) => a + b, 0),
-    ipvsWrites: syncs.reduce((n, l) => n + ((l.ipvsWrites as number) ?? 0), 0),
-    execs: syncs.reduce((n, l) => n + ((l.execs as number) ?? 0), 0),
+    ipvsWrites: total(syncs, 'ipvsWrites'),
+    execs: total(syncs, 'execs'),
   };
 }

@@ -101,6 +101,7 @@ import {
 } from './process-memory';
 import { ApiCostMeter, restartApiserver, restartBaseline } from './api-cost';
 import { runDatapath } from './datapath';
+import { syncsIn } from './sync-log';
 
 /** 'kube-proxy' (IPVS mode), 'kube-proxy-nft' (nftables mode), 'kube-ipvs', or a variant of kube-ipvs: 'kube-ipvs+LABEL' (BENCH_PEER_VARIANTS) */
 type Side = string;
@@ -358,29 +359,6 @@ async function tryScrape(url: string): Promise<Scrape | undefined> {
   } catch {
     return undefined;
   }
-}
-
-/** kube-ipvs's syncs in `lines` (its `sync done` log lines; the idle window's, a churn segment's): each one's kind, duration and phases (ms). */
-function syncsIn(lines: readonly LogLine[]): {
-  full: boolean;
-  durationMs: number;
-  phasesMs: Record<string, number>;
-  replanned: number;
-  ipvsWrites: number;
-  ipvsReads: number;
-  execs: number;
-}[] {
-  return lines
-    .filter((l) => l.message === 'sync done')
-    .map((l) => ({
-      full: l.full === true,
-      durationMs: Number(l.durationMs),
-      phasesMs: (l.phasesMs ?? {}) as Record<string, number>,
-      replanned: Number(l.replanned),
-      ipvsWrites: Number(l.ipvsWrites),
-      ipvsReads: Number(l.ipvsReads),
-      execs: Number(l.execs),
-    }));
 }
 
 /** When (ms since the epoch) `proc`'s first full sync ended; throws when it failed or the process exited. */

@@ -8,6 +8,7 @@
 //   node dist/scripts/bench/report-kube-proxy.js RESULTS.jsonl
 import { readFileSync } from 'node:fs';
 import { MAPPING_KINDS, median, MemoryRollup } from './process-memory';
+import type { LoggedSync } from './sync-log';
 
 interface Row {
   services: number;
@@ -68,10 +69,7 @@ interface Measure {
 
 /** kube-ipvs's full syncs in the idle window (kube-proxy-peer.ts syncsIn); undefined for kube-proxy */
 const fullIdleSyncs = (z: string, s: string) =>
-  (
-    pick(z, s, 'idle')[0]?.idleSyncs as
-      { full: boolean; durationMs: number; phasesMs: Record<string, number> }[] | undefined
-  )?.filter((x) => x.full);
+  (pick(z, s, 'idle')[0]?.idleSyncs as LoggedSync[] | undefined)?.filter((x) => x.full);
 const mean = (xs: number[] | undefined) =>
   xs && xs.length > 0 ? xs.reduce((a, b) => a + b, 0) / xs.length : undefined;
 const half = () => 0.5;

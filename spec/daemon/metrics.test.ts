@@ -3,12 +3,7 @@
 // labels and buckets, so dashboards and alerts written for kube-proxy keep working.
 import perfHooks from 'node:perf_hooks';
 import { exponentialBuckets } from 'prom-client';
-import {
-  EVENT_LOOP_MONITORING_PRECISION_MS,
-  NETWORK_PROGRAMMING_BUCKETS,
-  ProxyMetrics,
-  REST_CLIENT_DURATION_BUCKETS,
-} from '../../lib/daemon/metrics';
+import { NETWORK_PROGRAMMING_BUCKETS, ProxyMetrics, REST_CLIENT_DURATION_BUCKETS } from '../../lib/daemon/metrics';
 
 type Kind = 'counter' | 'gauge' | 'histogram';
 const KUBE_PROXY_IPVS: readonly [string, Kind, string[]][] = [
@@ -315,8 +310,8 @@ describe('ProxyMetrics: the event-loop delay monitor', () => {
     const spy = jest.spyOn(perfHooks, 'monitorEventLoopDelay');
     try {
       new ProxyMetrics();
-      expect(spy.mock.calls.map((c) => c[0])).toEqual([{ resolution: EVENT_LOOP_MONITORING_PRECISION_MS }]);
-      expect(EVENT_LOOP_MONITORING_PRECISION_MS).toBe(100);
+      // one monitor, its timer every 100 ms (a test that names the constant could not fail on it)
+      expect(spy.mock.calls.map((c) => c[0])).toEqual([{ resolution: 100 }]);
     } finally {
       spy.mockRestore();
     }
