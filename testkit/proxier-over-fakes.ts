@@ -69,6 +69,8 @@ export interface ProxierOverFakesOptions {
   readonly log?: winston.Logger;
   /** iptables supports MASQUERADE --random-fully, per family (default: neither, as the proxier's own default) */
   readonly randomFully?: Partial<Record<IpFamily, boolean>>;
+  /** what each sync holds (the daemon: the informers' intake gate) */
+  readonly intakeGate?: { hold(): void; release(): void };
 }
 
 export async function proxierOverFakes(opts: ProxierOverFakesOptions = {}) {
@@ -140,6 +142,7 @@ export async function proxierOverFakes(opts: ProxierOverFakesOptions = {}) {
       ...(opts.conntrack ? { conntrack: opts.conntrack } : {}),
       ...(opts.nftables ? { nftables: opts.nftables } : {}),
       ...(opts.randomFully ? { randomFully: opts.randomFully } : {}),
+      ...(opts.intakeGate ? { intakeGate: opts.intakeGate } : {}),
     },
     settings,
     node,

@@ -17,7 +17,9 @@ import {
   listPageSize,
   informerBackoff,
   watchListClient,
+  intakeHoldMaxMs,
 } from '../k8s/informers';
+import { IntakeGate } from '../k8s/intake-gate';
 import { IpFamily } from '../model/ip-family';
 import { proxyHealth } from './health-server';
 import { ServiceHealthServer } from './service-health-server';
@@ -43,6 +45,8 @@ export interface ProxierWiring {
   readonly proxier: Proxier;
   readonly serviceHealth: ServiceHealthServer;
   readonly collector: IdleCollector;
+  /** each sync holds it; the informers' watches wait on it */
+  readonly intakeGate: IntakeGate;
 }
 
 /** What wireProxier builds the proxier from. */
@@ -87,6 +91,10 @@ export function wireProxier(deps: ProxierWiringDeps): ProxierWiring {
     log: componentLog('memory'),
     collected: (ms) => metrics.idleCollections.observe(ms / 1000),
   });
+  const proxierLog = componentLog('proxier');
+  const intakeGate = new IntakeGate(intakeHoldMaxMs(process.env, componentLog('informers')), (ms) =>
+    proxierLog.verbose(`a sync has held the watches' intake ${ms} ms, the most it may: they go on beside it`),
+  );
   const proxier: Proxier = new Proxier(
     {
       ipvs,
@@ -102,7 +110,8 @@ export function wireProxier(deps: ProxierWiringDeps): ProxierWiring {
       ...(conntrack ? { conntrack } : {}),
       planner: { planServicePort },
       clock: systemClock,
-      log: componentLog('proxier'),
+      log: proxierLog,
+      intakeGate,
       onSync: (r, drift, triggered) => {
         const now = Date.now();
         metrics.recordSync(r, drift, now);
@@ -127,7 +136,7 @@ export function wireProxier(deps: ProxierWiringDeps): ProxierWiring {
   );
   metrics.tableCounts = () => proxier.counts();
   metrics.refusedFrontends = () => proxier.refusedFrontends();
-  return { proxier, serviceHealth, collector };
+  return { proxier, serviceHealth, collector, intakeGate };
 }
 
 /** Whether this Node may receive load-balancer traffic (/healthz answers 503 when not). */
@@ -175,6 +184,7 @@ export function wireInformers(deps: InformerWiringDeps): RunningInformers {
     backoff: informerBackoff(process.env, informersLog),
     firstListSpreadMs: FIRST_LIST_SPREAD_MS,
     onDecodeRelist: (resource) => deps.metrics?.watchDecodeRelists.inc({ resource }),
+    intakeGate: deps.wiring.intakeGate,
     handlers: {
       service: proxier,
       endpointSlice: proxier,

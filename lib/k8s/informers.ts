@@ -57,6 +57,7 @@
 import type { KubeConfig, KubernetesObject, V1EndpointSlice, V1Node, V1Service } from '@kubernetes/client-node';
 import { LIST_PAGE_SIZE, listPaged, listRaw } from './raw-list';
 import { prunedObject } from './prune';
+import { INTAKE_HOLD_MAX_MS, IntakeGate } from './intake-gate';
 import { ReportingWatch, WATCH_IDLE_TIMEOUT_MS, WATCH_TIMEOUT_MS, isWatchDecodeError } from './reporting-watch';
 import { ApiConnectionError } from '../errors';
 
@@ -130,6 +131,8 @@ export interface InformerOptions {
   readonly clock?: InformerClock;
   /** an informer relisted after repeated watch events that did not decode (a metric counts them) */
   readonly onDecodeRelist?: (resource: string) => void;
+  /** the watches hand over no event while it is held (a sync runs; intake-gate.ts) */
+  readonly intakeGate?: IntakeGate;
 }
 
 /** The time and timers the informers wait with (lib/proxier/clock.ts's Clock has this shape). */
@@ -246,6 +249,22 @@ export function informerBackoff(
     `the informers back off up to ${INFORMER_BACKOFF.maxMs} ms`,
   );
   return maxMs === undefined ? INFORMER_BACKOFF : { initialMs: Math.min(INFORMER_BACKOFF.initialMs, maxMs), maxMs };
+}
+
+/**
+ * How long a sync may hold the watches' intake (intake-gate.ts), from
+ * KUBE_IPVS_INTAKE_HOLD_MAX_MS: a non-negative integer, 0 never holding; unset or anything else
+ * (with a warning) is INTAKE_HOLD_MAX_MS. For benchmarks: the same build with and without the
+ * hold in one boot.
+ */
+export function intakeHoldMaxMs(env: NodeJS.ProcessEnv, log: Pick<InformerLog, 'warn'>): number {
+  const variable = 'KUBE_IPVS_INTAKE_HOLD_MAX_MS';
+  const value = env[variable];
+  if (value === '0') return 0;
+  return (
+    positiveIntegerFromEnv(env, variable, log, `a sync holds the watches' intake ${INTAKE_HOLD_MAX_MS} ms at most`) ??
+    INTAKE_HOLD_MAX_MS
+  );
 }
 
 /** The annotation of the bookmark that ends a streaming list's initial events (metav1.InitialEventsAnnotationKey). */
@@ -389,6 +408,7 @@ export function startInformers(kc: KubeConfig, options: InformerOptions): Runnin
       {
         answerMs: options.watchTimeoutMs ?? WATCH_TIMEOUT_MS,
         idleMs: options.watchIdleTimeoutMs ?? WATCH_IDLE_TIMEOUT_MS,
+        gate: options.intakeGate,
       },
       options.random ?? Math.random,
       spec.streamAlways === true || streamingLists,
@@ -508,7 +528,7 @@ class ResilientInformer<T extends KubernetesObject> {
     private readonly backoff: { readonly initialMs: number; readonly maxMs: number },
     private readonly pageSize: number,
     private readonly spec: InformerSpec<T>,
-    watchTimeouts: { readonly answerMs: number; readonly idleMs: number },
+    watchOptions: { readonly answerMs: number; readonly idleMs: number; readonly gate: IntakeGate | undefined },
     private readonly random: () => number,
     /** list by streaming (sendInitialEvents); false once the server refused it */
     private streaming: boolean,
@@ -520,9 +540,9 @@ class ResilientInformer<T extends KubernetesObject> {
     this.retain = spec.retain ?? ((o) => o);
     this.watch = new ReportingWatch(
       kc,
-      { connected: () => this.connected(), stopped: () => this.stopped },
-      watchTimeouts.answerMs,
-      watchTimeouts.idleMs,
+      { connected: () => this.connected(), stopped: () => this.stopped, gate: watchOptions.gate },
+      watchOptions.answerMs,
+      watchOptions.idleMs,
     );
   }
 

@@ -10,6 +10,7 @@ import { Readable } from 'node:stream';
 import type { ReadableStream as WebReadableStream } from 'node:stream/web';
 import type { KubeConfig, KubernetesObject } from '@kubernetes/client-node';
 import { ApiKubeConfig, apiRequest, statusMessage } from './api-request';
+import { IntakeGate } from './intake-gate';
 import { prunedObject } from './prune';
 import { ProtobufDecodeError, WATCH_EVENT_MAX_BYTES, WatchFrames, decodeWatchEvent, isProtobuf } from './protobuf';
 
@@ -101,6 +102,8 @@ export interface WatchHooks {
   readonly connected: () => void;
   /** no new connection once this is true */
   readonly stopped: () => boolean;
+  /** held while a sync runs: no event is handed over then (intake-gate.ts) */
+  readonly gate?: IntakeGate;
 }
 
 /** A watch's deadline for its answer (credentials included), client-node's Watch timeout. */
@@ -147,6 +150,60 @@ class IdleTimer {
 }
 
 /**
+ * One watch's events handed over in order, none while the intake gate is held (a sync runs):
+ * the body is paused then, and what its last chunk completed waits here until the gate opens.
+ * `deliver` throwing (an event that does not decode) ends the watch with that error.
+ */
+export class GatedDelivery<T> {
+  private queue: T[] = [];
+
+  constructor(
+    private readonly body: Pick<Readable, 'pause' | 'resume'>,
+    private readonly gate: IntakeGate | undefined,
+    private readonly deliver: (item: T) => void,
+    private readonly finish: (err: unknown) => void,
+    private readonly end: { readonly finished: boolean },
+  ) {}
+
+  /** The items a chunk completed. */
+  push(items: T[]): void {
+    // (a chunk the paused body still handed over goes behind those waiting)
+    if (this.queue.length > 0) this.queue.push(...items);
+    else this.drain(items);
+  }
+
+  /** Whether items wait for the gate. */
+  get waiting(): boolean {
+    return this.queue.length > 0;
+  }
+
+  private drain(items: T[]): void {
+    for (let i = 0; i < items.length; i++) {
+      if (this.end.finished) return;
+      if (this.gate?.held) {
+        this.queue = items.slice(i);
+        this.body.pause();
+        this.gate.whenOpen(this.reopen);
+        return;
+      }
+      try {
+        this.deliver(items[i]!);
+      } catch (e) {
+        this.finish(e);
+        return;
+      }
+    }
+  }
+
+  private readonly reopen = (): void => {
+    const items = this.queue;
+    this.queue = [];
+    this.drain(items);
+    if (this.queue.length === 0 && !this.end.finished) this.body.resume();
+  };
+}
+
+/**
  * Length-delimited WatchEvent frames; one that does not decode ends the watch (the informer
  * logs it and starts again), as client-go's decoder does.
  */
@@ -155,18 +212,29 @@ function readFrames(
   callback: WatchCallback,
   finish: (err: unknown) => void,
   end: { readonly finished: boolean },
+  gate: IntakeGate | undefined,
 ): void {
   const frames = new WatchFrames();
+  const events = new GatedDelivery<Uint8Array>(
+    body,
+    gate,
+    (frame) => {
+      const ev = decodeWatchEvent(frame);
+      callback(ev.type, ev.object, ev);
+    },
+    finish,
+    end,
+  );
   body.on('data', (chunk: Buffer) => {
     if (end.finished) return;
+    let completed: Uint8Array[];
     try {
-      for (const frame of frames.push(chunk)) {
-        const ev = decodeWatchEvent(frame);
-        callback(ev.type, ev.object, ev);
-      }
+      completed = frames.push(chunk);
     } catch (e) {
       finish(e);
+      return;
     }
+    events.push(completed);
   });
 }
 
@@ -179,6 +247,7 @@ function readLines(
   callback: WatchCallback,
   finish: (err: unknown) => void,
   end: { readonly finished: boolean },
+  gate: IntakeGate | undefined,
 ): void {
   const lines = new WatchLines();
   const deliver = (line: string) => {
@@ -186,21 +255,23 @@ function readLines(
     const ev = parseWatchLine(line);
     callback(ev.type, prunedObject(ev.object), ev);
   };
+  const events = new GatedDelivery<string>(body, gate, deliver, finish, end);
   body.on('data', (chunk: Buffer) => {
     if (end.finished) return;
+    let completed: string[];
     try {
-      for (const line of lines.push(chunk)) {
-        deliver(line);
-        if (end.finished) return;
-      }
+      completed = lines.push(chunk);
     } catch (e) {
       finish(e);
+      return;
     }
+    events.push(completed);
   });
   body.on('end', () => {
     if (end.finished) return;
     // a last line without its newline: an event when it parses; else the stream was cut
     // inside it, and the watch resumed from the last version gets it again
+    // (a paused body ends only once resumed, after the events waiting for the gate)
     const rest = lines.rest();
     try {
       if (rest.trim() !== '') deliver(rest);
@@ -253,8 +324,8 @@ export class ReportingWatch {
       body.on('error', finish);
       body.on('close', () => finish(null));
       body.on('data', idle.reset);
-      if (protobuf) readFrames(body, callback, finish, end);
-      else readLines(body, callback, finish, end);
+      if (protobuf) readFrames(body, callback, finish, end, this.hooks.gate);
+      else readLines(body, callback, finish, end, this.hooks.gate);
     } catch (e) {
       finish(e);
       return controller;

@@ -267,6 +267,18 @@ export class Proxier {
       this.deps.log.info('not syncing ipvs rules until Services and EndpointSlices have been received');
       return undefined;
     }
+    // the watches take no event in until the sync is over (intake-gate.ts)
+    const gate = this.deps.intakeGate;
+    gate?.hold();
+    try {
+      return await this.syncRules();
+    } finally {
+      gate?.release();
+    }
+  }
+
+  /** syncProxyRules' sync, with the intake held. */
+  private async syncRules(): Promise<SyncResult> {
     const run = newSyncRun(
       this.deps.clock,
       (start) => this.needFullSync || start - this.lastFullSyncAt >= this.nodeCtx.settings.syncPeriodMs,

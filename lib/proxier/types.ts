@@ -119,6 +119,8 @@ export interface ProxierDeps {
    * leftovers' removal after a full sync): no sync is running then
    */
   readonly syncEnded?: () => void;
+  /** held for each sync: the informers' watches take no event in meanwhile (intake-gate.ts) */
+  readonly intakeGate?: { hold(): void; release(): void };
 }
 
 /** What the proxier's parts run against: its deps and the trackers it owns, read as a ProxySource. */

@@ -9,6 +9,7 @@ import type { KubernetesObject } from '@kubernetes/client-node';
 import {
   listPageSize,
   informerBackoff,
+  intakeHoldMaxMs,
   INFORMER_BACKOFF,
   startInformers,
   watchListClient,
@@ -18,6 +19,7 @@ import {
   NodeHandler,
   ServiceHandler,
 } from '../../lib/k8s/informers';
+import { INTAKE_HOLD_MAX_MS, IntakeGate } from '../../lib/k8s/intake-gate';
 import { loadKubeConfig } from '../../lib/k8s/kubeconfig';
 import { LIST_PAGE_SIZE } from '../../lib/k8s/raw-list';
 import { FakeApiError, FakeApiServer, FakeObject } from '../../testkit/fake-apiserver';
@@ -200,6 +202,34 @@ describe('startInformers', () => {
     await stopped.r.stop();
     await new Promise((r) => setTimeout(r, 700));
     expect(count('list')).toBe(1);
+  });
+
+  it('intakeGate held (a sync runs): the watch hands over no event until it is released, then each in order', async () => {
+    server.create(service('s1'));
+    const gate = new IntakeGate();
+    const rec = new Recorder();
+    running.push(
+      startInformers(loadKubeConfig({ master: server.url }), {
+        nodeName: 'node-a',
+        handlers: { service: rec },
+        log,
+        backoff: { initialMs: 10, maxMs: 100 },
+        random: () => 0,
+        intakeGate: gate,
+      }),
+    );
+    await waitFor('the watch', () => rec.has('synced') && server.openWatches === 1);
+    gate.hold();
+    server.create(service('s2'));
+    server.patch(svcRef('s1'), { spec: { clusterIP: '10.96.0.11' } });
+    // the fake server has written both events by now; the informer has taken none in
+    await new Promise((r) => setTimeout(r, 300));
+    expect(rec.calls).toEqual(['add demo/s1', 'synced']);
+    gate.release();
+    await waitFor('both events', () => rec.calls.length === 4);
+    expect(rec.calls.slice(2)).toEqual(['add demo/s2', 'update demo/s1 ->10.96.0.11']);
+    expect(server.openWatches).toBe(1);
+    expect(log.lines).toEqual([]);
   });
 
   it('delivers updates with the previous object, deletes, and selector moves', async () => {
@@ -729,6 +759,21 @@ describe('listPageSize (KUBE_IPVS_LIST_PAGE_SIZE)', () => {
       expect(listPageSize({ KUBE_IPVS_LIST_PAGE_SIZE: bad }, log)).toBe(LIST_PAGE_SIZE);
     expect(warned).toHaveLength(6);
     expect(warned[0]).toMatch(/^KUBE_IPVS_LIST_PAGE_SIZE="0" is not a positive integer; lists are paged by 2000$/);
+  });
+});
+
+describe('intakeHoldMaxMs (KUBE_IPVS_INTAKE_HOLD_MAX_MS)', () => {
+  it('reads 0 (never held) or a positive integer, and keeps the default for anything else, with a warning', () => {
+    const warned: string[] = [];
+    const log = { warn: (m: string) => warned.push(m) };
+    expect(intakeHoldMaxMs({}, log)).toBe(INTAKE_HOLD_MAX_MS);
+    expect(intakeHoldMaxMs({ KUBE_IPVS_INTAKE_HOLD_MAX_MS: '0' }, log)).toBe(0);
+    expect(intakeHoldMaxMs({ KUBE_IPVS_INTAKE_HOLD_MAX_MS: '500' }, log)).toBe(500);
+    expect(warned).toEqual([]);
+    expect(intakeHoldMaxMs({ KUBE_IPVS_INTAKE_HOLD_MAX_MS: 'off' }, log)).toBe(INTAKE_HOLD_MAX_MS);
+    expect(warned).toEqual([
+      `KUBE_IPVS_INTAKE_HOLD_MAX_MS="off" is not a positive integer; a sync holds the watches' intake ${INTAKE_HOLD_MAX_MS} ms at most`,
+    ]);
   });
 });
 

@@ -132,6 +132,39 @@ describe('Proxier over the kernel fakes', () => {
     expect(t.ipset.restores.at(-1)).toBe('add KUBE-IPVS-OWNED 10.96.0.12,tcp:80 comment "rr/0x0000/0"\n');
   });
 
+  it("every sync holds the informers' intake gate from before its first kernel op to after its last, a failed one too", async () => {
+    const seen: string[] = [];
+    let held = false;
+    const intakeGate = {
+      hold: () => {
+        held = true;
+        seen.push('hold');
+      },
+      release: () => {
+        held = false;
+        seen.push('release');
+      },
+    };
+    const t = await proxierOverFakes({ settings: SETTINGS, intakeGate });
+    const run = t.ipvs.run.bind(t.ipvs);
+    let fail = false;
+    t.ipvs.run = async (ops) => {
+      seen.push(`ipvs ${ops.length}${held ? ' held' : ''}`);
+      if (fail) throw new Error('netlink socket closed');
+      return run(ops);
+    };
+    t.add(clusterIP('web', '10.96.0.10'), endpoints('web', '10.244.1.2'));
+    await t.start();
+    expect(seen).toEqual(['hold', 'ipvs 2 held', 'release']);
+    seen.length = 0;
+    fail = true;
+    t.replaceSlice(endpoints('web', '10.244.1.2'), endpoints('web', '10.244.1.3'));
+    await t.settle();
+    expect(seen).toEqual(['hold', 'ipvs 2 held', 'release']);
+    expect(t.results.at(-1)!.ipvsWrites).toBe(2);
+    t.proxier.stop();
+  });
+
   it('a no-change full sync starts no ipset process: the sets are read over netlink (issue 9)', async () => {
     const t = await setup();
     t.addService(clusterIP('web', '10.96.0.10'), endpoints('web', '10.244.1.2', '10.244.1.3'));
