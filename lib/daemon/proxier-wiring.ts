@@ -18,6 +18,7 @@ import {
   informerBackoff,
   watchListClient,
   intakeHoldMaxMs,
+  intakeSliceMs,
 } from '../k8s/informers';
 import { IntakeGate } from '../k8s/intake-gate';
 import { IpFamily } from '../model/ip-family';
@@ -92,8 +93,10 @@ export function wireProxier(deps: ProxierWiringDeps): ProxierWiring {
     collected: (ms) => metrics.idleCollections.observe(ms / 1000),
   });
   const proxierLog = componentLog('proxier');
-  const intakeGate = new IntakeGate(intakeHoldMaxMs(process.env, componentLog('informers')), (ms) =>
-    proxierLog.verbose(`a sync has held the watches' intake ${ms} ms, the most it may: they go on beside it`),
+  const intakeGate = new IntakeGate(
+    intakeHoldMaxMs(process.env, componentLog('informers')),
+    intakeSliceMs(process.env, componentLog('informers')),
+    (ms) => proxierLog.verbose(`a sync has held the watches' intake ${ms} ms, the most it may: they go on beside it`),
   );
   const proxier: Proxier = new Proxier(
     {

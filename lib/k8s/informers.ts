@@ -57,7 +57,7 @@
 import type { KubeConfig, KubernetesObject, V1EndpointSlice, V1Node, V1Service } from '@kubernetes/client-node';
 import { LIST_PAGE_SIZE, listPaged, listRaw } from './raw-list';
 import { prunedObject } from './prune';
-import { INTAKE_HOLD_MAX_MS, IntakeGate } from './intake-gate';
+import { INTAKE_HOLD_MAX_MS, INTAKE_SLICE_MS, IntakeGate } from './intake-gate';
 import { ReportingWatch, WATCH_IDLE_TIMEOUT_MS, WATCH_TIMEOUT_MS, isWatchDecodeError } from './reporting-watch';
 import { ApiConnectionError } from '../errors';
 
@@ -251,19 +251,45 @@ export function informerBackoff(
   return maxMs === undefined ? INFORMER_BACKOFF : { initialMs: Math.min(INFORMER_BACKOFF.initialMs, maxMs), maxMs };
 }
 
+/** A non-negative integer from `env[variable]`, 0 included; else (with a warning) `fallback`. */
+function nonNegativeIntegerFromEnv(
+  env: NodeJS.ProcessEnv,
+  variable: string,
+  log: Pick<InformerLog, 'warn'>,
+  fallback: number,
+  otherwise: string,
+): number {
+  if (env[variable] === '0') return 0;
+  return positiveIntegerFromEnv(env, variable, log, otherwise) ?? fallback;
+}
+
 /**
  * How long a sync may hold the watches' intake (intake-gate.ts), from
- * KUBE_IPVS_INTAKE_HOLD_MAX_MS: a non-negative integer, 0 never holding; unset or anything else
- * (with a warning) is INTAKE_HOLD_MAX_MS. For benchmarks: the same build with and without the
- * hold in one boot.
+ * KUBE_IPVS_INTAKE_HOLD_MAX_MS: 0 never holds; unset or not an integer (with a warning) is
+ * INTAKE_HOLD_MAX_MS. For benchmarks: the same build with and without the hold in one boot.
  */
 export function intakeHoldMaxMs(env: NodeJS.ProcessEnv, log: Pick<InformerLog, 'warn'>): number {
-  const variable = 'KUBE_IPVS_INTAKE_HOLD_MAX_MS';
-  const value = env[variable];
-  if (value === '0') return 0;
-  return (
-    positiveIntegerFromEnv(env, variable, log, `a sync holds the watches' intake ${INTAKE_HOLD_MAX_MS} ms at most`) ??
-    INTAKE_HOLD_MAX_MS
+  return nonNegativeIntegerFromEnv(
+    env,
+    'KUBE_IPVS_INTAKE_HOLD_MAX_MS',
+    log,
+    INTAKE_HOLD_MAX_MS,
+    `a sync holds the watches' intake ${INTAKE_HOLD_MAX_MS} ms at most`,
+  );
+}
+
+/**
+ * The longest run of watch events taken in within one turn of the event loop (intake-gate.ts),
+ * from KUBE_IPVS_INTAKE_SLICE_MS: 0 is no limit; unset or not an integer (with a warning) is
+ * INTAKE_SLICE_MS. For benchmarks, as KUBE_IPVS_INTAKE_HOLD_MAX_MS.
+ */
+export function intakeSliceMs(env: NodeJS.ProcessEnv, log: Pick<InformerLog, 'warn'>): number {
+  return nonNegativeIntegerFromEnv(
+    env,
+    'KUBE_IPVS_INTAKE_SLICE_MS',
+    log,
+    INTAKE_SLICE_MS,
+    `a turn of the event loop takes watch events in for ${INTAKE_SLICE_MS} ms at most`,
   );
 }
 

@@ -22,23 +22,53 @@
  */
 export const INTAKE_HOLD_MAX_MS = 2_000;
 
+/**
+ * The longest run of events taken in within one turn of the event loop (ms). libuv reads a
+ * socket with data waiting up to 32 times in one callback (uv__read), and each read's events
+ * were decoded and tracked at once, so a backlog of the HTTP/2 window went in as one turn: no
+ * timer, no sync, no scrape or health check meanwhile (the longest event-loop delay in the
+ * test VM's churn reached 17 s beside a sync of 21.6 s without the gate; scripts/bench/README.md).
+ */
+export const INTAKE_SLICE_MS = 50;
+
 /** The gate a sync holds and the watches wait on (see the file comment). */
 export class IntakeGate {
   private timer: NodeJS.Timeout | undefined;
   private heldNow = false;
   private waiting: (() => void)[] = [];
+  /** when this turn's slice of intake began; undefined: none yet this turn */
+  private sliceStart: number | undefined;
   /** holds that ran out (maxHoldMs) before their sync ended */
   expired = 0;
 
-  /** `maxHoldMs` 0: never held. `onExpired`: a hold ran out (for a log line). */
+  /**
+   * `maxHoldMs` 0: never held. `sliceMs` 0: no limit per turn. `onExpired`: a hold ran out (for
+   * a log line). `now`: the clock of the slices (ms).
+   */
   constructor(
     readonly maxHoldMs: number = INTAKE_HOLD_MAX_MS,
+    readonly sliceMs: number = INTAKE_SLICE_MS,
     private readonly onExpired?: (ms: number) => void,
+    private readonly now: () => number = () => performance.now(),
   ) {}
 
-  /** Whether the watches wait now. */
+  /** Whether a sync holds the intake now. */
   get held(): boolean {
     return this.heldNow;
+  }
+
+  /** Whether an event may be taken in now: not held, and this turn's slice not spent. */
+  get open(): boolean {
+    if (this.heldNow) return false;
+    if (this.sliceMs <= 0) return true;
+    const t = this.now();
+    if (this.sliceStart === undefined) {
+      this.sliceStart = t;
+      // the next turn begins a slice of its own
+      setImmediate(() => (this.sliceStart = undefined));
+      return true;
+    }
+    return t - this.sliceStart < this.sliceMs;
   }
 
   /** Holds the intake until release(), or maxHoldMs at most. */
@@ -67,9 +97,12 @@ export class IntakeGate {
     if (waiting.length > 0) setImmediate(() => waiting.forEach((f) => f()));
   }
 
-  /** Calls `f` once the gate is open: now when it is, else after the release. */
-  whenOpen(f: () => void): void {
+  /**
+   * For a watch that found the gate closed: calls `f` once events may be taken in again,
+   * after the release when held, else in a later turn (after the timers and I/O that waited).
+   */
+  later(f: () => void): void {
     if (this.heldNow) this.waiting.push(f);
-    else f();
+    else setImmediate(f);
   }
 }

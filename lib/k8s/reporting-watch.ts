@@ -150,8 +150,9 @@ class IdleTimer {
 }
 
 /**
- * One watch's events handed over in order, none while the intake gate is held (a sync runs):
- * the body is paused then, and what its last chunk completed waits here until the gate opens.
+ * One watch's events handed over in order, none while the intake gate is closed (a sync runs,
+ * or this turn's slice of intake is spent): the body is paused then, and what its last chunk
+ * completed waits here until the gate opens.
  * `deliver` throwing (an event that does not decode) ends the watch with that error.
  */
 export class GatedDelivery<T> {
@@ -180,10 +181,10 @@ export class GatedDelivery<T> {
   private drain(items: T[]): void {
     for (let i = 0; i < items.length; i++) {
       if (this.end.finished) return;
-      if (this.gate?.held) {
+      if (this.gate && !this.gate.open) {
         this.queue = items.slice(i);
         this.body.pause();
-        this.gate.whenOpen(this.reopen);
+        this.gate.later(this.reopen);
         return;
       }
       try {

@@ -10,6 +10,7 @@ import {
   listPageSize,
   informerBackoff,
   intakeHoldMaxMs,
+  intakeSliceMs,
   INFORMER_BACKOFF,
   startInformers,
   watchListClient,
@@ -19,7 +20,7 @@ import {
   NodeHandler,
   ServiceHandler,
 } from '../../lib/k8s/informers';
-import { INTAKE_HOLD_MAX_MS, IntakeGate } from '../../lib/k8s/intake-gate';
+import { INTAKE_HOLD_MAX_MS, INTAKE_SLICE_MS, IntakeGate } from '../../lib/k8s/intake-gate';
 import { loadKubeConfig } from '../../lib/k8s/kubeconfig';
 import { LIST_PAGE_SIZE } from '../../lib/k8s/raw-list';
 import { FakeApiError, FakeApiServer, FakeObject } from '../../testkit/fake-apiserver';
@@ -773,6 +774,21 @@ describe('intakeHoldMaxMs (KUBE_IPVS_INTAKE_HOLD_MAX_MS)', () => {
     expect(intakeHoldMaxMs({ KUBE_IPVS_INTAKE_HOLD_MAX_MS: 'off' }, log)).toBe(INTAKE_HOLD_MAX_MS);
     expect(warned).toEqual([
       `KUBE_IPVS_INTAKE_HOLD_MAX_MS="off" is not a positive integer; a sync holds the watches' intake ${INTAKE_HOLD_MAX_MS} ms at most`,
+    ]);
+  });
+});
+
+describe('intakeSliceMs (KUBE_IPVS_INTAKE_SLICE_MS)', () => {
+  it('reads 0 (no limit) or a positive integer, and keeps the default for anything else, with a warning', () => {
+    const warned: string[] = [];
+    const log = { warn: (m: string) => warned.push(m) };
+    expect(intakeSliceMs({}, log)).toBe(INTAKE_SLICE_MS);
+    expect(intakeSliceMs({ KUBE_IPVS_INTAKE_SLICE_MS: '0' }, log)).toBe(0);
+    expect(intakeSliceMs({ KUBE_IPVS_INTAKE_SLICE_MS: '20' }, log)).toBe(20);
+    expect(warned).toEqual([]);
+    expect(intakeSliceMs({ KUBE_IPVS_INTAKE_SLICE_MS: '-1' }, log)).toBe(INTAKE_SLICE_MS);
+    expect(warned).toEqual([
+      `KUBE_IPVS_INTAKE_SLICE_MS="-1" is not a positive integer; a turn of the event loop takes watch events in for ${INTAKE_SLICE_MS} ms at most`,
     ]);
   });
 });

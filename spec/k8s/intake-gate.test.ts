@@ -4,37 +4,36 @@
  * order after, the body paused and resumed, a hold that runs out.
  */
 import { setImmediate as nextTurn } from 'node:timers/promises';
-import { INTAKE_HOLD_MAX_MS, IntakeGate } from '../../lib/k8s/intake-gate';
+import { INTAKE_HOLD_MAX_MS, INTAKE_SLICE_MS, IntakeGate } from '../../lib/k8s/intake-gate';
 import { GatedDelivery } from '../../lib/k8s/reporting-watch';
 
 describe('IntakeGate', () => {
-  it('calls back at once when open; while held, in a later turn after the release, in order', async () => {
+  it('held: closed, and a watch waiting is called back in a later turn after the release, in order', async () => {
     const gate = new IntakeGate();
-    expect(gate.maxHoldMs).toBe(INTAKE_HOLD_MAX_MS);
+    expect([gate.maxHoldMs, gate.sliceMs]).toEqual([INTAKE_HOLD_MAX_MS, INTAKE_SLICE_MS]);
+    expect(gate.open).toBe(true);
     const calls: string[] = [];
-    gate.whenOpen(() => calls.push('open'));
-    expect(calls).toEqual(['open']);
     gate.hold();
-    expect(gate.held).toBe(true);
-    gate.whenOpen(() => calls.push('a'));
-    gate.whenOpen(() => calls.push('b'));
+    expect([gate.held, gate.open]).toEqual([true, false]);
+    gate.later(() => calls.push('a'));
+    gate.later(() => calls.push('b'));
     await nextTurn();
-    expect(calls).toEqual(['open']);
+    expect(calls).toEqual([]);
     gate.release();
-    expect(gate.held).toBe(false);
+    expect([gate.held, gate.open]).toEqual([false, true]);
     // not in the releasing sync's turn
-    expect(calls).toEqual(['open']);
+    expect(calls).toEqual([]);
     await nextTurn();
-    expect(calls).toEqual(['open', 'a', 'b']);
+    expect(calls).toEqual(['a', 'b']);
     expect(gate.expired).toBe(0);
   });
 
   it('a hold runs out after maxHoldMs: the watches go on, said once', async () => {
     const said: number[] = [];
-    const gate = new IntakeGate(30, (ms) => said.push(ms));
+    const gate = new IntakeGate(30, 0, (ms) => said.push(ms));
     let called = false;
     gate.hold();
-    gate.whenOpen(() => (called = true));
+    gate.later(() => (called = true));
     await new Promise((r) => setTimeout(r, 60));
     await nextTurn();
     expect([gate.held, called, gate.expired, said]).toEqual([false, true, 1, [30]]);
@@ -44,17 +43,39 @@ describe('IntakeGate', () => {
   });
 
   it('maxHoldMs 0 never holds', () => {
-    const gate = new IntakeGate(0);
+    const gate = new IntakeGate(0, 0);
     gate.hold();
-    expect(gate.held).toBe(false);
-    let called = false;
-    gate.whenOpen(() => (called = true));
-    expect(called).toBe(true);
+    expect([gate.held, gate.open]).toEqual([false, true]);
+  });
+
+  it('a turn takes events in for sliceMs at most: then closed until a later turn, after the timers that waited', async () => {
+    let t = 0;
+    const gate = new IntakeGate(INTAKE_HOLD_MAX_MS, 50, undefined, () => t);
+    expect(gate.open).toBe(true);
+    t = 49;
+    expect(gate.open).toBe(true);
+    t = 50;
+    expect(gate.open).toBe(false);
+    const calls: boolean[] = [];
+    gate.later(() => calls.push(gate.open));
+    // never in the turn that spent the slice
+    expect(calls).toEqual([]);
+    await nextTurn();
+    // a new turn, a new slice (its clock still at 50)
+    expect(calls).toEqual([true]);
+  });
+
+  it('sliceMs 0: no limit per turn', () => {
+    let t = 0;
+    const gate = new IntakeGate(INTAKE_HOLD_MAX_MS, 0, undefined, () => t);
+    expect(gate.open).toBe(true);
+    t = 10_000;
+    expect(gate.open).toBe(true);
   });
 });
 
 describe('GatedDelivery', () => {
-  function delivery(gate: IntakeGate, fail?: string) {
+  function delivery(gate: IntakeGate, fail?: string, each?: () => void) {
     const got: string[] = [];
     const body = { paused: 0, resumed: 0 };
     const errors: unknown[] = [];
@@ -73,6 +94,7 @@ describe('GatedDelivery', () => {
       gate,
       (item) => {
         if (item === fail) throw new Error(`bad ${item}`);
+        each?.();
         got.push(item);
       },
       (e) => {
@@ -99,6 +121,22 @@ describe('GatedDelivery', () => {
     await nextTurn();
     expect(got).toEqual(['1', '2', '3', '4', '5']);
     expect([d.waiting, body.paused, body.resumed]).toEqual([false, 1, 1]);
+  });
+
+  it("a slice spent: the rest waits for a later turn, a slice's worth each, the body paused until all are in", async () => {
+    let t = 0;
+    const gate = new IntakeGate(INTAKE_HOLD_MAX_MS, 50, undefined, () => t);
+    // each event takes 30 ms
+    const { d, got, body } = delivery(gate, undefined, () => (t += 30));
+    d.push(['1', '2', '3', '4', '5']);
+    expect(got).toEqual(['1', '2']);
+    expect([body.paused, body.resumed]).toEqual([1, 0]);
+    await nextTurn();
+    expect(got).toEqual(['1', '2', '3', '4']);
+    expect(body.resumed).toBe(0);
+    await nextTurn();
+    expect(got).toEqual(['1', '2', '3', '4', '5']);
+    expect([body.paused, body.resumed]).toEqual([2, 1]);
   });
 
   it('held again before its turn came: it waits for that release too', async () => {
