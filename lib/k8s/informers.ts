@@ -131,7 +131,7 @@ export interface InformerOptions {
   readonly clock?: InformerClock;
   /** an informer relisted after repeated watch events that did not decode (a metric counts them) */
   readonly onDecodeRelist?: (resource: string) => void;
-  /** the watches hand over no event while it is held (a sync runs; intake-gate.ts) */
+  /** the watches hand over no event while it is closed (a sync runs, or a turn's slice is spent; intake-gate.ts) */
   readonly intakeGate?: IntakeGate;
 }
 

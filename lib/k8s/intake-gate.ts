@@ -5,8 +5,8 @@
  * the kernel (each IPVS batch, each exec), and at every await the event loop hands the thread
  * to whatever the watches have brought meanwhile: under a churn the watch data is always there,
  * and each turn decodes and tracks a whole chunk of events before the sync's next step. At
- * 1,000 x 10 and 100 changes/s in the test VM a partial sync of 432 IPVS writes took 13.3 s so,
- * the next one of 1,658 writes 0.26 s (scripts/bench/README.md). Every event taken in during
+ * 1,000 x 10 and 100 changes/s in the test VM a partial sync of 432 IPVS writes took 13.3 s so;
+ * the next one, of 1,658 writes, took 0.26 s (scripts/bench/README.md). Every event taken in during
  * the long sync waited for its end and the next sync: a lag of the sync's whole length.
  * kube-proxy's informers decode on other threads and never stand in its sync's way.
  *

@@ -102,7 +102,7 @@ export interface WatchHooks {
   readonly connected: () => void;
   /** no new connection once this is true */
   readonly stopped: () => boolean;
-  /** held while a sync runs: no event is handed over then (intake-gate.ts) */
+  /** closed while a sync runs or a turn's slice of intake is spent: no event is handed over then (intake-gate.ts) */
   readonly gate?: IntakeGate;
 }
 

@@ -763,32 +763,32 @@ describe('listPageSize (KUBE_IPVS_LIST_PAGE_SIZE)', () => {
   });
 });
 
-describe('intakeHoldMaxMs (KUBE_IPVS_INTAKE_HOLD_MAX_MS)', () => {
-  it('reads 0 (never held) or a positive integer, and keeps the default for anything else, with a warning', () => {
+describe.each([
+  {
+    variable: 'KUBE_IPVS_INTAKE_HOLD_MAX_MS',
+    read: intakeHoldMaxMs,
+    fallback: INTAKE_HOLD_MAX_MS,
+    otherwise: `a sync holds the watches' intake ${INTAKE_HOLD_MAX_MS} ms at most`,
+  },
+  {
+    variable: 'KUBE_IPVS_INTAKE_SLICE_MS',
+    read: intakeSliceMs,
+    fallback: INTAKE_SLICE_MS,
+    otherwise: `a turn of the event loop takes watch events in for ${INTAKE_SLICE_MS} ms at most`,
+  },
+])('$variable', ({ variable, read, fallback, otherwise }) => {
+  it('reads 0 (off) or a positive integer, and keeps the default for anything else, with a warning', () => {
     const warned: string[] = [];
     const log = { warn: (m: string) => warned.push(m) };
-    expect(intakeHoldMaxMs({}, log)).toBe(INTAKE_HOLD_MAX_MS);
-    expect(intakeHoldMaxMs({ KUBE_IPVS_INTAKE_HOLD_MAX_MS: '0' }, log)).toBe(0);
-    expect(intakeHoldMaxMs({ KUBE_IPVS_INTAKE_HOLD_MAX_MS: '500' }, log)).toBe(500);
+    expect(read({}, log)).toBe(fallback);
+    expect(read({ [variable]: '0' }, log)).toBe(0);
+    expect(read({ [variable]: '20' }, log)).toBe(20);
     expect(warned).toEqual([]);
-    expect(intakeHoldMaxMs({ KUBE_IPVS_INTAKE_HOLD_MAX_MS: 'off' }, log)).toBe(INTAKE_HOLD_MAX_MS);
+    expect(read({ [variable]: '-1' }, log)).toBe(fallback);
+    expect(read({ [variable]: 'off' }, log)).toBe(fallback);
     expect(warned).toEqual([
-      `KUBE_IPVS_INTAKE_HOLD_MAX_MS="off" is not a positive integer; a sync holds the watches' intake ${INTAKE_HOLD_MAX_MS} ms at most`,
-    ]);
-  });
-});
-
-describe('intakeSliceMs (KUBE_IPVS_INTAKE_SLICE_MS)', () => {
-  it('reads 0 (no limit) or a positive integer, and keeps the default for anything else, with a warning', () => {
-    const warned: string[] = [];
-    const log = { warn: (m: string) => warned.push(m) };
-    expect(intakeSliceMs({}, log)).toBe(INTAKE_SLICE_MS);
-    expect(intakeSliceMs({ KUBE_IPVS_INTAKE_SLICE_MS: '0' }, log)).toBe(0);
-    expect(intakeSliceMs({ KUBE_IPVS_INTAKE_SLICE_MS: '20' }, log)).toBe(20);
-    expect(warned).toEqual([]);
-    expect(intakeSliceMs({ KUBE_IPVS_INTAKE_SLICE_MS: '-1' }, log)).toBe(INTAKE_SLICE_MS);
-    expect(warned).toEqual([
-      `KUBE_IPVS_INTAKE_SLICE_MS="-1" is not a positive integer; a turn of the event loop takes watch events in for ${INTAKE_SLICE_MS} ms at most`,
+      `${variable}="-1" is not a positive integer; ${otherwise}`,
+      `${variable}="off" is not a positive integer; ${otherwise}`,
     ]);
   });
 });
