@@ -38,8 +38,6 @@ export class IntakeGate {
   private waiting: (() => void)[] = [];
   /** when this turn's slice of intake began; undefined: none yet this turn */
   private sliceStart: number | undefined;
-  /** holds that ran out (maxHoldMs) before their sync ended */
-  expired = 0;
 
   /**
    * `maxHoldMs` 0: never held. `sliceMs` 0: no limit per turn. `onExpired`: a hold ran out (for
@@ -76,7 +74,6 @@ export class IntakeGate {
     if (this.heldNow || this.maxHoldMs <= 0) return;
     this.heldNow = true;
     this.timer = setTimeout(() => {
-      this.expired++;
       this.onExpired?.(this.maxHoldMs);
       this.release();
     }, this.maxHoldMs);

@@ -173,11 +173,6 @@ export class GatedDelivery<T> {
     else this.drain(items);
   }
 
-  /** Whether items wait for the gate. */
-  get waiting(): boolean {
-    return this.queue.length > 0;
-  }
-
   private drain(items: T[]): void {
     for (let i = 0; i < items.length; i++) {
       if (this.end.finished) return;

@@ -20,16 +20,10 @@ describe('syncsIn', () => {
   ];
 
   test('one record per sync line, in order, other lines left out', () => {
+    // a line's record is the line without its message
+    const { message: _, ...first } = lines[1]!;
     expect(syncsIn(lines)).toEqual([
-      {
-        full: true,
-        durationMs: 520,
-        phasesMs: { ipvsRead: 200, node: 180 },
-        replanned: 1000,
-        ipvsWrites: 0,
-        ipvsReads: 1,
-        execs: 2,
-      },
+      first,
       { full: false, durationMs: 40, phasesMs: {}, replanned: 3, ipvsWrites: 6, ipvsReads: 0, execs: 1 },
       { full: false, durationMs: 7, phasesMs: {}, replanned: 0, ipvsWrites: 0, ipvsReads: 0, execs: 0 },
     ]);
