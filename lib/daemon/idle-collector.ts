@@ -8,9 +8,12 @@
  * itself. Here one full collection runs when the resident memory has grown by `minGrowthBytes`
  * since the last one left it (the used heap alone misses it: after the churn V8 held 186 MB of
  * committed heap for 129 MB used, and the process 332 MB), not counting the young generation
- * (`young`: the collection shrinks it, and any sync grows it back to its full size, 32 MB with
- * the daemon's flags: counted, that alone called a collection after every periodic full sync,
- * 1.2 s of held event loop each at 10,000 x 10), and either
+ * up to what the quiet work needs (`young`: the collection shrinks it, and at 10,000 x 10 a
+ * periodic full sync grows it back to its full size, 32 MB with the daemon's flags: counted,
+ * that alone called a collection after every periodic full sync, 1.2 s of held event loop
+ * each). What the quiet work needs is learned: the most the young generation held at the end of
+ * a sync no change came before, since the last collection (at 1,000 x 10 about 4 MB, so the
+ * 30 MB a churn grew it to and left unused count there), and either
  *  - no Service or EndpointSlice change has come for `quietMs` (a burst ended; syncs may go on
  *    meanwhile, draining real servers), or
  *  - it is `idleIntervalMs` since the last collection and no change has come for `quietMs`
@@ -37,9 +40,10 @@ export interface IdleCollectorOptions {
   /** the process's resident memory, bytes (process.memoryUsage.rss) */
   readonly resident: () => number;
   /**
-   * the part of `resident` V8 fills again at once after any collection, bytes: its young
-   * generation, which the memory-reducing collection shrinks and the next sync's first
-   * allocations grow back. Not counted as growth. Undefined: none.
+   * the part of `resident` that is V8's young generation, bytes, which the memory-reducing
+   * collection shrinks and syncs grow back: not counted as growth up to what the syncs
+   * without changes grew it to since the last collection (all of it until one has ended).
+   * Undefined: none.
    */
   readonly young?: () => number;
   readonly clock: Clock;
@@ -85,15 +89,25 @@ export class IdleCollector {
   private lastCollectionAt: number;
   /** a collection came due during a sync: it runs at the sync's end */
   private deferred = false;
+  /**
+   * the most the young generation held at the end of a sync with no change since the last
+   * collection: what the quiet work grows it back to; Infinity until such a sync has ended
+   */
+  private youngNeeded = Infinity;
 
   constructor(private readonly opts: IdleCollectorOptions) {
     this.baseline = opts.resident() - this.young();
     this.lastCollectionAt = opts.clock.now();
   }
 
-  /** The young generation's resident bytes now: left out of every growth measured. */
+  /** The young generation's resident bytes now. */
   private young(): number {
     return this.opts.young?.() ?? 0;
+  }
+
+  /** The resident bytes not counted as growth: the young generation, up to what quiet work needs. */
+  private leftOut(): number {
+    return Math.min(this.young(), this.youngNeeded);
   }
 
   /** A Service or EndpointSlice change came: the quiet period starts again. */
@@ -109,6 +123,10 @@ export class IdleCollector {
   afterSync(): void {
     if (!this.opts.gc) return;
     const now = this.opts.clock.now();
+    if (!this.changedSince) {
+      const young = this.young();
+      this.youngNeeded = this.youngNeeded === Infinity ? young : Math.max(this.youngNeeded, young);
+    }
     if (this.deferred) {
       this.deferred = false;
       this.arm(now, true);
@@ -145,7 +163,7 @@ export class IdleCollector {
       return;
     }
     const before = this.opts.resident();
-    if (before - this.young() - this.baseline < this.opts.minGrowthBytes) return;
+    if (before - this.leftOut() - this.baseline < this.opts.minGrowthBytes) return;
     this.collect(before, now);
   }
 
@@ -159,6 +177,8 @@ export class IdleCollector {
     this.baseline = after - this.young();
     this.lastCollectionAt = now;
     this.changedSince = false;
+    // learned again from the syncs after this one: the table may have grown or shrunk since
+    this.youngNeeded = Infinity;
     this.opts.collected?.(durationMs, before, after);
     this.opts.log.verbose('collected garbage after a quiet period', {
       residentBeforeMB: Math.round(before / 2 ** 20),

@@ -192,6 +192,41 @@ describe('IdleCollector', () => {
     expect(gcCalls.map((at) => at - start)).toEqual([5000, 5000 + 10 * 60_000]);
   });
 
+  it('counts the young generation a burst grew beyond what the syncs without changes grew it to', async () => {
+    const { clock, mem, gcCalls, c } = setup({ young: true });
+    const start = clock.now();
+    // the start's burst: collected, the young generation shrunk to 1 MB
+    mem.resident = 172 * MB;
+    mem.young = 32 * MB;
+    c.changed();
+    await clock.advance(5000);
+    expect(gcCalls).toHaveLength(1);
+    // a small table: the periodic full syncs grow the young generation to 4 MB only
+    for (let i = 0; i < 4; i++) {
+      mem.resident = 100 * MB + 3 * MB;
+      mem.young = 4 * MB;
+      c.afterSync();
+      await clock.advance(30_000);
+    }
+    expect(gcCalls).toHaveLength(1);
+    // a churn grows it to 32 MB and the rest by 10 MB: 28 + 10 MB over what quiet work needs
+    const churnAt = clock.now();
+    mem.resident = 100 * MB + 31 * MB + 10 * MB;
+    mem.young = 32 * MB;
+    c.changed();
+    c.afterSync();
+    await clock.advance(5000);
+    expect(gcCalls.map((at) => at - start)).toEqual([5000, churnAt - start + 5000]);
+    // what the quiet syncs need is learned again after each collection: a burst before any
+    // sync without changes leaves the young generation out whole, as at the start
+    mem.resident = 100 * MB + 31 * MB + 10 * MB;
+    mem.young = 32 * MB;
+    c.changed();
+    c.afterSync();
+    await clock.advance(60_000);
+    expect(gcCalls).toHaveLength(2);
+  });
+
   it('arms no timer without a collector (node run without --expose-gc), and stop cancels one', async () => {
     const none = setup({ gc: false });
     none.mem.resident = 500 * MB;
