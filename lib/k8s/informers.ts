@@ -200,19 +200,21 @@ export function watchListClient(env: NodeJS.ProcessEnv, log: Pick<InformerLog, '
 }
 
 /**
- * A positive integer (at most 7 digits) from `env[variable]`; unset is undefined, and anything
- * else is undefined with a warning that says what applies instead (`otherwise`).
+ * An integer of at least `least` (at most 7 digits) from `env[variable]`; unset is undefined,
+ * and anything else is undefined with a warning that says what applies instead (`otherwise`).
  */
-function positiveIntegerFromEnv(
+function integerFromEnv(
   env: NodeJS.ProcessEnv,
   variable: string,
+  least: 0 | 1,
   log: Pick<InformerLog, 'warn'>,
   otherwise: string,
 ): number | undefined {
   const value = env[variable];
   if (value === undefined) return undefined;
-  if (/^[1-9]\d{0,6}$/.test(value)) return Number(value);
-  log.warn(`${variable}=${JSON.stringify(value)} is not a positive integer; ${otherwise}`, { variable, value });
+  if (/^(0|[1-9]\d{0,6})$/.test(value) && Number(value) >= least) return Number(value);
+  const kind = least === 0 ? 'a non-negative integer' : 'a positive integer';
+  log.warn(`${variable}=${JSON.stringify(value)} is not ${kind}; ${otherwise}`, { variable, value });
   return undefined;
 }
 
@@ -223,8 +225,7 @@ function positiveIntegerFromEnv(
  */
 export function listPageSize(env: NodeJS.ProcessEnv, log: Pick<InformerLog, 'warn'>): number {
   return (
-    positiveIntegerFromEnv(env, 'KUBE_IPVS_LIST_PAGE_SIZE', log, `lists are paged by ${LIST_PAGE_SIZE}`) ??
-    LIST_PAGE_SIZE
+    integerFromEnv(env, 'KUBE_IPVS_LIST_PAGE_SIZE', 1, log, `lists are paged by ${LIST_PAGE_SIZE}`) ?? LIST_PAGE_SIZE
   );
 }
 
@@ -242,54 +243,47 @@ export function informerBackoff(
   env: NodeJS.ProcessEnv,
   log: Pick<InformerLog, 'warn'>,
 ): { readonly initialMs: number; readonly maxMs: number } {
-  const maxMs = positiveIntegerFromEnv(
+  const maxMs = integerFromEnv(
     env,
     'KUBE_IPVS_INFORMER_BACKOFF_MAX_MS',
+    1,
     log,
     `the informers back off up to ${INFORMER_BACKOFF.maxMs} ms`,
   );
   return maxMs === undefined ? INFORMER_BACKOFF : { initialMs: Math.min(INFORMER_BACKOFF.initialMs, maxMs), maxMs };
 }
 
-/** A non-negative integer from `env[variable]`, 0 included; else (with a warning) `fallback`. */
-function nonNegativeIntegerFromEnv(
-  env: NodeJS.ProcessEnv,
-  variable: string,
-  log: Pick<InformerLog, 'warn'>,
-  fallback: number,
-  otherwise: string,
-): number {
-  if (env[variable] === '0') return 0;
-  return positiveIntegerFromEnv(env, variable, log, otherwise) ?? fallback;
-}
-
 /**
  * How long a sync may hold the watches' intake (intake-gate.ts), from
- * KUBE_IPVS_INTAKE_HOLD_MAX_MS: 0 never holds; unset or not an integer (with a warning) is
+ * KUBE_IPVS_INTAKE_HOLD_MAX_MS: 0 never holds; unset or not a non-negative integer (with a warning) is
  * INTAKE_HOLD_MAX_MS. For benchmarks: the same build with and without the hold in one boot.
  */
 export function intakeHoldMaxMs(env: NodeJS.ProcessEnv, log: Pick<InformerLog, 'warn'>): number {
-  return nonNegativeIntegerFromEnv(
-    env,
-    'KUBE_IPVS_INTAKE_HOLD_MAX_MS',
-    log,
-    INTAKE_HOLD_MAX_MS,
-    `a sync holds the watches' intake ${INTAKE_HOLD_MAX_MS} ms at most`,
+  return (
+    integerFromEnv(
+      env,
+      'KUBE_IPVS_INTAKE_HOLD_MAX_MS',
+      0,
+      log,
+      `a sync holds the watches' intake ${INTAKE_HOLD_MAX_MS} ms at most`,
+    ) ?? INTAKE_HOLD_MAX_MS
   );
 }
 
 /**
  * The longest run of watch events taken in within one turn of the event loop (intake-gate.ts),
- * from KUBE_IPVS_INTAKE_SLICE_MS: 0 is no limit; unset or not an integer (with a warning) is
+ * from KUBE_IPVS_INTAKE_SLICE_MS: 0 is no limit; unset or not a non-negative integer (with a warning) is
  * INTAKE_SLICE_MS. For benchmarks, as KUBE_IPVS_INTAKE_HOLD_MAX_MS.
  */
 export function intakeSliceMs(env: NodeJS.ProcessEnv, log: Pick<InformerLog, 'warn'>): number {
-  return nonNegativeIntegerFromEnv(
-    env,
-    'KUBE_IPVS_INTAKE_SLICE_MS',
-    log,
-    INTAKE_SLICE_MS,
-    `a turn of the event loop takes watch events in for ${INTAKE_SLICE_MS} ms at most`,
+  return (
+    integerFromEnv(
+      env,
+      'KUBE_IPVS_INTAKE_SLICE_MS',
+      0,
+      log,
+      `a turn of the event loop takes watch events in for ${INTAKE_SLICE_MS} ms at most`,
+    ) ?? INTAKE_SLICE_MS
   );
 }
 

@@ -787,8 +787,8 @@ describe.each([
     expect(read({ [variable]: '-1' }, log)).toBe(fallback);
     expect(read({ [variable]: 'off' }, log)).toBe(fallback);
     expect(warned).toEqual([
-      `${variable}="-1" is not a positive integer; ${otherwise}`,
-      `${variable}="off" is not a positive integer; ${otherwise}`,
+      `${variable}="-1" is not a non-negative integer; ${otherwise}`,
+      `${variable}="off" is not a non-negative integer; ${otherwise}`,
     ]);
   });
 });
