@@ -12,8 +12,9 @@
  * periodic full sync grows it back to its full size, 32 MB with the daemon's flags: counted,
  * that alone called a collection after every periodic full sync, 1.2 s of held event loop
  * each). What the quiet work needs is learned: the most the young generation held at the end of
- * a sync no change came before, since the last collection (at 1,000 x 10 about 4 MB, so the
- * 30 MB a churn grew it to and left unused count there), and either
+ * a sync with no change since the sync before it (a periodic full sync, a drain check), since
+ * the last collection (at 1,000 x 10 about 4 MB, so the 28 MB a churn grew it to and left unused
+ * count there), and either
  *  - no Service or EndpointSlice change has come for `quietMs` (a burst ended; syncs may go on
  *    meanwhile, draining real servers), or
  *  - it is `idleIntervalMs` since the last collection and no change has come for `quietMs`
@@ -86,12 +87,15 @@ export class IdleCollector {
   private lastChangeAt = -Infinity;
   /** a change came since the last collection */
   private changedSince = false;
+  /** a change came since the last sync ended */
+  private changedSinceSync = false;
   private lastCollectionAt: number;
   /** a collection came due during a sync: it runs at the sync's end */
   private deferred = false;
   /**
-   * the most the young generation held at the end of a sync with no change since the last
-   * collection: what the quiet work grows it back to; Infinity until such a sync has ended
+   * the most the young generation held at the end of a sync with no change since the sync
+   * before it, since the last collection: what the quiet work grows it back to; Infinity
+   * until such a sync has ended
    */
   private youngNeeded = Infinity;
 
@@ -115,6 +119,7 @@ export class IdleCollector {
     if (!this.opts.gc) return;
     this.lastChangeAt = this.opts.clock.now();
     this.changedSince = true;
+    this.changedSinceSync = true;
     // a timer set sooner finds the change when it fires and waits again: no timer per event
     this.arm(this.lastChangeAt + this.opts.quietMs, false);
   }
@@ -123,10 +128,13 @@ export class IdleCollector {
   afterSync(): void {
     if (!this.opts.gc) return;
     const now = this.opts.clock.now();
-    if (!this.changedSince) {
+    // (a change that came during the sync before is taken in by this one, which still counts:
+    // at worst the need comes out larger, which collects less often, the safe side)
+    if (!this.changedSinceSync) {
       const young = this.young();
       this.youngNeeded = this.youngNeeded === Infinity ? young : Math.max(this.youngNeeded, young);
     }
+    this.changedSinceSync = false;
     if (this.deferred) {
       this.deferred = false;
       this.arm(now, true);

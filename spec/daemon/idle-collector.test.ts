@@ -185,11 +185,17 @@ describe('IdleCollector', () => {
       await clock.advance(30_000);
     }
     expect(gcCalls).toHaveLength(1);
+    // nor for a lone change then: the quiet syncs showed they need all of it
+    c.changed();
+    c.afterSync();
+    await clock.advance(5000);
+    expect(gcCalls).toHaveLength(1);
     // growth beyond the young generation still calls one
     mem.resident = 100 * MB + 31 * MB + 33 * MB;
+    const grownAt = clock.now();
     c.afterSync();
     await clock.advance(30_000);
-    expect(gcCalls.map((at) => at - start)).toEqual([5000, 5000 + 10 * 60_000]);
+    expect(gcCalls.map((at) => at - start)).toEqual([5000, grownAt - start]);
   });
 
   it('counts the young generation a burst grew beyond what the syncs without changes grew it to', async () => {
@@ -201,7 +207,14 @@ describe('IdleCollector', () => {
     c.changed();
     await clock.advance(5000);
     expect(gcCalls).toHaveLength(1);
-    // a small table: the periodic full syncs grow the young generation to 4 MB only
+    // a lone change and its sync, which grows the young generation a little
+    mem.resident = 100 * MB + 5 * MB;
+    mem.young = 2 * MB;
+    c.changed();
+    c.afterSync();
+    await clock.advance(5000);
+    expect(gcCalls).toHaveLength(1);
+    // a small table: the periodic full syncs after it grow the young generation to 4 MB only
     for (let i = 0; i < 4; i++) {
       mem.resident = 100 * MB + 3 * MB;
       mem.young = 4 * MB;
