@@ -11,10 +11,11 @@
  * up to what the quiet work needs (`young`: the collection shrinks it, and at 10,000 x 10 a
  * periodic full sync grows it back to its full size, 32 MB with the daemon's flags: counted,
  * that alone called a collection after every periodic full sync, 1.2 s of held event loop
- * each). What the quiet work needs is learned: the most the young generation held at the end of
- * a sync with no change since the sync before it (a periodic full sync, a drain check), since
- * the last collection (at 1,000 x 10 about 4 MB, so the 28 MB a churn grew it to and left unused
- * count there), and either
+ * each). What a full sync needs is learned: the young generation at the end of the first full
+ * sync after each collection, which shrank it (at 1,000 x 10 about 4 MB, so the 28 MB a churn
+ * grew it to and left unused count there; at 10,000 x 10 all 32 MB). It only grows between
+ * collections, so a sync that comes later, or any sync before the first full one, would
+ * measure what came before it too. And either
  *  - no Service or EndpointSlice change has come for `quietMs` (a burst ended; syncs may go on
  *    meanwhile, draining real servers), or
  *  - it is `idleIntervalMs` since the last collection and no change has come for `quietMs`
@@ -42,8 +43,8 @@ export interface IdleCollectorOptions {
   readonly resident: () => number;
   /**
    * the part of `resident` that is V8's young generation, bytes, which the memory-reducing
-   * collection shrinks and syncs grow back: not counted as growth up to what the syncs
-   * without changes grew it to since the last collection (all of it until one has ended).
+   * collection shrinks and syncs grow back: not counted as growth up to what the first full
+   * sync after the last collection grew it to (all of it until that sync has ended).
    * Undefined: none.
    */
   readonly young?: () => number;
@@ -87,15 +88,12 @@ export class IdleCollector {
   private lastChangeAt = -Infinity;
   /** a change came since the last collection */
   private changedSince = false;
-  /** a change came since the last sync ended */
-  private changedSinceSync = false;
   private lastCollectionAt: number;
   /** a collection came due during a sync: it runs at the sync's end */
   private deferred = false;
   /**
-   * the most the young generation held at the end of a sync with no change since the sync
-   * before it, since the last collection: what the quiet work grows it back to; Infinity
-   * until such a sync has ended
+   * the young generation at the end of the first full sync after the last collection: what a
+   * full sync grows it back to; Infinity until that sync has ended
    */
   private youngNeeded = Infinity;
 
@@ -119,22 +117,18 @@ export class IdleCollector {
     if (!this.opts.gc) return;
     this.lastChangeAt = this.opts.clock.now();
     this.changedSince = true;
-    this.changedSinceSync = true;
     // a timer set sooner finds the change when it fires and waits again: no timer per event
     this.arm(this.lastChangeAt + this.opts.quietMs, false);
   }
 
-  /** A sync ended: a deferred collection runs now; otherwise one is due at the idle interval. */
-  afterSync(): void {
+  /**
+   * A sync ended (`full`: it read the whole kernel table back): a deferred collection runs now;
+   * otherwise one is due at the idle interval.
+   */
+  afterSync(full: boolean): void {
     if (!this.opts.gc) return;
     const now = this.opts.clock.now();
-    // (a change that came during the sync before is taken in by this one, which still counts:
-    // at worst the need comes out larger, which collects less often, the safe side)
-    if (!this.changedSinceSync) {
-      const young = this.young();
-      this.youngNeeded = this.youngNeeded === Infinity ? young : Math.max(this.youngNeeded, young);
-    }
-    this.changedSinceSync = false;
+    if (full && this.youngNeeded === Infinity) this.youngNeeded = this.young();
     if (this.deferred) {
       this.deferred = false;
       this.arm(now, true);
@@ -185,7 +179,7 @@ export class IdleCollector {
     this.baseline = after - this.young();
     this.lastCollectionAt = now;
     this.changedSince = false;
-    // learned again from the syncs after this one: the table may have grown or shrunk since
+    // learned again from the next full sync: the table may have grown or shrunk since
     this.youngNeeded = Infinity;
     this.opts.collected?.(durationMs, before, after);
     this.opts.log.verbose('collected garbage after a quiet period', {

@@ -127,7 +127,7 @@ export function wireProxier(deps: ProxierWiringDeps): ProxierWiring {
         metrics.endpointChangesPending.set(proxier.slices.pendingChanges);
       },
       // not from onSync: a collection deferred by the sync would find it still running there
-      syncEnded: () => collector.afterSync(),
+      syncEnded: () => collector.afterSync(proxier.lastResult?.full === true),
       onChanges: (kind, n) => {
         (kind === 'service' ? metrics.serviceChangesTotal : metrics.endpointChangesTotal).inc(n);
         metrics.recordQueued(Date.now());

@@ -87,7 +87,7 @@ describe('IdleCollector', () => {
     for (let i = 0; i < 40; i++) {
       c.changed();
       await clock.advance(500);
-      c.afterSync();
+      c.afterSync(false);
       await clock.advance(500);
     }
     expect(gcCalls).toEqual([]);
@@ -100,7 +100,7 @@ describe('IdleCollector', () => {
     mem.resident = 200 * MB;
     for (let i = 0; i < 12 * 60; i++) {
       c.changed();
-      if (i % 30 === 0) c.afterSync();
+      if (i % 30 === 0) c.afterSync(true);
       await clock.advance(1000);
     }
     expect(gcCalls).toEqual([]);
@@ -114,7 +114,7 @@ describe('IdleCollector', () => {
     c.changed();
     for (let i = 0; i < 10; i++) {
       await clock.advance(1000);
-      c.afterSync();
+      c.afterSync(false);
     }
     expect(gcCalls).toHaveLength(1);
   });
@@ -127,7 +127,7 @@ describe('IdleCollector', () => {
     await clock.advance(60_000);
     expect(gcCalls).toEqual([]);
     busy = false;
-    c.afterSync();
+    c.afterSync(false);
     await clock.advance(0);
     expect(gcCalls).toHaveLength(1);
   });
@@ -138,7 +138,7 @@ describe('IdleCollector', () => {
     // a full sync every 30 s, each leaving 40 MB of garbage
     for (let t = 0; t < 12 * 60_000; t += 30_000) {
       mem.resident += 40 * MB;
-      c.afterSync();
+      c.afterSync(true);
       await clock.advance(30_000);
     }
     expect(gcCalls.map((at) => at - start)).toEqual([5 * 60_000, 10 * 60_000]);
@@ -181,24 +181,24 @@ describe('IdleCollector', () => {
     for (let t = 0; t < 10 * 60_000; t += 30_000) {
       mem.resident = 100 * MB + 31 * MB + 4 * MB;
       mem.young = 32 * MB;
-      c.afterSync();
+      c.afterSync(true);
       await clock.advance(30_000);
     }
     expect(gcCalls).toHaveLength(1);
-    // nor for a lone change then: the quiet syncs showed they need all of it
+    // nor for a lone change then: the full sync showed it needs all of it
     c.changed();
-    c.afterSync();
+    c.afterSync(false);
     await clock.advance(5000);
     expect(gcCalls).toHaveLength(1);
     // growth beyond the young generation still calls one
     mem.resident = 100 * MB + 31 * MB + 33 * MB;
     const grownAt = clock.now();
-    c.afterSync();
+    c.afterSync(true);
     await clock.advance(30_000);
     expect(gcCalls.map((at) => at - start)).toEqual([5000, grownAt - start]);
   });
 
-  it('counts the young generation a burst grew beyond what the syncs without changes grew it to', async () => {
+  it('counts the young generation a burst grew beyond what the first full sync after a collection grew it to', async () => {
     const { clock, mem, gcCalls, c } = setup({ young: true });
     const start = clock.now();
     // the start's burst: collected, the young generation shrunk to 1 MB
@@ -207,35 +207,37 @@ describe('IdleCollector', () => {
     c.changed();
     await clock.advance(5000);
     expect(gcCalls).toHaveLength(1);
-    // a lone change and its sync, which grows the young generation a little
-    mem.resident = 100 * MB + 5 * MB;
+    // a lone change and its partial sync
+    mem.resident = 100 * MB + 2 * MB;
     mem.young = 2 * MB;
     c.changed();
-    c.afterSync();
+    c.afterSync(false);
     await clock.advance(5000);
-    expect(gcCalls).toHaveLength(1);
-    // a small table: the periodic full syncs after it grow the young generation to 4 MB only
+    // a small table: the periodic full syncs grow the young generation to 4 MB only
     for (let i = 0; i < 4; i++) {
       mem.resident = 100 * MB + 3 * MB;
       mem.young = 4 * MB;
-      c.afterSync();
+      c.afterSync(true);
       await clock.advance(30_000);
     }
     expect(gcCalls).toHaveLength(1);
-    // a churn grows it to 32 MB and the rest by 10 MB: 28 + 10 MB over what quiet work needs
+    // a churn grows it to 32 MB and the rest by 10 MB: 28 + 10 MB over what a full sync needs.
+    // Its partial syncs measure nothing, even one after which no change came (it took in one
+    // that came during the sync before): the young generation they end with is the churn's
     const churnAt = clock.now();
     mem.resident = 100 * MB + 31 * MB + 10 * MB;
     mem.young = 32 * MB;
     c.changed();
-    c.afterSync();
+    c.afterSync(false);
+    c.afterSync(false);
     await clock.advance(5000);
     expect(gcCalls.map((at) => at - start)).toEqual([5000, churnAt - start + 5000]);
-    // what the quiet syncs need is learned again after each collection: a burst before any
-    // sync without changes leaves the young generation out whole, as at the start
+    // learned again after each collection: a burst before the next full sync leaves the young
+    // generation out whole, as at the start
     mem.resident = 100 * MB + 31 * MB + 10 * MB;
     mem.young = 32 * MB;
     c.changed();
-    c.afterSync();
+    c.afterSync(false);
     await clock.advance(60_000);
     expect(gcCalls).toHaveLength(2);
   });
@@ -244,7 +246,7 @@ describe('IdleCollector', () => {
     const none = setup({ gc: false });
     none.mem.resident = 500 * MB;
     none.c.changed();
-    none.c.afterSync();
+    none.c.afterSync(false);
     expect(none.clock.pendingTimers()).toEqual([]);
     const { clock, mem, gcCalls, c } = setup();
     mem.resident = 500 * MB;
