@@ -166,16 +166,22 @@ describe('IdleCollector', () => {
     expect(gcCalls).toHaveLength(2);
   });
 
+  /** A collector whose first collection came 5 s after a burst that grew the young generation to its 32 MB and the rest by 40 MB. */
+  async function afterFirstCollection() {
+    const t = setup({ young: true });
+    const start = t.clock.now();
+    t.mem.resident = 172 * MB;
+    t.mem.young = 32 * MB;
+    t.c.changed();
+    await t.clock.advance(5000);
+    expect(t.gcCalls).toHaveLength(1);
+    // the collection shrank the young generation to 1 MB
+    expect(t.mem.resident).toBe(100 * MB);
+    return { ...t, start };
+  }
+
   it('does not count the young generation growing back after a collection as growth', async () => {
-    const { clock, mem, gcCalls, c } = setup({ young: true });
-    const start = clock.now();
-    // the first collection: a burst grew the young generation to its 32 MB and the rest by 40 MB
-    mem.resident = 172 * MB;
-    mem.young = 32 * MB;
-    c.changed();
-    await clock.advance(5000);
-    expect(gcCalls).toHaveLength(1);
-    expect(mem.resident).toBe(100 * MB);
+    const { clock, mem, gcCalls, c, start } = await afterFirstCollection();
     // every periodic full sync then grows the young generation back to its 32 MB (RSS +31 MB
     // over what the collection left): no collection for that, however long
     for (let t = 0; t < 10 * 60_000; t += 30_000) {
@@ -199,14 +205,7 @@ describe('IdleCollector', () => {
   });
 
   it('counts the young generation a burst grew beyond what the first full sync after a collection grew it to', async () => {
-    const { clock, mem, gcCalls, c } = setup({ young: true });
-    const start = clock.now();
-    // the start's burst: collected, the young generation shrunk to 1 MB
-    mem.resident = 172 * MB;
-    mem.young = 32 * MB;
-    c.changed();
-    await clock.advance(5000);
-    expect(gcCalls).toHaveLength(1);
+    const { clock, mem, gcCalls, c, start } = await afterFirstCollection();
     // a lone change and its partial sync
     mem.resident = 100 * MB + 2 * MB;
     mem.young = 2 * MB;
