@@ -8,7 +8,7 @@
  * itself. Here one full collection runs when the resident memory has grown by `minGrowthBytes`
  * since the last one left it (the used heap alone misses it: after the churn V8 held 186 MB of
  * committed heap for 129 MB used, and the process 332 MB), not counting the young generation
- * up to what the quiet work needs (`young`: the collection shrinks it, and at 10,000 x 10 a
+ * up to what a full sync needs (`young`: the collection shrinks it, and at 10,000 x 10 a
  * periodic full sync grows it back to its full size, 32 MB with the daemon's flags: counted,
  * that alone called a collection after every periodic full sync, 1.2 s of held event loop
  * each). What a full sync needs is learned: the young generation at the end of the first full
@@ -107,7 +107,7 @@ export class IdleCollector {
     return this.opts.young?.() ?? 0;
   }
 
-  /** The resident bytes not counted as growth: the young generation, up to what quiet work needs. */
+  /** The resident bytes not counted as growth: the young generation, up to what a full sync needs. */
   private leftOut(): number {
     return Math.min(this.young(), this.youngNeeded);
   }

@@ -255,8 +255,9 @@ export function informerBackoff(
 
 /**
  * How long a sync may hold the watches' intake (intake-gate.ts), from
- * KUBE_IPVS_INTAKE_HOLD_MAX_MS: 0 never holds; unset or not a non-negative integer (with a warning) is
- * INTAKE_HOLD_MAX_MS. For benchmarks: the same build with and without the hold in one boot.
+ * KUBE_IPVS_INTAKE_HOLD_MAX_MS: 0 never holds; unset or not a non-negative integer (with a
+ * warning) is INTAKE_HOLD_MAX_MS. For benchmarks: the same build with and without the hold in
+ * one boot.
  */
 export function intakeHoldMaxMs(env: NodeJS.ProcessEnv, log: Pick<InformerLog, 'warn'>): number {
   return (
@@ -272,8 +273,8 @@ export function intakeHoldMaxMs(env: NodeJS.ProcessEnv, log: Pick<InformerLog, '
 
 /**
  * The longest run of watch events taken in within one turn of the event loop (intake-gate.ts),
- * from KUBE_IPVS_INTAKE_SLICE_MS: 0 is no limit; unset or not a non-negative integer (with a warning) is
- * INTAKE_SLICE_MS. For benchmarks, as KUBE_IPVS_INTAKE_HOLD_MAX_MS.
+ * from KUBE_IPVS_INTAKE_SLICE_MS: 0 is no limit; unset or not a non-negative integer (with a
+ * warning) is INTAKE_SLICE_MS. For benchmarks, as KUBE_IPVS_INTAKE_HOLD_MAX_MS.
  */
 export function intakeSliceMs(env: NodeJS.ProcessEnv, log: Pick<InformerLog, 'warn'>): number {
   return (
