@@ -36,7 +36,7 @@ describe('IntakeGate', () => {
     await new Promise((r) => setTimeout(r, 60));
     await nextTurn();
     expect([gate.held, called, said]).toEqual([false, true, [30]]);
-    // the sync's own release later is a no-op, and a new hold runs out on its own
+    // the sync's own release later is a no-op, and a hold released in time never runs out
     gate.release();
     gate.hold();
     expect(gate.held).toBe(true);
